@@ -1,0 +1,598 @@
+//! The plain directory form: the state as files a person can read and edit.
+//!
+//! ```text
+//! DIR/
+//!   sessions/<id>.json          {"id", "title", "harness"?, "cwd"?, "updatedAt"?, "native"?, "_meta"?}
+//!   sessions/<id>.jsonl         one session/update notification params object per line
+//!   sessions/<id>.native/<path> the harness's own files, when the bundle carries them
+//!   AGENTS.md                   instructions
+//!   skills/<name>/...           skill folders, executable bits kept
+//!   skills.json                 only when a skill carries `_meta`: {"<name>": {"_meta": ...}}
+//!   tools.json                  [McpServer]
+//!   memory/<path>               notes
+//!   memory.json                 [{"path", "origin", "deleted"?}]: origins and tombstones
+//!   settings.json               {"<option id>": value}
+//! ```
+//!
+//! `<id>` is the session id escaped by [`crate::escape`]. A kind is given exactly when its
+//! file or directory exists (an empty `sessions/` gives no sessions, which is not the same as
+//! not giving sessions). Reading a directory written from a bundle and packing it again gives
+//! the same bundle, byte for byte.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use asp_format::blob::{BlobSink, BlobSource};
+use asp_format::kind::{KindSet, StateKind};
+use asp_format::name::{HarnessName, RelPath, SessionId, SkillName};
+use asp_format::progress::Progress;
+use asp_format::state::{
+    FileEntry, Instructions, McpServer, MemoryNote, Meta, Native, NoteBody, Origin, Session,
+    Settings, Skill, State,
+};
+use asp_format::update::{UpdateWriter, check_line};
+use serde::{Deserialize, Serialize};
+
+use crate::escape;
+use crate::fsops::{Created, Writer, is_executable};
+use crate::harness::ConvertError;
+
+const SESSIONS: &str = "sessions";
+const AGENTS_MD: &str = "AGENTS.md";
+const SKILLS: &str = "skills";
+const SKILLS_INDEX: &str = "skills.json";
+const TOOLS: &str = "tools.json";
+const MEMORY: &str = "memory";
+const MEMORY_INDEX: &str = "memory.json";
+const SETTINGS: &str = "settings.json";
+
+/// `sessions/<id>.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SessionFile {
+    id: SessionId,
+    title: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    harness: Option<HarnessName>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    updated_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    native: Option<NativeIndex>,
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<Meta>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeIndex {
+    harness: HarnessName,
+    files: Vec<NativeFileIndex>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeFileIndex {
+    path: RelPath,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    executable: bool,
+}
+
+/// An entry of `memory.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoteIndex {
+    path: RelPath,
+    #[serde(default)]
+    origin: Origin,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    deleted: bool,
+}
+
+/// An entry of `skills.json`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SkillIndex {
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<Meta>,
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ConvertError> {
+    let bytes = fs::read(path).map_err(ConvertError::io(path))?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        ConvertError::invalid(
+            path,
+            format!("line {} column {}: {e}", e.line(), e.column()),
+        )
+    })
+}
+
+fn exists(path: &Path) -> Result<bool, ConvertError> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(ConvertError::invalid(
+            path,
+            "symbolic links are not followed in a state directory",
+        )),
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(ConvertError::io(path)(e)),
+    }
+}
+
+/// Every regular file under `root`, as sorted relative paths. Symlinks and special files are
+/// refused: a state directory holds plain files only.
+fn files_under(root: &Path) -> Result<Vec<(RelPath, PathBuf, bool)>, ConvertError> {
+    let mut out = Vec::new();
+    for entry in walkdir::WalkDir::new(root).follow_links(false).min_depth(1) {
+        let entry = entry.map_err(|e| {
+            let path = e.path().unwrap_or(root).to_path_buf();
+            ConvertError::Io {
+                path,
+                source: e.into(),
+            }
+        })?;
+        let ft = entry.file_type();
+        if ft.is_dir() {
+            continue;
+        }
+        if !ft.is_file() {
+            return Err(ConvertError::invalid(
+                entry.path(),
+                "only regular files are allowed here (no symlinks or special files)",
+            ));
+        }
+        let rel = entry.path().strip_prefix(root).expect("walked under root");
+        let rel = RelPath::from_path(rel)
+            .map_err(|e| ConvertError::invalid(entry.path(), e.to_string()))?;
+        let meta = entry.metadata().map_err(|e| ConvertError::Io {
+            path: entry.path().to_path_buf(),
+            source: e.into(),
+        })?;
+        out.push((rel, entry.path().to_path_buf(), is_executable(&meta)));
+    }
+    out.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+    Ok(out)
+}
+
+fn put_file(sink: &dyn BlobSink, path: &Path) -> Result<asp_format::Descriptor, ConvertError> {
+    let mut f = fs::File::open(path).map_err(ConvertError::io(path))?;
+    Ok(sink.put_reader(&mut f)?)
+}
+
+/// Reads a state directory. Kinds outside `kinds` are not read.
+pub fn read(
+    dir: &Path,
+    kinds: KindSet,
+    sink: &dyn BlobSink,
+    progress: &dyn Progress,
+) -> Result<State, ConvertError> {
+    if !dir.is_dir() {
+        return Err(ConvertError::invalid(dir, "not a directory"));
+    }
+    let mut state = State::default();
+    let sessions_dir = dir.join(SESSIONS);
+    if kinds.contains(StateKind::Sessions) && exists(&sessions_dir)? {
+        state.sessions = Some(read_sessions(&sessions_dir, sink, progress)?);
+    }
+    let agents = dir.join(AGENTS_MD);
+    if kinds.contains(StateKind::Instructions) && exists(&agents)? {
+        let bytes = fs::read(&agents).map_err(ConvertError::io(&agents))?;
+        if std::str::from_utf8(&bytes).is_err() {
+            return Err(ConvertError::invalid(&agents, "AGENTS.md is not UTF-8 text"));
+        }
+        state.instructions = Some(Instructions {
+            text: sink.put(&bytes)?,
+        });
+    }
+    let skills_dir = dir.join(SKILLS);
+    if kinds.contains(StateKind::Skills) && exists(&skills_dir)? {
+        state.skills = Some(read_skills(dir, &skills_dir, sink)?);
+    }
+    let tools = dir.join(TOOLS);
+    if kinds.contains(StateKind::Tools) && exists(&tools)? {
+        state.tools = Some(read_json::<Vec<McpServer>>(&tools)?);
+    }
+    let memory_index = dir.join(MEMORY_INDEX);
+    let memory_dir = dir.join(MEMORY);
+    if kinds.contains(StateKind::Memory) && (exists(&memory_index)? || exists(&memory_dir)?) {
+        state.memory = Some(read_memory(&memory_index, &memory_dir, sink)?);
+    }
+    let settings = dir.join(SETTINGS);
+    if kinds.contains(StateKind::Settings) && exists(&settings)? {
+        state.settings = Some(read_json::<Settings>(&settings)?);
+    }
+    state.normalize();
+    state.validate().map_err(|errs| {
+        ConvertError::invalid(
+            dir,
+            errs.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "),
+        )
+    })?;
+    Ok(state)
+}
+
+fn read_sessions(
+    dir: &Path,
+    sink: &dyn BlobSink,
+    progress: &dyn Progress,
+) -> Result<Vec<Session>, ConvertError> {
+    let mut metas = Vec::new();
+    for entry in fs::read_dir(dir).map_err(ConvertError::io(dir))? {
+        let entry = entry.map_err(ConvertError::io(dir))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            return Err(ConvertError::invalid(entry.path(), "file name is not UTF-8"));
+        };
+        if let Some(stem) = name.strip_suffix(".json") {
+            metas.push((stem.to_owned(), entry.path()));
+        } else if name.ends_with(".jsonl") || name.ends_with(".native") {
+            continue;
+        } else {
+            return Err(ConvertError::invalid(
+                entry.path(),
+                "unexpected file in sessions/ (expected <id>.json, <id>.jsonl and <id>.native/)",
+            ));
+        }
+    }
+    metas.sort();
+    let mut sessions = Vec::with_capacity(metas.len());
+    progress.begin("reading sessions", None);
+    for (stem, meta_path) in metas {
+        let meta: SessionFile = read_json(&meta_path)?;
+        progress.item(meta.id.as_str());
+        let jsonl = dir.join(format!("{stem}.jsonl"));
+        let file = fs::File::open(&jsonl).map_err(ConvertError::io(&jsonl))?;
+        let mut w = UpdateWriter::new(sink)?;
+        for (i, line) in BufReader::new(file).lines().enumerate() {
+            let n = i as u64 + 1;
+            let line = line.map_err(|e| {
+                ConvertError::invalid(&jsonl, format!("line {n}: cannot be read: {e}"))
+            })?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let line = check_line(&line, &meta.id)
+                .map_err(|e| ConvertError::invalid(&jsonl, format!("line {n}: {e}")))?;
+            w.push_raw(&line)?;
+            progress.advance(line.len() as u64 + 1);
+        }
+        let updates = w.finish()?;
+        let native = match meta.native {
+            None => None,
+            Some(index) => {
+                let root = dir.join(format!("{stem}.native"));
+                let mut files = Vec::with_capacity(index.files.len());
+                for f in index.files {
+                    let p = f.path.under(&root);
+                    let content = put_file(sink, &p)?;
+                    let executable =
+                        is_executable(&fs::metadata(&p).map_err(ConvertError::io(&p))?);
+                    files.push(FileEntry {
+                        path: f.path,
+                        executable: executable || f.executable,
+                        content,
+                    });
+                }
+                Some(Native {
+                    harness: index.harness,
+                    files,
+                })
+            }
+        };
+        sessions.push(Session {
+            id: meta.id,
+            title: meta.title,
+            harness: meta.harness,
+            cwd: meta.cwd,
+            updated_at: meta.updated_at,
+            updates,
+            native,
+            meta: meta.meta,
+        });
+    }
+    progress.finish();
+    Ok(sessions)
+}
+
+fn read_skills(
+    dir: &Path,
+    skills_dir: &Path,
+    sink: &dyn BlobSink,
+) -> Result<Vec<Skill>, ConvertError> {
+    let index_path = dir.join(SKILLS_INDEX);
+    let mut index: BTreeMap<String, SkillIndex> = if exists(&index_path)? {
+        read_json(&index_path)?
+    } else {
+        BTreeMap::new()
+    };
+    let mut skills = Vec::new();
+    let mut names: Vec<_> = fs::read_dir(skills_dir)
+        .map_err(ConvertError::io(skills_dir))?
+        .collect::<Result<_, _>>()
+        .map_err(ConvertError::io(skills_dir))?;
+    names.sort_by_key(|e| e.file_name());
+    for entry in names {
+        let path = entry.path();
+        let ft = entry.file_type().map_err(ConvertError::io(&path))?;
+        if !ft.is_dir() {
+            return Err(ConvertError::invalid(
+                &path,
+                "skills/ holds one folder per skill; this is not a folder",
+            ));
+        }
+        let raw = entry.file_name();
+        let name = raw
+            .to_str()
+            .ok_or_else(|| ConvertError::invalid(&path, "folder name is not UTF-8"))?;
+        let name = SkillName::new(name).map_err(|e| ConvertError::invalid(&path, e.to_string()))?;
+        let mut files = Vec::new();
+        for (rel, p, executable) in files_under(&path)? {
+            files.push(FileEntry {
+                path: rel,
+                executable,
+                content: put_file(sink, &p)?,
+            });
+        }
+        let meta = index.remove(name.as_str()).and_then(|i| i.meta);
+        skills.push(Skill { name, files, meta });
+    }
+    if let Some(stray) = index.keys().next() {
+        return Err(ConvertError::invalid(
+            &index_path,
+            format!("names skill {stray:?}, which has no folder under skills/"),
+        ));
+    }
+    Ok(skills)
+}
+
+fn read_memory(
+    index_path: &Path,
+    memory_dir: &Path,
+    sink: &dyn BlobSink,
+) -> Result<Vec<MemoryNote>, ConvertError> {
+    let index: Vec<NoteIndex> = if exists(index_path)? {
+        read_json(index_path)?
+    } else {
+        Vec::new()
+    };
+    let on_disk: BTreeMap<String, PathBuf> = if exists(memory_dir)? {
+        files_under(memory_dir)?
+            .into_iter()
+            .map(|(rel, p, _)| (rel.as_str().to_owned(), p))
+            .collect()
+    } else {
+        BTreeMap::new()
+    };
+    let mut listed = BTreeSet::new();
+    let mut notes = Vec::new();
+    for n in index {
+        listed.insert(n.path.as_str().to_owned());
+        let file = on_disk.get(n.path.as_str());
+        let body = match (n.deleted, file) {
+            (true, None) => NoteBody::Deleted,
+            (true, Some(p)) => {
+                return Err(ConvertError::invalid(
+                    index_path,
+                    format!(
+                        "note {} is marked deleted but {} exists; remove one of them",
+                        n.path,
+                        p.display()
+                    ),
+                ));
+            }
+            (false, Some(p)) => NoteBody::Text(put_text(sink, p)?),
+            (false, None) => {
+                return Err(ConvertError::invalid(
+                    index_path,
+                    format!(
+                        "note {} is listed but memory/{} does not exist (mark it \"deleted\": true to keep a tombstone)",
+                        n.path, n.path
+                    ),
+                ));
+            }
+        };
+        notes.push(MemoryNote {
+            path: n.path,
+            origin: n.origin,
+            body,
+        });
+    }
+    // Notes added by hand without an index entry are carried with no origin.
+    for (rel, p) in &on_disk {
+        if !listed.contains(rel) {
+            notes.push(MemoryNote {
+                path: RelPath::new(rel).expect("validated by files_under"),
+                origin: Origin::default(),
+                body: NoteBody::Text(put_text(sink, p)?),
+            });
+        }
+    }
+    Ok(notes)
+}
+
+fn put_text(sink: &dyn BlobSink, path: &Path) -> Result<asp_format::Descriptor, ConvertError> {
+    let bytes = fs::read(path).map_err(ConvertError::io(path))?;
+    if std::str::from_utf8(&bytes).is_err() {
+        return Err(ConvertError::invalid(path, "a memory note must be UTF-8 text"));
+    }
+    Ok(sink.put(&bytes)?)
+}
+
+/// What [`write`] wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DirWritten {
+    pub files: u64,
+    pub bytes: u64,
+}
+
+/// Writes `state` into `dir` as plain files. `dir` must be missing or empty unless `force`,
+/// in which case files of the same name are replaced (atomically) and others left alone.
+pub fn write(
+    dir: &Path,
+    state: &State,
+    blobs: &dyn BlobSource,
+    force: bool,
+    progress: &dyn Progress,
+) -> Result<DirWritten, ConvertError> {
+    if exists(dir)? {
+        if !dir.is_dir() {
+            return Err(ConvertError::invalid(dir, "exists and is not a directory"));
+        }
+        let non_empty = fs::read_dir(dir)
+            .map_err(ConvertError::io(dir))?
+            .next()
+            .is_some();
+        if non_empty && !force {
+            return Err(ConvertError::invalid(
+                dir,
+                "exists and is not empty (use --force to write into it anyway)",
+            ));
+        }
+    }
+    fs::create_dir_all(dir).map_err(ConvertError::io(dir))?;
+    let w = Writer::new(false);
+    let mut out = DirWritten::default();
+    let mut put = |path: &Path, reader: &mut dyn io::Read, executable: bool| -> Result<(), ConvertError> {
+        let mut counting = CountingReader { inner: reader, n: 0 };
+        if force && exists(path)? {
+            w.replace_from(path, &mut counting, Some(executable))?;
+        } else if w.create_new_from(path, &mut counting, executable)? == Created::AlreadyExists {
+            return Err(ConvertError::invalid(path, "already exists"));
+        }
+        out.files += 1;
+        out.bytes += counting.n;
+        progress.advance(counting.n);
+        Ok(())
+    };
+    let json = |v: &dyn erased::Json| -> Vec<u8> {
+        let mut b = v.pretty();
+        b.push(b'\n');
+        b
+    };
+
+    let total: u64 = state.descriptors().iter().map(|d| d.size).sum();
+    progress.begin("writing files", Some(total));
+    if let Some(sessions) = &state.sessions {
+        let sdir = dir.join(SESSIONS);
+        fs::create_dir_all(&sdir).map_err(ConvertError::io(&sdir))?;
+        let mut folded = BTreeMap::new();
+        for s in sessions {
+            let stem = escape::escape(s.id.as_str());
+            if let Some(other) = folded.insert(stem.to_lowercase(), s.id.clone()) {
+                return Err(ConvertError::invalid(
+                    &sdir,
+                    format!(
+                        "sessions {:?} and {:?} differ only in letter case, which this filesystem may not keep apart",
+                        other.as_str(),
+                        s.id.as_str()
+                    ),
+                ));
+            }
+            progress.item(s.id.as_str());
+            let meta = SessionFile {
+                id: s.id.clone(),
+                title: s.title.clone(),
+                harness: s.harness.clone(),
+                cwd: s.cwd.clone(),
+                updated_at: s.updated_at.clone(),
+                native: s.native.as_ref().map(|n| NativeIndex {
+                    harness: n.harness.clone(),
+                    files: n
+                        .files
+                        .iter()
+                        .map(|f| NativeFileIndex {
+                            path: f.path.clone(),
+                            executable: f.executable,
+                        })
+                        .collect(),
+                }),
+                meta: s.meta.clone(),
+            };
+            put(&sdir.join(format!("{stem}.json")), &mut &json(&meta)[..], false)?;
+            put(
+                &sdir.join(format!("{stem}.jsonl")),
+                &mut blobs.open(&s.updates)?,
+                false,
+            )?;
+            if let Some(n) = &s.native {
+                let root = sdir.join(format!("{stem}.native"));
+                for f in &n.files {
+                    put(&f.path.under(&root), &mut blobs.open(&f.content)?, f.executable)?;
+                }
+            }
+        }
+    }
+    if let Some(i) = &state.instructions {
+        put(&dir.join(AGENTS_MD), &mut blobs.open(&i.text)?, false)?;
+    }
+    if let Some(skills) = &state.skills {
+        let root = dir.join(SKILLS);
+        fs::create_dir_all(&root).map_err(ConvertError::io(&root))?;
+        let mut index = BTreeMap::new();
+        for s in skills {
+            let sdir = root.join(s.name.as_str());
+            fs::create_dir_all(&sdir).map_err(ConvertError::io(&sdir))?;
+            for f in &s.files {
+                put(&f.path.under(&sdir), &mut blobs.open(&f.content)?, f.executable)?;
+            }
+            if s.meta.is_some() {
+                index.insert(s.name.to_string(), SkillIndex { meta: s.meta.clone() });
+            }
+        }
+        if !index.is_empty() {
+            put(&dir.join(SKILLS_INDEX), &mut &json(&index)[..], false)?;
+        }
+    }
+    if let Some(tools) = &state.tools {
+        put(&dir.join(TOOLS), &mut &json(tools)[..], false)?;
+    }
+    if let Some(notes) = &state.memory {
+        let mdir = dir.join(MEMORY);
+        fs::create_dir_all(&mdir).map_err(ConvertError::io(&mdir))?;
+        let mut index = Vec::with_capacity(notes.len());
+        for n in notes {
+            if let NoteBody::Text(d) = n.body {
+                put(&n.path.under(&mdir), &mut blobs.open(&d)?, false)?;
+            }
+            index.push(NoteIndex {
+                path: n.path.clone(),
+                origin: n.origin.clone(),
+                deleted: n.body == NoteBody::Deleted,
+            });
+        }
+        put(&dir.join(MEMORY_INDEX), &mut &json(&index)[..], false)?;
+    }
+    if let Some(settings) = &state.settings {
+        put(&dir.join(SETTINGS), &mut &json(settings)[..], false)?;
+    }
+    progress.finish();
+    Ok(out)
+}
+
+struct CountingReader<'a> {
+    inner: &'a mut dyn io::Read,
+    n: u64,
+}
+
+impl io::Read for CountingReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.n += n as u64;
+        Ok(n)
+    }
+}
+
+/// Object-safe pretty JSON, so one closure serialises the different index types.
+mod erased {
+    pub trait Json {
+        fn pretty(&self) -> Vec<u8>;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn pretty(&self) -> Vec<u8> {
+            serde_json::to_vec_pretty(self).expect("index files serialise")
+        }
+    }
+}

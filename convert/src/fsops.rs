@@ -1,0 +1,314 @@
+//! Writing into a user's store without ever losing what is there.
+//!
+//! Every write goes to a temporary file in the destination directory and is renamed into
+//! place after it is complete and synced, so a crash leaves either the old file or the new one.
+//! New files are never renamed over existing ones. In dry-run mode the same calls check
+//! everything (including whether a file exists) and record what they would do.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::harness::ConvertError;
+
+/// One planned or performed change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    Create(PathBuf),
+    Replace(PathBuf),
+    Append(PathBuf),
+    Remove(PathBuf),
+}
+
+/// What [`Writer::create_new`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Created {
+    /// The file was written (or would be, in a dry run).
+    New,
+    /// A file was already there; nothing was written.
+    AlreadyExists,
+}
+
+/// Atomic, no-clobber file operations with a dry-run mode.
+#[derive(Debug, Default)]
+pub struct Writer {
+    dry_run: bool,
+    changes: Mutex<Vec<Change>>,
+}
+
+impl Writer {
+    pub fn new(dry_run: bool) -> Self {
+        Writer {
+            dry_run,
+            changes: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run
+    }
+
+    /// Every change made (or planned, in a dry run), in order.
+    pub fn changes(&self) -> Vec<Change> {
+        self.changes.lock().expect("changes poisoned").clone()
+    }
+
+    fn record(&self, c: Change) {
+        self.changes.lock().expect("changes poisoned").push(c);
+    }
+
+    /// Creates `path` with `bytes`, unless something is already there.
+    pub fn create_new(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        executable: bool,
+    ) -> Result<Created, ConvertError> {
+        self.create_new_from(path, &mut &bytes[..], executable)
+    }
+
+    /// Creates `path` with everything `reader` yields, unless something is already there. If
+    /// the reader fails (a blob that does not match its digest), nothing is left behind.
+    pub fn create_new_from(
+        &self,
+        path: &Path,
+        reader: &mut dyn Read,
+        executable: bool,
+    ) -> Result<Created, ConvertError> {
+        if fs::symlink_metadata(path).is_ok() {
+            return Ok(Created::AlreadyExists);
+        }
+        if self.dry_run {
+            // Still read everything, so a bad blob fails the dry run as it would the real one.
+            io::copy(reader, &mut io::sink()).map_err(ConvertError::io(path))?;
+            self.record(Change::Create(path.to_path_buf()));
+            return Ok(Created::New);
+        }
+        let dir = parent_of(path);
+        fs::create_dir_all(dir).map_err(ConvertError::io(dir))?;
+        let mut tmp = temp_in(dir)?;
+        io::copy(reader, tmp.as_file_mut()).map_err(ConvertError::io(path))?;
+        finish_file(tmp.as_file(), path, if executable { 0o755 } else { 0o644 })?;
+        match tmp.persist_noclobber(path) {
+            Ok(_) => {}
+            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => {
+                return Ok(Created::AlreadyExists);
+            }
+            Err(e) => return Err(ConvertError::io(path)(e.error)),
+        }
+        sync_dir(dir);
+        self.record(Change::Create(path.to_path_buf()));
+        Ok(Created::New)
+    }
+
+    /// Writes `bytes` to `path`, replacing what is there atomically. When `path` is a symlink
+    /// (dotfile managers link config files), the file it points to is replaced and the link
+    /// kept. The old file's permissions are kept.
+    pub fn replace(&self, path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
+        self.replace_from(path, &mut &bytes[..], None)
+    }
+
+    /// Like [`Writer::replace`], streaming from `reader`; `executable` sets the mode (`None`
+    /// keeps the old file's).
+    pub fn replace_from(
+        &self,
+        path: &Path,
+        reader: &mut dyn Read,
+        executable: Option<bool>,
+    ) -> Result<(), ConvertError> {
+        let target = match fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                fs::canonicalize(path).map_err(ConvertError::io(path))?
+            }
+            _ => path.to_path_buf(),
+        };
+        if self.dry_run {
+            io::copy(reader, &mut io::sink()).map_err(ConvertError::io(path))?;
+            self.record(Change::Replace(path.to_path_buf()));
+            return Ok(());
+        }
+        let dir = parent_of(&target);
+        fs::create_dir_all(dir).map_err(ConvertError::io(dir))?;
+        let mode = match executable {
+            Some(true) => 0o755,
+            Some(false) => 0o644,
+            None => existing_mode(&target).unwrap_or(0o644),
+        };
+        let mut tmp = temp_in(dir)?;
+        io::copy(reader, tmp.as_file_mut()).map_err(ConvertError::io(&target))?;
+        finish_file(tmp.as_file(), &target, mode)?;
+        tmp.persist(&target)
+            .map_err(|e| ConvertError::io(&target)(e.error))?;
+        sync_dir(dir);
+        self.record(Change::Replace(path.to_path_buf()));
+        Ok(())
+    }
+
+    /// Appends `bytes` to `path` (created if missing), as harnesses append to their own
+    /// indexes. The bytes are written in one call so a concurrent appender cannot interleave
+    /// inside them.
+    pub fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
+        if self.dry_run {
+            self.record(Change::Append(path.to_path_buf()));
+            return Ok(());
+        }
+        let dir = parent_of(path);
+        fs::create_dir_all(dir).map_err(ConvertError::io(dir))?;
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(ConvertError::io(path))?;
+        f.write_all(bytes).map_err(ConvertError::io(path))?;
+        f.sync_data().map_err(ConvertError::io(path))?;
+        self.record(Change::Append(path.to_path_buf()));
+        Ok(())
+    }
+
+    /// Removes a file if it is there. Returns whether it was.
+    pub fn remove(&self, path: &Path) -> Result<bool, ConvertError> {
+        match fs::symlink_metadata(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(ConvertError::io(path)(e)),
+            Ok(_) => {}
+        }
+        if !self.dry_run {
+            fs::remove_file(path).map_err(ConvertError::io(path))?;
+        }
+        self.record(Change::Remove(path.to_path_buf()));
+        Ok(true)
+    }
+}
+
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+fn temp_in(dir: &Path) -> Result<tempfile::NamedTempFile, ConvertError> {
+    tempfile::Builder::new()
+        .prefix(".asp-")
+        .suffix(".partial")
+        .tempfile_in(dir)
+        .map_err(ConvertError::io(dir))
+}
+
+fn finish_file(file: &File, path: &Path, mode: u32) -> Result<(), ConvertError> {
+    set_mode(file, mode).map_err(ConvertError::io(path))?;
+    file.sync_all().map_err(ConvertError::io(path))
+}
+
+#[cfg(unix)]
+fn set_mode(file: &File, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    file.set_permissions(fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_file: &File, _mode: u32) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(unix)]
+fn existing_mode(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path).ok().map(|m| m.permissions().mode() & 0o7777)
+}
+
+#[cfg(not(unix))]
+fn existing_mode(_path: &Path) -> Option<u32> {
+    None
+}
+
+fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}
+
+/// Whether a file is executable by its owner (always false where there are no modes).
+pub fn is_executable(meta: &fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.permissions().mode() & 0o100 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_new_never_clobbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a/b.txt");
+        let w = Writer::new(false);
+        assert_eq!(w.create_new(&p, b"one", false).unwrap(), Created::New);
+        assert_eq!(
+            w.create_new(&p, b"two", false).unwrap(),
+            Created::AlreadyExists
+        );
+        assert_eq!(fs::read(&p).unwrap(), b"one");
+        assert_eq!(w.changes(), vec![Change::Create(p)]);
+    }
+
+    #[test]
+    fn a_failing_reader_leaves_nothing_behind() {
+        struct Failing;
+        impl Read for Failing {
+            fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+                Err(io::Error::new(io::ErrorKind::InvalidData, "bad blob"))
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x");
+        let w = Writer::new(false);
+        assert!(w.create_new_from(&p, &mut Failing, false).is_err());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn dry_run_writes_nothing_but_sees_existing_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let existing = dir.path().join("there");
+        fs::write(&existing, b"x").unwrap();
+        let w = Writer::new(true);
+        assert_eq!(
+            w.create_new(&existing, b"y", false).unwrap(),
+            Created::AlreadyExists
+        );
+        let fresh = dir.path().join("fresh");
+        assert_eq!(w.create_new(&fresh, b"y", false).unwrap(), Created::New);
+        w.replace(&existing, b"z").unwrap();
+        assert!(!fresh.exists());
+        assert_eq!(fs::read(&existing).unwrap(), b"x");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn replace_follows_symlinks_and_keeps_modes() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        fs::write(&real, b"{}").unwrap();
+        fs::set_permissions(&real, fs::Permissions::from_mode(0o600)).unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        Writer::new(false).replace(&link, b"{\"a\":1}").unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(fs::read(&real).unwrap(), b"{\"a\":1}");
+        assert_eq!(fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+}

@@ -1,0 +1,69 @@
+//! What a destination says about a state it was handed: the `_asp/state/import` answer.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::kind::{KindSet, StateKind};
+
+/// What was taken, what was not and why, and each session's new id by its old.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportAnswer {
+    /// Kinds the destination took, in canonical order. A kind can be taken and still have
+    /// entries in `not_taken` (some sessions taken, one refused).
+    pub taken: KindSet,
+    /// What was not taken, with a reason in words for the owner.
+    pub not_taken: Vec<NotTaken>,
+    /// For every session taken: its id in the state → its id in the destination. A session
+    /// already there maps to itself.
+    pub sessions: BTreeMap<String, String>,
+}
+
+/// One thing a destination did not take.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotTaken {
+    pub kind: StateKind,
+    pub reason: String,
+}
+
+impl ImportAnswer {
+    pub fn take(&mut self, kind: StateKind) {
+        self.taken.insert(kind);
+    }
+
+    pub fn refuse(&mut self, kind: StateKind, reason: impl Into<String>) {
+        self.not_taken.push(NotTaken {
+            kind,
+            reason: reason.into(),
+        });
+    }
+
+    /// True when everything handed over was taken.
+    pub fn is_complete(&self) -> bool {
+        self.not_taken.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialises_as_the_seed_example() {
+        let mut a = ImportAnswer::default();
+        a.take(StateKind::Instructions);
+        a.take(StateKind::Sessions);
+        a.refuse(StateKind::Memory, "this agent keeps no memory");
+        a.sessions.insert("sess_789xyz".into(), "sess_a1b2c3".into());
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            r#"{"taken":["sessions","instructions"],"notTaken":[{"kind":"memory","reason":"this agent keeps no memory"}],"sessions":{"sess_789xyz":"sess_a1b2c3"}}"#
+        );
+        let back: ImportAnswer = serde_json::from_str(
+            r#"{"taken": ["sessions", "instructions"], "notTaken": [{"kind": "memory", "reason": "this agent keeps no memory"}], "sessions": {"sess_789xyz": "sess_a1b2c3"}}"#,
+        )
+        .unwrap();
+        assert_eq!(back, a);
+    }
+}

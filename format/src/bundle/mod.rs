@@ -1,0 +1,20 @@
+//! The `.aspstate` bundle: a zip with an OCI-style content-addressed layout.
+//!
+//! ```text
+//! aspstate-layout           Stored; {"layoutVersion":"1.0.0","mediaType":...,"generator":...}
+//! manifest.json             the state, bodies as {digest, size}; its sha256 is the bundle's id
+//! blobs/sha256/<hex>        one per distinct body, named only by digest, ascending
+//! ```
+//!
+//! See `spec/aspstate.md` for the normative description.
+
+mod layout;
+mod read;
+mod write;
+
+pub use layout::{
+    BLOB_PREFIX, BUNDLE_MEDIA_TYPE, LAYOUT_ENTRY, LAYOUT_VERSION, Layout, MANIFEST_ENTRY,
+    MANIFEST_MEDIA_TYPE, Manifest, SCHEMA_VERSION, blob_entry_name,
+};
+pub use read::{Bundle, Limits, Problem, ReadError, VerifyReport, verify_file};
+pub use write::{Compression, WriteError, WriteOptions, Written, write_file, write_to};

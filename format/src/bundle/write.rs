@@ -1,0 +1,238 @@
+//! Writing a bundle: deterministic, streaming, atomic.
+//!
+//! Same state in, same bytes out: entries are written in a fixed order (`aspstate-layout`,
+//! `manifest.json`, then blobs by ascending digest), every entry gets the same timestamp
+//! (1980-01-01 00:00), `System::Unix`, mode 0644 and a fixed compression, and the writer seeks
+//! so no data descriptors are written. Blob bodies are copied one at a time from a
+//! [`BlobSource`], so memory stays flat however large the sessions are.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use zip::write::SimpleFileOptions;
+use zip::{CompressionMethod, DateTime, System, ZipWriter};
+
+use crate::blob::{BlobError, BlobSource};
+use crate::bundle::layout::{LAYOUT_ENTRY, Layout, MANIFEST_ENTRY, Manifest, blob_entry_name};
+use crate::digest::Digest;
+use crate::progress::Progress;
+use crate::state::{State, StateError};
+
+/// How blob bodies are compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    /// Deflate at level 6: readable by every unzip there is. Blobs under 64 bytes are Stored.
+    #[default]
+    Deflate,
+    /// No compression at all.
+    Stored,
+}
+
+/// Blobs smaller than this are Stored: Deflate would only add overhead.
+const TINY: u64 = 64;
+
+/// What to write besides the state.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// RFC 3339 creation time for the manifest; `None` leaves it out (reproducible by default).
+    pub created: Option<String>,
+    /// The generator recorded in `aspstate-layout`, such as `asp 0.1.0`.
+    pub generator: Option<String>,
+    pub compression: Compression,
+}
+
+/// What a finished bundle is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The bundle's identity: the digest of its `manifest.json`.
+    pub digest: Digest,
+    /// Size of the bundle file in bytes.
+    pub size: u64,
+    /// Number of distinct blobs stored.
+    pub blobs: usize,
+    /// Sum of the uncompressed blob sizes.
+    pub content_bytes: u64,
+}
+
+/// Errors while writing a bundle.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("the state is not valid: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    InvalidState(Vec<StateError>),
+    #[error("{path} already exists (use --force to replace it)")]
+    Exists { path: PathBuf },
+    #[error("writing {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("reading blob {digest}: {source}")]
+    Blob {
+        digest: Digest,
+        #[source]
+        source: BlobError,
+    },
+    #[error("zip: {0}")]
+    Zip(#[from] zip::result::ZipError),
+}
+
+fn entry_options(method: CompressionMethod, size: u64) -> SimpleFileOptions {
+    let level = match method {
+        CompressionMethod::Deflated => Some(6),
+        _ => None,
+    };
+    SimpleFileOptions::default()
+        .compression_method(method)
+        .compression_level(level)
+        .last_modified_time(DateTime::default())
+        .system(System::Unix)
+        .unix_permissions(0o644)
+        .large_file(size >= u64::from(u32::MAX))
+}
+
+fn method_for(compression: Compression, size: u64) -> CompressionMethod {
+    match compression {
+        Compression::Deflate if size >= TINY => CompressionMethod::Deflated,
+        _ => CompressionMethod::Stored,
+    }
+}
+
+/// Writes `state` (normalised first) with its blobs from `blobs` into `out`.
+pub fn write_to<W: Write + Seek>(
+    out: W,
+    state: &State,
+    blobs: &dyn BlobSource,
+    opts: &WriteOptions,
+    progress: &dyn Progress,
+) -> Result<(W, Written), WriteError> {
+    let mut state = state.clone();
+    state.normalize();
+    state.validate().map_err(WriteError::InvalidState)?;
+    let descriptors = state.descriptors();
+    let manifest = Manifest::new(state, opts.created.clone()).to_bytes();
+    let content_bytes = descriptors.iter().map(|d| d.size).sum();
+
+    let mut zip = ZipWriter::new(out);
+    let layout = Layout::current(opts.generator.clone()).to_bytes();
+    zip.start_file(
+        LAYOUT_ENTRY,
+        entry_options(CompressionMethod::Stored, layout.len() as u64),
+    )?;
+    zip.write_all(&layout).map_err(zip_io)?;
+    zip.start_file(
+        MANIFEST_ENTRY,
+        entry_options(
+            method_for(opts.compression, manifest.len() as u64),
+            manifest.len() as u64,
+        ),
+    )?;
+    zip.write_all(&manifest).map_err(zip_io)?;
+
+    progress.begin("writing bundle", Some(content_bytes));
+    let mut buf = vec![0u8; 256 * 1024];
+    for d in &descriptors {
+        zip.start_file(
+            blob_entry_name(&d.digest),
+            entry_options(method_for(opts.compression, d.size), d.size),
+        )?;
+        let mut reader = blobs.open(d).map_err(|source| WriteError::Blob {
+            digest: d.digest,
+            source,
+        })?;
+        loop {
+            let n = reader.read(&mut buf).map_err(|e| WriteError::Blob {
+                digest: d.digest,
+                source: BlobError::Other(e),
+            })?;
+            if n == 0 {
+                break;
+            }
+            zip.write_all(&buf[..n]).map_err(zip_io)?;
+            progress.advance(n as u64);
+        }
+    }
+    progress.finish();
+    let mut out = zip.finish()?;
+    let size = out.stream_position().map_err(zip_io)?;
+    Ok((
+        out,
+        Written {
+            digest: Digest::of(&manifest),
+            size,
+            blobs: descriptors.len(),
+            content_bytes,
+        },
+    ))
+}
+
+fn zip_io(e: io::Error) -> WriteError {
+    WriteError::Zip(zip::result::ZipError::Io(e))
+}
+
+/// Writes a bundle to `path` atomically: into a temporary file in the same directory, synced,
+/// then renamed into place. An existing `path` is replaced only with `force`.
+pub fn write_file(
+    path: &Path,
+    state: &State,
+    blobs: &dyn BlobSource,
+    opts: &WriteOptions,
+    force: bool,
+    progress: &dyn Progress,
+) -> Result<Written, WriteError> {
+    if !force && path.exists() {
+        return Err(WriteError::Exists {
+            path: path.to_path_buf(),
+        });
+    }
+    let io_err = |source| WriteError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(".aspstate-")
+        .suffix(".partial")
+        .tempfile_in(dir)
+        .map_err(io_err)?;
+    let (file, handle) = tmp.into_parts();
+    let (writer, written) = write_to(
+        BufWriter::with_capacity(256 * 1024, file),
+        state,
+        blobs,
+        opts,
+        progress,
+    )?;
+    let file = writer.into_inner().map_err(|e| io_err(e.into_error()))?;
+    file.sync_all().map_err(io_err)?;
+    let tmp = tempfile::NamedTempFile::from_parts(file, handle);
+    if force {
+        tmp.persist(path).map_err(|e| io_err(e.error))?;
+    } else {
+        tmp.persist_noclobber(path).map_err(|e| {
+            if e.error.kind() == io::ErrorKind::AlreadyExists {
+                WriteError::Exists {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                io_err(e.error)
+            }
+        })?;
+    }
+    sync_dir(dir);
+    Ok(written)
+}
+
+/// Makes a rename durable where the platform allows it; failure only costs durability.
+fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}

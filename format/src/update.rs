@@ -1,0 +1,220 @@
+//! Session update streams: JSONL of ACP `session/update` notification params.
+//!
+//! Each line of a session's `updates` blob is one `{"sessionId": ..., "update": {...}}` object in
+//! compact form (no whitespace outside strings) followed by `\n`. The JSON is kept as written,
+//! never re-serialised through typed ACP structs, which drop unknown fields and normalise
+//! defaults; compacting only removes insignificant whitespace, so every token survives byte for
+//! byte.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+
+use serde::Serialize;
+
+use crate::blob::{BlobError, BlobSink, BlobSource, BlobWrite};
+use crate::digest::Descriptor;
+use crate::name::SessionId;
+
+/// Why an update line was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UpdateError(pub String);
+
+/// Removes whitespace outside JSON strings, keeping every other byte as it is.
+pub fn compact(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Checks that `line` is a `session/update` notification's params for `session`, and returns it
+/// compacted.
+///
+/// Required: a JSON object with `sessionId` equal to the session's id and an `update` object
+/// whose `sessionUpdate` is a string. The update kind itself is not restricted: ACP grows new
+/// kinds, and a stream is carried whole.
+pub fn check_line(line: &str, session: &SessionId) -> Result<String, UpdateError> {
+    let value: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| UpdateError(format!("not JSON: {e}")))?;
+    let obj = value
+        .as_object()
+        .ok_or_else(|| UpdateError("not a JSON object".to_owned()))?;
+    match obj.get("sessionId") {
+        Some(serde_json::Value::String(id)) if id == session.as_str() => {}
+        Some(serde_json::Value::String(id)) => {
+            return Err(UpdateError(format!(
+                "sessionId {id:?} is not the session's id {:?}",
+                session.as_str()
+            )));
+        }
+        _ => return Err(UpdateError("no string `sessionId`".to_owned())),
+    }
+    let kind = obj
+        .get("update")
+        .and_then(|u| u.as_object())
+        .and_then(|u| u.get("sessionUpdate"))
+        .and_then(|k| k.as_str());
+    if kind.is_none() {
+        return Err(UpdateError(
+            "no `update` object with a string `sessionUpdate`".to_owned(),
+        ));
+    }
+    Ok(compact(line))
+}
+
+/// Writes a session's update stream into a blob, one compact line per update.
+pub struct UpdateWriter<'a> {
+    out: Box<dyn BlobWrite + 'a>,
+    lines: u64,
+}
+
+impl std::fmt::Debug for UpdateWriter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpdateWriter")
+            .field("lines", &self.lines)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> UpdateWriter<'a> {
+    pub fn new(sink: &'a dyn BlobSink) -> Result<Self, BlobError> {
+        Ok(UpdateWriter {
+            out: sink.begin()?,
+            lines: 0,
+        })
+    }
+
+    /// Appends one update, serialised compactly.
+    pub fn push<T: Serialize + ?Sized>(&mut self, update: &T) -> Result<(), BlobError> {
+        serde_json::to_writer(&mut self.out, update).map_err(io::Error::from)?;
+        self.out.write_all(b"\n")?;
+        self.lines += 1;
+        Ok(())
+    }
+
+    /// Appends one line that is already compact JSON (see [`check_line`]).
+    pub fn push_raw(&mut self, line: &str) -> Result<(), BlobError> {
+        debug_assert!(!line.contains('\n'));
+        self.out.write_all(line.as_bytes())?;
+        self.out.write_all(b"\n")?;
+        self.lines += 1;
+        Ok(())
+    }
+
+    /// Lines written so far.
+    pub fn lines(&self) -> u64 {
+        self.lines
+    }
+
+    pub fn finish(self) -> Result<Descriptor, BlobError> {
+        self.out.finish()
+    }
+}
+
+/// Reads a session's update stream line by line, without holding more than one line.
+pub struct UpdateLines<'a> {
+    reader: BufReader<Box<dyn Read + Send + 'a>>,
+    buf: String,
+    line: u64,
+}
+
+impl std::fmt::Debug for UpdateLines<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpdateLines")
+            .field("line", &self.line)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> UpdateLines<'a> {
+    pub fn open(blobs: &'a dyn BlobSource, updates: &Descriptor) -> Result<Self, BlobError> {
+        Ok(UpdateLines {
+            reader: BufReader::with_capacity(128 * 1024, blobs.open(updates)?),
+            buf: String::new(),
+            line: 0,
+        })
+    }
+
+    /// The next line without its newline, or `None` at the end. Empty lines are skipped.
+    /// Errors carry the 1-based line number.
+    pub fn next_line(&mut self) -> Result<Option<(u64, &str)>, (u64, io::Error)> {
+        loop {
+            self.buf.clear();
+            self.line += 1;
+            match self.reader.read_line(&mut self.buf) {
+                Ok(0) => return Ok(None),
+                Ok(_) => {
+                    let trimmed = self.buf.trim_end_matches(['\n', '\r']);
+                    if trimmed.trim().is_empty() {
+                        continue;
+                    }
+                    let len = trimmed.len();
+                    return Ok(Some((self.line, &self.buf[..len])));
+                }
+                Err(e) => return Err((self.line, e)),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blob::MemoryStore;
+
+    fn sid(s: &str) -> SessionId {
+        SessionId::new(s).unwrap()
+    }
+
+    #[test]
+    fn compact_keeps_strings_byte_for_byte() {
+        let pretty = "{\n  \"a\" : \"x  y\\\" \\n z\",\n  \"b\": [1, 2.50, -0]\n}";
+        assert_eq!(compact(pretty), r#"{"a":"x  y\" \n z","b":[1,2.50,-0]}"#);
+    }
+
+    #[test]
+    fn lines_must_be_updates_of_their_session() {
+        let ok = r#"{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}"#;
+        assert_eq!(check_line(ok, &sid("s1")).unwrap(), ok);
+        assert!(check_line(ok, &sid("s2")).unwrap_err().0.contains("not the session's id"));
+        assert!(check_line("{\"sessionId\":\"s1\"}", &sid("s1")).is_err());
+        assert!(check_line("[1]", &sid("s1")).is_err());
+        assert!(check_line("{\"sessionId\":", &sid("s1")).unwrap_err().0.starts_with("not JSON"));
+    }
+
+    #[test]
+    fn writer_and_reader_round_trip() {
+        let store = MemoryStore::new();
+        let mut w = UpdateWriter::new(&store).unwrap();
+        w.push(&serde_json::json!({"sessionId": "s", "update": {"sessionUpdate": "plan", "entries": []}}))
+            .unwrap();
+        w.push_raw(r#"{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":1,"size":2}}"#)
+            .unwrap();
+        let d = w.finish().unwrap();
+        let mut r = UpdateLines::open(&store, &d).unwrap();
+        let mut seen = Vec::new();
+        while let Some((n, line)) = r.next_line().unwrap() {
+            seen.push((n, line.to_owned()));
+        }
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[1].0, 2);
+        assert!(seen[0].1.starts_with(r#"{"sessionId":"s","update":{"sessionUpdate":"plan""#));
+    }
+}

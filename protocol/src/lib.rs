@@ -1,0 +1,1 @@
+//! The Agent State Protocol over ACP. (Typed forms and the hub land with their issue.)
