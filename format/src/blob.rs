@@ -270,7 +270,10 @@ impl BlobSource for MemoryStore {
             .get(&blob.digest)
             .cloned()
             .ok_or(BlobError::Missing(blob.digest))?;
-        Ok(Box::new(VerifyingReader::new(io::Cursor::new(bytes), *blob)))
+        Ok(Box::new(VerifyingReader::new(
+            io::Cursor::new(bytes),
+            *blob,
+        )))
     }
 }
 

@@ -193,10 +193,20 @@ mod tests {
     fn lines_must_be_updates_of_their_session() {
         let ok = r#"{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}"#;
         assert_eq!(check_line(ok, &sid("s1")).unwrap(), ok);
-        assert!(check_line(ok, &sid("s2")).unwrap_err().0.contains("not the session's id"));
+        assert!(
+            check_line(ok, &sid("s2"))
+                .unwrap_err()
+                .0
+                .contains("not the session's id")
+        );
         assert!(check_line("{\"sessionId\":\"s1\"}", &sid("s1")).is_err());
         assert!(check_line("[1]", &sid("s1")).is_err());
-        assert!(check_line("{\"sessionId\":", &sid("s1")).unwrap_err().0.starts_with("not JSON"));
+        assert!(
+            check_line("{\"sessionId\":", &sid("s1"))
+                .unwrap_err()
+                .0
+                .starts_with("not JSON")
+        );
     }
 
     #[test]
@@ -205,8 +215,10 @@ mod tests {
         let mut w = UpdateWriter::new(&store).unwrap();
         w.push(&serde_json::json!({"sessionId": "s", "update": {"sessionUpdate": "plan", "entries": []}}))
             .unwrap();
-        w.push_raw(r#"{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":1,"size":2}}"#)
-            .unwrap();
+        w.push_raw(
+            r#"{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":1,"size":2}}"#,
+        )
+        .unwrap();
         let d = w.finish().unwrap();
         let mut r = UpdateLines::open(&store, &d).unwrap();
         let mut seen = Vec::new();
@@ -215,6 +227,10 @@ mod tests {
         }
         assert_eq!(seen.len(), 2);
         assert_eq!(seen[1].0, 2);
-        assert!(seen[0].1.starts_with(r#"{"sessionId":"s","update":{"sessionUpdate":"plan""#));
+        assert!(
+            seen[0]
+                .1
+                .starts_with(r#"{"sessionId":"s","update":{"sessionUpdate":"plan""#)
+        );
     }
 }
