@@ -6,6 +6,7 @@
 //! defaults; compacting only removes insignificant whitespace, so every token survives byte for
 //! byte.
 
+use std::borrow::Cow;
 use std::io::{self, BufRead, BufReader, Read, Write};
 
 use serde::Serialize;
@@ -51,27 +52,44 @@ pub fn compact(json: &str) -> String {
 /// whose `sessionUpdate` is a string. The update kind itself is not restricted: ACP grows new
 /// kinds, and a stream is carried whole.
 pub fn check_line(line: &str, session: &SessionId) -> Result<String, UpdateError> {
-    let value: serde_json::Value =
-        serde_json::from_str(line).map_err(|e| UpdateError(format!("not JSON: {e}")))?;
-    let obj = value
-        .as_object()
-        .ok_or_else(|| UpdateError("not a JSON object".to_owned()))?;
-    match obj.get("sessionId") {
-        Some(serde_json::Value::String(id)) if id == session.as_str() => {}
-        Some(serde_json::Value::String(id)) => {
+    // Only the two members that matter are decoded; serde_json still checks that the whole
+    // line is valid JSON while it skips the rest, without building a tree of it.
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(rename = "sessionId", borrow)]
+        session_id: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        update: Option<Head<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(rename = "sessionUpdate", borrow)]
+        kind: Option<Cow<'a, str>>,
+    }
+    let first = line.trim_start().as_bytes().first().copied();
+    let params: Params<'_> = serde_json::from_str(line).map_err(|e| {
+        if e.is_syntax() || e.is_eof() {
+            UpdateError(format!("not JSON: {e}"))
+        } else if first != Some(b'{') {
+            UpdateError("not a JSON object".to_owned())
+        } else {
+            UpdateError(format!("`sessionId` or `update` has the wrong type: {e}"))
+        }
+    })?;
+    if first != Some(b'{') {
+        return Err(UpdateError("not a JSON object".to_owned()));
+    }
+    match params.session_id.as_deref() {
+        Some(id) if id == session.as_str() => {}
+        Some(id) => {
             return Err(UpdateError(format!(
                 "sessionId {id:?} is not the session's id {:?}",
                 session.as_str()
             )));
         }
-        _ => return Err(UpdateError("no string `sessionId`".to_owned())),
+        None => return Err(UpdateError("no string `sessionId`".to_owned())),
     }
-    let kind = obj
-        .get("update")
-        .and_then(|u| u.as_object())
-        .and_then(|u| u.get("sessionUpdate"))
-        .and_then(|k| k.as_str());
-    if kind.is_none() {
+    if params.update.and_then(|u| u.kind).is_none() {
         return Err(UpdateError(
             "no `update` object with a string `sessionUpdate`".to_owned(),
         ));
