@@ -332,3 +332,37 @@ fn problems_are_all_named_not_just_the_first() {
         .code(4)
         .stderr(predicate::str::contains("../one").and(predicate::str::contains("/two")));
 }
+
+#[test]
+fn one_damaged_session_does_not_stop_another_from_being_read() {
+    use asp_format::blob::BlobSource;
+    use std::io::Read;
+    // Random access: a session's blob is found through the central directory and read alone,
+    // so damage elsewhere in the bundle does not touch it.
+    let mut e = sample_entries();
+    let manifest: serde_json::Value = serde_json::from_slice(&e[1].1).unwrap();
+    let sessions = manifest["state"]["sessions"].as_array().unwrap();
+    let hex =
+        |i: usize| sessions[i]["updates"]["digest"].as_str().unwrap()["sha256:".len()..].to_owned();
+    let (good, bad) = (hex(0), hex(1));
+    let i = e.iter().position(|(n, _)| n.ends_with(&bad)).unwrap();
+    e[i].1[10] ^= 1;
+    let dir = tmp();
+    let p = dir.path().join("b.aspstate");
+    fs::write(&p, zip_with(&e, CompressionMethod::Deflated)).unwrap();
+    let b = asp_format::bundle::Bundle::open(&p).unwrap();
+    let s = b.manifest().state.sessions.clone().unwrap();
+    let mut out = Vec::new();
+    b.open(&s[0].updates)
+        .unwrap()
+        .read_to_end(&mut out)
+        .unwrap();
+    assert_eq!(s[0].updates.digest.hex(), good);
+    assert_eq!(out.len() as u64, s[0].updates.size);
+    assert!(
+        b.open(&s[1].updates)
+            .unwrap()
+            .read_to_end(&mut Vec::new())
+            .is_err()
+    );
+}
