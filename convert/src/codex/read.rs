@@ -337,7 +337,10 @@ impl<'a> Reader<'a> {
                 if let Some(id) = r.payload.get("call_id").and_then(Value::as_str) {
                     self.calls.insert(
                         id.to_owned(),
-                        CallInfo { is_plan: true },
+                        CallInfo {
+                            is_plan: true,
+                            has_diffs: false,
+                        },
                     );
                 }
                 self.em.emit(u, Self::ts(&r))
@@ -368,7 +371,7 @@ impl<'a> Reader<'a> {
             self.em.pending.extend(hints);
             return Ok(());
         }
-        let u = tools::read_output(&r.payload, hints);
+        let u = tools::read_output(&r.payload, self.calls.get(&id), hints);
         self.em.emit(u, Self::ts(&r))
     }
 

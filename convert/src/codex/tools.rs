@@ -15,6 +15,9 @@ use crate::acp::{
 pub struct CallInfo {
     /// `update_plan`: its output ("Plan updated") gives no update of its own.
     pub is_plan: bool,
+    /// The call shows diffs (`apply_patch`): its output must not replace them, since an
+    /// update's `content` replaces the call's.
+    pub has_diffs: bool,
 }
 
 /// A call item read into ACP.
@@ -288,6 +291,9 @@ pub fn read_call(p: &Value, cwd: Option<&str>) -> Call {
         }
     }
     meta.insert("codex".into(), Value::Object(codex));
+    let has_diffs = content
+        .iter()
+        .any(|c| c.get("type").and_then(Value::as_str) == Some("diff"));
     let update = Update::ToolCall {
         tool_call_id: id.clone(),
         fields: ToolFields {
@@ -305,7 +311,10 @@ pub fn read_call(p: &Value, cwd: Option<&str>) -> Call {
     Call::Tool {
         id,
         update,
-        info: CallInfo { is_plan: false },
+        info: CallInfo {
+            is_plan: false,
+            has_diffs,
+        },
     }
 }
 
@@ -361,8 +370,34 @@ fn output_text(output: &Value) -> String {
     }
 }
 
-/// Whether an event that reports on a call says it failed (`None`: it does not say).
+/// The content an MCP tool returned (`mcp_tool_call_end.result.Ok.content`): MCP content
+/// blocks, which are ACP content blocks.
+fn mcp_content(hints: &[Value]) -> Option<Vec<Value>> {
+    let blocks = hints
+        .iter()
+        .find_map(|h| h.get("payload").unwrap_or(h).pointer("/result/Ok/content"))?
+        .as_array()?;
+    Some(blocks.iter().cloned().map(tool_content).collect())
+}
+
+/// An output that is a JSON list of content blocks (MCP results as Codex prints them) as
+/// those blocks, else as one text block.
+fn blocks_or_text(out: &str) -> Vec<Value> {
+    if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(out.trim())
+        && !items.is_empty()
+        && items
+            .iter()
+            .all(|i| i.get("type").and_then(Value::as_str) == Some("text") && i.get("text").is_some())
+    {
+        return items.into_iter().map(tool_content).collect();
+    }
+    vec![tool_content(text(out))]
+}
+
+/// Whether an event (a rollout line or its payload) that reports on a call says it failed
+/// (`None`: it does not say).
 pub fn hint_failed(event: &Value) -> Option<bool> {
+    let event = event.get("payload").unwrap_or(event);
     match string_at(event, "type")? {
         "patch_apply_end" => event.get("success").and_then(Value::as_bool).map(|s| !s),
         "mcp_tool_call_end" => {
@@ -394,7 +429,7 @@ pub fn hint_failed(event: &Value) -> Option<bool> {
 /// Reads an output item (`function_call_output`, `custom_tool_call_output`,
 /// `tool_search_output`) into a `tool_call_update`. `hints` are events about the same call
 /// that came before it (`patch_apply_end`, `mcp_tool_call_end`, `item_completed`).
-pub fn read_output(p: &Value, hints: Vec<Value>) -> Update {
+pub fn read_output(p: &Value, call: Option<&CallInfo>, hints: Vec<Value>) -> Update {
     let id = string_at(p, "call_id").unwrap_or_default().to_owned();
     let mut codex = Map::new();
     codex.insert("type".into(), json!(string_at(p, "type").unwrap_or("")));
@@ -417,17 +452,23 @@ pub fn read_output(p: &Value, hints: Vec<Value>) -> Update {
             failed = Some(f);
         }
     }
-    if !hints.is_empty() {
-        codex.insert("events".into(), Value::Array(hints));
-    }
     let mut status = if failed == Some(true) {
         ToolStatus::Failed
     } else {
         ToolStatus::Completed
     };
-    let mut content = text_out
-        .filter(|t| !t.is_empty())
-        .map(|t| vec![tool_content(text(display_output(&t)))]);
+    let mut content = if call.is_some_and(|c| c.has_diffs) {
+        None
+    } else {
+        mcp_content(&hints).or_else(|| {
+            text_out
+                .filter(|t| !t.is_empty())
+                .map(|t| blocks_or_text(&display_output(&t)))
+        })
+    };
+    if !hints.is_empty() {
+        codex.insert("events".into(), Value::Array(hints));
+    }
     let mut raw_output = raw_output;
     let mut meta = Meta::new();
     if let Some(Value::Object(carried)) = p.get("_meta") {
