@@ -68,8 +68,11 @@ pub fn sandbox_policy(mode: &str) -> Value {
 /// The first RFC 3339 `timestamp` in any `_meta` namespace of a list of metas.
 fn meta_time<'a>(metas: impl IntoIterator<Item = &'a Map<String, Value>>) -> Option<Nanos> {
     metas.into_iter().find_map(|m| {
-        m.values()
-            .find_map(|ns| ns.get("timestamp").and_then(Value::as_str).and_then(time::parse))
+        m.values().find_map(|ns| {
+            ns.get("timestamp")
+                .and_then(Value::as_str)
+                .and_then(time::parse)
+        })
     })
 }
 
@@ -91,7 +94,13 @@ pub fn start_time(items: &[Item], fallback: Nanos) -> Nanos {
 fn api_name(s: &str) -> String {
     let mut out: String = s
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     out.truncate(64);
     if out.is_empty() { "tool".into() } else { out }
@@ -130,14 +139,20 @@ impl Builder {
 
     fn turn_id(&self) -> String {
         let ms = time::millis(self.now);
-        ids::derive_v7(ms, format!("{}\0turn\0{}", self.thread_id, self.turn).as_bytes())
+        ids::derive_v7(
+            ms,
+            format!("{}\0turn\0{}", self.thread_id, self.turn).as_bytes(),
+        )
     }
 
     fn begin_turn(&mut self) -> String {
         self.turn += 1;
         let turn_id = self.turn_id();
-        self.line("event_msg", json!({"type": "task_started", "turn_id": turn_id,
-            "collaboration_mode_kind": "default"}));
+        self.line(
+            "event_msg",
+            json!({"type": "task_started", "turn_id": turn_id,
+            "collaboration_mode_kind": "default"}),
+        );
         let s = &self.settings;
         let mut tc = json!({
             "turn_id": turn_id,
@@ -155,8 +170,11 @@ impl Builder {
     }
 
     fn end_turn(&mut self, turn_id: &str, last_agent: Option<&str>) {
-        self.line("event_msg", json!({"type": "task_complete", "turn_id": turn_id,
-            "last_agent_message": last_agent}));
+        self.line(
+            "event_msg",
+            json!({"type": "task_complete", "turn_id": turn_id,
+            "last_agent_message": last_agent}),
+        );
     }
 
     fn user(&mut self, m: &Message) -> String {
@@ -172,7 +190,10 @@ impl Builder {
                 }
                 Some("image") => {
                     let data = b.get("data").and_then(Value::as_str).unwrap_or("");
-                    let mime = b.get("mimeType").and_then(Value::as_str).unwrap_or("image/png");
+                    let mime = b
+                        .get("mimeType")
+                        .and_then(Value::as_str)
+                        .unwrap_or("image/png");
                     let url = format!("data:{mime};base64,{data}");
                     images.push(url.clone());
                     content.push(json!({"type": "input_image", "image_url": url}));
@@ -185,9 +206,15 @@ impl Builder {
             }
         }
         let text = texts.join("\n");
-        self.line("response_item", json!({"type": "message", "role": "user", "content": content}));
-        self.line("event_msg", json!({"type": "user_message", "message": text,
-            "images": images, "local_images": [], "text_elements": []}));
+        self.line(
+            "response_item",
+            json!({"type": "message", "role": "user", "content": content}),
+        );
+        self.line(
+            "event_msg",
+            json!({"type": "user_message", "message": text,
+            "images": images, "local_images": [], "text_elements": []}),
+        );
         text
     }
 
@@ -196,7 +223,11 @@ impl Builder {
             .blocks
             .iter()
             .map(|b| match b.get("type").and_then(Value::as_str) {
-                Some("text") => b.get("text").and_then(Value::as_str).unwrap_or("").to_owned(),
+                Some("text") => b
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
                 _ => placeholder(b),
             })
             .collect();
@@ -217,7 +248,10 @@ impl Builder {
     fn thought(&mut self, m: &Message) {
         let text = m.text();
         if !text.trim().is_empty() {
-            self.line("event_msg", json!({"type": "agent_reasoning", "text": text}));
+            self.line(
+                "event_msg",
+                json!({"type": "agent_reasoning", "text": text}),
+            );
         }
     }
 
@@ -233,20 +267,25 @@ impl Builder {
             .iter()
             .map(|e| {
                 json!({"step": e.get("content").and_then(Value::as_str).unwrap_or(""),
-                    "status": match e.get("status").and_then(Value::as_str) {
-                        Some(s @ ("completed" | "in_progress")) => s,
-                        _ => "pending",
-                    }})
+                "status": e.get("status").and_then(Value::as_str)
+                        .filter(|s| matches!(*s, "completed" | "in_progress"))
+                        .unwrap_or("pending")})
             })
             .collect();
         let mut args = json!({"plan": steps});
         if let Some(e) = codex.and_then(|c| c.get("explanation")) {
             args["explanation"] = e.clone();
         }
-        self.line("response_item", json!({"type": "function_call", "name": "update_plan",
-            "arguments": args.to_string(), "call_id": call_id}));
-        self.line("response_item", json!({"type": "function_call_output", "call_id": call_id,
-            "output": "Plan updated"}));
+        self.line(
+            "response_item",
+            json!({"type": "function_call", "name": "update_plan",
+            "arguments": args.to_string(), "call_id": call_id}),
+        );
+        self.line(
+            "response_item",
+            json!({"type": "function_call_output", "call_id": call_id,
+            "output": "Plan updated"}),
+        );
     }
 
     /// A Codex compaction read from a rollout goes back as a `compacted` line.
@@ -277,7 +316,10 @@ impl Builder {
             "The tool call did not finish; no result was recorded.".to_owned()
         };
         if self.codex_origin
-            && let (Some(ty), Some(name)) = (native_type, codex.and_then(|c| c.get("name")).and_then(Value::as_str))
+            && let (Some(ty), Some(name)) = (
+                native_type,
+                codex.and_then(|c| c.get("name")).and_then(Value::as_str),
+            )
             && self.codex_call(t, ty, name, &output_text)
         {
             return;
@@ -311,9 +353,13 @@ impl Builder {
                 call_meta.insert(ns.clone(), v.clone());
             }
         }
-        self.line("response_item", json!({"type": "function_call", "name": name,
-            "arguments": arguments, "call_id": t.id, "_meta": call_meta}));
-        let mut out_asp = json!({"status": status_name(if finished { status } else { ToolStatus::Failed })});
+        self.line(
+            "response_item",
+            json!({"type": "function_call", "name": name,
+            "arguments": arguments, "call_id": t.id, "_meta": call_meta}),
+        );
+        let mut out_asp =
+            json!({"status": status_name(if finished { status } else { ToolStatus::Failed })});
         if !t.content.is_empty() {
             out_asp["content"] = Value::Array(t.content.clone());
         }
@@ -322,16 +368,27 @@ impl Builder {
         {
             out_asp["rawOutput"] = r.clone();
         }
-        self.line("response_item", json!({"type": "function_call_output", "call_id": t.id,
-            "output": output_text, "_meta": {"asp": out_asp}}));
+        self.line(
+            "response_item",
+            json!({"type": "function_call_output", "call_id": t.id,
+            "output": output_text, "_meta": {"asp": out_asp}}),
+        );
     }
 
     /// A call read from a Codex rollout goes back under its own item type and name.
     fn codex_call(&mut self, t: &ToolCall, ty: &str, name: &str, output: &str) -> bool {
-        let ns = t.meta.get("codex").and_then(|c| c.get("namespace")).cloned();
+        let ns = t
+            .meta
+            .get("codex")
+            .and_then(|c| c.get("namespace"))
+            .cloned();
         let input = t.raw_input.clone().unwrap_or(Value::Null);
         let raw_out = t.raw_output.clone().unwrap_or_else(|| json!(output));
-        let out = if raw_out.is_string() || raw_out.is_array() { raw_out.clone() } else { json!(raw_out.to_string()) };
+        let out = if raw_out.is_string() || raw_out.is_array() {
+            raw_out.clone()
+        } else {
+            json!(raw_out.to_string())
+        };
         match ty {
             "function_call" => {
                 let args = match &input {
@@ -343,30 +400,56 @@ impl Builder {
                     call["namespace"] = ns;
                 }
                 self.line("response_item", call);
-                self.line("response_item", json!({"type": "function_call_output", "call_id": t.id, "output": out}));
+                self.line(
+                    "response_item",
+                    json!({"type": "function_call_output", "call_id": t.id, "output": out}),
+                );
             }
             "custom_tool_call" => {
-                let input = input.as_str().map_or_else(|| input.to_string(), str::to_owned);
-                self.line("response_item", json!({"type": "custom_tool_call", "status": "completed",
-                    "call_id": t.id, "name": name, "input": input}));
-                self.line("response_item", json!({"type": "custom_tool_call_output", "call_id": t.id, "output": out}));
+                let input = input
+                    .as_str()
+                    .map_or_else(|| input.to_string(), str::to_owned);
+                self.line(
+                    "response_item",
+                    json!({"type": "custom_tool_call", "status": "completed",
+                    "call_id": t.id, "name": name, "input": input}),
+                );
+                self.line(
+                    "response_item",
+                    json!({"type": "custom_tool_call_output", "call_id": t.id, "output": out}),
+                );
             }
             "local_shell_call" => {
-                self.line("response_item", json!({"type": "local_shell_call", "call_id": t.id,
-                    "status": "completed", "action": input}));
-                self.line("response_item", json!({"type": "function_call_output", "call_id": t.id, "output": out}));
+                self.line(
+                    "response_item",
+                    json!({"type": "local_shell_call", "call_id": t.id,
+                    "status": "completed", "action": input}),
+                );
+                self.line(
+                    "response_item",
+                    json!({"type": "function_call_output", "call_id": t.id, "output": out}),
+                );
             }
             "web_search_call" => {
                 let status = if t.failed() { "failed" } else { "completed" };
-                self.line("response_item", json!({"type": "web_search_call", "id": t.id,
-                    "status": status, "action": input}));
+                self.line(
+                    "response_item",
+                    json!({"type": "web_search_call", "id": t.id,
+                    "status": status, "action": input}),
+                );
             }
             "tool_search_call" => {
-                self.line("response_item", json!({"type": "tool_search_call", "call_id": t.id,
-                    "status": "completed", "execution": "client", "arguments": input}));
-                self.line("response_item", json!({"type": "tool_search_output", "call_id": t.id,
+                self.line(
+                    "response_item",
+                    json!({"type": "tool_search_call", "call_id": t.id,
+                    "status": "completed", "execution": "client", "arguments": input}),
+                );
+                self.line(
+                    "response_item",
+                    json!({"type": "tool_search_output", "call_id": t.id,
                     "status": "completed", "execution": "client",
-                    "tools": t.raw_output.clone().unwrap_or_else(|| json!([]))}));
+                    "tools": t.raw_output.clone().unwrap_or_else(|| json!([]))}),
+                );
             }
             _ => return false,
         }
@@ -386,13 +469,21 @@ fn status_name(s: ToolStatus) -> &'static str {
 /// Text for a content block a Codex message cannot hold.
 fn placeholder(b: &Value) -> String {
     match b.get("type").and_then(Value::as_str) {
-        Some("resource_link") => format!("[{}]", b.get("uri").and_then(Value::as_str).unwrap_or("resource")),
+        Some("resource_link") => format!(
+            "[{}]",
+            b.get("uri").and_then(Value::as_str).unwrap_or("resource")
+        ),
         Some("resource") => b
             .pointer("/resource/text")
             .and_then(Value::as_str)
             .map(str::to_owned)
             .unwrap_or_else(|| {
-                format!("[{}]", b.pointer("/resource/uri").and_then(Value::as_str).unwrap_or("resource"))
+                format!(
+                    "[{}]",
+                    b.pointer("/resource/uri")
+                        .and_then(Value::as_str)
+                        .unwrap_or("resource")
+                )
             }),
         Some("image") => "[image]".to_owned(),
         Some("audio") => "[audio]".to_owned(),
@@ -439,7 +530,12 @@ fn apply_settings(s: &mut TurnSettings, update: &Value) {
             }
         }
         Some("config_option_update") => {
-            for o in update.get("configOptions").and_then(Value::as_array).into_iter().flatten() {
+            for o in update
+                .get("configOptions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 if let (Some(id), Some(v)) = (
                     o.get("id").and_then(Value::as_str),
                     o.get("currentValue").and_then(Value::as_str),
@@ -480,23 +576,30 @@ pub fn build(src: &Source<'_>, items: &[Item]) -> Built {
         harness: src.harness.to_owned(),
         plans: 0,
     };
-    let model_provider = src.defaults.model_provider.clone().unwrap_or_else(|| "openai".into());
+    let model_provider = src
+        .defaults
+        .model_provider
+        .clone()
+        .unwrap_or_else(|| "openai".into());
     // Settings before the first user message apply from the first turn.
     for item in items.iter().take_while(|i| !matches!(i, Item::User(_))) {
         if let Item::Other(v) = item {
             apply_settings(&mut b.settings, v);
         }
     }
-    b.line("session_meta", json!({
-        "id": src.thread_id,
-        "timestamp": time::format_millis(src.start),
-        "cwd": src.cwd,
-        "originator": ORIGINATOR,
-        "cli_version": FORMAT_VERSION,
-        "source": "cli",
-        "thread_source": "user",
-        "model_provider": model_provider,
-    }));
+    b.line(
+        "session_meta",
+        json!({
+            "id": src.thread_id,
+            "timestamp": time::format_millis(src.start),
+            "cwd": src.cwd,
+            "originator": ORIGINATOR,
+            "cli_version": FORMAT_VERSION,
+            "source": "cli",
+            "thread_source": "user",
+            "model_provider": model_provider,
+        }),
+    );
     let mut first_prompt = None;
     let mut user_turns = 0;
     let mut turn: Option<String> = None;

@@ -16,7 +16,7 @@ use asp_format::state::{McpRemote, McpServer, McpStdio, Meta, NameValue, Setting
 use serde_json::{Map, Value as Json, json};
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value as Toml};
 
-use super::settings::{self as codex_settings, EFFORTS, EFFORT, MODE, MODEL};
+use super::settings::{self as codex_settings, EFFORT, EFFORTS, MODE, MODEL};
 use crate::harness::ConvertError;
 use crate::report::Diagnostics;
 use crate::secrets;
@@ -53,7 +53,10 @@ const SHARED: &[&str] = &[
 
 /// Codex-only settings carried by their config key as the option id (no ACP adapter has them).
 const PLAIN_SETTINGS: &[(&str, &[&str])] = &[
-    ("model_reasoning_summary", &["auto", "concise", "detailed", "none"]),
+    (
+        "model_reasoning_summary",
+        &["auto", "concise", "detailed", "none"],
+    ),
     ("model_verbosity", &["low", "medium", "high"]),
     ("model_provider", &[]),
 ];
@@ -67,7 +70,9 @@ pub fn to_json(v: &Toml) -> Json {
         Toml::Boolean(b) => json!(b.value()),
         Toml::Datetime(d) => json!(d.value().to_string()),
         Toml::Array(a) => Json::Array(a.iter().map(to_json).collect()),
-        Toml::InlineTable(t) => Json::Object(t.iter().map(|(k, v)| (k.to_owned(), to_json(v))).collect()),
+        Toml::InlineTable(t) => {
+            Json::Object(t.iter().map(|(k, v)| (k.to_owned(), to_json(v))).collect())
+        }
     }
 }
 
@@ -134,7 +139,10 @@ impl Config {
             Some(s) => s.parse::<DocumentMut>().map_err(|e| {
                 ConvertError::invalid(
                     &path,
-                    format!("not valid TOML: {}", e.to_string().lines().next().unwrap_or("")),
+                    format!(
+                        "not valid TOML: {}",
+                        e.to_string().lines().next().unwrap_or("")
+                    ),
                 )
             })?,
             None => DocumentMut::new(),
@@ -174,8 +182,14 @@ impl Config {
         if let Some(e) = self.effective("model_reasoning_effort") {
             s.insert(EFFORT.into(), SettingValue::Select(e));
         }
-        if let (Some(a), Some(sb)) = (self.effective("approval_policy"), self.effective("sandbox_mode")) {
-            s.insert(MODE.into(), SettingValue::Select(codex_settings::mode_id(&a, &sb)));
+        if let (Some(a), Some(sb)) = (
+            self.effective("approval_policy"),
+            self.effective("sandbox_mode"),
+        ) {
+            s.insert(
+                MODE.into(),
+                SettingValue::Select(codex_settings::mode_id(&a, &sb)),
+            );
         }
         for (key, _) in PLAIN_SETTINGS {
             if let Some(v) = self.effective(key) {
@@ -193,7 +207,11 @@ impl Config {
         let mut out = Vec::new();
         for (name, item) in servers.iter() {
             let Some(Json::Object(mut cfg)) = item_json(item) else {
-                diagnostics.skipped(&self.path, None, format!("[mcp_servers.{name}] is not a table; skipped"));
+                diagnostics.skipped(
+                    &self.path,
+                    None,
+                    format!("[mcp_servers.{name}] is not a table; skipped"),
+                );
                 continue;
             };
             let pairs = |v: Option<Json>| -> Vec<NameValue> {
@@ -266,7 +284,9 @@ impl Config {
 /// What merging one MCP server did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Merge {
-    Added { notes: Vec<String> },
+    Added {
+        notes: Vec<String>,
+    },
     AlreadyThere,
     /// Not taken, with the reason.
     Refused(String),
@@ -309,7 +329,10 @@ fn server_table(server: &McpServer) -> Result<(Table, Vec<String>), String> {
         McpServer::Stdio(s) => {
             t.insert("command", toml_edit::value(s.command.as_str()));
             if !s.args.is_empty() {
-                t.insert("args", toml_edit::value(s.args.iter().map(String::as_str).collect::<Array>()));
+                t.insert(
+                    "args",
+                    toml_edit::value(s.args.iter().map(String::as_str).collect::<Array>()),
+                );
             }
             let mut env = InlineTable::new();
             let mut pass = Vec::new();
@@ -388,7 +411,9 @@ fn server_table(server: &McpServer) -> Result<(Table, Vec<String>), String> {
             if allowed.contains(&k.as_str()) {
                 extra.entry(k.clone()).or_insert_with(|| v.clone());
             } else if k != "bearer_token" {
-                notes.push(format!("`{k}` is not a key Codex takes for this transport; left out"));
+                notes.push(format!(
+                    "`{k}` is not a key Codex takes for this transport; left out"
+                ));
             }
         }
     }
@@ -415,7 +440,9 @@ impl Config {
             Item::Table(t)
         });
         let Some(servers) = servers.as_table_like_mut() else {
-            return Merge::Refused("`mcp_servers` in config.toml is not a table; left as it is".into());
+            return Merge::Refused(
+                "`mcp_servers` in config.toml is not a table; left as it is".into(),
+            );
         };
         let candidate = Item::Table(table);
         if let Some(existing) = servers.get(name) {
@@ -439,9 +466,9 @@ impl Config {
             Some(v) => Err(format!(
                 "config.toml already sets {key} = {v:?}; {value:?} was not written over it"
             )),
-            None if self.doc.contains_key(key) => Err(format!(
-                "config.toml already sets {key}; left as it is"
-            )),
+            None if self.doc.contains_key(key) => {
+                Err(format!("config.toml already sets {key}; left as it is"))
+            }
             None => {
                 self.doc.insert(key, toml_edit::value(value));
                 Ok(true)
@@ -465,7 +492,10 @@ impl Config {
             }
             EFFORT | "effort" | "thought_level" => {
                 if !EFFORTS.contains(&v.as_str()) {
-                    return Err(format!("reasoning effort {v:?} is not one Codex knows ({})", EFFORTS.join(", ")));
+                    return Err(format!(
+                        "reasoning effort {v:?} is not one Codex knows ({})",
+                        EFFORTS.join(", ")
+                    ));
                 }
                 self.set_if_absent("model_reasoning_effort", v).map(drop)
             }
@@ -484,13 +514,22 @@ impl Config {
                     return Err(format!("Codex has no session setting `{id}`"));
                 };
                 if !vocab.is_empty() && !vocab.contains(&v.as_str()) {
-                    return Err(format!("{key} {v:?} is not one Codex knows ({})", vocab.join(", ")));
+                    return Err(format!(
+                        "{key} {v:?} is not one Codex knows ({})",
+                        vocab.join(", ")
+                    ));
                 }
                 if *key == "model_provider"
                     && v != "openai"
-                    && self.doc.get("model_providers").and_then(|p| p.get(v)).is_none()
+                    && self
+                        .doc
+                        .get("model_providers")
+                        .and_then(|p| p.get(v))
+                        .is_none()
                 {
-                    return Err(format!("model provider {v:?} is not defined in this config.toml"));
+                    return Err(format!(
+                        "model provider {v:?} is not defined in this config.toml"
+                    ));
                 }
                 self.set_if_absent(key, v).map(drop)
             }
@@ -512,7 +551,8 @@ mod tests {
 
     #[test]
     fn servers_are_added_with_their_transport_keys_only_and_comments_stay() {
-        let mut c = config("# mine\nmodel = \"gpt-5.5\" # keep\n\n[mcp_servers.docs]\ncommand = \"npx\"\n");
+        let mut c =
+            config("# mine\nmodel = \"gpt-5.5\" # keep\n\n[mcp_servers.docs]\ncommand = \"npx\"\n");
         let http: McpServer = serde_json::from_value(json!({
             "type": "http", "name": "tracker", "url": "https://t/mcp",
             "headers": [{"name": "Authorization", "value": "Bearer ${TRACKER_TOKEN}"},
@@ -520,33 +560,69 @@ mod tests {
             "_meta": {"codex": {"enabled": false, "env_vars": ["NOPE"]}}
         }))
         .unwrap();
-        let Merge::Added { notes } = c.merge_mcp(&http) else { panic!() };
+        let Merge::Added { notes } = c.merge_mcp(&http) else {
+            panic!()
+        };
         assert_eq!(notes.len(), 1, "{notes:?}");
         let out = c.doc.to_string();
-        assert!(out.starts_with("# mine\nmodel = \"gpt-5.5\" # keep\n"), "{out}");
-        assert!(out.contains("[mcp_servers.tracker]\nurl = \"https://t/mcp\"\n"), "{out}");
-        assert!(out.contains("bearer_token_env_var = \"TRACKER_TOKEN\""), "{out}");
+        assert!(
+            out.starts_with("# mine\nmodel = \"gpt-5.5\" # keep\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("[mcp_servers.tracker]\nurl = \"https://t/mcp\"\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("bearer_token_env_var = \"TRACKER_TOKEN\""),
+            "{out}"
+        );
         assert!(out.contains("enabled = false"), "{out}");
         assert!(!out.contains("env_vars"), "{out}");
         assert_eq!(c.merge_mcp(&http), Merge::AlreadyThere);
-        let other: McpServer =
-            serde_json::from_value(json!({"name": "docs", "command": "uvx", "args": [], "env": []})).unwrap();
+        let other: McpServer = serde_json::from_value(
+            json!({"name": "docs", "command": "uvx", "args": [], "env": []}),
+        )
+        .unwrap();
         assert!(matches!(c.merge_mcp(&other), Merge::Refused(_)));
-        let sse: McpServer =
-            serde_json::from_value(json!({"type": "sse", "name": "s", "url": "https://s", "headers": []})).unwrap();
+        let sse: McpServer = serde_json::from_value(
+            json!({"type": "sse", "name": "s", "url": "https://s", "headers": []}),
+        )
+        .unwrap();
         assert!(matches!(c.merge_mcp(&sse), Merge::Refused(r) if r.contains("SSE")));
     }
 
     #[test]
     fn settings_are_set_only_where_absent_and_only_with_codex_values() {
         let mut c = config("model = \"gpt-5.5\"\n[profiles.x]\nmodel = \"o3\"\n");
-        assert!(c.merge_setting("model", &SettingValue::Select("opus".into())).is_err());
-        assert!(c.merge_setting("model", &SettingValue::Select("gpt-5.4".into())).is_err());
-        assert!(c.merge_setting("model", &SettingValue::Select("gpt-5.5".into())).is_ok());
-        assert!(c.merge_setting("effort", &SettingValue::Select("high".into())).is_ok());
-        assert!(c.merge_setting("mode", &SettingValue::Select("acceptEdits".into())).is_err());
-        assert!(c.merge_setting("mode", &SettingValue::Select("auto".into())).is_ok());
-        assert!(c.merge_setting("thinking", &SettingValue::Boolean(true)).is_err());
+        assert!(
+            c.merge_setting("model", &SettingValue::Select("opus".into()))
+                .is_err()
+        );
+        assert!(
+            c.merge_setting("model", &SettingValue::Select("gpt-5.4".into()))
+                .is_err()
+        );
+        assert!(
+            c.merge_setting("model", &SettingValue::Select("gpt-5.5".into()))
+                .is_ok()
+        );
+        assert!(
+            c.merge_setting("effort", &SettingValue::Select("high".into()))
+                .is_ok()
+        );
+        assert!(
+            c.merge_setting("mode", &SettingValue::Select("acceptEdits".into()))
+                .is_err()
+        );
+        assert!(
+            c.merge_setting("mode", &SettingValue::Select("auto".into()))
+                .is_ok()
+        );
+        assert!(
+            c.merge_setting("thinking", &SettingValue::Boolean(true))
+                .is_err()
+        );
         let out = c.doc.to_string();
         assert!(out.starts_with("model = \"gpt-5.5\"\nmodel_reasoning_effort = \"high\"\napproval_policy = \"on-request\"\nsandbox_mode = \"workspace-write\"\n"), "{out}");
         assert!(out.contains("[profiles.x]\nmodel = \"o3\""), "{out}");

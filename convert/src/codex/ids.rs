@@ -60,7 +60,10 @@ mod tests {
         assert_eq!(a, derive_v7(1_795_269_800_300, b"claude-code\0telegram:42"));
         assert_ne!(a, derive_v7(1_795_269_800_300, b"claude-code\0telegram:43"));
         assert_eq!(v7_millis(&a), Some(1_795_269_800_300));
-        assert_eq!(v7_millis("01a1fe6b-30a4-77a2-b12a-76a63dd1d7e5"), Some(0x01a1fe6b30a4));
+        assert_eq!(
+            v7_millis("01a1fe6b-30a4-77a2-b12a-76a63dd1d7e5"),
+            Some(0x01a1fe6b30a4)
+        );
     }
 
     #[test]

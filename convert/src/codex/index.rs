@@ -51,7 +51,11 @@ impl SessionIndex {
             let v: Value = match serde_json::from_str(&line) {
                 Ok(v) => v,
                 Err(e) => {
-                    diagnostics.skipped(&path, Some(i as u64 + 1), format!("not JSON ({e}); skipped"));
+                    diagnostics.skipped(
+                        &path,
+                        Some(i as u64 + 1),
+                        format!("not JSON ({e}); skipped"),
+                    );
                     continue;
                 }
             };
@@ -59,7 +63,11 @@ impl SessionIndex {
                 v.get("id").and_then(Value::as_str),
                 v.get("thread_name").and_then(Value::as_str),
             ) else {
-                diagnostics.skipped(&path, Some(i as u64 + 1), "no `id` and `thread_name`; skipped");
+                diagnostics.skipped(
+                    &path,
+                    Some(i as u64 + 1),
+                    "no `id` and `thread_name`; skipped",
+                );
                 continue;
             };
             if name.trim().is_empty() {
@@ -67,7 +75,10 @@ impl SessionIndex {
             }
             index.by_id.entry(id.to_owned()).or_default().push(Entry {
                 name: name.to_owned(),
-                at: v.get("updated_at").and_then(Value::as_str).and_then(time::parse),
+                at: v
+                    .get("updated_at")
+                    .and_then(Value::as_str)
+                    .and_then(time::parse),
             });
         }
         Ok(index)
@@ -85,7 +96,12 @@ impl SessionIndex {
 
     /// Names `id` (appends a line), unless the index already names it so. The line is written
     /// in one append, as Codex writes its own.
-    pub fn name_thread(&mut self, writer: &Writer, id: &str, name: &str) -> Result<bool, ConvertError> {
+    pub fn name_thread(
+        &mut self,
+        writer: &Writer,
+        id: &str,
+        name: &str,
+    ) -> Result<bool, ConvertError> {
         if self.name(id) == Some(name) || name.trim().is_empty() {
             return Ok(false);
         }
@@ -94,7 +110,11 @@ impl SessionIndex {
         let needs_newline = std::fs::read(&self.path)
             .map(|b| !b.is_empty() && !b.ends_with(b"\n"))
             .unwrap_or(false);
-        let mut line = if needs_newline { "\n".to_owned() } else { String::new() };
+        let mut line = if needs_newline {
+            "\n".to_owned()
+        } else {
+            String::new()
+        };
         line += &json!({"id": id, "thread_name": name, "updated_at": time::format_nanos(now)})
             .to_string();
         line.push('\n');

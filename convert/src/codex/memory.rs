@@ -32,7 +32,11 @@ pub fn read(
     }
     let harness = HarnessName::new(super::NAME).expect("a valid harness name");
     let mut notes = Vec::new();
-    for entry in walkdir::WalkDir::new(&root).follow_links(false).min_depth(1).sort_by_file_name() {
+    for entry in walkdir::WalkDir::new(&root)
+        .follow_links(false)
+        .min_depth(1)
+        .sort_by_file_name()
+    {
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {
@@ -46,7 +50,11 @@ pub fn read(
         }
         let rel = entry.path().strip_prefix(&root).expect("walked under root");
         if rel.extension().is_none_or(|e| e != "md") {
-            diagnostics.note(entry.path(), None, "not a Markdown note; left out of memory");
+            diagnostics.note(
+                entry.path(),
+                None,
+                "not a Markdown note; left out of memory",
+            );
             continue;
         }
         let path = match RelPath::from_path(rel) {
@@ -72,7 +80,11 @@ pub fn read(
 
 /// Where a note belongs in this home.
 fn target(memories: &Path, note: &MemoryNote) -> PathBuf {
-    let own = note.origin.harness.as_ref().is_some_and(|h| h.as_str() == super::NAME);
+    let own = note
+        .origin
+        .harness
+        .as_ref()
+        .is_some_and(|h| h.as_str() == super::NAME);
     if own
         && let Some(rel) = note
             .origin
@@ -127,7 +139,11 @@ pub fn write(
         }
         NoteBody::Text(d) => blobs.read_all(&d)?,
     };
-    let harness = note.origin.harness.as_ref().map_or("asp", HarnessName::as_str);
+    let harness = note
+        .origin
+        .harness
+        .as_ref()
+        .map_or("asp", HarnessName::as_str);
     for candidate in [path.clone(), beside(&path, harness)] {
         match fs::read(&candidate) {
             Ok(existing) if existing == text => return Ok(Outcome::AlreadyThere),

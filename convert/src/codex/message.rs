@@ -111,11 +111,17 @@ mod tests {
 
     #[test]
     fn injected_context_is_recognised() {
-        assert!(is_injected(&user("# AGENTS.md instructions for /home/dev/shop\n\n<INSTRUCTIONS>")));
+        assert!(is_injected(&user(
+            "# AGENTS.md instructions for /home/dev/shop\n\n<INSTRUCTIONS>"
+        )));
         assert!(is_injected(&user("<environment_context>\n  <cwd>/x</cwd>")));
-        assert!(is_injected(&json!({"type": "message", "role": "developer", "content": []})));
+        assert!(is_injected(
+            &json!({"type": "message", "role": "developer", "content": []})
+        ));
         assert!(!is_injected(&user("Add a --dry-run flag to deploy.sh")));
-        assert!(!is_injected(&json!({"type": "message", "role": "assistant", "content": []})));
+        assert!(!is_injected(
+            &json!({"type": "message", "role": "assistant", "content": []})
+        ));
         let paginated = json!({"type": "message", "role": "user",
             "content": [{"type": "input_text", "text": "Which TODO?"}],
             "internal_chat_message_metadata_passthrough": {"content_item_kinds": ["user.text"]}});

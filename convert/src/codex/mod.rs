@@ -63,7 +63,9 @@ impl Paths {
             .filter(|v| !v.is_empty());
         Paths {
             home: home.dir.clone(),
-            codex: env.map(PathBuf::from).unwrap_or_else(|| home.join(".codex")),
+            codex: env
+                .map(PathBuf::from)
+                .unwrap_or_else(|| home.join(".codex")),
         }
     }
 }

@@ -135,12 +135,26 @@ mod tests {
             )]
         );
         assert_eq!(files[1].op, Op::Add);
-        assert_eq!(files[1].hunks, vec![(String::new(), "# Changelog\n\n- entry\n".to_owned())]);
+        assert_eq!(
+            files[1].hunks,
+            vec![(String::new(), "# Changelog\n\n- entry\n".to_owned())]
+        );
         assert_eq!(files[2].op, Op::Delete);
         assert!(files[2].hunks.is_empty());
-        assert_eq!(files[3].op, Op::Update { move_to: Some("b.rs".into()) });
-        assert_eq!(files[3].hunks, vec![("old\n".to_owned(), "new\n".to_owned())]);
-        assert_eq!(absolute("deploy.sh", Some("/home/dev/shop/")), "/home/dev/shop/deploy.sh");
+        assert_eq!(
+            files[3].op,
+            Op::Update {
+                move_to: Some("b.rs".into())
+            }
+        );
+        assert_eq!(
+            files[3].hunks,
+            vec![("old\n".to_owned(), "new\n".to_owned())]
+        );
+        assert_eq!(
+            absolute("deploy.sh", Some("/home/dev/shop/")),
+            "/home/dev/shop/deploy.sh"
+        );
         assert_eq!(absolute("/etc/x", Some("/home")), "/etc/x");
     }
 }

@@ -51,7 +51,17 @@ struct Emitter<'a> {
 }
 
 impl Emitter<'_> {
-    fn emit(&mut self, mut u: Update, timestamp: Option<&str>) -> Result<(), ConvertError> {
+    /// Emits an update from a rollout line, carrying the native records since the last one.
+    fn emit(&mut self, u: Update, timestamp: Option<&str>) -> Result<(), ConvertError> {
+        self.push(u, timestamp, true)
+    }
+
+    fn push(
+        &mut self,
+        mut u: Update,
+        timestamp: Option<&str>,
+        records: bool,
+    ) -> Result<(), ConvertError> {
         let meta = u.meta_mut().get_or_insert_with(Meta::new);
         let codex = meta.entry("codex").or_insert_with(|| json!({}));
         if !codex.is_object() {
@@ -61,8 +71,11 @@ impl Emitter<'_> {
         if let Some(t) = timestamp {
             codex.insert("timestamp".into(), json!(t));
         }
-        if !self.pending.is_empty() {
-            codex.insert("records".into(), Value::Array(std::mem::take(&mut self.pending)));
+        if records && !self.pending.is_empty() {
+            codex.insert(
+                "records".into(),
+                Value::Array(std::mem::take(&mut self.pending)),
+            );
         }
         self.out.push(&u.to_params(&self.session_id))?;
         Ok(())
@@ -111,8 +124,9 @@ fn image_block(url: &str) -> Option<Value> {
 
 fn chunk(make: fn(Value) -> Update, content: Value, message_id: &str, codex: Value) -> Update {
     let mut u = make(content);
-    if let Update::UserMessageChunk(c) | Update::AgentMessageChunk(c) | Update::AgentThoughtChunk(c) =
-        &mut u
+    if let Update::UserMessageChunk(c)
+    | Update::AgentMessageChunk(c)
+    | Update::AgentThoughtChunk(c) = &mut u
     {
         c.message_id = Some(message_id.to_owned());
     }
@@ -152,7 +166,8 @@ impl<'a> Reader<'a> {
                 updated_at: e.at.map(time::format_millis),
                 meta: acp::meta("codex", json!({"source": "session_index"})),
             };
-            self.em.emit(u, None)?;
+            // Not from a rollout line: the line records wait for the next line's update.
+            self.em.push(u, None, false)?;
         }
         Ok(())
     }
@@ -209,7 +224,12 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    fn user_parts(&mut self, r: &Record, parts: &[Value], codex: Value) -> Result<(), ConvertError> {
+    fn user_parts(
+        &mut self,
+        r: &Record,
+        parts: &[Value],
+        codex: Value,
+    ) -> Result<(), ConvertError> {
         let id = Self::message_id(r);
         let blocks: Vec<Value> = parts.iter().filter_map(block).collect();
         let text: Vec<&str> = blocks
@@ -231,7 +251,11 @@ impl<'a> Reader<'a> {
         match r.payload_type() {
             "message" => match message::role(p) {
                 "user" if self.survey.is_real_user_item(p) => {
-                    let parts = p.get("content").and_then(Value::as_array).cloned().unwrap_or_default();
+                    let parts = p
+                        .get("content")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
                     self.user_parts(&r, &parts, json!({}))
                 }
                 "assistant" if self.survey.compaction_summaries.contains(&r.line) => {
@@ -245,7 +269,11 @@ impl<'a> Reader<'a> {
                     if let Some(ph) = p.get("phase") {
                         codex.insert("phase".into(), ph.clone());
                     }
-                    let parts = p.get("content").and_then(Value::as_array).cloned().unwrap_or_default();
+                    let parts = p
+                        .get("content")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
                     for part in &parts {
                         if let Some(b) = block(part) {
                             let u = chunk(Update::agent, b, &id, Value::Object(codex.clone()));
@@ -283,7 +311,10 @@ impl<'a> Reader<'a> {
                         status: Some(status),
                         ..ToolFields::default()
                     },
-                    meta: Some(Meta::from_iter([("codex".to_owned(), Value::Object(codex))])),
+                    meta: Some(Meta::from_iter([(
+                        "codex".to_owned(),
+                        Value::Object(codex),
+                    )])),
                 };
                 self.em.emit(u, ts.as_deref())
             }
@@ -309,7 +340,11 @@ impl<'a> Reader<'a> {
                 .collect()
         };
         let summary = texts("summary");
-        let parts = if summary.is_empty() { texts("content") } else { summary };
+        let parts = if summary.is_empty() {
+            texts("content")
+        } else {
+            summary
+        };
         if parts.is_empty() {
             // Encrypted only: nothing a person can read.
             self.em.pending.push(r.raw);
@@ -321,10 +356,17 @@ impl<'a> Reader<'a> {
             codex.insert("encrypted_content".into(), e.clone());
         }
         if !texts("content").is_empty() && !texts("summary").is_empty() {
-            codex.insert("content".into(), p.get("content").cloned().unwrap_or(Value::Null));
+            codex.insert(
+                "content".into(),
+                p.get("content").cloned().unwrap_or(Value::Null),
+            );
         }
         for (i, t) in parts.into_iter().enumerate() {
-            let c = if i == 0 { Value::Object(codex.clone()) } else { json!({}) };
+            let c = if i == 0 {
+                Value::Object(codex.clone())
+            } else {
+                json!({})
+            };
             let u = chunk(Update::thought, acp::text(t), &id, c);
             self.em.emit(u, Self::ts(&r))?;
         }
@@ -345,7 +387,11 @@ impl<'a> Reader<'a> {
                 }
                 self.em.emit(u, Self::ts(&r))
             }
-            Call::Tool { id, mut update, info } => {
+            Call::Tool {
+                id,
+                mut update,
+                info,
+            } => {
                 if let Some(child) = self.survey.spawned.get(&id) {
                     update = update.with_meta("asp", json!({"subagentSessionId": child}));
                 }
@@ -385,7 +431,12 @@ impl<'a> Reader<'a> {
                     return Ok(());
                 }
                 let mut parts = vec![json!({"type": "input_text", "text": str_of("message")})];
-                for img in p.get("images").and_then(Value::as_array).into_iter().flatten() {
+                for img in p
+                    .get("images")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     if let Some(url) = img.as_str() {
                         parts.push(json!({"type": "input_image", "image_url": url}));
                     }
@@ -409,14 +460,21 @@ impl<'a> Reader<'a> {
                     return Ok(());
                 }
                 let id = format!("line-{}", r.line);
-                let u = chunk(Update::thought, acp::text(str_of("text")), &id, json!({"fromEvent": true}));
+                let u = chunk(
+                    Update::thought,
+                    acp::text(str_of("text")),
+                    &id,
+                    json!({"fromEvent": true}),
+                );
                 self.em.emit(u, Self::ts(&r))
             }
             "item_completed" => self.item_completed(r),
             "token_count" => {
                 let (Some(used), Some(size)) = (
-                    p.pointer("/info/last_token_usage/input_tokens").and_then(Value::as_u64),
-                    p.pointer("/info/model_context_window").and_then(Value::as_u64),
+                    p.pointer("/info/last_token_usage/input_tokens")
+                        .and_then(Value::as_u64),
+                    p.pointer("/info/model_context_window")
+                        .and_then(Value::as_u64),
                 ) else {
                     self.em.pending.push(r.raw);
                     return Ok(());
@@ -434,7 +492,10 @@ impl<'a> Reader<'a> {
                     used,
                     size,
                     cost: None,
-                    meta: Some(Meta::from_iter([("codex".to_owned(), Value::Object(codex))])),
+                    meta: Some(Meta::from_iter([(
+                        "codex".to_owned(),
+                        Value::Object(codex),
+                    )])),
                 };
                 self.em.emit(u, Self::ts(&r))
             }
@@ -447,7 +508,11 @@ impl<'a> Reader<'a> {
                 self.renamed = Some(name.clone());
                 let u = Update::SessionInfoUpdate {
                     title: Some(name),
-                    updated_at: r.timestamp.as_deref().and_then(time::parse).map(time::format_millis),
+                    updated_at: r
+                        .timestamp
+                        .as_deref()
+                        .and_then(time::parse)
+                        .map(time::format_millis),
                     meta: acp::meta("codex", json!({"source": "thread_name_updated"})),
                 };
                 self.em.emit(u, Self::ts(&r))
@@ -502,7 +567,12 @@ impl<'a> Reader<'a> {
                     .collect();
                 let id = format!("line-{}", r.line);
                 for t in missing {
-                    let u = chunk(Update::thought, acp::text(t), &id, json!({"fromEvent": true}));
+                    let u = chunk(
+                        Update::thought,
+                        acp::text(t),
+                        &id,
+                        json!({"fromEvent": true}),
+                    );
                     self.em.emit(u, Self::ts(&r))?;
                 }
                 Ok(())
@@ -587,7 +657,12 @@ pub fn read(
             pending: Vec::new(),
         },
         survey,
-        cwd: survey.meta.as_ref().and_then(|m| m.get("cwd")).and_then(Value::as_str).map(str::to_owned),
+        cwd: survey
+            .meta
+            .as_ref()
+            .and_then(|m| m.get("cwd"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         settings: None,
         calls: HashMap::new(),
         open: Vec::new(),

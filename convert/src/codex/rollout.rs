@@ -61,7 +61,10 @@ pub fn discover(codex_home: &Path, diagnostics: &Diagnostics) -> Vec<RolloutFile
         if !root.is_dir() {
             continue;
         }
-        for entry in walkdir::WalkDir::new(&root).follow_links(false).min_depth(1) {
+        for entry in walkdir::WalkDir::new(&root)
+            .follow_links(false)
+            .min_depth(1)
+        {
             let entry = match entry {
                 Ok(e) => e,
                 Err(e) => {
@@ -161,7 +164,10 @@ pub struct Record {
 impl Record {
     /// `payload.type`, for response items and events.
     pub fn payload_type(&self) -> &str {
-        self.payload.get("type").and_then(Value::as_str).unwrap_or("")
+        self.payload
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
     }
 }
 
@@ -379,12 +385,20 @@ mod tests {
         .unwrap();
         assert_eq!(env.kind, Kind::SessionMeta);
         assert_eq!(env.payload["id"], "x");
-        let bare_meta = normalise(1, json!({"id": "x", "timestamp": "t", "instructions": null}), true)
-            .unwrap();
+        let bare_meta = normalise(
+            1,
+            json!({"id": "x", "timestamp": "t", "instructions": null}),
+            true,
+        )
+        .unwrap();
         assert_eq!(bare_meta.kind, Kind::SessionMeta);
         assert!(normalise(2, json!({"record_type": "state"}), false).is_none());
-        let bare_item = normalise(3, json!({"type": "message", "role": "user", "content": []}), false)
-            .unwrap();
+        let bare_item = normalise(
+            3,
+            json!({"type": "message", "role": "user", "content": []}),
+            false,
+        )
+        .unwrap();
         assert_eq!(bare_item.kind, Kind::ResponseItem);
         let transitional = normalise(
             4,
@@ -393,17 +407,26 @@ mod tests {
         )
         .unwrap();
         assert_eq!(transitional.kind, Kind::ResponseItem);
-        assert_eq!(transitional.payload, json!({"type": "message", "role": "user"}));
-        let future = normalise(5, json!({"timestamp": "t", "type": "world_state", "payload": {}}), false)
-            .unwrap();
+        assert_eq!(
+            transitional.payload,
+            json!({"type": "message", "role": "user"})
+        );
+        let future = normalise(
+            5,
+            json!({"timestamp": "t", "type": "world_state", "payload": {}}),
+            false,
+        )
+        .unwrap();
         assert_eq!(future.kind, Kind::Other("world_state".into()));
     }
 
     #[test]
     fn file_names_carry_the_thread_id() {
         assert_eq!(
-            id_from_name("rollout-2026-11-25T16-20-22-01a21382-12a0-7552-982b-fe8c17c720e1.jsonl.zst")
-                .as_deref(),
+            id_from_name(
+                "rollout-2026-11-25T16-20-22-01a21382-12a0-7552-982b-fe8c17c720e1.jsonl.zst"
+            )
+            .as_deref(),
             Some("01a21382-12a0-7552-982b-fe8c17c720e1")
         );
         assert_eq!(id_from_name("rollout-x.jsonl"), None);

@@ -95,7 +95,11 @@ pub fn read_all(paths: &Paths, ctx: &ReadContext<'_>) -> Result<Vec<Session>, Co
         Some(p) => match state_db::read(&p) {
             Ok(t) => t,
             Err(e) => {
-                diagnostics.note(&p, None, format!("thread index not read ({e}); titles come from the rollouts"));
+                diagnostics.note(
+                    &p,
+                    None,
+                    format!("thread index not read ({e}); titles come from the rollouts"),
+                );
                 HashMap::new()
             }
         },
@@ -128,7 +132,11 @@ pub fn read_all(paths: &Paths, ctx: &ReadContext<'_>) -> Result<Vec<Session>, Co
     for (f, id) in files.iter().zip(ids) {
         ctx.progress.item(&f.rel);
         let Some(id) = id else {
-            diagnostics.skipped(&f.path, None, "no session_meta and no thread id in the file name; skipped");
+            diagnostics.skipped(
+                &f.path,
+                None,
+                "no session_meta and no thread id in the file name; skipped",
+            );
             continue;
         };
         let kids = children.get(&id).map(Vec::as_slice).unwrap_or_default();
@@ -171,13 +179,15 @@ pub fn read_all(paths: &Paths, ctx: &ReadContext<'_>) -> Result<Vec<Session>, Co
             (n.to_owned(), "session_index")
         } else if let Some(n) = &outcome.renamed {
             (n.clone(), "thread_name_updated")
-        } else if let Some(n) = db_row.and_then(|t| {
-            t.name.clone().or_else(|| {
-                t.title
-                    .clone()
-                    .filter(|title| Some(title) != t.first_user_message.as_ref())
+        } else if let Some(n) = db_row
+            .and_then(|t| {
+                t.name.clone().or_else(|| {
+                    t.title
+                        .clone()
+                        .filter(|title| Some(title) != t.first_user_message.as_ref())
+                })
             })
-        }).filter(|n| !n.trim().is_empty())
+            .filter(|n| !n.trim().is_empty())
         {
             (n, "state_db")
         } else if let Some(p) = outcome.first_prompt.as_deref().filter(|p| !p.is_empty()) {

@@ -127,7 +127,10 @@ mod tests {
     fn presets_and_other_pairs_have_reversible_mode_ids() {
         assert_eq!(mode_id("never", "danger-full-access"), "full-access");
         assert_eq!(mode_id("on-request", "workspace-write"), "auto");
-        assert_eq!(mode_id("on-request", "danger-full-access"), "on-request/danger-full-access");
+        assert_eq!(
+            mode_id("on-request", "danger-full-access"),
+            "on-request/danger-full-access"
+        );
         assert_eq!(parse_mode("auto"), Some(("on-request", "workspace-write")));
         assert_eq!(
             parse_mode("on-request/danger-full-access"),

@@ -103,7 +103,10 @@ impl Row {
     }
 
     pub fn get(&self, column: &str) -> Option<&Sql> {
-        self.values.iter().find(|(c, _)| *c == column).map(|(_, v)| v)
+        self.values
+            .iter()
+            .find(|(c, _)| *c == column)
+            .map(|(_, v)| v)
     }
 }
 

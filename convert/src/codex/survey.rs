@@ -84,7 +84,11 @@ impl Survey {
         children: &[String],
         diagnostics: &Diagnostics,
     ) -> Result<Survey, ConvertError> {
-        Ok(Self::of_lines(Lines::open(path, false)?, children, diagnostics))
+        Ok(Self::of_lines(
+            Lines::open(path, false)?,
+            children,
+            diagnostics,
+        ))
     }
 
     /// Reads a rollout already open.
@@ -132,7 +136,11 @@ impl Survey {
             Kind::ResponseItem => self.add_item(r, turn),
             Kind::EventMsg => self.add_event(r, turn),
             Kind::Compacted => {
-                let summary = r.payload.get("message").and_then(Value::as_str).unwrap_or("");
+                let summary = r
+                    .payload
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
                 if let Some((line, text)) = turn.phaseless_assistant.take()
                     && (!turn.user_seen || summary.trim_end().ends_with(text.trim()))
                 {
@@ -218,17 +226,15 @@ impl Survey {
                     }
                 }
             }
-            "function_call" | "local_shell_call" => {
-                if self.cwd_hint.is_none() {
-                    let args = p
-                        .get("arguments")
-                        .and_then(Value::as_str)
-                        .and_then(|a| serde_json::from_str::<Value>(a).ok());
-                    self.cwd_hint = args
-                        .as_ref()
-                        .and_then(|a| str_at(a, "/workdir"))
-                        .or_else(|| str_at(p, "/action/working_directory"));
-                }
+            "function_call" | "local_shell_call" if self.cwd_hint.is_none() => {
+                let args = p
+                    .get("arguments")
+                    .and_then(Value::as_str)
+                    .and_then(|a| serde_json::from_str::<Value>(a).ok());
+                self.cwd_hint = args
+                    .as_ref()
+                    .and_then(|a| str_at(a, "/workdir"))
+                    .or_else(|| str_at(p, "/action/working_directory"));
             }
             _ => {}
         }

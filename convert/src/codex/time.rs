@@ -171,14 +171,21 @@ mod tests {
         assert_eq!(secs(n), 1_795_269_806);
         let idx = parse("2026-11-20T09:15:08.73494046Z").unwrap();
         assert_eq!(format_nanos(idx), "2026-11-20T09:15:08.73494046Z");
-        assert!(parse("2026-11-20T09:15:08.7Z").unwrap() > parse("2026-11-20T09:15:08.640Z").unwrap());
+        assert!(
+            parse("2026-11-20T09:15:08.7Z").unwrap() > parse("2026-11-20T09:15:08.640Z").unwrap()
+        );
         assert_eq!(
             parse("2026-11-20T10:15:08+01:00"),
             parse("2026-11-20T09:15:08Z")
         );
         assert_eq!(parse("1970-01-01T00:00:00Z"), Some(0));
         assert_eq!(format_millis(-1_000_000), "1969-12-31T23:59:59.999Z");
-        for bad in ["", "2026-13-01T00:00:00Z", "2026-11-20 09:15", "2026-11-20T09:15:08"] {
+        for bad in [
+            "",
+            "2026-13-01T00:00:00Z",
+            "2026-11-20 09:15",
+            "2026-11-20T09:15:08",
+        ] {
             assert_eq!(parse(bad), None, "{bad}");
         }
     }

@@ -44,8 +44,16 @@ pub fn kind_of(name: &str) -> ToolKind {
         "view_image" | "read_file" | "read_mcp_resource" | "list_dir" => ToolKind::Read,
         "tool_search" | "grep_files" | "file_search" => ToolKind::Search,
         "web_search" | "web_search_call" | "web_fetch" => ToolKind::Fetch,
-        "spawn_agent" | "spawn_agents_on_csv" | "send_message" | "send_input" | "wait"
-        | "wait_agent" | "close_agent" | "list_agents" | "interrupt_agent" | "followup_task"
+        "spawn_agent"
+        | "spawn_agents_on_csv"
+        | "send_message"
+        | "send_input"
+        | "wait"
+        | "wait_agent"
+        | "close_agent"
+        | "list_agents"
+        | "interrupt_agent"
+        | "followup_task"
         | "resume_agent" => ToolKind::Think,
         _ => ToolKind::Other,
     }
@@ -187,7 +195,10 @@ pub fn read_call(p: &Value, cwd: Option<&str>) -> Call {
             codex.insert("explanation".into(), e.clone());
         }
         codex.insert("callId".into(), json!(id));
-        *u.meta_mut() = Some(Meta::from_iter([("codex".to_owned(), Value::Object(codex))]));
+        *u.meta_mut() = Some(Meta::from_iter([(
+            "codex".to_owned(),
+            Value::Object(codex),
+        )]));
         return Call::Plan(u);
     }
     let mut kind = kind_of(&name);
@@ -385,9 +396,9 @@ fn mcp_content(hints: &[Value]) -> Option<Vec<Value>> {
 fn blocks_or_text(out: &str) -> Vec<Value> {
     if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(out.trim())
         && !items.is_empty()
-        && items
-            .iter()
-            .all(|i| i.get("type").and_then(Value::as_str) == Some("text") && i.get("text").is_some())
+        && items.iter().all(|i| {
+            i.get("type").and_then(Value::as_str) == Some("text") && i.get("text").is_some()
+        })
     {
         return items.into_iter().map(tool_content).collect();
     }
@@ -410,7 +421,10 @@ pub fn hint_failed(event: &Value) -> Option<bool> {
                     .and_then(Value::as_bool)
             }
         }
-        "exec_command_end" => event.get("exit_code").and_then(Value::as_i64).map(|c| c != 0),
+        "exec_command_end" => event
+            .get("exit_code")
+            .and_then(Value::as_i64)
+            .map(|c| c != 0),
         "item_completed" => {
             let item = event.get("item")?;
             if let Some(c) = item.get("exit_code").and_then(Value::as_i64) {
@@ -522,10 +536,14 @@ mod tests {
     fn exit_codes_and_outputs_of_every_tool_era() {
         let unified = "Chunk ID: 6e2393\nWall time: 0.0000 seconds\nProcess exited with code 127\nOriginal token count: 11\nOutput:\n/bin/bash: pnpm: command not found\n";
         assert_eq!(exit_code(unified), Some(127));
-        assert_eq!(display_output(unified), "/bin/bash: pnpm: command not found\n");
+        assert_eq!(
+            display_output(unified),
+            "/bin/bash: pnpm: command not found\n"
+        );
         let freeform = "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess.\n";
         assert_eq!(exit_code(freeform), Some(0));
-        let json_out = r#"{"output":"index.html\n","metadata":{"exit_code":0,"duration_seconds":0.1}}"#;
+        let json_out =
+            r#"{"output":"index.html\n","metadata":{"exit_code":0,"duration_seconds":0.1}}"#;
         assert_eq!(exit_code(json_out), Some(0));
         assert_eq!(display_output(json_out), "index.html\n");
         // An exit line inside the output does not count.

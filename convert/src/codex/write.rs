@@ -144,7 +144,8 @@ impl<'a> SessionWriter<'a> {
             .and_then(|n| {
                 n.files.iter().find(|f| {
                     let p = f.path.as_str();
-                    (p.starts_with(".codex/sessions/") || p.starts_with(".codex/archived_sessions/"))
+                    (p.starts_with(".codex/sessions/")
+                        || p.starts_with(".codex/archived_sessions/"))
                         && rollout::id_from_name(p.rsplit('/').next().unwrap_or("")).is_some()
                 })
             })
@@ -160,8 +161,14 @@ impl<'a> SessionWriter<'a> {
         session: &Session,
         native: &asp_format::state::FileEntry,
     ) -> Result<Written, ConvertError> {
-        let stored_rel = native.path.as_str().trim_start_matches(".codex/").to_owned();
-        let (dir, file) = stored_rel.rsplit_once('/').unwrap_or(("", stored_rel.as_str()));
+        let stored_rel = native
+            .path
+            .as_str()
+            .trim_start_matches(".codex/")
+            .to_owned();
+        let (dir, file) = stored_rel
+            .rsplit_once('/')
+            .unwrap_or(("", stored_rel.as_str()));
         let name_id = rollout::id_from_name(file).unwrap_or_default();
         let raw = self.blobs.read_all(&native.content)?;
         let compressed = file.ends_with(".zst");
@@ -176,13 +183,26 @@ impl<'a> SessionWriter<'a> {
         }
         for attempt in 0..=MAX_COPIES {
             let (id, rel, bytes, text) = if attempt == 0 {
-                let rel = if rewritten { stored_rel.trim_end_matches(".zst").to_owned() } else { stored_rel.clone() };
-                let bytes = if rewritten { jsonl.clone() } else { raw.clone() };
+                let rel = if rewritten {
+                    stored_rel.trim_end_matches(".zst").to_owned()
+                } else {
+                    stored_rel.clone()
+                };
+                let bytes = if rewritten {
+                    jsonl.clone()
+                } else {
+                    raw.clone()
+                };
                 (name_id.clone(), rel, bytes, jsonl.clone())
             } else {
                 let id = copy_id(&name_id, NAME, attempt);
-                let text = String::from_utf8_lossy(&jsonl).replace(&name_id, &id).into_bytes();
-                let rel = format!("{dir}/{}", file.replace(&name_id, &id).trim_end_matches(".zst"));
+                let text = String::from_utf8_lossy(&jsonl)
+                    .replace(&name_id, &id)
+                    .into_bytes();
+                let rel = format!(
+                    "{dir}/{}",
+                    file.replace(&name_id, &id).trim_end_matches(".zst")
+                );
                 (id, rel, text.clone(), text)
             };
             match self.compare(&id, &text) {
@@ -197,7 +217,10 @@ impl<'a> SessionWriter<'a> {
                     path.display()
                 )));
             }
-            self.existing.entry(id.clone()).or_default().push(path.clone());
+            self.existing
+                .entry(id.clone())
+                .or_default()
+                .push(path.clone());
             if id != name_id {
                 self.diagnostics.note(
                     &path,
@@ -254,19 +277,29 @@ impl<'a> SessionWriter<'a> {
             }
         }
         let items = folder.finish();
-        let harness = session.harness.as_ref().map_or("asp", |h| h.as_str()).to_owned();
+        let harness = session
+            .harness
+            .as_ref()
+            .map_or("asp", |h| h.as_str())
+            .to_owned();
         let fallback = session
             .updated_at
             .as_deref()
             .and_then(time::parse)
             .unwrap_or_else(time::now);
         let start = build::start_time(&items, fallback);
-        let cwd = session.cwd.clone().unwrap_or_else(|| self.paths.home.display().to_string());
+        let cwd = session
+            .cwd
+            .clone()
+            .unwrap_or_else(|| self.paths.home.display().to_string());
         let sid = session.id.as_str();
         let base = if ids::is_uuid(sid) {
             sid.to_owned()
         } else {
-            ids::derive_v7(time::millis(start), format!("asp\0{harness}\0{sid}").as_bytes())
+            ids::derive_v7(
+                time::millis(start),
+                format!("asp\0{harness}\0{sid}").as_bytes(),
+            )
         };
         let mut id = base.clone();
         let mut attempt = 0;
@@ -314,7 +347,10 @@ impl<'a> SessionWriter<'a> {
                 path.display()
             )));
         }
-        self.existing.entry(id.clone()).or_default().push(path.clone());
+        self.existing
+            .entry(id.clone())
+            .or_default()
+            .push(path.clone());
         if attempt > 0 {
             self.diagnostics.note(
                 &path,
@@ -380,7 +416,13 @@ fn map_lines(map: &PathMap, jsonl: &[u8]) -> Vec<u8> {
     out.into_bytes()
 }
 
-fn summary_of(id: &str, path: &Path, survey: &Survey, session: &Session, archived: bool) -> Summary {
+fn summary_of(
+    id: &str,
+    path: &Path,
+    survey: &Survey,
+    session: &Session,
+    archived: bool,
+) -> Summary {
     let meta = survey.meta.clone().unwrap_or(Value::Null);
     let tc = survey.last_turn_context.clone().unwrap_or(Value::Null);
     let source = match meta.get("source") {
@@ -396,7 +438,11 @@ fn summary_of(id: &str, path: &Path, survey: &Survey, session: &Session, archive
         updated: survey.last_time.unwrap_or(created),
         source,
         model_provider: str_at(&meta, "/model_provider").unwrap_or_else(|| "openai".into()),
-        cwd: session.cwd.clone().or_else(|| survey.cwd_hint.clone()).unwrap_or_default(),
+        cwd: session
+            .cwd
+            .clone()
+            .or_else(|| survey.cwd_hint.clone())
+            .unwrap_or_default(),
         title: session.title.clone(),
         first_prompt: survey.first_user_text.clone().unwrap_or_default(),
         settings: TurnSettings::of_turn_context(&tc),
@@ -438,7 +484,11 @@ fn row(s: &Summary) -> Row {
     let mut r = Row::default();
     let text = |v: &str| Sql::Text(v.to_owned());
     let opt = |v: Option<&str>| v.map_or(Sql::Null, |v| Sql::Text(v.to_owned()));
-    let preview = if s.first_prompt.is_empty() { s.title.clone() } else { s.first_prompt.clone() };
+    let preview = if s.first_prompt.is_empty() {
+        s.title.clone()
+    } else {
+        s.first_prompt.clone()
+    };
     let sandbox = s.settings.sandbox.as_deref().unwrap_or("workspace-write");
     // 0.142+ records the permission profile; full access is `{"type":"disabled"}` there.
     let sandbox_json = if sandbox == "danger-full-access" {
@@ -459,18 +509,39 @@ fn row(s: &Summary) -> Row {
     r.set("cwd", text(&s.cwd));
     r.set("title", text(&s.title));
     r.set("sandbox_policy", text(&sandbox_json));
-    r.set("approval_mode", text(s.settings.approval.as_deref().unwrap_or("on-request")));
+    r.set(
+        "approval_mode",
+        text(s.settings.approval.as_deref().unwrap_or("on-request")),
+    );
     r.set("tokens_used", s.tokens_used);
     r.set("has_user_event", 0i64);
     r.set("archived", i64::from(s.archived));
     if s.archived {
         r.set("archived_at", time::secs(s.updated));
     }
-    r.set("git_sha", opt(s.git.as_ref().and_then(|g| g.get("commit_hash")).and_then(Value::as_str)));
-    r.set("git_branch", opt(s.git.as_ref().and_then(|g| g.get("branch")).and_then(Value::as_str)));
+    r.set(
+        "git_sha",
+        opt(s
+            .git
+            .as_ref()
+            .and_then(|g| g.get("commit_hash"))
+            .and_then(Value::as_str)),
+    );
+    r.set(
+        "git_branch",
+        opt(s
+            .git
+            .as_ref()
+            .and_then(|g| g.get("branch"))
+            .and_then(Value::as_str)),
+    );
     r.set(
         "git_origin_url",
-        opt(s.git.as_ref().and_then(|g| g.get("repository_url")).and_then(Value::as_str)),
+        opt(s
+            .git
+            .as_ref()
+            .and_then(|g| g.get("repository_url"))
+            .and_then(Value::as_str)),
     );
     r.set("cli_version", text(&s.cli_version));
     r.set("first_user_message", text(&s.first_prompt));
@@ -479,8 +550,14 @@ fn row(s: &Summary) -> Row {
     r.set("model", opt(s.settings.model.as_deref()));
     r.set("reasoning_effort", opt(s.settings.effort.as_deref()));
     r.set("thread_source", opt(s.thread_source.as_deref()));
-    r.set("history_mode", text(if s.paginated { "paginated" } else { "legacy" }));
+    r.set(
+        "history_mode",
+        text(if s.paginated { "paginated" } else { "legacy" }),
+    );
     r.set("is_pinned", 0i64);
-    r.set("originator", opt((!s.originator.is_empty()).then_some(s.originator.as_str())));
+    r.set(
+        "originator",
+        opt((!s.originator.is_empty()).then_some(s.originator.as_str())),
+    );
     r
 }

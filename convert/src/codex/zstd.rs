@@ -66,8 +66,10 @@ impl<R: BufRead> Read for Frames<R> {
                     length,
                     ..
                 })) => {
-                    let skipped =
-                        io::copy(&mut (&mut self.source).take(u64::from(length)), &mut io::sink())?;
+                    let skipped = io::copy(
+                        &mut (&mut self.source).take(u64::from(length)),
+                        &mut io::sink(),
+                    )?;
                     if skipped < u64::from(length) {
                         return Err(invalid("a skippable frame is cut off"));
                     }
@@ -101,6 +103,10 @@ mod tests {
         assert_eq!(out, "{\"a\":1}\n{\"b\":2}\n");
         let mut bad = one;
         bad.truncate(bad.len() - 3);
-        assert!(Frames::new(&bad[..]).read_to_string(&mut String::new()).is_err());
+        assert!(
+            Frames::new(&bad[..])
+                .read_to_string(&mut String::new())
+                .is_err()
+        );
     }
 }
