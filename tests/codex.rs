@@ -1332,3 +1332,139 @@ fn codex_sessions_migrate_into_claude_code_and_back_out() {
     let (state, store, back, back_store) = migrate(&*codex(), &sample_home(), &*needs_claude());
     assert_same_conversations(&state, &store, &back, &back_store);
 }
+
+// ---------------------------------------------------------------------------------------
+// Subagents, paths, merges
+
+fn line(ts: &str, ty: &str, payload: Value) -> String {
+    json!({"timestamp": ts, "type": ty, "payload": payload}).to_string() + "\n"
+}
+
+#[test]
+fn subagent_threads_are_separate_sessions_linked_both_ways() {
+    let dir = tmp();
+    let day = dir.path().join(".codex/sessions/2026/11/29");
+    fs::create_dir_all(&day).unwrap();
+    let parent = "01a22700-0000-7000-8000-000000000001";
+    let child = "01a22700-0000-7000-8000-000000000002";
+    let p = [
+        line("2026-11-29T10:00:00.000Z", "session_meta", json!({"id": parent, "timestamp": "2026-11-29T10:00:00.000Z", "cwd": "/w", "source": "cli"})),
+        line("2026-11-29T10:00:01.000Z", "response_item", json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Ask a helper"}]})),
+        line("2026-11-29T10:00:02.000Z", "response_item", json!({"type": "function_call", "name": "spawn_agent", "call_id": "call_spawn", "arguments": "{\"message\":\"look\"}"})),
+        line("2026-11-29T10:00:03.000Z", "response_item", json!({"type": "function_call_output", "call_id": "call_spawn", "output": format!("{{\"agent_id\":\"{child}\"}}")})),
+    ]
+    .concat();
+    let c = [
+        line("2026-11-29T10:00:02.500Z", "session_meta", json!({"id": child, "timestamp": "2026-11-29T10:00:02.500Z", "cwd": "/w",
+            "source": {"subagent": {"thread_spawn": {"parent_thread_id": parent, "depth": 1}}}})),
+        line("2026-11-29T10:00:02.600Z", "response_item", json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "look"}]})),
+    ]
+    .concat();
+    fs::write(
+        day.join(format!("rollout-2026-11-29T10-00-00-{parent}.jsonl")),
+        p,
+    )
+    .unwrap();
+    fs::write(
+        day.join(format!("rollout-2026-11-29T10-00-02-{child}.jsonl")),
+        c,
+    )
+    .unwrap();
+    let (state, store, _) = read(dir.path());
+    let kid = session(&state, child);
+    assert_eq!(
+        kid.meta.as_ref().unwrap()["asp"]["parent"],
+        json!({"sessionId": parent})
+    );
+    let u = updates(&store, session(&state, parent));
+    let spawn = of_kind(&u, "tool_call")[0];
+    assert_eq!(spawn["kind"], "think");
+    assert_eq!(spawn["_meta"]["asp"]["subagentSessionId"], child);
+}
+
+#[test]
+fn map_path_moves_cwds_and_a_compressed_rollout_is_rewritten_plain() {
+    let dir = tmp();
+    let bundle = dir.path().join("codex.aspstate");
+    pack_sample_codex(&bundle);
+    let home = dir.path().join("home");
+    unpack_json(
+        &bundle,
+        &home,
+        &["--kinds", "sessions", "--map-path", "/home/dev=/Users/dev"],
+    );
+    let sessions = home.join(".codex/sessions/2026/11/25");
+    let plain = sessions.join(format!("rollout-2026-11-25T16-20-22-{C}.jsonl"));
+    assert!(plain.is_file() && !plain.with_extension("jsonl.zst").exists());
+    let lines = jsonl(&plain);
+    assert_eq!(lines[0]["payload"]["cwd"], "/Users/dev/shop");
+    let (state, ..) = read(&home);
+    assert!(
+        state.sessions.iter().flatten().all(|s| s
+            .cwd
+            .as_deref()
+            .unwrap()
+            .starts_with("/Users/dev/"))
+    );
+}
+
+#[test]
+fn instructions_merge_below_the_users_own_and_only_once() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    fs::create_dir_all(home.join(".codex")).unwrap();
+    fs::write(home.join(".codex/AGENTS.md"), "# Mine\n\nBe brief.\n").unwrap();
+    for _ in 0..2 {
+        unpack_json(
+            &samples().join("state.aspstate"),
+            &home,
+            &["--kinds", "instructions"],
+        );
+    }
+    let text = fs::read_to_string(home.join(".codex/AGENTS.md")).unwrap();
+    assert!(
+        text.starts_with("# Mine\n\nBe brief.\n\n<!-- Added by asp"),
+        "{text}"
+    );
+    assert_eq!(text.matches("# Working agreements").count(), 1, "{text}");
+    // With an override file, that is the one Codex reads, so that is where they go.
+    fs::write(home.join(".codex/AGENTS.override.md"), "override\n").unwrap();
+    unpack_json(
+        &samples().join("state.aspstate"),
+        &home,
+        &["--kinds", "instructions"],
+    );
+    assert!(
+        fs::read_to_string(home.join(".codex/AGENTS.override.md"))
+            .unwrap()
+            .contains("# Working agreements")
+    );
+}
+
+#[test]
+fn a_skill_in_both_roots_is_carried_once_from_agents_and_the_other_reported() {
+    let dir = tmp();
+    for (root, body) in [
+        (".agents/skills/fmt", "from agents"),
+        (".codex/skills/fmt", "from codex"),
+    ] {
+        fs::create_dir_all(dir.path().join(root)).unwrap();
+        fs::write(
+            dir.path().join(root).join("SKILL.md"),
+            format!("---\nname: fmt\ndescription: {body}\n---\n"),
+        )
+        .unwrap();
+    }
+    let (state, store, diagnostics) = read(dir.path());
+    let skills = state.skills.unwrap();
+    assert_eq!(skills.len(), 1);
+    let text = store.read_all(&skills[0].files[0].content).unwrap();
+    assert!(String::from_utf8(text).unwrap().contains("from agents"));
+    let notes = diagnostics.items();
+    assert!(
+        notes.iter().any(|d| d
+            .message
+            .contains("a different skill named fmt is also in .agents/skills")),
+        "{notes:?}"
+    );
+}

@@ -26,8 +26,14 @@ const MAX_TITLE: usize = 200;
 /// The parent thread a subagent thread names in its meta
 /// (`source: {"subagent": {"thread_spawn": {"parent_thread_id": …}}}`).
 pub fn parent_of(meta: &Value) -> Option<String> {
-    let spawn = meta.pointer("/source/subagent/thread_spawn")?;
-    str_at(spawn, "/parent_thread_id")
+    let source = meta.get("source")?;
+    let agent = ["subagent", "sub_agent", "subAgent"]
+        .iter()
+        .find_map(|k| source.get(*k))?;
+    let spawn = ["thread_spawn", "threadSpawn"]
+        .iter()
+        .find_map(|k| agent.get(*k))?;
+    str_at(spawn, "/parent_thread_id").or_else(|| str_at(spawn, "/parentThreadId"))
 }
 
 /// A title from a prompt: trimmed, at most [`MAX_TITLE`] bytes, cut at a character boundary.
