@@ -64,7 +64,13 @@ pub fn read(
                 continue;
             }
         };
-        let bytes = fs::read(entry.path()).map_err(ConvertError::io(entry.path()))?;
+        let bytes = match fs::read(entry.path()) {
+            Ok(b) => b,
+            Err(e) => {
+                diagnostics.skipped(entry.path(), None, format!("cannot be read ({e}); skipped"));
+                continue;
+            }
+        };
         notes.push(MemoryNote {
             origin: Origin {
                 harness: Some(harness.clone()),

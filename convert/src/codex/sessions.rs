@@ -90,6 +90,22 @@ fn format_of(file: &RolloutFile, diagnostics: &crate::report::Diagnostics) -> &'
     }
 }
 
+/// A rollout that cannot be opened or read costs that rollout, not the whole read.
+fn skip_unreadable<T>(
+    r: Result<T, ConvertError>,
+    f: &RolloutFile,
+    diagnostics: &crate::report::Diagnostics,
+) -> Result<Option<T>, ConvertError> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(ConvertError::Io { path, source }) if path == f.path => {
+            diagnostics.skipped(&path, None, format!("cannot be read ({source}); skipped"));
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Reads every rollout of the home.
 pub fn read_all(paths: &Paths, ctx: &ReadContext<'_>) -> Result<Vec<Session>, ConvertError> {
     let diagnostics = ctx.diagnostics;
@@ -146,7 +162,11 @@ pub fn read_all(paths: &Paths, ctx: &ReadContext<'_>) -> Result<Vec<Session>, Co
             continue;
         };
         let kids = children.get(&id).map(Vec::as_slice).unwrap_or_default();
-        let survey = Survey::of_file(&f.path, kids, diagnostics)?;
+        let survey =
+            match skip_unreadable(Survey::of_file(&f.path, kids, diagnostics), f, diagnostics)? {
+                Some(s) => s,
+                None => continue,
+            };
         if survey.meta.is_none() {
             diagnostics.note(
                 &f.path,
@@ -169,16 +189,23 @@ pub fn read_all(paths: &Paths, ctx: &ReadContext<'_>) -> Result<Vec<Session>, Co
             );
             continue;
         }
-        let outcome = read::read(
+        let outcome = match skip_unreadable(
+            read::read(
+                f,
+                &id,
+                &survey,
+                &Context {
+                    index_entries: index.entries(&id),
+                },
+                ctx.blobs,
+                diagnostics,
+            ),
             f,
-            &id,
-            &survey,
-            &Context {
-                index_entries: index.entries(&id),
-            },
-            ctx.blobs,
             diagnostics,
-        )?;
+        )? {
+            Some(o) => o,
+            None => continue,
+        };
 
         let db_row = db.get(&id);
         let (title, source) = if let Some(n) = index.name(&id) {
@@ -204,8 +231,23 @@ pub fn read_all(paths: &Paths, ctx: &ReadContext<'_>) -> Result<Vec<Session>, Co
 
         let native_rel = RelPath::new(&format!(".codex/{}", f.rel))
             .map_err(|e| ConvertError::invalid(&f.path, e.to_string()))?;
-        let mut raw = File::open(&f.path).map_err(ConvertError::io(&f.path))?;
-        let content = ctx.blobs.put_reader(&mut raw)?;
+        let Some(mut raw) = skip_unreadable(
+            File::open(&f.path).map_err(ConvertError::io(&f.path)),
+            f,
+            diagnostics,
+        )?
+        else {
+            continue;
+        };
+        // A rollout is copied as it is on disk; an I/O error here (not a blob error) skips it.
+        let content = match ctx.blobs.put_reader(&mut raw) {
+            Ok(d) => d,
+            Err(asp_format::blob::BlobError::Other(e)) => {
+                diagnostics.skipped(&f.path, None, format!("cannot be read ({e}); skipped"));
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
 
         let mut codex = json!({
             "rolloutPath": native_rel.as_str(),
