@@ -8,9 +8,9 @@
 # converter is built in), and checks that `codex app-server` lists every written thread and
 # reads back every turn, and that codex-acp replays every tool call. See scripts/judge_codex.py.
 #
-# Needs node-free native binaries from the npm registry in ASP_PEERS_DIR
-# (default ~/.cache/asp-peers): @openai/codex@0.171.0 and @zed-industries/codex-acp@0.16.0.
-# Install them with:
+# Runs the native linux-x64 binaries that the npm packages @openai/codex@0.171.0 and
+# @zed-industries/codex-acp@0.16.0 ship, from ASP_PEERS_DIR (default ~/.cache/asp-peers); no
+# credentials, no network (only scratch homes are touched). Install them with:
 #   npm install --prefix ~/.cache/asp-peers @openai/codex@0.171.0 @zed-industries/codex-acp@0.16.0
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

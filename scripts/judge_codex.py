@@ -14,7 +14,9 @@ For each case, `asp-unpack --to codex` writes into an empty scratch home, then:
 
 Cases: `restore` (samples/codex packed, then unpacked into an empty home), `migrated-state`
 (samples/state.aspstate: a Claude Code session and a Codex session whose id is not a UUID),
-and `migrated-claude` (samples/claude-code, once this build has a claude-code converter).
+`migrated-into-codex-home` (the same into a copy of samples/codex, whose state_5.sqlite gets
+its `threads` rows from asp, checked before Codex runs), and `migrated-claude`
+(samples/claude-code, once this build has a claude-code converter).
 Paths under /home/dev are mapped into the scratch home (`--map-path`), so every cwd exists.
 
 Safety: only scratch homes are used; harness processes get a fresh environment (no inherited
@@ -315,15 +317,32 @@ def codex_acp(home: Path, expected: dict, timeout: float) -> dict:
         rpc.close()
 
 
-def unpack_case(name: str, bundle: Path, scratch: Path, asp_bin: Path) -> dict:
+def db_ids(home: Path) -> set[str] | None:
+    """Thread ids in the home's `state_<N>.sqlite`, or None without one."""
+    import sqlite3
+    dbs = sorted((home / ".codex").glob("state_*.sqlite"))
+    if not dbs:
+        return None
+    con = sqlite3.connect(f"file:{dbs[-1]}?mode=ro", uri=True)
+    try:
+        return {r[0] for r in con.execute("SELECT id FROM threads")}
+    finally:
+        con.close()
+
+
+def unpack_case(name: str, bundle: Path, scratch: Path, asp_bin: Path, seed: Path | None = None) -> dict:
     home = scratch / name
-    home.mkdir()
+    if seed:
+        shutil.copytree(seed, home, symlinks=True)
+    else:
+        home.mkdir()
     r = run([str(asp_bin / "asp-unpack"), str(bundle), "--to", "codex", "--home", str(home),
              "--map-path", f"/home/dev={home}", "--json", "-q"])
     if r.returncode not in (0, 3):
         return {"error": f"asp-unpack exit {r.returncode}: {r.stderr.strip()}"}
     answer = json.loads(r.stdout)
     strip_mcp(home / ".codex/config.toml")
+    in_db = db_ids(home)
     expected = {}
     for old, tid in sorted(answer["sessions"].items()):
         path = find_rollout(home / ".codex", tid)
@@ -331,6 +350,8 @@ def unpack_case(name: str, bundle: Path, scratch: Path, asp_bin: Path) -> dict:
             return {"error": f"no rollout written for {old} → {tid}"}
         facts = rollout_facts(path)
         facts["from"] = old
+        if in_db is not None:
+            facts["row_by_asp"] = tid in in_db
         if facts["cwd"]:
             Path(facts["cwd"]).mkdir(parents=True, exist_ok=True)
         expected[tid] = facts
@@ -357,6 +378,9 @@ def main() -> int:
                  "-o", str(bundle), "-q"])
         cases.append(("restore", bundle if r.returncode == 0 else None, r.stderr.strip()))
         cases.append(("migrated-state", ROOT / "samples/state.aspstate", ""))
+        # Into a home that already has Codex's thread index (samples/codex, state_5.sqlite at
+        # migration 64): asp adds the rows itself.
+        cases.append(("migrated-into-codex-home", ROOT / "samples/state.aspstate", ""))
         claude = scratch / "claude.aspstate"
         r = run([str(asp_bin / "asp-pack"), "--from", "claude-code", "--home", str(ROOT / "samples/claude-code"),
                  "-o", str(claude), "-q"])
@@ -371,7 +395,8 @@ def main() -> int:
             if src is None:
                 print(f"   skipped: {why or 'no bundle'}")
                 continue
-            case = unpack_case(name, src, scratch, asp_bin)
+            seed = ROOT / "samples/codex" if name == "migrated-into-codex-home" else None
+            case = unpack_case(name, src, scratch, asp_bin, seed)
             if "error" in case:
                 print(f"   FAIL {case['error']}")
                 failures.append(f"{name}: {case['error']}")
@@ -395,6 +420,9 @@ def main() -> int:
                         f"reasoning {got.get('reasoning')}/{want.get('reasoning', 0)}")
                 if got.get("read_error"):
                     line += f" read error: {got['read_error']}"
+                if "row_by_asp" in want:
+                    checks.append(("index row", want["row_by_asp"]))
+                    line += f" | threads row added by asp: {want['row_by_asp']}"
                 if got.get("resumed"):
                     line += " (read after thread/resume built its projection)"
                 if acp and acp.get(tid, {}).get("skipped"):
