@@ -162,7 +162,9 @@ impl Composer<'_> {
 
     fn user(&mut self, m: &Message) {
         let mut blocks: Vec<Value> = Vec::new();
+        let mut last_was_text = false;
         for b in &m.blocks {
+            let is_text = b.get("type").and_then(Value::as_str) == Some("text");
             let block = match b.get("type").and_then(Value::as_str) {
                 Some("text") => {
                     json!({"type": "text", "text": b.get("text").and_then(Value::as_str).unwrap_or("")})
@@ -180,16 +182,20 @@ impl Composer<'_> {
                     .unwrap_or_else(|| format!("[resource {}]", b.pointer("/resource/uri").and_then(Value::as_str).unwrap_or("")))}),
                 _ => json!({"type": "text", "text": b.to_string()}),
             };
-            // Chunks of one text are pieces of it: join neighbouring text blocks.
-            if let (Some(last), Some(t)) =
-                (blocks.last_mut(), block.get("text").and_then(Value::as_str))
-                && last.get("type").and_then(Value::as_str) == Some("text")
-                && block.get("type").and_then(Value::as_str) == Some("text")
+            // Text chunks of one message are pieces of one text: join them.
+            if is_text
+                && last_was_text
+                && let Some(last) = blocks.last_mut()
             {
-                let joined = format!("{}{t}", last["text"].as_str().unwrap_or(""));
+                let joined = format!(
+                    "{}{}",
+                    last["text"].as_str().unwrap_or(""),
+                    block["text"].as_str().unwrap_or("")
+                );
                 last["text"] = json!(joined);
                 continue;
             }
+            last_was_text = is_text;
             blocks.push(block);
         }
         blocks.retain(|b| {

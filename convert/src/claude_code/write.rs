@@ -62,6 +62,8 @@ pub fn claude_id(id: &str) -> String {
 }
 
 /// Writes every session; children carried inside a native parent's files map to themselves.
+/// A subagent whose parent is not in the state is written as a session of its own, composed
+/// from its updates (its native file alone is not a session Claude Code can list).
 pub fn write_sessions(
     layout: &Layout,
     writer: &Writer,
@@ -75,7 +77,9 @@ pub fn write_sessions(
         ctx.progress.item(s.id.as_str());
         let outcome = if carried_by_parent(s, sessions) {
             Ok(s.id.to_string())
-        } else if is_native(s) {
+        } else if is_native(s)
+            && main_transcript(&s.native.as_ref().expect("native").files).is_some()
+        {
             write_native(layout, writer, ctx, s)?
         } else {
             write_composed(layout, writer, ctx, s)?
@@ -171,12 +175,7 @@ fn write_native(
     s: &Session,
 ) -> Result<Result<String, String>, ConvertError> {
     let files = &s.native.as_ref().expect("checked").files;
-    let Some(main) = main_transcript(files) else {
-        return Ok(Err(format!(
-            "session {} names no transcript among its Claude Code files; not written",
-            s.id
-        )));
-    };
+    let main = main_transcript(files).expect("checked by the caller");
     let (src_bucket, main_name) = split_native(main.path.as_str()).expect("checked");
     let stem = main_name.trim_end_matches(".jsonl");
     // A bucket is derived from the cwd; when --map-path moved the cwd, the transcript moves to
