@@ -1324,3 +1324,120 @@ fn pack_and_unpack_through_the_binaries() {
     let answer: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(answer["sessions"]["telegram:42"], name_uuid("telegram:42"));
 }
+
+#[test]
+fn parallel_calls_share_a_response_and_every_call_gets_exactly_one_result() {
+    let store = MemoryStore::new();
+    let state =
+        asp_convert::dir::read(&fixture("foreign-state"), KindSet::ALL, &store, &Quiet).unwrap();
+    let home = tmp();
+    let answer = write_to(home.path(), &state, &store, false);
+    let id = &answer.sessions["chat-7f3a"];
+    assert_eq!(id, &name_uuid("chat-7f3a"));
+    let text = fs::read_to_string(
+        home.path()
+            .join(format!(".claude/projects/-home-dev-shop/{id}.jsonl")),
+    )
+    .unwrap();
+    let rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &Value| r.get("uuid").is_some())
+        .collect();
+    let blocks = |r: &Value| -> Vec<(String, String)> {
+        match &r["message"]["content"] {
+            Value::Array(b) => b
+                .iter()
+                .map(|b| {
+                    let t = b["type"].as_str().unwrap().to_owned();
+                    let d = b["name"]
+                        .as_str()
+                        .or(b["tool_use_id"].as_str())
+                        .unwrap_or("")
+                        .to_owned();
+                    (t, d)
+                })
+                .collect(),
+            _ => vec![("string".into(), String::new())],
+        }
+    };
+    // The two calls announced before either finished are one response, answered in one row.
+    let parallel = rows
+        .iter()
+        .position(|r| {
+            blocks(r)
+                == [
+                    ("tool_use".into(), "read_file".into()),
+                    ("tool_use".into(), "run_shell_command".into()),
+                ]
+        })
+        .unwrap();
+    assert_eq!(
+        blocks(&rows[parallel + 1]),
+        [
+            ("tool_result".into(), "read-1".into()),
+            ("tool_result".into(), "shell-1".into())
+        ]
+    );
+    // The failed and the unfinished call are answered as errors.
+    let results: Vec<&Value> = rows
+        .iter()
+        .flat_map(|r| r["message"]["content"].as_array().into_iter().flatten())
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    let failed = results
+        .iter()
+        .find(|b| b["tool_use_id"] == "shell-2")
+        .unwrap();
+    assert_eq!(failed["is_error"], true);
+    let unfinished = results
+        .iter()
+        .find(|b| b["tool_use_id"] == "shell-3")
+        .unwrap();
+    assert_eq!(unfinished["content"], "[Tool execution was interrupted]");
+    // Every tool_use has exactly one result.
+    let uses: Vec<&Value> = rows
+        .iter()
+        .flat_map(|r| r["message"]["content"].as_array().into_iter().flatten())
+        .filter(|b| b["type"] == "tool_use")
+        .collect();
+    assert_eq!(uses.len(), results.len());
+    // The structured output of a foreign call is kept as text.
+    let shell = results
+        .iter()
+        .find(|b| b["tool_use_id"] == "shell-1")
+        .unwrap();
+    assert!(shell["content"].as_str().unwrap().contains("4000x2600"));
+    // The image and the two text pieces of the first prompt are one user row.
+    assert_eq!(
+        blocks(&rows[0]),
+        [
+            ("image".into(), String::new()),
+            ("text".into(), String::new())
+        ]
+    );
+    assert_eq!(
+        rows[0]["message"]["content"][1]["text"],
+        "The hero image is too big. Shrink it and check the build."
+    );
+}
+
+#[test]
+fn a_subagent_without_its_parent_is_written_as_a_session_of_its_own() {
+    let r = read(&sample_home());
+    let mut state = r.state.clone();
+    state
+        .sessions
+        .as_mut()
+        .unwrap()
+        .retain(|s| s.id.as_str() == SUB);
+    let home = tmp();
+    let answer = write_to(home.path(), &state, &r.store, false);
+    let id = &answer.sessions[SUB];
+    assert_eq!(id, &name_uuid(SUB));
+    assert!(
+        home.path()
+            .join(format!(".claude/projects/-home-dev-shop/{id}.jsonl"))
+            .is_file()
+    );
+}
