@@ -73,7 +73,7 @@ pub fn parse_time(t: &str) -> Option<i64> {
     let num = |r: std::ops::Range<usize>| t.get(r)?.parse::<i64>().ok();
     let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
     let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let mut rest = &t[19..];
+    let mut rest = t.get(19..)?;
     let mut ms = 0;
     if let Some(frac) = rest.strip_prefix('.') {
         let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
@@ -85,7 +85,8 @@ pub fn parse_time(t: &str) -> Option<i64> {
         "Z" | "z" => 0,
         o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) => {
             let sign = if o.starts_with('-') { -1 } else { 1 };
-            sign * (o[1..3].parse::<i64>().ok()? * 60 + o[4..6].parse::<i64>().ok()?)
+            let part = |r: std::ops::Range<usize>| o.get(r)?.parse::<i64>().ok();
+            sign * (part(1..3)? * 60 + part(4..6)?)
         }
         _ => return None,
     };
@@ -136,5 +137,7 @@ mod tests {
             "2024-03-01T00:00:00.000Z"
         );
         assert_eq!(parse_time("yesterday"), None);
+        assert_eq!(parse_time("2026-11-28T16:20:0é"), None);
+        assert_eq!(parse_time("2026-11-28T16:20:00+0é:0"), None);
     }
 }

@@ -152,7 +152,7 @@ struct Replay<'a, 's, 'k> {
     titles: Titles,
     mode: Option<String>,
     model: Option<String>,
-    /// `tool_use` id → (tool name, input).
+    /// `tool_use` id → tool name, over the whole file (a result may sit off the chain's order).
     tool_names: HashMap<&'a str, &'a str>,
     chain_uuids: HashSet<&'a str>,
     /// The response being replayed: (message id, its usage, its stop reason).

@@ -168,7 +168,7 @@ pub fn write(
             ),
         }
     }
-    if file.object != before || (!file.existed && !settings.is_empty() && any) {
+    if file.object != before {
         jsonfile::write(writer, &path, &file)?;
     }
     if any {

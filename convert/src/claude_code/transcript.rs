@@ -331,7 +331,6 @@ impl<'a> Tree<'a> {
                 continue;
             }
             let members = &by_message[m];
-            let member_set: HashSet<usize> = members.iter().copied().collect();
             let sort = |v: &mut Vec<usize>| {
                 v.sort_by(|&a, &b| {
                     self.records[a]
@@ -346,16 +345,13 @@ impl<'a> Tree<'a> {
                 .filter(|j| !on.contains(j))
                 .collect();
             sort(&mut siblings);
-            let mut results: Vec<usize> = self
-                .rows
+            let mut results: Vec<usize> = members
                 .iter()
+                .filter_map(|m| self.children.get(m))
+                .flatten()
                 .copied()
                 .filter(|j| !on.contains(j))
-                .filter(|j| {
-                    self.parent.get(j).is_some_and(|p| member_set.contains(p))
-                        && self.records[*j].kind() == "user"
-                        && self.records[*j].has_tool_result()
-                })
+                .filter(|&j| self.records[j].kind() == "user" && self.records[j].has_tool_result())
                 .collect();
             sort(&mut results);
             siblings.extend(results);

@@ -155,16 +155,31 @@ fn main_transcript(files: &[FileEntry]) -> Option<&FileEntry> {
         .or_else(|| files.iter().find(depth_one))
 }
 
+/// The session id inside the lines (`"sessionId":"<old>"`, `"session_id":"<old>"`, as Claude
+/// Code's compact JSON spells them) replaced; every other byte kept, damaged lines included.
 fn replace_session_id(bytes: &[u8], old: &str, new: &str) -> Vec<u8> {
-    let text = String::from_utf8_lossy(bytes);
-    let mut out = text.into_owned();
+    let mut out = bytes.to_vec();
     for key in ["sessionId", "session_id"] {
-        out = out.replace(
-            &format!("\"{key}\":\"{old}\""),
-            &format!("\"{key}\":\"{new}\""),
-        );
+        let from = format!("\"{key}\":\"{old}\"");
+        let to = format!("\"{key}\":\"{new}\"");
+        out = replace_bytes(&out, from.as_bytes(), to.as_bytes());
     }
-    out.into_bytes()
+    out
+}
+
+fn replace_bytes(haystack: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(haystack.len());
+    let mut i = 0;
+    while i < haystack.len() {
+        if haystack[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+        } else {
+            out.push(haystack[i]);
+            i += 1;
+        }
+    }
+    out
 }
 
 /// Restores a Claude Code session from its native files.
@@ -362,4 +377,21 @@ fn write_composed(
         )));
     }
     Ok(Ok(id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renaming_keeps_every_other_byte() {
+        let bytes =
+            b"{\"sessionId\":\"a\",\"x\":\"\\\"sessionId\\\":\\\"a\\\"\"}\n\xff\x00 garbage\n";
+        let out = replace_session_id(bytes, "a", "b");
+        assert!(out.starts_with(b"{\"sessionId\":\"b\","));
+        assert_eq!(out.len(), bytes.len());
+        assert!(out.ends_with(b"\xff\x00 garbage\n"));
+        // Text that merely quotes an id (escaped quotes) is left alone.
+        assert_eq!(&out[16..], &bytes[16..]);
+    }
 }
