@@ -1319,7 +1319,6 @@ fn assert_same_conversations(
 }
 
 #[test]
-#[ignore = "needs the claude-code converter"]
 fn claude_code_sessions_migrate_into_codex_and_back_out() {
     let (state, store, back, back_store) =
         migrate(&*needs_claude(), &samples().join("claude-code"), &*codex());
@@ -1327,7 +1326,6 @@ fn claude_code_sessions_migrate_into_codex_and_back_out() {
 }
 
 #[test]
-#[ignore = "needs the claude-code converter"]
 fn codex_sessions_migrate_into_claude_code_and_back_out() {
     let (state, store, back, back_store) = migrate(&*codex(), &sample_home(), &*needs_claude());
     assert_same_conversations(&state, &store, &back, &back_store);

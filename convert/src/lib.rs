@@ -6,6 +6,7 @@
 //! directory form of the state, for people to read and edit.
 
 pub mod acp;
+pub mod claude_code;
 pub mod codex;
 pub mod conversation;
 pub mod dir;
@@ -21,7 +22,7 @@ pub use harness::{Capabilities, ConvertError, Harness, Home, ReadContext, WriteC
 
 /// Every harness converter this build knows, by name.
 pub fn harnesses() -> Vec<Box<dyn Harness>> {
-    vec![Box::new(codex::Codex)]
+    vec![Box::new(claude_code::ClaudeCode), Box::new(codex::Codex)]
 }
 
 /// The converter for `name`, if there is one.
