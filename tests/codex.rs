@@ -1291,6 +1291,27 @@ fn migrate(
     (state, store, back, back_store)
 }
 
+/// Whether `after` says what `before` said. Words, plans, titles and which calls failed must
+/// match exactly; a harness may carry a tool's input wrapped in an object (Claude Code's
+/// `tool_use.input` must be one) and its result with the harness's own framing around it.
+fn same_item(before: &Value, after: &Value) -> bool {
+    if before.get("tool").is_none() {
+        return before == after;
+    }
+    let input_ok = before["input"] == after["input"]
+        || json!({"input": before["input"]}) == after["input"]
+        || (before["input"].is_null() && after["input"] == json!({}));
+    let squash = |v: &Value| {
+        v.as_str()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let result_ok = squash(&after["result"]).contains(&squash(&before["result"]));
+    before["tool"] == after["tool"] && before["failed"] == after["failed"] && input_ok && result_ok
+}
+
 fn assert_same_conversations(
     state: &State,
     store: &MemoryStore,
@@ -1311,9 +1332,20 @@ fn assert_same_conversations(
         .collect();
     assert_eq!(after.len(), before.len());
     for b in &before {
+        let survived = after.iter().any(|a| {
+            a["title"] == b["title"]
+                && a["items"].as_array().unwrap().len() == b["items"].as_array().unwrap().len()
+                && b["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .zip(a["items"].as_array().unwrap())
+                    .all(|(x, y)| same_item(x, y))
+        });
         assert!(
-            after.contains(b),
-            "lost in migration: {b:#}\nafter: {after:#?}"
+            survived,
+            "lost in migration: {b:#}\nafter: {:#}",
+            json!(after)
         );
     }
 }

@@ -257,7 +257,7 @@ impl Composer<'_> {
                 count(&mut self.intended, "agent_message_chunk");
                 self.response.push(json!({
                     "type": "text",
-                    "text": format!("[reasoning from {}]\n{text}", self.t.harness),
+                    "text": foreign_reasoning_text(self.t.harness, &text),
                 }));
             }
         }
@@ -572,6 +572,26 @@ fn result_content(call: &ToolCall) -> Value {
         Some(Value::Null) | None => json!(call.content_text()),
         Some(other) => json!(other.to_string()),
     }
+}
+
+/// Reasoning from another harness cannot be a `thinking` block (Anthropic verifies their
+/// signatures), so it is written as a text block with this marker; reading it back turns it
+/// into an `agent_thought_chunk` again.
+const FOREIGN_REASONING: &str = "[reasoning from ";
+
+fn foreign_reasoning_text(harness: &str, text: &str) -> String {
+    format!("{FOREIGN_REASONING}{harness}]\n{text}")
+}
+
+/// The harness and text of a text block written by [`foreign_reasoning_text`].
+pub(super) fn parse_foreign_reasoning(text: &str) -> Option<(&str, &str)> {
+    let rest = text.strip_prefix(FOREIGN_REASONING)?;
+    let (harness, body) = rest.split_once("]\n")?;
+    (!harness.is_empty()
+        && harness
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'))
+    .then_some((harness, body))
 }
 
 #[cfg(test)]

@@ -555,6 +555,13 @@ impl<'a> Replay<'a, '_, '_> {
                     if t.is_empty() {
                         continue;
                     }
+                    if let Some((harness, body)) = super::compose::parse_foreign_reasoning(t) {
+                        let mut m = row_meta(r);
+                        m.insert("foreignReasoning".into(), json!(harness));
+                        let u = Update::AgentThoughtChunk(chunk(acp::text(body), message_id));
+                        self.out.emit(with_claude(u, m), message_id)?;
+                        continue;
+                    }
                     let u = Update::AgentMessageChunk(chunk(acp::text(t), message_id));
                     self.out.emit(with_claude(u, row_meta(r)), message_id)?;
                 }
