@@ -10,6 +10,7 @@ pub mod conversation;
 pub mod dir;
 pub mod escape;
 pub mod fsops;
+pub mod gemini;
 pub mod harness;
 pub mod pathmap;
 pub mod report;
@@ -20,7 +21,7 @@ pub use harness::{Capabilities, ConvertError, Harness, Home, ReadContext, WriteC
 
 /// Every harness converter this build knows, by name.
 pub fn harnesses() -> Vec<Box<dyn Harness>> {
-    Vec::new()
+    vec![Box::new(gemini::Gemini)]
 }
 
 /// The converter for `name`, if there is one.
