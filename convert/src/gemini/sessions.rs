@@ -265,12 +265,18 @@ impl Sessions<'_, '_> {
             return Ok(dir.to_owned());
         };
         if is_hash_dir(dir) {
-            // The CLI copies a hash directory into the slug directory only while that is
-            // empty; when it is in use, the chat goes straight into it.
-            return Ok(match self.projects.lookup(cwd) {
-                Some(slug) if self.projects.slug_dir_in_use(&slug) => slug,
-                _ => project_hash(cwd),
-            });
+            // The CLI copies a hash directory into the project's slug directory at start, but
+            // only while that holds nothing but its marker; when it is in use, the chat goes
+            // straight into it. Otherwise the chat keeps its old place and the project is
+            // registered, so the CLI (and anyone reading the registry) finds it.
+            if let Some(slug) = self.projects.lookup(cwd)
+                && self.projects.slug_dir_in_use(&slug)
+            {
+                return Ok(slug);
+            }
+            self.projects.claim(cwd, None);
+            self.projects.save(self.writer)?;
+            return Ok(project_hash(cwd));
         }
         let slug = self.projects.claim(cwd, Some(dir));
         self.projects.save(self.writer)?;
