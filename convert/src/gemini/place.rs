@@ -39,26 +39,17 @@ pub enum Placed {
 /// characters; a subagent's chat is `<parent>/<id>.jsonl`.
 pub fn versions(chats: &Path, id: &str, parent: Option<&str>) -> Vec<PathBuf> {
     let quiet = Diagnostics::new();
-    let (dir, matches): (PathBuf, Box<dyn Fn(&str) -> bool>) = match parent {
-        Some(p) => {
-            let stem = ids::file_part(id);
-            (
-                chats.join(ids::file_part(p)),
-                Box::new(move |n: &str| {
-                    n == format!("{stem}.jsonl") || n == format!("{stem}.json")
-                }),
-            )
-        }
+    let (short, stem) = (ids::short(id), ids::file_part(id));
+    let dir = match parent {
+        Some(p) => chats.join(ids::file_part(p)),
+        None => chats.to_path_buf(),
+    };
+    let matches = |n: &str| match parent {
+        Some(_) => n == format!("{stem}.jsonl") || n == format!("{stem}.json"),
         None => {
-            let short = ids::short(id);
-            (
-                chats.to_path_buf(),
-                Box::new(move |n: &str| {
-                    n.starts_with("session-")
-                        && (n.ends_with(&format!("-{short}.jsonl"))
-                            || n.ends_with(&format!("-{short}.json")))
-                }),
-            )
+            n.starts_with("session-")
+                && (n.ends_with(&format!("-{short}.jsonl"))
+                    || n.ends_with(&format!("-{short}.json")))
         }
     };
     let Ok(entries) = fs::read_dir(&dir) else {
@@ -66,7 +57,7 @@ pub fn versions(chats: &Path, id: &str, parent: Option<&str>) -> Vec<PathBuf> {
     };
     let mut out: Vec<PathBuf> = entries
         .flatten()
-        .filter(|e| e.file_name().to_str().is_some_and(|n| matches(n)))
+        .filter(|e| e.file_name().to_str().is_some_and(matches))
         .map(|e| e.path())
         .filter(|p| matches!(read_chat(p, &quiet), Ok(Ok(chat)) if chat.session_id() == Some(id)))
         .collect();

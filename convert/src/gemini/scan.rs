@@ -159,6 +159,9 @@ struct Place<'a, 'b> {
     dir_root: Option<&'a str>,
 }
 
+/// `agentId` → tool call id of the calls in a chat that started a subagent.
+type SubagentCalls = Vec<(String, String)>;
+
 type Links<'a> = (&'a String, &'a HashMap<String, (String, String)>);
 
 impl Place<'_, '_> {
@@ -168,7 +171,7 @@ impl Place<'_, '_> {
         path: &Path,
         parent: Option<Links<'_>>,
         children: &HashMap<String, HashSet<String>>,
-    ) -> Result<Option<(Found, Vec<(String, String)>)>, ConvertError> {
+    ) -> Result<Option<(Found, SubagentCalls)>, ConvertError> {
         let diags = self.ctx.diagnostics;
         let rel_str = path
             .strip_prefix(self.root)

@@ -102,15 +102,13 @@ fn native_path(p: &str) -> Option<NativePath<'_>> {
 /// A chat file's bytes with its session id replaced (metadata records and `$set.sessionId`),
 /// every other line kept byte for byte.
 fn rename_in(bytes: &[u8], json_doc: bool, old: &str, new: &str) -> Vec<u8> {
-    if json_doc {
-        if let Ok(Value::Object(mut doc)) = serde_json::from_slice::<Value>(bytes) {
-            doc.insert("sessionId".into(), Value::String(new.to_owned()));
-            let mut out = serde_json::to_vec_pretty(&doc).expect("serialises");
-            if bytes.ends_with(b"\n") {
-                out.push(b'\n');
-            }
-            return out;
+    if json_doc && let Ok(Value::Object(mut doc)) = serde_json::from_slice::<Value>(bytes) {
+        doc.insert("sessionId".into(), Value::String(new.to_owned()));
+        let mut out = serde_json::to_vec_pretty(&doc).expect("serialises");
+        if bytes.ends_with(b"\n") {
+            out.push(b'\n');
         }
+        return out;
     }
     let mut out = Vec::with_capacity(bytes.len());
     for line in bytes.split_inclusive(|b| *b == b'\n') {

@@ -17,7 +17,7 @@
 //! becomes a `write_todos` call, the only form Gemini keeps plans in, marked by its id so that
 //! reading it back gives the plan alone.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
@@ -331,6 +331,8 @@ struct Turn {
     tokens: Option<Value>,
     model: Option<Value>,
     timestamp: Option<String>,
+    /// The `messageId` of the turn's first chunk.
+    message_id: Option<String>,
 }
 
 impl Turn {
@@ -348,15 +350,30 @@ struct Builder<'a> {
     first_ms: Option<i64>,
     last_ms: Option<i64>,
     dropped: BTreeSet<String>,
+    used_ids: HashSet<String>,
 }
 
 impl Builder<'_> {
-    fn message_id(&self) -> String {
-        name_uuid(&format!(
-            "{}/message/{}",
-            self.header.session_id,
-            self.records.len()
-        ))
+    /// The record id: the message's own id when it has one not used yet (a Gemini record id
+    /// carried as ACP `messageId`), else one derived from the session and position. Gemini
+    /// keys messages by id, so an id must never repeat.
+    fn message_id(&mut self, own: Option<&str>) -> String {
+        if let Some(id) = own.filter(|id| !id.is_empty())
+            && self.used_ids.insert(id.to_owned())
+        {
+            return id.to_owned();
+        }
+        loop {
+            let id = name_uuid(&format!(
+                "{}/message/{}/{}",
+                self.header.session_id,
+                self.records.len(),
+                self.used_ids.len()
+            ));
+            if self.used_ids.insert(id.clone()) {
+                return id;
+            }
+        }
     }
 
     /// The time of an item: its own (any `_meta` namespace's `timestamp`), else the last seen.
@@ -377,7 +394,10 @@ impl Builder<'_> {
             return;
         }
         let mut rec = Map::new();
-        rec.insert("id".into(), json!(self.message_id()));
+        rec.insert(
+            "id".into(),
+            json!(self.message_id(turn.message_id.as_deref())),
+        );
         let ts = turn.timestamp.unwrap_or_else(|| self.default_time.clone());
         rec.insert("timestamp".into(), json!(ts));
         rec.insert("type".into(), json!("gemini"));
@@ -409,7 +429,7 @@ impl Builder<'_> {
                     return;
                 }
                 let mut rec = Map::new();
-                rec.insert("id".into(), json!(self.message_id()));
+                rec.insert("id".into(), json!(self.message_id(m.message_id.as_deref())));
                 rec.insert("timestamp".into(), json!(ts));
                 rec.insert("type".into(), json!("user"));
                 rec.insert("content".into(), Value::Array(parts));
@@ -423,6 +443,9 @@ impl Builder<'_> {
                     self.flush();
                 }
                 let ts = self.turn_time(meta_str(&m.metas, "timestamp"));
+                if self.turn.message_id.is_none() {
+                    self.turn.message_id.clone_from(&m.message_id);
+                }
                 for b in &m.blocks {
                     if let Some(t) = b.get("text").and_then(Value::as_str)
                         && !t.trim().is_empty()
@@ -436,6 +459,9 @@ impl Builder<'_> {
                     self.flush();
                 }
                 self.turn_time(meta_str(&m.metas, "timestamp"));
+                if self.turn.message_id.is_none() {
+                    self.turn.message_id.clone_from(&m.message_id);
+                }
                 let text = m.text();
                 if text.trim().is_empty() {
                     return;
@@ -495,10 +521,12 @@ impl Builder<'_> {
                                     }
                                 }
                                 None => {
+                                    // Gemini reports usage once per model message, at its end.
                                     self.turn.tokens = Some(tokens.clone());
                                     if model.is_some() {
                                         self.turn.model = model;
                                     }
+                                    self.flush();
                                 }
                             }
                         } else {
@@ -549,6 +577,7 @@ pub fn build(items: &[Item], header: &Header<'_>) -> Chat {
         first_ms: None,
         last_ms: None,
         dropped: BTreeSet::new(),
+        used_ids: HashSet::new(),
     };
     for item in items {
         b.push(item);
