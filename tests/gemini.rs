@@ -1741,3 +1741,56 @@ fn the_claude_code_sample_survives_a_trip_through_gemini_and_back() {
 fn the_codex_sample_survives_a_trip_through_gemini_and_back() {
     migrate("codex");
 }
+
+#[test]
+fn the_same_session_in_several_files_is_carried_once_with_all_its_files() {
+    let home = tmp();
+    let g = home.path().join(".gemini");
+    support_copy(&sample_home().join(".gemini"), &g);
+    // What the CLI leaves behind: the hash directory copied into the slug directory it
+    // registers, and a startup-only file (metadata and context, nothing to resume) from a
+    // resume, with a later lastUpdated.
+    let hash_chat = "tmp/bc5f1c2c9a96f2e8cf162c935903922001bb85f184a5af37abbf70283f1aed9c/chats/session-2026-11-20T16-05-3b9e1f0a.json";
+    fs::create_dir_all(g.join("tmp/dotfiles/chats")).unwrap();
+    fs::copy(g.join(hash_chat), g.join("tmp/dotfiles/chats/session-2026-11-20T16-05-3b9e1f0a.json")).unwrap();
+    fs::write(g.join("tmp/dotfiles/.project_root"), "/home/dev/code/dotfiles").unwrap();
+    let stray = g.join("tmp/shop/chats/session-2026-11-30T08-00-fed50604.jsonl");
+    fs::write(
+        &stray,
+        format!(
+            "{{\"sessionId\":\"{S1}\",\"projectHash\":\"52efbb073673fe2ab6aef99e8132e361c0d5e245fdc6ce54f5682353f3246bee\",\"startTime\":\"2026-11-30T08:00:00.000Z\",\"lastUpdated\":\"2026-11-30T08:00:00.000Z\",\"kind\":\"main\"}}\n"
+        ),
+    )
+    .unwrap();
+
+    let r = read_home(home.path());
+    assert_eq!(r.state.sessions.as_ref().unwrap().len(), 6);
+    let legacy = r.session(S5);
+    assert_eq!(legacy.native.as_ref().unwrap().files.len(), 2);
+    assert_eq!(legacy.cwd.as_deref(), Some("/home/dev/code/dotfiles"));
+    let s1 = r.session(S1);
+    assert_eq!(s1.title, "Fix discount codes in checkout total", "the listable file wins");
+    assert_eq!(count(&r.updates(S1), "tool_call"), 8);
+    let files: Vec<&str> = s1.native.as_ref().unwrap().files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        files,
+        [
+            ".gemini/tmp/shop/chats/session-2026-11-23T09-14-fed50604.jsonl",
+            ".gemini/tmp/shop/chats/session-2026-11-30T08-00-fed50604.jsonl"
+        ]
+    );
+
+    // A restore gives every file back.
+    let target = tmp();
+    let (answer, _) = write(target.path(), &r.state, &r.store, false);
+    assert!(answer.is_complete(), "{answer:?}");
+    assert_eq!(chat_files(target.path()), chat_files(home.path()));
+}
+
+fn support_copy(src: &Path, dst: &Path) {
+    for f in walkdir(src) {
+        let to = dst.join(f.strip_prefix(src).unwrap());
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        fs::copy(&f, &to).unwrap();
+    }
+}

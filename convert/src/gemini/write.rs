@@ -93,7 +93,12 @@ fn gemini_meta<'a>(
 fn thought_of(text: &str, timestamp: &str) -> Value {
     let parsed = text.strip_prefix("**").and_then(|rest| {
         let (subject, after) = rest.split_once("**")?;
-        (!subject.contains('\n')).then(|| (subject, after.strip_prefix('\n').unwrap_or(after)))
+        let description = if after.is_empty() {
+            after
+        } else {
+            after.strip_prefix('\n')?
+        };
+        (!subject.contains('\n')).then_some((subject, description))
     });
     let (subject, description) = parsed.unwrap_or(("", text));
     json!({"subject": subject, "description": description, "timestamp": timestamp})
@@ -707,6 +712,9 @@ mod tests {
             json!({"subject": "Planning", "description": "Read the file.", "timestamp": "t"})
         );
         assert_eq!(thought_of("plain", "t")["subject"], "");
+        let inline = thought_of("**Bold** start of a sentence", "t");
+        assert_eq!(inline["subject"], "", "only a `**subject**` line is a subject");
+        assert_eq!(inline["description"], "**Bold** start of a sentence");
     }
 
     #[test]
