@@ -1752,8 +1752,16 @@ fn the_same_session_in_several_files_is_carried_once_with_all_its_files() {
     // resume, with a later lastUpdated.
     let hash_chat = "tmp/bc5f1c2c9a96f2e8cf162c935903922001bb85f184a5af37abbf70283f1aed9c/chats/session-2026-11-20T16-05-3b9e1f0a.json";
     fs::create_dir_all(g.join("tmp/dotfiles/chats")).unwrap();
-    fs::copy(g.join(hash_chat), g.join("tmp/dotfiles/chats/session-2026-11-20T16-05-3b9e1f0a.json")).unwrap();
-    fs::write(g.join("tmp/dotfiles/.project_root"), "/home/dev/code/dotfiles").unwrap();
+    fs::copy(
+        g.join(hash_chat),
+        g.join("tmp/dotfiles/chats/session-2026-11-20T16-05-3b9e1f0a.json"),
+    )
+    .unwrap();
+    fs::write(
+        g.join("tmp/dotfiles/.project_root"),
+        "/home/dev/code/dotfiles",
+    )
+    .unwrap();
     let stray = g.join("tmp/shop/chats/session-2026-11-30T08-00-fed50604.jsonl");
     fs::write(
         &stray,
@@ -1769,9 +1777,19 @@ fn the_same_session_in_several_files_is_carried_once_with_all_its_files() {
     assert_eq!(legacy.native.as_ref().unwrap().files.len(), 2);
     assert_eq!(legacy.cwd.as_deref(), Some("/home/dev/code/dotfiles"));
     let s1 = r.session(S1);
-    assert_eq!(s1.title, "Fix discount codes in checkout total", "the listable file wins");
+    assert_eq!(
+        s1.title, "Fix discount codes in checkout total",
+        "the listable file wins"
+    );
     assert_eq!(count(&r.updates(S1), "tool_call"), 8);
-    let files: Vec<&str> = s1.native.as_ref().unwrap().files.iter().map(|f| f.path.as_str()).collect();
+    let files: Vec<&str> = s1
+        .native
+        .as_ref()
+        .unwrap()
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
     assert_eq!(
         files,
         [

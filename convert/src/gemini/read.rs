@@ -79,7 +79,7 @@ pub fn convert(
                     w.push(&u)?;
                 }
             }
-            "info" | "warning" | "error" => ui.push(Value::Object(m.clone())),
+            // `info`, `warning`, `error`: UI lines, not conversation (and anything newer).
             _ => ui.push(Value::Object(m.clone())),
         }
         let id = m.get("id").and_then(Value::as_str);

@@ -126,7 +126,7 @@ pub fn read_sessions(
             children.entry(parent.clone()).or_default().insert(stem);
         }
         let mut links: HashMap<String, (String, String)> = HashMap::new();
-        let place = Place {
+        let reader = ChatDir {
             ctx,
             root,
             projects,
@@ -134,7 +134,7 @@ pub fn read_sessions(
             dir_root: dir_root.as_deref(),
         };
         for path in &mains {
-            let Some((f, calls)) = place.read_one(path, None, &children)? else {
+            let Some((f, calls)) = reader.read_one(path, None, &children)? else {
                 continue;
             };
             for (agent, call) in calls {
@@ -143,7 +143,7 @@ pub fn read_sessions(
             found.push(f);
         }
         for (parent_dir, path) in &subs {
-            if let Some((f, _)) = place.read_one(path, Some((parent_dir, &links)), &children)? {
+            if let Some((f, _)) = reader.read_one(path, Some((parent_dir, &links)), &children)? {
                 found.push(f);
             }
         }
@@ -151,7 +151,8 @@ pub fn read_sessions(
     Ok(dedupe(ctx, found))
 }
 
-struct Place<'a, 'b> {
+/// The chats of one project directory.
+struct ChatDir<'a, 'b> {
     ctx: &'a ReadContext<'b>,
     root: &'a Path,
     projects: &'a Projects,
@@ -164,7 +165,7 @@ type SubagentCalls = Vec<(String, String)>;
 
 type Links<'a> = (&'a String, &'a HashMap<String, (String, String)>);
 
-impl Place<'_, '_> {
+impl ChatDir<'_, '_> {
     /// Reads one chat file into a session; `None` when it is not a chat.
     fn read_one(
         &self,

@@ -143,6 +143,16 @@ fn rename_in(bytes: &[u8], json_doc: bool, old: &str, new: &str) -> Vec<u8> {
     out
 }
 
+/// One native chat file of a restored session, with its directory in the target home.
+struct NativeFile {
+    dir: String,
+    /// The path under `chats/`, by component.
+    rest: Vec<String>,
+    /// A single-document `.json` chat rather than a JSONL log.
+    json_doc: bool,
+    bytes: Vec<u8>,
+}
+
 /// The `n`-th name for a session: its id, then `<id>~<harness>`, `<id>~<harness>~2`, ...
 fn candidate(id: &str, harness: &str, n: usize) -> (String, String) {
     match n {
@@ -297,14 +307,12 @@ impl Sessions<'_, '_> {
                     f.path
                 )));
             };
-            let dir = self.target_dir(np.dir, s.cwd.as_deref())?;
-            let json_doc = f.path.as_str().ends_with(".json");
-            files.push((
-                dir,
-                np.rest.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
-                json_doc,
-                self.blobs().read_all(&f.content)?,
-            ));
+            files.push(NativeFile {
+                dir: self.target_dir(np.dir, s.cwd.as_deref())?,
+                rest: np.rest.iter().map(|r| r.to_string()).collect(),
+                json_doc: f.path.as_str().ends_with(".json"),
+                bytes: self.blobs().read_all(&f.content)?,
+            });
         }
         if files.is_empty() {
             return Ok(Err(format!("session {id}: no chat files were carried")));
@@ -320,9 +328,9 @@ impl Sessions<'_, '_> {
             );
         }
         let parent = files[0]
-            .1
+            .rest
             .first()
-            .filter(|_| files[0].1.len() == 2)
+            .filter(|_| files[0].rest.len() == 2)
             .cloned();
         for n in 0..MAX_COPIES {
             let (name, gid) = if n == 0 {
@@ -330,30 +338,26 @@ impl Sessions<'_, '_> {
             } else {
                 candidate(id, "gemini", n)
             };
-            let plan: Vec<(String, Planned)> = files
+            let planned: Vec<Planned> = files
                 .iter()
-                .map(|(dir, rest, json_doc, bytes)| {
-                    let chats = self.gemini.join("tmp").join(dir).join("chats");
+                .map(|f| {
+                    let chats = self.gemini.join("tmp").join(&f.dir).join("chats");
                     let (rel, bytes) = if n == 0 {
-                        (rest.join("/"), bytes.clone())
+                        (f.rest.join("/"), f.bytes.clone())
                     } else {
                         (
-                            renamed_file(rest, &gid),
-                            rename_in(bytes, *json_doc, id, &gid),
+                            renamed_file(&f.rest, &gid),
+                            rename_in(&f.bytes, f.json_doc, id, &gid),
                         )
                     };
-                    (
-                        dir.clone(),
-                        Planned {
-                            path: chats.join(rel),
-                            bytes,
-                        },
-                    )
+                    Planned {
+                        path: chats.join(rel),
+                        bytes,
+                    }
                 })
                 .collect();
-            let dir = plan[0].0.clone();
+            let dir = files[0].dir.clone();
             let chats = self.gemini.join("tmp").join(&dir).join("chats");
-            let planned: Vec<Planned> = plan.into_iter().map(|(_, p)| p).collect();
             let outcome = match place::check(&chats, &gid, parent.as_deref(), &planned)? {
                 Check::Conflict => continue,
                 Check::AlreadyThere => false,

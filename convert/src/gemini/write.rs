@@ -713,7 +713,10 @@ mod tests {
         );
         assert_eq!(thought_of("plain", "t")["subject"], "");
         let inline = thought_of("**Bold** start of a sentence", "t");
-        assert_eq!(inline["subject"], "", "only a `**subject**` line is a subject");
+        assert_eq!(
+            inline["subject"], "",
+            "only a `**subject**` line is a subject"
+        );
         assert_eq!(inline["description"], "**Bold** start of a sentence");
     }
 
