@@ -180,12 +180,18 @@ impl ChatDir<'_, '_> {
             .to_string_lossy()
             .replace('\\', "/");
         self.ctx.progress.item(&rel_str);
-        let chat = match log::read_chat(path, diags)? {
-            Ok(c) => c,
-            Err(why) => {
+        let chat = match log::read_chat(path, diags) {
+            Ok(Ok(c)) => c,
+            Ok(Err(why)) => {
                 diags.skipped(path, None, format!("{}; skipped", why.0));
                 return Ok(None);
             }
+            // One unreadable file costs its session, not the whole pack.
+            Err(ConvertError::Io { source, .. }) => {
+                diags.skipped(path, None, format!("cannot be read ({source}); skipped"));
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
         };
         let Some(sid) = chat.session_id().map(str::to_owned) else {
             diags.skipped(path, None, "the chat has no session id; skipped");

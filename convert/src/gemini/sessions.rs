@@ -298,7 +298,7 @@ impl Sessions<'_, '_> {
         native: &Native,
     ) -> Result<Result<Placed, String>, ConvertError> {
         let id = s.id.as_str();
-        let mut files = Vec::new();
+        let mut paths = Vec::new();
         for f in &native.files {
             let Some(np) = native_path(f.path.as_str()) else {
                 return Ok(Err(format!(
@@ -307,6 +307,10 @@ impl Sessions<'_, '_> {
                     f.path
                 )));
             };
+            paths.push((np, f));
+        }
+        let mut files = Vec::new();
+        for (np, f) in paths {
             files.push(NativeFile {
                 dir: self.target_dir(np.dir, s.cwd.as_deref())?,
                 rest: np.rest.iter().map(|r| r.to_string()).collect(),
