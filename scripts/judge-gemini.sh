@@ -5,8 +5,10 @@
 #
 # 1. packs samples/gemini and restores it into an empty scratch Gemini home (asp-unpack
 #    --to gemini), then carries samples/state.aspstate (a Claude Code and a Codex session,
-#    one with the non-UUID id `telegram:42`) into the same home, and samples/claude-code and
-#    samples/codex too when those converters are in this build;
+#    one with the non-UUID id `telegram:42`) into the same home, then the Gemini sessions
+#    again without their chat files (rebuilt from their ACP streams, so kept beside the
+#    restored ones as <id>~gemini), and samples/claude-code and samples/codex too when those
+#    converters are in this build;
 # 2. runs scripts/judges/judge.sh gemini on that home (a scratch copy, retention off, no
 #    network): `gemini --list-sessions` per project and ACP `session/load` per session;
 # 3. compares, per written session, what Gemini lists and replays with what the writer
@@ -27,7 +29,7 @@ for a in "$@"; do
   case "$a" in
     --keep) keep=1 ;;
     --release) profile=release ;;
-    -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "judge-gemini.sh: unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -57,6 +59,21 @@ carry() { # $1 = label, $2 = bundle
 "$bin/asp-pack" --from gemini --home "$repo/samples/gemini" -o "$scratch/gemini.aspstate" -q >&2
 carry restored-gemini "$scratch/gemini.aspstate"
 carry migrated-state "$repo/samples/state.aspstate"
+# The same Gemini sessions without their chat files: rebuilt from the ACP streams alone (the
+# writer other harnesses' sessions go through), into the same home, where each now meets a
+# different version of itself and is kept beside it as <id>~gemini.
+"$bin/asp-unpack" "$scratch/gemini.aspstate" --kinds sessions --to-dir "$scratch/rebuilt" -q >/dev/null
+"$py" - "$scratch/rebuilt/sessions" <<'PY'
+import json, shutil, sys
+from pathlib import Path
+for f in Path(sys.argv[1]).iterdir():
+    if f.name.endswith(".native"):
+        shutil.rmtree(f)
+    elif f.suffix == ".json":
+        s = json.loads(f.read_text()); s.pop("native", None); f.write_text(json.dumps(s, indent=2))
+PY
+"$bin/asp-pack" --from-dir "$scratch/rebuilt" -o "$scratch/rebuilt.aspstate" -q >&2
+carry rebuilt-gemini "$scratch/rebuilt.aspstate"
 for h in claude-code codex; do
   if "$bin/asp-pack" --from "$h" --home "$repo/samples/$h" -o "$scratch/$h.aspstate" -q >/dev/null 2>&1; then
     carry "migrated-$h" "$scratch/$h.aspstate"
@@ -187,7 +204,7 @@ for answer in sorted((scratch / "answers").glob("*.json")):
         got = collections.Counter({k: v for k, v in (load.get("counts") or {}).items() if k in KINDS})
         ok = load.get("ok") and got == want
         note = ""
-        src = source_counts(label, old) if label.startswith("migrated") else None
+        src = source_counts(label, old) if not label.startswith("restored") else None
         if src:
             calls, plans = src
             if want["tool_call"] < calls:

@@ -1283,6 +1283,31 @@ fn gemini_sessions_without_their_files_are_rebuilt_from_their_updates() {
         };
         assert_eq!(used(&got), used(&src), "{id}");
     }
+    // Gemini's own write_todos calls come back as themselves, with their plans.
+    let chat = fs::read_to_string(
+        home.path()
+            .join(".gemini/tmp/shop/chats/session-2026-11-23T09-14-fed50604.jsonl"),
+    )
+    .unwrap();
+    let names: Vec<String> = chat
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .flat_map(|r| r["toolCalls"].as_array().cloned().unwrap_or_default())
+        .map(|c| c["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "write_todos",
+            "read_file",
+            "read_file",
+            "run_shell_command",
+            "replace",
+            "write_todos",
+            "run_shell_command",
+            "write_todos"
+        ]
+    );
     // The subagent is a subagent chat again, under its parent, linked from the call.
     let child = home
         .path()
@@ -1811,4 +1836,36 @@ fn support_copy(src: &Path, dst: &Path) {
         fs::create_dir_all(to.parent().unwrap()).unwrap();
         fs::copy(&f, &to).unwrap();
     }
+}
+
+#[test]
+fn rebuilt_sessions_meet_their_restored_versions_and_go_beside_them() {
+    let r = read_home(&sample_home());
+    let home = tmp();
+    write(home.path(), &r.state, &r.store, false);
+    let mut rebuilt = r.state.clone();
+    rebuilt.retain_kinds(KindSet::EMPTY.with(StateKind::Sessions));
+    for s in rebuilt.sessions.as_mut().unwrap() {
+        s.native = None;
+    }
+    let (answer, _) = write(home.path(), &rebuilt, &r.store, false);
+    for s in rebuilt.sessions.as_ref().unwrap() {
+        let id = s.id.as_str();
+        assert_eq!(
+            answer.sessions[id],
+            name_uuid(&format!("{id}~gemini")),
+            "{id}"
+        );
+    }
+    // The legacy chat's restored version is in the old hash directory, the rebuilt one in the
+    // slug directory the CLI reads now: still the same session, so still kept beside.
+    let copy = name_uuid(&format!("{S5}~gemini"));
+    assert!(
+        home.path()
+            .join(format!(
+                ".gemini/tmp/dotfiles/chats/session-2026-11-20T16-05-{}.jsonl",
+                &copy[..8]
+            ))
+            .is_file()
+    );
 }

@@ -54,20 +54,24 @@ impl Chat {
     /// Whether Gemini would list the chat: a prompt a person typed, or a model turn with
     /// text, tool calls or thoughts (and not a subagent's chat).
     pub fn resumable(&self) -> bool {
-        self.str_meta("kind") != Some("subagent")
-            && self.messages.iter().any(|m| match type_of(m) {
-                "user" => user_prompt_text(m).is_some(),
-                "gemini" => {
-                    !parts_text(m.get("content"), false).trim().is_empty()
-                        || m.get("toolCalls")
-                            .and_then(Value::as_array)
-                            .is_some_and(|a| !a.is_empty())
-                        || m.get("thoughts")
-                            .and_then(Value::as_array)
-                            .is_some_and(|a| !a.is_empty())
-                }
-                _ => false,
-            })
+        self.str_meta("kind") != Some("subagent") && self.has_content()
+    }
+
+    /// Whether a person's prompt or a model turn with something in it survives the replay.
+    pub fn has_content(&self) -> bool {
+        self.messages.iter().any(|m| match type_of(m) {
+            "user" => user_prompt_text(m).is_some(),
+            "gemini" => {
+                !parts_text(m.get("content"), false).trim().is_empty()
+                    || m.get("toolCalls")
+                        .and_then(Value::as_array)
+                        .is_some_and(|a| !a.is_empty())
+                    || m.get("thoughts")
+                        .and_then(Value::as_array)
+                        .is_some_and(|a| !a.is_empty())
+            }
+            _ => false,
+        })
     }
 }
 

@@ -36,38 +36,52 @@ pub enum Placed {
 }
 
 /// The chat files in `chats` that belong to session `id`: main chats end in its first 8
-/// characters; a subagent's chat is `<parent>/<id>.jsonl`.
+/// characters; a subagent's chat is `<parent>/<id>.jsonl` under any parent (a subagent id
+/// names one conversation, whichever chat started it).
 pub fn versions(chats: &Path, id: &str, parent: Option<&str>) -> Vec<PathBuf> {
     let quiet = Diagnostics::new();
     let (short, stem) = (ids::short(id), ids::file_part(id));
-    let dir = match parent {
-        Some(p) => chats.join(ids::file_part(p)),
-        None => chats.to_path_buf(),
+    let candidates: Vec<PathBuf> = match parent {
+        Some(_) => fs::read_dir(chats)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .flat_map(|d| {
+                [
+                    d.join(format!("{stem}.jsonl")),
+                    d.join(format!("{stem}.json")),
+                ]
+            })
+            .filter(|p| p.is_file())
+            .collect(),
+        None => fs::read_dir(chats)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                e.file_name().to_str().is_some_and(|n| {
+                    n.starts_with("session-")
+                        && (n.ends_with(&format!("-{short}.jsonl"))
+                            || n.ends_with(&format!("-{short}.json")))
+                })
+            })
+            .map(|e| e.path())
+            .collect(),
     };
-    let matches = |n: &str| match parent {
-        Some(_) => n == format!("{stem}.jsonl") || n == format!("{stem}.json"),
-        None => {
-            n.starts_with("session-")
-                && (n.ends_with(&format!("-{short}.jsonl"))
-                    || n.ends_with(&format!("-{short}.json")))
-        }
-    };
-    let Ok(entries) = fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<PathBuf> = entries
-        .flatten()
-        .filter(|e| e.file_name().to_str().is_some_and(matches))
-        .map(|e| e.path())
+    let mut out: Vec<PathBuf> = candidates
+        .into_iter()
         .filter(|p| matches!(read_chat(p, &quiet), Ok(Ok(chat)) if chat.session_id() == Some(id)))
         .collect();
     out.sort();
     out
 }
 
-/// Whether Gemini would list the chat at `path`.
-fn listable(path: &Path) -> bool {
-    matches!(read_chat(path, &Diagnostics::new()), Ok(Ok(chat)) if chat.resumable())
+/// Whether the chat at `path` holds a conversation: something Gemini would list, or for a
+/// subagent's chat (never listed) the same kind of content.
+fn has_conversation(path: &Path) -> bool {
+    matches!(read_chat(path, &Diagnostics::new()), Ok(Ok(chat)) if chat.has_content())
 }
 
 /// What [`check`] found.
@@ -79,9 +93,11 @@ pub enum Check {
     Write(Vec<usize>),
 }
 
-/// Decides whether `files` of session `id` can be written (see the module doc).
+/// Decides whether `files` of session `id` can be written (see the module doc). `chats` are
+/// the project's chats directories: the one written to first, then any other the CLI may
+/// still read the project from (its old `sha256(root)` directory).
 pub fn check(
-    chats: &Path,
+    chats: &[PathBuf],
     id: &str,
     parent: Option<&str>,
     files: &[Planned],
@@ -103,7 +119,7 @@ pub fn check(
     }
     if missing.len() == files.len() {
         let ours: Vec<&PathBuf> = files.iter().map(|f| &f.path).collect();
-        for other in versions(chats, id, parent) {
+        for other in chats.iter().flat_map(|c| versions(c, id, parent)) {
             if ours.contains(&&other) {
                 continue;
             }
@@ -114,7 +130,7 @@ pub fn check(
             if same {
                 return Ok(Check::AlreadyThere);
             }
-            if listable(&other) {
+            if has_conversation(&other) {
                 return Ok(Check::Conflict);
             }
         }
@@ -146,7 +162,7 @@ pub fn place(
     parent: Option<&str>,
     files: &[Planned],
 ) -> Result<Placed, ConvertError> {
-    match check(chats, id, parent, files)? {
+    match check(&[chats.to_path_buf()], id, parent, files)? {
         Check::AlreadyThere => Ok(Placed::AlreadyThere),
         Check::Conflict => Ok(Placed::Conflict),
         Check::Write(missing) => write(writer, files, &missing),

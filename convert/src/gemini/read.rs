@@ -398,7 +398,8 @@ fn tool_updates(
         },
         meta: None,
     }
-    .with_meta("gemini", Value::Object(native));
+    .with_meta("gemini", Value::Object(native.clone()));
+    let call_native = native;
     if let Some(agent) = s("agentId")
         && subagent_chats.contains(agent)
     {
@@ -410,13 +411,16 @@ fn tool_updates(
     let raw_status = s("status").unwrap_or("");
     let status = tools::status_of(raw_status);
     let content = display.map_or(Some(Vec::new()), |d| tools::display_content(d, cwd));
-    let mut native = Map::new();
+    // Consumers fold a call's updates with `_meta` merged per namespace, later wins: the
+    // update's `gemini` object therefore repeats the call's and adds to it.
+    let mut native = call_native.clone();
     if !matches!(raw_status, "success" | "error") {
         native.insert("status".into(), json!(raw_status));
     }
     if let (None, Some(d)) = (&content, display) {
         native.insert("resultDisplay".into(), d.clone());
     }
+    let extra = native.len() > call_native.len();
     let mut end = Update::ToolCallUpdate {
         tool_call_id: id.clone(),
         fields: ToolFields {
@@ -427,7 +431,7 @@ fn tool_updates(
         },
         meta: None,
     };
-    if !native.is_empty() {
+    if extra {
         end = end.with_meta("gemini", Value::Object(native));
     }
     updates.push(end);

@@ -15,7 +15,7 @@
 //! `agentId`, as Gemini itself keeps them.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use asp_format::StateKind;
 use asp_format::answer::ImportAnswer;
@@ -267,6 +267,25 @@ impl Sessions<'_, '_> {
         Ok(())
     }
 
+    /// Every chats directory the CLI may read `cwd`'s project from: `tmp/<dir>/chats` first,
+    /// then its registered slug directory and its old `sha256(root)` directory.
+    fn project_chats(&self, dir: &str, cwd: Option<&str>) -> Vec<PathBuf> {
+        let tmp = self.gemini.join("tmp");
+        let mut out = vec![tmp.join(dir).join("chats")];
+        if let Some(cwd) = cwd {
+            for other in [self.projects.lookup(cwd), Some(project_hash(cwd))]
+                .into_iter()
+                .flatten()
+            {
+                let c = tmp.join(other).join("chats");
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+        }
+        out
+    }
+
     /// The directory in the target home for a native `tmp/<dir>` of a session in `cwd`.
     fn target_dir(&mut self, dir: &str, cwd: Option<&str>) -> Result<String, ConvertError> {
         let Some(cwd) = cwd else {
@@ -362,7 +381,8 @@ impl Sessions<'_, '_> {
                 .collect();
             let dir = files[0].dir.clone();
             let chats = self.gemini.join("tmp").join(&dir).join("chats");
-            let outcome = match place::check(&chats, &gid, parent.as_deref(), &planned)? {
+            let dirs = self.project_chats(&dir, s.cwd.as_deref());
+            let outcome = match place::check(&dirs, &gid, parent.as_deref(), &planned)? {
                 Check::Conflict => continue,
                 Check::AlreadyThere => false,
                 Check::Write(missing) => match place::write(self.writer, &planned, &missing)? {
@@ -508,7 +528,8 @@ impl Sessions<'_, '_> {
                 bytes: chat.bytes(),
             }];
             let parent_gid = parent.map(|p| p.gid.as_str());
-            let written = match place::check(&chats, &gid, parent_gid, &planned)? {
+            let dirs = self.project_chats(&dir, Some(&cwd));
+            let written = match place::check(&dirs, &gid, parent_gid, &planned)? {
                 Check::Conflict => continue,
                 Check::AlreadyThere => false,
                 Check::Write(missing) => match place::write(self.writer, &planned, &missing)? {
