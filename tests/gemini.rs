@@ -1859,6 +1859,18 @@ fn rebuilt_sessions_meet_their_restored_versions_and_go_beside_them() {
     }
     // The legacy chat's restored version is in the old hash directory, the rebuilt one in the
     // slug directory the CLI reads now: still the same session, so still kept beside.
+    let g = home.path().join(".gemini/tmp");
+    let restored = "chats/session-2026-11-20T16-05-3b9e1f0a.json";
+    assert_eq!(
+        fs::read(g.join("dotfiles").join(restored)).unwrap(),
+        fs::read(
+            g.join("bc5f1c2c9a96f2e8cf162c935903922001bb85f184a5af37abbf70283f1aed9c")
+                .join(restored)
+        )
+        .unwrap(),
+        "before the slug directory got its first chat, the old hash directory was copied into it, \
+         as the CLI's start-up migration does, so the restored chat stays visible"
+    );
     let copy = name_uuid(&format!("{S5}~gemini"));
     assert!(
         home.path()

@@ -334,6 +334,7 @@ pub fn write_projects(
             (Some(root), native) => {
                 let d = projects.claim(root, native.as_deref());
                 projects.save(writer)?;
+                projects.adopt_hash_dir(root, &d, writer)?;
                 d
             }
             (None, Some(native)) => native.clone(),

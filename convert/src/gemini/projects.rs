@@ -209,6 +209,42 @@ impl Projects {
             .unwrap_or(false)
     }
 
+    /// Does the CLI's start-up migration for `root` now, before anything is written into its
+    /// slug directory: while that holds nothing but its marker, the CLI copies the old
+    /// `sha256(root)` directory into it (and keeps the old one); once it holds anything, the
+    /// old directory is never read again. Writing into the slug directory first would hide
+    /// every chat still in the old one, so it is copied first, file by file, never over an
+    /// existing file.
+    pub fn adopt_hash_dir(
+        &self,
+        root: &str,
+        slug: &str,
+        writer: &Writer,
+    ) -> Result<(), ConvertError> {
+        let tmp = self.gemini.join("tmp");
+        let old = tmp.join(project_hash(&normalize_root(root)));
+        if slug == project_hash(&normalize_root(root))
+            || !old.is_dir()
+            || self.slug_dir_in_use(slug)
+        {
+            return Ok(());
+        }
+        let new = tmp.join(slug);
+        for entry in walkdir::WalkDir::new(&old).min_depth(1) {
+            let entry = entry.map_err(|e| ConvertError::Io {
+                path: old.clone(),
+                source: e.into(),
+            })?;
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let rel = entry.path().strip_prefix(&old).expect("walked under old");
+            let bytes = fs::read(entry.path()).map_err(ConvertError::io(entry.path()))?;
+            writer.create_new(&new.join(rel), &bytes, false)?;
+        }
+        Ok(())
+    }
+
     fn candidate_free(&self, cand: &str, root: &str) -> bool {
         !self.registry.values().any(|s| s == cand)
             && self

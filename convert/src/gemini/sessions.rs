@@ -307,6 +307,7 @@ impl Sessions<'_, '_> {
         }
         let slug = self.projects.claim(cwd, Some(dir));
         self.projects.save(self.writer)?;
+        self.projects.adopt_hash_dir(cwd, &slug, self.writer)?;
         Ok(slug)
     }
 
@@ -475,6 +476,7 @@ impl Sessions<'_, '_> {
             None => {
                 let d = self.projects.claim(&cwd, None);
                 self.projects.save(self.writer)?;
+                self.projects.adopt_hash_dir(&cwd, &d, self.writer)?;
                 d
             }
         };
