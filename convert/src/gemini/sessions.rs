@@ -225,21 +225,21 @@ impl Sessions<'_, '_> {
         if !sessions.is_empty() && !self.answer.sessions.is_empty() {
             self.answer.take(StateKind::Sessions);
         }
-        self.warn_retention(&written_times)?;
+        self.warn_retention(&written_times);
         Ok(())
     }
 
     /// Notes what Gemini's session cleanup will do to what was written.
-    fn warn_retention(&self, written: &[Option<i64>]) -> Result<(), ConvertError> {
+    fn warn_retention(&self, written: &[Option<i64>]) {
         if written.is_empty() {
-            return Ok(());
+            return;
         }
         let path = self.gemini.join("settings.json");
         let Some((age, max_ms)) = super::settings::File::load(&path)
             .map(|f| f.retention_max_age())
             .unwrap_or(Some(("30d".to_owned(), 30 * 86_400_000)))
         else {
-            return Ok(());
+            return;
         };
         let cutoff = time::now_ms() - max_ms;
         let old = written
@@ -264,7 +264,6 @@ impl Sessions<'_, '_> {
              (or a larger maxAge) in ~/.gemini/settings.json before starting Gemini.",
         );
         self.ctx.diagnostics.note(&path, None, msg);
-        Ok(())
     }
 
     /// Every chats directory the CLI may read `cwd`'s project from: `tmp/<dir>/chats` first,
