@@ -12,6 +12,7 @@ pub mod conversation;
 pub mod dir;
 pub mod escape;
 pub mod fsops;
+pub mod gemini;
 pub mod harness;
 pub mod pathmap;
 pub mod report;
@@ -22,7 +23,11 @@ pub use harness::{Capabilities, ConvertError, Harness, Home, ReadContext, WriteC
 
 /// Every harness converter this build knows, by name.
 pub fn harnesses() -> Vec<Box<dyn Harness>> {
-    vec![Box::new(claude_code::ClaudeCode), Box::new(codex::Codex)]
+    vec![
+        Box::new(claude_code::ClaudeCode),
+        Box::new(codex::Codex),
+        Box::new(gemini::Gemini),
+    ]
 }
 
 /// The converter for `name`, if there is one.
