@@ -570,6 +570,11 @@ fn result_content(call: &ToolCall) -> Value {
             Value::Array(blocks.clone())
         }
         Some(Value::Null) | None => json!(call.content_text()),
+        // `{"output": "..."}` and the like (Gemini's function responses): the one text is
+        // what the model read.
+        Some(Value::Object(o)) if o.len() == 1 && o.values().all(Value::is_string) => {
+            o.values().next().cloned().unwrap_or_default()
+        }
         Some(other) => json!(other.to_string()),
     }
 }
