@@ -18,6 +18,8 @@ pub mod pathmap;
 pub mod report;
 pub mod secrets;
 pub mod skills;
+pub mod time;
+pub mod uuid;
 
 pub use harness::{Capabilities, ConvertError, Harness, Home, ReadContext, WriteContext};
 

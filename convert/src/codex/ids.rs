@@ -11,11 +11,7 @@ use sha2::{Digest, Sha256};
 
 /// Whether `s` is a UUID in Codex's spelling: lowercase hex, 8-4-4-4-12.
 pub fn is_uuid(s: &str) -> bool {
-    s.len() == 36
-        && s.bytes().enumerate().all(|(i, b)| match i {
-            8 | 13 | 18 | 23 => b == b'-',
-            _ => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
-        })
+    crate::uuid::is_uuid(s) && !s.bytes().any(|b| b.is_ascii_uppercase())
 }
 
 /// A UUIDv7-shaped id: `millis` in the time field, the rest from SHA-256 of `seed`.
@@ -27,15 +23,7 @@ pub fn derive_v7(millis: i64, seed: &[u8]) -> String {
     b[6..].copy_from_slice(&h[..10]);
     b[6] = 0x70 | (b[6] & 0x0F);
     b[8] = 0x80 | (b[8] & 0x3F);
-    let x = hex::encode(b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &x[..8],
-        &x[8..12],
-        &x[12..16],
-        &x[16..20],
-        &x[20..]
-    )
+    crate::uuid::format(&b)
 }
 
 /// The millisecond time in a UUIDv7 (`None` for other versions).

@@ -8,33 +8,11 @@
 //! session again finds the copy written last time, and a `<thread>~<harness>` copy gets a UUID
 //! of its own.
 
-use asp_format::Digest;
-
-/// Whether `s` is a UUID in its canonical text form (any version, either case).
-pub fn is_uuid(s: &str) -> bool {
-    s.len() == 36
-        && s.bytes().enumerate().all(|(i, b)| match i {
-            8 | 13 | 18 | 23 => b == b'-',
-            _ => b.is_ascii_hexdigit(),
-        })
-}
+pub use crate::uuid::is_uuid;
 
 /// The name-based UUID (version 8) of `name`.
 pub fn name_uuid(name: &str) -> String {
-    let d = Digest::of(format!("asp:gemini:{name}").as_bytes());
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&d.as_bytes()[..16]);
-    b[6] = (b[6] & 0x0f) | 0x80;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..]
-    )
+    crate::uuid::name_based("asp:gemini:", name)
 }
 
 /// The Gemini session id for a state id: itself when it is a UUID, else its name-based UUID.
