@@ -51,8 +51,18 @@ def carried_records(u: dict) -> list:
     return list(cc(u).get("recordsBefore") or []) + list(cc(u).get("recordsAfter") or [])
 
 
+def kind_in_transcript(u: dict) -> str:
+    """The update's kind as Claude Code itself replays it: reasoning from another harness is
+    written as a marked text block, which asp reads back as a thought (with
+    `_meta.claudeCode.foreignReasoning`) and Claude Code replays as agent text."""
+    k = u["sessionUpdate"]
+    if k == "agent_thought_chunk" and cc(u).get("foreignReasoning"):
+        return "agent_message_chunk"
+    return k
+
+
 def counts(updates) -> dict:
-    c = collections.Counter(u["sessionUpdate"] for u in updates
+    c = collections.Counter(kind_in_transcript(u) for u in updates
                             if u["sessionUpdate"] in CONVERSATION)
     return dict(sorted(c.items()))
 
@@ -74,7 +84,7 @@ def messages(session: dict) -> dict:
             continue
         if k == "tool_call_update":
             continue
-        key = (k, u.get("messageId"))
+        key = (u["sessionUpdate"], u.get("messageId"))
         if key != last:
             out[k.replace("_chunk", "")] += 1
         last = key
