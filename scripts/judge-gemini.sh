@@ -75,7 +75,9 @@ PY
 "$bin/asp-pack" --from-dir "$scratch/rebuilt" -o "$scratch/rebuilt.aspstate" -q >&2
 carry rebuilt-gemini "$scratch/rebuilt.aspstate"
 for h in claude-code codex; do
-  if "$bin/asp-pack" --from "$h" --home "$repo/samples/$h" -o "$scratch/$h.aspstate" -q >/dev/null 2>&1; then
+  # Exit 3 means packed, with some items not carried (reported on stderr).
+  rc=0; "$bin/asp-pack" --from "$h" --home "$repo/samples/$h" -o "$scratch/$h.aspstate" -q >/dev/null 2>&1 || rc=$?
+  if [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ]; then
     carry "migrated-$h" "$scratch/$h.aspstate"
   else
     echo "note: no $h converter in this build; samples/$h not carried" >&2
