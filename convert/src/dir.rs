@@ -181,7 +181,10 @@ pub fn read(
     if kinds.contains(StateKind::Instructions) && exists(&agents)? {
         let bytes = fs::read(&agents).map_err(ConvertError::io(&agents))?;
         if std::str::from_utf8(&bytes).is_err() {
-            return Err(ConvertError::invalid(&agents, "AGENTS.md is not UTF-8 text"));
+            return Err(ConvertError::invalid(
+                &agents,
+                "AGENTS.md is not UTF-8 text",
+            ));
         }
         state.instructions = Some(Instructions {
             text: sink.put(&bytes)?,
@@ -208,7 +211,10 @@ pub fn read(
     state.validate().map_err(|errs| {
         ConvertError::invalid(
             dir,
-            errs.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "),
+            errs.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
         )
     })?;
     Ok(state)
@@ -224,7 +230,10 @@ fn read_sessions(
         let entry = entry.map_err(ConvertError::io(dir))?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else {
-            return Err(ConvertError::invalid(entry.path(), "file name is not UTF-8"));
+            return Err(ConvertError::invalid(
+                entry.path(),
+                "file name is not UTF-8",
+            ));
         };
         if let Some(stem) = name.strip_suffix(".json") {
             metas.push((stem.to_owned(), entry.path()));
@@ -416,7 +425,10 @@ fn read_memory(
 fn put_text(sink: &dyn BlobSink, path: &Path) -> Result<asp_format::Descriptor, ConvertError> {
     let bytes = fs::read(path).map_err(ConvertError::io(path))?;
     if std::str::from_utf8(&bytes).is_err() {
-        return Err(ConvertError::invalid(path, "a memory note must be UTF-8 text"));
+        return Err(ConvertError::invalid(
+            path,
+            "a memory note must be UTF-8 text",
+        ));
     }
     Ok(sink.put(&bytes)?)
 }
@@ -455,18 +467,23 @@ pub fn write(
     fs::create_dir_all(dir).map_err(ConvertError::io(dir))?;
     let w = Writer::new(false);
     let mut out = DirWritten::default();
-    let mut put = |path: &Path, reader: &mut dyn io::Read, executable: bool| -> Result<(), ConvertError> {
-        let mut counting = CountingReader { inner: reader, n: 0 };
-        if force && exists(path)? {
-            w.replace_from(path, &mut counting, Some(executable))?;
-        } else if w.create_new_from(path, &mut counting, executable)? == Created::AlreadyExists {
-            return Err(ConvertError::invalid(path, "already exists"));
-        }
-        out.files += 1;
-        out.bytes += counting.n;
-        progress.advance(counting.n);
-        Ok(())
-    };
+    let mut put =
+        |path: &Path, reader: &mut dyn io::Read, executable: bool| -> Result<(), ConvertError> {
+            let mut counting = CountingReader {
+                inner: reader,
+                n: 0,
+            };
+            if force && exists(path)? {
+                w.replace_from(path, &mut counting, Some(executable))?;
+            } else if w.create_new_from(path, &mut counting, executable)? == Created::AlreadyExists
+            {
+                return Err(ConvertError::invalid(path, "already exists"));
+            }
+            out.files += 1;
+            out.bytes += counting.n;
+            progress.advance(counting.n);
+            Ok(())
+        };
     let json = |v: &dyn erased::Json| -> Vec<u8> {
         let mut b = v.pretty();
         b.push(b'\n');
@@ -511,7 +528,11 @@ pub fn write(
                 }),
                 meta: s.meta.clone(),
             };
-            put(&sdir.join(format!("{stem}.json")), &mut &json(&meta)[..], false)?;
+            put(
+                &sdir.join(format!("{stem}.json")),
+                &mut &json(&meta)[..],
+                false,
+            )?;
             put(
                 &sdir.join(format!("{stem}.jsonl")),
                 &mut blobs.open(&s.updates)?,
@@ -520,7 +541,11 @@ pub fn write(
             if let Some(n) = &s.native {
                 let root = sdir.join(format!("{stem}.native"));
                 for f in &n.files {
-                    put(&f.path.under(&root), &mut blobs.open(&f.content)?, f.executable)?;
+                    put(
+                        &f.path.under(&root),
+                        &mut blobs.open(&f.content)?,
+                        f.executable,
+                    )?;
                 }
             }
         }
@@ -536,10 +561,19 @@ pub fn write(
             let sdir = root.join(s.name.as_str());
             fs::create_dir_all(&sdir).map_err(ConvertError::io(&sdir))?;
             for f in &s.files {
-                put(&f.path.under(&sdir), &mut blobs.open(&f.content)?, f.executable)?;
+                put(
+                    &f.path.under(&sdir),
+                    &mut blobs.open(&f.content)?,
+                    f.executable,
+                )?;
             }
             if s.meta.is_some() {
-                index.insert(s.name.to_string(), SkillIndex { meta: s.meta.clone() });
+                index.insert(
+                    s.name.to_string(),
+                    SkillIndex {
+                        meta: s.meta.clone(),
+                    },
+                );
             }
         }
         if !index.is_empty() {

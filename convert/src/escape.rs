@@ -91,7 +91,10 @@ mod tests {
     #[test]
     fn common_ids() {
         assert_eq!(escape("telegram:42"), "telegram%3A42");
-        assert_eq!(escape("da41f528-2d0a-4f84-8acd-fe5d7087734b"), "da41f528-2d0a-4f84-8acd-fe5d7087734b");
+        assert_eq!(
+            escape("da41f528-2d0a-4f84-8acd-fe5d7087734b"),
+            "da41f528-2d0a-4f84-8acd-fe5d7087734b"
+        );
         assert_eq!(escape(".."), "%2E%2E");
         assert_eq!(escape("a/b"), "a%2Fb");
         assert_eq!(escape("con"), "%63on");

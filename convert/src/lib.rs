@@ -5,12 +5,16 @@
 //! was taken, what was not and why, and each session's new id. [`dir`] is the plain
 //! directory form of the state, for people to read and edit.
 
+pub mod acp;
+pub mod conversation;
 pub mod dir;
 pub mod escape;
 pub mod fsops;
 pub mod harness;
 pub mod pathmap;
 pub mod report;
+pub mod secrets;
+pub mod skills;
 
 pub use harness::{Capabilities, ConvertError, Harness, Home, ReadContext, WriteContext};
 

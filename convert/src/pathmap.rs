@@ -26,7 +26,11 @@ pub struct PathMap {
 pub struct BadRule(pub String);
 
 fn trim_slash(s: &str) -> &str {
-    if s.len() > 1 { s.trim_end_matches('/') } else { s }
+    if s.len() > 1 {
+        s.trim_end_matches('/')
+    } else {
+        s
+    }
 }
 
 impl FromStr for PathMap {
@@ -49,7 +53,8 @@ impl PathMap {
             .ok_or_else(|| BadRule(rule.to_owned()))?;
         self.rules
             .push((trim_slash(old).to_owned(), trim_slash(new).to_owned()));
-        self.rules.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.cmp(b)));
+        self.rules
+            .sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.cmp(b)));
         Ok(())
     }
 
@@ -66,11 +71,13 @@ impl PathMap {
             if s == old {
                 return Some(new.clone());
             }
-            if let Some(rest) = s.strip_prefix(old.as_str()) {
-                if rest.starts_with('/') || old == "/" {
-                    let rest = if old == "/" { s } else { rest };
-                    return Some(format!("{new}{rest}"));
-                }
+            let rest = if old == "/" {
+                s.starts_with('/').then_some(s)
+            } else {
+                s.strip_prefix(old.as_str()).filter(|r| r.starts_with('/'))
+            };
+            if let Some(rest) = rest {
+                return Some(format!("{new}{rest}"));
             }
         }
         None
@@ -240,7 +247,10 @@ mod tests {
     fn only_whole_paths_are_rewritten_longest_prefix_first() {
         let m = map();
         assert_eq!(m.map_path("/home/dev").as_deref(), Some("/Users/dev"));
-        assert_eq!(m.map_path("/home/dev/shop/a.rs").as_deref(), Some("/work/shop/a.rs"));
+        assert_eq!(
+            m.map_path("/home/dev/shop/a.rs").as_deref(),
+            Some("/work/shop/a.rs")
+        );
         assert_eq!(m.map_path("/home/dev/x").as_deref(), Some("/Users/dev/x"));
         assert_eq!(m.map_path("/home/developer"), None);
         assert_eq!(m.map_path("see /home/dev/x"), None);

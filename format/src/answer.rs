@@ -55,7 +55,8 @@ mod tests {
         a.take(StateKind::Instructions);
         a.take(StateKind::Sessions);
         a.refuse(StateKind::Memory, "this agent keeps no memory");
-        a.sessions.insert("sess_789xyz".into(), "sess_a1b2c3".into());
+        a.sessions
+            .insert("sess_789xyz".into(), "sess_a1b2c3".into());
         assert_eq!(
             serde_json::to_string(&a).unwrap(),
             r#"{"taken":["sessions","instructions"],"notTaken":[{"kind":"memory","reason":"this agent keeps no memory"}],"sessions":{"sess_789xyz":"sess_a1b2c3"}}"#

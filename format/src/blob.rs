@@ -131,9 +131,9 @@ impl BlobWrite for StagingWriter<'_> {
             out,
         } = *self;
         let (buf, descriptor) = out.finish();
+        // No fsync: staged blobs are scratch data; the bundle written from them is synced.
         buf.into_inner()
             .map_err(|e| e.into_error())
-            .and_then(|f| f.sync_data().map(|_| f))
             .map_err(|source| BlobError::Io {
                 path: tmp_path.clone(),
                 source,
@@ -270,7 +270,10 @@ impl BlobSource for MemoryStore {
             .get(&blob.digest)
             .cloned()
             .ok_or(BlobError::Missing(blob.digest))?;
-        Ok(Box::new(VerifyingReader::new(io::Cursor::new(bytes), *blob)))
+        Ok(Box::new(VerifyingReader::new(
+            io::Cursor::new(bytes),
+            *blob,
+        )))
     }
 }
 

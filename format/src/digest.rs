@@ -85,9 +85,11 @@ impl FromStr for Digest {
             .split_once(':')
             .ok_or_else(|| DigestError::Malformed(s.to_owned()))?;
         let alg_ok = !alg.is_empty()
-            && alg
-                .split(['+', '.', '_', '-'])
-                .all(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
+            && alg.split(['+', '.', '_', '-']).all(|c| {
+                !c.is_empty()
+                    && c.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            });
         let enc_ok = !encoded.is_empty()
             && encoded
                 .bytes()
@@ -245,8 +247,28 @@ impl<R: Read> VerifyingReader<R> {
     }
 }
 
+/// The error inside an [`io::Error`] that says data does not match what was promised (a
+/// digest, a size, a compressed stream that does not decompress). Tools map it to their
+/// integrity-failure exit code with [`is_integrity_error`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct IntegrityError(pub String);
+
+impl IntegrityError {
+    /// Wraps as an [`io::Error`] of kind `InvalidData`.
+    pub fn into_io(self) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, self)
+    }
+}
+
+/// True when `e` reports data that does not match what was promised.
+pub fn is_integrity_error(e: &io::Error) -> bool {
+    e.get_ref()
+        .is_some_and(|inner| inner.is::<IntegrityError>())
+}
+
 fn mismatch(msg: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, msg)
+    IntegrityError(msg).into_io()
 }
 
 impl<R: Read> Read for VerifyingReader<R> {
@@ -260,7 +282,9 @@ impl<R: Read> Read for VerifyingReader<R> {
             self.check_end()?;
             return Ok(0);
         }
-        let want = buf.len().min(usize::try_from(remaining).unwrap_or(usize::MAX));
+        let want = buf
+            .len()
+            .min(usize::try_from(remaining).unwrap_or(usize::MAX));
         let n = self.inner.read(&mut buf[..want])?;
         if n == 0 {
             self.done = true;

@@ -236,7 +236,11 @@ fn blob_err(what: impl Into<String>) -> impl FnOnce(BlobError) -> ExportError {
     move |source| ExportError::Blob { what, source }
 }
 
-fn read_text(blobs: &dyn BlobSource, d: &crate::digest::Descriptor, what: &str) -> Result<String, ExportError> {
+fn read_text(
+    blobs: &dyn BlobSource,
+    d: &crate::digest::Descriptor,
+    what: &str,
+) -> Result<String, ExportError> {
     let bytes = blobs.read_all(d).map_err(blob_err(what))?;
     String::from_utf8(bytes).map_err(|_| ExportError::NotText {
         what: what.to_owned(),
@@ -349,13 +353,12 @@ impl ExportState {
                 let what = format!("the updates of session {:?}", s.head.id.as_str());
                 let mut w = UpdateWriter::new(sink).map_err(blob_err(&what))?;
                 for (i, raw) in s.updates.iter().enumerate() {
-                    let line = check_line(raw.get(), &s.head.id).map_err(|e| {
-                        ExportError::BadUpdate {
+                    let line =
+                        check_line(raw.get(), &s.head.id).map_err(|e| ExportError::BadUpdate {
                             session: s.head.id.to_string(),
                             line: i as u64 + 1,
                             message: e.0,
-                        }
-                    })?;
+                        })?;
                     w.push_raw(&line).map_err(blob_err(&what))?;
                 }
                 let updates = w.finish().map_err(blob_err(&what))?;
@@ -572,7 +575,9 @@ mod tests {
         for kinds in [
             KindSet::ALL,
             KindSet::EMPTY.with(StateKind::Sessions),
-            KindSet::EMPTY.with(StateKind::Memory).with(StateKind::Settings),
+            KindSet::EMPTY
+                .with(StateKind::Memory)
+                .with(StateKind::Settings),
             KindSet::EMPTY,
         ] {
             let mut streamed = Vec::new();
@@ -609,7 +614,8 @@ mod tests {
         let parsed: ExportResponse = serde_json::from_value(v).unwrap();
         let err = parsed.state.into_state(&MemoryStore::new()).unwrap_err();
         assert!(
-            err.to_string().starts_with("session \"telegram:42\", update 2:"),
+            err.to_string()
+                .starts_with("session \"telegram:42\", update 2:"),
             "{err}"
         );
     }

@@ -62,7 +62,9 @@ impl fmt::Display for StateKind {
 
 /// A name that is not one of the six kinds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown state kind {0:?} (the kinds are sessions, instructions, skills, tools, memory, settings)")]
+#[error(
+    "unknown state kind {0:?} (the kinds are sessions, instructions, skills, tools, memory, settings)"
+)]
 pub struct UnknownKind(pub String);
 
 impl FromStr for StateKind {
@@ -108,7 +110,9 @@ impl KindSet {
     }
 
     pub fn iter(self) -> impl Iterator<Item = StateKind> {
-        StateKind::ALL.into_iter().filter(move |k| self.contains(*k))
+        StateKind::ALL
+            .into_iter()
+            .filter(move |k| self.contains(*k))
     }
 
     /// Parses a comma-separated list such as `sessions,skills`.

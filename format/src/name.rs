@@ -64,7 +64,11 @@ fn check_component(what: &'static str, whole: &str, c: &str) -> Result<(), NameE
             && stem.len() == 4
             && stem.as_bytes()[3].is_ascii_digit());
     if reserved {
-        return Err(refuse(what, whole, "it uses a reserved Windows device name"));
+        return Err(refuse(
+            what,
+            whole,
+            "it uses a reserved Windows device name",
+        ));
     }
     Ok(())
 }

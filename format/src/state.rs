@@ -191,8 +191,16 @@ impl Serialize for McpServer {
         }
         match self {
             McpServer::Stdio(stdio) => stdio.serialize(s),
-            McpServer::Http(remote) => Tagged { kind: "http", remote }.serialize(s),
-            McpServer::Sse(remote) => Tagged { kind: "sse", remote }.serialize(s),
+            McpServer::Http(remote) => Tagged {
+                kind: "http",
+                remote,
+            }
+            .serialize(s),
+            McpServer::Sse(remote) => Tagged {
+                kind: "sse",
+                remote,
+            }
+            .serialize(s),
         }
     }
 }
@@ -204,7 +212,11 @@ impl<'de> Deserialize<'de> for McpServer {
         let kind = match obj.remove("type") {
             None => None,
             Some(serde_json::Value::String(t)) => Some(t),
-            Some(other) => return Err(D::Error::custom(format!("MCP server `type` {other} is not a string"))),
+            Some(other) => {
+                return Err(D::Error::custom(format!(
+                    "MCP server `type` {other} is not a string"
+                )));
+            }
         };
         let value = serde_json::Value::Object(obj);
         match kind.as_deref() {
@@ -448,7 +460,11 @@ impl State {
         if let Some(sessions) = &self.sessions {
             let mut seen = BTreeSet::new();
             for s in sessions {
-                dup(StateKind::Sessions, &mut seen, &format!("session {:?}", s.id.as_str()));
+                dup(
+                    StateKind::Sessions,
+                    &mut seen,
+                    &format!("session {:?}", s.id.as_str()),
+                );
                 if let Some(n) = &s.native {
                     let mut files = BTreeSet::new();
                     for f in &n.files {
@@ -478,7 +494,11 @@ impl State {
         if let Some(tools) = &self.tools {
             let mut seen = BTreeSet::new();
             for t in tools {
-                dup(StateKind::Tools, &mut seen, &format!("MCP server {:?}", t.name()));
+                dup(
+                    StateKind::Tools,
+                    &mut seen,
+                    &format!("MCP server {:?}", t.name()),
+                );
             }
         }
         if let Some(notes) = &self.memory {
@@ -493,14 +513,21 @@ impl State {
         if self.settings.iter().flatten().any(|(k, _)| k.is_empty()) {
             errors.push(StateError::EmptySettingId);
         }
-        if errors.is_empty() { Ok(()) } else { Err(errors) }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
     }
 
     /// Every blob reference with a description of what refers to it, in manifest order.
     pub fn references(&self) -> Vec<(Descriptor, String)> {
         let mut out = Vec::new();
         for s in self.sessions.iter().flatten() {
-            out.push((s.updates, format!("the updates of session {:?}", s.id.as_str())));
+            out.push((
+                s.updates,
+                format!("the updates of session {:?}", s.id.as_str()),
+            ));
             for f in s.native.iter().flat_map(|n| &n.files) {
                 out.push((
                     f.content,
@@ -563,7 +590,10 @@ mod tests {
             sessions: Some(vec![]),
             ..State::default()
         };
-        assert_eq!(serde_json::to_value(&state).unwrap(), json!({"sessions": []}));
+        assert_eq!(
+            serde_json::to_value(&state).unwrap(),
+            json!({"sessions": []})
+        );
         let back: State = serde_json::from_value(json!({"sessions": []})).unwrap();
         assert_eq!(back.kinds(), KindSet::EMPTY.with(StateKind::Sessions));
         assert_eq!(back.counts().get(&StateKind::Sessions), Some(&0));
@@ -593,9 +623,13 @@ mod tests {
             serde_json::to_value(&s).unwrap(),
             json!({"name": "a", "command": "b", "args": [], "env": []})
         );
-        let err = serde_json::from_value::<McpServer>(json!({"type": "ws", "name": "a", "url": "x"}))
-            .unwrap_err();
-        assert!(err.to_string().contains("unknown MCP server type \"ws\""), "{err}");
+        let err =
+            serde_json::from_value::<McpServer>(json!({"type": "ws", "name": "a", "url": "x"}))
+                .unwrap_err();
+        assert!(
+            err.to_string().contains("unknown MCP server type \"ws\""),
+            "{err}"
+        );
     }
 
     #[test]

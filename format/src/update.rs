@@ -6,6 +6,7 @@
 //! defaults; compacting only removes insignificant whitespace, so every token survives byte for
 //! byte.
 
+use std::borrow::Cow;
 use std::io::{self, BufRead, BufReader, Read, Write};
 
 use serde::Serialize;
@@ -51,27 +52,44 @@ pub fn compact(json: &str) -> String {
 /// whose `sessionUpdate` is a string. The update kind itself is not restricted: ACP grows new
 /// kinds, and a stream is carried whole.
 pub fn check_line(line: &str, session: &SessionId) -> Result<String, UpdateError> {
-    let value: serde_json::Value =
-        serde_json::from_str(line).map_err(|e| UpdateError(format!("not JSON: {e}")))?;
-    let obj = value
-        .as_object()
-        .ok_or_else(|| UpdateError("not a JSON object".to_owned()))?;
-    match obj.get("sessionId") {
-        Some(serde_json::Value::String(id)) if id == session.as_str() => {}
-        Some(serde_json::Value::String(id)) => {
+    // Only the two members that matter are decoded; serde_json still checks that the whole
+    // line is valid JSON while it skips the rest, without building a tree of it.
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(rename = "sessionId", borrow)]
+        session_id: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        update: Option<Head<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(rename = "sessionUpdate", borrow)]
+        kind: Option<Cow<'a, str>>,
+    }
+    let first = line.trim_start().as_bytes().first().copied();
+    let params: Params<'_> = serde_json::from_str(line).map_err(|e| {
+        if e.is_syntax() || e.is_eof() {
+            UpdateError(format!("not JSON: {e}"))
+        } else if first != Some(b'{') {
+            UpdateError("not a JSON object".to_owned())
+        } else {
+            UpdateError(format!("`sessionId` or `update` has the wrong type: {e}"))
+        }
+    })?;
+    if first != Some(b'{') {
+        return Err(UpdateError("not a JSON object".to_owned()));
+    }
+    match params.session_id.as_deref() {
+        Some(id) if id == session.as_str() => {}
+        Some(id) => {
             return Err(UpdateError(format!(
                 "sessionId {id:?} is not the session's id {:?}",
                 session.as_str()
             )));
         }
-        _ => return Err(UpdateError("no string `sessionId`".to_owned())),
+        None => return Err(UpdateError("no string `sessionId`".to_owned())),
     }
-    let kind = obj
-        .get("update")
-        .and_then(|u| u.as_object())
-        .and_then(|u| u.get("sessionUpdate"))
-        .and_then(|k| k.as_str());
-    if kind.is_none() {
+    if params.update.and_then(|u| u.kind).is_none() {
         return Err(UpdateError(
             "no `update` object with a string `sessionUpdate`".to_owned(),
         ));
@@ -193,10 +211,20 @@ mod tests {
     fn lines_must_be_updates_of_their_session() {
         let ok = r#"{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}"#;
         assert_eq!(check_line(ok, &sid("s1")).unwrap(), ok);
-        assert!(check_line(ok, &sid("s2")).unwrap_err().0.contains("not the session's id"));
+        assert!(
+            check_line(ok, &sid("s2"))
+                .unwrap_err()
+                .0
+                .contains("not the session's id")
+        );
         assert!(check_line("{\"sessionId\":\"s1\"}", &sid("s1")).is_err());
         assert!(check_line("[1]", &sid("s1")).is_err());
-        assert!(check_line("{\"sessionId\":", &sid("s1")).unwrap_err().0.starts_with("not JSON"));
+        assert!(
+            check_line("{\"sessionId\":", &sid("s1"))
+                .unwrap_err()
+                .0
+                .starts_with("not JSON")
+        );
     }
 
     #[test]
@@ -205,8 +233,10 @@ mod tests {
         let mut w = UpdateWriter::new(&store).unwrap();
         w.push(&serde_json::json!({"sessionId": "s", "update": {"sessionUpdate": "plan", "entries": []}}))
             .unwrap();
-        w.push_raw(r#"{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":1,"size":2}}"#)
-            .unwrap();
+        w.push_raw(
+            r#"{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":1,"size":2}}"#,
+        )
+        .unwrap();
         let d = w.finish().unwrap();
         let mut r = UpdateLines::open(&store, &d).unwrap();
         let mut seen = Vec::new();
@@ -215,6 +245,10 @@ mod tests {
         }
         assert_eq!(seen.len(), 2);
         assert_eq!(seen[1].0, 2);
-        assert!(seen[0].1.starts_with(r#"{"sessionId":"s","update":{"sessionUpdate":"plan""#));
+        assert!(
+            seen[0]
+                .1
+                .starts_with(r#"{"sessionId":"s","update":{"sessionUpdate":"plan""#)
+        );
     }
 }

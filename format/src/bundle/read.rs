@@ -26,8 +26,10 @@ use crate::bundle::layout::{
     BLOB_PREFIX, BUNDLE_MEDIA_TYPE, LAYOUT_ENTRY, LAYOUT_MAJOR, Layout, MANIFEST_ENTRY,
     MANIFEST_MEDIA_TYPE, Manifest, SCHEMA_VERSION,
 };
-use crate::digest::{Descriptor, Digest, VerifyingReader};
+use crate::digest::{Descriptor, Digest, IntegrityError, VerifyingReader};
+use crate::export::for_each_update;
 use crate::progress::Progress;
+use crate::state::State;
 
 /// Bounds checked before anything is decompressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +103,10 @@ pub enum ReadError {
         source: io::Error,
     },
     #[error("{} is not a usable bundle:{}", .path.display(), list(.problems))]
-    Invalid { path: PathBuf, problems: Vec<Problem> },
+    Invalid {
+        path: PathBuf,
+        problems: Vec<Problem>,
+    },
 }
 
 impl ReadError {
@@ -178,10 +183,9 @@ impl Read for Window {
         let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
         let n = self.file.read_at(&mut buf[..want], self.pos)?;
         if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the bundle file ends inside an entry",
-            ));
+            return Err(
+                IntegrityError("the bundle file ends inside an entry".to_owned()).into_io(),
+            );
         }
         self.pos += n as u64;
         Ok(n)
@@ -201,8 +205,24 @@ impl EntryData {
         );
         match self.method {
             Method::Stored => Box::new(window),
-            Method::Deflated => Box::new(DeflateDecoder::new(window)),
+            Method::Deflated => Box::new(Corruption(DeflateDecoder::new(window))),
         }
+    }
+}
+
+/// Marks any failure of the inner reader as an integrity failure: a blob whose compressed
+/// stream does not decompress or ends early is as bad as one with the wrong digest.
+struct Corruption<R>(R);
+
+impl<R: Read> Read for Corruption<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf).map_err(|e| {
+            if crate::digest::is_integrity_error(&e) {
+                e
+            } else {
+                IntegrityError(format!("the compressed data is damaged ({e})")).into_io()
+            }
+        })
     }
 }
 
@@ -297,6 +317,91 @@ impl BlobSource for Bundle {
     }
 }
 
+impl Bundle {
+    /// Reads every blob `state` refers to, checking its size and sha256, and checks that every
+    /// line of every session's updates is a `session/update` of that session. Run before
+    /// writing anything, so an unusable bundle writes nothing at all.
+    pub fn check_data(&self, state: &State, progress: &dyn Progress) -> Result<(), ReadError> {
+        let mut problems = Vec::new();
+        let refs = state.references();
+        let mut seen = BTreeSet::new();
+        let total = refs
+            .iter()
+            .filter(|(d, _)| seen.insert(d.digest))
+            .map(|(d, _)| d.size)
+            .sum();
+        progress.begin("checking bundle data", Some(total));
+        let mut checked = BTreeSet::new();
+        for (d, what) in &refs {
+            if !checked.insert(d.digest) {
+                continue;
+            }
+            let name = format!("{BLOB_PREFIX}{}", d.digest.hex());
+            if let Err(e) = drain(BlobSource::open(self, d), progress) {
+                problems.push(Problem::at(name, format!("{e} (it holds {what})")));
+            }
+        }
+        if problems.is_empty() {
+            check_session_lines(state, self, &mut problems);
+        }
+        progress.finish();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ReadError::Invalid {
+                path: self.path.clone(),
+                problems,
+            })
+        }
+    }
+}
+
+fn drain(
+    reader: Result<Box<dyn Read + Send + '_>, BlobError>,
+    progress: &dyn Progress,
+) -> Result<(), String> {
+    let mut r = reader.map_err(|e| e.to_string())?;
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => progress.advance(n as u64),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// Adds a problem for every session whose updates are not all `session/update` params of it.
+fn check_session_lines(state: &State, blobs: &dyn BlobSource, problems: &mut Vec<Problem>) {
+    for s in state.sessions.iter().flatten() {
+        if let Err(e) = for_each_update(blobs, s, |_, _| Ok(())) {
+            problems.push(Problem::at(
+                format!("{BLOB_PREFIX}{}", s.updates.digest.hex()),
+                e.to_string(),
+            ));
+        }
+    }
+}
+
+/// The blobs of a scan, readable before the bundle is known to be sound.
+struct BlobsOnly<'a> {
+    file: SharedFile,
+    blobs: &'a BTreeMap<Digest, EntryData>,
+}
+
+impl BlobSource for BlobsOnly<'_> {
+    fn open(&self, blob: &Descriptor) -> Result<Box<dyn Read + Send + '_>, BlobError> {
+        let entry = self
+            .blobs
+            .get(&blob.digest)
+            .ok_or(BlobError::Missing(blob.digest))?;
+        Ok(Box::new(VerifyingReader::new(
+            entry.raw_reader(&self.file),
+            *blob,
+        )))
+    }
+}
+
 /// The result of a full check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifyReport {
@@ -352,10 +457,19 @@ pub fn verify_file(
         };
         match result {
             Ok(()) => checked += 1,
-            Err(e) => scan.problems.push(Problem::at(name, describe_read_error(&e))),
+            Err(e) => scan
+                .problems
+                .push(Problem::at(name, describe_read_error(&e))),
         }
     }
     progress.finish();
+    if let (true, Some(m)) = (scan.problems.is_empty(), &scan.manifest) {
+        let bundle_view = BlobsOnly {
+            file: scan.file.clone(),
+            blobs: &scan.blobs,
+        };
+        check_session_lines(&m.state, &bundle_view, &mut scan.problems);
+    }
     Ok(VerifyReport {
         problems: scan.problems,
         warnings: scan.warnings,
@@ -366,11 +480,7 @@ pub fn verify_file(
 }
 
 fn describe_read_error(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::InvalidData => e.to_string(),
-        io::ErrorKind::UnexpectedEof => format!("the data is cut short ({e})"),
-        _ => format!("the data cannot be decompressed: {e}"),
-    }
+    e.to_string()
 }
 
 fn scan(path: &Path, limits: &Limits) -> Result<Scan, ReadError> {
@@ -449,7 +559,9 @@ fn scan(path: &Path, limits: &Limits) -> Result<Scan, ReadError> {
             String::from_utf8_lossy(first),
             format!("the first entry must be `{LAYOUT_ENTRY}`"),
         )),
-        None => scan.problems.push(Problem::whole("the archive has no entries")),
+        None => scan
+            .problems
+            .push(Problem::whole("the archive has no entries")),
     }
 
     let mut layout_entry = None;
@@ -483,15 +595,18 @@ fn scan(path: &Path, limits: &Limits) -> Result<Scan, ReadError> {
         }
         let mut bad = false;
         if e.is_symlink() {
-            scan.problems.push(Problem::at(&name, "symlink entries are not allowed"));
+            scan.problems
+                .push(Problem::at(&name, "symlink entries are not allowed"));
             bad = true;
         }
         if e.is_dir() {
-            scan.problems.push(Problem::at(&name, "directory entries are not allowed"));
+            scan.problems
+                .push(Problem::at(&name, "directory entries are not allowed"));
             bad = true;
         }
         if e.encrypted() {
-            scan.problems.push(Problem::at(&name, "encrypted entries are not allowed"));
+            scan.problems
+                .push(Problem::at(&name, "encrypted entries are not allowed"));
             bad = true;
         }
         let method = match e.compression() {
@@ -681,13 +796,15 @@ fn check_manifest(bytes: &[u8], scan: &mut Scan) {
     let manifest: Manifest = match serde_json::from_slice(bytes) {
         Ok(m) => m,
         Err(e) => {
-            scan.problems.push(Problem::at(MANIFEST_ENTRY, e.to_string()));
+            scan.problems
+                .push(Problem::at(MANIFEST_ENTRY, e.to_string()));
             return;
         }
     };
     if let Err(errors) = manifest.state.validate() {
         for e in errors {
-            scan.problems.push(Problem::at(MANIFEST_ENTRY, e.to_string()));
+            scan.problems
+                .push(Problem::at(MANIFEST_ENTRY, e.to_string()));
         }
     }
     let mut referenced = BTreeSet::new();
@@ -722,7 +839,10 @@ fn check_manifest(bytes: &[u8], scan: &mut Scan) {
 /// Reads a small entry whole, checking it expands to exactly its declared size.
 fn read_small(file: &SharedFile, data: &EntryData, max: u64) -> Result<Vec<u8>, String> {
     if data.size > max {
-        return Err(format!("it is {} bytes, over the limit of {max}", data.size));
+        return Err(format!(
+            "it is {} bytes, over the limit of {max}",
+            data.size
+        ));
     }
     let mut out = Vec::with_capacity(usize::try_from(data.size).unwrap_or(0));
     data.raw_reader(file)

@@ -1,0 +1,172 @@
+//! Throughput and peak memory of packing, verifying and unpacking, on generated stores.
+//!
+//! Run: `cargo bench -p asp-cli --bench bundle` (add `-- --large` for the 1 GiB case).
+//! Each case generates a state directory of N sessions × S bytes of realistic ACP update
+//! lines on disk, then measures, in this process: `dir::read` + `bundle::write_file` (pack),
+//! `verify_file` (every blob hashed), and `Bundle::check_data` + `dir::write` (unpack). Peak
+//! memory is the resident-set high-water mark (`VmHWM`), reset before each phase through
+//! `/proc/self/clear_refs` on Linux; it should not grow with N or S.
+
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::time::Instant;
+
+use asp_convert::dir;
+use asp_format::KindSet;
+use asp_format::blob::StagingStore;
+use asp_format::bundle::{self, Bundle, Limits, WriteOptions};
+use asp_format::progress::Quiet;
+
+const WORDS: &[&str] = &[
+    "the", "session", "update", "deploy", "script", "flag", "tests", "cargo", "build", "error",
+    "fn", "main", "let", "mut", "return", "Result", "Option", "path", "file", "read", "write",
+    "bundle", "manifest", "digest", "agent", "tool", "call", "plan", "user", "message", "chunk",
+];
+
+/// A tiny xorshift generator: deterministic data without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn words(&mut self, n: usize) -> String {
+        (0..n)
+            .map(|_| WORDS[(self.next() % WORDS.len() as u64) as usize])
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn generate(root: &Path, sessions: usize, bytes_each: u64, seed: u64) {
+    let sdir = root.join("sessions");
+    fs::create_dir_all(&sdir).unwrap();
+    let mut rng = Rng(seed);
+    for i in 0..sessions {
+        let id = format!("bench-{i:05}");
+        fs::write(
+            sdir.join(format!("{id}.json")),
+            format!("{{\"id\":\"{id}\",\"title\":\"Session {i}\",\"harness\":\"claude-code\"}}\n"),
+        )
+        .unwrap();
+        let mut w = BufWriter::new(fs::File::create(sdir.join(format!("{id}.jsonl"))).unwrap());
+        let mut written = 0u64;
+        let mut n = 0u64;
+        while written < bytes_each {
+            let line = match n % 6 {
+                0 => format!(
+                    r#"{{"sessionId":"{id}","update":{{"sessionUpdate":"user_message_chunk","content":{{"type":"text","text":"{}"}}}}}}"#,
+                    rng.words(30)
+                ),
+                1 | 2 => format!(
+                    r#"{{"sessionId":"{id}","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{}"}}}}}}"#,
+                    rng.words(8)
+                ),
+                3 => format!(
+                    r#"{{"sessionId":"{id}","update":{{"sessionUpdate":"tool_call","toolCallId":"call_{n}","title":"Run cargo test","kind":"execute","status":"pending","rawInput":{{"command":"{}"}}}}}}"#,
+                    rng.words(4)
+                ),
+                4 => format!(
+                    r#"{{"sessionId":"{id}","update":{{"sessionUpdate":"tool_call_update","toolCallId":"call_{}","status":"completed","rawOutput":"{}"}}}}"#,
+                    n - 1,
+                    rng.words(120)
+                ),
+                _ => format!(
+                    r#"{{"sessionId":"{id}","update":{{"sessionUpdate":"usage_update","used":{},"size":200000}}}}"#,
+                    rng.next() % 200_000
+                ),
+            };
+            w.write_all(line.as_bytes()).unwrap();
+            w.write_all(b"\n").unwrap();
+            written += line.len() as u64 + 1;
+            n += 1;
+        }
+        w.flush().unwrap();
+    }
+}
+
+/// Resets the peak-RSS mark (Linux); elsewhere the figure is the process's whole-life peak.
+fn reset_peak() {
+    let _ = fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Peak resident set since the last reset, in MiB.
+fn peak_mib() -> Option<f64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+fn phase<T>(name: &str, bytes: u64, f: impl FnOnce() -> T) -> T {
+    reset_peak();
+    let t = Instant::now();
+    let out = f();
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "  {name:<8} {secs:>7.2} s  {:>7.1} MiB/s  peak RSS {}",
+        bytes as f64 / (1 << 20) as f64 / secs,
+        peak_mib().map_or("n/a".to_owned(), |m| format!("{m:.1} MiB"))
+    );
+    out
+}
+
+fn case(sessions: usize, mib_each: u64) {
+    let work = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let src = work.path().join("src");
+    let bytes_each = mib_each << 20;
+    generate(
+        &src,
+        sessions,
+        bytes_each,
+        0x9e37_79b9_7f4a_7c15 ^ sessions as u64,
+    );
+    let total = sessions as u64 * bytes_each;
+    println!(
+        "{sessions} sessions × {mib_each} MiB = {} MiB of update lines",
+        total >> 20
+    );
+    let out = work.path().join("b.aspstate");
+    let written = phase("pack", total, || {
+        let staging = StagingStore::new_in(work.path()).unwrap();
+        let state = dir::read(&src, KindSet::ALL, &staging, &Quiet).unwrap();
+        bundle::write_file(
+            &out,
+            &state,
+            &staging,
+            &WriteOptions::default(),
+            false,
+            &Quiet,
+        )
+        .unwrap()
+    });
+    println!(
+        "           bundle {:.1} MiB (ratio {:.1}:1)",
+        written.size as f64 / (1 << 20) as f64,
+        total as f64 / written.size as f64
+    );
+    phase("verify", total, || {
+        let r = bundle::verify_file(&out, &Limits::default(), &Quiet).unwrap();
+        assert!(r.is_ok());
+    });
+    phase("unpack", total, || {
+        let b = Bundle::open(&out).unwrap();
+        let state = b.manifest().state.clone();
+        b.check_data(&state, &Quiet).unwrap();
+        dir::write(&work.path().join("dst"), &state, &b, false, &Quiet).unwrap();
+    });
+}
+
+fn main() {
+    let large = std::env::args().any(|a| a == "--large");
+    case(40, 1);
+    case(400, 1);
+    case(1, 64);
+    if large {
+        case(1, 1024);
+        case(4000, 1);
+    }
+}

@@ -1,0 +1,8 @@
+use std::process::ExitCode;
+
+use asp_cli::pack::{PackArgs, run};
+use clap::Parser;
+
+fn main() -> ExitCode {
+    asp_cli::finish("asp-pack", run(PackArgs::parse()))
+}

@@ -1,0 +1,8 @@
+use std::process::ExitCode;
+
+use asp_cli::unpack::{UnpackArgs, run};
+use clap::Parser;
+
+fn main() -> ExitCode {
+    asp_cli::finish("asp-unpack", run(UnpackArgs::parse()))
+}

@@ -1,0 +1,44 @@
+use std::process::ExitCode;
+
+use asp_cli::exit::EXIT_CODES_HELP;
+use asp_cli::{export, inspect, pack, unpack, verify};
+use clap::{Parser, Subcommand};
+
+/// Portable agent state: back up AI coding agents' sessions, instructions, skills, MCP
+/// servers, memory and settings, and carry them between harnesses
+#[derive(Debug, Parser)]
+#[command(name = "asp", version, after_help = format!("\
+Examples:
+  asp pack --from claude-code -o claude.aspstate     (same as asp-pack)
+  asp inspect claude.aspstate
+  asp export claude.aspstate --kinds tools
+  asp verify claude.aspstate
+  asp unpack claude.aspstate --to codex --dry-run    (same as asp-unpack)
+
+{EXIT_CODES_HELP}"))]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Pack agent state into a bundle (as asp-pack)
+    Pack(pack::PackArgs),
+    /// Unpack a bundle into an agent's store or a directory (as asp-unpack)
+    Unpack(unpack::UnpackArgs),
+    Inspect(inspect::InspectArgs),
+    Export(export::ExportArgs),
+    Verify(verify::VerifyArgs),
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Pack(a) => pack::run(a),
+        Command::Unpack(a) => unpack::run(a),
+        Command::Inspect(a) => inspect::run(a),
+        Command::Export(a) => export::run(a),
+        Command::Verify(a) => verify::run(a),
+    };
+    asp_cli::finish("asp", result)
+}

@@ -1,0 +1,50 @@
+//! `asp export`: a bundle's state as `_asp/state/export` answers it.
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use asp_format::KindSet;
+use asp_format::bundle::Bundle;
+use asp_format::export::write_export;
+use clap::Parser;
+
+use crate::args::parse_kinds;
+use crate::exit::Exit;
+use crate::stdio::Input;
+
+/// Print a bundle's state as the _asp/state/export answer: {"state": {...}}
+#[derive(Debug, Clone, Parser)]
+#[command(after_help = "\
+Sessions stream line by line, so a large bundle prints without being loaded whole. Native
+harness files (kept for byte-exact restores) are not part of this form.
+
+Examples:
+  asp export backup.aspstate --kinds tools,settings
+  asp export backup.aspstate | jq '.state.sessions[0].updates | length'")]
+pub struct ExportArgs {
+    /// The bundle (`-` for standard input)
+    #[arg(value_name = "BUNDLE")]
+    pub bundle: PathBuf,
+
+    /// Export only these kinds, comma-separated [default: all the bundle gives]
+    #[arg(long, value_name = "KINDS", value_parser = parse_kinds)]
+    pub kinds: Option<KindSet>,
+}
+
+pub fn run(args: ExportArgs) -> anyhow::Result<Exit> {
+    let input = Input::open(&args.bundle)?;
+    let bundle =
+        Bundle::open(input.path()).with_context(|| format!("cannot open {}", input.display()))?;
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(256 * 1024, stdout.lock());
+    write_export(
+        &mut out,
+        &bundle.manifest().state,
+        &bundle,
+        args.kinds.unwrap_or(KindSet::ALL),
+    )
+    .with_context(|| format!("cannot export {}", input.display()))?;
+    out.flush().context("cannot write to standard output")?;
+    Ok(Exit::Ok)
+}

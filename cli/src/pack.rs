@@ -1,0 +1,267 @@
+//! `asp-pack`: a harness's store, or a state directory, into a `.aspstate` bundle.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use asp_convert::harness::{ReadContext, ReadOptions};
+use asp_convert::report::Diagnostics;
+use asp_convert::{Home, dir};
+use asp_format::KindSet;
+use asp_format::blob::StagingStore;
+use asp_format::bundle::{self, Compression, WriteOptions};
+use asp_format::state::State;
+use clap::{Parser, ValueEnum};
+
+use crate::args::{Common, parse_harness, parse_kinds};
+use crate::exit::{EXIT_CODES_HELP, Exit};
+use crate::human;
+use crate::progress::Bar;
+
+const AFTER_HELP: &str = "\
+Examples:
+  asp-pack --from claude-code -o claude.aspstate
+      Back up your Claude Code state (sessions, CLAUDE.md, skills, MCP servers, memory, settings).
+  asp-pack --from codex --home /mnt/old-laptop/home/me --kinds sessions -o codex-sessions.aspstate
+      Only the Codex sessions of another home directory.
+  asp-pack --from-dir ./state -o state.aspstate
+      Pack a state directory written by `asp-unpack --to-dir` (and maybe edited by hand).
+  asp-pack --from gemini -o - | ssh other-host 'asp-unpack - --to gemini'
+      Carry Gemini CLI state to another machine.
+
+Secrets: MCP server descriptors (env values, HTTP headers) often contain API tokens, and they
+are packed as they are. Use --redact-secrets to blank them; the bundle then lists which
+values were blanked. Treat a bundle packed without it like a password file.
+
+Bundles are deterministic: the same state packs to the same bytes. The creation time is left
+out unless --created or SOURCE_DATE_EPOCH gives one.";
+
+/// Pack AI agent state into a portable .aspstate bundle
+#[derive(Debug, Clone, Parser)]
+#[command(name = "asp-pack", version, after_help = format!("{AFTER_HELP}\n\n{EXIT_CODES_HELP}"))]
+pub struct PackArgs {
+    /// Read the agent state of this harness (claude-code, codex, gemini, ...)
+    #[arg(long, value_name = "HARNESS", value_parser = parse_harness,
+          required_unless_present = "from_dir", conflicts_with = "from_dir")]
+    pub from: Option<String>,
+
+    /// Read a state directory (the plain form `asp-unpack --to-dir` writes)
+    #[arg(long, value_name = "DIR")]
+    pub from_dir: Option<PathBuf>,
+
+    /// Home directory holding the harness's store [default: your home; CODEX_HOME and the
+    /// like are honoured when this is not given]
+    #[arg(long, value_name = "DIR", requires = "from")]
+    pub home: Option<PathBuf>,
+
+    /// Pack only these kinds, comma-separated: sessions, instructions, skills, tools, memory,
+    /// settings [default: all]
+    #[arg(long, value_name = "KINDS", value_parser = parse_kinds)]
+    pub kinds: Option<KindSet>,
+
+    /// Where to write the bundle (`-` for standard output)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+
+    /// Replace FILE if it exists
+    #[arg(long)]
+    pub force: bool,
+
+    /// Record this creation time (RFC 3339) in the manifest [default: SOURCE_DATE_EPOCH if
+    /// set, else none]
+    #[arg(long, value_name = "TIME")]
+    pub created: Option<String>,
+
+    /// How blobs are compressed
+    #[arg(long, value_enum, default_value_t = CompressionArg::Deflate)]
+    pub compression: CompressionArg,
+
+    /// Blank MCP env values and HTTP header values (tokens), listing what was blanked
+    #[arg(long)]
+    pub redact_secrets: bool,
+
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompressionArg {
+    /// Deflate: readable by every unzip
+    Deflate,
+    /// No compression
+    Stored,
+}
+
+fn created(args: &PackArgs) -> anyhow::Result<Option<String>> {
+    if let Some(c) = &args.created {
+        if !human::is_rfc3339(c) {
+            bail!("--created {c:?} is not an RFC 3339 time such as 2026-11-30T12:00:00Z");
+        }
+        return Ok(Some(c.clone()));
+    }
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if !v.is_empty() => {
+            let secs: i64 = v
+                .trim()
+                .parse()
+                .with_context(|| format!("SOURCE_DATE_EPOCH {v:?} is not a number of seconds"))?;
+            Ok(Some(human::rfc3339(secs)))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Where the staging directory goes: next to the output, so spooled bodies stay on the same
+/// filesystem (and out of a memory-backed /tmp).
+fn staging_parent(output: &Path, to_stdout: bool) -> PathBuf {
+    if to_stdout {
+        return std::env::temp_dir();
+    }
+    match output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+pub fn run(args: PackArgs) -> anyhow::Result<Exit> {
+    let to_stdout = args.output.as_os_str() == "-";
+    let created = created(&args)?;
+    let kinds = args.kinds.unwrap_or(KindSet::ALL);
+    let bar = Bar::new(args.common.quiet);
+    let parent = staging_parent(&args.output, to_stdout);
+    if !parent.is_dir() {
+        bail!(
+            "cannot write {}: {} is not a directory",
+            args.output.display(),
+            parent.display()
+        );
+    }
+    if !to_stdout && !args.force && args.output.exists() {
+        bail!(
+            "{} already exists (use --force to replace it)",
+            args.output.display()
+        );
+    }
+    let staging = StagingStore::new_in(&parent)
+        .with_context(|| format!("cannot create a staging directory in {}", parent.display()))?;
+    let diagnostics = Diagnostics::new();
+
+    let (mut state, source) = match (&args.from, &args.from_dir) {
+        (Some(name), _) => {
+            let harness = asp_convert::harness(name).expect("validated by the argument parser");
+            let home = Home::resolve(args.home.clone())?;
+            let state = harness
+                .read(&ReadContext {
+                    home: &home,
+                    kinds,
+                    blobs: &staging,
+                    diagnostics: &diagnostics,
+                    progress: &bar,
+                    options: ReadOptions {
+                        redact_secrets: args.redact_secrets,
+                    },
+                })
+                .with_context(|| {
+                    format!("cannot read the {name} store in {}", home.dir.display())
+                })?;
+            (state, format!("{name} ({})", home.dir.display()))
+        }
+        (None, Some(d)) => {
+            if args.redact_secrets {
+                bail!(
+                    "--redact-secrets works with --from; edit tools.json to redact a state directory"
+                );
+            }
+            let state = dir::read(d, kinds, &staging, &bar)
+                .with_context(|| format!("cannot read the state directory {}", d.display()))?;
+            (state, d.display().to_string())
+        }
+        (None, None) => unreachable!("clap requires --from or --from-dir"),
+    };
+    state.retain_kinds(kinds);
+
+    let opts = WriteOptions {
+        created,
+        generator: Some(format!("asp {}", env!("CARGO_PKG_VERSION"))),
+        compression: match args.compression {
+            CompressionArg::Deflate => Compression::Deflate,
+            CompressionArg::Stored => Compression::Stored,
+        },
+    };
+    let (written, shown) = if to_stdout {
+        let tmp = tempfile::Builder::new()
+            .prefix("asp-pack-")
+            .suffix(".aspstate")
+            .tempfile()
+            .context("cannot create a temporary bundle file")?;
+        let path = tmp.path().to_path_buf();
+        let written = bundle::write_file(&path, &state, &staging, &opts, true, &bar)?;
+        bar.clear();
+        crate::stdio::copy_to_stdout(&path)?;
+        (written, "<stdout>".to_owned())
+    } else {
+        let written = bundle::write_file(&args.output, &state, &staging, &opts, args.force, &bar)
+            .with_context(|| format!("cannot write {}", args.output.display()))?;
+        (written, args.output.display().to_string())
+    };
+    bar.clear();
+
+    for d in diagnostics.items() {
+        bar.println(format!("warning: {d}"));
+    }
+    let incomplete = diagnostics.any_skipped();
+    let summary = summary_line(&state, &shown, written.size, &written.digest.to_string());
+    if args.common.json {
+        let out = serde_json::json!({
+            "bundle": shown,
+            "digest": written.digest,
+            "size": written.size,
+            "source": source,
+            "kinds": state.counts(),
+            "diagnostics": diagnostics.items().iter().map(ToString::to_string).collect::<Vec<_>>(),
+        });
+        if to_stdout {
+            eprintln!("{out}");
+        } else {
+            println!("{out}");
+        }
+    } else if to_stdout {
+        eprintln!("{summary}");
+    } else {
+        println!("{summary}");
+    }
+    Ok(if incomplete {
+        Exit::Incomplete
+    } else {
+        Exit::Ok
+    })
+}
+
+/// `packed 3 sessions, instructions, 2 skills, ... → FILE (12.3 KiB; bundle sha256:…)`.
+pub fn summary_line(state: &State, shown: &str, size: u64, digest: &str) -> String {
+    format!(
+        "packed {} → {shown} ({}; bundle {digest})",
+        describe_counts(state),
+        human::bytes(size)
+    )
+}
+
+/// `3 sessions, instructions, 2 skills, 1 MCP server, 4 notes, 2 settings`, or `nothing`.
+pub fn describe_counts(state: &State) -> String {
+    use asp_format::StateKind as K;
+    let mut parts = Vec::new();
+    for (kind, n) in state.counts() {
+        parts.push(match kind {
+            K::Sessions => human::count(n, "session", "sessions"),
+            K::Instructions => "instructions".to_owned(),
+            K::Skills => human::count(n, "skill", "skills"),
+            K::Tools => human::count(n, "MCP server", "MCP servers"),
+            K::Memory => human::count(n, "note", "notes"),
+            K::Settings => human::count(n, "setting", "settings"),
+        });
+    }
+    if parts.is_empty() {
+        "nothing".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}

@@ -1,0 +1,58 @@
+//! `-` as a file name: bundles from standard input and to standard output.
+//!
+//! A bundle is a zip, read through its central directory at the end, so input from a pipe is
+//! spooled into a temporary file first; output to a pipe is written to a temporary file and
+//! copied out, so the bytes are exactly those of a seekable write.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+/// A bundle path ready to open: the given file, or a spooled copy of standard input.
+#[derive(Debug)]
+pub enum Input {
+    File(PathBuf),
+    Spooled(tempfile::NamedTempFile),
+}
+
+impl Input {
+    pub fn open(arg: &Path) -> anyhow::Result<Input> {
+        if arg.as_os_str() != "-" {
+            return Ok(Input::File(arg.to_path_buf()));
+        }
+        let mut tmp = tempfile::Builder::new()
+            .prefix("asp-stdin-")
+            .suffix(".aspstate")
+            .tempfile()
+            .context("cannot create a temporary file for standard input")?;
+        io::copy(&mut io::stdin().lock(), tmp.as_file_mut())
+            .context("cannot read the bundle from standard input")?;
+        Ok(Input::Spooled(tmp))
+    }
+
+    pub fn path(&self) -> &Path {
+        match self {
+            Input::File(p) => p,
+            Input::Spooled(t) => t.path(),
+        }
+    }
+
+    /// The name to show in messages.
+    pub fn display(&self) -> String {
+        match self {
+            Input::File(p) => p.display().to_string(),
+            Input::Spooled(_) => "<stdin>".to_owned(),
+        }
+    }
+}
+
+/// Copies a finished bundle file to standard output.
+pub fn copy_to_stdout(path: &Path) -> anyhow::Result<()> {
+    let mut f = File::open(path).with_context(|| format!("cannot reopen {}", path.display()))?;
+    let mut out = io::stdout().lock();
+    io::copy(&mut f, &mut out).context("cannot write the bundle to standard output")?;
+    out.flush()
+        .context("cannot write the bundle to standard output")
+}

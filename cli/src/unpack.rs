@@ -1,0 +1,210 @@
+//! `asp-unpack`: a bundle into a harness's store, or into a state directory.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use asp_convert::harness::{WriteContext, WriteOptions};
+use asp_convert::pathmap::PathMap;
+use asp_convert::report::Diagnostics;
+use asp_convert::{Home, dir};
+use asp_format::KindSet;
+use asp_format::answer::ImportAnswer;
+use asp_format::blob::{BlobSource, Overlay, StagingStore};
+use asp_format::bundle::Bundle;
+use clap::Parser;
+
+use crate::args::{Common, parse_harness, parse_kinds};
+use crate::exit::{EXIT_CODES_HELP, Exit};
+use crate::human;
+use crate::progress::Bar;
+use crate::stdio::Input;
+
+const AFTER_HELP: &str = "\
+Examples:
+  asp-unpack claude.aspstate --to claude-code
+      Restore a Claude Code backup into your home. Existing sessions are never overwritten:
+      one with the same content is reported as already there, one with different content
+      is kept beside it as <id>~<harness>.
+  asp-unpack claude.aspstate --to codex --dry-run --json
+      Say what moving Claude Code state into Codex would take and leave behind; write nothing.
+  asp-unpack backup.aspstate --to gemini --map-path /home/me=/Users/me
+      Restore on a machine where your home (and so every project path) is elsewhere.
+  asp-unpack backup.aspstate --to-dir ./state
+      Write the state as plain files to read or edit; pack it again with asp-pack --from-dir.
+
+--json prints the _asp/state/import answer: {\"taken\": [kinds], \"notTaken\": [{\"kind\",
+\"reason\"}], \"sessions\": {\"old id\": \"new id\"}}.";
+
+/// Unpack a .aspstate bundle into an agent's store or a plain directory
+#[derive(Debug, Clone, Parser)]
+#[command(name = "asp-unpack", version, after_help = format!("{AFTER_HELP}\n\n{EXIT_CODES_HELP}"))]
+pub struct UnpackArgs {
+    /// The bundle to read (`-` for standard input)
+    #[arg(value_name = "BUNDLE")]
+    pub bundle: PathBuf,
+
+    /// Write into this harness's store (claude-code, codex, gemini, ...)
+    #[arg(long, value_name = "HARNESS", value_parser = parse_harness,
+          required_unless_present = "to_dir", conflicts_with = "to_dir")]
+    pub to: Option<String>,
+
+    /// Write the state as plain files into this directory (missing or empty unless --force)
+    #[arg(long, value_name = "DIR")]
+    pub to_dir: Option<PathBuf>,
+
+    /// Home directory holding the harness's store [default: your home; CODEX_HOME and the
+    /// like are honoured when this is not given]
+    #[arg(long, value_name = "DIR", requires = "to")]
+    pub home: Option<PathBuf>,
+
+    /// Unpack only these kinds, comma-separated [default: all the bundle gives]
+    #[arg(long, value_name = "KINDS", value_parser = parse_kinds)]
+    pub kinds: Option<KindSet>,
+
+    /// Say what would be taken and what not; write nothing
+    #[arg(long, requires = "to")]
+    pub dry_run: bool,
+
+    /// With --to-dir: write into a directory that is not empty, replacing files of the same
+    /// name
+    #[arg(long, requires = "to_dir")]
+    pub force: bool,
+
+    /// Rewrite paths under OLD to NEW (session working directories and paths inside the
+    /// state); repeatable, longest OLD wins
+    #[arg(long = "map-path", value_name = "OLD=NEW")]
+    pub map_path: Vec<String>,
+
+    #[command(flatten)]
+    pub common: Common,
+}
+
+pub fn run(args: UnpackArgs) -> anyhow::Result<Exit> {
+    let mut path_map = PathMap::default();
+    for rule in &args.map_path {
+        path_map.add(rule)?;
+    }
+    let input = Input::open(&args.bundle)?;
+    let bundle =
+        Bundle::open(input.path()).with_context(|| format!("cannot open {}", input.display()))?;
+    let bar = Bar::new(args.common.quiet);
+    for w in bundle.warnings() {
+        bar.println(format!("warning: {}: {w}", input.display()));
+    }
+    let mut state = bundle.manifest().state.clone();
+    if let Some(kinds) = args.kinds {
+        state.retain_kinds(kinds);
+    }
+
+    // Everything is checked before anything is written: an unusable bundle writes nothing.
+    bundle
+        .check_data(&state, &bar)
+        .with_context(|| format!("{} is damaged", input.display()))?;
+
+    // Rewritten bodies go into a staging store read before the bundle.
+    let staging_parent = match (&args.to_dir, &args.to) {
+        (Some(d), _) => d
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty() && p.is_dir())
+            .map(PathBuf::from)
+            .unwrap_or_else(std::env::temp_dir),
+        _ => std::env::temp_dir(),
+    };
+    let staging = StagingStore::new_in(&staging_parent)?;
+    let state = path_map
+        .apply(&state, &bundle, &staging)
+        .context("cannot apply --map-path")?;
+    let blobs = Overlay::new(vec![&staging as &dyn BlobSource, &bundle]);
+
+    let diagnostics = Diagnostics::new();
+    let (answer, target) = match (&args.to, &args.to_dir) {
+        (Some(name), _) => {
+            let harness = asp_convert::harness(name).expect("validated by the argument parser");
+            let home = Home::resolve(args.home.clone())?;
+            let options = WriteOptions {
+                dry_run: args.dry_run,
+                path_map,
+            };
+            let answer = harness
+                .write(&WriteContext {
+                    home: &home,
+                    state: &state,
+                    blobs: &blobs,
+                    diagnostics: &diagnostics,
+                    progress: &bar,
+                    options: &options,
+                })
+                .with_context(|| {
+                    format!(
+                        "cannot write into the {name} store in {}",
+                        home.dir.display()
+                    )
+                })?;
+            (answer, format!("{name} ({})", home.dir.display()))
+        }
+        (None, Some(d)) => {
+            let written = dir::write(d, &state, &blobs, args.force, &bar)
+                .with_context(|| format!("cannot write {}", d.display()))?;
+            let mut answer = ImportAnswer {
+                taken: state.kinds(),
+                ..ImportAnswer::default()
+            };
+            for s in state.sessions.iter().flatten() {
+                answer.sessions.insert(s.id.to_string(), s.id.to_string());
+            }
+            (
+                answer,
+                format!(
+                    "{} ({} files, {})",
+                    d.display(),
+                    written.files,
+                    human::bytes(written.bytes)
+                ),
+            )
+        }
+        (None, None) => bail!("say where to unpack: --to HARNESS or --to-dir DIR"),
+    };
+    bar.clear();
+
+    for d in diagnostics.items() {
+        bar.println(format!("warning: {d}"));
+    }
+    for n in &answer.not_taken {
+        bar.println(format!("not taken: {}: {}", n.kind, n.reason));
+    }
+    if args.common.json {
+        println!("{}", serde_json::to_string(&answer)?);
+    } else {
+        let verb = if args.dry_run {
+            "would unpack"
+        } else {
+            "unpacked"
+        };
+        let renamed: Vec<String> = answer
+            .sessions
+            .iter()
+            .filter(|(old, new)| old != new)
+            .map(|(old, new)| format!("{old} → {new}"))
+            .collect();
+        let taken = if answer.taken.is_empty() {
+            "nothing".to_owned()
+        } else {
+            answer.taken.to_string().replace(',', ", ")
+        };
+        let mut line = format!("{verb} {taken} from {} into {target}", input.display());
+        if !answer.not_taken.is_empty() {
+            line.push_str(&format!("; {} not taken", answer.not_taken.len()));
+        }
+        println!("{line}");
+        for r in renamed {
+            println!("  session {r}");
+        }
+    }
+    Ok(
+        if answer.not_taken.is_empty() && !diagnostics.any_skipped() {
+            Exit::Ok
+        } else {
+            Exit::Incomplete
+        },
+    )
+}

@@ -1,0 +1,368 @@
+//! Bundles come from other machines. Every broken or hostile one gets a clear error naming the
+//! entry, exit code 4, and nothing written at all.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::fs;
+
+use asp_format::blob::MemoryStore;
+use asp_format::bundle::{self, Limits, ReadError, WriteOptions};
+use asp_format::export::ExportResponse;
+use predicates::prelude::*;
+use support::*;
+use zip::CompressionMethod;
+
+/// The sample bundle's entries.
+fn sample_entries() -> Vec<(String, Vec<u8>)> {
+    entries(&fs::read(samples().join("state.aspstate")).unwrap())
+}
+
+/// Asserts that unpacking `bytes` fails with exit 4, that stderr mentions every `needle`, and
+/// that nothing was written; `asp verify` must fail the same way.
+fn refused(bytes: &[u8], needles: &[&str]) {
+    let dir = tmp();
+    let bundle = dir.path().join("bad.aspstate");
+    fs::write(&bundle, bytes).unwrap();
+    let out = dir.path().join("out");
+    let mut cmd = asp_unpack();
+    cmd.arg(&bundle).arg("--to-dir").arg(&out);
+    let mut assert = cmd.assert().code(4);
+    for n in needles {
+        assert = assert.stderr(predicate::str::contains(*n));
+    }
+    assert!(
+        nothing_in(&out),
+        "something was written into {}",
+        out.display()
+    );
+    let mut v = asp();
+    v.arg("verify").arg(&bundle);
+    v.assert().code(4);
+}
+
+fn blob_names(entries: &[(String, Vec<u8>)]) -> Vec<String> {
+    entries
+        .iter()
+        .map(|e| e.0.clone())
+        .filter(|n| n.starts_with("blobs/"))
+        .collect()
+}
+
+#[test]
+fn a_blob_whose_bytes_do_not_match_its_digest() {
+    let mut e = sample_entries();
+    let victim = e.iter().position(|(n, _)| n.starts_with("blobs/")).unwrap();
+    let name = e[victim].0.clone();
+    let last = e[victim].1.len() - 2;
+    e[victim].1[last] ^= 0x20;
+    refused(
+        &zip_with(&e, CompressionMethod::Deflated),
+        &[&name, "does not match its digest"],
+    );
+}
+
+#[test]
+fn a_truncated_file() {
+    let mut bytes = fs::read(samples().join("state.aspstate")).unwrap();
+    bytes.truncate(bytes.len() - 100);
+    refused(&bytes, &["truncated or damaged"]);
+}
+
+#[test]
+fn entry_names_that_are_paths() {
+    for hostile in [
+        "../evil.txt",
+        "/etc/passwd",
+        "C:\\win.txt",
+        "blobs/sha256/../../x",
+        "a/../../b",
+    ] {
+        let mut e = sample_entries();
+        e.push((hostile.to_owned(), b"owned".to_vec()));
+        refused(&zip_of(&e), &[hostile, "not allowed"]);
+    }
+}
+
+#[test]
+fn duplicate_names() {
+    let mut e = sample_entries();
+    let blobs = blob_names(&e);
+    let (a, b) = (blobs[0].clone(), blobs[1].clone());
+    // Make a second entry whose name differs from `a` only in its last character, then patch
+    // it into `a` in both the local header and the central directory.
+    let mut twin = a.clone();
+    let last = twin.pop().unwrap();
+    twin.push(if last == '0' { '1' } else { '0' });
+    e.push((twin.clone(), b"other".to_vec()));
+    let mut bytes = zip_of(&e);
+    assert_eq!(patch(&mut bytes, twin.as_bytes(), a.as_bytes()), 2);
+    let _ = b;
+    refused(&bytes, &[&a, "more than once"]);
+}
+
+#[test]
+fn symlink_entries() {
+    use std::io::{Cursor, Write};
+    use zip::write::SimpleFileOptions;
+    let e = sample_entries();
+    let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    for (name, bytes) in &e {
+        w.start_file(name.as_str(), SimpleFileOptions::default())
+            .unwrap();
+        w.write_all(bytes).unwrap();
+    }
+    let name = format!("blobs/sha256/{}", sha256_hex(b"/etc/passwd"));
+    w.add_symlink(name.as_str(), "/etc/passwd", SimpleFileOptions::default())
+        .unwrap();
+    let bytes = w.finish().unwrap().into_inner();
+    refused(&bytes, &[&name, "symlink"]);
+}
+
+#[test]
+fn a_decompression_bomb_is_refused_before_reading() {
+    let zeros = vec![0u8; 64 << 20];
+    let mut e = sample_entries();
+    e.push((format!("blobs/sha256/{}", sha256_hex(&zeros)), zeros));
+    let bytes = zip_with(&e, CompressionMethod::Deflated);
+    assert!(bytes.len() < 1 << 20, "the bomb should be small on disk");
+    refused(&bytes, &["zip bomb"]);
+}
+
+#[test]
+fn a_lie_about_the_declared_size_is_caught() {
+    // The zip directory and the manifest both say N bytes; the deflate stream expands to more.
+    let mut e = sample_entries();
+    let i = e.iter().position(|(n, _)| n.starts_with("blobs/")).unwrap();
+    let name = e[i].0.clone();
+    let honest = e[i].1.len() as u32;
+    e[i].1.extend_from_slice(b" and then some");
+    let mut bytes = zip_with(&e, CompressionMethod::Deflated);
+    let mut hits = 0;
+    for at in find_all(&bytes, name.as_bytes()) {
+        // Uncompressed size: local header +22, central header +24.
+        for (back, size_off, sig) in [(30usize, 22usize, b"PK\x03\x04"), (46, 24, b"PK\x01\x02")] {
+            if at >= back && &bytes[at - back..at - back + 4] == sig {
+                let o = at - back + size_off;
+                bytes[o..o + 4].copy_from_slice(&honest.to_le_bytes());
+                hits += 1;
+            }
+        }
+    }
+    assert_eq!(hits, 2);
+    refused(&bytes, &[&name, "longer than its declared"]);
+}
+
+#[test]
+fn an_invalid_manifest() {
+    let mut e = sample_entries();
+    let m = e.iter().position(|(n, _)| n == "manifest.json").unwrap();
+    e[m].1 = b"{\"schemaVersion\": 1, \"mediaType\": \"application/vnd.asp.state.manifest.v1+json\", \"state\": {\"sessions\": [{\"id\": 1}]}}".to_vec();
+    refused(&zip_of(&e), &["manifest.json", "invalid type"]);
+    e[m].1 = b"{not json".to_vec();
+    refused(&zip_of(&e), &["manifest.json", "not a JSON object"]);
+}
+
+#[test]
+fn a_manifest_path_that_escapes() {
+    let mut e = sample_entries();
+    let m = e.iter().position(|(n, _)| n == "manifest.json").unwrap();
+    let text = String::from_utf8(e[m].1.clone()).unwrap();
+    let evil = text.replacen("\"path\": \"SKILL.md\"", "\"path\": \"../../.bashrc\"", 1);
+    assert_ne!(text, evil);
+    e[m].1 = evil.into_bytes();
+    refused(&zip_of(&e), &["manifest.json", "../../.bashrc"]);
+}
+
+#[test]
+fn an_oversized_manifest() {
+    let dir = tmp();
+    let path = dir.path().join("s.aspstate");
+    fs::copy(samples().join("state.aspstate"), &path).unwrap();
+    let limits = Limits {
+        max_manifest_bytes: 100,
+        ..Limits::default()
+    };
+    let err = asp_format::bundle::Bundle::open_with(&path, &limits).unwrap_err();
+    assert!(err.is_integrity());
+    let msg = err.to_string();
+    assert!(
+        msg.contains("manifest.json") && msg.contains("over the limit of 100"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn too_many_entries() {
+    let dir = tmp();
+    let path = dir.path().join("s.aspstate");
+    fs::copy(samples().join("state.aspstate"), &path).unwrap();
+    let limits = Limits {
+        max_entries: 3,
+        ..Limits::default()
+    };
+    let err = asp_format::bundle::Bundle::open_with(&path, &limits).unwrap_err();
+    assert!(err.to_string().contains("more than 3 entries"), "{err}");
+}
+
+#[test]
+fn an_unknown_major_version() {
+    let mut e = sample_entries();
+    e[0].1 =
+        br#"{"layoutVersion":"2.0.0","mediaType":"application/vnd.asp.state.v1+zip"}"#.to_vec();
+    refused(&zip_of(&e), &["aspstate-layout", "major version 2"]);
+}
+
+#[test]
+fn the_marker_must_come_first() {
+    let mut e = sample_entries();
+    e.swap(0, 1);
+    refused(
+        &zip_of(&e),
+        &["manifest.json", "first entry must be `aspstate-layout`"],
+    );
+}
+
+#[test]
+fn encrypted_entries() {
+    let e = sample_entries();
+    let mut bytes = zip_of(&e);
+    // Set bit 0 of the general purpose flags of the first blob, in both headers.
+    let name = blob_names(&e)[0].clone();
+    let mut hits = 0;
+    for sig_off in find_all(&bytes, name.as_bytes()) {
+        // Local header: name at +30; central header: name at +46.
+        for (back, flag_off) in [(30usize, 6usize), (46, 8)] {
+            if sig_off >= back {
+                let start = sig_off - back;
+                let sig = &bytes[start..start + 4];
+                if (back == 30 && sig == b"PK\x03\x04") || (back == 46 && sig == b"PK\x01\x02") {
+                    bytes[start + flag_off] |= 1;
+                    hits += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(hits, 2);
+    refused(&bytes, &[&name, "encrypted"]);
+}
+
+fn find_all(hay: &[u8], needle: &[u8]) -> Vec<usize> {
+    (0..=hay.len() - needle.len())
+        .filter(|&i| &hay[i..i + needle.len()] == needle)
+        .collect()
+}
+
+#[test]
+fn not_a_zip() {
+    refused(b"# just some markdown\n", &["not a zip archive"]);
+}
+
+#[test]
+fn an_empty_file() {
+    refused(b"", &["empty"]);
+}
+
+#[test]
+fn a_session_line_that_is_not_json() {
+    let store = MemoryStore::new();
+    let state = serde_json::from_value::<ExportResponse>(serde_json::json!({"state": {"sessions": [
+        {"id": "s1", "title": "t", "updates": [
+            {"sessionId": "s1", "update": {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}}}
+        ]}
+    ]}}))
+    .unwrap()
+    .state
+    .into_state(&store)
+    .unwrap();
+    // Swap the session's stream for one whose second line is not JSON; its digest is honest.
+    let mut state = state;
+    let bad = b"{\"sessionId\":\"s1\",\"update\":{\"sessionUpdate\":\"plan\",\"entries\":[]}}\n{\"sessionId\": oops\n";
+    let d = asp_format::blob::BlobSink::put(&store, bad).unwrap();
+    state.sessions.as_mut().unwrap()[0].updates = d;
+    let (cursor, _) = bundle::write_to(
+        std::io::Cursor::new(Vec::new()),
+        &state,
+        &store,
+        &WriteOptions::default(),
+        &asp_format::progress::Quiet,
+    )
+    .unwrap();
+    refused(
+        &cursor.into_inner(),
+        &[&d.digest.hex(), "session \"s1\", update 2", "not JSON"],
+    );
+}
+
+#[test]
+fn a_damaged_deflate_stream() {
+    let e = sample_entries();
+    let mut bytes = zip_with(&e, CompressionMethod::Deflated);
+    // Damage the middle of the largest blob's compressed data.
+    let big = e
+        .iter()
+        .filter(|(n, _)| n.starts_with("blobs/"))
+        .max_by_key(|(_, b)| b.len())
+        .unwrap()
+        .0
+        .clone();
+    let at = find_all(&bytes, big.as_bytes())[0] + big.len() + 20;
+    bytes[at] ^= 0xff;
+    bytes[at + 1] ^= 0xff;
+    refused(&bytes, &[&big]);
+}
+
+#[test]
+fn problems_are_all_named_not_just_the_first() {
+    let mut e = sample_entries();
+    e.push(("../one".to_owned(), b"x".to_vec()));
+    e.push(("/two".to_owned(), b"y".to_vec()));
+    let dir = tmp();
+    let p = dir.path().join("b.aspstate");
+    fs::write(&p, zip_of(&e)).unwrap();
+    let err = asp_format::bundle::Bundle::open(&p).unwrap_err();
+    let ReadError::Invalid { problems, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(problems.len(), 2, "{err}");
+    asp()
+        .arg("verify")
+        .arg(&p)
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains("../one").and(predicate::str::contains("/two")));
+}
+
+#[test]
+fn one_damaged_session_does_not_stop_another_from_being_read() {
+    use asp_format::blob::BlobSource;
+    use std::io::Read;
+    // Random access: a session's blob is found through the central directory and read alone,
+    // so damage elsewhere in the bundle does not touch it.
+    let mut e = sample_entries();
+    let manifest: serde_json::Value = serde_json::from_slice(&e[1].1).unwrap();
+    let sessions = manifest["state"]["sessions"].as_array().unwrap();
+    let hex =
+        |i: usize| sessions[i]["updates"]["digest"].as_str().unwrap()["sha256:".len()..].to_owned();
+    let (good, bad) = (hex(0), hex(1));
+    let i = e.iter().position(|(n, _)| n.ends_with(&bad)).unwrap();
+    e[i].1[10] ^= 1;
+    let dir = tmp();
+    let p = dir.path().join("b.aspstate");
+    fs::write(&p, zip_with(&e, CompressionMethod::Deflated)).unwrap();
+    let b = asp_format::bundle::Bundle::open(&p).unwrap();
+    let s = b.manifest().state.sessions.clone().unwrap();
+    let mut out = Vec::new();
+    b.open(&s[0].updates)
+        .unwrap()
+        .read_to_end(&mut out)
+        .unwrap();
+    assert_eq!(s[0].updates.digest.hex(), good);
+    assert_eq!(out.len() as u64, s[0].updates.size);
+    assert!(
+        b.open(&s[1].updates)
+            .unwrap()
+            .read_to_end(&mut Vec::new())
+            .is_err()
+    );
+}
