@@ -131,8 +131,9 @@ fn new_session(
     })
 }
 
-/// `session/load` and `session/resume`: remembered like a new session; a load in flight also
-/// counts as activity, so no export replays the session at the same time.
+/// `session/load` and `session/resume`: remembered like a new session once the agent has
+/// opened it; a load in flight also counts as activity, so no export replays the session at
+/// the same time.
 fn open_session(
     hub: &Arc<HubShared>,
     msg: UntypedMessage,
@@ -149,20 +150,18 @@ fn open_session(
         .and_then(Value::as_str)
         .map(str::to_owned);
     let loading = msg.method() == "session/load";
-    {
-        let mut inner = hub.lock();
-        inner.known.insert(sid.clone(), KnownSession { cwd });
-        if loading {
-            *inner.client_loads.entry(sid.clone()).or_default() += 1;
-        }
+    if loading {
+        *hub.lock().client_loads.entry(sid.clone()).or_default() += 1;
     }
     forward_then(hub, msg, responder, move |hub, result| {
-        if loading {
-            let mut inner = hub.lock();
-            if let Some(n) = inner.client_loads.get_mut(&sid) {
-                *n = n.saturating_sub(1);
-            }
+        let mut inner = hub.lock();
+        if loading && let Some(n) = inner.client_loads.get_mut(&sid) {
+            *n = n.saturating_sub(1);
         }
+        if result.is_ok() {
+            inner.known.insert(sid, KnownSession { cwd });
+        }
+        drop(inner);
         result
     })
 }

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod dir_harness;
+
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

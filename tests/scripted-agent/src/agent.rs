@@ -306,6 +306,12 @@ fn request(
             let Some(history) = history else {
                 return responder.respond_with_error(session_not_found(&sid));
             };
+            if options.fail_loads.contains(&sid) {
+                return responder.respond_with_error(
+                    Error::new(-32603, "Internal error")
+                        .data(json!({"details": "the session file is damaged"})),
+                );
+            }
             let late = options.late_replay;
             cx.spawn({
                 let cx = cx.clone();

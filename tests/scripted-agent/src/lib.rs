@@ -91,6 +91,8 @@ pub struct Options {
     pub late_replay: bool,
     /// Sessions per `session/list` page.
     pub list_page_size: usize,
+    /// Sessions whose `session/load` fails (listed, but not replayable).
+    pub fail_loads: Vec<String>,
     pub sessions: Vec<SeedSession>,
 }
 
@@ -105,6 +107,7 @@ impl Default for Options {
             steering_outcome: None,
             late_replay: false,
             list_page_size: 50,
+            fail_loads: Vec::new(),
             sessions: Vec::new(),
         }
     }
@@ -113,7 +116,7 @@ impl Default for Options {
 impl Options {
     /// Parses the binary's arguments:
     /// `[--name N] [--no-load] [--no-list] [--no-close] [--steering none|session-steering|prompt-queueing]
-    /// [--steering-outcome O] [--late-replay] [--list-page-size N] [--sessions FILE.json]`.
+    /// [--steering-outcome O] [--late-replay] [--list-page-size N] [--fail-load ID]... [--sessions FILE.json]`.
     pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
         let mut o = Options::default();
         let mut args = args.into_iter();
@@ -139,6 +142,7 @@ impl Options {
                         .parse()
                         .map_err(|e| format!("--list-page-size: {e}"))?
                 }
+                "--fail-load" => o.fail_loads.push(value("--fail-load")?),
                 "--sessions" => {
                     let path = value("--sessions")?;
                     let text =
