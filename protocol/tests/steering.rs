@@ -556,32 +556,18 @@ async fn closing_the_connection_ends_waiting_prompts_cleanly() {
     let (agent, log) = agent_with_handle(Options::default());
     let (client_end, hub_end) = agent_client_protocol::Channel::duplex();
     let hub = tokio::spawn(asp_protocol::serve(options(), hub_end, agent));
-    let seen = support::Seen::default();
-    let recorder = seen.clone();
-    agent_client_protocol::Client
-        .v1()
-        .on_receive_notification(
-            async move |n: agent_client_protocol::UntypedMessage, _cx| {
-                let (method, params) = n.into_parts();
-                recorder.record(json!({"method": method, "params": params}));
-                Ok(())
-            },
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .connect_with(client_end, async |cx| {
-            let c = TestClient { cx, seen };
-            c.initialize().await;
-            let sid = c.new_session().await;
-            let _a = c.prompt(&sid, "hold A", None);
-            started(&c, &sid, "A").await;
-            let _b = c.prompt(&sid, "hold B", Some("queue"));
-            let _q = c.prompt(&sid, "hold C", Some("queue"));
-            c.sync().await;
-            // Leave with a turn running and two prompts waiting.
-            Ok(())
-        })
-        .await
-        .unwrap();
+    support::drive(client_end, async |c| {
+        c.initialize().await;
+        let sid = c.new_session().await;
+        let _a = c.prompt(&sid, "hold A", None);
+        started(&c, &sid, "A").await;
+        let _b = c.prompt(&sid, "hold B", Some("queue"));
+        let _q = c.prompt(&sid, "hold C", Some("queue"));
+        c.sync().await;
+        // Leave with a turn running and two prompts waiting.
+        Ok(())
+    })
+    .await;
     let ended = guarded("the hub to end after its client left", hub)
         .await
         .unwrap();
@@ -598,37 +584,23 @@ async fn when_the_agent_goes_away_every_waiting_prompt_is_answered() {
     let (agent, _log) = agent_with_handle(Options::default());
     let (client_end, hub_end) = agent_client_protocol::Channel::duplex();
     let hub = tokio::spawn(asp_protocol::serve(options(), hub_end, agent));
-    let seen = support::Seen::default();
-    let recorder = seen.clone();
-    agent_client_protocol::Client
-        .v1()
-        .on_receive_notification(
-            async move |n: agent_client_protocol::UntypedMessage, _cx| {
-                let (method, params) = n.into_parts();
-                recorder.record(json!({"method": method, "params": params}));
-                Ok(())
-            },
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .connect_with(client_end, async |cx| {
-            let c = TestClient { cx, seen };
-            c.initialize().await;
-            let sid = c.new_session().await;
-            let a = c.prompt(&sid, "hold A", None);
-            started(&c, &sid, "A").await;
-            let b = c.prompt(&sid, "hold B", Some("queue"));
-            c.sync().await;
-            c.notify("_scripted/exit", json!({}));
-            assert!(a.await.is_err(), "the running prompt fails");
-            let e = b.await.unwrap_err();
-            assert!(
-                e.message.contains("the agent behind the hub has exited"),
-                "{e:?}"
-            );
-            Ok(())
-        })
-        .await
-        .unwrap();
+    support::drive(client_end, async |c| {
+        c.initialize().await;
+        let sid = c.new_session().await;
+        let a = c.prompt(&sid, "hold A", None);
+        started(&c, &sid, "A").await;
+        let b = c.prompt(&sid, "hold B", Some("queue"));
+        c.sync().await;
+        c.notify("_scripted/exit", json!({}));
+        assert!(a.await.is_err(), "the running prompt fails");
+        let e = b.await.unwrap_err();
+        assert!(
+            e.message.contains("the agent behind the hub has exited"),
+            "{e:?}"
+        );
+        Ok(())
+    })
+    .await;
     let ended = guarded("the hub to end after its agent left", hub)
         .await
         .unwrap();

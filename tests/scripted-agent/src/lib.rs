@@ -38,6 +38,7 @@
 //!   extension).
 
 mod agent;
+pub mod client;
 mod turn;
 
 pub use agent::{AgentHandle, agent, agent_with_handle, run_stdio};
