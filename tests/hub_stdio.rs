@@ -178,7 +178,6 @@ fn the_hub_exits_cleanly_when_its_client_closes_stdin_with_prompts_waiting() {
     );
     send(json!({"jsonrpc": "2.0", "id": 5, "method": "_scripted/echo", "params": {}}));
     wait_for(&|v| v["id"] == 5);
-    drop(send);
     drop(stdin);
 
     let deadline = Instant::now() + Duration::from_secs(120);

@@ -129,10 +129,16 @@ pub enum HubError {
     Spawn {
         command: String,
         #[source]
-        source: agent_client_protocol::Error,
+        source: Box<agent_client_protocol::Error>,
     },
     #[error("ACP connection failed: {0}")]
-    Acp(#[from] agent_client_protocol::Error),
+    Acp(Box<agent_client_protocol::Error>),
+}
+
+impl From<agent_client_protocol::Error> for HubError {
+    fn from(e: agent_client_protocol::Error) -> Self {
+        HubError::Acp(Box::new(e))
+    }
 }
 
 /// Runs the hub on this process's stdio, in front of the agent `config.agent` started as a
@@ -145,7 +151,7 @@ pub async fn run_hub(config: HubConfig) -> Result<(), HubError> {
     let agent = AcpAgent::from_args(config.agent.iter())
         .map_err(|source| HubError::Spawn {
             command: config.agent.join(" "),
-            source,
+            source: Box::new(source),
         })?
         .with_debug(move |line, direction| match direction {
             // The agent's own stderr stays visible, marked as the agent's.
@@ -283,7 +289,7 @@ impl<A: ConnectTo<Client> + 'static> ConnectTo<Client> for Hub<A> {
         serve(self.options, client, self.agent)
             .await
             .map_err(|e| match e {
-                HubError::Acp(e) => e,
+                HubError::Acp(e) => *e,
                 other => agent_client_protocol::Error::internal_error().data(other.to_string()),
             })
     }

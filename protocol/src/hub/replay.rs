@@ -278,7 +278,7 @@ mod tests {
             )
         };
         assert_eq!(
-            title_from_updates(&[said.clone()]).as_deref(),
+            title_from_updates(std::slice::from_ref(&said)).as_deref(),
             Some("Fix the deploy script")
         );
         assert_eq!(

@@ -2,7 +2,7 @@
 //! maps the mode onto what the agent behind offers, and offers `steer` only when there is
 //! something to map it onto.
 //!
-//! - [`SteerMechanism::SessionSteering`]: the `_session/steering` request of codex-acp and
+//! - The `_session/steering` request ([`SteerMechanism::SessionSteering`]) of codex-acp and
 //!   claude-agent-acp, advertised as `_meta.steering.supported: true` at the root of the
 //!   initialize answer. The hub sends the prompt's content as `_session/steering` with
 //!   `_meta.steering.idleBehavior: "promptRequired"`. `injected`: the agent put it into the
@@ -11,7 +11,7 @@
 //!   the prompt is sent on as an ordinary prompt, first in line. `failed`, an error, or an
 //!   outcome the hub does not know: the prompt is refused (-31003), never silently run some
 //!   other way.
-//! - [`SteerMechanism::PromptQueueing`]: claude-agent-acp's
+//! - Prompt queueing ([`SteerMechanism::PromptQueueing`]), claude-agent-acp's
 //!   `agentCapabilities._meta.claudeCode.promptQueueing`. The agent itself feeds a second
 //!   prompt into the running turn; the hub sends it on at once and, because such an agent
 //!   ends the earlier request `end_turn` as soon as it takes the new message up, holds that

@@ -414,10 +414,10 @@ fn prompt(
     if options.steering == Steering::PromptQueueing
         && let Some(turn) = shared.latest_turn(&sid)
     {
-        return match turn.tx.send(TurnEvent::Join(text, responder)) {
+        return match turn.tx.send(TurnEvent::Join(text, Box::new(responder))) {
             Ok(()) => Ok(()),
             Err(mpsc::error::SendError(TurnEvent::Join(text, responder))) => {
-                start(shared, cx, sid, text, responder)
+                start(shared, cx, sid, text, *responder)
             }
             Err(_) => unreachable!("the event sent was a join"),
         };

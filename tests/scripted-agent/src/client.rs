@@ -53,6 +53,10 @@ impl Seen {
         self.messages.lock().unwrap().len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Waits until `pred` holds over everything received.
     pub async fn wait_for(&self, what: &str, pred: impl Fn(&[Value]) -> bool) {
         let mut rx = self.count.subscribe();

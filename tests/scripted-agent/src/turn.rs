@@ -19,7 +19,7 @@ pub(crate) enum TurnEvent {
     Inject(String),
     /// A second prompt taken into the running turn (prompt queueing): the turn answers the
     /// request it was serving with `end_turn` and goes on serving the new one.
-    Join(String, v1::Responder<Value>),
+    Join(String, Box<v1::Responder<Value>>),
 }
 
 /// A running turn as the agent's state sees it.
@@ -140,7 +140,7 @@ impl Turn {
                             &self.session,
                             &format!("{key} joined: {text}"),
                         )?;
-                        let earlier = std::mem::replace(&mut owner, next);
+                        let earlier = std::mem::replace(&mut owner, *next);
                         earlier.respond_with_result(stop("end_turn"))?;
                     }
                 }
