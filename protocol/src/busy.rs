@@ -134,17 +134,16 @@ mod tests {
     }
 
     #[test]
-    fn setting_the_mode_writes_the_seed_prompt() {
+    fn setting_the_mode_writes_the_seed_prompt_byte_for_byte() {
         let prompt = PromptRequest::new(
             "telegram:42",
             vec![ContentBlock::from("Skip the tests.".to_owned())],
         );
         let prompt = with_busy(prompt, BusyMode::Interrupt);
-        let compact: Value = serde_json::from_str(SEED_PROMPT).unwrap();
-        assert_eq!(
-            serde_json::to_string(&prompt).unwrap(),
-            serde_json::to_string(&compact).unwrap()
-        );
+        assert_eq!(crate::seed_json::to_string(&prompt), SEED_PROMPT);
+        let mut raw = json!({"sessionId": "telegram:42", "prompt": [{"type": "text", "text": "Skip the tests."}]});
+        set_busy_in_params(&mut raw, BusyMode::Interrupt);
+        assert_eq!(crate::seed_json::to_string(&raw), SEED_PROMPT);
     }
 
     #[test]

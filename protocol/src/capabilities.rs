@@ -186,11 +186,7 @@ mod tests {
     fn advertising_writes_the_seed_initialize_answer_byte_for_byte() {
         let mut answer = json!({"protocolVersion": 1});
         seed_capabilities().advertise_in_json(&mut answer);
-        let compact: Value = serde_json::from_str(SEED_INITIALIZE).unwrap();
-        assert_eq!(
-            serde_json::to_string(&answer).unwrap(),
-            serde_json::to_string(&compact).unwrap()
-        );
+        assert_eq!(crate::seed_json::to_string(&answer), SEED_INITIALIZE);
         assert_eq!(
             serde_json::to_string(&seed_capabilities()).unwrap(),
             r#"{"steering":{"busy":["queue","interrupt"]},"agentState":{"export":["sessions","instructions"],"import":["sessions"]}}"#

@@ -21,6 +21,9 @@ pub mod hub;
 pub mod meta;
 pub mod methods;
 
+#[cfg(test)]
+mod seed_json;
+
 pub use asp_format::{KindSet, StateKind};
 pub use busy::BusyMode;
 pub use capabilities::{AgentStateCapability, AspCapabilities, SteeringCapability};
