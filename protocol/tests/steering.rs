@@ -297,6 +297,30 @@ async fn a_cancel_request_for_a_waiting_prompt_takes_it_out_of_the_queue() {
     .await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_request_for_a_running_prompt_reaches_the_agent() {
+    let (agent, log) = agent_with_handle(Options::default());
+    with_hub(options(), agent, async |c| {
+        c.initialize().await;
+        let sid = c.new_session().await;
+        let sent =
+            c.cx.send_request(agent_client_protocol::UntypedMessage::new(
+                "session/prompt",
+                json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hold A"}]}),
+            )?);
+        let handle = sent.cancellation_handle();
+        let a = sent.block_task();
+        started(&c, &sid, "A").await;
+        handle.cancel()?;
+        // Carried to the agent with the hub's own request id; the agent ends the turn.
+        assert_eq!(stop(&guarded("the cancelled turn", a).await?), "cancelled");
+        assert_eq!(c.lines(&sid).last().unwrap(), "A cancelled");
+        assert_eq!(log.prompts(), ["hold A"]);
+        Ok(())
+    })
+    .await;
+}
+
 fn steering(mode: Steering) -> Options {
     Options {
         steering: mode,
@@ -604,5 +628,11 @@ async fn when_the_agent_goes_away_every_waiting_prompt_is_answered() {
     let ended = guarded("the hub to end after its agent left", hub)
         .await
         .unwrap();
-    assert!(ended.is_ok(), "{ended:?}");
+    assert!(
+        matches!(
+            ended,
+            Err(asp_protocol::HubError::AgentExited { detail: Some(_) })
+        ),
+        "the hub says the agent exited, and why: {ended:?}"
+    );
 }

@@ -125,12 +125,14 @@ pub enum HubError {
     UnknownHarness { name: String, known: Vec<String> },
     #[error(transparent)]
     Home(ConvertError),
-    #[error("cannot start the agent {command:?}: {source}")]
+    #[error("cannot start the agent {command:?}")]
     Spawn {
         command: String,
         #[source]
         source: Box<agent_client_protocol::Error>,
     },
+    #[error("the agent exited{}", detail.as_ref().map(|d| format!(": {d}")).unwrap_or_default())]
+    AgentExited { detail: Option<String> },
     #[error("ACP connection failed: {0}")]
     Acp(Box<agent_client_protocol::Error>),
 }
@@ -147,10 +149,24 @@ pub async fn run_hub(config: HubConfig) -> Result<(), HubError> {
     if config.agent.is_empty() {
         return Err(HubError::NoAgentCommand);
     }
+    let command = config.agent.join(" ");
+    let program = config
+        .agent
+        .iter()
+        .find(|w| !is_env_assignment(w))
+        .ok_or(HubError::NoAgentCommand)?;
+    if find_program(program).is_none() {
+        return Err(HubError::Spawn {
+            command,
+            source: Box::new(agent_client_protocol::Error::internal_error().data(format!(
+                "{program}: no such program (not a file, not on PATH)"
+            ))),
+        });
+    }
     let verbose = config.options.verbose;
     let agent = AcpAgent::from_args(config.agent.iter())
         .map_err(|source| HubError::Spawn {
-            command: config.agent.join(" "),
+            command,
             source: Box::new(source),
         })?
         .with_debug(move |line, direction| match direction {
@@ -160,6 +176,25 @@ pub async fn run_hub(config: HubConfig) -> Result<(), HubError> {
             _ => {}
         });
     serve(config.options, Stdio::new(), agent).await
+}
+
+/// `NAME=VALUE`, which `AcpAgent` takes as the agent's environment.
+fn is_env_assignment(word: &str) -> bool {
+    word.split_once('=')
+        .is_some_and(|(name, _)| !name.is_empty() && !name.contains('/'))
+}
+
+/// Where `program` is: itself when it names a file, else the first match on `PATH`. Checked
+/// before serving, so a mistyped agent is an error before any protocol traffic, not an agent
+/// that "exited" under a client that already sent `initialize`.
+fn find_program(program: &str) -> Option<PathBuf> {
+    let path = std::path::Path::new(program);
+    if program.contains(std::path::MAIN_SEPARATOR) || program.contains('/') {
+        return path.is_file().then(|| path.to_path_buf());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
 }
 
 /// Runs the hub between any two transports: `client` is the side the hub serves as an agent,
@@ -177,11 +212,13 @@ pub async fn serve(
         },
         agent_client_protocol::on_receive_dispatch!(),
     );
+    let failure = Arc::new(std::sync::Mutex::new(None));
     let agent = EndsCleanly {
         agent,
         log: hub.log,
+        failure: failure.clone(),
     };
-    to_agent
+    let ended = to_agent
         .connect_with(agent, async move |down: v1::ConnectionTo<Agent>| {
             hub.set_agent(down.clone());
             let to_client = Agent
@@ -239,12 +276,19 @@ pub async fn serve(
                         () = down.incoming_closed() => Ended::AgentLeft,
                     };
                     hub.close(ended);
-                    Ok(())
+                    Ok(ended)
                 })
                 .await
         })
         .await?;
-    Ok(())
+    match ended {
+        Ended::ClientLeft => Ok(()),
+        // An ACP agent does not end on its own: the client is told (what was waiting was
+        // answered), and so is whoever started the hub.
+        Ended::AgentLeft => Err(HubError::AgentExited {
+            detail: failure.lock().unwrap_or_else(|e| e.into_inner()).take(),
+        }),
+    }
 }
 
 /// The agent's transport, with a failure turned into an ordinary end of input: the hub then
@@ -253,6 +297,8 @@ pub async fn serve(
 struct EndsCleanly<A> {
     agent: A,
     log: log::Log,
+    /// Why the agent's connection failed, for the hub's own exit.
+    failure: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl<A: ConnectTo<Client>> ConnectTo<Client> for EndsCleanly<A> {
@@ -262,6 +308,7 @@ impl<A: ConnectTo<Client>> ConnectTo<Client> for EndsCleanly<A> {
     ) -> Result<(), agent_client_protocol::Error> {
         if let Err(e) = self.agent.connect_to(client).await {
             self.log.warn(format!("the agent's connection failed: {e}"));
+            *self.failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
         }
         Ok(())
     }

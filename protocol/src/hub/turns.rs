@@ -133,6 +133,11 @@ pub(crate) fn prompt(
         }
         Err(e) => return refuse(hub, responder, e.value, offered),
     };
+    if inner.ended.is_some() {
+        drop(inner);
+        answer(hub, responder, Err(agent_gone()));
+        return Ok(());
+    }
     let turns = inner.turns.entry(sid.clone()).or_default();
     if turns.is_idle() {
         return forward(hub, &mut inner, &sid, msg, responder);
