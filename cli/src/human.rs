@@ -26,64 +26,12 @@ pub fn count(n: u64, one: &str, many: &str) -> String {
 
 /// RFC 3339 UTC time (`2026-11-30T06:48:35Z`) for seconds since the Unix epoch.
 pub fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    asp_convert::time::format_secs(asp_convert::time::from_secs(secs))
 }
 
-/// Gregorian date from days since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// Whether `s` looks like an RFC 3339 date-time (`YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`).
+/// Whether `s` is an RFC 3339 date-time (`YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`).
 pub fn is_rfc3339(s: &str) -> bool {
-    let b = s.as_bytes();
-    let digits =
-        |r: std::ops::Range<usize>| b.get(r).is_some_and(|x| x.iter().all(u8::is_ascii_digit));
-    if b.len() < 20
-        || !digits(0..4)
-        || b[4] != b'-'
-        || !digits(5..7)
-        || b[7] != b'-'
-        || !digits(8..10)
-        || !matches!(b[10], b'T' | b't')
-        || !digits(11..13)
-        || b[13] != b':'
-        || !digits(14..16)
-        || b[16] != b':'
-        || !digits(17..19)
-    {
-        return false;
-    }
-    let mut rest = &s[19..];
-    if let Some(frac) = rest.strip_prefix('.') {
-        let n = frac.bytes().take_while(u8::is_ascii_digit).count();
-        if n == 0 {
-            return false;
-        }
-        rest = &frac[n..];
-    }
-    match rest.as_bytes() {
-        [b'Z' | b'z'] => true,
-        [b'+' | b'-', h1, h2, b':', m1, m2] => [h1, h2, m1, m2].iter().all(|c| c.is_ascii_digit()),
-        _ => false,
-    }
+    asp_convert::time::parse(s).is_some()
 }
 
 #[cfg(test)]

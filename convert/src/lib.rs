@@ -6,21 +6,30 @@
 //! directory form of the state, for people to read and edit.
 
 pub mod acp;
+pub mod claude_code;
+pub mod codex;
 pub mod conversation;
 pub mod dir;
 pub mod escape;
 pub mod fsops;
+pub mod gemini;
 pub mod harness;
 pub mod pathmap;
 pub mod report;
 pub mod secrets;
 pub mod skills;
+pub mod time;
+pub mod uuid;
 
 pub use harness::{Capabilities, ConvertError, Harness, Home, ReadContext, WriteContext};
 
 /// Every harness converter this build knows, by name.
 pub fn harnesses() -> Vec<Box<dyn Harness>> {
-    Vec::new()
+    vec![
+        Box::new(claude_code::ClaudeCode),
+        Box::new(codex::Codex),
+        Box::new(gemini::Gemini),
+    ]
 }
 
 /// The converter for `name`, if there is one.

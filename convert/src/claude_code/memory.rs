@@ -1,0 +1,382 @@
+//! Auto memory: `projects/<bucket>/memory/*.md`, one folder per project (its git root).
+//!
+//! Reading: every Markdown file in a memory folder is a note. Its path in the state is
+//! `<bucket>/<path inside memory/>` (unique across projects; the bucket is only a label, never
+//! decoded); its origin names the file relative to the home and the project, found by encoding
+//! every known project path (transcript cwds, `.claude.json` project keys) and matching.
+//!
+//! Writing: a note goes to the memory folder of its origin's project (or, for a note Claude
+//! Code kept, the folder it came from), and gets a `MEMORY.md` index line if none links to it,
+//! because Claude Code only loads the index. A carried `MEMORY.md` is merged line by line into
+//! the one there. A tombstone removes the note and every index line linking to it. An existing
+//! note with different text is never replaced.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use asp_format::answer::ImportAnswer;
+use asp_format::blob::BlobSource;
+use asp_format::kind::StateKind;
+use asp_format::name::{HarnessName, RelPath};
+use asp_format::state::{MemoryNote, NoteBody, Origin};
+use serde_json::Value;
+
+use super::HARNESS;
+use super::layout::{self, Layout, bucket_matches};
+use crate::fsops::{Created, Writer};
+use crate::harness::{ConvertError, ReadContext};
+use crate::skills::{parse_front_matter, split_front_matter};
+
+const INDEX: &str = "MEMORY.md";
+
+/// Project paths `.claude.json` knows.
+pub fn global_projects(layout: &Layout) -> BTreeSet<String> {
+    super::jsonfile::read(&layout.global)
+        .ok()
+        .and_then(|f| {
+            f.object
+                .get("projects")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().cloned().collect())
+        })
+        .unwrap_or_default()
+}
+
+/// Reads every memory folder.
+pub fn read(
+    layout: &Layout,
+    known: &BTreeSet<String>,
+    ctx: &ReadContext<'_>,
+) -> Result<Vec<MemoryNote>, ConvertError> {
+    let mut notes = Vec::new();
+    let Ok(buckets) = fs::read_dir(layout.projects()) else {
+        return Ok(notes);
+    };
+    let mut buckets: Vec<_> = buckets.flatten().collect();
+    buckets.sort_by_key(fs::DirEntry::file_name);
+    for b in buckets {
+        let dir = b.path().join("memory");
+        if !dir.is_dir() {
+            continue;
+        }
+        let Some(bucket) = b.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        let project = known.iter().find(|p| bucket_matches(&bucket, p)).cloned();
+        for entry in walkdir::WalkDir::new(&dir)
+            .follow_links(false)
+            .sort_by_file_name()
+            .min_depth(1)
+        {
+            let entry = entry.map_err(|e| ConvertError::Io {
+                path: dir.clone(),
+                source: e.into(),
+            })?;
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let p = entry.path();
+            let rel = p.strip_prefix(&dir).expect("walked under dir");
+            if p.extension().and_then(|e| e.to_str()) != Some("md") {
+                ctx.diagnostics
+                    .skipped(p, None, "not a Markdown note; not carried as memory");
+                continue;
+            }
+            let Ok(rel) = RelPath::from_path(rel) else {
+                ctx.diagnostics.skipped(
+                    p,
+                    None,
+                    "this note's name cannot be carried portably; skipped",
+                );
+                continue;
+            };
+            let bytes = fs::read(p).map_err(ConvertError::io(p))?;
+            if std::str::from_utf8(&bytes).is_err() {
+                ctx.diagnostics
+                    .skipped(p, None, "a memory note must be UTF-8 text; skipped");
+                continue;
+            }
+            let Ok(path) = RelPath::new(&format!("{bucket}/{rel}")) else {
+                continue;
+            };
+            notes.push(MemoryNote {
+                path,
+                origin: Origin {
+                    harness: Some(HarnessName::new(HARNESS).expect("valid")),
+                    path: Some(format!("{}/projects/{bucket}/memory/{rel}", layout::CONFIG)),
+                    project: project.clone(),
+                },
+                body: NoteBody::Text(ctx.blobs.put(&bytes)?),
+            });
+        }
+    }
+    Ok(notes)
+}
+
+/// `(bucket, path inside memory/)` of a note Claude Code kept, from its origin.
+fn claude_origin(o: &Origin) -> Option<(String, RelPath)> {
+    if o.harness.as_ref().map(HarnessName::as_str) != Some(HARNESS) {
+        return None;
+    }
+    let rest = o.path.as_deref()?.strip_prefix(".claude/projects/")?;
+    let (bucket, rel) = rest.split_once("/memory/")?;
+    let bucket = RelPath::new(bucket)
+        .ok()
+        .filter(|b| !b.as_str().contains('/'))?;
+    Some((bucket.as_str().to_owned(), RelPath::new(rel).ok()?))
+}
+
+/// Where a note goes: its memory folder and its path inside it.
+fn target(layout: &Layout, note: &MemoryNote) -> Result<(PathBuf, RelPath), String> {
+    let kept = claude_origin(&note.origin);
+    let bucket = match (&note.origin.project, &kept) {
+        (Some(p), _) => layout::bucket(p),
+        (None, Some((b, _))) => b.clone(),
+        (None, None) => {
+            return Err(format!(
+                "memory note {} belongs to no project; Claude Code keeps auto memory per project, so it was not written",
+                note.path
+            ));
+        }
+    };
+    let rel = match kept {
+        Some((_, rel)) => rel,
+        None => RelPath::new(note.path.components().last().unwrap_or(INDEX))
+            .map_err(|e| e.to_string())?,
+    };
+    Ok((layout.projects().join(bucket).join("memory"), rel))
+}
+
+#[derive(Default)]
+struct Folder<'a> {
+    index: Option<&'a MemoryNote>,
+    notes: Vec<(RelPath, &'a MemoryNote)>,
+    tombstones: Vec<RelPath>,
+}
+
+/// The index line for a note: `- [Title](file.md) — hook`.
+fn index_line(rel: &RelPath, text: &str) -> String {
+    let fm = split_front_matter(text).and_then(|y| parse_front_matter(y).ok());
+    let get = |k: &str| {
+        fm.as_ref()
+            .and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let stem = rel
+        .components()
+        .last()
+        .unwrap_or("")
+        .trim_end_matches(".md")
+        .to_owned();
+    let title = get("name").unwrap_or(stem);
+    let body = match split_front_matter(text) {
+        Some(y) => text
+            .split_once(y)
+            .map(|(_, rest)| rest.trim_start_matches("---").to_owned())
+            .unwrap_or_default(),
+        None => text.to_owned(),
+    };
+    let hook = get("description").or_else(|| {
+        body.lines()
+            .map(|l| l.trim().trim_start_matches('#').trim())
+            .find(|l| !l.is_empty())
+            .map(str::to_owned)
+    });
+    let mut line = format!("- [{title}]({rel})");
+    if let Some(h) = hook {
+        let h: String = h.chars().take(150).collect();
+        line.push_str(" — ");
+        line.push_str(&h);
+    }
+    line
+}
+
+fn links_to(line: &str, rel: &RelPath) -> bool {
+    line.contains(&format!("]({rel})"))
+}
+
+/// Writes notes and applies tombstones.
+pub fn write(
+    layout: &Layout,
+    writer: &Writer,
+    notes: &[MemoryNote],
+    blobs: &dyn BlobSource,
+    answer: &mut ImportAnswer,
+) -> Result<(), ConvertError> {
+    let mut folders: BTreeMap<PathBuf, Folder> = BTreeMap::new();
+    let mut any = notes.is_empty();
+    for n in notes {
+        let (dir, rel) = match target(layout, n) {
+            Ok(t) => t,
+            Err(why) => {
+                answer.refuse(StateKind::Memory, why);
+                continue;
+            }
+        };
+        let f = folders.entry(dir).or_default();
+        match (n.body, rel.as_str() == INDEX) {
+            (NoteBody::Deleted, _) => f.tombstones.push(rel),
+            (NoteBody::Text(_), true) => f.index = Some(n),
+            (NoteBody::Text(_), false) => f.notes.push((rel, n)),
+        }
+    }
+    for (dir, f) in folders {
+        any |= write_folder(&dir, &f, writer, blobs, answer)?;
+    }
+    if any {
+        answer.take(StateKind::Memory);
+    }
+    Ok(())
+}
+
+fn text_of(blobs: &dyn BlobSource, n: &MemoryNote) -> Result<String, ConvertError> {
+    let NoteBody::Text(d) = n.body else {
+        return Ok(String::new());
+    };
+    String::from_utf8(blobs.read_all(&d)?)
+        .map_err(|_| ConvertError::Other(format!("memory note {} is not UTF-8", n.path)))
+}
+
+fn write_folder(
+    dir: &Path,
+    f: &Folder<'_>,
+    writer: &Writer,
+    blobs: &dyn BlobSource,
+    answer: &mut ImportAnswer,
+) -> Result<bool, ConvertError> {
+    let mut any = false;
+    let index_path = dir.join(INDEX);
+    let existing = fs::read_to_string(&index_path).ok();
+    let mut index = existing.clone();
+    if let Some(n) = f.index {
+        let incoming = text_of(blobs, n)?;
+        index = Some(match index {
+            None => incoming,
+            Some(cur) if cur == incoming => cur,
+            Some(mut cur) => {
+                let have: BTreeSet<&str> = cur.lines().collect();
+                let missing: Vec<&str> = incoming
+                    .lines()
+                    .filter(|l| !l.trim().is_empty() && !have.contains(l))
+                    .collect();
+                for l in missing {
+                    if !cur.is_empty() && !cur.ends_with('\n') {
+                        cur.push('\n');
+                    }
+                    cur.push_str(l);
+                    cur.push('\n');
+                }
+                cur
+            }
+        });
+        any = true;
+    }
+    for (rel, n) in &f.notes {
+        let text = text_of(blobs, n)?;
+        let path = rel.under(dir);
+        match fs::read(&path) {
+            Ok(old) if old == text.as_bytes() => any = true,
+            Ok(_) => {
+                answer.refuse(
+                    StateKind::Memory,
+                    format!(
+                        "a different memory note is already at {}; kept yours",
+                        path.display()
+                    ),
+                );
+                continue;
+            }
+            Err(_) => {
+                if writer.create_new(&path, text.as_bytes(), false)? == Created::AlreadyExists {
+                    answer.refuse(
+                        StateKind::Memory,
+                        format!(
+                            "{} appeared while memory was written; kept it",
+                            path.display()
+                        ),
+                    );
+                    continue;
+                }
+                any = true;
+            }
+        }
+        let cur = index.get_or_insert_with(String::new);
+        if !cur.lines().any(|l| links_to(l, rel)) {
+            if !cur.is_empty() && !cur.ends_with('\n') {
+                cur.push('\n');
+            }
+            cur.push_str(&index_line(rel, &text));
+            cur.push('\n');
+        }
+    }
+    for rel in &f.tombstones {
+        writer.remove(&rel.under(dir))?;
+        if let Some(cur) = index.as_mut()
+            && cur.lines().any(|l| links_to(l, rel))
+        {
+            let kept: Vec<&str> = cur.lines().filter(|l| !links_to(l, rel)).collect();
+            let mut t = kept.join("\n");
+            if cur.ends_with('\n') && !t.is_empty() {
+                t.push('\n');
+            }
+            *cur = t;
+        }
+        any = true;
+    }
+    if index != existing
+        && let Some(text) = index
+    {
+        if existing.is_some() {
+            writer.replace(&index_path, text.as_bytes())?;
+        } else {
+            writer.create_new(&index_path, text.as_bytes(), false)?;
+        }
+    }
+    Ok(any)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_lines_name_the_note_and_its_hook() {
+        let rel = RelPath::new("feedback_money.md").unwrap();
+        assert_eq!(
+            index_line(
+                &rel,
+                "---\nname: Money in cents\ndescription: Store money as integer cents\ntype: feedback\n---\n\nBody\n"
+            ),
+            "- [Money in cents](feedback_money.md) — Store money as integer cents"
+        );
+        assert_eq!(
+            index_line(
+                &RelPath::new("deploy.md").unwrap(),
+                "# Deploy\n\nFreeze on Fridays.\n"
+            ),
+            "- [deploy](deploy.md) — Deploy"
+        );
+    }
+
+    #[test]
+    fn origins_of_kept_notes_are_parsed_safely() {
+        let o = Origin {
+            harness: Some(HarnessName::new("claude-code").unwrap()),
+            path: Some(".claude/projects/-home-dev-shop/memory/a.md".into()),
+            project: None,
+        };
+        assert_eq!(
+            claude_origin(&o).map(|(b, r)| (b, r.to_string())),
+            Some(("-home-dev-shop".into(), "a.md".into()))
+        );
+        let evil = Origin {
+            path: Some(".claude/projects/../memory/../../x.md".into()),
+            ..o
+        };
+        assert_eq!(claude_origin(&evil), None);
+    }
+}

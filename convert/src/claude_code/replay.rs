@@ -1,0 +1,776 @@
+//! The chain of a transcript as the ACP `session/update` stream `session/load` replays.
+//!
+//! Conversation rows become message chunks, tool calls and plans, as Claude Code's ACP adapter
+//! replays them. What ACP has no update kind for is not invented: title records become
+//! `session_info_update`, permission modes `current_mode_update`, models
+//! `config_option_update`, usage `usage_update` and `_meta.claudeCode.usage`; every record that
+//! gives no update of its own (compaction boundaries, injected `isMeta` rows, hook and timing
+//! rows, file-history snapshots, queue operations, ...) travels verbatim under
+//! `_meta.claudeCode.recordsBefore` of the next update (or `recordsAfter` of the last one).
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value, json};
+
+use super::tools::{self, image_block};
+use super::transcript::{Chain, Record, str_at};
+use crate::acp::{self, Chunk, PlanEntry, PlanStatus, Priority, ToolFields, ToolStatus, Update};
+use crate::harness::ConvertError;
+
+/// The context window the adapter assumes when it knows no better (claude-agent-acp's
+/// `DEFAULT_CONTEXT_WINDOW`); transcripts do not record it.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
+
+/// Slash commands the adapter does not replay as prompts.
+const HIDDEN_COMMANDS: &[&str] = &[
+    "/context",
+    "/heapdump",
+    "/extra-usage",
+    "/compact",
+    "/model",
+    "/mcp",
+    "/status",
+    "/usage",
+];
+
+/// Markup Claude Code wraps around command invocations and injected text.
+const MARKERS: &[&str] = &[
+    "command-name",
+    "command-message",
+    "command-args",
+    "local-command-stdout",
+    "local-command-stderr",
+    "system-reminder",
+    "task-notification",
+];
+
+/// What the replay learned about the session besides its updates.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    /// The title from title records (custom > ai > summary), if any.
+    pub title: Option<String>,
+    /// The first real prompt, shown when there is no title.
+    pub first_prompt: Option<String>,
+    pub updates: u64,
+    /// The last model and permission mode seen.
+    pub model: Option<String>,
+    pub mode: Option<String>,
+}
+
+/// Inputs of one replay.
+#[derive(Debug)]
+pub struct Source<'a> {
+    pub records: &'a [Record],
+    pub chain: &'a Chain,
+    pub cwd: Option<&'a str>,
+    /// `tool_use` id of an Agent/Task call → the subagent's session id in the state.
+    pub subagents: &'a HashMap<String, String>,
+}
+
+type Sink<'s> = dyn FnMut(Update) -> Result<(), ConvertError> + 's;
+
+/// Holds back the last update so records after it (and usage of its response) can be
+/// attached before it is written.
+struct Emitter<'s, 'k> {
+    held: Option<Update>,
+    held_response: Option<String>,
+    records: Vec<Value>,
+    blocks: Vec<Value>,
+    sink: &'k mut Sink<'s>,
+    count: u64,
+}
+
+fn claude_meta(u: &mut Update) -> &mut Map<String, Value> {
+    let meta = u.meta_mut().get_or_insert_with(Map::new);
+    let v = meta
+        .entry("claudeCode")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !v.is_object() {
+        *v = Value::Object(Map::new());
+    }
+    v.as_object_mut().expect("made an object")
+}
+
+impl<'s, 'k> Emitter<'s, 'k> {
+    fn emit(&mut self, mut u: Update, response: Option<&str>) -> Result<(), ConvertError> {
+        if !self.records.is_empty() {
+            claude_meta(&mut u).insert(
+                "recordsBefore".into(),
+                Value::Array(std::mem::take(&mut self.records)),
+            );
+        }
+        if !self.blocks.is_empty() {
+            claude_meta(&mut u).insert(
+                "blocksBefore".into(),
+                Value::Array(std::mem::take(&mut self.blocks)),
+            );
+        }
+        if let Some(prev) = self.held.replace(u) {
+            (self.sink)(prev)?;
+        }
+        self.held_response = response.map(str::to_owned);
+        self.count += 1;
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<u64, ConvertError> {
+        if let Some(mut last) = self.held.take() {
+            if !self.records.is_empty() {
+                claude_meta(&mut last).insert("recordsAfter".into(), Value::Array(self.records));
+            }
+            if !self.blocks.is_empty() {
+                claude_meta(&mut last).insert("blocksAfter".into(), Value::Array(self.blocks));
+            }
+            (self.sink)(last)?;
+        }
+        Ok(self.count)
+    }
+}
+
+/// Title state: the effective title is the last custom title, else the last AI title, else a
+/// summary of the live branch.
+#[derive(Default)]
+struct Titles {
+    custom: Option<String>,
+    ai: Option<String>,
+    summary: Option<String>,
+    shown: Option<String>,
+}
+
+impl Titles {
+    fn effective(&self) -> Option<&String> {
+        self.custom
+            .as_ref()
+            .or(self.ai.as_ref())
+            .or(self.summary.as_ref())
+    }
+}
+
+struct Replay<'a, 's, 'k> {
+    src: &'a Source<'a>,
+    out: Emitter<'s, 'k>,
+    titles: Titles,
+    mode: Option<String>,
+    model: Option<String>,
+    /// `tool_use` id → tool name, over the whole file (a result may sit off the chain's order).
+    tool_names: HashMap<&'a str, &'a str>,
+    chain_uuids: HashSet<&'a str>,
+    /// The response being replayed: (message id, its usage, its stop reason).
+    response: Option<(String, Option<Value>, Option<Value>)>,
+    last_usage: Option<(String, Value)>,
+    first_prompt: Option<String>,
+    command_prompt: Option<String>,
+}
+
+/// Replays the chain into `sink`.
+pub fn replay(src: &Source<'_>, sink: &mut Sink<'_>) -> Result<Summary, ConvertError> {
+    let mut tool_names = HashMap::new();
+    for r in src.records {
+        for b in r.content().and_then(Value::as_array).into_iter().flatten() {
+            if matches!(
+                str_at(b, "type"),
+                Some("tool_use" | "server_tool_use" | "mcp_tool_use")
+            ) && let (Some(id), Some(name)) = (str_at(b, "id"), str_at(b, "name"))
+            {
+                tool_names.insert(id, name);
+            }
+        }
+    }
+    let chain_uuids = src
+        .chain
+        .rows
+        .iter()
+        .filter_map(|&i| src.records[i].uuid())
+        .collect();
+    let mut rp = Replay {
+        src,
+        out: Emitter {
+            held: None,
+            held_response: None,
+            records: Vec::new(),
+            blocks: Vec::new(),
+            sink,
+            count: 0,
+        },
+        titles: Titles::default(),
+        mode: None,
+        model: None,
+        tool_names,
+        chain_uuids,
+        response: None,
+        last_usage: None,
+        first_prompt: None,
+        command_prompt: None,
+    };
+
+    // Metadata records (no uuid) are interleaved by file position.
+    let mut metadata: Vec<&Record> = src.records.iter().filter(|r| !r.is_row()).collect();
+    metadata.sort_by_key(|r| r.line);
+    let mut next_meta = 0;
+    for &i in &src.chain.rows {
+        let row = &src.records[i];
+        while next_meta < metadata.len() && metadata[next_meta].line < row.line {
+            rp.metadata(metadata[next_meta])?;
+            next_meta += 1;
+        }
+        if row.message_id() != rp.response.as_ref().map(|r| r.0.as_str()) {
+            rp.end_response();
+        }
+        rp.row(row)?;
+    }
+    rp.end_response();
+    for m in &metadata[next_meta..] {
+        rp.metadata(m)?;
+    }
+    if let Some((message_id, usage)) = rp.last_usage.take() {
+        let used = [
+            "input_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+            "output_tokens",
+        ]
+        .iter()
+        .filter_map(|k| usage.get(*k).and_then(Value::as_u64))
+        .sum();
+        let u = Update::UsageUpdate {
+            used,
+            size: DEFAULT_CONTEXT_WINDOW,
+            cost: None,
+            meta: acp::meta("claudeCode", json!({"messageId": message_id})),
+        };
+        rp.out.emit(u, None)?;
+    }
+    let summary = Summary {
+        title: rp.titles.effective().cloned(),
+        first_prompt: rp.first_prompt.take().or(rp.command_prompt.take()),
+        updates: 0,
+        model: rp.model.clone(),
+        mode: rp.mode.clone(),
+    };
+    let updates = rp.out.finish()?;
+    Ok(Summary { updates, ..summary })
+}
+
+fn row_meta(r: &Record) -> Map<String, Value> {
+    let mut m = Map::new();
+    if let Some(u) = r.uuid() {
+        m.insert("uuid".into(), json!(u));
+    }
+    if let Some(t) = str_at(&r.value, "timestamp") {
+        m.insert("timestamp".into(), json!(t));
+    }
+    m
+}
+
+fn with_claude(mut u: Update, m: Map<String, Value>) -> Update {
+    claude_meta(&mut u).extend(m);
+    u
+}
+
+fn chunk(content: Value, message_id: Option<&str>) -> Chunk {
+    Chunk {
+        content,
+        message_id: message_id.map(str::to_owned),
+        meta: None,
+    }
+}
+
+impl<'a> Replay<'a, '_, '_> {
+    fn metadata(&mut self, r: &'a Record) -> Result<(), ConvertError> {
+        let v = &r.value;
+        match r.kind() {
+            "permission-mode" => {
+                if let Some(m) = str_at(v, "permissionMode") {
+                    self.set_mode(m)?;
+                }
+                Ok(())
+            }
+            "custom-title" => {
+                self.titles.custom = str_at(v, "customTitle")
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_owned);
+                self.title_changed()
+            }
+            "ai-title" => {
+                if let Some(t) = str_at(v, "aiTitle").filter(|t| !t.is_empty()) {
+                    self.titles.ai = Some(t.to_owned());
+                }
+                self.title_changed()
+            }
+            "summary" if str_at(v, "leafUuid").is_some_and(|l| self.chain_uuids.contains(l)) => {
+                if let Some(t) = str_at(v, "summary").filter(|t| !t.is_empty()) {
+                    self.titles.summary = Some(t.to_owned());
+                }
+                self.title_changed()
+            }
+            _ => {
+                self.out.records.push(v.clone());
+                Ok(())
+            }
+        }
+    }
+
+    fn title_changed(&mut self) -> Result<(), ConvertError> {
+        let Some(t) = self.titles.effective().cloned() else {
+            return Ok(());
+        };
+        if self.titles.shown.as_ref() == Some(&t) {
+            return Ok(());
+        }
+        self.titles.shown = Some(t.clone());
+        self.out.emit(
+            Update::SessionInfoUpdate {
+                title: Some(t),
+                updated_at: None,
+                meta: None,
+            },
+            None,
+        )
+    }
+
+    fn set_mode(&mut self, mode: &str) -> Result<(), ConvertError> {
+        if self.mode.as_deref() == Some(mode) {
+            return Ok(());
+        }
+        self.mode = Some(mode.to_owned());
+        self.out.emit(
+            Update::CurrentModeUpdate {
+                current_mode_id: mode.to_owned(),
+                meta: None,
+            },
+            None,
+        )
+    }
+
+    fn set_model(&mut self, model: &str) -> Result<(), ConvertError> {
+        if model == "<synthetic>" || self.model.as_deref() == Some(model) {
+            return Ok(());
+        }
+        self.model = Some(model.to_owned());
+        let mut options = Vec::new();
+        if let Some(mode) = &self.mode {
+            options.push(acp::select_option("mode", "Mode", Some("mode"), mode));
+        }
+        options.push(acp::select_option("model", "Model", Some("model"), model));
+        self.out.emit(
+            Update::ConfigOptionUpdate {
+                config_options: options,
+                meta: None,
+            },
+            None,
+        )
+    }
+
+    /// A response ended: its usage goes on its last update.
+    fn end_response(&mut self) {
+        let Some((id, usage, stop)) = self.response.take() else {
+            return;
+        };
+        if let Some(u) = &usage {
+            self.last_usage = Some((id.clone(), u.clone()));
+        }
+        if self.out.held_response.as_deref() == Some(id.as_str())
+            && let Some(held) = self.out.held.as_mut()
+        {
+            let m = claude_meta(held);
+            if let Some(u) = usage {
+                m.insert("usage".into(), u);
+            }
+            if let Some(s) = stop.filter(|s| !s.is_null()) {
+                m.insert("stopReason".into(), s);
+            }
+            if let Some(model) = &self.model {
+                m.insert("model".into(), json!(model));
+            }
+        }
+    }
+
+    fn row(&mut self, r: &'a Record) -> Result<(), ConvertError> {
+        let before = self.out.count;
+        match r.kind() {
+            "user" if !r.flag("isMeta") => self.user(r)?,
+            "assistant" => self.assistant(r)?,
+            "attachment" => self.attachment(r)?,
+            _ => {}
+        }
+        if self.out.count == before {
+            self.out.records.push(r.value.clone());
+        }
+        Ok(())
+    }
+
+    fn user(&mut self, r: &'a Record) -> Result<(), ConvertError> {
+        if let Some(m) = str_at(&r.value, "permissionMode") {
+            self.set_mode(m)?;
+        }
+        let uuid = r.uuid();
+        let Some(content) = r.content() else {
+            return Ok(());
+        };
+        if r.flag("isCompactSummary") {
+            let text = tools::result_text(content);
+            let mut m = row_meta(r);
+            m.insert("isCompactSummary".into(), json!(true));
+            let u = Update::UserMessageChunk(chunk(acp::text(text), uuid));
+            return self.out.emit(with_claude(u, m), None);
+        }
+        if !r.has_tool_result() {
+            self.note_first_prompt(content);
+        }
+        match content {
+            Value::String(t) => self.user_text(r, t)?,
+            Value::Array(blocks) => {
+                let mut first_result = true;
+                for b in blocks {
+                    match str_at(b, "type") {
+                        Some("text") => self.user_text(r, str_at(b, "text").unwrap_or(""))?,
+                        Some("image") => match image_block(b) {
+                            Some(img) => {
+                                let u = Update::UserMessageChunk(chunk(img, uuid));
+                                self.out.emit(with_claude(u, row_meta(r)), None)?;
+                            }
+                            None => self.out.blocks.push(b.clone()),
+                        },
+                        Some("tool_result") => {
+                            self.tool_result(r, b, first_result)?;
+                            first_result = false;
+                        }
+                        _ => self.out.blocks.push(b.clone()),
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn user_text(&mut self, r: &Record, text: &str) -> Result<(), ConvertError> {
+        if let Some(t) = clean_prompt(text) {
+            let u = Update::UserMessageChunk(chunk(acp::text(t), r.uuid()));
+            self.out.emit(with_claude(u, row_meta(r)), None)?;
+        }
+        Ok(())
+    }
+
+    fn note_first_prompt(&mut self, content: &Value) {
+        if self.first_prompt.is_some() {
+            return;
+        }
+        let text = match content {
+            Value::String(t) => t.as_str(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .find(|b| str_at(b, "type") == Some("text"))
+                .and_then(|b| str_at(b, "text"))
+                .unwrap_or(""),
+            _ => "",
+        };
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        if flat.is_empty() || flat.starts_with("[Request interrupted by user") {
+            return;
+        }
+        if flat.contains("<command-name>") {
+            if self.command_prompt.is_none() {
+                self.command_prompt = clean_prompt(text).map(|t| cut(&t));
+            }
+            return;
+        }
+        if let Some(cmd) = flat
+            .strip_prefix("<bash-input>")
+            .and_then(|r| r.split("</bash-input>").next())
+        {
+            self.first_prompt = Some(cut(&format!("! {cmd}")));
+            return;
+        }
+        if flat.starts_with('<') {
+            return;
+        }
+        self.first_prompt = Some(cut(&flat));
+    }
+
+    fn tool_result(&mut self, r: &Record, b: &Value, first: bool) -> Result<(), ConvertError> {
+        let id = str_at(b, "tool_use_id").unwrap_or_default();
+        let name = self.tool_names.get(id).copied().unwrap_or("");
+        if name == "TodoWrite" {
+            return Ok(());
+        }
+        let is_error = b.get("is_error").and_then(Value::as_bool) == Some(true);
+        let content = b.get("content").cloned().unwrap_or(Value::Null);
+        let rendered = tools::result_content(name, &content, is_error);
+        let mut m = row_meta(r);
+        if !name.is_empty() {
+            m.insert("toolName".into(), json!(name));
+        }
+        if first && let Some(resp) = r.value.get("toolUseResult") {
+            m.insert("toolResponse".into(), resp.clone());
+        }
+        let u = Update::ToolCallUpdate {
+            tool_call_id: id.to_owned(),
+            fields: ToolFields {
+                status: Some(if is_error {
+                    ToolStatus::Failed
+                } else {
+                    ToolStatus::Completed
+                }),
+                content: (!rendered.is_empty()).then_some(rendered),
+                raw_output: (!content.is_null()).then_some(content),
+                ..ToolFields::default()
+            },
+            meta: None,
+        };
+        self.out.emit(with_claude(u, m), None)
+    }
+
+    fn assistant(&mut self, r: &'a Record) -> Result<(), ConvertError> {
+        let msg = r.value.get("message").cloned().unwrap_or(Value::Null);
+        if let Some(model) = str_at(&msg, "model") {
+            self.set_model(model)?;
+        }
+        let message_id = r.message_id();
+        if let Some(id) = message_id {
+            let usage = msg.get("usage").cloned();
+            let stop = msg.get("stop_reason").cloned();
+            match &mut self.response {
+                Some(resp) if resp.0 == id => {
+                    if usage.is_some() {
+                        resp.1 = usage;
+                    }
+                    if stop.as_ref().is_some_and(|s| !s.is_null()) {
+                        resp.2 = stop;
+                    }
+                }
+                _ => self.response = Some((id.to_owned(), usage, stop)),
+            }
+        }
+        let blocks: Vec<Value> = match msg.get("content") {
+            Some(Value::Array(b)) => b.clone(),
+            Some(Value::String(t)) => vec![json!({"type": "text", "text": t})],
+            _ => Vec::new(),
+        };
+        for b in blocks {
+            let kind = str_at(&b, "type").unwrap_or("").to_owned();
+            match kind.as_str() {
+                "text" => {
+                    let t = str_at(&b, "text").unwrap_or("");
+                    if t.is_empty() {
+                        continue;
+                    }
+                    if let Some((harness, body)) = super::compose::parse_foreign_reasoning(t) {
+                        let mut m = row_meta(r);
+                        m.insert("foreignReasoning".into(), json!(harness));
+                        let u = Update::AgentThoughtChunk(chunk(acp::text(body), message_id));
+                        self.out.emit(with_claude(u, m), message_id)?;
+                        continue;
+                    }
+                    let u = Update::AgentMessageChunk(chunk(acp::text(t), message_id));
+                    self.out.emit(with_claude(u, row_meta(r)), message_id)?;
+                }
+                "thinking" => {
+                    let mut m = row_meta(r);
+                    if let Some(sig) = b.get("signature") {
+                        m.insert("signature".into(), sig.clone());
+                    }
+                    let t = str_at(&b, "thinking").unwrap_or("");
+                    let u = Update::AgentThoughtChunk(chunk(acp::text(t), message_id));
+                    self.out.emit(with_claude(u, m), message_id)?;
+                }
+                "tool_use" | "server_tool_use" | "mcp_tool_use" => {
+                    self.tool_use(r, &b, message_id)?;
+                }
+                k if k.ends_with("_tool_result") && b.get("tool_use_id").is_some() => {
+                    let id = str_at(&b, "tool_use_id").unwrap_or_default();
+                    let failed = b
+                        .pointer("/content/type")
+                        .and_then(Value::as_str)
+                        .is_some_and(|t| t.ends_with("error"));
+                    let mut m = row_meta(r);
+                    m.insert("block".into(), b.clone());
+                    let u = Update::ToolCallUpdate {
+                        tool_call_id: id.to_owned(),
+                        fields: ToolFields {
+                            status: Some(if failed {
+                                ToolStatus::Failed
+                            } else {
+                                ToolStatus::Completed
+                            }),
+                            raw_output: b.get("content").cloned(),
+                            ..ToolFields::default()
+                        },
+                        meta: None,
+                    };
+                    self.out.emit(with_claude(u, m), message_id)?;
+                }
+                _ => self.out.blocks.push(b),
+            }
+        }
+        Ok(())
+    }
+
+    fn tool_use(
+        &mut self,
+        r: &Record,
+        b: &Value,
+        message_id: Option<&str>,
+    ) -> Result<(), ConvertError> {
+        let id = str_at(b, "id").unwrap_or_default();
+        let name = str_at(b, "name").unwrap_or_default();
+        let input = b.get("input").cloned().unwrap_or(json!({}));
+        let mut m = row_meta(r);
+        m.insert("toolName".into(), json!(name));
+        if name == "TodoWrite"
+            && let Some(todos) = input.get("todos").and_then(Value::as_array)
+        {
+            m.insert("toolUseId".into(), json!(id));
+            let u = Update::Plan {
+                entries: todos.iter().map(plan_entry).collect(),
+                meta: None,
+            };
+            return self.out.emit(with_claude(u, m), message_id);
+        }
+        let info = tools::tool_info(name, &input, self.src.cwd);
+        let mut u = Update::ToolCall {
+            tool_call_id: id.to_owned(),
+            fields: ToolFields {
+                title: Some(info.title),
+                kind: Some(info.kind),
+                status: Some(ToolStatus::Pending),
+                content: (!info.content.is_empty()).then_some(info.content),
+                locations: (!info.locations.is_empty()).then_some(info.locations),
+                raw_input: Some(input),
+                raw_output: None,
+            },
+            meta: None,
+        };
+        if let Some(child) = self.src.subagents.get(id) {
+            u = u.with_meta("asp", json!({"subagentSessionId": child}));
+        }
+        self.out.emit(with_claude(u, m), message_id)
+    }
+
+    fn attachment(&mut self, r: &Record) -> Result<(), ConvertError> {
+        let Some(att) = r.value.get("attachment") else {
+            return Ok(());
+        };
+        if str_at(att, "type") != Some("queued_command")
+            || r.flag("isMeta")
+            || att.get("isMeta").and_then(Value::as_bool) == Some(true)
+        {
+            return Ok(());
+        }
+        let text = match att.get("prompt") {
+            Some(p) => tools::result_text(p),
+            None => return Ok(()),
+        };
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        let mut m = row_meta(r);
+        m.insert("queuedCommand".into(), json!(true));
+        let u = Update::UserMessageChunk(chunk(acp::text(text), r.uuid()));
+        self.out.emit(with_claude(u, m), None)
+    }
+}
+
+fn plan_entry(todo: &Value) -> PlanEntry {
+    let status = match str_at(todo, "status") {
+        Some("in_progress") => PlanStatus::InProgress,
+        Some("completed") => PlanStatus::Completed,
+        _ => PlanStatus::Pending,
+    };
+    let priority = match str_at(todo, "priority") {
+        Some("high") => Priority::High,
+        Some("low") => Priority::Low,
+        _ => Priority::Medium,
+    };
+    let meta =
+        str_at(todo, "activeForm").and_then(|a| acp::meta("claudeCode", json!({"activeForm": a})));
+    PlanEntry {
+        content: str_at(todo, "content").unwrap_or_default().to_owned(),
+        priority,
+        status,
+        meta,
+    }
+}
+
+fn cut(t: &str) -> String {
+    if t.chars().count() <= 200 {
+        t.to_owned()
+    } else {
+        let mut s: String = t.chars().take(200).collect();
+        s.push('…');
+        s
+    }
+}
+
+/// Removes `<tag>…</tag>` spans; returns the text and the inner text of each removed tag.
+fn strip_tags(text: &str) -> (String, Vec<(&'static str, String)>) {
+    let mut out = text.to_owned();
+    let mut found = Vec::new();
+    for tag in MARKERS {
+        let open = format!("<{tag}>");
+        let close = format!("</{tag}>");
+        while let Some(start) = out.find(&open) {
+            let Some(end) = out[start..].find(&close).map(|e| start + e) else {
+                break;
+            };
+            found.push((*tag, out[start + open.len()..end].to_owned()));
+            out.replace_range(start..end + close.len(), "");
+        }
+    }
+    (out, found)
+}
+
+/// A user prompt as the adapter replays it: command markup removed; a bare command shown as
+/// `/name args`; command output and hidden commands not shown (`None`).
+pub fn clean_prompt(text: &str) -> Option<String> {
+    let (rest, tags) = strip_tags(text);
+    if tags.is_empty() {
+        return (!text.trim().is_empty()).then(|| text.to_owned());
+    }
+    let rest = rest.trim();
+    if !rest.is_empty() {
+        return Some(rest.to_owned());
+    }
+    let get = |t: &str| tags.iter().find(|(k, _)| *k == t).map(|(_, v)| v.trim());
+    if get("local-command-stdout").is_some() || get("local-command-stderr").is_some() {
+        return None;
+    }
+    let name = get("command-name")?;
+    let first = name.split_whitespace().next().unwrap_or("");
+    if !name.starts_with('/') || HIDDEN_COMMANDS.contains(&first) {
+        return None;
+    }
+    Some(match get("command-args").filter(|a| !a.is_empty()) {
+        Some(args) => format!("{name} {args}"),
+        None => name.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_markup_is_replayed_as_the_command() {
+        assert_eq!(
+            clean_prompt("<command-message>deploy-check</command-message>\n<command-name>/deploy-check</command-name>\n<command-args>staging</command-args>").as_deref(),
+            Some("/deploy-check staging")
+        );
+        assert_eq!(
+            clean_prompt("<local-command-stdout>Session renamed</local-command-stdout>"),
+            None
+        );
+        assert_eq!(
+            clean_prompt("<command-name>/model</command-name><command-args></command-args>"),
+            None
+        );
+        assert_eq!(
+            clean_prompt("plain  text\n").as_deref(),
+            Some("plain  text\n")
+        );
+        assert_eq!(
+            clean_prompt("<system-reminder>x</system-reminder>\nDo it").as_deref(),
+            Some("Do it")
+        );
+    }
+}

@@ -1,0 +1,191 @@
+//! Settings: `settings.json` keys that are session config options, by the option ids Claude
+//! Code's ACP adapter (claude-agent-acp) gives them.
+//!
+//! | option id | category | `settings.json` |
+//! |---|---|---|
+//! | `model` | `model` | `model` |
+//! | `mode` | `mode` | `permissions.defaultMode` |
+//! | `effort` | `thought_level` | `effortLevel` (a `modelSettings["<model>"].effortLevel` wins for that model) |
+//!
+//! Everything else in `settings.json` (permission rules, hooks, env, ...) configures the
+//! harness, not a session, and stays where it is.
+
+use asp_format::answer::ImportAnswer;
+use asp_format::kind::StateKind;
+use asp_format::state::{SettingValue, Settings};
+use serde_json::{Map, Value, json};
+
+use super::jsonfile;
+use super::layout::Layout;
+use crate::fsops::Writer;
+use crate::harness::{ConvertError, ReadContext};
+
+/// Permission modes Claude Code knows, by the adapter's lower-case aliases.
+fn canonical_mode(mode: &str) -> Option<&'static str> {
+    Some(match mode.trim().to_ascii_lowercase().as_str() {
+        "default" | "manual" => "default",
+        "acceptedits" => "acceptEdits",
+        "plan" => "plan",
+        "auto" => "auto",
+        "dontask" => "dontAsk",
+        "bypasspermissions" | "bypass" => "bypassPermissions",
+        _ => return None,
+    })
+}
+
+const EFFORTS: &[&str] = &["low", "medium", "high", "xhigh", "max"];
+
+fn settings_path(layout: &Layout) -> std::path::PathBuf {
+    layout.config.join("settings.json")
+}
+
+/// Reads the config option values. `None` when `settings.json` cannot be read (reported).
+pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Settings> {
+    let path = settings_path(layout);
+    let file = match jsonfile::read(&path) {
+        Ok(f) => f,
+        Err(e) => {
+            ctx.diagnostics
+                .skipped(&path, None, format!("settings not read: {e}"));
+            return None;
+        }
+    };
+    let o = &file.object;
+    let mut out = Settings::new();
+    let model = o.get("model").and_then(Value::as_str);
+    if let Some(m) = model {
+        out.insert("model".into(), SettingValue::Select(m.to_owned()));
+    }
+    if let Some(m) = o
+        .get("permissions")
+        .and_then(|p| p.get("defaultMode"))
+        .and_then(Value::as_str)
+    {
+        let canonical = canonical_mode(m).map_or_else(|| m.to_owned(), str::to_owned);
+        out.insert("mode".into(), SettingValue::Select(canonical));
+    }
+    let per_model =
+        model.and_then(|m| o.get("modelSettings")?.get(m)?.get("effortLevel")?.as_str());
+    if let Some(e) = per_model.or_else(|| o.get("effortLevel").and_then(Value::as_str)) {
+        out.insert("effort".into(), SettingValue::Select(e.to_owned()));
+    }
+    let others: Vec<&str> = o
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !matches!(*k, "model" | "effortLevel" | "$schema"))
+        .filter(|k| {
+            *k != "permissions"
+                || o.get("permissions")
+                    .and_then(Value::as_object)
+                    .is_some_and(|p| p.keys().any(|pk| pk != "defaultMode"))
+        })
+        .collect();
+    if !others.is_empty() {
+        ctx.diagnostics.note(
+            &path,
+            None,
+            format!(
+                "these settings configure Claude Code itself, not a session, and are not carried as session options: {}",
+                others.join(", ")
+            ),
+        );
+    }
+    Some(out)
+}
+
+/// Merges config option values into `settings.json`, keeping every other key.
+pub fn write(
+    layout: &Layout,
+    writer: &Writer,
+    settings: &Settings,
+    answer: &mut ImportAnswer,
+) -> Result<(), ConvertError> {
+    let path = settings_path(layout);
+    let mut file = match jsonfile::read(&path) {
+        Ok(f) => f,
+        Err(e) => {
+            answer.refuse(StateKind::Settings, format!("settings not written: {e}"));
+            return Ok(());
+        }
+    };
+    let before = file.object.clone();
+    let mut any = settings.is_empty();
+    for (id, value) in settings {
+        let v = match value {
+            SettingValue::Select(s) => s.as_str(),
+            SettingValue::Boolean(b) => {
+                answer.refuse(
+                    StateKind::Settings,
+                    format!(
+                        "Claude Code has no on/off session option {id:?} (value {b}); not written"
+                    ),
+                );
+                continue;
+            }
+        };
+        match id.as_str() {
+            "model" => {
+                file.object.insert("model".into(), json!(v));
+                any = true;
+            }
+            "mode" => match canonical_mode(v) {
+                Some(m) => {
+                    let perms = file
+                        .object
+                        .entry("permissions")
+                        .or_insert_with(|| Value::Object(Map::new()));
+                    match perms.as_object_mut() {
+                        Some(p) => {
+                            p.insert("defaultMode".into(), json!(m));
+                            any = true;
+                        }
+                        None => answer.refuse(
+                            StateKind::Settings,
+                            "`permissions` in settings.json is not an object; the mode was not written",
+                        ),
+                    }
+                }
+                None => answer.refuse(
+                    StateKind::Settings,
+                    format!("Claude Code has no permission mode {v:?}; the mode was not written"),
+                ),
+            },
+            "effort" if v == "default" => {
+                file.object.remove("effortLevel");
+                any = true;
+            }
+            "effort" if EFFORTS.contains(&v) => {
+                file.object.insert("effortLevel".into(), json!(v));
+                any = true;
+            }
+            "effort" => answer.refuse(
+                StateKind::Settings,
+                format!("Claude Code has no effort level {v:?}; not written"),
+            ),
+            other => answer.refuse(
+                StateKind::Settings,
+                format!("Claude Code has no session option {other:?} (value {v:?}); not written"),
+            ),
+        }
+    }
+    if file.object != before {
+        jsonfile::write(writer, &path, &file)?;
+    }
+    if any {
+        answer.take(StateKind::Settings);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_are_matched_like_the_adapter_does() {
+        assert_eq!(canonical_mode("AcceptEdits"), Some("acceptEdits"));
+        assert_eq!(canonical_mode("bypass"), Some("bypassPermissions"));
+        assert_eq!(canonical_mode("manual"), Some("default"));
+        assert_eq!(canonical_mode("yolo"), None);
+    }
+}

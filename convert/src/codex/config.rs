@@ -1,0 +1,630 @@
+//! `config.toml`: session settings and `[mcp_servers.*]`, read into ACP shapes and merged back
+//! without disturbing the user's file (spec/harnesses/codex.md §10).
+//!
+//! Edits go through `toml_edit`, which keeps comments, key order and formatting: only the
+//! tables and keys asp adds are new. Nothing already there is changed: a setting the user set
+//! stays as it is, a server of the same name that differs is left alone and reported.
+//!
+//! Codex validates an MCP server by its transport: a key of the other transport (`url` beside
+//! `command`, `env` on an HTTP server) makes the *whole* config fail to load. So a server is
+//! written only with keys of its own transport, from an allow-list; keys ACP cannot express
+//! come back from `_meta.codex` only when they are on that list.
+
+use std::path::{Path, PathBuf};
+
+use asp_format::state::{McpRemote, McpServer, McpStdio, Meta, NameValue, SettingValue, Settings};
+use serde_json::{Map, Value as Json, json};
+use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value as Toml};
+
+use super::settings::{self as codex_settings, EFFORT, EFFORTS, MODE, MODEL};
+use crate::harness::ConvertError;
+use crate::report::Diagnostics;
+use crate::secrets;
+
+pub const FILE: &str = "config.toml";
+
+/// Keys only a stdio server may have.
+const STDIO_ONLY: &[&str] = &["env_vars", "cwd"];
+/// Keys only a streamable-HTTP server may have.
+const HTTP_ONLY: &[&str] = &[
+    "bearer_token_env_var",
+    "env_http_headers",
+    "http_headers_helper",
+    "oauth",
+    "oauth_resource",
+    "auth",
+];
+/// Keys either transport may have.
+const SHARED: &[&str] = &[
+    "enabled",
+    "required",
+    "startup_timeout_sec",
+    "startup_timeout_ms",
+    "tool_timeout_sec",
+    "enabled_tools",
+    "disabled_tools",
+    "scopes",
+    "supports_parallel_tool_calls",
+    "omit_tools_from",
+    "default_tools_approval_mode",
+    "environment_id",
+    "tools",
+];
+
+/// Codex-only settings carried by their config key as the option id (no ACP adapter has them).
+const PLAIN_SETTINGS: &[(&str, &[&str])] = &[
+    (
+        "model_reasoning_summary",
+        &["auto", "concise", "detailed", "none"],
+    ),
+    ("model_verbosity", &["low", "medium", "high"]),
+    ("model_provider", &[]),
+];
+
+/// A TOML value as JSON.
+pub fn to_json(v: &Toml) -> Json {
+    match v {
+        Toml::String(s) => json!(s.value()),
+        Toml::Integer(i) => json!(i.value()),
+        Toml::Float(f) => serde_json::Number::from_f64(*f.value()).map_or(Json::Null, Json::Number),
+        Toml::Boolean(b) => json!(b.value()),
+        Toml::Datetime(d) => json!(d.value().to_string()),
+        Toml::Array(a) => Json::Array(a.iter().map(to_json).collect()),
+        Toml::InlineTable(t) => {
+            Json::Object(t.iter().map(|(k, v)| (k.to_owned(), to_json(v))).collect())
+        }
+    }
+}
+
+/// An item (value or table) as JSON.
+pub fn item_json(item: &Item) -> Option<Json> {
+    match item {
+        Item::None => None,
+        Item::Value(v) => Some(to_json(v)),
+        Item::Table(t) => Some(Json::Object(
+            t.iter()
+                .filter_map(|(k, i)| Some((k.to_owned(), item_json(i)?)))
+                .collect(),
+        )),
+        Item::ArrayOfTables(a) => Some(Json::Array(
+            a.iter()
+                .map(|t| item_json(&Item::Table(t.clone())).unwrap_or(Json::Null))
+                .collect(),
+        )),
+    }
+}
+
+/// A JSON value as TOML (`null` has none).
+pub fn from_json(v: &Json) -> Option<Toml> {
+    Some(match v {
+        Json::Null => return None,
+        Json::Bool(b) => (*b).into(),
+        Json::Number(n) => match n.as_i64() {
+            Some(i) => i.into(),
+            None => n.as_f64()?.into(),
+        },
+        Json::String(s) => s.as_str().into(),
+        Json::Array(a) => Toml::Array(a.iter().filter_map(from_json).collect::<Array>()),
+        Json::Object(o) => {
+            let mut t = InlineTable::new();
+            for (k, v) in o {
+                if let Some(v) = from_json(v) {
+                    t.insert(k, v);
+                }
+            }
+            Toml::InlineTable(t)
+        }
+    })
+}
+
+/// The user's `config.toml`, parsed for editing.
+#[derive(Debug)]
+pub struct Config {
+    pub path: PathBuf,
+    pub doc: DocumentMut,
+    original: Option<String>,
+}
+
+impl Config {
+    /// Reads `codex_home/config.toml`; a missing file is an empty one. A file that is not valid
+    /// TOML is an error: it must not be rewritten.
+    pub fn load(codex_home: &Path) -> Result<Config, ConvertError> {
+        let path = codex_home.join(FILE);
+        let original = match std::fs::read_to_string(&path) {
+            Ok(s) => Some(s),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(ConvertError::io(&path)(e)),
+        };
+        let doc = match &original {
+            Some(s) => s.parse::<DocumentMut>().map_err(|e| {
+                ConvertError::invalid(
+                    &path,
+                    format!(
+                        "not valid TOML: {}",
+                        e.to_string().lines().next().unwrap_or("")
+                    ),
+                )
+            })?,
+            None => DocumentMut::new(),
+        };
+        Ok(Config {
+            path,
+            doc,
+            original,
+        })
+    }
+
+    /// Whether edits changed the file.
+    pub fn changed(&self) -> bool {
+        self.original.as_deref() != Some(self.doc.to_string().as_str())
+    }
+
+    pub fn existed(&self) -> bool {
+        self.original.is_some()
+    }
+
+    /// A top-level string value, with the active `profile` applied.
+    fn effective(&self, key: &str) -> Option<String> {
+        let root = self.doc.as_table();
+        let profile = root.get("profile").and_then(Item::as_str);
+        profile
+            .and_then(|p| root.get("profiles")?.get(p)?.get(key)?.as_str())
+            .or_else(|| root.get(key)?.as_str())
+            .map(str::to_owned)
+    }
+
+    /// Settings as ACP config option values (see `settings.rs` for the ids).
+    pub fn settings(&self) -> Settings {
+        let mut s = Settings::new();
+        if let Some(m) = self.effective("model") {
+            s.insert(MODEL.into(), SettingValue::Select(m));
+        }
+        if let Some(e) = self.effective("model_reasoning_effort") {
+            s.insert(EFFORT.into(), SettingValue::Select(e));
+        }
+        if let (Some(a), Some(sb)) = (
+            self.effective("approval_policy"),
+            self.effective("sandbox_mode"),
+        ) {
+            s.insert(
+                MODE.into(),
+                SettingValue::Select(codex_settings::mode_id(&a, &sb)),
+            );
+        }
+        for (key, _) in PLAIN_SETTINGS {
+            if let Some(v) = self.effective(key) {
+                s.insert((*key).into(), SettingValue::Select(v));
+            }
+        }
+        s
+    }
+
+    /// `[mcp_servers.*]` as ACP `McpServer`s.
+    pub fn mcp_servers(&self, diagnostics: &Diagnostics, redact: bool) -> Vec<McpServer> {
+        let Some(servers) = self.doc.get("mcp_servers").and_then(Item::as_table_like) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (name, item) in servers.iter() {
+            let Some(Json::Object(mut cfg)) = item_json(item) else {
+                diagnostics.skipped(
+                    &self.path,
+                    None,
+                    format!("[mcp_servers.{name}] is not a table; skipped"),
+                );
+                continue;
+            };
+            let pairs = |v: Option<Json>| -> Vec<NameValue> {
+                let mut list: Vec<NameValue> = v
+                    .and_then(|v| v.as_object().cloned())
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| NameValue {
+                        name: k,
+                        value: v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+                    })
+                    .collect();
+                list.sort_by(|a, b| a.name.cmp(&b.name));
+                list
+            };
+            let mut server = if let Some(Json::String(command)) = cfg.remove("command") {
+                let args = cfg
+                    .remove("args")
+                    .and_then(|a| a.as_array().cloned())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|a| a.as_str().map_or_else(|| a.to_string(), str::to_owned))
+                    .collect();
+                McpServer::Stdio(McpStdio {
+                    name: name.to_owned(),
+                    command,
+                    args,
+                    env: pairs(cfg.remove("env")),
+                    meta: None,
+                })
+            } else if let Some(Json::String(url)) = cfg.remove("url") {
+                let mut headers = pairs(cfg.remove("http_headers"));
+                // A literal token: carried as the header it stands for, so --redact-secrets
+                // blanks it and other harnesses can use it.
+                if let Some(Json::String(token)) = cfg.remove("bearer_token") {
+                    headers.push(NameValue {
+                        name: "Authorization".into(),
+                        value: format!("Bearer {token}"),
+                    });
+                }
+                McpServer::Http(McpRemote {
+                    name: name.to_owned(),
+                    url,
+                    headers,
+                    meta: None,
+                })
+            } else {
+                diagnostics.skipped(
+                    &self.path,
+                    None,
+                    format!("[mcp_servers.{name}] has neither `command` nor `url` (Codex refuses it too); skipped"),
+                );
+                continue;
+            };
+            cfg.remove("name");
+            if !cfg.is_empty() {
+                let mut meta = Meta::new();
+                meta.insert("codex".into(), Json::Object(cfg));
+                *server.meta_mut() = Some(meta);
+            }
+            if redact {
+                secrets::redact(&mut server);
+            }
+            out.push(server);
+        }
+        out
+    }
+}
+
+/// What merging one MCP server did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Merge {
+    Added {
+        notes: Vec<String>,
+    },
+    AlreadyThere,
+    /// Not taken, with the reason.
+    Refused(String),
+}
+
+/// A variable a value only refers to: `${VAR}`, `$VAR`, `${env:VAR}`.
+fn reference(value: &str) -> Option<&str> {
+    let v = value.trim();
+    if !secrets::is_reference(v) {
+        return None;
+    }
+    let inner = v
+        .strip_prefix("${")
+        .and_then(|r| r.strip_suffix('}'))
+        .or_else(|| v.strip_prefix('$'))?;
+    let inner = inner.strip_prefix("env:").unwrap_or(inner);
+    (!inner.contains(':')).then_some(inner)
+}
+
+fn redacted(server: &McpServer) -> Vec<String> {
+    server
+        .meta()
+        .and_then(|m| m.get("asp"))
+        .and_then(|a| a.get("redacted"))
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The table Codex would load for `server`, or why it cannot be written.
+fn server_table(server: &McpServer) -> Result<(Table, Vec<String>), String> {
+    let name = server.name();
+    let blanked = redacted(server);
+    let mut notes = Vec::new();
+    let mut t = Table::new();
+    let mut extra: Map<String, Json> = Map::new();
+    let allowed: Vec<&str> = match server {
+        McpServer::Stdio(s) => {
+            t.insert("command", toml_edit::value(s.command.as_str()));
+            if !s.args.is_empty() {
+                t.insert(
+                    "args",
+                    toml_edit::value(s.args.iter().map(String::as_str).collect::<Array>()),
+                );
+            }
+            let mut env = InlineTable::new();
+            let mut pass = Vec::new();
+            for nv in &s.env {
+                if blanked.contains(&format!("env.{}", nv.name)) {
+                    notes.push(format!(
+                        "env {} was blanked when the bundle was packed (--redact-secrets); set it in [mcp_servers.{name}.env] by hand",
+                        nv.name
+                    ));
+                } else if let Some(var) = reference(&nv.value) {
+                    if var == nv.name {
+                        pass.push(var.to_owned());
+                    } else {
+                        notes.push(format!(
+                            "env {} refers to ${{{var}}}; Codex passes env values literally and can only pass variables through under their own name, so it was left out",
+                            nv.name
+                        ));
+                    }
+                } else {
+                    env.insert(&nv.name, nv.value.as_str().into());
+                }
+            }
+            if !env.is_empty() {
+                t.insert("env", toml_edit::value(env));
+            }
+            if !pass.is_empty() {
+                extra.insert("env_vars".into(), json!(pass));
+            }
+            SHARED.iter().chain(STDIO_ONLY).copied().collect()
+        }
+        McpServer::Http(r) => {
+            t.insert("url", toml_edit::value(r.url.as_str()));
+            let mut headers = InlineTable::new();
+            let mut env_headers = Map::new();
+            for h in &r.headers {
+                let value = h.value.trim();
+                if blanked.contains(&format!("headers.{}", h.name)) {
+                    notes.push(format!(
+                        "header {} was blanked when the bundle was packed (--redact-secrets); set it by hand",
+                        h.name
+                    ));
+                } else if h.name.eq_ignore_ascii_case("authorization")
+                    && let Some(var) = value
+                        .split_once(char::is_whitespace)
+                        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+                        .and_then(|(_, rest)| reference(rest))
+                {
+                    extra.insert("bearer_token_env_var".into(), json!(var));
+                } else if let Some(var) = reference(value) {
+                    env_headers.insert(h.name.clone(), json!(var));
+                } else if value.contains("${") {
+                    notes.push(format!(
+                        "header {} mixes text and a variable ({value}); Codex cannot expand that, so it was left out",
+                        h.name
+                    ));
+                } else {
+                    headers.insert(&h.name, h.value.as_str().into());
+                }
+            }
+            if !headers.is_empty() {
+                t.insert("http_headers", toml_edit::value(headers));
+            }
+            if !env_headers.is_empty() {
+                extra.insert("env_http_headers".into(), Json::Object(env_headers));
+            }
+            SHARED.iter().chain(HTTP_ONLY).copied().collect()
+        }
+        McpServer::Sse(_) => {
+            return Err(format!(
+                "MCP server {name} uses the SSE transport; Codex speaks MCP over stdio and streamable HTTP only"
+            ));
+        }
+    };
+    if let Some(Json::Object(codex)) = server.meta().and_then(|m| m.get("codex")) {
+        for (k, v) in codex {
+            if allowed.contains(&k.as_str()) {
+                extra.entry(k.clone()).or_insert_with(|| v.clone());
+            } else if k != "bearer_token" {
+                notes.push(format!(
+                    "`{k}` is not a key Codex takes for this transport; left out"
+                ));
+            }
+        }
+    }
+    for key in allowed {
+        if let Some(v) = extra.get(key).and_then(from_json) {
+            t.insert(key, Item::Value(v));
+        }
+    }
+    Ok((t, notes))
+}
+
+impl Config {
+    /// Adds `server` as `[mcp_servers.<name>]` unless a server of that name is there.
+    pub fn merge_mcp(&mut self, server: &McpServer) -> Merge {
+        let name = server.name();
+        let (table, notes) = match server_table(server) {
+            Ok(t) => t,
+            Err(reason) => return Merge::Refused(reason),
+        };
+        let root = self.doc.as_table_mut();
+        let servers = root.entry("mcp_servers").or_insert_with(|| {
+            let mut t = Table::new();
+            t.set_implicit(true);
+            Item::Table(t)
+        });
+        let Some(servers) = servers.as_table_like_mut() else {
+            return Merge::Refused(
+                "`mcp_servers` in config.toml is not a table; left as it is".into(),
+            );
+        };
+        let candidate = Item::Table(table);
+        if let Some(existing) = servers.get(name) {
+            let same = item_json(existing) == item_json(&candidate);
+            return if same {
+                Merge::AlreadyThere
+            } else {
+                Merge::Refused(format!(
+                    "a different MCP server named {name} is already in config.toml; left as it is"
+                ))
+            };
+        }
+        servers.insert(name, candidate);
+        Merge::Added { notes }
+    }
+
+    /// Sets a top-level key if it is not set; says what happened.
+    fn set_if_absent(&mut self, key: &str, value: &str) -> Result<bool, String> {
+        match self.doc.get(key).and_then(Item::as_str) {
+            Some(v) if v == value => Ok(false),
+            Some(v) => Err(format!(
+                "config.toml already sets {key} = {v:?}; {value:?} was not written over it"
+            )),
+            None if self.doc.contains_key(key) => {
+                Err(format!("config.toml already sets {key}; left as it is"))
+            }
+            None => {
+                self.doc.insert(key, toml_edit::value(value));
+                Ok(true)
+            }
+        }
+    }
+
+    /// Merges one setting; `Err` says why it was not taken.
+    pub fn merge_setting(&mut self, id: &str, value: &SettingValue) -> Result<(), String> {
+        let SettingValue::Select(v) = value else {
+            return Err(format!("Codex has no on/off setting `{id}`"));
+        };
+        match id {
+            MODEL => {
+                if !codex_settings::is_codex_model(v) {
+                    return Err(format!(
+                        "model {v:?} is not a model Codex can run (it talks to OpenAI models only)"
+                    ));
+                }
+                self.set_if_absent("model", v).map(drop)
+            }
+            EFFORT | "effort" | "thought_level" => {
+                if !EFFORTS.contains(&v.as_str()) {
+                    return Err(format!(
+                        "reasoning effort {v:?} is not one Codex knows ({})",
+                        EFFORTS.join(", ")
+                    ));
+                }
+                self.set_if_absent("model_reasoning_effort", v).map(drop)
+            }
+            MODE => {
+                let Some((approval, sandbox)) = codex_settings::parse_mode(v) else {
+                    return Err(format!(
+                        "mode {v:?} is not a Codex approval preset (read-only, auto, full-access) or approval/sandbox pair"
+                    ));
+                };
+                let a = self.set_if_absent("approval_policy", approval);
+                let s = self.set_if_absent("sandbox_mode", sandbox);
+                a.and(s).map(drop)
+            }
+            _ => {
+                let Some((key, vocab)) = PLAIN_SETTINGS.iter().find(|(k, _)| *k == id) else {
+                    return Err(format!("Codex has no session setting `{id}`"));
+                };
+                if !vocab.is_empty() && !vocab.contains(&v.as_str()) {
+                    return Err(format!(
+                        "{key} {v:?} is not one Codex knows ({})",
+                        vocab.join(", ")
+                    ));
+                }
+                if *key == "model_provider"
+                    && v != "openai"
+                    && self
+                        .doc
+                        .get("model_providers")
+                        .and_then(|p| p.get(v))
+                        .is_none()
+                {
+                    return Err(format!(
+                        "model provider {v:?} is not defined in this config.toml"
+                    ));
+                }
+                self.set_if_absent(key, v).map(drop)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> Config {
+        Config {
+            path: PathBuf::from("config.toml"),
+            doc: text.parse().unwrap(),
+            original: Some(text.to_owned()),
+        }
+    }
+
+    #[test]
+    fn servers_are_added_with_their_transport_keys_only_and_comments_stay() {
+        let mut c =
+            config("# mine\nmodel = \"gpt-5.5\" # keep\n\n[mcp_servers.docs]\ncommand = \"npx\"\n");
+        let http: McpServer = serde_json::from_value(json!({
+            "type": "http", "name": "tracker", "url": "https://t/mcp",
+            "headers": [{"name": "Authorization", "value": "Bearer ${TRACKER_TOKEN}"},
+                        {"name": "X-Workspace", "value": "acme"}],
+            "_meta": {"codex": {"enabled": false, "env_vars": ["NOPE"]}}
+        }))
+        .unwrap();
+        let Merge::Added { notes } = c.merge_mcp(&http) else {
+            panic!()
+        };
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        let out = c.doc.to_string();
+        assert!(
+            out.starts_with("# mine\nmodel = \"gpt-5.5\" # keep\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("[mcp_servers.tracker]\nurl = \"https://t/mcp\"\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("bearer_token_env_var = \"TRACKER_TOKEN\""),
+            "{out}"
+        );
+        assert!(out.contains("enabled = false"), "{out}");
+        assert!(!out.contains("env_vars"), "{out}");
+        assert_eq!(c.merge_mcp(&http), Merge::AlreadyThere);
+        let other: McpServer = serde_json::from_value(
+            json!({"name": "docs", "command": "uvx", "args": [], "env": []}),
+        )
+        .unwrap();
+        assert!(matches!(c.merge_mcp(&other), Merge::Refused(_)));
+        let sse: McpServer = serde_json::from_value(
+            json!({"type": "sse", "name": "s", "url": "https://s", "headers": []}),
+        )
+        .unwrap();
+        assert!(matches!(c.merge_mcp(&sse), Merge::Refused(r) if r.contains("SSE")));
+    }
+
+    #[test]
+    fn settings_are_set_only_where_absent_and_only_with_codex_values() {
+        let mut c = config("model = \"gpt-5.5\"\n[profiles.x]\nmodel = \"o3\"\n");
+        assert!(
+            c.merge_setting("model", &SettingValue::Select("opus".into()))
+                .is_err()
+        );
+        assert!(
+            c.merge_setting("model", &SettingValue::Select("gpt-5.4".into()))
+                .is_err()
+        );
+        assert!(
+            c.merge_setting("model", &SettingValue::Select("gpt-5.5".into()))
+                .is_ok()
+        );
+        assert!(
+            c.merge_setting("effort", &SettingValue::Select("high".into()))
+                .is_ok()
+        );
+        assert!(
+            c.merge_setting("mode", &SettingValue::Select("acceptEdits".into()))
+                .is_err()
+        );
+        assert!(
+            c.merge_setting("mode", &SettingValue::Select("auto".into()))
+                .is_ok()
+        );
+        assert!(
+            c.merge_setting("thinking", &SettingValue::Boolean(true))
+                .is_err()
+        );
+        let out = c.doc.to_string();
+        assert!(out.starts_with("model = \"gpt-5.5\"\nmodel_reasoning_effort = \"high\"\napproval_policy = \"on-request\"\nsandbox_mode = \"workspace-write\"\n"), "{out}");
+        assert!(out.contains("[profiles.x]\nmodel = \"o3\""), "{out}");
+    }
+}

@@ -1,0 +1,128 @@
+//! `session_index.jsonl`: thread names, append-only, one `{"id","thread_name","updated_at"}`
+//! per line. Codex reads it from the end, so the last line for an id names the thread; empty
+//! names do not count (spec/harnesses/codex.md §8, §9.1).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::time;
+use crate::fsops::Writer;
+use crate::harness::ConvertError;
+use crate::report::Diagnostics;
+
+pub const FILE: &str = "session_index.jsonl";
+
+/// One naming of a thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub name: String,
+    pub at: Option<time::Nanos>,
+}
+
+/// Every naming of every thread, in file order.
+#[derive(Debug, Default)]
+pub struct SessionIndex {
+    path: PathBuf,
+    by_id: HashMap<String, Vec<Entry>>,
+}
+
+impl SessionIndex {
+    /// Reads the index of `codex_home`; a missing file is an empty index, a damaged line is
+    /// reported and skipped.
+    pub fn load(codex_home: &Path, diagnostics: &Diagnostics) -> Result<Self, ConvertError> {
+        let path = codex_home.join(FILE);
+        let mut index = SessionIndex {
+            path: path.clone(),
+            by_id: HashMap::new(),
+        };
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(index),
+            Err(e) => return Err(ConvertError::io(&path)(e)),
+        };
+        for (i, line) in BufReader::new(file).lines().enumerate() {
+            let line = line.map_err(ConvertError::io(&path))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let v: Value = match serde_json::from_str(&line) {
+                Ok(v) => v,
+                Err(e) => {
+                    diagnostics.skipped(
+                        &path,
+                        Some(i as u64 + 1),
+                        format!("not JSON ({e}); skipped"),
+                    );
+                    continue;
+                }
+            };
+            let (Some(id), Some(name)) = (
+                v.get("id").and_then(Value::as_str),
+                v.get("thread_name").and_then(Value::as_str),
+            ) else {
+                diagnostics.skipped(
+                    &path,
+                    Some(i as u64 + 1),
+                    "no `id` and `thread_name`; skipped",
+                );
+                continue;
+            };
+            if name.trim().is_empty() {
+                continue;
+            }
+            index.by_id.entry(id.to_owned()).or_default().push(Entry {
+                name: name.to_owned(),
+                at: v
+                    .get("updated_at")
+                    .and_then(Value::as_str)
+                    .and_then(time::parse),
+            });
+        }
+        Ok(index)
+    }
+
+    /// The name Codex shows for `id`.
+    pub fn name(&self, id: &str) -> Option<&str> {
+        self.by_id.get(id)?.last().map(|e| e.name.as_str())
+    }
+
+    /// Every naming of `id`, oldest first.
+    pub fn entries(&self, id: &str) -> &[Entry] {
+        self.by_id.get(id).map(Vec::as_slice).unwrap_or_default()
+    }
+
+    /// Names `id` (appends a line), unless the index already names it so. The line is written
+    /// in one append, as Codex writes its own.
+    pub fn name_thread(
+        &mut self,
+        writer: &Writer,
+        id: &str,
+        name: &str,
+    ) -> Result<bool, ConvertError> {
+        if self.name(id) == Some(name) || name.trim().is_empty() {
+            return Ok(false);
+        }
+        let now = time::now();
+        // A file whose last line lacks its newline (cut off) must not swallow ours.
+        let needs_newline = std::fs::read(&self.path)
+            .map(|b| !b.is_empty() && !b.ends_with(b"\n"))
+            .unwrap_or(false);
+        let mut line = if needs_newline {
+            "\n".to_owned()
+        } else {
+            String::new()
+        };
+        line += &json!({"id": id, "thread_name": name, "updated_at": time::format_nanos(now)})
+            .to_string();
+        line.push('\n');
+        writer.append(&self.path, line.as_bytes())?;
+        self.by_id.entry(id.to_owned()).or_default().push(Entry {
+            name: name.to_owned(),
+            at: Some(now),
+        });
+        Ok(true)
+    }
+}

@@ -1,0 +1,435 @@
+//! Rollout files: finding them, opening them (plain or zstd), and reading their lines in every
+//! format Codex has written (spec/harnesses/codex.md §3, §5).
+//!
+//! Lines are normalised into [`Record`]s: the current envelope `{timestamp, type, payload}`
+//! (legacy and paginated alike), the transitional `{timestamp, record_type, ...}` form, and the
+//! early flat form (a bare meta first line, then bare response items and `record_type: state`
+//! markers). Damage never stops a read: a line that is not JSON is reported with its file and
+//! line and skipped, as Codex itself skips it.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::ids::is_uuid;
+use super::zstd::Frames;
+use crate::harness::ConvertError;
+use crate::report::Diagnostics;
+
+/// Rollouts of live threads, in date directories.
+pub const SESSIONS_DIR: &str = "sessions";
+/// Rollouts of archived threads, flat.
+pub const ARCHIVED_DIR: &str = "archived_sessions";
+
+/// One rollout file found in a Codex home.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RolloutFile {
+    pub path: PathBuf,
+    /// Path relative to `CODEX_HOME`, `/`-separated.
+    pub rel: String,
+    pub compressed: bool,
+    pub archived: bool,
+    /// The thread UUID at the end of the file name.
+    pub name_id: Option<String>,
+}
+
+/// The thread UUID of a rollout file name `rollout-<time>-<uuid>.jsonl[.zst]`.
+pub fn id_from_name(name: &str) -> Option<String> {
+    let stem = name
+        .strip_suffix(".jsonl.zst")
+        .or_else(|| name.strip_suffix(".jsonl"))?;
+    if !stem.starts_with("rollout-") || stem.len() < 36 {
+        return None;
+    }
+    let id = &stem[stem.len() - 36..];
+    is_uuid(id).then(|| id.to_owned())
+}
+
+fn is_rollout_name(name: &str) -> bool {
+    name.starts_with("rollout-") && (name.ends_with(".jsonl") || name.ends_with(".jsonl.zst"))
+}
+
+/// Every rollout under `sessions/` and `archived_sessions/`, sorted by relative path. When a
+/// plain file and its `.zst` sibling both exist, the plain one is the thread (Codex ignores the
+/// sibling); the TypeScript-era `.json` rollouts are reported, not read.
+pub fn discover(codex_home: &Path, diagnostics: &Diagnostics) -> Vec<RolloutFile> {
+    let mut out = Vec::new();
+    for (dir, archived) in [(SESSIONS_DIR, false), (ARCHIVED_DIR, true)] {
+        let root = codex_home.join(dir);
+        if !root.is_dir() {
+            continue;
+        }
+        for entry in walkdir::WalkDir::new(&root)
+            .follow_links(false)
+            .min_depth(1)
+        {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    let p = e.path().unwrap_or(&root).to_path_buf();
+                    diagnostics.skipped(&p, None, format!("cannot be read ({e}); skipped"));
+                    continue;
+                }
+            };
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let Some(name) = entry.file_name().to_str() else {
+                continue;
+            };
+            if name.starts_with("rollout-") && name.ends_with(".json") {
+                diagnostics.skipped(
+                    entry.path(),
+                    None,
+                    "a rollout of the TypeScript Codex CLI (2025); this format is not read",
+                );
+                continue;
+            }
+            if !is_rollout_name(name) {
+                continue;
+            }
+            let compressed = name.ends_with(".zst");
+            if compressed && entry.path().with_extension("").is_file() {
+                // `x.jsonl.zst` beside `x.jsonl`: Codex reads the plain one.
+                continue;
+            }
+            let Ok(rel) = entry.path().strip_prefix(codex_home) else {
+                continue;
+            };
+            let rel: Vec<&str> = rel.iter().filter_map(|c| c.to_str()).collect();
+            out.push(RolloutFile {
+                path: entry.path().to_path_buf(),
+                rel: rel.join("/"),
+                compressed,
+                archived,
+                name_id: id_from_name(name),
+            });
+        }
+    }
+    out.sort_by(|a, b| a.rel.cmp(&b.rel));
+    out
+}
+
+/// A rollout's JSONL, decompressed if needed.
+pub fn open(path: &Path) -> Result<Box<dyn BufRead + Send>, ConvertError> {
+    let file = File::open(path).map_err(ConvertError::io(path))?;
+    let buffered = BufReader::with_capacity(64 * 1024, file);
+    if path.extension().is_some_and(|e| e == "zst") {
+        Ok(Box::new(BufReader::with_capacity(
+            64 * 1024,
+            Frames::new(buffered),
+        )))
+    } else {
+        Ok(Box::new(buffered))
+    }
+}
+
+/// The JSONL of rollout bytes, decompressed when `compressed`.
+pub fn decode_bytes(bytes: &[u8], compressed: bool) -> io::Result<Vec<u8>> {
+    if !compressed {
+        return Ok(bytes.to_vec());
+    }
+    let mut out = Vec::new();
+    Frames::new(bytes).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// What a line is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    SessionMeta,
+    TurnContext,
+    ResponseItem,
+    EventMsg,
+    Compacted,
+    /// A line type this reader does not map (`world_state`, `token_usage_record`, newer ones):
+    /// kept verbatim under `_meta`.
+    Other(String),
+}
+
+/// One rollout line, normalised.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// 1-based line number in the (decompressed) file.
+    pub line: u64,
+    pub timestamp: Option<String>,
+    pub kind: Kind,
+    pub payload: Value,
+    /// The line as written, for `_meta`.
+    pub raw: Value,
+}
+
+impl Record {
+    /// `payload.type`, for response items and events.
+    pub fn payload_type(&self) -> &str {
+        self.payload
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+}
+
+const RESPONSE_ITEM_TYPES: &[&str] = &[
+    "message",
+    "reasoning",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "local_shell_call",
+    "web_search_call",
+    "image_generation_call",
+    "tool_search_call",
+    "tool_search_output",
+    "ghost_snapshot",
+    "compaction",
+    "compaction_summary",
+    "context_compaction",
+];
+
+fn kind_of(t: &str) -> Kind {
+    match t {
+        "session_meta" => Kind::SessionMeta,
+        "turn_context" => Kind::TurnContext,
+        "response_item" => Kind::ResponseItem,
+        "event_msg" => Kind::EventMsg,
+        "compacted" => Kind::Compacted,
+        other => Kind::Other(other.to_owned()),
+    }
+}
+
+fn without(obj: &Map<String, Value>, keys: &[&str]) -> Value {
+    Value::Object(
+        obj.iter()
+            .filter(|(k, _)| !keys.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    )
+}
+
+/// Normalises one parsed line; `None` for lines that carry nothing (`record_type: state`).
+/// `first` says whether this is the first record of the file (where the early flat format keeps
+/// its bare meta).
+pub fn normalise(line: u64, value: Value, first: bool) -> Option<Record> {
+    let obj = value.as_object()?;
+    let timestamp = obj
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    // The envelope of every build since mid-2025.
+    if let (Some(Value::String(t)), Some(payload)) = (obj.get("type"), obj.get("payload")) {
+        return Some(Record {
+            line,
+            timestamp,
+            kind: kind_of(t),
+            payload: payload.clone(),
+            raw: value.clone(),
+        });
+    }
+    // The transitional form: `record_type` beside the flattened item.
+    if let Some(Value::String(rt)) = obj.get("record_type") {
+        let kind = match rt.as_str() {
+            "state" => return None,
+            "session_meta" => Kind::SessionMeta,
+            "prev_session_meta" => Kind::Other("prev_session_meta".to_owned()),
+            "response" => Kind::ResponseItem,
+            "event" => Kind::EventMsg,
+            other => Kind::Other(other.to_owned()),
+        };
+        return Some(Record {
+            line,
+            timestamp,
+            kind,
+            payload: without(obj, &["record_type", "timestamp"]),
+            raw: value.clone(),
+        });
+    }
+    // The early flat form: a bare response item...
+    if let Some(Value::String(t)) = obj.get("type")
+        && RESPONSE_ITEM_TYPES.contains(&t.as_str())
+    {
+        return Some(Record {
+            line,
+            timestamp: None,
+            kind: Kind::ResponseItem,
+            payload: value.clone(),
+            raw: value.clone(),
+        });
+    }
+    // ...after a bare meta line.
+    if first && obj.contains_key("id") && obj.contains_key("timestamp") {
+        return Some(Record {
+            line,
+            timestamp,
+            kind: Kind::SessionMeta,
+            payload: value.clone(),
+            raw: value.clone(),
+        });
+    }
+    Some(Record {
+        line,
+        timestamp,
+        kind: Kind::Other(String::new()),
+        payload: value.clone(),
+        raw: value.clone(),
+    })
+}
+
+/// Reads a rollout's records one at a time, reporting damaged lines.
+pub struct Lines {
+    reader: Box<dyn BufRead + Send>,
+    path: PathBuf,
+    buf: Vec<u8>,
+    line: u64,
+    seen_record: bool,
+    /// Where damage is reported; `None` for a silent pass.
+    report: bool,
+    /// Lines skipped because they were damaged.
+    pub damaged: u64,
+}
+
+impl std::fmt::Debug for Lines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lines")
+            .field("path", &self.path)
+            .field("line", &self.line)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lines {
+    /// Opens `path`; damage is reported into diagnostics only when `report` is set (a file read
+    /// twice reports once).
+    pub fn open(path: &Path, report: bool) -> Result<Self, ConvertError> {
+        Ok(Self::from_reader(open(path)?, path, report))
+    }
+
+    pub fn from_reader(reader: Box<dyn BufRead + Send>, path: &Path, report: bool) -> Self {
+        Lines {
+            reader,
+            path: path.to_path_buf(),
+            buf: Vec::new(),
+            line: 0,
+            seen_record: false,
+            report,
+            damaged: 0,
+        }
+    }
+
+    /// The next record, `None` at the end. I/O errors (a corrupt zstd stream) end the file with
+    /// a diagnostic; what was read before stays.
+    pub fn next_record(&mut self, diagnostics: &Diagnostics) -> Option<Record> {
+        loop {
+            self.buf.clear();
+            self.line += 1;
+            match self.reader.read_until(b'\n', &mut self.buf) {
+                Ok(0) => return None,
+                Ok(_) => {}
+                Err(e) => {
+                    if self.report {
+                        diagnostics.skipped(
+                            &self.path,
+                            Some(self.line),
+                            format!("cannot be read from here on ({e}); the rest is skipped"),
+                        );
+                    }
+                    return None;
+                }
+            }
+            let complete = self.buf.ends_with(b"\n");
+            let text = String::from_utf8_lossy(&self.buf);
+            let text = text.trim();
+            if text.is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Value>(text) {
+                Ok(v) => {
+                    let first = !self.seen_record;
+                    if let Some(r) = normalise(self.line, v, first) {
+                        self.seen_record = true;
+                        return Some(r);
+                    }
+                }
+                Err(e) => {
+                    self.damaged += 1;
+                    if self.report {
+                        let message = if complete {
+                            format!("not JSON ({e}); line skipped, as Codex skips it")
+                        } else {
+                            "the last line is incomplete (the file was cut off or was still \
+                             being written); skipped"
+                                .to_owned()
+                        };
+                        diagnostics.skipped(&self.path, Some(self.line), message);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_format_normalises_to_records() {
+        let env = normalise(
+            1,
+            json!({"timestamp": "t", "type": "session_meta", "payload": {"id": "x"}}),
+            true,
+        )
+        .unwrap();
+        assert_eq!(env.kind, Kind::SessionMeta);
+        assert_eq!(env.payload["id"], "x");
+        let bare_meta = normalise(
+            1,
+            json!({"id": "x", "timestamp": "t", "instructions": null}),
+            true,
+        )
+        .unwrap();
+        assert_eq!(bare_meta.kind, Kind::SessionMeta);
+        assert!(normalise(2, json!({"record_type": "state"}), false).is_none());
+        let bare_item = normalise(
+            3,
+            json!({"type": "message", "role": "user", "content": []}),
+            false,
+        )
+        .unwrap();
+        assert_eq!(bare_item.kind, Kind::ResponseItem);
+        let transitional = normalise(
+            4,
+            json!({"timestamp": "t", "record_type": "response", "type": "message", "role": "user"}),
+            false,
+        )
+        .unwrap();
+        assert_eq!(transitional.kind, Kind::ResponseItem);
+        assert_eq!(
+            transitional.payload,
+            json!({"type": "message", "role": "user"})
+        );
+        let future = normalise(
+            5,
+            json!({"timestamp": "t", "type": "world_state", "payload": {}}),
+            false,
+        )
+        .unwrap();
+        assert_eq!(future.kind, Kind::Other("world_state".into()));
+    }
+
+    #[test]
+    fn file_names_carry_the_thread_id() {
+        assert_eq!(
+            id_from_name(
+                "rollout-2026-11-25T16-20-22-01a21382-12a0-7552-982b-fe8c17c720e1.jsonl.zst"
+            )
+            .as_deref(),
+            Some("01a21382-12a0-7552-982b-fe8c17c720e1")
+        );
+        assert_eq!(id_from_name("rollout-x.jsonl"), None);
+        assert_eq!(id_from_name("notes.jsonl"), None);
+    }
+}

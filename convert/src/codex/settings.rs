@@ -1,0 +1,157 @@
+//! Session settings as ACP config options, with the ids Codex's ACP adapter uses.
+//!
+//! `codex-acp` (zed-industries) advertises three session config options: `mode` (category
+//! `mode`; the approval presets `read-only`, `auto`, `full-access`), `model` (category `model`)
+//! and `reasoning_effort` (category `thought_level`). A preset is an approval policy paired with
+//! a sandbox: `read-only` = `on-request` + `read-only`, `auto` = `on-request` +
+//! `workspace-write`, `full-access` = `never` + `danger-full-access`. Codex also runs pairs that
+//! are no preset (sample A: `on-request` + `danger-full-access`); such a mode is spelled
+//! `<approval_policy>/<sandbox_mode>` so it can be written back exactly.
+
+use serde_json::Value;
+
+use crate::acp::select_option;
+
+/// Option ids.
+pub const MODE: &str = "mode";
+pub const MODEL: &str = "model";
+pub const EFFORT: &str = "reasoning_effort";
+
+/// Codex's approval presets: (mode id, approval policy, sandbox mode).
+const PRESETS: &[(&str, &str, &str)] = &[
+    ("read-only", "on-request", "read-only"),
+    ("auto", "on-request", "workspace-write"),
+    ("full-access", "never", "danger-full-access"),
+];
+
+pub const APPROVALS: &[&str] = &["untrusted", "on-failure", "on-request", "never"];
+pub const SANDBOXES: &[&str] = &["read-only", "workspace-write", "danger-full-access"];
+pub const EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh"];
+
+/// The mode id of an approval policy and a sandbox mode.
+pub fn mode_id(approval: &str, sandbox: &str) -> String {
+    PRESETS
+        .iter()
+        .find(|(_, a, s)| *a == approval && *s == sandbox)
+        .map(|(id, ..)| (*id).to_owned())
+        .unwrap_or_else(|| format!("{approval}/{sandbox}"))
+}
+
+/// The approval policy and sandbox mode of a mode id, if it is one Codex can run.
+pub fn parse_mode(id: &str) -> Option<(&'static str, &'static str)> {
+    if let Some((_, a, s)) = PRESETS.iter().find(|(p, ..)| *p == id) {
+        return Some((a, s));
+    }
+    let (a, s) = id.split_once('/')?;
+    let a = APPROVALS.iter().find(|x| **x == a)?;
+    let s = SANDBOXES.iter().find(|x| **x == s)?;
+    Some((a, s))
+}
+
+/// Whether a model name is one Codex (an OpenAI Responses client) can run. Names from other
+/// providers (`opus`, `gemini-2.5-pro`) would make every resumed turn fail, so they are not
+/// written into Codex's settings.
+pub fn is_codex_model(model: &str) -> bool {
+    let m = model.to_ascii_lowercase();
+    ["gpt-", "o1", "o3", "o4", "codex-"]
+        .iter()
+        .any(|p| m.starts_with(p))
+}
+
+/// The settings one `turn_context` records.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnSettings {
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub approval: Option<String>,
+    pub sandbox: Option<String>,
+}
+
+impl TurnSettings {
+    /// Reads a `turn_context` payload of any era: `effort` or the collaboration mode's
+    /// `reasoning_effort`; `sandbox_policy.type`, or a permission profile `disabled` (0.16x+
+    /// writes no sandbox policy) as `danger-full-access`.
+    pub fn of_turn_context(tc: &Value) -> TurnSettings {
+        let s = |p: &str| tc.pointer(p).and_then(Value::as_str).map(str::to_owned);
+        let approval = match tc.get("approval_policy") {
+            Some(Value::String(a)) => Some(a.clone()),
+            // Newer builds have structured policies (`{"granular": {...}}`): name them by key.
+            Some(Value::Object(o)) => o.keys().next().cloned(),
+            _ => None,
+        };
+        let sandbox = s("/sandbox_policy/type").or_else(|| {
+            s("/permission_profile/type").map(|t| match t.as_str() {
+                "disabled" => "danger-full-access".to_owned(),
+                _ => t,
+            })
+        });
+        TurnSettings {
+            model: s("/model").or_else(|| s("/collaboration_mode/settings/model")),
+            effort: s("/effort").or_else(|| s("/collaboration_mode/settings/reasoning_effort")),
+            approval,
+            sandbox,
+        }
+    }
+
+    pub fn mode(&self) -> Option<String> {
+        Some(mode_id(self.approval.as_deref()?, self.sandbox.as_deref()?))
+    }
+
+    /// The full set of config options, for `config_option_update`.
+    pub fn config_options(&self) -> Vec<Value> {
+        let mut out = Vec::new();
+        if let Some(m) = self.mode() {
+            out.push(select_option(MODE, "Approval Preset", Some("mode"), &m));
+        }
+        if let Some(m) = &self.model {
+            out.push(select_option(MODEL, "Model", Some("model"), m));
+        }
+        if let Some(e) = &self.effort {
+            out.push(select_option(
+                EFFORT,
+                "Reasoning Effort",
+                Some("thought_level"),
+                e,
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn presets_and_other_pairs_have_reversible_mode_ids() {
+        assert_eq!(mode_id("never", "danger-full-access"), "full-access");
+        assert_eq!(mode_id("on-request", "workspace-write"), "auto");
+        assert_eq!(
+            mode_id("on-request", "danger-full-access"),
+            "on-request/danger-full-access"
+        );
+        assert_eq!(parse_mode("auto"), Some(("on-request", "workspace-write")));
+        assert_eq!(
+            parse_mode("on-request/danger-full-access"),
+            Some(("on-request", "danger-full-access"))
+        );
+        assert_eq!(parse_mode("acceptEdits"), None);
+        assert_eq!(parse_mode("sometimes/workspace-write"), None);
+    }
+
+    #[test]
+    fn turn_contexts_of_every_era_give_settings() {
+        let legacy = json!({"approval_policy": "on-request", "sandbox_policy": {"type": "danger-full-access"},
+            "model": "gpt-5.5", "collaboration_mode": {"settings": {"reasoning_effort": "medium"}}});
+        let s = TurnSettings::of_turn_context(&legacy);
+        assert_eq!(s.mode().as_deref(), Some("on-request/danger-full-access"));
+        assert_eq!(s.effort.as_deref(), Some("medium"));
+        let paginated = json!({"approval_policy": "never", "permission_profile": {"type": "disabled"},
+            "model": "gpt-5.4", "effort": "high"});
+        let s = TurnSettings::of_turn_context(&paginated);
+        assert_eq!(s.mode().as_deref(), Some("full-access"));
+        assert_eq!(s.config_options().len(), 3);
+        assert!(is_codex_model("gpt-5.5") && !is_codex_model("opus"));
+    }
+}

@@ -1,0 +1,563 @@
+//! Writing sessions into a Codex home, never losing or overwriting a thread.
+//!
+//! - A Codex session with its native rollout goes back byte for byte to the same path. When
+//!   `--map-path` changed paths, the rollout was already rewritten (a compressed one is
+//!   rewritten here and written plain, which Codex reads the same).
+//! - Any other session is built into a new rollout ([`super::build`]).
+//! - A thread id already in the home with the same content: "already there". With different
+//!   content: the session is kept beside it as `<thread>~<harness>`, which for Codex means a
+//!   new UUID (derived from `<id>~<harness>`, so importing it again finds it), reported in the
+//!   answer's session map.
+//! - Then the thread is named in `session_index.jsonl` and, where Codex keeps a
+//!   `state_<N>.sqlite`, given a row in its `threads` table.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use asp_format::blob::BlobSource;
+use asp_format::state::Session;
+use asp_format::update::UpdateLines;
+use rusqlite::types::Value as Sql;
+use serde_json::Value;
+
+use super::build::{self, Built, Defaults, Source};
+use super::ids;
+use super::index::SessionIndex;
+use super::rollout::{self, ARCHIVED_DIR, Lines, SESSIONS_DIR};
+use super::settings::TurnSettings;
+use super::state_db::{self, Insert, Row};
+use super::survey::{Survey, str_at};
+use super::time::{self, Nanos};
+use super::{NAME, Paths};
+use crate::conversation::Folder;
+use crate::fsops::{Created, Writer};
+use crate::harness::ConvertError;
+use crate::pathmap::PathMap;
+use crate::report::Diagnostics;
+
+/// How many `<thread>~<harness>` copies of one thread are tried before giving up.
+const MAX_COPIES: u32 = 50;
+
+/// What writing one session did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    /// Written under `id` (a new id when it differs from the session's).
+    New { id: String, path: PathBuf },
+    /// The same thread is there already, under `id`.
+    AlreadyThere { id: String },
+    /// Not taken, with the reason.
+    Refused(String),
+}
+
+/// Facts for the thread index row.
+#[derive(Debug, Clone, Default)]
+struct Summary {
+    id: String,
+    path: PathBuf,
+    created: Nanos,
+    updated: Nanos,
+    source: String,
+    model_provider: String,
+    cwd: String,
+    title: String,
+    first_prompt: String,
+    settings: TurnSettings,
+    cli_version: String,
+    originator: String,
+    thread_source: Option<String>,
+    git: Option<Value>,
+    archived: bool,
+    paginated: bool,
+    tokens_used: i64,
+}
+
+/// Writes sessions into one Codex home.
+pub struct SessionWriter<'a> {
+    paths: &'a Paths,
+    writer: &'a Writer,
+    blobs: &'a dyn BlobSource,
+    diagnostics: &'a Diagnostics,
+    path_map: &'a PathMap,
+    defaults: Defaults,
+    /// Rollouts in the home by thread id.
+    existing: HashMap<String, Vec<PathBuf>>,
+    index: SessionIndex,
+    db: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for SessionWriter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionWriter")
+            .field("codex", &self.paths.codex)
+            .field("db", &self.db)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The thread's rollout bytes as JSONL (decompressed).
+fn jsonl_of(path: &Path) -> Option<Vec<u8>> {
+    let bytes = std::fs::read(path).ok()?;
+    rollout::decode_bytes(&bytes, path.extension().is_some_and(|e| e == "zst")).ok()
+}
+
+impl<'a> SessionWriter<'a> {
+    pub fn new(
+        paths: &'a Paths,
+        writer: &'a Writer,
+        blobs: &'a dyn BlobSource,
+        diagnostics: &'a Diagnostics,
+        path_map: &'a PathMap,
+        defaults: Defaults,
+    ) -> Result<Self, ConvertError> {
+        let mut existing: HashMap<String, Vec<PathBuf>> = HashMap::new();
+        let quiet = Diagnostics::new();
+        for f in rollout::discover(&paths.codex, &quiet) {
+            if let Some(id) = &f.name_id {
+                existing.entry(id.clone()).or_default().push(f.path.clone());
+            }
+        }
+        Ok(SessionWriter {
+            paths,
+            writer,
+            blobs,
+            diagnostics,
+            path_map,
+            defaults,
+            existing,
+            index: SessionIndex::load(&paths.codex, diagnostics)?,
+            db: state_db::find(&paths.codex),
+        })
+    }
+
+    /// Whether `bytes` (JSONL) are what the home holds for `id`: `Some(true)` same, `Some(false)`
+    /// a different version is there, `None` the id is free.
+    fn compare(&self, id: &str, bytes: &[u8]) -> Option<bool> {
+        let paths = self.existing.get(id)?;
+        Some(paths.iter().any(|p| jsonl_of(p).as_deref() == Some(bytes)))
+    }
+
+    pub fn write(&mut self, session: &Session) -> Result<Written, ConvertError> {
+        if let Some(native) = session
+            .native
+            .as_ref()
+            .filter(|n| n.harness.as_str() == NAME)
+            .and_then(|n| {
+                n.files.iter().find(|f| {
+                    let p = f.path.as_str();
+                    (p.starts_with(".codex/sessions/")
+                        || p.starts_with(".codex/archived_sessions/"))
+                        && rollout::id_from_name(p.rsplit('/').next().unwrap_or("")).is_some()
+                })
+            })
+        {
+            return self.restore(session, native);
+        }
+        self.foreign(session)
+    }
+
+    /// A Codex session with its native rollout.
+    fn restore(
+        &mut self,
+        session: &Session,
+        native: &asp_format::state::FileEntry,
+    ) -> Result<Written, ConvertError> {
+        let stored_rel = native
+            .path
+            .as_str()
+            .trim_start_matches(".codex/")
+            .to_owned();
+        let (dir, file) = stored_rel
+            .rsplit_once('/')
+            .unwrap_or(("", stored_rel.as_str()));
+        let name_id = rollout::id_from_name(file).unwrap_or_default();
+        let raw = self.blobs.read_all(&native.content)?;
+        let compressed = file.ends_with(".zst");
+        let mut jsonl = rollout::decode_bytes(&raw, compressed).map_err(|e| {
+            ConvertError::invalid(&stored_rel, format!("the rollout is not valid zstd: {e}"))
+        })?;
+        // `--map-path` rewrote `.jsonl` files already; a compressed one is rewritten here and
+        // written plain (Codex reads a plain file in preference to its `.zst` sibling).
+        let rewritten = compressed && !self.path_map.is_empty();
+        if rewritten {
+            jsonl = map_lines(self.path_map, &jsonl);
+        }
+        for attempt in 0..=MAX_COPIES {
+            let (id, rel, bytes, text) = if attempt == 0 {
+                let rel = if rewritten {
+                    stored_rel.trim_end_matches(".zst").to_owned()
+                } else {
+                    stored_rel.clone()
+                };
+                let bytes = if rewritten {
+                    jsonl.clone()
+                } else {
+                    raw.clone()
+                };
+                (name_id.clone(), rel, bytes, jsonl.clone())
+            } else {
+                let id = copy_id(&name_id, NAME, attempt);
+                let text = String::from_utf8_lossy(&jsonl)
+                    .replace(&name_id, &id)
+                    .into_bytes();
+                let rel = format!(
+                    "{dir}/{}",
+                    file.replace(&name_id, &id).trim_end_matches(".zst")
+                );
+                (id, rel, text.clone(), text)
+            };
+            match self.compare(&id, &text) {
+                Some(true) => return Ok(Written::AlreadyThere { id }),
+                Some(false) => continue,
+                None => {}
+            }
+            let path = self.paths.codex.join(&rel);
+            if self.writer.create_new(&path, &bytes, false)? == Created::AlreadyExists {
+                return Ok(Written::Refused(format!(
+                    "{} is in the way (a file Codex does not name like a rollout); left as it is",
+                    path.display()
+                )));
+            }
+            self.existing
+                .entry(id.clone())
+                .or_default()
+                .push(path.clone());
+            if id != name_id {
+                self.diagnostics.note(
+                    &path,
+                    None,
+                    format!("a different version of thread {name_id} is already in this Codex home; this one was kept beside it as thread {id}"),
+                );
+            }
+            let survey = Survey::of_lines(
+                Lines::from_reader(Box::new(std::io::Cursor::new(text)), &path, false),
+                &[],
+                self.diagnostics,
+            );
+            let named = session
+                .meta
+                .as_ref()
+                .and_then(|m| m.get("codex"))
+                .and_then(|c| c.get("titleSource"))
+                .and_then(Value::as_str)
+                .is_some_and(|s| matches!(s, "session_index" | "thread_name_updated" | "state_db"));
+            let summary = summary_of(&id, &path, &survey, session, rel.starts_with(ARCHIVED_DIR));
+            self.register(&summary, named)?;
+            return Ok(Written::New { id, path });
+        }
+        Ok(Written::Refused(format!(
+            "thread {name_id}: too many different versions are already in this Codex home"
+        )))
+    }
+
+    /// A session from another harness (or a Codex session without its rollout).
+    fn foreign(&mut self, session: &Session) -> Result<Written, ConvertError> {
+        let mut folder = Folder::new();
+        let mut lines = UpdateLines::open(self.blobs, &session.updates)?;
+        loop {
+            match lines.next_line() {
+                Ok(None) => break,
+                Ok(Some((n, line))) => match serde_json::from_str::<Value>(line) {
+                    Ok(mut v) => {
+                        if let Some(u) = v.get_mut("update") {
+                            folder.push(u.take());
+                        }
+                    }
+                    Err(e) => self.diagnostics.note(
+                        Path::new(session.id.as_str()),
+                        Some(n),
+                        format!("update line is not JSON ({e}); skipped"),
+                    ),
+                },
+                Err((n, e)) => {
+                    return Err(ConvertError::Other(format!(
+                        "session {}: update line {n} cannot be read: {e}",
+                        session.id
+                    )));
+                }
+            }
+        }
+        let items = folder.finish();
+        let harness = session
+            .harness
+            .as_ref()
+            .map_or("asp", |h| h.as_str())
+            .to_owned();
+        let fallback = session
+            .updated_at
+            .as_deref()
+            .and_then(time::parse)
+            .unwrap_or_else(time::now);
+        let start = build::start_time(&items, fallback);
+        let cwd = session
+            .cwd
+            .clone()
+            .unwrap_or_else(|| self.paths.home.display().to_string());
+        let sid = session.id.as_str();
+        let base = if ids::is_uuid(sid) {
+            sid.to_owned()
+        } else {
+            ids::derive_v7(
+                time::millis(start),
+                format!("asp\0{harness}\0{sid}").as_bytes(),
+            )
+        };
+        let mut id = base.clone();
+        let mut attempt = 0;
+        let built = loop {
+            let built = build::build(
+                &Source {
+                    thread_id: &id,
+                    cwd: &cwd,
+                    harness: &harness,
+                    start,
+                    defaults: &self.defaults,
+                },
+                &items,
+            );
+            match self.compare(&id, &built.bytes) {
+                Some(true) => return Ok(Written::AlreadyThere { id }),
+                None => break built,
+                Some(false) => {
+                    attempt += 1;
+                    if attempt > MAX_COPIES {
+                        return Ok(Written::Refused(format!(
+                            "session {sid}: too many different versions are already in this Codex home"
+                        )));
+                    }
+                    id = copy_id(&base, &harness, attempt);
+                }
+            }
+        };
+        if built.user_turns == 0 {
+            self.diagnostics.note(
+                Path::new(sid),
+                None,
+                "the session has no user message; Codex lists only threads that start with one",
+            );
+        }
+        let rel = format!(
+            "{SESSIONS_DIR}/{}/rollout-{}-{id}.jsonl",
+            time::date_dirs(start),
+            time::file_stamp(start)
+        );
+        let path = self.paths.codex.join(&rel);
+        if self.writer.create_new(&path, &built.bytes, false)? == Created::AlreadyExists {
+            return Ok(Written::Refused(format!(
+                "{} is in the way; left as it is",
+                path.display()
+            )));
+        }
+        self.existing
+            .entry(id.clone())
+            .or_default()
+            .push(path.clone());
+        if attempt > 0 {
+            self.diagnostics.note(
+                &path,
+                None,
+                format!("a different version of thread {base} is already in this Codex home; this one was kept beside it as thread {id}"),
+            );
+        }
+        let summary = foreign_summary(&id, &path, &built, session, &cwd);
+        self.register(&summary, true)?;
+        Ok(Written::New { id, path })
+    }
+
+    /// Names the thread and adds its index row.
+    fn register(&mut self, s: &Summary, named: bool) -> Result<(), ConvertError> {
+        if named {
+            self.index.name_thread(self.writer, &s.id, &s.title)?;
+        }
+        let Some(db) = self.db.clone() else {
+            return Ok(());
+        };
+        if self.writer.is_dry_run() {
+            return Ok(());
+        }
+        match state_db::insert(&db, &row(s)) {
+            Ok(Insert::Added | Insert::AlreadyThere) => {}
+            Ok(Insert::NoTable) => self.diagnostics.note(
+                &db,
+                None,
+                "has no `threads` table; no index row was added (Codex finds legacy rollouts without one)",
+            ),
+            Err(e) => self.diagnostics.note(
+                &db,
+                None,
+                format!("no index row was added for thread {} ({e}); Codex adds one itself when it lists threads", s.id),
+            ),
+        }
+        Ok(())
+    }
+}
+
+/// The id of the `attempt`-th copy of thread `id` kept beside a different version.
+fn copy_id(id: &str, harness: &str, attempt: u32) -> String {
+    let ms = ids::v7_millis(id).unwrap_or_else(|| time::millis(time::now()));
+    let seed = if attempt == 1 {
+        format!("{id}~{harness}")
+    } else {
+        format!("{id}~{harness}~{attempt}")
+    };
+    ids::derive_v7(ms, seed.as_bytes())
+}
+
+fn map_lines(map: &PathMap, jsonl: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(jsonl);
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, nl) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        out.push_str(&map.map_json_line(body));
+        out.push_str(nl);
+    }
+    out.into_bytes()
+}
+
+fn summary_of(
+    id: &str,
+    path: &Path,
+    survey: &Survey,
+    session: &Session,
+    archived: bool,
+) -> Summary {
+    let meta = survey.meta.clone().unwrap_or(Value::Null);
+    let tc = survey.last_turn_context.clone().unwrap_or(Value::Null);
+    let source = match meta.get("source") {
+        Some(Value::String(s)) => s.clone(),
+        Some(v) if !v.is_null() => v.to_string(),
+        _ => "cli".to_owned(),
+    };
+    let created = survey.first_time.unwrap_or_else(time::now);
+    Summary {
+        id: id.to_owned(),
+        path: path.to_path_buf(),
+        created,
+        updated: survey.last_time.unwrap_or(created),
+        source,
+        model_provider: str_at(&meta, "/model_provider").unwrap_or_else(|| "openai".into()),
+        cwd: session
+            .cwd
+            .clone()
+            .or_else(|| survey.cwd_hint.clone())
+            .unwrap_or_default(),
+        title: session.title.clone(),
+        first_prompt: survey.first_user_text.clone().unwrap_or_default(),
+        settings: TurnSettings::of_turn_context(&tc),
+        cli_version: str_at(&meta, "/cli_version").unwrap_or_default(),
+        originator: str_at(&meta, "/originator").unwrap_or_default(),
+        thread_source: str_at(&meta, "/thread_source"),
+        git: meta.get("git").cloned(),
+        archived,
+        paginated: str_at(&meta, "/history_mode").as_deref() == Some("paginated"),
+        tokens_used: survey.tokens_used.unwrap_or(0),
+    }
+}
+
+fn foreign_summary(id: &str, path: &Path, built: &Built, session: &Session, cwd: &str) -> Summary {
+    Summary {
+        id: id.to_owned(),
+        path: path.to_path_buf(),
+        created: built.start,
+        updated: built.end,
+        source: "cli".into(),
+        model_provider: built.model_provider.clone(),
+        cwd: cwd.to_owned(),
+        title: session.title.clone(),
+        first_prompt: built.first_prompt.clone().unwrap_or_default(),
+        settings: built.settings.clone(),
+        cli_version: build::FORMAT_VERSION.into(),
+        originator: build::ORIGINATOR.into(),
+        thread_source: Some("user".into()),
+        git: None,
+        archived: false,
+        paginated: false,
+        tokens_used: 0,
+    }
+}
+
+/// The `threads` row of a thread, with the values Codex itself derives (observed rows, spec
+/// §9.3). `preview` must not be empty or the listing indexes skip the row.
+fn row(s: &Summary) -> Row {
+    let mut r = Row::default();
+    let text = |v: &str| Sql::Text(v.to_owned());
+    let opt = |v: Option<&str>| v.map_or(Sql::Null, |v| Sql::Text(v.to_owned()));
+    let preview = if s.first_prompt.is_empty() {
+        s.title.clone()
+    } else {
+        s.first_prompt.clone()
+    };
+    let sandbox = s.settings.sandbox.as_deref().unwrap_or("workspace-write");
+    // 0.142+ records the permission profile; full access is `{"type":"disabled"}` there.
+    let sandbox_json = if sandbox == "danger-full-access" {
+        r#"{"type":"disabled"}"#.to_owned()
+    } else {
+        build::sandbox_policy(sandbox).to_string()
+    };
+    r.set("id", text(&s.id));
+    r.set("rollout_path", text(&s.path.display().to_string()));
+    r.set("created_at", time::secs(s.created));
+    r.set("updated_at", time::secs(s.updated));
+    r.set("created_at_ms", time::millis(s.created));
+    r.set("updated_at_ms", time::millis(s.updated));
+    r.set("recency_at", time::secs(s.updated));
+    r.set("recency_at_ms", time::millis(s.updated));
+    r.set("source", text(&s.source));
+    r.set("model_provider", text(&s.model_provider));
+    r.set("cwd", text(&s.cwd));
+    r.set("title", text(&s.title));
+    r.set("sandbox_policy", text(&sandbox_json));
+    r.set(
+        "approval_mode",
+        text(s.settings.approval.as_deref().unwrap_or("on-request")),
+    );
+    r.set("tokens_used", s.tokens_used);
+    r.set("has_user_event", 0i64);
+    r.set("archived", i64::from(s.archived));
+    if s.archived {
+        r.set("archived_at", time::secs(s.updated));
+    }
+    r.set(
+        "git_sha",
+        opt(s
+            .git
+            .as_ref()
+            .and_then(|g| g.get("commit_hash"))
+            .and_then(Value::as_str)),
+    );
+    r.set(
+        "git_branch",
+        opt(s
+            .git
+            .as_ref()
+            .and_then(|g| g.get("branch"))
+            .and_then(Value::as_str)),
+    );
+    r.set(
+        "git_origin_url",
+        opt(s
+            .git
+            .as_ref()
+            .and_then(|g| g.get("repository_url"))
+            .and_then(Value::as_str)),
+    );
+    r.set("cli_version", text(&s.cli_version));
+    r.set("first_user_message", text(&s.first_prompt));
+    r.set("preview", text(&preview));
+    r.set("memory_mode", text("enabled"));
+    r.set("model", opt(s.settings.model.as_deref()));
+    r.set("reasoning_effort", opt(s.settings.effort.as_deref()));
+    r.set("thread_source", opt(s.thread_source.as_deref()));
+    r.set(
+        "history_mode",
+        text(if s.paginated { "paginated" } else { "legacy" }),
+    );
+    r.set("is_pinned", 0i64);
+    r.set(
+        "originator",
+        opt((!s.originator.is_empty()).then_some(s.originator.as_str())),
+    );
+    r
+}

@@ -1,0 +1,244 @@
+//! Putting a session's files into a chats directory without touching another version of it.
+//!
+//! A session is "already there" when every file we would write is present with the same
+//! bytes, or with our bytes followed by more (Gemini appends to a chat it resumes, so a
+//! restored session the user has since continued still holds everything we carry). It
+//! conflicts when one of its paths holds something else, or when none of its files is there
+//! but another chat Gemini would list has the same session id. A chat with that id that Gemini
+//! would not list (the startup-only file every resume leaves behind, `spec/harnesses/gemini.md`
+//! §3.3) is not a version of the conversation.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::fsops::{Created, Writer};
+use crate::harness::ConvertError;
+use crate::report::Diagnostics;
+
+use super::ids;
+use super::log::read_chat;
+
+/// One file to write.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
+}
+
+/// What placing a session found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placed {
+    Written,
+    AlreadyThere,
+    /// A different version is there; nothing was written.
+    Conflict,
+}
+
+/// The chat files in `chats` that belong to session `id`: main chats end in its first 8
+/// characters; a subagent's chat is `<parent>/<id>.jsonl` under any parent (a subagent id
+/// names one conversation, whichever chat started it).
+pub fn versions(chats: &Path, id: &str, parent: Option<&str>) -> Vec<PathBuf> {
+    let quiet = Diagnostics::new();
+    let (short, stem) = (ids::short(id), ids::file_part(id));
+    let candidates: Vec<PathBuf> = match parent {
+        Some(_) => fs::read_dir(chats)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .flat_map(|d| {
+                [
+                    d.join(format!("{stem}.jsonl")),
+                    d.join(format!("{stem}.json")),
+                ]
+            })
+            .filter(|p| p.is_file())
+            .collect(),
+        None => fs::read_dir(chats)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                e.file_name().to_str().is_some_and(|n| {
+                    n.starts_with("session-")
+                        && (n.ends_with(&format!("-{short}.jsonl"))
+                            || n.ends_with(&format!("-{short}.json")))
+                })
+            })
+            .map(|e| e.path())
+            .collect(),
+    };
+    let mut out: Vec<PathBuf> = candidates
+        .into_iter()
+        .filter(|p| matches!(read_chat(p, &quiet), Ok(Ok(chat)) if chat.session_id() == Some(id)))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Whether the chat at `path` holds a conversation: something Gemini would list, or for a
+/// subagent's chat (never listed) the same kind of content.
+fn has_conversation(path: &Path) -> bool {
+    matches!(read_chat(path, &Diagnostics::new()), Ok(Ok(chat)) if chat.has_content())
+}
+
+/// What [`check`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check {
+    AlreadyThere,
+    Conflict,
+    /// Nothing stands in the way; these files (indexes into the plan) are missing.
+    Write(Vec<usize>),
+}
+
+/// Decides whether `files` of session `id` can be written (see the module doc). `chats` are
+/// the project's chats directories: the one written to first, then any other the CLI may
+/// still read the project from (its old `sha256(root)` directory).
+pub fn check(
+    chats: &[PathBuf],
+    id: &str,
+    parent: Option<&str>,
+    files: &[Planned],
+) -> Result<Check, ConvertError> {
+    let mut missing = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        match fs::read(&f.path) {
+            Ok(existing) => {
+                if !existing.starts_with(&f.bytes) {
+                    return Ok(Check::Conflict);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => missing.push(i),
+            Err(e) => return Err(ConvertError::io(&f.path)(e)),
+        }
+    }
+    if missing.is_empty() {
+        return Ok(Check::AlreadyThere);
+    }
+    if missing.len() == files.len() {
+        let ours: Vec<&PathBuf> = files.iter().map(|f| &f.path).collect();
+        for other in chats.iter().flat_map(|c| versions(c, id, parent)) {
+            if ours.contains(&&other) {
+                continue;
+            }
+            // The same bytes under another name (the CLI copies old hash directories into
+            // slug directories) are this session, already there.
+            let same =
+                fs::read(&other).is_ok_and(|b| files.iter().any(|f| b.starts_with(&f.bytes)));
+            if same {
+                return Ok(Check::AlreadyThere);
+            }
+            if has_conversation(&other) {
+                return Ok(Check::Conflict);
+            }
+        }
+    }
+    Ok(Check::Write(missing))
+}
+
+/// Writes the files [`check`] found missing. A file that appeared in the meantime makes it a
+/// conflict.
+pub fn write(
+    writer: &Writer,
+    files: &[Planned],
+    missing: &[usize],
+) -> Result<Placed, ConvertError> {
+    for &i in missing {
+        let f = &files[i];
+        if writer.create_new(&f.path, &f.bytes, false)? == Created::AlreadyExists {
+            return Ok(Placed::Conflict);
+        }
+    }
+    Ok(Placed::Written)
+}
+
+/// [`check`], then [`write`].
+pub fn place(
+    writer: &Writer,
+    chats: &Path,
+    id: &str,
+    parent: Option<&str>,
+    files: &[Planned],
+) -> Result<Placed, ConvertError> {
+    match check(&[chats.to_path_buf()], id, parent, files)? {
+        Check::AlreadyThere => Ok(Placed::AlreadyThere),
+        Check::Conflict => Ok(Placed::Conflict),
+        Check::Write(missing) => write(writer, files, &missing),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "fed50604-91d7-43a0-ae1f-8998673c3ced";
+
+    fn chat(id: &str, prompt: Option<&str>) -> Vec<u8> {
+        let mut s = format!(
+            "{{\"sessionId\":\"{id}\",\"projectHash\":\"h\",\"startTime\":\"t\",\"lastUpdated\":\"t\"}}\n"
+        );
+        if let Some(p) = prompt {
+            s.push_str(&format!(
+                "{{\"id\":\"m\",\"timestamp\":\"t\",\"type\":\"user\",\"content\":[{{\"text\":\"{p}\"}}]}}\n"
+            ));
+        }
+        s.into_bytes()
+    }
+
+    #[test]
+    fn same_bytes_or_a_continued_chat_are_already_there_others_conflict() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = Writer::new(false);
+        let file = Planned {
+            path: dir.path().join("session-2026-11-23T09-14-fed50604.jsonl"),
+            bytes: chat(ID, Some("hi")),
+        };
+        let one = std::slice::from_ref(&file);
+        assert_eq!(
+            place(&w, dir.path(), ID, None, one).unwrap(),
+            Placed::Written
+        );
+        assert_eq!(
+            place(&w, dir.path(), ID, None, one).unwrap(),
+            Placed::AlreadyThere
+        );
+        let mut continued = file.bytes.clone();
+        continued.extend_from_slice(b"{\"$set\":{\"lastUpdated\":\"t2\"}}\n");
+        fs::write(&file.path, &continued).unwrap();
+        assert_eq!(
+            place(&w, dir.path(), ID, None, one).unwrap(),
+            Placed::AlreadyThere
+        );
+        fs::write(&file.path, chat(ID, Some("changed"))).unwrap();
+        assert_eq!(
+            place(&w, dir.path(), ID, None, one).unwrap(),
+            Placed::Conflict
+        );
+    }
+
+    #[test]
+    fn another_listable_file_of_the_session_conflicts_a_startup_stray_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = Writer::new(false);
+        let stray = dir.path().join("session-2026-11-30T08-00-fed50604.jsonl");
+        fs::write(&stray, chat(ID, None)).unwrap();
+        let file = Planned {
+            path: dir.path().join("session-2026-11-23T09-14-fed50604.jsonl"),
+            bytes: chat(ID, Some("hi")),
+        };
+        let one = std::slice::from_ref(&file);
+        assert_eq!(
+            place(&w, dir.path(), ID, None, one).unwrap(),
+            Placed::Written
+        );
+        fs::remove_file(&file.path).unwrap();
+        fs::write(&stray, chat(ID, Some("other"))).unwrap();
+        assert_eq!(
+            place(&w, dir.path(), ID, None, one).unwrap(),
+            Placed::Conflict
+        );
+        assert!(!file.path.exists());
+    }
+}

@@ -1,0 +1,351 @@
+//! Every chat under `~/.gemini/tmp/<project>/chats/`, one at a time, as sessions.
+//!
+//! Main chats are `chats/session-*.json(l)`; a subagent's chat is `chats/<parent id>/<id>.jsonl`
+//! and becomes a session of its own, linked both ways (`_meta.asp.parent` on the child,
+//! `_meta.asp.subagentSessionId` on the parent's `invoke_agent` call). A project directory's
+//! root comes from the registry or its marker; an old `sha256(root)` directory's root is found
+//! by hashing every root the home and the chat mention. The same session can sit in two files
+//! (the CLI copies hash directories into slug directories; a resumed `.json` chat continues in
+//! a new `.jsonl`; every resume leaves a startup-only file with the same id): it is carried
+//! once, from the file Gemini would resume (listable first, then the latest `lastUpdated`),
+//! with every one of its files kept in `native`.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use asp_format::name::{HarnessName, RelPath, SessionId};
+use asp_format::state::{FileEntry, Meta, Native, Session};
+use serde_json::{Value, json};
+
+use crate::harness::{ConvertError, ReadContext};
+
+use super::ids;
+use super::log::{self, Chat};
+use super::projects::{Projects, is_hash_dir};
+use super::read;
+use super::time;
+
+/// A session read, with what deduplication needs.
+struct Found {
+    session: Session,
+    resumable: bool,
+    last_ms: i64,
+}
+
+/// The roots a chat itself names: its `directories` and the workspace directories listed in
+/// its `<session_context>` message.
+fn chat_roots(chat: &Chat) -> Vec<String> {
+    let mut out: Vec<String> = chat
+        .meta
+        .get("directories")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+    for m in &chat.messages {
+        let text = log::parts_text(m.get("content"), true);
+        if !text.trim_start().starts_with("<session_context>") {
+            continue;
+        }
+        let mut in_list = false;
+        for line in text.lines() {
+            if line.contains("Workspace Directories:") {
+                in_list = true;
+            } else if in_list {
+                match line.strip_prefix("  - ") {
+                    Some(p) => out.push(p.trim().to_owned()),
+                    None => in_list = false,
+                }
+            }
+        }
+    }
+    out
+}
+
+fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    v.sort();
+    v
+}
+
+fn name_of(p: &Path) -> &str {
+    p.file_name().and_then(|n| n.to_str()).unwrap_or("")
+}
+
+fn is_chat_name(n: &str) -> bool {
+    n.ends_with(".jsonl") || n.ends_with(".json")
+}
+
+/// Reads every session of the store.
+pub fn read_sessions(
+    ctx: &ReadContext<'_>,
+    root: &Path,
+    gemini: &Path,
+    projects: &Projects,
+) -> Result<Vec<Session>, ConvertError> {
+    let mut found: Vec<Found> = Vec::new();
+    for dir in sorted_entries(&gemini.join("tmp")) {
+        let chats = dir.join("chats");
+        if !chats.is_dir() {
+            continue;
+        }
+        let dir_name = name_of(&dir).to_owned();
+        let dir_root = if is_hash_dir(&dir_name) {
+            None
+        } else {
+            projects.root_of_dir(&dir_name)
+        };
+        let mut mains = Vec::new();
+        let mut subs: Vec<(String, PathBuf)> = Vec::new();
+        for entry in sorted_entries(&chats) {
+            let n = name_of(&entry).to_owned();
+            if entry.is_dir() {
+                for f in sorted_entries(&entry) {
+                    if is_chat_name(name_of(&f)) && f.is_file() {
+                        subs.push((n.clone(), f));
+                    }
+                }
+            } else if n.starts_with("session-") && is_chat_name(&n) && entry.is_file() {
+                mains.push(entry);
+            }
+        }
+        let mut children: HashMap<String, HashSet<String>> = HashMap::new();
+        for (parent, f) in &subs {
+            let stem = name_of(f)
+                .rsplit_once('.')
+                .map_or("", |(s, _)| s)
+                .to_owned();
+            children.entry(parent.clone()).or_default().insert(stem);
+        }
+        let mut links: HashMap<String, (String, String)> = HashMap::new();
+        let reader = ChatDir {
+            ctx,
+            root,
+            projects,
+            dir_name: &dir_name,
+            dir_root: dir_root.as_deref(),
+        };
+        for path in &mains {
+            let Some((f, calls)) = reader.read_one(path, None, &children)? else {
+                continue;
+            };
+            for (agent, call) in calls {
+                links.insert(agent, (f.session.id.to_string(), call));
+            }
+            found.push(f);
+        }
+        for (parent_dir, path) in &subs {
+            if let Some((f, _)) = reader.read_one(path, Some((parent_dir, &links)), &children)? {
+                found.push(f);
+            }
+        }
+    }
+    Ok(dedupe(ctx, found))
+}
+
+/// The chats of one project directory.
+struct ChatDir<'a, 'b> {
+    ctx: &'a ReadContext<'b>,
+    root: &'a Path,
+    projects: &'a Projects,
+    dir_name: &'a str,
+    dir_root: Option<&'a str>,
+}
+
+/// `agentId` → tool call id of the calls in a chat that started a subagent.
+type SubagentCalls = Vec<(String, String)>;
+
+type Links<'a> = (&'a String, &'a HashMap<String, (String, String)>);
+
+impl ChatDir<'_, '_> {
+    /// Reads one chat file into a session; `None` when it is not a chat.
+    fn read_one(
+        &self,
+        path: &Path,
+        parent: Option<Links<'_>>,
+        children: &HashMap<String, HashSet<String>>,
+    ) -> Result<Option<(Found, SubagentCalls)>, ConvertError> {
+        let diags = self.ctx.diagnostics;
+        let rel_str = path
+            .strip_prefix(self.root)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .replace('\\', "/");
+        self.ctx.progress.item(&rel_str);
+        let chat = match log::read_chat(path, diags) {
+            Ok(Ok(c)) => c,
+            Ok(Err(why)) => {
+                diags.skipped(path, None, format!("{}; skipped", why.0));
+                return Ok(None);
+            }
+            // One unreadable file costs its session, not the whole pack.
+            Err(ConvertError::Io { source, .. }) => {
+                diags.skipped(path, None, format!("cannot be read ({source}); skipped"));
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        let Some(sid) = chat.session_id().map(str::to_owned) else {
+            diags.skipped(path, None, "the chat has no session id; skipped");
+            return Ok(None);
+        };
+        let Ok(id) = SessionId::new(&sid) else {
+            diags.skipped(
+                path,
+                None,
+                format!("session id {sid:?} is not usable; skipped"),
+            );
+            return Ok(None);
+        };
+        let cwd = self.dir_root.map(str::to_owned).or_else(|| {
+            let hash = if is_hash_dir(self.dir_name) {
+                self.dir_name
+            } else {
+                chat.str_meta("projectHash").unwrap_or("")
+            };
+            self.projects.root_of_hash(hash, &chat_roots(&chat))
+        });
+        if cwd.is_none() {
+            diags.note(
+                path,
+                None,
+                "the project this chat belongs to cannot be found (no registry entry, marker or \
+                 known root with its hash); carried without a working directory",
+            );
+        }
+        let empty = HashSet::new();
+        let subagents = children.get(&ids::file_part(&sid)).unwrap_or(&empty);
+        let conv = read::convert(&chat, &sid, cwd.as_deref(), subagents, self.ctx.blobs)?;
+
+        let mut meta = Meta::new();
+        meta.insert("gemini".into(), Value::Object(conv.meta.clone()));
+        if let Some((parent_dir, links)) = parent {
+            let link = match links.get(&sid) {
+                Some((psid, call)) => json!({"sessionId": psid, "toolCallId": call}),
+                None => json!({"sessionId": parent_dir}),
+            };
+            meta.insert("asp".into(), json!({"parent": link}));
+        }
+        if chat.str_meta("summary").is_none()
+            && let Some(seen) = &chat.first_seen_prompt
+        {
+            let seen = seen.split_whitespace().collect::<Vec<_>>().join(" ");
+            let first = chat
+                .messages
+                .iter()
+                .filter(|m| log::type_of(m) == "user")
+                .find_map(log::user_prompt_text)
+                .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "));
+            if first.as_deref() != Some(seen.as_str()) {
+                diags.note(
+                    path,
+                    None,
+                    format!(
+                        "`gemini --list-sessions` titles this session {seen:?}, a prompt it saw \
+                         before a rewind or checkpoint removed it; carried with the title {:?}",
+                        conv.title
+                    ),
+                );
+            }
+        }
+        let native = match RelPath::new(&rel_str) {
+            Ok(rel) => {
+                let mut f = File::open(path).map_err(ConvertError::io(path))?;
+                Some(Native {
+                    harness: HarnessName::new("gemini").expect("a valid name"),
+                    files: vec![FileEntry {
+                        path: rel,
+                        executable: false,
+                        content: self.ctx.blobs.put_reader(&mut f)?,
+                    }],
+                })
+            }
+            Err(e) => {
+                diags.note(
+                    path,
+                    None,
+                    format!(
+                        "its file cannot be carried as a native file ({e}); only its updates are"
+                    ),
+                );
+                None
+            }
+        };
+        let updated_at = chat.str_meta("lastUpdated").map(str::to_owned);
+        let last_ms = updated_at
+            .as_deref()
+            .and_then(time::parse_rfc3339)
+            .unwrap_or(i64::MIN);
+        let session = Session {
+            id,
+            title: conv.title,
+            harness: Some(HarnessName::new("gemini").expect("a valid name")),
+            cwd,
+            updated_at,
+            updates: conv.updates.expect("convert always finishes the stream"),
+            native,
+            meta: Some(meta),
+        };
+        Ok(Some((
+            Found {
+                session,
+                resumable: chat.resumable() || chat.str_meta("kind") == Some("subagent"),
+                last_ms,
+            },
+            conv.subagent_calls,
+        )))
+    }
+}
+
+/// One session per id: the version Gemini would resume wins, the others' files join its
+/// `native` so a restore gives them all back.
+fn dedupe(ctx: &ReadContext<'_>, found: Vec<Found>) -> Vec<Session> {
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: HashMap<String, Vec<Found>> = HashMap::new();
+    for f in found {
+        let id = f.session.id.to_string();
+        if !groups.contains_key(&id) {
+            order.push(id.clone());
+        }
+        groups.entry(id).or_default().push(f);
+    }
+    order
+        .into_iter()
+        .map(|id| {
+            let mut group = groups.remove(&id).expect("grouped above");
+            group.sort_by_key(|f| std::cmp::Reverse((f.resumable, f.last_ms)));
+            let mut winner = group.remove(0);
+            for other in group {
+                let files = other.session.native.map(|n| n.files).unwrap_or_default();
+                for f in &files {
+                    ctx.diagnostics.note(
+                        Path::new(f.path.as_str()),
+                        None,
+                        format!(
+                            "another file of session {id}; the conversation is taken from {} and \
+                             this file is kept with it",
+                            winner
+                                .session
+                                .native
+                                .as_ref()
+                                .and_then(|n| n.files.first())
+                                .map_or("the other file", |f| f.path.as_str())
+                        ),
+                    );
+                }
+                if let Some(n) = &mut winner.session.native {
+                    n.files.extend(files);
+                }
+            }
+            winner.session
+        })
+        .collect()
+}

@@ -1,0 +1,1443 @@
+//! The Claude Code converter, pinned against `samples/claude-code/EXPECTED.md` and the write-back
+//! rules of `spec/harnesses/claude-code.md`: what a pack reads, what an unpack writes, and what
+//! it refuses to overwrite. The last tests run the binaries end to end.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use asp_convert::Harness;
+use asp_convert::claude_code::ClaudeCode;
+use asp_convert::claude_code::ids::{is_uuid, name_uuid};
+use asp_convert::claude_code::write::copy_id;
+use asp_convert::harness::{Home, ReadContext, ReadOptions, WriteContext, WriteOptions};
+use asp_convert::pathmap::PathMap;
+use asp_convert::report::{Diagnostics, Severity};
+use asp_format::answer::ImportAnswer;
+use asp_format::blob::{BlobSink, BlobSource, MemoryStore, Overlay};
+use asp_format::bundle::Bundle;
+use asp_format::kind::{KindSet, StateKind};
+use asp_format::name::{HarnessName, RelPath, SessionId};
+use asp_format::progress::Quiet;
+use asp_format::state::{MemoryNote, NoteBody, Origin, Session, SettingValue, State};
+use asp_format::update::UpdateLines;
+use serde_json::{Value, json};
+use support::*;
+
+const A: &str = "71958462-4bb8-46b6-a36a-1becf56c22dc";
+const B: &str = "12821015-852a-451b-911f-ba64553fbf57";
+const C: &str = "8406e3f1-f626-479d-a2f4-e83bc7ff1d18";
+const D: &str = "0e06340e-3c10-486d-a4a9-8763cc8a6c00";
+const SUB: &str = "agent-a44a1a1a1ce6520e9";
+
+/// The update kinds that are the conversation itself (EXPECTED.md's tables).
+const CONVERSATION: &[&str] = &[
+    "user_message_chunk",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "tool_call",
+    "tool_call_update",
+    "plan",
+];
+
+fn sample_home() -> PathBuf {
+    samples().join("claude-code")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    root().join("tests/fixtures/claude-code").join(name)
+}
+
+struct Read {
+    state: State,
+    store: MemoryStore,
+    diagnostics: Diagnostics,
+}
+
+fn read_with(home: &Path, options: ReadOptions) -> Read {
+    let store = MemoryStore::new();
+    let diagnostics = Diagnostics::new();
+    let state = ClaudeCode
+        .read(&ReadContext {
+            home: &Home::at(home),
+            kinds: KindSet::ALL,
+            blobs: &store,
+            diagnostics: &diagnostics,
+            progress: &Quiet,
+            options,
+        })
+        .unwrap();
+    Read {
+        state,
+        store,
+        diagnostics,
+    }
+}
+
+fn read(home: &Path) -> Read {
+    read_with(home, ReadOptions::default())
+}
+
+impl Read {
+    fn session(&self, id: &str) -> &Session {
+        self.state
+            .sessions
+            .iter()
+            .flatten()
+            .find(|s| s.id.as_str() == id)
+            .unwrap_or_else(|| panic!("no session {id}"))
+    }
+
+    /// The `update` objects of a session.
+    fn updates(&self, id: &str) -> Vec<Value> {
+        updates_of(&self.store, self.session(id))
+    }
+
+    fn conversation(&self, id: &str) -> Vec<Value> {
+        conversation(self.updates(id))
+    }
+}
+
+fn updates_of(blobs: &dyn BlobSource, s: &Session) -> Vec<Value> {
+    let mut lines = UpdateLines::open(blobs, &s.updates).unwrap();
+    let mut out = Vec::new();
+    while let Some((_, line)) = lines.next_line().unwrap() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            v["sessionId"],
+            s.id.as_str(),
+            "every line names its session"
+        );
+        out.push(v["update"].clone());
+    }
+    out
+}
+
+fn conversation(updates: Vec<Value>) -> Vec<Value> {
+    updates
+        .into_iter()
+        .filter(|u| CONVERSATION.contains(&u["sessionUpdate"].as_str().unwrap()))
+        .collect()
+}
+
+/// One line per update, in the words of EXPECTED.md's tables.
+fn describe(u: &Value) -> String {
+    let kind = u["sessionUpdate"].as_str().unwrap();
+    let detail = match kind {
+        "tool_call" => format!(
+            "{} {} {} {}",
+            u["toolCallId"].as_str().unwrap(),
+            u["kind"].as_str().unwrap_or("other"),
+            u["title"].as_str().unwrap(),
+            u["status"].as_str().unwrap()
+        ),
+        "tool_call_update" => format!(
+            "{} {}",
+            u["toolCallId"].as_str().unwrap(),
+            u["status"].as_str().unwrap()
+        ),
+        "plan" => u["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} = {}",
+                    e["content"].as_str().unwrap(),
+                    e["status"].as_str().unwrap()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        _ => match u["content"]["type"].as_str().unwrap() {
+            "text" => u["content"]["text"].as_str().unwrap().to_owned(),
+            other => format!(
+                "{other} {}",
+                u["content"]["mimeType"].as_str().unwrap_or("")
+            ),
+        },
+    };
+    format!("{kind} {detail}")
+}
+
+fn assert_stream(actual: &[Value], expected: &[&str]) {
+    let got: Vec<String> = actual.iter().map(describe).collect();
+    assert_eq!(
+        got.len(),
+        expected.len(),
+        "update count differs:\n{}",
+        got.join("\n")
+    );
+    for (i, (g, e)) in got.iter().zip(expected).enumerate() {
+        assert!(
+            g.starts_with(e),
+            "update #{}:\n  got  {g}\n  want {e}…",
+            i + 1
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+#[test]
+fn session_a_replays_the_expected_stream() {
+    let r = read(&sample_home());
+    assert_stream(
+        &r.conversation(A),
+        &[
+            "user_message_chunk Percentage coupons also discount the shipping fee. A 25% coupon on $8",
+            "agent_thought_chunk The user says the percentage coupon is applied to",
+            "agent_message_chunk I'll read how the total is computed first.",
+            "tool_call toolu_01z4hbXKGzrdtC8Ui3cQIIku read Read src/cart/total.ts pending",
+            "tool_call_update toolu_01z4hbXKGzrdtC8Ui3cQIIku completed",
+            "tool_call toolu_01tFvmi5rWx2sNUlscjSBj7b search grep -l \"applyCoupon|findCoupon\" /home/dev/shop/src pending",
+            "tool_call_update toolu_01tFvmi5rWx2sNUlscjSBj7b completed",
+            "plan Apply percentage coupons to items only = in_progress; Run the cart unit tests = pending; Summarize the fix = pending",
+            "tool_call toolu_01RnTlfvo2q0jPHvotDimdBZ edit Edit src/cart/total.ts pending",
+            "tool_call_update toolu_01RnTlfvo2q0jPHvotDimdBZ completed",
+            "tool_call toolu_01vA23Lif6Ur2jaZBGcxx4UK execute npm test -- cart pending",
+            "tool_call_update toolu_01vA23Lif6Ur2jaZBGcxx4UK completed",
+            "plan Apply percentage coupons to items only = completed; Run the cart unit tests = completed; Summarize the fix = completed",
+            "agent_message_chunk Fixed. `computeTotal` applied the percentage to `items + shippingFee`",
+            "user_message_chunk Add a regression test for this to test/cart.test.ts and run it.",
+            "tool_call toolu_01xCECzGgkvQb7RnJCSqSxkd edit Write test/cart.test.ts pending",
+            "tool_call_update toolu_01xCECzGgkvQb7RnJCSqSxkd completed",
+            "tool_call toolu_01TPUiSX3JzbXOWddjuOin2j execute npx vitest run test/cart.test.ts pending",
+            "tool_call_update toolu_01TPUiSX3JzbXOWddjuOin2j failed",
+            "user_message_chunk also cover a 100% coupon",
+            "agent_message_chunk The import path is wrong (`src/cart` has no index). I'll fix that fir",
+            "tool_call toolu_01BNJP6gT6aLcJn6v7DD267W edit Edit test/cart.test.ts pending",
+            "tool_call_update toolu_01BNJP6gT6aLcJn6v7DD267W completed",
+            "tool_call toolu_01uCaRTDT8MgjfQ8FNN8kljp execute npx vitest run test/cart.test.ts pending",
+            "tool_call_update toolu_01uCaRTDT8MgjfQ8FNN8kljp completed",
+            "agent_message_chunk The regression test is in `test/cart.test.ts` and passes. I fixed its",
+            "user_message_chunk /rename checkout: coupon shipping fix",
+        ],
+    );
+}
+
+#[test]
+fn tool_calls_carry_locations_content_and_native_detail() {
+    let r = read(&sample_home());
+    let c = r.conversation(A);
+    let read_call = &c[3];
+    assert_eq!(
+        read_call["locations"],
+        json!([{"path": "/home/dev/shop/src/cart/total.ts", "line": 1}])
+    );
+    assert_eq!(
+        read_call["rawInput"]["file_path"],
+        "/home/dev/shop/src/cart/total.ts"
+    );
+    assert_eq!(read_call["_meta"]["claudeCode"]["toolName"], "Read");
+    let edit = &c[8];
+    assert_eq!(edit["content"][0]["type"], "diff");
+    assert_eq!(
+        edit["content"][0]["oldText"],
+        "    total = total * (1 - coupon.value / 100);"
+    );
+    let write = &c[15];
+    assert_eq!(write["content"][0]["oldText"], Value::Null);
+    let bash = &c[10];
+    assert_eq!(
+        bash["content"][0]["content"]["text"],
+        "Run the cart unit tests"
+    );
+    let edit_result = &c[9];
+    assert!(edit_result["_meta"]["claudeCode"]["toolResponse"]["structuredPatch"].is_array());
+    assert!(
+        edit_result["rawOutput"]
+            .as_str()
+            .unwrap()
+            .contains("has been updated")
+    );
+    let failed = &c[18];
+    assert!(
+        failed["_meta"]["claudeCode"]["toolResponse"]
+            .as_str()
+            .unwrap()
+            .starts_with("Error: Exit code 1")
+    );
+    // TodoWrite's activeForm is kept with each plan entry.
+    assert_eq!(
+        c[7]["entries"][0]["_meta"]["claudeCode"]["activeForm"],
+        "Applying percentage coupons to items only"
+    );
+    assert_eq!(c[7]["entries"][0]["priority"], "medium");
+    // The queued prompt is flagged as steering.
+    assert_eq!(c[19]["_meta"]["claudeCode"]["queuedCommand"], true);
+}
+
+#[test]
+fn one_api_response_split_over_lines_is_one_message() {
+    let r = read(&sample_home());
+    let c = r.conversation(A);
+    for u in &c[1..3] {
+        assert_eq!(u["messageId"], "msg_01YOCpMBOhPK6gos0K6UaDlp");
+    }
+    assert!(c[1]["_meta"]["claudeCode"]["signature"].is_string());
+    assert!(
+        c[1]["content"]["text"].as_str().unwrap().len() > 10,
+        "the thought is text"
+    );
+    // Usage of the response is counted once, on its last update.
+    let with_usage: Vec<&Value> = c[1..4]
+        .iter()
+        .filter(|u| u["_meta"]["claudeCode"].get("usage").is_some())
+        .collect();
+    assert_eq!(with_usage.len(), 1);
+    assert_eq!(with_usage[0]["sessionUpdate"], "tool_call");
+    // User chunks are grouped by the row they came from.
+    assert_eq!(c[0]["messageId"], "204f37e5-775e-4a54-a895-a88c4c164c0d");
+}
+
+#[test]
+fn titles_follow_custom_then_ai_then_summary_then_first_prompt() {
+    let r = read(&sample_home());
+    assert_eq!(r.session(A).title, "checkout: coupon shipping fix");
+    assert_eq!(
+        r.session(B).title,
+        "Fix product card image overflow on mobile"
+    );
+    assert_eq!(
+        r.session(C).title,
+        "Expose build SHA on /healthz and X-Build header"
+    );
+    assert_eq!(
+        r.session(D).title,
+        "Why does /v1/orders return 429 under light load?"
+    );
+    assert_eq!(r.session(SUB).title, "Find product image render sites");
+    // Title events are replayed where they happened, and only when the title changes.
+    let infos = |id: &str| -> Vec<String> {
+        r.updates(id)
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "session_info_update")
+            .map(|u| u["title"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        infos(A),
+        [
+            "Fix percentage coupons discounting shipping",
+            "checkout: coupon shipping fix"
+        ]
+    );
+    assert_eq!(
+        infos(C),
+        ["Expose build SHA on /healthz and X-Build header"]
+    );
+    assert!(infos(D).is_empty(), "no title record, no title event");
+}
+
+#[test]
+fn every_session_has_its_harness_cwd_time_and_native_files() {
+    let r = read(&sample_home());
+    let sessions = r.state.sessions.as_ref().unwrap();
+    assert_eq!(
+        sessions.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        [D, B, A, C, SUB]
+    );
+    for s in sessions {
+        assert_eq!(s.harness.as_ref().unwrap().as_str(), "claude-code");
+        assert!(
+            s.native.as_ref().is_some_and(|n| !n.files.is_empty()),
+            "{}",
+            s.id
+        );
+    }
+    assert_eq!(r.session(D).cwd.as_deref(), Some("/home/dev/api-gateway"));
+    assert_eq!(r.session(A).cwd.as_deref(), Some("/home/dev/shop"));
+    assert_eq!(
+        r.session(A).updated_at.as_deref(),
+        Some("2026-11-24T09:17:02.540Z")
+    );
+    assert_eq!(
+        r.session(D).updated_at.as_deref(),
+        Some("2026-11-28T15:31:40.970Z")
+    );
+    let native: Vec<&str> = r
+        .session(B)
+        .native
+        .as_ref()
+        .unwrap()
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(
+        native,
+        [
+            ".claude/projects/-home-dev-shop/12821015-852a-451b-911f-ba64553fbf57.jsonl",
+            ".claude/projects/-home-dev-shop/12821015-852a-451b-911f-ba64553fbf57/subagents/agent-a44a1a1a1ce6520e9.jsonl",
+            ".claude/projects/-home-dev-shop/12821015-852a-451b-911f-ba64553fbf57/subagents/agent-a44a1a1a1ce6520e9.meta.json",
+        ]
+    );
+}
+
+#[test]
+fn session_b_leaves_the_abandoned_branch_out_and_puts_parallel_results_back() {
+    let r = read(&sample_home());
+    let c = r.conversation(B);
+    assert_stream(
+        &c,
+        &[
+            "user_message_chunk image image/png",
+            "user_message_chunk [Image #1] On mobile the product card image overflows its frame like",
+            "agent_message_chunk The image keeps its intrinsic width: `.product-card__media img` sets",
+            "user_message_chunk Check the current sharp resize docs and the design-system spec for Pr",
+            "agent_message_chunk I'll check both sources in parallel.",
+            "tool_call toolu_01TmJ4giY4LIUVhq5M9xUEVZ fetch Fetch https://sharp.pixelplumbing.com/api-resize pending",
+            "tool_call toolu_01aUPfqs6h6eXjK2ziUMt5hL other mcp__design-system__get_component pending",
+            "tool_call_update toolu_01TmJ4giY4LIUVhq5M9xUEVZ completed",
+            "tool_call_update toolu_01aUPfqs6h6eXjK2ziUMt5hL completed",
+            "tool_call toolu_01baImwibCw8euxh0Si9qiwl think Find product image render sites pending",
+            "tool_call_update toolu_01baImwibCw8euxh0Si9qiwl completed",
+            "agent_message_chunk Summary:\n- **sharp**: `resize(800, 800, { fit: \"inside\", withoutEnla",
+        ],
+    );
+    assert_eq!(
+        c[0]["messageId"], c[1]["messageId"],
+        "image and text are one prompt"
+    );
+    let all = serde_json::to_string(&r.updates(B)).unwrap();
+    assert!(
+        !all.contains("Switch the upload pipeline to sharp"),
+        "the abandoned prompt is not replayed"
+    );
+    assert_eq!(
+        r.session(B).meta.as_ref().unwrap()["claudeCode"]["abandonedUuids"],
+        json!([
+            "398f466f-b9c0-4d7c-bf16-e68ba55df0c6",
+            "72412446-b87e-4a3c-a26a-bd62de1f376c",
+            "19542e2e-1382-4770-a121-12b9644d370b"
+        ])
+    );
+}
+
+#[test]
+fn subagents_are_linked_sessions() {
+    let r = read(&sample_home());
+    let c = r.conversation(B);
+    assert_eq!(c[9]["_meta"]["asp"]["subagentSessionId"], SUB);
+    assert_eq!(
+        c[10]["_meta"]["claudeCode"]["toolResponse"]["agentId"],
+        "a44a1a1a1ce6520e9"
+    );
+    let sub = r.session(SUB);
+    assert_eq!(
+        sub.meta.as_ref().unwrap()["asp"]["parent"],
+        json!({"sessionId": B, "toolCallId": "toolu_01baImwibCw8euxh0Si9qiwl"})
+    );
+    assert_eq!(
+        sub.meta.as_ref().unwrap()["claudeCode"]["agentType"],
+        "Explore"
+    );
+    assert_stream(
+        &r.conversation(SUB),
+        &[
+            "user_message_chunk Find every component or template under /home/dev/shop/src that render",
+            "tool_call toolu_01lYoaVJOtgzZySPvROQ9DL0 search Find `/home/dev/shop/src` `**/*.{tsx,vue}` pending",
+            "tool_call_update toolu_01lYoaVJOtgzZySPvROQ9DL0 completed",
+            "tool_call toolu_01XAl0X11hUPaoo5968YqY4t search grep -n \"<img|<Image|backgroundImage\" /home/dev/shop/src pending",
+            "tool_call_update toolu_01XAl0X11hUPaoo5968YqY4t completed",
+            "agent_message_chunk Product images are rendered in three places:\n1. `src/components/Prod",
+        ],
+    );
+}
+
+#[test]
+fn session_c_is_a_legacy_transcript_titled_by_its_summary() {
+    let r = read(&sample_home());
+    assert_stream(
+        &r.conversation(C),
+        &[
+            "user_message_chunk Make /healthz return the git SHA of the running build.",
+            "tool_call toolu_01muQFHx7V8BwV0c4ICmdbPW execute grep -rn BUILD_SHA Dockerfile .github/workflows pending",
+            "tool_call_update toolu_01muQFHx7V8BwV0c4ICmdbPW completed",
+            "tool_call toolu_01RPKmkIXiHRzhcJDMcStBUS edit Edit src/routes/health.ts pending",
+            "tool_call_update toolu_01RPKmkIXiHRzhcJDMcStBUS completed",
+            "agent_message_chunk Done: `/healthz` now returns `{ status, build }`, where `build` comes",
+            "user_message_chunk Also send it as an X-Build response header on every route.",
+            "tool_call toolu_01kZoZ9G0P1OxCVOKTWkFfMp read Read src/app.ts pending",
+            "tool_call_update toolu_01kZoZ9G0P1OxCVOKTWkFfMp completed",
+            "tool_call toolu_01yjdwBbdEWtKZmLdPJseWT1 edit Edit src/app.ts pending",
+            "tool_call_update toolu_01yjdwBbdEWtKZmLdPJseWT1 completed",
+            "agent_message_chunk Added a small middleware in `src/app.ts` that sets `X-Build` on every",
+        ],
+    );
+}
+
+#[test]
+fn session_d_replays_across_compaction_and_carries_the_boundary_in_meta() {
+    let r = read(&sample_home());
+    let c = r.conversation(D);
+    assert_stream(
+        &c,
+        &[
+            "user_message_chunk Why does /v1/orders return 429 under light load?",
+            "tool_call toolu_01j8QfBBrtK7te1H2kpLxiTb read Read config/limits.yaml pending",
+            "tool_call_update toolu_01j8QfBBrtK7te1H2kpLxiTb completed",
+            "agent_message_chunk `/v1/orders` overrides the defaults with `burst: 5`. The token bucket",
+            "user_message_chunk This session is being continued from a previous conversation",
+            "user_message_chunk /deploy-check staging",
+            "tool_call toolu_01OgXh6y3hB5IRa5ArRyw61i execute /home/dev/.claude/skills/deploy-check/scripts/check.sh staging pending",
+            "tool_call_update toolu_01OgXh6y3hB5IRa5ArRyw61i completed",
+            "agent_message_chunk **Safe to deploy to staging.** Config lint passes, no pending migrati",
+        ],
+    );
+    let summary = &c[4]["_meta"]["claudeCode"];
+    assert_eq!(summary["isCompactSummary"], true);
+    let before: Vec<&str> = summary["recordsBefore"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["subtype"].as_str())
+        .collect();
+    assert!(before.contains(&"compact_boundary"), "{before:?}");
+    // The skill expansion (isMeta) is not replayed but travels with the next update.
+    let skill_body = c[6]["_meta"]["claudeCode"]["recordsBefore"][0].clone();
+    assert_eq!(skill_body["isMeta"], true);
+    assert!(
+        c.iter()
+            .filter_map(|u| u["content"]["text"].as_str())
+            .all(|t| !t.starts_with("Base directory for this skill"))
+    );
+}
+
+#[test]
+fn mode_model_and_usage_are_acp_updates_not_invented_kinds() {
+    let r = read(&sample_home());
+    let u = r.updates(A);
+    let kinds: std::collections::BTreeSet<&str> = u
+        .iter()
+        .map(|x| x["sessionUpdate"].as_str().unwrap())
+        .collect();
+    let known = [
+        "user_message_chunk",
+        "agent_message_chunk",
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+        "plan",
+        "current_mode_update",
+        "config_option_update",
+        "session_info_update",
+        "usage_update",
+    ];
+    assert!(kinds.iter().all(|k| known.contains(k)), "{kinds:?}");
+    assert_eq!(
+        u[0],
+        json!({"sessionUpdate": "current_mode_update", "currentModeId": "acceptEdits"})
+    );
+    let config = u
+        .iter()
+        .find(|x| x["sessionUpdate"] == "config_option_update")
+        .unwrap();
+    let ids: Vec<&str> = config["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["mode", "model"]);
+    assert_eq!(
+        config["configOptions"][1]["currentValue"],
+        "claude-opus-4-6"
+    );
+    let usage = u.last().unwrap();
+    assert_eq!(usage["sessionUpdate"], "usage_update");
+    assert_eq!(usage["size"], 200000);
+    // File-history snapshots and queue operations ride along in _meta.
+    let carried = serde_json::to_string(&u).unwrap();
+    assert!(carried.contains("\"type\":\"file-history-snapshot\""));
+    assert!(carried.contains("\"operation\":\"enqueue\""));
+}
+
+#[test]
+fn damaged_transcripts_are_carried_and_the_damage_reported_with_file_and_line() {
+    for (dir, line, count) in [("truncated-last-line", 5, 3), ("non-json-line", 3, 4)] {
+        let r = read(&fixture(dir));
+        let skipped: Vec<_> = r
+            .diagnostics
+            .items()
+            .into_iter()
+            .filter(|d| d.severity == Severity::Skipped)
+            .collect();
+        assert_eq!(skipped.len(), 1, "{dir}: {skipped:?}");
+        assert_eq!(skipped[0].line, Some(line), "{dir}");
+        assert!(
+            skipped[0]
+                .file
+                .as_ref()
+                .unwrap()
+                .to_string_lossy()
+                .ends_with(".jsonl")
+        );
+        let s = &r.state.sessions.as_ref().unwrap()[0];
+        assert_eq!(conversation(updates_of(&r.store, s)).len(), count, "{dir}");
+    }
+    let r = read(&fixture("truncated-last-line"));
+    assert_eq!(
+        r.state.sessions.as_ref().unwrap()[0].title,
+        "List the npm scripts in package.json."
+    );
+}
+
+#[test]
+fn a_skill_with_invalid_yaml_is_carried_byte_for_byte_with_a_note() {
+    let home = fixture("invalid-skill-frontmatter");
+    let r = read(&home);
+    let skills = r.state.skills.as_ref().unwrap();
+    assert_eq!(skills.len(), 1);
+    let md = &skills[0].files[0];
+    assert_eq!(
+        r.store.read_all(&md.content).unwrap(),
+        fs::read(home.join(".claude/skills/release-notes/SKILL.md")).unwrap()
+    );
+    let items = r.diagnostics.items();
+    assert!(
+        items
+            .iter()
+            .any(|d| d.severity == Severity::Note && d.message.contains("not valid YAML"))
+    );
+    assert!(!r.diagnostics.any_skipped());
+}
+
+#[test]
+fn the_other_kinds_are_read_as_expected() {
+    let r = read(&sample_home());
+    let instructions = r.state.instructions.as_ref().unwrap();
+    assert_eq!(
+        r.store.read_all(&instructions.text).unwrap(),
+        fs::read(sample_home().join(".claude/CLAUDE.md")).unwrap()
+    );
+    let skills: Vec<&str> = r
+        .state
+        .skills
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(skills, ["commit-style", "deploy-check"]);
+    let check = r.state.skills.as_ref().unwrap()[1]
+        .files
+        .iter()
+        .find(|f| f.path.as_str() == "scripts/check.sh")
+        .unwrap();
+    assert_eq!(check.executable, cfg!(unix));
+
+    let tools = serde_json::to_value(r.state.tools.as_ref().unwrap()).unwrap();
+    assert_eq!(
+        tools,
+        json!([
+            {"name": "github", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+             "env": [{"name": "GITHUB_PERSONAL_ACCESS_TOKEN", "value": "${GITHUB_TOKEN}"}, {"name": "GITHUB_TOOLSETS", "value": "repos,issues,pull_requests"}],
+             "_meta": {"claudeCode": {"scope": "user"}}},
+            {"type": "http", "name": "linear", "url": "https://mcp.linear.app/mcp",
+             "headers": [{"name": "Authorization", "value": "Bearer ${LINEAR_API_KEY}"}],
+             "_meta": {"claudeCode": {"scope": "user"}}},
+            {"type": "sse", "name": "sentry", "url": "https://mcp.sentry.dev/sse",
+             "headers": [{"name": "X-Sentry-Org", "value": "example-shop"}],
+             "_meta": {"claudeCode": {"scope": "user"}}},
+        ])
+    );
+
+    let notes = r.state.memory.as_ref().unwrap();
+    let paths: Vec<&str> = notes.iter().map(|n| n.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "-home-dev-shop/MEMORY.md",
+            "-home-dev-shop/feedback_money_in_cents.md",
+            "-home-dev-shop/project_deploy_freeze.md"
+        ]
+    );
+    assert_eq!(
+        serde_json::to_value(&notes[1].origin).unwrap(),
+        json!({"harness": "claude-code", "path": ".claude/projects/-home-dev-shop/memory/feedback_money_in_cents.md", "project": "/home/dev/shop"})
+    );
+
+    let settings = r.state.settings.as_ref().unwrap();
+    assert_eq!(
+        settings,
+        &BTreeMap::from([
+            ("effort".to_owned(), SettingValue::Select("high".into())),
+            (
+                "mode".to_owned(),
+                SettingValue::Select("acceptEdits".into())
+            ),
+            ("model".to_owned(), SettingValue::Select("opus".into())),
+        ])
+    );
+    // What is not carried is said: user rules and the local-scope MCP server.
+    let skipped: Vec<String> = r
+        .diagnostics
+        .items()
+        .into_iter()
+        .filter(|d| d.severity == Severity::Skipped)
+        .map(|d| d.to_string())
+        .collect();
+    assert_eq!(skipped.len(), 2, "{skipped:#?}");
+    assert!(skipped[0].contains("rules/security.md"));
+    assert!(skipped[1].contains("design-system"));
+}
+
+#[test]
+fn redacting_secrets_blanks_literal_tokens_but_keeps_references() {
+    let home = tmp();
+    fs::write(
+        home.path().join(".claude.json"),
+        r#"{"mcpServers": {"gh": {"command": "npx", "env": {"GITHUB_TOKEN": "ghp_live_123", "REF": "${GITHUB_TOKEN}"}}}}"#,
+    )
+    .unwrap();
+    let r = read_with(
+        home.path(),
+        ReadOptions {
+            redact_secrets: true,
+        },
+    );
+    let v = serde_json::to_value(r.state.tools.as_ref().unwrap()).unwrap();
+    assert_eq!(v[0]["env"][0]["value"], "");
+    assert_eq!(v[0]["env"][1]["value"], "${GITHUB_TOKEN}");
+    assert_eq!(
+        v[0]["_meta"]["asp"]["redacted"],
+        json!(["env.GITHUB_TOKEN"])
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+fn write_to(home: &Path, state: &State, blobs: &dyn BlobSource, dry_run: bool) -> ImportAnswer {
+    write_mapped(home, state, blobs, dry_run, PathMap::default())
+}
+
+fn write_mapped(
+    home: &Path,
+    state: &State,
+    blobs: &dyn BlobSource,
+    dry_run: bool,
+    path_map: PathMap,
+) -> ImportAnswer {
+    ClaudeCode
+        .write(&WriteContext {
+            home: &Home::at(home),
+            state,
+            blobs,
+            diagnostics: &Diagnostics::new(),
+            progress: &Quiet,
+            options: &WriteOptions { dry_run, path_map },
+        })
+        .unwrap()
+}
+
+/// Every file under `dir` with its bytes.
+fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    walkdir_files(dir)
+        .into_iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            (rel, fs::read(&p).unwrap())
+        })
+        .collect()
+}
+
+fn walkdir_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_packed_home_restores_byte_for_byte_and_packs_to_the_same_state() {
+    let r = read(&sample_home());
+    let home = tmp();
+    let answer = write_to(home.path(), &r.state, &r.store, false);
+    assert!(answer.not_taken.is_empty(), "{answer:?}");
+    assert_eq!(answer.taken, KindSet::ALL);
+    for id in [A, B, C, D, SUB] {
+        assert_eq!(answer.sessions[id], id);
+    }
+    // Files carried whole come back whole; settings.json and .claude.json are merged, not
+    // copied (only their agent state travels).
+    let carried =
+        |p: &String| p.starts_with("projects/") || p.starts_with("skills/") || p == "CLAUDE.md";
+    let original: BTreeMap<String, Vec<u8>> = tree(&sample_home().join(".claude"))
+        .into_iter()
+        .filter(|(p, _)| carried(p))
+        .collect();
+    let restored: BTreeMap<String, Vec<u8>> = tree(&home.path().join(".claude"))
+        .into_iter()
+        .filter(|(p, _)| carried(p))
+        .collect();
+    assert_eq!(
+        restored.keys().collect::<Vec<_>>(),
+        original.keys().collect::<Vec<_>>()
+    );
+    for (path, bytes) in &restored {
+        assert!(bytes == &original[path], "{path} differs from the sample");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(
+            home.path()
+                .join(".claude/skills/deploy-check/scripts/check.sh"),
+        )
+        .unwrap()
+        .permissions()
+        .mode();
+        assert_ne!(mode & 0o111, 0, "the script stays executable");
+    }
+    let again = read(home.path());
+    assert_eq!(
+        again.state, r.state,
+        "packing the restored home gives the same state"
+    );
+}
+
+#[test]
+fn restoring_twice_finds_everything_already_there() {
+    let r = read(&sample_home());
+    let home = tmp();
+    write_to(home.path(), &r.state, &r.store, false);
+    let before = tree(home.path());
+    let answer = write_to(home.path(), &r.state, &r.store, false);
+    assert!(answer.not_taken.is_empty(), "{answer:?}");
+    assert_eq!(answer.sessions[A], A);
+    assert_eq!(tree(home.path()), before, "nothing was rewritten");
+}
+
+#[test]
+fn a_session_that_changed_since_is_kept_and_the_carried_one_written_beside_it() {
+    let r = read(&sample_home());
+    let home = tmp();
+    write_to(home.path(), &r.state, &r.store, false);
+    let live = home
+        .path()
+        .join(format!(".claude/projects/-home-dev-shop/{A}.jsonl"));
+    let mut continued = fs::read(&live).unwrap();
+    continued.extend_from_slice(b"{\"type\":\"ai-title\",\"aiTitle\":\"later\",\"sessionId\":\"71958462-4bb8-46b6-a36a-1becf56c22dc\"}\n");
+    fs::write(&live, &continued).unwrap();
+
+    let answer = write_to(home.path(), &r.state, &r.store, false);
+    let copy = copy_id(A, "claude-code");
+    assert!(is_uuid(&copy));
+    assert_eq!(answer.sessions[A], copy);
+    assert_eq!(answer.sessions[B], B);
+    assert_eq!(
+        fs::read(&live).unwrap(),
+        continued,
+        "the user's version is untouched"
+    );
+    let written = fs::read_to_string(
+        home.path()
+            .join(format!(".claude/projects/-home-dev-shop/{copy}.jsonl")),
+    )
+    .unwrap();
+    assert!(!written.contains(&format!("\"sessionId\":\"{A}\"")));
+    let original = fs::read_to_string(
+        sample_home().join(format!(".claude/projects/-home-dev-shop/{A}.jsonl")),
+    )
+    .unwrap();
+    assert_eq!(
+        written
+            .matches(&format!("\"sessionId\":\"{copy}\""))
+            .count(),
+        original.matches(&format!("\"sessionId\":\"{A}\"")).count()
+    );
+    // A third time, the copy is recognised.
+    assert_eq!(
+        write_to(home.path(), &r.state, &r.store, false).sessions[A],
+        copy
+    );
+}
+
+fn sample_state() -> (State, Bundle) {
+    let bundle = Bundle::open(&samples().join("state.aspstate")).unwrap();
+    (bundle.manifest().state.clone(), bundle)
+}
+
+#[test]
+fn a_foreign_session_becomes_a_transcript_claude_code_can_resume() {
+    let (state, bundle) = sample_state();
+    let home = tmp();
+    let answer = write_to(home.path(), &state, &bundle, false);
+    let id = answer.sessions["telegram:42"].clone();
+    assert_eq!(id, name_uuid("telegram:42"));
+    let path = home
+        .path()
+        .join(format!(".claude/projects/-home-dev-shop/{id}.jsonl"));
+    let text = fs::read_to_string(&path).unwrap();
+    assert!(text.ends_with('\n'), "a final newline");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let rows: Vec<&Value> = lines.iter().filter(|l| l.get("uuid").is_some()).collect();
+    assert_eq!(rows[0]["parentUuid"], Value::Null);
+    for w in rows.windows(2) {
+        assert_eq!(w[1]["parentUuid"], w[0]["uuid"], "one linear chain");
+        assert!(w[0]["timestamp"].as_str() < w[1]["timestamp"].as_str());
+    }
+    for row in &rows {
+        for key in [
+            "isSidechain",
+            "userType",
+            "cwd",
+            "sessionId",
+            "version",
+            "timestamp",
+            "type",
+            "message",
+        ] {
+            assert!(row.get(key).is_some(), "{key} missing in {row}");
+        }
+        assert_eq!(row["sessionId"], id.as_str());
+        assert_eq!(row["cwd"], "/home/dev/shop");
+        if row["type"] == "assistant" {
+            for key in [
+                "id",
+                "type",
+                "role",
+                "model",
+                "content",
+                "stop_reason",
+                "usage",
+            ] {
+                assert!(row["message"].get(key).is_some(), "message.{key} missing");
+            }
+            assert!(row["requestId"].is_string());
+        }
+    }
+    // Each tool_use's result is in the very next row.
+    for (i, row) in rows.iter().enumerate() {
+        for b in row["message"]["content"].as_array().into_iter().flatten() {
+            if b["type"] == "tool_use" {
+                let next = rows[i + 1];
+                assert_eq!(next["type"], "user");
+                assert_eq!(next["message"]["content"][0]["tool_use_id"], b["id"]);
+                assert_eq!(next["sourceToolAssistantUUID"], row["uuid"]);
+            }
+        }
+    }
+    assert_eq!(rows.len(), 6);
+    assert_eq!(
+        lines.last().unwrap(),
+        &json!({"type": "custom-title", "customTitle": "Which tests cover the checkout flow?", "sessionId": id})
+    );
+    // Claude Code reads it back as the same conversation.
+    let back = read(home.path());
+    let kinds: Vec<String> = back
+        .conversation(&id)
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "user_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk",
+            "user_message_chunk",
+            "agent_message_chunk"
+        ]
+    );
+    assert_eq!(
+        back.session(&id).title,
+        "Which tests cover the checkout flow?"
+    );
+}
+
+#[test]
+fn signed_reasoning_from_claude_code_is_kept_and_nothing_else_becomes_thinking() {
+    let (state, bundle) = sample_state();
+    let home = tmp();
+    write_to(home.path(), &state, &bundle, false);
+    let claude = "da41f528-2d0a-4f84-8acd-fe5d7087734b";
+    let text = fs::read_to_string(
+        home.path()
+            .join(format!(".claude/projects/-home-dev-shop/{claude}.jsonl")),
+    )
+    .unwrap();
+    assert!(text.contains("\"type\":\"thinking\",\"thinking\":\"I should read deploy.sh before editing it.\",\"signature\":\"EqQBCkYIBxgCKkA0c2lnbmF0dXJl\""));
+    let foreign = fs::read_to_string(home.path().join(format!(
+        ".claude/projects/-home-dev-shop/{}.jsonl",
+        name_uuid("telegram:42")
+    )))
+    .unwrap();
+    assert!(!foreign.contains("\"thinking\""));
+    // Sequential tool calls stay sequential: Read, then the plan, then Edit, each answered.
+    let back = read(home.path());
+    let kinds: Vec<String> = back
+        .conversation(claude)
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "user_message_chunk",
+            "agent_thought_chunk",
+            "tool_call",
+            "tool_call_update",
+            "plan",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk"
+        ]
+    );
+}
+
+#[test]
+fn a_foreign_session_is_written_once_and_a_different_one_beside_it() {
+    let (state, bundle) = sample_state();
+    let home = tmp();
+    let first = write_to(home.path(), &state, &bundle, false);
+    let again = write_to(home.path(), &state, &bundle, false);
+    assert_eq!(again.sessions, first.sessions, "already there: same ids");
+    // Another version of telegram:42 (one more prompt) is kept beside the first.
+    let store = MemoryStore::new();
+    let mut changed = state.clone();
+    let sessions = changed.sessions.as_mut().unwrap();
+    let s = sessions
+        .iter_mut()
+        .find(|s| s.id.as_str() == "telegram:42")
+        .unwrap();
+    let mut body = bundle.read_all(&s.updates).unwrap();
+    body.extend_from_slice(b"{\"sessionId\":\"telegram:42\",\"update\":{\"sessionUpdate\":\"user_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"One more thing.\"}}}\n");
+    s.updates = store.put(&body).unwrap();
+    let blobs = Overlay::new(vec![&store as &dyn BlobSource, &bundle]);
+    let answer = write_to(home.path(), &changed, &blobs, false);
+    let copy = copy_id("telegram:42", "codex");
+    assert_eq!(answer.sessions["telegram:42"], copy);
+    let dir = home.path().join(".claude/projects/-home-dev-shop");
+    assert!(dir.join(format!("{copy}.jsonl")).is_file());
+    assert!(
+        dir.join(format!("{}.jsonl", name_uuid("telegram:42")))
+            .is_file()
+    );
+}
+
+#[test]
+fn mcp_servers_and_settings_merge_without_disturbing_other_keys() {
+    let (state, bundle) = sample_state();
+    let home = tmp();
+    let claude_json = "{\n  \"numStartups\": 3,\n  \"mcpServers\": {\n    \"github\": {\n      \"type\": \"stdio\",\n      \"command\": \"gh-mcp\",\n      \"args\": [],\n      \"env\": {}\n    }\n  },\n  \"projects\": {\n    \"/x\": {\n      \"allowedTools\": []\n    }\n  },\n  \"theme\": \"dark\"\n}";
+    fs::write(home.path().join(".claude.json"), claude_json).unwrap();
+    fs::create_dir_all(home.path().join(".claude")).unwrap();
+    fs::write(
+        home.path().join(".claude/settings.json"),
+        "{\n  \"permissions\": {\n    \"allow\": [\n      \"Bash(ls)\"\n    ]\n  },\n  \"model\": \"sonnet\",\n  \"hooks\": {}\n}\n",
+    )
+    .unwrap();
+    let answer = write_to(home.path(), &state, &bundle, false);
+    let reasons: Vec<&str> = answer.not_taken.iter().map(|n| n.reason.as_str()).collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("\"github\" is already configured differently")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("\"thinking\"")),
+        "{reasons:?}"
+    );
+    assert!(answer.taken.contains(StateKind::Tools));
+
+    let v: Value =
+        serde_json::from_str(&fs::read_to_string(home.path().join(".claude.json")).unwrap())
+            .unwrap();
+    let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        ["numStartups", "mcpServers", "projects", "theme"],
+        "key order kept"
+    );
+    assert_eq!(
+        v["mcpServers"]["github"]["command"], "gh-mcp",
+        "the user's server is kept"
+    );
+    assert_eq!(
+        v["mcpServers"]["docs"]["headers"]["Authorization"],
+        "Bearer ${DOCS_TOKEN}"
+    );
+    assert_eq!(v["projects"], json!({"/x": {"allowedTools": []}}));
+
+    let text = fs::read_to_string(home.path().join(".claude/settings.json")).unwrap();
+    assert_eq!(
+        text,
+        "{\n  \"permissions\": {\n    \"allow\": [\n      \"Bash(ls)\"\n    ],\n    \"defaultMode\": \"acceptEdits\"\n  },\n  \"model\": \"opus\",\n  \"hooks\": {},\n  \"effortLevel\": \"high\"\n}\n"
+    );
+}
+
+fn note(path: &str, origin_path: &str, body: NoteBody) -> MemoryNote {
+    MemoryNote {
+        path: RelPath::new(path).unwrap(),
+        origin: Origin {
+            harness: Some(HarnessName::new("claude-code").unwrap()),
+            path: Some(origin_path.to_owned()),
+            project: Some("/home/dev/shop".to_owned()),
+        },
+        body,
+    }
+}
+
+#[test]
+fn memory_tombstones_remove_the_note_and_its_index_line() {
+    let home = tmp();
+    let mem = home.path().join(".claude/projects/-home-dev-shop/memory");
+    fs::create_dir_all(&mem).unwrap();
+    fs::write(
+        mem.join("MEMORY.md"),
+        "- [Old staging](old-staging.md) — staging is gone\n- [Cents](cents.md) — money in cents\n",
+    )
+    .unwrap();
+    fs::write(mem.join("old-staging.md"), "staging.example.com\n").unwrap();
+    fs::write(mem.join("cents.md"), "cents\n").unwrap();
+    let store = MemoryStore::new();
+    let body = store
+        .put(b"---\nname: Deploy\ndescription: Deploys happen on Tuesdays\n---\nTuesdays.\n")
+        .unwrap();
+    let state = State {
+        memory: Some(vec![
+            note(
+                "shop/deploy.md",
+                ".claude/projects/-home-dev-shop/memory/deploy.md",
+                NoteBody::Text(body),
+            ),
+            note(
+                "shop/old-staging.md",
+                ".claude/projects/-home-dev-shop/memory/old-staging.md",
+                NoteBody::Deleted,
+            ),
+        ]),
+        ..State::default()
+    };
+    let answer = write_to(home.path(), &state, &store, false);
+    assert!(answer.not_taken.is_empty(), "{answer:?}");
+    assert!(!mem.join("old-staging.md").exists());
+    assert_eq!(fs::read_to_string(mem.join("cents.md")).unwrap(), "cents\n");
+    assert_eq!(
+        fs::read_to_string(mem.join("MEMORY.md")).unwrap(),
+        "- [Cents](cents.md) — money in cents\n- [Deploy](deploy.md) — Deploys happen on Tuesdays\n"
+    );
+}
+
+#[test]
+fn a_note_that_names_no_project_is_not_taken_and_says_why() {
+    let (state, bundle) = sample_state();
+    let home = tmp();
+    let answer = write_to(home.path(), &state, &bundle, false);
+    let memory: Vec<&str> = answer
+        .not_taken
+        .iter()
+        .filter(|n| n.kind == StateKind::Memory)
+        .map(|n| n.reason.as_str())
+        .collect();
+    assert_eq!(memory.len(), 1, "{memory:?}");
+    assert!(memory[0].contains("prefs.md") && memory[0].contains("per project"));
+    assert!(
+        home.path()
+            .join(".claude/projects/-home-dev-shop/memory/deploy.md")
+            .is_file()
+    );
+}
+
+#[test]
+fn different_instructions_are_never_clobbered() {
+    let (state, bundle) = sample_state();
+    let home = tmp();
+    fs::create_dir_all(home.path().join(".claude")).unwrap();
+    fs::write(home.path().join(".claude/CLAUDE.md"), "mine\n").unwrap();
+    let answer = write_to(home.path(), &state, &bundle, false);
+    assert_eq!(
+        fs::read_to_string(home.path().join(".claude/CLAUDE.md")).unwrap(),
+        "mine\n"
+    );
+    assert!(!answer.taken.contains(StateKind::Instructions));
+    let why = &answer
+        .not_taken
+        .iter()
+        .find(|n| n.kind == StateKind::Instructions)
+        .unwrap()
+        .reason;
+    assert!(why.contains("CLAUDE.imported.md"), "{why}");
+    assert_eq!(
+        fs::read(home.path().join(".claude/CLAUDE.imported.md")).unwrap(),
+        bundle
+            .read_all(&state.instructions.as_ref().unwrap().text)
+            .unwrap()
+    );
+}
+
+#[test]
+fn a_dry_run_answers_the_same_and_writes_nothing() {
+    let r = read(&sample_home());
+    let home = tmp();
+    let dry = write_to(home.path(), &r.state, &r.store, true);
+    assert!(nothing_in(home.path()), "{:?}", tree(home.path()).keys());
+    let real = write_to(home.path(), &r.state, &r.store, false);
+    assert_eq!(dry, real);
+}
+
+#[test]
+fn a_remapped_cwd_moves_the_transcript_to_its_new_bucket() {
+    let r = read(&sample_home());
+    let mut map = PathMap::default();
+    map.add("/home/dev=/Users/dev").unwrap();
+    let staging = MemoryStore::new();
+    let mapped = map.apply(&r.state, &r.store, &staging).unwrap();
+    let blobs = Overlay::new(vec![&staging as &dyn BlobSource, &r.store]);
+    let home = tmp();
+    let answer = write_mapped(home.path(), &mapped, &blobs, false, map);
+    assert_eq!(answer.sessions[A], A);
+    let moved = home
+        .path()
+        .join(format!(".claude/projects/-Users-dev-shop/{A}.jsonl"));
+    let text = fs::read_to_string(&moved).unwrap();
+    assert!(text.contains("\"cwd\":\"/Users/dev/shop\""));
+    assert!(
+        !home
+            .path()
+            .join(".claude/projects/-home-dev-shop")
+            .join(format!("{A}.jsonl"))
+            .exists()
+    );
+    assert!(
+        home.path()
+            .join(format!(
+                ".claude/projects/-Users-dev-shop/{B}/subagents/agent-a44a1a1a1ce6520e9.jsonl"
+            ))
+            .is_file()
+    );
+    // Memory follows the project too.
+    assert!(
+        home.path()
+            .join(".claude/projects/-Users-dev-shop/memory/MEMORY.md")
+            .is_file()
+    );
+}
+
+#[test]
+fn a_session_id_is_a_portable_name() {
+    // Ids the state carries for subagents are unique and free of `/`.
+    let r = read(&sample_home());
+    let ids: Vec<&SessionId> = r.state.sessions.iter().flatten().map(|s| &s.id).collect();
+    assert!(ids.iter().all(|i| !i.as_str().contains('/')));
+}
+
+// ---------------------------------------------------------------------------------------------
+// End to end, through the binaries
+
+#[test]
+fn pack_and_unpack_through_the_binaries() {
+    let work = tmp();
+    let bundle = work.path().join("claude.aspstate");
+    // Exit 3: the user rules file and the local-scope MCP server are not carried (said on stderr).
+    asp_pack()
+        .args(["--from", "claude-code", "--home"])
+        .arg(sample_home())
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains("rules/security.md"));
+
+    let home = work.path().join("home");
+    fs::create_dir(&home).unwrap();
+    let out = asp_unpack()
+        .arg(&bundle)
+        .args(["--to", "claude-code", "--dry-run", "--json", "--home"])
+        .arg(&home)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert!(nothing_in(&home), "a dry run writes nothing");
+    let dry: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(dry["sessions"][A], A);
+
+    let out = asp_unpack()
+        .arg(&bundle)
+        .args(["--to", "claude-code", "--json", "--home"])
+        .arg(&home)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let answer: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(answer, dry);
+    assert_eq!(
+        answer["taken"],
+        json!([
+            "sessions",
+            "instructions",
+            "skills",
+            "tools",
+            "memory",
+            "settings"
+        ])
+    );
+    let rel = format!(".claude/projects/-home-dev-shop/{A}.jsonl");
+    assert_eq!(
+        fs::read(home.join(&rel)).unwrap(),
+        fs::read(sample_home().join(&rel)).unwrap()
+    );
+
+    // The sample state's Codex session migrates into the same home.
+    let out = asp_unpack()
+        .arg(samples().join("state.aspstate"))
+        .args(["--to", "claude-code", "--json", "--home"])
+        .arg(&home)
+        .assert()
+        .code(3)
+        .get_output()
+        .stdout
+        .clone();
+    let answer: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(answer["sessions"]["telegram:42"], name_uuid("telegram:42"));
+}
+
+#[test]
+fn parallel_calls_share_a_response_and_every_call_gets_exactly_one_result() {
+    let store = MemoryStore::new();
+    let state =
+        asp_convert::dir::read(&fixture("foreign-state"), KindSet::ALL, &store, &Quiet).unwrap();
+    let home = tmp();
+    let answer = write_to(home.path(), &state, &store, false);
+    let id = &answer.sessions["chat-7f3a"];
+    assert_eq!(id, &name_uuid("chat-7f3a"));
+    let text = fs::read_to_string(
+        home.path()
+            .join(format!(".claude/projects/-home-dev-shop/{id}.jsonl")),
+    )
+    .unwrap();
+    let rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &Value| r.get("uuid").is_some())
+        .collect();
+    let blocks = |r: &Value| -> Vec<(String, String)> {
+        match &r["message"]["content"] {
+            Value::Array(b) => b
+                .iter()
+                .map(|b| {
+                    let t = b["type"].as_str().unwrap().to_owned();
+                    let d = b["name"]
+                        .as_str()
+                        .or(b["tool_use_id"].as_str())
+                        .unwrap_or("")
+                        .to_owned();
+                    (t, d)
+                })
+                .collect(),
+            _ => vec![("string".into(), String::new())],
+        }
+    };
+    // The two calls announced before either finished are one response, answered in one row.
+    let parallel = rows
+        .iter()
+        .position(|r| {
+            blocks(r)
+                == [
+                    ("tool_use".into(), "read_file".into()),
+                    ("tool_use".into(), "run_shell_command".into()),
+                ]
+        })
+        .unwrap();
+    assert_eq!(
+        blocks(&rows[parallel + 1]),
+        [
+            ("tool_result".into(), "read-1".into()),
+            ("tool_result".into(), "shell-1".into())
+        ]
+    );
+    // The failed and the unfinished call are answered as errors.
+    let results: Vec<&Value> = rows
+        .iter()
+        .flat_map(|r| r["message"]["content"].as_array().into_iter().flatten())
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    let failed = results
+        .iter()
+        .find(|b| b["tool_use_id"] == "shell-2")
+        .unwrap();
+    assert_eq!(failed["is_error"], true);
+    let unfinished = results
+        .iter()
+        .find(|b| b["tool_use_id"] == "shell-3")
+        .unwrap();
+    assert_eq!(unfinished["content"], "[Tool execution was interrupted]");
+    // Every tool_use has exactly one result.
+    let uses: Vec<&Value> = rows
+        .iter()
+        .flat_map(|r| r["message"]["content"].as_array().into_iter().flatten())
+        .filter(|b| b["type"] == "tool_use")
+        .collect();
+    assert_eq!(uses.len(), results.len());
+    // The structured output of a foreign call is kept as text.
+    let shell = results
+        .iter()
+        .find(|b| b["tool_use_id"] == "shell-1")
+        .unwrap();
+    assert!(shell["content"].as_str().unwrap().contains("4000x2600"));
+    // The image and the two text pieces of the first prompt are one user row.
+    assert_eq!(
+        blocks(&rows[0]),
+        [
+            ("image".into(), String::new()),
+            ("text".into(), String::new())
+        ]
+    );
+    assert_eq!(
+        rows[0]["message"]["content"][1]["text"],
+        "The hero image is too big. Shrink it and check the build."
+    );
+}
+
+#[test]
+fn a_subagent_without_its_parent_is_written_as_a_session_of_its_own() {
+    let r = read(&sample_home());
+    let mut state = r.state.clone();
+    state
+        .sessions
+        .as_mut()
+        .unwrap()
+        .retain(|s| s.id.as_str() == SUB);
+    let home = tmp();
+    let answer = write_to(home.path(), &state, &r.store, false);
+    let id = &answer.sessions[SUB];
+    assert_eq!(id, &name_uuid(SUB));
+    assert!(
+        home.path()
+            .join(format!(".claude/projects/-home-dev-shop/{id}.jsonl"))
+            .is_file()
+    );
+}

@@ -1,0 +1,1500 @@
+//! The Codex converter, pinned against `samples/codex/EXPECTED.md`, the damaged fixtures in
+//! `tests/fixtures/codex/`, and the write-back rules of `spec/harnesses/codex.md` §12: through
+//! the library and through `asp-pack` / `asp-unpack`.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use asp_convert::harness::{ReadContext, ReadOptions, WriteContext, WriteOptions};
+use asp_convert::report::Diagnostics;
+use asp_convert::{Harness, Home};
+use asp_format::KindSet;
+use asp_format::answer::ImportAnswer;
+use asp_format::blob::{BlobSource, MemoryStore};
+use asp_format::bundle::Bundle;
+use asp_format::progress::Quiet;
+use asp_format::state::{McpServer, NoteBody, Session, SettingValue, State};
+use serde_json::{Value, json};
+use support::*;
+
+const A: &str = "01a1fe6b-30a4-77a2-b12a-76a63dd1d7e5";
+const B: &str = "01a20271-1024-7681-a31d-f248f3c4db0a";
+const C: &str = "01a21382-12a0-7552-982b-fe8c17c720e1";
+const D: &str = "01a221b5-fabc-7282-a1a4-1ac14ae9430b";
+const E: &str = "01a1f83a-cfc8-7f41-a357-d22735d28371";
+const CLAUDE_SESSION: &str = "da41f528-2d0a-4f84-8acd-fe5d7087734b";
+
+fn codex() -> Box<dyn Harness> {
+    asp_convert::harness("codex").expect("the codex converter is registered")
+}
+
+fn sample_home() -> PathBuf {
+    samples().join("codex")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    root().join("tests/fixtures/codex").join(name)
+}
+
+/// Reads a home through the library.
+fn read(home: &Path) -> (State, MemoryStore, Diagnostics) {
+    let store = MemoryStore::new();
+    let diagnostics = Diagnostics::new();
+    let state = codex()
+        .read(&ReadContext {
+            home: &Home::at(home),
+            kinds: KindSet::ALL,
+            blobs: &store,
+            diagnostics: &diagnostics,
+            progress: &Quiet,
+            options: ReadOptions::default(),
+        })
+        .unwrap();
+    (state, store, diagnostics)
+}
+
+/// Writes a state into a home through the library.
+fn write(
+    home: &Path,
+    state: &State,
+    blobs: &dyn BlobSource,
+    dry_run: bool,
+) -> (ImportAnswer, Diagnostics) {
+    let diagnostics = Diagnostics::new();
+    let answer = codex()
+        .write(&WriteContext {
+            home: &Home::at(home),
+            state,
+            blobs,
+            diagnostics: &diagnostics,
+            progress: &Quiet,
+            options: &WriteOptions {
+                dry_run,
+                ..WriteOptions::default()
+            },
+        })
+        .unwrap();
+    (answer, diagnostics)
+}
+
+fn session<'a>(state: &'a State, id: &str) -> &'a Session {
+    state
+        .sessions
+        .iter()
+        .flatten()
+        .find(|s| s.id.as_str() == id)
+        .unwrap_or_else(|| panic!("no session {id}"))
+}
+
+/// The `update` objects of a session's stream.
+fn updates(store: &MemoryStore, s: &Session) -> Vec<Value> {
+    let bytes = store.read_all(&s.updates).unwrap();
+    String::from_utf8(bytes)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            assert_eq!(v["sessionId"], s.id.as_str());
+            v["update"].clone()
+        })
+        .collect()
+}
+
+fn of_kind<'a>(updates: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == kind)
+        .collect()
+}
+
+fn texts(updates: &[Value], kind: &str) -> Vec<String> {
+    of_kind(updates, kind)
+        .iter()
+        .map(|u| u["content"]["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    for entry in walkdir::WalkDir::new(src) {
+        let entry = entry.unwrap();
+        let target = dst.join(entry.path().strip_prefix(src).unwrap());
+        if entry.file_type().is_dir() {
+            fs::create_dir_all(&target).unwrap();
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Every file under `dir`, relative, with its bytes.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(Result::unwrap)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            (
+                e.path()
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+                fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn rollouts(home: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = walkdir::WalkDir::new(home.join(".codex"))
+        .into_iter()
+        .map(Result::unwrap)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("rollout-"))
+        .map(|e| e.path().to_path_buf())
+        .collect();
+    out.sort();
+    out
+}
+
+fn jsonl(path: &Path) -> Vec<Value> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn pack_sample_codex(out: &Path) {
+    asp_pack()
+        .args(["--from", "codex", "--home"])
+        .arg(sample_home())
+        .arg("-o")
+        .arg(out)
+        .assert()
+        .success();
+}
+
+fn unpack_json(bundle: &Path, home: &Path, extra: &[&str]) -> Value {
+    let out = asp_unpack()
+        .arg(bundle)
+        .args(["--to", "codex", "--home"])
+        .arg(home)
+        .arg("--json")
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "asp-unpack failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading: samples/codex/EXPECTED.md
+
+#[test]
+fn the_sample_home_has_the_counts_expected_md_gives() {
+    let (state, store, diagnostics) = read(&sample_home());
+    let sessions = state.sessions.as_ref().unwrap();
+    assert_eq!(sessions.len(), 5);
+    assert!(
+        sessions
+            .iter()
+            .all(|s| s.harness.as_ref().unwrap().as_str() == "codex")
+    );
+    assert!(
+        sessions
+            .iter()
+            .all(|s| s.cwd.is_some() && s.updated_at.is_some() && s.native.is_some())
+    );
+    let text = store
+        .read_all(&state.instructions.as_ref().unwrap().text)
+        .unwrap();
+    assert_eq!(
+        text,
+        fs::read(sample_home().join(".codex/AGENTS.md")).unwrap()
+    );
+    let skills: Vec<&str> = state
+        .skills
+        .iter()
+        .flatten()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(
+        skills,
+        ["release-notes", "sql-style"],
+        "the bundled .system skill stays out"
+    );
+    let release = &state.skills.as_ref().unwrap()[0];
+    let script = release
+        .files
+        .iter()
+        .find(|f| f.path.as_str() == "scripts/collect.sh")
+        .unwrap();
+    assert_eq!(script.executable, cfg!(unix));
+    assert_eq!(state.memory.as_ref().unwrap().len(), 4);
+    let note = &state.memory.as_ref().unwrap()[0];
+    assert_eq!(note.origin.harness.as_ref().unwrap().as_str(), "codex");
+    assert_eq!(
+        note.origin.path.as_deref(),
+        Some(".codex/memories/MEMORY.md")
+    );
+    assert!(matches!(note.body, NoteBody::Text(_)));
+    assert!(!diagnostics.any_skipped(), "{:?}", diagnostics.items());
+}
+
+#[test]
+fn mcp_servers_are_acp_servers_with_codex_only_keys_under_meta() {
+    let (state, ..) = read(&sample_home());
+    let tools = serde_json::to_value(state.tools.as_ref().unwrap()).unwrap();
+    assert_eq!(
+        tools,
+        json!([
+            {"name": "docs", "command": "npx", "args": ["-y", "@acme/docs-mcp", "--index", "/home/dev/shop/docs"],
+             "env": [{"name": "DOCS_MCP_CACHE", "value": "/home/dev/.cache/docs-mcp"},
+                     {"name": "DOCS_MCP_LOG", "value": "warn"}],
+             "_meta": {"codex": {"startup_timeout_sec": 20, "tool_timeout_sec": 60, "enabled": true}}},
+            {"type": "http", "name": "tracker", "url": "https://mcp.tracker.example.com/mcp",
+             "headers": [{"name": "X-Workspace", "value": "acme"}],
+             "_meta": {"codex": {"bearer_token_env_var": "TRACKER_MCP_TOKEN", "enabled": false}}}
+        ])
+    );
+}
+
+#[test]
+fn settings_use_the_option_ids_of_codex_acp() {
+    let (state, ..) = read(&sample_home());
+    let s = state.settings.unwrap();
+    let sel = |v: &str| SettingValue::Select(v.into());
+    assert_eq!(s["model"], sel("gpt-5.5"));
+    assert_eq!(s["reasoning_effort"], sel("medium"));
+    assert_eq!(
+        s["mode"],
+        sel("auto"),
+        "on-request + workspace-write is codex-acp's `auto` preset"
+    );
+    assert_eq!(s["model_reasoning_summary"], sel("auto"));
+}
+
+#[test]
+fn session_a_replays_each_message_once_and_every_tool_with_its_result() {
+    let (state, store, _) = read(&sample_home());
+    let a = session(&state, A);
+    assert_eq!(a.title, "Deploy script: dry-run flag and header");
+    assert_eq!(a.cwd.as_deref(), Some("/home/dev/shop"));
+    assert_eq!(a.updated_at.as_deref(), Some("2026-11-21T14:11:27.700Z"));
+    let u = updates(&store, a);
+    assert_eq!(
+        texts(&u, "user_message_chunk"),
+        [
+            "Add a --dry-run flag to deploy.sh",
+            "Check our docs for the dry-run convention and compare with rsync.",
+            "Also print a header line, and note the change in a changelog."
+        ],
+        "injected context (AGENTS.md, environment, permissions) never becomes a user message"
+    );
+    let agent = texts(&u, "agent_message_chunk");
+    assert_eq!(
+        agent.len(),
+        4,
+        "no doubles from event_msg, no compaction summary: {agent:?}"
+    );
+    assert_eq!(agent[0], "I'll read `deploy.sh` first.");
+    assert!(agent[3].starts_with("Done: `deploy.sh` now prints"));
+    let phases: Vec<&Value> = of_kind(&u, "agent_message_chunk")
+        .iter()
+        .map(|c| &c["_meta"]["codex"]["phase"])
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            &json!("commentary"),
+            &json!("final_answer"),
+            &json!("final_answer"),
+            &json!("final_answer")
+        ]
+    );
+    let thoughts = of_kind(&u, "agent_thought_chunk");
+    assert_eq!(thoughts.len(), 4);
+    assert_eq!(
+        thoughts[0]["content"]["text"],
+        "**Inspecting deploy script**\n\nI need to read deploy.sh before changing it."
+    );
+    assert!(
+        thoughts[0]["_meta"]["codex"]["encrypted_content"].is_string(),
+        "encrypted reasoning is kept, only in _meta"
+    );
+
+    let calls = of_kind(&u, "tool_call");
+    let ids: Vec<&str> = calls
+        .iter()
+        .map(|c| c["toolCallId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "call_dW1xQk3sTz8aPf0R",
+            "call_Qz7kVb3nRx1wTg6M",
+            "call_Ty4mNc8qWe2rUi5O",
+            "call_Pa9sDf3gHj6kLz1X",
+            "ws_45a50e5488c01f9fbacdd50ed2718240bbe4ff45fefc4acc",
+            "call_Ts6gYh2jKl9zXc3V",
+            "call_Mk3jHg7fDs1aPo9I",
+            "compaction-63",
+            "call_Zx8cVb2nMq4wEr6T",
+        ]
+    );
+    let kind = |i: usize| calls[i].get("kind").cloned().unwrap_or(json!("other"));
+    assert_eq!(
+        (0..9).map(kind).collect::<Vec<_>>(),
+        [
+            "execute", "edit", "execute", "execute", "fetch", "search", "other", "think", "edit"
+        ]
+    );
+    assert_eq!(calls[0]["title"], "cat deploy.sh");
+    assert_eq!(calls[6]["title"], "docs.search_docs");
+    assert_eq!(
+        calls[6]["rawInput"],
+        json!({"query": "deploy dry-run convention", "limit": 3})
+    );
+    assert_eq!(
+        calls[1]["locations"],
+        json!([{"path": "/home/dev/shop/deploy.sh"}])
+    );
+    assert_eq!(calls[1]["content"][0]["type"], "diff");
+    assert_eq!(calls[1]["content"][0]["path"], "/home/dev/shop/deploy.sh");
+    let changelog = &calls[8]["content"][1];
+    assert_eq!(changelog["path"], "/home/dev/shop/CHANGELOG.md");
+    assert_eq!(
+        changelog["oldText"],
+        Value::Null,
+        "an added file has no old text"
+    );
+    assert!(
+        changelog["newText"]
+            .as_str()
+            .unwrap()
+            .starts_with("# Changelog\n\n- deploy.sh: ")
+    );
+
+    let results: BTreeMap<&str, &Value> = of_kind(&u, "tool_call_update")
+        .into_iter()
+        .map(|r| (r["toolCallId"].as_str().unwrap(), r))
+        .collect();
+    assert_eq!(
+        results.len(),
+        8,
+        "every call but the compaction gets one update"
+    );
+    let status = |id: &str| results[id]["status"].as_str().unwrap();
+    assert_eq!(status("call_dW1xQk3sTz8aPf0R"), "completed");
+    assert_eq!(status("call_Pa9sDf3gHj6kLz1X"), "failed", "exit code 127");
+    assert_eq!(
+        status("ws_45a50e5488c01f9fbacdd50ed2718240bbe4ff45fefc4acc"),
+        "completed"
+    );
+    assert_eq!(status("call_Mk3jHg7fDs1aPo9I"), "completed");
+    assert_eq!(
+        results["call_dW1xQk3sTz8aPf0R"]["content"][0]["content"]["text"],
+        "#!/bin/sh\nset -e\nrsync -a dist/ prod:/srv/app\n"
+    );
+    assert_eq!(
+        results["call_Pa9sDf3gHj6kLz1X"]["content"][0]["content"]["text"],
+        "/bin/bash: line 1: pnpm: command not found\n"
+    );
+    assert!(
+        results["call_Mk3jHg7fDs1aPo9I"]["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("deploy.md#dry-run: Every deploy script must support --dry-run")
+    );
+    assert!(
+        results["call_Ts6gYh2jKl9zXc3V"]["rawOutput"].is_array(),
+        "the tool_search result is its tools list"
+    );
+    assert!(
+        results["call_Qz7kVb3nRx1wTg6M"].get("content").is_none(),
+        "an edit's output does not replace its diffs"
+    );
+
+    let plans = of_kind(&u, "plan");
+    assert_eq!(plans.len(), 2);
+    assert_eq!(
+        plans[0]["entries"],
+        json!([
+            {"content": "Read deploy.sh", "priority": "medium", "status": "completed"},
+            {"content": "Add --dry-run handling", "priority": "medium", "status": "in_progress"},
+            {"content": "Run the script in dry-run mode and the tests", "priority": "medium", "status": "pending"}
+        ])
+    );
+    assert_eq!(
+        plans[0]["_meta"]["codex"]["explanation"],
+        "Small, self-contained change to deploy.sh."
+    );
+    assert!(
+        plans[1]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["status"] == "completed")
+    );
+
+    let compaction = calls[7];
+    assert_eq!(compaction["title"], "Compact conversation");
+    assert_eq!(compaction["status"], "completed");
+    assert!(
+        compaction["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Summary of the conversation so far")
+    );
+    assert!(compaction["_meta"]["codex"]["compacted"]["replacement_history"].is_array());
+
+    let usage = of_kind(&u, "usage_update");
+    assert_eq!(usage[0]["used"], 23000);
+    assert_eq!(usage[0]["size"], 258400);
+}
+
+#[test]
+fn settings_changes_are_config_and_mode_updates_where_they_change() {
+    let (state, store, _) = read(&sample_home());
+    let u = updates(&store, session(&state, A));
+    let modes: Vec<&str> = of_kind(&u, "current_mode_update")
+        .iter()
+        .map(|m| m["currentModeId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        modes,
+        ["on-request/danger-full-access", "full-access"],
+        "turn 4's unchanged context gives nothing"
+    );
+    let configs = of_kind(&u, "config_option_update");
+    assert_eq!(configs.len(), 2);
+    let current = |c: &Value, id: &str| {
+        c["configOptions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["id"] == id)
+            .unwrap()["currentValue"]
+            .clone()
+    };
+    assert_eq!(current(configs[0], "model"), "gpt-5.5");
+    assert_eq!(current(configs[0], "reasoning_effort"), "medium");
+    assert_eq!(current(configs[1], "model"), "gpt-5.4");
+    assert_eq!(current(configs[1], "reasoning_effort"), "high");
+    // The first turn's context, the injected messages and the turn start are kept verbatim.
+    let records = configs[0]["_meta"]["codex"]["records"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let first_mode = of_kind(&u, "current_mode_update")[0]["_meta"]["codex"]["records"]
+        .as_array()
+        .cloned()
+        .unwrap();
+    let kinds: Vec<&str> = first_mode
+        .iter()
+        .chain(&records)
+        .map(|r| r["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "event_msg",
+            "response_item",
+            "response_item",
+            "turn_context"
+        ]
+    );
+}
+
+#[test]
+fn titles_come_from_the_index_then_renames_then_the_first_prompt() {
+    let (state, store, _) = read(&sample_home());
+    assert_eq!(session(&state, E).title, "Why deploy.sh uses set -e");
+    assert_eq!(session(&state, D).title, "Most urgent TODO");
+    assert_eq!(session(&state, B).title, "Summarize notes/todo.md");
+    assert_eq!(
+        session(&state, C).title,
+        "How do I list git branches sorted by last commit date?"
+    );
+    // E's renames are in the rollout (0.128): one session_info_update each, where they happened.
+    let e = updates(&store, session(&state, E));
+    let infos: Vec<&Value> = of_kind(&e, "session_info_update");
+    assert_eq!(
+        infos.len(),
+        2,
+        "index entries that repeat the renames are not doubled"
+    );
+    assert_eq!(infos[1]["title"], "Why deploy.sh uses set -e");
+    assert_eq!(infos[1]["updatedAt"], "2026-11-20T09:16:44.780Z");
+    // A was renamed through the index only: its namings come in at their time.
+    let a = updates(&store, session(&state, A));
+    let titles: Vec<&str> = of_kind(&a, "session_info_update")
+        .iter()
+        .map(|i| i["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        titles,
+        ["Deploy dry-run", "Deploy script: dry-run flag and header"]
+    );
+    // B never got a name: no session_info_update at all.
+    assert!(of_kind(&updates(&store, session(&state, B)), "session_info_update").is_empty());
+}
+
+#[test]
+fn archived_compressed_and_paginated_threads_read_like_the_others() {
+    let (state, store, _) = read(&sample_home());
+    let b = session(&state, B);
+    assert_eq!(b.meta.as_ref().unwrap()["codex"]["archived"], true);
+    assert_eq!(b.cwd.as_deref(), Some("/home/dev/notes"));
+    let bu = updates(&store, b);
+    assert_eq!(
+        texts(&bu, "user_message_chunk"),
+        ["Summarize notes/todo.md"]
+    );
+    assert_eq!(of_kind(&bu, "tool_call")[0]["title"], "cat todo.md");
+
+    let c = session(&state, C);
+    let native = &c.native.as_ref().unwrap().files[0];
+    assert!(
+        native.path.as_str().ends_with(".jsonl.zst"),
+        "the compressed file is carried as it is"
+    );
+    assert_eq!(c.meta.as_ref().unwrap()["codex"]["format"], "paginated");
+    let cu = updates(&store, c);
+    assert_eq!(
+        texts(&cu, "user_message_chunk"),
+        ["How do I list git branches sorted by last commit date?"]
+    );
+    assert_eq!(
+        texts(&cu, "agent_thought_chunk"),
+        ["**Recalling git for-each-ref**"]
+    );
+    assert_eq!(texts(&cu, "agent_message_chunk").len(), 1);
+    assert_eq!(of_kind(&cu, "usage_update")[0]["used"], 33500);
+
+    let du = updates(&store, session(&state, D));
+    assert_eq!(
+        texts(&du, "user_message_chunk"),
+        ["Which TODO is most urgent?"]
+    );
+    assert_eq!(
+        texts(&du, "agent_thought_chunk"),
+        ["**Reading the TODO list**"]
+    );
+    assert_eq!(of_kind(&du, "tool_call")[0]["kind"], "execute");
+    assert_eq!(of_kind(&du, "tool_call_update")[0]["status"], "completed");
+    assert!(texts(&du, "agent_message_chunk")[0].starts_with("Renewing the TLS certificate"));
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading: damaged and old files
+
+#[test]
+fn a_line_that_is_not_json_is_reported_with_file_and_line_and_skipped() {
+    let (state, store, diagnostics) = read(&fixture("nonjson-line"));
+    let e = session(&state, E);
+    assert_eq!(e.title, "Why deploy.sh uses set -e");
+    let u = updates(&store, e);
+    assert_eq!(
+        texts(&u, "user_message_chunk"),
+        ["Why does deploy.sh use set -e?"]
+    );
+    assert_eq!(texts(&u, "agent_thought_chunk"), ["**Explaining set -e**"]);
+    assert!(texts(&u, "agent_message_chunk")[0].starts_with("`set -e` makes the script stop"));
+    let items = diagnostics.items();
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0].line, Some(8));
+    assert!(
+        items[0]
+            .file
+            .as_ref()
+            .unwrap()
+            .ends_with("rollout-2026-11-20T09-12-47-01a1f83a-cfc8-7f41-a357-d22735d28371.jsonl")
+    );
+}
+
+#[test]
+fn a_cut_off_last_line_is_reported_and_the_rest_is_read() {
+    let (state, store, diagnostics) = read(&fixture("truncated-last-line"));
+    let e = session(&state, E);
+    assert_eq!(e.title, "set -e question", "the remaining rename names it");
+    assert_eq!(
+        texts(&updates(&store, e), "user_message_chunk"),
+        ["Why does deploy.sh use set -e?"]
+    );
+    let items = diagnostics.items();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].line, Some(16));
+    assert!(items[0].message.contains("incomplete"), "{}", items[0]);
+}
+
+#[test]
+fn the_early_flat_format_is_read() {
+    let (state, store, _) = read(&fixture("legacy-flat"));
+    let s = session(&state, "5973b6c0-94b8-487b-a530-2aeb6098ae0e");
+    assert_eq!(
+        s.cwd.as_deref(),
+        Some("/home/dev/shop"),
+        "from the environment context"
+    );
+    assert_eq!(s.title, "List the files in dist/");
+    let u = updates(&store, s);
+    assert_eq!(
+        texts(&u, "user_message_chunk"),
+        ["List the files in dist/"],
+        "<user_instructions> stays out"
+    );
+    assert_eq!(
+        texts(&u, "agent_thought_chunk"),
+        ["**Listing dist directory**"]
+    );
+    let call = of_kind(&u, "tool_call")[0];
+    assert_eq!(
+        (
+            call["toolCallId"].as_str(),
+            call["kind"].as_str(),
+            call["title"].as_str()
+        ),
+        (
+            Some("call_Lg8mNb2vCx5zAs1Q"),
+            Some("execute"),
+            Some("ls dist")
+        )
+    );
+    let result = of_kind(&u, "tool_call_update")[0];
+    assert_eq!(result["status"], "completed");
+    assert_eq!(result["content"][0]["content"]["text"], "index.html\n");
+    assert_eq!(
+        texts(&u, "agent_message_chunk"),
+        ["`dist/` contains a single file: `index.html`."]
+    );
+}
+
+#[test]
+fn damaged_stores_still_pack_and_say_where_the_damage_is() {
+    let dir = tmp();
+    let out = dir.path().join("x.aspstate");
+    let assert = asp_pack()
+        .args(["--from", "codex", "--home"])
+        .arg(fixture("nonjson-line"))
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .code(3);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains(
+            "rollout-2026-11-20T09-12-47-01a1f83a-cfc8-7f41-a357-d22735d28371.jsonl:8: not JSON"
+        ),
+        "{stderr}"
+    );
+    assert!(out.exists());
+}
+
+#[test]
+fn codex_home_is_honoured_only_when_no_home_is_named() {
+    let dir = tmp();
+    let out = dir.path().join("env.aspstate");
+    let empty_home = dir.path().join("home");
+    fs::create_dir(&empty_home).unwrap();
+    asp_pack()
+        .args(["--from", "codex", "--kinds", "sessions", "-o"])
+        .arg(&out)
+        .env("HOME", &empty_home)
+        .env("CODEX_HOME", sample_home().join(".codex"))
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("packed 5 sessions"));
+    let named = dir.path().join("named.aspstate");
+    asp_pack()
+        .args(["--from", "codex", "--kinds", "sessions", "--home"])
+        .arg(&empty_home)
+        .arg("-o")
+        .arg(&named)
+        .env("CODEX_HOME", sample_home().join(".codex"))
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("packed 0 sessions"));
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing: restore, no-overwrite, foreign sessions, indexes, config
+
+#[test]
+fn a_codex_backup_restores_byte_for_byte_at_the_same_paths() {
+    let dir = tmp();
+    let bundle = dir.path().join("codex.aspstate");
+    pack_sample_codex(&bundle);
+    let home = dir.path().join("home");
+    let answer = unpack_json(&bundle, &home, &[]);
+    assert_eq!(answer["notTaken"], json!([]));
+    for id in [A, B, C, D, E] {
+        assert_eq!(answer["sessions"][id], id);
+    }
+    let original = files(&sample_home().join(".codex"));
+    let restored = files(&home.join(".codex"));
+    for (path, bytes) in &original {
+        if path.contains("sessions/")
+            || path.starts_with("memories/")
+            || path == "AGENTS.md"
+            || path.starts_with("skills/sql-style")
+        {
+            assert!(
+                restored.get(path) == Some(bytes),
+                "{path} is not restored byte for byte"
+            );
+        }
+    }
+    assert!(
+        !restored.keys().any(|p| p.contains(".system")),
+        "bundled skills are Codex's to install"
+    );
+    assert_eq!(
+        files(&home.join(".agents")),
+        files(&sample_home().join(".agents")),
+        "user skills go back to ~/.agents/skills"
+    );
+    // Named threads are named again; the thread index is Codex's to create.
+    let index = fs::read_to_string(home.join(".codex/session_index.jsonl")).unwrap();
+    let names: Vec<(String, String)> = index
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            (
+                v["id"].as_str().unwrap().to_owned(),
+                v["thread_name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            (E.to_owned(), "Why deploy.sh uses set -e".to_owned()),
+            (
+                A.to_owned(),
+                "Deploy script: dry-run flag and header".to_owned()
+            ),
+            (D.to_owned(), "Most urgent TODO".to_owned())
+        ]
+    );
+    assert!(!home.join(".codex/state_5.sqlite").exists());
+
+    // Packing the restored home gives the same conversations back.
+    let (before, bstore, _) = read(&sample_home());
+    let (after, astore, _) = read(&home);
+    for s in before.sessions.iter().flatten() {
+        let t = session(&after, s.id.as_str());
+        assert_eq!(t.title, s.title);
+        let strip = |u: Vec<Value>| -> Vec<Value> {
+            u.into_iter()
+                .filter(|u| u["sessionUpdate"] != "session_info_update")
+                .collect()
+        };
+        assert_eq!(
+            strip(updates(&astore, t)),
+            strip(updates(&bstore, s)),
+            "session {}",
+            s.id
+        );
+    }
+}
+
+#[test]
+fn unpacking_twice_finds_everything_already_there() {
+    let dir = tmp();
+    let bundle = dir.path().join("codex.aspstate");
+    pack_sample_codex(&bundle);
+    let home = dir.path().join("home");
+    unpack_json(&bundle, &home, &[]);
+    unpack_json(&samples().join("state.aspstate"), &home, &[]);
+    let before = files(&home);
+    let again = unpack_json(&bundle, &home, &[]);
+    let state_again = unpack_json(&samples().join("state.aspstate"), &home, &[]);
+    assert_eq!(
+        files(&home),
+        before,
+        "nothing is written twice, no index line is repeated"
+    );
+    assert_eq!(again["sessions"][A], A);
+    assert_eq!(
+        state_again["sessions"]["telegram:42"]
+            .as_str()
+            .unwrap()
+            .len(),
+        36
+    );
+}
+
+#[test]
+fn a_different_version_of_a_thread_is_kept_beside_it_under_a_new_uuid() {
+    let dir = tmp();
+    let bundle = dir.path().join("codex.aspstate");
+    pack_sample_codex(&bundle);
+    let home = dir.path().join("home");
+    copy_dir(&sample_home(), &home);
+    let rollout = home.join(".codex/sessions/2026/11/20/rollout-2026-11-20T09-12-47-01a1f83a-cfc8-7f41-a357-d22735d28371.jsonl");
+    let mut changed = fs::read(&rollout).unwrap();
+    changed.extend_from_slice(b"{\"timestamp\":\"2026-11-20T10:00:00.000Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"turn_aborted\"}}\n");
+    fs::write(&rollout, &changed).unwrap();
+    let before = files(&home);
+    let answer = unpack_json(&bundle, &home, &["--kinds", "sessions"]);
+    let new_id = answer["sessions"][E].as_str().unwrap().to_owned();
+    assert_ne!(new_id, E);
+    assert_eq!(new_id.len(), 36);
+    for id in [A, B, C, D] {
+        assert_eq!(
+            answer["sessions"][id], id,
+            "identical threads are already there"
+        );
+    }
+    assert_eq!(
+        fs::read(&rollout).unwrap(),
+        changed,
+        "the user's version is untouched"
+    );
+    let copy = rollout.with_file_name(format!("rollout-2026-11-20T09-12-47-{new_id}.jsonl"));
+    let lines = jsonl(&copy);
+    assert_eq!(lines[0]["payload"]["id"], new_id.as_str());
+    assert_eq!(lines.len(), 16);
+    let after = files(&home);
+    for (path, bytes) in &before {
+        if path != ".codex/session_index.jsonl" && path != ".codex/state_5.sqlite" {
+            assert!(after.get(path) == Some(bytes), "{path} changed");
+        }
+    }
+    // Importing the same bundle again finds the copy.
+    let again = unpack_json(&bundle, &home, &["--kinds", "sessions"]);
+    assert_eq!(again["sessions"][E], new_id.as_str());
+}
+
+#[test]
+fn sessions_from_another_harness_are_written_as_codex_lists_and_resumes_them() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    let answer = unpack_json(&samples().join("state.aspstate"), &home, &[]);
+    assert_eq!(
+        answer["sessions"][CLAUDE_SESSION], CLAUDE_SESSION,
+        "UUID ids are kept"
+    );
+    let telegram = answer["sessions"]["telegram:42"].as_str().unwrap();
+    assert!(
+        telegram.len() == 36 && &telegram[14..15] == "7",
+        "a non-UUID id gets a UUIDv7: {telegram}"
+    );
+    let files = rollouts(&home);
+    assert_eq!(files.len(), 2);
+    for f in &files {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let lines = jsonl(f);
+        let id = lines[0]["payload"]["id"].as_str().unwrap();
+        assert!(
+            name.starts_with("rollout-2026-11-2") && name.ends_with(&format!("-{id}.jsonl")),
+            "{name}"
+        );
+        assert_eq!(lines[0]["type"], "session_meta");
+        assert_eq!(
+            lines[0]["payload"]["source"], "cli",
+            "an interactive source, so the picker shows it"
+        );
+        assert!(lines.iter().take(5).any(|l| l["type"] == "turn_context"));
+        let user_items = lines
+            .iter()
+            .filter(|l| l["payload"]["type"] == "message" && l["payload"]["role"] == "user")
+            .count();
+        let user_events = lines
+            .iter()
+            .filter(|l| l["payload"]["type"] == "user_message")
+            .count();
+        assert_eq!(
+            user_items, user_events,
+            "each user turn has its event_msg, or Codex does not list it"
+        );
+        assert!(
+            lines[..6]
+                .iter()
+                .any(|l| l["payload"]["type"] == "user_message")
+        );
+        let calls: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l["payload"]["type"] == "function_call")
+            .collect();
+        for c in &calls {
+            assert!(
+                c["payload"]["arguments"].is_string(),
+                "arguments is a JSON string"
+            );
+            let id = &c["payload"]["call_id"];
+            assert_eq!(
+                lines
+                    .iter()
+                    .filter(|l| l["payload"]["type"] == "function_call_output"
+                        && &l["payload"]["call_id"] == id)
+                    .count(),
+                1,
+                "call {id} has exactly one output"
+            );
+        }
+        assert!(!fs::read_to_string(f).unwrap().contains("encrypted_content"));
+        assert!(
+            !fs::read_to_string(f).unwrap().contains("signature"),
+            "no foreign signatures reach Codex"
+        );
+    }
+    let index = fs::read_to_string(home.join(".codex/session_index.jsonl")).unwrap();
+    assert!(index.contains(&format!(
+        "{{\"id\":\"{CLAUDE_SESSION}\",\"thread_name\":\"Add dry-run flag to deploy script\""
+    )));
+    assert!(index.contains(&format!(
+        "{{\"id\":\"{telegram}\",\"thread_name\":\"Which tests cover the checkout flow?\""
+    )));
+
+    // Read back, the conversation is the one that was written.
+    let (state, store, _) = read(&home);
+    let claude = session(&state, CLAUDE_SESSION);
+    assert_eq!(claude.title, "Add dry-run flag to deploy script");
+    let u = updates(&store, claude);
+    assert_eq!(
+        texts(&u, "user_message_chunk"),
+        ["Add a --dry-run flag to deploy.sh"]
+    );
+    assert_eq!(
+        texts(&u, "agent_thought_chunk"),
+        ["I should read deploy.sh before editing it."]
+    );
+    assert_eq!(
+        texts(&u, "agent_message_chunk"),
+        ["Added `--dry-run`: the script now prints the rsync command instead of running it."]
+    );
+    let calls = of_kind(&u, "tool_call");
+    assert_eq!(calls.len(), 2);
+    assert_eq!(
+        (calls[0]["title"].as_str(), calls[0]["kind"].as_str()),
+        (Some("Read deploy.sh"), Some("read"))
+    );
+    assert_eq!(calls[0]["_meta"]["claudeCode"]["toolName"], "Read");
+    assert_eq!(
+        (calls[1]["title"].as_str(), calls[1]["kind"].as_str()),
+        (Some("Edit deploy.sh"), Some("edit"))
+    );
+    assert_eq!(calls[1]["content"][0]["type"], "diff");
+    let results = of_kind(&u, "tool_call_update");
+    assert_eq!(
+        results[0]["rawOutput"],
+        "     1→#!/bin/sh\n     2→rsync -a dist/ prod:/srv/app\n"
+    );
+    assert!(results.iter().all(|r| r["status"] == "completed"));
+    assert_eq!(
+        of_kind(&u, "plan")[0]["entries"][0]["content"],
+        "Parse --dry-run"
+    );
+}
+
+#[test]
+fn the_thread_index_gets_one_row_per_new_thread_with_only_its_columns() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    copy_dir(&sample_home(), &home);
+    let db = home.join(".codex/state_5.sqlite");
+    let dump = |db: &Path| -> Vec<Vec<String>> {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        let mut stmt = conn.prepare("SELECT * FROM threads ORDER BY id").unwrap();
+        let n = stmt.column_count();
+        stmt.query_map([], |r| {
+            Ok((0..n)
+                .map(|i| format!("{:?}", r.get_ref(i).unwrap()))
+                .collect::<Vec<_>>())
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+    };
+    let before = dump(&db);
+    let answer = unpack_json(
+        &samples().join("state.aspstate"),
+        &home,
+        &["--kinds", "sessions"],
+    );
+    let after = dump(&db);
+    assert_eq!(after.len(), before.len() + 2);
+    for row in &before {
+        assert!(after.contains(row), "an existing row changed: {row:?}");
+    }
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let telegram = answer["sessions"]["telegram:42"].as_str().unwrap();
+    let (path, source, preview, title, mode, history): (String, String, String, String, String, String) = conn
+        .query_row(
+            "SELECT rollout_path, source, preview, title, approval_mode, history_mode FROM threads WHERE id = ?1",
+            [telegram],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+        )
+        .unwrap();
+    assert!(Path::new(&path).is_file(), "{path}");
+    assert_eq!(
+        (source.as_str(), preview.as_str(), title.as_str()),
+        (
+            "cli",
+            "Which tests cover the checkout flow?",
+            "Which tests cover the checkout flow?"
+        )
+    );
+    assert_eq!((mode.as_str(), history.as_str()), ("on-request", "legacy"));
+
+    // An older schema (fewer columns) gets a row with only those.
+    let old_home = dir.path().join("old");
+    fs::create_dir_all(old_home.join(".codex")).unwrap();
+    let old = old_home.join(".codex/state_5.sqlite");
+    rusqlite::Connection::open(&old)
+        .unwrap()
+        .execute_batch("CREATE TABLE threads (id TEXT PRIMARY KEY, rollout_path TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, source TEXT NOT NULL, model_provider TEXT NOT NULL, cwd TEXT NOT NULL, title TEXT NOT NULL, sandbox_policy TEXT NOT NULL, approval_mode TEXT NOT NULL, tokens_used INTEGER NOT NULL DEFAULT 0, has_user_event INTEGER NOT NULL DEFAULT 0, archived INTEGER NOT NULL DEFAULT 0, archived_at INTEGER, git_sha TEXT, git_branch TEXT, git_origin_url TEXT);")
+        .unwrap();
+    unpack_json(
+        &samples().join("state.aspstate"),
+        &old_home,
+        &["--kinds", "sessions"],
+    );
+    assert_eq!(dump(&old).len(), 2);
+}
+
+#[test]
+fn mcp_servers_and_settings_merge_into_config_toml_keeping_the_users_text() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    fs::create_dir_all(home.join(".codex")).unwrap();
+    let mine = "# my settings\nmodel = \"gpt-5.5\"  # pinned\n\n[mcp_servers.github]\ncommand = \"gh-mcp\" # my own\n";
+    fs::write(home.join(".codex/config.toml"), mine).unwrap();
+    let answer = unpack_json(
+        &samples().join("state.aspstate"),
+        &home,
+        &["--kinds", "tools,settings"],
+    );
+    let text = fs::read_to_string(home.join(".codex/config.toml")).unwrap();
+    assert!(
+        text.starts_with("# my settings\nmodel = \"gpt-5.5\"  # pinned\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[mcp_servers.github]\ncommand = \"gh-mcp\" # my own\n"),
+        "{text}"
+    );
+    assert!(text.contains("[mcp_servers.docs]\nurl = \"https://mcp.example.com/mcp\"\nbearer_token_env_var = \"DOCS_TOKEN\"\n"), "{text}");
+    assert!(text.contains("model_reasoning_effort = \"high\""), "{text}");
+    assert!(
+        !text.contains("opus"),
+        "a model Codex cannot run is not written"
+    );
+    let reasons: Vec<String> = answer["notTaken"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["reason"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("a different MCP server named github")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("\"opus\"")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("acceptEdits")),
+        "{reasons:?}"
+    );
+    assert_eq!(answer["taken"], json!(["tools", "settings"]));
+}
+
+#[test]
+fn a_dry_run_writes_nothing_and_answers_like_the_real_run() {
+    let dir = tmp();
+    let bundle = dir.path().join("codex.aspstate");
+    pack_sample_codex(&bundle);
+    let home = dir.path().join("home");
+    copy_dir(&sample_home(), &home);
+    fs::remove_dir_all(home.join(".codex/sessions")).unwrap();
+    let before = files(&home);
+    let dry = unpack_json(&samples().join("state.aspstate"), &home, &["--dry-run"]);
+    let dry_codex = unpack_json(&bundle, &home, &["--dry-run"]);
+    assert_eq!(
+        files(&home),
+        before,
+        "a dry run touches nothing, the thread index included"
+    );
+    let real = unpack_json(&samples().join("state.aspstate"), &home, &[]);
+    assert_eq!(dry, real);
+    assert_eq!(dry_codex["sessions"][A], A);
+}
+
+#[test]
+fn the_library_round_trip_keeps_memory_skills_and_instructions() {
+    let (state, store, _) = read(&sample_home());
+    let dir = tmp();
+    let (answer, _) = write(dir.path(), &state, &store, false);
+    assert!(answer.not_taken.is_empty(), "{:?}", answer.not_taken);
+    let (back, back_store, _) = read(dir.path());
+    let bodies = |s: &State, st: &MemoryStore| -> Vec<(String, Vec<u8>)> {
+        s.memory
+            .iter()
+            .flatten()
+            .map(|n| match n.body {
+                NoteBody::Text(d) => (n.path.to_string(), st.read_all(&d).unwrap()),
+                NoteBody::Deleted => (n.path.to_string(), vec![]),
+            })
+            .collect()
+    };
+    assert_eq!(bodies(&back, &back_store), bodies(&state, &store));
+    assert_eq!(back.skills, state.skills);
+    assert_eq!(back.tools, state.tools);
+    assert_eq!(back.settings, state.settings);
+
+    // A tombstone of a Codex note removes it; writing the rest again changes nothing.
+    let mut forget = State {
+        memory: state.memory.clone(),
+        ..State::default()
+    };
+    forget.memory.as_mut().unwrap()[0].body = NoteBody::Deleted;
+    let (answer, _) = write(dir.path(), &forget, &store, false);
+    assert_eq!(
+        answer.taken,
+        KindSet::EMPTY.with(asp_format::StateKind::Memory)
+    );
+    assert!(!dir.path().join(".codex/memories/MEMORY.md").exists());
+}
+
+#[test]
+fn secrets_in_mcp_servers_are_blanked_on_request_and_never_written_back_blank() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    fs::create_dir_all(home.join(".codex")).unwrap();
+    fs::write(
+        home.join(".codex/config.toml"),
+        "[mcp_servers.api]\ncommand = \"api-mcp\"\nenv = { API_KEY = \"sk-live-123\", LEVEL = \"${LEVEL}\" }\n",
+    )
+    .unwrap();
+    let bundle = dir.path().join("r.aspstate");
+    asp_pack()
+        .args([
+            "--from",
+            "codex",
+            "--kinds",
+            "tools",
+            "--redact-secrets",
+            "--home",
+        ])
+        .arg(&home)
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    let b = Bundle::open(&bundle).unwrap();
+    let tools = b.manifest().state.tools.clone().unwrap();
+    let McpServer::Stdio(s) = &tools[0] else {
+        panic!()
+    };
+    assert_eq!(s.env[0].value, "", "the literal key is blanked");
+    assert_eq!(s.env[1].value, "${LEVEL}");
+    let other = dir.path().join("other");
+    let answer = unpack_json(&bundle, &other, &[]);
+    let text = fs::read_to_string(other.join(".codex/config.toml")).unwrap();
+    assert!(!text.contains("API_KEY"), "{text}");
+    assert!(text.contains("env_vars = [\"LEVEL\"]"), "{text}");
+    assert!(
+        answer["notTaken"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("--redact-secrets")
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Migration both ways (needs the Claude Code converter, built in parallel)
+
+fn needs_claude() -> Box<dyn Harness> {
+    asp_convert::harness("claude-code").expect("the claude-code converter is registered")
+}
+
+/// The conversation of a session: user prompts, agent answers, tool calls with results,
+/// plans, title.
+fn conversation(store: &MemoryStore, s: &Session) -> Value {
+    let items = asp_convert::conversation::fold(
+        String::from_utf8(store.read_all(&s.updates).unwrap())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()),
+    );
+    let mut out = Vec::new();
+    for i in items {
+        use asp_convert::conversation::Item;
+        match i {
+            Item::User(m) => out.push(json!({"user": m.text()})),
+            Item::Agent(m) => out.push(json!({"agent": m.text()})),
+            Item::Tool(t) => out.push(
+                json!({"tool": t.id, "input": t.raw_input, "failed": t.failed(),
+                "result": t.content_text()}),
+            ),
+            Item::Plan { entries, .. } => out.push(
+                json!({"plan": entries.iter().map(|e| e["content"].clone()).collect::<Vec<_>>()}),
+            ),
+            Item::Thought(_) | Item::Other(_) => {}
+        }
+    }
+    json!({"title": s.title, "items": out})
+}
+
+fn migrate(
+    from: &dyn Harness,
+    from_home: &Path,
+    to: &dyn Harness,
+) -> (State, MemoryStore, State, MemoryStore) {
+    let store = MemoryStore::new();
+    let d = Diagnostics::new();
+    let state = from
+        .read(&ReadContext {
+            home: &Home::at(from_home),
+            kinds: KindSet::EMPTY.with(asp_format::StateKind::Sessions),
+            blobs: &store,
+            diagnostics: &d,
+            progress: &Quiet,
+            options: ReadOptions::default(),
+        })
+        .unwrap();
+    let dir = tmp();
+    to.write(&WriteContext {
+        home: &Home::at(dir.path()),
+        state: &state,
+        blobs: &store,
+        diagnostics: &d,
+        progress: &Quiet,
+        options: &WriteOptions::default(),
+    })
+    .unwrap();
+    let back_store = MemoryStore::new();
+    let back = to
+        .read(&ReadContext {
+            home: &Home::at(dir.path()),
+            kinds: KindSet::EMPTY.with(asp_format::StateKind::Sessions),
+            blobs: &back_store,
+            diagnostics: &d,
+            progress: &Quiet,
+            options: ReadOptions::default(),
+        })
+        .unwrap();
+    (state, store, back, back_store)
+}
+
+/// Whether `after` says what `before` said. Words, plans, titles and which calls failed must
+/// match exactly; a harness may carry a tool's input wrapped in an object (Claude Code's
+/// `tool_use.input` must be one) and its result with the harness's own framing around it.
+fn same_item(before: &Value, after: &Value) -> bool {
+    if before.get("tool").is_none() {
+        return before == after;
+    }
+    let input_ok = before["input"] == after["input"]
+        || json!({"input": before["input"]}) == after["input"]
+        || (before["input"].is_null() && after["input"] == json!({}));
+    let squash = |v: &Value| {
+        v.as_str()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let result_ok = squash(&after["result"]).contains(&squash(&before["result"]));
+    before["tool"] == after["tool"] && before["failed"] == after["failed"] && input_ok && result_ok
+}
+
+fn assert_same_conversations(
+    state: &State,
+    store: &MemoryStore,
+    back: &State,
+    back_store: &MemoryStore,
+) {
+    let before: Vec<Value> = state
+        .sessions
+        .iter()
+        .flatten()
+        .map(|s| conversation(store, s))
+        .collect();
+    let after: Vec<Value> = back
+        .sessions
+        .iter()
+        .flatten()
+        .map(|s| conversation(back_store, s))
+        .collect();
+    assert_eq!(after.len(), before.len());
+    for b in &before {
+        let survived = after.iter().any(|a| {
+            a["title"] == b["title"]
+                && a["items"].as_array().unwrap().len() == b["items"].as_array().unwrap().len()
+                && b["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .zip(a["items"].as_array().unwrap())
+                    .all(|(x, y)| same_item(x, y))
+        });
+        assert!(
+            survived,
+            "lost in migration: {b:#}\nafter: {:#}",
+            json!(after)
+        );
+    }
+}
+
+#[test]
+fn claude_code_sessions_migrate_into_codex_and_back_out() {
+    let (state, store, back, back_store) =
+        migrate(&*needs_claude(), &samples().join("claude-code"), &*codex());
+    assert_same_conversations(&state, &store, &back, &back_store);
+}
+
+#[test]
+fn codex_sessions_migrate_into_claude_code_and_back_out() {
+    let (state, store, back, back_store) = migrate(&*codex(), &sample_home(), &*needs_claude());
+    assert_same_conversations(&state, &store, &back, &back_store);
+}
+
+// ---------------------------------------------------------------------------------------
+// Subagents, paths, merges
+
+fn line(ts: &str, ty: &str, payload: Value) -> String {
+    json!({"timestamp": ts, "type": ty, "payload": payload}).to_string() + "\n"
+}
+
+#[test]
+fn subagent_threads_are_separate_sessions_linked_both_ways() {
+    let dir = tmp();
+    let day = dir.path().join(".codex/sessions/2026/11/29");
+    fs::create_dir_all(&day).unwrap();
+    let parent = "01a22700-0000-7000-8000-000000000001";
+    let child = "01a22700-0000-7000-8000-000000000002";
+    let p = [
+        line("2026-11-29T10:00:00.000Z", "session_meta", json!({"id": parent, "timestamp": "2026-11-29T10:00:00.000Z", "cwd": "/w", "source": "cli"})),
+        line("2026-11-29T10:00:01.000Z", "response_item", json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Ask a helper"}]})),
+        line("2026-11-29T10:00:02.000Z", "response_item", json!({"type": "function_call", "name": "spawn_agent", "call_id": "call_spawn", "arguments": "{\"message\":\"look\"}"})),
+        line("2026-11-29T10:00:03.000Z", "response_item", json!({"type": "function_call_output", "call_id": "call_spawn", "output": format!("{{\"agent_id\":\"{child}\"}}")})),
+    ]
+    .concat();
+    let c = [
+        line("2026-11-29T10:00:02.500Z", "session_meta", json!({"id": child, "timestamp": "2026-11-29T10:00:02.500Z", "cwd": "/w",
+            "source": {"subagent": {"thread_spawn": {"parent_thread_id": parent, "depth": 1}}}})),
+        line("2026-11-29T10:00:02.600Z", "response_item", json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "look"}]})),
+    ]
+    .concat();
+    fs::write(
+        day.join(format!("rollout-2026-11-29T10-00-00-{parent}.jsonl")),
+        p,
+    )
+    .unwrap();
+    fs::write(
+        day.join(format!("rollout-2026-11-29T10-00-02-{child}.jsonl")),
+        c,
+    )
+    .unwrap();
+    let (state, store, _) = read(dir.path());
+    let kid = session(&state, child);
+    assert_eq!(
+        kid.meta.as_ref().unwrap()["asp"]["parent"],
+        json!({"sessionId": parent})
+    );
+    let u = updates(&store, session(&state, parent));
+    let spawn = of_kind(&u, "tool_call")[0];
+    assert_eq!(spawn["kind"], "think");
+    assert_eq!(spawn["_meta"]["asp"]["subagentSessionId"], child);
+}
+
+#[test]
+fn map_path_moves_cwds_and_a_compressed_rollout_is_rewritten_plain() {
+    let dir = tmp();
+    let bundle = dir.path().join("codex.aspstate");
+    pack_sample_codex(&bundle);
+    let home = dir.path().join("home");
+    unpack_json(
+        &bundle,
+        &home,
+        &["--kinds", "sessions", "--map-path", "/home/dev=/Users/dev"],
+    );
+    let sessions = home.join(".codex/sessions/2026/11/25");
+    let plain = sessions.join(format!("rollout-2026-11-25T16-20-22-{C}.jsonl"));
+    assert!(plain.is_file() && !plain.with_extension("jsonl.zst").exists());
+    let lines = jsonl(&plain);
+    assert_eq!(lines[0]["payload"]["cwd"], "/Users/dev/shop");
+    let (state, ..) = read(&home);
+    assert!(
+        state.sessions.iter().flatten().all(|s| s
+            .cwd
+            .as_deref()
+            .unwrap()
+            .starts_with("/Users/dev/"))
+    );
+}
+
+#[test]
+fn instructions_merge_below_the_users_own_and_only_once() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    fs::create_dir_all(home.join(".codex")).unwrap();
+    fs::write(home.join(".codex/AGENTS.md"), "# Mine\n\nBe brief.\n").unwrap();
+    for _ in 0..2 {
+        unpack_json(
+            &samples().join("state.aspstate"),
+            &home,
+            &["--kinds", "instructions"],
+        );
+    }
+    let text = fs::read_to_string(home.join(".codex/AGENTS.md")).unwrap();
+    assert!(
+        text.starts_with("# Mine\n\nBe brief.\n\n<!-- Added by asp"),
+        "{text}"
+    );
+    assert_eq!(text.matches("# Working agreements").count(), 1, "{text}");
+    // With an override file, that is the one Codex reads, so that is where they go.
+    fs::write(home.join(".codex/AGENTS.override.md"), "override\n").unwrap();
+    unpack_json(
+        &samples().join("state.aspstate"),
+        &home,
+        &["--kinds", "instructions"],
+    );
+    assert!(
+        fs::read_to_string(home.join(".codex/AGENTS.override.md"))
+            .unwrap()
+            .contains("# Working agreements")
+    );
+}
+
+#[test]
+fn a_skill_in_both_roots_is_carried_once_from_agents_and_the_other_reported() {
+    let dir = tmp();
+    for (root, body) in [
+        (".agents/skills/fmt", "from agents"),
+        (".codex/skills/fmt", "from codex"),
+    ] {
+        fs::create_dir_all(dir.path().join(root)).unwrap();
+        fs::write(
+            dir.path().join(root).join("SKILL.md"),
+            format!("---\nname: fmt\ndescription: {body}\n---\n"),
+        )
+        .unwrap();
+    }
+    let (state, store, diagnostics) = read(dir.path());
+    let skills = state.skills.unwrap();
+    assert_eq!(skills.len(), 1);
+    let text = store.read_all(&skills[0].files[0].content).unwrap();
+    assert!(String::from_utf8(text).unwrap().contains("from agents"));
+    let notes = diagnostics.items();
+    assert!(
+        notes.iter().any(|d| d
+            .message
+            .contains("a different skill named fmt is also in .agents/skills")),
+        "{notes:?}"
+    );
+}

@@ -1,0 +1,1887 @@
+//! The Gemini CLI converter, pinned against `samples/gemini/EXPECTED.md`,
+//! `tests/fixtures/gemini/EXPECTED.md` and `spec/harnesses/gemini.md`: reading (log replay,
+//! ACP mapping, every other kind), writing (byte-identical restore, no-overwrite, foreign
+//! sessions Gemini lists, memory and settings merges, dry runs), through the library and
+//! through the binaries, and the migration of other harnesses' samples.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use asp_convert::conversation::{Item, fold};
+use asp_convert::gemini::ids::name_uuid;
+use asp_convert::harness::{ReadContext, ReadOptions, WriteContext, WriteOptions};
+use asp_convert::pathmap::PathMap;
+use asp_convert::report::{Diagnostic, Diagnostics, Severity};
+use asp_convert::{Harness, Home};
+use asp_format::answer::ImportAnswer;
+use asp_format::blob::{BlobSink, BlobSource, MemoryStore, Overlay};
+use asp_format::bundle::Bundle;
+use asp_format::kind::{KindSet, StateKind};
+use asp_format::name::RelPath;
+use asp_format::progress::Quiet;
+use asp_format::state::{McpServer, MemoryNote, NoteBody, Origin, Session, SettingValue, State};
+use serde_json::{Value, json};
+use support::{asp_pack, asp_unpack, samples, tmp};
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+fn gemini() -> Box<dyn Harness> {
+    asp_convert::harness("gemini").expect("the gemini converter is registered")
+}
+
+fn sample_home() -> PathBuf {
+    samples().join("gemini")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    support::root().join("tests/fixtures/gemini").join(name)
+}
+
+/// A store read into memory.
+struct Read {
+    state: State,
+    store: MemoryStore,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Read {
+    fn session(&self, id: &str) -> &Session {
+        self.state
+            .sessions
+            .iter()
+            .flatten()
+            .find(|s| s.id.as_str() == id)
+            .unwrap_or_else(|| panic!("no session {id}"))
+    }
+
+    /// The `update` objects of a session's stream.
+    fn updates(&self, id: &str) -> Vec<Value> {
+        let bytes = self.store.read_all(&self.session(id).updates).unwrap();
+        String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                assert_eq!(v["sessionId"], id);
+                v["update"].clone()
+            })
+            .collect()
+    }
+
+    fn text(&self, d: &asp_format::Descriptor) -> String {
+        String::from_utf8(self.store.read_all(d).unwrap()).unwrap()
+    }
+}
+
+fn read_home(home: &Path) -> Read {
+    read_kinds(home, KindSet::ALL)
+}
+
+fn read_kinds(home: &Path, kinds: KindSet) -> Read {
+    let store = MemoryStore::new();
+    let diagnostics = Diagnostics::new();
+    let state = gemini()
+        .read(&ReadContext {
+            home: &Home::at(home),
+            kinds,
+            blobs: &store,
+            diagnostics: &diagnostics,
+            progress: &Quiet,
+            options: ReadOptions::default(),
+        })
+        .unwrap();
+    Read {
+        state,
+        store,
+        diagnostics: diagnostics.items(),
+    }
+}
+
+fn kinds(updates: &[Value]) -> Vec<&str> {
+    updates
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap())
+        .collect()
+}
+
+fn count(updates: &[Value], kind: &str) -> usize {
+    kinds(updates).iter().filter(|k| **k == kind).count()
+}
+
+fn text_of(u: &Value) -> &str {
+    u["content"]["text"].as_str().unwrap_or("")
+}
+
+/// Writes a state into a Gemini home through the library.
+fn write(
+    home: &Path,
+    state: &State,
+    blobs: &dyn BlobSource,
+    dry_run: bool,
+) -> (ImportAnswer, Vec<Diagnostic>) {
+    let diagnostics = Diagnostics::new();
+    let options = WriteOptions {
+        dry_run,
+        path_map: PathMap::default(),
+    };
+    let answer = gemini()
+        .write(&WriteContext {
+            home: &Home::at(home),
+            state,
+            blobs,
+            diagnostics: &diagnostics,
+            progress: &Quiet,
+            options: &options,
+        })
+        .unwrap();
+    (answer, diagnostics.items())
+}
+
+/// Every file under `dir` by relative path.
+fn files_under(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    if !dir.exists() {
+        return out;
+    }
+    for e in walkdir(dir) {
+        let rel = e
+            .strip_prefix(dir)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        out.insert(rel, fs::read(&e).unwrap());
+    }
+    out
+}
+
+fn walkdir(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The sample state (a Claude Code session and a Codex session `telegram:42`).
+fn state_bundle() -> Bundle {
+    Bundle::open(&samples().join("state.aspstate")).unwrap()
+}
+
+fn chat_files(home: &Path) -> BTreeMap<String, Vec<u8>> {
+    files_under(&home.join(".gemini/tmp"))
+        .into_iter()
+        .filter(|(p, _)| p.contains("/chats/"))
+        .collect()
+}
+
+const S1: &str = "fed50604-91d7-43a0-ae1f-8998673c3ced";
+const S2: &str = "5f877e48-22f2-49ab-8055-0194661aee73";
+const S3: &str = "74fc793d-e13b-4fc3-a859-050b7745d5a6";
+const S4: &str = "e4b28117-0162-4d21-ac86-d4a4c098583b";
+const S4B: &str = "75019869-95e4-4509-a6d3-4409df55c502";
+const S5: &str = "3b9e1f0a-6c2d-4e8b-a7f5-91d2c4e6b803";
+
+// ---------------------------------------------------------------------------------------
+// Reading sessions (samples/gemini/EXPECTED.md §1-5)
+
+#[test]
+fn every_chat_of_the_sample_is_one_session_with_its_project_and_title() {
+    let r = read_home(&sample_home());
+    let sessions = r.state.sessions.as_ref().unwrap();
+    let mut ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+    ids.sort();
+    assert_eq!(ids, [S5, S2, S3, S4B, S4, S1]);
+    let expect = [
+        (
+            S1,
+            "/home/dev/code/shop",
+            "Fix discount codes in checkout total",
+            "2026-11-23T09:14:40.935Z",
+        ),
+        (
+            S2,
+            "/home/dev/code/shop",
+            "Add tests for VIP25 and for an unknown code, then run the suite.",
+            "2026-11-25T16:42:58.411Z",
+        ),
+        (
+            S3,
+            "/home/dev/work/Shop",
+            "Issue #142 says discount codes are case-sensitive in this shop too. Read the issue, check how others normalise coupon codes, and find where we parse them.",
+            "2026-11-27T10:05:36.188Z",
+        ),
+        (
+            S4,
+            "/home/dev/work/Shop",
+            "How does @src/checkout.ts round the discount?",
+            "2026-11-27T10:07:31.026Z",
+        ),
+        (
+            S5,
+            "/home/dev/code/dotfiles",
+            "My zsh prompt takes about two seconds to appear. Can you find out why? The config is in zsh/.zshrc.",
+            "2026-11-20T16:05:44.391Z",
+        ),
+    ];
+    for (id, cwd, title, updated) in expect {
+        let s = r.session(id);
+        assert_eq!(s.cwd.as_deref(), Some(cwd), "{id}");
+        assert_eq!(s.title, title, "{id}");
+        assert_eq!(s.updated_at.as_deref(), Some(updated), "{id}");
+        assert_eq!(s.harness.as_ref().unwrap().as_str(), "gemini");
+        let native = s.native.as_ref().unwrap();
+        assert_eq!(native.harness.as_str(), "gemini");
+        assert_eq!(native.files.len(), 1);
+    }
+    assert_eq!(
+        r.session(S5).native.as_ref().unwrap().files[0]
+            .path
+            .as_str(),
+        ".gemini/tmp/bc5f1c2c9a96f2e8cf162c935903922001bb85f184a5af37abbf70283f1aed9c/chats/session-2026-11-20T16-05-3b9e1f0a.json",
+        "the legacy hash directory's root is found by hashing trustedFolders.json's roots"
+    );
+    let skipped: Vec<_> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Skipped)
+        .collect();
+    assert!(skipped.is_empty(), "{skipped:?}");
+}
+
+#[test]
+fn session_1_replays_the_log_last_write_wins_with_plans_usage_and_a_diff() {
+    let r = read_home(&sample_home());
+    let u = r.updates(S1);
+    let mut want = vec!["user_message_chunk", "agent_thought_chunk"];
+    want.extend(["tool_call", "tool_call_update", "plan", "usage_update"]);
+    want.extend([
+        "tool_call",
+        "tool_call_update",
+        "tool_call",
+        "tool_call_update",
+        "usage_update",
+    ]);
+    want.extend([
+        "agent_thought_chunk",
+        "agent_message_chunk",
+        "tool_call",
+        "tool_call_update",
+        "usage_update",
+    ]);
+    want.extend(["tool_call", "tool_call_update", "usage_update"]);
+    want.extend([
+        "tool_call",
+        "tool_call_update",
+        "plan",
+        "tool_call",
+        "tool_call_update",
+        "usage_update",
+    ]);
+    want.extend(["tool_call", "tool_call_update", "plan", "usage_update"]);
+    want.extend([
+        "agent_thought_chunk",
+        "agent_message_chunk",
+        "usage_update",
+        "session_info_update",
+    ]);
+    assert_eq!(kinds(&u), want);
+    assert_eq!(
+        text_of(&u[0]),
+        "Checkout totals ignore discount codes like welcome10. Fix total_cents and make sure the tests pass."
+    );
+    assert_eq!(
+        text_of(&u[1]),
+        "**Planning the discount fix**\nThe user reports that discount codes are ignored. I'll set up a short plan, then read the cart module and its tests."
+    );
+    // write_todos: other, completed, no content; its plan right after.
+    assert_eq!(
+        u[2]["toolCallId"],
+        "write_todos__write_todos_1795425279900_0"
+    );
+    assert_eq!(u[2]["title"], "WriteTodos");
+    assert_eq!(u[2]["kind"], "other");
+    assert_eq!(u[2]["status"], "pending");
+    assert_eq!(
+        u[2]["rawInput"]["todos"][0]["description"],
+        "Read cart.py and the failing test"
+    );
+    assert_eq!(u[3]["status"], "completed");
+    assert!(u[3].get("content").is_none());
+    let plan = |i: usize| -> Vec<(String, String)> {
+        u[i]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["content"].as_str().unwrap().into(),
+                    e["status"].as_str().unwrap().into(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        plan(4),
+        [
+            (
+                "Read cart.py and the failing test".into(),
+                "in_progress".into()
+            ),
+            (
+                "Apply the discount code in total_cents".into(),
+                "pending".into()
+            ),
+            ("Run the unit tests".into(), "pending".into())
+        ]
+    );
+    assert_eq!(u[5]["used"], 8412 + 61);
+    assert_eq!(u[5]["size"], 1_048_576);
+    assert_eq!(u[5]["_meta"]["gemini"]["tokens"]["thoughts"], 118);
+    assert_eq!(u[5]["_meta"]["gemini"]["model"], "gemini-2.5-pro");
+    // Two parallel reads: kind read, no content, raw output the file, locations absolute.
+    assert_eq!(u[6]["kind"], "read");
+    assert_eq!(
+        u[6]["locations"],
+        json!([{"path": "/home/dev/code/shop/cart.py"}])
+    );
+    assert_eq!(
+        u[8]["locations"],
+        json!([{"path": "/home/dev/code/shop/tests/test_cart.py"}])
+    );
+    assert!(u[7].get("content").is_none());
+    assert!(
+        u[7]["rawOutput"]["output"]
+            .as_str()
+            .unwrap()
+            .starts_with("from dataclasses import dataclass")
+    );
+    // A shell command that exits 1 is a completed call.
+    assert_eq!(u[13]["title"], "Shell");
+    assert_eq!(u[13]["kind"], "execute");
+    assert_eq!(u[14]["status"], "completed");
+    assert!(text_of(&u[14]["content"][0]).contains("FAIL: test_discount_code"));
+    let raw = u[14]["rawOutput"]["output"].as_str().unwrap();
+    assert!(
+        raw.starts_with("<untrusted_context>\nOutput: ")
+            && raw.contains("Exit Code: 1\nProcess Group PGID: 7865")
+    );
+    // The edit's diff comes from the FileDiff: absolute path, whole old and new file.
+    assert_eq!(u[16]["kind"], "edit");
+    let diff = &u[17]["content"][0];
+    assert_eq!(diff["type"], "diff");
+    assert_eq!(diff["path"], "/home/dev/code/shop/cart.py");
+    assert!(
+        diff["oldText"]
+            .as_str()
+            .unwrap()
+            .starts_with("from dataclasses import dataclass")
+    );
+    assert!(
+        diff["newText"]
+            .as_str()
+            .unwrap()
+            .contains("percent = DISCOUNTS.get(code.upper(), 0)")
+    );
+    assert_eq!(
+        plan(21).iter().map(|p| p.1.as_str()).collect::<Vec<_>>(),
+        ["completed", "completed", "in_progress"]
+    );
+    assert_eq!(
+        text_of(&u[23]["content"][0]),
+        "----------------------------------------------------------------------\nRan 2 tests in 0.000s\n\nOK"
+    );
+    assert_eq!(
+        plan(27).iter().map(|p| p.1.as_str()).collect::<Vec<_>>(),
+        ["completed"; 3]
+    );
+    assert_eq!(u[31]["used"], 10429);
+    // The summary's `$set` is the one title event, where it was recorded: at the end.
+    assert_eq!(u[32]["title"], "Fix discount codes in checkout total");
+    assert_eq!(count(&u, "tool_call"), 8);
+    assert_eq!(count(&u, "tool_call_update"), 8);
+}
+
+#[test]
+fn session_2_applies_checkpoints_and_rewind_and_keeps_ui_lines_out_of_the_stream() {
+    let r = read_home(&sample_home());
+    let u = r.updates(S2);
+    assert_eq!(
+        kinds(&u),
+        [
+            "user_message_chunk",
+            "agent_thought_chunk",
+            "tool_call",
+            "tool_call_update",
+            "usage_update",
+            "tool_call",
+            "tool_call_update",
+            "usage_update",
+            "agent_message_chunk",
+            "usage_update",
+            "user_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "usage_update",
+            "agent_message_chunk",
+            "usage_update",
+            "user_message_chunk",
+            "agent_message_chunk",
+            "usage_update",
+        ]
+    );
+    // Thoughts come from `thoughts`, not from the checkpoint's Part array.
+    assert_eq!(
+        text_of(&u[1]),
+        "**Adding coverage**\nTwo cases are missing: the 25% code and an unknown code that must leave the total unchanged."
+    );
+    assert_eq!(
+        u[3]["content"][0]["path"],
+        "/home/dev/code/shop/tests/test_cart.py"
+    );
+    // The TUI's AnsiOutput, flattened.
+    assert_eq!(
+        text_of(&u[6]["content"][0]),
+        "----------------------------------------------------------------------\nRan 4 tests in 0.000s\n\nOK"
+    );
+    assert_eq!(text_of(&u[10]), "Push it.");
+    assert_eq!(u[12]["status"], "failed");
+    assert_eq!(
+        text_of(&u[12]["content"][0]),
+        "Tool execution denied by policy. Pushing is done by CI only."
+    );
+    assert_eq!(
+        u[12]["rawOutput"],
+        json!({"error": "Tool execution denied by policy. Pushing is done by CI only."})
+    );
+    assert_eq!(
+        text_of(&u[16]),
+        "Leave the codes as they are. Summarize what changed today in two bullets."
+    );
+    // Rewound, failed and duplicated things are gone; each tool call once.
+    let all = serde_json::to_string(&u).unwrap();
+    assert!(
+        !all.contains("surrounding spaces"),
+        "the failed and the rewound prompt are dropped"
+    );
+    assert!(!all.contains("Considering whitespace"));
+    assert!(!all.contains("session_context"));
+    assert!(
+        !all.contains("YOLO"),
+        "the warning is not part of the stream"
+    );
+    let ui = &r.session(S2).meta.as_ref().unwrap()["gemini"]["uiMessages"];
+    assert_eq!(
+        ui.as_array().unwrap().len(),
+        1,
+        "info and error records were dropped by checkpoints"
+    );
+    assert_eq!(ui[0]["type"], "warning");
+    assert_eq!(ui[0]["id"], "5f46869a-ebb2-4de6-ab39-16674709990f");
+}
+
+#[test]
+fn session_3_links_its_subagent_chat_both_ways() {
+    let r = read_home(&sample_home());
+    let u = r.updates(S3);
+    assert_eq!(u[2]["title"], "get_issue (issues MCP Server)");
+    assert_eq!(u[2]["kind"], "other");
+    assert_eq!(u[2]["_meta"]["gemini"]["name"], "mcp_issues_get_issue");
+    assert!(
+        text_of(&u[3]["content"][0]).starts_with("#142 Discount codes are case-sensitive [open]")
+    );
+    assert_eq!(u[5]["title"], "GoogleSearch");
+    assert_eq!(u[5]["kind"], "search");
+    assert!(
+        u[6]["rawOutput"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("Sources:")
+    );
+    let invoke = &u[9];
+    assert_eq!(
+        invoke["toolCallId"],
+        "invoke_agent__invoke_agent_1795773935674_0"
+    );
+    assert_eq!(invoke["title"], "Invoke Subagent");
+    assert_eq!(invoke["kind"], "think");
+    assert_eq!(invoke["rawInput"]["agent_name"], "codebase_investigator");
+    assert_eq!(invoke["_meta"]["gemini"]["agentId"], S4B);
+    assert_eq!(invoke["_meta"]["asp"]["subagentSessionId"], S4B);
+    assert!(text_of(&u[10]["content"][0]).contains("SummaryOfFindings"));
+    assert_eq!(kinds(&u).len(), 14);
+
+    let child = r.session(S4B);
+    assert_eq!(
+        child.meta.as_ref().unwrap()["asp"]["parent"],
+        json!({"sessionId": S3, "toolCallId": "invoke_agent__invoke_agent_1795773935674_0"})
+    );
+    assert_eq!(child.cwd.as_deref(), Some("/home/dev/work/Shop"));
+    let c = r.updates(S4B);
+    assert_eq!(
+        kinds(&c),
+        [
+            "user_message_chunk",
+            "agent_thought_chunk",
+            "tool_call",
+            "tool_call_update",
+            "usage_update",
+            "tool_call",
+            "tool_call_update",
+            "usage_update",
+            "agent_thought_chunk",
+            "tool_call",
+            "tool_call_update",
+            "usage_update",
+            "session_info_update",
+        ]
+    );
+    assert_eq!(c[2]["title"], "SearchText");
+    assert_eq!(text_of(&c[3]["content"][0]), "Found 3 matches");
+    assert_eq!(c[9]["title"], "Complete Task");
+    assert_eq!(
+        text_of(&c[10]["content"][0]),
+        "Output submitted and task completed."
+    );
+    assert_eq!(c[11]["_meta"]["gemini"]["model"], "gemini-3-flash-preview");
+}
+
+#[test]
+fn session_4_keeps_what_was_sent_and_what_was_typed() {
+    let r = read_home(&sample_home());
+    let u = r.updates(S4);
+    assert_eq!(
+        kinds(&u),
+        [
+            "user_message_chunk",
+            "agent_thought_chunk",
+            "agent_message_chunk",
+            "usage_update"
+        ]
+    );
+    let prompt = text_of(&u[0]);
+    assert!(prompt.starts_with("How does @src/checkout.ts round the discount?\n--- Content from referenced files ---\nContent from @src/checkout.ts:\nimport"), "{prompt}");
+    assert!(prompt.ends_with("--- End of content ---"), "{prompt}");
+    assert_eq!(
+        u[0]["_meta"]["gemini"]["displayContent"],
+        json!([{"text": "How does @src/checkout.ts round the discount?"}])
+    );
+    assert_eq!(u[3]["used"], 7410 + 71);
+}
+
+#[test]
+fn the_legacy_document_replays_like_a_log() {
+    let r = read_home(&sample_home());
+    let u = r.updates(S5);
+    assert_eq!(
+        kinds(&u),
+        [
+            "user_message_chunk",
+            "agent_thought_chunk",
+            "tool_call",
+            "tool_call_update",
+            "usage_update",
+            "agent_thought_chunk",
+            "agent_message_chunk",
+            "usage_update",
+        ]
+    );
+    assert_eq!(u[2]["toolCallId"], "read_file-1795190736102-4c1e9a7f2b3d8");
+    assert_eq!(u[2]["title"], "ReadFile");
+    assert_eq!(
+        u[2]["locations"],
+        json!([{"path": "/home/dev/code/dotfiles/zsh/.zshrc"}])
+    );
+    assert!(
+        u[3]["rawOutput"]["output"]
+            .as_str()
+            .unwrap()
+            .starts_with("export ZSH=")
+    );
+    assert!(text_of(&u[6]).starts_with("The delay comes from `nvm`"));
+}
+
+// ---------------------------------------------------------------------------------------
+// Damaged chats (tests/fixtures/gemini/EXPECTED.md)
+
+#[test]
+fn a_line_that_is_not_json_is_reported_and_skipped() {
+    let r = read_home(&fixture("non-json-line"));
+    let id = "2c7e5a19-8f41-4d6b-9a3e-b05d1f8c7e26";
+    let u = r.updates(id);
+    assert_eq!(
+        kinds(&u),
+        [
+            "user_message_chunk",
+            "agent_message_chunk",
+            "usage_update",
+            "user_message_chunk",
+            "agent_message_chunk",
+            "usage_update"
+        ]
+    );
+    assert!(text_of(&u[1]).starts_with("It returns `0`"));
+    assert_eq!(
+        r.session(id).title,
+        "What does total_cents return for an empty cart?"
+    );
+    let skipped: Vec<_> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Skipped)
+        .collect();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0].line, Some(5));
+    assert!(skipped[0].message.contains("not JSON"));
+}
+
+#[test]
+fn a_cut_off_last_line_is_reported_and_the_session_ends_before_it() {
+    let r = read_home(&fixture("truncated-last-line"));
+    let id = "8d3b6f20-4e9a-4c71-b5d8-2a6e0c9f4b13";
+    let u = r.updates(id);
+    assert_eq!(
+        kinds(&u),
+        [
+            "user_message_chunk",
+            "agent_message_chunk",
+            "usage_update",
+            "user_message_chunk"
+        ]
+    );
+    assert_eq!(text_of(&u[3]), "Yes, go ahead.");
+    let skipped: Vec<_> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Skipped)
+        .collect();
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(skipped[0].line, Some(9));
+    assert!(skipped[0].message.contains("cut off"));
+}
+
+#[test]
+fn a_rewind_to_an_unknown_id_clears_everything_before_it() {
+    let r = read_home(&fixture("rewind-unknown-id"));
+    let id = "e5f60718-293a-4b4c-9d5e-6f708192a3b4";
+    let u = r.updates(id);
+    assert_eq!(
+        kinds(&u),
+        ["user_message_chunk", "agent_message_chunk", "usage_update"]
+    );
+    assert_eq!(text_of(&u[0]), "Which code is the biggest?");
+    assert_eq!(r.session(id).title, "Which code is the biggest?");
+    assert!(
+        r.diagnostics.iter().any(|d| d.severity == Severity::Note && d.message.contains("List the discount codes.")),
+        "the listing's different title is noted: {:?}",
+        r.diagnostics
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Other kinds
+
+#[test]
+fn instructions_are_gemini_md_without_the_memories_section() {
+    let r = read_home(&sample_home());
+    let text = r.text(&r.state.instructions.as_ref().unwrap().text);
+    let original = fs::read_to_string(sample_home().join(".gemini/GEMINI.md")).unwrap();
+    let start = original.find("## Gemini Added Memories").unwrap();
+    let end = original.find("## Reminders").unwrap();
+    assert_eq!(text, format!("{}{}", &original[..start], &original[end..]));
+    assert!(
+        text.contains("## Why\nCodes were compared verbatim"),
+        "the fenced `## ` line stays"
+    );
+    assert!(!text.contains("Helix"));
+}
+
+#[test]
+fn memories_are_the_sections_bullets_and_the_project_memory_files() {
+    let r = read_home(&sample_home());
+    let notes = r.state.memory.as_ref().unwrap();
+    let global: Vec<(&str, String)> = notes
+        .iter()
+        .filter(|n| n.origin.project.is_none())
+        .map(|n| match n.body {
+            NoteBody::Text(d) => (n.path.as_str(), r.text(&d)),
+            NoteBody::Deleted => panic!("no tombstones in a store"),
+        })
+        .collect();
+    assert_eq!(
+        global,
+        [
+            (
+                "gemini-added-memories/my-preferred-shell-is-zsh-and-my-editor-is-helix-hx.md",
+                "My preferred shell is zsh and my editor is Helix (`hx`).\n".to_owned()
+            ),
+            (
+                "gemini-added-memories/run-python-tests-with-python3-m-unittest-q-from-the.md",
+                "Run Python tests with `python3 -m unittest -q` from the repository root.\n"
+                    .to_owned()
+            ),
+            (
+                "gemini-added-memories/the-staging-database-listens-on-port-5433-not-5432.md",
+                "The staging database listens on port 5433, not 5432.\n".to_owned()
+            ),
+        ]
+    );
+    for n in notes.iter().filter(|n| n.origin.project.is_none()) {
+        assert_eq!(n.origin.harness.as_ref().unwrap().as_str(), "gemini");
+        assert_eq!(
+            n.origin.path.as_deref(),
+            Some(".gemini/GEMINI.md#gemini-added-memories")
+        );
+    }
+    let project: Vec<&MemoryNote> = notes
+        .iter()
+        .filter(|n| n.origin.project.is_some())
+        .collect();
+    assert_eq!(project.len(), 2);
+    assert_eq!(project[0].path.as_str(), "shop/MEMORY.md");
+    assert_eq!(project[1].path.as_str(), "shop/local-setup.md");
+    assert_eq!(
+        project[1].origin.path.as_deref(),
+        Some(".gemini/tmp/shop/memory/local-setup.md")
+    );
+    assert_eq!(
+        project[1].origin.project.as_deref(),
+        Some("/home/dev/code/shop")
+    );
+}
+
+#[test]
+fn skills_come_from_both_roots_with_their_modes() {
+    let r = read_home(&sample_home());
+    let skills = r.state.skills.as_ref().unwrap();
+    let names: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["pr-review", "release-notes"]);
+    let rn = &skills[1];
+    assert_eq!(rn.meta.as_ref().unwrap()["gemini"]["dir"], ".gemini/skills");
+    let script = rn
+        .files
+        .iter()
+        .find(|f| f.path.as_str() == "scripts/changelog.sh")
+        .unwrap();
+    assert_eq!(script.executable, cfg!(unix));
+    assert!(
+        skills[0].meta.is_none(),
+        "the shared .agents location needs no note"
+    );
+}
+
+#[test]
+fn mcp_servers_follow_the_clis_transport_rules() {
+    let r = read_home(&sample_home());
+    let tools = r.state.tools.as_ref().unwrap();
+    let by_name = |n: &str| tools.iter().find(|t| t.name() == n).unwrap();
+    let issues = serde_json::to_value(by_name("issues")).unwrap();
+    assert_eq!(issues["command"], "python3");
+    assert_eq!(
+        issues["args"],
+        json!(["/home/dev/tools/issues-mcp/server.py"])
+    );
+    assert_eq!(
+        issues["env"],
+        json!([{"name": "ISSUES_BASE_URL", "value": "https://issues.internal.example.com"}, {"name": "ISSUES_TOKEN", "value": "$ISSUES_TOKEN"}])
+    );
+    assert_eq!(
+        issues["_meta"]["gemini"],
+        json!({"cwd": "/home/dev/tools/issues-mcp", "description": "Team issue tracker", "trust": true, "includeTools": ["get_issue"], "timeout": 30000})
+    );
+    let docs = by_name("docs");
+    assert!(
+        matches!(docs, McpServer::Http(_)),
+        "httpUrl is streamable HTTP"
+    );
+    let docs = serde_json::to_value(docs).unwrap();
+    assert_eq!(docs["url"], "https://mcp.docs.example.com/mcp");
+    assert_eq!(
+        docs["headers"],
+        json!([{"name": "Authorization", "value": "Bearer $DOCS_MCP_TOKEN"}])
+    );
+    let metrics = by_name("metrics");
+    assert!(
+        matches!(metrics, McpServer::Sse(_)),
+        "url with type sse is SSE"
+    );
+    assert_eq!(serde_json::to_value(metrics).unwrap()["headers"], json!([]));
+}
+
+#[test]
+fn settings_are_the_model_and_gemini_acp_mode_id() {
+    let r = read_home(&sample_home());
+    let s = r.state.settings.as_ref().unwrap();
+    assert_eq!(s.len(), 2);
+    assert_eq!(s["model"], SettingValue::Select("gemini-2.5-pro".into()));
+    assert_eq!(s["mode"], SettingValue::Select("autoEdit".into()));
+}
+
+#[test]
+fn only_the_kinds_asked_for_are_read() {
+    let r = read_kinds(&sample_home(), KindSet::EMPTY.with(StateKind::Settings));
+    assert_eq!(r.state.kinds(), KindSet::EMPTY.with(StateKind::Settings));
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing Gemini sessions back
+
+#[test]
+fn a_restore_into_an_empty_home_gives_back_the_same_bytes_at_the_same_paths() {
+    let r = read_home(&sample_home());
+    let home = tmp();
+    let (answer, diagnostics) = write(home.path(), &r.state, &r.store, false);
+    assert!(answer.is_complete(), "{answer:?}");
+    assert_eq!(answer.taken, KindSet::ALL);
+    for s in r.state.sessions.as_ref().unwrap() {
+        assert_eq!(
+            answer.sessions[s.id.as_str()],
+            s.id.as_str(),
+            "Gemini ids stay"
+        );
+    }
+    assert_eq!(chat_files(home.path()), chat_files(&sample_home()));
+    // The projects are registered as the CLI registers them, the old hash directory's too.
+    let g = home.path().join(".gemini");
+    let registry: Value =
+        serde_json::from_slice(&fs::read(g.join("projects.json")).unwrap()).unwrap();
+    assert_eq!(
+        registry,
+        json!({"projects": {"/home/dev/code/dotfiles": "dotfiles", "/home/dev/code/shop": "shop", "/home/dev/work/Shop": "shop-1"}})
+    );
+    for marker in [
+        "tmp/shop/.project_root",
+        "history/shop/.project_root",
+        "tmp/shop-1/.project_root",
+    ] {
+        assert_eq!(
+            fs::read(g.join(marker)).unwrap(),
+            fs::read(sample_home().join(".gemini").join(marker)).unwrap(),
+            "{marker}"
+        );
+    }
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d.message.contains("general.sessionRetention")),
+        "the retention hazard is pointed out: {diagnostics:?}"
+    );
+}
+
+#[test]
+fn restoring_again_finds_everything_already_there_and_changes_nothing() {
+    let r = read_home(&sample_home());
+    let home = tmp();
+    let (first, _) = write(home.path(), &r.state, &r.store, false);
+    let before = files_under(home.path());
+    let (again, _) = write(home.path(), &r.state, &r.store, false);
+    assert_eq!(again.sessions, first.sessions);
+    assert!(again.is_complete(), "{again:?}");
+    assert_eq!(files_under(home.path()), before);
+}
+
+#[test]
+fn a_session_continued_in_gemini_since_the_restore_is_already_there() {
+    let r = read_home(&sample_home());
+    let home = tmp();
+    write(home.path(), &r.state, &r.store, false);
+    let chat = home
+        .path()
+        .join(".gemini/tmp/shop/chats/session-2026-11-23T09-14-fed50604.jsonl");
+    let mut bytes = fs::read(&chat).unwrap();
+    bytes.extend_from_slice(b"{\"$set\":{\"lastUpdated\":\"2026-11-30T08:00:00.000Z\"}}\n");
+    fs::write(&chat, &bytes).unwrap();
+    let before = files_under(home.path());
+    let (again, _) = write(home.path(), &r.state, &r.store, false);
+    assert_eq!(again.sessions[S1], S1);
+    assert_eq!(files_under(home.path()), before);
+}
+
+#[test]
+fn a_different_version_of_a_session_is_kept_beside_it_as_thread_tilde_harness() {
+    let r = read_home(&sample_home());
+    let home = tmp();
+    write(home.path(), &r.state, &r.store, false);
+    let chats = home.path().join(".gemini/tmp/shop-1/chats");
+    let original = chats.join("session-2026-11-27T10-07-e4b28117.jsonl");
+    let changed = fs::read_to_string(&original)
+        .unwrap()
+        .replace("fractional cent", "fractional CENT");
+    fs::write(&original, &changed).unwrap();
+
+    let (answer, diagnostics) = write(home.path(), &r.state, &r.store, false);
+    let copy_id = name_uuid(&format!("{S4}~gemini"));
+    assert_eq!(answer.sessions[S4], copy_id);
+    assert_eq!(
+        fs::read_to_string(&original).unwrap(),
+        changed,
+        "the version there is untouched"
+    );
+    let copy = chats.join(format!("session-2026-11-27T10-07-{}.jsonl", &copy_id[..8]));
+    let copy_text = fs::read_to_string(&copy).unwrap();
+    let sample = fs::read_to_string(
+        sample_home().join(".gemini/tmp/shop-1/chats/session-2026-11-27T10-07-e4b28117.jsonl"),
+    )
+    .unwrap();
+    let (first, rest) = copy_text.split_once('\n').unwrap();
+    assert_eq!(
+        rest,
+        sample.split_once('\n').unwrap().1,
+        "only the metadata line changes"
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(first).unwrap()["sessionId"],
+        copy_id
+    );
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d.message.contains(&format!("{S4}~gemini")))
+    );
+    // Gemini now has both versions.
+    let back = read_home(home.path());
+    assert_eq!(back.session(&copy_id).title, r.session(S4).title);
+    assert!(
+        back.updates(S4)
+            .iter()
+            .any(|u| text_of(u).contains("fractional CENT"))
+    );
+}
+
+#[test]
+fn unknown_native_paths_are_refused_not_written() {
+    let r = read_home(&sample_home());
+    let mut state = State {
+        sessions: Some(vec![r.session(S1).clone()]),
+        ..State::default()
+    };
+    let s = &mut state.sessions.as_mut().unwrap()[0];
+    s.native.as_mut().unwrap().files[0].path = RelPath::new(".gemini/settings.json").unwrap();
+    let home = tmp();
+    let (answer, _) = write(home.path(), &state, &r.store, false);
+    assert!(answer.sessions.is_empty());
+    assert!(
+        answer.not_taken[0]
+            .reason
+            .contains("not a Gemini chat file"),
+        "{answer:?}"
+    );
+    assert!(!home.path().join(".gemini/settings.json").exists());
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing sessions from other harnesses
+
+/// A conversation's visible parts, to compare across harnesses.
+#[derive(Debug, Default, PartialEq)]
+struct Conversation {
+    prompts: Vec<String>,
+    answers: Vec<String>,
+    thoughts: Vec<String>,
+    /// id → (title, status, raw output)
+    calls: BTreeMap<String, (String, String, Option<Value>)>,
+    plans: Vec<Vec<(String, String)>>,
+}
+
+fn conversation(updates: &[Value]) -> Conversation {
+    let mut c = Conversation::default();
+    for item in fold(
+        updates
+            .iter()
+            .map(|u| json!({"sessionId": "s", "update": u})),
+    ) {
+        match item {
+            Item::User(m) => c.prompts.push(m.text()),
+            Item::Agent(m) if !m.text().trim().is_empty() => c.answers.push(m.text()),
+            Item::Thought(m) => c.thoughts.extend(
+                m.blocks
+                    .iter()
+                    .map(|b| b["text"].as_str().unwrap_or("").to_owned()),
+            ),
+            Item::Tool(t) => {
+                let status = match t.status {
+                    Some(asp_convert::acp::ToolStatus::Completed) => "completed",
+                    _ => "failed",
+                };
+                c.calls.insert(
+                    t.id.clone(),
+                    (t.title.clone(), status.to_owned(), t.raw_output.clone()),
+                );
+            }
+            Item::Plan { entries, .. } => c.plans.push(
+                entries
+                    .iter()
+                    .map(|e| {
+                        (
+                            e["content"].as_str().unwrap().to_owned(),
+                            e["status"].as_str().unwrap().to_owned(),
+                        )
+                    })
+                    .collect(),
+            ),
+            _ => {}
+        }
+    }
+    c
+}
+
+/// The conversation `back` still says everything `source` said: the same prompts, every
+/// answer and thought, every tool call with its title, outcome and result, the same plans.
+fn assert_survives(label: &str, source: &[Value], back: &[Value]) {
+    let (s, b) = (conversation(source), conversation(back));
+    assert_eq!(b.prompts, s.prompts, "{label}: prompts");
+    let answers = b.answers.join("\n\n");
+    for a in &s.answers {
+        assert!(
+            answers.contains(a.trim()),
+            "{label}: answer {a:?} is lost in {answers:?}"
+        );
+    }
+    let thoughts = b.thoughts.join("\n");
+    for t in &s.thoughts {
+        assert!(
+            thoughts.contains(t.trim()),
+            "{label}: thought {t:?} is lost"
+        );
+    }
+    assert_eq!(
+        b.calls.keys().collect::<Vec<_>>(),
+        s.calls.keys().collect::<Vec<_>>(),
+        "{label}: tool calls"
+    );
+    for (id, (title, status, raw)) in &s.calls {
+        let (btitle, bstatus, braw) = &b.calls[id];
+        if !title.is_empty() {
+            assert_eq!(btitle, title, "{label}: title of {id}");
+        }
+        assert_eq!(bstatus, status, "{label}: status of {id}");
+        match raw {
+            Some(Value::Object(_)) => {
+                assert_eq!(braw.as_ref(), raw.as_ref(), "{label}: result of {id}")
+            }
+            Some(Value::String(text)) => {
+                // Gemini keeps a text result as `{"output": ...}` (or `{"error": ...}`);
+                // a harness that keeps text results as text gives it back as it was.
+                let got = match braw {
+                    Some(Value::String(t)) => Some(t.as_str()),
+                    other => other
+                        .as_ref()
+                        .and_then(|r| r.get("output").or_else(|| r.get("error")))
+                        .and_then(Value::as_str),
+                };
+                assert_eq!(got, Some(text.as_str()), "{label}: result of {id}");
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(b.plans, s.plans, "{label}: plans");
+}
+
+fn title_of(state: &State, store: &dyn BlobSource, id: &str) -> (String, Vec<Value>) {
+    let s = state
+        .sessions
+        .iter()
+        .flatten()
+        .find(|s| s.id.as_str() == id)
+        .unwrap();
+    let text = String::from_utf8(store.read_all(&s.updates).unwrap()).unwrap();
+    (
+        s.title.clone(),
+        text.lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["update"].clone())
+            .collect(),
+    )
+}
+
+#[test]
+fn foreign_sessions_become_chats_gemini_lists() {
+    let bundle = state_bundle();
+    let state = bundle.manifest().state.clone();
+    let home = tmp();
+    let (answer, diagnostics) = write(home.path(), &state, &bundle, false);
+    let claude = "da41f528-2d0a-4f84-8acd-fe5d7087734b";
+    assert_eq!(
+        answer.sessions[claude], claude,
+        "a UUID stays the Gemini id"
+    );
+    let telegram = &answer.sessions["telegram:42"];
+    assert_eq!(
+        *telegram,
+        name_uuid("telegram:42"),
+        "any other id gets a name-based UUID"
+    );
+    assert!(asp_convert::gemini::ids::is_uuid(telegram));
+
+    // The project is registered exactly as the CLI would.
+    let g = home.path().join(".gemini");
+    assert_eq!(
+        fs::read_to_string(g.join("projects.json")).unwrap(),
+        "{\n  \"projects\": {\n    \"/home/dev/shop\": \"shop\"\n  }\n}"
+    );
+    for m in ["tmp/shop/.project_root", "history/shop/.project_root"] {
+        assert_eq!(fs::read_to_string(g.join(m)).unwrap(), "/home/dev/shop");
+    }
+
+    let chats = g.join("tmp/shop/chats");
+    let file = chats.join("session-2026-11-29T10-00-da41f528.jsonl");
+    let text = fs::read_to_string(&file).unwrap();
+    assert!(text.ends_with('\n'));
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let meta = &records[0];
+    assert_eq!(meta["sessionId"], claude);
+    assert_eq!(meta["projectHash"], support::sha256_hex(b"/home/dev/shop"));
+    assert_eq!(meta["kind"], "main");
+    assert_eq!(meta["summary"], "Add dry-run flag to deploy script");
+    assert_eq!(meta["lastUpdated"], "2026-11-29T10:00:09.000Z");
+    assert!(
+        !text.contains("$set") && !text.contains("$rewindTo") && !text.contains("session_context")
+    );
+    let mut ids = std::collections::HashSet::new();
+    let mut calls = 0;
+    for r in &records[1..] {
+        assert!(
+            ids.insert(r["id"].as_str().unwrap().to_owned()),
+            "each message id once"
+        );
+        for call in r["toolCalls"].as_array().into_iter().flatten() {
+            calls += 1;
+            let fr = &call["result"][0]["functionResponse"];
+            assert_eq!(fr["id"], call["id"], "every call has its matching response");
+            assert_eq!(fr["name"], call["name"]);
+            assert!(fr["response"].is_object());
+        }
+    }
+    assert_eq!(calls, 3, "Read, the plan as write_todos, Edit");
+    assert!(
+        chats
+            .join(format!("session-2026-11-28T16-20-{}.jsonl", &telegram[..8]))
+            .is_file()
+    );
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d.message.contains("usage_update")),
+        "{diagnostics:?}"
+    );
+    let settings_refusals: Vec<&str> = answer
+        .not_taken
+        .iter()
+        .map(|n| {
+            assert_eq!(n.kind, StateKind::Settings);
+            n.reason.as_str()
+        })
+        .collect();
+    assert_eq!(
+        settings_refusals.len(),
+        3,
+        "effort, thinking and the model opus: {settings_refusals:?}"
+    );
+    assert_eq!(answer.taken, KindSet::ALL);
+}
+
+#[test]
+fn carried_sessions_read_back_with_prompts_answers_tool_results_plans_and_titles() {
+    let bundle = state_bundle();
+    let state = bundle.manifest().state.clone();
+    let home = tmp();
+    let (answer, _) = write(home.path(), &state, &bundle, false);
+    let back = read_home(home.path());
+    for s in state.sessions.as_ref().unwrap() {
+        let (title, source) = title_of(&state, &bundle, s.id.as_str());
+        let new = &answer.sessions[s.id.as_str()];
+        assert_eq!(back.session(new).title, title);
+        assert_eq!(back.session(new).cwd, s.cwd);
+        assert_survives(s.id.as_str(), &source, &back.updates(new));
+    }
+    // Kinds come back from the carried tool names.
+    let u = back.updates("da41f528-2d0a-4f84-8acd-fe5d7087734b");
+    let calls: Vec<(&str, &str)> = u
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call")
+        .map(|u| (u["title"].as_str().unwrap(), u["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        calls,
+        [("Read deploy.sh", "read"), ("Edit deploy.sh", "edit")]
+    );
+    let diff = &u
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == "toolu_01Ed")
+        .unwrap()["content"][0];
+    assert_eq!(diff["type"], "diff");
+    assert_eq!(diff["path"], "/home/dev/shop/deploy.sh");
+}
+
+#[test]
+fn carrying_a_session_again_is_already_there_and_a_changed_one_goes_beside_it() {
+    let bundle = state_bundle();
+    let state = bundle.manifest().state.clone();
+    let home = tmp();
+    let (first, _) = write(home.path(), &state, &bundle, false);
+    let before = files_under(home.path());
+    let (again, _) = write(home.path(), &state, &bundle, false);
+    assert_eq!(again.sessions, first.sessions);
+    assert_eq!(files_under(home.path()), before);
+
+    let file = home
+        .path()
+        .join(".gemini/tmp/shop/chats/session-2026-11-29T10-00-da41f528.jsonl");
+    let edited = fs::read_to_string(&file)
+        .unwrap()
+        .replace("instead of running it", "and exits");
+    fs::write(&file, &edited).unwrap();
+    let (third, _) = write(home.path(), &state, &bundle, false);
+    let copy = name_uuid("da41f528-2d0a-4f84-8acd-fe5d7087734b~claude-code");
+    assert_eq!(third.sessions["da41f528-2d0a-4f84-8acd-fe5d7087734b"], copy);
+    assert_eq!(fs::read_to_string(&file).unwrap(), edited);
+    assert!(
+        home.path()
+            .join(format!(
+                ".gemini/tmp/shop/chats/session-2026-11-29T10-00-{}.jsonl",
+                &copy[..8]
+            ))
+            .is_file()
+    );
+}
+
+#[test]
+fn gemini_sessions_without_their_files_are_rebuilt_from_their_updates() {
+    let r = read_home(&sample_home());
+    let mut state = r.state.clone();
+    for s in state.sessions.as_mut().unwrap() {
+        s.native = None;
+    }
+    let home = tmp();
+    let (answer, _) = write(home.path(), &state, &r.store, false);
+    assert!(answer.not_taken.is_empty(), "{answer:?}");
+    let back = read_home(home.path());
+    for s in state.sessions.as_ref().unwrap() {
+        let id = s.id.as_str();
+        assert_eq!(answer.sessions[id], id);
+        let (src, got) = (r.updates(id), back.updates(id));
+        assert_survives(id, &src, &got);
+        assert_eq!(back.session(id).title, s.title, "{id}");
+        assert_eq!(
+            count(&got, "usage_update"),
+            count(&src, "usage_update"),
+            "{id}: tokens are kept"
+        );
+        let used = |u: &[Value]| {
+            u.iter()
+                .filter(|u| u["sessionUpdate"] == "usage_update")
+                .map(|u| u["used"].as_u64().unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(used(&got), used(&src), "{id}");
+    }
+    // Gemini's own write_todos calls come back as themselves, with their plans.
+    let chat = fs::read_to_string(
+        home.path()
+            .join(".gemini/tmp/shop/chats/session-2026-11-23T09-14-fed50604.jsonl"),
+    )
+    .unwrap();
+    let names: Vec<String> = chat
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .flat_map(|r| r["toolCalls"].as_array().cloned().unwrap_or_default())
+        .map(|c| c["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "write_todos",
+            "read_file",
+            "read_file",
+            "run_shell_command",
+            "replace",
+            "write_todos",
+            "run_shell_command",
+            "write_todos"
+        ]
+    );
+    // The subagent is a subagent chat again, under its parent, linked from the call.
+    let child = home
+        .path()
+        .join(format!(".gemini/tmp/shop-1/chats/{S3}/{S4B}.jsonl"));
+    let meta: Value =
+        serde_json::from_str(fs::read_to_string(&child).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(meta["kind"], "subagent");
+    assert_eq!(
+        back.session(S4B).meta.as_ref().unwrap()["asp"]["parent"]["toolCallId"],
+        "invoke_agent__invoke_agent_1795773935674_0"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Memory, instructions, settings and tools written back
+
+fn note(path: &str, origin: Origin, body: Option<&str>, sink: &dyn BlobSink) -> MemoryNote {
+    MemoryNote {
+        path: RelPath::new(path).unwrap(),
+        origin,
+        body: match body {
+            Some(t) => NoteBody::Text(sink.put(t.as_bytes()).unwrap()),
+            None => NoteBody::Deleted,
+        },
+    }
+}
+
+fn gemini_section() -> Origin {
+    Origin {
+        harness: Some("gemini".parse().unwrap()),
+        path: Some(".gemini/GEMINI.md#gemini-added-memories".into()),
+        project: None,
+    }
+}
+
+#[test]
+fn memory_notes_go_into_the_section_and_a_tombstone_removes_its_bullet() {
+    let home = tmp();
+    let g = home.path().join(".gemini");
+    fs::create_dir_all(&g).unwrap();
+    let original = fs::read_to_string(sample_home().join(".gemini/GEMINI.md")).unwrap();
+    fs::write(g.join("GEMINI.md"), &original).unwrap();
+    let store = MemoryStore::new();
+    let state = State {
+        memory: Some(vec![
+            note(
+                "gemini-added-memories/the-staging-database-listens-on-port-5433-not-5432.md",
+                gemini_section(),
+                None,
+                &store,
+            ),
+            note(
+                "prefs.md",
+                gemini_section(),
+                Some("- The user prefers tabs over spaces in Makefiles.\n"),
+                &store,
+            ),
+            note(
+                "gemini-added-memories/my-preferred-shell-is-zsh-and-my-editor-is-helix-hx.md",
+                gemini_section(),
+                Some("My preferred shell is zsh and my editor is Helix (`hx`).\n"),
+                &store,
+            ),
+        ]),
+        ..State::default()
+    };
+    let (answer, _) = write(home.path(), &state, &store, false);
+    assert_eq!(answer.taken, KindSet::EMPTY.with(StateKind::Memory));
+    let text = fs::read_to_string(g.join("GEMINI.md")).unwrap();
+    let expected = original.replace(
+        "- The staging database listens on port 5433, not 5432.\n",
+        "- The user prefers tabs over spaces in Makefiles.\n",
+    );
+    assert_eq!(text, expected);
+    let back = read_home(home.path());
+    let notes: Vec<String> = back
+        .state
+        .memory
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|n| n.path.to_string())
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "gemini-added-memories/my-preferred-shell-is-zsh-and-my-editor-is-helix-hx.md",
+            "gemini-added-memories/run-python-tests-with-python3-m-unittest-q-from-the.md",
+            "gemini-added-memories/the-user-prefers-tabs-over-spaces-in-makefiles.md",
+        ]
+    );
+}
+
+#[test]
+fn project_notes_become_memory_files_pointed_to_from_memory_md() {
+    let bundle = state_bundle();
+    let state = State {
+        memory: bundle.manifest().state.memory.clone(),
+        ..State::default()
+    };
+    let home = tmp();
+    let (answer, _) = write(home.path(), &state, &bundle, false);
+    assert!(answer.is_complete(), "{answer:?}");
+    let memdir = home.path().join(".gemini/tmp/shop/memory");
+    let deploy = fs::read_to_string(memdir.join("deploy.md")).unwrap();
+    assert!(deploy.starts_with("---\nname: deploy\n"));
+    let index = fs::read_to_string(memdir.join("MEMORY.md")).unwrap();
+    let abs = std::path::absolute(memdir.join("deploy.md")).unwrap();
+    assert_eq!(
+        index,
+        format!(
+            "# Project Memory\n\n- See {} for deploy notes.\n",
+            abs.display()
+        )
+    );
+    // The Gemini note went into the section; the tombstone had nothing to remove.
+    let gemini_md = fs::read_to_string(home.path().join(".gemini/GEMINI.md")).unwrap();
+    assert_eq!(
+        gemini_md,
+        "## Gemini Added Memories\n- The user prefers tabs over spaces in Makefiles.\n"
+    );
+
+    // A tombstone for the project note removes the file and its pointer.
+    let store = MemoryStore::new();
+    let deploy_origin = state
+        .memory
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|n| n.path.as_str() == "shop/deploy.md")
+        .unwrap()
+        .origin
+        .clone();
+    let tomb = State {
+        memory: Some(vec![note("shop/deploy.md", deploy_origin, None, &store)]),
+        ..State::default()
+    };
+    write(home.path(), &tomb, &store, false);
+    assert!(!memdir.join("deploy.md").exists());
+    assert_eq!(
+        fs::read_to_string(memdir.join("MEMORY.md")).unwrap(),
+        "# Project Memory\n\n"
+    );
+}
+
+#[test]
+fn settings_tools_and_instructions_merge_without_disturbing_what_is_there() {
+    let home = tmp();
+    let g = home.path().join(".gemini");
+    fs::create_dir_all(&g).unwrap();
+    fs::copy(
+        sample_home().join(".gemini/settings.json"),
+        g.join("settings.json"),
+    )
+    .unwrap();
+    fs::copy(sample_home().join(".gemini/GEMINI.md"), g.join("GEMINI.md")).unwrap();
+    let store = MemoryStore::new();
+    let mut settings = asp_format::state::Settings::new();
+    settings.insert(
+        "model".into(),
+        SettingValue::Select("gemini-3.1-pro-preview".into()),
+    );
+    settings.insert("mode".into(), SettingValue::Select("plan".into()));
+    settings.insert("effort".into(), SettingValue::Select("high".into()));
+    let tools: Vec<McpServer> = serde_json::from_value(json!([
+        {"type": "http", "name": "docs", "url": "https://elsewhere.example.com/mcp", "headers": []},
+        {"name": "github", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"], "env": [{"name": "GITHUB_PERSONAL_ACCESS_TOKEN", "value": "${GITHUB_TOKEN}"}]},
+        {"type": "sse", "name": "metrics", "url": "http://localhost:8931/sse", "headers": [], "_meta": {"gemini": {"urlField": "url", "type": "sse", "excludeTools": ["delete_dashboard"], "trust": false}}}
+    ]))
+    .unwrap();
+    let instructions = asp_format::state::Instructions {
+        text: store.put(b"# Team rules\n\n- Be kind.\n").unwrap(),
+    };
+    let state = State {
+        settings: Some(settings),
+        tools: Some(tools),
+        instructions: Some(instructions),
+        ..State::default()
+    };
+    let (answer, _) = write(home.path(), &state, &store, false);
+    assert_eq!(
+        answer.taken,
+        KindSet::EMPTY
+            .with(StateKind::Instructions)
+            .with(StateKind::Tools)
+            .with(StateKind::Settings)
+    );
+    let reasons: Vec<(StateKind, &str)> = answer
+        .not_taken
+        .iter()
+        .map(|n| (n.kind, n.reason.as_str()))
+        .collect();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(
+        reasons
+            .iter()
+            .any(|(k, r)| *k == StateKind::Tools && r.contains("\"docs\""))
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|(k, r)| *k == StateKind::Settings && r.contains("effort"))
+    );
+
+    let before: Value =
+        serde_json::from_slice(&fs::read(sample_home().join(".gemini/settings.json")).unwrap())
+            .unwrap();
+    let after: Value = serde_json::from_slice(&fs::read(g.join("settings.json")).unwrap()).unwrap();
+    for untouched in ["ui", "privacy", "security"] {
+        assert_eq!(after[untouched], before[untouched]);
+    }
+    assert_eq!(
+        after["general"]["sessionRetention"],
+        before["general"]["sessionRetention"]
+    );
+    assert_eq!(after["general"]["defaultApprovalMode"], "plan");
+    assert_eq!(after["model"]["name"], "gemini-3.1-pro-preview");
+    assert_eq!(
+        after["mcpServers"]["docs"], before["mcpServers"]["docs"],
+        "a different server of that name is left alone"
+    );
+    assert_eq!(
+        after["mcpServers"]["metrics"],
+        before["mcpServers"]["metrics"]
+    );
+    assert_eq!(
+        after["mcpServers"]["github"],
+        json!({"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"], "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_TOKEN}"}})
+    );
+    let gemini_md = fs::read_to_string(g.join("GEMINI.md")).unwrap();
+    let original = fs::read_to_string(sample_home().join(".gemini/GEMINI.md")).unwrap();
+    assert_eq!(
+        gemini_md,
+        format!("{original}\n# Team rules\n\n- Be kind.\n")
+    );
+}
+
+#[test]
+fn a_dry_run_through_the_library_writes_nothing_and_answers_the_same() {
+    let bundle = state_bundle();
+    let state = bundle.manifest().state.clone();
+    let home = tmp();
+    let (dry, _) = write(home.path(), &state, &bundle, true);
+    assert!(
+        support::nothing_in(home.path()),
+        "{:?}",
+        files_under(home.path()).keys()
+    );
+    let (real, _) = write(home.path(), &state, &bundle, false);
+    assert_eq!(dry, real);
+}
+
+// ---------------------------------------------------------------------------------------
+// Through the binaries
+
+#[test]
+fn the_binaries_pack_a_gemini_home_and_restore_it_byte_for_byte() {
+    let work = tmp();
+    let bundle = work.path().join("gemini.aspstate");
+    asp_pack()
+        .args(["--from", "gemini", "--home"])
+        .arg(sample_home())
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    let home = work.path().join("home");
+    let out = asp_unpack()
+        .arg(&bundle)
+        .args(["--to", "gemini", "--json", "--home"])
+        .arg(&home)
+        .assert()
+        .success();
+    let answer: ImportAnswer = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(answer.sessions.len(), 6);
+    assert!(answer.is_complete());
+    assert_eq!(chat_files(&home), chat_files(&sample_home()));
+    let script = home.join(".gemini/skills/release-notes/scripts/changelog.sh");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            fs::metadata(&script).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+    }
+    assert!(script.is_file());
+    assert!(home.join(".agents/skills/pr-review/SKILL.md").is_file());
+}
+
+#[test]
+fn the_binaries_report_damaged_lines_and_still_pack() {
+    let work = tmp();
+    let bundle = work.path().join("damaged.aspstate");
+    let out = asp_pack()
+        .args(["--from", "gemini", "--home"])
+        .arg(fixture("non-json-line"))
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .code(3);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("session-2026-11-26T08-30-2c7e5a19.jsonl:5: not JSON"),
+        "{stderr}"
+    );
+    assert!(bundle.is_file());
+}
+
+#[test]
+fn an_unpack_dry_run_writes_nothing() {
+    let home = tmp();
+    let dry = asp_unpack()
+        .arg(samples().join("state.aspstate"))
+        .args(["--to", "gemini", "--dry-run", "--json", "--home"])
+        .arg(home.path())
+        .assert()
+        .code(3);
+    assert!(support::nothing_in(home.path()));
+    let real = asp_unpack()
+        .arg(samples().join("state.aspstate"))
+        .args(["--to", "gemini", "--json", "--home"])
+        .arg(home.path())
+        .assert()
+        .code(3);
+    assert_eq!(dry.get_output().stdout, real.get_output().stdout);
+    let answer: ImportAnswer = serde_json::from_slice(&real.get_output().stdout).unwrap();
+    assert_eq!(answer.sessions["telegram:42"], name_uuid("telegram:42"));
+}
+
+#[test]
+fn map_path_files_sessions_under_the_new_project_roots() {
+    let work = tmp();
+    let bundle = work.path().join("gemini.aspstate");
+    asp_pack()
+        .args(["--from", "gemini", "-q", "--home"])
+        .arg(sample_home())
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    let home = work.path().join("home");
+    asp_unpack()
+        .arg(&bundle)
+        .args([
+            "--to",
+            "gemini",
+            "-q",
+            "--map-path",
+            "/home/dev=/Users/dev",
+            "--home",
+        ])
+        .arg(&home)
+        .assert()
+        .success();
+    let registry: Value =
+        serde_json::from_slice(&fs::read(home.join(".gemini/projects.json")).unwrap()).unwrap();
+    assert_eq!(
+        registry["projects"],
+        json!({"/Users/dev/code/dotfiles": "dotfiles", "/Users/dev/code/shop": "shop", "/Users/dev/work/Shop": "shop-1"})
+    );
+    let chat = fs::read_to_string(
+        home.join(".gemini/tmp/shop/chats/session-2026-11-23T09-14-fed50604.jsonl"),
+    )
+    .unwrap();
+    assert!(chat.contains("\"filePath\":\"/Users/dev/code/shop/cart.py\""));
+    let legacy = home.join(format!(
+        ".gemini/tmp/{}/chats/session-2026-11-20T16-05-3b9e1f0a.json",
+        support::sha256_hex(b"/Users/dev/code/dotfiles")
+    ));
+    assert!(legacy.is_file(), "an old hash directory follows its root");
+    let back = read_home(&home);
+    assert_eq!(
+        back.session(S1).cwd.as_deref(),
+        Some("/Users/dev/code/shop")
+    );
+    assert_eq!(
+        back.session(S5).cwd.as_deref(),
+        Some("/Users/dev/code/dotfiles")
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Migration: other harnesses' samples into Gemini and back
+
+/// Reads `samples/<name>` with its converter, carries it into an empty Gemini home, reads
+/// that back, carries it into an empty home of the first harness again, and checks every
+/// conversation survives both trips.
+fn migrate(name: &str) {
+    let source =
+        asp_convert::harness(name).unwrap_or_else(|| panic!("the {name} converter is registered"));
+    let read_with = |h: &dyn Harness, home: &Path, store: &MemoryStore| {
+        let diagnostics = Diagnostics::new();
+        h.read(&ReadContext {
+            home: &Home::at(home),
+            kinds: KindSet::EMPTY.with(StateKind::Sessions),
+            blobs: store,
+            diagnostics: &diagnostics,
+            progress: &Quiet,
+            options: ReadOptions::default(),
+        })
+        .unwrap()
+    };
+    let store = MemoryStore::new();
+    let original = read_with(source.as_ref(), &samples().join(name), &store);
+    let gemini_home = tmp();
+    let (answer, _) = write(gemini_home.path(), &original, &store, false);
+    let back_store = MemoryStore::new();
+    let in_gemini = read_with(gemini().as_ref(), gemini_home.path(), &back_store);
+    for s in original.sessions.as_ref().unwrap() {
+        let Some(new) = answer.sessions.get(s.id.as_str()) else {
+            continue;
+        };
+        let (title, src) = title_of(&original, &store, s.id.as_str());
+        let (btitle, got) = title_of(&in_gemini, &back_store, new);
+        assert_eq!(btitle, title, "{name} {}: title", s.id);
+        assert_survives(&format!("{name} {} in Gemini", s.id), &src, &got);
+    }
+
+    let home_again = tmp();
+    let both = Overlay::new(vec![&back_store as &dyn BlobSource, &store]);
+    let diagnostics = Diagnostics::new();
+    let again = source
+        .write(&WriteContext {
+            home: &Home::at(home_again.path()),
+            state: &in_gemini,
+            blobs: &both,
+            diagnostics: &diagnostics,
+            progress: &Quiet,
+            options: &WriteOptions::default(),
+        })
+        .unwrap();
+    let final_store = MemoryStore::new();
+    let final_state = read_with(source.as_ref(), home_again.path(), &final_store);
+    for s in original.sessions.as_ref().unwrap() {
+        let Some(gid) = answer.sessions.get(s.id.as_str()) else {
+            continue;
+        };
+        let Some(last) = again.sessions.get(gid) else {
+            continue;
+        };
+        let (_, src) = title_of(&original, &store, s.id.as_str());
+        let (_, got) = title_of(&final_state, &final_store, last);
+        assert_survives(&format!("{name} {} and back", s.id), &src, &got);
+    }
+}
+
+#[test]
+fn the_claude_code_sample_survives_a_trip_through_gemini_and_back() {
+    migrate("claude-code");
+}
+
+#[test]
+fn the_codex_sample_survives_a_trip_through_gemini_and_back() {
+    migrate("codex");
+}
+
+#[test]
+fn the_same_session_in_several_files_is_carried_once_with_all_its_files() {
+    let home = tmp();
+    let g = home.path().join(".gemini");
+    support_copy(&sample_home().join(".gemini"), &g);
+    // What the CLI leaves behind: the hash directory copied into the slug directory it
+    // registers, and a startup-only file (metadata and context, nothing to resume) from a
+    // resume, with a later lastUpdated.
+    let hash_chat = "tmp/bc5f1c2c9a96f2e8cf162c935903922001bb85f184a5af37abbf70283f1aed9c/chats/session-2026-11-20T16-05-3b9e1f0a.json";
+    fs::create_dir_all(g.join("tmp/dotfiles/chats")).unwrap();
+    fs::copy(
+        g.join(hash_chat),
+        g.join("tmp/dotfiles/chats/session-2026-11-20T16-05-3b9e1f0a.json"),
+    )
+    .unwrap();
+    fs::write(
+        g.join("tmp/dotfiles/.project_root"),
+        "/home/dev/code/dotfiles",
+    )
+    .unwrap();
+    let stray = g.join("tmp/shop/chats/session-2026-11-30T08-00-fed50604.jsonl");
+    fs::write(
+        &stray,
+        format!(
+            "{{\"sessionId\":\"{S1}\",\"projectHash\":\"52efbb073673fe2ab6aef99e8132e361c0d5e245fdc6ce54f5682353f3246bee\",\"startTime\":\"2026-11-30T08:00:00.000Z\",\"lastUpdated\":\"2026-11-30T08:00:00.000Z\",\"kind\":\"main\"}}\n"
+        ),
+    )
+    .unwrap();
+
+    let r = read_home(home.path());
+    assert_eq!(r.state.sessions.as_ref().unwrap().len(), 6);
+    let legacy = r.session(S5);
+    assert_eq!(legacy.native.as_ref().unwrap().files.len(), 2);
+    assert_eq!(legacy.cwd.as_deref(), Some("/home/dev/code/dotfiles"));
+    let s1 = r.session(S1);
+    assert_eq!(
+        s1.title, "Fix discount codes in checkout total",
+        "the listable file wins"
+    );
+    assert_eq!(count(&r.updates(S1), "tool_call"), 8);
+    let files: Vec<&str> = s1
+        .native
+        .as_ref()
+        .unwrap()
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ".gemini/tmp/shop/chats/session-2026-11-23T09-14-fed50604.jsonl",
+            ".gemini/tmp/shop/chats/session-2026-11-30T08-00-fed50604.jsonl"
+        ]
+    );
+
+    // A restore gives every file back.
+    let target = tmp();
+    let (answer, _) = write(target.path(), &r.state, &r.store, false);
+    assert!(answer.is_complete(), "{answer:?}");
+    assert_eq!(chat_files(target.path()), chat_files(home.path()));
+}
+
+fn support_copy(src: &Path, dst: &Path) {
+    for f in walkdir(src) {
+        let to = dst.join(f.strip_prefix(src).unwrap());
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        fs::copy(&f, &to).unwrap();
+    }
+}
+
+#[test]
+fn rebuilt_sessions_meet_their_restored_versions_and_go_beside_them() {
+    let r = read_home(&sample_home());
+    let home = tmp();
+    write(home.path(), &r.state, &r.store, false);
+    let mut rebuilt = r.state.clone();
+    rebuilt.retain_kinds(KindSet::EMPTY.with(StateKind::Sessions));
+    for s in rebuilt.sessions.as_mut().unwrap() {
+        s.native = None;
+    }
+    let (answer, _) = write(home.path(), &rebuilt, &r.store, false);
+    for s in rebuilt.sessions.as_ref().unwrap() {
+        let id = s.id.as_str();
+        assert_eq!(
+            answer.sessions[id],
+            name_uuid(&format!("{id}~gemini")),
+            "{id}"
+        );
+    }
+    // The legacy chat's restored version is in the old hash directory, the rebuilt one in the
+    // slug directory the CLI reads now: still the same session, so still kept beside.
+    let g = home.path().join(".gemini/tmp");
+    let restored = "chats/session-2026-11-20T16-05-3b9e1f0a.json";
+    assert_eq!(
+        fs::read(g.join("dotfiles").join(restored)).unwrap(),
+        fs::read(
+            g.join("bc5f1c2c9a96f2e8cf162c935903922001bb85f184a5af37abbf70283f1aed9c")
+                .join(restored)
+        )
+        .unwrap(),
+        "before the slug directory got its first chat, the old hash directory was copied into it, \
+         as the CLI's start-up migration does, so the restored chat stays visible"
+    );
+    let copy = name_uuid(&format!("{S5}~gemini"));
+    assert!(
+        home.path()
+            .join(format!(
+                ".gemini/tmp/dotfiles/chats/session-2026-11-20T16-05-{}.jsonl",
+                &copy[..8]
+            ))
+            .is_file()
+    );
+}
