@@ -194,3 +194,85 @@ fn the_hub_exits_cleanly_when_its_client_closes_stdin_with_prompts_waiting() {
     assert!(status.success(), "{status:?}");
     reader.join().unwrap();
 }
+
+/// The seed's harness switch, through two hubs backed by the real converters: the source
+/// exports what its destination imports, and the answer maps every session to its new id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_harness_switch_through_two_hubs_and_the_real_converters() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let source_home = root.join("samples/gemini");
+    let destination = tempfile::tempdir().unwrap();
+    let source = source_home.display().to_string();
+    let dest = destination.path().display().to_string();
+
+    let mut exported = Value::Null;
+    drive(
+        hub(&["--harness", "gemini", "--home", &source], &[]),
+        async |c| {
+            let init = c.initialize().await;
+            let asp = &init["agentCapabilities"]["_meta"]["asp"];
+            let exports = asp["agentState"]["export"].as_array().unwrap();
+            assert!(
+                exports.contains(&json!("sessions")) && exports.contains(&json!("instructions")),
+                "{asp}"
+            );
+            let described = c.request("_asp/state/describe", json!({})).await?;
+            exported = c
+                .request(
+                    "_asp/state/export",
+                    json!({"kinds": ["sessions", "instructions"]}),
+                )
+                .await?;
+            let sessions = exported["state"]["sessions"].as_array().unwrap();
+            assert_eq!(
+                json!(sessions.len()),
+                described["kinds"]["sessions"],
+                "describe counts what export gives"
+            );
+            assert!(
+                exported["state"].get("memory").is_none(),
+                "a kind not asked for is not given"
+            );
+            Ok(())
+        },
+    )
+    .await;
+
+    drive(
+        hub(&["--harness", "claude-code", "--home", &dest], &[]),
+        async |c| {
+            let init = c.initialize().await;
+            let imports = &init["agentCapabilities"]["_meta"]["asp"]["agentState"]["import"];
+            assert!(
+                imports.as_array().unwrap().contains(&json!("sessions")),
+                "{imports}"
+            );
+            let answer = c
+                .request("_asp/state/import", json!({"state": exported["state"]}))
+                .await?;
+            assert!(
+                answer["taken"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&json!("sessions")),
+                "{answer}"
+            );
+            let map = answer["sessions"].as_object().unwrap();
+            for s in exported["state"]["sessions"].as_array().unwrap() {
+                assert!(
+                    map.contains_key(s["id"].as_str().unwrap()),
+                    "{} has a new id: {answer}",
+                    s["id"]
+                );
+            }
+            let described = c.request("_asp/state/describe", json!({})).await?;
+            assert_eq!(
+                described["kinds"]["sessions"],
+                json!(map.len()),
+                "the destination holds them now"
+            );
+            Ok(())
+        },
+    )
+    .await;
+}
