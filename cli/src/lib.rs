@@ -7,6 +7,7 @@
 pub mod args;
 pub mod exit;
 pub mod export;
+pub mod hub;
 pub mod human;
 pub mod inspect;
 pub mod pack;

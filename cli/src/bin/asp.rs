@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use asp_cli::exit::EXIT_CODES_HELP;
-use asp_cli::{export, inspect, pack, unpack, verify};
+use asp_cli::{export, hub, inspect, pack, unpack, verify};
 use clap::{Parser, Subcommand};
 
 /// Portable agent state: back up AI coding agents' sessions, instructions, skills, MCP
@@ -14,6 +14,7 @@ Examples:
   asp export claude.aspstate --kinds tools
   asp verify claude.aspstate
   asp unpack claude.aspstate --to codex --dry-run    (same as asp-unpack)
+  asp hub -- gemini --acp                            (ASP in front of an ACP agent)
 
 {EXIT_CODES_HELP}"))]
 struct Cli {
@@ -30,6 +31,7 @@ enum Command {
     Inspect(inspect::InspectArgs),
     Export(export::ExportArgs),
     Verify(verify::VerifyArgs),
+    Hub(hub::HubArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +41,7 @@ fn main() -> ExitCode {
         Command::Inspect(a) => inspect::run(a),
         Command::Export(a) => export::run(a),
         Command::Verify(a) => verify::run(a),
+        Command::Hub(a) => hub::run(a),
     };
     asp_cli::finish("asp", result)
 }

@@ -1,0 +1,68 @@
+//! `asp hub`: ASP in front of any ACP agent, on stdio.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use asp_protocol::HubConfig;
+use clap::Parser;
+
+use crate::exit::Exit;
+
+/// Serve the Agent State Protocol in front of an ACP agent, on stdin/stdout
+#[derive(Debug, Clone, Parser)]
+#[command(after_help = "\
+Runs AGENT_COMMAND as an ACP agent subprocess and acts as an ACP agent on stdin/stdout in front
+of it. Every ACP message passes through unchanged, both ways, except:
+  - the initialize answer gains agentCapabilities._meta.asp, saying what the hub can do;
+  - _asp/state/describe, _asp/state/export and _asp/state/import are answered by the hub:
+    with --harness, from that harness's store under --home; without, sessions are exported by
+    replaying each through the agent's own session/list and session/load;
+  - a session/prompt arriving while a turn of its session runs does what its
+    _meta.asp.busy asks: queue, interrupt, or steer (when the agent offers a way to steer).
+Logs go to stderr; the agent's own stderr is shown with an [agent] prefix.
+
+Examples:
+  asp hub -- gemini --acp
+  asp hub --harness claude-code -- claude-agent-acp
+  asp hub --harness codex --home /srv/backup-home -- codex-acp")]
+pub struct HubArgs {
+    /// Answer the agent-state methods from this harness's native store
+    #[arg(long, value_name = "NAME")]
+    pub harness: Option<String>,
+
+    /// The home directory holding the harness's store (default: the user's home)
+    #[arg(long, value_name = "DIR", requires = "harness")]
+    pub home: Option<PathBuf>,
+
+    /// After the agent answers session/load, how long its replay must stay quiet before the
+    /// hub takes it as complete, in milliseconds
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub replay_quiet_ms: u64,
+
+    /// Log every routing decision and every line to and from the agent on stderr
+    #[arg(short, long)]
+    pub verbose: bool,
+
+    /// The ACP agent to run, and its arguments (after `--`)
+    #[arg(last = true, required = true, value_name = "AGENT_COMMAND")]
+    pub agent: Vec<String>,
+}
+
+pub fn run(args: HubArgs) -> anyhow::Result<Exit> {
+    let mut config = HubConfig::new(args.agent);
+    if let Some(name) = &args.harness {
+        config = config.with_harness(name, args.home)?;
+    }
+    config.options.replay_quiet = Duration::from_millis(args.replay_quiet_ms);
+    config.options.verbose = args.verbose;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let result = runtime.block_on(asp_protocol::run_hub(config));
+    // Nothing left to wait for: stdin's reader thread may still be blocked on a read.
+    runtime.shutdown_background();
+    result?;
+    Ok(Exit::Ok)
+}

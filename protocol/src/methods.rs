@@ -1,0 +1,234 @@
+//! The three extension methods, as typed JSON-RPC requests and answers for ACP's SDK.
+//!
+//! | method | asked | answered |
+//! | --- | --- | --- |
+//! | `_asp/state/describe` | `{}` | `{"kinds": {kind: count}}` |
+//! | `_asp/state/export` | `{"kinds": [kind...]}` | `{"state": {...}}` |
+//! | `_asp/state/import` | `{"state": {...}}` | `{"taken", "notTaken", "sessions"}` |
+//!
+//! The state and the import answer are the format crate's types
+//! ([`asp_format::export::ExportState`], [`asp_format::answer::ImportAnswer`]); the answers
+//! here are transparent wrappers, there only because the SDK's traits must be implemented on
+//! a type of this crate. Every request also takes ACP's `_meta`.
+
+use agent_client_protocol::{JsonRpcRequest, JsonRpcResponse};
+use asp_format::answer::ImportAnswer;
+use asp_format::export::{self, ExportState};
+use asp_format::state::KindCounts;
+use asp_format::{KindSet, StateKind};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+/// `_asp/state/describe`.
+pub const DESCRIBE: &str = "_asp/state/describe";
+/// `_asp/state/export`.
+pub const EXPORT: &str = "_asp/state/export";
+/// `_asp/state/import`.
+pub const IMPORT: &str = "_asp/state/import";
+/// Every ASP method starts with this.
+pub const PREFIX: &str = "_asp/";
+
+/// `_asp/state/describe`: how many of each kind the agent holds now.
+///
+/// Asked `{}`; absent or `null` params are taken as `{}` too, since a request with nothing to
+/// say often carries no params at all.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonRpcRequest)]
+#[request(method = "_asp/state/describe", response = DescribeResponse)]
+pub struct DescribeRequest {
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl<'de> Deserialize<'de> for DescribeRequest {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Params {
+            #[serde(default, rename = "_meta")]
+            meta: Option<Map<String, Value>>,
+        }
+        let params = Option::<Params>::deserialize(d)?;
+        Ok(DescribeRequest {
+            meta: params.and_then(|p| p.meta),
+        })
+    }
+}
+
+/// The describe answer: a count for each kind held; a kind not held is left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonRpcResponse)]
+pub struct DescribeResponse {
+    #[serde(deserialize_with = "known_counts")]
+    pub kinds: KindCounts,
+}
+
+/// `_asp/state/export`: the kinds asked for, with no turn running.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonRpcRequest)]
+#[request(method = "_asp/state/export", response = ExportResponse)]
+pub struct ExportRequest {
+    /// Kinds asked for. A name this side does not know is skipped: it is a kind not given,
+    /// like any other the agent does not export.
+    #[serde(deserialize_with = "known_kinds")]
+    pub kinds: KindSet,
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl ExportRequest {
+    pub fn new(kinds: KindSet) -> Self {
+        ExportRequest { kinds, meta: None }
+    }
+}
+
+/// The export answer, `{"state": {...}}`: each kind given under its name, a kind not given
+/// left out (never given empty).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonRpcResponse)]
+#[serde(transparent)]
+pub struct ExportResponse(pub export::ExportResponse);
+
+impl ExportResponse {
+    pub fn new(state: ExportState) -> Self {
+        ExportResponse(export::ExportResponse { state })
+    }
+
+    pub fn state(&self) -> &ExportState {
+        &self.0.state
+    }
+
+    pub fn into_state(self) -> ExportState {
+        self.0.state
+    }
+}
+
+/// `_asp/state/import`: a state to take.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonRpcRequest)]
+#[request(method = "_asp/state/import", response = ImportResponse)]
+pub struct ImportRequest {
+    pub state: ExportState,
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl ImportRequest {
+    pub fn new(state: ExportState) -> Self {
+        ImportRequest { state, meta: None }
+    }
+}
+
+/// The import answer: what was taken, what was not and why, each session's new id by its old.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonRpcResponse)]
+#[serde(transparent)]
+pub struct ImportResponse(pub ImportAnswer);
+
+fn known_kinds<'de, D: Deserializer<'de>>(d: D) -> Result<KindSet, D::Error> {
+    let names = Vec::<Value>::deserialize(d)?;
+    Ok(names
+        .iter()
+        .filter_map(|v| v.as_str()?.parse::<StateKind>().ok())
+        .collect())
+}
+
+fn known_counts<'de, D: Deserializer<'de>>(d: D) -> Result<KindCounts, D::Error> {
+    let counts = Map::<String, Value>::deserialize(d)?;
+    let mut out = KindCounts::new();
+    for (name, count) in counts {
+        let Ok(kind) = name.parse::<StateKind>() else {
+            continue;
+        };
+        let n = count.as_u64().ok_or_else(|| {
+            serde::de::Error::custom(format!("count of {name} is {count}, not a whole number"))
+        })?;
+        out.insert(kind, n);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_client_protocol::JsonRpcMessage;
+    use asp_format::blob::MemoryStore;
+    use serde_json::json;
+
+    #[test]
+    fn describe_is_asked_empty_and_answers_the_seed_example() {
+        let asked: DescribeRequest = serde_json::from_str("{}").unwrap();
+        assert_eq!(serde_json::to_string(&asked).unwrap(), "{}");
+        assert_eq!(asked.method(), DESCRIBE);
+        assert_eq!(
+            DescribeRequest::parse_message(DESCRIBE, &Value::Null).unwrap(),
+            asked
+        );
+
+        let seed = r#"{"kinds": {"sessions": 3, "instructions": 1}}"#;
+        let answer: DescribeResponse = serde_json::from_str(seed).unwrap();
+        assert_eq!(answer.kinds[&StateKind::Sessions], 3);
+        assert_eq!(answer.kinds[&StateKind::Instructions], 1);
+        assert_eq!(crate::seed_json::to_string(&answer), seed);
+    }
+
+    #[test]
+    fn describe_counts_come_out_in_canonical_order_whatever_order_they_were_built_in() {
+        let mut kinds = KindCounts::new();
+        kinds.insert(StateKind::Settings, 2);
+        kinds.insert(StateKind::Sessions, 0);
+        let json = serde_json::to_string(&DescribeResponse { kinds }).unwrap();
+        assert_eq!(json, r#"{"kinds":{"sessions":0,"settings":2}}"#);
+    }
+
+    #[test]
+    fn export_asks_for_kinds_and_skips_names_it_does_not_know() {
+        let asked = ExportRequest::new(
+            KindSet::EMPTY
+                .with(StateKind::Instructions)
+                .with(StateKind::Sessions),
+        );
+        assert_eq!(
+            serde_json::to_string(&asked).unwrap(),
+            r#"{"kinds":["sessions","instructions"]}"#
+        );
+        assert_eq!(asked.method(), EXPORT);
+        let lenient: ExportRequest =
+            serde_json::from_value(json!({"kinds": ["memory", "dreams"]})).unwrap();
+        assert_eq!(lenient.kinds, KindSet::EMPTY.with(StateKind::Memory));
+        assert!(
+            ExportRequest::parse_message(EXPORT, &json!({})).is_err(),
+            "kinds is required"
+        );
+    }
+
+    #[test]
+    fn the_export_answer_is_the_formats_state_form() {
+        let answer = json!({"state": {
+            "sessions": [{"id": "s1", "title": "T", "updates": [
+                {"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}, "futureField": 1}}
+            ]}],
+            "settings": {"model": "opus"}
+        }});
+        let typed: ExportResponse = serde_json::from_value(answer.clone()).unwrap();
+        assert!(
+            typed.state().instructions.is_none(),
+            "a kind left out is not given"
+        );
+        assert_eq!(serde_json::to_value(&typed).unwrap(), answer);
+        let state = typed.into_state().into_state(&MemoryStore::new()).unwrap();
+        assert_eq!(
+            state.kinds(),
+            KindSet::EMPTY
+                .with(StateKind::Sessions)
+                .with(StateKind::Settings)
+        );
+    }
+
+    #[test]
+    fn import_takes_a_state_and_answers_the_seed_example() {
+        let asked: ImportRequest =
+            serde_json::from_value(json!({"state": {"instructions": {"text": "Be brief."}}}))
+                .unwrap();
+        assert_eq!(asked.state.instructions.as_ref().unwrap().text, "Be brief.");
+        assert_eq!(asked.method(), IMPORT);
+
+        let seed = r#"{"taken": ["sessions", "instructions"], "notTaken": [{"kind": "memory", "reason": "this agent keeps no memory"}], "sessions": {"sess_789xyz": "sess_a1b2c3"}}"#;
+        let answer: ImportResponse = serde_json::from_str(seed).unwrap();
+        assert_eq!(answer.0.sessions["sess_789xyz"], "sess_a1b2c3");
+        assert_eq!(crate::seed_json::to_string(&answer), seed);
+    }
+}
