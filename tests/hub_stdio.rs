@@ -195,33 +195,69 @@ fn the_hub_exits_cleanly_when_its_client_closes_stdin_with_prompts_waiting() {
     reader.join().unwrap();
 }
 
-/// The seed's harness switch, through two hubs backed by the real converters: the source
-/// exports what its destination imports, and the answer maps every session to its new id.
+/// Texts of the user and agent messages of a stream of `session/update` params, one entry per
+/// message (consecutive chunks of one kind joined).
+fn messages(updates: &[Value]) -> (Vec<String>, Vec<String>) {
+    let (mut user, mut agent): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    let mut last = "";
+    for u in updates {
+        let kind = u["update"]["sessionUpdate"].as_str().unwrap_or("");
+        let text = u["update"]["content"]["text"].as_str().unwrap_or("");
+        let list = match kind {
+            "user_message_chunk" => &mut user,
+            "agent_message_chunk" => &mut agent,
+            _ => {
+                last = "";
+                continue;
+            }
+        };
+        if kind == last {
+            list.last_mut().unwrap().push_str(text);
+        } else {
+            list.push(text.to_owned());
+        }
+        last = if kind == "user_message_chunk" {
+            "user_message_chunk"
+        } else {
+            "agent_message_chunk"
+        };
+    }
+    (user, agent)
+}
+
+/// The seed's harness switch, end to end through two hubs and the real converters: a hub over
+/// a Claude Code home advertises its export kinds and exports; a second hub over an empty
+/// Codex home imports and answers what it took and each session's new id; then the client
+/// loads each new id through that second hub, whose agent (standing in for Codex) reads the
+/// Codex store, and the conversation is there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_harness_switch_through_two_hubs_and_the_real_converters() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let source_home = root.join("samples/gemini");
+    let source = root.join("samples/claude-code").display().to_string();
     let destination = tempfile::tempdir().unwrap();
-    let source = source_home.display().to_string();
     let dest = destination.path().display().to_string();
 
+    // 1. The source's export kinds, and the export itself.
     let mut exported = Value::Null;
     drive(
-        hub(&["--harness", "gemini", "--home", &source], &[]),
+        hub(&["--harness", "claude-code", "--home", &source], &[]),
         async |c| {
             let init = c.initialize().await;
             let asp = &init["agentCapabilities"]["_meta"]["asp"];
-            let exports = asp["agentState"]["export"].as_array().unwrap();
-            assert!(
-                exports.contains(&json!("sessions")) && exports.contains(&json!("instructions")),
-                "{asp}"
-            );
+            let kinds = asp["agentState"]["export"].clone();
+            for k in [
+                "sessions",
+                "instructions",
+                "skills",
+                "tools",
+                "memory",
+                "settings",
+            ] {
+                assert!(kinds.as_array().unwrap().contains(&json!(k)), "{asp}");
+            }
             let described = c.request("_asp/state/describe", json!({})).await?;
             exported = c
-                .request(
-                    "_asp/state/export",
-                    json!({"kinds": ["sessions", "instructions"]}),
-                )
+                .request("_asp/state/export", json!({"kinds": kinds}))
                 .await?;
             let sessions = exported["state"]["sessions"].as_array().unwrap();
             assert_eq!(
@@ -229,48 +265,89 @@ async fn a_harness_switch_through_two_hubs_and_the_real_converters() {
                 described["kinds"]["sessions"],
                 "describe counts what export gives"
             );
-            assert!(
-                exported["state"].get("memory").is_none(),
-                "a kind not asked for is not given"
-            );
             Ok(())
         },
     )
     .await;
 
+    // 2. The destination's import kinds, the import, and the answer.
+    let store = format!("codex={dest}");
+    let mut answer = Value::Null;
     drive(
-        hub(&["--harness", "claude-code", "--home", &dest], &[]),
+        hub(
+            &["--harness", "codex", "--home", &dest],
+            &["--store", &store],
+        ),
         async |c| {
             let init = c.initialize().await;
-            let imports = &init["agentCapabilities"]["_meta"]["asp"]["agentState"]["import"];
-            assert!(
-                imports.as_array().unwrap().contains(&json!("sessions")),
-                "{imports}"
-            );
-            let answer = c
-                .request("_asp/state/import", json!({"state": exported["state"]}))
+            let imports = init["agentCapabilities"]["_meta"]["asp"]["agentState"]["import"]
+                .as_array()
+                .unwrap()
+                .clone();
+            assert!(imports.contains(&json!("sessions")), "{imports:?}");
+            // Hand over what the destination takes, as the seed's step 2 says.
+            let state: serde_json::Map<String, Value> = exported["state"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .filter(|(k, _)| imports.contains(&json!(k)))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            answer = c
+                .request("_asp/state/import", json!({"state": state}))
                 .await?;
-            assert!(
-                answer["taken"]
-                    .as_array()
-                    .unwrap()
-                    .contains(&json!("sessions")),
-                "{answer}"
-            );
-            let map = answer["sessions"].as_object().unwrap();
-            for s in exported["state"]["sessions"].as_array().unwrap() {
+            let taken = answer["taken"].as_array().unwrap();
+            assert!(taken.contains(&json!("sessions")), "{answer}");
+            for n in answer["notTaken"].as_array().unwrap() {
                 assert!(
-                    map.contains_key(s["id"].as_str().unwrap()),
-                    "{} has a new id: {answer}",
-                    s["id"]
+                    n["reason"].as_str().is_some_and(|r| !r.is_empty()),
+                    "every refusal says why: {n}"
                 );
             }
-            let described = c.request("_asp/state/describe", json!({})).await?;
+            let map = answer["sessions"].as_object().unwrap();
+            let sessions = exported["state"]["sessions"].as_array().unwrap();
             assert_eq!(
-                described["kinds"]["sessions"],
-                json!(map.len()),
-                "the destination holds them now"
+                map.len(),
+                sessions.len(),
+                "every session has its new id: {answer}"
             );
+
+            // 3. Continue each chat: load the new id through the hub, from the Codex store.
+            for s in sessions {
+                let new_id = map[s["id"].as_str().unwrap()].as_str().unwrap();
+                let cwd = s["cwd"].as_str().unwrap_or("/");
+                c.request(
+                    "session/load",
+                    json!({"sessionId": new_id, "cwd": cwd, "mcpServers": []}),
+                )
+                .await?;
+                let loaded: Vec<Value> = c
+                    .seen
+                    .all()
+                    .into_iter()
+                    .filter(|m| {
+                        m["method"] == "session/update" && m["params"]["sessionId"] == new_id
+                    })
+                    .map(|m| m["params"].clone())
+                    .collect();
+                assert!(
+                    !loaded.is_empty(),
+                    "{} → {new_id}: nothing replayed",
+                    s["id"]
+                );
+                let (user, agent) = messages(&loaded);
+                assert!(!user.is_empty(), "{} → {new_id}: no prompts", s["id"]);
+                let (src_user, src_agent) = messages(s["updates"].as_array().unwrap());
+                assert_eq!(user, src_user, "{} → {new_id}: the user's prompts", s["id"]);
+                let said = agent.join("\n");
+                for a in src_agent.iter().filter(|a| !a.is_empty()) {
+                    assert!(
+                        said.contains(a.as_str()),
+                        "{} → {new_id}: answer {a:?} is lost",
+                        s["id"]
+                    );
+                }
+            }
             Ok(())
         },
     )

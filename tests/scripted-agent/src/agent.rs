@@ -44,6 +44,25 @@ impl Shared {
         self.0.lock().expect("scripted agent state poisoned")
     }
 
+    /// Adds the sessions of the native store that the agent does not hold yet.
+    fn refresh(&self, options: &Options) -> Result<(), String> {
+        let Some((harness, home)) = &options.store else {
+            return Ok(());
+        };
+        let found = crate::store::read(harness, home)?;
+        let mut g = self.lock();
+        for s in found {
+            g.sessions.entry(s.session_id).or_insert_with(|| Session {
+                cwd: s.cwd,
+                title: s.title,
+                updated_at: s.updated_at,
+                history: s.updates,
+                turns: Vec::new(),
+            });
+        }
+        Ok(())
+    }
+
     fn event(&self, e: Value) {
         self.lock().events.push(e);
     }
@@ -272,6 +291,9 @@ fn request(
         }
         "session/list" if options.list_sessions => {
             shared.event(json!({"list": params}));
+            if let Err(e) = shared.refresh(options) {
+                return responder.respond_with_error(Error::internal_error().data(json!(e)));
+            }
             let g = shared.lock();
             let start: usize = params["cursor"]
                 .as_str()
@@ -302,6 +324,9 @@ fn request(
         "session/load" if options.load_session => {
             let sid = params["sessionId"].as_str().unwrap_or_default().to_owned();
             shared.event(json!({"load": sid}));
+            if let Err(e) = shared.refresh(options) {
+                return responder.respond_with_error(Error::internal_error().data(json!(e)));
+            }
             let history = shared.lock().sessions.get(&sid).map(|s| s.history.clone());
             let Some(history) = history else {
                 return responder.respond_with_error(session_not_found(&sid));

@@ -27,6 +27,12 @@
 //! Every agent message is an `agent_message_chunk` whose text is the line above, so a test
 //! reads the conversation as lines.
 //!
+//! # A native store
+//!
+//! With `--store HARNESS=HOME` the agent also serves the sessions of that harness's store,
+//! read through asp's converter whenever it is listed or loaded: it stands in for the harness
+//! itself, so a test can import state through a hub and then load it back.
+//!
 //! # Extension methods (all pass through a transparent hub)
 //!
 //! - `_scripted/release {"key"}` (notification): ends a held turn.
@@ -39,6 +45,7 @@
 
 mod agent;
 pub mod client;
+mod store;
 mod turn;
 
 pub use agent::{AgentHandle, agent, agent_with_handle, run_stdio};
@@ -95,6 +102,9 @@ pub struct Options {
     /// Sessions whose `session/load` fails (listed, but not replayable).
     pub fail_loads: Vec<String>,
     pub sessions: Vec<SeedSession>,
+    /// A native store (`harness`, home) whose sessions `session/list` and `session/load`
+    /// also serve, read through the harness's asp converter each time they are asked for.
+    pub store: Option<(String, std::path::PathBuf)>,
 }
 
 impl Default for Options {
@@ -110,6 +120,7 @@ impl Default for Options {
             list_page_size: 50,
             fail_loads: Vec::new(),
             sessions: Vec::new(),
+            store: None,
         }
     }
 }
@@ -117,7 +128,8 @@ impl Default for Options {
 impl Options {
     /// Parses the binary's arguments:
     /// `[--name N] [--no-load] [--no-list] [--no-close] [--steering none|session-steering|prompt-queueing]
-    /// [--steering-outcome O] [--late-replay] [--list-page-size N] [--fail-load ID]... [--sessions FILE.json]`.
+    /// [--steering-outcome O] [--late-replay] [--list-page-size N] [--fail-load ID]... [--sessions FILE.json]
+    /// [--store HARNESS=HOME]`.
     pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
         let mut o = Options::default();
         let mut args = args.into_iter();
@@ -149,6 +161,13 @@ impl Options {
                     let text =
                         std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
                     o.sessions = serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
+                }
+                "--store" => {
+                    let spec = value("--store")?;
+                    let (h, home) = spec
+                        .split_once('=')
+                        .ok_or_else(|| format!("--store {spec:?} is not HARNESS=HOME"))?;
+                    o.store = Some((h.to_owned(), home.into()));
                 }
                 other => return Err(format!("unknown argument {other:?}")),
             }
