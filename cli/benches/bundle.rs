@@ -1,8 +1,9 @@
 //! Throughput and peak memory of packing, verifying and unpacking, on generated stores.
 //!
 //! Run: `cargo bench -p asp-cli --bench bundle` (add `-- --large` for the 1 GiB case).
-//! Each case generates a state directory of N sessions × S bytes of realistic ACP update
-//! lines on disk, then measures, in this process: `dir::read` + `bundle::write_file` (pack),
+//! Each case generates a state directory of N sessions × S bytes of ACP update lines on disk
+//! (the mix of a real session: prompts, bursts of short agent chunks, tool calls with long
+//! results, usage; the text is cut from Rust and Markdown sources), then measures, in this process: `dir::read` + `bundle::write_file` (pack),
 //! `verify_file` (every blob hashed), and `Bundle::check_data` + `dir::write` (unpack). Peak
 //! memory is the resident-set high-water mark (`VmHWM`), reset before each phase through
 //! `/proc/self/clear_refs` on Linux; it should not grow with N or S.
@@ -18,33 +19,85 @@ use asp_format::blob::StagingStore;
 use asp_format::bundle::{self, Bundle, Limits, WriteOptions};
 use asp_format::progress::Quiet;
 
-const WORDS: &[&str] = &[
-    "the", "session", "update", "deploy", "script", "flag", "tests", "cargo", "build", "error",
-    "fn", "main", "let", "mut", "return", "Result", "Option", "path", "file", "read", "write",
-    "bundle", "manifest", "digest", "agent", "tool", "call", "plan", "user", "message", "chunk",
-];
+/// Real text to cut messages from: Rust and Markdown sources of the crates in cargo's own
+/// registry (present wherever this bench builds), up to 16 MiB. Made-up text from a small
+/// vocabulary would be far more repetitive than conversations are, and Deflate's match search
+/// slows down badly on it.
+fn corpus() -> Vec<String> {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))
+        .expect("CARGO_HOME or HOME");
+    let mut out = Vec::new();
+    let mut total = 0;
+    let Ok(registries) = fs::read_dir(cargo_home.join("registry/src")) else {
+        panic!("no cargo registry sources under {}", cargo_home.display());
+    };
+    let mut stack: Vec<std::path::PathBuf> = registries.flatten().map(|e| e.path()).collect();
+    stack.sort();
+    while let Some(p) = stack.pop() {
+        if total > 16 << 20 {
+            break;
+        }
+        if p.is_dir() {
+            let mut children: Vec<_> = fs::read_dir(&p)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .collect();
+            children.sort();
+            stack.extend(children);
+        } else if matches!(p.extension().and_then(|e| e.to_str()), Some("rs" | "md")) {
+            if let Ok(t) = fs::read_to_string(&p) {
+                total += t.len();
+                out.push(t);
+            }
+        }
+    }
+    assert!(!out.is_empty(), "no .rs or .md files in the cargo registry");
+    out
+}
 
 /// A tiny xorshift generator: deterministic data without a dependency.
-struct Rng(u64);
-impl Rng {
+struct Rng<'a> {
+    state: u64,
+    corpus: &'a [String],
+}
+
+impl Rng<'_> {
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        self.state
     }
+
+    /// About `n` words of real text, escaped for a JSON string.
     fn words(&mut self, n: usize) -> String {
-        (0..n)
-            .map(|_| WORDS[(self.next() % WORDS.len() as u64) as usize])
-            .collect::<Vec<_>>()
-            .join(" ")
+        let doc = &self.corpus[(self.next() % self.corpus.len() as u64) as usize];
+        let want = n * 6;
+        let mut start = (self.next() % doc.len().max(1) as u64) as usize;
+        while !doc.is_char_boundary(start) {
+            start -= 1;
+        }
+        let mut end = (start + want).min(doc.len());
+        while !doc.is_char_boundary(end) {
+            end -= 1;
+        }
+        let slice = &doc[start..end];
+        let quoted = serde_json::to_string(slice).expect("a string serialises");
+        quoted[1..quoted.len() - 1].to_owned()
     }
 }
 
-fn generate(root: &Path, sessions: usize, bytes_each: u64, seed: u64) {
+fn generate(root: &Path, sessions: usize, bytes_each: u64, seed: u64, corpus: &[String]) {
     let sdir = root.join("sessions");
     fs::create_dir_all(&sdir).unwrap();
-    let mut rng = Rng(seed);
+    let mut rng = Rng {
+        state: seed,
+        corpus,
+    };
     for i in 0..sessions {
         let id = format!("bench-{i:05}");
         fs::write(
@@ -114,7 +167,7 @@ fn phase<T>(name: &str, bytes: u64, f: impl FnOnce() -> T) -> T {
     out
 }
 
-fn case(sessions: usize, mib_each: u64) {
+fn case(sessions: usize, mib_each: u64, corpus: &[String]) {
     let work = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let src = work.path().join("src");
     let bytes_each = mib_each << 20;
@@ -123,6 +176,7 @@ fn case(sessions: usize, mib_each: u64) {
         sessions,
         bytes_each,
         0x9e37_79b9_7f4a_7c15 ^ sessions as u64,
+        corpus,
     );
     let total = sessions as u64 * bytes_each;
     println!(
@@ -162,11 +216,12 @@ fn case(sessions: usize, mib_each: u64) {
 
 fn main() {
     let large = std::env::args().any(|a| a == "--large");
-    case(40, 1);
-    case(400, 1);
-    case(1, 64);
+    let corpus = corpus();
+    case(40, 1, &corpus);
+    case(400, 1, &corpus);
+    case(1, 64, &corpus);
     if large {
-        case(1, 1024);
-        case(4000, 1);
+        case(1, 1024, &corpus);
+        case(4000, 1, &corpus);
     }
 }

@@ -21,28 +21,39 @@ use crate::name::SessionId;
 pub struct UpdateError(pub String);
 
 /// Removes whitespace outside JSON strings, keeping every other byte as it is.
+///
+/// Works on bytes: `"`, `\\` and JSON whitespace are ASCII, and no byte of a multi-byte UTF-8
+/// sequence is ASCII, so removing them never splits a character.
 pub fn compact(json: &str) -> String {
-    let mut out = String::with_capacity(json.len());
+    let b = json.as_bytes();
+    let mut out: Option<Vec<u8>> = None;
+    let mut run = 0;
     let mut in_string = false;
     let mut escaped = false;
-    for c in json.chars() {
+    for (i, &c) in b.iter().enumerate() {
         if in_string {
-            out.push(c);
             if escaped {
                 escaped = false;
-            } else if c == '\\' {
+            } else if c == b'\\' {
                 escaped = true;
-            } else if c == '"' {
+            } else if c == b'"' {
                 in_string = false;
             }
-        } else if c == '"' {
+        } else if c == b'"' {
             in_string = true;
-            out.push(c);
-        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
-            out.push(c);
+        } else if matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+            let o = out.get_or_insert_with(|| Vec::with_capacity(b.len()));
+            o.extend_from_slice(&b[run..i]);
+            run = i + 1;
         }
     }
-    out
+    match out {
+        None => json.to_owned(),
+        Some(mut o) => {
+            o.extend_from_slice(&b[run..]);
+            String::from_utf8(o).expect("only ASCII bytes were removed")
+        }
+    }
 }
 
 /// Checks that `line` is a `session/update` notification's params for `session`, and returns it
