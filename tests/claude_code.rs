@@ -699,6 +699,7 @@ fn redacting_secrets_blanks_literal_tokens_but_keeps_references() {
         home.path(),
         ReadOptions {
             redact_secrets: true,
+            ..ReadOptions::default()
         },
     );
     let v = serde_json::to_value(r.state.tools.as_ref().unwrap()).unwrap();

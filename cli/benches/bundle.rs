@@ -48,11 +48,11 @@ fn corpus() -> Vec<String> {
                 .collect();
             children.sort();
             stack.extend(children);
-        } else if matches!(p.extension().and_then(|e| e.to_str()), Some("rs" | "md")) {
-            if let Ok(t) = fs::read_to_string(&p) {
-                total += t.len();
-                out.push(t);
-            }
+        } else if matches!(p.extension().and_then(|e| e.to_str()), Some("rs" | "md"))
+            && let Ok(t) = fs::read_to_string(&p)
+        {
+            total += t.len();
+            out.push(t);
         }
     }
     assert!(!out.is_empty(), "no .rs or .md files in the cargo registry");

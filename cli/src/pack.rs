@@ -158,6 +158,7 @@ pub fn run(args: PackArgs) -> anyhow::Result<Exit> {
                     progress: &bar,
                     options: ReadOptions {
                         redact_secrets: args.redact_secrets,
+                        ..ReadOptions::default()
                     },
                 })
                 .with_context(|| {

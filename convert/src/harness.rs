@@ -63,11 +63,23 @@ pub struct Capabilities {
 }
 
 /// Options of a read.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct ReadOptions {
     /// Blank MCP env values and header values, listing what was blanked under
     /// `_meta.asp.redacted` of each server.
     pub redact_secrets: bool,
+    /// Carry each session's native files (`Session::native`). A bundle wants them, for
+    /// byte-exact restores; the export form drops them, so an export should not read them.
+    pub native: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            redact_secrets: false,
+            native: true,
+        }
+    }
 }
 
 /// Everything a read is handed.

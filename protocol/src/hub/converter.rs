@@ -72,7 +72,11 @@ pub(crate) async fn export(
             blobs: &store,
             diagnostics: &diagnostics,
             progress: &Quiet,
-            options: ReadOptions::default(),
+            // The export form has no place for native files: do not read them.
+            options: ReadOptions {
+                native: false,
+                ..ReadOptions::default()
+            },
         });
         report(log, &diagnostics);
         let mut state = read.map_err(failed("read its store", &name))?;
