@@ -62,6 +62,8 @@ fn session() -> impl Strategy<Value = Value> {
                 json!({"id": id, "title": title, "harness": "claude-code", "updates": updates});
             if let Some(c) = cwd {
                 s["cwd"] = json!(c);
+                s["updatedAt"] = json!("2026-11-29T10:00:09.000Z");
+                s["_meta"] = json!({"asp": {"parent": {"sessionId": "p", "toolCallId": "t"}}, "claudeCode": {"n": [1, 2.5]}});
             }
             s
         })
@@ -114,7 +116,11 @@ fn state() -> impl Strategy<Value = Value> {
                     .map(|(name, mut files)| {
                         let mut seen = std::collections::BTreeSet::new();
                         files.retain(|f| seen.insert(f["path"].as_str().unwrap().to_owned()));
-                        json!({"name": name, "files": files})
+                        if name.len() % 2 == 0 {
+                            json!({"name": name, "files": files, "_meta": {"asp": {"note": name}}})
+                        } else {
+                            json!({"name": name, "files": files})
+                        }
                     })
                     .collect();
                 st.insert("skills".into(), json!(list));
@@ -130,7 +136,7 @@ fn state() -> impl Strategy<Value = Value> {
                 let list: Vec<Value> = notes
                     .into_iter()
                     .map(|(path, t)| match t {
-                        Some(t) => json!({"path": path, "origin": {"harness": "gemini"}, "text": t}),
+                        Some(t) => json!({"path": path, "origin": {"harness": "gemini", "path": ".gemini/GEMINI.md#m", "project": "/home/dev/shop"}, "text": t}),
                         None => json!({"path": path, "origin": {}, "deleted": true}),
                     })
                     .collect();
@@ -143,11 +149,36 @@ fn state() -> impl Strategy<Value = Value> {
         })
 }
 
-/// Keeps only states whose paths are all acceptable and whose notes do not clash with
-/// directories (a note `a.md` and one `a.md/b.md` cannot both be files).
+/// The state of an export-form value, plus native files on every session with a working
+/// directory (the export form has none, bundles and the directory form do); `None` for
+/// states the model refuses (duplicate paths and the like), which proptest then discards.
 fn load(v: &Value, store: &MemoryStore) -> Option<State> {
+    use asp_format::blob::BlobSink;
+    use asp_format::state::{FileEntry, Native};
     let parsed: ExportResponse = serde_json::from_value(v.clone()).ok()?;
-    let state = parsed.state.into_state(store).ok()?;
+    let mut state = parsed.state.into_state(store).ok()?;
+    for s in state.sessions.iter_mut().flatten() {
+        if s.cwd.is_some() {
+            let transcript = format!("{{\"sessionId\":{:?}}}\n", s.id.as_str());
+            s.native = Some(Native {
+                harness: "claude-code".parse().unwrap(),
+                files: vec![
+                    FileEntry {
+                        path: ".claude/projects/-x/a.jsonl".parse().unwrap(),
+                        executable: false,
+                        content: store.put(transcript.as_bytes()).unwrap(),
+                    },
+                    FileEntry {
+                        path: ".claude/projects/-x/a/subagents/agent-1.jsonl"
+                            .parse()
+                            .unwrap(),
+                        executable: false,
+                        content: store.put(b"\xff not utf-8\n").unwrap(),
+                    },
+                ],
+            });
+        }
+    }
     let mut s = state.clone();
     s.normalize();
     s.validate().ok()?;
@@ -160,7 +191,9 @@ proptest! {
     #[test]
     fn bundle_directory_bundle_is_byte_identical(v in state()) {
         let store = MemoryStore::new();
-        let Some(state) = load(&v, &store) else { return Ok(()) };
+        let state = load(&v, &store);
+        prop_assume!(state.is_some());
+        let state = state.unwrap();
         let first = bundle_bytes(&state, &store);
 
         let work = tempfile::tempdir().unwrap();
@@ -180,7 +213,9 @@ proptest! {
     #[test]
     fn order_of_arrival_does_not_change_the_bytes(v in state()) {
         let store = MemoryStore::new();
-        let Some(state) = load(&v, &store) else { return Ok(()) };
+        let state = load(&v, &store);
+        prop_assume!(state.is_some());
+        let state = state.unwrap();
         let mut reversed = state.clone();
         if let Some(s) = &mut reversed.sessions { s.reverse(); }
         if let Some(s) = &mut reversed.skills {
@@ -195,7 +230,9 @@ proptest! {
     #[test]
     fn the_export_form_survives_a_bundle(v in state()) {
         let store = MemoryStore::new();
-        let Some(state) = load(&v, &store) else { return Ok(()) };
+        let state = load(&v, &store);
+        prop_assume!(state.is_some());
+        let state = state.unwrap();
         let bytes = bundle_bytes(&state, &store);
         let work = tempfile::tempdir().unwrap();
         let path = work.path().join("a.aspstate");

@@ -167,18 +167,34 @@ fn phase<T>(name: &str, bytes: u64, f: impl FnOnce() -> T) -> T {
     out
 }
 
-fn case(sessions: usize, mib_each: u64, corpus: &[String]) {
+/// One generated store, on disk.
+struct Case {
+    work: tempfile::TempDir,
+    sessions: usize,
+    mib_each: u64,
+}
+
+fn prepare(sessions: usize, mib_each: u64, corpus: &[String]) -> Case {
     let work = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let src = work.path().join("src");
-    let bytes_each = mib_each << 20;
     generate(
-        &src,
+        &work.path().join("src"),
         sessions,
-        bytes_each,
+        mib_each << 20,
         0x9e37_79b9_7f4a_7c15 ^ sessions as u64,
         corpus,
     );
-    let total = sessions as u64 * bytes_each;
+    Case {
+        work,
+        sessions,
+        mib_each,
+    }
+}
+
+fn run(c: &Case) {
+    let (sessions, mib_each) = (c.sessions, c.mib_each);
+    let work = &c.work;
+    let src = work.path().join("src");
+    let total = sessions as u64 * (mib_each << 20);
     println!(
         "{sessions} sessions × {mib_each} MiB = {} MiB of update lines",
         total >> 20
@@ -216,12 +232,19 @@ fn case(sessions: usize, mib_each: u64, corpus: &[String]) {
 
 fn main() {
     let large = std::env::args().any(|a| a == "--large");
-    let corpus = corpus();
-    case(40, 1, &corpus);
-    case(400, 1, &corpus);
-    case(1, 64, &corpus);
+    let mut shapes = vec![(40, 1), (400, 1), (1, 64)];
     if large {
-        case(1, 1024, &corpus);
-        case(4000, 1, &corpus);
+        shapes.extend([(1, 1024), (4000, 1)]);
+    }
+    // Generate everything first and let the text corpus go, so the memory figures are the
+    // phases' own.
+    let corpus = corpus();
+    let cases: Vec<Case> = shapes
+        .iter()
+        .map(|&(n, m)| prepare(n, m, &corpus))
+        .collect();
+    drop(corpus);
+    for c in &cases {
+        run(c);
     }
 }

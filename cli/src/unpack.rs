@@ -101,26 +101,41 @@ pub fn run(args: UnpackArgs) -> anyhow::Result<Exit> {
         .check_data(&state, &bar)
         .with_context(|| format!("{} is damaged", input.display()))?;
 
-    // Rewritten bodies go into a staging store read before the bundle.
-    let staging_parent = match (&args.to_dir, &args.to) {
+    // Rewritten bodies go into a staging store read before the bundle, on the destination's
+    // file system (the system temporary directory may be memory-backed).
+    let home = match &args.to {
+        Some(_) => Some(Home::resolve(args.home.clone())?),
+        None => None,
+    };
+    let staging_parent = match (&args.to_dir, &home) {
         (Some(d), _) => d
             .parent()
             .filter(|p| !p.as_os_str().is_empty() && p.is_dir())
-            .map(PathBuf::from)
-            .unwrap_or_else(std::env::temp_dir),
-        _ => std::env::temp_dir(),
+            .map(PathBuf::from),
+        (None, Some(h)) => Some(h.dir.clone()).filter(|d| d.is_dir()),
+        (None, None) => None,
+    }
+    .unwrap_or_else(std::env::temp_dir);
+    let staging = if path_map.is_empty() {
+        None
+    } else {
+        Some(StagingStore::new_in(&staging_parent)?)
     };
-    let staging = StagingStore::new_in(&staging_parent)?;
-    let state = path_map
-        .apply(&state, &bundle, &staging)
-        .context("cannot apply --map-path")?;
-    let blobs = Overlay::new(vec![&staging as &dyn BlobSource, &bundle]);
+    let (state, blobs) = match &staging {
+        Some(staging) => (
+            path_map
+                .apply(&state, &bundle, staging)
+                .context("cannot apply --map-path")?,
+            Overlay::new(vec![staging as &dyn BlobSource, &bundle]),
+        ),
+        None => (state, Overlay::new(vec![&bundle as &dyn BlobSource])),
+    };
 
     let diagnostics = Diagnostics::new();
     let (answer, target) = match (&args.to, &args.to_dir) {
         (Some(name), _) => {
             let harness = asp_convert::harness(name).expect("validated by the argument parser");
-            let home = Home::resolve(args.home.clone())?;
+            let home = home.expect("resolved above for --to");
             let options = WriteOptions {
                 dry_run: args.dry_run,
                 path_map,

@@ -100,7 +100,24 @@ struct SkillIndex {
     meta: Option<Meta>,
 }
 
+/// Refuses anything but a regular file: a state directory holds plain files, and a symlink
+/// in one (planted, or left by a tool) must not make the reader pack a file from elsewhere.
+fn regular_file(path: &Path) -> Result<(), ConvertError> {
+    let m = fs::symlink_metadata(path).map_err(ConvertError::io(path))?;
+    if m.file_type().is_symlink() {
+        return Err(ConvertError::invalid(
+            path,
+            "symbolic links are not followed in a state directory",
+        ));
+    }
+    if !m.is_file() {
+        return Err(ConvertError::invalid(path, "not a regular file"));
+    }
+    Ok(())
+}
+
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ConvertError> {
+    regular_file(path)?;
     let bytes = fs::read(path).map_err(ConvertError::io(path))?;
     serde_json::from_slice(&bytes).map_err(|e| {
         ConvertError::invalid(
@@ -158,6 +175,7 @@ fn files_under(root: &Path) -> Result<Vec<(RelPath, PathBuf, bool)>, ConvertErro
 }
 
 fn put_file(sink: &dyn BlobSink, path: &Path) -> Result<asp_format::Descriptor, ConvertError> {
+    regular_file(path)?;
     let mut f = fs::File::open(path).map_err(ConvertError::io(path))?;
     Ok(sink.put_reader(&mut f)?)
 }
@@ -179,6 +197,7 @@ pub fn read(
     }
     let agents = dir.join(AGENTS_MD);
     if kinds.contains(StateKind::Instructions) && exists(&agents)? {
+        regular_file(&agents)?;
         let bytes = fs::read(&agents).map_err(ConvertError::io(&agents))?;
         if std::str::from_utf8(&bytes).is_err() {
             return Err(ConvertError::invalid(
@@ -253,6 +272,7 @@ fn read_sessions(
         let meta: SessionFile = read_json(&meta_path)?;
         progress.item(meta.id.as_str());
         let jsonl = dir.join(format!("{stem}.jsonl"));
+        regular_file(&jsonl)?;
         let file = fs::File::open(&jsonl).map_err(ConvertError::io(&jsonl))?;
         let mut w = UpdateWriter::new(sink)?;
         for (i, line) in BufReader::new(file).lines().enumerate() {
@@ -423,6 +443,7 @@ fn read_memory(
 }
 
 fn put_text(sink: &dyn BlobSink, path: &Path) -> Result<asp_format::Descriptor, ConvertError> {
+    regular_file(path)?;
     let bytes = fs::read(path).map_err(ConvertError::io(path))?;
     if std::str::from_utf8(&bytes).is_err() {
         return Err(ConvertError::invalid(
@@ -628,5 +649,36 @@ mod erased {
         fn pretty(&self) -> Vec<u8> {
             serde_json::to_vec_pretty(self).expect("index files serialise")
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use asp_format::blob::MemoryStore;
+    use asp_format::progress::Quiet;
+
+    #[test]
+    fn a_symlink_in_a_state_directory_is_refused_not_followed() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "not yours\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("settings.json"), "{}\n").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("AGENTS.md"))
+            .unwrap();
+        let err = read(dir.path(), KindSet::ALL, &MemoryStore::new(), &Quiet).unwrap_err();
+        assert!(
+            err.to_string().contains("symbolic links are not followed"),
+            "{err}"
+        );
+
+        let sessions = dir.path().join("sessions");
+        std::fs::remove_file(dir.path().join("AGENTS.md")).unwrap();
+        std::fs::create_dir(&sessions).unwrap();
+        std::fs::write(sessions.join("s.json"), r#"{"id": "s", "title": ""}"#).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), sessions.join("s.jsonl"))
+            .unwrap();
+        let err = read(dir.path(), KindSet::ALL, &MemoryStore::new(), &Quiet).unwrap_err();
+        assert!(err.to_string().contains("s.jsonl"), "{err}");
     }
 }

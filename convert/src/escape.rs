@@ -28,12 +28,7 @@ pub fn escape(id: &str) -> String {
         })
         .collect();
     let joined: String = tokens.concat();
-    let stem = joined.split('.').next().unwrap_or("").to_ascii_uppercase();
-    let reserved = matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL")
-        || ((stem.starts_with("COM") || stem.starts_with("LPT"))
-            && stem.len() == 4
-            && stem.as_bytes()[3].is_ascii_digit());
-    if reserved {
+    if asp_format::name::is_device_name(&joined) {
         tokens[0] = format!("%{:02X}", bytes[0]);
     }
     let out: String = tokens.concat();

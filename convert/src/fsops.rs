@@ -87,9 +87,9 @@ impl Writer {
         }
         let dir = parent_of(path);
         fs::create_dir_all(dir).map_err(ConvertError::io(dir))?;
-        let mut tmp = temp_in(dir)?;
+        let mut tmp = temp_in(dir, Mode::New { executable })?;
         io::copy(reader, tmp.as_file_mut()).map_err(ConvertError::io(path))?;
-        finish_file(tmp.as_file(), path, if executable { 0o755 } else { 0o644 })?;
+        finish_file(tmp.as_file(), path, None)?;
         match tmp.persist_noclobber(path) {
             Ok(_) => {}
             Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => {
@@ -130,14 +130,20 @@ impl Writer {
         }
         let dir = parent_of(&target);
         fs::create_dir_all(dir).map_err(ConvertError::io(dir))?;
-        let mode = match executable {
-            Some(true) => 0o755,
-            Some(false) => 0o644,
-            None => existing_mode(&target).unwrap_or(0o644),
+        // A replaced file keeps its mode (a config file the user made private stays private);
+        // a new one gets the usual mode less the user's umask.
+        let keep = match executable {
+            Some(_) => None,
+            None => existing_mode(&target),
         };
-        let mut tmp = temp_in(dir)?;
+        let mut tmp = temp_in(
+            dir,
+            Mode::New {
+                executable: executable.unwrap_or(false),
+            },
+        )?;
         io::copy(reader, tmp.as_file_mut()).map_err(ConvertError::io(&target))?;
-        finish_file(tmp.as_file(), &target, mode)?;
+        finish_file(tmp.as_file(), &target, keep)?;
         tmp.persist(&target)
             .map_err(|e| ConvertError::io(&target)(e.error))?;
         sync_dir(dir);
@@ -181,6 +187,27 @@ impl Writer {
     }
 }
 
+impl Writer {
+    /// Records a change made by a caller that wrote `path` its own way (a folder renamed into
+    /// place as a whole).
+    pub fn record_created(&self, path: &Path) {
+        self.record(Change::Create(path.to_path_buf()));
+    }
+}
+
+/// Renames the folder `from` to `to`, failing with `AlreadyExists` if `to` exists (a racing
+/// writer is never overwritten: `rename(2)` would replace an empty folder silently).
+pub fn rename_noclobber_dir(from: &Path, to: &Path) -> io::Result<()> {
+    if fs::symlink_metadata(to).is_ok() {
+        return Err(io::ErrorKind::AlreadyExists.into());
+    }
+    fs::rename(from, to)?;
+    if let Some(parent) = to.parent() {
+        sync_dir(parent);
+    }
+    Ok(())
+}
+
 fn parent_of(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -188,16 +215,37 @@ fn parent_of(path: &Path) -> &Path {
     }
 }
 
-fn temp_in(dir: &Path) -> Result<tempfile::NamedTempFile, ConvertError> {
-    tempfile::Builder::new()
-        .prefix(".asp-")
-        .suffix(".partial")
-        .tempfile_in(dir)
-        .map_err(ConvertError::io(dir))
+/// How a file being written gets its permissions.
+enum Mode {
+    /// Created as 0666 (0777 if executable) less the process umask, like any file a program
+    /// creates: tempfile's own default, 0600, would hide the user's files from themselves
+    /// across tools, and a fixed 0644 would ignore a umask of 077.
+    New { executable: bool },
 }
 
-fn finish_file(file: &File, path: &Path, mode: u32) -> Result<(), ConvertError> {
-    set_mode(file, mode).map_err(ConvertError::io(path))?;
+fn temp_in(dir: &Path, mode: Mode) -> Result<tempfile::NamedTempFile, ConvertError> {
+    let mut b = tempfile::Builder::new();
+    b.prefix(".asp-").suffix(".partial");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let Mode::New { executable } = mode;
+        b.permissions(fs::Permissions::from_mode(if executable {
+            0o777
+        } else {
+            0o666
+        }));
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    b.tempfile_in(dir).map_err(ConvertError::io(dir))
+}
+
+/// Syncs a written file, first giving it `keep` (an existing file's mode) when set.
+fn finish_file(file: &File, path: &Path, keep: Option<u32>) -> Result<(), ConvertError> {
+    if let Some(mode) = keep {
+        set_mode(file, mode).map_err(ConvertError::io(path))?;
+    }
     file.sync_all().map_err(ConvertError::io(path))
 }
 

@@ -4,12 +4,12 @@
 //! same as a `file://` URI. Prose that merely mentions a path is left alone; rewriting inside
 //! text would change what the user and the agent said.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::str::FromStr;
 
 use asp_format::blob::{BlobSink, BlobSource};
 use asp_format::state::{FileEntry, Native, State};
-use asp_format::update::UpdateWriter;
+use asp_format::update::{MAX_LINE, UpdateLines, UpdateWriter, read_line_bounded};
 use serde_json::Value;
 
 use crate::harness::ConvertError;
@@ -156,14 +156,13 @@ impl PathMap {
         sink: &dyn BlobSink,
         blob: &asp_format::Descriptor,
     ) -> Result<asp_format::Descriptor, ConvertError> {
-        let reader = BufReader::new(source.open(blob)?);
+        let mut lines = UpdateLines::open(source, blob)?;
         let mut w = UpdateWriter::new(sink)?;
-        for line in reader.lines() {
-            let line = line.map_err(asp_format::blob::BlobError::Other)?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            w.push_raw(&self.map_json_line(&line))?;
+        while let Some((_, line)) = lines
+            .next_line()
+            .map_err(|(_, e)| asp_format::blob::BlobError::Other(e))?
+        {
+            w.push_raw(&self.map_json_line(line))?;
         }
         Ok(w.finish()?)
     }
@@ -178,23 +177,25 @@ impl PathMap {
         let content = if name.ends_with(".jsonl") {
             let mut reader = BufReader::new(source.open(&f.content)?);
             let mut w = sink.begin()?;
-            let mut line = String::new();
+            let mut line = Vec::new();
             loop {
                 line.clear();
-                if reader
-                    .read_line(&mut line)
-                    .map_err(asp_format::blob::BlobError::Other)?
-                    == 0
-                {
+                let n = read_line_bounded(&mut reader, &mut line, MAX_LINE)
+                    .map_err(asp_format::blob::BlobError::Other)?;
+                if n == 0 {
                     break;
                 }
-                let (body, nl) = match line.strip_suffix('\n') {
-                    Some(b) => (b, "\n"),
-                    None => (line.as_str(), ""),
+                let (body, nl): (&[u8], &[u8]) = match line.strip_suffix(b"\n") {
+                    Some(b) => (b, b"\n"),
+                    None => (&line, b""),
                 };
-                let mapped = self.map_json_line(body);
-                w.write_all(mapped.as_bytes())
-                    .and_then(|_| w.write_all(nl.as_bytes()))
+                // A line that is not UTF-8 JSON is kept byte for byte.
+                let mapped = match std::str::from_utf8(body) {
+                    Ok(text) => std::borrow::Cow::Owned(self.map_json_line(text).into_bytes()),
+                    Err(_) => std::borrow::Cow::Borrowed(body),
+                };
+                w.write_all(&mapped)
+                    .and_then(|_| w.write_all(nl))
                     .map_err(asp_format::blob::BlobError::Other)?;
             }
             w.finish()?

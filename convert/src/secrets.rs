@@ -1,10 +1,11 @@
 //! `--redact-secrets`: blanking tokens in MCP server descriptors.
 //!
-//! Env values and HTTP header values are where MCP configurations keep API tokens. A value
-//! that is only a reference to a variable (`${GITHUB_TOKEN}`, `$TOKEN`, `${env:TOKEN}`,
-//! `${input:token}`) holds no secret and is kept, so the destination still knows what to
-//! set; every other value is blanked and its name listed under `_meta.asp.redacted`
-//! (`env.NAME`, `headers.NAME`).
+//! Env values and HTTP header values are where MCP configurations keep API tokens; they also
+//! turn up as command-line options (`--api-key=…`, `--token …`) and in URL query strings
+//! (`?api_key=…`). A value that is only a reference to a variable (`${GITHUB_TOKEN}`,
+//! `$TOKEN`, `${env:TOKEN}`, `${input:token}`) holds no secret and is kept, so the
+//! destination still knows what to set; every other such value is blanked and listed under
+//! `_meta.asp.redacted` (`env.NAME`, `headers.NAME`, `args.INDEX`, `url.NAME`).
 
 use asp_format::state::{McpServer, NameValue};
 use serde_json::{Value, json};
@@ -55,12 +56,98 @@ fn blank(list: &mut [NameValue], prefix: &str, out: &mut Vec<String>) {
     }
 }
 
+/// Whether an option or parameter name says its value is a credential.
+fn names_a_secret(name: &str) -> bool {
+    let n = name.trim_start_matches('-').to_ascii_lowercase();
+    [
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "apikey",
+        "api-key",
+        "api_key",
+        "auth",
+        "credential",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+        || n == "key"
+        || n.ends_with("-key")
+        || n.ends_with("_key")
+}
+
+/// Blanks `--name=value` and `--name value` arguments whose name says they hold a secret.
+fn blank_args(args: &mut [String], out: &mut Vec<String>) {
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        if let Some((name, value)) = arg.split_once('=')
+            && name.starts_with('-')
+            && names_a_secret(name)
+        {
+            if !holds_no_secret(value) {
+                args[i] = format!("{name}=");
+                out.push(format!("args.{i}"));
+            }
+        } else if arg.starts_with('-')
+            && names_a_secret(arg)
+            && i + 1 < args.len()
+            && !args[i + 1].starts_with('-')
+        {
+            if !holds_no_secret(&args[i + 1]) {
+                args[i + 1].clear();
+                out.push(format!("args.{}", i + 1));
+            }
+            i += 1;
+        }
+        i += 1;
+    }
+}
+
+/// Blanks query parameters whose name says they hold a secret.
+fn blank_url(url: &mut String, out: &mut Vec<String>) {
+    let Some((base, query)) = url.split_once('?') else {
+        return;
+    };
+    let (query, fragment) = match query.split_once('#') {
+        Some((q, f)) => (q, Some(f)),
+        None => (query, None),
+    };
+    let mut changed = false;
+    let parts: Vec<String> = query
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) if names_a_secret(k) && !holds_no_secret(v) => {
+                changed = true;
+                out.push(format!("url.{k}"));
+                format!("{k}=")
+            }
+            _ => p.to_owned(),
+        })
+        .collect();
+    if changed {
+        let mut u = format!("{base}?{}", parts.join("&"));
+        if let Some(f) = fragment {
+            u.push('#');
+            u.push_str(f);
+        }
+        *url = u;
+    }
+}
+
 /// Blanks the secrets of `server` and records what was blanked; returns those names.
 pub fn redact(server: &mut McpServer) -> Vec<String> {
     let mut blanked = Vec::new();
     match server {
-        McpServer::Stdio(s) => blank(&mut s.env, "env", &mut blanked),
-        McpServer::Http(r) | McpServer::Sse(r) => blank(&mut r.headers, "headers", &mut blanked),
+        McpServer::Stdio(s) => {
+            blank(&mut s.env, "env", &mut blanked);
+            blank_args(&mut s.args, &mut blanked);
+        }
+        McpServer::Http(r) | McpServer::Sse(r) => {
+            blank(&mut r.headers, "headers", &mut blanked);
+            blank_url(&mut r.url, &mut blanked);
+        }
     }
     if !blanked.is_empty() {
         let meta = server.meta_mut().get_or_insert_with(Default::default);
@@ -108,6 +195,49 @@ mod tests {
         assert_eq!(v["env"][0]["value"], "");
         assert_eq!(v["env"][1]["value"], "${GITHUB_TOKEN}");
         assert_eq!(v["_meta"]["asp"]["redacted"], json!(["env.GITHUB_TOKEN"]));
+    }
+
+    #[test]
+    fn tokens_in_arguments_and_urls_are_blanked_too() {
+        let mut s = McpServer::Stdio(McpStdio {
+            name: "x".into(),
+            command: "srv".into(),
+            args: vec![
+                "--api-key=sk-live-1".into(),
+                "--token".into(),
+                "abc123".into(),
+                "--verbose".into(),
+                "--key=${KEY}".into(),
+                "--port=8080".into(),
+            ],
+            env: vec![],
+            meta: None,
+        });
+        assert_eq!(
+            redact(&mut s),
+            vec!["args.0".to_owned(), "args.2".to_owned()]
+        );
+        let McpServer::Stdio(st) = &s else { panic!() };
+        assert_eq!(
+            st.args,
+            [
+                "--api-key=",
+                "--token",
+                "",
+                "--verbose",
+                "--key=${KEY}",
+                "--port=8080"
+            ]
+        );
+        let mut h = McpServer::Http(asp_format::state::McpRemote {
+            name: "h".into(),
+            url: "https://mcp.example.com/mcp?api_key=sk1&region=eu#top".into(),
+            headers: vec![],
+            meta: None,
+        });
+        assert_eq!(redact(&mut h), vec!["url.api_key".to_owned()]);
+        let McpServer::Http(r) = &h else { panic!() };
+        assert_eq!(r.url, "https://mcp.example.com/mcp?api_key=&region=eu#top");
     }
 
     #[test]

@@ -85,8 +85,8 @@ fn check_skill_md(path: &Path, name: &str, bytes: &[u8], diagnostics: &Diagnosti
 }
 
 /// Reads one skill folder: every regular file, byte for byte, with its executable bit.
-/// Symlinks to files are followed (their content is carried); symlinked folders inside a skill
-/// are skipped and reported.
+/// A symlink to a file inside the skill is carried as that file's content (and noted); a
+/// symlink to a folder is not followed (it may lead anywhere, or loop) and is reported.
 pub fn read_skill(
     dir: &Path,
     sink: &dyn BlobSink,
@@ -104,7 +104,13 @@ pub fn read_skill(
         }
     };
     let mut files = Vec::new();
-    for entry in walkdir::WalkDir::new(dir).follow_links(true).min_depth(1) {
+    // The skill folder itself may be a link (the root's entry was resolved by the caller);
+    // nothing below it is followed.
+    for entry in walkdir::WalkDir::new(dir)
+        .follow_links(false)
+        .follow_root_links(true)
+        .min_depth(1)
+    {
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {
@@ -116,7 +122,27 @@ pub fn read_skill(
         if entry.file_type().is_dir() {
             continue;
         }
-        if !entry.file_type().is_file() {
+        if entry.file_type().is_symlink() {
+            match fs::metadata(entry.path()) {
+                Ok(m) if m.is_file() => diagnostics.note(
+                    entry.path(),
+                    None,
+                    "a symbolic link; the file it points to is carried as a plain file",
+                ),
+                Ok(m) if m.is_dir() => {
+                    diagnostics.skipped(
+                        entry.path(),
+                        None,
+                        "a symbolic link to a folder; not followed, not carried",
+                    );
+                    continue;
+                }
+                _ => {
+                    diagnostics.skipped(entry.path(), None, "a broken symbolic link; skipped");
+                    continue;
+                }
+            }
+        } else if !entry.file_type().is_file() {
             diagnostics.skipped(entry.path(), None, "not a regular file; skipped");
             continue;
         }
@@ -222,16 +248,46 @@ pub fn write_skill(
         }
         return Ok(SkillWrite::AlreadyThere);
     }
+    if writer.is_dry_run() {
+        for f in &skill.files {
+            writer.create_new_from(
+                &f.path.under(&dir),
+                &mut blobs.open(&f.content)?,
+                f.executable,
+            )?;
+        }
+        return Ok(SkillWrite::Written);
+    }
+    // All or nothing: the files go into a hidden sibling folder, which is renamed into place
+    // once every file is written, so an interrupted write never leaves half a skill.
+    fs::create_dir_all(root).map_err(ConvertError::io(root))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".asp-skill-")
+        .tempdir_in(root)
+        .map_err(ConvertError::io(root))?;
+    let scratch = Writer::new(false);
     for f in &skill.files {
-        let p = f.path.under(&dir);
+        let p = f.path.under(staging.path());
         let mut r = blobs.open(&f.content)?;
-        if writer.create_new_from(&p, &mut r, f.executable)? == Created::AlreadyExists {
+        if scratch.create_new_from(&p, &mut r, f.executable)? == Created::AlreadyExists {
             return Ok(SkillWrite::Conflict(format!(
-                "{} appeared while the skill was being written",
-                p.display()
+                "skill {} lists {} twice",
+                skill.name, f.path
             )));
         }
     }
+    let staged = staging.keep();
+    if let Err(e) = crate::fsops::rename_noclobber_dir(&staged, &dir) {
+        let _ = fs::remove_dir_all(&staged);
+        if e.kind() == io::ErrorKind::AlreadyExists {
+            return Ok(SkillWrite::Conflict(format!(
+                "{} appeared while the skill was being written",
+                dir.display()
+            )));
+        }
+        return Err(ConvertError::io(&dir)(e));
+    }
+    writer.record_created(&dir);
     Ok(SkillWrite::Written)
 }
 
@@ -301,5 +357,41 @@ mod tests {
             write_skill(&w, dest.path(), &skills[0], &store).unwrap(),
             SkillWrite::Conflict(_)
         ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_inside_a_skill_are_not_followed_into_folders() {
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("secret.txt"), "not yours").unwrap();
+        fs::write(outside.path().join("shared.md"), "shared text").unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("linky");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(
+            dir.join("SKILL.md"),
+            "---\nname: linky\ndescription: d\n---\n",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("shared.md"), dir.join("shared.md"))
+            .unwrap();
+        let store = MemoryStore::new();
+        let diags = Diagnostics::new();
+        let skills = read_root(root.path(), &[], &store, &diags).unwrap();
+        let paths: Vec<&str> = skills[0].files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["SKILL.md", "shared.md"]);
+        assert!(diags.any_skipped(), "the folder link is reported");
+        let dest = tempfile::tempdir().unwrap();
+        write_skill(&Writer::new(false), dest.path(), &skills[0], &store).unwrap();
+        let left: Vec<_> = fs::read_dir(dest.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(left, ["linky"], "no staging folder is left behind");
+        assert_eq!(
+            fs::read_to_string(dest.path().join("linky/shared.md")).unwrap(),
+            "shared text"
+        );
     }
 }

@@ -30,6 +30,17 @@ fn refuse(what: &'static str, value: &str, reason: &'static str) -> NameError {
 const MAX_COMPONENT: usize = 255;
 const MAX_PATH: usize = 4096;
 
+/// Whether a file name is a Windows device name (`CON`, `PRN`, `AUX`, `NUL`, `COM1`–`COM9`,
+/// `LPT1`–`LPT9`), with or without an extension and in any case: Windows opens the device
+/// instead of a file of that name.
+pub fn is_device_name(name: &str) -> bool {
+    let stem = name.split('.').next().unwrap_or(name).to_ascii_uppercase();
+    matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL")
+        || ((stem.starts_with("COM") || stem.starts_with("LPT"))
+            && stem.len() == 4
+            && stem.as_bytes()[3].is_ascii_digit())
+}
+
 /// Checks one path component; `what` names the field for the error.
 fn check_component(what: &'static str, whole: &str, c: &str) -> Result<(), NameError> {
     if c.is_empty() {
@@ -58,12 +69,7 @@ fn check_component(what: &'static str, whole: &str, c: &str) -> Result<(), NameE
             "a component ends with a dot or a space, which Windows drops",
         ));
     }
-    let stem = c.split('.').next().unwrap_or(c).to_ascii_uppercase();
-    let reserved = matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL")
-        || ((stem.starts_with("COM") || stem.starts_with("LPT"))
-            && stem.len() == 4
-            && stem.as_bytes()[3].is_ascii_digit());
-    if reserved {
+    if is_device_name(c) {
         return Err(refuse(
             what,
             whole,

@@ -157,12 +157,37 @@ impl<'a> UpdateWriter<'a> {
     }
 }
 
+/// Appends the next line (with its `\n`, if any) to `buf` and returns its length in bytes;
+/// 0 at the end. A line longer than `max` bytes is an `InvalidData` error, found after reading
+/// at most `max + 1` bytes of it.
+pub fn read_line_bounded(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<usize> {
+    let limit = max as u64 + 1;
+    let n = reader.take(limit).read_until(b'\n', buf)?;
+    if n as u64 == limit && buf.last() != Some(&b'\n') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("the line is longer than {max} bytes"),
+        ));
+    }
+    Ok(n)
+}
+
 /// Reads a session's update stream line by line, without holding more than one line.
 pub struct UpdateLines<'a> {
     reader: BufReader<Box<dyn Read + Send + 'a>>,
-    buf: String,
+    buf: Vec<u8>,
     line: u64,
+    max_line: usize,
 }
+
+/// The longest update line read. A line is one notification; the largest real ones carry a
+/// base64 image or a long tool output, far below this. Without a bound, a small bundle whose
+/// Deflate stream expands to one multi-gigabyte line would make a reader allocate all of it.
+pub const MAX_LINE: usize = 256 << 20;
 
 impl std::fmt::Debug for UpdateLines<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -176,29 +201,38 @@ impl<'a> UpdateLines<'a> {
     pub fn open(blobs: &'a dyn BlobSource, updates: &Descriptor) -> Result<Self, BlobError> {
         Ok(UpdateLines {
             reader: BufReader::with_capacity(128 * 1024, blobs.open(updates)?),
-            buf: String::new(),
+            buf: Vec::new(),
             line: 0,
+            max_line: MAX_LINE,
         })
     }
 
     /// The next line without its newline, or `None` at the end. Empty lines are skipped.
-    /// Errors carry the 1-based line number.
+    /// Errors carry the 1-based line number: a line that is not UTF-8, or longer than
+    /// [`MAX_LINE`].
     pub fn next_line(&mut self) -> Result<Option<(u64, &str)>, (u64, io::Error)> {
-        loop {
+        let len = loop {
             self.buf.clear();
             self.line += 1;
-            match self.reader.read_line(&mut self.buf) {
-                Ok(0) => return Ok(None),
-                Ok(_) => {
-                    let trimmed = self.buf.trim_end_matches(['\n', '\r']);
-                    if trimmed.trim().is_empty() {
-                        continue;
-                    }
-                    let len = trimmed.len();
-                    return Ok(Some((self.line, &self.buf[..len])));
-                }
-                Err(e) => return Err((self.line, e)),
+            let n = read_line_bounded(&mut self.reader, &mut self.buf, self.max_line)
+                .map_err(|e| (self.line, e))?;
+            if n == 0 {
+                return Ok(None);
             }
+            let mut len = self.buf.len();
+            while len > 0 && matches!(self.buf[len - 1], b'\n' | b'\r') {
+                len -= 1;
+            }
+            if !self.buf[..len].iter().all(u8::is_ascii_whitespace) {
+                break len;
+            }
+        };
+        match std::str::from_utf8(&self.buf[..len]) {
+            Ok(line) => Ok(Some((self.line, line))),
+            Err(e) => Err((
+                self.line,
+                io::Error::new(io::ErrorKind::InvalidData, format!("not UTF-8: {e}")),
+            )),
         }
     }
 }
@@ -236,6 +270,18 @@ mod tests {
                 .0
                 .starts_with("not JSON")
         );
+    }
+
+    #[test]
+    fn an_overlong_line_is_an_error_not_an_allocation() {
+        let store = MemoryStore::new();
+        let d = crate::blob::BlobSink::put(&store, b"{\"a\":1}\n0123456789abcdef\n").unwrap();
+        let mut r = UpdateLines::open(&store, &d).unwrap();
+        r.max_line = 10;
+        assert_eq!(r.next_line().unwrap().unwrap().1, "{\"a\":1}");
+        let (n, e) = r.next_line().unwrap_err();
+        assert_eq!(n, 2);
+        assert!(e.to_string().contains("longer than 10 bytes"), "{e}");
     }
 
     #[test]

@@ -89,7 +89,15 @@ fn entry_options(method: CompressionMethod, size: u64) -> SimpleFileOptions {
         .last_modified_time(DateTime::default())
         .system(System::Unix)
         .unix_permissions(0o644)
-        .large_file(size >= u64::from(u32::MAX))
+        .large_file(needs_zip64(size))
+}
+
+/// Whether an entry of `size` uncompressed bytes needs ZIP64 sizes. Decided before writing,
+/// from the uncompressed size, with a margin: Deflate can make incompressible data slightly
+/// larger (at most a few bytes per 16 KiB block), and an entry that crosses 4 GiB without
+/// ZIP64 fields cannot be written at all.
+fn needs_zip64(size: u64) -> bool {
+    size >= u64::from(u32::MAX) - u64::from(u32::MAX) / 64
 }
 
 fn method_for(compression: Compression, size: u64) -> CompressionMethod {
