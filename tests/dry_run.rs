@@ -1,0 +1,127 @@
+//! `--dry-run` answers exactly what the real run then does, and writes nothing, also where the
+//! destination already holds a different version of a session (the `<thread>~<harness>` path),
+//! for every harness.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use serde_json::Value;
+use support::*;
+
+/// Every file under `root` with its bytes.
+fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for e in walk(root) {
+        out.insert(
+            e.strip_prefix(root).unwrap().display().to_string(),
+            fs::read(&e).unwrap(),
+        );
+    }
+    out
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if fs::symlink_metadata(&p).unwrap().is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn unpack(bundle: &Path, harness: &str, home: &Path, dry: bool) -> Value {
+    let mut cmd = asp_unpack();
+    cmd.arg(bundle)
+        .args(["--to", harness, "--home"])
+        .arg(home)
+        .arg("--json");
+    if dry {
+        cmd.arg("--dry-run");
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "{harness}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Inserts a line after the first line of the home's first session file, so the carried
+/// version differs (not merely continued: Gemini counts a chat that only grew as the same).
+fn change_a_session(home: &Path, harness: &str) {
+    let files: Vec<_> = walk(home)
+        .into_iter()
+        .filter(|p| {
+            let s = p.display().to_string();
+            match harness {
+                "claude-code" => {
+                    s.contains("/.claude/projects/")
+                        && s.ends_with(".jsonl")
+                        && !s.contains("/subagents/")
+                }
+                "codex" => s.contains("/.codex/sessions/") && s.ends_with(".jsonl"),
+                _ => {
+                    s.contains("/.gemini/tmp/")
+                        && s.contains("/chats/session-")
+                        && s.ends_with(".jsonl")
+                }
+            }
+        })
+        .collect();
+    let f = files.iter().min().expect("a session file to change");
+    let bytes = fs::read(f).unwrap();
+    let cut = bytes.iter().position(|b| *b == b'\n').unwrap() + 1;
+    let mut changed = bytes[..cut].to_vec();
+    changed.extend_from_slice(b"{\"type\":\"not-from-the-bundle\"}\n");
+    changed.extend_from_slice(&bytes[cut..]);
+    fs::write(f, changed).unwrap();
+}
+
+#[test]
+fn a_dry_run_answers_like_the_real_run_and_writes_nothing_even_on_conflicts() {
+    for harness in ["claude-code", "codex", "gemini"] {
+        let dir = tmp();
+        let bundle = dir.path().join("b.aspstate");
+        let packed = asp_pack()
+            .args(["--from", harness, "--home"])
+            .arg(samples().join(harness))
+            .arg("-o")
+            .arg(&bundle)
+            .output()
+            .unwrap();
+        assert!(matches!(packed.status.code(), Some(0 | 3)), "{harness}");
+
+        let home = dir.path().join("home");
+        fs::create_dir(&home).unwrap();
+        unpack(&bundle, harness, &home, false);
+        change_a_session(&home, harness);
+
+        let before = snapshot(&home);
+        let planned = unpack(&bundle, harness, &home, true);
+        assert!(
+            before == snapshot(&home),
+            "{harness}: the dry run changed the home"
+        );
+        let done = unpack(&bundle, harness, &home, false);
+        assert_eq!(planned, done, "{harness}: the dry run said something else");
+        let renamed = done["sessions"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(old, new)| old != new)
+            .count();
+        assert!(
+            renamed >= 1,
+            "{harness}: the changed session is kept beside, under a new id: {done}"
+        );
+    }
+}
