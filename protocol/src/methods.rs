@@ -34,8 +34,20 @@ use crate::errors::AspError;
 pub fn parse_params<T: DeserializeOwned>(params: &Value) -> Result<T, AspError> {
     serde_path_to_error::deserialize(params).map_err(|e| AspError::InvalidParams {
         path: pointer(e.path()),
-        error: e.into_inner().to_string(),
+        error: concise(e.into_inner().to_string()),
     })
+}
+
+/// The longest error text an invalid-params answer carries: a parser's words quote the value
+/// they failed on, which can be a whole state sent as a string.
+pub const MAX_ERROR_CHARS: usize = 500;
+
+/// `text` cut to [`MAX_ERROR_CHARS`] characters, marked with `…` when cut.
+pub fn concise(text: String) -> String {
+    match text.char_indices().nth(MAX_ERROR_CHARS) {
+        None => text,
+        Some((end, _)) => format!("{}…", &text[..end]),
+    }
 }
 
 /// A JSON Pointer for a parse path, up to the first step that cannot be told (inside a
@@ -313,6 +325,15 @@ mod tests {
             "",
             "the params as a whole"
         );
+        let e = refused(IMPORT, json!({"state": "x".repeat(1_000_000)}));
+        let error = e.data.unwrap()["error"].as_str().unwrap().to_owned();
+        assert!(error.starts_with("invalid type: string \"xxx"), "{error}");
+        assert_eq!(
+            error.chars().count(),
+            MAX_ERROR_CHARS + 1,
+            "cut, and marked"
+        );
+        assert!(e.message.len() < 1_000);
     }
 
     #[test]

@@ -44,7 +44,7 @@ fn failed(what: &'static str, harness: &str) -> impl FnOnce(ConvertError) -> Err
 fn not_valid(path: String, error: String) -> Error {
     AspError::InvalidParams {
         path,
-        error: format!("the state handed over is not valid: {error}"),
+        error: crate::methods::concise(format!("the state handed over is not valid: {error}")),
     }
     .into()
 }
