@@ -187,6 +187,25 @@ fn chat_files(home: &Path) -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
+/// The sample's `issues` MCP server is trusted (`trust: true`) in its settings.json; a
+/// bundle never grants that, so a restore takes everything but that one grant.
+fn everything_but_the_trust_of_issues(answer: &ImportAnswer) {
+    let not_taken: Vec<(StateKind, &str)> = answer
+        .not_taken
+        .iter()
+        .map(|n| (n.kind, n.reason.as_str()))
+        .collect();
+    assert_eq!(not_taken.len(), 1, "{answer:?}");
+    assert_eq!(not_taken[0].0, StateKind::Tools);
+    assert!(
+        not_taken[0]
+            .1
+            .starts_with("MCP server \"issues\": trust: true (its tool calls would run without asking) not carried"),
+        "{}",
+        not_taken[0].1
+    );
+}
+
 const S1: &str = "fed50604-91d7-43a0-ae1f-8998673c3ced";
 const S2: &str = "5f877e48-22f2-49ab-8055-0194661aee73";
 const S3: &str = "74fc793d-e13b-4fc3-a859-050b7745d5a6";
@@ -843,7 +862,7 @@ fn a_restore_into_an_empty_home_gives_back_the_same_bytes_at_the_same_paths() {
     let r = read_home(&sample_home());
     let home = tmp();
     let (answer, diagnostics) = write(home.path(), &r.state, &r.store, false);
-    assert!(answer.is_complete(), "{answer:?}");
+    everything_but_the_trust_of_issues(&answer);
     assert_eq!(answer.taken, KindSet::ALL);
     for s in r.state.sessions.as_ref().unwrap() {
         assert_eq!(
@@ -888,7 +907,7 @@ fn restoring_again_finds_everything_already_there_and_changes_nothing() {
     let before = files_under(home.path());
     let (again, _) = write(home.path(), &r.state, &r.store, false);
     assert_eq!(again.sessions, first.sessions);
-    assert!(again.is_complete(), "{again:?}");
+    everything_but_the_trust_of_issues(&again);
     assert_eq!(files_under(home.path()), before);
 }
 
@@ -1268,7 +1287,7 @@ fn gemini_sessions_without_their_files_are_rebuilt_from_their_updates() {
     }
     let home = tmp();
     let (answer, _) = write(home.path(), &state, &r.store, false);
-    assert!(answer.not_taken.is_empty(), "{answer:?}");
+    everything_but_the_trust_of_issues(&answer);
     let back = read_home(home.path());
     for s in state.sessions.as_ref().unwrap() {
         let id = s.id.as_str();
@@ -1586,10 +1605,10 @@ fn the_binaries_pack_a_gemini_home_and_restore_it_byte_for_byte() {
         .args(["--to", "gemini", "--json", "--home"])
         .arg(&home)
         .assert()
-        .success();
+        .code(3);
     let answer: ImportAnswer = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(answer.sessions.len(), 6);
-    assert!(answer.is_complete());
+    everything_but_the_trust_of_issues(&answer);
     assert_eq!(chat_files(&home), chat_files(&sample_home()));
     let script = home.join(".gemini/skills/release-notes/scripts/changelog.sh");
     #[cfg(unix)]
@@ -1668,7 +1687,7 @@ fn map_path_files_sessions_under_the_new_project_roots() {
         ])
         .arg(&home)
         .assert()
-        .success();
+        .code(3); // everything but the trust of the `issues` MCP server
     let registry: Value =
         serde_json::from_slice(&fs::read(home.join(".gemini/projects.json")).unwrap()).unwrap();
     assert_eq!(
@@ -1830,7 +1849,7 @@ fn the_same_session_in_several_files_is_carried_once_with_all_its_files() {
     // A restore gives every file back.
     let target = tmp();
     let (answer, _) = write(target.path(), &r.state, &r.store, false);
-    assert!(answer.is_complete(), "{answer:?}");
+    everything_but_the_trust_of_issues(&answer);
     assert_eq!(chat_files(target.path()), chat_files(home.path()));
 }
 
@@ -1884,4 +1903,257 @@ fn rebuilt_sessions_meet_their_restored_versions_and_go_beside_them() {
             ))
             .is_file()
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// What a read gives when something is missing or damaged, and what a write never does
+
+/// A state with one session from another harness, as a bundle or an import hands it over.
+fn foreign_session(
+    id: &str,
+    updated_at: Option<&str>,
+    updates: Vec<Value>,
+) -> (State, MemoryStore) {
+    let mut session =
+        json!({"id": id, "title": "T", "harness": "opencode", "cwd": "/tmp/x", "updates": updates});
+    if let Some(t) = updated_at {
+        session["updatedAt"] = json!(t);
+    }
+    let store = MemoryStore::new();
+    let export: asp_format::export::ExportState =
+        serde_json::from_value(json!({"sessions": [session]})).unwrap();
+    (export.into_state(&store).unwrap(), store)
+}
+
+fn said(id: &str, kind: &str, text: &str, meta: Option<Value>) -> Value {
+    let mut update = json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}});
+    if let Some(m) = meta {
+        update["_meta"] = m;
+    }
+    json!({"sessionId": id, "update": update})
+}
+
+/// The metadata line of the one chat under `home`.
+fn only_chat(home: &Path) -> (String, Value) {
+    let chats = chat_files(home);
+    assert_eq!(chats.len(), 1, "{:?}", chats.keys());
+    let (path, bytes) = chats.into_iter().next().unwrap();
+    let first = String::from_utf8(bytes)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    (path, serde_json::from_str(&first).unwrap())
+}
+
+#[test]
+fn a_session_without_updated_at_is_dated_by_its_content_so_carrying_it_again_is_already_there() {
+    let plain = |id: &str| {
+        vec![
+            said(id, "user_message_chunk", "hello", None),
+            said(id, "agent_message_chunk", "hi", None),
+        ]
+    };
+    // Nothing in it carries a time: the epoch, never the time of the import.
+    let (state, store) = foreign_session("telegram:42", None, plain("telegram:42"));
+    let home = tmp();
+    let (first, diagnostics) = write(home.path(), &state, &store, false);
+    let before = files_under(home.path());
+    let (path, meta) = only_chat(home.path());
+    assert_eq!(
+        path,
+        format!(
+            "x/chats/session-1970-01-01T00-00-{}.jsonl",
+            &name_uuid("telegram:42")[..8]
+        )
+    );
+    assert_eq!(
+        (meta["startTime"].as_str(), meta["lastUpdated"].as_str()),
+        (
+            Some("1970-01-01T00:00:00.000Z"),
+            Some("1970-01-01T00:00:00.000Z")
+        )
+    );
+    assert!(
+        diagnostics.iter().any(|d| d.message.contains(
+            "session telegram:42: it has no updatedAt, so its chat is dated 1970-01-01T00:00:00.000Z"
+        ) && d.message.contains("general.sessionRetention")),
+        "{diagnostics:?}"
+    );
+    let (again, _) = write(home.path(), &state, &store, false);
+    assert_eq!(again, first, "already there: the same id, nothing refused");
+    assert_eq!(
+        files_under(home.path()),
+        before,
+        "no new file, no ~opencode copy"
+    );
+
+    // The first time its updates carry, else the time in a time-based id.
+    let stamped = vec![
+        said("s", "user_message_chunk", "hello", None),
+        said(
+            "s",
+            "agent_message_chunk",
+            "hi",
+            Some(json!({"other": {"timestamp": "2026-03-04T05:06:07.089Z"}})),
+        ),
+    ];
+    let (state, store) = foreign_session("s", None, stamped);
+    let home = tmp();
+    write(home.path(), &state, &store, false);
+    assert_eq!(
+        only_chat(home.path()).1["startTime"],
+        "2026-03-04T05:06:07.089Z"
+    );
+    let v7 = "017f22e2-79b0-7cc3-98c4-dc0c0c07398f";
+    let (state, store) = foreign_session(v7, Some("not a time"), plain(v7));
+    let home = tmp();
+    let (_, diagnostics) = write(home.path(), &state, &store, false);
+    assert_eq!(
+        only_chat(home.path()).1["lastUpdated"],
+        "2022-02-22T19:22:22.000Z"
+    );
+    assert!(
+        diagnostics.iter().any(|d| d
+            .message
+            .contains("its updatedAt \"not a time\" is not a time")),
+        "{diagnostics:?}"
+    );
+}
+
+#[test]
+fn a_settings_file_that_is_not_json_leaves_tools_and_settings_out_and_says_where() {
+    let home = tmp();
+    let g = home.path().join(".gemini");
+    fs::create_dir_all(&g).unwrap();
+    fs::write(g.join("settings.json"), "{\n  \"model\": { not json\n}\n").unwrap();
+    let r = read_home(home.path());
+    assert_eq!(r.state.tools, None, "not given: \"none\" is not known");
+    assert_eq!(r.state.settings, None);
+    assert_eq!(
+        r.state.sessions,
+        Some(vec![]),
+        "the other kinds are read as usual"
+    );
+    let d = r
+        .diagnostics
+        .iter()
+        .find(|d| d.file.as_deref() == Some(g.join("settings.json").as_path()))
+        .expect("reported");
+    assert_eq!(d.severity, Severity::Skipped);
+    assert_eq!(d.line, Some(2));
+    assert!(
+        d.message
+            .starts_with("column 14: is not JSON (key must be a string)"),
+        "{}",
+        d.message
+    );
+    assert!(
+        d.message
+            .contains("MCP servers (tools) and settings were not read"),
+        "{}",
+        d.message
+    );
+
+    // `mcpServers` that is not an object costs the tools alone.
+    fs::write(
+        g.join("settings.json"),
+        r#"{"mcpServers": ["x"], "model": {"name": "gemini-2.5-pro"}}"#,
+    )
+    .unwrap();
+    let r = read_home(home.path());
+    assert_eq!(r.state.tools, None);
+    assert_eq!(
+        r.state.settings.unwrap()["model"],
+        SettingValue::Select("gemini-2.5-pro".into())
+    );
+    assert!(
+        r.diagnostics.iter().any(|d| d.severity == Severity::Skipped
+            && d.message.contains("`mcpServers` is not an object"))
+    );
+}
+
+#[test]
+fn a_bundle_never_makes_an_mcp_server_trusted_or_hands_it_google_credentials() {
+    let tools: Vec<McpServer> = serde_json::from_value(json!([
+        {"name": "issues", "command": "python3", "args": ["server.py"], "env": [],
+         "_meta": {"gemini": {"trust": true, "includeTools": ["get_issue"], "timeout": 30000}}},
+        {"type": "http", "name": "cloud", "url": "https://mcp.example.com/mcp", "headers": [],
+         "_meta": {"gemini": {"urlField": "url", "authProviderType": "google_credentials", "targetAudience": "x"}}},
+        {"name": "quiet", "command": "q", "args": [], "env": [], "_meta": {"gemini": {"trust": false}}}
+    ]))
+    .unwrap();
+    let state = State {
+        tools: Some(tools),
+        ..State::default()
+    };
+    let store = MemoryStore::new();
+    let home = tmp();
+    let (answer, _) = write(home.path(), &state, &store, false);
+    assert_eq!(answer.taken, KindSet::EMPTY.with(StateKind::Tools));
+    let reasons: Vec<&str> = answer.not_taken.iter().map(|n| n.reason.as_str()).collect();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(
+        reasons[0].starts_with("MCP server \"issues\": trust: true"),
+        "{}",
+        reasons[0]
+    );
+    assert!(
+        reasons[1].starts_with("MCP server \"cloud\": authProviderType \"google_credentials\""),
+        "{}",
+        reasons[1]
+    );
+    let settings_path = home.path().join(".gemini/settings.json");
+    let settings: Value = serde_json::from_slice(&fs::read(&settings_path).unwrap()).unwrap();
+    assert_eq!(
+        settings["mcpServers"],
+        json!({
+            "issues": {"command": "python3", "args": ["server.py"], "includeTools": ["get_issue"], "timeout": 30000},
+            "cloud": {"url": "https://mcp.example.com/mcp"},
+            "quiet": {"command": "q", "trust": false}
+        }),
+        "configured, without what widens them; what narrows them is kept"
+    );
+    // Carried again: the same servers, the grants still not given (and said so).
+    let (again, _) = write(home.path(), &state, &store, false);
+    assert_eq!(again, answer);
+
+    // A home that trusts the server itself keeps it so: nothing is widened.
+    let mut own = settings.clone();
+    own["mcpServers"]["issues"]["trust"] = json!(true);
+    fs::write(&settings_path, serde_json::to_string_pretty(&own).unwrap()).unwrap();
+    let (answer, _) = write(home.path(), &state, &store, false);
+    assert_eq!(answer.not_taken.len(), 1, "{answer:?}");
+    assert!(answer.not_taken[0].reason.contains("\"cloud\""));
+    let after: Value = serde_json::from_slice(&fs::read(&settings_path).unwrap()).unwrap();
+    assert_eq!(after, own);
+}
+
+#[test]
+fn an_export_reads_no_native_files() {
+    let store = MemoryStore::new();
+    let diagnostics = Diagnostics::new();
+    let state = gemini()
+        .read(&ReadContext {
+            home: &Home::at(sample_home()),
+            kinds: KindSet::EMPTY.with(StateKind::Sessions),
+            blobs: &store,
+            diagnostics: &diagnostics,
+            progress: &Quiet,
+            options: ReadOptions {
+                native: false,
+                ..ReadOptions::default()
+            },
+        })
+        .unwrap();
+    let with_native = read_kinds(&sample_home(), KindSet::EMPTY.with(StateKind::Sessions));
+    let sessions = state.sessions.unwrap();
+    assert_eq!(sessions.len(), 6);
+    for s in &sessions {
+        assert_eq!(s.native, None, "{}", s.id);
+        let full = with_native.session(s.id.as_str());
+        assert!(full.native.is_some());
+        assert_eq!(s.updates, full.updates, "{}: the same stream", s.id);
+    }
 }

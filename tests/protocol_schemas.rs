@@ -122,6 +122,18 @@ fn the_typed_forms_validate() {
             message: "x".into(),
             data: json!({}),
         },
+        asp_protocol::AspError::InvalidParams {
+            path: "/state/sessions/0/id".into(),
+            error: "session id \"\" is not allowed: it is empty".into(),
+        },
+        asp_protocol::AspError::InvalidParams {
+            path: String::new(),
+            error: "missing field `kinds`".into(),
+        },
+        asp_protocol::AspError::NotInitialized {
+            method: "_asp/state/describe".into(),
+            reason: "send initialize first".into(),
+        },
     ] {
         assert_valid("error", &error_json(&e.into()));
     }
@@ -163,6 +175,10 @@ async fn a_running_hubs_answers_and_refusals_validate() {
         ..Options::default()
     };
     drive(hub(options), async |c| {
+        assert_valid(
+            "error",
+            &refused(&c, "_asp/state/describe", json!({})).await,
+        );
         let init = c.initialize().await;
         assert_valid("capabilities", &init["agentCapabilities"]["_meta"]["asp"]);
         assert_valid(
@@ -182,6 +198,15 @@ async fn a_running_hubs_answers_and_refusals_validate() {
             &refused(&c, "_asp/state/import", json!({"state": {}})).await,
         );
         assert_valid("error", &refused(&c, "_asp/state/forget", json!({})).await);
+        for bad in [
+            json!({}),
+            json!({"kinds": "sessions"}),
+            json!({"kinds": [], "_meta": 5}),
+        ] {
+            let e = refused(&c, "_asp/state/export", bad).await;
+            assert_eq!(e["code"], -32602);
+            assert_valid("error", &e);
+        }
 
         let sid = c.new_session().await;
         let e = c.prompt(&sid, "x", Some("later")).await.unwrap_err();
@@ -243,5 +268,17 @@ fn wrong_documents_do_not_validate() {
     assert_invalid(
         "error",
         &json!({"code": -32601, "message": "m", "data": {"method": "session/new", "reason": "r"}}),
+    );
+    assert_invalid(
+        "error",
+        &json!({"code": -32602, "message": "m", "data": "the state handed over is not valid"}),
+    );
+    assert_invalid(
+        "error",
+        &json!({"code": -32602, "message": "m", "data": {"error": "e", "path": "state.sessions"}}),
+    );
+    assert_invalid(
+        "error",
+        &json!({"code": -32600, "message": "m", "data": "send initialize first"}),
     );
 }

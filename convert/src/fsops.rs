@@ -102,6 +102,78 @@ impl Writer {
         Ok(Created::New)
     }
 
+    /// Creates every one of `files`, or none: each is first written whole and synced under a
+    /// temporary name in its directory (`.asp-*.partial`), and only then are they renamed into
+    /// place one by one, never over an existing file. When one of the paths is taken (before or
+    /// during the renames), the files this call already put in place are removed again and
+    /// the answer is [`Created::AlreadyExists`]; directories it created are removed when empty.
+    /// Only if a crash or a failing removal interrupts the renames can some of the files be
+    /// left, and a failing removal names them in the error.
+    pub fn create_all_new(&self, files: &[(&Path, &[u8])]) -> Result<Created, ConvertError> {
+        if files
+            .iter()
+            .any(|(path, _)| fs::symlink_metadata(path).is_ok())
+        {
+            return Ok(Created::AlreadyExists);
+        }
+        if self.dry_run {
+            for (path, _) in files {
+                self.record(Change::Create(path.to_path_buf()));
+            }
+            return Ok(Created::New);
+        }
+        let mut made_dirs = Vec::new();
+        let mut staged = Vec::with_capacity(files.len());
+        for (path, bytes) in files {
+            match stage(path, bytes, &mut made_dirs) {
+                Ok(tmp) => staged.push((tmp, *path)),
+                Err(e) => {
+                    drop(staged);
+                    remove_empty_dirs(&made_dirs);
+                    return Err(e);
+                }
+            }
+        }
+        let mut placed: Vec<&Path> = Vec::with_capacity(staged.len());
+        for (tmp, path) in staged {
+            let failure = match tmp.persist_noclobber(path) {
+                Ok(_) => {
+                    placed.push(path);
+                    continue;
+                }
+                Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => None,
+                Err(e) => Some(ConvertError::io(path)(e.error)),
+            };
+            // Undo: these files are this call's own, put in place a moment ago.
+            let left: Vec<String> = placed
+                .iter()
+                .filter(|p| fs::remove_file(p).is_err())
+                .map(|p| p.display().to_string())
+                .collect();
+            remove_empty_dirs(&made_dirs);
+            if !left.is_empty() {
+                let why = failure.map_or_else(
+                    || format!("{} appeared while asp was writing", path.display()),
+                    |e| e.to_string(),
+                );
+                return Err(ConvertError::Other(format!(
+                    "{why}; of the files to write together, these were written and could not be \
+                     taken out again: {}",
+                    left.join(", ")
+                )));
+            }
+            return match failure {
+                None => Ok(Created::AlreadyExists),
+                Some(e) => Err(e),
+            };
+        }
+        for path in placed {
+            sync_dir(parent_of(path));
+            self.record(Change::Create(path.to_path_buf()));
+        }
+        Ok(Created::New)
+    }
+
     /// Writes `bytes` to `path`, replacing what is there atomically. When `path` is a symlink
     /// (dotfile managers link config files), the file it points to is replaced and the link
     /// kept. The old file's permissions are kept.
@@ -223,6 +295,37 @@ enum Mode {
     New { executable: bool },
 }
 
+/// `bytes` written and synced under a temporary name in `path`'s directory, which is created
+/// (and each directory made remembered in `made_dirs`, outermost first) when missing.
+fn stage(
+    path: &Path,
+    bytes: &[u8],
+    made_dirs: &mut Vec<PathBuf>,
+) -> Result<tempfile::NamedTempFile, ConvertError> {
+    let dir = parent_of(path);
+    let mut new_dirs: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|a| !a.as_os_str().is_empty() && fs::symlink_metadata(a).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    fs::create_dir_all(dir).map_err(ConvertError::io(dir))?;
+    new_dirs.reverse();
+    made_dirs.extend(new_dirs);
+    let mut tmp = temp_in(dir, Mode::New { executable: false })?;
+    tmp.as_file_mut()
+        .write_all(bytes)
+        .map_err(ConvertError::io(path))?;
+    finish_file(tmp.as_file(), path, None)?;
+    Ok(tmp)
+}
+
+/// Removes directories, deepest first, where they are empty.
+fn remove_empty_dirs(dirs: &[PathBuf]) {
+    for d in dirs.iter().rev() {
+        let _ = fs::remove_dir(d);
+    }
+}
+
 fn temp_in(dir: &Path, mode: Mode) -> Result<tempfile::NamedTempFile, ConvertError> {
     let mut b = tempfile::Builder::new();
     b.prefix(".asp-").suffix(".partial");
@@ -312,6 +415,55 @@ mod tests {
         );
         assert_eq!(fs::read(&p).unwrap(), b"one");
         assert_eq!(w.changes(), vec![Change::Create(p)]);
+    }
+
+    #[test]
+    fn files_created_together_are_all_written_or_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("x/a"), dir.path().join("x/y/b"));
+        let w = Writer::new(false);
+        assert_eq!(
+            w.create_all_new(&[(&a, b"one"), (&b, b"two")]).unwrap(),
+            Created::New
+        );
+        assert_eq!(
+            (fs::read(&a).unwrap(), fs::read(&b).unwrap()),
+            (b"one".to_vec(), b"two".to_vec())
+        );
+        // One path taken: nothing of the batch is written, not even the new directories.
+        let c = dir.path().join("z/c");
+        assert_eq!(
+            w.create_all_new(&[(&c, b"three"), (&b, b"other")]).unwrap(),
+            Created::AlreadyExists
+        );
+        assert!(!dir.path().join("z").exists());
+        assert_eq!(fs::read(&b).unwrap(), b"two");
+        assert_eq!(
+            w.changes(),
+            vec![Change::Create(a.clone()), Change::Create(b.clone())]
+        );
+        // A temporary file is never left beside them.
+        let names: Vec<_> = fs::read_dir(dir.path().join("x"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    #[test]
+    fn a_batch_that_fails_part_way_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("blocker"),
+            b"a file where a directory should be",
+        )
+        .unwrap();
+        let a = dir.path().join("new/a");
+        let b = dir.path().join("blocker/b");
+        let w = Writer::new(false);
+        assert!(w.create_all_new(&[(&a, b"one"), (&b, b"two")]).is_err());
+        assert!(!dir.path().join("new").exists(), "not a, nor its directory");
+        assert!(w.changes().is_empty());
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! JSON-RPC reserves -32768..-32000 and ACP -32899..-32800 for themselves, so ASP's own codes
 //! sit at -31001..-31099. Where JSON-RPC already has the right answer, ASP uses it:
-//! a method not offered is -32601 (Method not found), malformed params are -32602.
+//! a method not offered is -32601 (Method not found), malformed params are -32602 (Invalid
+//! params), an `_asp/*` request before `initialize` was answered is -32600 (Invalid Request).
 
 use serde_json::{Value, json};
 
@@ -20,6 +21,10 @@ pub mod code {
     pub const STATE_FAILED: i32 = -31004;
     /// JSON-RPC's Method not found, for an `_asp/*` method not offered.
     pub const METHOD_NOT_FOUND: i32 = -32601;
+    /// JSON-RPC's Invalid params: params that do not parse, or a state that is not valid.
+    pub const INVALID_PARAMS: i32 = -32602;
+    /// JSON-RPC's Invalid Request, for an `_asp/*` request before `initialize` was answered.
+    pub const INVALID_REQUEST: i32 = -32600;
 }
 
 /// An ASP refusal. Converts into the SDK's error: its message is this error's text, its code
@@ -45,6 +50,21 @@ pub enum AspError {
     SteeringFailed { detail: String, outcome: Value },
     #[error("{message}")]
     StateFailed { message: String, data: Value },
+    /// The params (or the state in them) are not what the method takes. `path` is a JSON
+    /// Pointer (RFC 6901) into the params, `""` for the params as a whole. The params are
+    /// never echoed back: an import's params are a whole state.
+    #[error("invalid params{}: {error}", at(path))]
+    InvalidParams { path: String, error: String },
+    #[error("{method} before initialize: {reason}")]
+    NotInitialized { method: String, reason: String },
+}
+
+fn at(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!(" at {path}")
+    }
 }
 
 fn list(modes: &[BusyMode]) -> String {
@@ -66,6 +86,8 @@ impl AspError {
             AspError::NotOffered { .. } => code::METHOD_NOT_FOUND,
             AspError::SteeringFailed { .. } => code::STEERING_FAILED,
             AspError::StateFailed { .. } => code::STATE_FAILED,
+            AspError::InvalidParams { .. } => code::INVALID_PARAMS,
+            AspError::NotInitialized { .. } => code::INVALID_REQUEST,
         }
     }
 
@@ -83,6 +105,10 @@ impl AspError {
                 json!({"busy": "steer", "outcome": outcome})
             }
             AspError::StateFailed { data, .. } => data.clone(),
+            AspError::InvalidParams { path, error } => json!({"error": error, "path": path}),
+            AspError::NotInitialized { method, reason } => {
+                json!({"method": method, "reason": reason})
+            }
         }
     }
 }
@@ -123,5 +149,28 @@ mod tests {
         .into();
         assert_eq!(i32::from(e.code), -32601);
         assert_eq!(e.data.unwrap()["method"], "_asp/state/import");
+    }
+
+    #[test]
+    fn invalid_params_say_what_is_wrong_and_where_not_what_was_sent() {
+        let e: agent_client_protocol::Error = AspError::InvalidParams {
+            path: "/state/sessions/0/id".into(),
+            error: "session id \"\" is not allowed: it is empty".into(),
+        }
+        .into();
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            json!({
+                "code": -32602,
+                "message": "invalid params at /state/sessions/0/id: session id \"\" is not allowed: it is empty",
+                "data": {"error": "session id \"\" is not allowed: it is empty", "path": "/state/sessions/0/id"}
+            })
+        );
+        let whole: agent_client_protocol::Error = AspError::InvalidParams {
+            path: String::new(),
+            error: "missing field `kinds`".into(),
+        }
+        .into();
+        assert_eq!(whole.message, "invalid params: missing field `kinds`");
     }
 }

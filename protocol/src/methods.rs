@@ -10,14 +10,93 @@
 //! ([`asp_format::export::ExportState`], [`asp_format::answer::ImportAnswer`]); the answers
 //! here are transparent wrappers, there only because the SDK's traits must be implemented on
 //! a type of this crate. Every request also takes ACP's `_meta`.
+//!
+//! Params that do not parse are refused with -32602 naming what is wrong and where, as a JSON
+//! Pointer into the params ([`parse_params`]); unlike the SDK's derived parsers, the params are
+//! never echoed back (an import's params are a whole state).
 
-use agent_client_protocol::{JsonRpcRequest, JsonRpcResponse};
+use agent_client_protocol::{
+    Error, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, UntypedMessage,
+};
 use asp_format::answer::ImportAnswer;
 use asp_format::export::{self, ExportState};
 use asp_format::state::KindCounts;
 use asp_format::{KindSet, StateKind};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
+
+use crate::errors::AspError;
+
+/// Reads a request's params as `T`. A failure is [`AspError::InvalidParams`]: the parser's
+/// words and the JSON Pointer of the value it failed on (as deep as it can be told; `""` for
+/// the params as a whole).
+pub fn parse_params<T: DeserializeOwned>(params: &Value) -> Result<T, AspError> {
+    serde_path_to_error::deserialize(params).map_err(|e| AspError::InvalidParams {
+        path: pointer(e.path()),
+        error: concise(e.into_inner().to_string()),
+    })
+}
+
+/// The longest error text an invalid-params answer carries: a parser's words quote the value
+/// they failed on, which can be a whole state sent as a string.
+pub const MAX_ERROR_CHARS: usize = 500;
+
+/// `text` cut to [`MAX_ERROR_CHARS`] characters, marked with `…` when cut.
+pub fn concise(text: String) -> String {
+    match text.char_indices().nth(MAX_ERROR_CHARS) {
+        None => text,
+        Some((end, _)) => format!("{}…", &text[..end]),
+    }
+}
+
+/// A JSON Pointer for a parse path, up to the first step that cannot be told (inside a
+/// flattened or untagged value).
+fn pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for segment in path {
+        let step = match segment {
+            Segment::Seq { index } => index.to_string(),
+            Segment::Map { key } => key.clone(),
+            Segment::Enum { variant } => variant.clone(),
+            Segment::Unknown => break,
+        };
+        out.push('/');
+        out.push_str(&step.replace('~', "~0").replace('/', "~1"));
+    }
+    out
+}
+
+/// The SDK's request traits, with [`parse_params`] as the parser.
+macro_rules! asp_request {
+    ($ty:ty, $method:expr, $response:ty) => {
+        impl JsonRpcMessage for $ty {
+            fn matches_method(method: &str) -> bool {
+                method == $method
+            }
+
+            fn method(&self) -> &str {
+                $method
+            }
+
+            fn to_untyped_message(&self) -> Result<UntypedMessage, Error> {
+                UntypedMessage::new($method, self)
+            }
+
+            fn parse_message(method: &str, params: &Value) -> Result<Self, Error> {
+                if method != $method {
+                    return Err(Error::method_not_found());
+                }
+                parse_params(params).map_err(Error::from)
+            }
+        }
+
+        impl JsonRpcRequest for $ty {
+            type Response = $response;
+        }
+    };
+}
 
 /// `_asp/state/describe`.
 pub const DESCRIBE: &str = "_asp/state/describe";
@@ -32,8 +111,7 @@ pub const PREFIX: &str = "_asp/";
 ///
 /// Asked `{}`; absent or `null` params are taken as `{}` too, since a request with nothing to
 /// say often carries no params at all.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonRpcRequest)]
-#[request(method = "_asp/state/describe", response = DescribeResponse)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DescribeRequest {
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
@@ -61,8 +139,7 @@ pub struct DescribeResponse {
 }
 
 /// `_asp/state/export`: the kinds asked for, with no turn running.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonRpcRequest)]
-#[request(method = "_asp/state/export", response = ExportResponse)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExportRequest {
     /// Kinds asked for. A name this side does not know is skipped: it is a kind not given,
     /// like any other the agent does not export.
@@ -99,8 +176,7 @@ impl ExportResponse {
 }
 
 /// `_asp/state/import`: a state to take.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonRpcRequest)]
-#[request(method = "_asp/state/import", response = ImportResponse)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ImportRequest {
     pub state: ExportState,
     #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
@@ -112,6 +188,10 @@ impl ImportRequest {
         ImportRequest { state, meta: None }
     }
 }
+
+asp_request!(DescribeRequest, DESCRIBE, DescribeResponse);
+asp_request!(ExportRequest, EXPORT, ExportResponse);
+asp_request!(ImportRequest, IMPORT, ImportResponse);
 
 /// The import answer: what was taken, what was not and why, each session's new id by its old.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonRpcResponse)]
@@ -216,6 +296,44 @@ mod tests {
                 .with(StateKind::Sessions)
                 .with(StateKind::Settings)
         );
+    }
+
+    #[test]
+    fn params_that_do_not_parse_name_the_json_pointer_of_the_value_at_fault() {
+        let refused = |method: &str, params: Value| match method {
+            EXPORT => ExportRequest::parse_message(method, &params).unwrap_err(),
+            _ => ImportRequest::parse_message(method, &params).unwrap_err(),
+        };
+        let e = refused(EXPORT, json!({"kinds": ["sessions"], "_meta": 5}));
+        assert_eq!(i32::from(e.code), -32602);
+        assert_eq!(
+            e.data,
+            Some(json!({"error": "invalid type: integer `5`, expected a map", "path": "/_meta"}))
+        );
+        let e = refused(
+            IMPORT,
+            json!({"state": {"settings": {"a/b": 1, "c~d": {"x": [true]}}}}),
+        );
+        assert_eq!(e.data.unwrap()["path"], "/state/settings/a~1b");
+        let e = refused(
+            IMPORT,
+            json!({"state": {"skills": [{"name": "ok", "files": []}, {"name": "../x", "files": []}]}}),
+        );
+        assert_eq!(e.data.unwrap()["path"], "/state/skills/1/name");
+        assert_eq!(
+            refused(IMPORT, Value::Null).data.unwrap()["path"],
+            "",
+            "the params as a whole"
+        );
+        let e = refused(IMPORT, json!({"state": "x".repeat(1_000_000)}));
+        let error = e.data.unwrap()["error"].as_str().unwrap().to_owned();
+        assert!(error.starts_with("invalid type: string \"xxx"), "{error}");
+        assert_eq!(
+            error.chars().count(),
+            MAX_ERROR_CHARS + 1,
+            "cut, and marked"
+        );
+        assert!(e.message.len() < 1_000);
     }
 
     #[test]

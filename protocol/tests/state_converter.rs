@@ -243,13 +243,101 @@ async fn a_state_that_is_not_valid_is_refused_as_invalid_params() {
         let e = c
             .request(
                 "_asp/state/import",
-                json!({"state": {"sessions": [{"id": "s1", "title": "T", "updates": [line("another", "x")]}]}}),
+                json!({"state": {"sessions": [
+                    {"id": "s0", "title": "T", "updates": [line("s0", "x")]},
+                    {"id": "s1", "title": "T", "updates": [line("s1", "x"), line("another", "x")]}
+                ]}}),
             )
             .await
             .unwrap_err();
         assert_eq!(i32::from(e.code), -32602);
-        assert!(e.data.unwrap().as_str().unwrap().contains("not the session's id"));
+        let data = e.data.unwrap();
+        assert_eq!(
+            data["path"], "/state/sessions/1/updates/1",
+            "the update at fault"
+        );
+        assert!(
+            data["error"]
+                .as_str()
+                .unwrap()
+                .contains("not the session's id"),
+            "{data}"
+        );
+        assert!(
+            e.message
+                .starts_with("invalid params at /state/sessions/1/updates/1: ")
+        );
         assert!(!home.path().join(STORE).exists(), "nothing written");
+
+        let e = c
+            .request(
+                "_asp/state/import",
+                json!({"state": {"sessions": [
+                    {"id": "s0", "title": "T", "updates": []},
+                    {"id": "s0", "title": "T", "updates": []}
+                ]}}),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(i32::from(e.code), -32602);
+        assert_eq!(e.data.as_ref().unwrap()["path"], "/state/sessions");
+        assert!(!home.path().join(STORE).exists(), "nothing written");
+        Ok(())
+    })
+    .await;
+}
+
+/// Params an import or export cannot parse: -32602 with what is wrong and where (a JSON
+/// Pointer into the params), and nothing of the params sent back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn params_that_do_not_parse_are_answered_with_what_and_where_not_echoed() {
+    let home = tempfile::tempdir().unwrap();
+    let (agent, _log) = agent_with_handle(Options::default());
+    let big = "x".repeat(100_000);
+    with_hub(with_converter(home.path()), agent, async |c| {
+        initialized(&c).await;
+        for (method, params, path, error) in [
+            (
+                "_asp/state/import",
+                json!({"state": {"instructions": {"text": big}, "skills": [{"name": "../x", "files": []}]}}),
+                "/state/skills/0/name",
+                "skill name \"../x\" is not allowed",
+            ),
+            (
+                "_asp/state/import",
+                json!({"state": {"instructions": {"text": big}, "sessions": [{"id": "", "title": "T", "updates": []}]}}),
+                "/state/sessions/0",
+                "session id \"\" is not allowed: it is empty",
+            ),
+            (
+                "_asp/state/import",
+                json!({"nostate": 1}),
+                "",
+                "missing field `state`",
+            ),
+            (
+                "_asp/state/export",
+                json!({"kinds": "sessions"}),
+                "/kinds",
+                "invalid type: string \"sessions\", expected a sequence",
+            ),
+            ("_asp/state/export", json!({}), "", "missing field `kinds`"),
+        ] {
+            let e = c.request(method, params).await.unwrap_err();
+            assert_eq!(i32::from(e.code), -32602, "{method}");
+            let data = e.data.unwrap();
+            assert_eq!(
+                data.as_object().unwrap().keys().collect::<Vec<_>>(),
+                ["error", "path"],
+                "{method}: {data}"
+            );
+            assert_eq!(data["path"], path, "{method}: {data}");
+            assert!(
+                data["error"].as_str().unwrap().starts_with(error),
+                "{method}: {data}"
+            );
+            assert!(e.message.len() < 200, "{method}: {}", e.message);
+        }
         Ok(())
     })
     .await;

@@ -442,6 +442,12 @@ async fn import_without_a_converter_is_method_not_found() {
             Some(json!({"method": "_asp/state/import",
                         "reason": "the hub imports only through a harness converter (start it with --harness NAME)"}))
         );
+        // Not offered comes before what is wrong with the params.
+        let e = c
+            .request("_asp/state/import", json!({"nostate": 1}))
+            .await
+            .unwrap_err();
+        assert_eq!(i32::from(e.code), -32601);
         c.sync().await;
         assert!(log.received().iter().all(|m| m["method"] != "_asp/state/import"));
         Ok(())
@@ -453,12 +459,106 @@ async fn import_without_a_converter_is_method_not_found() {
 async fn state_methods_before_initialize_are_refused() {
     let (agent, _log) = agent_with_handle(seeded_options());
     with_hub(options(), agent, async |c| {
-        let e = c
-            .request("_asp/state/describe", json!({}))
-            .await
-            .unwrap_err();
-        assert_eq!(i32::from(e.code), -32600);
+        for (method, params) in [
+            ("_asp/state/describe", json!({})),
+            // Before initialize, even params that do not parse are answered -32600.
+            ("_asp/state/export", json!({"kinds": "sessions"})),
+            ("_asp/state/import", json!({"nostate": 1})),
+        ] {
+            let e = c.request(method, params).await.unwrap_err();
+            assert_eq!(i32::from(e.code), -32600, "{method}");
+            assert_eq!(
+                e.data,
+                Some(json!({"method": method,
+                            "reason": "send initialize first; the hub says what it offers in its answer"}))
+            );
+        }
         Ok(())
     })
     .await;
+}
+
+/// `session/list` pages as an agent might give them.
+fn page(ids: &[&str], next: Option<&str>) -> Value {
+    let sessions: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({"sessionId": id, "cwd": "/tmp"}))
+        .collect();
+    match next {
+        Some(c) => json!({"sessions": sessions, "nextCursor": c}),
+        None => json!({"sessions": sessions}),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_that_gives_a_cursor_twice_fails_naming_it_instead_of_looping() {
+    let (agent, log) = agent_with_handle(Options {
+        // Page 2 points back at itself: asking on would never end.
+        list_script: vec![page(&["sess_789xyz"], Some("p2")), page(&[], Some("p2"))],
+        ..seeded_options()
+    });
+    with_hub(options(), agent, async |c| {
+        c.initialize().await;
+        for method in ["_asp/state/describe", "_asp/state/export"] {
+            let e = c
+                .request(method, json!({"kinds": ["sessions"]}))
+                .await
+                .unwrap_err();
+            assert_eq!(i32::from(e.code), -31004, "{method}");
+            assert!(e.message.contains("\"p2\""), "{method}: {}", e.message);
+            assert_eq!(
+                e.data,
+                Some(json!({"method": "session/list", "cursor": "p2"})),
+                "{method}"
+            );
+        }
+        Ok(())
+    })
+    .await;
+    let lists = events_named(&log.events(), "list").len();
+    assert_eq!(lists, 4, "two pages asked per method, then it stopped");
+    assert!(
+        events_named(&log.events(), "load").is_empty(),
+        "nothing was replayed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_listed_twice_is_exported_once() {
+    let twice = || Options {
+        list_script: vec![
+            page(&["sess_789xyz", "telegram:42", "sess_789xyz"], Some("p2")),
+            page(&["telegram:42", "empty"], None),
+        ],
+        ..seeded_options()
+    };
+    let (agent, _log) = agent_with_handle(twice());
+    with_hub(options(), agent, async |c| {
+        c.initialize().await;
+        let counts = c.request("_asp/state/describe", json!({})).await?;
+        assert_eq!(counts, json!({"kinds": {"sessions": 3}}));
+        Ok(())
+    })
+    .await;
+
+    let (agent, log) = agent_with_handle(twice());
+    with_hub(options(), agent, async |c| {
+        c.initialize().await;
+        let state = export_raw(&c, json!(["sessions"])).await?;
+        let ids: Vec<&str> = state["state"]["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            ["sess_789xyz", "telegram:42", "empty"],
+            "each once, as first listed"
+        );
+        Ok(())
+    })
+    .await;
+    let loads = events_named(&log.events(), "load").len();
+    assert_eq!(loads, 3, "each session replayed once");
 }

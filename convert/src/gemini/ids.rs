@@ -42,9 +42,55 @@ pub fn short(id: &str) -> String {
     file_part(id).chars().take(8).collect()
 }
 
+/// The time a time-based UUID carries, in epoch milliseconds: version 7 (Unix milliseconds),
+/// version 1 and 6 (100 ns intervals since 1582-10-15). `None` for any other id.
+pub fn time_of(id: &str) -> Option<i64> {
+    if !is_uuid(id) {
+        return None;
+    }
+    let hex: String = id.chars().filter(|c| *c != '-').collect();
+    let field = |from: usize, to: usize| u64::from_str_radix(&hex[from..to], 16).ok();
+    const GREGORIAN_TO_UNIX_100NS: u64 = 0x01B2_1DD2_1381_4000;
+    let gregorian = |t: u64| {
+        t.checked_sub(GREGORIAN_TO_UNIX_100NS)
+            .map(|t| (t / 10_000) as i64)
+    };
+    match &hex[12..13] {
+        "7" => field(0, 12).map(|ms| ms as i64),
+        "1" => {
+            let (low, mid, high) = (field(0, 8)?, field(8, 12)?, field(13, 16)?);
+            gregorian((high << 48) | (mid << 32) | low)
+        }
+        "6" => {
+            let (high, mid, low) = (field(0, 8)?, field(8, 12)?, field(13, 16)?);
+            gregorian((high << 28) | (mid << 12) | low)
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_based_uuids_tell_their_time() {
+        // RFC 9562's examples: all three name 2022-02-22T19:22:22Z (v1/v6 to the 100 ns).
+        assert_eq!(
+            time_of("017f22e2-79b0-7cc3-98c4-dc0c0c07398f"),
+            Some(1_645_557_742_000)
+        );
+        assert_eq!(
+            time_of("c232ab00-9414-11ec-b3c8-9f6bdeced846"),
+            Some(1_645_557_742_000)
+        );
+        assert_eq!(
+            time_of("1ec9414c-232a-6b00-b3c8-9f6bdeced846"),
+            Some(1_645_557_742_000)
+        );
+        assert_eq!(time_of("fed50604-91d7-43a0-ae1f-8998673c3ced"), None, "v4");
+        assert_eq!(time_of("telegram:42"), None);
+    }
 
     #[test]
     fn uuids_are_kept_and_other_ids_get_stable_name_based_ones() {

@@ -160,8 +160,25 @@ impl Gemini {
         let mut refusals = Vec::new();
         if let Some(tools) = &state.tools {
             for server in tools {
-                match file.add_server(server) {
-                    settings::Added::Added => {
+                let added = file.add_server(server);
+                if let settings::Added::Added { withheld }
+                | settings::Added::AlreadyThere { withheld } = &added
+                    && !withheld.is_empty()
+                {
+                    refusals.push((
+                        StateKind::Tools,
+                        format!(
+                            "MCP server {:?}: {} not carried; asp never grants that from a \
+                             carried state (anyone can write one), so the server is configured \
+                             without it (set it in {} yourself if you want it)",
+                            server.name(),
+                            withheld.join(" and "),
+                            path.display()
+                        ),
+                    ));
+                }
+                match added {
+                    settings::Added::Added { .. } => {
                         changed = true;
                         let redacted = server
                             .meta()
@@ -182,7 +199,7 @@ impl Gemini {
                             );
                         }
                     }
-                    settings::Added::AlreadyThere => {}
+                    settings::Added::AlreadyThere { .. } => {}
                     settings::Added::Conflict(why) => refusals.push((StateKind::Tools, why)),
                 }
             }
@@ -264,10 +281,19 @@ impl Harness for Gemini {
         let file = match settings::File::load(&settings_path) {
             Ok(f) => Some(f),
             Err(e) => {
+                // Neither kind is given then: "none" would be a claim the file does not make.
+                let at = e
+                    .column
+                    .map(|c| format!("column {c}: "))
+                    .unwrap_or_default();
                 ctx.diagnostics.skipped(
                     &settings_path,
-                    None,
-                    format!("{e}; its MCP servers and settings were not read"),
+                    e.line,
+                    format!(
+                        "{at}{}; its MCP servers (tools) and settings were not read, and are left \
+                         out rather than given as none",
+                        e.why
+                    ),
                 );
                 None
             }
@@ -303,19 +329,15 @@ impl Harness for Gemini {
         if want(StateKind::Skills) {
             state.skills = Some(self.read_skills(ctx, &root)?);
         }
+        // A settings.json that cannot be read leaves both kinds out (reported above): a kind
+        // left out is never one given empty.
         if want(StateKind::Tools) {
-            state.tools = Some(
-                file.as_ref()
-                    .map(|f| f.mcp_servers(ctx.options.redact_secrets, ctx.diagnostics))
-                    .unwrap_or_default(),
-            );
+            state.tools = file
+                .as_ref()
+                .and_then(|f| f.mcp_servers(ctx.options.redact_secrets, ctx.diagnostics));
         }
         if want(StateKind::Settings) {
-            state.settings = Some(
-                file.as_ref()
-                    .map(settings::File::settings)
-                    .unwrap_or_default(),
-            );
+            state.settings = file.as_ref().map(settings::File::settings);
         }
         Ok(state)
     }

@@ -138,20 +138,22 @@ pub fn check(
     Ok(Check::Write(missing))
 }
 
-/// Writes the files [`check`] found missing. A file that appeared in the meantime makes it a
-/// conflict.
+/// Writes the files [`check`] found missing, all or none ([`Writer::create_all_new`]): a
+/// session is never left with some of its chats. A file that appeared in the meantime makes
+/// it a conflict, and nothing is written.
 pub fn write(
     writer: &Writer,
     files: &[Planned],
     missing: &[usize],
 ) -> Result<Placed, ConvertError> {
-    for &i in missing {
-        let f = &files[i];
-        if writer.create_new(&f.path, &f.bytes, false)? == Created::AlreadyExists {
-            return Ok(Placed::Conflict);
-        }
-    }
-    Ok(Placed::Written)
+    let batch: Vec<(&Path, &[u8])> = missing
+        .iter()
+        .map(|&i| (files[i].path.as_path(), files[i].bytes.as_slice()))
+        .collect();
+    Ok(match writer.create_all_new(&batch)? {
+        Created::New => Placed::Written,
+        Created::AlreadyExists => Placed::Conflict,
+    })
 }
 
 /// [`check`], then [`write`].

@@ -213,8 +213,13 @@ impl Projects {
     /// slug directory: while that holds nothing but its marker, the CLI copies the old
     /// `sha256(root)` directory into it (and keeps the old one); once it holds anything, the
     /// old directory is never read again. Writing into the slug directory first would hide
-    /// every chat still in the old one, so it is copied first, file by file, never over an
-    /// existing file.
+    /// every chat still in the old one.
+    ///
+    /// The copy is all or nothing, since a partial one would count as "in use" and the CLI
+    /// would never copy the rest: the old directory is copied whole into a temporary sibling
+    /// (`tmp/.asp-adopt-*`), the slug directory's marker with it, and that is renamed into
+    /// place of the slug directory, which held only the marker. A failure before the rename
+    /// leaves the slug directory as it was (the temporary copy is removed).
     pub fn adopt_hash_dir(
         &self,
         root: &str,
@@ -226,23 +231,61 @@ impl Projects {
         if slug == project_hash(&normalize_root(root))
             || !old.is_dir()
             || self.slug_dir_in_use(slug)
+            || writer.is_dry_run()
         {
             return Ok(());
         }
         let new = tmp.join(slug);
+        let staging = tempfile::Builder::new()
+            .prefix(".asp-adopt-")
+            .tempdir_in(&tmp)
+            .map_err(ConvertError::io(&tmp))?;
         for entry in walkdir::WalkDir::new(&old).min_depth(1) {
             let entry = entry.map_err(|e| ConvertError::Io {
                 path: old.clone(),
                 source: e.into(),
             })?;
-            if !entry.file_type().is_file() {
-                continue;
-            }
             let rel = entry.path().strip_prefix(&old).expect("walked under old");
-            let bytes = fs::read(entry.path()).map_err(ConvertError::io(entry.path()))?;
-            writer.create_new(&new.join(rel), &bytes, false)?;
+            let to = staging.path().join(rel);
+            if entry.file_type().is_dir() {
+                fs::create_dir_all(&to).map_err(ConvertError::io(&to))?;
+            } else if entry.file_type().is_file() && rel != Path::new(MARKER) {
+                fs::copy(entry.path(), &to).map_err(ConvertError::io(entry.path()))?;
+            }
+        }
+        let marker = new.join(MARKER);
+        if marker.is_file() {
+            fs::copy(&marker, staging.path().join(MARKER)).map_err(ConvertError::io(&marker))?;
+        }
+        sync_tree(staging.path());
+        // The slug directory holds at most its marker, which the copy has too: it is removed,
+        // and the copy renamed into its place (its marker put back if that fails).
+        if new.is_dir() {
+            if marker.is_file() {
+                fs::remove_file(&marker).map_err(ConvertError::io(&marker))?;
+            }
+            if let Err(e) = fs::remove_dir(&new) {
+                self.put_back_marker(&marker, &staging);
+                return Err(ConvertError::io(&new)(e));
+            }
+        }
+        if let Err(e) = fs::rename(staging.path(), &new) {
+            let _ = fs::create_dir_all(&new);
+            self.put_back_marker(&marker, &staging);
+            return Err(ConvertError::io(&new)(e));
+        }
+        // Renamed away: nothing for the temporary directory's cleanup to remove.
+        let _ = staging.keep();
+        if let Ok(d) = fs::File::open(&tmp) {
+            let _ = d.sync_all();
         }
         Ok(())
+    }
+
+    fn put_back_marker(&self, marker: &Path, staging: &tempfile::TempDir) {
+        if !marker.exists() {
+            let _ = fs::copy(staging.path().join(MARKER), marker);
+        }
     }
 
     fn candidate_free(&self, cand: &str, root: &str) -> bool {
@@ -348,6 +391,15 @@ impl Projects {
     }
 }
 
+/// Syncs every file under `dir`, so a copy renamed into place is on disk.
+fn sync_tree(dir: &Path) {
+    for e in walkdir::WalkDir::new(dir).into_iter().flatten() {
+        if let Ok(f) = fs::File::open(e.path()) {
+            let _ = f.sync_all();
+        }
+    }
+}
+
 /// `projects.json` as the CLI accepts it: an object whose `projects` maps roots to slugs
 /// matching `^[a-z0-9-]+$`; anything else makes the CLI treat the whole file as empty.
 fn parse_registry(bytes: &[u8]) -> Option<BTreeMap<String, String>> {
@@ -448,6 +500,59 @@ mod tests {
             Some("/home/dev/code/shop")
         );
         assert!(diags.is_empty());
+    }
+
+    #[test]
+    fn an_old_hash_directory_is_adopted_whole_as_the_cli_would() {
+        let home = tempfile::tempdir().unwrap();
+        let gemini = home.path().join(".gemini");
+        let root = "/home/dev/code/dotfiles";
+        let old = gemini.join("tmp").join(project_hash(root));
+        fs::create_dir_all(old.join("chats/parent")).unwrap();
+        fs::write(old.join("chats/session-a.json"), "{}").unwrap();
+        fs::write(old.join("chats/parent/child.jsonl"), "{}\n").unwrap();
+        fs::write(old.join("logs.json"), "[]").unwrap();
+        let diags = Diagnostics::new();
+        let mut p = Projects::load(&gemini, &diags);
+        let writer = Writer::new(false);
+        let slug = p.claim(root, None);
+        p.save(&writer).unwrap();
+        assert!(!p.slug_dir_in_use(&slug), "only its marker");
+        p.adopt_hash_dir(root, &slug, &writer).unwrap();
+        let mut copied: Vec<String> = walkdir::WalkDir::new(gemini.join("tmp").join(&slug))
+            .into_iter()
+            .flatten()
+            .filter(|e| e.file_type().is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        copied.sort();
+        assert_eq!(
+            copied,
+            [
+                ".project_root",
+                "child.jsonl",
+                "logs.json",
+                "session-a.json"
+            ]
+        );
+        assert_eq!(
+            fs::read_to_string(gemini.join("tmp").join(&slug).join(MARKER)).unwrap(),
+            root
+        );
+        assert!(
+            old.join("chats/session-a.json").is_file(),
+            "the old one stays"
+        );
+        let leftovers: Vec<_> = fs::read_dir(gemini.join("tmp"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".asp-"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+        // In use now: adopting again changes nothing.
+        fs::write(old.join("later.json"), "{}").unwrap();
+        p.adopt_hash_dir(root, &slug, &writer).unwrap();
+        assert!(!gemini.join("tmp").join(&slug).join("later.json").exists());
     }
 
     #[test]

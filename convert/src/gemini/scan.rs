@@ -8,7 +8,8 @@
 //! (the CLI copies hash directories into slug directories; a resumed `.json` chat continues in
 //! a new `.jsonl`; every resume leaves a startup-only file with the same id): it is carried
 //! once, from the file Gemini would resume (listable first, then the latest `lastUpdated`),
-//! with every one of its files kept in `native`.
+//! with every one of its files kept in `native` (when the read carries native files at all,
+//! [`crate::harness::ReadOptions::native`]).
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
@@ -256,7 +257,9 @@ impl ChatDir<'_, '_> {
                 );
             }
         }
+        // An export has no place for native files (`ReadOptions::native`): none are read.
         let native = match RelPath::new(&rel_str) {
+            _ if !self.ctx.options.native => None,
             Ok(rel) => {
                 let mut f = File::open(path).map_err(ConvertError::io(path))?;
                 Some(Native {

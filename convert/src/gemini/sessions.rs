@@ -416,16 +416,24 @@ impl Sessions<'_, '_> {
         );
     }
 
-    /// Reads a session's updates and folds them into a conversation.
-    fn fold(&self, s: &Session) -> Result<Vec<crate::conversation::Item>, ConvertError> {
+    /// Reads a session's updates and folds them into a conversation; also the first time any
+    /// of them carries (a `timestamp` in any namespace of its `_meta`), in epoch milliseconds.
+    fn fold(
+        &self,
+        s: &Session,
+    ) -> Result<(Vec<crate::conversation::Item>, Option<i64>), ConvertError> {
         let mut lines = UpdateLines::open(self.blobs(), &s.updates)?;
         let mut folder = Folder::new();
+        let mut first_time = None;
         loop {
             match lines.next_line() {
                 Ok(Some((_, line))) => {
                     if let Ok(mut v) = serde_json::from_str::<Value>(line)
                         && let Some(u) = v.get_mut("update")
                     {
+                        if first_time.is_none() {
+                            first_time = update_time(u);
+                        }
                         folder.push(u.take());
                     }
                 }
@@ -438,7 +446,39 @@ impl Sessions<'_, '_> {
                 }
             }
         }
-        Ok(folder.finish())
+        Ok((folder.finish(), first_time))
+    }
+
+    /// The time a session is dated by: its `updatedAt`, else the first time in its updates,
+    /// else the time its id carries (a v1/v6/v7 UUID), else the Unix epoch. Never the time of
+    /// the import: the chat's bytes must be the same each time the session is carried, or the
+    /// second import would not find the first one's chat "already there".
+    fn session_time(&self, s: &Session, first_in_updates: Option<i64>, chats: &Path) -> i64 {
+        if let Some(ms) = s.updated_at.as_deref().and_then(time::parse_rfc3339) {
+            return ms;
+        }
+        let id = s.id.as_str();
+        let (ms, from) = match (first_in_updates, ids::time_of(id)) {
+            (Some(ms), _) => (ms, "the first time in its updates"),
+            (None, Some(ms)) => (ms, "the time in its id"),
+            (None, None) => (0, "the Unix epoch, as nothing in it carries a time"),
+        };
+        let why = match &s.updated_at {
+            Some(t) => format!("its updatedAt {t:?} is not a time"),
+            None => "it has no updatedAt".to_owned(),
+        };
+        let mut msg = format!(
+            "session {id}: {why}, so its chat is dated {} ({from})",
+            time::iso(ms)
+        );
+        if from.starts_with("the Unix epoch") {
+            msg.push_str(
+                "; Gemini's session cleanup (general.sessionRetention) deletes a chat that old \
+                 at its next start unless the cleanup is off",
+            );
+        }
+        self.ctx.diagnostics.note(chats, None, msg);
+        ms
     }
 
     /// Converts a session from another harness (or a Gemini one without its files).
@@ -454,7 +494,7 @@ impl Sessions<'_, '_> {
             .as_ref()
             .map(|h| h.as_str().to_owned())
             .unwrap_or_else(|| "unknown".to_owned());
-        let items = self.fold(s)?;
+        let (items, first_time) = self.fold(s)?;
         let cwd = match &s.cwd {
             Some(c) => c.clone(),
             None => {
@@ -480,11 +520,7 @@ impl Sessions<'_, '_> {
             }
         };
         let chats = self.gemini.join("tmp").join(&dir).join("chats");
-        let updated_ms = s
-            .updated_at
-            .as_deref()
-            .and_then(time::parse_rfc3339)
-            .unwrap_or_else(time::now_ms);
+        let updated_ms = self.session_time(s, first_time, &chats);
         for n in 0..MAX_COPIES {
             let (name, gid) = candidate(id, &harness, n);
             let header = write::Header {
@@ -555,6 +591,17 @@ impl Sessions<'_, '_> {
             "session {id}: {MAX_COPIES} different versions of it are already in Gemini; not written"
         )))
     }
+}
+
+/// The time an update carries: the first parseable `timestamp` in any namespace of its
+/// `_meta` (the time the writer gives a message without one of its own).
+fn update_time(update: &Value) -> Option<i64> {
+    update
+        .get("_meta")?
+        .as_object()?
+        .values()
+        .filter_map(|ns| ns.get("timestamp")?.as_str())
+        .find_map(time::parse_rfc3339)
 }
 
 /// The file name of a conflict copy: the same creation time with the new id's 8 characters,

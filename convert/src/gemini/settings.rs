@@ -16,6 +16,10 @@
 //!
 //! Gemini reads settings.json with comments allowed; asp reads such a file too, but never
 //! rewrites one (the comments would be lost).
+//!
+//! Writing a server never grants it more than the home already does: `trust: true` and
+//! credential-sending `authProviderType`s are left out of what comes from a bundle
+//! ([`withhold_grants`]) and answered as not taken.
 
 use std::fs;
 use std::io;
@@ -29,8 +33,17 @@ use crate::harness::ConvertError;
 use crate::report::Diagnostics;
 use crate::secrets;
 
-/// The JSON text without `//` and `/* */` comments (outside strings); `None` if it had none.
+/// The JSON text with `//` and `/* */` comments (outside strings) blanked out, byte for byte
+/// and line for line, so a parse error's line and column are the file's own; `None` if it had
+/// none.
 fn strip_comments(text: &str) -> Option<String> {
+    let blank = |out: &mut String, c: char| {
+        if c == '\n' {
+            out.push('\n');
+        } else {
+            out.extend(std::iter::repeat_n(' ', c.len_utf8()));
+        }
+    };
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     let (mut in_str, mut esc, mut any) = (false, false, false);
@@ -53,18 +66,21 @@ fn strip_comments(text: &str) -> Option<String> {
             }
             ('/', Some('/')) => {
                 any = true;
+                blank(&mut out, c);
                 for n in chars.by_ref() {
+                    blank(&mut out, n);
                     if n == '\n' {
-                        out.push('\n');
                         break;
                     }
                 }
             }
             ('/', Some('*')) => {
                 any = true;
-                chars.next();
+                blank(&mut out, c);
+                blank(&mut out, chars.next().expect("peeked"));
                 let mut prev = ' ';
                 for n in chars.by_ref() {
+                    blank(&mut out, n);
                     if prev == '*' && n == '/' {
                         break;
                     }
@@ -75,6 +91,36 @@ fn strip_comments(text: &str) -> Option<String> {
         }
     }
     any.then_some(out)
+}
+
+/// Why settings.json cannot be used: the file, where in it (1-based line and column, when it
+/// does not parse), and what is wrong.
+#[derive(Debug)]
+pub struct Unusable {
+    pub path: PathBuf,
+    pub line: Option<u64>,
+    pub column: Option<u64>,
+    pub why: String,
+}
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let (Some(l), Some(c)) = (self.line, self.column) {
+            write!(f, ":{l}:{c}")?;
+        }
+        write!(f, ": {}", self.why)
+    }
+}
+
+impl From<Unusable> for ConvertError {
+    fn from(u: Unusable) -> Self {
+        let message = match (u.line, u.column) {
+            (Some(l), Some(c)) => format!("line {l} column {c}: {}", u.why),
+            _ => u.why,
+        };
+        ConvertError::invalid(u.path, message)
+    }
 }
 
 /// settings.json as read: the document and whether it had comments.
@@ -90,7 +136,13 @@ pub struct File {
 impl File {
     /// Reads settings.json; a missing file is an empty document. A file that is not a JSON
     /// object (even without comments) is an error, as it is for the CLI.
-    pub fn load(path: &Path) -> Result<File, ConvertError> {
+    pub fn load(path: &Path) -> Result<File, Unusable> {
+        let unusable = |line: Option<u64>, column: Option<u64>, why: String| Unusable {
+            path: path.to_path_buf(),
+            line,
+            column,
+            why,
+        };
         let text = match fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -102,7 +154,7 @@ impl File {
                     trailing_newline: true,
                 });
             }
-            Err(e) => return Err(ConvertError::io(path)(e)),
+            Err(e) => return Err(unusable(None, None, format!("cannot be read ({e})"))),
         };
         let stripped = strip_comments(&text);
         let parsed = if text.trim().is_empty() {
@@ -118,10 +170,12 @@ impl File {
                 has_comments: stripped.is_some(),
                 trailing_newline: text.ends_with('\n'),
             }),
-            Ok(_) => Err(ConvertError::invalid(path, "is not a JSON object")),
-            Err(e) => Err(ConvertError::invalid(
-                path,
-                format!("is not JSON (line {} column {}: {e})", e.line(), e.column()),
+            Ok(_) => Err(unusable(None, None, "is not a JSON object".to_owned())),
+            // Comments are blanked line for line, so the position is the file's own.
+            Err(e) => Err(unusable(
+                Some(e.line() as u64),
+                Some(e.column() as u64),
+                format!("is not JSON ({})", strip_position(&e.to_string())),
             )),
         }
     }
@@ -188,10 +242,20 @@ impl File {
         out
     }
 
-    /// The MCP servers as ACP describes them, in the file's order.
-    pub fn mcp_servers(&self, redact: bool, diagnostics: &Diagnostics) -> Vec<McpServer> {
-        let Some(Value::Object(servers)) = self.doc.get("mcpServers") else {
-            return Vec::new();
+    /// The MCP servers as ACP describes them, in the file's order; `None` (reported) when
+    /// `mcpServers` is there but not an object, since then what the servers are is not known.
+    pub fn mcp_servers(&self, redact: bool, diagnostics: &Diagnostics) -> Option<Vec<McpServer>> {
+        let servers = match self.doc.get("mcpServers") {
+            None => return Some(Vec::new()),
+            Some(Value::Object(servers)) => servers,
+            Some(_) => {
+                diagnostics.skipped(
+                    &self.path,
+                    None,
+                    "`mcpServers` is not an object; the MCP servers were not read",
+                );
+                return None;
+            }
         };
         let mut out = Vec::new();
         for (name, cfg) in servers {
@@ -220,8 +284,15 @@ impl File {
                 ),
             }
         }
-        out
+        Some(out)
     }
+}
+
+/// A serde_json message without its trailing ` at line L column C` (reported on its own).
+fn strip_position(message: &str) -> &str {
+    message
+        .rsplit_once(" at line ")
+        .map_or(message, |(head, _)| head)
 }
 
 fn pairs(v: Option<&Value>) -> Vec<NameValue> {
@@ -374,16 +445,53 @@ pub fn approval_mode(mode: &str) -> Result<&'static str, String> {
 /// What adding an MCP server did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Added {
-    Added,
-    AlreadyThere,
+    /// Written; `withheld` names the grants (see [`withhold_grants`]) left out of it.
+    Added { withheld: Vec<String> },
+    /// The same server is configured (with the grants the home itself gave it, or without
+    /// the ones withheld).
+    AlreadyThere { withheld: Vec<String> },
     /// A different server of that name is configured; the reason says so.
     Conflict(String),
 }
 
+/// Takes out of a `mcpServers` entry what lets a server act without the user: `trust: true`
+/// (every tool call runs without confirmation) and an `authProviderType` other than the
+/// default `dynamic_discovery` (Gemini then sends the user's Google credentials to the server;
+/// `targetAudience` and `targetServiceAccount` go with it). A bundle can say anything, and a
+/// server read from Gemini keeps these under `_meta.gemini`, so asp never writes them from a
+/// bundle: only a home that already grants them keeps them. Returns what was taken out, in
+/// words.
+pub fn withhold_grants(entry: &mut Map<String, Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    if entry.get("trust").is_some_and(|t| *t != Value::Bool(false)) {
+        entry.remove("trust");
+        out.push("trust: true (its tool calls would run without asking)".to_owned());
+    }
+    if let Some(auth) = entry
+        .get("authProviderType")
+        .filter(|a| a.as_str() != Some("dynamic_discovery"))
+        .cloned()
+    {
+        for k in ["authProviderType", "targetAudience", "targetServiceAccount"] {
+            entry.remove(k);
+        }
+        out.push(format!(
+            "authProviderType {auth} (Gemini would send your Google credentials to it)"
+        ));
+    }
+    out
+}
+
 impl File {
-    /// Adds `server` to `mcpServers` unless one of that name is there.
+    /// Adds `server` to `mcpServers` unless one of that name is there, never with the grants
+    /// [`withhold_grants`] takes out.
     pub fn add_server(&mut self, server: &McpServer) -> Added {
-        let entry = server_to(server);
+        let full = server_to(server);
+        let mut entry = full.clone();
+        let withheld = entry
+            .as_object_mut()
+            .map(withhold_grants)
+            .unwrap_or_default();
         let servers = self
             .doc
             .entry("mcpServers")
@@ -393,7 +501,11 @@ impl File {
         }
         let servers = servers.as_object_mut().expect("checked");
         match servers.get(server.name()) {
-            Some(existing) if *existing == entry => Added::AlreadyThere,
+            // The home's own record grants what the bundle asks for: nothing is widened.
+            Some(existing) if *existing == full => Added::AlreadyThere {
+                withheld: Vec::new(),
+            },
+            Some(existing) if *existing == entry => Added::AlreadyThere { withheld },
             Some(_) => Added::Conflict(format!(
                 "an MCP server named {:?} is already configured differently in {}; it was left \
                  as it is",
@@ -402,7 +514,7 @@ impl File {
             )),
             None => {
                 servers.insert(server.name().to_owned(), entry);
-                Added::Added
+                Added::Added { withheld }
             }
         }
     }
@@ -452,6 +564,33 @@ mod tests {
             json!({"a": "http://x", "c": 1})
         );
         assert_eq!(strip_comments("{\"a\": \"//not\"}"), None);
+        let t = "{ /* é\n */ \"a\": 1, // x\n \"b\": }";
+        let s = strip_comments(t).unwrap();
+        assert_eq!(s.len(), t.len(), "blanked byte for byte");
+        assert_eq!(s.lines().count(), t.lines().count(), "and line for line");
+    }
+
+    #[test]
+    fn a_file_that_is_not_json_says_where() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        fs::write(
+            &path,
+            "{\n  /* a\n  comment */ \"model\": {\"name\": \"x\",}\n}\n",
+        )
+        .unwrap();
+        let e = File::load(&path).unwrap_err();
+        assert_eq!(
+            (e.line, e.column),
+            (Some(3), Some(36)),
+            "the `}}` after the comma"
+        );
+        assert!(
+            e.why.starts_with("is not JSON (trailing comma"),
+            "{}",
+            e.why
+        );
+        assert!(!e.why.contains(" at line "), "{}", e.why);
     }
 
     #[test]

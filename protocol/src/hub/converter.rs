@@ -10,9 +10,9 @@ use asp_convert::{ConvertError, ReadContext, WriteContext};
 use asp_format::KindSet;
 use asp_format::answer::ImportAnswer;
 use asp_format::blob::MemoryStore;
-use asp_format::export::ExportState;
+use asp_format::export::{ExportError, ExportState};
 use asp_format::progress::Quiet;
-use asp_format::state::KindCounts;
+use asp_format::state::{KindCounts, StateError};
 use serde_json::json;
 
 use super::Converter;
@@ -36,6 +36,38 @@ fn failed(what: &'static str, harness: &str) -> impl FnOnce(ConvertError) -> Err
             data: json!({"harness": harness, "error": e.to_string()}),
         }
         .into()
+    }
+}
+
+/// -32602 for a state that parsed but is not valid, in the form every invalid-params answer
+/// has: what is wrong, and where in the params.
+fn not_valid(path: String, error: String) -> Error {
+    AspError::InvalidParams {
+        path,
+        error: crate::methods::concise(format!("the state handed over is not valid: {error}")),
+    }
+    .into()
+}
+
+/// Where in the import params a state that does not convert went wrong.
+fn export_error_path(e: &ExportError, sessions: &[String]) -> String {
+    match e {
+        ExportError::BadUpdate { session, line, .. } => {
+            match sessions.iter().position(|s| s == session) {
+                Some(i) => format!("/state/sessions/{i}/updates/{}", line.saturating_sub(1)),
+                None => "/state/sessions".to_owned(),
+            }
+        }
+        _ => "/state".to_owned(),
+    }
+}
+
+/// Where in the import params a problem of [`asp_format::state::State::validate`] is: the kind.
+fn problem_path(p: &StateError) -> String {
+    match p {
+        StateError::Duplicate { kind, .. } => format!("/state/{kind}"),
+        StateError::EmptySettingId => "/state/settings".to_owned(),
+        StateError::EmptyToolName => "/state/tools".to_owned(),
     }
 }
 
@@ -103,15 +135,21 @@ pub(crate) async fn import(
     blocking(move || {
         let name = conv.harness.name().to_string();
         let store = MemoryStore::new();
-        let mut state = state.into_state(&store).map_err(|e| {
-            Error::invalid_params().data(format!("the state handed over is not valid: {e}"))
-        })?;
+        let sessions: Vec<String> = state
+            .sessions
+            .iter()
+            .flatten()
+            .map(|s| s.head.id.to_string())
+            .collect();
+        let mut state = state
+            .into_state(&store)
+            .map_err(|e| not_valid(export_error_path(&e, &sessions), e.to_string()))?;
         if let Err(problems) = state.validate() {
+            let path = problems
+                .first()
+                .map_or_else(|| "/state".to_owned(), problem_path);
             let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
-            return Err(Error::invalid_params().data(format!(
-                "the state handed over is not valid: {}",
-                problems.join("; ")
-            )));
+            return Err(not_valid(path, problems.join("; ")));
         }
         // Kinds the converter does not take are answered here, so the owner hears about them
         // whatever the converter does with kinds it was not built for.

@@ -41,6 +41,7 @@ use asp_convert::{ConvertError, Harness, Home};
 
 use crate::methods::{DescribeRequest, ExportRequest, ImportRequest};
 use shared::{Ended, HubShared};
+use state_methods::Asked;
 
 /// A harness converter and the home whose native store it reads and writes.
 #[derive(Clone)]
@@ -229,7 +230,7 @@ pub async fn serve(
                 .on_receive_request(
                     {
                         let hub = hub.clone();
-                        async move |req: DescribeRequest,
+                        async move |req: Asked<DescribeRequest>,
                                     responder,
                                     cx: v1::ConnectionTo<Client>| {
                             hub.set_client(&cx);
@@ -241,7 +242,9 @@ pub async fn serve(
                 .on_receive_request(
                     {
                         let hub = hub.clone();
-                        async move |req: ExportRequest, responder, cx: v1::ConnectionTo<Client>| {
+                        async move |req: Asked<ExportRequest>,
+                                    responder,
+                                    cx: v1::ConnectionTo<Client>| {
                             hub.set_client(&cx);
                             state_methods::export(&hub, req, responder, &cx)
                         }
@@ -251,7 +254,9 @@ pub async fn serve(
                 .on_receive_request(
                     {
                         let hub = hub.clone();
-                        async move |req: ImportRequest, responder, cx: v1::ConnectionTo<Client>| {
+                        async move |req: Asked<ImportRequest>,
+                                    responder,
+                                    cx: v1::ConnectionTo<Client>| {
                             hub.set_client(&cx);
                             state_methods::import(&hub, req, responder, &cx)
                         }

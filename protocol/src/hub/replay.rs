@@ -13,9 +13,12 @@
 //!
 //! Sessions are enumerated with `session/list` (every page) when the agent offers it, else
 //! they are the sessions the client opened through the hub (Gemini CLI has no list). A
+//! session listed twice is taken once; a cursor given twice, or more than
+//! [`MAX_LIST_PAGES`] pages, fails the enumeration (-31004) instead of looping forever. A
 //! session the hub loaded only for the export is let go with `session/close` when the agent
 //! offers it.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use agent_client_protocol::{Error, UntypedMessage};
@@ -61,9 +64,11 @@ async fn enumerate(hub: &HubShared) -> Result<Vec<Listed>, Error> {
             })
             .collect());
     }
-    let mut listed = Vec::new();
+    let mut listed: Vec<Listed> = Vec::new();
+    let mut ids = HashSet::new();
+    let mut cursors = HashSet::new();
     let mut cursor: Option<String> = None;
-    loop {
+    for _ in 0..MAX_LIST_PAGES {
         let mut params = json!({});
         if let Some(c) = &cursor {
             params["cursor"] = json!(c);
@@ -75,20 +80,52 @@ async fn enumerate(hub: &HubShared) -> Result<Vec<Listed>, Error> {
             .await?;
         for info in page["sessions"].as_array().into_iter().flatten() {
             let text = |key: &str| info.get(key).and_then(Value::as_str).map(str::to_owned);
-            if let Some(id) = text("sessionId") {
-                listed.push(Listed {
-                    id,
-                    cwd: text("cwd"),
-                    title: text("title"),
-                    updated_at: text("updatedAt"),
-                });
+            let Some(id) = text("sessionId") else {
+                continue;
+            };
+            // A session listed twice (on two pages, or twice on one) is one session: an export
+            // naming it twice would be a state no import takes.
+            if !ids.insert(id.clone()) {
+                hub.log
+                    .debug(|| format!("session/list named session {id} again; taken once"));
+                continue;
             }
+            listed.push(Listed {
+                id,
+                cwd: text("cwd"),
+                title: text("title"),
+                updated_at: text("updatedAt"),
+            });
         }
         cursor = page["nextCursor"].as_str().map(str::to_owned);
-        if cursor.is_none() {
+        let Some(next) = &cursor else {
             return Ok(listed);
+        };
+        if !cursors.insert(next.clone()) {
+            return Err(list_failed(
+                format!(
+                    "session/list gave the cursor {next:?} a second time, so its pages would never \
+                     end; the sessions cannot be enumerated"
+                ),
+                json!({"method": "session/list", "cursor": next}),
+            ));
         }
     }
+    Err(list_failed(
+        format!(
+            "session/list gave more than {MAX_LIST_PAGES} pages; the hub stopped asking, and the \
+             sessions cannot be enumerated"
+        ),
+        json!({"method": "session/list", "pages": MAX_LIST_PAGES}),
+    ))
+}
+
+/// The most `session/list` pages an enumeration asks for: a guard against an agent whose
+/// cursors never end, far beyond any real store.
+const MAX_LIST_PAGES: usize = 10_000;
+
+fn list_failed(message: String, data: Value) -> Error {
+    AspError::StateFailed { message, data }.into()
 }
 
 /// How many sessions there are, without replaying any.

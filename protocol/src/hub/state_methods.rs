@@ -11,12 +11,21 @@
 //! store being read or written, and a session being replayed must not see the client's
 //! traffic mixed into its capture). The work itself runs in a spawned task, never on the
 //! dispatch loop.
+//!
+//! Refusals come in the order JSON-RPC checks them: a request before `initialize` was answered
+//! (-32600), then a method not offered (-32601), then params that do not parse (-32602). The
+//! params are parsed when the request arrives, but a failure is held ([`Asked`]) until the
+//! first two checks have passed.
 
 use std::sync::Arc;
 
 use agent_client_protocol::v1::{self};
-use agent_client_protocol::{Client, Error, JsonRpcResponse};
+use agent_client_protocol::{
+    Client, Error, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, UntypedMessage,
+};
 use asp_format::KindSet;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use super::shared::HubShared;
 use super::{client_side, converter, replay, turns};
@@ -27,13 +36,55 @@ use crate::methods::{
     ImportResponse,
 };
 
+/// An ASP request as it arrived: its params, or why they do not parse (answered only after
+/// the method is known to be offered).
+#[derive(Debug, Clone)]
+pub(crate) struct Asked<T> {
+    method: String,
+    params: Result<T, AspError>,
+}
+
+impl<T: JsonRpcRequest + DeserializeOwned> JsonRpcMessage for Asked<T> {
+    fn matches_method(method: &str) -> bool {
+        T::matches_method(method)
+    }
+
+    fn method(&self) -> &str {
+        &self.method
+    }
+
+    fn to_untyped_message(&self) -> Result<UntypedMessage, Error> {
+        match &self.params {
+            Ok(req) => req.to_untyped_message(),
+            Err(e) => Err(e.clone().into()),
+        }
+    }
+
+    fn parse_message(method: &str, params: &Value) -> Result<Self, Error> {
+        if !T::matches_method(method) {
+            return Err(Error::method_not_found());
+        }
+        let params = methods::parse_params(params);
+        Ok(Asked {
+            method: method.to_owned(),
+            params,
+        })
+    }
+}
+
+impl<T: JsonRpcRequest + DeserializeOwned> JsonRpcRequest for Asked<T> {
+    type Response = T::Response;
+}
+
 pub(crate) fn describe(
     hub: &Arc<HubShared>,
-    _req: DescribeRequest,
+    req: Asked<DescribeRequest>,
     responder: v1::Responder<DescribeResponse>,
     cx: &v1::ConnectionTo<Client>,
 ) -> Result<(), Error> {
-    let exports = match offered(hub, methods::DESCRIBE, AspCapabilities::exports) {
+    let exports = match offered(hub, methods::DESCRIBE, AspCapabilities::exports)
+        .and_then(|kinds| req.params.map(|_| kinds).map_err(Error::from))
+    {
         Ok(kinds) => kinds,
         Err(e) => return reply(hub, responder, Err(e)),
     };
@@ -53,12 +104,14 @@ pub(crate) fn describe(
 
 pub(crate) fn export(
     hub: &Arc<HubShared>,
-    req: ExportRequest,
+    req: Asked<ExportRequest>,
     responder: v1::Responder<ExportResponse>,
     cx: &v1::ConnectionTo<Client>,
 ) -> Result<(), Error> {
-    let exports = match offered(hub, methods::EXPORT, AspCapabilities::exports) {
-        Ok(kinds) => kinds,
+    let (exports, req) = match offered(hub, methods::EXPORT, AspCapabilities::exports)
+        .and_then(|kinds| req.params.map(|r| (kinds, r)).map_err(Error::from))
+    {
+        Ok(both) => both,
         Err(e) => return reply(hub, responder, Err(e)),
     };
     // A kind asked for but not exported is simply not given.
@@ -80,12 +133,14 @@ pub(crate) fn export(
 
 pub(crate) fn import(
     hub: &Arc<HubShared>,
-    req: ImportRequest,
+    req: Asked<ImportRequest>,
     responder: v1::Responder<ImportResponse>,
     cx: &v1::ConnectionTo<Client>,
 ) -> Result<(), Error> {
-    let imports = match offered(hub, methods::IMPORT, AspCapabilities::imports) {
-        Ok(kinds) => kinds,
+    let (imports, req) = match offered(hub, methods::IMPORT, AspCapabilities::imports)
+        .and_then(|kinds| req.params.map(|r| (kinds, r)).map_err(Error::from))
+    {
+        Ok(both) => both,
         Err(e) => return reply(hub, responder, Err(e)),
     };
     let Some(conv) = hub.options.converter.clone() else {
@@ -113,9 +168,11 @@ fn offered(
 ) -> Result<KindSet, Error> {
     let inner = hub.lock();
     let Some(advertised) = &inner.advertised else {
-        return Err(Error::invalid_request().data(format!(
-            "{method}: send initialize first; the hub says what it offers in its answer"
-        )));
+        return Err(AspError::NotInitialized {
+            method: method.to_owned(),
+            reason: "send initialize first; the hub says what it offers in its answer".to_owned(),
+        }
+        .into());
     };
     let offered = kinds(&advertised.caps);
     drop(inner);

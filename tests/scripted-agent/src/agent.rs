@@ -294,6 +294,16 @@ fn request(
             if let Err(e) = shared.refresh(options) {
                 return responder.respond_with_error(Error::internal_error().data(json!(e)));
             }
+            if !options.list_script.is_empty() {
+                let asked = shared
+                    .lock()
+                    .events
+                    .iter()
+                    .filter(|e| e.get("list").is_some())
+                    .count();
+                let i = asked.saturating_sub(1).min(options.list_script.len() - 1);
+                return responder.respond(options.list_script[i].clone());
+            }
             let g = shared.lock();
             let start: usize = params["cursor"]
                 .as_str()

@@ -99,6 +99,10 @@ pub struct Options {
     pub late_replay: bool,
     /// Sessions per `session/list` page.
     pub list_page_size: usize,
+    /// Answers for `session/list`, given verbatim in the order it is asked (the last one
+    /// again once they run out) instead of pages of the seeded sessions: for agents whose
+    /// listing misbehaves (a cursor given twice, a session on two pages).
+    pub list_script: Vec<Value>,
     /// Sessions whose `session/load` fails (listed, but not replayable).
     pub fail_loads: Vec<String>,
     pub sessions: Vec<SeedSession>,
@@ -118,6 +122,7 @@ impl Default for Options {
             steering_outcome: None,
             late_replay: false,
             list_page_size: 50,
+            list_script: Vec::new(),
             fail_loads: Vec::new(),
             sessions: Vec::new(),
             store: None,
