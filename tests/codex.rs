@@ -1498,3 +1498,301 @@ fn a_skill_in_both_roots_is_carried_once_from_agents_and_the_other_reported() {
         "{notes:?}"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Damage and odd input: the read carries on, says where, and the write adds nothing twice
+
+/// Reads a home with chosen options.
+fn read_with(home: &Path, options: ReadOptions) -> (State, MemoryStore, Diagnostics) {
+    let store = MemoryStore::new();
+    let diagnostics = Diagnostics::new();
+    let state = codex()
+        .read(&ReadContext {
+            home: &Home::at(home),
+            kinds: KindSet::ALL,
+            blobs: &store,
+            diagnostics: &diagnostics,
+            progress: &Quiet,
+            options,
+        })
+        .unwrap();
+    (state, store, diagnostics)
+}
+
+fn skipped_in(d: &Diagnostics, file: &Path) -> Vec<asp_convert::report::Diagnostic> {
+    d.items()
+        .into_iter()
+        .filter(|i| {
+            i.severity == asp_convert::report::Severity::Skipped && i.file.as_deref() == Some(file)
+        })
+        .collect()
+}
+
+#[test]
+fn a_rollout_name_that_ends_inside_a_character_is_reported_not_read() {
+    let dir = tmp();
+    copy_dir(&fixture("legacy-flat"), dir.path());
+    let day = dir.path().join(".codex/sessions/2026/01/01");
+    fs::create_dir_all(&day).unwrap();
+    // Named like a rollout; 36 bytes from the end of the stem fall inside a `€`.
+    let odd = day.join(format!("rollout-a{}b.jsonl", "\u{20ac}".repeat(12)));
+    fs::write(&odd, "{}\n").unwrap();
+    let (state, _, diagnostics) = read(dir.path());
+    assert_eq!(state.sessions.as_ref().unwrap().len(), 1, "the real one");
+    let found = skipped_in(&diagnostics, &odd);
+    assert_eq!(found.len(), 1, "{:?}", diagnostics.items());
+    assert!(found[0].message.contains("thread UUID"), "{}", found[0]);
+    // The whole pipeline too.
+    let out = asp_pack()
+        .args(["--from", "codex", "--home"])
+        .arg(dir.path())
+        .arg("-o")
+        .arg(dir.path().join("b.aspstate"))
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_session_index_line_that_is_not_utf8_is_reported_and_the_rest_read() {
+    let dir = tmp();
+    copy_dir(&fixture("legacy-flat"), dir.path());
+    let index = dir.path().join(".codex/session_index.jsonl");
+    let mut bytes = b"{\"id\":\"x\",\"thread_name\":\"\xff\"}\n".to_vec();
+    bytes.extend_from_slice(
+        b"{\"id\":\"5973b6c0-94b8-487b-a530-2aeb6098ae0e\",\"thread_name\":\"Listing dist\"}\n",
+    );
+    fs::write(&index, bytes).unwrap();
+    let (state, _, diagnostics) = read(dir.path());
+    assert_eq!(
+        session(&state, "5973b6c0-94b8-487b-a530-2aeb6098ae0e").title,
+        "Listing dist"
+    );
+    let found = skipped_in(&diagnostics, &index);
+    assert_eq!(found.len(), 1, "{:?}", diagnostics.items());
+    assert_eq!(found[0].line, Some(1));
+}
+
+#[test]
+fn a_rollout_under_a_path_no_bundle_can_hold_is_carried_without_its_file() {
+    let dir = tmp();
+    let src = fixture("legacy-flat").join(
+        ".codex/sessions/rollout-2025-06-12T10-15-30-5973b6c0-94b8-487b-a530-2aeb6098ae0e.jsonl",
+    );
+    // `:` is not portable (Windows), so the rollout cannot be a native file of the bundle.
+    let odd_dir = dir.path().join(".codex/sessions/2025/06/12:x");
+    fs::create_dir_all(&odd_dir).unwrap();
+    let odd = odd_dir.join(src.file_name().unwrap());
+    fs::copy(&src, &odd).unwrap();
+    let (state, store, diagnostics) = read(dir.path());
+    let s = session(&state, "5973b6c0-94b8-487b-a530-2aeb6098ae0e");
+    assert!(s.native.is_none());
+    assert_eq!(
+        texts(&updates(&store, s), "user_message_chunk"),
+        ["List the files in dist/"],
+        "the conversation is carried"
+    );
+    let found = skipped_in(&diagnostics, &odd);
+    assert_eq!(found.len(), 1, "{:?}", diagnostics.items());
+    assert!(found[0].message.contains("not carried"), "{}", found[0]);
+}
+
+#[test]
+fn instructions_and_notes_that_are_not_utf8_are_reported_not_carried() {
+    let dir = tmp();
+    let codex_home = dir.path().join(".codex");
+    fs::create_dir_all(codex_home.join("memories")).unwrap();
+    fs::write(codex_home.join("AGENTS.md"), b"# rules\n\xff\xfe\n").unwrap();
+    fs::write(codex_home.join("memories/bad.md"), b"\xc3(").unwrap();
+    fs::write(codex_home.join("memories/good.md"), "fine\n").unwrap();
+    let (state, store, diagnostics) = read(dir.path());
+    assert!(state.instructions.is_none());
+    let notes: Vec<String> = state
+        .memory
+        .iter()
+        .flatten()
+        .map(|n| n.path.to_string())
+        .collect();
+    assert_eq!(notes, ["good.md"]);
+    assert_eq!(
+        skipped_in(&diagnostics, &codex_home.join("AGENTS.md")).len(),
+        1
+    );
+    assert_eq!(
+        skipped_in(&diagnostics, &codex_home.join("memories/bad.md")).len(),
+        1
+    );
+    // What was carried makes an export.
+    asp_format::export::ExportState::from_state(&state, &store).unwrap();
+}
+
+#[test]
+fn an_export_read_carries_no_native_files() {
+    let native = ReadOptions {
+        native: false,
+        ..ReadOptions::default()
+    };
+    let (state, store, _) = read_with(&sample_home(), native);
+    let (full, full_store, _) = read(&sample_home());
+    let sessions = state.sessions.as_ref().unwrap();
+    assert_eq!(sessions.len(), full.sessions.as_ref().unwrap().len());
+    for s in sessions {
+        assert!(s.native.is_none(), "{}", s.id);
+        let f = session(&full, s.id.as_str());
+        assert_eq!(
+            updates(&store, s),
+            updates(&full_store, f),
+            "the same conversation"
+        );
+        assert_eq!(s.meta, f.meta);
+    }
+}
+
+/// A conversation from a harness with other ids, with no times anywhere (or only `updatedAt`).
+fn timeless_session(store: &MemoryStore, id: &str, text: &str, updated: bool) -> State {
+    let mut s = json!({"id": id, "title": "T", "harness": "opencode", "cwd": "/tmp/x",
+       "updates": [
+        {"sessionId": id, "update": {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}}},
+        {"sessionId": id, "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}}
+    ]});
+    if updated {
+        s["updatedAt"] = json!("2026-01-01T00:00:00Z");
+    }
+    let e: asp_format::export::ExportState =
+        serde_json::from_value(json!({ "sessions": [s] })).unwrap();
+    e.into_state(store).unwrap()
+}
+
+#[test]
+fn importing_the_same_session_again_finds_it_whatever_times_it_carries() {
+    for updated in [false, true] {
+        for id in ["telegram:42", "11111111-2222-4333-8444-555555555555"] {
+            let dir = tmp();
+            let store = MemoryStore::new();
+            let state = timeless_session(&store, id, "hello", updated);
+            let (first, _) = write(dir.path(), &state, &store, false);
+            let before = files(dir.path());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let (again, _) = write(dir.path(), &state, &store, false);
+            assert_eq!(again.sessions, first.sessions, "{id} updatedAt: {updated}");
+            assert_eq!(
+                files(dir.path()),
+                before,
+                "{id} updatedAt: {updated}: nothing new"
+            );
+            assert_eq!(rollouts(dir.path()).len(), 1);
+        }
+    }
+}
+
+#[test]
+fn a_different_version_kept_beside_is_found_again_on_the_next_import() {
+    let id = "11111111-2222-4333-8444-555555555555";
+    let dir = tmp();
+    let store = MemoryStore::new();
+    let mine = timeless_session(&store, id, "hello", false);
+    let theirs = timeless_session(&store, id, "hello again", false);
+    write(dir.path(), &mine, &store, false);
+    let (first, _) = write(dir.path(), &theirs, &store, false);
+    let copy = first.sessions[id].clone();
+    assert_ne!(copy, id, "kept beside under its own id");
+    let before = files(dir.path());
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let (again, _) = write(dir.path(), &theirs, &store, false);
+    assert_eq!(again.sessions[id], copy);
+    assert_eq!(files(dir.path()), before, "no third copy");
+    assert_eq!(rollouts(dir.path()).len(), 2);
+}
+
+#[test]
+fn a_codex_thread_with_an_older_v4_id_is_kept_beside_once() {
+    const V4: &str = "5973b6c0-94b8-487b-a530-2aeb6098ae0e";
+    let (state, store, _) = read(&fixture("legacy-flat"));
+    let home = tmp();
+    copy_dir(&fixture("legacy-flat"), home.path());
+    let rollout = home.path().join(format!(
+        ".codex/sessions/rollout-2025-06-12T10-15-30-{V4}.jsonl"
+    ));
+    let mut changed = fs::read(&rollout).unwrap();
+    changed.extend_from_slice(b"{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"and more\"}]}\n");
+    fs::write(&rollout, &changed).unwrap();
+    let (first, _) = write(home.path(), &state, &store, false);
+    let copy = first.sessions[V4].clone();
+    assert_ne!(copy, V4);
+    let copy_path = rollout.with_file_name(format!("rollout-2025-06-12T10-15-30-{copy}.jsonl"));
+    let lines = fs::read_to_string(&copy_path).unwrap();
+    assert!(
+        lines.starts_with(&format!("{{\"id\":\"{copy}\"")),
+        "the early flat meta names the copy: {lines}"
+    );
+    let before = files(home.path());
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let (again, _) = write(home.path(), &state, &store, false);
+    assert_eq!(again.sessions[V4], copy);
+    assert_eq!(files(home.path()), before);
+}
+
+#[test]
+fn an_mcp_server_name_codex_refuses_is_not_taken() {
+    let store = MemoryStore::new();
+    let e: asp_format::export::ExportState = serde_json::from_value(json!({"tools": [
+        {"name": "my docs.v2", "command": "npx", "args": [], "env": []},
+        {"name": "docs", "command": "npx", "args": [], "env": []}
+    ]}))
+    .unwrap();
+    let state = e.into_state(&store).unwrap();
+    let dir = tmp();
+    let (answer, _) = write(dir.path(), &state, &store, false);
+    assert_eq!(answer.not_taken.len(), 1, "{:?}", answer.not_taken);
+    assert!(answer.not_taken[0].reason.contains("\"my docs.v2\""));
+    let text = fs::read_to_string(dir.path().join(".codex/config.toml")).unwrap();
+    assert_eq!(text, "[mcp_servers.docs]\ncommand = \"npx\"\n");
+}
+
+#[test]
+fn auto_approval_comes_back_only_for_the_servers_codex_had() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    fs::create_dir_all(home.join(".codex")).unwrap();
+    fs::write(
+        home.join(".codex/config.toml"),
+        "[mcp_servers.docs]\ncommand = \"docs-mcp\"\ndefault_tools_approval_mode = \"approve\"\n",
+    )
+    .unwrap();
+    let (state, store, _) = read(&home);
+    let other = dir.path().join("other");
+    let (answer, _) = write(&other, &state, &store, false);
+    assert!(answer.not_taken.is_empty(), "{:?}", answer.not_taken);
+    let text = fs::read_to_string(other.join(".codex/config.toml")).unwrap();
+    assert!(
+        text.contains("default_tools_approval_mode = \"approve\""),
+        "{text}"
+    );
+
+    // The same key on a server another harness (or a hand) put in a bundle.
+    let e: asp_format::export::ExportState = serde_json::from_value(json!({"tools": [
+        {"name": "docs", "command": "docs-mcp", "args": [], "env": [],
+         "_meta": {"codex": {"default_tools_approval_mode": "approve", "tool_timeout_sec": 30}}}
+    ]}))
+    .unwrap();
+    let foreign = e.into_state(&store).unwrap();
+    let third = dir.path().join("third");
+    let (answer, _) = write(&third, &foreign, &store, false);
+    assert_eq!(answer.not_taken.len(), 1, "{:?}", answer.not_taken);
+    assert!(
+        answer.not_taken[0]
+            .reason
+            .contains("default_tools_approval_mode"),
+        "{:?}",
+        answer.not_taken
+    );
+    let text = fs::read_to_string(third.join(".codex/config.toml")).unwrap();
+    assert_eq!(
+        text,
+        "[mcp_servers.docs]\ncommand = \"docs-mcp\"\ntool_timeout_sec = 30\n"
+    );
+}

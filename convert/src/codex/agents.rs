@@ -28,15 +28,32 @@ pub fn instructions_file(codex_home: &Path) -> PathBuf {
     }
 }
 
+/// The global instructions. Instructions are text (ASP carries them as UTF-8 Markdown, and the
+/// export and directory forms hold them as text), so a file that is not UTF-8 is reported and
+/// not carried.
 pub fn read_instructions(
     codex_home: &Path,
     sink: &dyn BlobSink,
+    diagnostics: &Diagnostics,
 ) -> Result<Option<Instructions>, ConvertError> {
     let path = instructions_file(codex_home);
     match fs::read(&path) {
-        Ok(b) => Ok(Some(Instructions {
-            text: sink.put(&b)?,
-        })),
+        Ok(b) => {
+            if let Err(e) = std::str::from_utf8(&b) {
+                diagnostics.skipped(
+                    &path,
+                    None,
+                    format!(
+                        "not UTF-8 text (invalid byte at offset {}); instructions not carried",
+                        e.valid_up_to()
+                    ),
+                );
+                return Ok(None);
+            }
+            Ok(Some(Instructions {
+                text: sink.put(&b)?,
+            }))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(ConvertError::io(&path)(e)),
     }

@@ -85,9 +85,9 @@ fn item_time(item: &Item) -> Option<Nanos> {
     }
 }
 
-/// The start of a conversation: its first recorded time, else `fallback`.
-pub fn start_time(items: &[Item], fallback: Nanos) -> Nanos {
-    items.iter().find_map(item_time).unwrap_or(fallback)
+/// The first time a conversation records (a `timestamp` in some update's `_meta`).
+pub fn first_time(items: &[Item]) -> Option<Nanos> {
+    items.iter().find_map(item_time)
 }
 
 /// A tool name the model API accepts (`^[A-Za-z0-9_-]{1,64}$`).

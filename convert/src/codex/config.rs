@@ -9,6 +9,20 @@
 //! `command`, `env` on an HTTP server) makes the *whole* config fail to load. So a server is
 //! written only with keys of its own transport, from an allow-list; keys ACP cannot express
 //! come back from `_meta.codex` only when they are on that list.
+//!
+//! Two more rules keep a bundle from doing what the user never chose in Codex:
+//!
+//! - Codex starts only servers named `^[A-Za-z0-9_-]+$` (`is_valid_mcp_server_name` in
+//!   codex-rs); any other name is not written.
+//! - Approval modes that let Codex run a server's tools without asking
+//!   (`default_tools_approval_mode`, `tools.<tool>.approval_mode` other than `auto`/`prompt`)
+//!   are written only for a server that comes, unchanged, from a Codex `config.toml`: the
+//!   reader records [`NATIVE_DIGEST`] beside them, a digest of the server as it was read
+//!   (its name, program, arguments, URL, the names of its env and headers, and its Codex
+//!   keys). A server from anywhere else, or one changed since, gets them left out and listed
+//!   in `notTaken`. This is provenance, not authentication: it stops approvals from being
+//!   made up or moved to another server by other tools, not a bundle forged on purpose (which
+//!   could name any program to run anyway).
 
 use std::path::{Path, PathBuf};
 
@@ -50,6 +64,97 @@ const SHARED: &[&str] = &[
     "environment_id",
     "tools",
 ];
+
+/// Approval modes that ask at least as often as Codex's default (`auto`); any other value
+/// (`approve`, `writes`, or one this converter does not know) needs [`NATIVE_DIGEST`].
+const SAFE_APPROVAL_MODES: &[&str] = &["auto", "prompt"];
+
+/// The `_meta.codex` key under which the reader records where a server's approval modes come
+/// from (see the module documentation). Not a Codex key; never written to `config.toml`.
+pub const NATIVE_DIGEST: &str = "nativeDigest";
+
+/// Whether Codex starts an MCP server of this name (`is_valid_mcp_server_name` in codex-rs:
+/// `^[A-Za-z0-9_-]+$`, because the name becomes part of the tool names the model sees).
+pub fn is_valid_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn is_safe_approval(v: &Json) -> bool {
+    v.as_str().is_some_and(|m| SAFE_APPROVAL_MODES.contains(&m))
+}
+
+/// The approval settings of a server's Codex keys that let tools run without asking:
+/// `(key path, value)`.
+fn widening_approvals(codex: &Map<String, Json>) -> Vec<(String, Json)> {
+    let mut out = Vec::new();
+    if let Some(v) = codex.get("default_tools_approval_mode")
+        && !is_safe_approval(v)
+    {
+        out.push(("default_tools_approval_mode".to_owned(), v.clone()));
+    }
+    if let Some(Json::Object(tools)) = codex.get("tools") {
+        for (tool, cfg) in tools {
+            if let Some(v) = cfg.get("approval_mode")
+                && !is_safe_approval(v)
+            {
+                out.push((format!("tools.{tool}.approval_mode"), v.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// `v` with every object's keys sorted, so a digest does not depend on key order.
+fn canonical(v: &Json) -> Json {
+    match v {
+        Json::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort();
+            Json::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&o[k])))
+                    .collect(),
+            )
+        }
+        Json::Array(a) => Json::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The digest recorded as [`NATIVE_DIGEST`]: the server's name, transport, program,
+/// arguments, URL, env and header *names* (values are secrets that `--redact-secrets` blanks,
+/// and a digest of a short secret would give it away) and its other Codex keys.
+fn native_digest(server: &McpServer, codex: &Map<String, Json>) -> String {
+    let mut keys = codex.clone();
+    keys.remove(NATIVE_DIGEST);
+    let names = |list: &[NameValue]| {
+        let mut n: Vec<&str> = list.iter().map(|nv| nv.name.as_str()).collect();
+        n.sort_unstable();
+        json!(n)
+    };
+    let shape = match server {
+        McpServer::Stdio(s) => json!({"transport": "stdio", "name": s.name,
+            "command": s.command, "args": s.args, "env": names(&s.env)}),
+        McpServer::Http(r) => json!({"transport": "http", "name": r.name,
+            "url": r.url, "headers": names(&r.headers)}),
+        McpServer::Sse(r) => json!({"transport": "sse", "name": r.name,
+            "url": r.url, "headers": names(&r.headers)}),
+    };
+    let text = canonical(&json!({"server": shape, "codex": keys})).to_string();
+    asp_format::Digest::of(format!("asp/codex/mcp-server\0{text}").as_bytes()).hex()
+}
+
+/// Whether `server`'s Codex keys are the record this converter made when reading it from a
+/// Codex `config.toml`, for exactly this server.
+fn is_native_record(server: &McpServer, codex: &Map<String, Json>) -> bool {
+    codex
+        .get(NATIVE_DIGEST)
+        .and_then(Json::as_str)
+        .is_some_and(|d| d == native_digest(server, codex))
+}
 
 /// Codex-only settings carried by their config key as the option id (no ACP adapter has them).
 const PLAIN_SETTINGS: &[(&str, &[&str])] = &[
@@ -267,6 +372,13 @@ impl Config {
                 continue;
             };
             cfg.remove("name");
+            cfg.remove(NATIVE_DIGEST);
+            if !widening_approvals(&cfg).is_empty() {
+                // The user chose these approvals in Codex, for this server: say so, so that
+                // writing it back (and only it) keeps them.
+                let digest = native_digest(&server, &cfg);
+                cfg.insert(NATIVE_DIGEST.into(), json!(digest));
+            }
             if !cfg.is_empty() {
                 let mut meta = Meta::new();
                 meta.insert("codex".into(), Json::Object(cfg));
@@ -292,18 +404,29 @@ pub enum Merge {
     Refused(String),
 }
 
-/// A variable a value only refers to: `${VAR}`, `$VAR`, `${env:VAR}`.
-fn reference(value: &str) -> Option<&str> {
+/// The environment variable a value is nothing but a reference to: `${NAME}`, `${env:NAME}`
+/// or `$NAME`, with `NAME` a POSIX variable name.
+///
+/// Not [`secrets::is_reference`]: that one asks whether a value holds no secret, so it also
+/// accepts `${input:token}` (an editor prompt, no variable at all), `${NAME:-default}` (a
+/// default Codex has no way to express) and dotted names. Codex can only pass a variable on
+/// by its name (`env_vars`, `bearer_token_env_var`, `env_http_headers`), so it needs the name
+/// and the narrower grammar; values `is_reference` accepts and this does not are left out and
+/// reported.
+fn env_reference(value: &str) -> Option<&str> {
     let v = value.trim();
-    if !secrets::is_reference(v) {
-        return None;
-    }
-    let inner = v
-        .strip_prefix("${")
-        .and_then(|r| r.strip_suffix('}'))
-        .or_else(|| v.strip_prefix('$'))?;
-    let inner = inner.strip_prefix("env:").unwrap_or(inner);
-    (!inner.contains(':')).then_some(inner)
+    let name = match v.strip_prefix("${") {
+        Some(rest) => {
+            let inner = rest.strip_suffix('}')?;
+            inner.strip_prefix("env:").unwrap_or(inner)
+        }
+        None => v.strip_prefix('$')?,
+    };
+    let mut bytes = name.bytes();
+    let first = bytes.next()?;
+    ((first.is_ascii_alphabetic() || first == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+    .then_some(name)
 }
 
 fn redacted(server: &McpServer) -> Vec<String> {
@@ -342,7 +465,7 @@ fn server_table(server: &McpServer) -> Result<(Table, Vec<String>), String> {
                         "env {} was blanked when the bundle was packed (--redact-secrets); set it in [mcp_servers.{name}.env] by hand",
                         nv.name
                     ));
-                } else if let Some(var) = reference(&nv.value) {
+                } else if let Some(var) = env_reference(&nv.value) {
                     if var == nv.name {
                         pass.push(var.to_owned());
                     } else {
@@ -351,6 +474,11 @@ fn server_table(server: &McpServer) -> Result<(Table, Vec<String>), String> {
                             nv.name
                         ));
                     }
+                } else if nv.value.contains("${") || secrets::is_reference(&nv.value) {
+                    notes.push(format!(
+                        "env {} is {:?}, which another agent would expand; Codex passes env values literally, so it was left out",
+                        nv.name, nv.value
+                    ));
                 } else {
                     env.insert(&nv.name, nv.value.as_str().into());
                 }
@@ -378,12 +506,12 @@ fn server_table(server: &McpServer) -> Result<(Table, Vec<String>), String> {
                     && let Some(var) = value
                         .split_once(char::is_whitespace)
                         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-                        .and_then(|(_, rest)| reference(rest))
+                        .and_then(|(_, rest)| env_reference(rest))
                 {
                     extra.insert("bearer_token_env_var".into(), json!(var));
-                } else if let Some(var) = reference(value) {
+                } else if let Some(var) = env_reference(value) {
                     env_headers.insert(h.name.clone(), json!(var));
-                } else if value.contains("${") {
+                } else if value.contains("${") || secrets::is_reference(value) {
                     notes.push(format!(
                         "header {} mixes text and a variable ({value}); Codex cannot expand that, so it was left out",
                         h.name
@@ -410,9 +538,17 @@ fn server_table(server: &McpServer) -> Result<(Table, Vec<String>), String> {
         for (k, v) in codex {
             if allowed.contains(&k.as_str()) {
                 extra.entry(k.clone()).or_insert_with(|| v.clone());
-            } else if k != "bearer_token" {
+            } else if k != "bearer_token" && k != NATIVE_DIGEST {
                 notes.push(format!(
                     "`{k}` is not a key Codex takes for this transport; left out"
+                ));
+            }
+        }
+        if !is_native_record(server, codex) {
+            for (key, value) in widening_approvals(codex) {
+                drop_setting(&mut extra, &key);
+                notes.push(format!(
+                    "`{key} = {value}` would let Codex run this server's tools without asking, and the server does not come unchanged from a Codex config.toml; left out (set it by hand if you trust the server)"
                 ));
             }
         }
@@ -425,10 +561,40 @@ fn server_table(server: &McpServer) -> Result<(Table, Vec<String>), String> {
     Ok((t, notes))
 }
 
+/// Removes `default_tools_approval_mode` or `tools.<tool>.approval_mode` (and a tool table
+/// left empty) from the keys to write.
+fn drop_setting(extra: &mut Map<String, Json>, key: &str) {
+    if key == "default_tools_approval_mode" {
+        extra.remove(key);
+        return;
+    }
+    let Some(Json::Object(tools)) = extra.get_mut("tools") else {
+        return;
+    };
+    let tool = key
+        .strip_prefix("tools.")
+        .and_then(|k| k.strip_suffix(".approval_mode"))
+        .unwrap_or_default();
+    if let Some(Json::Object(cfg)) = tools.get_mut(tool) {
+        cfg.remove("approval_mode");
+        if cfg.is_empty() {
+            tools.remove(tool);
+        }
+    }
+    if tools.is_empty() {
+        extra.remove("tools");
+    }
+}
+
 impl Config {
     /// Adds `server` as `[mcp_servers.<name>]` unless a server of that name is there.
     pub fn merge_mcp(&mut self, server: &McpServer) -> Merge {
         let name = server.name();
+        if !is_valid_server_name(name) {
+            return Merge::Refused(format!(
+                "MCP server {name:?}: Codex starts only servers named with letters, digits, `_` and `-`; left out"
+            ));
+        }
         let (table, notes) = match server_table(server) {
             Ok(t) => t,
             Err(reason) => return Merge::Refused(reason),
@@ -626,5 +792,113 @@ mod tests {
         let out = c.doc.to_string();
         assert!(out.starts_with("model = \"gpt-5.5\"\nmodel_reasoning_effort = \"high\"\napproval_policy = \"on-request\"\nsandbox_mode = \"workspace-write\"\n"), "{out}");
         assert!(out.contains("[profiles.x]\nmodel = \"o3\""), "{out}");
+    }
+
+    #[test]
+    fn a_server_name_codex_would_not_start_is_not_written() {
+        let mut c = config("");
+        for bad in ["my docs.v2", "docs.v2", "d\u{f6}cs", ""] {
+            let s: McpServer = serde_json::from_value(
+                json!({"name": bad, "command": "npx", "args": [], "env": []}),
+            )
+            .unwrap();
+            assert!(
+                matches!(c.merge_mcp(&s), Merge::Refused(r) if r.contains("letters, digits")),
+                "{bad:?}"
+            );
+        }
+        assert!(!c.changed(), "{}", c.doc);
+        let ok: McpServer = serde_json::from_value(
+            json!({"name": "my_docs-v2", "command": "npx", "args": [], "env": []}),
+        )
+        .unwrap();
+        assert!(matches!(c.merge_mcp(&ok), Merge::Added { .. }));
+    }
+
+    #[test]
+    fn approvals_that_skip_asking_travel_only_with_the_server_codex_approved() {
+        let codex_home = config(
+            "[mcp_servers.docs]\ncommand = \"npx\"\nargs = [\"docs-mcp\"]\nenv = { TOKEN = \"t\" }\n\
+             default_tools_approval_mode = \"approve\"\n\
+             [mcp_servers.docs.tools.search]\napproval_mode = \"approve\"\nenabled = true\n\
+             [mcp_servers.plain]\ncommand = \"x\"\ndefault_tools_approval_mode = \"prompt\"\n",
+        );
+        let servers = codex_home.mcp_servers(&Diagnostics::new(), false);
+        let docs = servers[0].clone();
+        let codex = &docs.meta().unwrap()["codex"];
+        assert!(codex[NATIVE_DIGEST].is_string(), "{codex}");
+        assert!(
+            servers[1].meta().unwrap()["codex"]
+                .get(NATIVE_DIGEST)
+                .is_none(),
+            "`prompt` asks more, not less: nothing to vouch for"
+        );
+
+        // Back into a Codex home: the approvals go with it.
+        let mut c = config("");
+        assert_eq!(c.merge_mcp(&docs), Merge::Added { notes: vec![] });
+        let out = c.doc.to_string();
+        assert!(
+            out.contains("default_tools_approval_mode = \"approve\""),
+            "{out}"
+        );
+        assert!(out.contains("approval_mode = \"approve\""), "{out}");
+        assert!(!out.contains(NATIVE_DIGEST), "{out}");
+        // Read back, the record is the same.
+        assert_eq!(c.mcp_servers(&Diagnostics::new(), false)[0], docs);
+
+        // The same approvals on a server from elsewhere, or on this one with another program:
+        // left out and reported; everything else is written.
+        let mut foreign = serde_json::to_value(&docs).unwrap();
+        foreign["_meta"]["codex"]
+            .as_object_mut()
+            .unwrap()
+            .remove(NATIVE_DIGEST);
+        let mut changed = serde_json::to_value(&docs).unwrap();
+        changed["command"] = json!("curl");
+        for v in [foreign, changed] {
+            let s: McpServer = serde_json::from_value(v).unwrap();
+            let mut c = config("");
+            let Merge::Added { notes } = c.merge_mcp(&s) else {
+                panic!()
+            };
+            assert_eq!(notes.len(), 2, "{notes:?}");
+            assert!(
+                notes[0].contains("default_tools_approval_mode"),
+                "{notes:?}"
+            );
+            assert!(notes[1].contains("tools.search.approval_mode"), "{notes:?}");
+            let out = c.doc.to_string();
+            assert!(!out.contains("approve"), "{out}");
+            assert!(out.contains("enabled = true"), "{out}");
+        }
+    }
+
+    #[test]
+    fn only_plain_variables_are_passed_on_by_name() {
+        for (v, name) in [
+            ("${TOKEN}", "TOKEN"),
+            ("$TOKEN", "TOKEN"),
+            ("${env:_T1}", "_T1"),
+        ] {
+            assert_eq!(env_reference(v), Some(name), "{v}");
+            assert!(secrets::is_reference(v), "{v}");
+        }
+        // References that hold no secret, but that Codex has no variable name for.
+        for v in ["${input:token}", "${TOKEN:-x}", "${a.b}", "${1X}"] {
+            assert_eq!(env_reference(v), None, "{v}");
+        }
+        let s: McpServer = serde_json::from_value(json!({"name": "s", "command": "x", "args": [],
+            "env": [{"name": "A", "value": "${input:tok}"}, {"name": "B", "value": "pre-${B}"},
+                    {"name": "C", "value": "${C}"}, {"name": "D", "value": "plain"}]}))
+        .unwrap();
+        let mut c = config("");
+        let Merge::Added { notes } = c.merge_mcp(&s) else {
+            panic!()
+        };
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        let out = c.doc.to_string();
+        assert!(out.contains("env = { D = \"plain\" }"), "{out}");
+        assert!(out.contains("env_vars = [\"C\"]"), "{out}");
     }
 }

@@ -30,8 +30,9 @@ pub struct SessionIndex {
 }
 
 impl SessionIndex {
-    /// Reads the index of `codex_home`; a missing file is an empty index, a damaged line is
-    /// reported and skipped.
+    /// Reads the index of `codex_home`; a missing file is an empty index. The file is read
+    /// byte-wise: a damaged line (not UTF-8, not JSON, no id and name) is reported with its line
+    /// and skipped, and an I/O error part-way keeps what was read before it.
     pub fn load(codex_home: &Path, diagnostics: &Diagnostics) -> Result<Self, ConvertError> {
         let path = codex_home.join(FILE);
         let mut index = SessionIndex {
@@ -43,19 +44,35 @@ impl SessionIndex {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(index),
             Err(e) => return Err(ConvertError::io(&path)(e)),
         };
-        for (i, line) in BufReader::new(file).lines().enumerate() {
-            let line = line.map_err(ConvertError::io(&path))?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let v: Value = match serde_json::from_str(&line) {
-                Ok(v) => v,
+        let mut reader = BufReader::new(file);
+        let mut buf = Vec::new();
+        let mut n: u64 = 0;
+        loop {
+            buf.clear();
+            n += 1;
+            match reader.read_until(b'\n', &mut buf) {
+                Ok(0) => break,
+                Ok(_) => {}
                 Err(e) => {
                     diagnostics.skipped(
                         &path,
-                        Some(i as u64 + 1),
-                        format!("not JSON ({e}); skipped"),
+                        Some(n),
+                        format!("cannot be read from here on ({e}); the rest is skipped"),
                     );
+                    break;
+                }
+            }
+            let Ok(line) = std::str::from_utf8(&buf) else {
+                diagnostics.skipped(&path, Some(n), "not UTF-8; skipped");
+                continue;
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            let v: Value = match serde_json::from_str(line) {
+                Ok(v) => v,
+                Err(e) => {
+                    diagnostics.skipped(&path, Some(n), format!("not JSON ({e}); skipped"));
                     continue;
                 }
             };
@@ -63,11 +80,7 @@ impl SessionIndex {
                 v.get("id").and_then(Value::as_str),
                 v.get("thread_name").and_then(Value::as_str),
             ) else {
-                diagnostics.skipped(
-                    &path,
-                    Some(i as u64 + 1),
-                    "no `id` and `thread_name`; skipped",
-                );
+                diagnostics.skipped(&path, Some(n), "no `id` and `thread_name`; skipped");
                 continue;
             };
             if name.trim().is_empty() {
@@ -124,5 +137,27 @@ impl SessionIndex {
             at: Some(now),
         });
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_reported_and_the_others_are_read() {
+        let home = tempfile::tempdir().unwrap();
+        let mut bytes = b"{\"id\":\"a\",\"thread_name\":\"\xff\"}\n".to_vec();
+        bytes.extend_from_slice(b"{\"id\":\"b\",\"thread_name\":\"Bee\"}\n");
+        std::fs::write(home.path().join(FILE), bytes).unwrap();
+        let d = Diagnostics::new();
+        let index = SessionIndex::load(home.path(), &d).unwrap();
+        assert_eq!(index.name("a"), None);
+        assert_eq!(index.name("b"), Some("Bee"));
+        let items = d.items();
+        assert_eq!(items.len(), 1, "{items:?}");
+        assert_eq!(items[0].line, Some(1));
+        assert_eq!(items[0].file, Some(home.path().join(FILE)));
+        assert!(items[0].message.contains("not UTF-8"), "{}", items[0]);
     }
 }

@@ -71,6 +71,18 @@ pub fn read(
                 continue;
             }
         };
+        // Notes are text; the export and directory forms hold them as such.
+        if let Err(e) = std::str::from_utf8(&bytes) {
+            diagnostics.skipped(
+                entry.path(),
+                None,
+                format!(
+                    "not UTF-8 text (invalid byte at offset {}); skipped",
+                    e.valid_up_to()
+                ),
+            );
+            continue;
+        }
         notes.push(MemoryNote {
             origin: Origin {
                 harness: Some(harness.clone()),

@@ -96,7 +96,8 @@ impl Harness for Codex {
             ctx.progress.finish();
         }
         if wants(StateKind::Instructions) {
-            state.instructions = agents::read_instructions(&paths.codex, ctx.blobs)?;
+            state.instructions =
+                agents::read_instructions(&paths.codex, ctx.blobs, ctx.diagnostics)?;
         }
         if wants(StateKind::Skills) {
             state.skills = Some(agents::read_skills(

@@ -35,15 +35,17 @@ pub struct RolloutFile {
     pub name_id: Option<String>,
 }
 
-/// The thread UUID of a rollout file name `rollout-<time>-<uuid>.jsonl[.zst]`.
+/// The thread UUID of a rollout file name `rollout-<time>-<uuid>.jsonl[.zst]`. Any name
+/// (non-ASCII included) is safe to ask about: the last 36 bytes are taken only when they are
+/// whole characters.
 pub fn id_from_name(name: &str) -> Option<String> {
     let stem = name
         .strip_suffix(".jsonl.zst")
         .or_else(|| name.strip_suffix(".jsonl"))?;
-    if !stem.starts_with("rollout-") || stem.len() < 36 {
+    if !stem.starts_with("rollout-") {
         return None;
     }
-    let id = &stem[stem.len() - 36..];
+    let id = stem.get(stem.len().checked_sub(36)?..)?;
     is_uuid(id).then(|| id.to_owned())
 }
 
@@ -77,6 +79,17 @@ pub fn discover(codex_home: &Path, diagnostics: &Diagnostics) -> Vec<RolloutFile
                 continue;
             }
             let Some(name) = entry.file_name().to_str() else {
+                if entry
+                    .file_name()
+                    .as_encoded_bytes()
+                    .starts_with(b"rollout-")
+                {
+                    diagnostics.skipped(
+                        entry.path(),
+                        None,
+                        "named like a rollout, but the name is not valid UTF-8 (Codex does not list it); skipped",
+                    );
+                }
                 continue;
             };
             if name.starts_with("rollout-") && name.ends_with(".json") {
@@ -90,6 +103,16 @@ pub fn discover(codex_home: &Path, diagnostics: &Diagnostics) -> Vec<RolloutFile
             if !is_rollout_name(name) {
                 continue;
             }
+            // Codex lists a rollout by the thread UUID at the end of its name
+            // (`parse_timestamp_uuid_from_filename`); a file without one is not a thread.
+            let Some(name_id) = id_from_name(name) else {
+                diagnostics.skipped(
+                    entry.path(),
+                    None,
+                    "named like a rollout, but the name does not end in a thread UUID (Codex does not list it); skipped",
+                );
+                continue;
+            };
             let compressed = name.ends_with(".zst");
             if compressed && entry.path().with_extension("").is_file() {
                 // `x.jsonl.zst` beside `x.jsonl`: Codex reads the plain one.
@@ -98,13 +121,24 @@ pub fn discover(codex_home: &Path, diagnostics: &Diagnostics) -> Vec<RolloutFile
             let Ok(rel) = entry.path().strip_prefix(codex_home) else {
                 continue;
             };
-            let rel: Vec<&str> = rel.iter().filter_map(|c| c.to_str()).collect();
+            let Some(rel) = rel
+                .iter()
+                .map(|c| c.to_str())
+                .collect::<Option<Vec<&str>>>()
+            else {
+                diagnostics.skipped(
+                    entry.path(),
+                    None,
+                    "the path of this rollout is not valid UTF-8; skipped",
+                );
+                continue;
+            };
             out.push(RolloutFile {
                 path: entry.path().to_path_buf(),
                 rel: rel.join("/"),
                 compressed,
                 archived,
-                name_id: id_from_name(name),
+                name_id: Some(name_id),
             });
         }
     }
@@ -431,5 +465,37 @@ mod tests {
         );
         assert_eq!(id_from_name("rollout-x.jsonl"), None);
         assert_eq!(id_from_name("notes.jsonl"), None);
+    }
+
+    #[test]
+    fn any_file_name_is_safe_to_ask_about() {
+        // 36 bytes from the end fall inside a three-byte character here.
+        let name = format!("rollout-a{}b.jsonl", "\u{20ac}".repeat(12));
+        assert_eq!(id_from_name(&name), None);
+        assert_eq!(id_from_name("rollout-\u{e9}.jsonl"), None);
+        assert_eq!(
+            id_from_name("rollout-\u{e9}-01a21382-12a0-7552-982b-fe8c17c720e1.jsonl").as_deref(),
+            Some("01a21382-12a0-7552-982b-fe8c17c720e1")
+        );
+    }
+
+    #[test]
+    fn a_file_named_like_a_rollout_without_a_thread_id_is_reported_not_read() {
+        let home = tempfile::tempdir().unwrap();
+        let day = home.path().join("sessions/2026/01/01");
+        std::fs::create_dir_all(&day).unwrap();
+        let odd = day.join(format!("rollout-a{}b.jsonl", "\u{20ac}".repeat(12)));
+        std::fs::write(&odd, "{}\n").unwrap();
+        let good =
+            day.join("rollout-2026-01-01T00-00-00-01a21382-12a0-7552-982b-fe8c17c720e1.jsonl");
+        std::fs::write(&good, "{}\n").unwrap();
+        let d = Diagnostics::new();
+        let found = discover(home.path(), &d);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].path, good);
+        let items = d.items();
+        assert_eq!(items.len(), 1, "{items:?}");
+        assert_eq!(items[0].file.as_deref(), Some(odd.as_path()));
+        assert!(items[0].message.contains("thread UUID"), "{}", items[0]);
     }
 }

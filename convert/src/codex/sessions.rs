@@ -229,28 +229,60 @@ pub fn read_all(paths: &Paths, ctx: &ReadContext<'_>) -> Result<Vec<Session>, Co
             (format!("Codex thread {id}"), "none")
         };
 
-        let native_rel = RelPath::new(&format!(".codex/{}", f.rel))
-            .map_err(|e| ConvertError::invalid(&f.path, e.to_string()))?;
-        let Some(mut raw) = skip_unreadable(
-            File::open(&f.path).map_err(ConvertError::io(&f.path)),
-            f,
-            diagnostics,
-        )?
-        else {
-            continue;
-        };
-        // A rollout is copied as it is on disk; an I/O error here (not a blob error) skips it.
-        let content = match ctx.blobs.put_reader(&mut raw) {
-            Ok(d) => d,
-            Err(asp_format::blob::BlobError::Other(e)) => {
-                diagnostics.skipped(&f.path, None, format!("cannot be read ({e}); skipped"));
-                continue;
+        // The rollout, byte for byte, as the session's native file: only when the caller wants
+        // native files, and only under a path every platform can hold. Without it the
+        // conversation is still carried (and would be written back as a built rollout).
+        let rel = format!(".codex/{}", f.rel);
+        let native_rel = match RelPath::new(&rel) {
+            Ok(p) => Some(p),
+            Err(e) if ctx.options.native => {
+                diagnostics.skipped(
+                    &f.path,
+                    None,
+                    format!("the rollout file itself is not carried ({e}); its conversation is"),
+                );
+                None
             }
-            Err(e) => return Err(e.into()),
+            Err(_) => None,
+        };
+        let native = match native_rel.filter(|_| ctx.options.native) {
+            None => None,
+            Some(path) => {
+                let Some(mut raw) = skip_unreadable(
+                    File::open(&f.path).map_err(ConvertError::io(&f.path)),
+                    f,
+                    diagnostics,
+                )?
+                else {
+                    continue;
+                };
+                // A rollout is copied as it is on disk; an I/O error here (not a blob error)
+                // skips it.
+                let content = match ctx.blobs.put_reader(&mut raw) {
+                    Ok(d) => d,
+                    Err(asp_format::blob::BlobError::Other(e)) => {
+                        diagnostics.skipped(
+                            &f.path,
+                            None,
+                            format!("cannot be read ({e}); skipped"),
+                        );
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                Some(Native {
+                    harness: harness.clone(),
+                    files: vec![FileEntry {
+                        path,
+                        executable: false,
+                        content,
+                    }],
+                })
+            }
         };
 
         let mut codex = json!({
-            "rolloutPath": native_rel.as_str(),
+            "rolloutPath": rel,
             "format": format_of(f, diagnostics),
             "titleSource": source,
         });
@@ -280,14 +312,7 @@ pub fn read_all(paths: &Paths, ctx: &ReadContext<'_>) -> Result<Vec<Session>, Co
                 .or(survey.cwd_hint.clone()),
             updated_at: updated.map(time::format_millis),
             updates: outcome.updates,
-            native: Some(Native {
-                harness: harness.clone(),
-                files: vec![FileEntry {
-                    path: native_rel,
-                    executable: false,
-                    content,
-                }],
-            }),
+            native,
             meta: Some(meta),
         });
     }

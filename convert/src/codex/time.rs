@@ -1,6 +1,6 @@
 //! The time shapes of Codex file names, on top of [`crate::time`].
 
-pub use crate::time::{Nanos, format_millis, format_nanos, millis, now, parse, secs};
+pub use crate::time::{Nanos, format_millis, format_nanos, from_millis, millis, now, parse, secs};
 
 use crate::time::civil;
 

@@ -6,14 +6,18 @@
 //! - Any other session is built into a new rollout ([`super::build`]).
 //! - A thread id already in the home with the same content: "already there". With different
 //!   content: the session is kept beside it as `<thread>~<harness>`, which for Codex means a
-//!   new UUID (derived from `<id>~<harness>`, so importing it again finds it), reported in the
-//!   answer's session map.
+//!   new UUID (derived from `<id>~<harness>` and the digest of the content, so importing it
+//!   again finds it), reported in the answer's session map.
+//! - No id, file name or line depends on when the import runs: times come from the content
+//!   (else from the id, else the epoch), so a second import of the same session finds the
+//!   first one.
 //! - Then the thread is named in `session_index.jsonl` and, where Codex keeps a
 //!   `state_<N>.sqlite`, given a row in its `threads` table.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use asp_format::Digest;
 use asp_format::blob::BlobSource;
 use asp_format::state::Session;
 use asp_format::update::UpdateLines;
@@ -23,7 +27,7 @@ use serde_json::Value;
 use super::build::{self, Built, Defaults, Source};
 use super::ids;
 use super::index::SessionIndex;
-use super::rollout::{self, ARCHIVED_DIR, Lines, SESSIONS_DIR};
+use super::rollout::{self, ARCHIVED_DIR, Kind, Lines, SESSIONS_DIR};
 use super::settings::TurnSettings;
 use super::state_db::{self, Insert, Row};
 use super::survey::{Survey, str_at};
@@ -181,6 +185,17 @@ impl<'a> SessionWriter<'a> {
         if rewritten {
             jsonl = map_lines(self.path_map, &jsonl);
         }
+        let diagnostics = self.diagnostics;
+        let survey = |text: &[u8], path: &Path| {
+            Survey::of_lines(
+                Lines::from_reader(Box::new(std::io::Cursor::new(text.to_vec())), path, false),
+                &[],
+                diagnostics,
+            )
+        };
+        // What a copy's id is derived from: never the time of the import.
+        let digest = Digest::of(&jsonl);
+        let mut copy_ms = ids::v7_millis(&name_id);
         for attempt in 0..=MAX_COPIES {
             let (id, rel, bytes, text) = if attempt == 0 {
                 let rel = if rewritten {
@@ -195,14 +210,18 @@ impl<'a> SessionWriter<'a> {
                 };
                 (name_id.clone(), rel, bytes, jsonl.clone())
             } else {
-                let id = copy_id(&name_id, NAME, attempt);
-                let text = String::from_utf8_lossy(&jsonl)
-                    .replace(&name_id, &id)
-                    .into_bytes();
-                let rel = format!(
-                    "{dir}/{}",
-                    file.replace(&name_id, &id).trim_end_matches(".zst")
-                );
+                let ms = *copy_ms.get_or_insert_with(|| {
+                    survey(&jsonl, Path::new(&stored_rel))
+                        .first_time
+                        .map_or(0, time::millis)
+                });
+                let id = copy_id(&name_id, NAME, &digest, ms, attempt);
+                let text = with_thread_id(&jsonl, &name_id, &id);
+                let plain = file.trim_end_matches(".zst");
+                let stem = plain
+                    .strip_suffix(&format!("{name_id}.jsonl"))
+                    .unwrap_or("rollout-");
+                let rel = format!("{dir}/{stem}{id}.jsonl");
                 (id, rel, text.clone(), text)
             };
             match self.compare(&id, &text) {
@@ -228,11 +247,7 @@ impl<'a> SessionWriter<'a> {
                     format!("a different version of thread {name_id} is already in this Codex home; this one was kept beside it as thread {id}"),
                 );
             }
-            let survey = Survey::of_lines(
-                Lines::from_reader(Box::new(std::io::Cursor::new(text)), &path, false),
-                &[],
-                self.diagnostics,
-            );
+            let survey = survey(&text, &path);
             let named = session
                 .meta
                 .as_ref()
@@ -282,17 +297,30 @@ impl<'a> SessionWriter<'a> {
             .as_ref()
             .map_or("asp", |h| h.as_str())
             .to_owned();
+        let sid = session.id.as_str();
+        // The thread's time names its file and (for a derived id) leads its id, so it must come
+        // from the session itself: its first recorded time, else `updatedAt`, else the time in a
+        // UUIDv7 id, else the epoch. The time of the import would make every import a new thread.
         let fallback = session
             .updated_at
             .as_deref()
             .and_then(time::parse)
-            .unwrap_or_else(time::now);
-        let start = build::start_time(&items, fallback);
+            .or_else(|| ids::v7_millis(sid).map(time::from_millis));
+        let start = match build::first_time(&items).or(fallback) {
+            Some(t) => t,
+            None => {
+                self.diagnostics.note(
+                    Path::new(sid),
+                    None,
+                    "the session carries no time; it was dated 1970-01-01 (the same every time, so importing it again finds it)",
+                );
+                0
+            }
+        };
         let cwd = session
             .cwd
             .clone()
             .unwrap_or_else(|| self.paths.home.display().to_string());
-        let sid = session.id.as_str();
         let base = if ids::is_uuid(sid) {
             sid.to_owned()
         } else {
@@ -301,6 +329,7 @@ impl<'a> SessionWriter<'a> {
                 format!("asp\0{harness}\0{sid}").as_bytes(),
             )
         };
+        let copy_ms = ids::v7_millis(&base).unwrap_or_else(|| time::millis(start));
         let mut id = base.clone();
         let mut attempt = 0;
         let built = loop {
@@ -324,7 +353,7 @@ impl<'a> SessionWriter<'a> {
                             "session {sid}: too many different versions are already in this Codex home"
                         )));
                     }
-                    id = copy_id(&base, &harness, attempt);
+                    id = copy_id(&base, &harness, &session.updates.digest, copy_ms, attempt);
                 }
             }
         };
@@ -391,29 +420,110 @@ impl<'a> SessionWriter<'a> {
     }
 }
 
-/// The id of the `attempt`-th copy of thread `id` kept beside a different version.
-fn copy_id(id: &str, harness: &str, attempt: u32) -> String {
-    let ms = ids::v7_millis(id).unwrap_or_else(|| time::millis(time::now()));
-    let seed = if attempt == 1 {
-        format!("{id}~{harness}")
-    } else {
-        format!("{id}~{harness}~{attempt}")
-    };
-    ids::derive_v7(ms, seed.as_bytes())
+/// The id of a copy of thread `id` kept beside a different version: a UUIDv7 with the time
+/// `millis` (the thread's own), derived from the id, the harness the copy came from and the
+/// digest of its content. The same content always gets the same copy id, so importing it again
+/// finds it, and two different versions get two ids whatever order they come in. `attempt`
+/// (from 1) only moves past an id that is somehow taken by yet other content.
+fn copy_id(id: &str, harness: &str, content: &Digest, millis: i64, attempt: u32) -> String {
+    let mut seed = format!("{id}~{harness}\0{}", content.hex());
+    if attempt > 1 {
+        seed.push_str(&format!("\0{attempt}"));
+    }
+    ids::derive_v7(millis, seed.as_bytes())
 }
 
-fn map_lines(map: &PathMap, jsonl: &[u8]) -> Vec<u8> {
-    let text = String::from_utf8_lossy(jsonl);
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        let (body, nl) = match line.strip_suffix('\n') {
-            Some(b) => (b, "\n"),
-            None => (line, ""),
-        };
-        out.push_str(&map.map_json_line(body));
-        out.push_str(nl);
+/// Keys whose value, wherever it is in a rollout line, names the line's own thread
+/// (`session_meta.session_id`, the `thread_id` of events and `token_usage_record`s, ...).
+const THREAD_ID_KEYS: &[&str] = &[
+    "thread_id",
+    "session_id",
+    "conversation_id",
+    "threadId",
+    "sessionId",
+    "conversationId",
+];
+
+/// Replaces `old` by `new` in `v` where it is the value of a thread-id key; `meta` also
+/// replaces the session meta's own `id`. Says whether anything changed.
+fn replace_thread_id(v: &mut Value, old: &str, new: &str, meta: bool) -> bool {
+    let mut changed = false;
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o.iter_mut() {
+                let is_id = THREAD_ID_KEYS.contains(&k.as_str()) || (meta && k == "id");
+                if is_id && x.as_str() == Some(old) {
+                    *x = Value::String(new.to_owned());
+                    changed = true;
+                } else {
+                    changed |= replace_thread_id(x, old, new, false);
+                }
+            }
+        }
+        Value::Array(a) => {
+            for x in a {
+                changed |= replace_thread_id(x, old, new, false);
+            }
+        }
+        _ => {}
     }
-    out.into_bytes()
+    changed
+}
+
+/// The rollout `jsonl` of thread `old` as the rollout of thread `new`: the id is replaced
+/// only where it is a value that names the thread (the session meta's `id`, and
+/// [`THREAD_ID_KEYS`]), never inside text (a message quoting the id keeps it). Lines that do
+/// not hold the id, lines that are not JSON and bytes that are not UTF-8 stay byte for byte.
+fn with_thread_id(jsonl: &[u8], old: &str, new: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(jsonl.len());
+    let mut first = true;
+    for line in jsonl.split_inclusive(|b| *b == b'\n') {
+        let body = line.strip_suffix(b"\n").unwrap_or(line);
+        let body = body.strip_suffix(b"\r").unwrap_or(body);
+        let is_first = first;
+        first = first && body.trim_ascii().is_empty();
+        let holds_id = !old.is_empty() && body.windows(old.len()).any(|w| w == old.as_bytes());
+        if holds_id && let Ok(mut v) = serde_json::from_slice::<Value>(body) {
+            let meta = rollout::normalise(0, v.clone(), is_first)
+                .is_some_and(|r| r.kind == Kind::SessionMeta);
+            let envelope =
+                v.get("type").is_some_and(Value::is_string) && v.get("payload").is_some();
+            let changed = if envelope {
+                // `{timestamp, type, payload}`: the meta's own id is `payload.id`.
+                let own = meta && v["payload"].get("id").and_then(Value::as_str) == Some(old);
+                if own {
+                    v["payload"]["id"] = Value::String(new.to_owned());
+                }
+                replace_thread_id(&mut v, old, new, false) | own
+            } else {
+                // The transitional and early flat forms keep the meta at the top level.
+                replace_thread_id(&mut v, old, new, meta)
+            };
+            if changed {
+                out.extend_from_slice(v.to_string().as_bytes());
+                out.extend_from_slice(&line[body.len()..]);
+                continue;
+            }
+        }
+        out.extend_from_slice(line);
+    }
+    out
+}
+
+/// `--map-path` over a rollout's lines. Lines that are not UTF-8 (or not JSON) stay as they are.
+fn map_lines(map: &PathMap, jsonl: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(jsonl.len());
+    for line in jsonl.split_inclusive(|b| *b == b'\n') {
+        let body = line.strip_suffix(b"\n").unwrap_or(line);
+        match std::str::from_utf8(body) {
+            Ok(text) => {
+                out.extend_from_slice(map.map_json_line(text).as_bytes());
+                out.extend_from_slice(&line[body.len()..]);
+            }
+            Err(_) => out.extend_from_slice(line),
+        }
+    }
+    out
 }
 
 fn summary_of(
@@ -430,7 +540,12 @@ fn summary_of(
         Some(v) if !v.is_null() => v.to_string(),
         _ => "cli".to_owned(),
     };
-    let created = survey.first_time.unwrap_or_else(time::now);
+    // The index row's times: the rollout's own, else the id's (an index row is no identity,
+    // but it should not claim the thread started at the import either).
+    let created = survey
+        .first_time
+        .or_else(|| ids::v7_millis(id).map(time::from_millis))
+        .unwrap_or_else(time::now);
     Summary {
         id: id.to_owned(),
         path: path.to_path_buf(),
@@ -560,4 +675,95 @@ fn row(s: &Summary) -> Row {
         opt((!s.originator.is_empty()).then_some(s.originator.as_str())),
     );
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OLD: &str = "01a1f83a-cfc8-7f41-a357-d22735d28371";
+    const NEW: &str = "01a1f83a-cfc8-7aaa-8aaa-aaaaaaaaaaaa";
+
+    #[test]
+    fn a_copy_names_its_own_thread_only_where_the_id_is_a_value() {
+        let meta = format!(
+            r#"{{"timestamp":"t","type":"session_meta","payload":{{"id":"{OLD}","session_id":"{OLD}","forked_from_id":"x","cwd":"/p"}}}}"#
+        );
+        let said = format!(
+            r#"{{"timestamp":"t","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"resume {OLD} please"}}]}}}}"#
+        );
+        let event = format!(
+            r#"{{"timestamp":"t","type":"event_msg","payload":{{"type":"thread_name_updated","thread_id":"{OLD}","thread_name":"n"}}}}"#
+        );
+        let mut jsonl = Vec::new();
+        for l in [&meta, &said, &event] {
+            jsonl.extend_from_slice(l.as_bytes());
+            jsonl.push(b'\n');
+        }
+        // A line that is not JSON, with bytes that are not UTF-8, mentioning the id.
+        let damaged = [b"{not json " as &[u8], OLD.as_bytes(), b" \xff\xfe\r\n"].concat();
+        jsonl.extend_from_slice(&damaged);
+        jsonl.extend_from_slice(event.as_bytes()); // cut off: no final newline
+
+        let out = with_thread_id(&jsonl, OLD, NEW);
+        let lines: Vec<&[u8]> = out.split_inclusive(|b| *b == b'\n').collect();
+        assert_eq!(lines.len(), 5);
+        let v: Value = serde_json::from_slice(lines[0]).unwrap();
+        assert_eq!(v["payload"]["id"], NEW);
+        assert_eq!(v["payload"]["session_id"], NEW);
+        assert_eq!(v["payload"]["forked_from_id"], "x");
+        assert_eq!(
+            lines[1],
+            format!("{said}\n").as_bytes(),
+            "text that quotes the id is the user's words: kept byte for byte"
+        );
+        let v: Value = serde_json::from_slice(lines[2]).unwrap();
+        assert_eq!(v["payload"]["thread_id"], NEW);
+        assert_eq!(lines[3], damaged.as_slice(), "kept byte for byte");
+        assert!(!lines[4].ends_with(b"\n"));
+        let v: Value = serde_json::from_slice(lines[4]).unwrap();
+        assert_eq!(v["payload"]["thread_id"], NEW);
+    }
+
+    #[test]
+    fn the_early_flat_meta_is_renamed_too() {
+        let jsonl = format!(
+            "{{\"id\":\"{OLD}\",\"timestamp\":\"2025-06-12T10:15:30.000Z\",\"instructions\":null}}\n{{\"type\":\"message\",\"role\":\"user\",\"id\":\"{OLD}\",\"content\":[]}}\n"
+        );
+        let out = String::from_utf8(with_thread_id(jsonl.as_bytes(), OLD, NEW)).unwrap();
+        let lines: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[0]["id"], NEW);
+        assert_eq!(
+            lines[1]["id"], OLD,
+            "an item's `id` is the item's, not the thread's"
+        );
+    }
+
+    #[test]
+    fn copy_ids_come_from_the_id_the_harness_and_the_content_never_the_clock() {
+        let a = Digest::of(b"one version");
+        let b = Digest::of(b"another version");
+        let id = "da41f528-2d0a-4f84-8acd-fe5d7087734b";
+        let first = copy_id(id, "claude-code", &a, 1_795_269_800_300, 1);
+        assert_eq!(first, copy_id(id, "claude-code", &a, 1_795_269_800_300, 1));
+        assert_eq!(ids::v7_millis(&first), Some(1_795_269_800_300));
+        assert_ne!(first, copy_id(id, "claude-code", &b, 1_795_269_800_300, 1));
+        assert_ne!(first, copy_id(id, "gemini", &a, 1_795_269_800_300, 1));
+        assert_ne!(first, copy_id(id, "claude-code", &a, 1_795_269_800_300, 2));
+    }
+
+    #[test]
+    fn map_path_keeps_lines_that_are_not_utf8() {
+        let mut map = PathMap::default();
+        map.add("/home/dev=/home/me").unwrap();
+        let jsonl = b"{\"cwd\":\"/home/dev/x\"}\n{\"cwd\":\"/home/dev/\xff\"}\n";
+        let out = map_lines(&map, jsonl);
+        assert_eq!(
+            out,
+            b"{\"cwd\":\"/home/me/x\"}\n{\"cwd\":\"/home/dev/\xff\"}\n".to_vec()
+        );
+    }
 }
