@@ -8,8 +8,9 @@
 //! Writing: a note goes to the memory folder of its origin's project (or, for a note Claude
 //! Code kept, the folder it came from), and gets a `MEMORY.md` index line if none links to it,
 //! because Claude Code only loads the index. A carried `MEMORY.md` is merged line by line into
-//! the one there. A tombstone removes the note and every index line linking to it. An existing
-//! note with different text is never replaced.
+//! the one there. A tombstone removes the note (a Markdown file, only if it is there; what was
+//! removed is reported) and every index line linking to it; `MEMORY.md` itself is never
+//! removed. An existing note with different text is never replaced.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -26,6 +27,7 @@ use super::HARNESS;
 use super::layout::{self, Layout, bucket_matches};
 use crate::fsops::{Created, Writer};
 use crate::harness::{ConvertError, ReadContext};
+use crate::report::Diagnostics;
 use crate::skills::{parse_front_matter, split_front_matter};
 
 const INDEX: &str = "MEMORY.md";
@@ -206,6 +208,7 @@ pub fn write(
     notes: &[MemoryNote],
     blobs: &dyn BlobSource,
     answer: &mut ImportAnswer,
+    diagnostics: &Diagnostics,
 ) -> Result<(), ConvertError> {
     let mut folders: BTreeMap<PathBuf, Folder> = BTreeMap::new();
     let mut any = notes.is_empty();
@@ -217,6 +220,29 @@ pub fn write(
                 continue;
             }
         };
+        let is_index = rel.components().last() == Some(INDEX);
+        if n.body == NoteBody::Deleted && is_index {
+            answer.refuse(
+                StateKind::Memory,
+                format!(
+                    "memory note {} is deleted in the carried state, but {} is Claude Code's index of a project's memory, not a note; it was not removed",
+                    n.path,
+                    rel.under(&dir).display()
+                ),
+            );
+            continue;
+        }
+        if n.body == NoteBody::Deleted && !rel.as_str().ends_with(".md") {
+            answer.refuse(
+                StateKind::Memory,
+                format!(
+                    "memory note {} is deleted in the carried state, but {} is not a Markdown note; it was not removed",
+                    n.path,
+                    rel.under(&dir).display()
+                ),
+            );
+            continue;
+        }
         let f = folders.entry(dir).or_default();
         match (n.body, rel.as_str() == INDEX) {
             (NoteBody::Deleted, _) => f.tombstones.push(rel),
@@ -225,7 +251,7 @@ pub fn write(
         }
     }
     for (dir, f) in folders {
-        any |= write_folder(&dir, &f, writer, blobs, answer)?;
+        any |= write_folder(&dir, &f, writer, blobs, answer, diagnostics)?;
     }
     if any {
         answer.take(StateKind::Memory);
@@ -247,6 +273,7 @@ fn write_folder(
     writer: &Writer,
     blobs: &dyn BlobSource,
     answer: &mut ImportAnswer,
+    diagnostics: &Diagnostics,
 ) -> Result<bool, ConvertError> {
     let mut any = false;
     let index_path = dir.join(INDEX);
@@ -314,7 +341,30 @@ fn write_folder(
         }
     }
     for rel in &f.tombstones {
-        writer.remove(&rel.under(dir))?;
+        let path = rel.under(dir);
+        match fs::symlink_metadata(&path) {
+            Ok(m) if m.is_file() => {
+                if writer.remove(&path)? {
+                    diagnostics.note(
+                        &path,
+                        None,
+                        "removed: the carried state deletes this memory note",
+                    );
+                }
+            }
+            Ok(_) => {
+                answer.refuse(
+                    StateKind::Memory,
+                    format!(
+                        "the carried state deletes memory note {rel}, but {} is not a regular file; left as it is",
+                        path.display()
+                    ),
+                );
+                continue;
+            }
+            // Not there: nothing to remove, only index lines.
+            Err(_) => {}
+        }
         if let Some(cur) = index.as_mut()
             && cur.lines().any(|l| links_to(l, rel))
         {

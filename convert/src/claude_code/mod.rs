@@ -127,7 +127,14 @@ impl Harness for ClaudeCode {
             mcp::write(&layout, &writer, tools, &mut answer, ctx.diagnostics)?;
         }
         if let Some(notes) = &state.memory {
-            memory::write(&layout, &writer, notes, ctx.blobs, &mut answer)?;
+            memory::write(
+                &layout,
+                &writer,
+                notes,
+                ctx.blobs,
+                &mut answer,
+                ctx.diagnostics,
+            )?;
         }
         if let Some(s) = &state.settings {
             settings::write(&layout, &writer, s, &mut answer)?;

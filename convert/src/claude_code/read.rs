@@ -3,15 +3,23 @@
 //! Every `projects/<bucket>/<id>.jsonl` is a session. Its subagents (2.1.x:
 //! `<bucket>/<id>/subagents/agent-<agentId>.jsonl` + `.meta.json`; 2.0.x: `agent-<agentId>.jsonl`
 //! beside the session) become sessions of their own, linked both ways through `_meta.asp`. A
-//! session's native files are its transcript and everything under `<bucket>/<id>/`, so restoring
-//! it into Claude Code gives back exactly what was there.
+//! session's native files are its transcript, its subagents' transcripts and `.meta.json`, its
+//! `tool-results/` and its 2.0-era subagent files, so restoring it into Claude Code gives back
+//! exactly what was there; anything else in `<bucket>/<id>/` is reported and left out.
+//!
+//! A transcript is read in two passes, so a large one is never held in memory: the first
+//! streams the file (into its blob too) and keeps a skeleton of each line
+//! ([`super::transcript::Indexer`]); the replay then reads the lines it replays back one at a
+//! time by offset ([`super::transcript::Lines`]). An entry that cannot be read costs only
+//! itself: it is reported and the rest is read.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
-use std::io;
+use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 
 use asp_format::Descriptor;
+use asp_format::blob::BlobError;
 use asp_format::name::{HarnessName, RelPath, SessionId};
 use asp_format::state::{FileEntry, Meta, Native, Session};
 use asp_format::update::UpdateWriter;
@@ -20,17 +28,24 @@ use serde_json::{Value, json};
 use super::HARNESS;
 use super::layout::Layout;
 use super::replay::{self, Source};
-use super::transcript::{self, Record, Tree, str_at};
+use super::transcript::{Index, Indexer, Lines, Record, Tree, str_at};
 use crate::fsops::is_executable;
 use crate::harness::{ConvertError, ReadContext};
+use crate::report::Diagnostics;
+
+/// The folders of `<bucket>/<id>/` Claude Code keeps for a session. Only their files are a
+/// session's native files; the writer restores nothing else (see `write::Allowed`).
+pub const SUBAGENTS: &str = "subagents";
+pub const TOOL_RESULTS: &str = "tool-results";
 
 /// One session transcript found on disk, with the subagent transcripts that belong to it.
 #[derive(Debug, Clone)]
 struct Found {
     stem: String,
     file: PathBuf,
-    /// `<bucket>/<stem>/` when it exists.
-    dir: Option<PathBuf>,
+    /// The files of `<bucket>/<stem>/` that travel with the session (subagent transcripts and
+    /// their `.meta.json`, tool results), sorted by path.
+    side: Vec<PathBuf>,
     subagents: Vec<Subagent>,
 }
 
@@ -43,30 +58,118 @@ struct Subagent {
     legacy: bool,
 }
 
-fn read_dir_sorted(dir: &Path) -> Result<Vec<fs::DirEntry>, ConvertError> {
-    let mut entries = match fs::read_dir(dir) {
-        Ok(e) => e
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(ConvertError::io(dir))?,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(ConvertError::io(dir)(e)),
+/// The entries of `dir`, sorted by name. A folder that is not there has none; one that cannot
+/// be read (or is not a folder) is reported and has none.
+fn read_dir_sorted(dir: &Path, diagnostics: &Diagnostics) -> Vec<fs::DirEntry> {
+    let mut entries: Vec<fs::DirEntry> = match fs::read_dir(dir) {
+        Ok(e) => e.filter_map(Result::ok).collect(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            diagnostics.skipped(
+                dir,
+                None,
+                format!("cannot be read as a folder ({e}); nothing in it was carried"),
+            );
+            return Vec::new();
+        }
     };
     entries.sort_by_key(fs::DirEntry::file_name);
-    Ok(entries)
+    entries
 }
 
-/// The first `sessionId` in a legacy subagent file: the session it belongs to.
-fn owner_of(file: &Path) -> Option<String> {
-    let text = fs::read_to_string(file).ok()?;
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find_map(|v| str_at(&v, "sessionId").map(str::to_owned))
+/// Whether an entry is a regular file (a link is not followed).
+fn is_regular(e: &fs::DirEntry) -> bool {
+    e.file_type().is_ok_and(|t| t.is_file())
 }
 
-/// Every session transcript under `projects/`, bucket by bucket, sorted.
-fn discover(layout: &Layout, ctx: &ReadContext<'_>) -> Result<Vec<Found>, ConvertError> {
+/// `<id>` of a file named `agent-<id><suffix>`.
+fn agent_id<'n>(name: &'n str, suffix: &str) -> Option<&'n str> {
+    name.strip_prefix("agent-")
+        .and_then(|n| n.strip_suffix(suffix))
+        .filter(|n| !n.is_empty())
+}
+
+/// The first `sessionId` in a legacy subagent file: the session it belongs to. Reads line by
+/// line and stops at the first one that names a session.
+pub fn owner_of(reader: impl Read) -> Option<String> {
+    let mut r = io::BufReader::new(reader);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match r.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
+        }
+        if let Ok(v) = serde_json::from_slice::<Value>(&line)
+            && let Some(id) = str_at(&v, "sessionId")
+        {
+            return Some(id.to_owned());
+        }
+    }
+}
+
+/// What a session keeps under `<bucket>/<stem>/`: `subagents/agent-<id>.jsonl` (+ `.meta.json`)
+/// and `tool-results/<file>`. Anything else there is reported and left out.
+fn session_folder(dir: &Path, ctx: &ReadContext<'_>) -> (Vec<PathBuf>, Vec<Subagent>) {
+    let mut side = Vec::new();
+    let mut subagents = Vec::new();
+    let not_carried = |p: &Path, what: &str| {
+        ctx.diagnostics.skipped(
+            p,
+            None,
+            format!("{what}; not carried (a session keeps only subagents/agent-*.jsonl, their .meta.json, and tool-results/ files)"),
+        )
+    };
+    for e in read_dir_sorted(dir, ctx.diagnostics) {
+        let path = e.path();
+        let name = e.file_name();
+        match name.to_str() {
+            Some(SUBAGENTS) | Some(TOOL_RESULTS) if !e.file_type().is_ok_and(|t| t.is_dir()) => {
+                not_carried(&path, "not a folder");
+            }
+            Some(SUBAGENTS) => {
+                for s in read_dir_sorted(&path, ctx.diagnostics) {
+                    let sp = s.path();
+                    let sname = s.file_name();
+                    let sname = sname.to_str().unwrap_or("");
+                    if !is_regular(&s) {
+                        not_carried(&sp, "not a regular file");
+                    } else if let Some(agent) = agent_id(sname, ".jsonl") {
+                        let meta = path.join(format!("agent-{agent}.meta.json"));
+                        let meta_ok = fs::symlink_metadata(&meta).is_ok_and(|m| m.is_file());
+                        subagents.push(Subagent {
+                            agent_id: agent.to_owned(),
+                            file: sp.clone(),
+                            meta_file: meta_ok.then_some(meta),
+                            legacy: false,
+                        });
+                        side.push(sp);
+                    } else if agent_id(sname, ".meta.json").is_some() {
+                        side.push(sp);
+                    } else {
+                        not_carried(&sp, "not a subagent transcript or its metadata");
+                    }
+                }
+            }
+            Some(TOOL_RESULTS) => {
+                for t in read_dir_sorted(&path, ctx.diagnostics) {
+                    if is_regular(&t) {
+                        side.push(t.path());
+                    } else {
+                        not_carried(&t.path(), "not a regular file");
+                    }
+                }
+            }
+            _ => not_carried(&path, "not a file Claude Code keeps for a session"),
+        }
+    }
+    (side, subagents)
+}
+
+/// Every session transcript under `projects/`, bucket by bucket, sorted; one per session id.
+fn discover(layout: &Layout, ctx: &ReadContext<'_>) -> Vec<Found> {
     let mut found = Vec::new();
-    for bucket in read_dir_sorted(&layout.projects())? {
+    for bucket in read_dir_sorted(&layout.projects(), ctx.diagnostics) {
         let bdir = bucket.path();
         if !bdir.is_dir() {
             continue;
@@ -76,7 +179,7 @@ fn discover(layout: &Layout, ctx: &ReadContext<'_>) -> Result<Vec<Found>, Conver
                 .skipped(&bdir, None, "project folder name is not UTF-8; skipped");
             continue;
         };
-        let entries = read_dir_sorted(&bdir)?;
+        let entries = read_dir_sorted(&bdir, ctx.diagnostics);
         let mut sessions: Vec<Found> = Vec::new();
         let mut legacy: Vec<(String, PathBuf)> = Vec::new();
         for e in &entries {
@@ -97,36 +200,20 @@ fn discover(layout: &Layout, ctx: &ReadContext<'_>) -> Result<Vec<Found>, Conver
                 continue;
             }
             let dir = bdir.join(stem);
-            let dir = dir.is_dir().then_some(dir);
-            let mut subagents = Vec::new();
-            if let Some(d) = &dir {
-                for s in read_dir_sorted(&d.join("subagents"))? {
-                    let sname = s.file_name();
-                    let Some(agent) = sname
-                        .to_str()
-                        .and_then(|n| n.strip_prefix("agent-"))
-                        .and_then(|n| n.strip_suffix(".jsonl"))
-                    else {
-                        continue;
-                    };
-                    let meta = d.join("subagents").join(format!("agent-{agent}.meta.json"));
-                    subagents.push(Subagent {
-                        agent_id: agent.to_owned(),
-                        file: s.path(),
-                        meta_file: meta.is_file().then_some(meta),
-                        legacy: false,
-                    });
-                }
-            }
+            let (side, subagents) = if dir.is_dir() {
+                session_folder(&dir, ctx)
+            } else {
+                (Vec::new(), Vec::new())
+            };
             sessions.push(Found {
                 stem: stem.to_owned(),
                 file: path,
-                dir,
+                side,
                 subagents,
             });
         }
         for (agent, path) in legacy {
-            let owner = owner_of(&path);
+            let owner = fs::File::open(&path).ok().and_then(owner_of);
             let sub = Subagent {
                 agent_id: agent.clone(),
                 file: path.clone(),
@@ -142,7 +229,7 @@ fn discover(layout: &Layout, ctx: &ReadContext<'_>) -> Result<Vec<Found>, Conver
                 None => sessions.push(Found {
                     stem: format!("agent-{agent}"),
                     file: path,
-                    dir: None,
+                    side: Vec::new(),
                     subagents: Vec::new(),
                 }),
             }
@@ -150,7 +237,89 @@ fn discover(layout: &Layout, ctx: &ReadContext<'_>) -> Result<Vec<Found>, Conver
         sessions.sort_by(|a, b| a.stem.cmp(&b.stem));
         found.extend(sessions);
     }
-    Ok(found)
+    one_per_session(found, ctx.diagnostics)
+}
+
+/// The newest row timestamp of a transcript (empty when it has none or cannot be read).
+fn last_timestamp(file: &Path) -> String {
+    let scratch = Diagnostics::new();
+    let mut newest = String::new();
+    let mut ix = Indexer::new(file, &scratch, |r: &Record| {
+        if r.is_row() && r.timestamp() > newest.as_str() {
+            newest = r.timestamp().to_owned();
+        }
+    });
+    if let Ok(f) = fs::File::open(file) {
+        let mut f = io::BufReader::with_capacity(1 << 16, f);
+        while let Ok(buf) = f.fill_buf() {
+            if buf.is_empty() {
+                break;
+            }
+            let n = buf.len();
+            ix.feed(buf);
+            f.consume(n);
+        }
+    }
+    drop(ix.finish());
+    newest
+}
+
+/// The same session id in two project folders (a moved project, a copied folder) would be two
+/// sessions with one id. The one whose last row is newest is carried (the first found on a
+/// tie); each other one is reported with its files and left out.
+fn one_per_session(found: Vec<Found>, diagnostics: &Diagnostics) -> Vec<Found> {
+    let mut by_stem: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, f) in found.iter().enumerate() {
+        by_stem.entry(f.stem.as_str()).or_default().push(i);
+    }
+    let mut dropped: HashSet<usize> = HashSet::new();
+    for idx in by_stem.values().filter(|v| v.len() > 1) {
+        let stamps: Vec<String> = idx
+            .iter()
+            .map(|&i| last_timestamp(&found[i].file))
+            .collect();
+        let mut keep = 0;
+        for (k, t) in stamps.iter().enumerate() {
+            if *t > stamps[keep] {
+                keep = k;
+            }
+        }
+        let kept = &found[idx[keep]];
+        for (k, &i) in idx.iter().enumerate() {
+            if k == keep {
+                continue;
+            }
+            let f = &found[i];
+            let mut others: Vec<String> = f.side.iter().map(|p| p.display().to_string()).collect();
+            others.extend(
+                f.subagents
+                    .iter()
+                    .filter(|s| s.legacy)
+                    .map(|s| s.file.display().to_string()),
+            );
+            let newer = if stamps[k] == stamps[keep] {
+                "which is as new and was found first"
+            } else {
+                "whose last record is newer"
+            };
+            let mut why = format!(
+                "session {} is also at {}, {newer}; this copy was not carried",
+                f.stem,
+                kept.file.display()
+            );
+            if !others.is_empty() {
+                why.push_str(&format!(", nor its files {}", others.join(", ")));
+            }
+            diagnostics.skipped(&f.file, None, why);
+            dropped.insert(i);
+        }
+    }
+    found
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !dropped.contains(i))
+        .map(|(_, f)| f)
+        .collect()
 }
 
 /// What reading the sessions found out besides the sessions: project paths, for memory.
@@ -161,9 +330,89 @@ pub struct SessionsRead {
     pub cwds: BTreeSet<String>,
 }
 
+/// A transcript after the first pass: its index, the open file the second pass reads from,
+/// and its blob when it is kept as a native file.
+struct Transcript {
+    path: PathBuf,
+    file: fs::File,
+    index: Index,
+    blob: Option<Kept>,
+}
+
+/// A blob of a file and whether the file is executable.
+type Kept = (Descriptor, bool);
+
+/// Streams a file: every chunk goes to `feed` and, when `keep`, into a blob. `None` when the
+/// file cannot be read (reported); a failing blob store is an error.
+fn stream_file(
+    ctx: &ReadContext<'_>,
+    path: &Path,
+    keep: bool,
+    what: &str,
+    mut feed: impl FnMut(&[u8]),
+) -> Result<Option<(fs::File, Option<Kept>)>, ConvertError> {
+    let unreadable = |e: io::Error| {
+        ctx.diagnostics.skipped(
+            path,
+            None,
+            format!("{what} cannot be read ({e}); not carried"),
+        );
+    };
+    let mut file = match fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            unreadable(e);
+            return Ok(None);
+        }
+    };
+    let exec = file.metadata().map(|m| is_executable(&m)).unwrap_or(false);
+    let mut blob = if keep { Some(ctx.blobs.begin()?) } else { None };
+    let mut buf = vec![0; 1 << 16];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                unreadable(e);
+                return Ok(None);
+            }
+        };
+        if let Some(w) = blob.as_mut() {
+            w.write_all(&buf[..n]).map_err(BlobError::from)?;
+        }
+        feed(&buf[..n]);
+    }
+    let blob = match blob {
+        Some(w) => Some((w.finish()?, exec)),
+        None => None,
+    };
+    Ok(Some((file, blob)))
+}
+
+/// The first pass over a transcript (see [`Indexer`]); its bytes go into a blob when `keep`.
+fn read_transcript(
+    ctx: &ReadContext<'_>,
+    path: &Path,
+    keep: bool,
+    on_record: impl FnMut(&Record),
+) -> Result<Option<Transcript>, ConvertError> {
+    let mut ix = Indexer::new(path, ctx.diagnostics, on_record);
+    let Some((file, blob)) = stream_file(ctx, path, keep, "the transcript", |c| ix.feed(c))? else {
+        return Ok(None);
+    };
+    Ok(Some(Transcript {
+        path: path.to_path_buf(),
+        file,
+        index: ix.finish(),
+        blob,
+    }))
+}
+
 /// Reads every session, streaming each one's updates into the blob sink as it goes.
 pub fn read_sessions(layout: &Layout, ctx: &ReadContext<'_>) -> Result<SessionsRead, ConvertError> {
-    let found = discover(layout, ctx)?;
+    let found = discover(layout, ctx);
+    let keep = ctx.options.native;
     // Subagent ids must be unique in the state: `agent-<agentId>` when it is, else qualified
     // by the session.
     let mut agent_count: HashMap<&str, usize> = HashMap::new();
@@ -184,6 +433,20 @@ pub fn read_sessions(layout: &Layout, ctx: &ReadContext<'_>) -> Result<SessionsR
     };
 
     let mut out = SessionsRead::default();
+    let mut ids: HashSet<String> = HashSet::new();
+    // A second session under an id already carried (a file named like a subagent id) is left
+    // out rather than making the state invalid.
+    let mut fresh = |id: &SessionId, file: &Path| {
+        let new = ids.insert(id.to_string());
+        if !new {
+            ctx.diagnostics.skipped(
+                file,
+                None,
+                format!("another session already has the id {id}; not carried"),
+            );
+        }
+        new
+    };
     ctx.progress.begin("reading Claude Code sessions", None);
     for f in &found {
         ctx.progress.item(&f.stem);
@@ -195,18 +458,20 @@ pub fn read_sessions(layout: &Layout, ctx: &ReadContext<'_>) -> Result<SessionsR
             );
             continue;
         };
-        let bytes = fs::read(&f.file).map_err(ConvertError::io(&f.file))?;
-        let records = transcript::parse(&bytes, &f.file, ctx.diagnostics);
-
-        // Agent/Task calls and the subagent each one started.
+        if !fresh(&id, &f.file) {
+            continue;
+        }
+        // Agent/Task calls and the subagent each one started; tool names for the replay.
         let mut agent_tool: HashMap<String, String> = HashMap::new();
-        for r in &records {
+        let mut tool_names: HashMap<String, String> = HashMap::new();
+        let Some(mut t) = read_transcript(ctx, &f.file, keep, |r| {
+            replay::note_tool_names(r, &mut tool_names);
             let Some(agent) = r
                 .value
                 .pointer("/toolUseResult/agentId")
                 .and_then(Value::as_str)
             else {
-                continue;
+                return;
             };
             let tool = r
                 .content()
@@ -217,7 +482,10 @@ pub fn read_sessions(layout: &Layout, ctx: &ReadContext<'_>) -> Result<SessionsR
             if let Some(t) = tool {
                 agent_tool.insert(agent.to_owned(), t.to_owned());
             }
-        }
+        })?
+        else {
+            continue;
+        };
         let mut subagent_meta: HashMap<String, Value> = HashMap::new();
         for s in &f.subagents {
             if let Some(m) = &s.meta_file
@@ -249,38 +517,31 @@ pub fn read_sessions(layout: &Layout, ctx: &ReadContext<'_>) -> Result<SessionsR
             .collect();
 
         let vpath = |p: &Path| layout.virtual_path(p);
-        let mut native = vec![(f.file.clone(), sink_bytes(ctx, &bytes)?)];
-        if let Some(dir) = &f.dir {
-            for entry in walkdir::WalkDir::new(dir)
-                .follow_links(false)
-                .sort_by_file_name()
-            {
-                let entry = entry.map_err(|e| ConvertError::Io {
-                    path: dir.clone(),
-                    source: e.into(),
-                })?;
-                if entry.file_type().is_file() {
-                    let p = entry.path().to_path_buf();
-                    let d = sink_file(ctx, &p)?;
-                    native.push((p, d));
+        let files = match t.blob {
+            Some(main) => {
+                let mut native = vec![(f.file.clone(), main)];
+                let legacy = f.subagents.iter().filter(|s| s.legacy).map(|s| &s.file);
+                for p in f.side.iter().chain(legacy) {
+                    if let Some((_, Some(d))) = stream_file(ctx, p, true, "this file", |_| {})? {
+                        native.push((p.clone(), d));
+                    }
                 }
+                Some(native_entries(layout, ctx, &native))
             }
-        }
-        for s in f.subagents.iter().filter(|s| s.legacy) {
-            let d = sink_file(ctx, &s.file)?;
-            native.push((s.file.clone(), d));
-        }
-        let files = native_entries(layout, ctx, &native);
+            None => None,
+        };
 
         let (session, cwd, _) = build(
             ctx,
             id,
-            &records,
+            &mut t,
+            &tool_names,
             &tool_child,
             false,
             vpath(&f.file),
             files.clone(),
         )?;
+        drop(t);
         out.cwds.extend(cwd.clone());
         let parent_id = session.id.to_string();
         out.sessions.push(session);
@@ -290,22 +551,33 @@ pub fn read_sessions(layout: &Layout, ctx: &ReadContext<'_>) -> Result<SessionsR
             let Ok(child) = SessionId::new(&cid) else {
                 continue;
             };
-            let sbytes = fs::read(&s.file).map_err(ConvertError::io(&s.file))?;
-            let srecords = transcript::parse(&sbytes, &s.file, ctx.diagnostics);
+            if !fresh(&child, &s.file) {
+                continue;
+            }
+            let mut child_tools: HashMap<String, String> = HashMap::new();
+            let Some(mut st) = read_transcript(ctx, &s.file, false, |r| {
+                replay::note_tool_names(r, &mut child_tools)
+            })?
+            else {
+                continue;
+            };
             // The child's own files, a subset of the parent's (blobs are stored once).
-            let own: Vec<FileEntry> = files
-                .iter()
-                .filter(|e| {
-                    let p = e.path.as_str();
-                    vpath(&s.file).as_deref() == Some(p)
-                        || s.meta_file.as_ref().and_then(|m| vpath(m)).as_deref() == Some(p)
-                })
-                .cloned()
-                .collect();
+            let own: Option<Vec<FileEntry>> = files.as_ref().map(|files| {
+                files
+                    .iter()
+                    .filter(|e| {
+                        let p = e.path.as_str();
+                        vpath(&s.file).as_deref() == Some(p)
+                            || s.meta_file.as_ref().and_then(|m| vpath(m)).as_deref() == Some(p)
+                    })
+                    .cloned()
+                    .collect()
+            });
             let (mut cs, ccwd, titled) = build(
                 ctx,
                 child,
-                &srecords,
+                &mut st,
+                &child_tools,
                 &HashMap::new(),
                 true,
                 vpath(&s.file),
@@ -345,20 +617,10 @@ pub fn read_sessions(layout: &Layout, ctx: &ReadContext<'_>) -> Result<SessionsR
     Ok(out)
 }
 
-fn sink_bytes(ctx: &ReadContext<'_>, bytes: &[u8]) -> Result<(Descriptor, bool), ConvertError> {
-    Ok((ctx.blobs.put(bytes)?, false))
-}
-
-fn sink_file(ctx: &ReadContext<'_>, p: &Path) -> Result<(Descriptor, bool), ConvertError> {
-    let mut file = fs::File::open(p).map_err(ConvertError::io(p))?;
-    let exec = file.metadata().map(|m| is_executable(&m)).unwrap_or(false);
-    Ok((ctx.blobs.put_reader(&mut file)?, exec))
-}
-
 fn native_entries(
     layout: &Layout,
     ctx: &ReadContext<'_>,
-    files: &[(PathBuf, (Descriptor, bool))],
+    files: &[(PathBuf, Kept)],
 ) -> Vec<FileEntry> {
     let mut out = Vec::new();
     for (p, (d, exec)) in files {
@@ -378,16 +640,20 @@ fn native_entries(
     out
 }
 
-/// Builds one session from its records: replays the chain into a blob and gathers the facts.
+/// Builds one session from its transcript's index: replays the chain into a blob, reading the
+/// records it replays back from the file one at a time, and gathers the facts.
+#[allow(clippy::too_many_arguments)]
 fn build(
     ctx: &ReadContext<'_>,
     id: SessionId,
-    records: &[Record],
+    t: &mut Transcript,
+    tool_names: &HashMap<String, String>,
     subagents: &HashMap<String, String>,
     subagent: bool,
     transcript: Option<String>,
-    files: Vec<FileEntry>,
+    files: Option<Vec<FileEntry>>,
 ) -> Result<(Session, Option<String>, bool), ConvertError> {
+    let records = &t.index.records;
     let tree = Tree::new(records);
     let leaf = tree.leaf(subagent);
     let chain = tree.chain(leaf, subagent);
@@ -417,8 +683,11 @@ fn build(
         chain: &chain,
         cwd: cwd.as_deref(),
         subagents,
+        tool_names,
     };
-    let summary = replay::replay(&source, &mut |u| {
+    let mut lines = Lines::new(&t.path, &mut t.file, ctx.diagnostics);
+    let index = &t.index;
+    let summary = replay::replay(&source, &mut |i| lines.load(index, i), &mut |u| {
         w.push(&u.to_params(&sid))?;
         Ok(())
     })?;
@@ -470,7 +739,7 @@ fn build(
             cwd: cwd.clone(),
             updated_at,
             updates,
-            native: Some(Native {
+            native: files.map(|files| Native {
                 harness: HarnessName::new(HARNESS).expect("valid"),
                 files,
             }),

@@ -60,12 +60,35 @@ pub struct Summary {
 /// Inputs of one replay.
 #[derive(Debug)]
 pub struct Source<'a> {
+    /// Every record of the transcript, in file order. These may be skeletons
+    /// ([`super::transcript::skeleton`]): the replay reads each record it replays whole
+    /// through the loader handed to [`replay`].
     pub records: &'a [Record],
     pub chain: &'a Chain,
     pub cwd: Option<&'a str>,
     /// `tool_use` id of an Agent/Task call → the subagent's session id in the state.
     pub subagents: &'a HashMap<String, String>,
+    /// `tool_use` id → tool name over the whole file (a result may sit off the chain's
+    /// order); see [`note_tool_names`].
+    pub tool_names: &'a HashMap<String, String>,
 }
+
+/// Adds the tool calls of one record to a `tool_use` id → tool name map.
+pub fn note_tool_names(r: &Record, names: &mut HashMap<String, String>) {
+    for b in r.content().and_then(Value::as_array).into_iter().flatten() {
+        if matches!(
+            str_at(b, "type"),
+            Some("tool_use" | "server_tool_use" | "mcp_tool_use")
+        ) && let (Some(id), Some(name)) = (str_at(b, "id"), str_at(b, "name"))
+        {
+            names.insert(id.to_owned(), name.to_owned());
+        }
+    }
+}
+
+/// Reads record `i` of [`Source::records`] whole; `None` when it cannot be read (the loader
+/// reports why), and the record is then left out.
+pub type Load<'l> = dyn FnMut(usize) -> Option<Record> + 'l;
 
 type Sink<'s> = dyn FnMut(Update) -> Result<(), ConvertError> + 's;
 
@@ -152,8 +175,6 @@ struct Replay<'a, 's, 'k> {
     titles: Titles,
     mode: Option<String>,
     model: Option<String>,
-    /// `tool_use` id → tool name, over the whole file (a result may sit off the chain's order).
-    tool_names: HashMap<&'a str, &'a str>,
     chain_uuids: HashSet<&'a str>,
     /// The response being replayed: (message id, its usage, its stop reason).
     response: Option<(String, Option<Value>, Option<Value>)>,
@@ -162,20 +183,12 @@ struct Replay<'a, 's, 'k> {
     command_prompt: Option<String>,
 }
 
-/// Replays the chain into `sink`.
-pub fn replay(src: &Source<'_>, sink: &mut Sink<'_>) -> Result<Summary, ConvertError> {
-    let mut tool_names = HashMap::new();
-    for r in src.records {
-        for b in r.content().and_then(Value::as_array).into_iter().flatten() {
-            if matches!(
-                str_at(b, "type"),
-                Some("tool_use" | "server_tool_use" | "mcp_tool_use")
-            ) && let (Some(id), Some(name)) = (str_at(b, "id"), str_at(b, "name"))
-            {
-                tool_names.insert(id, name);
-            }
-        }
-    }
+/// Replays the chain into `sink`, reading each record it replays through `load`.
+pub fn replay(
+    src: &Source<'_>,
+    load: &mut Load<'_>,
+    sink: &mut Sink<'_>,
+) -> Result<Summary, ConvertError> {
     let chain_uuids = src
         .chain
         .rows
@@ -195,7 +208,6 @@ pub fn replay(src: &Source<'_>, sink: &mut Sink<'_>) -> Result<Summary, ConvertE
         titles: Titles::default(),
         mode: None,
         model: None,
-        tool_names,
         chain_uuids,
         response: None,
         last_usage: None,
@@ -204,23 +216,32 @@ pub fn replay(src: &Source<'_>, sink: &mut Sink<'_>) -> Result<Summary, ConvertE
     };
 
     // Metadata records (no uuid) are interleaved by file position.
-    let mut metadata: Vec<&Record> = src.records.iter().filter(|r| !r.is_row()).collect();
-    metadata.sort_by_key(|r| r.line);
+    let mut metadata: Vec<usize> = (0..src.records.len())
+        .filter(|&i| !src.records[i].is_row())
+        .collect();
+    metadata.sort_by_key(|&i| src.records[i].line);
     let mut next_meta = 0;
     for &i in &src.chain.rows {
-        let row = &src.records[i];
-        while next_meta < metadata.len() && metadata[next_meta].line < row.line {
-            rp.metadata(metadata[next_meta])?;
+        let line = src.records[i].line;
+        while next_meta < metadata.len() && src.records[metadata[next_meta]].line < line {
+            if let Some(m) = load(metadata[next_meta]) {
+                rp.metadata(&m)?;
+            }
             next_meta += 1;
         }
+        let Some(row) = load(i) else {
+            continue;
+        };
         if row.message_id() != rp.response.as_ref().map(|r| r.0.as_str()) {
             rp.end_response();
         }
-        rp.row(row)?;
+        rp.row(&row)?;
     }
     rp.end_response();
-    for m in &metadata[next_meta..] {
-        rp.metadata(m)?;
+    for &m in &metadata[next_meta..] {
+        if let Some(m) = load(m) {
+            rp.metadata(&m)?;
+        }
     }
     if let Some((message_id, usage)) = rp.last_usage.take() {
         let used = [
@@ -276,7 +297,7 @@ fn chunk(content: Value, message_id: Option<&str>) -> Chunk {
 }
 
 impl<'a> Replay<'a, '_, '_> {
-    fn metadata(&mut self, r: &'a Record) -> Result<(), ConvertError> {
+    fn metadata(&mut self, r: &Record) -> Result<(), ConvertError> {
         let v = &r.value;
         match r.kind() {
             "permission-mode" => {
@@ -385,7 +406,7 @@ impl<'a> Replay<'a, '_, '_> {
         }
     }
 
-    fn row(&mut self, r: &'a Record) -> Result<(), ConvertError> {
+    fn row(&mut self, r: &Record) -> Result<(), ConvertError> {
         let before = self.out.count;
         match r.kind() {
             "user" if !r.flag("isMeta") => self.user(r)?,
@@ -399,7 +420,7 @@ impl<'a> Replay<'a, '_, '_> {
         Ok(())
     }
 
-    fn user(&mut self, r: &'a Record) -> Result<(), ConvertError> {
+    fn user(&mut self, r: &Record) -> Result<(), ConvertError> {
         if let Some(m) = str_at(&r.value, "permissionMode") {
             self.set_mode(m)?;
         }
@@ -490,7 +511,7 @@ impl<'a> Replay<'a, '_, '_> {
 
     fn tool_result(&mut self, r: &Record, b: &Value, first: bool) -> Result<(), ConvertError> {
         let id = str_at(b, "tool_use_id").unwrap_or_default();
-        let name = self.tool_names.get(id).copied().unwrap_or("");
+        let name = self.src.tool_names.get(id).map_or("", String::as_str);
         if name == "TodoWrite" {
             return Ok(());
         }
@@ -521,7 +542,7 @@ impl<'a> Replay<'a, '_, '_> {
         self.out.emit(with_claude(u, m), None)
     }
 
-    fn assistant(&mut self, r: &'a Record) -> Result<(), ConvertError> {
+    fn assistant(&mut self, r: &Record) -> Result<(), ConvertError> {
         let msg = r.value.get("message").cloned().unwrap_or(Value::Null);
         if let Some(model) = str_at(&msg, "model") {
             self.set_model(model)?;

@@ -93,7 +93,15 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Settings> {
     Some(out)
 }
 
-/// Merges config option values into `settings.json`, keeping every other key.
+/// Permission modes Claude Code treats as skipping its permission checks: a carried state may
+/// never switch them on.
+fn skips_permissions(canonical: &str) -> bool {
+    canonical == "bypassPermissions"
+}
+
+/// Merges config option values into `settings.json`, keeping every other key. A value is set
+/// only where the user has none: a value already there is kept (and the carried one reported),
+/// and a permission mode that skips permission checks is never written.
 pub fn write(
     layout: &Layout,
     writer: &Writer,
@@ -110,6 +118,17 @@ pub fn write(
     };
     let before = file.object.clone();
     let mut any = settings.is_empty();
+    // The user's value of a key, if any; `Ok` = set it (or it is already this value).
+    let kept = |key: &str, existing: Option<&Value>, carried: &str| -> Result<bool, String> {
+        match existing {
+            None => Ok(true),
+            Some(v) if v.as_str() == Some(carried) => Ok(false),
+            Some(v) => Err(format!(
+                "{} already sets {key} to {v}, so that value was kept; the carried {carried:?} was not written",
+                path.display()
+            )),
+        }
+    };
     for (id, value) in settings {
         let v = match value {
             SettingValue::Select(s) => s.as_str(),
@@ -124,21 +143,46 @@ pub fn write(
             }
         };
         match id.as_str() {
-            "model" => {
-                file.object.insert("model".into(), json!(v));
-                any = true;
-            }
+            "model" => match kept("model", file.object.get("model"), v) {
+                Ok(set) => {
+                    if set {
+                        file.object.insert("model".into(), json!(v));
+                    }
+                    any = true;
+                }
+                Err(why) => answer.refuse(StateKind::Settings, why),
+            },
             "mode" => match canonical_mode(v) {
+                Some(m) if skips_permissions(m) => answer.refuse(
+                    StateKind::Settings,
+                    format!(
+                        "the carried permission mode {v:?} lets Claude Code run every tool without asking; a carried state never turns that on, so it was not written"
+                    ),
+                ),
                 Some(m) => {
                     let perms = file
                         .object
                         .entry("permissions")
                         .or_insert_with(|| Value::Object(Map::new()));
                     match perms.as_object_mut() {
-                        Some(p) => {
-                            p.insert("defaultMode".into(), json!(m));
+                        // The user's spelling of the same mode is the same mode.
+                        Some(p)
+                            if p.get("defaultMode")
+                                .and_then(Value::as_str)
+                                .and_then(canonical_mode)
+                                == Some(m) =>
+                        {
                             any = true;
                         }
+                        Some(p) => match kept("permissions.defaultMode", p.get("defaultMode"), m) {
+                            Ok(set) => {
+                                if set {
+                                    p.insert("defaultMode".into(), json!(m));
+                                }
+                                any = true;
+                            }
+                            Err(why) => answer.refuse(StateKind::Settings, why),
+                        },
                         None => answer.refuse(
                             StateKind::Settings,
                             "`permissions` in settings.json is not an object; the mode was not written",
@@ -150,13 +194,41 @@ pub fn write(
                     format!("Claude Code has no permission mode {v:?}; the mode was not written"),
                 ),
             },
-            "effort" if v == "default" => {
-                file.object.remove("effortLevel");
-                any = true;
-            }
-            "effort" if EFFORTS.contains(&v) => {
-                file.object.insert("effortLevel".into(), json!(v));
-                any = true;
+            "effort" if v == "default" || EFFORTS.contains(&v) => {
+                // A per-model level for the model in use wins over the top-level one.
+                let model = file.object.get("model").and_then(Value::as_str);
+                let (key, existing) = match model.and_then(|m| {
+                    file.object
+                        .get("modelSettings")?
+                        .get(m)?
+                        .get("effortLevel")
+                }) {
+                    Some(e) => (
+                        format!("modelSettings[{:?}].effortLevel", model.unwrap_or("")),
+                        Some(e),
+                    ),
+                    None => ("effortLevel".to_owned(), file.object.get("effortLevel")),
+                };
+                match (existing, v) {
+                    // `default` is "no level set": nothing to do when none is.
+                    (None, "default") => any = true,
+                    (Some(e), "default") => answer.refuse(
+                        StateKind::Settings,
+                        format!(
+                            "{} already sets {key} to {e}, so that value was kept; the carried effort \"default\" (no level) was not applied",
+                            path.display()
+                        ),
+                    ),
+                    _ => match kept(&key, existing, v) {
+                        Ok(set) => {
+                            if set {
+                                file.object.insert("effortLevel".into(), json!(v));
+                            }
+                            any = true;
+                        }
+                        Err(why) => answer.refuse(StateKind::Settings, why),
+                    },
+                }
             }
             "effort" => answer.refuse(
                 StateKind::Settings,
@@ -187,5 +259,15 @@ mod tests {
         assert_eq!(canonical_mode("bypass"), Some("bypassPermissions"));
         assert_eq!(canonical_mode("manual"), Some("default"));
         assert_eq!(canonical_mode("yolo"), None);
+    }
+
+    #[test]
+    fn only_bypass_skips_permission_checks() {
+        for m in ["bypass", "BYPASSPERMISSIONS", "bypassPermissions"] {
+            assert!(skips_permissions(canonical_mode(m).unwrap()), "{m}");
+        }
+        for m in ["default", "acceptEdits", "plan", "auto", "dontAsk"] {
+            assert!(!skips_permissions(canonical_mode(m).unwrap()), "{m}");
+        }
     }
 }

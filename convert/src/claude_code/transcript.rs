@@ -7,7 +7,7 @@
 //! newest leaf back to the first prompt; everything else is history kept in the native file.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -79,28 +79,176 @@ pub fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-/// Parses a transcript. Lines that are not JSON objects (a truncated last line, binary
-/// garbage) are reported with file and line and skipped; blank lines are ignored, as Claude
-/// Code itself does.
+/// Parses a transcript held in memory. Lines that are not JSON objects (a truncated last line,
+/// binary garbage) are reported with file and line and skipped; blank lines are ignored, as
+/// Claude Code itself does. Readers of real stores use [`Indexer`], which keeps only what the
+/// tree needs; this is the same parse, keeping every record whole.
 pub fn parse(bytes: &[u8], file: &Path, diagnostics: &Diagnostics) -> Vec<Record> {
     let mut out = Vec::new();
-    let ends_with_newline = bytes.ends_with(b"\n");
-    let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
-    let last = lines.len();
-    for (i, raw) in lines.into_iter().enumerate() {
-        let line = i as u64 + 1;
+    let mut ix = Indexer::new(file, diagnostics, |r: &Record| out.push(r.clone()));
+    ix.feed(bytes);
+    ix.finish();
+    out
+}
+
+/// The first pass over a transcript: every line parsed once, handed whole to a callback, and
+/// kept only as a *skeleton* (the few small fields the tree, the leaf and the session facts
+/// need) plus where the line is in the file. The second pass ([`Lines`]) reads the lines the
+/// replay needs again, one at a time, so a transcript full of base64 images is never held in
+/// memory as parsed JSON.
+pub struct Indexer<'d, F: FnMut(&Record)> {
+    file: PathBuf,
+    diagnostics: &'d Diagnostics,
+    on_record: F,
+    pending: Vec<u8>,
+    /// Offset of `pending`'s first byte in the file.
+    pending_at: u64,
+    line: u64,
+    index: Index,
+}
+
+impl<F: FnMut(&Record)> std::fmt::Debug for Indexer<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Indexer")
+            .field("file", &self.file)
+            .field("line", &self.line)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the first pass keeps.
+#[derive(Debug, Default)]
+pub struct Index {
+    /// One skeleton per record, in file order (see [`skeleton`]).
+    pub records: Vec<Record>,
+    /// `(offset, length)` of each record's line in the file, without its `\n`.
+    pub spans: Vec<(u64, usize)>,
+}
+
+/// Keys of a record the tree, the leaf, the chain and the session facts read.
+const SKELETON_KEYS: &[&str] = &[
+    "type",
+    "subtype",
+    "uuid",
+    "parentUuid",
+    "logicalParentUuid",
+    "timestamp",
+    "isMeta",
+    "isSidechain",
+    "cwd",
+    "relocatedCwd",
+    "version",
+    "gitBranch",
+    "leafUuid",
+    "explicit",
+];
+
+/// The small part of a record: [`SKELETON_KEYS`], `snipMetadata.removedUuids`,
+/// `compactMetadata.preservedSegment`, `message.id`, and the `type` of each content block.
+pub fn skeleton(v: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    for k in SKELETON_KEYS {
+        if let Some(x) = v.get(*k) {
+            out.insert((*k).to_owned(), x.clone());
+        }
+    }
+    if let Some(x) = v.pointer("/snipMetadata/removedUuids") {
+        out.insert(
+            "snipMetadata".into(),
+            serde_json::json!({ "removedUuids": x }),
+        );
+    }
+    if let Some(x) = v.pointer("/compactMetadata/preservedSegment") {
+        out.insert(
+            "compactMetadata".into(),
+            serde_json::json!({ "preservedSegment": x }),
+        );
+    }
+    if let Some(m) = v.get("message").and_then(Value::as_object) {
+        let mut msg = serde_json::Map::new();
+        if let Some(id) = m.get("id") {
+            msg.insert("id".into(), id.clone());
+        }
+        if let Some(blocks) = m.get("content").and_then(Value::as_array) {
+            let types = blocks
+                .iter()
+                .map(|b| match b.get("type") {
+                    Some(t) => serde_json::json!({ "type": t }),
+                    None => Value::Object(serde_json::Map::new()),
+                })
+                .collect();
+            msg.insert("content".into(), Value::Array(types));
+        }
+        out.insert("message".into(), Value::Object(msg));
+    }
+    Value::Object(out)
+}
+
+impl<'d, F: FnMut(&Record)> Indexer<'d, F> {
+    pub fn new(file: &Path, diagnostics: &'d Diagnostics, on_record: F) -> Self {
+        Indexer {
+            file: file.to_path_buf(),
+            diagnostics,
+            on_record,
+            pending: Vec::new(),
+            pending_at: 0,
+            line: 0,
+            index: Index::default(),
+        }
+    }
+
+    /// The next bytes of the file.
+    pub fn feed(&mut self, mut chunk: &[u8]) {
+        while let Some(nl) = chunk.iter().position(|b| *b == b'\n') {
+            let at = self.pending_at;
+            let len = if self.pending.is_empty() {
+                self.line(&chunk[..nl], at, false);
+                nl
+            } else {
+                self.pending.extend_from_slice(&chunk[..nl]);
+                let raw = std::mem::take(&mut self.pending);
+                self.line(&raw, at, false);
+                raw.len()
+            };
+            self.pending_at = at + len as u64 + 1;
+            chunk = &chunk[nl + 1..];
+        }
+        self.pending.extend_from_slice(chunk);
+    }
+
+    /// The end of the file: a last line without `\n` is parsed too.
+    pub fn finish(mut self) -> Index {
+        if !self.pending.is_empty() {
+            let raw = std::mem::take(&mut self.pending);
+            self.line(&raw, self.pending_at, true);
+        }
+        self.index
+    }
+
+    fn line(&mut self, raw: &[u8], at: u64, unterminated: bool) {
+        self.line += 1;
+        let line = self.line;
+        let file = self.file.as_path();
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         if raw.iter().all(u8::is_ascii_whitespace) {
-            continue;
+            return;
         }
         match serde_json::from_slice::<Value>(raw) {
-            Ok(v @ Value::Object(_)) => out.push(Record { line, value: v }),
-            Ok(_) => diagnostics.skipped(
+            Ok(v @ Value::Object(_)) => {
+                let r = Record { line, value: v };
+                (self.on_record)(&r);
+                self.index.records.push(Record {
+                    line,
+                    value: skeleton(&r.value),
+                });
+                self.index.spans.push((at, raw.len()));
+            }
+            Ok(_) => self.diagnostics.skipped(
                 file,
                 Some(line),
                 "a line that is a JSON value but not an object; skipped",
             ),
-            Err(e) if i + 1 == last && !ends_with_newline && e.is_eof() => diagnostics.skipped(
+            Err(e) if unterminated && e.is_eof() => self.diagnostics.skipped(
                 file,
                 Some(line),
                 "the last line is cut off (the file ends mid-record); skipped",
@@ -109,7 +257,7 @@ pub fn parse(bytes: &[u8], file: &Path, diagnostics: &Diagnostics) -> Vec<Record
                 // serde's position is inside the line; the line number is what matters.
                 let why = e.to_string();
                 let why = why.split(" at line ").next().unwrap_or(&why).to_owned();
-                diagnostics.skipped(
+                self.diagnostics.skipped(
                     file,
                     Some(line),
                     format!("a line that is not JSON ({why}); skipped"),
@@ -117,7 +265,84 @@ pub fn parse(bytes: &[u8], file: &Path, diagnostics: &Diagnostics) -> Vec<Record
             }
         }
     }
-    out
+}
+
+/// The second pass: records read back whole, one at a time, from where the first pass found
+/// them. Claude Code only appends to a transcript, so the offsets stay good while it runs; a
+/// line that no longer parses to the record the first pass saw is reported and skipped.
+pub struct Lines<'d> {
+    file: PathBuf,
+    reader: Box<dyn ReadAt + 'd>,
+    diagnostics: &'d Diagnostics,
+}
+
+impl std::fmt::Debug for Lines<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lines")
+            .field("file", &self.file)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Something lines can be read back from by offset.
+pub trait ReadAt {
+    fn read_at(&mut self, at: u64, buf: &mut [u8]) -> std::io::Result<()>;
+}
+
+impl<R: ReadAt + ?Sized> ReadAt for &mut R {
+    fn read_at(&mut self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        (**self).read_at(at, buf)
+    }
+}
+
+impl ReadAt for std::fs::File {
+    fn read_at(&mut self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        use std::io::{Read, Seek, SeekFrom};
+        self.seek(SeekFrom::Start(at))?;
+        self.read_exact(buf)
+    }
+}
+
+impl ReadAt for &[u8] {
+    fn read_at(&mut self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let at = usize::try_from(at).map_err(std::io::Error::other)?;
+        let src = self
+            .get(at..at + buf.len())
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+impl<'d> Lines<'d> {
+    pub fn new(file: &Path, reader: impl ReadAt + 'd, diagnostics: &'d Diagnostics) -> Self {
+        Lines {
+            file: file.to_path_buf(),
+            reader: Box::new(reader),
+            diagnostics,
+        }
+    }
+
+    /// Record `i` of `index`, whole; `None` (reported) when its line cannot be read back.
+    pub fn load(&mut self, index: &Index, i: usize) -> Option<Record> {
+        let skel = &index.records[i];
+        let (at, len) = index.spans[i];
+        let mut buf = vec![0; len];
+        let why = match self.reader.read_at(at, &mut buf) {
+            Err(e) => format!("the line could not be read again ({e}); skipped"),
+            Ok(()) => match serde_json::from_slice::<Value>(&buf) {
+                Ok(v @ Value::Object(_)) if skeleton(&v) == skel.value => {
+                    return Some(Record {
+                        line: skel.line,
+                        value: v,
+                    });
+                }
+                _ => "the line changed while the transcript was read; skipped".to_owned(),
+            },
+        };
+        self.diagnostics.skipped(&self.file, Some(skel.line), why);
+        None
+    }
 }
 
 /// The conversation tree of one transcript.
@@ -396,6 +621,49 @@ mod tests {
         let lines: Vec<_> = d.items().iter().map(|i| i.line).collect();
         assert_eq!(lines, vec![Some(2), Some(4), Some(6)]);
         assert!(d.items()[2].message.contains("cut off"), "{}", d.items()[2]);
+    }
+
+    #[test]
+    fn the_first_pass_keeps_skeletons_and_the_second_reads_records_back_whole() {
+        let bytes: &[u8] = b"{\"type\":\"user\",\"uuid\":\"a\",\"parentUuid\":null,\"message\":{\"content\":[{\"type\":\"image\",\"source\":{\"data\":\"AAAA\"}}]}}\r\n\ngarbage\n{\"type\":\"assistant\",\"uuid\":\"b\",\"parentUuid\":\"a\",\"message\":{\"id\":\"msg_1\",\"content\":[{\"type\":\"text\",\"text\":\"long\"}]}}\n{\"type\":\"x\"";
+        // Fed a byte at a time, the index is the same as fed whole.
+        let d = Diagnostics::new();
+        let mut seen = Vec::new();
+        let mut ix = Indexer::new(Path::new("t.jsonl"), &d, |r: &Record| seen.push(r.clone()));
+        for b in bytes {
+            ix.feed(std::slice::from_ref(b));
+        }
+        let index = ix.finish();
+        assert_eq!(
+            seen,
+            parse(bytes, Path::new("t.jsonl"), &Diagnostics::new())
+        );
+        assert_eq!(
+            d.items().iter().map(|i| i.line).collect::<Vec<_>>(),
+            vec![Some(3), Some(5)]
+        );
+        // Skeletons keep what the tree needs and drop the bodies.
+        assert_eq!(
+            index.records[0].value,
+            json!({"type": "user", "uuid": "a", "parentUuid": null, "message": {"content": [{"type": "image"}]}})
+        );
+        assert_eq!(index.records[1].message_id(), Some("msg_1"));
+        // The second pass gives the records back whole, one at a time.
+        let mut lines = Lines::new(Path::new("t.jsonl"), bytes, &d);
+        for (i, r) in seen.iter().enumerate() {
+            assert_eq!(lines.load(&index, i).as_ref(), Some(r));
+        }
+        // A line that changed in between is reported and left out.
+        let mut changed = bytes.to_vec();
+        changed[23] = b'z';
+        let d2 = Diagnostics::new();
+        let mut lines = Lines::new(Path::new("t.jsonl"), &changed[..], &d2);
+        assert_eq!(lines.load(&index, 0), None);
+        assert!(
+            d2.items()[0].message.contains("changed"),
+            "{}",
+            d2.items()[0]
+        );
     }
 
     #[test]

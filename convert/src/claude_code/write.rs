@@ -10,12 +10,22 @@
 //!   the name-based UUID of that name, and the sessions map says which it is), with the id
 //!   inside every line rewritten;
 //! - an id that is not a UUID (`telegram:42`) is written under the name-based UUID of the id.
+//!
+//! A restore writes only the files Claude Code keeps for that session, in one project folder:
+//! `<id>.jsonl` (named for the session's own id), `<id>/subagents/agent-*.jsonl` and
+//! `.meta.json`, `<id>/tool-results/<file>`, and 2.0-era `agent-*.jsonl` whose lines name the
+//! session. Every other native file a bundle lists is refused with its reason; nothing is
+//! made executable. Existing files are compared by size and streamed sha256.
 
+use std::collections::{HashMap, HashSet};
 use std::fs;
+use std::io::{self, BufRead, Read};
 use std::path::{Path, PathBuf};
 
+use asp_format::Descriptor;
 use asp_format::answer::ImportAnswer;
 use asp_format::blob::BlobSource;
+use asp_format::digest::Hasher;
 use asp_format::kind::StateKind;
 use asp_format::state::{FileEntry, Session};
 use serde_json::Value;
@@ -24,6 +34,7 @@ use super::HARNESS;
 use super::compose::{self, Target, Timeline};
 use super::ids::{is_uuid, name_uuid};
 use super::layout::{self, Layout, bucket_matches};
+use super::read::{SUBAGENTS, TOOL_RESULTS, owner_of};
 use crate::conversation::Folder;
 use crate::fsops::{Created, Writer};
 use crate::harness::{ConvertError, WriteContext};
@@ -47,6 +58,31 @@ fn find_transcript(layout: &Layout, preferred_bucket: &str, stem: &str) -> Optio
         .find(|p| p.is_file())
 }
 
+/// The digest and size of a file, hashed as it streams (`None` when it cannot be read).
+fn file_descriptor(path: &Path) -> Option<Descriptor> {
+    descriptor_of(fs::File::open(path).ok()?).ok()
+}
+
+/// The digest and size of everything `r` yields.
+fn descriptor_of(mut r: impl Read) -> io::Result<Descriptor> {
+    let mut h = Hasher::new();
+    let mut buf = vec![0; 1 << 16];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => return Ok(h.finish()),
+            Ok(n) => h.update(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Whether the file at `path` holds exactly the bytes `d` describes (size first, then a
+/// streamed sha256; nothing is held in memory).
+fn file_is(path: &Path, d: &Descriptor) -> bool {
+    fs::metadata(path).is_ok_and(|m| m.len() == d.size) && file_descriptor(path) == Some(*d)
+}
+
 /// The id a copy kept beside a different version gets.
 pub fn copy_id(id: &str, harness: &str) -> String {
     name_uuid(&format!("{id}~{harness}"))
@@ -61,9 +97,30 @@ pub fn claude_id(id: &str) -> String {
     }
 }
 
-/// Writes every session; children carried inside a native parent's files map to themselves.
-/// A subagent whose parent is not in the state is written as a session of its own, composed
-/// from its updates (its native file alone is not a session Claude Code can list).
+/// What writing one session came to.
+#[derive(Debug, Default)]
+struct Outcome {
+    /// The id it maps to, or why it was not written.
+    result: Option<Result<String, String>>,
+    /// Native files that were not restored, each with its reason.
+    refused: Vec<String>,
+    /// Native paths restored (or found already there).
+    placed: HashSet<String>,
+}
+
+impl Outcome {
+    fn of(result: Result<String, String>) -> Self {
+        Outcome {
+            result: Some(result),
+            ..Outcome::default()
+        }
+    }
+}
+
+/// Writes every session; children carried inside a native parent's files map to themselves
+/// when their parent was written with their files, and are not taken otherwise. A subagent
+/// whose parent is not in the state is written as a session of its own, composed from its
+/// updates (its native file alone is not a session Claude Code can list).
 pub fn write_sessions(
     layout: &Layout,
     writer: &Writer,
@@ -73,23 +130,51 @@ pub fn write_sessions(
 ) -> Result<(), ConvertError> {
     let mut any = sessions.is_empty();
     ctx.progress.begin("writing Claude Code sessions", None);
-    for s in sessions {
+    let by_id: HashMap<&str, usize> = sessions
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, s)| (s.id.as_str(), i))
+        .collect();
+    // The parent each carried child travels with (never a child carried itself).
+    let parent_of = |s: &Session| carrier(s, sessions, &by_id);
+    let carried: Vec<Option<usize>> = sessions
+        .iter()
+        .map(|s| parent_of(s).filter(|&p| parent_of(&sessions[p]).is_none()))
+        .collect();
+    let mut outcomes: Vec<Outcome> = Vec::with_capacity(sessions.len());
+    for (s, carried) in sessions.iter().zip(&carried) {
+        if carried.is_some() {
+            outcomes.push(Outcome::default());
+            continue;
+        }
         ctx.progress.item(s.id.as_str());
-        let outcome = if carried_by_parent(s, sessions) {
-            Ok(s.id.to_string())
-        } else if is_native(s)
-            && main_transcript(&s.native.as_ref().expect("native").files).is_some()
-        {
-            write_native(layout, writer, ctx, s)?
+        let outcome = if is_native(s) {
+            match main_transcript(s) {
+                Ok(Some(main)) => write_native(layout, writer, ctx, s, main)?,
+                Ok(None) => Outcome::of(write_composed(layout, writer, ctx, s)?),
+                Err(why) => Outcome::of(Err(why)),
+            }
         } else {
-            write_composed(layout, writer, ctx, s)?
+            Outcome::of(write_composed(layout, writer, ctx, s)?)
         };
-        match outcome {
-            Ok(new_id) => {
+        outcomes.push(outcome);
+    }
+    for (i, s) in sessions.iter().enumerate() {
+        let result = match carried[i] {
+            Some(p) => Some(with_parent(s, &sessions[p], &outcomes[p])),
+            None => outcomes[i].result.clone(),
+        };
+        match result {
+            Some(Ok(new_id)) => {
                 answer.sessions.insert(s.id.to_string(), new_id);
                 any = true;
             }
-            Err(why) => answer.refuse(StateKind::Sessions, why),
+            Some(Err(why)) => answer.refuse(StateKind::Sessions, why),
+            None => {}
+        }
+        for why in &outcomes[i].refused {
+            answer.refuse(StateKind::Sessions, why.clone());
         }
     }
     ctx.progress.finish();
@@ -99,35 +184,61 @@ pub fn write_sessions(
     Ok(())
 }
 
+/// A child carried in its parent's files is there exactly when the parent was written and
+/// every one of the child's files was restored with it.
+fn with_parent(s: &Session, parent: &Session, outcome: &Outcome) -> Result<String, String> {
+    match &outcome.result {
+        Some(Ok(_)) => {}
+        _ => {
+            return Err(format!(
+                "subagent session {} travels in the files of session {}, which was not written; not written",
+                s.id, parent.id
+            ));
+        }
+    }
+    let files = &s
+        .native
+        .as_ref()
+        .expect("carried children are native")
+        .files;
+    match files
+        .iter()
+        .find(|f| !outcome.placed.contains(f.path.as_str()))
+    {
+        None => Ok(s.id.to_string()),
+        Some(f) => Err(format!(
+            "subagent session {}: its file {} was not restored with session {}; not written",
+            s.id, f.path, parent.id
+        )),
+    }
+}
+
 fn is_native(s: &Session) -> bool {
     s.native
         .as_ref()
         .is_some_and(|n| n.harness.as_str() == HARNESS && !n.files.is_empty())
 }
 
-/// A subagent session whose files travel in its parent's native files.
-fn carried_by_parent(s: &Session, all: &[Session]) -> bool {
-    let Some(parent) = s
+/// The session a subagent's files travel in: its parent, when that is a native session whose
+/// files include all of the child's.
+fn carrier(s: &Session, all: &[Session], by_id: &HashMap<&str, usize>) -> Option<usize> {
+    let parent = s
         .meta
         .as_ref()
         .and_then(|m| m.get("asp"))
         .and_then(|a| a.pointer("/parent/sessionId"))
-        .and_then(Value::as_str)
-    else {
-        return false;
-    };
-    let Some(own) = s.native.as_ref().filter(|_| is_native(s)) else {
-        return false;
-    };
-    all.iter().any(|p| {
-        p.id.as_str() == parent
-            && is_native(p)
-            && own.files.iter().all(|f| {
-                p.native
-                    .as_ref()
-                    .is_some_and(|pn| pn.files.iter().any(|pf| pf.path == f.path))
-            })
-    })
+        .and_then(Value::as_str)?;
+    let own = s.native.as_ref().filter(|_| is_native(s))?;
+    let &i = by_id.get(parent)?;
+    let p = &all[i];
+    let carried = i != by_id[s.id.as_str()]
+        && is_native(p)
+        && own.files.iter().all(|f| {
+            p.native
+                .as_ref()
+                .is_some_and(|pn| pn.files.iter().any(|pf| pf.path == f.path))
+        });
+    carried.then_some(i)
 }
 
 /// `(bucket, rest)` of a native path `.claude/projects/<bucket>/<rest>`.
@@ -135,24 +246,108 @@ fn split_native(path: &str) -> Option<(&str, &str)> {
     path.strip_prefix(".claude/projects/")?.split_once('/')
 }
 
-/// The session's main transcript among its native files.
-fn main_transcript(files: &[FileEntry]) -> Option<&FileEntry> {
-    let depth_one = |f: &&FileEntry| {
+/// The session's main transcript among its native files: `.claude/projects/<bucket>/<id>.jsonl`.
+/// `Ok(None)` when it has none (a subagent's own files): it is then composed from its updates.
+/// A transcript named for another session is refused: the name is what Claude Code goes by.
+fn main_transcript(s: &Session) -> Result<Option<&FileEntry>, String> {
+    let files = &s.native.as_ref().expect("checked").files;
+    fn depth_one(f: &FileEntry) -> Option<&str> {
         split_native(f.path.as_str())
-            .is_some_and(|(_, rest)| !rest.contains('/') && rest.ends_with(".jsonl"))
-    };
-    files
+            .and_then(|(_, rest)| rest.strip_suffix(".jsonl"))
+            .filter(|stem| !stem.contains('/'))
+    }
+    if let Some(main) = files.iter().find(|f| depth_one(f) == Some(s.id.as_str())) {
+        return Ok(Some(main));
+    }
+    match files
         .iter()
-        .filter(depth_one)
-        .find(|f| {
-            !f.path
-                .as_str()
-                .rsplit('/')
-                .next()
-                .unwrap_or("")
-                .starts_with("agent-")
-        })
-        .or_else(|| files.iter().find(depth_one))
+        .find(|f| depth_one(f).is_some_and(|stem| !stem.starts_with("agent-")))
+    {
+        Some(other) => Err(format!(
+            "session {}: its native transcript {} is named for another session; not written",
+            s.id, other.path
+        )),
+        None => Ok(None),
+    }
+}
+
+/// What a native file of a session is, by its path inside the project folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// `<stem>.jsonl`.
+    Main,
+    /// `<stem>/subagents/agent-<id>.jsonl` or `.meta.json`, `<stem>/tool-results/<file>`.
+    Side,
+    /// `agent-<id>.jsonl` beside the transcript (2.0.x), if it names the session as its owner.
+    Legacy,
+}
+
+/// `<id>` of a file named `agent-<id><suffix>`.
+fn agent_file(name: &str, suffix: &str) -> bool {
+    name.strip_prefix("agent-")
+        .and_then(|n| n.strip_suffix(suffix))
+        .is_some_and(|n| !n.is_empty())
+}
+
+/// The files Claude Code keeps for session `stem` inside its project folder, exactly what the
+/// reader carries; anything else is not restored.
+fn classify(rest: &str, stem: &str) -> Option<Part> {
+    if rest.strip_suffix(".jsonl") == Some(stem) {
+        return Some(Part::Main);
+    }
+    if let Some(inside) = rest.strip_prefix(stem).and_then(|r| r.strip_prefix('/')) {
+        return match inside.split_once('/') {
+            Some((SUBAGENTS, name))
+                if !name.contains('/')
+                    && (agent_file(name, ".jsonl") || agent_file(name, ".meta.json")) =>
+            {
+                Some(Part::Side)
+            }
+            Some((TOOL_RESULTS, name)) if !name.contains('/') => Some(Part::Side),
+            _ => None,
+        };
+    }
+    (!rest.contains('/') && agent_file(rest, ".jsonl")).then_some(Part::Legacy)
+}
+
+/// The native files of session `s` that may be restored with it, as `(file, path inside the
+/// project folder)`; every other one is refused with its reason.
+fn restorable<'f>(
+    s: &Session,
+    files: &'f [FileEntry],
+    src_bucket: &str,
+    blobs: &dyn BlobSource,
+    refused: &mut Vec<String>,
+) -> Vec<(&'f FileEntry, String)> {
+    let stem = s.id.as_str();
+    let mut out = Vec::new();
+    for f in files {
+        let part = split_native(f.path.as_str())
+            .filter(|(b, _)| *b == src_bucket)
+            .and_then(|(_, rest)| classify(rest, stem).map(|p| (p, rest)));
+        let why = match part {
+            Some((Part::Main | Part::Side, rest)) => {
+                out.push((f, rest.to_owned()));
+                continue;
+            }
+            Some((Part::Legacy, rest)) => {
+                let owner = blobs.open(&f.content).ok().and_then(owner_of);
+                if owner.as_deref() == Some(stem) {
+                    out.push((f, rest.to_owned()));
+                    continue;
+                }
+                "is a subagent transcript of another session"
+            }
+            None => {
+                "is not one of the session's own files (its transcript, subagents/agent-*.jsonl and .meta.json, tool-results/, 2.0-era agent-*.jsonl beside it, all in one project folder)"
+            }
+        };
+        refused.push(format!(
+            "session {}: the native file {} {why}; not written",
+            s.id, f.path
+        ));
+    }
+    out
 }
 
 /// The session id inside the lines (`"sessionId":"<old>"`, `"session_id":"<old>"`, as Claude
@@ -182,17 +377,60 @@ fn replace_bytes(haystack: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     out
 }
 
+/// [`replace_session_id`] as a stream, one line at a time (the patterns hold no newline, so
+/// this gives the same bytes).
+struct Renamed<'a, R> {
+    inner: io::BufReader<R>,
+    old: &'a str,
+    new: &'a str,
+    line: Vec<u8>,
+    out: Vec<u8>,
+    at: usize,
+}
+
+impl<'a, R: Read> Renamed<'a, R> {
+    fn new(inner: R, old: &'a str, new: &'a str) -> Self {
+        Renamed {
+            inner: io::BufReader::with_capacity(1 << 16, inner),
+            old,
+            new,
+            line: Vec::new(),
+            out: Vec::new(),
+            at: 0,
+        }
+    }
+}
+
+impl<R: Read> Read for Renamed<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.at == self.out.len() {
+            self.line.clear();
+            if self.inner.read_until(b'\n', &mut self.line)? == 0 {
+                return Ok(0);
+            }
+            self.out = replace_session_id(&self.line, self.old, self.new);
+            self.at = 0;
+        }
+        let n = buf.len().min(self.out.len() - self.at);
+        buf[..n].copy_from_slice(&self.out[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
 /// Restores a Claude Code session from its native files.
 fn write_native(
     layout: &Layout,
     writer: &Writer,
     ctx: &WriteContext<'_>,
     s: &Session,
-) -> Result<Result<String, String>, ConvertError> {
+    main: &FileEntry,
+) -> Result<Outcome, ConvertError> {
     let files = &s.native.as_ref().expect("checked").files;
-    let main = main_transcript(files).expect("checked by the caller");
-    let (src_bucket, main_name) = split_native(main.path.as_str()).expect("checked");
-    let stem = main_name.trim_end_matches(".jsonl");
+    let (src_bucket, _) = split_native(main.path.as_str()).expect("checked");
+    let stem = s.id.as_str();
+    let mut refused = Vec::new();
+    let files = restorable(s, files, src_bucket, ctx.blobs, &mut refused);
     // A bucket is derived from the cwd; when --map-path moved the cwd, the transcript moves to
     // the new cwd's bucket (its contents were already rewritten).
     let bucket = match &s.cwd {
@@ -201,43 +439,81 @@ fn write_native(
         }
         _ => src_bucket.to_owned(),
     };
-    let main_bytes = ctx.blobs.read_all(&main.content)?;
+    let mut bucket = bucket;
     let new_stem = match find_transcript(layout, &bucket, stem) {
         None => stem.to_owned(),
-        Some(p) if fs::read(&p).ok().as_deref() == Some(&main_bytes[..]) => {
-            // Already there; put back any of its other files that are missing.
-            place(
-                layout, writer, ctx.blobs, files, src_bucket, &bucket, stem, stem,
+        Some(p) if file_is(&p, &main.content) => {
+            // Already there (in any bucket); put back any of its other files that are missing.
+            let bucket = bucket_of(&p).unwrap_or(&bucket).to_owned();
+            let placed = place(
+                layout,
+                writer,
+                ctx.blobs,
+                s,
+                &files,
+                &bucket,
+                stem,
+                &mut refused,
             )?;
-            return Ok(Ok(s.id.to_string()));
+            return Ok(Outcome {
+                result: Some(Ok(s.id.to_string())),
+                refused,
+                placed,
+            });
         }
         Some(_) => {
             let copy = copy_id(stem, harness_of(s));
-            let copy_bytes = replace_session_id(&main_bytes, stem, &copy);
             match find_transcript(layout, &bucket, &copy) {
-                Some(p) if fs::read(&p).ok().as_deref() == Some(&copy_bytes[..]) => {
-                    return Ok(Ok(copy));
-                }
                 Some(p) => {
-                    return Ok(Err(format!(
-                        "session {} is already in {} with different content, and so is its copy {}; not written",
-                        s.id,
-                        layout.projects().display(),
-                        p.display()
-                    )));
+                    let carried =
+                        descriptor_of(Renamed::new(ctx.blobs.open(&main.content)?, stem, &copy))
+                            .map_err(|e| ConvertError::Other(format!("session {}: {e}", s.id)))?;
+                    if !file_is(&p, &carried) {
+                        let why = format!(
+                            "session {} is already in {} with different content, and so is its copy {}; not written",
+                            s.id,
+                            layout.projects().display(),
+                            p.display()
+                        );
+                        return Ok(Outcome {
+                            result: Some(Err(why)),
+                            refused,
+                            placed: HashSet::new(),
+                        });
+                    }
+                    // The copy is there from an earlier import: complete it where it is.
+                    bucket = bucket_of(&p).unwrap_or(&bucket).to_owned();
+                    copy
                 }
                 None => copy,
             }
         }
     };
-    place(
-        layout, writer, ctx.blobs, files, src_bucket, &bucket, stem, &new_stem,
+    let placed = place(
+        layout,
+        writer,
+        ctx.blobs,
+        s,
+        &files,
+        &bucket,
+        &new_stem,
+        &mut refused,
     )?;
-    Ok(Ok(if new_stem == stem {
+    let id = if new_stem == stem {
         s.id.to_string()
     } else {
         new_stem
-    }))
+    };
+    Ok(Outcome {
+        result: Some(Ok(id)),
+        refused,
+        placed,
+    })
+}
+
+/// The project folder a transcript found by [`find_transcript`] is in.
+fn bucket_of(transcript: &Path) -> Option<&str> {
+    transcript.parent()?.file_name()?.to_str()
 }
 
 fn harness_of(s: &Session) -> &str {
@@ -245,44 +521,63 @@ fn harness_of(s: &Session) -> &str {
 }
 
 /// Writes native files into `bucket`, renaming the session `stem` → `new_stem` (paths and the
-/// ids inside `.jsonl` lines). Files already there are left alone.
+/// ids inside `.jsonl` lines). Files already there are left alone; nothing is made executable.
+/// Returns the native paths whose bytes are now there; a different file already in the way is
+/// refused with its reason.
 #[allow(clippy::too_many_arguments)]
 fn place(
     layout: &Layout,
     writer: &Writer,
     blobs: &dyn BlobSource,
-    files: &[FileEntry],
-    src_bucket: &str,
+    s: &Session,
+    files: &[(&FileEntry, String)],
     bucket: &str,
-    stem: &str,
     new_stem: &str,
-) -> Result<(), ConvertError> {
+    refused: &mut Vec<String>,
+) -> Result<HashSet<String>, ConvertError> {
+    let stem = s.id.as_str();
     let renamed = stem != new_stem;
-    for f in files {
-        let Some((b, rest)) = split_native(f.path.as_str()) else {
-            continue;
-        };
-        if b != src_bucket {
-            continue;
-        }
-        let rest = if rest == format!("{stem}.jsonl") {
+    let mut placed = HashSet::new();
+    for (f, rest) in files {
+        let rest = if *rest == format!("{stem}.jsonl") {
             format!("{new_stem}.jsonl")
         } else if let Some(r) = rest.strip_prefix(&format!("{stem}/")) {
             format!("{new_stem}/{r}")
         } else {
-            rest.to_owned()
+            rest.clone()
         };
         let target = layout.projects().join(bucket).join(&rest);
+        let rename = renamed && rest.ends_with(".jsonl");
+        let open = || -> Result<Box<dyn Read + Send + '_>, ConvertError> {
+            let r = blobs.open(&f.content)?;
+            Ok(if rename {
+                Box::new(Renamed::new(r, stem, new_stem))
+            } else {
+                r
+            })
+        };
         // No clobbering: a file already at the target stays as it is.
-        if renamed && rest.ends_with(".jsonl") {
-            let bytes = replace_session_id(&blobs.read_all(&f.content)?, stem, new_stem);
-            writer.create_new(&target, &bytes, f.executable)?;
+        let there = match writer.create_new_from(&target, &mut open()?, false)? {
+            Created::New => true,
+            Created::AlreadyExists if !rename => file_is(&target, &f.content),
+            Created::AlreadyExists => {
+                let carried = descriptor_of(open()?)
+                    .map_err(|e| ConvertError::Other(format!("session {}: {e}", s.id)))?;
+                file_is(&target, &carried)
+            }
+        };
+        if there {
+            placed.insert(f.path.to_string());
         } else {
-            let mut r = blobs.open(&f.content)?;
-            writer.create_new_from(&target, &mut r, f.executable)?;
+            refused.push(format!(
+                "session {}: {} already holds a different file, kept as it is; the carried {} was not written",
+                s.id,
+                target.display(),
+                f.path
+            ));
         }
     }
-    Ok(())
+    Ok(placed)
 }
 
 /// Writes a session from its update stream.
@@ -352,13 +647,13 @@ fn write_composed(
     let mut id = claude_id(s.id.as_str());
     let mut composed = compose_as(&id);
     if let Some(p) = find_transcript(layout, &bucket, &id) {
-        if fs::read(&p).ok().as_deref() == Some(&composed.bytes[..]) {
+        if file_is(&p, &Descriptor::of(&composed.bytes)) {
             return Ok(Ok(id));
         }
         id = copy_id(s.id.as_str(), harness);
         composed = compose_as(&id);
         if let Some(p) = find_transcript(layout, &bucket, &id) {
-            if fs::read(&p).ok().as_deref() == Some(&composed.bytes[..]) {
+            if file_is(&p, &Descriptor::of(&composed.bytes)) {
                 return Ok(Ok(id));
             }
             return Ok(Err(format!(
@@ -393,5 +688,42 @@ mod tests {
         assert!(out.ends_with(b"\xff\x00 garbage\n"));
         // Text that merely quotes an id (escaped quotes) is left alone.
         assert_eq!(&out[16..], &bytes[16..]);
+    }
+
+    #[test]
+    fn renaming_as_a_stream_gives_the_same_bytes() {
+        let bytes = b"{\"sessionId\":\"a\",\"session_id\":\"a\"}\n\xff\n{\"sessionId\":\"a\"}";
+        let mut streamed = Vec::new();
+        Renamed::new(&bytes[..], "a", "bb")
+            .read_to_end(&mut streamed)
+            .unwrap();
+        assert_eq!(streamed, replace_session_id(bytes, "a", "bb"));
+    }
+
+    #[test]
+    fn only_a_sessions_own_files_are_restorable() {
+        let s = "S";
+        assert_eq!(classify("S.jsonl", s), Some(Part::Main));
+        assert_eq!(classify("S/subagents/agent-a1.jsonl", s), Some(Part::Side));
+        assert_eq!(
+            classify("S/subagents/agent-a1.meta.json", s),
+            Some(Part::Side)
+        );
+        assert_eq!(classify("S/tool-results/toolu_1.txt", s), Some(Part::Side));
+        assert_eq!(classify("agent-a1.jsonl", s), Some(Part::Legacy));
+        for other in [
+            "T.jsonl",
+            "memory/MEMORY.md",
+            "S/subagents/agent-.jsonl",
+            "S/subagents/x.jsonl",
+            "S/subagents/deeper/agent-a.jsonl",
+            "S/tool-results/a/b.txt",
+            "S/hooks/run.sh",
+            "S",
+            "SS.jsonl",
+            "T/subagents/agent-a.jsonl",
+        ] {
+            assert_eq!(classify(other, s), None, "{other}");
+        }
     }
 }
