@@ -12,7 +12,7 @@ use asp_convert::Harness;
 use asp_convert::claude_code::ClaudeCode;
 use asp_convert::claude_code::ids::{is_uuid, name_uuid};
 use asp_convert::claude_code::write::copy_id;
-use asp_convert::harness::{Home, ReadContext, ReadOptions, WriteContext, WriteOptions};
+use asp_convert::harness::{Home, ReadOptions, WriteContext, WriteOptions};
 use asp_convert::pathmap::PathMap;
 use asp_convert::report::{Diagnostics, Severity};
 use asp_format::answer::ImportAnswer;
@@ -22,8 +22,8 @@ use asp_format::kind::{KindSet, StateKind};
 use asp_format::name::{HarnessName, RelPath, SessionId};
 use asp_format::progress::Quiet;
 use asp_format::state::{MemoryNote, NoteBody, Origin, Session, SettingValue, State};
-use asp_format::update::UpdateLines;
 use serde_json::{Value, json};
+use support::ReadBack as Read;
 use support::*;
 
 const A: &str = "71958462-4bb8-46b6-a36a-1becf56c22dc";
@@ -50,69 +50,22 @@ fn fixture(name: &str) -> PathBuf {
     root().join("tests/fixtures/claude-code").join(name)
 }
 
-struct Read {
-    state: State,
-    store: MemoryStore,
-    diagnostics: Diagnostics,
-}
-
 fn read_with(home: &Path, options: ReadOptions) -> Read {
-    let store = MemoryStore::new();
-    let diagnostics = Diagnostics::new();
-    let state = ClaudeCode
-        .read(&ReadContext {
-            home: &Home::at(home),
-            kinds: KindSet::ALL,
-            blobs: &store,
-            diagnostics: &diagnostics,
-            progress: &Quiet,
-            options,
-        })
-        .unwrap();
-    Read {
-        state,
-        store,
-        diagnostics,
-    }
+    support::read_home(&ClaudeCode, home, KindSet::ALL, options)
 }
 
 fn read(home: &Path) -> Read {
     read_with(home, ReadOptions::default())
 }
 
-impl Read {
-    fn session(&self, id: &str) -> &Session {
-        self.state
-            .sessions
-            .iter()
-            .flatten()
-            .find(|s| s.id.as_str() == id)
-            .unwrap_or_else(|| panic!("no session {id}"))
-    }
+trait Conversation {
+    fn conversation(&self, id: &str) -> Vec<Value>;
+}
 
-    /// The `update` objects of a session.
-    fn updates(&self, id: &str) -> Vec<Value> {
-        updates_of(&self.store, self.session(id))
-    }
-
+impl Conversation for Read {
     fn conversation(&self, id: &str) -> Vec<Value> {
         conversation(self.updates(id))
     }
-}
-
-fn updates_of(blobs: &dyn BlobSource, s: &Session) -> Vec<Value> {
-    let mut lines = UpdateLines::open(blobs, &s.updates).unwrap();
-    let mut out = Vec::new();
-    while let Some((_, line)) = lines.next_line().unwrap() {
-        let v: Value = serde_json::from_str(line).unwrap();
-        assert_eq!(
-            v["sessionId"],
-            s.id.as_str(),
-            "every line names its session"
-        );
-        out.push(v["update"].clone());
-    }
-    out
 }
 
 fn conversation(updates: Vec<Value>) -> Vec<Value> {
@@ -563,7 +516,7 @@ fn damaged_transcripts_are_carried_and_the_damage_reported_with_file_and_line() 
         let r = read(&fixture(dir));
         let skipped: Vec<_> = r
             .diagnostics
-            .items()
+            .clone()
             .into_iter()
             .filter(|d| d.severity == Severity::Skipped)
             .collect();
@@ -598,13 +551,13 @@ fn a_skill_with_invalid_yaml_is_carried_byte_for_byte_with_a_note() {
         r.store.read_all(&md.content).unwrap(),
         fs::read(home.join(".claude/skills/release-notes/SKILL.md")).unwrap()
     );
-    let items = r.diagnostics.items();
+    let items = r.diagnostics.clone();
     assert!(
         items
             .iter()
             .any(|d| d.severity == Severity::Note && d.message.contains("not valid YAML"))
     );
-    assert!(!r.diagnostics.any_skipped());
+    assert!(!r.any_skipped());
 }
 
 #[test]
@@ -677,7 +630,7 @@ fn the_other_kinds_are_read_as_expected() {
     // What is not carried is said: user rules and the local-scope MCP server.
     let skipped: Vec<String> = r
         .diagnostics
-        .items()
+        .clone()
         .into_iter()
         .filter(|d| d.severity == Severity::Skipped)
         .map(|d| d.to_string())
@@ -1683,7 +1636,7 @@ fn odd_entries_in_a_project_folder_are_reported_and_the_rest_is_read() {
     assert_eq!(ids, [U, OTHER]);
     let skipped: Vec<String> = r
         .diagnostics
-        .items()
+        .clone()
         .iter()
         .filter(|d| d.severity == Severity::Skipped)
         .map(|d| d.to_string())
@@ -1731,11 +1684,11 @@ fn an_unreadable_transcript_costs_only_that_session() {
     assert_eq!(ids, [OTHER]);
     assert!(
         r.diagnostics
-            .items()
+            .clone()
             .iter()
             .any(|d| d.severity == Severity::Skipped && d.file.as_deref() == Some(&*locked)),
         "{:?}",
-        r.diagnostics.items()
+        r.diagnostics.clone()
     );
 }
 
@@ -1762,7 +1715,7 @@ fn the_same_session_in_two_project_folders_is_carried_once_the_newest() {
     let older = projects.join("-b").join(format!("{U}.jsonl"));
     let d = r
         .diagnostics
-        .items()
+        .clone()
         .into_iter()
         .find(|d| d.severity == Severity::Skipped && d.file.as_deref() == Some(&*older))
         .expect("the left-out copy is reported");

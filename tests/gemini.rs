@@ -22,8 +22,9 @@ use asp_format::bundle::Bundle;
 use asp_format::kind::{KindSet, StateKind};
 use asp_format::name::RelPath;
 use asp_format::progress::Quiet;
-use asp_format::state::{McpServer, MemoryNote, NoteBody, Origin, Session, SettingValue, State};
+use asp_format::state::{McpServer, MemoryNote, NoteBody, Origin, SettingValue, State};
 use serde_json::{Value, json};
+use support::ReadBack as Read;
 use support::{asp_pack, asp_unpack, samples, tmp};
 
 // ---------------------------------------------------------------------------------------
@@ -41,64 +42,12 @@ fn fixture(name: &str) -> PathBuf {
     support::root().join("tests/fixtures/gemini").join(name)
 }
 
-/// A store read into memory.
-struct Read {
-    state: State,
-    store: MemoryStore,
-    diagnostics: Vec<Diagnostic>,
-}
-
-impl Read {
-    fn session(&self, id: &str) -> &Session {
-        self.state
-            .sessions
-            .iter()
-            .flatten()
-            .find(|s| s.id.as_str() == id)
-            .unwrap_or_else(|| panic!("no session {id}"))
-    }
-
-    /// The `update` objects of a session's stream.
-    fn updates(&self, id: &str) -> Vec<Value> {
-        let bytes = self.store.read_all(&self.session(id).updates).unwrap();
-        String::from_utf8(bytes)
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let v: Value = serde_json::from_str(l).unwrap();
-                assert_eq!(v["sessionId"], id);
-                v["update"].clone()
-            })
-            .collect()
-    }
-
-    fn text(&self, d: &asp_format::Descriptor) -> String {
-        String::from_utf8(self.store.read_all(d).unwrap()).unwrap()
-    }
-}
-
 fn read_home(home: &Path) -> Read {
     read_kinds(home, KindSet::ALL)
 }
 
 fn read_kinds(home: &Path, kinds: KindSet) -> Read {
-    let store = MemoryStore::new();
-    let diagnostics = Diagnostics::new();
-    let state = gemini()
-        .read(&ReadContext {
-            home: &Home::at(home),
-            kinds,
-            blobs: &store,
-            diagnostics: &diagnostics,
-            progress: &Quiet,
-            options: ReadOptions::default(),
-        })
-        .unwrap();
-    Read {
-        state,
-        store,
-        diagnostics: diagnostics.items(),
-    }
+    support::read_home(gemini().as_ref(), home, kinds, ReadOptions::default())
 }
 
 fn kinds(updates: &[Value]) -> Vec<&str> {

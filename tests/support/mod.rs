@@ -94,3 +94,84 @@ pub fn tmp() -> tempfile::TempDir {
 pub fn nothing_in(dir: &Path) -> bool {
     !dir.exists() || std::fs::read_dir(dir).unwrap().next().is_none()
 }
+
+/// A harness's store read into memory, for tests that look at what a converter read.
+pub struct ReadBack {
+    pub state: asp_format::State,
+    pub store: asp_format::blob::MemoryStore,
+    pub diagnostics: Vec<asp_convert::report::Diagnostic>,
+}
+
+/// Reads `home` with `harness`.
+pub fn read_home(
+    harness: &dyn asp_convert::Harness,
+    home: &Path,
+    kinds: asp_format::KindSet,
+    options: asp_convert::harness::ReadOptions,
+) -> ReadBack {
+    let store = asp_format::blob::MemoryStore::new();
+    let diagnostics = asp_convert::report::Diagnostics::new();
+    let state = harness
+        .read(&asp_convert::ReadContext {
+            home: &asp_convert::Home::at(home),
+            kinds,
+            blobs: &store,
+            diagnostics: &diagnostics,
+            progress: &asp_format::progress::Quiet,
+            options,
+        })
+        .unwrap();
+    ReadBack {
+        state,
+        store,
+        diagnostics: diagnostics.items(),
+    }
+}
+
+impl ReadBack {
+    pub fn session(&self, id: &str) -> &asp_format::state::Session {
+        self.state
+            .sessions
+            .iter()
+            .flatten()
+            .find(|s| s.id.as_str() == id)
+            .unwrap_or_else(|| panic!("no session {id}"))
+    }
+
+    /// The `update` objects of a session's stream.
+    pub fn updates(&self, id: &str) -> Vec<serde_json::Value> {
+        updates_of(&self.store, self.session(id))
+    }
+
+    /// A blob that holds text.
+    pub fn text(&self, d: &asp_format::Descriptor) -> String {
+        use asp_format::blob::BlobSource;
+        String::from_utf8(self.store.read_all(d).unwrap()).unwrap()
+    }
+
+    /// Whether something was reported as not carried.
+    pub fn any_skipped(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == asp_convert::report::Severity::Skipped)
+    }
+}
+
+/// The `update` objects of a session's stream, checking every line names its session.
+pub fn updates_of(
+    blobs: &dyn asp_format::blob::BlobSource,
+    s: &asp_format::state::Session,
+) -> Vec<serde_json::Value> {
+    let mut lines = asp_format::update::UpdateLines::open(blobs, &s.updates).unwrap();
+    let mut out = Vec::new();
+    while let Some((_, line)) = lines.next_line().unwrap() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            v["sessionId"],
+            s.id.as_str(),
+            "every line names its session"
+        );
+        out.push(v["update"].clone());
+    }
+    out
+}
