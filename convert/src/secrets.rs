@@ -136,6 +136,19 @@ fn blank_url(url: &mut String, out: &mut Vec<String>) {
     }
 }
 
+/// What `--redact-secrets` blanked in `server` (its `_meta.asp.redacted`), empty if nothing.
+pub fn redacted(server: &McpServer) -> Vec<String> {
+    server
+        .meta()
+        .and_then(|m| m.get("asp"))
+        .and_then(|a| a.get("redacted"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect()
+}
+
 /// Blanks the secrets of `server` and records what was blanked; returns those names.
 pub fn redact(server: &mut McpServer) -> Vec<String> {
     let mut blanked = Vec::new();

@@ -102,15 +102,7 @@ pub fn from_claude(name: &str, entry: &Value) -> Result<McpServer, String> {
 /// written as `${NAME}` references so Claude Code takes them from the environment instead of
 /// sending an empty token.
 pub fn to_claude(server: &McpServer) -> Value {
-    let redacted: Vec<String> = server
-        .meta()
-        .and_then(|m| m.get("asp"))
-        .and_then(|a| a.get("redacted"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_str().map(str::to_owned))
-        .collect();
+    let redacted = crate::secrets::redacted(server);
     let map = |prefix: &str, list: &[NameValue]| -> Value {
         let mut m = Map::new();
         for nv in list {
@@ -262,11 +254,7 @@ pub fn write(
     };
     for s in servers {
         let entry = to_claude(s);
-        if s.meta()
-            .and_then(|m| m.get("asp"))
-            .and_then(|a| a.get("redacted"))
-            .is_some()
-        {
+        if !crate::secrets::redacted(s).is_empty() {
             diagnostics.note(
                 &layout.global,
                 None,

@@ -429,17 +429,7 @@ fn env_reference(value: &str) -> Option<&str> {
     .then_some(name)
 }
 
-fn redacted(server: &McpServer) -> Vec<String> {
-    server
-        .meta()
-        .and_then(|m| m.get("asp"))
-        .and_then(|a| a.get("redacted"))
-        .and_then(Json::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_str().map(str::to_owned))
-        .collect()
-}
+use crate::secrets::redacted;
 
 /// The table Codex would load for `server`, or why it cannot be written.
 fn server_table(server: &McpServer) -> Result<(Table, Vec<String>), String> {

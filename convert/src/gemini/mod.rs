@@ -180,13 +180,8 @@ impl Gemini {
                 match added {
                     settings::Added::Added { .. } => {
                         changed = true;
-                        let redacted = server
-                            .meta()
-                            .and_then(|m| m.get("asp"))
-                            .and_then(|a| a.get("redacted"))
-                            .and_then(|r| r.as_array())
-                            .filter(|r| !r.is_empty());
-                        if let Some(r) = redacted {
+                        let r = crate::secrets::redacted(server);
+                        if !r.is_empty() {
                             ctx.diagnostics.note(
                                 &path,
                                 None,
@@ -194,7 +189,7 @@ impl Gemini {
                                     "MCP server {:?} was packed with secrets blanked ({}); fill them in \
                                      before using it",
                                     server.name(),
-                                    r.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(", ")
+                                    r.join(", ")
                                 ),
                             );
                         }
