@@ -184,25 +184,8 @@ def main():
             e.setdefault("cwd", s.get("cwd"))
         report["list_calls"] = list_calls
 
-        can_close = "close" in (caps.get("sessionCapabilities") or {})
-        for e in sessions.values():
-            cwd = e.get("cwd") or e.get("cwd_on_disk")
-            if not cwd:
-                e["load"] = {"ok": False, "error": "no cwd known (none in the transcript)"}
-                continue
-            if not ns.usable(cwd):
-                e["load"] = {"ok": False, "error": f"cwd {cwd} missing and cannot be overlaid"}
-                continue
-            if peer.p.poll() is not None:
-                e["load"] = {"ok": False, "error": "adapter exited", "stderr": peer.stderr_tail()}
-                continue
-            e["load_cwd"] = cwd
-            e["load"] = J.acp_load(peer, e["id"], cwd, timeout=args.timeout, quiet=1.5,
-                                   keep_raw=not args.no_raw)
-            if e["load"]["ok"] and can_close:
-                peer.request("session/close", {"sessionId": e["id"]}, timeout=15)
-            if not e["load"]["ok"]:
-                e["load"]["stderr"] = peer.stderr_tail(8)
+        J.load_each(peer, ns, sessions.values(), caps, cwd_keys=("cwd", "cwd_on_disk"),
+                    timeout=args.timeout, quiet=1.5, keep_raw=not args.no_raw, who="adapter")
         report["sessions"] = list(sessions.values())
         report["debug_logs"] = sorted(str(p) for p in (store / "debug").glob("*")) \
             if (store / "debug").is_dir() else []

@@ -424,25 +424,8 @@ def acp_view(src: Path, args, report_errors: list) -> dict:
                 e["cwd"] = s.get("cwd")
                 e["updatedAt"] = s.get("updatedAt")
         view["list_calls"] = list_calls
-        can_close = "close" in (caps.get("sessionCapabilities") or {})
-        for e in sessions.values():
-            cwd = e.get("cwd") or e.get("cwd_on_disk")
-            if not cwd:
-                e["load"] = {"ok": False, "error": "no cwd known"}
-                continue
-            if not ns.usable(cwd):
-                e["load"] = {"ok": False, "error": f"cwd {cwd} missing and cannot be overlaid"}
-                continue
-            if peer.p.poll() is not None:
-                e["load"] = {"ok": False, "error": "codex-acp exited", "stderr": peer.stderr_tail()}
-                continue
-            e["load_cwd"] = cwd
-            e["load"] = J.acp_load(peer, e["id"], cwd, timeout=args.timeout, quiet=1.0,
-                                   keep_raw=not args.no_raw)
-            if e["load"]["ok"] and can_close:
-                peer.request("session/close", {"sessionId": e["id"]}, timeout=15)
-            if not e["load"]["ok"]:
-                e["load"]["stderr"] = peer.stderr_tail(8)
+        J.load_each(peer, ns, sessions.values(), caps, cwd_keys=("cwd", "cwd_on_disk"),
+                    timeout=args.timeout, quiet=1.0, keep_raw=not args.no_raw, who="codex-acp")
         view["sessions"] = list(sessions.values())
         return view
     finally:

@@ -189,19 +189,9 @@ def main():
                 e.setdefault("title", s.get("title"))
                 e["acp_title"] = s.get("title")
         report["acp_list_calls"] = list_calls
-        for e in sessions.values():
-            cwd = e.get("directory") or e.get("directory_on_disk")
-            if not cwd:
-                e["load"] = {"ok": False, "error": "no directory known"}
-                continue
-            if not ns.usable(cwd):
-                e["load"] = {"ok": False, "error": f"directory {cwd} missing, cannot be overlaid"}
-                continue
-            e["load_cwd"] = cwd
-            e["load"] = J.acp_load(peer, e["id"], cwd, timeout=args.timeout, quiet=1.5,
-                                   keep_raw=not args.no_raw)
-            if not e["load"]["ok"]:
-                e["load"]["stderr"] = peer.stderr_tail(8)
+        J.load_each(peer, ns, sessions.values(), caps,
+                    cwd_keys=("directory", "directory_on_disk"), timeout=args.timeout,
+                    quiet=1.5, keep_raw=not args.no_raw, who="opencode")
         report["sessions"] = list(sessions.values())
         return report
     finally:

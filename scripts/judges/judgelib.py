@@ -688,6 +688,32 @@ def acp_load(peer: JsonRpcProc, session_id: str, cwd: str, *, timeout=90.0,
 # CLI helpers
 
 
+
+def load_each(peer: JsonRpcProc, ns, sessions, caps: dict, *, cwd_keys, timeout: float,
+              quiet: float, keep_raw: bool, who: str) -> None:
+    """session/load every session in `sessions` (dicts with "id" and a working directory under
+    one of `cwd_keys`), storing the replay under "load"; sessions whose directory is unknown
+    or cannot be overlaid, or that come after the agent exited, get a reason instead. A
+    session loaded only to be judged is closed again when the agent offers session/close."""
+    can_close = "close" in (caps.get("sessionCapabilities") or {})
+    for e in sessions:
+        cwd = next((e.get(k) for k in cwd_keys if e.get(k)), None)
+        if not cwd:
+            e["load"] = {"ok": False, "error": "no working directory known"}
+            continue
+        if not ns.usable(cwd):
+            e["load"] = {"ok": False, "error": f"{cwd} missing and cannot be overlaid"}
+            continue
+        if peer.p.poll() is not None:
+            e["load"] = {"ok": False, "error": f"{who} exited", "stderr": peer.stderr_tail()}
+            continue
+        e["load_cwd"] = cwd
+        e["load"] = acp_load(peer, e["id"], cwd, timeout=timeout, quiet=quiet, keep_raw=keep_raw)
+        if e["load"]["ok"] and can_close:
+            peer.request("session/close", {"sessionId": e["id"]}, timeout=15)
+        if not e["load"]["ok"]:
+            e["load"]["stderr"] = peer.stderr_tail(8)
+
 def common_argparser(desc: str):
     import argparse
     ap = argparse.ArgumentParser(description=desc)
