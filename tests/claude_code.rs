@@ -1221,11 +1221,7 @@ fn pack_and_unpack_through_the_binaries() {
     let work = tmp();
     let bundle = work.path().join("claude.aspstate");
     // Exit 3: the user rules file and the local-scope MCP server are not carried (said on stderr).
-    asp_pack()
-        .args(["--from", "claude-code", "--home"])
-        .arg(sample_home())
-        .arg("-o")
-        .arg(&bundle)
+    pack_home("claude-code", sample_home(), &bundle)
         .assert()
         .code(3)
         .stderr(predicates::str::contains("rules/security.md"));

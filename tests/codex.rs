@@ -169,13 +169,7 @@ fn jsonl(path: &Path) -> Vec<Value> {
 }
 
 fn pack_sample_codex(out: &Path) {
-    asp_pack()
-        .args(["--from", "codex", "--home"])
-        .arg(sample_home())
-        .arg("-o")
-        .arg(out)
-        .assert()
-        .success();
+    pack_home("codex", sample_home(), out).assert().success();
 }
 
 fn unpack_json(bundle: &Path, home: &Path, extra: &[&str]) -> Value {
@@ -682,11 +676,7 @@ fn the_early_flat_format_is_read() {
 fn damaged_stores_still_pack_and_say_where_the_damage_is() {
     let dir = tmp();
     let out = dir.path().join("x.aspstate");
-    let assert = asp_pack()
-        .args(["--from", "codex", "--home"])
-        .arg(fixture("nonjson-line"))
-        .arg("-o")
-        .arg(&out)
+    let assert = pack_home("codex", fixture("nonjson-line"), &out)
         .assert()
         .code(3);
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
@@ -1543,11 +1533,7 @@ fn a_rollout_name_that_ends_inside_a_character_is_reported_not_read() {
     assert_eq!(found.len(), 1, "{:?}", diagnostics.items());
     assert!(found[0].message.contains("thread UUID"), "{}", found[0]);
     // The whole pipeline too.
-    let out = asp_pack()
-        .args(["--from", "codex", "--home"])
-        .arg(dir.path())
-        .arg("-o")
-        .arg(dir.path().join("b.aspstate"))
+    let out = pack_home("codex", dir.path(), dir.path().join("b.aspstate"))
         .output()
         .unwrap();
     assert!(

@@ -25,7 +25,7 @@ use asp_format::progress::Quiet;
 use asp_format::state::{McpServer, MemoryNote, NoteBody, Origin, SettingValue, State};
 use serde_json::{Value, json};
 use support::ReadBack as Read;
-use support::{asp_pack, asp_unpack, samples, tmp};
+use support::{asp_pack, asp_unpack, pack_home, samples, tmp};
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -1541,11 +1541,7 @@ fn a_dry_run_through_the_library_writes_nothing_and_answers_the_same() {
 fn the_binaries_pack_a_gemini_home_and_restore_it_byte_for_byte() {
     let work = tmp();
     let bundle = work.path().join("gemini.aspstate");
-    asp_pack()
-        .args(["--from", "gemini", "--home"])
-        .arg(sample_home())
-        .arg("-o")
-        .arg(&bundle)
+    pack_home("gemini", sample_home(), &bundle)
         .assert()
         .success();
     let home = work.path().join("home");
@@ -1576,11 +1572,7 @@ fn the_binaries_pack_a_gemini_home_and_restore_it_byte_for_byte() {
 fn the_binaries_report_damaged_lines_and_still_pack() {
     let work = tmp();
     let bundle = work.path().join("damaged.aspstate");
-    let out = asp_pack()
-        .args(["--from", "gemini", "--home"])
-        .arg(fixture("non-json-line"))
-        .arg("-o")
-        .arg(&bundle)
+    let out = pack_home("gemini", fixture("non-json-line"), &bundle)
         .assert()
         .code(3);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();

@@ -175,3 +175,13 @@ pub fn updates_of(
     }
     out
 }
+
+/// `asp-pack --from HARNESS --home HOME -o OUT`, ready to run.
+pub fn pack_home(harness: &str, home: impl AsRef<Path>, out: impl AsRef<Path>) -> Command {
+    let mut cmd = asp_pack();
+    cmd.args(["--from", harness, "--home"])
+        .arg(home.as_ref())
+        .arg("-o")
+        .arg(out.as_ref());
+    cmd
+}
