@@ -1652,23 +1652,18 @@ fn odd_entries_in_a_project_folder_are_reported_and_the_rest_is_read() {
 #[cfg(unix)]
 #[test]
 fn an_unreadable_transcript_costs_only_that_session() {
-    use std::os::unix::fs::PermissionsExt;
     let home = tmp();
     let bucket = home.path().join(".claude/projects/-a");
     fs::create_dir_all(&bucket).unwrap();
-    for id in [U, OTHER] {
-        fs::write(
-            bucket.join(format!("{id}.jsonl")),
-            user_row(id, ROW1, "/a", "2026-01-01T00:00:00.000Z"),
-        )
-        .unwrap();
-    }
+    fs::write(
+        bucket.join(format!("{OTHER}.jsonl")),
+        user_row(OTHER, ROW1, "/a", "2026-01-01T00:00:00.000Z"),
+    )
+    .unwrap();
+    // A transcript that cannot be opened. Permissions would not stop root (tests often run as
+    // root), a link to nowhere stops everyone.
     let locked = bucket.join(format!("{U}.jsonl"));
-    fs::set_permissions(&locked, fs::Permissions::from_mode(0o000)).unwrap();
-    if fs::read(&locked).is_ok() {
-        // Running as root: permissions do not stop the read; nothing to test here.
-        return;
-    }
+    std::os::unix::fs::symlink(home.path().join("gone.jsonl"), &locked).unwrap();
     let r = read(home.path());
     let ids: Vec<&str> = r
         .state

@@ -192,7 +192,14 @@ fn discover(layout: &Layout, ctx: &ReadContext<'_>) -> Vec<Found> {
             let Some(stem) = name.strip_suffix(".jsonl") else {
                 continue;
             };
+            // `is_file` follows links: a link to a transcript kept elsewhere is read; anything
+            // named like a transcript that is not one (a folder, a link to nowhere) is said.
             if !path.is_file() {
+                ctx.diagnostics.skipped(
+                    &path,
+                    None,
+                    "named like a transcript but not a readable file; skipped",
+                );
                 continue;
             }
             if let Some(agent) = stem.strip_prefix("agent-") {
