@@ -158,7 +158,11 @@ pub trait Harness: Send + Sync {
             blobs: &Discard,
             diagnostics: &diagnostics,
             progress,
-            options: ReadOptions::default(),
+            // Counting needs no native files.
+            options: ReadOptions {
+                native: false,
+                ..ReadOptions::default()
+            },
         })?;
         Ok(state.counts())
     }
