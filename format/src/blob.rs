@@ -36,6 +36,21 @@ pub enum BlobError {
     Other(#[from] io::Error),
 }
 
+impl crate::error::Classify for BlobError {
+    /// A blob that is missing or of the wrong size is the store's data not matching what was
+    /// promised. Other I/O is the store's (a staging directory that cannot be written, a bundle
+    /// that cannot be read), unless it carries an integrity error.
+    fn class(&self) -> crate::error::ErrorClass {
+        use crate::error::{ErrorClass, io_class};
+        match self {
+            BlobError::Missing(_) | BlobError::SizeMismatch { .. } => ErrorClass::Integrity,
+            BlobError::Io { source, .. } | BlobError::Other(source) => {
+                io_class(source, ErrorClass::Store)
+            }
+        }
+    }
+}
+
 /// Something blobs can be written into.
 pub trait BlobSink: Send + Sync {
     /// Starts a new blob. Write its bytes, then call [`BlobWrite::finish`] for its descriptor.

@@ -12,6 +12,7 @@ pub mod answer;
 pub mod blob;
 pub mod bundle;
 pub mod digest;
+pub mod error;
 pub mod export;
 pub mod kind;
 pub mod name;
@@ -20,5 +21,6 @@ pub mod state;
 pub mod update;
 
 pub use digest::{Descriptor, Digest};
+pub use error::{Classify, ErrorClass};
 pub use kind::{KindSet, StateKind};
 pub use state::State;

@@ -117,6 +117,16 @@ impl ReadError {
     }
 }
 
+impl crate::error::Classify for ReadError {
+    fn class(&self) -> crate::error::ErrorClass {
+        use crate::error::{ErrorClass, io_class};
+        match self {
+            ReadError::Invalid { .. } => ErrorClass::Integrity,
+            ReadError::Io { source, .. } => io_class(source, ErrorClass::Source),
+        }
+    }
+}
+
 fn list(problems: &[Problem]) -> String {
     problems.iter().map(|p| format!("\n  - {p}")).collect()
 }
