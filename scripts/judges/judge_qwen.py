@@ -92,7 +92,8 @@ def scan_file(f: Path, store: Path) -> dict:
                 continue
             lines += 1
             try:
-                o = json.loads(raw)
+                # node reads the file as UTF-8 with U+FFFD for invalid bytes, then parses
+                o = json.loads(raw.decode("utf-8", "replace"))
             except ValueError:
                 bad.append(n)
                 continue
