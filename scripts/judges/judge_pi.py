@@ -180,34 +180,58 @@ def snapshot(agent: Path) -> dict:
 
 
 def pi_rpc_view(pi: str, env: dict, ns, scratch, d: dict, agent: Path, timeout: float) -> dict:
-    """`pi --mode rpc --session <file>`: get_state + get_messages, then stdin EOF."""
-    cmds = [{"id": "s", "type": "get_state"}, {"id": "m", "type": "get_messages"}]
-    stdin = "".join(json.dumps(c) + "\n" for c in cmds).encode()
-    r = J.run_cmd(["node", pi, "--mode", "rpc", "--no-themes", "--no-extensions",
-                   "--session", str(agent / d["file"])],
-                  env=env, cwd=d["cwd"] if not (ns and ns.enabled and ns.overlays) else str(scratch.home),
-                  timeout=timeout, scratch=scratch, ns=_Cd(ns, d["cwd"]), stdin_data=stdin)
-    out = {"exit": r["exit"], "seconds": r["seconds"]}
-    for line in r["stdout"].splitlines():
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
-        if msg.get("type") != "response":
-            continue
-        if msg.get("id") == "s":
-            st = msg.get("data") or {}
-            out["state"] = {k: st.get(k) for k in ("sessionId", "sessionName", "sessionFile",
-                                                    "thinkingLevel", "messageCount")}
-            model = st.get("model") or {}
-            out["state"]["model"] = f"{model.get('provider')}/{model.get('id')}" if model else None
-        elif msg.get("id") == "m":
-            msgs = (msg.get("data") or {}).get("messages") or []
+    """`pi --mode rpc --session <file>`: get_state, then get_messages; stdin stays open
+    until both answers are in (Pi stops at EOF, which can cut a large answer)."""
+    argv = ["node", pi, "--mode", "rpc", "--no-themes", "--no-extensions",
+            "--session", str(agent / d["file"])]
+    cwd = d["cwd"] if not (ns and ns.enabled and ns.overlays) else str(scratch.home)
+    peer = _PiRpc(argv, env=env, cwd=cwd, scratch=scratch, name="pi-rpc",
+                  ns=_Cd(ns, d["cwd"]), jsonrpc=False)
+    out = {}
+    t0 = time.monotonic()
+    try:
+        st, err = peer.command("get_state", timeout)
+        if err:
+            out["error"] = err
+            out["stderr_tail"] = peer.stderr_tail(10)
+            return out
+        out["state"] = {k: st.get(k) for k in ("sessionId", "sessionName", "sessionFile",
+                                                "thinkingLevel", "messageCount")}
+        model = st.get("model") or {}
+        out["state"]["model"] = f"{model.get('provider')}/{model.get('id')}" if model else None
+        data, err = peer.command("get_messages", timeout)
+        if err:
+            out["error"] = err
+        else:
+            msgs = data.get("messages") or []
             out["messages"] = len(msgs)
             out["roles"] = dict(collections.Counter(m.get("role") for m in msgs))
-    if "state" not in out:
-        out["stderr_tail"] = r["stderr"][-1500:]
+    finally:
+        peer.close()
+        out["seconds"] = round(time.monotonic() - t0, 2)
     return out
+
+
+class _PiRpc(J.JsonRpcProc):
+    """Pi's RPC framing: {"id","type"} -> {"type":"response","id","success","data"};
+    events carry neither "id" nor "method" and are ignored."""
+
+    def command(self, typ: str, timeout: float):
+        with self._lock:
+            self._id += 1
+            rid = f"judge-{self._id}"
+        self._send({"id": rid, "type": typ})
+        deadline = time.monotonic() + timeout
+        with self._cv:
+            while rid not in self._responses:
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.p.poll() is not None and not self._reader.is_alive()):
+                    return {}, {"code": "timeout" if left <= 0 else "exited", "message": typ}
+                self._cv.wait(min(left, 0.2))
+            _, msg = self._responses.pop(rid)
+        if not msg.get("success"):
+            return {}, {"message": msg.get("error")}
+        return msg.get("data") or {}, None
 
 
 class _Cd:
