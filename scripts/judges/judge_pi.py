@@ -19,7 +19,6 @@ from __future__ import annotations
 import collections
 import hashlib
 import json
-import os
 import shutil
 import sys
 import time

@@ -18,10 +18,8 @@ Pi cases that Pi itself would rewrite (a file without a header) are also opened 
 from __future__ import annotations
 
 import argparse
-import base64
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
