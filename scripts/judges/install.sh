@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the pinned real-harness packages used by the opt-in judges.
 #
-#   scripts/judges/install.sh [all|claude|codex|gemini|opencode ...]
+#   scripts/judges/install.sh [all|claude|codex|gemini|opencode|pi|qwen ...]
 #
 # Installs into ${ASP_PEERS_DIR:-$HOME/.cache/asp-peers} with `npm install --prefix`
 # (never globally). Idempotent: a package whose pinned version is already installed
@@ -17,8 +17,12 @@ pkgs_for() {
     codex)    echo "@openai/codex@0.171.0 @zed-industries/codex-acp@0.16.0" ;;
     gemini)   echo "@google/gemini-cli@0.61.0" ;;
     opencode) echo "opencode-ai@1.18.33" ;;
-    all)      echo "$(pkgs_for claude) $(pkgs_for codex) $(pkgs_for gemini) $(pkgs_for opencode)" ;;
-    *) echo "install.sh: unknown harness '$1' (want all|claude|codex|gemini|opencode)" >&2; return 2 ;;
+    # pi-acp 0.0.24, not newer: 0.0.34 hangs on load with pi 0.73 (peers.md 8)
+    pi)       echo "@mariozechner/pi-coding-agent@0.73.1 pi-acp@0.0.24" ;;
+    # declares node >= 22 but lists and loads on node 20 (npm only warns: EBADENGINE)
+    qwen)     echo "@qwen-code/qwen-code@0.24.4" ;;
+    all)      echo "$(pkgs_for claude) $(pkgs_for codex) $(pkgs_for gemini) $(pkgs_for opencode) $(pkgs_for pi) $(pkgs_for qwen)" ;;
+    *) echo "install.sh: unknown harness '$1' (want all|claude|codex|gemini|opencode|pi|qwen)" >&2; return 2 ;;
   esac
 }
 

@@ -40,6 +40,9 @@ PACKAGES = {
     "codex-acp": "@zed-industries/codex-acp@0.16.0",
     "gemini": "@google/gemini-cli@0.61.0",
     "opencode": "opencode-ai@1.18.33",
+    "pi": "@mariozechner/pi-coding-agent@0.73.1",
+    "pi-acp": "pi-acp@0.0.24",
+    "qwen": "@qwen-code/qwen-code@0.24.4",
 }
 
 # Where "networked" things are pointed: the discard port on loopback, which refuses

@@ -1,0 +1,2 @@
+#!/bin/sh
+grep -o '"/[a-z]*"' routes.py
