@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Install the pinned real-harness packages used by the opt-in judges.
 #
-#   scripts/judges/install.sh [all|claude|codex|gemini|opencode ...]
+#   scripts/judges/install.sh [all|claude|codex|gemini|opencode|copilot ...]
 #
 # Installs into ${ASP_PEERS_DIR:-$HOME/.cache/asp-peers} with `npm install --prefix`
 # (never globally). Idempotent: a package whose pinned version is already installed
-# there is skipped. Costs ~1.2 GB on disk / ~410 MB download for `all` (see README.md).
+# there is skipped. Costs ~1.6 GB on disk / ~480 MB download for `all` (see README.md);
+# Copilot CLI unpacks another ~235 MB into $PEERS_DIR/copilot-cache on its first run.
 set -euo pipefail
 
 PEERS_DIR="${ASP_PEERS_DIR:-$HOME/.cache/asp-peers}"
@@ -17,8 +18,9 @@ pkgs_for() {
     codex)    echo "@openai/codex@0.171.0 @zed-industries/codex-acp@0.16.0" ;;
     gemini)   echo "@google/gemini-cli@0.61.0" ;;
     opencode) echo "opencode-ai@1.18.33" ;;
-    all)      echo "$(pkgs_for claude) $(pkgs_for codex) $(pkgs_for gemini) $(pkgs_for opencode)" ;;
-    *) echo "install.sh: unknown harness '$1' (want all|claude|codex|gemini|opencode)" >&2; return 2 ;;
+    copilot)  echo "@github/copilot@1.0.102" ;;
+    all)      echo "$(pkgs_for claude) $(pkgs_for codex) $(pkgs_for gemini) $(pkgs_for opencode) $(pkgs_for copilot)" ;;
+    *) echo "install.sh: unknown harness '$1' (want all|claude|codex|gemini|opencode|copilot)" >&2; return 2 ;;
   esac
 }
 

@@ -40,6 +40,7 @@ PACKAGES = {
     "codex-acp": "@zed-industries/codex-acp@0.16.0",
     "gemini": "@google/gemini-cli@0.61.0",
     "opencode": "opencode-ai@1.18.33",
+    "copilot": "@github/copilot@1.0.102",
 }
 
 # Where "networked" things are pointed: the discard port on loopback, which refuses

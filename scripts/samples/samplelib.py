@@ -325,9 +325,9 @@ def copy_tree(src: Path, dst: Path, skip) -> list[str]:
 
 
 def compact_sqlite(src_db: Path, dst_db: Path):
-    """Copy a WAL database (with its -wal/-shm) into one vacuumed file: the WAL is
-    checkpointed into it, VACUUM rewrites it, and the journal mode stays WAL (it is
-    recorded in the file header)."""
+    """Copy a database (with its -wal/-shm) into one vacuumed file: the WAL is
+    checkpointed into it, VACUUM rewrites it, and the journal mode stays what it was
+    (WAL is recorded in the file header)."""
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td) / src_db.name
         for suffix in ("", "-wal", "-shm"):
@@ -335,16 +335,127 @@ def compact_sqlite(src_db: Path, dst_db: Path):
             if p.exists():
                 shutil.copy2(p, Path(str(tmp) + suffix))
         con = sqlite3.connect(tmp)
+        before = con.execute("PRAGMA journal_mode").fetchone()[0]
         con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         con.execute("VACUUM")
         mode = con.execute("PRAGMA journal_mode").fetchone()[0]
         con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         con.close()
-        if mode != "wal":
-            die(f"{src_db}: journal mode {mode} after VACUUM")
+        if mode != before:
+            die(f"{src_db}: journal mode {before} became {mode} after VACUUM")
         for suffix in ("-wal", "-shm"):
             p = Path(str(tmp) + suffix)
             if p.exists() and p.stat().st_size:
                 die(f"{p} not empty after the checkpoint")
         dst_db.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(tmp, dst_db)
+
+
+# ----------------------------------------------------------------------------------
+# a terminal UI driven through a pty (for what a harness only offers interactively)
+
+_ANSI = None
+
+
+def strip_ansi(b: bytes) -> str:
+    import re
+    global _ANSI
+    if _ANSI is None:
+        _ANSI = re.compile(rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
+                           rb"|\x1b[()][A-Z0-9]|\x1b[=>78]")
+    return _ANSI.sub(b"", b).decode("utf-8", "replace")
+
+
+class Pty:
+    """A child on a pseudo-terminal (its own session and process group)."""
+
+    def __init__(self, argv, env, cols=120, rows=40):
+        import fcntl
+        import pty
+        import termios
+        pid, fd = pty.fork()
+        if pid == 0:  # child
+            try:
+                os.execvpe(argv[0], argv, env)
+            finally:
+                os._exit(127)
+        self.pid, self.fd = pid, fd
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        self.buf = b""
+        self.mark = 0
+
+    def pump(self, seconds: float):
+        import select
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            r, _, _ = select.select([self.fd], [], [], 0.1)
+            if r:
+                try:
+                    d = os.read(self.fd, 65536)
+                except OSError:
+                    return
+                if not d:
+                    return
+                self.buf += d
+
+    def screen_since_mark(self) -> str:
+        return strip_ansi(self.buf[self.mark:])
+
+    def seen(self, text: str) -> bool:
+        """`text` appeared since the last mark() (whitespace ignored: a terminal UI
+        positions words with cursor moves, so the spaces between them may be missing)."""
+        squash = "".join(text.split())
+        return squash in "".join(self.screen_since_mark().split())
+
+    def expect(self, text: str, timeout: float = 30.0) -> str:
+        """Wait until `text` appears in the output since the last mark()."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            s = self.screen_since_mark()
+            if self.seen(text):
+                return s
+            self.pump(0.3)
+        tail = self.screen_since_mark()[-3000:]
+        die(f"terminal UI: no {text!r} within {timeout}s; screen tail:\n{tail}")
+
+    def set_mark(self):
+        self.mark = len(self.buf)
+
+    def send(self, keys: str, settle: float = 0.6):
+        os.write(self.fd, keys.encode())
+        self.pump(settle)
+
+    def stop(self, grace: float = 10.0):
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                try:
+                    os.kill(self.pid, sig)
+                except ProcessLookupError:
+                    pass
+            end = time.monotonic() + grace
+            while time.monotonic() < end:
+                try:
+                    done, _ = os.waitpid(self.pid, os.WNOHANG)
+                except ChildProcessError:
+                    return
+                if done:
+                    return
+                self.pump(0.2)
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+    def wait_exit(self, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            self.pump(0.2)
+            try:
+                done, _ = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return True
+            if done:
+                return True
+        return False
