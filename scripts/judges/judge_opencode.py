@@ -100,6 +100,8 @@ def scan(data: Path) -> tuple[list[dict], list[dict], dict]:
         return out, projects, facts
     facts["wal_beside"] = (data / "opencode.db-wal").exists()
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    # text columns may hold bytes that are not UTF-8 (OpenCode reads them with U+FFFD)
+    con.text_factory = lambda b: b.decode("utf-8", "replace")
     try:
         facts["journal_mode"] = con.execute("pragma journal_mode").fetchone()[0]
         facts["migrations"] = con.execute("select count(*) from migration").fetchone()[0] \
