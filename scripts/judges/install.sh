@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Install the pinned real-harness packages used by the opt-in judges.
 #
-#   scripts/judges/install.sh [all|claude|codex|gemini|opencode|pi|qwen ...]
+#   scripts/judges/install.sh [all|claude|codex|gemini|opencode|copilot|pi|qwen ...]
 #
 # Installs into ${ASP_PEERS_DIR:-$HOME/.cache/asp-peers} with `npm install --prefix`
 # (never globally). Idempotent: a package whose pinned version is already installed
-# there is skipped. Costs ~1.2 GB on disk / ~410 MB download for `all` (see README.md).
+# there is skipped. Costs ~1.6 GB on disk / ~480 MB download for `all` (see README.md);
+# Copilot CLI unpacks another ~235 MB into $PEERS_DIR/copilot-cache on its first run.
 set -euo pipefail
 
 PEERS_DIR="${ASP_PEERS_DIR:-$HOME/.cache/asp-peers}"
@@ -21,8 +22,9 @@ pkgs_for() {
     pi)       echo "@mariozechner/pi-coding-agent@0.73.1 pi-acp@0.0.24" ;;
     # declares node >= 22 but lists and loads on node 20 (npm only warns: EBADENGINE)
     qwen)     echo "@qwen-code/qwen-code@0.24.4" ;;
-    all)      echo "$(pkgs_for claude) $(pkgs_for codex) $(pkgs_for gemini) $(pkgs_for opencode) $(pkgs_for pi) $(pkgs_for qwen)" ;;
-    *) echo "install.sh: unknown harness '$1' (want all|claude|codex|gemini|opencode|pi|qwen)" >&2; return 2 ;;
+    copilot)  echo "@github/copilot@1.0.102" ;;
+    all)      echo "$(pkgs_for claude) $(pkgs_for codex) $(pkgs_for gemini) $(pkgs_for opencode) $(pkgs_for copilot) $(pkgs_for pi) $(pkgs_for qwen)" ;;
+    *) echo "install.sh: unknown harness '$1' (want all|claude|codex|gemini|opencode|copilot|pi|qwen)" >&2; return 2 ;;
   esac
 }
 

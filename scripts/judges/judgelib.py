@@ -40,6 +40,7 @@ PACKAGES = {
     "codex-acp": "@zed-industries/codex-acp@0.16.0",
     "gemini": "@google/gemini-cli@0.61.0",
     "opencode": "opencode-ai@1.18.33",
+    "copilot": "@github/copilot@1.0.102",
     "pi": "@mariozechner/pi-coding-agent@0.73.1",
     "pi-acp": "pi-acp@0.0.24",
     "qwen": "@qwen-code/qwen-code@0.24.4",
@@ -346,15 +347,34 @@ class Namespace:
     def usable(self, cwd: str) -> bool:
         return cwd not in self.uncovered_missing
 
-    def wrap(self, argv: list[str]) -> list[str]:
+    def _layer(self, i: int) -> tuple[Path, Path]:
+        up = self.scratch.root / "overlay" / str(i) / "upper"
+        wk = self.scratch.root / "overlay" / str(i) / "work"
+        up.mkdir(parents=True, exist_ok=True)
+        wk.mkdir(parents=True, exist_ok=True)
+        return up, wk
+
+    def upper_path(self, path: str) -> Path | None:
+        """The host path where a file must be put to appear at `path` inside the
+        namespace (in the overlay's upper layer), or None when `path` is not overlaid.
+        Used to give a missing project dir what a harness needs to recognise it (e.g.
+        a `.git` holding OpenCode's project id) without touching the real filesystem."""
+        if not self.enabled:
+            return None
+        for i, lower in enumerate(self.overlays):
+            if _is_under(path, lower):
+                up, _ = self._layer(i)
+                rel = os.path.relpath(path, lower)
+                return up if rel == "." else up / rel
+        return None
+
+    def wrap(self, argv: list[str], cwd: str | None = None) -> list[str]:
+        """argv run inside the namespace (in `cwd` there, when given)."""
         if not self.enabled or not self.overlays:
-            return argv
+            return argv if cwd is None else ["sh", "-c", 'cd "$0" && exec "$@"', cwd] + argv
         lines = ["set -e"]
         for i, lower in enumerate(self.overlays):
-            up = self.scratch.root / "overlay" / str(i) / "upper"
-            wk = self.scratch.root / "overlay" / str(i) / "work"
-            up.mkdir(parents=True, exist_ok=True)
-            wk.mkdir(parents=True, exist_ok=True)
+            up, wk = self._layer(i)
             lines.append(
                 f"mount -t overlay asp-judge -o lowerdir={_q(lower)},upperdir={_q(str(up))},"
                 f"workdir={_q(str(wk))} {_q(lower)}"
@@ -362,6 +382,8 @@ class Namespace:
         for c in self.missing:
             if c not in self.uncovered_missing:
                 lines.append(f"mkdir -p {_q(c)}")
+        if cwd is not None:
+            lines.append(f"cd {_q(cwd)}")
         lines.append('exec "$@"')
         return ["unshare", "-m", "--propagation", "private", "sh", "-c", "\n".join(lines),
                 "asp-judge-ns"] + argv
@@ -426,10 +448,14 @@ signal.signal(signal.SIGINT, _on_signal)
 
 
 def run_cmd(argv, *, env, cwd, timeout, scratch: Scratch, ns: Namespace | None = None,
-            stdin_data: bytes = b"") -> dict:
-    """Run a one-shot command in its own process group with a timeout."""
+            stdin_data: bytes = b"", inner_cwd: str | None = None) -> dict:
+    """Run a one-shot command in its own process group with a timeout (`inner_cwd`:
+    the directory it runs in inside the namespace)."""
     shown = list(argv)
-    argv = ns.wrap(argv) if ns else argv
+    if ns:
+        argv = ns.wrap(argv, cwd=inner_cwd)
+    elif inner_cwd is not None:
+        cwd = inner_cwd
     t0 = time.monotonic()
     p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True)
@@ -446,7 +472,7 @@ def run_cmd(argv, *, env, cwd, timeout, scratch: Scratch, ns: Namespace | None =
         _started.remove(p)
     return {
         "argv": shown,
-        "cwd": cwd,
+        "cwd": inner_cwd or cwd,
         "exit": p.returncode,
         "timed_out": timed_out,
         "seconds": round(time.monotonic() - t0, 2),

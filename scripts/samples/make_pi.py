@@ -3,7 +3,7 @@
 
     scripts/samples/make_pi.py [--out samples/pi] [--keep-logs DIR]
 
-Needs root (a private mount + network namespace, see samplelib.py) and the pinned
+Needs root (a private mount + network namespace, see pqlib.py) and the pinned
 package from `scripts/judges/install.sh pi`. Pi runs in RPC mode (`pi --mode rpc`, the
 mode pi-acp drives for ACP clients such as Zed) against the scripted model, with
 HOME=/home/dev. Branch navigation (/tree) and labels go through Pi's own extension API
@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import samplelib as S  # noqa: E402
+import pqlib as S  # noqa: E402
 
 PI = S.PEERS_BIN / "pi"
 MODEL_A = "qwen3-coder:30b"

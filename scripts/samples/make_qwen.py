@@ -3,7 +3,7 @@
 
     scripts/samples/make_qwen.py [--out samples/qwen] [--keep-logs DIR]
 
-Needs root (a private mount + network namespace, see samplelib.py) and the pinned
+Needs root (a private mount + network namespace, see pqlib.py) and the pinned
 package from `scripts/judges/install.sh qwen`. Qwen Code runs as an ACP agent
 (`qwen --acp`, what Zed and other ACP clients start) and once headless (`qwen -p`),
 against the scripted model through its OpenAI-compatible auth (`security.auth.
@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import samplelib as S  # noqa: E402
+import pqlib as S  # noqa: E402
 
 QWEN = S.PEERS_BIN / "qwen"
 MODEL = "qwen3-coder-plus"

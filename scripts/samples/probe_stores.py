@@ -33,7 +33,7 @@ REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO / "scripts" / "judges"))
 sys.path.insert(0, str(HERE))
 import judgelib as J  # noqa: E402
-import samplelib as S  # noqa: E402
+import pqlib as S  # noqa: E402
 
 T0 = 1796160000000  # 2026-12-01T21:20:00Z in ms
 

@@ -3,7 +3,7 @@
 
     scripts/samples/probe_tool_bytes.py
 
-Runs one real turn per harness (scripted model, private namespace as in samplelib.py):
+Runs one real turn per harness (scripted model, private namespace as in pqlib.py):
 the model calls the shell tool with `printf 'caf\\xe9 \\xff\\xfe ok\\n'` (Latin-1 é and two
 bytes that are never UTF-8), and prints the stored tool-result text of each harness as
 Python repr, plus whether the session file itself is valid UTF-8."""
@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import samplelib as S  # noqa: E402
+import pqlib as S  # noqa: E402
 
 CMD = "printf 'caf\\xe9 \\xff\\xfe ok\\n'"
 

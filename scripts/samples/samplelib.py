@@ -1,162 +1,109 @@
-"""Shared helpers for the sample makers (Python 3.11 stdlib only).
+"""Shared pieces of the sample generators (Python 3.11 stdlib only).
 
-A sample maker drives a REAL harness against the scripted model
-(`scripts/judges/scripted_model.py`) so that every session file in `samples/<harness>/`
-is written by the harness itself. Everything runs in a private mount + network namespace
-(`unshare -m -n`, root only):
-
-* no network at all: only the namespace's own loopback, where the scripted model listens
-  on 127.0.0.1:11434 (the port a local Ollama would use, so the sample's model config
-  looks like a real local setup and contains no credential);
-* a tmpfs on /home: the user is /home/dev, the projects are /home/dev/shop and
-  /home/dev/api-gateway, exactly the paths the samples show, and nothing of this machine's
-  /home is visible or touched.
-
-The maker copies the harness's store out of the namespace into the sample directory at
-the end. Re-running gives the same structure with new ids and times (the harnesses use
-random ids and the clock), so EXPECTED.md has to be refreshed with the judge afterwards.
+A generator runs a REAL harness against the scripted model server
+(`scripts/judges/scripted_model.py`) in a scratch home, so every record of the sample
+is written by the harness itself. The harness runs in a private mount namespace
+(`unshare -m`, root only) where the scratch home is mounted at `/home/dev`: the store
+holds the paths a real user `dev` would have (`/home/dev/shop`), nothing is rewritten
+afterwards, and nothing outside the scratch dir is touched.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import shutil
+import signal
+import sqlite3
 import struct
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.error
 import urllib.request
 import zlib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-sys.path.insert(0, str(REPO / "scripts" / "judges"))
-sys.dont_write_bytecode = True
-import judgelib as J  # noqa: E402
-
-PEERS_BIN = J.BIN_DIR
-HOME = Path("/home/dev")
-MODEL_PORT = 11434
-MODEL_URL = f"http://127.0.0.1:{MODEL_PORT}/v1"
-NS_FLAG = "ASP_SAMPLES_IN_NAMESPACE"
+MODEL = REPO / "scripts" / "judges" / "scripted_model.py"
+PEERS_DIR = Path(os.environ.get("ASP_PEERS_DIR") or Path.home() / ".cache" / "asp-peers")
+HOME_MOUNT = "/home/dev"     # where the scratch home appears inside the namespace
+NOWHERE = "http://127.0.0.1:9"
 
 
 def log(*a):
-    print("[samples]", *a, file=sys.stderr, flush=True)
+    print("[sample]", *a, file=sys.stderr, flush=True)
 
 
-def enter_namespace():
-    """Re-run this very script inside `unshare -m -n` (once); set up loopback and /home."""
-    if os.environ.get(NS_FLAG) == "1":
-        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "asp-samples", "/home"],
-                       check=True)
-        HOME.mkdir(parents=True)
-        return
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        raise SystemExit("sample makers need root and unshare (private mount + network namespace)")
-    env = dict(os.environ, **{NS_FLAG: "1"})
-    r = subprocess.run(["unshare", "-m", "-n", "--propagation", "private",
-                        sys.executable, *sys.argv], env=env)
-    raise SystemExit(r.returncode)
-
-
-def write(path: Path, text: str, mode: int | None = None):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    if mode is not None:
-        path.chmod(mode)
+def die(msg: str):
+    raise SystemExit(f"sample generator: {msg}")
 
 
 # ----------------------------------------------------------------------------------
-# the projects the sessions work in
-
-SHOP_FILES = {
-    "README.md": "# shop\n\nA tiny checkout service. Run the tests with `python3 -m unittest -q`.\n",
-    "cart.py": (
-        "DISCOUNTS = {\"WELCOME10\": 10, \"VIP25\": 25}\n"
-        "\n"
-        "\n"
-        "def total_cents(items, code=None):\n"
-        "    \"\"\"Sum of item prices in cents.\"\"\"\n"
-        "    return sum(i[\"price_cents\"] * i.get(\"qty\", 1) for i in items)\n"
-    ),
-    "tests/__init__.py": "",
-    "tests/test_cart.py": (
-        "import unittest\n"
-        "\n"
-        "from cart import total_cents\n"
-        "\n"
-        "ITEMS = [{\"price_cents\": 1000, \"qty\": 2}, {\"price_cents\": 500}]\n"
-        "\n"
-        "\n"
-        "class TotalTest(unittest.TestCase):\n"
-        "    def test_plain(self):\n"
-        "        self.assertEqual(total_cents(ITEMS), 2500)\n"
-        "\n"
-        "    def test_welcome10(self):\n"
-        "        self.assertEqual(total_cents(ITEMS, \"welcome10\"), 2250)\n"
-        "\n"
-        "\n"
-        "if __name__ == \"__main__\":\n"
-        "    unittest.main()\n"
-    ),
-    "deploy.sh": "#!/bin/sh\nset -e\nrsync -a dist/ prod:/srv/shop\n",
-}
-
-GATEWAY_FILES = {
-    "README.md": "# api-gateway\n\nRoutes public requests to the internal services.\n",
-    "routes.py": (
-        "ROUTES = {\n"
-        "    \"/cart\": \"http://shop.internal:8080\",\n"
-        "    \"/users\": \"http://users.internal:8081\",\n"
-        "}\n"
-        "\n"
-        "\n"
-        "def upstream(path):\n"
-        "    for prefix, target in ROUTES.items():\n"
-        "        if path.startswith(prefix):\n"
-        "            return target + path\n"
-        "    return None\n"
-    ),
-}
+# the namespace
 
 
-def git(cwd: Path, *args: str):
-    env = dict(os.environ, GIT_AUTHOR_NAME="Dev", GIT_AUTHOR_EMAIL="dev@example.com",
-               GIT_COMMITTER_NAME="Dev", GIT_COMMITTER_EMAIL="dev@example.com",
-               GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_SYSTEM="/dev/null")
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+def check_namespace():
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        die("needs root and unshare (the harness runs with the scratch home mounted at "
+            f"{HOME_MOUNT} in a private mount namespace)")
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "true"],
+                       capture_output=True)
+    if r.returncode != 0:
+        die(f"unshare -m failed: {r.stderr.decode(errors='replace').strip()}")
 
 
-def make_project(root: Path, files: dict[str, str]):
-    for rel, text in files.items():
-        write(root / rel, text, 0o755 if rel.endswith(".sh") else None)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "initial import")
+def ns_argv(home: Path, cwd: str, argv: list[str]) -> list[str]:
+    """argv run with /home a fresh tmpfs and `home` bind-mounted at /home/dev."""
+    script = ('set -e; mount -t tmpfs asp-sample-home /home; mkdir -p "$3"; '
+              'mount --bind "$0" "$3"; cd "$1"; shift 3; exec "$@"')
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c", script,
+            str(home), cwd, "-", HOME_MOUNT] + argv
 
 
-def tiny_png() -> str:
-    """A real 8x8 PNG (a red square with a white cross), base64: what a screenshot
-    attachment looks like to the harness, kept small so the sample stays small."""
-    w = h = 8
-    rows = []
-    for y in range(h):
-        row = bytearray([0])
-        for x in range(w):
-            row += bytes((255, 255, 255)) if x in (3, 4) or y in (3, 4) else bytes((200, 30, 30))
-        rows.append(bytes(row))
+def base_env(extra: dict | None = None) -> dict:
+    """A fresh environment: HOME=/home/dev, XDG dirs there, every proxy at a refusing
+    port, loopback direct (the scripted model and the harness's own servers)."""
+    node_dir = os.path.dirname(shutil.which("node") or "/usr/bin/node")
+    env = {
+        "PATH": ":".join(dict.fromkeys([node_dir, "/usr/local/bin", "/usr/bin", "/bin"])),
+        "HOME": HOME_MOUNT,
+        "USER": "dev",
+        "LOGNAME": "dev",
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "TZ": "UTC",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "HTTP_PROXY": NOWHERE, "HTTPS_PROXY": NOWHERE, "ALL_PROXY": NOWHERE,
+        "http_proxy": NOWHERE, "https_proxy": NOWHERE, "all_proxy": NOWHERE,
+        "NO_PROXY": "localhost,127.0.0.1,::1", "no_proxy": "localhost,127.0.0.1,::1",
+    }
+    if extra:
+        env.update(extra)
+    return env
 
-    def chunk(kind, data):
-        c = struct.pack(">I", len(data)) + kind + data
-        return c + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) \
-        + chunk(b"IDAT", zlib.compress(b"".join(rows), 9)) + chunk(b"IEND", b"")
-    return base64.b64encode(png).decode()
+
+class Proc:
+    """A child in its own process group, ended by group (only what we started)."""
+
+    def __init__(self, argv, *, env, cwd="/", stdout=None, stderr=None, stdin=None):
+        self.p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=stdout, stderr=stderr,
+                                  stdin=stdin, start_new_session=True)
+
+    def stop(self, grace: float = 10.0):
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.p.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                return
+            try:
+                self.p.wait(timeout=grace)
+                return
+            except subprocess.TimeoutExpired:
+                continue
 
 
 # ----------------------------------------------------------------------------------
@@ -164,159 +111,351 @@ def tiny_png() -> str:
 
 
 class Model:
-    """scripts/judges/scripted_model.py on 127.0.0.1:11434 inside the namespace."""
-
-    def __init__(self, logdir: Path):
-        self.log = logdir / "model-requests.jsonl"
-        script = logdir / "empty-script.json"
-        script.write_text('{"turns": []}')
-        self.p = subprocess.Popen(
-            [sys.executable, str(REPO / "scripts" / "judges" / "scripted_model.py"),
-             "--script", str(script), "--port", str(MODEL_PORT), "--log", str(self.log)],
-            stdout=subprocess.DEVNULL, stderr=open(logdir / "model.stderr", "ab"),
-            start_new_session=True)
+    def __init__(self, workdir: Path):
+        self.log_path = workdir / "model-requests.jsonl"
+        port_file = workdir / "model.port"
+        self.proc = Proc([sys.executable, str(MODEL), "--script", "-", "--port-file",
+                          str(port_file), "--log", str(self.log_path)],
+                         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                         stdin=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.proc.p.stdin.write(b"[]")
+        self.proc.p.stdin.close()
         for _ in range(100):
-            try:
-                self._get("/_state")
-                return
-            except OSError:
-                time.sleep(0.1)
-        raise SystemExit("scripted model did not start")
+            if port_file.exists():
+                break
+            time.sleep(0.05)
+        else:
+            die("scripted model did not start")
+        self.port = int(port_file.read_text())
+        self.url = f"http://127.0.0.1:{self.port}"
 
-    def _get(self, path):
-        with urllib.request.urlopen(f"http://127.0.0.1:{MODEL_PORT}{path}", timeout=10) as r:
-            return json.loads(r.read())
+    def script(self, turns, **top):
+        r = http("POST", self.url + "/_script", {"turns": turns, **top})
+        if not r.get("ok"):
+            die(f"script rejected: {r}")
 
-    def script(self, turns: list[dict], models: list[str] | None = None):
-        body = json.dumps({"models": models or ["scripted"], "turns": turns}).encode()
-        req = urllib.request.Request(f"http://127.0.0.1:{MODEL_PORT}/_script", data=body,
-                                     method="POST", headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=10) as r:
-            json.loads(r.read())
+    def state(self) -> dict:
+        return http("GET", self.url + "/_state")
 
-    def check_used(self, what: str):
-        """Every unconditional turn answered exactly one request, nothing ran dry."""
-        st = self._get("/_state")
+    def expect_done(self, what: str):
+        st = self.state()
         if st["exhausted"] or st["unused"]:
-            raise SystemExit(f"{what}: scripted model state {st} (see {self.log})")
+            die(f"{what}: the harness did not make the requests the script expected "
+                f"(unused turns {st['unused']}, {st['exhausted']} beyond the script); "
+                f"see {self.log_path}")
 
-    def close(self):
-        J.kill_group(self.p, grace=1.0)
+    def stop(self):
+        self.proc.stop(grace=2)
+
+
+def http(method: str, url: str, body=None, timeout: float = 180.0, headers=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method)
+    req.add_header("Content-Type", "application/json")
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            raw = r.read()
+    except urllib.error.HTTPError as e:
+        die(f"{method} {url}: HTTP {e.code}: {e.read()[:2000].decode(errors='replace')}")
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode(errors="replace")
+
+
+def wait_for(pred, what: str, timeout: float = 60.0, every: float = 0.25):
+    t_end = time.monotonic() + timeout
+    while time.monotonic() < t_end:
+        try:
+            v = pred()
+        except (OSError, urllib.error.URLError, SystemExit):
+            v = None
+        if v:
+            return v
+        time.sleep(every)
+    die(f"timed out waiting for {what}")
 
 
 # ----------------------------------------------------------------------------------
-# line-delimited JSON peers
+# project files (the same small shop for every harness)
+
+CART_PY = '''"""Shopping cart totals for the checkout page."""
+
+PRICES_CENTS = {"apple": 120, "bread": 250, "coffee": 899}
+DISCOUNTS = {"WELCOME10": 10, "VIP25": 25}
 
 
-class PiRpc:
-    """`pi --mode rpc`: commands `{"id","type",...}`, answers `{"type":"response","id"...}`,
-    events `{"type":...}` without an id."""
+def total_cents(items, code=None):
+    """Sum of item prices in cents; `code` is a discount code (percent off)."""
+    total = sum(PRICES_CENTS[name] * qty for name, qty in items)
+    return total
+'''
 
-    def __init__(self, argv, env, cwd, logdir: Path, name: str):
-        self.stderr = open(logdir / f"{name}.stderr", "ab")
-        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=self.stderr, env=env, cwd=cwd, start_new_session=True)
-        self.events: list[dict] = []
-        self.responses: dict[str, dict] = {}
-        self.n = 0
-        import threading
-        self.cv = threading.Condition()
-        self.t = threading.Thread(target=self._read, daemon=True)
-        self.t.start()
+TEST_CART_PY = '''import unittest
 
-    def _read(self):
-        for raw in self.p.stdout:
-            try:
-                msg = json.loads(raw)
-            except ValueError:
+from cart import total_cents
+
+
+class TotalTest(unittest.TestCase):
+    def test_plain(self):
+        self.assertEqual(total_cents([("apple", 2), ("bread", 1)]), 490)
+
+    def test_welcome_code(self):
+        self.assertEqual(total_cents([("coffee", 1)], code="WELCOME10"), 809)
+
+
+if __name__ == "__main__":
+    unittest.main()
+'''
+
+README_MD = """# Shop
+
+Checkout service for the corner shop.
+
+Run the tests with `python3 -m unittest`.
+"""
+
+SHOP_AGENTS_MD = """# Shop
+
+- Money is integer cents, never floats.
+- Run `python3 -m unittest` before calling a change done.
+"""
+
+DEPLOY_SH = """#!/bin/sh
+# Copy the app to the server.
+set -eu
+rsync -a --delete ./ shop@prod.example.com:/srv/shop/
+"""
+
+NOTES_TODO_MD = """# Todo
+
+- [ ] Reply to Sam about the invoice
+- [x] Renew the domain
+- [ ] Check that the nightly backup ran
+"""
+
+NOTES_BACKUP_SH = """#!/bin/sh
+tar czf /var/backups/notes.tgz "$HOME/notes"
+"""
+
+GIT_DATE = "2026-11-18T09:00:00+00:00"
+
+
+def git(cwd: Path, *args: str):
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(cwd),
+           "GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
+           "GIT_COMMITTER_NAME": "Dev", "GIT_COMMITTER_EMAIL": "dev@example.com",
+           "GIT_AUTHOR_DATE": GIT_DATE, "GIT_COMMITTER_DATE": GIT_DATE,
+           "GIT_CONFIG_NOSYSTEM": "1"}
+    r = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        die(f"git {' '.join(args)}: {r.stderr.strip()}")
+    return r.stdout.strip()
+
+
+def write_files(root: Path, files: dict[str, str], executable=()):
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+        if rel in executable:
+            p.chmod(0o755)
+
+
+def make_shop(home: Path) -> str:
+    """~/shop: a git repository with one commit (fixed dates, so its root commit, and
+    with it OpenCode's project id, is the same on every run). Returns the commit."""
+    shop = home / "shop"
+    write_files(shop, {"cart.py": CART_PY, "tests/__init__.py": "",
+                       "tests/test_cart.py": TEST_CART_PY, "README.md": README_MD,
+                       "AGENTS.md": SHOP_AGENTS_MD, "deploy.sh": DEPLOY_SH},
+                executable=("deploy.sh",))
+    git(shop, "init", "-q", "-b", "main")
+    git(shop, "add", ".")
+    git(shop, "commit", "-q", "-m", "Shop: cart totals and tests")
+    return git(shop, "rev-parse", "HEAD")
+
+
+def make_notes(home: Path):
+    """~/notes: a plain directory (no git), OpenCode's "global" project."""
+    write_files(home / "notes", {"todo.md": NOTES_TODO_MD, "backup.sh": NOTES_BACKUP_SH})
+
+
+def tiny_png(w: int = 8, h: int = 8) -> bytes:
+    """A small valid PNG (a two-colour logo), made without any library."""
+    rows = b""
+    for y in range(h):
+        rows += b"\x00" + b"".join(
+            (b"\x2b\x6c\xb0" if (x + y) % 4 < 2 else b"\xf2\xb5\x3c") for x in range(w))
+
+    def chunk(tag, data):
+        c = struct.pack(">I", len(data)) + tag + data
+        return c + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b""))
+
+
+# ----------------------------------------------------------------------------------
+# collecting the sample
+
+
+def copy_tree(src: Path, dst: Path, skip) -> list[str]:
+    """Copy src into dst, leaving out paths (relative, posix) for which skip() is true.
+    Returns what was left out."""
+    left = []
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel_dir = Path(dirpath).relative_to(src)
+        for d in list(dirnames):
+            rel = (rel_dir / d).as_posix()
+            if skip(rel):
+                left.append(rel + "/")
+                dirnames.remove(d)
+        for f in filenames:
+            rel = (rel_dir / f).as_posix()
+            if skip(rel):
+                left.append(rel)
                 continue
-            with self.cv:
-                if msg.get("type") == "response" and msg.get("id"):
-                    self.responses[msg["id"]] = msg
-                else:
-                    self.events.append(msg)
-                self.cv.notify_all()
-        with self.cv:
-            self.cv.notify_all()
+            (dst / rel_dir).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(Path(dirpath) / f, dst / rel)
+    return left
 
-    def send(self, cmd: dict, timeout=60.0) -> dict:
-        self.n += 1
-        rid = f"req-{self.n}"
-        self.p.stdin.write((json.dumps({"id": rid, **cmd}) + "\n").encode())
-        self.p.stdin.flush()
+
+def compact_sqlite(src_db: Path, dst_db: Path):
+    """Copy a database (with its -wal/-shm) into one vacuumed file: the WAL is
+    checkpointed into it, VACUUM rewrites it, and the journal mode stays what it was
+    (WAL is recorded in the file header)."""
+    with tempfile.TemporaryDirectory() as td:
+        tmp = Path(td) / src_db.name
+        for suffix in ("", "-wal", "-shm"):
+            p = Path(str(src_db) + suffix)
+            if p.exists():
+                shutil.copy2(p, Path(str(tmp) + suffix))
+        con = sqlite3.connect(tmp)
+        before = con.execute("PRAGMA journal_mode").fetchone()[0]
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        con.execute("VACUUM")
+        mode = con.execute("PRAGMA journal_mode").fetchone()[0]
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        con.close()
+        if mode != before:
+            die(f"{src_db}: journal mode {before} became {mode} after VACUUM")
+        for suffix in ("-wal", "-shm"):
+            p = Path(str(tmp) + suffix)
+            if p.exists() and p.stat().st_size:
+                die(f"{p} not empty after the checkpoint")
+        dst_db.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(tmp, dst_db)
+
+
+# ----------------------------------------------------------------------------------
+# a terminal UI driven through a pty (for what a harness only offers interactively)
+
+_ANSI = None
+
+
+def strip_ansi(b: bytes) -> str:
+    import re
+    global _ANSI
+    if _ANSI is None:
+        _ANSI = re.compile(rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
+                           rb"|\x1b[()][A-Z0-9]|\x1b[=>78]")
+    return _ANSI.sub(b"", b).decode("utf-8", "replace")
+
+
+class Pty:
+    """A child on a pseudo-terminal (its own session and process group)."""
+
+    def __init__(self, argv, env, cols=120, rows=40):
+        import fcntl
+        import pty
+        import termios
+        pid, fd = pty.fork()
+        if pid == 0:  # child
+            try:
+                os.execvpe(argv[0], argv, env)
+            finally:
+                os._exit(127)
+        self.pid, self.fd = pid, fd
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        self.buf = b""
+        self.mark = 0
+
+    def pump(self, seconds: float):
+        import select
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            r, _, _ = select.select([self.fd], [], [], 0.1)
+            if r:
+                try:
+                    d = os.read(self.fd, 65536)
+                except OSError:
+                    return
+                if not d:
+                    return
+                self.buf += d
+
+    def screen_since_mark(self) -> str:
+        return strip_ansi(self.buf[self.mark:])
+
+    def seen(self, text: str) -> bool:
+        """`text` appeared since the last mark() (whitespace ignored: a terminal UI
+        positions words with cursor moves, so the spaces between them may be missing)."""
+        squash = "".join(text.split())
+        return squash in "".join(self.screen_since_mark().split())
+
+    def expect(self, text: str, timeout: float = 30.0) -> str:
+        """Wait until `text` appears in the output since the last mark()."""
         end = time.monotonic() + timeout
-        with self.cv:
-            while rid not in self.responses:
-                if time.monotonic() > end or self.p.poll() is not None:
-                    raise SystemExit(f"pi rpc: no answer to {cmd['type']}")
-                self.cv.wait(0.2)
-            res = self.responses.pop(rid)
-        if not res.get("success"):
-            raise SystemExit(f"pi rpc {cmd['type']} failed: {res}")
-        return res.get("data") or {}
+        while time.monotonic() < end:
+            s = self.screen_since_mark()
+            if self.seen(text):
+                return s
+            self.pump(0.3)
+        tail = self.screen_since_mark()[-3000:]
+        die(f"terminal UI: no {text!r} within {timeout}s; screen tail:\n{tail}")
 
-    def mark(self) -> int:
-        with self.cv:
-            return len(self.events)
+    def set_mark(self):
+        self.mark = len(self.buf)
 
-    def wait_event(self, typ: str, since: int, timeout=90.0) -> dict:
-        end = time.monotonic() + timeout
-        with self.cv:
-            while True:
-                for e in self.events[since:]:
-                    if e.get("type") == typ:
-                        return e
-                if time.monotonic() > end or self.p.poll() is not None:
-                    raise SystemExit(f"pi rpc: no {typ} event")
-                self.cv.wait(0.2)
+    def send(self, keys: str, settle: float = 0.6):
+        os.write(self.fd, keys.encode())
+        self.pump(settle)
 
-    def prompt(self, text: str, images=None, timeout=120.0):
-        m = self.mark()
-        cmd = {"type": "prompt", "message": text}
-        if images:
-            cmd["images"] = images
-        self.send(cmd)
-        self.wait_event("agent_end", m, timeout)
-        time.sleep(0.3)  # let the session file be appended
-
-    def close(self):
+    def stop(self, grace: float = 10.0):
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                try:
+                    os.kill(self.pid, sig)
+                except ProcessLookupError:
+                    pass
+            end = time.monotonic() + grace
+            while time.monotonic() < end:
+                try:
+                    done, _ = os.waitpid(self.pid, os.WNOHANG)
+                except ChildProcessError:
+                    return
+                if done:
+                    return
+                self.pump(0.2)
         try:
-            self.p.stdin.close()
+            os.close(self.fd)
         except OSError:
             pass
-        try:
-            self.p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            J.kill_group(self.p)
-        self.stderr.close()
 
-
-class AcpPeer(J.JsonRpcProc):
-    """An ACP client that allows every tool call (the judge's peer refuses them)."""
-
-    def _answer_agent_request(self, msg):
-        if msg["method"] == "session/request_permission":
-            opts = (msg.get("params") or {}).get("options") or []
-            pick = next((o for o in opts if o.get("kind") == "allow_once"), None) or \
-                next((o for o in opts if str(o.get("kind", "")).startswith("allow")), None) or \
-                (opts[0] if opts else {"optionId": "allow"})
-            reply = {"id": msg["id"], "result": {"outcome": {"outcome": "selected",
-                                                             "optionId": pick["optionId"]}}}
-        else:
-            reply = {"id": msg["id"],
-                     "error": {"code": -32601, "message": f"sample maker: {msg['method']}"}}
-        try:
-            self._send(reply)
-        except J.RpcError:
-            pass
-
-
-def copy_tree(src: Path, dst: Path):
-    if dst.exists():
-        shutil.rmtree(dst)
-    shutil.copytree(src, dst, symlinks=True)
-
-
-def rm_tree(path: Path):
-    if path.exists():
-        shutil.rmtree(path)
+    def wait_exit(self, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            self.pump(0.2)
+            try:
+                done, _ = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return True
+            if done:
+                return True
+        return False

@@ -1,0 +1,2 @@
+#!/bin/sh
+tar czf /var/backups/notes.tgz "$HOME/notes"
