@@ -70,7 +70,7 @@ pub enum Error {
     #[error("not an asp state artifact: {reference} is {what}")]
     NotOurs { reference: String, what: String },
 
-    #[error("{reference}: {what} not found in the registry")]
+    #[error("{reference}: {what} is not in the registry")]
     NotFound { reference: String, what: String },
 
     /// Data does not match what was promised: a digest or size mismatch, a manifest over the
