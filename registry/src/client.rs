@@ -522,17 +522,24 @@ impl Client {
     // ---- the distribution API ----
 
     /// `HEAD /v2/<name>/blobs/<digest>`: the size the registry has for the blob, if any.
+    /// Asked with push access when `for_push`, so a push needs one token, not two.
     pub(crate) fn blob_size(
         &self,
         repository: &str,
         blob: &OciDescriptor,
+        for_push: bool,
     ) -> Result<Option<u64>, Error> {
         let url = format!("{}/v2/{repository}/blobs/{}", self.base, blob.digest);
         let what = format!("HEAD blob {}", blob.digest);
+        let scope = if for_push {
+            Scope::push(repository)
+        } else {
+            Scope::pull(repository)
+        };
         let mut resp = self.send(
             Method::HEAD,
             &url,
-            &[Scope::pull(repository)],
+            &[scope],
             &[],
             &what,
             &mut || Ok(Payload::Empty),

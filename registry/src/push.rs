@@ -170,7 +170,7 @@ fn push_blob(
     mount_ok: &AtomicBool,
     observer: &dyn Observer,
 ) -> Result<Outcome, Error> {
-    match client.blob_size(repository, blob)? {
+    match client.blob_size(repository, blob, true)? {
         Some(n) if n == blob.size => {
             observer.bytes(blob.size);
             return Ok(Outcome::Present);
