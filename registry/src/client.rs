@@ -536,14 +536,9 @@ impl Client {
         } else {
             Scope::pull(repository)
         };
-        let mut resp = self.send(
-            Method::HEAD,
-            &url,
-            &[scope],
-            &[],
-            &what,
-            &mut || Ok(Payload::Empty),
-        )?;
+        let mut resp = self.send(Method::HEAD, &url, &[scope], &[], &what, &mut || {
+            Ok(Payload::Empty)
+        })?;
         match resp.status() {
             StatusCode::OK => Ok(Some(content_length(&resp).unwrap_or(blob.size))),
             StatusCode::NOT_FOUND => Ok(None),

@@ -718,3 +718,39 @@ fn a_damaged_local_blob_is_never_pushed() {
     .unwrap_err();
     assert!(matches!(e, Error::NotFound { .. }), "{e}");
 }
+
+#[test]
+fn a_mount_the_token_does_not_cover_falls_back_to_uploading() {
+    let mut carol = User::new("carol", "carol-pw-5678");
+    carol.push_prefixes = vec!["team/".into()];
+    carol.pull_prefixes = vec!["team/".into()];
+    let reg = TestRegistry::start(Auth::Token {
+        users: vec![User::new("alice", PASSWORD), carol],
+        identity_tokens: vec![],
+    });
+    let work = tempfile::tempdir().unwrap();
+    let bodies: Vec<Vec<u8>> = (0..5).map(|i| noise(900 + i, 8000)).collect();
+    let (l, m) = artifact_layout(&work.path().join("l"), &bodies, "x");
+    let (alice, secret) = connect(&reg, "secret/a:x", Some(creds("alice", PASSWORD)));
+    push_layout(&alice, &secret, &l, &m, &PushOptions::default(), &Silent).unwrap();
+    // Carol may not read secret/a: the registry refuses the mount, the blobs are uploaded.
+    let (carol, team) = connect(&reg, "team/c:x", Some(creds("carol", "carol-pw-5678")));
+    let opts = PushOptions {
+        mount_from: vec!["secret/a".into()],
+        jobs: 1,
+        ..PushOptions::default()
+    };
+    let rep = push_layout(&carol, &team, &l, &m, &opts, &Silent).unwrap();
+    assert_eq!((rep.blobs_mounted, rep.blobs_uploaded), (0, 6), "{rep:?}");
+    assert_eq!(rep.mounted_from, None);
+    // One refused mount, then none tried: the token server saw one request naming secret/a.
+    let asked: Vec<_> = reg
+        .token_server()
+        .unwrap()
+        .requests()
+        .into_iter()
+        .filter(|r| r.user.as_deref() == Some("carol"))
+        .filter(|r| r.scopes.iter().any(|s| s.contains("secret/a")))
+        .collect();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+}

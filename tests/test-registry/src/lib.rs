@@ -60,9 +60,10 @@ pub fn registry_binary() -> PathBuf {
 pub struct User {
     pub name: String,
     pub password: String,
-    /// For token auth: repositories (prefixes) this user may push to; pulls are allowed
-    /// everywhere. Empty means push anywhere.
+    /// For token auth: repositories (prefixes) this user may push to. Empty: anywhere.
     pub push_prefixes: Vec<String>,
+    /// For token auth: repositories (prefixes) this user may pull from. Empty: anywhere.
+    pub pull_prefixes: Vec<String>,
 }
 
 impl User {
@@ -71,6 +72,7 @@ impl User {
             name: name.to_owned(),
             password: password.to_owned(),
             push_prefixes: Vec::new(),
+            pull_prefixes: Vec::new(),
         }
     }
 }
@@ -491,7 +493,10 @@ impl Policy {
             .split(',')
             .filter(|a| match (a, user) {
                 (&"pull", None) => name.starts_with("public/"),
-                (&"pull", Some(_)) => true,
+                (&"pull", Some(u)) => {
+                    u.pull_prefixes.is_empty()
+                        || u.pull_prefixes.iter().any(|p| name.starts_with(p.as_str()))
+                }
                 (&"push", Some(u)) => {
                     u.push_prefixes.is_empty()
                         || u.push_prefixes.iter().any(|p| name.starts_with(p.as_str()))
