@@ -37,9 +37,16 @@ impl fmt::Debug for Secret {
 }
 
 /// Replaces every known secret in a text with `***`.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Scrubber {
     secrets: Arc<RwLock<Vec<String>>>,
+}
+
+impl fmt::Debug for Scrubber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.secrets.read().map(|l| l.len()).unwrap_or(0);
+        write!(f, "Scrubber({n} secrets)")
+    }
 }
 
 /// Fragments shorter than this are not scrubbed on their own: replacing every `a` in a message
@@ -117,6 +124,7 @@ mod tests {
         let text = format!("echo: p@ss word! / {basic} / p%40ss%20word%21");
         let out = sc.scrub(&text);
         assert_eq!(out, "echo: *** / *** / ***");
+        assert!(!format!("{sc:?}").contains("word"), "{sc:?}");
     }
 
     #[test]

@@ -274,7 +274,8 @@ fn wrong_passwords_are_refused_clearly_and_never_echoed() {
         )
         .unwrap();
         let e = push_layout(&client, &r, &l, &m, &PushOptions::default(), &Silent).unwrap_err();
-        let text = format!("{e} | {e:?}");
+        // Nothing that can be printed holds the password: the error, nor the client itself.
+        let text = format!("{e} | {e:?} | {client:?}");
         assert!(
             matches!(e, Error::AuthFailed { .. }),
             "token={token}: {text}"
