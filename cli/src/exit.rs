@@ -6,6 +6,7 @@ use asp_convert::ConvertError;
 use asp_format::blob::BlobError;
 use asp_format::bundle::ReadError;
 use asp_format::digest::is_integrity_error;
+use asp_format::error::{Classify, ErrorClass};
 
 /// The documented exit codes, shared by `asp`, `asp-pack` and `asp-unpack`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,9 +39,17 @@ Exit codes:
   4  integrity failure (digest or size mismatch; corrupt, truncated or hostile bundle)";
 
 /// The exit code an error deserves: [`Exit::Integrity`] when anything in its chain says the
-/// data does not match what was promised, else [`Exit::Error`].
+/// data does not match what was promised, [`Exit::Usage`] when a registry error says the
+/// request itself was wrong, else [`Exit::Error`].
 pub fn classify(err: &anyhow::Error) -> Exit {
     for cause in err.chain() {
+        if let Some(e) = cause.downcast_ref::<asp_registry::Error>() {
+            return match e.class() {
+                ErrorClass::Integrity => Exit::Integrity,
+                ErrorClass::Usage => Exit::Usage,
+                ErrorClass::Source | ErrorClass::Store => Exit::Error,
+            };
+        }
         let integrity = if let Some(e) = cause.downcast_ref::<ReadError>() {
             e.is_integrity()
         } else if let Some(e) = cause.downcast_ref::<BlobError>() {

@@ -12,6 +12,7 @@ pub mod human;
 pub mod inspect;
 pub mod pack;
 pub mod progress;
+pub mod registry;
 pub mod stdio;
 pub mod unpack;
 pub mod verify;

@@ -76,3 +76,81 @@ impl Progress for Bar {
         self.bar.set_message("");
     }
 }
+
+/// Progress of a push or pull: bytes (moved, or found already there) and blobs, on stderr,
+/// hidden when stderr is not a terminal or with `--quiet`.
+#[derive(Debug)]
+pub struct TransferBar {
+    bar: ProgressBar,
+    blobs: std::sync::atomic::AtomicU64,
+    total_blobs: std::sync::atomic::AtomicU64,
+}
+
+impl TransferBar {
+    pub fn new(quiet: bool, what: &str) -> Self {
+        let bar = if quiet {
+            ProgressBar::hidden()
+        } else {
+            ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+        };
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{prefix} [{bar:30}] {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} {msg}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        bar.set_prefix(what.to_owned());
+        bar.enable_steady_tick(Duration::from_millis(120));
+        TransferBar {
+            bar,
+            blobs: Default::default(),
+            total_blobs: Default::default(),
+        }
+    }
+
+    /// Prints a line above the bar (or plainly when it is hidden), on stderr.
+    pub fn println(&self, line: impl AsRef<str>) {
+        if self.bar.is_hidden() {
+            eprintln!("{}", line.as_ref());
+        } else {
+            self.bar.suspend(|| eprintln!("{}", line.as_ref()));
+        }
+    }
+
+    pub fn clear(&self) {
+        self.bar.finish_and_clear();
+    }
+
+    fn message(&self) {
+        use std::sync::atomic::Ordering;
+        self.bar.set_message(format!(
+            "{}/{} blobs",
+            self.blobs.load(Ordering::Relaxed),
+            self.total_blobs.load(Ordering::Relaxed)
+        ));
+    }
+}
+
+impl asp_registry::Observer for TransferBar {
+    fn plan(&self, blobs: u64, bytes: u64) {
+        self.total_blobs
+            .store(blobs, std::sync::atomic::Ordering::Relaxed);
+        self.bar.set_length(bytes);
+        self.message();
+    }
+
+    fn bytes(&self, n: u64) {
+        self.bar.inc(n);
+    }
+
+    fn blob(
+        &self,
+        _blob: &asp_registry::manifest::OciDescriptor,
+        _outcome: asp_registry::transfer::Outcome,
+    ) {
+        self.blobs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.message();
+    }
+}

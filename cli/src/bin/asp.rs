@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use asp_cli::exit::EXIT_CODES_HELP;
-use asp_cli::{export, hub, inspect, pack, unpack, verify};
+use asp_cli::{export, hub, inspect, pack, registry, unpack, verify};
 use clap::{Parser, Subcommand};
 
 /// Portable agent state: back up AI coding agents' sessions, instructions, skills, MCP
@@ -15,6 +15,8 @@ Examples:
   asp verify claude.aspstate
   asp unpack claude.aspstate --to codex --dry-run    (same as asp-unpack)
   asp hub -- gemini --acp                            (ASP in front of an ACP agent)
+  asp push --layout ./state localhost:5000/me/state:v1
+  asp pull localhost:5000/me/state:v1 --layout ./state
 
 {EXIT_CODES_HELP}"))]
 struct Cli {
@@ -32,6 +34,8 @@ enum Command {
     Export(export::ExportArgs),
     Verify(verify::VerifyArgs),
     Hub(hub::HubArgs),
+    Push(registry::PushArgs),
+    Pull(registry::PullArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +46,8 @@ fn main() -> ExitCode {
         Command::Export(a) => export::run(a),
         Command::Verify(a) => verify::run(a),
         Command::Hub(a) => hub::run(a),
+        Command::Push(a) => registry::run_push(a),
+        Command::Pull(a) => registry::run_pull(a),
     };
     asp_cli::finish("asp", result)
 }

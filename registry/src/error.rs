@@ -1,0 +1,161 @@
+//! What can go wrong talking to a registry, each failure knowing its class.
+//!
+//! No variant carries a secret: messages name the registry, the user name and where the
+//! credentials came from, never the password or a token. Text a registry or token server sent
+//! is scrubbed of every known secret ([`crate::secret::Scrubber`]) and cut short before it gets
+//! here.
+
+use std::io;
+use std::path::PathBuf;
+
+use asp_format::error::{Classify, ErrorClass, io_class};
+
+use crate::reference::ReferenceError;
+
+/// Errors of pushes and pulls.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Reference(#[from] ReferenceError),
+
+    /// The request itself is wrong (options that contradict each other, a manifest that is
+    /// not in the layout).
+    #[error("{0}")]
+    Usage(String),
+
+    /// The registry cannot be reached at all (refused, unknown host, TLS failure, timeout).
+    #[error("cannot reach {registry}: {detail}")]
+    Unreachable { registry: String, detail: String },
+
+    /// The connection broke off in the middle of a request.
+    #[error("talking to {registry} failed during {what}: {detail}")]
+    Transport {
+        registry: String,
+        what: String,
+        detail: String,
+    },
+
+    /// The registry wants credentials and none were found.
+    #[error(
+        "{registry} asks for credentials to {action} {repository}: run `docker login {registry}`, \
+         or pass --username with --password-stdin, or set ASP_REGISTRY_USERNAME and \
+         ASP_REGISTRY_PASSWORD"
+    )]
+    AuthRequired {
+        registry: String,
+        repository: String,
+        action: String,
+    },
+
+    /// The credentials were refused.
+    #[error("{registry} refused the credentials of user {username:?} (from {origin}){detail}")]
+    AuthFailed {
+        registry: String,
+        username: String,
+        origin: String,
+        /// Empty, or `: ` and what the server said (scrubbed).
+        detail: String,
+    },
+
+    /// Authenticated, but not allowed to do this.
+    #[error("{registry} does not let {who} {action} {repository}")]
+    Denied {
+        registry: String,
+        who: String,
+        action: String,
+        repository: String,
+    },
+
+    /// The manifest is not an asp state artifact (a container image, another artifact).
+    #[error("not an asp state artifact: {reference} is {what}")]
+    NotOurs { reference: String, what: String },
+
+    #[error("{reference}: {what} is not in the registry")]
+    NotFound { reference: String, what: String },
+
+    /// Data does not match what was promised: a digest or size mismatch, a manifest over the
+    /// size limit or with impossible descriptors, a damaged local layout.
+    #[error("integrity failure: {0}")]
+    Integrity(String),
+
+    /// The registry answered something this client cannot go on from.
+    #[error("{registry} answered {status} to {request}: {detail}")]
+    Registry {
+        registry: String,
+        request: String,
+        status: u16,
+        detail: String,
+    },
+
+    /// Finding credentials failed (a credential helper that failed, an unreadable
+    /// `config.json`).
+    #[error("credentials for {registry}: {detail}")]
+    Credentials { registry: String, detail: String },
+
+    /// Reading local data (a layout, a config file) failed.
+    #[error("reading {}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+
+    /// Writing local data failed.
+    #[error("writing {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl Classify for Error {
+    fn class(&self) -> ErrorClass {
+        match self {
+            Error::Reference(_) | Error::Usage(_) => ErrorClass::Usage,
+            Error::Integrity(_) => ErrorClass::Integrity,
+            Error::Read { source, .. } => io_class(source, ErrorClass::Source),
+            Error::Write { source, .. } => io_class(source, ErrorClass::Store),
+            Error::Unreachable { .. }
+            | Error::Transport { .. }
+            | Error::AuthRequired { .. }
+            | Error::AuthFailed { .. }
+            | Error::Denied { .. }
+            | Error::NotOurs { .. }
+            | Error::NotFound { .. }
+            | Error::Registry { .. }
+            | Error::Credentials { .. } => ErrorClass::Source,
+        }
+    }
+}
+
+impl Error {
+    pub(crate) fn read(path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Read {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn write(path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Write {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Keeps a server-provided text short enough for one line of an error message.
+pub(crate) fn shorten(text: &str, max: usize) -> String {
+    let t = text.trim();
+    let t: String = t
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if t.chars().count() <= max {
+        t
+    } else {
+        let cut: String = t.chars().take(max).collect();
+        format!("{cut}…")
+    }
+}

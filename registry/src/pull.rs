@@ -1,0 +1,248 @@
+//! Pulling an artifact: everything from the registry is hostile input.
+//!
+//! 1. `GET` the manifest, refusing more than 4 MiB by `Content-Length` and while reading;
+//!    its sha256 must equal the digest asked for (or the `Docker-Content-Digest` the registry
+//!    sent for a tag).
+//! 2. It must be an OCI image manifest with asp's `artifactType` ("not an asp state
+//!    artifact" otherwise), with well-formed descriptors, within the bundle reader's limits.
+//! 3. Each blob the sink does not have is fetched into a staging directory on the sink's file
+//!    system: the announced `Content-Length` is compared with the descriptor's size before a
+//!    byte is read, at most `size + 1` bytes are read, and the sha256 is compared at the end.
+//! 4. Only when every blob verified does the sink commit (move the staged files in, then
+//!    name the manifest). Any failure before that leaves the destination as it was: the
+//!    staging directory is removed.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use asp_format::digest::{Descriptor, Digest, VerifyingReader, is_integrity_error};
+use serde::Serialize;
+
+use crate::client::Client;
+use crate::error::Error;
+use crate::manifest::{
+    Artifact, DOCKER_MANIFEST, DOCKER_MANIFEST_LIST, IMAGE_INDEX, Limits, OciDescriptor,
+};
+use crate::parallel;
+use crate::reference::Reference;
+use crate::transfer::{Counting, Observer, Outcome};
+
+/// Where pulled artifacts go.
+pub trait PullSink: Sync {
+    /// Whether `blob` is already stored; it is then not downloaded.
+    fn contains(&self, blob: &Descriptor) -> Result<bool, Error>;
+    /// A directory on the destination's file system to stage blobs in (a temporary
+    /// directory is made inside it and removed afterwards).
+    fn staging_parent(&self) -> Result<PathBuf, Error>;
+    /// Takes the verified artifact: every blob the sink did not have is in `staged`.
+    fn commit(
+        &self,
+        artifact: &Artifact,
+        reference: &Reference,
+        staged: &Staged,
+    ) -> Result<(), Error>;
+}
+
+/// Blobs downloaded and verified, waiting for the commit.
+#[derive(Debug)]
+pub struct Staged {
+    dir: tempfile::TempDir,
+    files: BTreeMap<Digest, PathBuf>,
+}
+
+impl Staged {
+    /// The staged blobs, by digest.
+    pub fn files(&self) -> &BTreeMap<Digest, PathBuf> {
+        &self.files
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// How to pull.
+#[derive(Debug, Clone)]
+pub struct PullOptions {
+    /// Blobs fetched at once.
+    pub jobs: usize,
+    pub limits: Limits,
+}
+
+impl Default for PullOptions {
+    fn default() -> Self {
+        PullOptions {
+            jobs: 4,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// What a pull did.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PullReport {
+    pub reference: String,
+    pub digest: Digest,
+    pub manifest_bytes: u64,
+    pub blobs: u64,
+    pub blobs_downloaded: u64,
+    pub blobs_present: u64,
+    pub bytes_downloaded: u64,
+    pub bytes_present: u64,
+}
+
+/// Pulls `reference` into `sink`.
+pub fn pull(
+    client: &Client,
+    reference: &Reference,
+    sink: &dyn PullSink,
+    opts: &PullOptions,
+    observer: &dyn Observer,
+) -> Result<PullReport, Error> {
+    let fetched = client.get_manifest(reference, &opts.limits)?;
+    let source = reference.to_string();
+    let actual = Digest::of(&fetched.bytes);
+    if let Some(wanted) = reference.digest()
+        && *wanted != actual
+    {
+        return Err(Error::Integrity(format!(
+            "{} sent a manifest for {source} whose sha256 is {actual}",
+            client.registry()
+        )));
+    }
+    if let Some(said) = fetched.digest_header
+        && said != actual
+    {
+        return Err(Error::Integrity(format!(
+            "{} announced manifest {said} for {source} but sent bytes whose sha256 is {actual}",
+            client.registry()
+        )));
+    }
+    if let Some(ct) = fetched.content_type.as_deref() {
+        let what = match ct {
+            IMAGE_INDEX | DOCKER_MANIFEST_LIST => {
+                Some("an image index (a multi-platform container image)")
+            }
+            DOCKER_MANIFEST => Some("a docker container image"),
+            _ => None,
+        };
+        if let Some(what) = what {
+            return Err(Error::NotOurs {
+                reference: source,
+                what: what.to_owned(),
+            });
+        }
+    }
+    let artifact = Artifact::parse(fetched.bytes, &source, &opts.limits)?;
+
+    let blobs = artifact.blobs();
+    observer.plan(blobs.len() as u64, artifact.total_bytes());
+    let parent = sink.staging_parent()?;
+    let dir = tempfile::Builder::new()
+        .prefix(".asp-pull-")
+        .tempdir_in(&parent)
+        .map_err(|e| Error::write(&parent, e))?;
+    let staging = dir.path().to_path_buf();
+
+    let outcomes = parallel::map(blobs, opts.jobs, |blob| {
+        if sink.contains(&blob.blob())? {
+            observer.bytes(blob.size);
+            observer.blob(blob, Outcome::Present);
+            return Ok(None);
+        }
+        let path = fetch_blob(client, reference.repository(), blob, &staging, observer)?;
+        observer.blob(blob, Outcome::Downloaded);
+        Ok(Some((blob.digest, path)))
+    })?;
+
+    let mut report = PullReport {
+        reference: source,
+        digest: artifact.digest(),
+        manifest_bytes: artifact.bytes().len() as u64,
+        blobs: blobs.len() as u64,
+        blobs_downloaded: 0,
+        blobs_present: 0,
+        bytes_downloaded: 0,
+        bytes_present: 0,
+    };
+    let mut files = BTreeMap::new();
+    for (blob, got) in blobs.iter().zip(outcomes) {
+        match got {
+            Some((digest, path)) => {
+                report.blobs_downloaded += 1;
+                report.bytes_downloaded += blob.size;
+                files.insert(digest, path);
+            }
+            None => {
+                report.blobs_present += 1;
+                report.bytes_present += blob.size;
+            }
+        }
+    }
+    let staged = Staged { dir, files };
+    sink.commit(&artifact, reference, &staged)?;
+    Ok(report)
+}
+
+/// Downloads one blob into `staging`, checking size before and digest after; the file is
+/// named by its digest only once it verified.
+fn fetch_blob(
+    client: &Client,
+    repository: &str,
+    blob: &OciDescriptor,
+    staging: &Path,
+    observer: &dyn Observer,
+) -> Result<PathBuf, Error> {
+    let (body, announced) = client.get_blob(repository, blob)?;
+    if let Some(n) = announced
+        && n != blob.size
+    {
+        return Err(Error::Integrity(format!(
+            "{} announced {n} bytes for blob {}, which the manifest says has {}",
+            client.registry(),
+            blob.digest,
+            blob.size
+        )));
+    }
+    let partial = staging.join(format!("partial-{}", blob.digest.hex()));
+    let file = File::create(&partial).map_err(|e| Error::write(&partial, e))?;
+    let mut out = BufWriter::with_capacity(256 << 10, file);
+    let mut reader = VerifyingReader::new(
+        Counting {
+            inner: body,
+            observer,
+        },
+        blob.blob(),
+    );
+    let mut buf = vec![0u8; 128 << 10];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if is_integrity_error(&e) => {
+                return Err(Error::Integrity(format!("from {}: {e}", client.registry())));
+            }
+            Err(e) => {
+                return Err(Error::Transport {
+                    registry: client.registry().to_owned(),
+                    what: format!("GET blob {}", blob.digest),
+                    detail: client.scrubber().scrub(&e.to_string()),
+                });
+            }
+        };
+        out.write_all(&buf[..n])
+            .map_err(|e| Error::write(&partial, e))?;
+    }
+    let file = out
+        .into_inner()
+        .map_err(|e| Error::write(&partial, e.into_error()))?;
+    file.sync_all().map_err(|e| Error::write(&partial, e))?;
+    drop(file);
+    let done = staging.join(blob.digest.hex());
+    std::fs::rename(&partial, &done).map_err(|e| Error::write(&done, e))?;
+    Ok(done)
+}

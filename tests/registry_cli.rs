@@ -1,0 +1,498 @@
+//! `asp push` and `asp pull` end to end, against a real registry (CNCF distribution 2.8,
+//! Debian's `docker-registry`) started on 127.0.0.1 for each test.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use asp_registry::ARTIFACT_TYPE;
+use asp_registry::layout::Layout;
+use asp_registry::manifest::{EMPTY_JSON, ImageManifest, OciDescriptor};
+use asp_test_registry::{Auth, TestRegistry, User};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::Value;
+
+const PASSWORD: &str = "Cli-pw-3b7e!staple";
+const WRONG: &str = "Nope-pw-41aa?wrong";
+
+/// A scratch home: its own HOME, docker config dir and state dir, so nothing of the machine's
+/// leaks in and the record of remotes starts empty.
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("docker")).unwrap();
+        Home { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn asp(&self) -> assert_cmd::Command {
+        let mut c = support::asp();
+        c.env("HOME", self.path())
+            .env("DOCKER_CONFIG", self.path().join("docker"))
+            .env("XDG_STATE_HOME", self.path().join("state"))
+            .env_remove("ASP_REGISTRY_USERNAME")
+            .env_remove("ASP_REGISTRY_PASSWORD");
+        c
+    }
+
+    fn docker_config(&self, json: &str) {
+        fs::write(self.path().join("docker/config.json"), json).unwrap();
+    }
+}
+
+/// Incompressible bytes, the same for the same seed.
+fn noise(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn make_layout(dir: &Path, bodies: &[Vec<u8>], name: &str) -> OciDescriptor {
+    let layout = Layout::open_or_init(dir).unwrap();
+    layout.put_blob(EMPTY_JSON).unwrap();
+    let layers = bodies
+        .iter()
+        .map(|b| {
+            OciDescriptor::new(
+                "application/vnd.asp.test.layer",
+                layout.put_blob(b).unwrap(),
+            )
+        })
+        .collect();
+    let m = ImageManifest::artifact(layers, BTreeMap::new());
+    layout
+        .add_manifest(&m.to_bytes(), Some(ARTIFACT_TYPE), Some(name))
+        .unwrap()
+}
+
+fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            (
+                e.path().strip_prefix(dir).unwrap().to_path_buf(),
+                fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn json(out: &[u8]) -> Value {
+    serde_json::from_slice(out)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
+}
+
+/// Every text a run produced, and the ways a password could hide in it.
+fn assert_no_secret(out: &std::process::Output, secret: &str, user: &str) {
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for form in [
+        secret.to_owned(),
+        STANDARD.encode(format!("{user}:{secret}")),
+        secret.replace('!', "%21").replace('?', "%3F"),
+    ] {
+        assert!(
+            !text.contains(&form),
+            "the secret leaked as {form:?}:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn push_and_pull_through_the_cli_with_json_results() {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let home = Home::new();
+    let src = home.path().join("src");
+    let bodies: Vec<Vec<u8>> = (0..6).map(|i| noise(i, 3000 * (i as usize + 1))).collect();
+    let m = make_layout(&src, &bodies, "laptop");
+    let reference = format!("{}/me/agent-state:laptop", reg.host());
+
+    let out = home
+        .asp()
+        .args(["push", "--layout"])
+        .arg(&src)
+        .args([&reference, "-u", "alice", "--password-stdin", "--json"])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = json(&out.stdout);
+    assert_eq!(first["digest"], m.digest.to_string());
+    assert_eq!(first["blobsUploaded"], 7);
+    let total: u64 = bodies.iter().map(|b| b.len() as u64).sum::<u64>() + 2;
+    assert_eq!(first["bytesUploaded"], total);
+    assert_no_secret(&out, PASSWORD, "alice");
+
+    // Credentials from the environment this time; nothing left to upload.
+    let out = home
+        .asp()
+        .args(["push", "--layout"])
+        .arg(&src)
+        .args([&reference, "--json"])
+        .env("ASP_REGISTRY_USERNAME", "alice")
+        .env("ASP_REGISTRY_PASSWORD", PASSWORD)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let again = json(&out.stdout);
+    assert_eq!(
+        (
+            again["blobsUploaded"].as_u64(),
+            again["bytesUploaded"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
+    assert_eq!(again["bytesPresent"], total);
+
+    // Pull into an empty place under another HOME, with docker's config.json.
+    let other = Home::new();
+    other.docker_config(&format!(
+        r#"{{"auths": {{"{}": {{"auth": "{}"}}}}}}"#,
+        reg.host(),
+        STANDARD.encode(format!("alice:{PASSWORD}"))
+    ));
+    let dest = other.path().join("pulled");
+    let out = other
+        .asp()
+        .args(["pull", &reference, "--layout"])
+        .arg(&dest)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.starts_with(&format!("pulled {reference}@{}", m.digest)),
+        "{said}"
+    );
+    assert!(said.contains("7 blobs downloaded"), "{said}");
+    assert_eq!(
+        files(&src),
+        files(&dest),
+        "every file of the layout comes back"
+    );
+
+    let out = other
+        .asp()
+        .args(["pull", &reference, "--json", "--layout"])
+        .arg(&dest)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(json(&out.stdout)["blobsDownloaded"], 0);
+}
+
+#[test]
+fn wrong_credentials_from_every_source_fail_with_exit_1_and_never_show_the_password() {
+    for auth in [
+        Auth::Htpasswd(vec![User::new("alice", PASSWORD)]),
+        Auth::Token {
+            users: vec![User::new("alice", PASSWORD)],
+            identity_tokens: vec![],
+        },
+    ] {
+        let reg = TestRegistry::start(auth);
+        let home = Home::new();
+        let src = home.path().join("src");
+        make_layout(&src, &[noise(1, 500)], "x");
+        let reference = format!("{}/me/state:x", reg.host());
+        let check = |out: std::process::Output, how: &str| {
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert_eq!(out.status.code(), Some(1), "{how}: {err}");
+            assert!(
+                err.contains("refused the credentials of user \"alice\""),
+                "{how}: {err}"
+            );
+            assert_no_secret(&out, WRONG, "alice");
+        };
+        let out = home
+            .asp()
+            .args(["push", "--layout"])
+            .arg(&src)
+            .args([&reference, "-u", "alice", "--password-stdin"])
+            .write_stdin(WRONG)
+            .output()
+            .unwrap();
+        check(out, "--password-stdin");
+        let out = home
+            .asp()
+            .args(["pull", &reference, "--json", "--layout"])
+            .arg(home.path().join("d"))
+            .env("ASP_REGISTRY_USERNAME", "alice")
+            .env("ASP_REGISTRY_PASSWORD", WRONG)
+            .output()
+            .unwrap();
+        check(out, "environment");
+        assert!(!home.path().join("d").exists());
+        home.docker_config(&format!(
+            r#"{{"auths": {{"http://{}/v2/": {{"auth": "{}"}}}}}}"#,
+            reg.host(),
+            STANDARD.encode(format!("alice:{WRONG}"))
+        ));
+        let out = home
+            .asp()
+            .args(["push", "-q", "--layout"])
+            .arg(&src)
+            .arg(&reference)
+            .output()
+            .unwrap();
+        check(out, "config.json");
+        // No credentials at all: told how to give them.
+        fs::remove_file(home.path().join("docker/config.json")).unwrap();
+        let out = home
+            .asp()
+            .args(["push", "--layout"])
+            .arg(&src)
+            .arg(&reference)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("asks for credentials") && err.contains("--password-stdin"),
+            "{err}"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn credential_helpers_named_in_docker_config_are_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("carol", PASSWORD)]));
+    let home = Home::new();
+    let bin = home.path().join("bin");
+    fs::create_dir(&bin).unwrap();
+    let helper = bin.join("docker-credential-asptest");
+    fs::write(
+        &helper,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = get ] || exit 2\nread server\n\
+             [ \"$server\" = \"{}\" ] || {{ echo 'credentials not found in native keychain'; exit 1; }}\n\
+             printf '%s' '{{\"ServerURL\":\"'\"$server\"'\",\"Username\":\"carol\",\"Secret\":\"{PASSWORD}\"}}'\n",
+            reg.host()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&helper, fs::Permissions::from_mode(0o755)).unwrap();
+    home.docker_config(&format!(
+        r#"{{"credHelpers": {{"{}": "asptest"}}}}"#,
+        reg.host()
+    ));
+    let src = home.path().join("src");
+    make_layout(&src, &[noise(2, 800)], "x");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = home
+        .asp()
+        .env("PATH", &path)
+        .args(["push", "--json", "--layout"])
+        .arg(&src)
+        .arg(format!("{}/me/helper:x", reg.host()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_no_secret(&out, PASSWORD, "carol");
+}
+
+#[test]
+fn integrity_failures_exit_4_and_leave_the_destination_untouched() {
+    let reg = TestRegistry::start(Auth::None);
+    let home = Home::new();
+    let src = home.path().join("src");
+    let bodies = vec![noise(5, 20_000), noise(6, 20_000)];
+    make_layout(&src, &bodies, "x");
+    let reference = format!("{}/me/t:x", reg.host());
+    let out = home
+        .asp()
+        .args(["push", "--layout"])
+        .arg(&src)
+        .arg(&reference)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hex = asp_format::Digest::of(&bodies[1]).hex();
+    let data = reg.blob_data(&hex);
+    let mut b = fs::read(&data).unwrap();
+    b[100] ^= 0xff;
+    fs::write(&data, &b).unwrap();
+    let dest = home.path().join("dest");
+    let out = home
+        .asp()
+        .args(["pull", &reference, "--layout"])
+        .arg(&dest)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("integrity failure"), "{err}");
+    assert!(!dest.exists());
+    let entries: Vec<_> = fs::read_dir(home.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        entries
+            .iter()
+            .all(|n| !n.to_string_lossy().starts_with(".asp-pull")),
+        "staging left behind: {entries:?}"
+    );
+}
+
+#[test]
+fn what_is_not_asp_state_and_usage_errors_say_so() {
+    let reg = TestRegistry::start(Auth::None);
+    let home = Home::new();
+    let config = br#"{"architecture":"amd64","os":"linux"}"#;
+    let cd = asp_format::Descriptor::of(config);
+    let image = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cd.digest.to_string(), "size": cd.size},
+        "layers": []
+    }))
+    .unwrap();
+    reg.plant_manifest("library/busybox", "latest", &image);
+    let out = home
+        .asp()
+        .args([
+            "pull",
+            &format!("{}/library/busybox", reg.host()),
+            "--layout",
+        ])
+        .arg(home.path().join("d"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("not an asp state artifact") && err.contains("container image"),
+        "{err}"
+    );
+
+    // Usage: a bad reference, a layout with two manifests and no choice.
+    let src = home.path().join("src");
+    make_layout(&src, &[noise(8, 100)], "one");
+    make_layout(&src, &[noise(9, 100)], "two");
+    for args in [
+        vec![
+            "push".to_owned(),
+            "--layout".into(),
+            src.display().to_string(),
+            "Bad/Ref".into(),
+        ],
+        vec![
+            "push".to_owned(),
+            "--layout".into(),
+            src.display().to_string(),
+            format!("{}/me/x:three", reg.host()),
+        ],
+        vec!["pull".to_owned(), "x".into()],
+        vec![
+            "push".to_owned(),
+            "--layout".into(),
+            "x".into(),
+            "-u".into(),
+            "a".into(),
+            "h/x".into(),
+        ],
+    ] {
+        let out = home.asp().args(&args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Naming the manifest works, and the pushed tag is REF's.
+    let out = home
+        .asp()
+        .args(["push", "--manifest", "two", "--json", "--layout"])
+        .arg(&src)
+        .arg(format!("{}/me/x:three", reg.host()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_repository_pushed_to_before_is_where_blobs_are_mounted_from() {
+    let reg = TestRegistry::start(Auth::None);
+    let home = Home::new();
+    let src = home.path().join("src");
+    let bodies: Vec<Vec<u8>> = (0..5).map(|i| noise(40 + i, 10_000)).collect();
+    make_layout(&src, &bodies, "x");
+    let push_to = |repo: &str| {
+        let out = home
+            .asp()
+            .args(["push", "--json", "--layout"])
+            .arg(&src)
+            .arg(format!("{}/{repo}:x", reg.host()))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json(&out.stdout)
+    };
+    push_to("me/first");
+    let second = push_to("me/second");
+    assert_eq!(second["blobsMounted"], 6, "{second}");
+    assert_eq!(second["mountedFrom"], "me/first");
+    assert_eq!(second["bytesUploaded"], 0);
+    let remotes = fs::read_to_string(home.path().join("state/asp/remotes.json")).unwrap();
+    assert!(
+        remotes.contains("me/second") && remotes.contains("me/first"),
+        "{remotes}"
+    );
+}
