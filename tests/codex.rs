@@ -2,24 +2,20 @@
 //! `tests/fixtures/codex/`, and the write-back rules of `spec/harnesses/codex.md` §12: through
 //! the library and through `asp-pack` / `asp-unpack`.
 
-#[path = "support/mod.rs"]
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use asp_convert::harness::{ReadContext, ReadOptions, WriteContext, WriteOptions};
-use asp_convert::report::Diagnostics;
-use asp_convert::{Harness, Home};
+use crate::support::*;
+use asp_convert::harness::ReadOptions;
+use asp_convert::kit::pathmap::PathMap;
+use asp_convert::kit::report::{Diagnostic, Diagnostics};
 use asp_format::KindSet;
 use asp_format::answer::ImportAnswer;
 use asp_format::blob::{BlobSource, MemoryStore};
 use asp_format::bundle::Bundle;
-use asp_format::progress::Quiet;
 use asp_format::state::{McpServer, NoteBody, Session, SettingValue, State};
 use serde_json::{Value, json};
-use support::*;
 
 const A: &str = "01a1fe6b-30a4-77a2-b12a-76a63dd1d7e5";
 const B: &str = "01a20271-1024-7681-a31d-f248f3c4db0a";
@@ -28,8 +24,15 @@ const D: &str = "01a221b5-fabc-7282-a1a4-1ac14ae9430b";
 const E: &str = "01a1f83a-cfc8-7f41-a357-d22735d28371";
 const CLAUDE_SESSION: &str = "da41f528-2d0a-4f84-8acd-fe5d7087734b";
 
-fn codex() -> Box<dyn Harness> {
-    asp_convert::harness("codex").expect("the codex converter is registered")
+const HARNESS: &str = "codex";
+
+/// Findings as the library hands them back, to ask them again.
+fn collected(items: Vec<Diagnostic>) -> Diagnostics {
+    let d = Diagnostics::new();
+    for i in items {
+        d.push(i);
+    }
+    d
 }
 
 fn sample_home() -> PathBuf {
@@ -42,19 +45,7 @@ fn fixture(name: &str) -> PathBuf {
 
 /// Reads a home through the library.
 fn read(home: &Path) -> (State, MemoryStore, Diagnostics) {
-    let store = MemoryStore::new();
-    let diagnostics = Diagnostics::new();
-    let state = codex()
-        .read(&ReadContext {
-            home: &Home::at(home),
-            kinds: KindSet::ALL,
-            blobs: &store,
-            diagnostics: &diagnostics,
-            progress: &Quiet,
-            options: ReadOptions::default(),
-        })
-        .unwrap();
-    (state, store, diagnostics)
+    read_with(home, ReadOptions::default())
 }
 
 /// Writes a state into a home through the library.
@@ -64,21 +55,9 @@ fn write(
     blobs: &dyn BlobSource,
     dry_run: bool,
 ) -> (ImportAnswer, Diagnostics) {
-    let diagnostics = Diagnostics::new();
-    let answer = codex()
-        .write(&WriteContext {
-            home: &Home::at(home),
-            state,
-            blobs,
-            diagnostics: &diagnostics,
-            progress: &Quiet,
-            options: &WriteOptions {
-                dry_run,
-                ..WriteOptions::default()
-            },
-        })
-        .unwrap();
-    (answer, diagnostics)
+    let (answer, items) =
+        crate::support::write_home(HARNESS, home, state, blobs, dry_run, &PathMap::default());
+    (answer, collected(items))
 }
 
 fn session<'a>(state: &'a State, id: &str) -> &'a Session {
@@ -1208,14 +1187,12 @@ fn secrets_in_mcp_servers_are_blanked_on_request_and_never_written_back_blank() 
 // ---------------------------------------------------------------------------------------
 // Migration both ways (needs the Claude Code converter, built in parallel)
 
-fn needs_claude() -> Box<dyn Harness> {
-    asp_convert::harness("claude-code").expect("the claude-code converter is registered")
-}
+const CLAUDE: &str = "claude-code";
 
 /// The conversation of a session: user prompts, agent answers, tool calls with results,
 /// plans, title.
 fn conversation(store: &MemoryStore, s: &Session) -> Value {
-    let items = asp_convert::conversation::fold(
+    let items = asp_convert::kit::conversation::fold(
         String::from_utf8(store.read_all(&s.updates).unwrap())
             .unwrap()
             .lines()
@@ -1223,7 +1200,7 @@ fn conversation(store: &MemoryStore, s: &Session) -> Value {
     );
     let mut out = Vec::new();
     for i in items {
-        use asp_convert::conversation::Item;
+        use asp_convert::kit::conversation::Item;
         match i {
             Item::User(m) => out.push(json!({"user": m.text()})),
             Item::Agent(m) => out.push(json!({"agent": m.text()})),
@@ -1240,45 +1217,20 @@ fn conversation(store: &MemoryStore, s: &Session) -> Value {
     json!({"title": s.title, "items": out})
 }
 
-fn migrate(
-    from: &dyn Harness,
-    from_home: &Path,
-    to: &dyn Harness,
-) -> (State, MemoryStore, State, MemoryStore) {
-    let store = MemoryStore::new();
-    let d = Diagnostics::new();
-    let state = from
-        .read(&ReadContext {
-            home: &Home::at(from_home),
-            kinds: KindSet::EMPTY.with(asp_format::StateKind::Sessions),
-            blobs: &store,
-            diagnostics: &d,
-            progress: &Quiet,
-            options: ReadOptions::default(),
-        })
-        .unwrap();
+fn migrate(from: &str, from_home: &Path, to: &str) -> (State, MemoryStore, State, MemoryStore) {
+    let sessions = KindSet::EMPTY.with(asp_format::StateKind::Sessions);
+    let read = crate::support::read_home(from, from_home, sessions, ReadOptions::default());
     let dir = tmp();
-    to.write(&WriteContext {
-        home: &Home::at(dir.path()),
-        state: &state,
-        blobs: &store,
-        diagnostics: &d,
-        progress: &Quiet,
-        options: &WriteOptions::default(),
-    })
-    .unwrap();
-    let back_store = MemoryStore::new();
-    let back = to
-        .read(&ReadContext {
-            home: &Home::at(dir.path()),
-            kinds: KindSet::EMPTY.with(asp_format::StateKind::Sessions),
-            blobs: &back_store,
-            diagnostics: &d,
-            progress: &Quiet,
-            options: ReadOptions::default(),
-        })
-        .unwrap();
-    (state, store, back, back_store)
+    crate::support::write_home(
+        to,
+        dir.path(),
+        &read.state,
+        &read.store,
+        false,
+        &PathMap::default(),
+    );
+    let back = crate::support::read_home(to, dir.path(), sessions, ReadOptions::default());
+    (read.state, read.store, back.state, back.store)
 }
 
 /// Whether `after` says what `before` said. Words, plans, titles and which calls failed must
@@ -1342,14 +1294,13 @@ fn assert_same_conversations(
 
 #[test]
 fn claude_code_sessions_migrate_into_codex_and_back_out() {
-    let (state, store, back, back_store) =
-        migrate(&*needs_claude(), &samples().join("claude-code"), &*codex());
+    let (state, store, back, back_store) = migrate(CLAUDE, &samples().join("claude-code"), HARNESS);
     assert_same_conversations(&state, &store, &back, &back_store);
 }
 
 #[test]
 fn codex_sessions_migrate_into_claude_code_and_back_out() {
-    let (state, store, back, back_store) = migrate(&*codex(), &sample_home(), &*needs_claude());
+    let (state, store, back, back_store) = migrate(HARNESS, &sample_home(), CLAUDE);
     assert_same_conversations(&state, &store, &back, &back_store);
 }
 
@@ -1494,26 +1445,16 @@ fn a_skill_in_both_roots_is_carried_once_from_agents_and_the_other_reported() {
 
 /// Reads a home with chosen options.
 fn read_with(home: &Path, options: ReadOptions) -> (State, MemoryStore, Diagnostics) {
-    let store = MemoryStore::new();
-    let diagnostics = Diagnostics::new();
-    let state = codex()
-        .read(&ReadContext {
-            home: &Home::at(home),
-            kinds: KindSet::ALL,
-            blobs: &store,
-            diagnostics: &diagnostics,
-            progress: &Quiet,
-            options,
-        })
-        .unwrap();
-    (state, store, diagnostics)
+    let r = crate::support::read_home(HARNESS, home, KindSet::ALL, options);
+    (r.state, r.store, collected(r.diagnostics))
 }
 
-fn skipped_in(d: &Diagnostics, file: &Path) -> Vec<asp_convert::report::Diagnostic> {
+fn skipped_in(d: &Diagnostics, file: &Path) -> Vec<Diagnostic> {
     d.items()
         .into_iter()
         .filter(|i| {
-            i.severity == asp_convert::report::Severity::Skipped && i.file.as_deref() == Some(file)
+            i.severity == asp_convert::kit::report::Severity::Skipped
+                && i.file.as_deref() == Some(file)
         })
         .collect()
 }
@@ -1781,4 +1722,79 @@ fn auto_approval_comes_back_only_for_the_servers_codex_had() {
         text,
         "[mcp_servers.docs]\ncommand = \"docs-mcp\"\ntool_timeout_sec = 30\n"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// The validator: what Codex needs of a home to list and resume its threads
+
+/// The checks Codex makes (spec/harnesses/codex.md §3, §8, §9): a rollout is
+/// `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<uuid>.jsonl`, in the folder of its date;
+/// its first line is the `session_meta` of that thread; every line is JSON;
+/// `session_index.jsonl` lines name a thread; `config.toml` is TOML.
+pub(crate) fn validate(home: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    let codex = home.join(".codex");
+    for e in walkdir::WalkDir::new(codex.join("sessions"))
+        .into_iter()
+        .flatten()
+    {
+        if !e.file_type().is_file() {
+            continue;
+        }
+        let rel = e.path().strip_prefix(&codex).unwrap().display().to_string();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let compressed = name.ends_with(".jsonl.zst");
+        let Some(stem) = name.strip_prefix("rollout-").and_then(|n| {
+            n.strip_suffix(".jsonl")
+                .or_else(|| n.strip_suffix(".jsonl.zst"))
+        }) else {
+            problems.push(format!("{rel}: not named like a rollout"));
+            continue;
+        };
+        let (stamp, id) = stem.split_at(stem.len().saturating_sub(37));
+        let id = id.trim_start_matches('-');
+        if !asp_convert::kit::uuid::is_uuid(id) || stamp.len() != 19 {
+            problems.push(format!("{rel}: not rollout-<time>-<uuid>.jsonl"));
+            continue;
+        }
+        let date_dir = format!(
+            "sessions/{}/{}/{}/",
+            &stamp[..4],
+            &stamp[5..7],
+            &stamp[8..10]
+        );
+        if !rel.starts_with(&date_dir) {
+            problems.push(format!("{rel}: not in the folder of its date ({date_dir})"));
+        }
+        if compressed {
+            continue;
+        }
+        let text = fs::read_to_string(e.path()).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            match serde_json::from_str::<Value>(line) {
+                Ok(v) if i == 0 => {
+                    if v["type"] != "session_meta" || v["payload"]["id"] != id {
+                        problems.push(format!("{rel}:1: not the session_meta of thread {id}"));
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => problems.push(format!("{rel}:{}: not JSON", i + 1)),
+            }
+        }
+    }
+    if let Ok(text) = fs::read_to_string(codex.join("session_index.jsonl")) {
+        for (i, line) in text.lines().enumerate() {
+            let ok = serde_json::from_str::<Value>(line)
+                .is_ok_and(|v| v["id"].is_string() && v["thread_name"].is_string());
+            if !ok {
+                problems.push(format!("session_index.jsonl:{}: not a naming", i + 1));
+            }
+        }
+    }
+    if let Ok(text) = fs::read_to_string(codex.join("config.toml"))
+        && let Err(e) = text.parse::<toml_edit::DocumentMut>()
+    {
+        problems.push(format!("config.toml: not TOML ({e})"));
+    }
+    problems
 }

@@ -2,15 +2,12 @@
 //! destination already holds a different version of a session (the `<thread>~<harness>` path),
 //! for every harness.
 
-#[path = "support/mod.rs"]
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
+use crate::support::*;
 use serde_json::Value;
-use support::*;
 
 /// Every file under `root` with its bytes.
 fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
