@@ -109,25 +109,6 @@ fn copy_dir(src: &Path, dst: &Path) {
     }
 }
 
-/// Every file under `dir`, relative, with its bytes.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    walkdir::WalkDir::new(dir)
-        .into_iter()
-        .map(Result::unwrap)
-        .filter(|e| e.file_type().is_file())
-        .map(|e| {
-            (
-                e.path()
-                    .strip_prefix(dir)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned(),
-                fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect()
-}
-
 fn rollouts(home: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = walkdir::WalkDir::new(home.join(".codex"))
         .into_iter()
@@ -708,8 +689,8 @@ fn a_codex_backup_restores_byte_for_byte_at_the_same_paths() {
     for id in [A, B, C, D, E] {
         assert_eq!(answer["sessions"][id], id);
     }
-    let original = files(&sample_home().join(".codex"));
-    let restored = files(&home.join(".codex"));
+    let original = files_in(&sample_home().join(".codex"));
+    let restored = files_in(&home.join(".codex"));
     for (path, bytes) in &original {
         if path.contains("sessions/")
             || path.starts_with("memories/")
@@ -727,8 +708,8 @@ fn a_codex_backup_restores_byte_for_byte_at_the_same_paths() {
         "bundled skills are Codex's to install"
     );
     assert_eq!(
-        files(&home.join(".agents")),
-        files(&sample_home().join(".agents")),
+        files_in(&home.join(".agents")),
+        files_in(&sample_home().join(".agents")),
         "user skills go back to ~/.agents/skills"
     );
     // Named threads are named again; the thread index is Codex's to create.
@@ -777,32 +758,6 @@ fn a_codex_backup_restores_byte_for_byte_at_the_same_paths() {
 }
 
 #[test]
-fn unpacking_twice_finds_everything_already_there() {
-    let dir = tmp();
-    let bundle = dir.path().join("codex.aspstate");
-    pack_sample_codex(&bundle);
-    let home = dir.path().join("home");
-    unpack_json(&bundle, &home, &[]);
-    unpack_json(&samples().join("state.aspstate"), &home, &[]);
-    let before = files(&home);
-    let again = unpack_json(&bundle, &home, &[]);
-    let state_again = unpack_json(&samples().join("state.aspstate"), &home, &[]);
-    assert_eq!(
-        files(&home),
-        before,
-        "nothing is written twice, no index line is repeated"
-    );
-    assert_eq!(again["sessions"][A], A);
-    assert_eq!(
-        state_again["sessions"]["telegram:42"]
-            .as_str()
-            .unwrap()
-            .len(),
-        36
-    );
-}
-
-#[test]
 fn a_different_version_of_a_thread_is_kept_beside_it_under_a_new_uuid() {
     let dir = tmp();
     let bundle = dir.path().join("codex.aspstate");
@@ -813,7 +768,7 @@ fn a_different_version_of_a_thread_is_kept_beside_it_under_a_new_uuid() {
     let mut changed = fs::read(&rollout).unwrap();
     changed.extend_from_slice(b"{\"timestamp\":\"2026-11-20T10:00:00.000Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"turn_aborted\"}}\n");
     fs::write(&rollout, &changed).unwrap();
-    let before = files(&home);
+    let before = files_in(&home);
     let answer = unpack_json(&bundle, &home, &["--kinds", "sessions"]);
     let new_id = answer["sessions"][E].as_str().unwrap().to_owned();
     assert_ne!(new_id, E);
@@ -833,7 +788,7 @@ fn a_different_version_of_a_thread_is_kept_beside_it_under_a_new_uuid() {
     let lines = jsonl(&copy);
     assert_eq!(lines[0]["payload"]["id"], new_id.as_str());
     assert_eq!(lines.len(), 16);
-    let after = files(&home);
+    let after = files_in(&home);
     for (path, bytes) in &before {
         if path != ".codex/session_index.jsonl" && path != ".codex/state_5.sqlite" {
             assert!(after.get(path) == Some(bytes), "{path} changed");
@@ -1090,11 +1045,11 @@ fn a_dry_run_writes_nothing_and_answers_like_the_real_run() {
     let home = dir.path().join("home");
     copy_dir(&sample_home(), &home);
     fs::remove_dir_all(home.join(".codex/sessions")).unwrap();
-    let before = files(&home);
+    let before = files_in(&home);
     let dry = unpack_json(&samples().join("state.aspstate"), &home, &["--dry-run"]);
     let dry_codex = unpack_json(&bundle, &home, &["--dry-run"]);
     assert_eq!(
-        files(&home),
+        files_in(&home),
         before,
         "a dry run touches nothing, the thread index included"
     );
@@ -1557,28 +1512,6 @@ fn instructions_and_notes_that_are_not_utf8_are_reported_not_carried() {
     asp_format::export::ExportState::from_state(&state, &store).unwrap();
 }
 
-#[test]
-fn an_export_read_carries_no_native_files() {
-    let native = ReadOptions {
-        native: false,
-        ..ReadOptions::default()
-    };
-    let (state, store, _) = read_with(&sample_home(), native);
-    let (full, full_store, _) = read(&sample_home());
-    let sessions = state.sessions.as_ref().unwrap();
-    assert_eq!(sessions.len(), full.sessions.as_ref().unwrap().len());
-    for s in sessions {
-        assert!(s.native.is_none(), "{}", s.id);
-        let f = session(&full, s.id.as_str());
-        assert_eq!(
-            updates(&store, s),
-            updates(&full_store, f),
-            "the same conversation"
-        );
-        assert_eq!(s.meta, f.meta);
-    }
-}
-
 /// A conversation from a harness with other ids, with no times anywhere (or only `updatedAt`).
 fn timeless_session(store: &MemoryStore, id: &str, text: &str, updated: bool) -> State {
     let mut s = json!({"id": id, "title": "T", "harness": "opencode", "cwd": "/tmp/x",
@@ -1602,12 +1535,12 @@ fn importing_the_same_session_again_finds_it_whatever_times_it_carries() {
             let store = MemoryStore::new();
             let state = timeless_session(&store, id, "hello", updated);
             let (first, _) = write(dir.path(), &state, &store, false);
-            let before = files(dir.path());
+            let before = files_in(dir.path());
             std::thread::sleep(std::time::Duration::from_millis(20));
             let (again, _) = write(dir.path(), &state, &store, false);
             assert_eq!(again.sessions, first.sessions, "{id} updatedAt: {updated}");
             assert_eq!(
-                files(dir.path()),
+                files_in(dir.path()),
                 before,
                 "{id} updatedAt: {updated}: nothing new"
             );
@@ -1627,11 +1560,11 @@ fn a_different_version_kept_beside_is_found_again_on_the_next_import() {
     let (first, _) = write(dir.path(), &theirs, &store, false);
     let copy = first.sessions[id].clone();
     assert_ne!(copy, id, "kept beside under its own id");
-    let before = files(dir.path());
+    let before = files_in(dir.path());
     std::thread::sleep(std::time::Duration::from_millis(20));
     let (again, _) = write(dir.path(), &theirs, &store, false);
     assert_eq!(again.sessions[id], copy);
-    assert_eq!(files(dir.path()), before, "no third copy");
+    assert_eq!(files_in(dir.path()), before, "no third copy");
     assert_eq!(rollouts(dir.path()).len(), 2);
 }
 
@@ -1656,11 +1589,11 @@ fn a_codex_thread_with_an_older_v4_id_is_kept_beside_once() {
         lines.starts_with(&format!("{{\"id\":\"{copy}\"")),
         "the early flat meta names the copy: {lines}"
     );
-    let before = files(home.path());
+    let before = files_in(home.path());
     std::thread::sleep(std::time::Duration::from_millis(20));
     let (again, _) = write(home.path(), &state, &store, false);
     assert_eq!(again.sessions[V4], copy);
-    assert_eq!(files(home.path()), before);
+    assert_eq!(files_in(home.path()), before);
 }
 
 #[test]

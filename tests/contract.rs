@@ -6,7 +6,7 @@
 //! does its validator ([`validator`]): the checks its own reader would make of what another
 //! harness's state was written as.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -73,6 +73,14 @@ macro_rules! contract {
                 fn a_file_the_harness_appends_to_is_read_to_the_last_whole_line_surveyed() {
                     super::a_growing_file_is_read_as_surveyed(H)
                 }
+                #[test]
+                fn the_bundle_is_the_same_on_one_thread_or_many() {
+                    super::threads_do_not_change_the_bundle(H)
+                }
+                #[test]
+                fn pack_session_packs_that_session_and_refuses_one_it_does_not_have() {
+                    super::pack_session_selects(H)
+                }
             }
         )*
     };
@@ -138,22 +146,6 @@ fn write(harness: &str, home: &Path, r: &ReadBack, dry_run: bool) -> ImportAnswe
     .0
 }
 
-/// Every file under `root`, by path relative to it, with its bytes.
-fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    if !root.exists() {
-        return out;
-    }
-    for e in walkdir::WalkDir::new(root).sort_by_file_name() {
-        let e = e.unwrap();
-        if e.file_type().is_file() {
-            let rel = e.path().strip_prefix(root).unwrap().display().to_string();
-            out.insert(rel, fs::read(e.path()).unwrap());
-        }
-    }
-    out
-}
-
 /// The native session files of a state, by path relative to the home.
 fn native_paths(state: &State) -> BTreeSet<String> {
     state
@@ -217,15 +209,38 @@ fn restore_is_byte_exact(h: &str) {
     }
 }
 
+/// Every sample read, and the sample bundle (whose ids are not all UUIDs).
+fn every_source() -> Vec<(String, ReadBack)> {
+    let mut out: Vec<(String, ReadBack)> = CONTRACTED
+        .iter()
+        .map(|h| (h.to_string(), read(h, &sample(h))))
+        .collect();
+    let bundle = asp_format::bundle::Bundle::open(&samples().join("state.aspstate")).unwrap();
+    let store = MemoryStore::new();
+    let state = bundle.manifest().state.clone();
+    for d in state.descriptors() {
+        use asp_format::blob::{BlobSink, BlobSource};
+        store.put(&bundle.read_all(&d).unwrap()).unwrap();
+    }
+    out.push((
+        "state.aspstate".to_owned(),
+        ReadBack {
+            state,
+            store,
+            diagnostics: Vec::new(),
+        },
+    ));
+    out
+}
+
 fn importing_twice_changes_nothing(h: &str) {
-    for from in CONTRACTED {
-        let packed = read(from, &sample(from));
+    for (from, packed) in every_source() {
         let home = tmp();
         let first = write(h, home.path(), &packed, false);
-        let after_first = tree(home.path());
+        let after_first = crate::support::files_in(home.path());
         let second = write(h, home.path(), &packed, false);
         assert!(
-            after_first == tree(home.path()),
+            after_first == crate::support::files_in(home.path()),
             "{from} into {h}: the second import changed the home"
         );
         assert_eq!(
@@ -282,14 +297,13 @@ fn a_diverged_thread_is_kept_beside(h: &str) {
 }
 
 fn dry_run_is_exact(h: &str) {
-    for from in CONTRACTED {
-        let packed = read(from, &sample(from));
+    for (from, packed) in every_source() {
         // Into an empty home, and into one that already holds it, once diverged.
         let home = tmp();
-        let before = tree(home.path());
+        let before = crate::support::files_in(home.path());
         let planned = write(h, home.path(), &packed, true);
         assert!(
-            before == tree(home.path()),
+            before == crate::support::files_in(home.path()),
             "{from} into {h}: the dry run wrote"
         );
         let done = write(h, home.path(), &packed, false);
@@ -297,7 +311,7 @@ fn dry_run_is_exact(h: &str) {
             planned, done,
             "{from} into {h}: the dry run said something else"
         );
-        if from == &h {
+        if from == h {
             let (_, log) = main_log(&packed.state, home.path());
             let mut bytes = fs::read(&log).unwrap();
             bytes.splice(
@@ -306,10 +320,10 @@ fn dry_run_is_exact(h: &str) {
             );
             fs::write(&log, bytes).unwrap();
         }
-        let before = tree(home.path());
+        let before = crate::support::files_in(home.path());
         let planned = write(h, home.path(), &packed, true);
         assert!(
-            before == tree(home.path()),
+            before == crate::support::files_in(home.path()),
             "{from} into {h}: the dry run wrote"
         );
         let done = write(h, home.path(), &packed, false);
@@ -359,10 +373,14 @@ fn an_export_reads_no_native_files(h: &str) {
     assert_eq!(sessions.len(), full.state.sessions.as_ref().unwrap().len());
     for s in sessions {
         assert!(s.native.is_none(), "{h}: {} has native files", s.id);
+        let with = full.session(s.id.as_str());
         assert_eq!(
-            export.updates(s.id.as_str()),
-            full.updates(s.id.as_str()),
-            "{h}: {} is the same conversation",
+            &asp_format::state::Session {
+                native: None,
+                ..with.clone()
+            },
+            s,
+            "{h}: {} is the same session, without its files",
             s.id
         );
     }
@@ -565,5 +583,78 @@ fn a_growing_file_is_read_as_surveyed(h: &str) {
             .all(|d| d.severity != Severity::Skipped),
         "{h}: no half line was read: {:#?}",
         diagnostics.items()
+    );
+}
+
+fn threads_do_not_change_the_bundle(h: &str) {
+    let dir = tmp();
+    let pack = |threads: &str| {
+        let out = dir.path().join(format!("t{threads}.aspstate"));
+        let o = crate::support::pack_home(h, sample(h), &out)
+            .args(["--threads", threads])
+            .output()
+            .unwrap();
+        assert!(matches!(o.status.code(), Some(0 | 3)), "{h}: {o:?}");
+        (fs::read(&out).unwrap(), o.stderr)
+    };
+    let (one, one_said) = pack("1");
+    for n in ["2", "7"] {
+        let (many, said) = pack(n);
+        assert!(one == many, "{h}: the bundle packed on {n} threads differs");
+        assert_eq!(one_said, said, "{h}: {n} threads report in another order");
+    }
+}
+
+fn pack_session_selects(h: &str) {
+    let full = read(h, &sample(h));
+    let diagnostics = asp_convert::kit::report::Diagnostics::new();
+    let survey = crate::support::store_of(h, &sample(h))
+        .survey(&diagnostics)
+        .unwrap();
+    let first = &survey.sessions[0];
+    let dir = tmp();
+    let out = dir.path().join("one.aspstate");
+    let o = crate::support::pack_home(h, sample(h), &out)
+        .args(["--session", first.id.as_str()])
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{h}: {o:?}");
+    let bundle = asp_format::bundle::Bundle::open(&out).unwrap();
+    let packed = &bundle.manifest().state;
+    let expected: BTreeSet<String> = survey
+        .select(std::slice::from_ref(&first.id))
+        .unwrap()
+        .iter()
+        .map(|e| e.id.to_string())
+        .collect();
+    let ids: BTreeSet<String> = packed
+        .sessions
+        .iter()
+        .flatten()
+        .map(|s| s.id.to_string())
+        .collect();
+    assert!(ids.contains(first.id.as_str()), "{h}: {ids:?}");
+    for id in &ids {
+        let s = full.session(id);
+        let parent = asp_convert::kit::meta::parent_id(s.meta.as_ref());
+        assert!(
+            expected.contains(id) || parent.is_some_and(|p| ids.contains(p)),
+            "{h}: {id} was packed, but it is neither {} nor one of its subagents",
+            first.id
+        );
+    }
+    assert_eq!(
+        packed.tools, full.state.tools,
+        "{h}: the other kinds are packed as ever"
+    );
+    let missing = crate::support::pack_home(h, sample(h), dir.path().join("none.aspstate"))
+        .args(["--session", "no-such-session"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2), "{h}: a usage error");
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("no session no-such-session"),
+        "{h}: {}",
+        String::from_utf8_lossy(&missing.stderr)
     );
 }

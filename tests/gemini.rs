@@ -76,47 +76,13 @@ fn write(
     crate::support::write_home(HARNESS, home, state, blobs, dry_run, &PathMap::default())
 }
 
-/// Every file under `dir` by relative path.
-fn files_under(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    if !dir.exists() {
-        return out;
-    }
-    for e in walkdir(dir) {
-        let rel = e
-            .strip_prefix(dir)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
-        out.insert(rel, fs::read(&e).unwrap());
-    }
-    out
-}
-
-fn walkdir(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// The sample state (a Claude Code session and a Codex session `telegram:42`).
 fn state_bundle() -> Bundle {
     Bundle::open(&samples().join("state.aspstate")).unwrap()
 }
 
 fn chat_files(home: &Path) -> BTreeMap<String, Vec<u8>> {
-    files_under(&home.join(".gemini/tmp"))
+    crate::support::files_in(&home.join(".gemini/tmp"))
         .into_iter()
         .filter(|(p, _)| p.contains("/chats/"))
         .collect()
@@ -783,12 +749,6 @@ fn settings_are_the_model_and_gemini_acp_mode_id() {
     assert_eq!(s["mode"], SettingValue::Select("autoEdit".into()));
 }
 
-#[test]
-fn only_the_kinds_asked_for_are_read() {
-    let r = read_kinds(&sample_home(), KindSet::EMPTY.with(StateKind::Settings));
-    assert_eq!(r.state.kinds(), KindSet::EMPTY.with(StateKind::Settings));
-}
-
 // ---------------------------------------------------------------------------------------
 // Writing Gemini sessions back
 
@@ -839,11 +799,11 @@ fn restoring_again_finds_everything_already_there_and_changes_nothing() {
     let r = read_home(&sample_home());
     let home = tmp();
     let (first, _) = write(home.path(), &r.state, &r.store, false);
-    let before = files_under(home.path());
+    let before = crate::support::files_in(home.path());
     let (again, _) = write(home.path(), &r.state, &r.store, false);
     assert_eq!(again.sessions, first.sessions);
     everything_but_the_trust_of_issues(&again);
-    assert_eq!(files_under(home.path()), before);
+    assert_eq!(crate::support::files_in(home.path()), before);
 }
 
 #[test]
@@ -857,10 +817,10 @@ fn a_session_continued_in_gemini_since_the_restore_is_already_there() {
     let mut bytes = fs::read(&chat).unwrap();
     bytes.extend_from_slice(b"{\"$set\":{\"lastUpdated\":\"2026-11-30T08:00:00.000Z\"}}\n");
     fs::write(&chat, &bytes).unwrap();
-    let before = files_under(home.path());
+    let before = crate::support::files_in(home.path());
     let (again, _) = write(home.path(), &r.state, &r.store, false);
     assert_eq!(again.sessions[S1], S1);
-    assert_eq!(files_under(home.path()), before);
+    assert_eq!(crate::support::files_in(home.path()), before);
 }
 
 #[test]
@@ -1190,10 +1150,10 @@ fn carrying_a_session_again_is_already_there_and_a_changed_one_goes_beside_it() 
     let state = bundle.manifest().state.clone();
     let home = tmp();
     let (first, _) = write(home.path(), &state, &bundle, false);
-    let before = files_under(home.path());
+    let before = crate::support::files_in(home.path());
     let (again, _) = write(home.path(), &state, &bundle, false);
     assert_eq!(again.sessions, first.sessions);
-    assert_eq!(files_under(home.path()), before);
+    assert_eq!(crate::support::files_in(home.path()), before);
 
     let file = home
         .path()
@@ -1508,21 +1468,6 @@ fn settings_tools_and_instructions_merge_without_disturbing_what_is_there() {
     );
 }
 
-#[test]
-fn a_dry_run_through_the_library_writes_nothing_and_answers_the_same() {
-    let bundle = state_bundle();
-    let state = bundle.manifest().state.clone();
-    let home = tmp();
-    let (dry, _) = write(home.path(), &state, &bundle, true);
-    assert!(
-        crate::support::nothing_in(home.path()),
-        "{:?}",
-        files_under(home.path()).keys()
-    );
-    let (real, _) = write(home.path(), &state, &bundle, false);
-    assert_eq!(dry, real);
-}
-
 // ---------------------------------------------------------------------------------------
 // Through the binaries
 
@@ -1769,7 +1714,7 @@ fn the_same_session_in_several_files_is_carried_once_with_all_its_files() {
 }
 
 fn support_copy(src: &Path, dst: &Path) {
-    for f in walkdir(src) {
+    for f in crate::support::files_under(src) {
         let to = dst.join(f.strip_prefix(src).unwrap());
         fs::create_dir_all(to.parent().unwrap()).unwrap();
         fs::copy(&f, &to).unwrap();
@@ -1874,7 +1819,7 @@ fn a_session_without_updated_at_is_dated_by_its_content_so_carrying_it_again_is_
     let (state, store) = foreign_session("telegram:42", None, plain("telegram:42"));
     let home = tmp();
     let (first, diagnostics) = write(home.path(), &state, &store, false);
-    let before = files_under(home.path());
+    let before = crate::support::files_in(home.path());
     let (path, meta) = only_chat(home.path());
     assert_eq!(
         path,
@@ -1899,7 +1844,7 @@ fn a_session_without_updated_at_is_dated_by_its_content_so_carrying_it_again_is_
     let (again, _) = write(home.path(), &state, &store, false);
     assert_eq!(again, first, "already there: the same id, nothing refused");
     assert_eq!(
-        files_under(home.path()),
+        crate::support::files_in(home.path()),
         before,
         "no new file, no ~opencode copy"
     );
@@ -2043,29 +1988,6 @@ fn a_bundle_never_makes_an_mcp_server_trusted_or_hands_it_google_credentials() {
     assert!(answer.not_taken[0].reason.contains("\"cloud\""));
     let after: Value = serde_json::from_slice(&fs::read(&settings_path).unwrap()).unwrap();
     assert_eq!(after, own);
-}
-
-#[test]
-fn an_export_reads_no_native_files() {
-    let state = crate::support::read_home(
-        HARNESS,
-        &sample_home(),
-        KindSet::EMPTY.with(StateKind::Sessions),
-        ReadOptions {
-            native: false,
-            ..ReadOptions::default()
-        },
-    )
-    .state;
-    let with_native = read_kinds(&sample_home(), KindSet::EMPTY.with(StateKind::Sessions));
-    let sessions = state.sessions.unwrap();
-    assert_eq!(sessions.len(), 6);
-    for s in &sessions {
-        assert_eq!(s.native, None, "{}", s.id);
-        let full = with_native.session(s.id.as_str());
-        assert!(full.native.is_some());
-        assert_eq!(s.updates, full.updates, "{}: the same stream", s.id);
-    }
 }
 
 // ---------------------------------------------------------------------------------------

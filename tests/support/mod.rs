@@ -94,6 +94,34 @@ pub fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
+/// Every regular file under `dir` (none when it is missing), sorted.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(walkdir::DirEntry::into_path)
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every regular file under `dir`, by `/`-separated path relative to it, with its bytes.
+pub fn files_in(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    files_under(dir)
+        .into_iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            let bytes = std::fs::read(&p).unwrap();
+            (rel, bytes)
+        })
+        .collect()
+}
+
 /// Whether a directory is missing or empty.
 pub fn nothing_in(dir: &Path) -> bool {
     !dir.exists() || std::fs::read_dir(dir).unwrap().next().is_none()
