@@ -1140,123 +1140,132 @@ fn secrets_in_mcp_servers_are_blanked_on_request_and_never_written_back_blank() 
 }
 
 // ---------------------------------------------------------------------------------------
-// Migration both ways (needs the Claude Code converter, built in parallel)
+// Migration both ways, with Claude Code
 
-const CLAUDE: &str = "claude-code";
+#[cfg(feature = "claude-code")]
+mod with_claude_code {
+    use super::*;
 
-/// The conversation of a session: user prompts, agent answers, tool calls with results,
-/// plans, title.
-fn conversation(store: &MemoryStore, s: &Session) -> Value {
-    let items = asp_convert::kit::conversation::fold(
-        String::from_utf8(store.read_all(&s.updates).unwrap())
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap()),
-    );
-    let mut out = Vec::new();
-    for i in items {
-        use asp_convert::kit::conversation::Item;
-        match i {
-            Item::User(m) => out.push(json!({"user": m.text()})),
-            Item::Agent(m) => out.push(json!({"agent": m.text()})),
-            Item::Tool(t) => out.push(
-                json!({"tool": t.id, "input": t.raw_input, "failed": t.failed(),
-                "result": t.content_text()}),
-            ),
-            Item::Plan { entries, .. } => out.push(
-                json!({"plan": entries.iter().map(|e| e["content"].clone()).collect::<Vec<_>>()}),
-            ),
-            Item::Thought(_) | Item::Other(_) => {}
+    const CLAUDE: &str = "claude-code";
+
+    /// The conversation of a session: user prompts, agent answers, tool calls with results,
+    /// plans, title.
+    fn conversation(store: &MemoryStore, s: &Session) -> Value {
+        let items = asp_convert::kit::conversation::fold(
+            String::from_utf8(store.read_all(&s.updates).unwrap())
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap()),
+        );
+        let mut out = Vec::new();
+        for i in items {
+            use asp_convert::kit::conversation::Item;
+            match i {
+                Item::User(m) => out.push(json!({"user": m.text()})),
+                Item::Agent(m) => out.push(json!({"agent": m.text()})),
+                Item::Tool(t) => out.push(
+                    json!({"tool": t.id, "input": t.raw_input, "failed": t.failed(),
+                    "result": t.content_text()}),
+                ),
+                Item::Plan { entries, .. } => out.push(
+                    json!({"plan": entries.iter().map(|e| e["content"].clone()).collect::<Vec<_>>()}),
+                ),
+                Item::Thought(_) | Item::Other(_) => {}
+            }
+        }
+        json!({"title": s.title, "items": out})
+    }
+
+    fn migrate(from: &str, from_home: &Path, to: &str) -> (State, MemoryStore, State, MemoryStore) {
+        let sessions = KindSet::EMPTY.with(asp_format::StateKind::Sessions);
+        let read = crate::support::read_home(from, from_home, sessions, ReadOptions::default());
+        let dir = tmp();
+        crate::support::write_home(
+            to,
+            dir.path(),
+            &read.state,
+            &read.store,
+            false,
+            &PathMap::default(),
+        );
+        let back = crate::support::read_home(to, dir.path(), sessions, ReadOptions::default());
+        (read.state, read.store, back.state, back.store)
+    }
+
+    /// Whether `after` says what `before` said. Words, plans, titles and which calls failed must
+    /// match exactly; a harness may carry a tool's input wrapped in an object (Claude Code's
+    /// `tool_use.input` must be one) and its result with the harness's own framing around it.
+    fn same_item(before: &Value, after: &Value) -> bool {
+        if before.get("tool").is_none() {
+            return before == after;
+        }
+        let input_ok = before["input"] == after["input"]
+            || json!({"input": before["input"]}) == after["input"]
+            || (before["input"].is_null() && after["input"] == json!({}));
+        let squash = |v: &Value| {
+            v.as_str()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let result_ok = squash(&after["result"]).contains(&squash(&before["result"]));
+        before["tool"] == after["tool"]
+            && before["failed"] == after["failed"]
+            && input_ok
+            && result_ok
+    }
+
+    fn assert_same_conversations(
+        state: &State,
+        store: &MemoryStore,
+        back: &State,
+        back_store: &MemoryStore,
+    ) {
+        let before: Vec<Value> = state
+            .sessions
+            .iter()
+            .flatten()
+            .map(|s| conversation(store, s))
+            .collect();
+        let after: Vec<Value> = back
+            .sessions
+            .iter()
+            .flatten()
+            .map(|s| conversation(back_store, s))
+            .collect();
+        assert_eq!(after.len(), before.len());
+        for b in &before {
+            let survived = after.iter().any(|a| {
+                a["title"] == b["title"]
+                    && a["items"].as_array().unwrap().len() == b["items"].as_array().unwrap().len()
+                    && b["items"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .zip(a["items"].as_array().unwrap())
+                        .all(|(x, y)| same_item(x, y))
+            });
+            assert!(
+                survived,
+                "lost in migration: {b:#}\nafter: {:#}",
+                json!(after)
+            );
         }
     }
-    json!({"title": s.title, "items": out})
-}
 
-fn migrate(from: &str, from_home: &Path, to: &str) -> (State, MemoryStore, State, MemoryStore) {
-    let sessions = KindSet::EMPTY.with(asp_format::StateKind::Sessions);
-    let read = crate::support::read_home(from, from_home, sessions, ReadOptions::default());
-    let dir = tmp();
-    crate::support::write_home(
-        to,
-        dir.path(),
-        &read.state,
-        &read.store,
-        false,
-        &PathMap::default(),
-    );
-    let back = crate::support::read_home(to, dir.path(), sessions, ReadOptions::default());
-    (read.state, read.store, back.state, back.store)
-}
-
-/// Whether `after` says what `before` said. Words, plans, titles and which calls failed must
-/// match exactly; a harness may carry a tool's input wrapped in an object (Claude Code's
-/// `tool_use.input` must be one) and its result with the harness's own framing around it.
-fn same_item(before: &Value, after: &Value) -> bool {
-    if before.get("tool").is_none() {
-        return before == after;
+    #[test]
+    fn claude_code_sessions_migrate_into_codex_and_back_out() {
+        let (state, store, back, back_store) =
+            migrate(CLAUDE, &samples().join("claude-code"), HARNESS);
+        assert_same_conversations(&state, &store, &back, &back_store);
     }
-    let input_ok = before["input"] == after["input"]
-        || json!({"input": before["input"]}) == after["input"]
-        || (before["input"].is_null() && after["input"] == json!({}));
-    let squash = |v: &Value| {
-        v.as_str()
-            .unwrap_or("")
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let result_ok = squash(&after["result"]).contains(&squash(&before["result"]));
-    before["tool"] == after["tool"] && before["failed"] == after["failed"] && input_ok && result_ok
-}
 
-fn assert_same_conversations(
-    state: &State,
-    store: &MemoryStore,
-    back: &State,
-    back_store: &MemoryStore,
-) {
-    let before: Vec<Value> = state
-        .sessions
-        .iter()
-        .flatten()
-        .map(|s| conversation(store, s))
-        .collect();
-    let after: Vec<Value> = back
-        .sessions
-        .iter()
-        .flatten()
-        .map(|s| conversation(back_store, s))
-        .collect();
-    assert_eq!(after.len(), before.len());
-    for b in &before {
-        let survived = after.iter().any(|a| {
-            a["title"] == b["title"]
-                && a["items"].as_array().unwrap().len() == b["items"].as_array().unwrap().len()
-                && b["items"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .zip(a["items"].as_array().unwrap())
-                    .all(|(x, y)| same_item(x, y))
-        });
-        assert!(
-            survived,
-            "lost in migration: {b:#}\nafter: {:#}",
-            json!(after)
-        );
+    #[test]
+    fn codex_sessions_migrate_into_claude_code_and_back_out() {
+        let (state, store, back, back_store) = migrate(HARNESS, &sample_home(), CLAUDE);
+        assert_same_conversations(&state, &store, &back, &back_store);
     }
-}
-
-#[test]
-fn claude_code_sessions_migrate_into_codex_and_back_out() {
-    let (state, store, back, back_store) = migrate(CLAUDE, &samples().join("claude-code"), HARNESS);
-    assert_same_conversations(&state, &store, &back, &back_store);
-}
-
-#[test]
-fn codex_sessions_migrate_into_claude_code_and_back_out() {
-    let (state, store, back, back_store) = migrate(HARNESS, &sample_home(), CLAUDE);
-    assert_same_conversations(&state, &store, &back, &back_store);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -59,7 +59,8 @@ fn change_a_session(home: &Path, harness: &str) {
 
 #[test]
 fn a_dry_run_answers_like_the_real_run_and_writes_nothing_even_on_conflicts() {
-    for harness in ["claude-code", "codex", "gemini"] {
+    for harness in asp_convert::harness_names() {
+        let harness = harness.as_str();
         let dir = tmp();
         let bundle = dir.path().join("b.aspstate");
         let packed = asp_pack()

@@ -15,7 +15,7 @@ use asp_convert::kit::conversation::{Item, fold};
 use asp_convert::kit::pathmap::PathMap;
 use asp_convert::kit::report::{Diagnostic, Severity};
 use asp_format::answer::ImportAnswer;
-use asp_format::blob::{BlobSink, BlobSource, MemoryStore, Overlay};
+use asp_format::blob::{BlobSink, BlobSource, MemoryStore};
 use asp_format::bundle::Bundle;
 use asp_format::kind::{KindSet, StateKind};
 use asp_format::name::RelPath;
@@ -1596,6 +1596,7 @@ fn map_path_files_sessions_under_the_new_project_roots() {
 /// Reads `samples/<name>` with its converter, carries it into an empty Gemini home, reads
 /// that back, carries it into an empty home of the first harness again, and checks every
 /// conversation survives both trips.
+#[cfg(any(feature = "claude-code", feature = "codex"))]
 fn migrate(name: &str) {
     let sessions = KindSet::EMPTY.with(StateKind::Sessions);
     let read_with = |h: &str, home: &Path| {
@@ -1617,7 +1618,7 @@ fn migrate(name: &str) {
     }
 
     let home_again = tmp();
-    let both = Overlay::new(vec![&back_store as &dyn BlobSource, &store]);
+    let both = asp_format::blob::Overlay::new(vec![&back_store as &dyn BlobSource, &store]);
     let (again, _) = crate::support::write_home(
         name,
         home_again.path(),
@@ -1640,11 +1641,13 @@ fn migrate(name: &str) {
     }
 }
 
+#[cfg(feature = "claude-code")]
 #[test]
 fn the_claude_code_sample_survives_a_trip_through_gemini_and_back() {
     migrate("claude-code");
 }
 
+#[cfg(feature = "codex")]
 #[test]
 fn the_codex_sample_survives_a_trip_through_gemini_and_back() {
     migrate("codex");

@@ -32,7 +32,7 @@ pub use store::Store;
 
 /// Every harness converter this build knows, in a fixed order.
 // One push per feature: which of them are there depends on the build.
-#[allow(clippy::vec_init_then_push)]
+#[allow(clippy::vec_init_then_push, unused_mut)]
 pub fn harnesses() -> Vec<Box<dyn Harness>> {
     let mut all: Vec<Box<dyn Harness>> = Vec::new();
     #[cfg(feature = "claude-code")]

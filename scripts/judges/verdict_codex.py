@@ -18,6 +18,12 @@ import subprocess
 from pathlib import Path
 
 
+# Events that make an item of Codex's thread view (and so end a run of reasoning).
+ITEM_EVENTS = {"user_message", "agent_message", "exec_command_begin", "exec_command_end",
+               "patch_apply_begin", "patch_apply_end", "mcp_tool_call_begin",
+               "mcp_tool_call_end", "web_search_begin", "web_search_end", "item_completed"}
+
+
 def rollout_facts(path: Path) -> dict:
     """What a written rollout holds: the turns and items Codex should read back."""
     data = path.read_bytes()
@@ -26,8 +32,9 @@ def rollout_facts(path: Path) -> dict:
                 if shutil.which("zstd") else b"")
     c = collections.Counter()
     meta = {}
-    # Codex's thread view makes one reasoning item of reasoning events that follow each other
-    # with no message or tool call between them.
+    # Codex's thread view is built from events: reasoning events with no item-making event
+    # between them (a message, a command, a patch, an MCP call; a bare function_call pair
+    # makes none) are one reasoning item.
     last = None
     for raw in data.splitlines():
         try:
@@ -59,13 +66,12 @@ def rollout_facts(path: Path) -> dict:
         if t == "response_item" and p.get("type") in (
                 "function_call", "custom_tool_call", "local_shell_call", "web_search_call"):
             c["calls"] += 1
-            last = "call"
-        elif t == "event_msg" and p.get("type") in ("user_message", "agent_message"):
-            last = "message"
-        elif t == "event_msg" and p.get("type") == "agent_reasoning":
-            last = "reasoning"
-        elif t == "event_msg" and p.get("type") in ("task_started", "turn_started"):
-            last = None
+        if t == "event_msg":
+            pt = p.get("type")
+            if pt == "agent_reasoning":
+                last = "reasoning"
+            elif pt in ("task_started", "turn_started") or pt in ITEM_EVENTS:
+                last = None
     return {"paginated": meta.get("history_mode") == "paginated",
             "archived": "archived_sessions" in path.parts, "zst": path.name.endswith(".zst"), **c}
 
