@@ -515,7 +515,7 @@ fn put_text(sink: &dyn BlobSink, path: &Path) -> Result<asp_format::Descriptor, 
     Ok(sink.put(&bytes)?)
 }
 
-/// What [`write`] wrote.
+/// What [`write()`] wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DirWritten {
     pub files: u64,

@@ -13,6 +13,9 @@
 //!
 //! Each harness is a cargo feature (all on by default); [`harnesses`] lists those built in.
 
+// Module docs link to the private modules they describe, for `cargo doc --document-private-items`.
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub mod dir;
 pub mod error;
 pub mod harness;

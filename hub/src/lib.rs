@@ -21,6 +21,9 @@
 //! lock, and anything that waits (a state operation, a replay) runs in a spawned task. Logs go
 //! to stderr; stdout is the protocol's.
 
+// Module docs link to the private modules they describe, for `cargo doc --document-private-items`.
+#![allow(rustdoc::private_intra_doc_links)]
+
 mod advertise;
 mod agent_side;
 mod client_side;

@@ -2,7 +2,7 @@
 //!
 //! | kind | Claude Code | module |
 //! |---|---|---|
-//! | sessions | `projects/<bucket>/<id>.jsonl` (+ `<id>/subagents/`, `<id>/tool-results/`) | [`survey`], [`read`] → [`replay`]; [`write`] ← [`compose`] |
+//! | sessions | `projects/<bucket>/<id>.jsonl` (+ `<id>/subagents/`, `<id>/tool-results/`) | [`survey`], [`read`] → [`replay`]; [`write`](mod@write) ← [`compose`] |
 //! | instructions | `CLAUDE.md` | [`instructions`] |
 //! | skills | `skills/<name>/` | [`skills`] |
 //! | tools | `.claude.json` user-scope `mcpServers` | [`tools`] |

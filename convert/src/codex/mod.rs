@@ -2,7 +2,7 @@
 //!
 //! | kind | read from | written to | module |
 //! |---|---|---|---|
-//! | sessions | `sessions/**/rollout-*.jsonl[.zst]`, `archived_sessions/` | native rollouts back in place, others composed; named in `session_index.jsonl`, indexed in `state_<N>.sqlite` | [`survey`], [`read`] → [`first_pass`], [`replay`]; [`write`] ← [`compose`] |
+//! | sessions | `sessions/**/rollout-*.jsonl[.zst]`, `archived_sessions/` | native rollouts back in place, others composed; named in `session_index.jsonl`, indexed in `state_<N>.sqlite` | [`survey`], [`read`] → [`first_pass`], [`replay`]; [`write`](mod@write) ← [`compose`] |
 //! | instructions | `AGENTS.override.md` else `AGENTS.md` | the same file, merged | [`instructions`] |
 //! | skills | `~/.agents/skills`, `$CODEX_HOME/skills` (not `.system`) | `~/.agents/skills` (or the root it came from) | [`skills`] |
 //! | tools | `config.toml` `[mcp_servers.*]` | merged into `config.toml` | [`tools`] |

@@ -2,7 +2,7 @@
 //! `session/load` would replay (spec/harnesses/codex.md §7), streamed into a blob.
 //!
 //! - `response_item`s are the conversation; their `event_msg`/`item_completed` twins are used
-//!   only where an item is missing (the [`Survey`] says which).
+//!   only where an item is missing (the [`FirstPass`] says which).
 //! - Injected context, `turn_context`, turn boundaries and every record ACP has no word for
 //!   are kept verbatim: each goes into `_meta.codex.records` of the next update emitted, and
 //!   what is left at the end into the session's `_meta.codex.trailingRecords`.

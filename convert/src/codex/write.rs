@@ -3,7 +3,7 @@
 //! - A Codex session with its native rollout goes back byte for byte to the same path. When
 //!   `--map-path` changed paths, the rollout was already rewritten (a compressed one is
 //!   rewritten here and written plain, which Codex reads the same).
-//! - Any other session is built into a new rollout ([`super::build`]).
+//! - Any other session is composed into a new rollout ([`super::compose`]).
 //! - A thread id already in the home with the same content: "already there". With different
 //!   content: the session is kept beside it as `<thread>~<harness>`, which for Codex means a
 //!   new UUID (derived from `<id>~<harness>` and the digest of the content, so importing it

@@ -2,7 +2,7 @@
 //!
 //! | kind | where | module |
 //! |---|---|---|
-//! | sessions | `.gemini/tmp/<project>/chats/session-*.jsonl` (log) and `*.json` (legacy), subagent chats in `chats/<parent>/` | [`survey`], [`read`] → [`replay`]; [`write`] ← [`compose`] (+ [`place`]) |
+//! | sessions | `.gemini/tmp/<project>/chats/session-*.jsonl` (log) and `*.json` (legacy), subagent chats in `chats/<parent>/` | [`survey`], [`read`] → [`replay`]; [`write`](mod@write) ← [`compose`] (+ [`place`]) |
 //! | instructions | `.gemini/GEMINI.md` without its `## Gemini Added Memories` section | [`instructions`] |
 //! | memory | that section's bullets ([`instructions`]); `.gemini/tmp/<project>/memory/*.md` | [`memory`] |
 //! | skills | `.gemini/skills/`, `.agents/skills/` | [`skills`] |
