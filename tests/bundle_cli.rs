@@ -1,14 +1,11 @@
 //! The bundle tools end to end: pack, unpack, inspect, export and verify through the real
 //! binaries, on the committed sample.
 
-#[path = "support/mod.rs"]
-mod support;
-
 use std::fs;
 
+use crate::support::*;
 use predicates::prelude::*;
 use serde_json::Value;
-use support::*;
 
 fn pack_sample(out: &std::path::Path) {
     asp_pack()
@@ -303,7 +300,7 @@ fn creation_time_comes_from_the_flag_or_source_date_epoch() {
         .arg(dir.path().join("b.aspstate"))
         .args(["--created", "yesterday"])
         .assert()
-        .code(1)
+        .code(2) // a usage error, as clap's own
         .stderr(predicate::str::contains("RFC 3339"));
 }
 

@@ -2,24 +2,20 @@
 //! `tests/fixtures/codex/`, and the write-back rules of `spec/harnesses/codex.md` §12: through
 //! the library and through `asp-pack` / `asp-unpack`.
 
-#[path = "support/mod.rs"]
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use asp_convert::harness::{ReadContext, ReadOptions, WriteContext, WriteOptions};
-use asp_convert::report::Diagnostics;
-use asp_convert::{Harness, Home};
+use crate::support::*;
+use asp_convert::harness::ReadOptions;
+use asp_convert::kit::pathmap::PathMap;
+use asp_convert::kit::report::{Diagnostic, Diagnostics};
 use asp_format::KindSet;
 use asp_format::answer::ImportAnswer;
 use asp_format::blob::{BlobSource, MemoryStore};
 use asp_format::bundle::Bundle;
-use asp_format::progress::Quiet;
 use asp_format::state::{McpServer, NoteBody, Session, SettingValue, State};
 use serde_json::{Value, json};
-use support::*;
 
 const A: &str = "01a1fe6b-30a4-77a2-b12a-76a63dd1d7e5";
 const B: &str = "01a20271-1024-7681-a31d-f248f3c4db0a";
@@ -28,8 +24,15 @@ const D: &str = "01a221b5-fabc-7282-a1a4-1ac14ae9430b";
 const E: &str = "01a1f83a-cfc8-7f41-a357-d22735d28371";
 const CLAUDE_SESSION: &str = "da41f528-2d0a-4f84-8acd-fe5d7087734b";
 
-fn codex() -> Box<dyn Harness> {
-    asp_convert::harness("codex").expect("the codex converter is registered")
+const HARNESS: &str = "codex";
+
+/// Findings as the library hands them back, to ask them again.
+fn collected(items: Vec<Diagnostic>) -> Diagnostics {
+    let d = Diagnostics::new();
+    for i in items {
+        d.push(i);
+    }
+    d
 }
 
 fn sample_home() -> PathBuf {
@@ -42,19 +45,7 @@ fn fixture(name: &str) -> PathBuf {
 
 /// Reads a home through the library.
 fn read(home: &Path) -> (State, MemoryStore, Diagnostics) {
-    let store = MemoryStore::new();
-    let diagnostics = Diagnostics::new();
-    let state = codex()
-        .read(&ReadContext {
-            home: &Home::at(home),
-            kinds: KindSet::ALL,
-            blobs: &store,
-            diagnostics: &diagnostics,
-            progress: &Quiet,
-            options: ReadOptions::default(),
-        })
-        .unwrap();
-    (state, store, diagnostics)
+    read_with(home, ReadOptions::default())
 }
 
 /// Writes a state into a home through the library.
@@ -64,21 +55,9 @@ fn write(
     blobs: &dyn BlobSource,
     dry_run: bool,
 ) -> (ImportAnswer, Diagnostics) {
-    let diagnostics = Diagnostics::new();
-    let answer = codex()
-        .write(&WriteContext {
-            home: &Home::at(home),
-            state,
-            blobs,
-            diagnostics: &diagnostics,
-            progress: &Quiet,
-            options: &WriteOptions {
-                dry_run,
-                ..WriteOptions::default()
-            },
-        })
-        .unwrap();
-    (answer, diagnostics)
+    let (answer, items) =
+        crate::support::write_home(HARNESS, home, state, blobs, dry_run, &PathMap::default());
+    (answer, collected(items))
 }
 
 fn session<'a>(state: &'a State, id: &str) -> &'a Session {
@@ -128,25 +107,6 @@ fn copy_dir(src: &Path, dst: &Path) {
             fs::copy(entry.path(), &target).unwrap();
         }
     }
-}
-
-/// Every file under `dir`, relative, with its bytes.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    walkdir::WalkDir::new(dir)
-        .into_iter()
-        .map(Result::unwrap)
-        .filter(|e| e.file_type().is_file())
-        .map(|e| {
-            (
-                e.path()
-                    .strip_prefix(dir)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned(),
-                fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect()
 }
 
 fn rollouts(home: &Path) -> Vec<PathBuf> {
@@ -729,8 +689,8 @@ fn a_codex_backup_restores_byte_for_byte_at_the_same_paths() {
     for id in [A, B, C, D, E] {
         assert_eq!(answer["sessions"][id], id);
     }
-    let original = files(&sample_home().join(".codex"));
-    let restored = files(&home.join(".codex"));
+    let original = files_in(&sample_home().join(".codex"));
+    let restored = files_in(&home.join(".codex"));
     for (path, bytes) in &original {
         if path.contains("sessions/")
             || path.starts_with("memories/")
@@ -748,8 +708,8 @@ fn a_codex_backup_restores_byte_for_byte_at_the_same_paths() {
         "bundled skills are Codex's to install"
     );
     assert_eq!(
-        files(&home.join(".agents")),
-        files(&sample_home().join(".agents")),
+        files_in(&home.join(".agents")),
+        files_in(&sample_home().join(".agents")),
         "user skills go back to ~/.agents/skills"
     );
     // Named threads are named again; the thread index is Codex's to create.
@@ -798,32 +758,6 @@ fn a_codex_backup_restores_byte_for_byte_at_the_same_paths() {
 }
 
 #[test]
-fn unpacking_twice_finds_everything_already_there() {
-    let dir = tmp();
-    let bundle = dir.path().join("codex.aspstate");
-    pack_sample_codex(&bundle);
-    let home = dir.path().join("home");
-    unpack_json(&bundle, &home, &[]);
-    unpack_json(&samples().join("state.aspstate"), &home, &[]);
-    let before = files(&home);
-    let again = unpack_json(&bundle, &home, &[]);
-    let state_again = unpack_json(&samples().join("state.aspstate"), &home, &[]);
-    assert_eq!(
-        files(&home),
-        before,
-        "nothing is written twice, no index line is repeated"
-    );
-    assert_eq!(again["sessions"][A], A);
-    assert_eq!(
-        state_again["sessions"]["telegram:42"]
-            .as_str()
-            .unwrap()
-            .len(),
-        36
-    );
-}
-
-#[test]
 fn a_different_version_of_a_thread_is_kept_beside_it_under_a_new_uuid() {
     let dir = tmp();
     let bundle = dir.path().join("codex.aspstate");
@@ -834,7 +768,7 @@ fn a_different_version_of_a_thread_is_kept_beside_it_under_a_new_uuid() {
     let mut changed = fs::read(&rollout).unwrap();
     changed.extend_from_slice(b"{\"timestamp\":\"2026-11-20T10:00:00.000Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"turn_aborted\"}}\n");
     fs::write(&rollout, &changed).unwrap();
-    let before = files(&home);
+    let before = files_in(&home);
     let answer = unpack_json(&bundle, &home, &["--kinds", "sessions"]);
     let new_id = answer["sessions"][E].as_str().unwrap().to_owned();
     assert_ne!(new_id, E);
@@ -854,7 +788,7 @@ fn a_different_version_of_a_thread_is_kept_beside_it_under_a_new_uuid() {
     let lines = jsonl(&copy);
     assert_eq!(lines[0]["payload"]["id"], new_id.as_str());
     assert_eq!(lines.len(), 16);
-    let after = files(&home);
+    let after = files_in(&home);
     for (path, bytes) in &before {
         if path != ".codex/session_index.jsonl" && path != ".codex/state_5.sqlite" {
             assert!(after.get(path) == Some(bytes), "{path} changed");
@@ -1111,11 +1045,11 @@ fn a_dry_run_writes_nothing_and_answers_like_the_real_run() {
     let home = dir.path().join("home");
     copy_dir(&sample_home(), &home);
     fs::remove_dir_all(home.join(".codex/sessions")).unwrap();
-    let before = files(&home);
+    let before = files_in(&home);
     let dry = unpack_json(&samples().join("state.aspstate"), &home, &["--dry-run"]);
     let dry_codex = unpack_json(&bundle, &home, &["--dry-run"]);
     assert_eq!(
-        files(&home),
+        files_in(&home),
         before,
         "a dry run touches nothing, the thread index included"
     );
@@ -1206,151 +1140,132 @@ fn secrets_in_mcp_servers_are_blanked_on_request_and_never_written_back_blank() 
 }
 
 // ---------------------------------------------------------------------------------------
-// Migration both ways (needs the Claude Code converter, built in parallel)
+// Migration both ways, with Claude Code
 
-fn needs_claude() -> Box<dyn Harness> {
-    asp_convert::harness("claude-code").expect("the claude-code converter is registered")
-}
+#[cfg(feature = "claude-code")]
+mod with_claude_code {
+    use super::*;
 
-/// The conversation of a session: user prompts, agent answers, tool calls with results,
-/// plans, title.
-fn conversation(store: &MemoryStore, s: &Session) -> Value {
-    let items = asp_convert::conversation::fold(
-        String::from_utf8(store.read_all(&s.updates).unwrap())
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap()),
-    );
-    let mut out = Vec::new();
-    for i in items {
-        use asp_convert::conversation::Item;
-        match i {
-            Item::User(m) => out.push(json!({"user": m.text()})),
-            Item::Agent(m) => out.push(json!({"agent": m.text()})),
-            Item::Tool(t) => out.push(
-                json!({"tool": t.id, "input": t.raw_input, "failed": t.failed(),
-                "result": t.content_text()}),
-            ),
-            Item::Plan { entries, .. } => out.push(
-                json!({"plan": entries.iter().map(|e| e["content"].clone()).collect::<Vec<_>>()}),
-            ),
-            Item::Thought(_) | Item::Other(_) => {}
+    const CLAUDE: &str = "claude-code";
+
+    /// The conversation of a session: user prompts, agent answers, tool calls with results,
+    /// plans, title.
+    fn conversation(store: &MemoryStore, s: &Session) -> Value {
+        let items = asp_convert::kit::conversation::fold(
+            String::from_utf8(store.read_all(&s.updates).unwrap())
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap()),
+        );
+        let mut out = Vec::new();
+        for i in items {
+            use asp_convert::kit::conversation::Item;
+            match i {
+                Item::User(m) => out.push(json!({"user": m.text()})),
+                Item::Agent(m) => out.push(json!({"agent": m.text()})),
+                Item::Tool(t) => out.push(
+                    json!({"tool": t.id, "input": t.raw_input, "failed": t.failed(),
+                    "result": t.content_text()}),
+                ),
+                Item::Plan { entries, .. } => out.push(
+                    json!({"plan": entries.iter().map(|e| e["content"].clone()).collect::<Vec<_>>()}),
+                ),
+                Item::Thought(_) | Item::Other(_) => {}
+            }
+        }
+        json!({"title": s.title, "items": out})
+    }
+
+    fn migrate(from: &str, from_home: &Path, to: &str) -> (State, MemoryStore, State, MemoryStore) {
+        let sessions = KindSet::EMPTY.with(asp_format::StateKind::Sessions);
+        let read = crate::support::read_home(from, from_home, sessions, ReadOptions::default());
+        let dir = tmp();
+        crate::support::write_home(
+            to,
+            dir.path(),
+            &read.state,
+            &read.store,
+            false,
+            &PathMap::default(),
+        );
+        let back = crate::support::read_home(to, dir.path(), sessions, ReadOptions::default());
+        (read.state, read.store, back.state, back.store)
+    }
+
+    /// Whether `after` says what `before` said. Words, plans, titles and which calls failed must
+    /// match exactly; a harness may carry a tool's input wrapped in an object (Claude Code's
+    /// `tool_use.input` must be one) and its result with the harness's own framing around it.
+    fn same_item(before: &Value, after: &Value) -> bool {
+        if before.get("tool").is_none() {
+            return before == after;
+        }
+        let input_ok = before["input"] == after["input"]
+            || json!({"input": before["input"]}) == after["input"]
+            || (before["input"].is_null() && after["input"] == json!({}));
+        let squash = |v: &Value| {
+            v.as_str()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let result_ok = squash(&after["result"]).contains(&squash(&before["result"]));
+        before["tool"] == after["tool"]
+            && before["failed"] == after["failed"]
+            && input_ok
+            && result_ok
+    }
+
+    fn assert_same_conversations(
+        state: &State,
+        store: &MemoryStore,
+        back: &State,
+        back_store: &MemoryStore,
+    ) {
+        let before: Vec<Value> = state
+            .sessions
+            .iter()
+            .flatten()
+            .map(|s| conversation(store, s))
+            .collect();
+        let after: Vec<Value> = back
+            .sessions
+            .iter()
+            .flatten()
+            .map(|s| conversation(back_store, s))
+            .collect();
+        assert_eq!(after.len(), before.len());
+        for b in &before {
+            let survived = after.iter().any(|a| {
+                a["title"] == b["title"]
+                    && a["items"].as_array().unwrap().len() == b["items"].as_array().unwrap().len()
+                    && b["items"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .zip(a["items"].as_array().unwrap())
+                        .all(|(x, y)| same_item(x, y))
+            });
+            assert!(
+                survived,
+                "lost in migration: {b:#}\nafter: {:#}",
+                json!(after)
+            );
         }
     }
-    json!({"title": s.title, "items": out})
-}
 
-fn migrate(
-    from: &dyn Harness,
-    from_home: &Path,
-    to: &dyn Harness,
-) -> (State, MemoryStore, State, MemoryStore) {
-    let store = MemoryStore::new();
-    let d = Diagnostics::new();
-    let state = from
-        .read(&ReadContext {
-            home: &Home::at(from_home),
-            kinds: KindSet::EMPTY.with(asp_format::StateKind::Sessions),
-            blobs: &store,
-            diagnostics: &d,
-            progress: &Quiet,
-            options: ReadOptions::default(),
-        })
-        .unwrap();
-    let dir = tmp();
-    to.write(&WriteContext {
-        home: &Home::at(dir.path()),
-        state: &state,
-        blobs: &store,
-        diagnostics: &d,
-        progress: &Quiet,
-        options: &WriteOptions::default(),
-    })
-    .unwrap();
-    let back_store = MemoryStore::new();
-    let back = to
-        .read(&ReadContext {
-            home: &Home::at(dir.path()),
-            kinds: KindSet::EMPTY.with(asp_format::StateKind::Sessions),
-            blobs: &back_store,
-            diagnostics: &d,
-            progress: &Quiet,
-            options: ReadOptions::default(),
-        })
-        .unwrap();
-    (state, store, back, back_store)
-}
-
-/// Whether `after` says what `before` said. Words, plans, titles and which calls failed must
-/// match exactly; a harness may carry a tool's input wrapped in an object (Claude Code's
-/// `tool_use.input` must be one) and its result with the harness's own framing around it.
-fn same_item(before: &Value, after: &Value) -> bool {
-    if before.get("tool").is_none() {
-        return before == after;
+    #[test]
+    fn claude_code_sessions_migrate_into_codex_and_back_out() {
+        let (state, store, back, back_store) =
+            migrate(CLAUDE, &samples().join("claude-code"), HARNESS);
+        assert_same_conversations(&state, &store, &back, &back_store);
     }
-    let input_ok = before["input"] == after["input"]
-        || json!({"input": before["input"]}) == after["input"]
-        || (before["input"].is_null() && after["input"] == json!({}));
-    let squash = |v: &Value| {
-        v.as_str()
-            .unwrap_or("")
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let result_ok = squash(&after["result"]).contains(&squash(&before["result"]));
-    before["tool"] == after["tool"] && before["failed"] == after["failed"] && input_ok && result_ok
-}
 
-fn assert_same_conversations(
-    state: &State,
-    store: &MemoryStore,
-    back: &State,
-    back_store: &MemoryStore,
-) {
-    let before: Vec<Value> = state
-        .sessions
-        .iter()
-        .flatten()
-        .map(|s| conversation(store, s))
-        .collect();
-    let after: Vec<Value> = back
-        .sessions
-        .iter()
-        .flatten()
-        .map(|s| conversation(back_store, s))
-        .collect();
-    assert_eq!(after.len(), before.len());
-    for b in &before {
-        let survived = after.iter().any(|a| {
-            a["title"] == b["title"]
-                && a["items"].as_array().unwrap().len() == b["items"].as_array().unwrap().len()
-                && b["items"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .zip(a["items"].as_array().unwrap())
-                    .all(|(x, y)| same_item(x, y))
-        });
-        assert!(
-            survived,
-            "lost in migration: {b:#}\nafter: {:#}",
-            json!(after)
-        );
+    #[test]
+    fn codex_sessions_migrate_into_claude_code_and_back_out() {
+        let (state, store, back, back_store) = migrate(HARNESS, &sample_home(), CLAUDE);
+        assert_same_conversations(&state, &store, &back, &back_store);
     }
-}
-
-#[test]
-fn claude_code_sessions_migrate_into_codex_and_back_out() {
-    let (state, store, back, back_store) =
-        migrate(&*needs_claude(), &samples().join("claude-code"), &*codex());
-    assert_same_conversations(&state, &store, &back, &back_store);
-}
-
-#[test]
-fn codex_sessions_migrate_into_claude_code_and_back_out() {
-    let (state, store, back, back_store) = migrate(&*codex(), &sample_home(), &*needs_claude());
-    assert_same_conversations(&state, &store, &back, &back_store);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1494,26 +1409,16 @@ fn a_skill_in_both_roots_is_carried_once_from_agents_and_the_other_reported() {
 
 /// Reads a home with chosen options.
 fn read_with(home: &Path, options: ReadOptions) -> (State, MemoryStore, Diagnostics) {
-    let store = MemoryStore::new();
-    let diagnostics = Diagnostics::new();
-    let state = codex()
-        .read(&ReadContext {
-            home: &Home::at(home),
-            kinds: KindSet::ALL,
-            blobs: &store,
-            diagnostics: &diagnostics,
-            progress: &Quiet,
-            options,
-        })
-        .unwrap();
-    (state, store, diagnostics)
+    let r = crate::support::read_home(HARNESS, home, KindSet::ALL, options);
+    (r.state, r.store, collected(r.diagnostics))
 }
 
-fn skipped_in(d: &Diagnostics, file: &Path) -> Vec<asp_convert::report::Diagnostic> {
+fn skipped_in(d: &Diagnostics, file: &Path) -> Vec<Diagnostic> {
     d.items()
         .into_iter()
         .filter(|i| {
-            i.severity == asp_convert::report::Severity::Skipped && i.file.as_deref() == Some(file)
+            i.severity == asp_convert::kit::report::Severity::Skipped
+                && i.file.as_deref() == Some(file)
         })
         .collect()
 }
@@ -1616,28 +1521,6 @@ fn instructions_and_notes_that_are_not_utf8_are_reported_not_carried() {
     asp_format::export::ExportState::from_state(&state, &store).unwrap();
 }
 
-#[test]
-fn an_export_read_carries_no_native_files() {
-    let native = ReadOptions {
-        native: false,
-        ..ReadOptions::default()
-    };
-    let (state, store, _) = read_with(&sample_home(), native);
-    let (full, full_store, _) = read(&sample_home());
-    let sessions = state.sessions.as_ref().unwrap();
-    assert_eq!(sessions.len(), full.sessions.as_ref().unwrap().len());
-    for s in sessions {
-        assert!(s.native.is_none(), "{}", s.id);
-        let f = session(&full, s.id.as_str());
-        assert_eq!(
-            updates(&store, s),
-            updates(&full_store, f),
-            "the same conversation"
-        );
-        assert_eq!(s.meta, f.meta);
-    }
-}
-
 /// A conversation from a harness with other ids, with no times anywhere (or only `updatedAt`).
 fn timeless_session(store: &MemoryStore, id: &str, text: &str, updated: bool) -> State {
     let mut s = json!({"id": id, "title": "T", "harness": "opencode", "cwd": "/tmp/x",
@@ -1661,12 +1544,12 @@ fn importing_the_same_session_again_finds_it_whatever_times_it_carries() {
             let store = MemoryStore::new();
             let state = timeless_session(&store, id, "hello", updated);
             let (first, _) = write(dir.path(), &state, &store, false);
-            let before = files(dir.path());
+            let before = files_in(dir.path());
             std::thread::sleep(std::time::Duration::from_millis(20));
             let (again, _) = write(dir.path(), &state, &store, false);
             assert_eq!(again.sessions, first.sessions, "{id} updatedAt: {updated}");
             assert_eq!(
-                files(dir.path()),
+                files_in(dir.path()),
                 before,
                 "{id} updatedAt: {updated}: nothing new"
             );
@@ -1686,11 +1569,11 @@ fn a_different_version_kept_beside_is_found_again_on_the_next_import() {
     let (first, _) = write(dir.path(), &theirs, &store, false);
     let copy = first.sessions[id].clone();
     assert_ne!(copy, id, "kept beside under its own id");
-    let before = files(dir.path());
+    let before = files_in(dir.path());
     std::thread::sleep(std::time::Duration::from_millis(20));
     let (again, _) = write(dir.path(), &theirs, &store, false);
     assert_eq!(again.sessions[id], copy);
-    assert_eq!(files(dir.path()), before, "no third copy");
+    assert_eq!(files_in(dir.path()), before, "no third copy");
     assert_eq!(rollouts(dir.path()).len(), 2);
 }
 
@@ -1715,11 +1598,11 @@ fn a_codex_thread_with_an_older_v4_id_is_kept_beside_once() {
         lines.starts_with(&format!("{{\"id\":\"{copy}\"")),
         "the early flat meta names the copy: {lines}"
     );
-    let before = files(home.path());
+    let before = files_in(home.path());
     std::thread::sleep(std::time::Duration::from_millis(20));
     let (again, _) = write(home.path(), &state, &store, false);
     assert_eq!(again.sessions[V4], copy);
-    assert_eq!(files(home.path()), before);
+    assert_eq!(files_in(home.path()), before);
 }
 
 #[test]
@@ -1781,4 +1664,79 @@ fn auto_approval_comes_back_only_for_the_servers_codex_had() {
         text,
         "[mcp_servers.docs]\ncommand = \"docs-mcp\"\ntool_timeout_sec = 30\n"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// The validator: what Codex needs of a home to list and resume its threads
+
+/// The checks Codex makes (spec/harnesses/codex.md §3, §8, §9): a rollout is
+/// `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<uuid>.jsonl`, in the folder of its date;
+/// its first line is the `session_meta` of that thread; every line is JSON;
+/// `session_index.jsonl` lines name a thread; `config.toml` is TOML.
+pub(crate) fn validate(home: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    let codex = home.join(".codex");
+    for e in walkdir::WalkDir::new(codex.join("sessions"))
+        .into_iter()
+        .flatten()
+    {
+        if !e.file_type().is_file() {
+            continue;
+        }
+        let rel = e.path().strip_prefix(&codex).unwrap().display().to_string();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let compressed = name.ends_with(".jsonl.zst");
+        let Some(stem) = name.strip_prefix("rollout-").and_then(|n| {
+            n.strip_suffix(".jsonl")
+                .or_else(|| n.strip_suffix(".jsonl.zst"))
+        }) else {
+            problems.push(format!("{rel}: not named like a rollout"));
+            continue;
+        };
+        let (stamp, id) = stem.split_at(stem.len().saturating_sub(37));
+        let id = id.trim_start_matches('-');
+        if !asp_convert::kit::uuid::is_uuid(id) || stamp.len() != 19 {
+            problems.push(format!("{rel}: not rollout-<time>-<uuid>.jsonl"));
+            continue;
+        }
+        let date_dir = format!(
+            "sessions/{}/{}/{}/",
+            &stamp[..4],
+            &stamp[5..7],
+            &stamp[8..10]
+        );
+        if !rel.starts_with(&date_dir) {
+            problems.push(format!("{rel}: not in the folder of its date ({date_dir})"));
+        }
+        if compressed {
+            continue;
+        }
+        let text = fs::read_to_string(e.path()).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            match serde_json::from_str::<Value>(line) {
+                Ok(v) if i == 0 => {
+                    if v["type"] != "session_meta" || v["payload"]["id"] != id {
+                        problems.push(format!("{rel}:1: not the session_meta of thread {id}"));
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => problems.push(format!("{rel}:{}: not JSON", i + 1)),
+            }
+        }
+    }
+    if let Ok(text) = fs::read_to_string(codex.join("session_index.jsonl")) {
+        for (i, line) in text.lines().enumerate() {
+            let ok = serde_json::from_str::<Value>(line)
+                .is_ok_and(|v| v["id"].is_string() && v["thread_name"].is_string());
+            if !ok {
+                problems.push(format!("session_index.jsonl:{}: not a naming", i + 1));
+            }
+        }
+    }
+    if let Ok(text) = fs::read_to_string(codex.join("config.toml"))
+        && let Err(e) = text.parse::<toml_edit::DocumentMut>()
+    {
+        problems.push(format!("config.toml: not TOML ({e})"));
+    }
+    problems
 }

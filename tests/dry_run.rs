@@ -2,40 +2,11 @@
 //! destination already holds a different version of a session (the `<thread>~<harness>` path),
 //! for every harness.
 
-#[path = "support/mod.rs"]
-mod support;
-
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
+use crate::support::*;
 use serde_json::Value;
-use support::*;
-
-/// Every file under `root` with its bytes.
-fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    for e in walk(root) {
-        out.insert(
-            e.strip_prefix(root).unwrap().display().to_string(),
-            fs::read(&e).unwrap(),
-        );
-    }
-    out
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if fs::symlink_metadata(&p).unwrap().is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
 
 fn unpack(bundle: &Path, harness: &str, home: &Path, dry: bool) -> Value {
     let mut cmd = asp_unpack();
@@ -58,7 +29,7 @@ fn unpack(bundle: &Path, harness: &str, home: &Path, dry: bool) -> Value {
 /// Inserts a line after the first line of the home's first session file, so the carried
 /// version differs (not merely continued: Gemini counts a chat that only grew as the same).
 fn change_a_session(home: &Path, harness: &str) {
-    let files: Vec<_> = walk(home)
+    let files: Vec<_> = files_under(home)
         .into_iter()
         .filter(|p| {
             let s = p.display().to_string();
@@ -88,7 +59,8 @@ fn change_a_session(home: &Path, harness: &str) {
 
 #[test]
 fn a_dry_run_answers_like_the_real_run_and_writes_nothing_even_on_conflicts() {
-    for harness in ["claude-code", "codex", "gemini"] {
+    for harness in asp_convert::harness_names() {
+        let harness = harness.as_str();
         let dir = tmp();
         let bundle = dir.path().join("b.aspstate");
         let packed = asp_pack()
@@ -105,10 +77,10 @@ fn a_dry_run_answers_like_the_real_run_and_writes_nothing_even_on_conflicts() {
         unpack(&bundle, harness, &home, false);
         change_a_session(&home, harness);
 
-        let before = snapshot(&home);
+        let before = files_in(&home);
         let planned = unpack(&bundle, harness, &home, true);
         assert!(
-            before == snapshot(&home),
+            before == files_in(&home),
             "{harness}: the dry run changed the home"
         );
         let done = unpack(&bundle, harness, &home, false);

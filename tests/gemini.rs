@@ -4,34 +4,33 @@
 //! sessions Gemini lists, memory and settings merges, dry runs), through the library and
 //! through the binaries, and the migration of other harnesses' samples.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use asp_convert::conversation::{Item, fold};
-use asp_convert::gemini::ids::name_uuid;
-use asp_convert::harness::{ReadContext, ReadOptions, WriteContext, WriteOptions};
-use asp_convert::pathmap::PathMap;
-use asp_convert::report::{Diagnostic, Diagnostics, Severity};
-use asp_convert::{Harness, Home};
+use crate::support::ReadBack as Read;
+use crate::support::{asp_pack, asp_unpack, pack_home, samples, tmp};
+use asp_convert::harness::ReadOptions;
+use asp_convert::kit::conversation::{Item, fold};
+use asp_convert::kit::pathmap::PathMap;
+use asp_convert::kit::report::{Diagnostic, Severity};
 use asp_format::answer::ImportAnswer;
-use asp_format::blob::{BlobSink, BlobSource, MemoryStore, Overlay};
+use asp_format::blob::{BlobSink, BlobSource, MemoryStore};
 use asp_format::bundle::Bundle;
 use asp_format::kind::{KindSet, StateKind};
 use asp_format::name::RelPath;
-use asp_format::progress::Quiet;
 use asp_format::state::{McpServer, MemoryNote, NoteBody, Origin, SettingValue, State};
 use serde_json::{Value, json};
-use support::ReadBack as Read;
-use support::{asp_pack, asp_unpack, pack_home, samples, tmp};
 
 // ---------------------------------------------------------------------------------------
 // Helpers
 
-fn gemini() -> Box<dyn Harness> {
-    asp_convert::harness("gemini").expect("the gemini converter is registered")
+const HARNESS: &str = "gemini";
+
+/// The UUID Gemini sessions are written under for a name (a non-UUID id, a kept-beside copy):
+/// the converter's name-based UUIDs, in the namespace compatibility freezes.
+fn name_uuid(name: &str) -> String {
+    asp_convert::kit::uuid::name_based("asp:gemini:", name)
 }
 
 fn sample_home() -> PathBuf {
@@ -39,7 +38,9 @@ fn sample_home() -> PathBuf {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    support::root().join("tests/fixtures/gemini").join(name)
+    crate::support::root()
+        .join("tests/fixtures/gemini")
+        .join(name)
 }
 
 fn read_home(home: &Path) -> Read {
@@ -47,7 +48,7 @@ fn read_home(home: &Path) -> Read {
 }
 
 fn read_kinds(home: &Path, kinds: KindSet) -> Read {
-    support::read_home(gemini().as_ref(), home, kinds, ReadOptions::default())
+    crate::support::read_home(HARNESS, home, kinds, ReadOptions::default())
 }
 
 fn kinds(updates: &[Value]) -> Vec<&str> {
@@ -72,56 +73,7 @@ fn write(
     blobs: &dyn BlobSource,
     dry_run: bool,
 ) -> (ImportAnswer, Vec<Diagnostic>) {
-    let diagnostics = Diagnostics::new();
-    let options = WriteOptions {
-        dry_run,
-        path_map: PathMap::default(),
-    };
-    let answer = gemini()
-        .write(&WriteContext {
-            home: &Home::at(home),
-            state,
-            blobs,
-            diagnostics: &diagnostics,
-            progress: &Quiet,
-            options: &options,
-        })
-        .unwrap();
-    (answer, diagnostics.items())
-}
-
-/// Every file under `dir` by relative path.
-fn files_under(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    if !dir.exists() {
-        return out;
-    }
-    for e in walkdir(dir) {
-        let rel = e
-            .strip_prefix(dir)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
-        out.insert(rel, fs::read(&e).unwrap());
-    }
-    out
-}
-
-fn walkdir(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    crate::support::write_home(HARNESS, home, state, blobs, dry_run, &PathMap::default())
 }
 
 /// The sample state (a Claude Code session and a Codex session `telegram:42`).
@@ -130,7 +82,7 @@ fn state_bundle() -> Bundle {
 }
 
 fn chat_files(home: &Path) -> BTreeMap<String, Vec<u8>> {
-    files_under(&home.join(".gemini/tmp"))
+    crate::support::files_in(&home.join(".gemini/tmp"))
         .into_iter()
         .filter(|(p, _)| p.contains("/chats/"))
         .collect()
@@ -797,12 +749,6 @@ fn settings_are_the_model_and_gemini_acp_mode_id() {
     assert_eq!(s["mode"], SettingValue::Select("autoEdit".into()));
 }
 
-#[test]
-fn only_the_kinds_asked_for_are_read() {
-    let r = read_kinds(&sample_home(), KindSet::EMPTY.with(StateKind::Settings));
-    assert_eq!(r.state.kinds(), KindSet::EMPTY.with(StateKind::Settings));
-}
-
 // ---------------------------------------------------------------------------------------
 // Writing Gemini sessions back
 
@@ -853,11 +799,11 @@ fn restoring_again_finds_everything_already_there_and_changes_nothing() {
     let r = read_home(&sample_home());
     let home = tmp();
     let (first, _) = write(home.path(), &r.state, &r.store, false);
-    let before = files_under(home.path());
+    let before = crate::support::files_in(home.path());
     let (again, _) = write(home.path(), &r.state, &r.store, false);
     assert_eq!(again.sessions, first.sessions);
     everything_but_the_trust_of_issues(&again);
-    assert_eq!(files_under(home.path()), before);
+    assert_eq!(crate::support::files_in(home.path()), before);
 }
 
 #[test]
@@ -871,10 +817,10 @@ fn a_session_continued_in_gemini_since_the_restore_is_already_there() {
     let mut bytes = fs::read(&chat).unwrap();
     bytes.extend_from_slice(b"{\"$set\":{\"lastUpdated\":\"2026-11-30T08:00:00.000Z\"}}\n");
     fs::write(&chat, &bytes).unwrap();
-    let before = files_under(home.path());
+    let before = crate::support::files_in(home.path());
     let (again, _) = write(home.path(), &r.state, &r.store, false);
     assert_eq!(again.sessions[S1], S1);
-    assert_eq!(files_under(home.path()), before);
+    assert_eq!(crate::support::files_in(home.path()), before);
 }
 
 #[test]
@@ -980,7 +926,7 @@ fn conversation(updates: &[Value]) -> Conversation {
             ),
             Item::Tool(t) => {
                 let status = match t.status {
-                    Some(asp_convert::acp::ToolStatus::Completed) => "completed",
+                    Some(asp_convert::kit::acp::ToolStatus::Completed) => "completed",
                     _ => "failed",
                 };
                 c.calls.insert(
@@ -1090,7 +1036,7 @@ fn foreign_sessions_become_chats_gemini_lists() {
         name_uuid("telegram:42"),
         "any other id gets a name-based UUID"
     );
-    assert!(asp_convert::gemini::ids::is_uuid(telegram));
+    assert!(asp_convert::kit::uuid::is_uuid(telegram));
 
     // The project is registered exactly as the CLI would.
     let g = home.path().join(".gemini");
@@ -1112,7 +1058,10 @@ fn foreign_sessions_become_chats_gemini_lists() {
         .collect();
     let meta = &records[0];
     assert_eq!(meta["sessionId"], claude);
-    assert_eq!(meta["projectHash"], support::sha256_hex(b"/home/dev/shop"));
+    assert_eq!(
+        meta["projectHash"],
+        crate::support::sha256_hex(b"/home/dev/shop")
+    );
     assert_eq!(meta["kind"], "main");
     assert_eq!(meta["summary"], "Add dry-run flag to deploy script");
     assert_eq!(meta["lastUpdated"], "2026-11-29T10:00:09.000Z");
@@ -1201,10 +1150,10 @@ fn carrying_a_session_again_is_already_there_and_a_changed_one_goes_beside_it() 
     let state = bundle.manifest().state.clone();
     let home = tmp();
     let (first, _) = write(home.path(), &state, &bundle, false);
-    let before = files_under(home.path());
+    let before = crate::support::files_in(home.path());
     let (again, _) = write(home.path(), &state, &bundle, false);
     assert_eq!(again.sessions, first.sessions);
-    assert_eq!(files_under(home.path()), before);
+    assert_eq!(crate::support::files_in(home.path()), before);
 
     let file = home
         .path()
@@ -1519,21 +1468,6 @@ fn settings_tools_and_instructions_merge_without_disturbing_what_is_there() {
     );
 }
 
-#[test]
-fn a_dry_run_through_the_library_writes_nothing_and_answers_the_same() {
-    let bundle = state_bundle();
-    let state = bundle.manifest().state.clone();
-    let home = tmp();
-    let (dry, _) = write(home.path(), &state, &bundle, true);
-    assert!(
-        support::nothing_in(home.path()),
-        "{:?}",
-        files_under(home.path()).keys()
-    );
-    let (real, _) = write(home.path(), &state, &bundle, false);
-    assert_eq!(dry, real);
-}
-
 // ---------------------------------------------------------------------------------------
 // Through the binaries
 
@@ -1592,7 +1526,7 @@ fn an_unpack_dry_run_writes_nothing() {
         .arg(home.path())
         .assert()
         .code(3);
-    assert!(support::nothing_in(home.path()));
+    assert!(crate::support::nothing_in(home.path()));
     let real = asp_unpack()
         .arg(samples().join("state.aspstate"))
         .args(["--to", "gemini", "--json", "--home"])
@@ -1642,7 +1576,7 @@ fn map_path_files_sessions_under_the_new_project_roots() {
     assert!(chat.contains("\"filePath\":\"/Users/dev/code/shop/cart.py\""));
     let legacy = home.join(format!(
         ".gemini/tmp/{}/chats/session-2026-11-20T16-05-3b9e1f0a.json",
-        support::sha256_hex(b"/Users/dev/code/dotfiles")
+        crate::support::sha256_hex(b"/Users/dev/code/dotfiles")
     ));
     assert!(legacy.is_file(), "an old hash directory follows its root");
     let back = read_home(&home);
@@ -1662,27 +1596,17 @@ fn map_path_files_sessions_under_the_new_project_roots() {
 /// Reads `samples/<name>` with its converter, carries it into an empty Gemini home, reads
 /// that back, carries it into an empty home of the first harness again, and checks every
 /// conversation survives both trips.
+#[cfg(any(feature = "claude-code", feature = "codex"))]
 fn migrate(name: &str) {
-    let source =
-        asp_convert::harness(name).unwrap_or_else(|| panic!("the {name} converter is registered"));
-    let read_with = |h: &dyn Harness, home: &Path, store: &MemoryStore| {
-        let diagnostics = Diagnostics::new();
-        h.read(&ReadContext {
-            home: &Home::at(home),
-            kinds: KindSet::EMPTY.with(StateKind::Sessions),
-            blobs: store,
-            diagnostics: &diagnostics,
-            progress: &Quiet,
-            options: ReadOptions::default(),
-        })
-        .unwrap()
+    let sessions = KindSet::EMPTY.with(StateKind::Sessions);
+    let read_with = |h: &str, home: &Path| {
+        let r = crate::support::read_home(h, home, sessions, ReadOptions::default());
+        (r.state, r.store)
     };
-    let store = MemoryStore::new();
-    let original = read_with(source.as_ref(), &samples().join(name), &store);
+    let (original, store) = read_with(name, &samples().join(name));
     let gemini_home = tmp();
     let (answer, _) = write(gemini_home.path(), &original, &store, false);
-    let back_store = MemoryStore::new();
-    let in_gemini = read_with(gemini().as_ref(), gemini_home.path(), &back_store);
+    let (in_gemini, back_store) = read_with(HARNESS, gemini_home.path());
     for s in original.sessions.as_ref().unwrap() {
         let Some(new) = answer.sessions.get(s.id.as_str()) else {
             continue;
@@ -1694,20 +1618,16 @@ fn migrate(name: &str) {
     }
 
     let home_again = tmp();
-    let both = Overlay::new(vec![&back_store as &dyn BlobSource, &store]);
-    let diagnostics = Diagnostics::new();
-    let again = source
-        .write(&WriteContext {
-            home: &Home::at(home_again.path()),
-            state: &in_gemini,
-            blobs: &both,
-            diagnostics: &diagnostics,
-            progress: &Quiet,
-            options: &WriteOptions::default(),
-        })
-        .unwrap();
-    let final_store = MemoryStore::new();
-    let final_state = read_with(source.as_ref(), home_again.path(), &final_store);
+    let both = asp_format::blob::Overlay::new(vec![&back_store as &dyn BlobSource, &store]);
+    let (again, _) = crate::support::write_home(
+        name,
+        home_again.path(),
+        &in_gemini,
+        &both,
+        false,
+        &PathMap::default(),
+    );
+    let (final_state, final_store) = read_with(name, home_again.path());
     for s in original.sessions.as_ref().unwrap() {
         let Some(gid) = answer.sessions.get(s.id.as_str()) else {
             continue;
@@ -1721,11 +1641,13 @@ fn migrate(name: &str) {
     }
 }
 
+#[cfg(feature = "claude-code")]
 #[test]
 fn the_claude_code_sample_survives_a_trip_through_gemini_and_back() {
     migrate("claude-code");
 }
 
+#[cfg(feature = "codex")]
 #[test]
 fn the_codex_sample_survives_a_trip_through_gemini_and_back() {
     migrate("codex");
@@ -1795,7 +1717,7 @@ fn the_same_session_in_several_files_is_carried_once_with_all_its_files() {
 }
 
 fn support_copy(src: &Path, dst: &Path) {
-    for f in walkdir(src) {
+    for f in crate::support::files_under(src) {
         let to = dst.join(f.strip_prefix(src).unwrap());
         fs::create_dir_all(to.parent().unwrap()).unwrap();
         fs::copy(&f, &to).unwrap();
@@ -1900,7 +1822,7 @@ fn a_session_without_updated_at_is_dated_by_its_content_so_carrying_it_again_is_
     let (state, store) = foreign_session("telegram:42", None, plain("telegram:42"));
     let home = tmp();
     let (first, diagnostics) = write(home.path(), &state, &store, false);
-    let before = files_under(home.path());
+    let before = crate::support::files_in(home.path());
     let (path, meta) = only_chat(home.path());
     assert_eq!(
         path,
@@ -1925,7 +1847,7 @@ fn a_session_without_updated_at_is_dated_by_its_content_so_carrying_it_again_is_
     let (again, _) = write(home.path(), &state, &store, false);
     assert_eq!(again, first, "already there: the same id, nothing refused");
     assert_eq!(
-        files_under(home.path()),
+        crate::support::files_in(home.path()),
         before,
         "no new file, no ~opencode copy"
     );
@@ -1973,9 +1895,8 @@ fn a_settings_file_that_is_not_json_leaves_tools_and_settings_out_and_says_where
     assert_eq!(r.state.tools, None, "not given: \"none\" is not known");
     assert_eq!(r.state.settings, None);
     assert_eq!(
-        r.state.sessions,
-        Some(vec![]),
-        "the other kinds are read as usual"
+        r.state.sessions, None,
+        "the other kinds are read as usual (and a store without sessions gives none)"
     );
     let d = r
         .diagnostics
@@ -2033,15 +1954,16 @@ fn a_bundle_never_makes_an_mcp_server_trusted_or_hands_it_google_credentials() {
     let home = tmp();
     let (answer, _) = write(home.path(), &state, &store, false);
     assert_eq!(answer.taken, KindSet::EMPTY.with(StateKind::Tools));
+    // Servers are written in the state's canonical order (by name).
     let reasons: Vec<&str> = answer.not_taken.iter().map(|n| n.reason.as_str()).collect();
     assert_eq!(reasons.len(), 2, "{reasons:?}");
     assert!(
-        reasons[0].starts_with("MCP server \"issues\": trust: true"),
+        reasons[0].starts_with("MCP server \"cloud\": authProviderType \"google_credentials\""),
         "{}",
         reasons[0]
     );
     assert!(
-        reasons[1].starts_with("MCP server \"cloud\": authProviderType \"google_credentials\""),
+        reasons[1].starts_with("MCP server \"issues\": trust: true"),
         "{}",
         reasons[1]
     );
@@ -2071,30 +1993,86 @@ fn a_bundle_never_makes_an_mcp_server_trusted_or_hands_it_google_credentials() {
     assert_eq!(after, own);
 }
 
-#[test]
-fn an_export_reads_no_native_files() {
-    let store = MemoryStore::new();
-    let diagnostics = Diagnostics::new();
-    let state = gemini()
-        .read(&ReadContext {
-            home: &Home::at(sample_home()),
-            kinds: KindSet::EMPTY.with(StateKind::Sessions),
-            blobs: &store,
-            diagnostics: &diagnostics,
-            progress: &Quiet,
-            options: ReadOptions {
-                native: false,
-                ..ReadOptions::default()
-            },
-        })
-        .unwrap();
-    let with_native = read_kinds(&sample_home(), KindSet::EMPTY.with(StateKind::Sessions));
-    let sessions = state.sessions.unwrap();
-    assert_eq!(sessions.len(), 6);
-    for s in &sessions {
-        assert_eq!(s.native, None, "{}", s.id);
-        let full = with_native.session(s.id.as_str());
-        assert!(full.native.is_some());
-        assert_eq!(s.updates, full.updates, "{}: the same stream", s.id);
+// ---------------------------------------------------------------------------------------
+// The validator: what Gemini CLI needs of a home to list and resume its sessions
+
+/// The checks Gemini CLI makes (spec/harnesses/gemini.md §3, §4): a main chat is
+/// `tmp/<project dir>/chats/session-<time>-<first 8 of its id>.jsonl` whose first line is its
+/// metadata (`sessionId`, `projectHash`); its project directory is found (registry, marker or
+/// a hash directory) and `projectHash` is the sha256 of that root; every line is JSON;
+/// `settings.json` is a JSON object.
+pub(crate) fn validate(home: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    let gemini = home.join(".gemini");
+    let registry: Value = fs::read(gemini.join("projects.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    let root_of = |dir: &str| -> Option<String> {
+        if let Some(m) = registry["projects"].as_object()
+            && let Some((root, _)) = m.iter().find(|(_, d)| d.as_str() == Some(dir))
+        {
+            return Some(root.clone());
+        }
+        fs::read_to_string(gemini.join("tmp").join(dir).join(".project_root")).ok()
+    };
+    for d in fs::read_dir(gemini.join("tmp"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let dir = d.file_name().to_string_lossy().into_owned();
+        let chats = d.path().join("chats");
+        if !chats.is_dir() {
+            continue;
+        }
+        let hash_dir = dir.len() == 64 && dir.bytes().all(|b| b.is_ascii_hexdigit());
+        let root = root_of(&dir);
+        if root.is_none() && !hash_dir {
+            problems.push(format!("tmp/{dir}: no project root names it"));
+        }
+        for f in fs::read_dir(&chats).into_iter().flatten().flatten() {
+            let name = f.file_name().to_string_lossy().into_owned();
+            if !f.path().is_file() || !name.ends_with(".jsonl") {
+                continue;
+            }
+            let at = format!("tmp/{dir}/chats/{name}");
+            let text = fs::read_to_string(f.path()).unwrap();
+            let mut lines = text.lines().enumerate();
+            let meta = lines
+                .next()
+                .and_then(|(_, l)| serde_json::from_str::<Value>(l).ok())
+                .unwrap_or(Value::Null);
+            let id = meta["sessionId"].as_str().unwrap_or("");
+            let short: String = id.chars().take(8).collect();
+            if !asp_convert::kit::uuid::is_uuid(id)
+                || !name.starts_with("session-")
+                || !name.ends_with(&format!("-{short}.jsonl"))
+            {
+                problems.push(format!("{at}: not named for its session {id:?}"));
+            }
+            let hash = meta["projectHash"].as_str().unwrap_or("");
+            let expected = root
+                .as_deref()
+                .map(|r| crate::support::sha256_hex(r.as_bytes()));
+            match expected {
+                Some(e) if e != hash => {
+                    problems.push(format!("{at}: projectHash is not its root's"))
+                }
+                None if hash != dir => problems.push(format!("{at}: projectHash is not its dir")),
+                _ => {}
+            }
+            for (i, line) in lines {
+                if serde_json::from_str::<Value>(line).is_err() {
+                    problems.push(format!("{at}:{}: not JSON", i + 1));
+                }
+            }
+        }
     }
+    if let Ok(bytes) = fs::read(gemini.join("settings.json"))
+        && !serde_json::from_slice::<Value>(&bytes).is_ok_and(|v| v.is_object())
+    {
+        problems.push("settings.json: not a JSON object".to_owned());
+    }
+    problems
 }

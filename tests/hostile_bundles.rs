@@ -1,16 +1,13 @@
 //! Bundles come from other machines. Every broken or hostile one gets a clear error naming the
 //! entry, exit code 4, and nothing written at all.
 
-#[path = "support/mod.rs"]
-mod support;
-
 use std::fs;
 
+use crate::support::*;
 use asp_format::blob::MemoryStore;
 use asp_format::bundle::{self, Limits, ReadError, WriteOptions};
 use asp_format::export::ExportResponse;
 use predicates::prelude::*;
-use support::*;
 use zip::CompressionMethod;
 
 /// The sample bundle's entries.

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_client_protocol::Error;
-use asp_protocol::{BusyMode, ExportRequest, HubOptions, KindSet, StateKind, hub::Hub};
+use asp_hub::{Hub, HubOptions};
+use asp_protocol::{BusyMode, ExportRequest, KindSet, StateKind};
 use asp_scripted_agent::client::{TestClient, drive};
 use asp_scripted_agent::{Options, SeedSession, Steering, agent};
 use jsonschema::{Retrieve, Uri};

@@ -1,8 +1,6 @@
 //! `asp push` and `asp pull` end to end, against a real registry (CNCF distribution 2.8,
 //! Debian's `docker-registry`) started on 127.0.0.1 for each test.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -36,7 +34,7 @@ impl Home {
     }
 
     fn asp(&self) -> assert_cmd::Command {
-        let mut c = support::asp();
+        let mut c = crate::support::asp();
         c.env("HOME", self.path())
             .env("DOCKER_CONFIG", self.path().join("docker"))
             .env("XDG_STATE_HOME", self.path().join("state"))

@@ -2,13 +2,10 @@
 //! layout and manifest, `asp export`'s output and the import answer all validate, and
 //! hand-made wrong documents do not.
 
-#[path = "support/mod.rs"]
-mod support;
-
 use std::fs;
 
+use crate::support::*;
 use serde_json::{Value, json};
-use support::*;
 
 fn schema(name: &str) -> jsonschema::Validator {
     let path = root()

@@ -1,6 +1,9 @@
 //! Arguments shared by several commands.
 
+use std::num::NonZeroUsize;
+
 use asp_format::KindSet;
+use asp_format::name::SessionId;
 use clap::Args;
 
 /// Options every command takes.
@@ -26,10 +29,7 @@ pub fn parse_kinds(s: &str) -> Result<KindSet, String> {
 
 /// Parses a harness name against the converters this build has.
 pub fn parse_harness(s: &str) -> Result<String, String> {
-    let known: Vec<String> = asp_convert::harnesses()
-        .iter()
-        .map(|h| h.name().to_string())
-        .collect();
+    let known = asp_convert::harness_names();
     if known.iter().any(|k| k == s) {
         Ok(s.to_owned())
     } else if known.is_empty() {
@@ -44,15 +44,13 @@ pub fn parse_harness(s: &str) -> Result<String, String> {
     }
 }
 
-/// The list of harness names for help texts.
-pub fn harness_list() -> String {
-    let names: Vec<String> = asp_convert::harnesses()
-        .iter()
-        .map(|h| h.name().to_string())
-        .collect();
-    if names.is_empty() {
-        "none in this build".to_owned()
-    } else {
-        names.join(", ")
-    }
+/// Parses a session id (`--session`).
+pub fn parse_session(s: &str) -> Result<SessionId, String> {
+    SessionId::new(s).map_err(|e| e.to_string())
+}
+
+/// Parses a thread count (`--threads`): a positive number.
+pub fn parse_threads(s: &str) -> Result<NonZeroUsize, String> {
+    s.parse::<NonZeroUsize>()
+        .map_err(|_| format!("{s:?} is not a positive number of threads"))
 }

@@ -1,11 +1,11 @@
-//! Exit codes, and how an error maps onto them.
+//! Exit codes, and the error every command fails with: one that carries its class.
+//!
+//! A library error knows its own [`ErrorClass`] ([`Classify`]); it is asked once, where it
+//! becomes a [`Failure`] (the `?` in a command), and the class travels with the message from
+//! there. The exit code is the class's: nothing here looks at what type an error was.
 
-use std::io;
+use std::fmt;
 
-use asp_convert::ConvertError;
-use asp_format::blob::BlobError;
-use asp_format::bundle::ReadError;
-use asp_format::digest::is_integrity_error;
 use asp_format::error::{Classify, ErrorClass};
 
 /// The documented exit codes, shared by `asp`, `asp-pack` and `asp-unpack`.
@@ -29,6 +29,16 @@ impl From<Exit> for std::process::ExitCode {
     }
 }
 
+impl From<ErrorClass> for Exit {
+    fn from(class: ErrorClass) -> Self {
+        match class {
+            ErrorClass::Integrity => Exit::Integrity,
+            ErrorClass::Usage => Exit::Usage,
+            ErrorClass::Source | ErrorClass::Store => Exit::Error,
+        }
+    }
+}
+
 /// Text for the `EXIT CODES` section of every `--help`.
 pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
@@ -38,35 +48,128 @@ Exit codes:
   3  done, but some items were not carried (listed on stderr)
   4  integrity failure (digest or size mismatch; corrupt, truncated or hostile bundle)";
 
-/// The exit code an error deserves: [`Exit::Integrity`] when anything in its chain says the
-/// data does not match what was promised, [`Exit::Usage`] when a registry error says the
-/// request itself was wrong, else [`Exit::Error`].
-pub fn classify(err: &anyhow::Error) -> Exit {
-    for cause in err.chain() {
-        if let Some(e) = cause.downcast_ref::<asp_registry::Error>() {
-            return match e.class() {
-                ErrorClass::Integrity => Exit::Integrity,
-                ErrorClass::Usage => Exit::Usage,
-                ErrorClass::Source | ErrorClass::Store => Exit::Error,
-            };
-        }
-        let integrity = if let Some(e) = cause.downcast_ref::<ReadError>() {
-            e.is_integrity()
-        } else if let Some(e) = cause.downcast_ref::<BlobError>() {
-            match e {
-                BlobError::Missing(_) | BlobError::SizeMismatch { .. } => true,
-                BlobError::Other(io) | BlobError::Io { source: io, .. } => is_integrity_error(io),
-            }
-        } else if let Some(ConvertError::Io { source, .. }) = cause.downcast_ref::<ConvertError>() {
-            is_integrity_error(source)
-        } else if let Some(e) = cause.downcast_ref::<io::Error>() {
-            is_integrity_error(e)
-        } else {
-            false
-        };
-        if integrity {
-            return Exit::Integrity;
+/// Why a command failed: the error with its context, and its class.
+pub struct Failure {
+    pub class: ErrorClass,
+    error: anyhow::Error,
+}
+
+impl Failure {
+    /// A failure of `class` described by `message`.
+    pub fn new(
+        class: ErrorClass,
+        message: impl fmt::Display + fmt::Debug + Send + Sync + 'static,
+    ) -> Self {
+        Failure {
+            class,
+            error: anyhow::Error::msg(message),
         }
     }
-    Exit::Error
+
+    /// The request itself is wrong.
+    pub fn usage(message: impl fmt::Display + fmt::Debug + Send + Sync + 'static) -> Self {
+        Failure::new(ErrorClass::Usage, message)
+    }
+
+    /// An I/O error of what was asked to be read.
+    pub fn source(e: std::io::Error) -> Self {
+        Failure::io(e, ErrorClass::Source)
+    }
+
+    /// An I/O error of what was asked to be written.
+    pub fn store(e: std::io::Error) -> Self {
+        Failure::io(e, ErrorClass::Store)
+    }
+
+    fn io(e: std::io::Error, otherwise: ErrorClass) -> Self {
+        Failure {
+            class: asp_format::error::io_class(&e, otherwise),
+            error: e.into(),
+        }
+    }
+
+    /// The same failure, with what was being done said first.
+    #[must_use]
+    pub fn context(self, what: impl fmt::Display + fmt::Debug + Send + Sync + 'static) -> Self {
+        Failure {
+            class: self.class,
+            error: self.error.context(what),
+        }
+    }
+
+    /// The exit code it deserves.
+    pub fn exit(&self) -> Exit {
+        self.class.into()
+    }
+}
+
+impl<E: Classify + std::error::Error + Send + Sync + 'static> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure {
+            class: e.class(),
+            error: e.into(),
+        }
+    }
+}
+
+impl fmt::Debug for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} ({:?})", self.error, self.class)
+    }
+}
+
+impl fmt::Display for Failure {
+    /// The message with its causes, `context: cause: cause`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#}", self.error)
+    }
+}
+
+/// What a command returns.
+pub type Result<T> = std::result::Result<T, Failure>;
+
+/// `.context(..)` on anything that becomes a [`Failure`].
+pub trait Context<T> {
+    fn context(self, what: impl fmt::Display + fmt::Debug + Send + Sync + 'static) -> Result<T>;
+    fn with_context<D: fmt::Display + fmt::Debug + Send + Sync + 'static>(
+        self,
+        what: impl FnOnce() -> D,
+    ) -> Result<T>;
+}
+
+impl<T, E: Into<Failure>> Context<T> for std::result::Result<T, E> {
+    fn context(self, what: impl fmt::Display + fmt::Debug + Send + Sync + 'static) -> Result<T> {
+        self.map_err(|e| e.into().context(what))
+    }
+
+    fn with_context<D: fmt::Display + fmt::Debug + Send + Sync + 'static>(
+        self,
+        what: impl FnOnce() -> D,
+    ) -> Result<T> {
+        self.map_err(|e| e.into().context(what()))
+    }
+}
+
+/// Returns early with a usage failure: `bail_usage!("--x needs --y")`.
+#[macro_export]
+macro_rules! bail_usage {
+    ($($t:tt)*) => {
+        return Err($crate::exit::Failure::usage(format!($($t)*)))
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use asp_format::blob::BlobError;
+
+    #[test]
+    fn the_exit_code_is_the_class_of_the_error_whatever_its_context() {
+        let missing: Failure = BlobError::Missing(asp_format::Digest::of(b"x")).into();
+        assert_eq!(missing.context("cannot unpack").exit(), Exit::Integrity);
+        let io = Failure::store(std::io::Error::other("disk full")).context("cannot write");
+        assert_eq!(io.exit(), Exit::Error);
+        assert_eq!(io.to_string(), "cannot write: disk full");
+        assert_eq!(Failure::usage("no").exit(), Exit::Usage);
+    }
 }

@@ -3,7 +3,7 @@
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
-use anyhow::Context;
+use crate::exit::{Context, Failure};
 use asp_format::KindSet;
 use asp_format::bundle::Bundle;
 use asp_format::export::write_export;
@@ -32,7 +32,7 @@ pub struct ExportArgs {
     pub kinds: Option<KindSet>,
 }
 
-pub fn run(args: ExportArgs) -> anyhow::Result<Exit> {
+pub fn run(args: ExportArgs) -> crate::exit::Result<Exit> {
     let input = Input::open(&args.bundle)?;
     let bundle =
         Bundle::open(input.path()).with_context(|| format!("cannot open {}", input.display()))?;
@@ -45,6 +45,8 @@ pub fn run(args: ExportArgs) -> anyhow::Result<Exit> {
         args.kinds.unwrap_or(KindSet::ALL),
     )
     .with_context(|| format!("cannot export {}", input.display()))?;
-    out.flush().context("cannot write to standard output")?;
+    out.flush()
+        .map_err(Failure::store)
+        .context("cannot write to standard output")?;
     Ok(Exit::Ok)
 }

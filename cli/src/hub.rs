@@ -3,8 +3,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
-use asp_protocol::HubConfig;
+use asp_hub::HubConfig;
+
+use crate::exit::{Context, Failure};
 use clap::Parser;
 
 use crate::exit::Exit;
@@ -49,7 +50,7 @@ pub struct HubArgs {
     pub agent: Vec<String>,
 }
 
-pub fn run(args: HubArgs) -> anyhow::Result<Exit> {
+pub fn run(args: HubArgs) -> crate::exit::Result<Exit> {
     let mut config = HubConfig::new(args.agent);
     if let Some(name) = &args.harness {
         config = config.with_harness(name, args.home)?;
@@ -59,8 +60,9 @@ pub fn run(args: HubArgs) -> anyhow::Result<Exit> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
+        .map_err(Failure::source)
         .context("starting the async runtime")?;
-    let result = runtime.block_on(asp_protocol::run_hub(config));
+    let result = runtime.block_on(asp_hub::run_hub(config));
     // Nothing left to wait for: stdin's reader thread may still be blocked on a read.
     runtime.shutdown_background();
     result?;

@@ -26,12 +26,12 @@ pub fn count(n: u64, one: &str, many: &str) -> String {
 
 /// RFC 3339 UTC time (`2026-11-30T06:48:35Z`) for seconds since the Unix epoch.
 pub fn rfc3339(secs: i64) -> String {
-    asp_convert::time::format_secs(asp_convert::time::from_secs(secs))
+    asp_convert::kit::time::format_secs(asp_convert::kit::time::from_secs(secs))
 }
 
 /// Whether `s` is an RFC 3339 date-time (`YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`).
 pub fn is_rfc3339(s: &str) -> bool {
-    asp_convert::time::parse(s).is_some()
+    asp_convert::kit::time::parse(s).is_some()
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
+use crate::exit::{Context, Failure};
 use asp_format::bundle::Bundle;
 use asp_format::state::{McpServer, NoteBody, SettingValue};
 use clap::Parser;
@@ -31,11 +31,13 @@ pub struct InspectArgs {
     pub common: Common,
 }
 
-pub fn run(args: InspectArgs) -> anyhow::Result<Exit> {
+pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
     let input = Input::open(&args.bundle)?;
     let bundle =
         Bundle::open(input.path()).with_context(|| format!("cannot open {}", input.display()))?;
-    let size = std::fs::metadata(input.path())?.len();
+    let size = std::fs::metadata(input.path())
+        .map_err(Failure::source)?
+        .len();
     let m = bundle.manifest();
     let state = &m.state;
     if args.common.json {
@@ -89,7 +91,10 @@ pub fn run(args: InspectArgs) -> anyhow::Result<Exit> {
             "memory": state.memory.as_ref().map(|_| memory),
             "settings": state.settings,
         });
-        println!("{}", serde_json::to_string_pretty(&strip_nulls(out))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&strip_nulls(out)).expect("JSON values serialise")
+        );
         return Ok(Exit::Ok);
     }
 

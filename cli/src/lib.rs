@@ -1,7 +1,7 @@
 //! The command-line faces of `asp`: `asp-pack`, `asp-unpack` and `asp`.
 //!
 //! Thin on purpose: argument parsing, progress, output and exit codes live here; everything
-//! else is a call into `asp-format` and `asp-convert`. The argument structs are defined once
+//! else is a call into `asp-format`, the stores of `asp-convert` and `asp-hub`. The argument structs are defined once
 //! and shared, so `asp pack` and `asp-pack` cannot drift apart.
 
 pub mod args;
@@ -22,14 +22,13 @@ use std::process::ExitCode;
 pub use exit::Exit;
 
 /// Runs a command and turns its outcome into an exit code, printing the error (with its
-/// causes) on stderr.
-pub fn finish(program: &str, result: anyhow::Result<Exit>) -> ExitCode {
+/// causes) on stderr. The code is the error's class ([`exit::Failure`]).
+pub fn finish(program: &str, result: exit::Result<Exit>) -> ExitCode {
     match result {
         Ok(code) => code.into(),
         Err(err) => {
-            let code = exit::classify(&err);
-            eprintln!("{program}: error: {err:#}");
-            code.into()
+            eprintln!("{program}: error: {err}");
+            err.exit().into()
         }
     }
 }

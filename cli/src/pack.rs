@@ -2,18 +2,23 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
-use asp_convert::harness::{ReadContext, ReadOptions};
-use asp_convert::report::Diagnostics;
-use asp_convert::{Home, dir};
+use std::num::NonZeroUsize;
+
+use asp_convert::harness::ReadOptions;
+use asp_convert::kit::report::Diagnostics;
+use asp_convert::store::{ReadRequest, Sessions};
+use asp_convert::{Home, Store};
 use asp_format::KindSet;
 use asp_format::blob::StagingStore;
 use asp_format::bundle::{self, Compression, WriteOptions};
+use asp_format::error::ErrorClass;
+use asp_format::name::SessionId;
 use asp_format::state::State;
 use clap::{Parser, ValueEnum};
 
-use crate::args::{Common, parse_harness, parse_kinds};
-use crate::exit::{EXIT_CODES_HELP, Exit};
+use crate::args::{Common, parse_harness, parse_kinds, parse_session, parse_threads};
+use crate::bail_usage;
+use crate::exit::{Context, EXIT_CODES_HELP, Exit, Failure, Result};
 use crate::human;
 use crate::progress::Bar;
 
@@ -23,6 +28,8 @@ Examples:
       Back up your Claude Code state (sessions, CLAUDE.md, skills, MCP servers, memory, settings).
   asp-pack --from codex --home /mnt/old-laptop/home/me --kinds sessions -o codex-sessions.aspstate
       Only the Codex sessions of another home directory.
+  asp-pack --from claude-code --session 71958462-4bb8-46b6-a36a-1becf56c22dc -o one.aspstate
+      One session (with its subagents), and every other kind; no other session is read.
   asp-pack --from-dir ./state -o state.aspstate
       Pack a state directory written by `asp-unpack --to-dir` (and maybe edited by hand).
   asp-pack --from gemini -o - | ssh other-host 'asp-unpack - --to gemini'
@@ -58,6 +65,14 @@ pub struct PackArgs {
     #[arg(long, value_name = "KINDS", value_parser = parse_kinds)]
     pub kinds: Option<KindSet>,
 
+    /// Pack only this session, with its subagent sessions (repeatable) [default: every session]
+    #[arg(long = "session", value_name = "ID", value_parser = parse_session, requires = "from")]
+    pub sessions: Vec<SessionId>,
+
+    /// Read this many sessions at once [default: one per core]; the bundle is the same
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
+    pub threads: Option<NonZeroUsize>,
+
     /// Where to write the bundle (`-` for standard output)
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
@@ -91,19 +106,18 @@ pub enum CompressionArg {
     Stored,
 }
 
-fn created(args: &PackArgs) -> anyhow::Result<Option<String>> {
+fn created(args: &PackArgs) -> Result<Option<String>> {
     if let Some(c) = &args.created {
         if !human::is_rfc3339(c) {
-            bail!("--created {c:?} is not an RFC 3339 time such as 2026-11-30T12:00:00Z");
+            bail_usage!("--created {c:?} is not an RFC 3339 time such as 2026-11-30T12:00:00Z");
         }
         return Ok(Some(c.clone()));
     }
     match std::env::var("SOURCE_DATE_EPOCH") {
         Ok(v) if !v.is_empty() => {
-            let secs: i64 = v
-                .trim()
-                .parse()
-                .with_context(|| format!("SOURCE_DATE_EPOCH {v:?} is not a number of seconds"))?;
+            let Ok(secs) = v.trim().parse::<i64>() else {
+                bail_usage!("SOURCE_DATE_EPOCH {v:?} is not a number of seconds");
+            };
             Ok(Some(human::rfc3339(secs)))
         }
         _ => Ok(None),
@@ -122,63 +136,75 @@ fn staging_parent(output: &Path, to_stdout: bool) -> PathBuf {
     }
 }
 
-pub fn run(args: PackArgs) -> anyhow::Result<Exit> {
+pub fn run(args: PackArgs) -> Result<Exit> {
     let to_stdout = args.output.as_os_str() == "-";
     let created = created(&args)?;
     let kinds = args.kinds.unwrap_or(KindSet::ALL);
     let bar = Bar::new(args.common.quiet);
     let parent = staging_parent(&args.output, to_stdout);
     if !parent.is_dir() {
-        bail!(
-            "cannot write {}: {} is not a directory",
-            args.output.display(),
-            parent.display()
-        );
+        return Err(Failure::new(
+            ErrorClass::Store,
+            format!(
+                "cannot write {}: {} is not a directory",
+                args.output.display(),
+                parent.display()
+            ),
+        ));
     }
     if !to_stdout && !args.force && args.output.exists() {
-        bail!(
-            "{} already exists (use --force to replace it)",
-            args.output.display()
+        return Err(Failure::new(
+            ErrorClass::Store,
+            format!(
+                "{} already exists (use --force to replace it)",
+                args.output.display()
+            ),
+        ));
+    }
+    if args.redact_secrets && args.from_dir.is_some() {
+        bail_usage!(
+            "--redact-secrets works with --from; edit tools.json to redact a state directory"
         );
     }
     let staging = StagingStore::new_in(&parent)
         .with_context(|| format!("cannot create a staging directory in {}", parent.display()))?;
     let diagnostics = Diagnostics::new();
 
-    let (mut state, source) = match (&args.from, &args.from_dir) {
+    let store = match (&args.from, &args.from_dir) {
         (Some(name), _) => {
-            let harness = asp_convert::harness(name).expect("validated by the argument parser");
             let home = Home::resolve(args.home.clone())?;
-            let state = harness
-                .read(&ReadContext {
-                    home: &home,
-                    kinds,
-                    blobs: &staging,
-                    diagnostics: &diagnostics,
-                    progress: &bar,
-                    options: ReadOptions {
-                        redact_secrets: args.redact_secrets,
-                        ..ReadOptions::default()
-                    },
-                })
-                .with_context(|| {
-                    format!("cannot read the {name} store in {}", home.dir.display())
-                })?;
-            (state, format!("{name} ({})", home.dir.display()))
+            Store::harness(name, home).expect("validated by the argument parser")
         }
-        (None, Some(d)) => {
-            if args.redact_secrets {
-                bail!(
-                    "--redact-secrets works with --from; edit tools.json to redact a state directory"
-                );
-            }
-            let state = dir::read(d, kinds, &staging, &bar)
-                .with_context(|| format!("cannot read the state directory {}", d.display()))?;
-            (state, d.display().to_string())
-        }
+        (None, Some(d)) => Store::Dir(d.clone()),
         (None, None) => unreachable!("clap requires --from or --from-dir"),
     };
-    state.retain_kinds(kinds);
+    let sessions = if args.sessions.is_empty() {
+        Sessions::All
+    } else {
+        Sessions::Only(args.sessions.clone())
+    };
+    let state = store
+        .read(&ReadRequest {
+            kinds,
+            sessions: &sessions,
+            options: ReadOptions {
+                redact_secrets: args.redact_secrets,
+                ..ReadOptions::default()
+            },
+            threads: args.threads,
+            blobs: &staging,
+            diagnostics: &diagnostics,
+            progress: &bar,
+        })
+        .with_context(|| match &store {
+            Store::Dir(d) => format!("cannot read the state directory {}", d.display()),
+            Store::Harness { harness, home } => format!(
+                "cannot read the {} store in {}",
+                harness.name(),
+                home.dir.display()
+            ),
+        })?;
+    let source = store.describe_location();
 
     let opts = WriteOptions {
         created,
@@ -193,6 +219,7 @@ pub fn run(args: PackArgs) -> anyhow::Result<Exit> {
             .prefix("asp-pack-")
             .suffix(".aspstate")
             .tempfile()
+            .map_err(Failure::store)
             .context("cannot create a temporary bundle file")?;
         let path = tmp.path().to_path_buf();
         let written = bundle::write_file(&path, &state, &staging, &opts, true, &bar)?;
@@ -210,7 +237,13 @@ pub fn run(args: PackArgs) -> anyhow::Result<Exit> {
         bar.println(format!("warning: {d}"));
     }
     let incomplete = diagnostics.any_skipped();
-    let summary = summary_line(&state, &shown, written.size, &written.digest.to_string());
+    let summary = summary_line(
+        &state,
+        kinds.intersection(store.exports()),
+        &shown,
+        written.size,
+        &written.digest.to_string(),
+    );
     if args.common.json {
         let out = serde_json::json!({
             "bundle": shown,
@@ -238,22 +271,26 @@ pub fn run(args: PackArgs) -> anyhow::Result<Exit> {
 }
 
 /// `packed 3 sessions, instructions, 2 skills, ... → FILE (12.3 KiB; bundle sha256:…)`.
-pub fn summary_line(state: &State, shown: &str, size: u64, digest: &str) -> String {
+pub fn summary_line(state: &State, asked: KindSet, shown: &str, size: u64, digest: &str) -> String {
     format!(
         "packed {} → {shown} ({}; bundle {digest})",
-        describe_counts(state),
+        describe_counts(state, asked),
         human::bytes(size)
     )
 }
 
-/// `3 sessions, instructions, 2 skills, 1 MCP server, 4 notes, 2 settings`, or `nothing`.
-pub fn describe_counts(state: &State) -> String {
+/// `3 sessions, instructions, 2 skills, 1 MCP server, 4 notes, 2 settings`: every kind asked
+/// for, with none of it said as 0 (a store that has none gives none of it), or `nothing`.
+pub fn describe_counts(state: &State, asked: KindSet) -> String {
     use asp_format::StateKind as K;
+    let counts = state.counts();
     let mut parts = Vec::new();
-    for (kind, n) in state.counts() {
+    for kind in asked.iter() {
+        let n = counts.get(&kind).copied().unwrap_or(0);
         parts.push(match kind {
             K::Sessions => human::count(n, "session", "sessions"),
-            K::Instructions => "instructions".to_owned(),
+            K::Instructions if n > 0 => "instructions".to_owned(),
+            K::Instructions => continue,
             K::Skills => human::count(n, "skill", "skills"),
             K::Tools => human::count(n, "MCP server", "MCP servers"),
             K::Memory => human::count(n, "note", "notes"),

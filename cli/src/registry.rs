@@ -8,7 +8,6 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use anyhow::Context;
 use asp_registry::credentials::Lookup;
 use asp_registry::layout::{Layout, LayoutSink};
 use asp_registry::manifest::Limits;
@@ -20,7 +19,7 @@ use asp_registry::{
 use clap::{Args, Parser};
 
 use crate::args::Common;
-use crate::exit::{EXIT_CODES_HELP, Exit};
+use crate::exit::{Context, EXIT_CODES_HELP, Exit, Failure, Result};
 use crate::human;
 use crate::progress::TransferBar;
 
@@ -133,11 +132,12 @@ fn connect(
     reference: &Reference,
     args: &RegistryArgs,
     bar: &TransferBar,
-) -> anyhow::Result<Client> {
+) -> Result<Client> {
     let explicit = if args.password_stdin {
         let mut s = String::new();
         std::io::stdin()
             .read_to_string(&mut s)
+            .map_err(Failure::source)
             .context("reading the password from standard input")?;
         let password = s.trim_end_matches(['\n', '\r']).to_owned();
         if password.is_empty() {
@@ -163,7 +163,7 @@ fn connect(
     )?)
 }
 
-fn parse_reference(s: &str) -> anyhow::Result<Reference> {
+fn parse_reference(s: &str) -> Result<Reference> {
     Ok(Reference::parse(s).map_err(Error::from)?)
 }
 
@@ -179,7 +179,7 @@ fn remember(reference: &Reference, bar: &TransferBar) {
     }
 }
 
-pub fn run_push(args: PushArgs) -> anyhow::Result<Exit> {
+pub fn run_push(args: PushArgs) -> Result<Exit> {
     let reference = parse_reference(&args.reference)?;
     let layout = Layout::open(&args.layout)?;
     let manifest = layout.select(args.manifest.as_deref(), reference.tag())?;
@@ -202,7 +202,10 @@ pub fn run_push(args: PushArgs) -> anyhow::Result<Exit> {
     let report = result?;
     remember(&reference, &bar);
     if args.common.json {
-        println!("{}", serde_json::to_string(&report)?);
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("a report serialises")
+        );
     } else {
         let mut line = format!(
             "pushed {}@{}: {} uploaded ({}), {} already there ({})",
@@ -226,7 +229,7 @@ pub fn run_push(args: PushArgs) -> anyhow::Result<Exit> {
     Ok(Exit::Ok)
 }
 
-pub fn run_pull(args: PullArgs) -> anyhow::Result<Exit> {
+pub fn run_pull(args: PullArgs) -> Result<Exit> {
     let reference = parse_reference(&args.reference)?;
     let sink = LayoutSink::new(&args.layout)?;
     // Fail early on a destination that cannot be staged in.
@@ -242,7 +245,10 @@ pub fn run_pull(args: PullArgs) -> anyhow::Result<Exit> {
     let report = result?;
     remember(&reference, &bar);
     if args.common.json {
-        println!("{}", serde_json::to_string(&report)?);
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("a report serialises")
+        );
     } else {
         println!(
             "pulled {}@{} into {}: {} downloaded ({}), {} already there ({})",

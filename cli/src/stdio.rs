@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use crate::exit::{Context, Failure, Result};
 
 /// A bundle path ready to open: the given file, or a spooled copy of standard input.
 #[derive(Debug)]
@@ -18,7 +18,7 @@ pub enum Input {
 }
 
 impl Input {
-    pub fn open(arg: &Path) -> anyhow::Result<Input> {
+    pub fn open(arg: &Path) -> Result<Input> {
         if arg.as_os_str() != "-" {
             return Ok(Input::File(arg.to_path_buf()));
         }
@@ -26,8 +26,10 @@ impl Input {
             .prefix("asp-stdin-")
             .suffix(".aspstate")
             .tempfile()
+            .map_err(Failure::store)
             .context("cannot create a temporary file for standard input")?;
         io::copy(&mut io::stdin().lock(), tmp.as_file_mut())
+            .map_err(Failure::source)
             .context("cannot read the bundle from standard input")?;
         Ok(Input::Spooled(tmp))
     }
@@ -49,10 +51,13 @@ impl Input {
 }
 
 /// Copies a finished bundle file to standard output.
-pub fn copy_to_stdout(path: &Path) -> anyhow::Result<()> {
-    let mut f = File::open(path).with_context(|| format!("cannot reopen {}", path.display()))?;
+pub fn copy_to_stdout(path: &Path) -> Result<()> {
+    let mut f = File::open(path)
+        .map_err(Failure::store)
+        .with_context(|| format!("cannot reopen {}", path.display()))?;
     let mut out = io::stdout().lock();
-    io::copy(&mut f, &mut out).context("cannot write the bundle to standard output")?;
-    out.flush()
+    io::copy(&mut f, &mut out)
+        .and_then(|_| out.flush())
+        .map_err(Failure::store)
         .context("cannot write the bundle to standard output")
 }

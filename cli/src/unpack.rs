@@ -2,19 +2,17 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, bail};
-use asp_convert::harness::{WriteContext, WriteOptions};
-use asp_convert::pathmap::PathMap;
-use asp_convert::report::Diagnostics;
-use asp_convert::{Home, dir};
+use asp_convert::kit::pathmap::PathMap;
+use asp_convert::kit::report::Diagnostics;
+use asp_convert::store::WriteRequest;
+use asp_convert::{Home, Store};
 use asp_format::KindSet;
-use asp_format::answer::ImportAnswer;
 use asp_format::blob::{BlobSource, Overlay, StagingStore};
 use asp_format::bundle::Bundle;
 use clap::Parser;
 
 use crate::args::{Common, parse_harness, parse_kinds};
-use crate::exit::{EXIT_CODES_HELP, Exit};
+use crate::exit::{Context, EXIT_CODES_HELP, Exit, Result};
 use crate::human;
 use crate::progress::Bar;
 use crate::stdio::Input;
@@ -80,7 +78,7 @@ pub struct UnpackArgs {
     pub common: Common,
 }
 
-pub fn run(args: UnpackArgs) -> anyhow::Result<Exit> {
+pub fn run(args: UnpackArgs) -> Result<Exit> {
     let mut path_map = PathMap::default();
     for rule in &args.map_path {
         path_map.add(rule)?;
@@ -93,6 +91,7 @@ pub fn run(args: UnpackArgs) -> anyhow::Result<Exit> {
         bar.println(format!("warning: {}: {w}", input.display()));
     }
     let mut state = bundle.manifest().state.clone();
+    // Only the kinds asked for are checked and rewritten; the store takes only those.
     if let Some(kinds) = args.kinds {
         state.retain_kinds(kinds);
     }
@@ -133,52 +132,43 @@ pub fn run(args: UnpackArgs) -> anyhow::Result<Exit> {
     };
 
     let diagnostics = Diagnostics::new();
-    let (answer, target) = match (&args.to, &args.to_dir) {
-        (Some(name), _) => {
-            let harness = asp_convert::harness(name).expect("validated by the argument parser");
-            let home = home.expect("resolved above for --to");
-            let options = WriteOptions {
+    let store = match (&args.to, &args.to_dir, home) {
+        (Some(name), _, Some(home)) => {
+            Store::harness(name, home).expect("validated by the argument parser")
+        }
+        (None, Some(d), _) => Store::Dir(d.clone()),
+        _ => unreachable!("clap requires --to or --to-dir"),
+    };
+    let written = store
+        .write(
+            &state,
+            &WriteRequest {
+                kinds: args.kinds,
                 dry_run: args.dry_run,
-                path_map,
-            };
-            let answer = harness
-                .write(&WriteContext {
-                    home: &home,
-                    state: &state,
-                    blobs: &blobs,
-                    diagnostics: &diagnostics,
-                    progress: &bar,
-                    options: &options,
-                })
-                .with_context(|| {
-                    format!(
-                        "cannot write into the {name} store in {}",
-                        home.dir.display()
-                    )
-                })?;
-            (answer, format!("{name} ({})", home.dir.display()))
-        }
-        (None, Some(d)) => {
-            let written = dir::write(d, &state, &blobs, args.force, &bar)
-                .with_context(|| format!("cannot write {}", d.display()))?;
-            let mut answer = ImportAnswer {
-                taken: state.kinds(),
-                ..ImportAnswer::default()
-            };
-            for s in state.sessions.iter().flatten() {
-                answer.sessions.insert(s.id.to_string(), s.id.to_string());
-            }
-            (
-                answer,
-                format!(
-                    "{} ({} files, {})",
-                    d.display(),
-                    written.files,
-                    human::bytes(written.bytes)
-                ),
-            )
-        }
-        (None, None) => bail!("say where to unpack: --to HARNESS or --to-dir DIR"),
+                path_map: &path_map,
+                force: args.force,
+                blobs: &blobs,
+                diagnostics: &diagnostics,
+                progress: &bar,
+            },
+        )
+        .with_context(|| match &store {
+            Store::Harness { harness, home } => format!(
+                "cannot write into the {} store in {}",
+                harness.name(),
+                home.dir.display()
+            ),
+            Store::Dir(d) => format!("cannot write {}", d.display()),
+        })?;
+    let answer = written.answer;
+    let target = match (&store, written.files) {
+        (Store::Dir(d), Some(files)) => format!(
+            "{} ({} files, {})",
+            d.display(),
+            files.files,
+            human::bytes(files.bytes)
+        ),
+        _ => store.describe_location(),
     };
     bar.clear();
 
@@ -189,7 +179,10 @@ pub fn run(args: UnpackArgs) -> anyhow::Result<Exit> {
         bar.println(format!("not taken: {}: {}", n.kind, n.reason));
     }
     if args.common.json {
-        println!("{}", serde_json::to_string(&answer)?);
+        println!(
+            "{}",
+            serde_json::to_string(&answer).expect("an answer serialises")
+        );
     } else {
         let verb = if args.dry_run {
             "would unpack"

@@ -33,7 +33,7 @@ pub struct VerifyArgs {
     pub common: Common,
 }
 
-pub fn run(args: VerifyArgs) -> anyhow::Result<Exit> {
+pub fn run(args: VerifyArgs) -> crate::exit::Result<Exit> {
     let input = Input::open(&args.bundle)?;
     let bar = Bar::new(args.common.quiet);
     let report = verify_file(input.path(), &Limits::default(), &bar)?;

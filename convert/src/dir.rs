@@ -14,7 +14,7 @@
 //!   settings.json               {"<option id>": value}
 //! ```
 //!
-//! `<id>` is the session id escaped by [`crate::escape`]. A kind is given exactly when its
+//! `<id>` is the session id escaped by [`crate::kit::escape`]. A kind is given exactly when its
 //! file or directory exists (an empty `sessions/` gives no sessions, which is not the same as
 //! not giving sessions). Reading a directory written from a bundle and packing it again gives
 //! the same bundle, byte for byte.
@@ -35,9 +35,11 @@ use asp_format::state::{
 use asp_format::update::{UpdateWriter, check_line};
 use serde::{Deserialize, Serialize};
 
-use crate::escape;
-use crate::fsops::{Created, Writer, is_executable};
-use crate::harness::ConvertError;
+use crate::error::ConvertError;
+use crate::harness::{Survey, Surveyed};
+use crate::kit::escape;
+use crate::kit::fsops::{Created, Writer, is_executable};
+use crate::kit::source::SourceFile;
 
 const SESSIONS: &str = "sessions";
 const AGENTS_MD: &str = "AGENTS.md";
@@ -180,21 +182,49 @@ fn put_file(sink: &dyn BlobSink, path: &Path) -> Result<asp_format::Descriptor, 
     Ok(sink.put_reader(&mut f)?)
 }
 
-/// Reads a state directory. Kinds outside `kinds` are not read.
+/// Reads a state directory, every kind in `kinds`, sessions in order. [`crate::store::Store`]
+/// reads one through [`survey`], [`read_session`] and [`read_kinds`]; this is the same, for
+/// callers that hold no store.
 pub fn read(
     dir: &Path,
     kinds: KindSet,
     sink: &dyn BlobSink,
     progress: &dyn Progress,
 ) -> Result<State, ConvertError> {
-    if !dir.is_dir() {
-        return Err(ConvertError::invalid(dir, "not a directory"));
+    let rest = kinds.iter().filter(|k| *k != StateKind::Sessions).collect();
+    let mut state = read_kinds(dir, rest, sink)?;
+    if kinds.contains(StateKind::Sessions) && exists(&dir.join(SESSIONS))? {
+        let mut sessions = Vec::new();
+        for entry in survey(dir)?.sessions {
+            sessions.extend(read_session(&entry, sink, progress)?);
+        }
+        state.sessions = Some(sessions);
     }
+    state.normalize();
+    state.validate().map_err(|errs| {
+        ConvertError::invalid(
+            dir,
+            errs.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    })?;
+    Ok(state)
+}
+
+fn check_dir(dir: &Path) -> Result<(), ConvertError> {
+    if dir.is_dir() {
+        Ok(())
+    } else {
+        Err(ConvertError::invalid(dir, "not a directory"))
+    }
+}
+
+/// Reads every kind in `kinds` but sessions.
+pub fn read_kinds(dir: &Path, kinds: KindSet, sink: &dyn BlobSink) -> Result<State, ConvertError> {
+    check_dir(dir)?;
     let mut state = State::default();
-    let sessions_dir = dir.join(SESSIONS);
-    if kinds.contains(StateKind::Sessions) && exists(&sessions_dir)? {
-        state.sessions = Some(read_sessions(&sessions_dir, sink, progress)?);
-    }
     let agents = dir.join(AGENTS_MD);
     if kinds.contains(StateKind::Instructions) && exists(&agents)? {
         regular_file(&agents)?;
@@ -226,27 +256,27 @@ pub fn read(
     if kinds.contains(StateKind::Settings) && exists(&settings)? {
         state.settings = Some(read_json::<Settings>(&settings)?);
     }
-    state.normalize();
-    state.validate().map_err(|errs| {
-        ConvertError::invalid(
-            dir,
-            errs.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; "),
-        )
-    })?;
     Ok(state)
 }
 
-fn read_sessions(
-    dir: &Path,
-    sink: &dyn BlobSink,
-    progress: &dyn Progress,
-) -> Result<Vec<Session>, ConvertError> {
+/// What reading one session of a state directory needs: its files' stem and their folder.
+struct Plan {
+    dir: PathBuf,
+    stem: String,
+    meta: SessionFile,
+}
+
+/// Lists the sessions of a state directory: every `sessions/<id>.json`, read (it is the
+/// session's header), with the files the session is made of. No `sessions/` lists none.
+pub fn survey(dir: &Path) -> Result<Survey, ConvertError> {
+    check_dir(dir)?;
+    let sdir = dir.join(SESSIONS);
+    if !exists(&sdir)? {
+        return Ok(Survey::default());
+    }
     let mut metas = Vec::new();
-    for entry in fs::read_dir(dir).map_err(ConvertError::io(dir))? {
-        let entry = entry.map_err(ConvertError::io(dir))?;
+    for entry in fs::read_dir(&sdir).map_err(ConvertError::io(&sdir))? {
+        let entry = entry.map_err(ConvertError::io(&sdir))?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else {
             return Err(ConvertError::invalid(
@@ -267,63 +297,94 @@ fn read_sessions(
     }
     metas.sort();
     let mut sessions = Vec::with_capacity(metas.len());
-    progress.begin("reading sessions", None);
     for (stem, meta_path) in metas {
         let meta: SessionFile = read_json(&meta_path)?;
-        progress.item(meta.id.as_str());
-        let jsonl = dir.join(format!("{stem}.jsonl"));
+        let stat =
+            |p: &Path, appended: bool| SourceFile::stat(p, appended).map_err(ConvertError::io(p));
+        let mut files = vec![stat(&meta_path, false)?];
+        let jsonl = sdir.join(format!("{stem}.jsonl"));
         regular_file(&jsonl)?;
-        let file = fs::File::open(&jsonl).map_err(ConvertError::io(&jsonl))?;
-        let mut w = UpdateWriter::new(sink)?;
-        for (i, line) in BufReader::new(file).lines().enumerate() {
-            let n = i as u64 + 1;
-            let line = line.map_err(|e| {
-                ConvertError::invalid(&jsonl, format!("line {n}: cannot be read: {e}"))
-            })?;
-            if line.trim().is_empty() {
-                continue;
+        files.push(stat(&jsonl, true)?);
+        if let Some(index) = &meta.native {
+            let root = sdir.join(format!("{stem}.native"));
+            for f in &index.files {
+                let p = f.path.under(&root);
+                regular_file(&p)?;
+                files.push(stat(&p, false)?);
             }
-            let line = check_line(&line, &meta.id)
-                .map_err(|e| ConvertError::invalid(&jsonl, format!("line {n}: {e}")))?;
-            w.push_raw(&line)?;
-            progress.advance(line.len() as u64 + 1);
         }
-        let updates = w.finish()?;
-        let native = match meta.native {
-            None => None,
-            Some(index) => {
-                let root = dir.join(format!("{stem}.native"));
-                let mut files = Vec::with_capacity(index.files.len());
-                for f in index.files {
-                    let p = f.path.under(&root);
-                    let content = put_file(sink, &p)?;
-                    let executable =
-                        is_executable(&fs::metadata(&p).map_err(ConvertError::io(&p))?);
-                    files.push(FileEntry {
-                        path: f.path,
-                        executable: executable || f.executable,
-                        content,
-                    });
-                }
-                Some(Native {
-                    harness: index.harness,
-                    files,
-                })
-            }
-        };
-        sessions.push(Session {
-            id: meta.id,
-            title: meta.title,
-            harness: meta.harness,
-            cwd: meta.cwd,
-            updated_at: meta.updated_at,
-            updates,
-            native,
-            meta: meta.meta,
-        });
+        let id = meta.id.clone();
+        let facts = serde_json::to_vec(&meta).expect("a session file serialises");
+        sessions.push(Surveyed::new(
+            id,
+            files,
+            &facts,
+            Plan {
+                dir: sdir.clone(),
+                stem,
+                meta,
+            },
+        ));
     }
-    progress.finish();
-    Ok(sessions)
+    Ok(Survey::of(sessions))
+}
+
+/// Reads one surveyed session of a state directory.
+pub fn read_session(
+    entry: &Surveyed,
+    sink: &dyn BlobSink,
+    progress: &dyn Progress,
+) -> Result<Vec<Session>, ConvertError> {
+    let Plan { dir, stem, meta } = entry.plan::<Plan>();
+    let jsonl = dir.join(format!("{stem}.jsonl"));
+    regular_file(&jsonl)?;
+    let file = fs::File::open(&jsonl).map_err(ConvertError::io(&jsonl))?;
+    let mut w = UpdateWriter::new(sink)?;
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let n = i as u64 + 1;
+        let line = line
+            .map_err(|e| ConvertError::invalid(&jsonl, format!("line {n}: cannot be read: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let line = check_line(&line, &meta.id)
+            .map_err(|e| ConvertError::invalid(&jsonl, format!("line {n}: {e}")))?;
+        w.push_raw(&line)?;
+        progress.advance(line.len() as u64 + 1);
+    }
+    let updates = w.finish()?;
+    let native = match &meta.native {
+        None => None,
+        Some(index) => {
+            let root = dir.join(format!("{stem}.native"));
+            let mut files = Vec::with_capacity(index.files.len());
+            for f in &index.files {
+                let p = f.path.under(&root);
+                let content = put_file(sink, &p)?;
+                let executable = is_executable(&fs::metadata(&p).map_err(ConvertError::io(&p))?);
+                files.push(FileEntry {
+                    path: f.path.clone(),
+                    executable: executable || f.executable,
+                    content,
+                });
+            }
+            Some(Native {
+                harness: index.harness.clone(),
+                files,
+            })
+        }
+    };
+    let meta = meta.clone();
+    Ok(vec![Session {
+        id: meta.id,
+        title: meta.title,
+        harness: meta.harness,
+        cwd: meta.cwd,
+        updated_at: meta.updated_at,
+        updates,
+        native,
+        meta: meta.meta,
+    }])
 }
 
 fn read_skills(
@@ -454,7 +515,7 @@ fn put_text(sink: &dyn BlobSink, path: &Path) -> Result<asp_format::Descriptor, 
     Ok(sink.put(&bytes)?)
 }
 
-/// What [`write`] wrote.
+/// What [`write()`] wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DirWritten {
     pub files: u64,

@@ -1,16 +1,26 @@
-//! The one trait every harness converter implements, and what it is handed.
+//! The plumbing every harness converter implements, and what it is handed.
+//!
+//! Callers do not use this trait directly: [`crate::store::Store`] (the porcelain) owns the
+//! contract around it (the kinds asked for, which sessions, threads, normalising, dry runs,
+//! the import answer), so a converter only reads and writes its own store.
 
+use std::any::Any;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use asp_format::KindSet;
 use asp_format::answer::ImportAnswer;
-use asp_format::blob::{BlobError, BlobSink, BlobSource, Discard};
-use asp_format::name::HarnessName;
+use asp_format::blob::{BlobSink, BlobSource};
+use asp_format::digest::{Digest, Hasher};
+use asp_format::name::{HarnessName, SessionId};
 use asp_format::progress::Progress;
-use asp_format::state::{KindCounts, State};
+use asp_format::state::{Session, State};
 
-use crate::pathmap::PathMap;
-use crate::report::Diagnostics;
+use crate::error::ConvertError;
+use crate::kit::fsops::Writer;
+use crate::kit::pathmap::PathMap;
+use crate::kit::report::Diagnostics;
+use crate::kit::source::SourceFile;
 
 /// Where a harness's store is: a user's home directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,9 +66,9 @@ impl Home {
 /// What a converter can read from and write into its native store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
-    /// Kinds `read` can give.
+    /// Kinds a read can give.
     pub export: KindSet,
-    /// Kinds `write` can take.
+    /// Kinds a write can take.
     pub import: KindSet,
 }
 
@@ -69,7 +79,7 @@ pub struct ReadOptions {
     /// `_meta.asp.redacted` of each server.
     pub redact_secrets: bool,
     /// Carry each session's native files (`Session::native`). A bundle wants them, for
-    /// byte-exact restores; the export form drops them, so an export should not read them.
+    /// byte-exact restores; the export form drops them, so an export must not read them.
     pub native: bool,
 }
 
@@ -82,15 +92,165 @@ impl Default for ReadOptions {
     }
 }
 
-/// Everything a read is handed.
+/// Everything a survey is handed.
+#[derive(Clone, Copy)]
+pub struct SurveyContext<'a> {
+    pub home: &'a Home,
+    /// Oddities found while listing (a file named like a session that is not one).
+    pub diagnostics: &'a Diagnostics,
+}
+
+/// The sessions of a store, as a survey lists them: nothing of their content.
+#[derive(Debug, Default)]
+pub struct Survey {
+    /// One entry per session (with the subagent sessions read together with it).
+    pub sessions: Vec<Surveyed>,
+    /// Whether the store gives the sessions kind at all. A state directory without
+    /// `sessions/` does not; [`Survey::of`] does.
+    pub given: bool,
+}
+
+/// One session of a store, as a survey found it.
+///
+/// Reading it ([`Harness::read_session`]) depends on exactly [`Surveyed::files`] and
+/// [`Surveyed::facts`]: when both are unchanged, so is what the read gives. That is what lets a
+/// backup reuse a session it read before without reading it again.
+pub struct Surveyed {
+    /// The session's id, as its harness names it.
+    pub id: SessionId,
+    /// The session this one is a subagent of, when that parent is a survey entry of its own
+    /// (selecting the parent selects it too).
+    pub parent: Option<SessionId>,
+    /// Every file the read depends on, in the order the read takes them.
+    pub files: Vec<SourceFile>,
+    /// The digest of everything else the read takes from the store (an index's naming of the
+    /// thread, a database row, the ids of its siblings).
+    pub facts: Digest,
+    plan: Arc<dyn Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for Surveyed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Surveyed")
+            .field("id", &self.id)
+            .field("parent", &self.parent)
+            .field("files", &self.files)
+            .field("facts", &self.facts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Surveyed {
+    /// An entry whose read needs `plan` (the converter's own, opaque to everyone else).
+    /// `facts` are the bytes, in a fixed form, of whatever the plan holds besides `files`.
+    pub fn new<P: Any + Send + Sync>(
+        id: SessionId,
+        files: Vec<SourceFile>,
+        facts: &[u8],
+        plan: P,
+    ) -> Self {
+        let mut h = Hasher::new();
+        h.update(facts);
+        Surveyed {
+            id,
+            parent: None,
+            files,
+            facts: h.finish().digest,
+            plan: Arc::new(plan),
+        }
+    }
+
+    #[must_use]
+    pub fn with_parent(mut self, parent: Option<SessionId>) -> Self {
+        self.parent = parent;
+        self
+    }
+
+    /// The converter's plan for reading this entry. Panics when `P` is not the type the
+    /// converter surveyed with: that is a bug of the converter, never of the input.
+    pub fn plan<P: Any>(&self) -> &P {
+        self.plan
+            .downcast_ref::<P>()
+            .expect("a survey entry read by the converter that surveyed it")
+    }
+}
+
+impl Survey {
+    /// A survey of these sessions.
+    pub fn of(sessions: Vec<Surveyed>) -> Self {
+        Survey {
+            sessions,
+            given: true,
+        }
+    }
+
+    /// The entries for the sessions named in `ids`, with every entry that is a subagent of one
+    /// of them (transitively), in survey order. An id the survey does not have is an error.
+    pub fn select(&self, ids: &[SessionId]) -> Result<Vec<&Surveyed>, ConvertError> {
+        let missing: Vec<&str> = ids
+            .iter()
+            .filter(|id| !self.sessions.iter().any(|s| &s.id == *id))
+            .map(SessionId::as_str)
+            .collect();
+        if !missing.is_empty() {
+            return Err(ConvertError::Usage(format!(
+                "no session {} in this store ({} sessions surveyed)",
+                missing.join(", "),
+                self.sessions.len()
+            )));
+        }
+        let mut chosen: Vec<bool> = self.sessions.iter().map(|s| ids.contains(&s.id)).collect();
+        loop {
+            let mut grew = false;
+            for (i, s) in self.sessions.iter().enumerate() {
+                if chosen[i] {
+                    continue;
+                }
+                let parent_chosen = s.parent.as_ref().is_some_and(|p| {
+                    self.sessions
+                        .iter()
+                        .zip(&chosen)
+                        .any(|(o, c)| *c && &o.id == p)
+                });
+                if parent_chosen {
+                    chosen[i] = true;
+                    grew = true;
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
+        Ok(self
+            .sessions
+            .iter()
+            .zip(chosen)
+            .filter(|(_, c)| *c)
+            .map(|(s, _)| s)
+            .collect())
+    }
+}
+
+/// Everything the read of one surveyed session is handed. Reads of different sessions run at
+/// the same time, each with its own context.
+#[derive(Clone, Copy)]
+pub struct SessionContext<'a> {
+    pub home: &'a Home,
+    /// Where bodies go. Updates must be streamed into it, never collected in memory.
+    pub blobs: &'a dyn BlobSink,
+    /// Damage and oddities found in this session's files, with file and line.
+    pub diagnostics: &'a Diagnostics,
+    pub progress: &'a dyn Progress,
+    pub options: ReadOptions,
+}
+
+/// Everything a read of the kinds other than sessions is handed.
 #[derive(Clone, Copy)]
 pub struct ReadContext<'a> {
     pub home: &'a Home,
-    /// Kinds to read. A kind outside this set must be left `None` in the result.
+    /// Kinds to read (never sessions). A kind outside this set must be left `None`.
     pub kinds: KindSet,
-    /// Where bodies go. Sessions must be streamed into it, never collected in memory.
     pub blobs: &'a dyn BlobSink,
-    /// Damage and oddities found, with file and line.
     pub diagnostics: &'a Diagnostics,
     pub progress: &'a dyn Progress,
     pub options: ReadOptions,
@@ -99,8 +259,6 @@ pub struct ReadContext<'a> {
 /// Options of a write.
 #[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
-    /// Work out and answer everything, write nothing.
-    pub dry_run: bool,
     /// Path rewrites already applied to the state (session cwd, paths in updates, native JSON
     /// files). Converters whose native file *locations* derive from a path (Claude Code's
     /// project directory from the cwd) must derive them from the mapped `cwd`, not from the
@@ -112,8 +270,12 @@ pub struct WriteOptions {
 #[derive(Clone, Copy)]
 pub struct WriteContext<'a> {
     pub home: &'a Home,
+    /// The state to write: only kinds the converter imports, valid and in canonical order.
     pub state: &'a State,
     pub blobs: &'a dyn BlobSource,
+    /// Every change goes through it. In a dry run it checks everything and changes nothing, so
+    /// a converter answers a dry run exactly as the real run by doing the same calls.
+    pub writer: &'a Writer,
     pub diagnostics: &'a Diagnostics,
     pub progress: &'a dyn Progress,
     pub options: &'a WriteOptions,
@@ -121,15 +283,25 @@ pub struct WriteContext<'a> {
 
 /// A converter between one harness's native store and the portable state.
 ///
-/// Reading streams: each session's updates go into [`ReadContext::blobs`] as they are
-/// converted, so memory stays flat however large the store is. Damage in the store (a
-/// truncated line, a record that is not JSON) is reported through
-/// [`ReadContext::diagnostics`] with its file and line and does not abort the read.
+/// Reading has two steps, so sessions can be read one at a time, on several threads, and only
+/// the ones asked for: [`Harness::survey`] lists the sessions without reading any conversation
+/// (file names, stat records, one header line at most), and [`Harness::read_session`] reads
+/// one surveyed session, streaming its updates into the blob sink. The other kinds are read by
+/// [`Harness::read_kinds`].
 ///
-/// Writing never loses or overwrites the user's data: every file is written atomically, an
-/// existing session is never clobbered (same content: "already there"; different content: kept
-/// beside it as `<thread>~<harness>`), and what cannot be taken is answered in `notTaken` with
-/// a reason a person understands.
+/// Damage in the store (a truncated line, a record that is not JSON) is reported through the
+/// context's diagnostics with its file and line and does not abort the read; an error return
+/// is for what stops the whole read (the blob store failing).
+///
+/// Writing never loses or overwrites the user's data: every file is written atomically through
+/// [`WriteContext::writer`], an existing session is never clobbered (same content: already
+/// there; different content: kept beside it under [`crate::kit::beside::kept_beside`]'s name),
+/// and what cannot be taken is answered in `notTaken` with a reason a person understands
+/// ([`crate::kit::placement::Tally`]).
+///
+/// A harness's own configuration (its settings file, rules, agents, commands) will travel as a
+/// native layer restored only into the same harness; it will be two more methods with defaults
+/// that carry nothing, so converters that do not have one need no change.
 pub trait Harness: Send + Sync {
     /// The harness's name, as it appears in a session's `harness` and in `<thread>~<harness>`.
     fn name(&self) -> HarnessName;
@@ -137,67 +309,38 @@ pub trait Harness: Send + Sync {
     /// Kinds this converter reads and writes.
     fn capabilities(&self) -> Capabilities;
 
-    /// Reads the native store under `ctx.home` into the portable state.
-    fn read(&self, ctx: &ReadContext<'_>) -> Result<State, ConvertError>;
+    /// Lists the sessions of the store under `ctx.home`, reading no conversation.
+    fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError>;
+
+    /// Reads one surveyed session, and the subagent sessions that travel with it, taking from
+    /// the store only what the entry names. Called at the same time for different entries.
+    fn read_session(
+        &self,
+        ctx: &SessionContext<'_>,
+        entry: &Surveyed,
+    ) -> Result<Vec<Session>, ConvertError>;
+
+    /// Reads the kinds in `ctx.kinds` (never sessions) into a state whose sessions are `None`.
+    fn read_kinds(&self, ctx: &ReadContext<'_>) -> Result<State, ConvertError>;
 
     /// Writes `ctx.state` into the native store under `ctx.home` and says what was taken.
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError>;
+}
 
-    /// Counts of each kind the store holds now, as `_asp/state/describe` answers. The default
-    /// reads everything and throws the bodies away; override when counting is cheaper.
-    fn describe(
-        &self,
-        home: &Home,
-        kinds: KindSet,
-        progress: &dyn Progress,
-    ) -> Result<KindCounts, ConvertError> {
-        let diagnostics = Diagnostics::new();
-        let state = self.read(&ReadContext {
-            home,
-            kinds,
-            blobs: &Discard,
-            diagnostics: &diagnostics,
-            progress,
-            // Counting needs no native files.
-            options: ReadOptions {
-                native: false,
-                ..ReadOptions::default()
-            },
-        })?;
-        Ok(state.counts())
+impl std::fmt::Debug for SurveyContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SurveyContext")
+            .field("home", self.home)
+            .finish_non_exhaustive()
     }
 }
 
-/// Errors that stop a conversion. Damage that only costs an item is a diagnostic instead.
-#[derive(Debug, thiserror::Error)]
-pub enum ConvertError {
-    #[error("no home directory: set HOME or pass --home")]
-    NoHome,
-    #[error("{}: {source}", .path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{}: {message}", .path.display())]
-    Invalid { path: PathBuf, message: String },
-    #[error(transparent)]
-    Blob(#[from] BlobError),
-    #[error("{0}")]
-    Other(String),
-}
-
-impl ConvertError {
-    pub fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> ConvertError {
-        let path = path.into();
-        move |source| ConvertError::Io { path, source }
-    }
-
-    pub fn invalid(path: impl Into<PathBuf>, message: impl Into<String>) -> ConvertError {
-        ConvertError::Invalid {
-            path: path.into(),
-            message: message.into(),
-        }
+impl std::fmt::Debug for SessionContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionContext")
+            .field("home", self.home)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
     }
 }
 
@@ -216,6 +359,7 @@ impl std::fmt::Debug for WriteContext<'_> {
         f.debug_struct("WriteContext")
             .field("home", self.home)
             .field("kinds", &self.state.kinds())
+            .field("dry_run", &self.writer.is_dry_run())
             .field("options", self.options)
             .finish_non_exhaustive()
     }

@@ -1,38 +1,58 @@
 //! Converters between harnesses' native stores and the portable agent state.
 //!
-//! Every harness converter implements [`harness::Harness`]: read a native store into a
-//! [`asp_format::State`] (bodies streamed into blobs), and write a state back, answering what
-//! was taken, what was not and why, and each session's new id. [`dir`] is the plain
-//! directory form of the state, for people to read and edit.
+//! Read ARCHITECTURE.md at the repository root first. In short:
+//!
+//! - [`store::Store`] is what callers use: a harness's store or a state directory, read and
+//!   written under one contract (kinds asked for, sessions asked for, threads, dry runs, the
+//!   import answer).
+//! - [`harness::Harness`] is the plumbing each converter implements: survey the sessions, read
+//!   one session, read the other kinds, write.
+//! - [`kit`] is what converters share, so every converter answers the same question the same
+//!   way; converters never import each other.
+//! - [`dir`] is the plain directory form of the state, for people to read and edit.
+//!
+//! Each harness is a cargo feature (all on by default); [`harnesses`] lists those built in.
 
-pub mod acp;
-pub mod claude_code;
-pub mod codex;
-pub mod conversation;
+// Module docs link to the private modules they describe, for `cargo doc --document-private-items`.
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub mod dir;
-pub mod escape;
-pub mod fsops;
-pub mod gemini;
+pub mod error;
 pub mod harness;
-pub mod pathmap;
-pub mod report;
-pub mod secrets;
-pub mod skills;
-pub mod time;
-pub mod uuid;
+pub mod kit;
+pub mod store;
 
-pub use harness::{Capabilities, ConvertError, Harness, Home, ReadContext, WriteContext};
+#[cfg(feature = "claude-code")]
+pub mod claude_code;
+#[cfg(feature = "codex")]
+pub mod codex;
+#[cfg(feature = "gemini")]
+pub mod gemini;
 
-/// Every harness converter this build knows, by name.
+pub use error::ConvertError;
+pub use harness::{Capabilities, Harness, Home};
+pub use store::Store;
+
+/// Every harness converter this build knows, in a fixed order.
+// One push per feature: which of them are there depends on the build.
+#[allow(clippy::vec_init_then_push, unused_mut)]
 pub fn harnesses() -> Vec<Box<dyn Harness>> {
-    vec![
-        Box::new(claude_code::ClaudeCode),
-        Box::new(codex::Codex),
-        Box::new(gemini::Gemini),
-    ]
+    let mut all: Vec<Box<dyn Harness>> = Vec::new();
+    #[cfg(feature = "claude-code")]
+    all.push(Box::new(claude_code::ClaudeCode));
+    #[cfg(feature = "codex")]
+    all.push(Box::new(codex::Codex));
+    #[cfg(feature = "gemini")]
+    all.push(Box::new(gemini::Gemini));
+    all
 }
 
-/// The converter for `name`, if there is one.
+/// The converter for `name`, if this build has it.
 pub fn harness(name: &str) -> Option<Box<dyn Harness>> {
     harnesses().into_iter().find(|h| h.name().as_str() == name)
+}
+
+/// The names of the converters this build has.
+pub fn harness_names() -> Vec<String> {
+    harnesses().iter().map(|h| h.name().to_string()).collect()
 }

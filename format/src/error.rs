@@ -40,3 +40,29 @@ pub fn io_class(e: &io::Error, otherwise: ErrorClass) -> ErrorClass {
         otherwise
     }
 }
+
+impl Classify for crate::bundle::WriteError {
+    /// A state that is not valid is the input's; a file in the way (without `--force`) and the
+    /// rest is writing the bundle's, unless a blob did not match its digest.
+    fn class(&self) -> ErrorClass {
+        use crate::bundle::WriteError as E;
+        match self {
+            E::InvalidState(_) => ErrorClass::Source,
+            E::Exists { .. } => ErrorClass::Store,
+            E::Io { source, .. } => io_class(source, ErrorClass::Store),
+            E::Blob { source, .. } => source.class(),
+            E::Zip(_) => ErrorClass::Store,
+        }
+    }
+}
+
+impl Classify for crate::export::ExportError {
+    fn class(&self) -> ErrorClass {
+        use crate::export::ExportError as E;
+        match self {
+            E::Blob { source, .. } => source.class(),
+            E::BadUpdate { .. } | E::NotText { .. } => ErrorClass::Source,
+            E::Io(e) => io_class(e, ErrorClass::Store),
+        }
+    }
+}

@@ -116,6 +116,12 @@ pub fn set_busy_in_params(params: &mut Value, mode: BusyMode) {
     }
 }
 
+impl asp_format::Classify for UnknownBusyMode {
+    fn class(&self) -> asp_format::ErrorClass {
+        asp_format::ErrorClass::Usage
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

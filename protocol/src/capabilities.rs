@@ -146,6 +146,13 @@ impl AspCapabilities {
     }
 }
 
+impl asp_format::Classify for CapabilityError {
+    /// An agent's initialize answer that does not parse: what was read is not as promised.
+    fn class(&self) -> asp_format::ErrorClass {
+        asp_format::ErrorClass::Source
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

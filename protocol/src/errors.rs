@@ -119,6 +119,22 @@ impl From<AspError> for agent_client_protocol::Error {
     }
 }
 
+impl asp_format::Classify for AspError {
+    /// A request the peer should not have sent (or not now) is a usage error; a state method
+    /// that failed, or an agent that did not take a prompt, is the source's.
+    fn class(&self) -> asp_format::ErrorClass {
+        use asp_format::ErrorClass;
+        match self {
+            AspError::BusyModeNotOffered { .. }
+            | AspError::TurnRunning { .. }
+            | AspError::NotOffered { .. }
+            | AspError::InvalidParams { .. }
+            | AspError::NotInitialized { .. } => ErrorClass::Usage,
+            AspError::SteeringFailed { .. } | AspError::StateFailed { .. } => ErrorClass::Source,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

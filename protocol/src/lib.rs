@@ -10,14 +10,12 @@
 //! An agent advertises what it speaks under `agentCapabilities._meta.asp` of its initialize
 //! answer ([`capabilities`]); refusals have their own codes ([`errors`]).
 //!
-//! [`hub`] is `asp hub`: an ACP agent on stdio in front of a real ACP agent, passing every
-//! message through and adding ASP on top, from a harness converter ([`asp_convert`]) or by
-//! replaying sessions through the agent's own `session/load`.
+//! These are the typed forms only, for any agent or client that speaks ASP: no converter and no
+//! harness is behind them. `asp hub` (crate `asp-hub`) is built on them.
 
 pub mod busy;
 pub mod capabilities;
 pub mod errors;
-pub mod hub;
 pub mod meta;
 pub mod methods;
 
@@ -28,7 +26,6 @@ pub use asp_format::{KindSet, StateKind};
 pub use busy::BusyMode;
 pub use capabilities::{AgentStateCapability, AspCapabilities, SteeringCapability};
 pub use errors::AspError;
-pub use hub::{Hub, HubConfig, HubError, HubOptions, run_hub, serve};
 pub use methods::{
     DescribeRequest, DescribeResponse, ExportRequest, ExportResponse, ImportRequest, ImportResponse,
 };

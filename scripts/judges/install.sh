@@ -11,7 +11,7 @@ set -euo pipefail
 
 PEERS_DIR="${ASP_PEERS_DIR:-$HOME/.cache/asp-peers}"
 
-# harness -> pinned packages (versions measured in shared/reference/peers.md)
+# harness -> pinned packages (the versions the judges and the specs were measured with)
 pkgs_for() {
   case "$1" in
     claude)   echo "@zed-industries/claude-agent-acp@0.23.1" ;;

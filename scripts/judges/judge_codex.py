@@ -322,11 +322,22 @@ def app_server_view(src: Path, args, report_errors: list) -> dict:
         for e in threads.values():
             r, err, s, _ = peer.request("thread/read", {"threadId": e["id"], "includeTurns": True},
                                         timeout=args.timeout)
+            resumed = False
+            if not err and not ((r or {}).get("thread") or {}).get("turns") \
+                    and e.get("historyMode") == "paginated":
+                # A paginated thread is read through its projection (thread_history_1.sqlite),
+                # which Codex builds when it resumes the thread; a restored home has none yet.
+                peer.request("thread/resume", {"threadId": e["id"]}, timeout=args.timeout)
+                r, err, s, _ = peer.request("thread/read", {"threadId": e["id"], "includeTurns": True},
+                                            timeout=args.timeout)
+                resumed = True
             if err:
                 e["read"] = {"ok": False, "error": err, "seconds": s}
             else:
                 th = (r or {}).get("thread") or {}
                 e["read"] = {"ok": True, "seconds": s, **turn_summary(th)}
+                if resumed:
+                    e["read"]["resumed"] = True
                 for k in ("name", "preview", "cwd", "historyMode"):
                     e.setdefault(k, th.get(k))
                 if not args.no_raw:

@@ -1,6 +1,10 @@
-//! Shared helpers for the end-to-end tests: the binaries, the samples, and raw zip surgery
-//! for crafting broken bundles.
+//! What every test module shares: the binaries, the samples, reading and writing a harness's
+//! store through the porcelain (`asp_convert::Store`, as the commands do), raw zip surgery for
+//! crafting broken bundles, and the hub driven in this process.
 #![allow(dead_code)]
+
+pub mod dir_harness;
+pub mod hub;
 
 use std::io::{Cursor, Read, Write};
 use std::path::{Path, PathBuf};
@@ -90,6 +94,34 @@ pub fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
+/// Every regular file under `dir` (none when it is missing), sorted.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(walkdir::DirEntry::into_path)
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every regular file under `dir`, by `/`-separated path relative to it, with its bytes.
+pub fn files_in(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    files_under(dir)
+        .into_iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            let bytes = std::fs::read(&p).unwrap();
+            (rel, bytes)
+        })
+        .collect()
+}
+
 /// Whether a directory is missing or empty.
 pub fn nothing_in(dir: &Path) -> bool {
     !dir.exists() || std::fs::read_dir(dir).unwrap().next().is_none()
@@ -99,33 +131,75 @@ pub fn nothing_in(dir: &Path) -> bool {
 pub struct ReadBack {
     pub state: asp_format::State,
     pub store: asp_format::blob::MemoryStore,
-    pub diagnostics: Vec<asp_convert::report::Diagnostic>,
+    pub diagnostics: Vec<asp_convert::kit::report::Diagnostic>,
 }
 
-/// Reads `home` with `harness`.
+/// The store of the registered harness `name` in `home`.
+pub fn store_of(name: &str, home: &Path) -> asp_convert::Store {
+    asp_convert::Store::harness(name, asp_convert::Home::at(home))
+        .unwrap_or_else(|| panic!("this build has no {name} converter"))
+}
+
+/// Reads `home` with the harness `name`, as `asp-pack` does.
 pub fn read_home(
-    harness: &dyn asp_convert::Harness,
+    name: &str,
     home: &Path,
     kinds: asp_format::KindSet,
     options: asp_convert::harness::ReadOptions,
 ) -> ReadBack {
+    try_read_home(name, home, kinds, options).unwrap()
+}
+
+/// [`read_home`], failing as the read fails.
+pub fn try_read_home(
+    name: &str,
+    home: &Path,
+    kinds: asp_format::KindSet,
+    options: asp_convert::harness::ReadOptions,
+) -> Result<ReadBack, asp_convert::ConvertError> {
     let store = asp_format::blob::MemoryStore::new();
-    let diagnostics = asp_convert::report::Diagnostics::new();
-    let state = harness
-        .read(&asp_convert::ReadContext {
-            home: &asp_convert::Home::at(home),
-            kinds,
-            blobs: &store,
-            diagnostics: &diagnostics,
-            progress: &asp_format::progress::Quiet,
-            options,
-        })
-        .unwrap();
-    ReadBack {
+    let diagnostics = asp_convert::kit::report::Diagnostics::new();
+    let mut req =
+        asp_convert::store::ReadRequest::new(&store, &diagnostics, &asp_format::progress::Quiet);
+    req.kinds = kinds;
+    req.options = options;
+    let state = store_of(name, home).read(&req)?;
+    Ok(ReadBack {
         state,
         store,
         diagnostics: diagnostics.items(),
-    }
+    })
+}
+
+/// Writes `state` into `home` with the harness `name`, as `asp-unpack` does: the answer and
+/// what was noted on the way.
+pub fn write_home(
+    name: &str,
+    home: &Path,
+    state: &asp_format::State,
+    blobs: &dyn asp_format::blob::BlobSource,
+    dry_run: bool,
+    path_map: &asp_convert::kit::pathmap::PathMap,
+) -> (
+    asp_format::answer::ImportAnswer,
+    Vec<asp_convert::kit::report::Diagnostic>,
+) {
+    let diagnostics = asp_convert::kit::report::Diagnostics::new();
+    let written = store_of(name, home)
+        .write(
+            state,
+            &asp_convert::store::WriteRequest {
+                kinds: None,
+                dry_run,
+                path_map,
+                force: false,
+                blobs,
+                diagnostics: &diagnostics,
+                progress: &asp_format::progress::Quiet,
+            },
+        )
+        .unwrap();
+    (written.answer, diagnostics.items())
 }
 
 impl ReadBack {
@@ -153,7 +227,7 @@ impl ReadBack {
     pub fn any_skipped(&self) -> bool {
         self.diagnostics
             .iter()
-            .any(|d| d.severity == asp_convert::report::Severity::Skipped)
+            .any(|d| d.severity == asp_convert::kit::report::Severity::Skipped)
     }
 }
 

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{Map, Value, json};
 
 use super::ids::{format_time, name_uuid, parse_time, tag};
-use crate::conversation::{Item, Message, ToolCall};
+use crate::kit::conversation::{Item, Message, ToolCall};
 
 /// The Claude Code version written into rows: a real 2.1.x release (the one the judge runs).
 pub const VERSION: &str = "2.1.83";
@@ -248,7 +248,7 @@ impl Composer<'_> {
         }
         let signature = claude_meta(&m.metas, "signature").and_then(Value::as_str);
         match signature {
-            Some(sig) if self.t.harness == super::HARNESS => {
+            Some(sig) if self.t.harness == super::NAME => {
                 count(&mut self.intended, "agent_thought_chunk");
                 self.response
                     .push(json!({"type": "thinking", "thinking": text, "signature": sig}));
@@ -298,8 +298,8 @@ impl Composer<'_> {
         count(&mut self.intended, "tool_call");
         count(&mut self.intended, "tool_call_update");
         let (content, is_error) = match call.status {
-            Some(crate::acp::ToolStatus::Completed) => (result_content(call), false),
-            Some(crate::acp::ToolStatus::Failed) => (result_content(call), true),
+            Some(crate::kit::acp::ToolStatus::Completed) => (result_content(call), false),
+            Some(crate::kit::acp::ToolStatus::Failed) => (result_content(call), true),
             _ => (json!("[Tool execution was interrupted]"), true),
         };
         let mut block = Map::new();
@@ -602,7 +602,7 @@ pub(super) fn parse_foreign_reasoning(text: &str) -> Option<(&str, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conversation::fold;
+    use crate::kit::conversation::fold;
 
     fn p(u: Value) -> Value {
         json!({"sessionId": "s", "update": u})

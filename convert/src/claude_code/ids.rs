@@ -7,11 +7,11 @@
 
 use asp_format::Digest;
 
-pub use crate::uuid::is_uuid;
+pub use crate::kit::uuid::is_uuid;
 
 /// A UUID derived from `name` (RFC 9562 version 8, in this converter's namespace).
 pub fn name_uuid(name: &str) -> String {
-    crate::uuid::name_based("asp/claude-code/", name)
+    crate::kit::uuid::name_based("asp/claude-code/", name)
 }
 
 /// A hex tag derived from `name`, for `msg_…`/`req_…`/`toolu_…` ids.
@@ -22,12 +22,12 @@ pub fn tag(name: &str, len: usize) -> String {
 /// Milliseconds since the epoch of an RFC 3339 time (`2026-11-28T16:20:00.000Z`, offsets
 /// allowed); `None` if it is not one.
 pub fn parse_time(t: &str) -> Option<i64> {
-    crate::time::parse(t).map(crate::time::millis)
+    crate::kit::time::parse(t).map(crate::kit::time::millis)
 }
 
 /// `2026-11-28T16:20:00.000Z`, as Claude Code writes timestamps.
 pub fn format_time(ms: i64) -> String {
-    crate::time::format_millis(crate::time::from_millis(ms))
+    crate::kit::time::format_millis(crate::kit::time::from_millis(ms))
 }
 
 #[cfg(test)]

@@ -11,8 +11,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::fsops::{Created, Writer};
-use crate::harness::ConvertError;
+use crate::error::ConvertError;
+use crate::kit::fsops::{Created, Writer};
 
 /// A JSON object file as read.
 #[derive(Debug, Clone, PartialEq)]

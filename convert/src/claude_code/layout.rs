@@ -62,12 +62,6 @@ impl Layout {
         self.config.join("projects")
     }
 
-    /// The real path of a virtual-home path (`.claude/...`); `None` for anything else.
-    pub fn real(&self, virtual_path: &str) -> Option<PathBuf> {
-        let rest = virtual_path.strip_prefix(CONFIG)?.strip_prefix('/')?;
-        Some(self.config.join(rest))
-    }
-
     /// The virtual path of a real path under the config dir.
     pub fn virtual_path(&self, real: &Path) -> Option<String> {
         let rel = real.strip_prefix(&self.config).ok()?;
@@ -169,11 +163,6 @@ mod tests {
     #[test]
     fn virtual_paths_map_to_the_config_dir() {
         let l = Layout::with_config_dir(Path::new("/h"), Some(PathBuf::from("/cfg")));
-        assert_eq!(
-            l.real(".claude/projects/x/a.jsonl"),
-            Some(PathBuf::from("/cfg/projects/x/a.jsonl"))
-        );
-        assert_eq!(l.real(".codex/x"), None);
         assert_eq!(
             l.virtual_path(Path::new("/cfg/skills/a/SKILL.md"))
                 .as_deref(),

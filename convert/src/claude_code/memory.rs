@@ -23,12 +23,13 @@ use asp_format::name::{HarnessName, RelPath};
 use asp_format::state::{MemoryNote, NoteBody, Origin};
 use serde_json::Value;
 
-use super::HARNESS;
+use super::NAME;
 use super::layout::{self, Layout, bucket_matches};
-use crate::fsops::{Created, Writer};
-use crate::harness::{ConvertError, ReadContext};
-use crate::report::Diagnostics;
-use crate::skills::{parse_front_matter, split_front_matter};
+use crate::error::ConvertError;
+use crate::harness::{ReadContext, WriteContext};
+use crate::kit::fsops::Created;
+use crate::kit::placement::{Placement, Tally};
+use crate::kit::skills::{parse_front_matter, split_front_matter};
 
 const INDEX: &str = "MEMORY.md";
 
@@ -105,7 +106,7 @@ pub fn read(
             notes.push(MemoryNote {
                 path,
                 origin: Origin {
-                    harness: Some(HarnessName::new(HARNESS).expect("valid")),
+                    harness: Some(HarnessName::new(NAME).expect("valid")),
                     path: Some(format!("{}/projects/{bucket}/memory/{rel}", layout::CONFIG)),
                     project: project.clone(),
                 },
@@ -118,7 +119,7 @@ pub fn read(
 
 /// `(bucket, path inside memory/)` of a note Claude Code kept, from its origin.
 fn claude_origin(o: &Origin) -> Option<(String, RelPath)> {
-    if o.harness.as_ref().map(HarnessName::as_str) != Some(HARNESS) {
+    if o.harness.as_ref().map(HarnessName::as_str) != Some(NAME) {
         return None;
     }
     let rest = o.path.as_deref()?.strip_prefix(".claude/projects/")?;
@@ -204,43 +205,35 @@ fn links_to(line: &str, rel: &RelPath) -> bool {
 /// Writes notes and applies tombstones.
 pub fn write(
     layout: &Layout,
-    writer: &Writer,
+    ctx: &WriteContext<'_>,
     notes: &[MemoryNote],
-    blobs: &dyn BlobSource,
     answer: &mut ImportAnswer,
-    diagnostics: &Diagnostics,
 ) -> Result<(), ConvertError> {
+    let mut tally = Tally::new(answer, StateKind::Memory, notes.len());
     let mut folders: BTreeMap<PathBuf, Folder> = BTreeMap::new();
-    let mut any = notes.is_empty();
     for n in notes {
         let (dir, rel) = match target(layout, n) {
             Ok(t) => t,
             Err(why) => {
-                answer.refuse(StateKind::Memory, why);
+                tally.place(Placement::Refused(why));
                 continue;
             }
         };
         let is_index = rel.components().last() == Some(INDEX);
         if n.body == NoteBody::Deleted && is_index {
-            answer.refuse(
-                StateKind::Memory,
-                format!(
+            tally.place(Placement::Refused(format!(
                     "memory note {} is deleted in the carried state, but {} is Claude Code's index of a project's memory, not a note; it was not removed",
                     n.path,
                     rel.under(&dir).display()
-                ),
-            );
+                )));
             continue;
         }
         if n.body == NoteBody::Deleted && !rel.as_str().ends_with(".md") {
-            answer.refuse(
-                StateKind::Memory,
-                format!(
+            tally.place(Placement::Refused(format!(
                     "memory note {} is deleted in the carried state, but {} is not a Markdown note; it was not removed",
                     n.path,
                     rel.under(&dir).display()
-                ),
-            );
+                )));
             continue;
         }
         let f = folders.entry(dir).or_default();
@@ -251,11 +244,9 @@ pub fn write(
         }
     }
     for (dir, f) in folders {
-        any |= write_folder(&dir, &f, writer, blobs, answer, diagnostics)?;
+        write_folder(&dir, &f, ctx, &mut tally)?;
     }
-    if any {
-        answer.take(StateKind::Memory);
-    }
+    tally.finish();
     Ok(())
 }
 
@@ -263,19 +254,22 @@ fn text_of(blobs: &dyn BlobSource, n: &MemoryNote) -> Result<String, ConvertErro
     let NoteBody::Text(d) = n.body else {
         return Ok(String::new());
     };
-    String::from_utf8(blobs.read_all(&d)?)
-        .map_err(|_| ConvertError::Other(format!("memory note {} is not UTF-8", n.path)))
+    String::from_utf8(blobs.read_all(&d)?).map_err(|_| {
+        ConvertError::carried(
+            format!("memory note {}", n.path),
+            std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"),
+        )
+    })
 }
 
+/// Writes one memory folder: its notes, its index, its tombstones.
 fn write_folder(
     dir: &Path,
     f: &Folder<'_>,
-    writer: &Writer,
-    blobs: &dyn BlobSource,
-    answer: &mut ImportAnswer,
-    diagnostics: &Diagnostics,
-) -> Result<bool, ConvertError> {
-    let mut any = false;
+    ctx: &WriteContext<'_>,
+    tally: &mut Tally<'_>,
+) -> Result<(), ConvertError> {
+    let (writer, blobs) = (ctx.writer, ctx.blobs);
     let index_path = dir.join(INDEX);
     let existing = fs::read_to_string(&index_path).ok();
     let mut index = existing.clone();
@@ -300,35 +294,29 @@ fn write_folder(
                 cur
             }
         });
-        any = true;
+        tally.place(Placement::New);
     }
     for (rel, n) in &f.notes {
         let text = text_of(blobs, n)?;
         let path = rel.under(dir);
         match fs::read(&path) {
-            Ok(old) if old == text.as_bytes() => any = true,
+            Ok(old) if old == text.as_bytes() => tally.place(Placement::AlreadyThere),
             Ok(_) => {
-                answer.refuse(
-                    StateKind::Memory,
-                    format!(
-                        "a different memory note is already at {}; kept yours",
-                        path.display()
-                    ),
-                );
+                tally.place(Placement::Refused(format!(
+                    "a different memory note is already at {}; kept yours",
+                    path.display()
+                )));
                 continue;
             }
             Err(_) => {
                 if writer.create_new(&path, text.as_bytes(), false)? == Created::AlreadyExists {
-                    answer.refuse(
-                        StateKind::Memory,
-                        format!(
-                            "{} appeared while memory was written; kept it",
-                            path.display()
-                        ),
-                    );
+                    tally.place(Placement::Refused(format!(
+                        "{} appeared while memory was written; kept it",
+                        path.display()
+                    )));
                     continue;
                 }
-                any = true;
+                tally.place(Placement::New);
             }
         }
         let cur = index.get_or_insert_with(String::new);
@@ -345,7 +333,7 @@ fn write_folder(
         match fs::symlink_metadata(&path) {
             Ok(m) if m.is_file() => {
                 if writer.remove(&path)? {
-                    diagnostics.note(
+                    ctx.diagnostics.note(
                         &path,
                         None,
                         "removed: the carried state deletes this memory note",
@@ -353,13 +341,10 @@ fn write_folder(
                 }
             }
             Ok(_) => {
-                answer.refuse(
-                    StateKind::Memory,
-                    format!(
-                        "the carried state deletes memory note {rel}, but {} is not a regular file; left as it is",
-                        path.display()
-                    ),
-                );
+                tally.place(Placement::Refused(format!(
+                    "the carried state deletes memory note {rel}, but {} is not a regular file; left as it is",
+                    path.display()
+                )));
                 continue;
             }
             // Not there: nothing to remove, only index lines.
@@ -375,7 +360,7 @@ fn write_folder(
             }
             *cur = t;
         }
-        any = true;
+        tally.place(Placement::New);
     }
     if index != existing
         && let Some(text) = index
@@ -386,7 +371,7 @@ fn write_folder(
             writer.create_new(&index_path, text.as_bytes(), false)?;
         }
     }
-    Ok(any)
+    Ok(())
 }
 
 #[cfg(test)]

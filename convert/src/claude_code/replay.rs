@@ -12,10 +12,12 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
-use super::tools::{self, image_block};
+use super::calls::{self, image_block};
 use super::transcript::{Chain, Record, str_at};
-use crate::acp::{self, Chunk, PlanEntry, PlanStatus, Priority, ToolFields, ToolStatus, Update};
-use crate::harness::ConvertError;
+use crate::error::ConvertError;
+use crate::kit::acp::{
+    self, Chunk, PlanEntry, PlanStatus, Priority, ToolFields, ToolStatus, Update,
+};
 
 /// The context window the adapter assumes when it knows no better (claude-agent-acp's
 /// `DEFAULT_CONTEXT_WINDOW`); transcripts do not record it.
@@ -429,7 +431,7 @@ impl<'a> Replay<'a, '_, '_> {
             return Ok(());
         };
         if r.flag("isCompactSummary") {
-            let text = tools::result_text(content);
+            let text = calls::result_text(content);
             let mut m = row_meta(r);
             m.insert("isCompactSummary".into(), json!(true));
             let u = Update::UserMessageChunk(chunk(acp::text(text), uuid));
@@ -517,7 +519,7 @@ impl<'a> Replay<'a, '_, '_> {
         }
         let is_error = b.get("is_error").and_then(Value::as_bool) == Some(true);
         let content = b.get("content").cloned().unwrap_or(Value::Null);
-        let rendered = tools::result_content(name, &content, is_error);
+        let rendered = calls::result_content(name, &content, is_error);
         let mut m = row_meta(r);
         if !name.is_empty() {
             m.insert("toolName".into(), json!(name));
@@ -648,7 +650,7 @@ impl<'a> Replay<'a, '_, '_> {
             };
             return self.out.emit(with_claude(u, m), message_id);
         }
-        let info = tools::tool_info(name, &input, self.src.cwd);
+        let info = calls::tool_info(name, &input, self.src.cwd);
         let mut u = Update::ToolCall {
             tool_call_id: id.to_owned(),
             fields: ToolFields {
@@ -679,7 +681,7 @@ impl<'a> Replay<'a, '_, '_> {
             return Ok(());
         }
         let text = match att.get("prompt") {
-            Some(p) => tools::result_text(p),
+            Some(p) => calls::result_text(p),
             None => return Ok(()),
         };
         if text.trim().is_empty() {

@@ -17,8 +17,9 @@ use serde_json::{Map, Value, json};
 
 use super::jsonfile;
 use super::layout::Layout;
-use crate::fsops::Writer;
-use crate::harness::{ConvertError, ReadContext};
+use crate::error::ConvertError;
+use crate::harness::{ReadContext, WriteContext};
+use crate::kit::placement::Tally;
 
 /// Permission modes Claude Code knows, by the adapter's lower-case aliases.
 fn canonical_mode(mode: &str) -> Option<&'static str> {
@@ -104,20 +105,21 @@ fn skips_permissions(canonical: &str) -> bool {
 /// and a permission mode that skips permission checks is never written.
 pub fn write(
     layout: &Layout,
-    writer: &Writer,
+    ctx: &WriteContext<'_>,
     settings: &Settings,
     answer: &mut ImportAnswer,
 ) -> Result<(), ConvertError> {
+    let mut tally = Tally::new(answer, StateKind::Settings, settings.len());
     let path = settings_path(layout);
     let mut file = match jsonfile::read(&path) {
         Ok(f) => f,
         Err(e) => {
-            answer.refuse(StateKind::Settings, format!("settings not written: {e}"));
+            tally.refuse(format!("settings not written: {e}"));
+            tally.finish();
             return Ok(());
         }
     };
     let before = file.object.clone();
-    let mut any = settings.is_empty();
     // The user's value of a key, if any; `Ok` = set it (or it is already this value).
     let kept = |key: &str, existing: Option<&Value>, carried: &str| -> Result<bool, String> {
         match existing {
@@ -133,12 +135,9 @@ pub fn write(
         let v = match value {
             SettingValue::Select(s) => s.as_str(),
             SettingValue::Boolean(b) => {
-                answer.refuse(
-                    StateKind::Settings,
-                    format!(
-                        "Claude Code has no on/off session option {id:?} (value {b}); not written"
-                    ),
-                );
+                tally.refuse(format!(
+                    "Claude Code has no on/off session option {id:?} (value {b}); not written"
+                ));
                 continue;
             }
         };
@@ -148,14 +147,12 @@ pub fn write(
                     if set {
                         file.object.insert("model".into(), json!(v));
                     }
-                    any = true;
+                    tally.taken();
                 }
-                Err(why) => answer.refuse(StateKind::Settings, why),
+                Err(why) => tally.refuse(why),
             },
             "mode" => match canonical_mode(v) {
-                Some(m) if skips_permissions(m) => answer.refuse(
-                    StateKind::Settings,
-                    format!(
+                Some(m) if skips_permissions(m) => tally.refuse(format!(
                         "the carried permission mode {v:?} lets Claude Code run every tool without asking; a carried state never turns that on, so it was not written"
                     ),
                 ),
@@ -172,26 +169,22 @@ pub fn write(
                                 .and_then(canonical_mode)
                                 == Some(m) =>
                         {
-                            any = true;
+                            tally.taken();
                         }
                         Some(p) => match kept("permissions.defaultMode", p.get("defaultMode"), m) {
                             Ok(set) => {
                                 if set {
                                     p.insert("defaultMode".into(), json!(m));
                                 }
-                                any = true;
+                                tally.taken();
                             }
-                            Err(why) => answer.refuse(StateKind::Settings, why),
+                            Err(why) => tally.refuse(why),
                         },
-                        None => answer.refuse(
-                            StateKind::Settings,
-                            "`permissions` in settings.json is not an object; the mode was not written",
+                        None => tally.refuse("`permissions` in settings.json is not an object; the mode was not written",
                         ),
                     }
                 }
-                None => answer.refuse(
-                    StateKind::Settings,
-                    format!("Claude Code has no permission mode {v:?}; the mode was not written"),
+                None => tally.refuse(format!("Claude Code has no permission mode {v:?}; the mode was not written"),
                 ),
             },
             "effort" if v == "default" || EFFORTS.contains(&v) => {
@@ -211,10 +204,8 @@ pub fn write(
                 };
                 match (existing, v) {
                     // `default` is "no level set": nothing to do when none is.
-                    (None, "default") => any = true,
-                    (Some(e), "default") => answer.refuse(
-                        StateKind::Settings,
-                        format!(
+                    (None, "default") => tally.taken(),
+                    (Some(e), "default") => tally.refuse(format!(
                             "{} already sets {key} to {e}, so that value was kept; the carried effort \"default\" (no level) was not applied",
                             path.display()
                         ),
@@ -224,28 +215,22 @@ pub fn write(
                             if set {
                                 file.object.insert("effortLevel".into(), json!(v));
                             }
-                            any = true;
+                            tally.taken();
                         }
-                        Err(why) => answer.refuse(StateKind::Settings, why),
+                        Err(why) => tally.refuse(why),
                     },
                 }
             }
-            "effort" => answer.refuse(
-                StateKind::Settings,
-                format!("Claude Code has no effort level {v:?}; not written"),
+            "effort" => tally.refuse(format!("Claude Code has no effort level {v:?}; not written"),
             ),
-            other => answer.refuse(
-                StateKind::Settings,
-                format!("Claude Code has no session option {other:?} (value {v:?}); not written"),
+            other => tally.refuse(format!("Claude Code has no session option {other:?} (value {v:?}); not written"),
             ),
         }
     }
     if file.object != before {
-        jsonfile::write(writer, &path, &file)?;
+        jsonfile::write(ctx.writer, &path, &file)?;
     }
-    if any {
-        answer.take(StateKind::Settings);
-    }
+    tally.finish();
     Ok(())
 }
 

@@ -1,413 +1,323 @@
-//! Claude Code's tools as ACP tool calls: title, kind, content and locations.
+//! MCP servers: `.claude.json`'s user-scope `mcpServers` as ACP `McpServer`s, and back.
 //!
-//! Titles and kinds follow what Claude Code's own ACP adapter (claude-agent-acp) shows for the
-//! same call, so a client sees a carried session as it saw the live one. Paths under the
-//! session's cwd are shown relative to it.
+//! stdio servers become ACP's untagged form, `http`/`sse` its tagged forms; env and header
+//! maps become `{name, value}` lists. `${VAR}` references are kept as written (Claude Code
+//! expands them when it starts a server; the state never holds what they resolve to). Fields
+//! ACP cannot say (`headersHelper`, `oauth`, `timeout`, ...) travel in `_meta.claudeCode`, with
+//! `scope: "user"`.
 
-use serde_json::{Value, json};
+use asp_format::answer::ImportAnswer;
+use asp_format::kind::StateKind;
+use asp_format::state::{McpRemote, McpServer, McpStdio, NameValue};
+use serde_json::{Map, Value, json};
 
-use crate::acp::{self, Location, ToolKind};
+use super::jsonfile;
+use super::layout::Layout;
+use crate::error::ConvertError;
+use crate::harness::{ReadContext, WriteContext};
+use crate::kit::placement::{Placement, Tally};
+use crate::kit::secrets;
 
-/// What ACP says about one `tool_use`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolInfo {
-    pub title: String,
-    pub kind: ToolKind,
-    pub content: Vec<Value>,
-    pub locations: Vec<Location>,
+/// Fields of a Claude entry that ACP's shapes carry.
+const ACP_FIELDS: &[&str] = &["type", "command", "args", "env", "url", "headers"];
+
+fn pairs(v: Option<&Value>) -> Vec<NameValue> {
+    v.and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| NameValue {
+            name: k.clone(),
+            value: match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            },
+        })
+        .collect()
 }
 
-fn s<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
-    input
-        .get(key)
-        .and_then(Value::as_str)
-        .filter(|v| !v.is_empty())
-}
-
-/// A number or a numeric string as the adapter prints it.
-fn num(input: &Value, key: &str) -> Option<String> {
-    match input.get(key)? {
-        Value::Number(n) => Some(n.to_string()),
-        Value::String(t) if !t.is_empty() => Some(t.clone()),
-        _ => None,
-    }
-}
-
-/// `path` relative to `cwd` when it lies inside it, else unchanged.
-pub fn display_path(path: &str, cwd: Option<&str>) -> String {
-    let Some(cwd) = cwd else {
-        return path.to_owned();
+/// One Claude entry as an ACP server, or why it cannot be one.
+pub fn from_claude(name: &str, entry: &Value) -> Result<McpServer, String> {
+    let Some(obj) = entry.as_object() else {
+        return Err(format!("MCP server {name:?} is not an object"));
     };
-    let cwd = cwd.trim_end_matches('/');
-    if path == cwd {
-        return ".".to_owned();
+    let mut extra = Map::new();
+    extra.insert("scope".into(), json!("user"));
+    for (k, v) in obj {
+        if !ACP_FIELDS.contains(&k.as_str()) {
+            extra.insert(k.clone(), v.clone());
+        }
     }
-    match path.strip_prefix(cwd).and_then(|r| r.strip_prefix('/')) {
-        Some(rel) if !cwd.is_empty() => rel.to_owned(),
-        _ => path.to_owned(),
-    }
-}
-
-fn text_content(t: &str) -> Value {
-    acp::tool_content(acp::text(t))
-}
-
-/// Title, kind, content and locations for a call of `name` with `input`.
-pub fn tool_info(name: &str, input: &Value, cwd: Option<&str>) -> ToolInfo {
-    let mut info = ToolInfo {
-        title: name.to_owned(),
-        kind: ToolKind::Other,
-        content: Vec::new(),
-        locations: Vec::new(),
+    let meta = Some(Map::from_iter([(
+        "claudeCode".to_owned(),
+        Value::Object(extra),
+    )]));
+    let kind = obj.get("type").and_then(Value::as_str);
+    let url = || {
+        obj.get("url")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| format!("MCP server {name:?} has no url"))
     };
-    match name {
-        "Agent" | "Task" => {
-            info.kind = ToolKind::Think;
-            info.title = s(input, "description").unwrap_or("Task").to_owned();
-            if let Some(p) = input.get("prompt").and_then(Value::as_str) {
-                info.content.push(text_content(p));
-            }
-        }
-        "Bash" => {
-            info.kind = ToolKind::Execute;
-            info.title = s(input, "command").unwrap_or("Terminal").to_owned();
-            if let Some(d) = s(input, "description") {
-                info.content.push(text_content(d));
-            }
-        }
-        "BashOutput" | "KillShell" | "KillBash" => info.kind = ToolKind::Execute,
-        "Read" | "NotebookRead" => {
-            info.kind = ToolKind::Read;
-            let path = s(input, "file_path").or_else(|| s(input, "notebook_path"));
-            let offset = input.get("offset").and_then(Value::as_u64);
-            let limit = input
-                .get("limit")
-                .and_then(Value::as_u64)
-                .filter(|l| *l > 0);
-            let range = match (offset, limit) {
-                (o, Some(l)) => {
-                    let start = o.unwrap_or(1);
-                    format!(" ({start} - {})", start + l - 1)
-                }
-                (Some(o), None) if o > 0 => format!(" (from line {o})"),
-                _ => String::new(),
-            };
-            info.title = format!(
-                "Read {}{range}",
-                path.map_or_else(|| "File".to_owned(), |p| display_path(p, cwd))
-            );
-            if let Some(p) = path {
-                info.locations.push(Location {
-                    path: p.to_owned(),
-                    line: Some(offset.unwrap_or(1)),
-                });
-            }
-        }
-        "Write" => {
-            info.kind = ToolKind::Edit;
-            let path = s(input, "file_path");
-            let body = input.get("content").and_then(Value::as_str);
-            match (path, body) {
-                (Some(p), b) => info.content.push(acp::diff(p, None, b.unwrap_or_default())),
-                (None, Some(b)) => info.content.push(text_content(b)),
-                (None, None) => {}
-            }
-            info.title = path.map_or_else(
-                || "Write".to_owned(),
-                |p| format!("Write {}", display_path(p, cwd)),
-            );
-            info.locations.extend(path.map(|p| Location {
-                path: p.to_owned(),
-                line: None,
-            }));
-        }
-        "Edit" | "MultiEdit" | "NotebookEdit" => {
-            info.kind = ToolKind::Edit;
-            let path = s(input, "file_path").or_else(|| s(input, "notebook_path"));
-            if let Some(p) = path {
-                let old = s(input, "old_string");
-                let new = input.get("new_string").and_then(Value::as_str);
-                if old.is_some() || new.is_some_and(|n| !n.is_empty()) {
-                    info.content.push(acp::diff(
-                        p,
-                        old.map(str::to_owned),
-                        new.unwrap_or_default(),
-                    ));
-                }
-            }
-            info.title = path.map_or_else(
-                || name.to_owned(),
-                |p| format!("{name} {}", display_path(p, cwd)),
-            );
-            info.locations.extend(path.map(|p| Location {
-                path: p.to_owned(),
-                line: None,
-            }));
-        }
-        "Glob" => {
-            info.kind = ToolKind::Search;
-            let mut t = "Find".to_owned();
-            if let Some(p) = s(input, "path") {
-                t.push_str(&format!(" `{p}`"));
-                info.locations.push(Location {
-                    path: p.to_owned(),
-                    line: None,
-                });
-            }
-            if let Some(p) = s(input, "pattern") {
-                t.push_str(&format!(" `{p}`"));
-            }
-            info.title = t;
-        }
-        "Grep" => {
-            info.kind = ToolKind::Search;
-            info.title = grep_title(input);
-        }
-        "LS" => {
-            info.kind = ToolKind::Search;
-            if let Some(p) = s(input, "path") {
-                info.title = format!("List {}", display_path(p, cwd));
-            }
-        }
-        "WebFetch" => {
-            info.kind = ToolKind::Fetch;
-            info.title =
-                s(input, "url").map_or_else(|| "Fetch".to_owned(), |u| format!("Fetch {u}"));
-            if let Some(p) = s(input, "prompt") {
-                info.content.push(text_content(p));
-            }
-        }
-        "WebSearch" => {
-            info.kind = ToolKind::Fetch;
-            let mut t = format!("\"{}\"", s(input, "query").unwrap_or_default());
-            for (key, label) in [
-                ("allowed_domains", "allowed"),
-                ("blocked_domains", "blocked"),
-            ] {
-                let list: Vec<&str> = input
-                    .get(key)
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
-                if !list.is_empty() {
-                    t.push_str(&format!(" ({label}: {})", list.join(", ")));
-                }
-            }
-            info.title = t;
-        }
-        "ExitPlanMode" => {
-            info.kind = ToolKind::SwitchMode;
-            info.title = "Ready to code?".to_owned();
-            if let Some(p) = s(input, "plan") {
-                info.content.push(text_content(p));
-            }
-        }
-        "Skill" => {
-            if let Some(n) = s(input, "skill").or_else(|| s(input, "name")) {
-                info.title = format!("Load skill: {n}");
-            }
-        }
-        _ => {}
-    }
-    info
-}
-
-/// The shell-like title the adapter gives a `Grep` call.
-fn grep_title(input: &Value) -> String {
-    let flag = |k: &str| input.get(k).and_then(Value::as_bool) == Some(true);
-    let mut t = "grep".to_owned();
-    if flag("-i") {
-        t.push_str(" -i");
-    }
-    if flag("-n") {
-        t.push_str(" -n");
-    }
-    for k in ["-A", "-B", "-C"] {
-        if let Some(n) = num(input, k) {
-            t.push_str(&format!(" {k} {n}"));
-        }
-    }
-    match input.get("output_mode").and_then(Value::as_str) {
-        Some("files_with_matches") => t.push_str(" -l"),
-        Some("count") => t.push_str(" -c"),
-        _ => {}
-    }
-    if let Some(n) = num(input, "head_limit") {
-        t.push_str(&format!(" | head -{n}"));
-    }
-    if let Some(g) = s(input, "glob") {
-        t.push_str(&format!(" --include=\"{g}\""));
-    }
-    if let Some(ty) = s(input, "type") {
-        t.push_str(&format!(" --type={ty}"));
-    }
-    if flag("multiline") {
-        t.push_str(" -P");
-    }
-    if let Some(p) = s(input, "pattern") {
-        t.push_str(&format!(" \"{p}\""));
-    }
-    if let Some(p) = s(input, "path") {
-        t.push_str(&format!(" {p}"));
-    }
-    t
-}
-
-/// The text of a `tool_result`'s content (a string, or text blocks).
-pub fn result_text(content: &Value) -> String {
-    match content {
-        Value::String(t) => t.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-/// A fence longer than any run of backticks in `text`.
-fn fenced(text: &str, info: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        if c == '`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    let fence = "`".repeat(longest.max(2) + 1);
-    format!("{fence}{info}\n{text}\n{fence}")
-}
-
-/// The `content` of a `tool_call_update` for a result, as the adapter shows it: errors and
-/// file reads fenced, shell output as a console block, edits without content (the diff is on
-/// the call), everything else block by block.
-pub fn result_content(tool: &str, content: &Value, is_error: bool) -> Vec<Value> {
-    if is_error {
-        let t = result_text(content);
-        return if t.is_empty() {
-            Vec::new()
-        } else {
-            vec![text_content(&fenced(&t, ""))]
-        };
-    }
-    match tool {
-        "Edit" | "MultiEdit" | "Write" | "NotebookEdit" | "TodoWrite" => Vec::new(),
-        "Read" => {
-            let t = result_text(content);
-            if t.is_empty() {
-                Vec::new()
-            } else {
-                vec![text_content(&fenced(&t, ""))]
-            }
-        }
-        "Bash" | "BashOutput" => {
-            let t = result_text(content);
-            let t = t.trim_end();
-            if t.is_empty() {
-                Vec::new()
-            } else {
-                vec![text_content(&format!("```console\n{t}\n```"))]
-            }
-        }
-        _ => blocks_as_content(content),
-    }
-}
-
-/// Text and image blocks of a result as ACP tool call content.
-fn blocks_as_content(content: &Value) -> Vec<Value> {
-    match content {
-        Value::String(t) if !t.is_empty() => vec![text_content(t)],
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b.get("type").and_then(Value::as_str) {
-                Some("text") => b.get("text").and_then(Value::as_str).map(text_content),
-                Some("image") => image_block(b).map(acp::tool_content),
-                _ => Some(text_content(&b.to_string())),
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// An Anthropic image block as an ACP image content block.
-pub fn image_block(b: &Value) -> Option<Value> {
-    let src = b.get("source")?;
-    match src.get("type").and_then(Value::as_str) {
-        Some("base64") => Some(acp::image(
-            src.get("data").and_then(Value::as_str).unwrap_or_default(),
-            src.get("media_type")
+    match kind {
+        None | Some("stdio") => {
+            let command = obj
+                .get("command")
                 .and_then(Value::as_str)
-                .unwrap_or_default(),
+                .ok_or_else(|| format!("MCP server {name:?} has no command"))?;
+            let args = obj
+                .get("args")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|a| a.as_str().map_or_else(|| a.to_string(), str::to_owned))
+                .collect();
+            Ok(McpServer::Stdio(McpStdio {
+                name: name.to_owned(),
+                command: command.to_owned(),
+                args,
+                env: pairs(obj.get("env")),
+                meta,
+            }))
+        }
+        Some(t @ ("http" | "sse")) => {
+            let remote = McpRemote {
+                name: name.to_owned(),
+                url: url()?,
+                headers: pairs(obj.get("headers")),
+                meta,
+            };
+            Ok(if t == "http" {
+                McpServer::Http(remote)
+            } else {
+                McpServer::Sse(remote)
+            })
+        }
+        Some(other) => Err(format!(
+            "MCP server {name:?} uses the {other:?} transport, which ACP cannot describe; not carried"
         )),
-        Some("url") => Some(json!({
-            "type": "image", "data": "", "mimeType": "",
-            "uri": src.get("url").and_then(Value::as_str).unwrap_or_default(),
-        })),
-        _ => None,
     }
+}
+
+/// The `.claude.json` entry for an ACP server. Redacted values (`_meta.asp.redacted`) are
+/// written as `${NAME}` references so Claude Code takes them from the environment instead of
+/// sending an empty token.
+pub fn to_claude(server: &McpServer) -> Value {
+    let redacted = crate::kit::secrets::redacted(server);
+    let map = |prefix: &str, list: &[NameValue]| -> Value {
+        let mut m = Map::new();
+        for nv in list {
+            let value =
+                if redacted.contains(&format!("{prefix}.{}", nv.name)) && nv.value.is_empty() {
+                    format!("${{{}}}", env_name(&nv.name))
+                } else {
+                    nv.value.clone()
+                };
+            m.insert(nv.name.clone(), json!(value));
+        }
+        Value::Object(m)
+    };
+    let mut entry = Map::new();
+    match server {
+        McpServer::Stdio(s) => {
+            entry.insert("type".into(), json!("stdio"));
+            entry.insert("command".into(), json!(s.command));
+            entry.insert("args".into(), json!(s.args));
+            entry.insert("env".into(), map("env", &s.env));
+        }
+        McpServer::Http(r) | McpServer::Sse(r) => {
+            entry.insert("type".into(), json!(server.transport()));
+            entry.insert("url".into(), json!(r.url));
+            if !r.headers.is_empty() {
+                entry.insert("headers".into(), map("headers", &r.headers));
+            }
+        }
+    }
+    if let Some(Value::Object(cc)) = server.meta().and_then(|m| m.get("claudeCode")) {
+        for (k, v) in cc {
+            if k != "scope" && !ACP_FIELDS.contains(&k.as_str()) {
+                entry.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Value::Object(entry)
+}
+
+/// A header or variable name as an environment variable name.
+fn env_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Two Claude entries say the same thing (missing `type`, `args`, `env` read as defaults).
+fn same_entry(a: &Value, b: &Value) -> bool {
+    let norm = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(o) = v.as_object_mut() {
+            if o.get("type").is_none() && o.contains_key("command") {
+                o.insert("type".into(), json!("stdio"));
+            }
+            if o.get("type").and_then(Value::as_str) == Some("stdio") {
+                o.entry("args").or_insert_with(|| json!([]));
+                o.entry("env").or_insert_with(|| json!({}));
+            }
+            if o.get("headers").is_some_and(|h| h == &json!({})) {
+                o.remove("headers");
+            }
+        }
+        v
+    };
+    norm(a) == norm(b)
+}
+
+/// Reads the user-scope servers. `None` when `.claude.json` cannot be read (reported).
+pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
+    let file = match jsonfile::read(&layout.global) {
+        Ok(f) => f,
+        Err(e) => {
+            ctx.diagnostics
+                .skipped(&layout.global, None, format!("MCP servers not read: {e}"));
+            return None;
+        }
+    };
+    let mut out = Vec::new();
+    if let Some(servers) = file.object.get("mcpServers").and_then(Value::as_object) {
+        for (name, entry) in servers {
+            match from_claude(name, entry) {
+                Ok(mut s) => {
+                    if ctx.options.redact_secrets {
+                        secrets::redact(&mut s);
+                    }
+                    out.push(s);
+                }
+                Err(why) => ctx.diagnostics.skipped(&layout.global, None, why),
+            }
+        }
+    }
+    let projects = file.object.get("projects").and_then(Value::as_object);
+    for (project, p) in projects.into_iter().flatten() {
+        for name in p
+            .get("mcpServers")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|m| m.keys())
+        {
+            ctx.diagnostics.skipped(
+                &layout.global,
+                None,
+                format!(
+                    "MCP server {name:?} is configured for the project {project} only (local scope); only user-scope servers are carried"
+                ),
+            );
+        }
+    }
+    Some(out)
+}
+
+/// Merges `servers` into `.claude.json`'s `mcpServers`, keeping every other key as it is. A
+/// server whose name is taken by a different one is left out and reported.
+pub fn write(
+    layout: &Layout,
+    ctx: &WriteContext<'_>,
+    servers: &[McpServer],
+    answer: &mut ImportAnswer,
+) -> Result<(), ConvertError> {
+    let mut tally = Tally::new(answer, StateKind::Tools, servers.len());
+    let mut file = match jsonfile::read(&layout.global) {
+        Ok(f) => f,
+        Err(e) => {
+            tally.refuse(format!("MCP servers not written: {e}"));
+            tally.finish();
+            return Ok(());
+        }
+    };
+    let mut changed = false;
+    let slot = file
+        .object
+        .entry("mcpServers")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Some(existing) = slot.as_object_mut() else {
+        tally.refuse(format!(
+            "`mcpServers` in {} is not an object; MCP servers not written",
+            layout.global.display()
+        ));
+        tally.finish();
+        return Ok(());
+    };
+    for s in servers {
+        let entry = to_claude(s);
+        if !crate::kit::secrets::redacted(s).is_empty() {
+            ctx.diagnostics.note(
+                &layout.global,
+                None,
+                format!(
+                    "MCP server {:?} came with secrets blanked; they are written as ${{VAR}} references to set in the environment",
+                    s.name()
+                ),
+            );
+        }
+        tally.place(match existing.get(s.name()) {
+            Some(old) if same_entry(old, &entry) => Placement::AlreadyThere,
+            Some(_) => Placement::Refused(format!(
+                "an MCP server named {:?} is already configured differently in {}; kept yours",
+                s.name(),
+                layout.global.display()
+            )),
+            None => {
+                existing.insert(s.name().to_owned(), entry);
+                changed = true;
+                Placement::New
+            }
+        });
+    }
+    if changed {
+        jsonfile::write(ctx.writer, &layout.global, &file)?;
+    }
+    tally.finish();
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const CWD: Option<&str> = Some("/home/dev/shop");
-
     #[test]
-    fn titles_and_kinds_match_the_adapter() {
-        let read = tool_info(
-            "Read",
-            &json!({"file_path": "/home/dev/shop/src/cart/total.ts"}),
-            CWD,
-        );
-        assert_eq!(read.title, "Read src/cart/total.ts");
-        assert_eq!(read.kind, ToolKind::Read);
-        assert_eq!(read.locations[0].line, Some(1));
-        let grep = tool_info(
-            "Grep",
-            &json!({"pattern": "applyCoupon\\|findCoupon", "path": "/home/dev/shop/src", "output_mode": "files_with_matches"}),
-            CWD,
-        );
+    fn claude_entries_become_acp_servers_and_back() {
+        let entry = json!({"type": "stdio", "command": "npx", "args": ["-y", "x"], "env": {"T": "${GITHUB_TOKEN}"}, "timeout": 30});
+        let s = from_claude("github", &entry).unwrap();
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["env"], json!([{"name": "T", "value": "${GITHUB_TOKEN}"}]));
         assert_eq!(
-            grep.title,
-            "grep -l \"applyCoupon\\|findCoupon\" /home/dev/shop/src"
+            v["_meta"]["claudeCode"],
+            json!({"scope": "user", "timeout": 30})
         );
-        let glob = tool_info(
-            "Glob",
-            &json!({"pattern": "**/*.{tsx,vue}", "path": "/home/dev/shop/src"}),
-            CWD,
-        );
-        assert_eq!(glob.title, "Find `/home/dev/shop/src` `**/*.{tsx,vue}`");
-        let mcp = tool_info("mcp__design-system__get_component", &json!({}), CWD);
+        assert!(same_entry(&to_claude(&s), &entry));
+        let http = from_claude(
+            "linear",
+            &json!({"type": "http", "url": "https://x/mcp", "headers": {"Authorization": "Bearer ${K}"}}),
+        )
+        .unwrap();
         assert_eq!(
-            (mcp.title.as_str(), mcp.kind),
-            ("mcp__design-system__get_component", ToolKind::Other)
+            serde_json::to_value(&http).unwrap()["headers"],
+            json!([{"name": "Authorization", "value": "Bearer ${K}"}])
         );
-        let read_range = tool_info(
-            "Read",
-            &json!({"file_path": "/etc/hosts", "offset": 10, "limit": 5}),
-            CWD,
-        );
-        assert_eq!(read_range.title, "Read /etc/hosts (10 - 14)");
+        assert!(from_claude("ide", &json!({"type": "ws", "url": "ws://x"})).is_err());
     }
 
     #[test]
-    fn results_render_like_the_adapter() {
-        assert_eq!(
-            result_content("Bash", &json!("ok\n\n"), false),
-            vec![text_content("```console\nok\n```")]
-        );
-        assert_eq!(
-            result_content("Read", &json!("a ``` b"), false),
-            vec![text_content("````\na ``` b\n````")]
-        );
-        assert!(result_content("Edit", &json!("done"), false).is_empty());
+    fn redacted_values_are_written_as_references() {
+        let mut s = from_claude(
+            "gh",
+            &json!({"command": "npx", "env": {"GITHUB_TOKEN": "ghp_live"}}),
+        )
+        .unwrap();
+        secrets::redact(&mut s);
+        assert_eq!(to_claude(&s)["env"]["GITHUB_TOKEN"], "${GITHUB_TOKEN}");
     }
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::report::Diagnostics;
+use crate::kit::report::Diagnostics;
 
 /// One parsed line.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +83,7 @@ pub fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 /// binary garbage) are reported with file and line and skipped; blank lines are ignored, as
 /// Claude Code itself does. Readers of real stores use [`Indexer`], which keeps only what the
 /// tree needs; this is the same parse, keeping every record whole.
+#[cfg(test)]
 pub fn parse(bytes: &[u8], file: &Path, diagnostics: &Diagnostics) -> Vec<Record> {
     let mut out = Vec::new();
     let mut ix = Indexer::new(file, diagnostics, |r: &Record| out.push(r.clone()));

@@ -30,14 +30,17 @@ use asp_format::kind::StateKind;
 use asp_format::state::{FileEntry, Session};
 use serde_json::Value;
 
-use super::HARNESS;
+use super::NAME;
 use super::compose::{self, Target, Timeline};
 use super::ids::{is_uuid, name_uuid};
 use super::layout::{self, Layout, bucket_matches};
-use super::read::{SUBAGENTS, TOOL_RESULTS, owner_of};
-use crate::conversation::Folder;
-use crate::fsops::{Created, Writer};
-use crate::harness::{ConvertError, WriteContext};
+use super::survey::{SUBAGENTS, TOOL_RESULTS, owner_of};
+use crate::error::ConvertError;
+use crate::harness::WriteContext;
+use crate::kit::beside::kept_beside;
+use crate::kit::conversation::Folder;
+use crate::kit::fsops::{Created, Writer};
+use crate::kit::placement::{Placement, SessionPlaced, Tally};
 
 /// Where a session's transcript file is, in any bucket.
 fn find_transcript(layout: &Layout, preferred_bucket: &str, stem: &str) -> Option<PathBuf> {
@@ -83,9 +86,10 @@ fn file_is(path: &Path, d: &Descriptor) -> bool {
     fs::metadata(path).is_ok_and(|m| m.len() == d.size) && file_descriptor(path) == Some(*d)
 }
 
-/// The id a copy kept beside a different version gets.
-pub fn copy_id(id: &str, harness: &str) -> String {
-    name_uuid(&format!("{id}~{harness}"))
+/// The id a copy kept beside a different version gets: the name-based UUID of its
+/// [`kept_beside`] name.
+pub fn copy_id(s: &Session) -> String {
+    name_uuid(&kept_beside(s.id.as_str(), &s.title, Some(harness_of(s)), 1).name)
 }
 
 /// The Claude Code id a session is written under.
@@ -100,8 +104,8 @@ pub fn claude_id(id: &str) -> String {
 /// What writing one session came to.
 #[derive(Debug, Default)]
 struct Outcome {
-    /// The id it maps to, or why it was not written.
-    result: Option<Result<String, String>>,
+    /// Where it went, or why it was not written.
+    result: Option<SessionPlaced>,
     /// Native files that were not restored, each with its reason.
     refused: Vec<String>,
     /// Native paths restored (or found already there).
@@ -109,7 +113,7 @@ struct Outcome {
 }
 
 impl Outcome {
-    fn of(result: Result<String, String>) -> Self {
+    fn of(result: SessionPlaced) -> Self {
         Outcome {
             result: Some(result),
             ..Outcome::default()
@@ -123,12 +127,11 @@ impl Outcome {
 /// updates (its native file alone is not a session Claude Code can list).
 pub fn write_sessions(
     layout: &Layout,
-    writer: &Writer,
     ctx: &WriteContext<'_>,
     sessions: &[Session],
     answer: &mut ImportAnswer,
 ) -> Result<(), ConvertError> {
-    let mut any = sessions.is_empty();
+    let mut tally = Tally::new(answer, StateKind::Sessions, sessions.len());
     ctx.progress.begin("writing Claude Code sessions", None);
     let by_id: HashMap<&str, usize> = sessions
         .iter()
@@ -151,12 +154,12 @@ pub fn write_sessions(
         ctx.progress.item(s.id.as_str());
         let outcome = if is_native(s) {
             match main_transcript(s) {
-                Ok(Some(main)) => write_native(layout, writer, ctx, s, main)?,
-                Ok(None) => Outcome::of(write_composed(layout, writer, ctx, s)?),
-                Err(why) => Outcome::of(Err(why)),
+                Ok(Some(main)) => write_native(layout, ctx, s, main)?,
+                Ok(None) => Outcome::of(write_composed(layout, ctx, s)?),
+                Err(why) => Outcome::of(SessionPlaced::refused(why)),
             }
         } else {
-            Outcome::of(write_composed(layout, writer, ctx, s)?)
+            Outcome::of(write_composed(layout, ctx, s)?)
         };
         outcomes.push(outcome);
     }
@@ -165,32 +168,25 @@ pub fn write_sessions(
             Some(p) => Some(with_parent(s, &sessions[p], &outcomes[p])),
             None => outcomes[i].result.clone(),
         };
-        match result {
-            Some(Ok(new_id)) => {
-                answer.sessions.insert(s.id.to_string(), new_id);
-                any = true;
-            }
-            Some(Err(why)) => answer.refuse(StateKind::Sessions, why),
-            None => {}
+        if let Some(placed) = result {
+            tally.session(s.id.as_str(), placed);
         }
         for why in &outcomes[i].refused {
-            answer.refuse(StateKind::Sessions, why.clone());
+            tally.refuse(why.clone());
         }
     }
     ctx.progress.finish();
-    if any {
-        answer.take(StateKind::Sessions);
-    }
+    tally.finish();
     Ok(())
 }
 
 /// A child carried in its parent's files is there exactly when the parent was written and
 /// every one of the child's files was restored with it.
-fn with_parent(s: &Session, parent: &Session, outcome: &Outcome) -> Result<String, String> {
+fn with_parent(s: &Session, parent: &Session, outcome: &Outcome) -> SessionPlaced {
     match &outcome.result {
-        Some(Ok(_)) => {}
+        Some(p) if p.placement.is_placed() => {}
         _ => {
-            return Err(format!(
+            return SessionPlaced::refused(format!(
                 "subagent session {} travels in the files of session {}, which was not written; not written",
                 s.id, parent.id
             ));
@@ -205,8 +201,14 @@ fn with_parent(s: &Session, parent: &Session, outcome: &Outcome) -> Result<Strin
         .iter()
         .find(|f| !outcome.placed.contains(f.path.as_str()))
     {
-        None => Ok(s.id.to_string()),
-        Some(f) => Err(format!(
+        None => SessionPlaced {
+            id: s.id.to_string(),
+            placement: outcome
+                .result
+                .as_ref()
+                .map_or(Placement::New, |p| p.placement.clone()),
+        },
+        Some(f) => SessionPlaced::refused(format!(
             "subagent session {}: its file {} was not restored with session {}; not written",
             s.id, f.path, parent.id
         )),
@@ -216,18 +218,13 @@ fn with_parent(s: &Session, parent: &Session, outcome: &Outcome) -> Result<Strin
 fn is_native(s: &Session) -> bool {
     s.native
         .as_ref()
-        .is_some_and(|n| n.harness.as_str() == HARNESS && !n.files.is_empty())
+        .is_some_and(|n| n.harness.as_str() == NAME && !n.files.is_empty())
 }
 
 /// The session a subagent's files travel in: its parent, when that is a native session whose
 /// files include all of the child's.
 fn carrier(s: &Session, all: &[Session], by_id: &HashMap<&str, usize>) -> Option<usize> {
-    let parent = s
-        .meta
-        .as_ref()
-        .and_then(|m| m.get("asp"))
-        .and_then(|a| a.pointer("/parent/sessionId"))
-        .and_then(Value::as_str)?;
+    let parent = crate::kit::meta::parent_id(s.meta.as_ref())?;
     let own = s.native.as_ref().filter(|_| is_native(s))?;
     let &i = by_id.get(parent)?;
     let p = &all[i];
@@ -421,11 +418,11 @@ impl<R: Read> Read for Renamed<'_, R> {
 /// Restores a Claude Code session from its native files.
 fn write_native(
     layout: &Layout,
-    writer: &Writer,
     ctx: &WriteContext<'_>,
     s: &Session,
     main: &FileEntry,
 ) -> Result<Outcome, ConvertError> {
+    let writer = ctx.writer;
     let files = &s.native.as_ref().expect("checked").files;
     let (src_bucket, _) = split_native(main.path.as_str()).expect("checked");
     let stem = s.id.as_str();
@@ -456,18 +453,18 @@ fn write_native(
                 &mut refused,
             )?;
             return Ok(Outcome {
-                result: Some(Ok(s.id.to_string())),
+                result: Some(SessionPlaced::already_there(s.id.as_str())),
                 refused,
                 placed,
             });
         }
         Some(_) => {
-            let copy = copy_id(stem, harness_of(s));
+            let copy = copy_id(s);
             match find_transcript(layout, &bucket, &copy) {
                 Some(p) => {
                     let carried =
                         descriptor_of(Renamed::new(ctx.blobs.open(&main.content)?, stem, &copy))
-                            .map_err(|e| ConvertError::Other(format!("session {}: {e}", s.id)))?;
+                            .map_err(|e| ConvertError::carried(format!("session {}", s.id), e))?;
                     if !file_is(&p, &carried) {
                         let why = format!(
                             "session {} is already in {} with different content, and so is its copy {}; not written",
@@ -476,7 +473,7 @@ fn write_native(
                             p.display()
                         );
                         return Ok(Outcome {
-                            result: Some(Err(why)),
+                            result: Some(SessionPlaced::refused(why)),
                             refused,
                             placed: HashSet::new(),
                         });
@@ -499,13 +496,13 @@ fn write_native(
         &new_stem,
         &mut refused,
     )?;
-    let id = if new_stem == stem {
-        s.id.to_string()
+    let result = if new_stem == stem {
+        SessionPlaced::new(stem)
     } else {
-        new_stem
+        SessionPlaced::beside(new_stem)
     };
     Ok(Outcome {
-        result: Some(Ok(id)),
+        result: Some(result),
         refused,
         placed,
     })
@@ -562,7 +559,7 @@ fn place(
             Created::AlreadyExists if !rename => file_is(&target, &f.content),
             Created::AlreadyExists => {
                 let carried = descriptor_of(open()?)
-                    .map_err(|e| ConvertError::Other(format!("session {}: {e}", s.id)))?;
+                    .map_err(|e| ConvertError::carried(format!("session {}", s.id), e))?;
                 file_is(&target, &carried)
             }
         };
@@ -583,10 +580,10 @@ fn place(
 /// Writes a session from its update stream.
 fn write_composed(
     layout: &Layout,
-    writer: &Writer,
     ctx: &WriteContext<'_>,
     s: &Session,
-) -> Result<Result<String, String>, ConvertError> {
+) -> Result<SessionPlaced, ConvertError> {
+    let writer = ctx.writer;
     let mut folder = Folder::new();
     let mut timeline = Timeline::default();
     let mut at = 0;
@@ -609,10 +606,10 @@ fn write_composed(
             },
             Ok(None) => break,
             Err((n, e)) => {
-                return Err(ConvertError::Other(format!(
-                    "session {}: update line {n} cannot be read: {e}",
-                    s.id
-                )));
+                return Err(ConvertError::carried(
+                    format!("session {}: update line {n}", s.id),
+                    e,
+                ));
             }
         }
     }
@@ -646,17 +643,19 @@ fn write_composed(
     };
     let mut id = claude_id(s.id.as_str());
     let mut composed = compose_as(&id);
+    let mut beside = false;
     if let Some(p) = find_transcript(layout, &bucket, &id) {
         if file_is(&p, &Descriptor::of(&composed.bytes)) {
-            return Ok(Ok(id));
+            return Ok(SessionPlaced::already_there(id));
         }
-        id = copy_id(s.id.as_str(), harness);
+        id = copy_id(s);
+        beside = true;
         composed = compose_as(&id);
         if let Some(p) = find_transcript(layout, &bucket, &id) {
             if file_is(&p, &Descriptor::of(&composed.bytes)) {
-                return Ok(Ok(id));
+                return Ok(SessionPlaced::beside(id));
             }
-            return Ok(Err(format!(
+            return Ok(SessionPlaced::refused(format!(
                 "session {} is already in Claude Code with different content, and so is its copy {}; not written",
                 s.id,
                 p.display()
@@ -665,13 +664,17 @@ fn write_composed(
     }
     let target = layout.projects().join(&bucket).join(format!("{id}.jsonl"));
     if writer.create_new(&target, &composed.bytes, false)? == Created::AlreadyExists {
-        return Ok(Err(format!(
+        return Ok(SessionPlaced::refused(format!(
             "{} appeared while session {} was written; not replaced",
             target.display(),
             s.id
         )));
     }
-    Ok(Ok(id))
+    Ok(if beside {
+        SessionPlaced::beside(id)
+    } else {
+        SessionPlaced::new(id)
+    })
 }
 
 #[cfg(test)]

@@ -31,9 +31,9 @@ use serde_json::{Map, Value as Json, json};
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value as Toml};
 
 use super::settings::{self as codex_settings, EFFORT, EFFORTS, MODE, MODEL};
-use crate::harness::ConvertError;
-use crate::report::Diagnostics;
-use crate::secrets;
+use crate::error::ConvertError;
+use crate::kit::report::Diagnostics;
+use crate::kit::secrets;
 
 pub const FILE: &str = "config.toml";
 
@@ -429,7 +429,7 @@ fn env_reference(value: &str) -> Option<&str> {
     .then_some(name)
 }
 
-use crate::secrets::redacted;
+use crate::kit::secrets::redacted;
 
 /// The table Codex would load for `server`, or why it cannot be written.
 fn server_table(server: &McpServer) -> Result<(Table, Vec<String>), String> {

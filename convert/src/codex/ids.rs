@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 /// Whether `s` is a UUID in Codex's spelling: lowercase hex, 8-4-4-4-12.
 pub fn is_uuid(s: &str) -> bool {
-    crate::uuid::is_uuid(s) && !s.bytes().any(|b| b.is_ascii_uppercase())
+    crate::kit::uuid::is_uuid(s) && !s.bytes().any(|b| b.is_ascii_uppercase())
 }
 
 /// A UUIDv7-shaped id: `millis` in the time field, the rest from SHA-256 of `seed`.
@@ -23,7 +23,7 @@ pub fn derive_v7(millis: i64, seed: &[u8]) -> String {
     b[6..].copy_from_slice(&h[..10]);
     b[6] = 0x70 | (b[6] & 0x0F);
     b[8] = 0x80 | (b[8] & 0x3F);
-    crate::uuid::format(&b)
+    crate::kit::uuid::format(&b)
 }
 
 /// The millisecond time in a UUIDv7 (`None` for other versions).

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::time;
-use crate::fsops::Writer;
-use crate::harness::ConvertError;
-use crate::report::Diagnostics;
+use crate::error::ConvertError;
+use crate::kit::fsops::Writer;
+use crate::kit::report::Diagnostics;
 
 pub const FILE: &str = "session_index.jsonl";
 

@@ -12,9 +12,11 @@ use asp_format::blob::{BlobSink, BlobSource};
 use asp_format::name::{HarnessName, RelPath};
 use asp_format::state::{MemoryNote, NoteBody, Origin};
 
-use crate::fsops::{Created, Writer};
-use crate::harness::ConvertError;
-use crate::report::Diagnostics;
+use crate::error::ConvertError;
+use crate::kit::beside::kept_beside;
+use crate::kit::fsops::{Created, Writer};
+use crate::kit::placement::Placement;
+use crate::kit::report::Diagnostics;
 
 pub const DIR: &str = "memories";
 /// Where notes from other harnesses go, under [`DIR`].
@@ -119,22 +121,12 @@ fn target(memories: &Path, note: &MemoryNote) -> PathBuf {
 /// `<stem>~<harness>.<ext>` beside `path`.
 fn beside(path: &Path, harness: &str) -> PathBuf {
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("note");
+    let stem = kept_beside(stem, "", Some(harness), 1).name;
     let name = match path.extension().and_then(|e| e.to_str()) {
-        Some(ext) => format!("{stem}~{harness}.{ext}"),
-        None => format!("{stem}~{harness}"),
+        Some(ext) => format!("{stem}.{ext}"),
+        None => stem,
     };
     path.with_file_name(name)
-}
-
-/// What writing one note did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    Written(PathBuf),
-    AlreadyThere,
-    Removed(PathBuf),
-    NothingToForget,
-    /// Not taken, with the reason.
-    Refused(String),
 }
 
 /// Writes (or, for a tombstone, removes) one note. A different note already at the place is
@@ -144,15 +136,15 @@ pub fn write(
     codex_home: &Path,
     note: &MemoryNote,
     blobs: &dyn BlobSource,
-) -> Result<Outcome, ConvertError> {
+) -> Result<Placement, ConvertError> {
     let memories = codex_home.join(DIR);
     let path = target(&memories, note);
     let text = match note.body {
         NoteBody::Deleted => {
             return Ok(if writer.remove(&path)? {
-                Outcome::Removed(path)
+                Placement::New
             } else {
-                Outcome::NothingToForget
+                Placement::AlreadyThere
             });
         }
         NoteBody::Text(d) => blobs.read_all(&d)?,
@@ -162,17 +154,20 @@ pub fn write(
         .harness
         .as_ref()
         .map_or("asp", HarnessName::as_str);
-    for candidate in [path.clone(), beside(&path, harness)] {
+    for (candidate, placement) in [
+        (path.clone(), Placement::New),
+        (beside(&path, harness), Placement::Beside),
+    ] {
         match fs::read(&candidate) {
-            Ok(existing) if existing == text => return Ok(Outcome::AlreadyThere),
+            Ok(existing) if existing == text => return Ok(Placement::AlreadyThere),
             Ok(_) => continue,
             Err(_) => {}
         }
         if writer.create_new(&candidate, &text, false)? == Created::New {
-            return Ok(Outcome::Written(candidate));
+            return Ok(placement);
         }
     }
-    Ok(Outcome::Refused(format!(
+    Ok(Placement::Refused(format!(
         "memory note {}: different notes are already at {} and beside it; left as they are",
         note.path,
         path.display()

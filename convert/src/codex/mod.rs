@@ -1,28 +1,34 @@
 //! OpenAI Codex CLI: `$CODEX_HOME` (default `~/.codex`) and the shared `~/.agents/skills`.
 //!
-//! Facts and decisions are in `spec/harnesses/codex.md`; the modules here follow it:
+//! | kind | read from | written to | module |
+//! |---|---|---|---|
+//! | sessions | `sessions/**/rollout-*.jsonl[.zst]`, `archived_sessions/` | native rollouts back in place, others composed; named in `session_index.jsonl`, indexed in `state_<N>.sqlite` | [`survey`], [`read`] → [`first_pass`], [`replay`]; [`write`](mod@write) ← [`compose`] |
+//! | instructions | `AGENTS.override.md` else `AGENTS.md` | the same file, merged | [`instructions`] |
+//! | skills | `~/.agents/skills`, `$CODEX_HOME/skills` (not `.system`) | `~/.agents/skills` (or the root it came from) | [`skills`] |
+//! | tools | `config.toml` `[mcp_servers.*]` | merged into `config.toml` | [`tools`] |
+//! | memory | `memories/**/*.md` | `memories/` (foreign notes under `extensions/ad_hoc/notes/`) | [`memory`] |
+//! | settings | `config.toml` | merged into `config.toml` | [`settings`] |
 //!
-//! | kind | read from | written to |
-//! |---|---|---|
-//! | sessions | `sessions/**/rollout-*.jsonl[.zst]`, `archived_sessions/` ([`sessions`]) | native rollouts back in place, others built ([`write`], [`build`]); `session_index.jsonl`, `state_<N>.sqlite` |
-//! | instructions | `AGENTS.override.md` else `AGENTS.md` | the same file, merged |
-//! | skills | `~/.agents/skills`, `$CODEX_HOME/skills` (not `.system`) | `~/.agents/skills` (or the root it came from) |
-//! | tools | `config.toml` `[mcp_servers.*]` | merged into `config.toml` |
-//! | memory | `memories/**/*.md` | `memories/` (foreign notes under `extensions/ad_hoc/notes/`) |
-//! | settings | `config.toml` | merged into `config.toml` |
+//! Where things are: [`layout`]; ids: [`ids`]; the native formats: [`rollout`] (+ [`zstd`]),
+//! [`config`], [`index`], [`state_db`]; tool calls: [`calls`] (+ [`patch`], [`message`]).
+//! Facts and decisions are in `spec/harnesses/codex.md`.
 
-mod agents;
-mod build;
+mod calls;
+mod compose;
 mod config;
+mod first_pass;
 mod ids;
 mod index;
+mod instructions;
+mod layout;
 mod memory;
 mod message;
 mod patch;
 mod read;
+mod replay;
 mod rollout;
-mod sessions;
 mod settings;
+mod skills;
 mod state_db;
 mod survey;
 mod time;
@@ -30,45 +36,22 @@ mod tools;
 mod write;
 mod zstd;
 
-use std::path::PathBuf;
-
 use asp_format::KindSet;
 use asp_format::StateKind;
 use asp_format::answer::ImportAnswer;
 use asp_format::name::HarnessName;
-use asp_format::state::State;
+use asp_format::state::{Session, State};
 
-use crate::fsops::Writer;
-use crate::harness::{Capabilities, ConvertError, Harness, Home, ReadContext, WriteContext};
-use crate::skills::SkillWrite;
+use crate::error::ConvertError;
+use crate::harness::{
+    Capabilities, Harness, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
+    WriteContext,
+};
+use crate::kit::placement::{Placement, Tally};
+use layout::Layout;
 
-/// The harness name.
+/// The harness's name.
 pub const NAME: &str = "codex";
-
-/// Where a home keeps Codex's state.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Paths {
-    /// The user's home (holds `.agents/skills`).
-    pub home: PathBuf,
-    /// `CODEX_HOME`.
-    pub codex: PathBuf,
-}
-
-impl Paths {
-    /// `CODEX_HOME` when set and the user did not name a home (`--home`), else `<home>/.codex`.
-    pub fn of(home: &Home) -> Paths {
-        let env = (!home.explicit)
-            .then(|| std::env::var_os("CODEX_HOME"))
-            .flatten()
-            .filter(|v| !v.is_empty());
-        Paths {
-            home: home.dir.clone(),
-            codex: env
-                .map(PathBuf::from)
-                .unwrap_or_else(|| home.join(".codex")),
-        }
-    }
-}
 
 /// The Codex converter.
 #[derive(Debug, Default, Clone, Copy)]
@@ -86,29 +69,35 @@ impl Harness for Codex {
         }
     }
 
-    fn read(&self, ctx: &ReadContext<'_>) -> Result<State, ConvertError> {
-        let paths = Paths::of(ctx.home);
+    fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {
+        survey::survey(&Layout::of(ctx.home), ctx)
+    }
+
+    fn read_session(
+        &self,
+        ctx: &SessionContext<'_>,
+        entry: &Surveyed,
+    ) -> Result<Vec<Session>, ConvertError> {
+        read::read_session(ctx, entry)
+    }
+
+    fn read_kinds(&self, ctx: &ReadContext<'_>) -> Result<State, ConvertError> {
+        let layout = Layout::of(ctx.home);
         let mut state = State::default();
         let wants = |k| ctx.kinds.contains(k);
-        if wants(StateKind::Sessions) {
-            ctx.progress.begin("Codex sessions", None);
-            state.sessions = Some(sessions::read_all(&paths, ctx)?);
-            ctx.progress.finish();
-        }
         if wants(StateKind::Instructions) {
-            state.instructions =
-                agents::read_instructions(&paths.codex, ctx.blobs, ctx.diagnostics)?;
+            state.instructions = instructions::read(&layout.codex, ctx.blobs, ctx.diagnostics)?;
         }
         if wants(StateKind::Skills) {
-            state.skills = Some(agents::read_skills(
-                &paths.home,
-                &paths.codex,
+            state.skills = Some(skills::read(
+                &layout.home,
+                &layout.codex,
                 ctx.blobs,
                 ctx.diagnostics,
             )?);
         }
         if wants(StateKind::Tools) || wants(StateKind::Settings) {
-            match config::Config::load(&paths.codex) {
+            match config::Config::load(&layout.codex) {
                 Ok(c) => {
                     if wants(StateKind::Tools) {
                         state.tools =
@@ -119,119 +108,115 @@ impl Harness for Codex {
                     }
                 }
                 Err(e) => ctx.diagnostics.skipped(
-                    &paths.codex.join(config::FILE),
+                    &layout.codex.join(config::FILE),
                     None,
                     format!("{e}; no MCP servers or settings were read"),
                 ),
             }
         }
         if wants(StateKind::Memory) {
-            state.memory = Some(memory::read(&paths.codex, ctx.blobs, ctx.diagnostics)?);
+            state.memory = Some(memory::read(&layout.codex, ctx.blobs, ctx.diagnostics)?);
         }
         Ok(state)
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {
-        let paths = Paths::of(ctx.home);
-        let writer = Writer::new(ctx.options.dry_run);
+        let layout = Layout::of(ctx.home);
+        let writer = ctx.writer;
         let mut answer = ImportAnswer::default();
         let state = ctx.state;
-        let config = config::Config::load(&paths.codex);
+        // The carried settings and servers are merged first: a composed session runs with
+        // the home's settings as they will be, so importing the same state again composes the
+        // same bytes (and finds the sessions already there).
+        let mut config = config::Config::load(&layout.codex);
+        match &mut config {
+            Ok(c) => {
+                if let Some(list) = &state.tools {
+                    tools::merge(c, list, &mut answer);
+                }
+                if let Some(values) = &state.settings {
+                    settings::merge(c, values, &mut answer);
+                }
+            }
+            Err(e) => {
+                for (kind, given) in [
+                    (StateKind::Tools, state.tools.is_some()),
+                    (StateKind::Settings, state.settings.is_some()),
+                ] {
+                    if given {
+                        answer.refuse(kind, format!("{e}; it was left as it is"));
+                    }
+                }
+            }
+        }
         let defaults = match &config {
             Ok(c) => defaults_of(c),
-            Err(_) => build::Defaults::default(),
+            Err(_) => compose::Defaults::default(),
         };
 
         if let Some(list) = &state.sessions {
             let mut w = write::SessionWriter::new(
-                &paths,
-                &writer,
+                &layout,
+                writer,
                 ctx.blobs,
                 ctx.diagnostics,
                 &ctx.options.path_map,
                 defaults,
             )?;
-            let mut any = list.is_empty();
+            let mut tally = Tally::new(&mut answer, StateKind::Sessions, list.len());
             for s in list {
                 ctx.progress.item(s.id.as_str());
-                match w.write(s)? {
-                    write::Written::New { id, .. } | write::Written::AlreadyThere { id } => {
-                        answer.sessions.insert(s.id.to_string(), id);
-                        any = true;
-                    }
-                    write::Written::Refused(reason) => {
-                        answer.refuse(StateKind::Sessions, format!("session {}: {reason}", s.id));
-                    }
+                let mut placed = w.write(s)?;
+                if let Placement::Refused(reason) = &placed.placement {
+                    placed.placement = Placement::Refused(format!("session {}: {reason}", s.id));
                 }
+                tally.session(s.id.as_str(), placed);
             }
-            if any {
-                answer.take(StateKind::Sessions);
-            }
+            tally.finish();
         }
 
         if let Some(i) = &state.instructions {
             let text = ctx.blobs.read_all(&i.text)?;
-            agents::write_instructions(&writer, &paths.codex, &text)?;
-            answer.take(StateKind::Instructions);
+            let mut tally = Tally::new(&mut answer, StateKind::Instructions, 1);
+            tally.place(instructions::write(writer, &layout.codex, &text)?);
+            tally.finish();
         }
 
-        if let Some(skills) = &state.skills {
-            let mut any = skills.is_empty();
-            for s in skills {
-                match agents::write_skill(&writer, &paths.home, &paths.codex, s, ctx.blobs)? {
-                    SkillWrite::Written | SkillWrite::AlreadyThere => any = true,
-                    SkillWrite::Conflict(reason) => answer.refuse(
-                        StateKind::Skills,
-                        format!("skill {}: {reason}; left as it is", s.name),
-                    ),
-                }
+        if let Some(list) = &state.skills {
+            let mut tally = Tally::new(&mut answer, StateKind::Skills, list.len());
+            for s in list {
+                tally.place(
+                    match skills::write(writer, &layout.home, &layout.codex, s, ctx.blobs)? {
+                        Placement::Refused(reason) => {
+                            Placement::Refused(format!("skill {}: {reason}; left as it is", s.name))
+                        }
+                        p => p,
+                    },
+                );
             }
-            if any {
-                answer.take(StateKind::Skills);
-            }
+            tally.finish();
         }
 
-        if state.tools.is_some() || state.settings.is_some() {
-            match config {
-                Ok(mut c) => {
-                    merge_config(&mut c, state, &mut answer)?;
-                    if c.changed() {
-                        let text = c.doc.to_string();
-                        if c.existed() {
-                            writer.replace(&c.path, text.as_bytes())?;
-                        } else {
-                            writer.create_new(&c.path, text.as_bytes(), false)?;
-                        }
-                    }
-                }
-                Err(e) => {
-                    for kind in [StateKind::Tools, StateKind::Settings] {
-                        let given = match kind {
-                            StateKind::Tools => state.tools.is_some(),
-                            _ => state.settings.is_some(),
-                        };
-                        if given {
-                            answer.refuse(kind, format!("{e}; it was left as it is"));
-                        }
-                    }
-                }
+        if let Ok(c) = &config
+            && c.changed()
+        {
+            let text = c.doc.to_string();
+            if c.existed() {
+                writer.replace(&c.path, text.as_bytes())?;
+            } else {
+                writer.create_new(&c.path, text.as_bytes(), false)?;
             }
         }
 
         if let Some(notes) = &state.memory {
-            let mut any = notes.is_empty();
+            let mut tally = Tally::new(&mut answer, StateKind::Memory, notes.len());
             for n in notes {
-                match memory::write(&writer, &paths.codex, n, ctx.blobs)? {
-                    memory::Outcome::Refused(reason) => answer.refuse(StateKind::Memory, reason),
-                    _ => any = true,
-                }
+                tally.place(memory::write(writer, &layout.codex, n, ctx.blobs)?);
             }
-            if any {
-                answer.take(StateKind::Memory);
-            }
-            if !notes.is_empty() && !memories_enabled(&paths) {
+            tally.finish();
+            if !notes.is_empty() && !memories_enabled(&layout) {
                 ctx.diagnostics.note(
-                    &paths.codex.join(config::FILE),
+                    &layout.codex.join(config::FILE),
                     None,
                     "Codex reads memories only with `[features] memories = true`; the notes were written, but Codex will not use them until it is turned on",
                 );
@@ -242,7 +227,7 @@ impl Harness for Codex {
 }
 
 /// What a new session in this home would run with.
-fn defaults_of(c: &config::Config) -> build::Defaults {
+fn defaults_of(c: &config::Config) -> compose::Defaults {
     use asp_format::state::SettingValue;
     let s = c.settings();
     let get = |k: &str| match s.get(k) {
@@ -250,7 +235,7 @@ fn defaults_of(c: &config::Config) -> build::Defaults {
         _ => None,
     };
     let mode = get(settings::MODE).and_then(|m| settings::parse_mode(&m));
-    build::Defaults {
+    compose::Defaults {
         settings: settings::TurnSettings {
             model: get(settings::MODEL).filter(|m| settings::is_codex_model(m)),
             effort: get(settings::EFFORT),
@@ -261,53 +246,12 @@ fn defaults_of(c: &config::Config) -> build::Defaults {
     }
 }
 
-fn memories_enabled(paths: &Paths) -> bool {
-    config::Config::load(&paths.codex).is_ok_and(|c| {
+fn memories_enabled(layout: &Layout) -> bool {
+    config::Config::load(&layout.codex).is_ok_and(|c| {
         c.doc
             .get("features")
             .and_then(|f| f.get("memories"))
             .and_then(|m| m.as_bool())
             == Some(true)
     })
-}
-
-fn merge_config(
-    c: &mut config::Config,
-    state: &State,
-    answer: &mut ImportAnswer,
-) -> Result<(), ConvertError> {
-    if let Some(tools) = &state.tools {
-        let mut any = tools.is_empty();
-        for server in tools {
-            match c.merge_mcp(server) {
-                config::Merge::Added { notes } => {
-                    any = true;
-                    for n in notes {
-                        answer.refuse(
-                            StateKind::Tools,
-                            format!("MCP server {}: {n}", server.name()),
-                        );
-                    }
-                }
-                config::Merge::AlreadyThere => any = true,
-                config::Merge::Refused(reason) => answer.refuse(StateKind::Tools, reason),
-            }
-        }
-        if any {
-            answer.take(StateKind::Tools);
-        }
-    }
-    if let Some(settings) = &state.settings {
-        let mut any = settings.is_empty();
-        for (id, value) in settings {
-            match c.merge_setting(id, value) {
-                Ok(()) => any = true,
-                Err(reason) => answer.refuse(StateKind::Settings, reason),
-            }
-        }
-        if any {
-            answer.take(StateKind::Settings);
-        }
-    }
-    Ok(())
 }

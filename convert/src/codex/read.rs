@@ -1,681 +1,275 @@
-//! The second pass over a rollout: its records as the ACP `session/update` stream that
-//! `session/load` would replay (spec/harnesses/codex.md §7), streamed into a blob.
+//! Reading one surveyed thread into a session.
 //!
-//! - `response_item`s are the conversation; their `event_msg`/`item_completed` twins are used
-//!   only where an item is missing (the [`Survey`] says which).
-//! - Injected context, `turn_context`, turn boundaries and every record ACP has no word for
-//!   are kept verbatim: each goes into `_meta.codex.records` of the next update emitted, and
-//!   what is left at the end into the session's `_meta.codex.trailingRecords`.
-//! - Every update derived from a line has `_meta.codex.timestamp`, the line's time.
+//! The rollout is read twice: a first pass ([`super::first_pass`]) learns what the second
+//! needs ahead, and the second ([`super::replay`]) streams the ACP updates into their blob.
+//! Memory stays at one rollout's hashes, whatever its size.
 
-use std::collections::HashMap;
+use asp_format::name::{HarnessName, RelPath};
+use asp_format::state::{FileEntry, Meta, Native, Session};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
-use asp_format::blob::BlobSink;
-use asp_format::update::UpdateWriter;
-use serde_json::{Map, Value, json};
+use super::first_pass::{FirstPass, str_at};
+use super::replay::{self, Context};
+use super::rollout::{Lines, RolloutFile};
+use super::survey::Plan;
+use super::{NAME, time};
+use crate::error::ConvertError;
+use crate::harness::{SessionContext, Surveyed};
+use crate::kit::meta::{self as kit_meta, Parent};
 
-use super::index::Entry;
-use super::message;
-use super::rollout::{Kind, Lines, Record, RolloutFile};
-use super::settings::TurnSettings;
-use super::survey::Survey;
-use super::time;
-use super::tools::{self, Call, CallInfo};
-use crate::acp::{self, Meta, ToolFields, ToolKind, ToolStatus, Update};
-use crate::harness::ConvertError;
-use crate::report::Diagnostics;
+/// Titles longer than this (a long first prompt) are cut.
+const MAX_TITLE: usize = 200;
 
-/// The session-level facts of a rollout, once its stream is written.
-#[derive(Debug)]
-pub struct Outcome {
-    pub updates: asp_format::Descriptor,
-    pub first_prompt: Option<String>,
-    /// The last `thread_name_updated` name.
-    pub renamed: Option<String>,
-    /// Records nothing came after.
-    pub trailing: Vec<Value>,
-}
-
-/// What the reader is told about the thread beyond its file.
-#[derive(Debug, Default)]
-pub struct Context<'a> {
-    /// `session_index.jsonl` namings of this thread, oldest first.
-    pub index_entries: &'a [Entry],
-}
-
-/// Writes updates with the pending native records attached.
-struct Emitter<'a> {
-    out: UpdateWriter<'a>,
-    session_id: String,
-    pending: Vec<Value>,
-}
-
-impl Emitter<'_> {
-    /// Emits an update from a rollout line, carrying the native records since the last one.
-    fn emit(&mut self, u: Update, timestamp: Option<&str>) -> Result<(), ConvertError> {
-        self.push(u, timestamp, true)
-    }
-
-    fn push(
-        &mut self,
-        mut u: Update,
-        timestamp: Option<&str>,
-        records: bool,
-    ) -> Result<(), ConvertError> {
-        let meta = u.meta_mut().get_or_insert_with(Meta::new);
-        let codex = meta.entry("codex").or_insert_with(|| json!({}));
-        if !codex.is_object() {
-            *codex = json!({ "value": codex.take() });
-        }
-        let codex = codex.as_object_mut().expect("made an object above");
-        if let Some(t) = timestamp {
-            codex.insert("timestamp".into(), json!(t));
-        }
-        if records && !self.pending.is_empty() {
-            codex.insert(
-                "records".into(),
-                Value::Array(std::mem::take(&mut self.pending)),
-            );
-        }
-        self.out.push(&u.to_params(&self.session_id))?;
-        Ok(())
-    }
-}
-
-struct Reader<'a> {
-    em: Emitter<'a>,
-    survey: &'a Survey,
-    cwd: Option<String>,
-    settings: Option<TurnSettings>,
-    calls: HashMap<String, CallInfo>,
-    /// Calls without an output yet, in call order.
-    open: Vec<String>,
-    /// Events about a call that came before its output.
-    hints: HashMap<String, Vec<Value>>,
-    compaction_summary: Option<String>,
-    first_prompt: Option<String>,
-    renamed: Option<String>,
-    index: Vec<&'a Entry>,
-    next_index: usize,
-    seen_meta: bool,
-}
-
-/// An ACP content block for a Codex content part.
-fn block(part: &Value) -> Option<Value> {
-    let ty = part.get("type").and_then(Value::as_str)?;
-    match ty {
-        "input_text" | "output_text" | "text" | "Text" => {
-            Some(acp::text(part.get("text").and_then(Value::as_str)?))
-        }
-        "input_image" => image_block(part.get("image_url").and_then(Value::as_str)?),
-        _ => None,
-    }
-}
-
-/// An image from a data URL, or a link for an image Codex sent by URL.
-fn image_block(url: &str) -> Option<Value> {
-    if let Some(rest) = url.strip_prefix("data:")
-        && let Some((mime, data)) = rest.split_once(";base64,")
-    {
-        return Some(acp::image(data, mime));
-    }
-    Some(json!({"type": "resource_link", "uri": url, "name": url}))
-}
-
-fn chunk(make: fn(Value) -> Update, content: Value, message_id: &str, codex: Value) -> Update {
-    let mut u = make(content);
-    if let Update::UserMessageChunk(c)
-    | Update::AgentMessageChunk(c)
-    | Update::AgentThoughtChunk(c) = &mut u
-    {
-        c.message_id = Some(message_id.to_owned());
-    }
-    if codex.as_object().is_some_and(|o| !o.is_empty()) {
-        u = u.with_meta("codex", codex);
-    }
-    u
-}
-
-impl<'a> Reader<'a> {
-    fn ts(r: &Record) -> Option<&str> {
-        r.timestamp.as_deref()
-    }
-
-    fn message_id(r: &Record) -> String {
-        r.payload
-            .get("id")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| format!("line-{}", r.line))
-    }
-
-    /// Emits index namings that happened before `at`.
-    fn names_until(&mut self, at: Option<time::Nanos>) -> Result<(), ConvertError> {
-        while let Some(e) = self.index.get(self.next_index) {
-            let due = match (e.at, at) {
-                (Some(e_at), Some(now)) => e_at <= now,
-                (_, None) => true,
-                (None, Some(_)) => false,
-            };
-            if !due {
-                break;
-            }
-            self.next_index += 1;
-            let u = Update::SessionInfoUpdate {
-                title: Some(e.name.clone()),
-                updated_at: e.at.map(time::format_millis),
-                meta: acp::meta("codex", json!({"source": "session_index"})),
-            };
-            // Not from a rollout line: the line records wait for the next line's update.
-            self.em.push(u, None, false)?;
-        }
-        Ok(())
-    }
-
-    fn record(&mut self, r: Record) -> Result<(), ConvertError> {
-        if let Some(t) = r.timestamp.as_deref().and_then(time::parse) {
-            self.names_until(Some(t))?;
-        }
-        match r.kind {
-            Kind::SessionMeta => {
-                // The first defines the thread (session-level `_meta`); later ones (forks,
-                // resumes) are kept as records.
-                if std::mem::replace(&mut self.seen_meta, true) {
-                    self.em.pending.push(r.raw);
-                }
-                Ok(())
-            }
-            Kind::TurnContext => self.turn_context(r),
-            Kind::ResponseItem => self.response_item(r),
-            Kind::EventMsg => self.event(r),
-            Kind::Compacted => self.compacted(r),
-            Kind::Other(_) => {
-                self.em.pending.push(r.raw);
-                Ok(())
-            }
-        }
-    }
-
-    fn turn_context(&mut self, r: Record) -> Result<(), ConvertError> {
-        if let Some(c) = r.payload.get("cwd").and_then(Value::as_str) {
-            self.cwd = Some(c.to_owned());
-        }
-        let s = TurnSettings::of_turn_context(&r.payload);
-        let ts = r.timestamp.clone();
-        self.em.pending.push(r.raw);
-        let prev = self.settings.replace(s.clone());
-        if let Some(mode) = s.mode()
-            && prev.as_ref().and_then(TurnSettings::mode).as_deref() != Some(&mode)
-        {
-            let u = Update::CurrentModeUpdate {
-                current_mode_id: mode,
-                meta: None,
-            };
-            self.em.emit(u, ts.as_deref())?;
-        }
-        let options = s.config_options();
-        if prev.as_ref() != Some(&s) && !options.is_empty() {
-            let u = Update::ConfigOptionUpdate {
-                config_options: options,
-                meta: None,
-            };
-            self.em.emit(u, ts.as_deref())?;
-        }
-        Ok(())
-    }
-
-    fn user_parts(
-        &mut self,
-        r: &Record,
-        parts: &[Value],
-        codex: Value,
-    ) -> Result<(), ConvertError> {
-        let id = Self::message_id(r);
-        let blocks: Vec<Value> = parts.iter().filter_map(block).collect();
-        let text: Vec<&str> = blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect();
-        if self.first_prompt.is_none() && !text.is_empty() {
-            self.first_prompt = Some(text.join("\n").trim().to_owned());
-        }
-        for (i, b) in blocks.into_iter().enumerate() {
-            let c = if i == 0 { codex.clone() } else { json!({}) };
-            self.em.emit(chunk(Update::user, b, &id, c), Self::ts(r))?;
-        }
-        Ok(())
-    }
-
-    fn response_item(&mut self, r: Record) -> Result<(), ConvertError> {
-        let p = &r.payload;
-        match r.payload_type() {
-            "message" => match message::role(p) {
-                "user" if self.survey.is_real_user_item(p) => {
-                    let parts = p
-                        .get("content")
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .unwrap_or_default();
-                    self.user_parts(&r, &parts, json!({}))
-                }
-                "assistant" if self.survey.compaction_summaries.contains(&r.line) => {
-                    self.compaction_summary = Some(message::text(p));
-                    self.em.pending.push(r.raw);
-                    Ok(())
-                }
-                "assistant" => {
-                    let id = Self::message_id(&r);
-                    let mut codex = Map::new();
-                    if let Some(ph) = p.get("phase") {
-                        codex.insert("phase".into(), ph.clone());
-                    }
-                    let parts = p
-                        .get("content")
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .unwrap_or_default();
-                    for part in &parts {
-                        if let Some(b) = block(part) {
-                            let u = chunk(Update::agent, b, &id, Value::Object(codex.clone()));
-                            self.em.emit(u, Self::ts(&r))?;
-                        }
-                    }
-                    Ok(())
-                }
-                _ => {
-                    self.em.pending.push(r.raw);
-                    Ok(())
-                }
-            },
-            "reasoning" => self.reasoning(r),
-            "function_call" | "custom_tool_call" | "local_shell_call" | "tool_search_call" => {
-                self.call(r)
-            }
-            "web_search_call" | "image_generation_call" => {
-                // These carry their final status; there is no output item.
-                let id = p.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
-                let status = match p.get("status").and_then(Value::as_str) {
-                    Some("failed" | "incomplete") => ToolStatus::Failed,
-                    _ => ToolStatus::Completed,
-                };
-                let ts = r.timestamp.clone();
-                self.call(r)?;
-                self.open.retain(|c| c != &id);
-                let mut codex = Map::new();
-                if let Some(h) = self.hints.remove(&id) {
-                    codex.insert("events".into(), Value::Array(h));
-                }
-                let u = Update::ToolCallUpdate {
-                    tool_call_id: id,
-                    fields: ToolFields {
-                        status: Some(status),
-                        ..ToolFields::default()
-                    },
-                    meta: Some(Meta::from_iter([(
-                        "codex".to_owned(),
-                        Value::Object(codex),
-                    )])),
-                };
-                self.em.emit(u, ts.as_deref())
-            }
-            "function_call_output" | "custom_tool_call_output" | "tool_search_output" => {
-                self.output(r)
-            }
-            _ => {
-                self.em.pending.push(r.raw);
-                Ok(())
-            }
-        }
-    }
-
-    fn reasoning(&mut self, r: Record) -> Result<(), ConvertError> {
-        let p = &r.payload;
-        let texts = |key: &str| -> Vec<String> {
-            p.get(key)
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|s| s.get("text").and_then(Value::as_str))
-                .map(str::to_owned)
-                .collect()
-        };
-        let summary = texts("summary");
-        let parts = if summary.is_empty() {
-            texts("content")
-        } else {
-            summary
-        };
-        if parts.is_empty() {
-            // Encrypted only: nothing a person can read.
-            self.em.pending.push(r.raw);
-            return Ok(());
-        }
-        let id = Self::message_id(&r);
-        let mut codex = Map::new();
-        if let Some(e) = p.get("encrypted_content").filter(|e| !e.is_null()) {
-            codex.insert("encrypted_content".into(), e.clone());
-        }
-        if !texts("content").is_empty() && !texts("summary").is_empty() {
-            codex.insert(
-                "content".into(),
-                p.get("content").cloned().unwrap_or(Value::Null),
-            );
-        }
-        for (i, t) in parts.into_iter().enumerate() {
-            let c = if i == 0 {
-                Value::Object(codex.clone())
-            } else {
-                json!({})
-            };
-            let u = chunk(Update::thought, acp::text(t), &id, c);
-            self.em.emit(u, Self::ts(&r))?;
-        }
-        Ok(())
-    }
-
-    fn call(&mut self, r: Record) -> Result<(), ConvertError> {
-        match tools::read_call(&r.payload, self.cwd.as_deref()) {
-            Call::Plan(u) => {
-                if let Some(id) = r.payload.get("call_id").and_then(Value::as_str) {
-                    self.calls.insert(
-                        id.to_owned(),
-                        CallInfo {
-                            is_plan: true,
-                            has_diffs: false,
-                        },
-                    );
-                }
-                self.em.emit(u, Self::ts(&r))
-            }
-            Call::Tool {
-                id,
-                mut update,
-                info,
-            } => {
-                if let Some(child) = self.survey.spawned.get(&id) {
-                    update = update.with_meta("asp", json!({"subagentSessionId": child}));
-                }
-                self.calls.insert(id.clone(), info);
-                self.open.push(id);
-                self.em.emit(update, Self::ts(&r))
-            }
-        }
-    }
-
-    fn output(&mut self, r: Record) -> Result<(), ConvertError> {
-        let id = r
-            .payload
-            .get("call_id")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        self.open.retain(|c| c != &id);
-        let hints = self.hints.remove(&id).unwrap_or_default();
-        if self.calls.get(&id).is_some_and(|c| c.is_plan) {
-            // "Plan updated": the plan update already said it all.
-            self.em.pending.push(r.raw);
-            self.em.pending.extend(hints);
-            return Ok(());
-        }
-        let u = tools::read_output(&r.payload, self.calls.get(&id), hints);
-        self.em.emit(u, Self::ts(&r))
-    }
-
-    fn event(&mut self, r: Record) -> Result<(), ConvertError> {
-        let p = &r.payload;
-        let s = self.survey;
-        let str_of = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("");
-        match r.payload_type() {
-            "user_message" => {
-                if s.user_items.contains(&message::hash(str_of("message"))) {
-                    return Ok(());
-                }
-                let mut parts = vec![json!({"type": "input_text", "text": str_of("message")})];
-                for img in p
-                    .get("images")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    if let Some(url) = img.as_str() {
-                        parts.push(json!({"type": "input_image", "image_url": url}));
-                    }
-                }
-                self.user_parts(&r, &parts, json!({"fromEvent": true}))
-            }
-            "agent_message" => {
-                if s.agent_items.contains(&message::hash(str_of("message"))) {
-                    return Ok(());
-                }
-                let mut codex = json!({"fromEvent": true});
-                if let Some(ph) = p.get("phase").filter(|v| !v.is_null()) {
-                    codex["phase"] = ph.clone();
-                }
-                let id = format!("line-{}", r.line);
-                let u = chunk(Update::agent, acp::text(str_of("message")), &id, codex);
-                self.em.emit(u, Self::ts(&r))
-            }
-            "agent_reasoning" | "agent_reasoning_raw_content" => {
-                if s.reasoning_items.contains(&message::hash(str_of("text"))) {
-                    return Ok(());
-                }
-                let id = format!("line-{}", r.line);
-                let u = chunk(
-                    Update::thought,
-                    acp::text(str_of("text")),
-                    &id,
-                    json!({"fromEvent": true}),
-                );
-                self.em.emit(u, Self::ts(&r))
-            }
-            "item_completed" => self.item_completed(r),
-            "token_count" => {
-                let (Some(used), Some(size)) = (
-                    p.pointer("/info/last_token_usage/input_tokens")
-                        .and_then(Value::as_u64),
-                    p.pointer("/info/model_context_window")
-                        .and_then(Value::as_u64),
-                ) else {
-                    self.em.pending.push(r.raw);
-                    return Ok(());
-                };
-                let mut codex = Map::new();
-                for k in ["total_token_usage", "last_token_usage"] {
-                    if let Some(v) = p.pointer(&format!("/info/{k}")) {
-                        codex.insert(k.into(), v.clone());
-                    }
-                }
-                if let Some(rl) = p.get("rate_limits").filter(|v| !v.is_null()) {
-                    codex.insert("rate_limits".into(), rl.clone());
-                }
-                let u = Update::UsageUpdate {
-                    used,
-                    size,
-                    cost: None,
-                    meta: Some(Meta::from_iter([(
-                        "codex".to_owned(),
-                        Value::Object(codex),
-                    )])),
-                };
-                self.em.emit(u, Self::ts(&r))
-            }
-            "thread_name_updated" => {
-                let name = str_of("thread_name").to_owned();
-                if name.trim().is_empty() {
-                    self.em.pending.push(r.raw);
-                    return Ok(());
-                }
-                self.renamed = Some(name.clone());
-                let u = Update::SessionInfoUpdate {
-                    title: Some(name),
-                    updated_at: r
-                        .timestamp
-                        .as_deref()
-                        .and_then(time::parse)
-                        .map(time::format_millis),
-                    meta: acp::meta("codex", json!({"source": "thread_name_updated"})),
-                };
-                self.em.emit(u, Self::ts(&r))
-            }
-            "patch_apply_end" | "mcp_tool_call_end" | "exec_command_end" | "web_search_end" => {
-                let id = str_of("call_id").to_owned();
-                self.hints.entry(id).or_default().push(r.raw);
-                Ok(())
-            }
-            _ => {
-                self.em.pending.push(r.raw);
-                Ok(())
-            }
-        }
-    }
-
-    /// Paginated files: `item_completed` twins of messages, and facts about calls.
-    fn item_completed(&mut self, r: Record) -> Result<(), ConvertError> {
-        let s = self.survey;
-        let item = r.payload.get("item").cloned().unwrap_or(Value::Null);
-        match item.get("type").and_then(Value::as_str).unwrap_or("") {
-            "UserMessage" => {
-                if s.user_items.contains(&message::hash(&message::text(&item))) {
-                    return Ok(());
-                }
-                let parts: Vec<Value> = message::text_parts(&item)
-                    .into_iter()
-                    .map(|t| json!({"type": "input_text", "text": t}))
-                    .collect();
-                self.user_parts(&r, &parts, json!({"fromEvent": true}))
-            }
-            "AgentMessage" => {
-                let t = message::text(&item);
-                if s.agent_items.contains(&message::hash(&t)) {
-                    return Ok(());
-                }
-                let id = format!("line-{}", r.line);
-                let u = chunk(Update::agent, acp::text(t), &id, json!({"fromEvent": true}));
-                self.em.emit(u, Self::ts(&r))
-            }
-            "Reasoning" => {
-                let parts: Vec<&str> = item
-                    .get("summary_text")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
-                let missing: Vec<&str> = parts
-                    .into_iter()
-                    .filter(|t| !s.reasoning_items.contains(&message::hash(t)))
-                    .collect();
-                let id = format!("line-{}", r.line);
-                for t in missing {
-                    let u = chunk(
-                        Update::thought,
-                        acp::text(t),
-                        &id,
-                        json!({"fromEvent": true}),
-                    );
-                    self.em.emit(u, Self::ts(&r))?;
-                }
-                Ok(())
-            }
-            _ => {
-                // CommandExecution, FileChange, McpToolCall...: facts about a call whose
-                // output item is still to come.
-                match item.get("id").and_then(Value::as_str) {
-                    Some(id) if self.calls.contains_key(id) => {
-                        self.hints.entry(id.to_owned()).or_default().push(r.raw)
-                    }
-                    _ => self.em.pending.push(r.raw),
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// `compacted`: no messages (its `replacement_history` is model input, never replayed), but
-    /// one completed `think` call, "Compact conversation", whose content is the summary.
-    fn compacted(&mut self, r: Record) -> Result<(), ConvertError> {
-        let summary = self.compaction_summary.take().unwrap_or_else(|| {
-            r.payload
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned()
-        });
-        let u = Update::ToolCall {
-            tool_call_id: format!("compaction-{}", r.line),
-            fields: ToolFields {
-                title: Some("Compact conversation".into()),
-                kind: Some(ToolKind::Think),
-                status: Some(ToolStatus::Completed),
-                content: (!summary.is_empty()).then(|| vec![acp::tool_content(acp::text(summary))]),
-                ..ToolFields::default()
-            },
-            meta: acp::meta("codex", json!({"compacted": r.payload})),
-        };
-        self.em.emit(u, Self::ts(&r))
-    }
-
-    fn finish(mut self) -> Result<Outcome, ConvertError> {
-        for id in std::mem::take(&mut self.open) {
-            if let Some(h) = self.hints.remove(&id) {
-                self.em.pending.extend(h);
-            }
-            self.em.emit(tools::missing_output(&id), None)?;
-        }
-        self.names_until(None)?;
-        let mut trailing = std::mem::take(&mut self.em.pending);
-        let mut leftover: Vec<_> = self.hints.into_values().flatten().collect();
-        trailing.append(&mut leftover);
-        Ok(Outcome {
-            updates: self.em.out.finish()?,
-            first_prompt: self.first_prompt,
-            renamed: self.renamed,
-            trailing,
-        })
-    }
-}
-
-/// Reads `file` (already surveyed) into an update stream in `sink`.
-pub fn read(
-    file: &RolloutFile,
-    session_id: &str,
-    survey: &Survey,
-    ctx: &Context<'_>,
-    sink: &dyn BlobSink,
-    diagnostics: &Diagnostics,
-) -> Result<Outcome, ConvertError> {
-    let mut lines = Lines::open(&file.path, true)?;
-    let index = ctx
-        .index_entries
+/// The parent thread a subagent thread names in its meta
+/// (`source: {"subagent": {"thread_spawn": {"parent_thread_id": …}}}`).
+pub fn parent_of(meta: &Value) -> Option<String> {
+    let source = meta.get("source")?;
+    let agent = ["subagent", "sub_agent", "subAgent"]
         .iter()
-        .filter(|e| !survey.renames.contains(&e.name))
-        .collect();
-    let mut reader = Reader {
-        em: Emitter {
-            out: UpdateWriter::new(sink)?,
-            session_id: session_id.to_owned(),
-            pending: Vec::new(),
-        },
-        survey,
-        cwd: survey
+        .find_map(|k| source.get(*k))?;
+    let spawn = ["thread_spawn", "threadSpawn"]
+        .iter()
+        .find_map(|k| agent.get(*k))?;
+    str_at(spawn, "/parent_thread_id").or_else(|| str_at(spawn, "/parentThreadId"))
+}
+
+/// A title from a prompt: trimmed, at most [`MAX_TITLE`] bytes, cut at a character boundary.
+pub fn title_from_prompt(prompt: &str) -> String {
+    let t = prompt.trim();
+    if t.len() <= MAX_TITLE {
+        return t.to_owned();
+    }
+    let mut end = MAX_TITLE;
+    while !t.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", t[..end].trim_end())
+}
+
+/// The session meta as carried: `base_instructions` (Codex's system prompt, often 20 KB and
+/// regenerated every start) is replaced by its size and digest.
+fn carried_meta(meta: &Value) -> Value {
+    let mut m = meta.clone();
+    if let Some(o) = m.as_object_mut() {
+        for key in ["base_instructions", "instructions"] {
+            if let Some(v) = o.get(key).filter(|v| !v.is_null()) {
+                let text = v
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .or_else(|| v.as_str())
+                    .unwrap_or_default();
+                let digest = hex::encode(Sha256::digest(text.as_bytes()));
+                o.insert(
+                    key.to_owned(),
+                    json!({"sha256": digest, "bytes": text.len(), "omitted": true}),
+                );
+            }
+        }
+    }
+    m
+}
+
+fn format_of(file: &RolloutFile, diagnostics: &crate::kit::report::Diagnostics) -> &'static str {
+    let Ok(mut lines) = Lines::open(file, false) else {
+        return "unknown";
+    };
+    match lines.next_record(diagnostics) {
+        Some(r) if r.raw.get("record_type").is_some() => "transitional",
+        Some(r) if r.raw.get("payload").is_none() => "flat",
+        Some(r)
+            if r.raw.get("ordinal").is_some()
+                || r.payload.get("history_mode").and_then(Value::as_str) == Some("paginated") =>
+        {
+            "paginated"
+        }
+        Some(_) => "legacy",
+        None => "empty",
+    }
+}
+
+/// A rollout that cannot be opened or read costs that rollout, not the whole read.
+fn skip_unreadable<T>(
+    r: Result<T, ConvertError>,
+    f: &RolloutFile,
+    diagnostics: &crate::kit::report::Diagnostics,
+) -> Result<Option<T>, ConvertError> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(ConvertError::Io { path, source }) if path == f.path => {
+            diagnostics.skipped(&path, None, format!("cannot be read ({source}); skipped"));
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads one surveyed thread: its first readable rollout (the others are reported), surveyed
+/// in a first pass, streamed into its update blob in the second, and stored byte for byte as
+/// the session's native file.
+pub fn read_session(
+    ctx: &SessionContext<'_>,
+    entry: &Surveyed,
+) -> Result<Vec<Session>, ConvertError> {
+    let plan: &Plan = entry.plan();
+    let diagnostics = ctx.diagnostics;
+    let id = entry.id.as_str();
+    let harness = HarnessName::new(NAME).expect("a valid harness name");
+    let mut read_one = None;
+    for f in &plan.candidates {
+        if read_one.is_some() {
+            diagnostics.skipped(
+                &f.path,
+                None,
+                format!("another rollout of thread {id} was read already; this copy is skipped"),
+            );
+            continue;
+        }
+        ctx.progress.item(&f.rel);
+        let Some(first) = skip_unreadable(
+            FirstPass::of_file(f, &plan.children, diagnostics),
+            f,
+            diagnostics,
+        )?
+        else {
+            continue;
+        };
+        if first.meta.is_none() {
+            diagnostics.note(
+                &f.path,
+                None,
+                "no session_meta line (Codex itself does not list this file); read by its file name",
+            );
+        }
+        let Some(outcome) = skip_unreadable(
+            replay::read(
+                f,
+                id,
+                &first,
+                &Context {
+                    index_entries: &plan.index_entries,
+                },
+                ctx.blobs,
+                diagnostics,
+            ),
+            f,
+            diagnostics,
+        )?
+        else {
+            continue;
+        };
+        read_one = Some((f, first, outcome));
+    }
+    let Some((f, first, outcome)) = read_one else {
+        return Ok(Vec::new());
+    };
+
+    let db_row = plan.db_row.as_ref();
+    let index_name = plan.index_entries.last().map(|e| e.name.clone());
+    let (title, source) = if let Some(n) = index_name {
+        (n, "session_index")
+    } else if let Some(n) = &outcome.renamed {
+        (n.clone(), "thread_name_updated")
+    } else if let Some(n) = db_row
+        .and_then(|t| {
+            t.name.clone().or_else(|| {
+                t.title
+                    .clone()
+                    .filter(|title| Some(title) != t.first_user_message.as_ref())
+            })
+        })
+        .filter(|n| !n.trim().is_empty())
+    {
+        (n, "state_db")
+    } else if let Some(p) = outcome.first_prompt.as_deref().filter(|p| !p.is_empty()) {
+        (title_from_prompt(p), "first_prompt")
+    } else {
+        (format!("Codex thread {id}"), "none")
+    };
+
+    // The rollout, byte for byte, as the session's native file: only when the caller wants
+    // native files, and only under a path every platform can hold. Without it the
+    // conversation is still carried (and would be written back as a built rollout).
+    let rel = format!(".codex/{}", f.rel);
+    let native_rel = match RelPath::new(&rel) {
+        Ok(p) => Some(p),
+        Err(e) if ctx.options.native => {
+            diagnostics.skipped(
+                &f.path,
+                None,
+                format!("the rollout file itself is not carried ({e}); its conversation is"),
+            );
+            None
+        }
+        Err(_) => None,
+    };
+    let native = match native_rel.filter(|_| ctx.options.native) {
+        None => None,
+        Some(path) => {
+            let opened = match &f.source {
+                Some(src) => src.open().map_err(ConvertError::io(&f.path)),
+                None => Err(ConvertError::io(&f.path)(std::io::Error::from(
+                    std::io::ErrorKind::NotFound,
+                ))),
+            };
+            let Some(mut raw) = skip_unreadable(opened, f, diagnostics)? else {
+                return Ok(Vec::new());
+            };
+            // A rollout is copied as it is on disk; an I/O error here (not a blob error)
+            // skips it.
+            let content = match ctx.blobs.put_reader(&mut raw) {
+                Ok(d) => d,
+                Err(asp_format::blob::BlobError::Other(e)) => {
+                    diagnostics.skipped(&f.path, None, format!("cannot be read ({e}); skipped"));
+                    return Ok(Vec::new());
+                }
+                Err(e) => return Err(e.into()),
+            };
+            Some(Native {
+                harness: harness.clone(),
+                files: vec![FileEntry {
+                    path,
+                    executable: false,
+                    content,
+                }],
+            })
+        }
+    };
+
+    let mut codex = json!({
+        "rolloutPath": rel,
+        "format": format_of(f, diagnostics),
+        "titleSource": source,
+    });
+    if f.archived || db_row.is_some_and(|t| t.archived) {
+        codex["archived"] = json!(true);
+    }
+    if let Some(m) = &first.meta {
+        codex["sessionMeta"] = carried_meta(m);
+    }
+    if !outcome.trailing.is_empty() {
+        codex["trailingRecords"] = Value::Array(outcome.trailing);
+    }
+    let mut meta = Some(Meta::new());
+    meta.as_mut()
+        .expect("made above")
+        .insert("codex".into(), codex);
+    if let Some(parent) = &plan.parent {
+        kit_meta::set_parent(&mut meta, &Parent::new(parent.clone()));
+    }
+    let updated = first.last_time.or(first.first_time);
+    Ok(vec![Session {
+        id: entry.id.clone(),
+        title,
+        harness: Some(harness),
+        cwd: first
             .meta
             .as_ref()
-            .and_then(|m| m.get("cwd"))
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        settings: None,
-        calls: HashMap::new(),
-        open: Vec::new(),
-        hints: HashMap::new(),
-        compaction_summary: None,
-        first_prompt: None,
-        renamed: None,
-        index,
-        next_index: 0,
-        seen_meta: false,
-    };
-    while let Some(r) = lines.next_record(diagnostics) {
-        reader.record(r)?;
-    }
-    reader.finish()
+            .and_then(|m| str_at(m, "/cwd"))
+            .or(first.cwd_hint.clone()),
+        updated_at: updated.map(time::format_millis),
+        updates: outcome.updates,
+        native,
+        meta,
+    }])
 }

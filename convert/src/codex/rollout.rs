@@ -15,8 +15,9 @@ use serde_json::{Map, Value};
 
 use super::ids::is_uuid;
 use super::zstd::Frames;
-use crate::harness::ConvertError;
-use crate::report::Diagnostics;
+use crate::error::ConvertError;
+use crate::kit::report::Diagnostics;
+use crate::kit::source::SourceFile;
 
 /// Rollouts of live threads, in date directories.
 pub const SESSIONS_DIR: &str = "sessions";
@@ -33,6 +34,21 @@ pub struct RolloutFile {
     pub archived: bool,
     /// The thread UUID at the end of the file name.
     pub name_id: Option<String>,
+    /// The file as the survey saw it; reads take no more than that.
+    pub source: Option<SourceFile>,
+}
+
+impl RolloutFile {
+    /// The rollout's JSONL, decompressed if needed, as the survey saw it.
+    pub fn open(&self) -> Result<Box<dyn BufRead + Send>, ConvertError> {
+        match &self.source {
+            Some(src) => {
+                let file = src.open().map_err(ConvertError::io(&self.path))?;
+                Ok(decoded(file, self.compressed))
+            }
+            None => open(&self.path),
+        }
+    }
 }
 
 /// The thread UUID of a rollout file name `rollout-<time>-<uuid>.jsonl[.zst]`. Any name
@@ -139,6 +155,7 @@ pub fn discover(codex_home: &Path, diagnostics: &Diagnostics) -> Vec<RolloutFile
                 compressed,
                 archived,
                 name_id: Some(name_id),
+                source: None,
             });
         }
     }
@@ -149,14 +166,15 @@ pub fn discover(codex_home: &Path, diagnostics: &Diagnostics) -> Vec<RolloutFile
 /// A rollout's JSONL, decompressed if needed.
 pub fn open(path: &Path) -> Result<Box<dyn BufRead + Send>, ConvertError> {
     let file = File::open(path).map_err(ConvertError::io(path))?;
+    Ok(decoded(file, path.extension().is_some_and(|e| e == "zst")))
+}
+
+fn decoded(file: impl Read + Send + 'static, compressed: bool) -> Box<dyn BufRead + Send> {
     let buffered = BufReader::with_capacity(64 * 1024, file);
-    if path.extension().is_some_and(|e| e == "zst") {
-        Ok(Box::new(BufReader::with_capacity(
-            64 * 1024,
-            Frames::new(buffered),
-        )))
+    if compressed {
+        Box::new(BufReader::with_capacity(64 * 1024, Frames::new(buffered)))
     } else {
-        Ok(Box::new(buffered))
+        Box::new(buffered)
     }
 }
 
@@ -334,10 +352,10 @@ impl std::fmt::Debug for Lines {
 }
 
 impl Lines {
-    /// Opens `path`; damage is reported into diagnostics only when `report` is set (a file read
-    /// twice reports once).
-    pub fn open(path: &Path, report: bool) -> Result<Self, ConvertError> {
-        Ok(Self::from_reader(open(path)?, path, report))
+    /// Opens a rollout; damage is reported into diagnostics only when `report` is set (a file
+    /// read twice reports once).
+    pub fn open(file: &RolloutFile, report: bool) -> Result<Self, ConvertError> {
+        Ok(Self::from_reader(file.open()?, &file.path, report))
     }
 
     pub fn from_reader(reader: Box<dyn BufRead + Send>, path: &Path, report: bool) -> Self {

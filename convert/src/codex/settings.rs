@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use crate::acp::select_option;
+use crate::kit::acp::select_option;
 
 /// Option ids.
 pub const MODE: &str = "mode";
@@ -116,6 +116,23 @@ impl TurnSettings {
         }
         out
     }
+}
+
+/// Merges carried option values into the configuration, each one or the reason it was not.
+pub fn merge(
+    c: &mut super::config::Config,
+    settings: &asp_format::state::Settings,
+    answer: &mut asp_format::answer::ImportAnswer,
+) {
+    use crate::kit::placement::{Placement, Tally};
+    let mut tally = Tally::new(answer, asp_format::StateKind::Settings, settings.len());
+    for (id, value) in settings {
+        tally.place(match c.merge_setting(id, value) {
+            Ok(()) => Placement::New,
+            Err(reason) => Placement::Refused(reason),
+        });
+    }
+    tally.finish();
 }
 
 #[cfg(test)]

@@ -4,15 +4,18 @@
 //! itself when it lists threads; paginated threads and some builds' `codex resume <id>` need the
 //! row. So a writer adds a row for each thread it writes, but only where Codex already made
 //! the database (never creating one: that would skip Codex's migrations), only with the
-//! columns the table has (the schema changes between releases), in one transaction, never
-//! touching other rows, and waiting politely for a running Codex that holds the lock.
+//! columns the table has (the schema changes between releases), in one transaction of the
+//! writer ([`Writer::sqlite`]: rolled back in a dry run), never touching other rows, and
+//! waiting politely for a running Codex that holds the lock.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::types::Value as Sql;
-use rusqlite::{Connection, OpenFlags, TransactionBehavior, params_from_iter};
+use rusqlite::{Connection, OpenFlags, params_from_iter};
+
+use crate::kit::fsops::Writer;
 
 /// How long to wait for a Codex that holds the database lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -120,15 +123,14 @@ pub enum Insert {
     NoTable,
 }
 
-/// Adds `row` (which must have an `id`) to `threads` in one transaction.
-pub fn insert(path: &Path, row: &Row) -> rusqlite::Result<Insert> {
-    let mut conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    conn.busy_timeout(BUSY_TIMEOUT)?;
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let cols = columns(&tx)?;
+/// Adds `row` (which must have an `id`) to `threads` in one transaction of the writer (rolled
+/// back in a dry run, which so answers exactly like the real run).
+pub fn insert(writer: &Writer, path: &Path, row: &Row) -> rusqlite::Result<Insert> {
+    writer.sqlite(path, |tx| insert_in(tx, row))
+}
+
+fn insert_in(tx: &Connection, row: &Row) -> rusqlite::Result<Insert> {
+    let cols = columns(tx)?;
     if cols.is_empty() {
         return Ok(Insert::NoTable);
     }
@@ -154,7 +156,6 @@ pub fn insert(path: &Path, row: &Row) -> rusqlite::Result<Insert> {
         marks.join(", ")
     );
     tx.execute(&sql, params_from_iter(present.iter().map(|(_, v)| v)))?;
-    tx.commit()?;
     Ok(Insert::Added)
 }
 
@@ -179,8 +180,21 @@ mod tests {
         row.set("rollout_path", "/r".to_owned());
         row.set("title", "Hello".to_owned());
         row.set("column_from_the_future", 1i64);
-        assert_eq!(insert(&db, &row).unwrap(), Insert::Added);
-        assert_eq!(insert(&db, &row).unwrap(), Insert::AlreadyThere);
+        // A dry run makes the same checks and inserts, and leaves the database as it was.
+        let before = std::fs::read(&db).unwrap();
+        assert_eq!(
+            insert(&Writer::new(true), &db, &row).unwrap(),
+            Insert::Added
+        );
+        assert_eq!(
+            insert(&Writer::new(true), &db, &row).unwrap(),
+            Insert::Added
+        );
+        assert_eq!(std::fs::read(&db).unwrap(), before);
+        assert!(!db.with_extension("sqlite-journal").exists());
+        let w = Writer::new(false);
+        assert_eq!(insert(&w, &db, &row).unwrap(), Insert::Added);
+        assert_eq!(insert(&w, &db, &row).unwrap(), Insert::AlreadyThere);
         let threads = read(&db).unwrap();
         assert_eq!(threads.len(), 2);
         assert_eq!(threads["t1"].title.as_deref(), Some("Hello"));

@@ -1,296 +1,143 @@
-//! The first of two passes over a rollout: what the second pass needs to know ahead.
+//! Listing Codex's threads without reading them.
 //!
-//! Codex writes most messages twice, a `response_item` (what the model saw) and an `event_msg`
-//! or `item_completed` (what the UI showed), and not always in the same order: the user's
-//! message comes before its event, the agent's after. Some files have only one of the two
-//! (early builds only items, some events lack items). Reading the file once for hashes of those
-//! texts lets the second pass emit each message exactly once, in place, while holding no more
-//! than a hash per message. The same pass finds compaction summaries (an assistant message that
-//! is the model's summary for a `compacted` line, not an answer) and the first `session_meta`.
+//! Every rollout under `sessions/` and `archived_sessions/` is a thread, named by its first
+//! line's `session_meta` (else by the UUID at the end of its file name). The survey reads that
+//! one line of each file, which also says whether the thread is a subagent's and whose, and
+//! the two indexes that name threads (`session_index.jsonl`, the `threads` table of
+//! `state_<N>.sqlite`): what they say about a thread is part of that thread's survey entry, so
+//! a read needs nothing else. A thread found twice (a live and an archived copy) is one entry;
+//! its live copy is read first.
 
-use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::collections::HashMap;
 
-use serde_json::Value;
+use asp_format::name::SessionId;
 
-use super::message::{self, hash};
-use super::rollout::{Kind, Lines, Record};
-use super::time;
-use crate::harness::ConvertError;
-use crate::report::Diagnostics;
+use super::first_pass::str_at;
+use super::index::{Entry, SessionIndex};
+use super::layout::Layout;
+use super::read::parent_of;
+use super::rollout::{self, Lines, RolloutFile};
+use super::state_db::{self, Thread};
+use crate::error::ConvertError;
+use crate::harness::{Survey, SurveyContext, Surveyed};
+use crate::kit::source::SourceFile;
 
-/// What pass one learned about a rollout.
-#[derive(Debug, Default)]
-pub struct Survey {
-    /// The first `session_meta` payload: it defines the thread.
-    pub meta: Option<Value>,
-    /// Texts of `user_message` events and `item_completed` user messages.
-    pub user_events: HashSet<u64>,
-    /// Texts of role-`user` response items that do not look injected.
-    pub user_items: HashSet<u64>,
-    /// Texts of assistant response items (compaction summaries excluded).
-    pub agent_items: HashSet<u64>,
-    /// Texts of reasoning response items: each summary part, and each content part.
-    pub reasoning_items: HashSet<u64>,
-    /// Lines of assistant messages that are compaction summaries.
-    pub compaction_summaries: HashSet<u64>,
-    /// Names given by `thread_name_updated` events.
-    pub renames: HashSet<String>,
-    /// A working directory found in the content, for rollouts whose meta has none.
-    pub cwd_hint: Option<String>,
-    pub first_time: Option<time::Nanos>,
-    pub last_time: Option<time::Nanos>,
-    /// The `total_tokens` of the last `token_count` with usage.
-    pub tokens_used: Option<i64>,
-    /// The first `turn_context` payload.
-    pub first_turn_context: Option<Value>,
-    /// The last `turn_context` payload.
-    pub last_turn_context: Option<Value>,
-    /// Records seen (after skipping damaged lines).
-    pub records: u64,
-    /// The first text that looks like a user prompt (a non-injected user item or a user
-    /// event), for index previews.
-    pub first_user_text: Option<String>,
-    /// Calls that started a known child thread: call id → child thread id.
-    pub spawned: HashMap<String, String>,
-    /// Ids of `spawn_agent`-like calls, until their output is seen.
-    spawn_calls: HashSet<String>,
+/// What reading one thread needs, beyond its files.
+#[derive(Debug)]
+pub struct Plan {
+    /// The thread's rollouts, the one to read first first.
+    pub candidates: Vec<RolloutFile>,
+    /// Threads that name this one as their parent.
+    pub children: Vec<String>,
+    /// The thread this one is a subagent of.
+    pub parent: Option<String>,
+    /// `session_index.jsonl`'s namings of the thread, oldest first.
+    pub index_entries: Vec<Entry>,
+    /// Its row in the thread database.
+    pub db_row: Option<Thread>,
 }
 
-impl Survey {
-    /// Whether the file has any user-message events (if not, every non-injected user item is
-    /// the user's).
-    pub fn has_user_events(&self) -> bool {
-        !self.user_events.is_empty()
-    }
-
-    /// Whether a non-injected role-`user` response item is a real user message.
-    pub fn is_real_user_item(&self, payload: &Value) -> bool {
-        if message::is_injected(payload) {
-            return false;
-        }
-        if !self.has_user_events() {
-            return true;
-        }
-        let parts = message::text_parts(payload);
-        self.user_events.contains(&hash(&parts.join("\n")))
-            || parts.iter().any(|p| self.user_events.contains(&hash(p)))
-    }
-
-    /// Reads `path` once, silently (the second pass reports damage). `children` are the ids
-    /// of threads that name this one as their parent.
-    pub fn of_file(
-        path: &Path,
-        children: &[String],
-        diagnostics: &Diagnostics,
-    ) -> Result<Survey, ConvertError> {
-        Ok(Self::of_lines(
-            Lines::open(path, false)?,
-            children,
-            diagnostics,
-        ))
-    }
-
-    /// Reads a rollout already open.
-    pub fn of_lines(mut lines: Lines, children: &[String], diagnostics: &Diagnostics) -> Survey {
-        let mut s = Survey::default();
-        let mut turn = TurnWatch::default();
-        while let Some(r) = lines.next_record(diagnostics) {
-            s.add(&r, &mut turn);
-            if !children.is_empty() {
-                s.link_children(&r, children);
+/// The threads of the Codex home.
+pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {
+    let diagnostics = ctx.diagnostics;
+    let mut files = rollout::discover(&layout.codex, diagnostics);
+    // Live threads first, so a thread found twice keeps its live copy.
+    files.sort_by(|a, b| (a.archived, &a.rel).cmp(&(b.archived, &b.rel)));
+    let index = SessionIndex::load(&layout.codex, diagnostics)?;
+    let db: HashMap<String, Thread> = match state_db::find(&layout.codex) {
+        Some(p) => match state_db::read(&p) {
+            Ok(t) => t,
+            Err(e) => {
+                diagnostics.note(
+                    &p,
+                    None,
+                    format!("thread index not read ({e}); titles come from the rollouts"),
+                );
+                HashMap::new()
             }
-        }
-        s
-    }
+        },
+        None => HashMap::new(),
+    };
 
-    fn add(&mut self, r: &Record, turn: &mut TurnWatch) {
-        self.records += 1;
-        if let Some(t) = r.timestamp.as_deref().and_then(time::parse) {
-            self.first_time = Some(self.first_time.map_or(t, |f| f.min(t)));
-            self.last_time = Some(self.last_time.map_or(t, |l| l.max(t)));
-        }
-        match &r.kind {
-            Kind::SessionMeta => {
-                if self.meta.is_none() {
-                    self.meta = Some(r.payload.clone());
-                    if let Some(t) = r
-                        .payload
-                        .get("timestamp")
-                        .and_then(Value::as_str)
-                        .and_then(time::parse)
-                    {
-                        self.first_time = Some(self.first_time.map_or(t, |f| f.min(t)));
-                    }
-                }
+    // Thread ids and subagent links, from each file's opening line.
+    let mut order: Vec<String> = Vec::new();
+    let mut by_id: HashMap<String, (Vec<RolloutFile>, Option<String>)> = HashMap::new();
+    let mut children: HashMap<String, Vec<String>> = HashMap::new();
+    for mut f in files {
+        let source = match SourceFile::stat(&f.path, !f.compressed) {
+            Ok(s) => s,
+            Err(e) => {
+                diagnostics.skipped(&f.path, None, format!("cannot be read ({e}); skipped"));
+                continue;
             }
-            Kind::TurnContext => {
-                if self.first_turn_context.is_none() {
-                    self.first_turn_context = Some(r.payload.clone());
+        };
+        f.source = Some(source);
+        let first = Lines::open(&f, false)
+            .ok()
+            .and_then(|mut lines| lines.next_record(diagnostics));
+        let meta = first.filter(|r| r.kind == rollout::Kind::SessionMeta);
+        let id = meta
+            .as_ref()
+            .and_then(|r| str_at(&r.payload, "/id"))
+            .or_else(|| f.name_id.clone());
+        let Some(id) = id else {
+            diagnostics.skipped(
+                &f.path,
+                None,
+                "no session_meta and no thread id in the file name; skipped",
+            );
+            continue;
+        };
+        let parent = meta.as_ref().and_then(|r| parent_of(&r.payload));
+        match by_id.get_mut(&id) {
+            Some((copies, _)) => copies.push(f),
+            None => {
+                if let Some(p) = &parent {
+                    children.entry(p.clone()).or_default().push(id.clone());
                 }
-                self.last_turn_context = Some(r.payload.clone());
-                if self.cwd_hint.is_none() {
-                    self.cwd_hint = str_at(&r.payload, "/cwd");
-                }
+                order.push(id.clone());
+                by_id.insert(id, (vec![f], parent));
             }
-            Kind::ResponseItem => self.add_item(r, turn),
-            Kind::EventMsg => self.add_event(r, turn),
-            Kind::Compacted => {
-                let summary = r
-                    .payload
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                if let Some((line, text)) = turn.phaseless_assistant.take()
-                    && (!turn.user_seen || summary.trim_end().ends_with(text.trim()))
-                {
-                    self.compaction_summaries.insert(line);
-                    self.agent_items.remove(&hash(&text));
-                }
-            }
-            Kind::Other(_) => {}
         }
     }
 
-    /// Finds which call spawned which child: the child's id appears in the output of a
-    /// `spawn_agent`-like call.
-    fn link_children(&mut self, r: &Record, children: &[String]) {
-        if r.kind != Kind::ResponseItem {
-            return;
-        }
-        let p = &r.payload;
-        let call_id = p.get("call_id").and_then(Value::as_str).unwrap_or("");
-        match r.payload_type() {
-            "function_call" | "custom_tool_call" => {
-                let name = p.get("name").and_then(Value::as_str).unwrap_or("");
-                if super::tools::spawns_agent(name) {
-                    self.spawn_calls.insert(call_id.to_owned());
+    let mut out = Vec::new();
+    for id in order {
+        let (candidates, parent) = by_id.remove(&id).expect("listed above");
+        let session_id = match SessionId::new(&id) {
+            Ok(s) => s,
+            Err(e) => {
+                for f in &candidates {
+                    diagnostics.skipped(&f.path, None, format!("skipped: {e}"));
                 }
+                continue;
             }
-            "function_call_output" | "custom_tool_call_output"
-                if self.spawn_calls.remove(call_id) =>
-            {
-                let out = p.get("output").map(Value::to_string).unwrap_or_default();
-                if let Some(child) = children.iter().find(|c| out.contains(c.as_str())) {
-                    self.spawned.insert(call_id.to_owned(), child.clone());
-                }
-            }
-            _ => {}
-        }
+        };
+        let plan = Plan {
+            children: children.remove(&id).unwrap_or_default(),
+            index_entries: index.entries(&id).to_vec(),
+            db_row: db.get(&id).cloned(),
+            candidates,
+            parent: parent.clone(),
+        };
+        let files = plan
+            .candidates
+            .iter()
+            .filter_map(|f| f.source.clone())
+            .collect();
+        let facts = format!(
+            "{:?}|{:?}|{:?}|{:?}|{:?}",
+            plan.children,
+            plan.parent,
+            plan.index_entries,
+            plan.db_row,
+            plan.candidates
+                .iter()
+                .map(|c| (&c.rel, c.archived))
+                .collect::<Vec<_>>()
+        );
+        let parent_id = parent.and_then(|p| SessionId::new(&p).ok());
+        out.push(Surveyed::new(session_id, files, facts.as_bytes(), plan).with_parent(parent_id));
     }
-
-    fn add_item(&mut self, r: &Record, turn: &mut TurnWatch) {
-        let p = &r.payload;
-        match r.payload_type() {
-            "message" => match message::role(p) {
-                "user" => {
-                    if message::is_injected(p) {
-                        if self.cwd_hint.is_none() {
-                            self.cwd_hint = message::text_parts(p)
-                                .iter()
-                                .find_map(|t| message::cwd_in_context(t));
-                        }
-                    } else {
-                        let parts = message::text_parts(p);
-                        if self.first_user_text.is_none() {
-                            self.first_user_text = Some(parts.join("\n").trim().to_owned());
-                        }
-                        self.user_items.insert(hash(&parts.join("\n")));
-                        for part in parts {
-                            self.user_items.insert(hash(part));
-                        }
-                        turn.user_seen = true;
-                    }
-                }
-                "assistant" => {
-                    let text = message::text(p);
-                    self.agent_items.insert(hash(&text));
-                    if p.get("phase").is_none() {
-                        turn.phaseless_assistant = Some((r.line, text));
-                    }
-                }
-                _ => {}
-            },
-            "reasoning" => {
-                for key in ["summary", "content"] {
-                    let parts: Vec<&str> = p
-                        .get(key)
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|s| s.get("text").and_then(Value::as_str))
-                        .collect();
-                    self.reasoning_items.insert(hash(&parts.join("\n\n")));
-                    for part in parts {
-                        self.reasoning_items.insert(hash(part));
-                    }
-                }
-            }
-            "function_call" | "local_shell_call" if self.cwd_hint.is_none() => {
-                let args = p
-                    .get("arguments")
-                    .and_then(Value::as_str)
-                    .and_then(|a| serde_json::from_str::<Value>(a).ok());
-                self.cwd_hint = args
-                    .as_ref()
-                    .and_then(|a| str_at(a, "/workdir"))
-                    .or_else(|| str_at(p, "/action/working_directory"));
-            }
-            _ => {}
-        }
-    }
-
-    fn add_event(&mut self, r: &Record, turn: &mut TurnWatch) {
-        let p = &r.payload;
-        match r.payload_type() {
-            "task_started" | "turn_started" | "task_complete" | "turn_complete" => {
-                *turn = TurnWatch::default();
-            }
-            "user_message" => {
-                if let Some(m) = p.get("message").and_then(Value::as_str) {
-                    if self.first_user_text.is_none() {
-                        self.first_user_text = Some(m.trim().to_owned());
-                    }
-                    self.user_events.insert(hash(m));
-                    turn.user_seen = true;
-                }
-            }
-            "item_completed" => {
-                let item = p.get("item").unwrap_or(&Value::Null);
-                if item.get("type").and_then(Value::as_str) == Some("UserMessage") {
-                    self.user_events.insert(hash(&message::text(item)));
-                    turn.user_seen = true;
-                }
-            }
-            "token_count" => {
-                if let Some(t) = p
-                    .pointer("/info/total_token_usage/total_tokens")
-                    .and_then(Value::as_i64)
-                {
-                    self.tokens_used = Some(t);
-                }
-            }
-            "thread_name_updated" => {
-                if let Some(n) = p.get("thread_name").and_then(Value::as_str) {
-                    self.renames.insert(n.to_owned());
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-/// Per-turn facts for telling a compaction summary from an answer.
-#[derive(Debug, Default)]
-struct TurnWatch {
-    user_seen: bool,
-    phaseless_assistant: Option<(u64, String)>,
-}
-
-/// A string at a JSON pointer.
-pub fn str_at(v: &Value, pointer: &str) -> Option<String> {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
+    Ok(Survey::of(out))
 }

@@ -1,8 +1,10 @@
-//! The time shapes of Codex file names, on top of [`crate::time`].
+//! The time shapes of Codex file names, on top of [`crate::kit::time`].
 
-pub use crate::time::{Nanos, format_millis, format_nanos, from_millis, millis, now, parse, secs};
+pub use crate::kit::time::{
+    Nanos, format_millis, format_nanos, from_millis, millis, now, parse, secs,
+};
 
-use crate::time::civil;
+use crate::kit::time::civil;
 
 /// `YYYY-MM-DDThh-mm-ss`, the time in a rollout file name.
 pub fn file_stamp(n: Nanos) -> String {

@@ -3,7 +3,7 @@
 //! - A Codex session with its native rollout goes back byte for byte to the same path. When
 //!   `--map-path` changed paths, the rollout was already rewritten (a compressed one is
 //!   rewritten here and written plain, which Codex reads the same).
-//! - Any other session is built into a new rollout ([`super::build`]).
+//! - Any other session is composed into a new rollout ([`super::compose`]).
 //! - A thread id already in the home with the same content: "already there". With different
 //!   content: the session is kept beside it as `<thread>~<harness>`, which for Codex means a
 //!   new UUID (derived from `<id>~<harness>` and the digest of the content, so importing it
@@ -24,34 +24,26 @@ use asp_format::update::UpdateLines;
 use rusqlite::types::Value as Sql;
 use serde_json::Value;
 
-use super::build::{self, Built, Defaults, Source};
+use super::NAME;
+use super::compose::{self, Built, Defaults, Source};
+use super::first_pass::{FirstPass, str_at};
 use super::ids;
 use super::index::SessionIndex;
+use super::layout::Layout;
 use super::rollout::{self, ARCHIVED_DIR, Kind, Lines, SESSIONS_DIR};
 use super::settings::TurnSettings;
 use super::state_db::{self, Insert, Row};
-use super::survey::{Survey, str_at};
 use super::time::{self, Nanos};
-use super::{NAME, Paths};
-use crate::conversation::Folder;
-use crate::fsops::{Created, Writer};
-use crate::harness::ConvertError;
-use crate::pathmap::PathMap;
-use crate::report::Diagnostics;
+use crate::error::ConvertError;
+use crate::kit::beside::kept_beside;
+use crate::kit::conversation::Folder;
+use crate::kit::fsops::{Created, Writer};
+use crate::kit::pathmap::PathMap;
+use crate::kit::placement::SessionPlaced;
+use crate::kit::report::Diagnostics;
 
 /// How many `<thread>~<harness>` copies of one thread are tried before giving up.
 const MAX_COPIES: u32 = 50;
-
-/// What writing one session did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Written {
-    /// Written under `id` (a new id when it differs from the session's).
-    New { id: String, path: PathBuf },
-    /// The same thread is there already, under `id`.
-    AlreadyThere { id: String },
-    /// Not taken, with the reason.
-    Refused(String),
-}
 
 /// Facts for the thread index row.
 #[derive(Debug, Clone, Default)]
@@ -77,7 +69,7 @@ struct Summary {
 
 /// Writes sessions into one Codex home.
 pub struct SessionWriter<'a> {
-    paths: &'a Paths,
+    paths: &'a Layout,
     writer: &'a Writer,
     blobs: &'a dyn BlobSource,
     diagnostics: &'a Diagnostics,
@@ -106,7 +98,7 @@ fn jsonl_of(path: &Path) -> Option<Vec<u8>> {
 
 impl<'a> SessionWriter<'a> {
     pub fn new(
-        paths: &'a Paths,
+        paths: &'a Layout,
         writer: &'a Writer,
         blobs: &'a dyn BlobSource,
         diagnostics: &'a Diagnostics,
@@ -140,7 +132,7 @@ impl<'a> SessionWriter<'a> {
         Some(paths.iter().any(|p| jsonl_of(p).as_deref() == Some(bytes)))
     }
 
-    pub fn write(&mut self, session: &Session) -> Result<Written, ConvertError> {
+    pub fn write(&mut self, session: &Session) -> Result<SessionPlaced, ConvertError> {
         if let Some(native) = session
             .native
             .as_ref()
@@ -164,7 +156,7 @@ impl<'a> SessionWriter<'a> {
         &mut self,
         session: &Session,
         native: &asp_format::state::FileEntry,
-    ) -> Result<Written, ConvertError> {
+    ) -> Result<SessionPlaced, ConvertError> {
         let stored_rel = native
             .path
             .as_str()
@@ -187,7 +179,7 @@ impl<'a> SessionWriter<'a> {
         }
         let diagnostics = self.diagnostics;
         let survey = |text: &[u8], path: &Path| {
-            Survey::of_lines(
+            FirstPass::of_lines(
                 Lines::from_reader(Box::new(std::io::Cursor::new(text.to_vec())), path, false),
                 &[],
                 diagnostics,
@@ -225,13 +217,13 @@ impl<'a> SessionWriter<'a> {
                 (id, rel, text.clone(), text)
             };
             match self.compare(&id, &text) {
-                Some(true) => return Ok(Written::AlreadyThere { id }),
+                Some(true) => return Ok(SessionPlaced::already_there(id)),
                 Some(false) => continue,
                 None => {}
             }
             let path = self.paths.codex.join(&rel);
             if self.writer.create_new(&path, &bytes, false)? == Created::AlreadyExists {
-                return Ok(Written::Refused(format!(
+                return Ok(SessionPlaced::refused(format!(
                     "{} is in the way (a file Codex does not name like a rollout); left as it is",
                     path.display()
                 )));
@@ -257,15 +249,19 @@ impl<'a> SessionWriter<'a> {
                 .is_some_and(|s| matches!(s, "session_index" | "thread_name_updated" | "state_db"));
             let summary = summary_of(&id, &path, &survey, session, rel.starts_with(ARCHIVED_DIR));
             self.register(&summary, named)?;
-            return Ok(Written::New { id, path });
+            return Ok(if id == name_id {
+                SessionPlaced::new(id)
+            } else {
+                SessionPlaced::beside(id)
+            });
         }
-        Ok(Written::Refused(format!(
+        Ok(SessionPlaced::refused(format!(
             "thread {name_id}: too many different versions are already in this Codex home"
         )))
     }
 
     /// A session from another harness (or a Codex session without its rollout).
-    fn foreign(&mut self, session: &Session) -> Result<Written, ConvertError> {
+    fn foreign(&mut self, session: &Session) -> Result<SessionPlaced, ConvertError> {
         let mut folder = Folder::new();
         let mut lines = UpdateLines::open(self.blobs, &session.updates)?;
         loop {
@@ -284,10 +280,10 @@ impl<'a> SessionWriter<'a> {
                     ),
                 },
                 Err((n, e)) => {
-                    return Err(ConvertError::Other(format!(
-                        "session {}: update line {n} cannot be read: {e}",
-                        session.id
-                    )));
+                    return Err(ConvertError::carried(
+                        format!("session {}: update line {n}", session.id),
+                        e,
+                    ));
                 }
             }
         }
@@ -306,7 +302,7 @@ impl<'a> SessionWriter<'a> {
             .as_deref()
             .and_then(time::parse)
             .or_else(|| ids::v7_millis(sid).map(time::from_millis));
-        let start = match build::first_time(&items).or(fallback) {
+        let start = match compose::first_time(&items).or(fallback) {
             Some(t) => t,
             None => {
                 self.diagnostics.note(
@@ -333,7 +329,7 @@ impl<'a> SessionWriter<'a> {
         let mut id = base.clone();
         let mut attempt = 0;
         let built = loop {
-            let built = build::build(
+            let built = compose::build(
                 &Source {
                     thread_id: &id,
                     cwd: &cwd,
@@ -344,12 +340,12 @@ impl<'a> SessionWriter<'a> {
                 &items,
             );
             match self.compare(&id, &built.bytes) {
-                Some(true) => return Ok(Written::AlreadyThere { id }),
+                Some(true) => return Ok(SessionPlaced::already_there(id)),
                 None => break built,
                 Some(false) => {
                     attempt += 1;
                     if attempt > MAX_COPIES {
-                        return Ok(Written::Refused(format!(
+                        return Ok(SessionPlaced::refused(format!(
                             "session {sid}: too many different versions are already in this Codex home"
                         )));
                     }
@@ -371,7 +367,7 @@ impl<'a> SessionWriter<'a> {
         );
         let path = self.paths.codex.join(&rel);
         if self.writer.create_new(&path, &built.bytes, false)? == Created::AlreadyExists {
-            return Ok(Written::Refused(format!(
+            return Ok(SessionPlaced::refused(format!(
                 "{} is in the way; left as it is",
                 path.display()
             )));
@@ -389,7 +385,11 @@ impl<'a> SessionWriter<'a> {
         }
         let summary = foreign_summary(&id, &path, &built, session, &cwd);
         self.register(&summary, true)?;
-        Ok(Written::New { id, path })
+        Ok(if attempt > 0 {
+            SessionPlaced::beside(id)
+        } else {
+            SessionPlaced::new(id)
+        })
     }
 
     /// Names the thread and adds its index row.
@@ -400,10 +400,7 @@ impl<'a> SessionWriter<'a> {
         let Some(db) = self.db.clone() else {
             return Ok(());
         };
-        if self.writer.is_dry_run() {
-            return Ok(());
-        }
-        match state_db::insert(&db, &row(s)) {
+        match state_db::insert(self.writer, &db, &row(s)) {
             Ok(Insert::Added | Insert::AlreadyThere) => {}
             Ok(Insert::NoTable) => self.diagnostics.note(
                 &db,
@@ -426,11 +423,8 @@ impl<'a> SessionWriter<'a> {
 /// finds it, and two different versions get two ids whatever order they come in. `attempt`
 /// (from 1) only moves past an id that is somehow taken by yet other content.
 fn copy_id(id: &str, harness: &str, content: &Digest, millis: i64, attempt: u32) -> String {
-    let mut seed = format!("{id}~{harness}\0{}", content.hex());
-    if attempt > 1 {
-        seed.push_str(&format!("\0{attempt}"));
-    }
-    ids::derive_v7(millis, seed.as_bytes())
+    let name = kept_beside(id, "", Some(harness), attempt).name;
+    ids::derive_v7(millis, format!("{name}\0{}", content.hex()).as_bytes())
 }
 
 /// Keys whose value, wherever it is in a rollout line, names the line's own thread
@@ -529,7 +523,7 @@ fn map_lines(map: &PathMap, jsonl: &[u8]) -> Vec<u8> {
 fn summary_of(
     id: &str,
     path: &Path,
-    survey: &Survey,
+    survey: &FirstPass,
     session: &Session,
     archived: bool,
 ) -> Summary {
@@ -583,8 +577,8 @@ fn foreign_summary(id: &str, path: &Path, built: &Built, session: &Session, cwd:
         title: session.title.clone(),
         first_prompt: built.first_prompt.clone().unwrap_or_default(),
         settings: built.settings.clone(),
-        cli_version: build::FORMAT_VERSION.into(),
-        originator: build::ORIGINATOR.into(),
+        cli_version: compose::FORMAT_VERSION.into(),
+        originator: compose::ORIGINATOR.into(),
         thread_source: Some("user".into()),
         git: None,
         archived: false,
@@ -609,7 +603,7 @@ fn row(s: &Summary) -> Row {
     let sandbox_json = if sandbox == "danger-full-access" {
         r#"{"type":"disabled"}"#.to_owned()
     } else {
-        build::sandbox_policy(sandbox).to_string()
+        compose::sandbox_policy(sandbox).to_string()
     };
     r.set("id", text(&s.id));
     r.set("rollout_path", text(&s.path.display().to_string()));

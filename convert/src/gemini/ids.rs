@@ -8,11 +8,11 @@
 //! session again finds the copy written last time, and a `<thread>~<harness>` copy gets a UUID
 //! of its own.
 
-pub use crate::uuid::is_uuid;
+pub use crate::kit::uuid::is_uuid;
 
 /// The name-based UUID (version 8) of `name`.
 pub fn name_uuid(name: &str) -> String {
-    crate::uuid::name_based("asp:gemini:", name)
+    crate::kit::uuid::name_based("asp:gemini:", name)
 }
 
 /// The Gemini session id for a state id: itself when it is a UUID, else its name-based UUID.

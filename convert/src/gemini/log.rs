@@ -15,8 +15,9 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::harness::ConvertError;
-use crate::report::Diagnostics;
+use crate::error::ConvertError;
+use crate::kit::report::Diagnostics;
+use crate::kit::source::SourceFile;
 
 /// A `summary` set by a `$set` record: the store's one title event.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,8 +39,6 @@ pub struct Chat {
     /// The first resumable user text seen while reading, before rewinds and checkpoints:
     /// what `gemini --list-sessions` titles an unsummarised session with.
     pub first_seen_prompt: Option<String>,
-    /// True for a single-document `.json` chat (v0.38 and older).
-    pub legacy: bool,
 }
 
 impl Chat {
@@ -189,14 +188,38 @@ pub fn read_chat(
     path: &Path,
     diagnostics: &Diagnostics,
 ) -> Result<Result<Chat, NotAChat>, ConvertError> {
+    read_from(path, diagnostics, || {
+        File::open(path).map(|f| Box::new(f) as Box<dyn Read>)
+    })
+}
+
+/// Reads one chat file as the survey saw it (see [`crate::kit::source`]).
+pub fn read_surveyed(
+    src: &SourceFile,
+    diagnostics: &Diagnostics,
+) -> Result<Result<Chat, NotAChat>, ConvertError> {
+    read_from(&src.path, diagnostics, || {
+        src.open().map(|f| Box::new(f) as Box<dyn Read>)
+    })
+}
+
+fn read_from(
+    path: &Path,
+    diagnostics: &Diagnostics,
+    open: impl Fn() -> std::io::Result<Box<dyn Read>>,
+) -> Result<Result<Chat, NotAChat>, ConvertError> {
+    let read_all = || -> Result<Vec<u8>, ConvertError> {
+        let mut bytes = Vec::new();
+        open()
+            .and_then(|mut r| r.read_to_end(&mut bytes))
+            .map_err(ConvertError::io(path))?;
+        Ok(bytes)
+    };
     let is_json = path.extension().is_some_and(|e| e == "json");
-    if is_json {
-        let bytes = std::fs::read(path).map_err(ConvertError::io(path))?;
-        if let Some(chat) = legacy_document(&bytes) {
-            return Ok(Ok(chat));
-        }
+    if is_json && let Some(chat) = legacy_document(&read_all()?) {
+        return Ok(Ok(chat));
     }
-    let file = File::open(path).map_err(ConvertError::io(path))?;
+    let file = open().map_err(ConvertError::io(path))?;
     let (chat, damage) = replay_lines(BufReader::new(file)).map_err(ConvertError::io(path))?;
     if chat.meta.get("sessionId").and_then(Value::as_str).is_some()
         && chat
@@ -215,17 +238,25 @@ pub fn read_chat(
         return Ok(Ok(chat));
     }
     // What the CLI does next: the whole file as one legacy document.
-    if !is_json {
-        let bytes = std::fs::read(path).map_err(ConvertError::io(path))?;
-        if let Some(chat) = legacy_document(&bytes) {
-            return Ok(Ok(chat));
-        }
+    if !is_json && let Some(chat) = legacy_document(&read_all()?) {
+        return Ok(Ok(chat));
     }
     Ok(Err(NotAChat(
         "no metadata record with `sessionId` and `projectHash`, and not a single-document chat \
          either: Gemini cannot read it (and its session cleanup deletes it)"
             .to_owned(),
     )))
+}
+
+/// The session id a chat file's first line names (its metadata record), without reading the
+/// rest: what a survey may read. `None` when the first line names none (a legacy document, a
+/// damaged file): then only reading the whole file says.
+pub fn header_session_id(src: &SourceFile) -> Option<String> {
+    let mut r = BufReader::new(src.open().ok()?);
+    let mut line = Vec::new();
+    r.read_until(b'\n', &mut line).ok()?;
+    let v: Value = serde_json::from_slice(&line).ok()?;
+    Some(v.get("sessionId")?.as_str()?.to_owned())
 }
 
 /// A single-document chat (`JSON.stringify(record, null, 2)`), if `bytes` is one.
@@ -259,7 +290,6 @@ fn legacy_document(bytes: &[u8]) -> Option<Chat> {
         messages: replay.order.into_iter().map(|(_, m)| m).collect(),
         titles,
         first_seen_prompt,
-        legacy: true,
     })
 }
 

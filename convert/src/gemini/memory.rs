@@ -1,457 +1,260 @@
-//! `~/.gemini/GEMINI.md`: instructions with a `## Gemini Added Memories` section inside.
+//! Project memory: `~/.gemini/tmp/<project>/memory/*.md`, the private notes of one project.
 //!
-//! Gemini's `save_memory` tool (until May 2026) kept memories as one-line bullets under that
-//! heading in the global instructions file; the CLI still loads the section as instructions.
-//! asp carries the two apart: the file without the section is the instructions, each bullet a
-//! memory note. The section is found with a Markdown parser, not by line prefixes, so a
-//! `## ` line inside a fenced code block is not mistaken for a heading (the sample's commit
-//! example has one). Writing back follows the tool's own rules: bullets appended after the
-//! section's last line, the header created at the end of the file when missing, one line per
-//! memory.
+//! Reading: each Markdown file of a project's memory directory is a note by path
+//! (`<project dir>/<file>`, origin that file, `project` its root). Global memories live in
+//! GEMINI.md ([`super::instructions`]).
+//!
+//! Writing: project notes become files in the project's memory directory, pointed to from its
+//! `MEMORY.md` index as the CLI's memory command does, and a tombstone removes the file and its
+//! pointer. An existing file with different content is never overwritten: the carried note is
+//! kept beside it under [`kept_beside`]'s name (`<name>~<harness>.md`).
 
-use std::collections::HashSet;
-use std::ops::Range;
+use std::fs;
+use std::path::{Path, PathBuf};
 
-use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use asp_format::blob::{BlobSink, BlobSource};
+use asp_format::name::RelPath;
+use asp_format::state::{MemoryNote, NoteBody, Origin};
 
-/// The heading `save_memory` wrote.
-pub const HEADER: &str = "## Gemini Added Memories";
-const TITLE: &str = "Gemini Added Memories";
-/// The `#fragment` memory origins name the section with.
-pub const FRAGMENT: &str = "gemini-added-memories";
-/// Where the notes of the section live in the state.
-pub const NOTE_DIR: &str = "gemini-added-memories";
+use super::instructions::{gemini_name, read_text};
+use super::projects::Projects;
+use crate::error::ConvertError;
+use crate::kit::beside::kept_beside;
+use crate::kit::fsops::{Created, Writer};
+use crate::kit::placement::{Placement, Tally};
+use crate::kit::report::Diagnostics;
 
-/// One memory of the section.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Memory {
-    /// The memory without its list marker.
-    pub text: String,
-    /// Its note path in the state, derived from the text (see [`note_paths`]).
-    pub path: String,
-    /// The bytes of the file it occupies (whole lines).
-    range: Range<usize>,
-}
-
-/// A GEMINI.md taken apart.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Split {
-    /// The file without the memories section.
-    pub instructions: String,
-    /// The section's entries: each list item, and any other block, in order.
-    pub memories: Vec<Memory>,
-    /// The section's byte range (heading to the next heading of level 1 or 2), if present.
-    section: Option<Range<usize>>,
-}
-
-/// A block's range as whole lines, without the blank lines a parser counts into it.
-fn whole_lines(text: &str, r: Range<usize>) -> Range<usize> {
-    let start = text[..r.start].rfind('\n').map_or(0, |i| i + 1);
-    let last = r.start + text[r.clone()].trim_end().len();
-    let end = text[last..].find('\n').map_or(text.len(), |i| last + i + 1);
-    start..end
-}
-
-/// The text of a list item without its marker (`-`, `*`, `+`, `1.`, `1)`), trimmed.
-fn item_text(src: &str) -> String {
-    let t = src.trim_start();
-    let rest = if let Some(r) = t.strip_prefix(['-', '*', '+']) {
-        r
-    } else {
-        let digits = t.bytes().take_while(u8::is_ascii_digit).count();
-        t[digits..].strip_prefix(['.', ')']).unwrap_or(t)
-    };
-    rest.trim().to_owned()
-}
-
-/// Takes GEMINI.md apart. The section is the first level-2 heading reading
-/// `Gemini Added Memories` and runs to the next heading of level 1 or 2 (or the end).
-pub fn split(text: &str) -> Split {
-    let mut section: Option<Range<usize>> = None;
-    let mut heading: Option<(HeadingLevel, usize, String)> = None;
-    let mut depth = 0usize;
-    let mut blocks: Vec<(Range<usize>, bool)> = Vec::new();
-    let mut in_section = false;
-    let mut list_depth: Option<usize> = None;
-    for (event, range) in Parser::new_ext(text, Options::empty()).into_offset_iter() {
-        match event {
-            Event::Start(Tag::Heading { level, .. }) if depth == 0 => {
-                if in_section && level <= HeadingLevel::H2 {
-                    if let Some(s) = &mut section {
-                        s.end = range.start;
-                    }
-                    in_section = false;
-                } else if in_section {
-                    blocks.push((range.clone(), false));
-                }
-                heading = Some((level, range.start, String::new()));
-                depth += 1;
-            }
-            Event::End(TagEnd::Heading(level)) if depth == 1 => {
-                depth -= 1;
-                if let Some((_, start, title)) = heading.take()
-                    && section.is_none()
-                    && level == HeadingLevel::H2
-                    && title.trim() == TITLE
-                {
-                    section = Some(start..text.len());
-                    in_section = true;
-                }
-            }
-            Event::Text(t) | Event::Code(t) if heading.is_some() => {
-                if let Some((_, _, title)) = &mut heading {
-                    title.push_str(&t);
-                }
-            }
-            Event::Start(tag) => {
-                if in_section {
-                    match (&tag, depth) {
-                        (Tag::List(_), 0) => list_depth = Some(1),
-                        (Tag::Item, d) if list_depth == Some(d) => blocks.push((range, true)),
-                        (_, 0) => blocks.push((range, false)),
-                        _ => {}
-                    }
-                }
-                depth += 1;
-            }
-            Event::End(end) => {
-                depth = depth.saturating_sub(1);
-                if matches!(end, TagEnd::List(_)) && depth == 0 {
-                    list_depth = None;
-                }
-            }
-            Event::Html(_) | Event::Rule if in_section && depth == 0 => {
-                blocks.push((range, false));
-            }
-            _ => {}
-        }
-    }
-    let Some(section) = section else {
-        return Split {
-            instructions: text.to_owned(),
-            memories: Vec::new(),
-            section: None,
+/// Reads every project's private memory files.
+pub fn read_projects(
+    gemini: &Path,
+    projects: &Projects,
+    sink: &dyn BlobSink,
+    diagnostics: &Diagnostics,
+) -> Result<Vec<MemoryNote>, ConvertError> {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(gemini.join("tmp"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("memory"))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    let mut notes = Vec::new();
+    for memdir in dirs {
+        let dir = memdir
+            .parent()
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_owned();
+        let root = if super::projects::is_hash_dir(&dir) {
+            projects.root_of_hash(&dir, &[])
+        } else {
+            projects.root_of_dir(&dir)
         };
-    };
-    let texts: Vec<(String, Range<usize>)> = blocks
-        .into_iter()
-        .filter(|(r, _)| r.start >= section.start && r.end <= section.end)
-        .map(|(r, item)| {
-            let lines = whole_lines(text, r.clone());
-            let t = if item {
-                item_text(&text[r])
-            } else {
-                text[r].trim().to_owned()
+        let mut files: Vec<PathBuf> = fs::read_dir(&memdir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "md"))
+            .collect();
+        files.sort();
+        for f in files {
+            let Some(name) = f.file_name().and_then(|n| n.to_str()) else {
+                continue;
             };
-            (t, lines)
+            let Ok(path) = RelPath::new(&format!("{dir}/{name}")) else {
+                diagnostics.skipped(&f, None, "its name cannot be carried portably; skipped");
+                continue;
+            };
+            let Some(text) = read_text(&f, diagnostics)? else {
+                continue;
+            };
+            if root.is_none() {
+                diagnostics.note(
+                    &f,
+                    None,
+                    "the project this memory belongs to cannot be found; carried without one",
+                );
+            }
+            notes.push(MemoryNote {
+                path,
+                origin: Origin {
+                    harness: Some(gemini_name()),
+                    path: Some(format!(".gemini/tmp/{dir}/memory/{name}")),
+                    project: root.clone(),
+                },
+                body: NoteBody::Text(sink.put(text.as_bytes())?),
+            });
+        }
+    }
+    Ok(notes)
+}
+
+/// A note that lives in a project's memory directory: where, and under which file name.
+pub(super) struct ProjectNote<'a> {
+    note: &'a MemoryNote,
+    /// The `tmp/` directory it came from, when it came from Gemini.
+    native_dir: Option<String>,
+    name: String,
+}
+
+/// `.gemini/tmp/<dir>/memory/<file>`, taken apart.
+fn native_memory_path(p: &str) -> Option<(String, String)> {
+    let parts: Vec<&str> = p.split('/').collect();
+    match parts.as_slice() {
+        [".gemini", "tmp", dir, "memory", file] => Some((dir.to_string(), file.to_string())),
+        _ => None,
+    }
+}
+
+pub(super) fn project_note(n: &MemoryNote) -> Option<ProjectNote<'_>> {
+    let native = n
+        .origin
+        .path
+        .as_deref()
+        .filter(|_| {
+            n.origin
+                .harness
+                .as_ref()
+                .is_some_and(|h| h.as_str() == super::NAME)
         })
-        .filter(|(t, _)| !t.is_empty())
-        .collect();
-    let paths = note_paths(texts.iter().map(|(t, _)| t.as_str()));
-    let memories = texts
-        .into_iter()
-        .zip(paths)
-        .map(|((text, range), path)| Memory { text, path, range })
-        .collect();
-    let mut instructions = format!("{}{}", &text[..section.start], &text[section.end..]);
-    if section.end == text.len() {
-        // The section was last: drop the blank lines that separated it.
-        let kept = instructions.trim_end().len();
-        instructions.truncate(kept);
-        if !instructions.is_empty() {
-            instructions.push('\n');
-        }
-    }
-    Split {
-        instructions,
-        memories,
-        section: Some(section),
-    }
-}
-
-/// Note paths for memories, in order: `gemini-added-memories/<words of the text>.md`, cut at
-/// 60 characters, `-2`, `-3`, ... for repeats. The path is a function of the text so that a
-/// tombstone (which has no text) still names the bullet it deletes.
-pub fn note_paths<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    let mut used = HashSet::new();
-    texts
-        .into_iter()
-        .map(|t| {
-            let mut slug = String::new();
-            for word in t
-                .to_lowercase()
-                .split(|c: char| !c.is_ascii_alphanumeric())
-                .filter(|w| !w.is_empty())
-            {
-                if !slug.is_empty() && slug.len() + 1 + word.len() > 60 {
-                    break;
-                }
-                if !slug.is_empty() {
-                    slug.push('-');
-                }
-                slug.push_str(&word[..word.len().min(60)]);
-            }
-            if slug.is_empty() {
-                slug.push_str("note");
-            }
-            let mut candidate = slug.clone();
-            let mut n = 1;
-            while !used.insert(candidate.clone()) {
-                n += 1;
-                candidate = format!("{slug}-{n}");
-            }
-            format!("{NOTE_DIR}/{candidate}.md")
-        })
-        .collect()
-}
-
-/// A note's text as one memory line, as `save_memory` sanitised facts: front matter dropped,
-/// line breaks joined with spaces, leading list markers removed. `None` when nothing is left.
-pub fn fact_of(note: &str) -> Option<String> {
-    let body = match crate::skills::split_front_matter(note) {
-        Some(fm) => {
-            let t = note.strip_prefix('\u{feff}').unwrap_or(note);
-            let after = &t[t.find(fm).map_or(0, |i| i + fm.len())..];
-            after.split_once('\n').map_or("", |(_, rest)| rest)
-        }
-        None => note,
-    };
-    let joined = body.split_whitespace().collect::<Vec<_>>().join(" ");
-    let fact = joined
-        .trim_start_matches(|c: char| c == '-' || c.is_whitespace())
-        .trim()
-        .to_owned();
-    (!fact.is_empty()).then_some(fact)
-}
-
-/// What merging did to the memories.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Merged {
-    pub text: String,
-    /// Facts appended, and facts that were there already.
-    pub added: usize,
-    pub already: usize,
-    /// Tombstoned bullets removed, and tombstones with no bullet to remove.
-    pub removed: usize,
-    pub absent: usize,
-}
-
-/// Removes the memories whose note path is in `remove`, then appends each fact of `add` not
-/// already in the section, as the `save_memory` tool did. The header goes too when the
-/// section has nothing left.
-pub fn merge(text: &str, add: &[String], remove: &[String]) -> Merged {
-    let mut out = Merged {
-        text: text.to_owned(),
-        ..Merged::default()
-    };
-    for path in remove {
-        let split = split(&out.text);
-        match split.memories.iter().find(|m| &m.path == path) {
-            Some(m) => {
-                out.text.replace_range(m.range.clone(), "");
-                out.removed += 1;
-                let after = self::split(&out.text);
-                if let Some(section) = after.section
-                    && after.memories.is_empty()
-                {
-                    let body = &out.text[section.clone()];
-                    let rest = body.split_once('\n').map_or("", |(_, r)| r);
-                    if rest.trim().is_empty() {
-                        out.text.replace_range(section, "");
-                    }
-                }
-            }
-            None => out.absent += 1,
-        }
-    }
-    for fact in add {
-        let split = split(&out.text);
-        if split.memories.iter().any(|m| &m.text == fact) {
-            out.already += 1;
-            continue;
-        }
-        out.added += 1;
-        let line = format!("- {fact}\n");
-        match split.section {
-            Some(section) => {
-                let body = &out.text[section.clone()];
-                let last = body.trim_end().len();
-                let at = section.start + last;
-                let at = out.text[at..]
-                    .find('\n')
-                    .map_or(out.text.len(), |i| at + i + 1);
-                if !out.text[..at].ends_with('\n') {
-                    out.text.insert(at, '\n');
-                    out.text.insert_str(at + 1, &line);
-                } else {
-                    out.text.insert_str(at, &line);
-                }
-            }
-            None => {
-                let sep = if out.text.is_empty() || out.text.ends_with("\n\n") {
-                    ""
-                } else if out.text.ends_with('\n') {
-                    "\n"
-                } else {
-                    "\n\n"
-                };
-                out.text.push_str(&format!("{sep}{HEADER}\n{line}"));
-            }
-        }
-    }
-    if out.added > 0 || out.removed > 0 {
-        let kept = out.text.trim_end_matches('\n').len();
-        out.text.truncate(kept);
-        if !out.text.is_empty() {
-            out.text.push('\n');
-        }
-    }
-    out
-}
-
-/// Merges carried instructions into an existing GEMINI.md without disturbing it: already
-/// contained → unchanged (`None`); otherwise appended after what is there (before the
-/// memories section when that is the end of the file, so the memories stay last).
-pub fn merge_instructions(existing: &str, incoming: &str) -> Option<String> {
-    let incoming_t = incoming.trim();
-    if incoming_t.is_empty() || existing.contains(incoming_t) {
+        .and_then(native_memory_path);
+    if n.origin.project.is_none() && native.is_none() {
         return None;
     }
-    let s = split(existing);
-    let block = format!("{incoming_t}\n");
-    let mut out = existing.to_owned();
-    match s.section.filter(|r| r.end == existing.len()) {
-        Some(section) => {
-            let before = &out[..section.start];
-            let sep = if before.is_empty() || before.ends_with("\n\n") {
-                ""
-            } else if before.ends_with('\n') {
-                "\n"
-            } else {
-                "\n\n"
-            };
-            out.insert_str(section.start, &format!("{sep}{block}\n"));
-        }
-        None => {
-            let sep = if out.is_empty() || out.ends_with("\n\n") {
-                ""
-            } else if out.ends_with('\n') {
-                "\n"
-            } else {
-                "\n\n"
-            };
-            out.push_str(&format!("{sep}{block}"));
-        }
-    }
-    Some(out)
+    let name = native.as_ref().map(|(_, f)| f.clone()).unwrap_or_else(|| {
+        n.path
+            .components()
+            .last()
+            .expect("a path has components")
+            .to_owned()
+    });
+    Some(ProjectNote {
+        note: n,
+        native_dir: native.map(|(d, _)| d),
+        name,
+    })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// `- See <abs path> for <words> notes.`: how the CLI's memory index points to a sibling file.
+fn pointer_line(abs: &Path, name: &str) -> String {
+    let stem = name.strip_suffix(".md").unwrap_or(name);
+    format!(
+        "- See {} for {} notes.\n",
+        abs.display(),
+        stem.replace(['-', '_'], " ")
+    )
+}
 
-    const SAMPLE: &str = "# Personal\n\n- Prefer small diffs.\n\n```text\nfix: x\n\n## Why\nbecause\n```\n\n## Gemini Added Memories\n- Shell is zsh (`zsh`).\n- Tests: `python3 -m unittest -q`.\n\n## Reminders\n\n- Rotate tokens.\n";
-
-    #[test]
-    fn a_heading_inside_a_fence_is_not_the_section_end_and_bullets_are_notes() {
-        let s = split(SAMPLE);
-        let texts: Vec<&str> = s.memories.iter().map(|m| m.text.as_str()).collect();
-        assert_eq!(
-            texts,
-            ["Shell is zsh (`zsh`).", "Tests: `python3 -m unittest -q`."]
-        );
-        assert_eq!(
-            s.instructions,
-            "# Personal\n\n- Prefer small diffs.\n\n```text\nfix: x\n\n## Why\nbecause\n```\n\n## Reminders\n\n- Rotate tokens.\n"
-        );
-        assert_eq!(
-            s.memories[0].path,
-            "gemini-added-memories/shell-is-zsh-zsh.md"
-        );
+/// Writes project notes into their projects' memory directories.
+pub fn write_projects(
+    gemini: &Path,
+    notes: &[MemoryNote],
+    projects: &mut Projects,
+    blobs: &dyn BlobSource,
+    writer: &Writer,
+    tally: &mut Tally<'_>,
+) -> Result<(), ConvertError> {
+    let mut list: Vec<ProjectNote<'_>> = notes.iter().filter_map(project_note).collect();
+    // Indexes first, so the pointers of the notes after them are only added when missing.
+    list.sort_by_key(|p| p.name != "MEMORY.md");
+    for p in list {
+        let dir = match (&p.note.origin.project, &p.native_dir) {
+            (Some(root), native) => {
+                let d = projects.claim(root, native.as_deref());
+                projects.save(writer)?;
+                projects.adopt_hash_dir(root, &d, writer)?;
+                d
+            }
+            (None, Some(native)) => native.clone(),
+            (None, None) => unreachable!("project_note needs one"),
+        };
+        let memdir = gemini.join("tmp").join(&dir).join("memory");
+        let target = memdir.join(&p.name);
+        let from_gemini = p.native_dir.is_some();
+        tally.taken();
+        match p.note.body {
+            NoteBody::Deleted => {
+                writer.remove(&target)?;
+                if p.name != "MEMORY.md" {
+                    remove_pointer(&memdir.join("MEMORY.md"), &p.name, writer)?;
+                }
+            }
+            NoteBody::Text(d) => {
+                let bytes = blobs.read_all(&d)?;
+                let harness = p.note.origin.harness.as_ref().map(|h| h.as_str());
+                let stem = p.name.strip_suffix(".md").unwrap_or(&p.name);
+                let beside = memdir.join(format!("{}.md", kept_beside(stem, "", harness, 1).name));
+                let mut written_as = None;
+                for candidate in [&target, &beside] {
+                    match fs::read(candidate) {
+                        Ok(existing) if existing == bytes => {
+                            written_as = Some(candidate.clone());
+                            break;
+                        }
+                        Ok(_) => continue,
+                        Err(_) => {
+                            if writer.create_new(candidate, &bytes, false)? == Created::New {
+                                written_as = Some(candidate.clone());
+                                break;
+                            }
+                        }
+                    }
+                }
+                let Some(at) = written_as else {
+                    tally.place(Placement::Refused(format!(
+                        "memory note {}: {} and {} already hold other notes; not written",
+                        p.note.path,
+                        target.display(),
+                        beside.display()
+                    )));
+                    continue;
+                };
+                let at_name = at.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                if at_name != "MEMORY.md" && !(from_gemini && at == target) {
+                    add_pointer(&memdir.join("MEMORY.md"), &at, at_name, writer)?;
+                }
+            }
+        }
     }
+    Ok(())
+}
 
-    #[test]
-    fn a_fenced_header_is_not_the_section() {
-        let text = "```\n## Gemini Added Memories\n- not a memory\n```\n";
-        let s = split(text);
-        assert!(s.memories.is_empty());
-        assert_eq!(s.instructions, text);
+fn add_pointer(index: &Path, file: &Path, name: &str, writer: &Writer) -> Result<(), ConvertError> {
+    let abs = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+    let line = pointer_line(&abs, name);
+    match fs::read_to_string(index) {
+        Ok(text) if text.contains(name) => Ok(()),
+        Ok(mut text) => {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&line);
+            writer.replace(index, text.as_bytes())
+        }
+        Err(_) => writer
+            .create_new(
+                index,
+                format!("# Project Memory\n\n{line}").as_bytes(),
+                false,
+            )
+            .map(|_| ()),
     }
+}
 
-    #[test]
-    fn a_section_at_the_end_leaves_the_instructions_ending_in_one_newline() {
-        let s = split("# A\n\ntext\n\n## Gemini Added Memories\n- one\n");
-        assert_eq!(s.instructions, "# A\n\ntext\n");
-        assert_eq!(s.memories.len(), 1);
+fn remove_pointer(index: &Path, name: &str, writer: &Writer) -> Result<(), ConvertError> {
+    let Ok(text) = fs::read_to_string(index) else {
+        return Ok(());
+    };
+    let needle = format!("/{name} ");
+    let kept: String = text
+        .split_inclusive('\n')
+        .filter(|l| !(l.trim_start().starts_with("- See ") && l.contains(&needle)))
+        .collect();
+    if kept != text {
+        writer.replace(index, kept.as_bytes())?;
     }
-
-    #[test]
-    fn repeated_texts_get_distinct_paths() {
-        assert_eq!(
-            note_paths(["Same thing.", "same  thing", "!!!"]),
-            [
-                "gemini-added-memories/same-thing.md",
-                "gemini-added-memories/same-thing-2.md",
-                "gemini-added-memories/note.md"
-            ]
-        );
-    }
-
-    #[test]
-    fn merging_appends_after_the_last_bullet_and_removes_tombstoned_ones() {
-        let m = merge(
-            SAMPLE,
-            &["New fact.".to_owned(), "Shell is zsh (`zsh`).".to_owned()],
-            &["gemini-added-memories/tests-python3-m-unittest-q.md".to_owned()],
-        );
-        assert_eq!((m.added, m.already, m.removed, m.absent), (1, 1, 1, 0));
-        assert!(
-            m.text.contains(
-                "## Gemini Added Memories\n- Shell is zsh (`zsh`).\n- New fact.\n\n## Reminders"
-            ),
-            "{}",
-            m.text
-        );
-    }
-
-    #[test]
-    fn the_header_is_created_at_the_end_and_removed_when_empty() {
-        let m = merge("# A\n", &["One.".to_owned()], &[]);
-        assert_eq!(m.text, "# A\n\n## Gemini Added Memories\n- One.\n");
-        let gone = merge(&m.text, &[], &["gemini-added-memories/one.md".to_owned()]);
-        assert_eq!(gone.text, "# A\n");
-        assert_eq!(
-            merge("", &["One.".to_owned()], &[]).text,
-            "## Gemini Added Memories\n- One.\n"
-        );
-    }
-
-    #[test]
-    fn facts_are_one_line_without_markers_or_front_matter() {
-        assert_eq!(
-            fact_of("- The user prefers tabs.\n").as_deref(),
-            Some("The user prefers tabs.")
-        );
-        assert_eq!(
-            fact_of("---\nname: deploy\n---\n\nProduction is `prod`.\nNo staging.\n").as_deref(),
-            Some("Production is `prod`. No staging.")
-        );
-        assert_eq!(fact_of("  \n"), None);
-    }
-
-    #[test]
-    fn instructions_merge_before_the_memories_and_only_once() {
-        let rules = "# Team rules\n\n- Be kind.\n";
-        let merged = merge_instructions(SAMPLE, rules).unwrap();
-        assert!(
-            merged.ends_with("- Rotate tokens.\n\n# Team rules\n\n- Be kind.\n"),
-            "{merged}"
-        );
-        assert_eq!(merge_instructions(&merged, rules), None);
-        let last = "# A\n\n## Gemini Added Memories\n- one\n";
-        assert_eq!(
-            merge_instructions(last, rules).unwrap(),
-            "# A\n\n# Team rules\n\n- Be kind.\n\n## Gemini Added Memories\n- one\n"
-        );
-    }
+    Ok(())
 }

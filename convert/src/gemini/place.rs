@@ -12,9 +12,9 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::fsops::{Created, Writer};
-use crate::harness::ConvertError;
-use crate::report::Diagnostics;
+use crate::error::ConvertError;
+use crate::kit::fsops::{Created, Writer};
+use crate::kit::report::Diagnostics;
 
 use super::ids;
 use super::log::read_chat;
@@ -24,15 +24,6 @@ use super::log::read_chat;
 pub struct Planned {
     pub path: PathBuf,
     pub bytes: Vec<u8>,
-}
-
-/// What placing a session found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placed {
-    Written,
-    AlreadyThere,
-    /// A different version is there; nothing was written.
-    Conflict,
 }
 
 /// The chat files in `chats` that belong to session `id`: main chats end in its first 8
@@ -139,41 +130,42 @@ pub fn check(
 }
 
 /// Writes the files [`check`] found missing, all or none ([`Writer::create_all_new`]): a
-/// session is never left with some of its chats. A file that appeared in the meantime makes
-/// it a conflict, and nothing is written.
-pub fn write(
-    writer: &Writer,
-    files: &[Planned],
-    missing: &[usize],
-) -> Result<Placed, ConvertError> {
+/// session is never left with some of its chats. `false` when a file appeared in the
+/// meantime (a conflict): then nothing is written.
+pub fn write(writer: &Writer, files: &[Planned], missing: &[usize]) -> Result<bool, ConvertError> {
     let batch: Vec<(&Path, &[u8])> = missing
         .iter()
         .map(|&i| (files[i].path.as_path(), files[i].bytes.as_slice()))
         .collect();
-    Ok(match writer.create_all_new(&batch)? {
-        Created::New => Placed::Written,
-        Created::AlreadyExists => Placed::Conflict,
-    })
+    Ok(writer.create_all_new(&batch)? == Created::New)
 }
 
 /// [`check`], then [`write`].
-pub fn place(
+#[cfg(test)]
+fn place(
     writer: &Writer,
     chats: &Path,
     id: &str,
     parent: Option<&str>,
     files: &[Planned],
-) -> Result<Placed, ConvertError> {
+) -> Result<crate::kit::placement::Placement, ConvertError> {
+    use crate::kit::placement::Placement;
+    let conflict = || Placement::Refused("conflict".into());
     match check(&[chats.to_path_buf()], id, parent, files)? {
-        Check::AlreadyThere => Ok(Placed::AlreadyThere),
-        Check::Conflict => Ok(Placed::Conflict),
-        Check::Write(missing) => write(writer, files, &missing),
+        Check::AlreadyThere => Ok(Placement::AlreadyThere),
+        Check::Conflict => Ok(conflict()),
+        Check::Write(missing) => Ok(if write(writer, files, &missing)? {
+            Placement::New
+        } else {
+            conflict()
+        }),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kit::placement::Placement;
 
     const ID: &str = "fed50604-91d7-43a0-ae1f-8998673c3ced";
 
@@ -200,23 +192,23 @@ mod tests {
         let one = std::slice::from_ref(&file);
         assert_eq!(
             place(&w, dir.path(), ID, None, one).unwrap(),
-            Placed::Written
+            Placement::New
         );
         assert_eq!(
             place(&w, dir.path(), ID, None, one).unwrap(),
-            Placed::AlreadyThere
+            Placement::AlreadyThere
         );
         let mut continued = file.bytes.clone();
         continued.extend_from_slice(b"{\"$set\":{\"lastUpdated\":\"t2\"}}\n");
         fs::write(&file.path, &continued).unwrap();
         assert_eq!(
             place(&w, dir.path(), ID, None, one).unwrap(),
-            Placed::AlreadyThere
+            Placement::AlreadyThere
         );
         fs::write(&file.path, chat(ID, Some("changed"))).unwrap();
         assert_eq!(
             place(&w, dir.path(), ID, None, one).unwrap(),
-            Placed::Conflict
+            Placement::Refused("conflict".into())
         );
     }
 
@@ -233,13 +225,13 @@ mod tests {
         let one = std::slice::from_ref(&file);
         assert_eq!(
             place(&w, dir.path(), ID, None, one).unwrap(),
-            Placed::Written
+            Placement::New
         );
         fs::remove_file(&file.path).unwrap();
         fs::write(&stray, chat(ID, Some("other"))).unwrap();
         assert_eq!(
             place(&w, dir.path(), ID, None, one).unwrap(),
-            Placed::Conflict
+            Placement::Refused("conflict".into())
         );
         assert!(!file.path.exists());
     }

@@ -17,9 +17,9 @@ use std::time::{Duration, SystemTime};
 use asp_format::Digest;
 use serde_json::{Map, Value};
 
-use crate::fsops::Writer;
-use crate::harness::ConvertError;
-use crate::report::Diagnostics;
+use crate::error::ConvertError;
+use crate::kit::fsops::Writer;
+use crate::kit::report::Diagnostics;
 
 const MARKER: &str = ".project_root";
 const REGISTRY: &str = "projects.json";

@@ -28,10 +28,11 @@ use std::path::{Path, PathBuf};
 use asp_format::state::{McpRemote, McpServer, McpStdio, NameValue, SettingValue, Settings};
 use serde_json::{Map, Value, json};
 
-use crate::fsops::Writer;
-use crate::harness::ConvertError;
-use crate::report::Diagnostics;
-use crate::secrets;
+use crate::error::ConvertError;
+use crate::kit::fsops::Writer;
+use crate::kit::placement::Placement;
+use crate::kit::report::Diagnostics;
+use crate::kit::secrets;
 
 /// The JSON text with `//` and `/* */` comments (outside strings) blanked out, byte for byte
 /// and line for line, so a parse error's line and column are the file's own; `None` if it had
@@ -128,7 +129,6 @@ impl From<Unusable> for ConvertError {
 pub struct File {
     pub path: PathBuf,
     pub doc: Map<String, Value>,
-    pub exists: bool,
     pub has_comments: bool,
     trailing_newline: bool,
 }
@@ -149,7 +149,6 @@ impl File {
                 return Ok(File {
                     path: path.to_path_buf(),
                     doc: Map::new(),
-                    exists: false,
                     has_comments: false,
                     trailing_newline: true,
                 });
@@ -166,7 +165,6 @@ impl File {
             Ok(Value::Object(doc)) => Ok(File {
                 path: path.to_path_buf(),
                 doc,
-                exists: true,
                 has_comments: stripped.is_some(),
                 trailing_newline: text.ends_with('\n'),
             }),
@@ -442,18 +440,6 @@ pub fn approval_mode(mode: &str) -> Result<&'static str, String> {
     }
 }
 
-/// What adding an MCP server did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Added {
-    /// Written; `withheld` names the grants (see [`withhold_grants`]) left out of it.
-    Added { withheld: Vec<String> },
-    /// The same server is configured (with the grants the home itself gave it, or without
-    /// the ones withheld).
-    AlreadyThere { withheld: Vec<String> },
-    /// A different server of that name is configured; the reason says so.
-    Conflict(String),
-}
-
 /// Takes out of a `mcpServers` entry what lets a server act without the user: `trust: true`
 /// (every tool call runs without confirmation) and an `authProviderType` other than the
 /// default `dynamic_discovery` (Gemini then sends the user's Google credentials to the server;
@@ -484,8 +470,9 @@ pub fn withhold_grants(entry: &mut Map<String, Value>) -> Vec<String> {
 
 impl File {
     /// Adds `server` to `mcpServers` unless one of that name is there, never with the grants
-    /// [`withhold_grants`] takes out.
-    pub fn add_server(&mut self, server: &McpServer) -> Added {
+    /// [`withhold_grants`] takes out: what it came to, and the grants withheld (a server
+    /// already configured with the grants the home itself gave it withholds nothing).
+    pub fn add_server(&mut self, server: &McpServer) -> (Placement, Vec<String>) {
         let full = server_to(server);
         let mut entry = full.clone();
         let withheld = entry
@@ -497,24 +484,28 @@ impl File {
             .entry("mcpServers")
             .or_insert_with(|| Value::Object(Map::new()));
         if !servers.is_object() {
-            return Added::Conflict("`mcpServers` in settings.json is not an object".to_owned());
+            return (
+                Placement::Refused("`mcpServers` in settings.json is not an object".to_owned()),
+                Vec::new(),
+            );
         }
         let servers = servers.as_object_mut().expect("checked");
         match servers.get(server.name()) {
             // The home's own record grants what the bundle asks for: nothing is widened.
-            Some(existing) if *existing == full => Added::AlreadyThere {
-                withheld: Vec::new(),
-            },
-            Some(existing) if *existing == entry => Added::AlreadyThere { withheld },
-            Some(_) => Added::Conflict(format!(
-                "an MCP server named {:?} is already configured differently in {}; it was left \
-                 as it is",
-                server.name(),
-                self.path.display()
-            )),
+            Some(existing) if *existing == full => (Placement::AlreadyThere, Vec::new()),
+            Some(existing) if *existing == entry => (Placement::AlreadyThere, withheld),
+            Some(_) => (
+                Placement::Refused(format!(
+                    "an MCP server named {:?} is already configured differently in {}; it was \
+                     left as it is",
+                    server.name(),
+                    self.path.display()
+                )),
+                Vec::new(),
+            ),
             None => {
                 servers.insert(server.name().to_owned(), entry);
-                Added::Added { withheld }
+                (Placement::New, withheld)
             }
         }
     }
@@ -549,6 +540,43 @@ impl File {
         }
         writer.replace(&self.path, text.as_bytes())
     }
+}
+
+/// Sets carried option values in the settings file (in memory), each with what it came to.
+/// Returns whether the file changed.
+pub fn merge(
+    file: &mut File,
+    values: &asp_format::state::Settings,
+    out: &mut Vec<crate::kit::placement::Placement>,
+) -> bool {
+    use crate::kit::placement::Placement;
+    use asp_format::state::SettingValue;
+    let mut changed = false;
+    for (id, value) in values {
+        let result = match (id.as_str(), value) {
+            ("model", SettingValue::Select(m)) if is_gemini_model(m) => {
+                Ok(file.set(&["model", "name"], json!(m)))
+            }
+            ("model", SettingValue::Select(m)) => Err(format!(
+                "model {m:?} is not a Gemini model; Gemini keeps its own (model.name)"
+            )),
+            ("mode", SettingValue::Select(mode)) => {
+                approval_mode(mode).map(|m| file.set(&["general", "defaultApprovalMode"], json!(m)))
+            }
+            (other, _) => Err(format!(
+                "setting {other:?}: Gemini has no session option of that name (it has \
+                 model and mode)"
+            )),
+        };
+        out.push(match result {
+            Ok(c) => {
+                changed |= c;
+                Placement::New
+            }
+            Err(why) => Placement::Refused(why),
+        });
+    }
+    changed
 }
 
 #[cfg(test)]

@@ -1,11 +1,11 @@
-//! The few time operations the Gemini store needs, on top of [`crate::time`].
+//! The few time operations the Gemini store needs, on top of [`crate::kit::time`].
 //!
 //! Gemini writes every time as JavaScript's `toISOString()` (`2026-11-23T09:14:39.806Z`, UTC,
 //! milliseconds) and names chat files after the first 16 characters of it with `:` → `-`.
 //! A state carries RFC 3339 times that may have an offset, so they are parsed to epoch
 //! milliseconds and formatted back the way Gemini does.
 
-use crate::time;
+use crate::kit::time;
 
 /// Milliseconds since the Unix epoch, now.
 pub fn now_ms() -> i64 {

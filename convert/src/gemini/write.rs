@@ -1,740 +1,652 @@
-//! A conversation from any harness as a Gemini JSONL chat that `gemini --resume` lists and
-//! loads.
+//! Writing the sessions of a state into a Gemini home.
 //!
-//! The file is the legacy-compatible subset of the log (`spec/harnesses/gemini.md` §12.3):
-//! a metadata line (`sessionId`, `projectHash` = sha256 of the root, `startTime`,
-//! `lastUpdated`, `kind`, `summary` = the title, so the listing needs no model call), then
-//! one line per message, each id once, no `$set`/`$rewindTo`, no `<session_context>`, and no
-//! separate functionResponse records: every tool call carries its own `result`, which the CLI
-//! turns into the matching `functionResponse` when it resumes (the Gemini API rejects a call
-//! without one).
+//! A session packed from Gemini carries its chat files (`Session::native`): they go back byte
+//! for byte to the same place, `tmp/<dir>/chats/...`, where `<dir>` is the project's
+//! directory in the target home (the same slug when it is free, so a restore into an empty
+//! home gives the same paths). Any other session is converted ([`super::write`]) into a chat
+//! in its project's directory, registering the project as the CLI would when it is new.
 //!
-//! ACP's stream is folded back into messages first ([`crate::conversation`]). A Gemini model
-//! message is thoughts, then text, then tool calls, so a thought or text that follows a tool
-//! call starts a new message; consecutive texts of one turn are joined with a blank line.
-//! Foreign tool calls keep their harness's tool name (a valid function name) and get the ACP
-//! title as `displayName`; Gemini never re-runs them. A plan with no tool call of its own
-//! becomes a `write_todos` call, the only form Gemini keeps plans in, marked by its id so that
-//! reading it back gives the plan alone.
+//! Ids: Gemini session ids are UUIDs; a state id that is one is kept, any other gets a
+//! name-based UUID ([`super::ids`]). When a different version of the session is already
+//! there, the carried one is kept beside it as `<thread>~<harness>` (then `~<harness>~2`, ...),
+//! again with a name-based UUID, and the import answer maps the old id to the new one. A
+//! subagent session whose parent is carried too becomes a Gemini subagent chat under the
+//! parent (`chats/<parent>/<id>.jsonl`, `kind: "subagent"`), linked from the parent's call by
+//! `agentId`, as Gemini itself keeps them.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value, json};
+use asp_format::blob::BlobSource;
+use asp_format::state::{Native, Session};
+use asp_format::update::UpdateLines;
+use serde_json::Value;
 
-use crate::acp::ToolStatus;
-use crate::conversation::{Item, Message, ToolCall};
+use crate::error::ConvertError;
+use crate::harness::WriteContext;
+use crate::kit::beside::kept_beside;
+use crate::kit::conversation::Folder;
+use crate::kit::fsops::Writer;
+use crate::kit::placement::{Placement, SessionPlaced, Tally};
 
-use super::ids::name_uuid;
-use super::projects::project_hash;
-use super::time;
-use super::tools;
+use super::ids::{self, gemini_id, name_uuid};
+use super::place::{self, Check, Planned};
+use super::projects::{Projects, is_hash_dir, project_hash};
+use super::{compose, time};
 
-/// What a chat is written from, besides the conversation.
+/// Where a written session ended up.
 #[derive(Debug, Clone)]
-pub struct Header<'a> {
-    pub session_id: &'a str,
-    pub cwd: &'a str,
-    pub title: &'a str,
-    /// The session's `updatedAt`, parsed; the time of messages with none of their own.
-    pub updated_ms: i64,
-    /// A subagent's chat (`kind: "subagent"`, `directories: [cwd]`), never listed by Gemini.
-    pub subagent: bool,
-    /// The harness the conversation came from, for messages about what could not be carried.
-    pub harness: &'a str,
-    /// Gemini ids of subagent sessions written in this run, by their id in the state.
-    pub child_ids: &'a HashMap<String, String>,
+struct Placed {
+    gid: String,
+    dir: String,
+    last_updated_ms: Option<i64>,
+    written: bool,
 }
 
-/// A built chat.
-#[derive(Debug, Clone)]
-pub struct Chat {
-    /// Metadata line first, then the messages.
-    pub records: Vec<Value>,
-    pub start_ms: i64,
-    /// Update kinds that have no place in a Gemini chat and were left out.
-    pub dropped: BTreeSet<String>,
-    /// Whether Gemini would list it (a typed prompt, or a model message with something in it).
-    pub resumable: bool,
+/// The writer of one run.
+pub struct Sessions<'a, 'b> {
+    pub ctx: &'a WriteContext<'b>,
+    pub gemini: &'a Path,
+    pub projects: &'a mut Projects,
+    pub writer: &'a Writer,
+    pub tally: &'a mut Tally<'b>,
 }
 
-impl Chat {
-    /// The file's bytes: one compact JSON record per line.
-    pub fn bytes(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        for r in &self.records {
-            serde_json::to_writer(&mut out, r).expect("JSON serialises");
+impl std::fmt::Debug for Sessions<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions")
+            .field("gemini", &self.gemini)
+            .finish_non_exhaustive()
+    }
+}
+
+fn parent_of(s: &Session) -> Option<&str> {
+    crate::kit::meta::parent_id(s.meta.as_ref())
+}
+
+fn gemini_native(s: &Session) -> Option<&Native> {
+    s.native
+        .as_ref()
+        .filter(|n| n.harness.as_str() == super::NAME)
+}
+
+/// A native chat path taken apart: `.gemini/tmp/<dir>/chats/<rest>`.
+struct NativePath<'p> {
+    dir: &'p str,
+    /// `[file]` for a main chat, `[parent, file]` for a subagent's.
+    rest: Vec<&'p str>,
+}
+
+fn native_path(p: &str) -> Option<NativePath<'_>> {
+    let parts: Vec<&str> = p.split('/').collect();
+    match parts.as_slice() {
+        [".gemini", "tmp", dir, "chats", rest @ ..] if matches!(rest.len(), 1 | 2) => {
+            let file = rest[rest.len() - 1];
+            let ok = if rest.len() == 1 {
+                file.starts_with("session-")
+                    && (file.ends_with(".jsonl") || file.ends_with(".json"))
+            } else {
+                file.ends_with(".jsonl") || file.ends_with(".json")
+            };
+            ok.then(|| NativePath {
+                dir,
+                rest: rest.to_vec(),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// A chat file's bytes with its session id replaced (metadata records and `$set.sessionId`),
+/// every other line kept byte for byte.
+fn rename_in(bytes: &[u8], json_doc: bool, old: &str, new: &str) -> Vec<u8> {
+    if json_doc && let Ok(Value::Object(mut doc)) = serde_json::from_slice::<Value>(bytes) {
+        doc.insert("sessionId".into(), Value::String(new.to_owned()));
+        let mut out = serde_json::to_vec_pretty(&doc).expect("serialises");
+        if bytes.ends_with(b"\n") {
             out.push(b'\n');
+        }
+        return out;
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        let body = line.strip_suffix(b"\n").unwrap_or(line);
+        let changed = match serde_json::from_slice::<Value>(body) {
+            Ok(Value::Object(mut rec)) => {
+                let mut hit = false;
+                if rec.get("sessionId").and_then(Value::as_str) == Some(old) {
+                    rec.insert("sessionId".into(), Value::String(new.to_owned()));
+                    hit = true;
+                }
+                if let Some(Value::Object(set)) = rec.get_mut("$set")
+                    && set.get("sessionId").and_then(Value::as_str) == Some(old)
+                {
+                    set.insert("sessionId".into(), Value::String(new.to_owned()));
+                    hit = true;
+                }
+                hit.then(|| serde_json::to_vec(&rec).expect("serialises"))
+            }
+            _ => None,
+        };
+        match changed {
+            Some(b) => {
+                out.extend_from_slice(&b);
+                if line.ends_with(b"\n") {
+                    out.push(b'\n');
+                }
+            }
+            None => out.extend_from_slice(line),
+        }
+    }
+    out
+}
+
+/// One native chat file of a restored session, with its directory in the target home.
+struct NativeFile {
+    dir: String,
+    /// The path under `chats/`, by component.
+    rest: Vec<String>,
+    /// A single-document `.json` chat rather than a JSONL log.
+    json_doc: bool,
+    bytes: Vec<u8>,
+}
+
+/// The `n`-th name for a session: its id, then [`kept_beside`]'s `<id>~<harness>`,
+/// `<id>~<harness>~2`, ... with their name-based UUIDs.
+fn candidate(id: &str, harness: &str, n: usize) -> (String, String) {
+    if n == 0 {
+        return (id.to_owned(), gemini_id(id));
+    }
+    let name = kept_beside(id, "", Some(harness), n as u32).name;
+    let gid = name_uuid(&name);
+    (name, gid)
+}
+
+const MAX_COPIES: usize = 100;
+
+impl Sessions<'_, '_> {
+    fn blobs(&self) -> &dyn BlobSource {
+        self.ctx.blobs
+    }
+
+    fn home_dir(&self) -> String {
+        let d = &self.ctx.home.dir;
+        std::path::absolute(d)
+            .unwrap_or_else(|_| d.clone())
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// Writes every session; fills the answer's `sessions` map and `notTaken`.
+    pub fn write_all(&mut self, sessions: &[Session]) -> Result<(), ConvertError> {
+        let ids: std::collections::HashSet<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+        let is_child = |s: &Session| {
+            gemini_native(s).is_none() && parent_of(s).is_some_and(|p| ids.contains(p))
+        };
+        let child_ids: HashMap<String, String> = sessions
+            .iter()
+            .filter(|s| is_child(s))
+            .map(|s| (s.id.to_string(), gemini_id(s.id.as_str())))
+            .collect();
+        let mut placed: HashMap<String, Placed> = HashMap::new();
+        let mut written_times = Vec::new();
+        for pass in [false, true] {
+            for s in sessions.iter().filter(|s| is_child(s) == pass) {
+                self.ctx.progress.item(s.id.as_str());
+                let parent = if pass {
+                    parent_of(s).and_then(|p| placed.get(p)).cloned()
+                } else {
+                    None
+                };
+                let result = match gemini_native(s) {
+                    Some(native) => self.restore(s, native)?,
+                    None => self.convert(s, parent.as_ref(), &child_ids)?,
+                };
+                match result {
+                    Ok(p) => {
+                        let how = if p.written {
+                            written_times.push(p.last_updated_ms);
+                            Placement::New
+                        } else {
+                            Placement::AlreadyThere
+                        };
+                        self.tally.session(
+                            s.id.as_str(),
+                            SessionPlaced {
+                                id: p.gid.clone(),
+                                placement: how,
+                            },
+                        );
+                        placed.insert(s.id.to_string(), p);
+                    }
+                    Err(reason) => self
+                        .tally
+                        .session(s.id.as_str(), SessionPlaced::refused(reason)),
+                }
+            }
+        }
+        self.warn_retention(&written_times);
+        Ok(())
+    }
+
+    /// Notes what Gemini's session cleanup will do to what was written.
+    fn warn_retention(&self, written: &[Option<i64>]) {
+        if written.is_empty() {
+            return;
+        }
+        let path = self.gemini.join("settings.json");
+        let Some((age, max_ms)) = super::settings::File::load(&path)
+            .map(|f| f.retention_max_age())
+            .unwrap_or(Some(("30d".to_owned(), 30 * 86_400_000)))
+        else {
+            return;
+        };
+        let cutoff = time::now_ms() - max_ms;
+        let old = written
+            .iter()
+            .filter(|t| t.is_some_and(|t| t < cutoff))
+            .count();
+        let mut msg = String::from("Gemini's session cleanup (general.sessionRetention) is on: ");
+        if old > 0 {
+            msg.push_str(&format!(
+                "{old} of the {} sessions written last changed more than {age} ago, and Gemini \
+                 deletes such sessions the next time it starts. ",
+                written.len()
+            ));
+        } else {
+            msg.push_str(&format!(
+                "Gemini deletes sessions once they are older than {age}. "
+            ));
+        }
+        msg.push_str(
+            "Gemini CLI 0.61 can also delete a session at the start after the one where it was \
+             resumed. To keep them, set \"general\": {\"sessionRetention\": {\"enabled\": false}} \
+             (or a larger maxAge) in ~/.gemini/settings.json before starting Gemini.",
+        );
+        self.ctx.diagnostics.note(&path, None, msg);
+    }
+
+    /// Every chats directory the CLI may read `cwd`'s project from: `tmp/<dir>/chats` first,
+    /// then its registered slug directory and its old `sha256(root)` directory.
+    fn project_chats(&self, dir: &str, cwd: Option<&str>) -> Vec<PathBuf> {
+        let tmp = self.gemini.join("tmp");
+        let mut out = vec![tmp.join(dir).join("chats")];
+        if let Some(cwd) = cwd {
+            for other in [self.projects.lookup(cwd), Some(project_hash(cwd))]
+                .into_iter()
+                .flatten()
+            {
+                let c = tmp.join(other).join("chats");
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
         }
         out
     }
-}
 
-/// The first string `key` in any namespace of `_meta` maps.
-fn meta_str<'a>(
-    metas: impl IntoIterator<Item = &'a Map<String, Value>>,
-    key: &str,
-) -> Option<&'a str> {
-    metas
-        .into_iter()
-        .flat_map(|m| m.values())
-        .find_map(|ns| ns.get(key).and_then(Value::as_str))
-}
-
-fn gemini_meta<'a>(
-    metas: impl IntoIterator<Item = &'a Map<String, Value>>,
-) -> Option<&'a Map<String, Value>> {
-    metas
-        .into_iter()
-        .find_map(|m| m.get("gemini").and_then(Value::as_object))
-}
-
-/// A readable thought back into Gemini's `{subject, description}`: the `**subject**` line
-/// Gemini's own replay produces, else no subject.
-fn thought_of(text: &str, timestamp: &str) -> Value {
-    let parsed = text.strip_prefix("**").and_then(|rest| {
-        let (subject, after) = rest.split_once("**")?;
-        let description = if after.is_empty() {
-            after
-        } else {
-            after.strip_prefix('\n')?
+    /// The directory in the target home for a native `tmp/<dir>` of a session in `cwd`.
+    fn target_dir(&mut self, dir: &str, cwd: Option<&str>) -> Result<String, ConvertError> {
+        let Some(cwd) = cwd else {
+            return Ok(dir.to_owned());
         };
-        (!subject.contains('\n')).then_some((subject, description))
-    });
-    let (subject, description) = parsed.unwrap_or(("", text));
-    json!({"subject": subject, "description": description, "timestamp": timestamp})
-}
-
-/// A user message's content blocks as Gemini parts. Images travel as `inlineData`; links and
-/// embedded resources become text (a `fileData` part with a foreign URI would make the Gemini
-/// API refuse the resumed history).
-fn user_parts(m: &Message) -> Vec<Value> {
-    let mut parts: Vec<Value> = Vec::new();
-    let mut text = String::new();
-    let flush = |text: &mut String, parts: &mut Vec<Value>| {
-        if !text.is_empty() {
-            parts.push(json!({"text": std::mem::take(text)}));
+        if is_hash_dir(dir) {
+            // The CLI copies a hash directory into the project's slug directory at start, but
+            // only while that holds nothing but its marker; when it is in use, the chat goes
+            // straight into it. Otherwise the chat keeps its old place and the project is
+            // registered, so the CLI (and anyone reading the registry) finds it.
+            if let Some(slug) = self.projects.lookup(cwd)
+                && self.projects.slug_dir_in_use(&slug)
+            {
+                return Ok(slug);
+            }
+            self.projects.claim(cwd, None);
+            self.projects.save(self.writer)?;
+            return Ok(project_hash(cwd));
         }
-    };
-    for b in &m.blocks {
-        match b.get("type").and_then(Value::as_str) {
-            Some("text") => text.push_str(b.get("text").and_then(Value::as_str).unwrap_or("")),
-            Some("image") => {
-                flush(&mut text, &mut parts);
-                parts.push(json!({"inlineData": {
-                    "mimeType": b.get("mimeType").cloned().unwrap_or(json!("image/png")),
-                    "data": b.get("data").cloned().unwrap_or(json!("")),
-                }}));
-            }
-            Some("resource_link") => {
-                let uri = b.get("uri").and_then(Value::as_str).unwrap_or("");
-                text.push_str(&format!("[{uri}]"));
-            }
-            Some("resource") => {
-                let r = b.get("resource");
-                match r.and_then(|r| r.get("text")).and_then(Value::as_str) {
-                    Some(t) => text.push_str(t),
-                    None => {
-                        let uri = r.and_then(|r| r.get("uri")).and_then(Value::as_str);
-                        text.push_str(&format!("[{}]", uri.unwrap_or("resource")));
-                    }
-                }
-            }
-            _ => {}
+        let slug = self.projects.claim(cwd, Some(dir));
+        self.projects.save(self.writer)?;
+        self.projects.adopt_hash_dir(cwd, &slug, self.writer)?;
+        Ok(slug)
+    }
+
+    /// Puts a Gemini session's own files back.
+    fn restore(
+        &mut self,
+        s: &Session,
+        native: &Native,
+    ) -> Result<Result<Placed, String>, ConvertError> {
+        let id = s.id.as_str();
+        let mut paths = Vec::new();
+        for f in &native.files {
+            let Some(np) = native_path(f.path.as_str()) else {
+                return Ok(Err(format!(
+                    "session {id}: its native file {} is not a Gemini chat file, so it was not \
+                     written",
+                    f.path
+                )));
+            };
+            paths.push((np, f));
         }
-    }
-    flush(&mut text, &mut parts);
-    parts
-}
-
-/// The Gemini function name of a carried call: Gemini's own when it came from Gemini, else
-/// the tool name its harness recorded, else the ACP kind.
-fn call_name(call: &ToolCall) -> String {
-    if let Some(n) = gemini_meta([&call.meta])
-        .and_then(|g| g.get("name"))
-        .and_then(Value::as_str)
-    {
-        return n.to_owned();
-    }
-    let foreign = call
-        .meta
-        .iter()
-        .filter(|(ns, _)| ns.as_str() != "asp")
-        .find_map(|(_, v)| {
-            ["toolName", "tool", "name"]
-                .iter()
-                .find_map(|k| v.get(*k).and_then(Value::as_str))
-        })
-        .filter(|n| !n.is_empty());
-    match foreign {
-        Some(n) => tools::function_name(n),
-        None => tools::generic_name(call.kind).to_owned(),
-    }
-}
-
-/// A diff content item as Gemini's FileDiff display. The patch is one whole-file hunk (the
-/// CLI's replay and asp's reader use the contents, not the patch).
-fn file_diff(item: &Value) -> Value {
-    let path = item.get("path").and_then(Value::as_str).unwrap_or("");
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let old = item.get("oldText").and_then(Value::as_str);
-    let new = item.get("newText").and_then(Value::as_str).unwrap_or("");
-    let lines = |s: &str| s.lines().count();
-    let mut patch = format!(
-        "Index: {name}\n===================================================================\n--- {name}\tCurrent\n+++ {name}\tProposed\n@@ -{},{} +1,{} @@\n",
-        if old.is_some_and(|o| !o.is_empty()) {
-            1
-        } else {
-            0
-        },
-        old.map_or(0, lines),
-        lines(new)
-    );
-    for l in old.unwrap_or("").lines() {
-        patch.push_str(&format!("-{l}\n"));
-    }
-    for l in new.lines() {
-        patch.push_str(&format!("+{l}\n"));
-    }
-    json!({
-        "fileDiff": patch,
-        "fileName": name,
-        "filePath": path,
-        "originalContent": old,
-        "newContent": new,
-        "isNewFile": old.is_none(),
-    })
-}
-
-/// The `result` response object of a call: its raw output when that is an object, else the
-/// output (or error) text under `output` (`error`).
-fn response_of(call: &ToolCall, status: &str, harness: &str) -> Value {
-    if let Some(Value::Object(o)) = &call.raw_output {
-        return Value::Object(o.clone());
-    }
-    let text = match &call.raw_output {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => call.content_text(),
-        Some(v) => v.to_string(),
-    };
-    match status {
-        "success" => json!({"output": text}),
-        "error" => json!({"error": text}),
-        _ => json!({"error": format!(
-            "[Operation Cancelled] The call had not finished when the conversation was carried from {harness}.{}",
-            if text.is_empty() { String::new() } else { format!(" {text}") }
-        )}),
-    }
-}
-
-/// One tool call record, with its result.
-fn call_record(call: &ToolCall, header: &Header<'_>, timestamp: &str) -> Value {
-    let name = call_name(call);
-    let native = gemini_meta([&call.meta]);
-    let status = match call.status {
-        Some(ToolStatus::Completed) => "success",
-        Some(ToolStatus::Failed) => {
-            if native.and_then(|g| g.get("status")).and_then(Value::as_str) == Some("cancelled") {
-                "cancelled"
+        let mut files = Vec::new();
+        for (np, f) in paths {
+            files.push(NativeFile {
+                dir: self.target_dir(np.dir, s.cwd.as_deref())?,
+                rest: np.rest.iter().map(|r| r.to_string()).collect(),
+                json_doc: f.path.as_str().ends_with(".json"),
+                bytes: self.blobs().read_all(&f.content)?,
+            });
+        }
+        if files.is_empty() {
+            return Ok(Err(format!("session {id}: no chat files were carried")));
+        }
+        if s.cwd.is_none() {
+            self.ctx.diagnostics.note(
+                &self.gemini.join("tmp"),
+                None,
+                format!(
+                    "session {id}: its project is not known, so its chat went back into the same \
+                     directory under tmp/ without registering a project"
+                ),
+            );
+        }
+        let parent = files[0]
+            .rest
+            .first()
+            .filter(|_| files[0].rest.len() == 2)
+            .cloned();
+        for n in 0..MAX_COPIES {
+            let (name, gid) = if n == 0 {
+                (id.to_owned(), id.to_owned())
             } else {
-                "error"
-            }
-        }
-        _ => "cancelled",
-    };
-    let args = match &call.raw_input {
-        Some(Value::Object(o)) => Value::Object(o.clone()),
-        Some(Value::Null) | None => json!({}),
-        Some(v) => json!({"input": v}),
-    };
-    let display = if let Some(d) = native.and_then(|g| g.get("resultDisplay")) {
-        d.clone()
-    } else if let Some(diff) = call
-        .content
-        .iter()
-        .find(|c| c.get("type").and_then(Value::as_str) == Some("diff"))
-    {
-        file_diff(diff)
-    } else {
-        json!(call.content_text())
-    };
-    let mut rec = Map::new();
-    rec.insert("id".into(), json!(call.id));
-    rec.insert("name".into(), json!(name));
-    rec.insert("args".into(), args);
-    rec.insert(
-        "result".into(),
-        json!([{"functionResponse": {"id": call.id, "name": name, "response": response_of(call, status, header.harness)}}]),
-    );
-    rec.insert("status".into(), json!(status));
-    rec.insert(
-        "timestamp".into(),
-        json!(meta_str([&call.meta], "timestamp").unwrap_or(timestamp)),
-    );
-    let agent = call
-        .meta
-        .get("asp")
-        .and_then(|a| a.get("subagentSessionId"))
-        .and_then(Value::as_str)
-        .and_then(|child| header.child_ids.get(child))
-        .map(|gid| json!(gid))
-        .or_else(|| native.and_then(|g| g.get("agentId")).cloned());
-    if let Some(agent) = agent {
-        rec.insert("agentId".into(), agent);
-    }
-    rec.insert("resultDisplay".into(), display);
-    if let Some(d) = native.and_then(|g| g.get("description")) {
-        rec.insert("description".into(), d.clone());
-    }
-    let title = if call.title.is_empty() {
-        tools::display_name(&name).unwrap_or(&name).to_owned()
-    } else {
-        call.title.clone()
-    };
-    rec.insert("displayName".into(), json!(title));
-    if let Some(r) = native.and_then(|g| g.get("renderOutputAsMarkdown")) {
-        rec.insert("renderOutputAsMarkdown".into(), r.clone());
-    }
-    Value::Object(rec)
-}
-
-/// A plan as the `write_todos` call Gemini would have made.
-fn plan_call(entries: &[Value], id: String, timestamp: &str) -> Value {
-    let todos: Vec<Value> = entries
-        .iter()
-        .map(|e| {
-            let status = e
-                .pointer("/_meta/gemini/status")
-                .or_else(|| e.get("status"))
-                .and_then(Value::as_str)
-                .unwrap_or("pending");
-            json!({"description": e.get("content").and_then(Value::as_str).unwrap_or(""), "status": status})
-        })
-        .collect();
-    let mut listing = String::from("Successfully updated the todo list. The current list is now:");
-    for (i, t) in todos.iter().enumerate() {
-        listing.push_str(&format!(
-            "\n{}. [{}] {}",
-            i + 1,
-            t["status"].as_str().unwrap_or(""),
-            t["description"].as_str().unwrap_or("")
-        ));
-    }
-    json!({
-        "id": id, "name": "write_todos", "args": {"todos": todos},
-        "result": [{"functionResponse": {"id": id, "name": "write_todos", "response": {"output": listing}}}],
-        "status": "success", "timestamp": timestamp,
-        "resultDisplay": {"todos": todos}, "displayName": "WriteTodos",
-    })
-}
-
-/// A model message being assembled.
-#[derive(Debug, Default)]
-struct Turn {
-    thoughts: Vec<Value>,
-    text: String,
-    calls: Vec<Value>,
-    tokens: Option<Value>,
-    model: Option<Value>,
-    timestamp: Option<String>,
-    /// The `messageId` of the turn's first chunk.
-    message_id: Option<String>,
-}
-
-impl Turn {
-    fn is_empty(&self) -> bool {
-        self.thoughts.is_empty() && self.text.is_empty() && self.calls.is_empty()
-    }
-}
-
-struct Builder<'a> {
-    header: &'a Header<'a>,
-    records: Vec<Value>,
-    turn: Turn,
-    plans: usize,
-    default_time: String,
-    first_ms: Option<i64>,
-    last_ms: Option<i64>,
-    dropped: BTreeSet<String>,
-    used_ids: HashSet<String>,
-}
-
-impl Builder<'_> {
-    /// The record id: the message's own id when it has one not used yet (a Gemini record id
-    /// carried as ACP `messageId`), else one derived from the session and position. Gemini
-    /// keys messages by id, so an id must never repeat.
-    fn message_id(&mut self, own: Option<&str>) -> String {
-        if let Some(id) = own.filter(|id| !id.is_empty())
-            && self.used_ids.insert(id.to_owned())
-        {
-            return id.to_owned();
-        }
-        loop {
-            let id = name_uuid(&format!(
-                "{}/message/{}/{}",
-                self.header.session_id,
-                self.records.len(),
-                self.used_ids.len()
-            ));
-            if self.used_ids.insert(id.clone()) {
-                return id;
-            }
-        }
-    }
-
-    /// The time of an item: its own (any `_meta` namespace's `timestamp`), else the last seen.
-    fn time(&mut self, own: Option<&str>) -> String {
-        if let Some(t) = own
-            && let Some(ms) = time::parse_rfc3339(t)
-        {
-            self.first_ms.get_or_insert(ms);
-            self.last_ms = Some(ms);
-            self.default_time = time::iso(ms);
-        }
-        self.default_time.clone()
-    }
-
-    fn flush(&mut self) {
-        let turn = std::mem::take(&mut self.turn);
-        if turn.is_empty() {
-            return;
-        }
-        let mut rec = Map::new();
-        rec.insert(
-            "id".into(),
-            json!(self.message_id(turn.message_id.as_deref())),
-        );
-        let ts = turn.timestamp.unwrap_or_else(|| self.default_time.clone());
-        rec.insert("timestamp".into(), json!(ts));
-        rec.insert("type".into(), json!("gemini"));
-        rec.insert("content".into(), json!(turn.text));
-        rec.insert("thoughts".into(), Value::Array(turn.thoughts));
-        rec.insert("tokens".into(), turn.tokens.unwrap_or(Value::Null));
-        if let Some(m) = turn.model {
-            rec.insert("model".into(), m);
-        }
-        if !turn.calls.is_empty() {
-            rec.insert("toolCalls".into(), Value::Array(turn.calls));
-        }
-        self.records.push(Value::Object(rec));
-    }
-
-    fn turn_time(&mut self, own: Option<&str>) -> String {
-        let t = self.time(own);
-        self.turn.timestamp.get_or_insert_with(|| t.clone());
-        t
-    }
-
-    fn push(&mut self, item: &Item) {
-        match item {
-            Item::User(m) => {
-                self.flush();
-                let ts = self.time(meta_str(&m.metas, "timestamp"));
-                let parts = user_parts(m);
-                if parts.is_empty() {
-                    return;
-                }
-                let mut rec = Map::new();
-                rec.insert("id".into(), json!(self.message_id(m.message_id.as_deref())));
-                rec.insert("timestamp".into(), json!(ts));
-                rec.insert("type".into(), json!("user"));
-                rec.insert("content".into(), Value::Array(parts));
-                if let Some(dc) = gemini_meta(&m.metas).and_then(|g| g.get("displayContent")) {
-                    rec.insert("displayContent".into(), dc.clone());
-                }
-                self.records.push(Value::Object(rec));
-            }
-            Item::Thought(m) => {
-                if !self.turn.text.is_empty() || !self.turn.calls.is_empty() {
-                    self.flush();
-                }
-                let ts = self.turn_time(meta_str(&m.metas, "timestamp"));
-                if self.turn.message_id.is_none() {
-                    self.turn.message_id.clone_from(&m.message_id);
-                }
-                for b in &m.blocks {
-                    if let Some(t) = b.get("text").and_then(Value::as_str)
-                        && !t.trim().is_empty()
-                    {
-                        self.turn.thoughts.push(thought_of(t, &ts));
+                candidate(id, "gemini", n)
+            };
+            let planned: Vec<Planned> = files
+                .iter()
+                .map(|f| {
+                    let chats = self.gemini.join("tmp").join(&f.dir).join("chats");
+                    let (rel, bytes) = if n == 0 {
+                        (f.rest.join("/"), f.bytes.clone())
+                    } else {
+                        (
+                            renamed_file(&f.rest, &gid),
+                            rename_in(&f.bytes, f.json_doc, id, &gid),
+                        )
+                    };
+                    Planned {
+                        path: chats.join(rel),
+                        bytes,
                     }
-                }
-            }
-            Item::Agent(m) => {
-                if !self.turn.calls.is_empty() {
-                    self.flush();
-                }
-                self.turn_time(meta_str(&m.metas, "timestamp"));
-                if self.turn.message_id.is_none() {
-                    self.turn.message_id.clone_from(&m.message_id);
-                }
-                let text = m.text();
-                if text.trim().is_empty() {
-                    return;
-                }
-                if !self.turn.text.is_empty() {
-                    self.turn.text.push_str("\n\n");
-                }
-                self.turn.text.push_str(&text);
-                if let Some(model) = gemini_meta(&m.metas).and_then(|g| g.get("model")) {
-                    self.turn.model = Some(model.clone());
-                }
-            }
-            Item::Tool(call) => {
-                let ts = self.turn_time(meta_str([&call.meta], "timestamp"));
-                let rec = call_record(call, self.header, &ts);
-                self.turn.calls.push(rec);
-            }
-            Item::Plan { entries, .. } => {
-                // The plan a carried `write_todos` call produced is that call's own.
-                let own = self.turn.calls.last().is_some_and(|c| {
-                    c["name"] == "write_todos"
-                        && c.pointer("/args/todos")
-                            .and_then(Value::as_array)
-                            .map(Vec::len)
-                            == Some(entries.len())
-                });
-                if own {
-                    return;
-                }
-                let ts = self.turn_time(None);
-                self.plans += 1;
-                let id = format!("{}{}", tools::PLAN_CALL_PREFIX, self.plans);
-                self.turn.calls.push(plan_call(entries, id, &ts));
-            }
-            Item::Other(v) => {
-                let kind = v.get("sessionUpdate").and_then(Value::as_str).unwrap_or("");
-                match kind {
-                    "session_info_update" => {}
-                    "usage_update" => {
-                        let native = v.pointer("/_meta/gemini");
-                        if let Some(tokens) = native.and_then(|g| g.get("tokens")) {
-                            let target = if self.turn.is_empty() {
-                                self.records
-                                    .iter_mut()
-                                    .rev()
-                                    .find(|r| r["type"] == "gemini")
-                                    .and_then(Value::as_object_mut)
-                            } else {
-                                None
-                            };
-                            let model = native.and_then(|g| g.get("model")).cloned();
-                            match target {
-                                Some(rec) => {
-                                    rec.insert("tokens".into(), tokens.clone());
-                                    if let Some(m) = model {
-                                        rec.insert("model".into(), m);
-                                    }
-                                }
-                                None => {
-                                    // Gemini reports usage once per model message, at its end.
-                                    self.turn.tokens = Some(tokens.clone());
-                                    if model.is_some() {
-                                        self.turn.model = model;
-                                    }
-                                    self.flush();
-                                }
-                            }
-                        } else {
-                            self.dropped.insert(kind.to_owned());
-                        }
-                    }
-                    other => {
-                        self.dropped.insert(other.to_owned());
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Whether a built message is something Gemini's listing counts as resumable.
-fn resumable(rec: &Value) -> bool {
-    match rec["type"].as_str() {
-        Some("user") => {
-            let text: String = rec["content"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                })
                 .collect();
-            let t = text.trim();
-            !t.is_empty() && !t.starts_with('/') && !t.starts_with('?')
+            let dir = files[0].dir.clone();
+            let chats = self.gemini.join("tmp").join(&dir).join("chats");
+            let dirs = self.project_chats(&dir, s.cwd.as_deref());
+            let outcome = match place::check(&dirs, &gid, parent.as_deref(), &planned)? {
+                Check::Conflict => continue,
+                Check::AlreadyThere => false,
+                Check::Write(missing) => match place::write(self.writer, &planned, &missing)? {
+                    false => continue,
+                    _ => true,
+                },
+            };
+            if n > 0 {
+                self.note_copy(id, &name, &gid, &chats);
+            }
+            return Ok(Ok(Placed {
+                gid,
+                dir,
+                last_updated_ms: s.updated_at.as_deref().and_then(time::parse_rfc3339),
+                written: outcome,
+            }));
         }
-        Some("gemini") => {
-            rec["content"]
+        Ok(Err(format!(
+            "session {id}: {MAX_COPIES} different versions of it are already in Gemini; not written"
+        )))
+    }
+
+    fn note_copy(&self, id: &str, name: &str, gid: &str, chats: &Path) {
+        self.ctx.diagnostics.note(
+            chats,
+            None,
+            format!(
+                "a different version of session {id} is already in Gemini; the carried one was \
+                 kept beside it as {name} (Gemini session id {gid})"
+            ),
+        );
+    }
+
+    /// Reads a session's updates and folds them into a conversation; also the first time any
+    /// of them carries (a `timestamp` in any namespace of its `_meta`), in epoch milliseconds.
+    fn fold(
+        &self,
+        s: &Session,
+    ) -> Result<(Vec<crate::kit::conversation::Item>, Option<i64>), ConvertError> {
+        let mut lines = UpdateLines::open(self.blobs(), &s.updates)?;
+        let mut folder = Folder::new();
+        let mut first_time = None;
+        loop {
+            match lines.next_line() {
+                Ok(Some((_, line))) => {
+                    if let Ok(mut v) = serde_json::from_str::<Value>(line)
+                        && let Some(u) = v.get_mut("update")
+                    {
+                        if first_time.is_none() {
+                            first_time = update_time(u);
+                        }
+                        folder.push(u.take());
+                    }
+                }
+                Ok(None) => break,
+                Err((n, e)) => {
+                    return Err(ConvertError::carried(
+                        format!("session {}: update line {n}", s.id),
+                        e,
+                    ));
+                }
+            }
+        }
+        Ok((folder.finish(), first_time))
+    }
+
+    /// The time a session is dated by: its `updatedAt`, else the first time in its updates,
+    /// else the time its id carries (a v1/v6/v7 UUID), else the Unix epoch. Never the time of
+    /// the import: the chat's bytes must be the same each time the session is carried, or the
+    /// second import would not find the first one's chat "already there".
+    fn session_time(&self, s: &Session, first_in_updates: Option<i64>, chats: &Path) -> i64 {
+        if let Some(ms) = s.updated_at.as_deref().and_then(time::parse_rfc3339) {
+            return ms;
+        }
+        let id = s.id.as_str();
+        let (ms, from) = match (first_in_updates, ids::time_of(id)) {
+            (Some(ms), _) => (ms, "the first time in its updates"),
+            (None, Some(ms)) => (ms, "the time in its id"),
+            (None, None) => (0, "the Unix epoch, as nothing in it carries a time"),
+        };
+        let why = match &s.updated_at {
+            Some(t) => format!("its updatedAt {t:?} is not a time"),
+            None => "it has no updatedAt".to_owned(),
+        };
+        let mut msg = format!(
+            "session {id}: {why}, so its chat is dated {} ({from})",
+            time::iso(ms)
+        );
+        if from.starts_with("the Unix epoch") {
+            msg.push_str(
+                "; Gemini's session cleanup (general.sessionRetention) deletes a chat that old \
+                 at its next start unless the cleanup is off",
+            );
+        }
+        self.ctx.diagnostics.note(chats, None, msg);
+        ms
+    }
+
+    /// Converts a session from another harness (or a Gemini one without its files).
+    fn convert(
+        &mut self,
+        s: &Session,
+        parent: Option<&Placed>,
+        child_ids: &HashMap<String, String>,
+    ) -> Result<Result<Placed, String>, ConvertError> {
+        let id = s.id.as_str();
+        let harness = s
+            .harness
+            .as_ref()
+            .map(|h| h.as_str().to_owned())
+            .unwrap_or_else(|| "unknown".to_owned());
+        let (items, first_time) = self.fold(s)?;
+        let cwd = match &s.cwd {
+            Some(c) => c.clone(),
+            None => {
+                let home = self.home_dir();
+                self.ctx.diagnostics.note(
+                    &self.gemini.join("tmp"),
+                    None,
+                    format!(
+                        "session {id} has no working directory; it was filed under the home \
+                         directory {home} (run `gemini --resume` there)"
+                    ),
+                );
+                home
+            }
+        };
+        let dir = match parent {
+            Some(p) => p.dir.clone(),
+            None => {
+                let d = self.projects.claim(&cwd, None);
+                self.projects.save(self.writer)?;
+                self.projects.adopt_hash_dir(&cwd, &d, self.writer)?;
+                d
+            }
+        };
+        let chats = self.gemini.join("tmp").join(&dir).join("chats");
+        let updated_ms = self.session_time(s, first_time, &chats);
+        for n in 0..MAX_COPIES {
+            let (name, gid) = candidate(id, &harness, n);
+            let header = compose::Header {
+                session_id: &gid,
+                cwd: &cwd,
+                title: &s.title,
+                updated_ms,
+                subagent: parent.is_some(),
+                harness: &harness,
+                child_ids,
+            };
+            let chat = compose::build(&items, &header);
+            if !chat.resumable {
+                return Ok(Err(format!(
+                    "session {id} has no prompt or answer Gemini can show (Gemini would neither \
+                     list it nor keep it); not written"
+                )));
+            }
+            if n == 0 && !chat.dropped.is_empty() {
+                let kinds: Vec<&str> = chat.dropped.iter().map(String::as_str).collect();
+                self.ctx.diagnostics.note(
+                    &chats,
+                    None,
+                    format!(
+                        "session {id}: {} updates have no place in a Gemini chat and were left out",
+                        kinds.join(", ")
+                    ),
+                );
+            }
+            let path = match parent {
+                Some(p) => chats
+                    .join(ids::file_part(&p.gid))
+                    .join(format!("{}.jsonl", ids::file_part(&gid))),
+                None => chats.join(format!(
+                    "session-{}-{}.jsonl",
+                    time::file_stamp(chat.start_ms),
+                    ids::short(&gid)
+                )),
+            };
+            let planned = [Planned {
+                path,
+                bytes: chat.bytes(),
+            }];
+            let parent_gid = parent.map(|p| p.gid.as_str());
+            let dirs = self.project_chats(&dir, Some(&cwd));
+            let written = match place::check(&dirs, &gid, parent_gid, &planned)? {
+                Check::Conflict => continue,
+                Check::AlreadyThere => false,
+                Check::Write(missing) => match place::write(self.writer, &planned, &missing)? {
+                    false => continue,
+                    _ => true,
+                },
+            };
+            if n > 0 {
+                self.note_copy(id, &name, &gid, &chats);
+            }
+            let last = chat.records[0]["lastUpdated"]
                 .as_str()
-                .is_some_and(|c| !c.trim().is_empty())
-                || rec["toolCalls"].as_array().is_some_and(|a| !a.is_empty())
-                || rec["thoughts"].as_array().is_some_and(|a| !a.is_empty())
+                .and_then(time::parse_rfc3339);
+            return Ok(Ok(Placed {
+                gid,
+                dir,
+                last_updated_ms: last,
+                written,
+            }));
         }
-        _ => false,
+        Ok(Err(format!(
+            "session {id}: {MAX_COPIES} different versions of it are already in Gemini; not written"
+        )))
     }
 }
 
-/// Builds the chat for a folded conversation.
-pub fn build(items: &[Item], header: &Header<'_>) -> Chat {
-    let mut b = Builder {
-        header,
-        records: Vec::new(),
-        turn: Turn::default(),
-        plans: 0,
-        default_time: time::iso(header.updated_ms),
-        first_ms: None,
-        last_ms: None,
-        dropped: BTreeSet::new(),
-        used_ids: HashSet::new(),
-    };
-    for item in items {
-        b.push(item);
-    }
-    b.flush();
-    let start_ms = b.first_ms.unwrap_or(header.updated_ms);
-    let last_ms = b
-        .last_ms
-        .unwrap_or(header.updated_ms)
-        .max(header.updated_ms);
-    let mut meta = Map::new();
-    meta.insert("sessionId".into(), json!(header.session_id));
-    meta.insert("projectHash".into(), json!(project_hash(header.cwd)));
-    meta.insert("startTime".into(), json!(time::iso(start_ms)));
-    meta.insert("lastUpdated".into(), json!(time::iso(last_ms)));
-    meta.insert(
-        "kind".into(),
-        json!(if header.subagent { "subagent" } else { "main" }),
-    );
-    if header.subagent {
-        meta.insert("directories".into(), json!([header.cwd]));
-    }
-    if !header.title.trim().is_empty() {
-        meta.insert("summary".into(), json!(header.title));
-    }
-    let resumable = b.records.iter().any(resumable);
-    let mut records = vec![Value::Object(meta)];
-    records.append(&mut b.records);
-    Chat {
-        records,
-        start_ms,
-        dropped: b.dropped,
-        resumable,
+/// The time an update carries: the first parseable `timestamp` in any namespace of its
+/// `_meta` (the time the writer gives a message without one of its own).
+fn update_time(update: &Value) -> Option<i64> {
+    update
+        .get("_meta")?
+        .as_object()?
+        .values()
+        .filter_map(|ns| ns.get("timestamp")?.as_str())
+        .find_map(time::parse_rfc3339)
+}
+
+/// The file name of a conflict copy: the same creation time with the new id's 8 characters,
+/// or `<parent>/<new id>.jsonl` for a subagent's chat.
+fn renamed_file(rest: &[String], gid: &str) -> String {
+    match rest {
+        [file] => {
+            let (stem, ext) = file.rsplit_once('.').unwrap_or((file, "jsonl"));
+            let prefix = stem.rsplit_once('-').map_or(stem, |(p, _)| p);
+            format!("{prefix}-{}.{ext}", ids::short(gid))
+        }
+        [parent, file] => {
+            let ext = file.rsplit_once('.').map_or("jsonl", |(_, e)| e);
+            format!("{parent}/{}.{ext}", ids::file_part(gid))
+        }
+        _ => unreachable!("native paths have one or two parts"),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conversation::fold;
-
-    fn p(u: Value) -> Value {
-        json!({"sessionId": "s", "update": u})
-    }
-
-    fn header<'a>(children: &'a HashMap<String, String>) -> Header<'a> {
-        Header {
-            session_id: "0b7e5a4c-1111-4222-8333-444455556666",
-            cwd: "/home/dev/shop",
-            title: "Add a flag",
-            updated_ms: time::parse_rfc3339("2026-11-29T10:00:09Z").unwrap(),
-            subagent: false,
-            harness: "claude-code",
-            child_ids: children,
-        }
-    }
 
     #[test]
-    fn every_call_carries_its_result_and_plans_become_write_todos() {
-        let items = fold([
-            p(
-                json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "Add a flag"}}),
-            ),
-            p(
-                json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "Read first."}}),
-            ),
-            p(
-                json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read deploy.sh", "kind": "read", "rawInput": {"file_path": "/x"}, "_meta": {"claudeCode": {"toolName": "Read"}}}),
-            ),
-            p(
-                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed", "rawOutput": "body"}),
-            ),
-            p(
-                json!({"sessionUpdate": "plan", "entries": [{"content": "Do it", "priority": "medium", "status": "pending"}]}),
-            ),
-            p(
-                json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Done."}}),
-            ),
-            p(
-                json!({"sessionUpdate": "tool_call", "toolCallId": "t2", "title": "ls", "kind": "execute"}),
-            ),
-            p(json!({"sessionUpdate": "current_mode_update", "currentModeId": "plan"})),
-        ]);
-        let children = HashMap::new();
-        let chat = build(&items, &header(&children));
-        let r = &chat.records;
-        assert_eq!(r.len(), 4, "{r:#?}");
-        assert_eq!(r[0]["summary"], "Add a flag");
-        assert_eq!(r[0]["projectHash"], project_hash("/home/dev/shop"));
-        assert_eq!(r[1]["content"], json!([{"text": "Add a flag"}]));
-        let calls = r[2]["toolCalls"].as_array().unwrap();
-        assert_eq!(r[2]["thoughts"][0]["description"], "Read first.");
-        assert_eq!(calls[0]["name"], "Read");
-        assert_eq!(calls[0]["displayName"], "Read deploy.sh");
+    fn renaming_touches_only_the_id_records() {
+        let log = b"{\"sessionId\":\"a\",\"projectHash\":\"h\"}\n{\"id\":\"m\",\"type\":\"user\",\"content\":\"sessionId a\"}\n{\"$set\":{\"sessionId\":\"a\"}}\nnot json";
+        let out = String::from_utf8(rename_in(log, false, "a", "b")).unwrap();
         assert_eq!(
-            calls[0]["result"][0]["functionResponse"],
-            json!({"id": "t1", "name": "Read", "response": {"output": "body"}})
+            out,
+            "{\"sessionId\":\"b\",\"projectHash\":\"h\"}\n{\"id\":\"m\",\"type\":\"user\",\"content\":\"sessionId a\"}\n{\"$set\":{\"sessionId\":\"b\"}}\nnot json"
         );
-        assert_eq!(calls[1]["name"], "write_todos");
-        assert!(
-            calls[1]["id"]
-                .as_str()
-                .unwrap()
-                .starts_with(tools::PLAN_CALL_PREFIX)
-        );
-        assert_eq!(r[3]["content"], "Done.");
-        let unfinished = &r[3]["toolCalls"][0];
-        assert_eq!(unfinished["status"], "cancelled");
-        assert_eq!(unfinished["name"], "execute");
-        assert!(
-            unfinished["result"][0]["functionResponse"]["response"]["error"]
-                .as_str()
-                .unwrap()
-                .starts_with("[Operation Cancelled]")
-        );
-        assert!(chat.resumable);
         assert_eq!(
-            chat.dropped,
-            BTreeSet::from(["current_mode_update".to_owned()])
+            renamed_file(
+                &["session-2026-11-23T09-14-fed50604.jsonl".into()],
+                "0123abcd-0000-4000-8000-000000000000"
+            ),
+            "session-2026-11-23T09-14-0123abcd.jsonl"
         );
     }
 
     #[test]
-    fn thoughts_split_back_into_subject_and_description() {
-        assert_eq!(
-            thought_of("**Planning**\nRead the file.", "t"),
-            json!({"subject": "Planning", "description": "Read the file.", "timestamp": "t"})
-        );
-        assert_eq!(thought_of("plain", "t")["subject"], "");
-        let inline = thought_of("**Bold** start of a sentence", "t");
-        assert_eq!(
-            inline["subject"], "",
-            "only a `**subject**` line is a subject"
-        );
-        assert_eq!(inline["description"], "**Bold** start of a sentence");
-    }
-
-    #[test]
-    fn diffs_become_file_diffs() {
-        let d = file_diff(
-            &json!({"type": "diff", "path": "/a/b.sh", "oldText": "x\n", "newText": "y\n"}),
-        );
-        assert_eq!(d["fileName"], "b.sh");
-        assert_eq!(d["originalContent"], "x\n");
-        assert!(
-            d["fileDiff"]
-                .as_str()
-                .unwrap()
-                .ends_with("@@ -1,1 +1,1 @@\n-x\n+y\n")
-        );
-        let new =
-            file_diff(&json!({"type": "diff", "path": "/a/n", "oldText": null, "newText": "z"}));
-        assert_eq!(new["isNewFile"], true);
+    fn native_paths_must_be_chats() {
+        assert!(native_path(".gemini/tmp/shop/chats/session-x-1.jsonl").is_some());
+        assert!(native_path(".gemini/tmp/shop-1/chats/p/c.jsonl").is_some());
+        assert!(native_path(".gemini/settings.json").is_none());
+        assert!(native_path(".gemini/tmp/shop/chats/evil.sh").is_none());
     }
 }

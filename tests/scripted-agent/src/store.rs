@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use asp_convert::Home;
-use asp_convert::harness::ReadContext;
-use asp_convert::report::Diagnostics;
+use asp_convert::kit::report::Diagnostics;
+use asp_convert::store::ReadRequest;
+use asp_convert::{Home, Store};
 use asp_format::blob::MemoryStore;
 use asp_format::progress::Quiet;
 use asp_format::update::UpdateLines;
@@ -16,19 +16,14 @@ use crate::SeedSession;
 
 /// Every session of the `harness` store under `home`, with its update stream.
 pub fn read(harness: &str, home: &Path) -> Result<Vec<SeedSession>, String> {
-    let converter =
-        asp_convert::harness(harness).ok_or_else(|| format!("no converter for {harness:?}"))?;
+    let store = Store::harness(harness, Home::at(home))
+        .ok_or_else(|| format!("no converter for {harness:?}"))?;
     let blobs = MemoryStore::new();
     let diagnostics = Diagnostics::new();
-    let state = converter
-        .read(&ReadContext {
-            home: &Home::at(home),
-            kinds: KindSet::EMPTY.with(StateKind::Sessions),
-            blobs: &blobs,
-            diagnostics: &diagnostics,
-            progress: &Quiet,
-            options: Default::default(),
-        })
+    let mut req = ReadRequest::new(&blobs, &diagnostics, &Quiet);
+    req.kinds = KindSet::EMPTY.with(StateKind::Sessions);
+    let state = store
+        .read(&req)
         .map_err(|e| format!("reading the {harness} store in {}: {e}", home.display()))?;
     let mut out = Vec::new();
     for s in state.sessions.unwrap_or_default() {

@@ -1,0 +1,140 @@
+//! The errors that stop a conversion, each knowing its own [`ErrorClass`].
+//!
+//! Damage that costs only one item (a line that is not JSON, a file that cannot be read) is a
+//! [`crate::kit::report::Diagnostic`] instead, and the conversion goes on.
+
+use std::io;
+use std::path::PathBuf;
+
+use asp_format::blob::BlobError;
+use asp_format::error::{Classify, ErrorClass, io_class};
+
+/// Errors that stop a conversion.
+#[derive(Debug, thiserror::Error)]
+pub enum ConvertError {
+    #[error("no home directory: set HOME or pass --home")]
+    NoHome,
+    /// A harness store that is not there: the home does not exist, or holds no store of the
+    /// harness. `looked_for` names what was looked for, for the person who typed the path.
+    #[error("{}", no_store_message(.harness, .home, .looked_for))]
+    NoStore {
+        harness: String,
+        home: PathBuf,
+        looked_for: Vec<PathBuf>,
+    },
+    /// Reading a file or folder of the source failed.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// Writing into the destination failed.
+    #[error("{}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A file of the source that cannot be used as it is.
+    #[error("{}: {message}", .path.display())]
+    Invalid { path: PathBuf, message: String },
+    #[error(transparent)]
+    Blob(#[from] BlobError),
+    /// A body carried in the state that cannot be read (a stream line cut off, a note that is
+    /// not text).
+    #[error("{what}: {source}")]
+    Carried {
+        what: String,
+        #[source]
+        source: io::Error,
+    },
+    /// A write that went wrong part way and says what it left.
+    #[error("{0}")]
+    Partial(String),
+    /// The request cannot be done as asked (a session id the store does not have).
+    #[error("{0}")]
+    Usage(String),
+}
+
+fn no_store_message(harness: &str, home: &std::path::Path, looked_for: &[PathBuf]) -> String {
+    let what: Vec<String> = looked_for.iter().map(|p| p.display().to_string()).collect();
+    if !home.exists() {
+        format!(
+            "the home {} does not exist (looked for the {harness} store in {})",
+            home.display(),
+            what.join(", ")
+        )
+    } else {
+        format!(
+            "{} holds no {harness} store (looked for {}); check --home",
+            home.display(),
+            what.join(", ")
+        )
+    }
+}
+
+impl ConvertError {
+    /// Reading `path` failed.
+    pub fn io(path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> ConvertError {
+        let path = path.into();
+        move |source| ConvertError::Io { path, source }
+    }
+
+    /// Writing `path` failed.
+    pub fn write(path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> ConvertError {
+        let path = path.into();
+        move |source| ConvertError::Write { path, source }
+    }
+
+    pub fn invalid(path: impl Into<PathBuf>, message: impl Into<String>) -> ConvertError {
+        ConvertError::Invalid {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A carried body (`what` says which) that cannot be read.
+    pub fn carried(what: impl Into<String>, source: io::Error) -> ConvertError {
+        ConvertError::Carried {
+            what: what.into(),
+            source,
+        }
+    }
+}
+
+impl Classify for ConvertError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            ConvertError::NoHome | ConvertError::NoStore { .. } | ConvertError::Invalid { .. } => {
+                ErrorClass::Source
+            }
+            ConvertError::Io { source, .. } => io_class(source, ErrorClass::Source),
+            ConvertError::Write { source, .. } => io_class(source, ErrorClass::Store),
+            ConvertError::Carried { source, .. } => io_class(source, ErrorClass::Source),
+            ConvertError::Blob(e) => e.class(),
+            ConvertError::Partial(_) => ErrorClass::Store,
+            ConvertError::Usage(_) => ErrorClass::Usage,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use asp_format::Descriptor;
+
+    #[test]
+    fn errors_name_their_class() {
+        let missing = ConvertError::Blob(BlobError::Missing(Descriptor::of(b"x").digest));
+        assert_eq!(missing.class(), ErrorClass::Integrity);
+        let read = ConvertError::io("/x")(io::Error::other("boom"));
+        assert_eq!(read.class(), ErrorClass::Source);
+        let write = ConvertError::write("/x")(io::Error::other("full"));
+        assert_eq!(write.class(), ErrorClass::Store);
+        assert_eq!(
+            ConvertError::Usage("no such session".into()).class(),
+            ErrorClass::Usage
+        );
+    }
+}

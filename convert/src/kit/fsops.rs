@@ -1,0 +1,560 @@
+//! Writing into a user's store without ever losing what is there.
+//!
+//! Every write goes to a temporary file in the destination directory and is renamed into
+//! place after it is complete and synced, so a crash leaves either the old file or the new one.
+//! New files are never renamed over existing ones. In dry-run mode the same calls check
+//! everything (including whether a file exists) and record what they would do.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::error::ConvertError;
+
+/// One planned or performed change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    Create(PathBuf),
+    Replace(PathBuf),
+    Append(PathBuf),
+    Remove(PathBuf),
+    /// A transaction on a database, committed (or, in a dry run, rolled back).
+    Database(PathBuf),
+}
+
+/// What [`Writer::create_new`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Created {
+    /// The file was written (or would be, in a dry run).
+    New,
+    /// A file was already there; nothing was written.
+    AlreadyExists,
+}
+
+/// Atomic, no-clobber file operations with a dry-run mode.
+#[derive(Debug, Default)]
+pub struct Writer {
+    dry_run: bool,
+    changes: Mutex<Vec<Change>>,
+}
+
+impl Writer {
+    pub fn new(dry_run: bool) -> Self {
+        Writer {
+            dry_run,
+            changes: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run
+    }
+
+    /// Every change made (or planned, in a dry run), in order.
+    pub fn changes(&self) -> Vec<Change> {
+        self.changes.lock().expect("changes poisoned").clone()
+    }
+
+    fn record(&self, c: Change) {
+        self.changes.lock().expect("changes poisoned").push(c);
+    }
+
+    /// Creates `path` with `bytes`, unless something is already there.
+    pub fn create_new(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        executable: bool,
+    ) -> Result<Created, ConvertError> {
+        self.create_new_from(path, &mut &bytes[..], executable)
+    }
+
+    /// Creates `path` with everything `reader` yields, unless something is already there. If
+    /// the reader fails (a blob that does not match its digest), nothing is left behind.
+    pub fn create_new_from(
+        &self,
+        path: &Path,
+        reader: &mut dyn Read,
+        executable: bool,
+    ) -> Result<Created, ConvertError> {
+        if fs::symlink_metadata(path).is_ok() {
+            return Ok(Created::AlreadyExists);
+        }
+        if self.dry_run {
+            // Still read everything, so a bad blob fails the dry run as it would the real one.
+            io::copy(reader, &mut io::sink()).map_err(ConvertError::write(path))?;
+            self.record(Change::Create(path.to_path_buf()));
+            return Ok(Created::New);
+        }
+        let dir = parent_of(path);
+        fs::create_dir_all(dir).map_err(ConvertError::write(dir))?;
+        let mut tmp = temp_in(dir, Mode::New { executable })?;
+        io::copy(reader, tmp.as_file_mut()).map_err(ConvertError::write(path))?;
+        finish_file(tmp.as_file(), path, None)?;
+        match tmp.persist_noclobber(path) {
+            Ok(_) => {}
+            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => {
+                return Ok(Created::AlreadyExists);
+            }
+            Err(e) => return Err(ConvertError::write(path)(e.error)),
+        }
+        sync_dir(dir);
+        self.record(Change::Create(path.to_path_buf()));
+        Ok(Created::New)
+    }
+
+    /// Creates every one of `files`, or none: each is first written whole and synced under a
+    /// temporary name in its directory (`.asp-*.partial`), and only then are they renamed into
+    /// place one by one, never over an existing file. When one of the paths is taken (before or
+    /// during the renames), the files this call already put in place are removed again and
+    /// the answer is [`Created::AlreadyExists`]; directories it created are removed when empty.
+    /// Only if a crash or a failing removal interrupts the renames can some of the files be
+    /// left, and a failing removal names them in the error.
+    pub fn create_all_new(&self, files: &[(&Path, &[u8])]) -> Result<Created, ConvertError> {
+        if files
+            .iter()
+            .any(|(path, _)| fs::symlink_metadata(path).is_ok())
+        {
+            return Ok(Created::AlreadyExists);
+        }
+        if self.dry_run {
+            for (path, _) in files {
+                self.record(Change::Create(path.to_path_buf()));
+            }
+            return Ok(Created::New);
+        }
+        let mut made_dirs = Vec::new();
+        let mut staged = Vec::with_capacity(files.len());
+        for (path, bytes) in files {
+            match stage(path, bytes, &mut made_dirs) {
+                Ok(tmp) => staged.push((tmp, *path)),
+                Err(e) => {
+                    drop(staged);
+                    remove_empty_dirs(&made_dirs);
+                    return Err(e);
+                }
+            }
+        }
+        let mut placed: Vec<&Path> = Vec::with_capacity(staged.len());
+        for (tmp, path) in staged {
+            let failure = match tmp.persist_noclobber(path) {
+                Ok(_) => {
+                    placed.push(path);
+                    continue;
+                }
+                Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => None,
+                Err(e) => Some(ConvertError::write(path)(e.error)),
+            };
+            // Undo: these files are this call's own, put in place a moment ago.
+            let left: Vec<String> = placed
+                .iter()
+                .filter(|p| fs::remove_file(p).is_err())
+                .map(|p| p.display().to_string())
+                .collect();
+            remove_empty_dirs(&made_dirs);
+            if !left.is_empty() {
+                let why = failure.map_or_else(
+                    || format!("{} appeared while asp was writing", path.display()),
+                    |e| e.to_string(),
+                );
+                return Err(ConvertError::Partial(format!(
+                    "{why}; of the files to write together, these were written and could not be \
+                     taken out again: {}",
+                    left.join(", ")
+                )));
+            }
+            return match failure {
+                None => Ok(Created::AlreadyExists),
+                Some(e) => Err(e),
+            };
+        }
+        for path in placed {
+            sync_dir(parent_of(path));
+            self.record(Change::Create(path.to_path_buf()));
+        }
+        Ok(Created::New)
+    }
+
+    /// Writes `bytes` to `path`, replacing what is there atomically. When `path` is a symlink
+    /// (dotfile managers link config files), the file it points to is replaced and the link
+    /// kept. The old file's permissions are kept.
+    pub fn replace(&self, path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
+        self.replace_from(path, &mut &bytes[..], None)
+    }
+
+    /// Like [`Writer::replace`], streaming from `reader`; `executable` sets the mode (`None`
+    /// keeps the old file's).
+    pub fn replace_from(
+        &self,
+        path: &Path,
+        reader: &mut dyn Read,
+        executable: Option<bool>,
+    ) -> Result<(), ConvertError> {
+        let target = match fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                fs::canonicalize(path).map_err(ConvertError::write(path))?
+            }
+            _ => path.to_path_buf(),
+        };
+        if self.dry_run {
+            io::copy(reader, &mut io::sink()).map_err(ConvertError::write(path))?;
+            self.record(Change::Replace(path.to_path_buf()));
+            return Ok(());
+        }
+        let dir = parent_of(&target);
+        fs::create_dir_all(dir).map_err(ConvertError::write(dir))?;
+        // A replaced file keeps its mode (a config file the user made private stays private);
+        // a new one gets the usual mode less the user's umask.
+        let keep = match executable {
+            Some(_) => None,
+            None => existing_mode(&target),
+        };
+        let mut tmp = temp_in(
+            dir,
+            Mode::New {
+                executable: executable.unwrap_or(false),
+            },
+        )?;
+        io::copy(reader, tmp.as_file_mut()).map_err(ConvertError::write(&target))?;
+        finish_file(tmp.as_file(), &target, keep)?;
+        tmp.persist(&target)
+            .map_err(|e| ConvertError::write(&target)(e.error))?;
+        sync_dir(dir);
+        self.record(Change::Replace(path.to_path_buf()));
+        Ok(())
+    }
+
+    /// Appends `bytes` to `path` (created if missing), as harnesses append to their own
+    /// indexes. The bytes are written in one call so a concurrent appender cannot interleave
+    /// inside them.
+    pub fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
+        if self.dry_run {
+            self.record(Change::Append(path.to_path_buf()));
+            return Ok(());
+        }
+        let dir = parent_of(path);
+        fs::create_dir_all(dir).map_err(ConvertError::write(dir))?;
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(ConvertError::write(path))?;
+        f.write_all(bytes).map_err(ConvertError::write(path))?;
+        f.sync_data().map_err(ConvertError::write(path))?;
+        self.record(Change::Append(path.to_path_buf()));
+        Ok(())
+    }
+
+    /// Removes a file if it is there. Returns whether it was.
+    pub fn remove(&self, path: &Path) -> Result<bool, ConvertError> {
+        match fs::symlink_metadata(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(ConvertError::write(path)(e)),
+            Ok(_) => {}
+        }
+        if !self.dry_run {
+            fs::remove_file(path).map_err(ConvertError::write(path))?;
+        }
+        self.record(Change::Remove(path.to_path_buf()));
+        Ok(true)
+    }
+}
+
+/// How long a write waits for a harness that holds its database's lock.
+#[cfg(feature = "sqlite")]
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+#[cfg(feature = "sqlite")]
+impl Writer {
+    /// Runs `work` in one `IMMEDIATE` transaction on the SQLite database at `path`, waiting
+    /// politely for a harness that holds the lock. The transaction is committed in a real run
+    /// and rolled back in a dry run, so a dry run makes exactly the checks and inserts of the
+    /// real one and leaves the database as it was. The database must exist: a harness's
+    /// database is made by the harness, with its migrations, never by a writer.
+    pub fn sqlite<T>(
+        &self,
+        path: &Path,
+        work: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+        let mut conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = work(&tx)?;
+        if self.dry_run {
+            tx.rollback()?;
+        } else {
+            tx.commit()?;
+        }
+        self.record(Change::Database(path.to_path_buf()));
+        Ok(out)
+    }
+}
+
+impl Writer {
+    /// Records a change made by a caller that wrote `path` its own way (a folder renamed into
+    /// place as a whole).
+    pub fn record_created(&self, path: &Path) {
+        self.record(Change::Create(path.to_path_buf()));
+    }
+}
+
+/// Renames the folder `from` to `to`, failing with `AlreadyExists` if `to` exists (a racing
+/// writer is never overwritten: `rename(2)` would replace an empty folder silently).
+pub fn rename_noclobber_dir(from: &Path, to: &Path) -> io::Result<()> {
+    if fs::symlink_metadata(to).is_ok() {
+        return Err(io::ErrorKind::AlreadyExists.into());
+    }
+    fs::rename(from, to)?;
+    if let Some(parent) = to.parent() {
+        sync_dir(parent);
+    }
+    Ok(())
+}
+
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// How a file being written gets its permissions.
+enum Mode {
+    /// Created as 0666 (0777 if executable) less the process umask, like any file a program
+    /// creates: tempfile's own default, 0600, would hide the user's files from themselves
+    /// across tools, and a fixed 0644 would ignore a umask of 077.
+    New { executable: bool },
+}
+
+/// `bytes` written and synced under a temporary name in `path`'s directory, which is created
+/// (and each directory made remembered in `made_dirs`, outermost first) when missing.
+fn stage(
+    path: &Path,
+    bytes: &[u8],
+    made_dirs: &mut Vec<PathBuf>,
+) -> Result<tempfile::NamedTempFile, ConvertError> {
+    let dir = parent_of(path);
+    let mut new_dirs: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|a| !a.as_os_str().is_empty() && fs::symlink_metadata(a).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    fs::create_dir_all(dir).map_err(ConvertError::write(dir))?;
+    new_dirs.reverse();
+    made_dirs.extend(new_dirs);
+    let mut tmp = temp_in(dir, Mode::New { executable: false })?;
+    tmp.as_file_mut()
+        .write_all(bytes)
+        .map_err(ConvertError::write(path))?;
+    finish_file(tmp.as_file(), path, None)?;
+    Ok(tmp)
+}
+
+/// Removes directories, deepest first, where they are empty.
+fn remove_empty_dirs(dirs: &[PathBuf]) {
+    for d in dirs.iter().rev() {
+        let _ = fs::remove_dir(d);
+    }
+}
+
+fn temp_in(dir: &Path, mode: Mode) -> Result<tempfile::NamedTempFile, ConvertError> {
+    let mut b = tempfile::Builder::new();
+    b.prefix(".asp-").suffix(".partial");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let Mode::New { executable } = mode;
+        b.permissions(fs::Permissions::from_mode(if executable {
+            0o777
+        } else {
+            0o666
+        }));
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    b.tempfile_in(dir).map_err(ConvertError::write(dir))
+}
+
+/// Syncs a written file, first giving it `keep` (an existing file's mode) when set.
+fn finish_file(file: &File, path: &Path, keep: Option<u32>) -> Result<(), ConvertError> {
+    if let Some(mode) = keep {
+        set_mode(file, mode).map_err(ConvertError::write(path))?;
+    }
+    file.sync_all().map_err(ConvertError::write(path))
+}
+
+#[cfg(unix)]
+fn set_mode(file: &File, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    file.set_permissions(fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_file: &File, _mode: u32) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(unix)]
+fn existing_mode(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path)
+        .ok()
+        .map(|m| m.permissions().mode() & 0o7777)
+}
+
+#[cfg(not(unix))]
+fn existing_mode(_path: &Path) -> Option<u32> {
+    None
+}
+
+fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}
+
+/// Whether a file is executable by its owner (always false where there are no modes).
+pub fn is_executable(meta: &fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.permissions().mode() & 0o100 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_new_never_clobbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a/b.txt");
+        let w = Writer::new(false);
+        assert_eq!(w.create_new(&p, b"one", false).unwrap(), Created::New);
+        assert_eq!(
+            w.create_new(&p, b"two", false).unwrap(),
+            Created::AlreadyExists
+        );
+        assert_eq!(fs::read(&p).unwrap(), b"one");
+        assert_eq!(w.changes(), vec![Change::Create(p)]);
+    }
+
+    #[test]
+    fn files_created_together_are_all_written_or_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("x/a"), dir.path().join("x/y/b"));
+        let w = Writer::new(false);
+        assert_eq!(
+            w.create_all_new(&[(&a, b"one"), (&b, b"two")]).unwrap(),
+            Created::New
+        );
+        assert_eq!(
+            (fs::read(&a).unwrap(), fs::read(&b).unwrap()),
+            (b"one".to_vec(), b"two".to_vec())
+        );
+        // One path taken: nothing of the batch is written, not even the new directories.
+        let c = dir.path().join("z/c");
+        assert_eq!(
+            w.create_all_new(&[(&c, b"three"), (&b, b"other")]).unwrap(),
+            Created::AlreadyExists
+        );
+        assert!(!dir.path().join("z").exists());
+        assert_eq!(fs::read(&b).unwrap(), b"two");
+        assert_eq!(
+            w.changes(),
+            vec![Change::Create(a.clone()), Change::Create(b.clone())]
+        );
+        // A temporary file is never left beside them.
+        let names: Vec<_> = fs::read_dir(dir.path().join("x"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    #[test]
+    fn a_batch_that_fails_part_way_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("blocker"),
+            b"a file where a directory should be",
+        )
+        .unwrap();
+        let a = dir.path().join("new/a");
+        let b = dir.path().join("blocker/b");
+        let w = Writer::new(false);
+        assert!(w.create_all_new(&[(&a, b"one"), (&b, b"two")]).is_err());
+        assert!(!dir.path().join("new").exists(), "not a, nor its directory");
+        assert!(w.changes().is_empty());
+    }
+
+    #[test]
+    fn a_failing_reader_leaves_nothing_behind() {
+        struct Failing;
+        impl Read for Failing {
+            fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+                Err(io::Error::new(io::ErrorKind::InvalidData, "bad blob"))
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x");
+        let w = Writer::new(false);
+        assert!(w.create_new_from(&p, &mut Failing, false).is_err());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn dry_run_writes_nothing_but_sees_existing_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let existing = dir.path().join("there");
+        fs::write(&existing, b"x").unwrap();
+        let w = Writer::new(true);
+        assert_eq!(
+            w.create_new(&existing, b"y", false).unwrap(),
+            Created::AlreadyExists
+        );
+        let fresh = dir.path().join("fresh");
+        assert_eq!(w.create_new(&fresh, b"y", false).unwrap(), Created::New);
+        w.replace(&existing, b"z").unwrap();
+        assert!(!fresh.exists());
+        assert_eq!(fs::read(&existing).unwrap(), b"x");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn replace_follows_symlinks_and_keeps_modes() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        fs::write(&real, b"{}").unwrap();
+        fs::set_permissions(&real, fs::Permissions::from_mode(0o600)).unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        Writer::new(false).replace(&link, b"{\"a\":1}").unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read(&real).unwrap(), b"{\"a\":1}");
+        assert_eq!(
+            fs::metadata(&real).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+}

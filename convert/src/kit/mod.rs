@@ -1,0 +1,32 @@
+//! The kit every converter builds on: the same answer to the same question in every harness.
+//!
+//! | module | what it is for |
+//! |---|---|
+//! | [`placement`] | what writing one item came to (new, already there, kept beside, refused) and the tally of a kind into the import answer |
+//! | [`beside`] | the one name of a copy kept beside a different version (`<thread>~<harness>`, and its title) |
+//! | [`meta`] | typed `_meta.asp` accessors that merge into what is there |
+//! | [`source`] | a surveyed file: its stat record, and reading it up to what the survey saw |
+//! | [`fsops`] | atomic, never-clobbering writes with a dry-run mode, SQLite transactions included |
+//! | [`report`] | diagnostics: what was found wrong or odd, by file and line |
+//! | [`acp`], [`conversation`] | ACP `session/update` values: building them, folding a stream into messages and tool calls |
+//! | [`skills`] | Agent Skills folders, read byte for byte and written whole |
+//! | [`secrets`] | `--redact-secrets` |
+//! | [`pathmap`] | `--map-path OLD=NEW` |
+//! | [`escape`], [`time`], [`uuid`] | file-name escaping, RFC 3339 times, name-based UUIDs |
+//!
+//! Converters never import each other; what two of them need goes here.
+
+pub mod acp;
+pub mod beside;
+pub mod conversation;
+pub mod escape;
+pub mod fsops;
+pub mod meta;
+pub mod pathmap;
+pub mod placement;
+pub mod report;
+pub mod secrets;
+pub mod skills;
+pub mod source;
+pub mod time;
+pub mod uuid;

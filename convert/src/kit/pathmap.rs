@@ -1,0 +1,285 @@
+//! `--map-path OLD=NEW`: moving carried state to a machine where paths differ.
+//!
+//! A string is rewritten when it *is* a path under `OLD`: exactly `OLD`, `OLD/...`, or the
+//! same as a `file://` URI. Prose that merely mentions a path is left alone; rewriting inside
+//! text would change what the user and the agent said.
+
+use std::io::{BufReader, Read};
+use std::str::FromStr;
+
+use asp_format::blob::{BlobSink, BlobSource};
+use asp_format::state::{FileEntry, Native, State};
+use asp_format::update::{MAX_LINE, UpdateLines, UpdateWriter, read_line_bounded};
+use serde_json::Value;
+
+use crate::error::ConvertError;
+
+/// Path prefix rewrites, longest prefix first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PathMap {
+    rules: Vec<(String, String)>,
+}
+
+/// A rule that is not `OLD=NEW`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--map-path {0:?} is not OLD=NEW with both sides non-empty")]
+pub struct BadRule(pub String);
+
+fn trim_slash(s: &str) -> &str {
+    if s.len() > 1 {
+        s.trim_end_matches('/')
+    } else {
+        s
+    }
+}
+
+impl FromStr for PathMap {
+    type Err = BadRule;
+
+    /// One rule, `OLD=NEW`.
+    fn from_str(s: &str) -> Result<Self, BadRule> {
+        let mut map = PathMap::default();
+        map.add(s)?;
+        Ok(map)
+    }
+}
+
+impl PathMap {
+    /// Adds a rule `OLD=NEW`.
+    pub fn add(&mut self, rule: &str) -> Result<(), BadRule> {
+        let (old, new) = rule
+            .split_once('=')
+            .filter(|(o, n)| !o.is_empty() && !n.is_empty())
+            .ok_or_else(|| BadRule(rule.to_owned()))?;
+        self.rules
+            .push((trim_slash(old).to_owned(), trim_slash(new).to_owned()));
+        self.rules
+            .sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.cmp(b)));
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// The rewritten path, if `s` is a path under one of the rules' `OLD`.
+    pub fn map_path(&self, s: &str) -> Option<String> {
+        if let Some(rest) = s.strip_prefix("file://") {
+            return self.map_path(rest).map(|p| format!("file://{p}"));
+        }
+        for (old, new) in &self.rules {
+            if s == old {
+                return Some(new.clone());
+            }
+            let rest = if old == "/" {
+                s.starts_with('/').then_some(s)
+            } else {
+                s.strip_prefix(old.as_str()).filter(|r| r.starts_with('/'))
+            };
+            if let Some(rest) = rest {
+                return Some(format!("{new}{rest}"));
+            }
+        }
+        None
+    }
+
+    /// Rewrites every string in `v` that is a mapped path; true if anything changed.
+    pub fn map_json(&self, v: &mut Value) -> bool {
+        match v {
+            Value::String(s) => match self.map_path(s) {
+                Some(m) => {
+                    *s = m;
+                    true
+                }
+                None => false,
+            },
+            Value::Array(a) => a.iter_mut().fold(false, |acc, x| self.map_json(x) | acc),
+            Value::Object(o) => o.values_mut().fold(false, |acc, x| self.map_json(x) | acc),
+            _ => false,
+        }
+    }
+
+    /// Rewrites one JSON line (compact); lines that are not JSON are kept as they are.
+    pub fn map_json_line(&self, line: &str) -> String {
+        match serde_json::from_str::<Value>(line) {
+            Ok(mut v) => {
+                if self.map_json(&mut v) {
+                    serde_json::to_string(&v).expect("a parsed value serialises")
+                } else {
+                    line.to_owned()
+                }
+            }
+            Err(_) => line.to_owned(),
+        }
+    }
+
+    /// The state with every path rewritten: session `cwd`, strings in updates, native `.json`
+    /// and `.jsonl` files, and memory origins' `project`. Rewritten bodies go into `sink`;
+    /// read the result through an [`asp_format::blob::Overlay`] of `sink` and `source`.
+    pub fn apply(
+        &self,
+        state: &State,
+        source: &dyn BlobSource,
+        sink: &dyn BlobSink,
+    ) -> Result<State, ConvertError> {
+        let mut out = state.clone();
+        if self.is_empty() {
+            return Ok(out);
+        }
+        for s in out.sessions.iter_mut().flatten() {
+            if let Some(cwd) = s.cwd.as_deref().and_then(|c| self.map_path(c)) {
+                s.cwd = Some(cwd);
+            }
+            s.updates = self.rewrite_lines(source, sink, &s.updates)?;
+            if let Some(native) = &mut s.native {
+                *native = Native {
+                    harness: native.harness.clone(),
+                    files: native
+                        .files
+                        .iter()
+                        .map(|f| self.rewrite_native(source, sink, f))
+                        .collect::<Result<_, _>>()?,
+                };
+            }
+        }
+        for n in out.memory.iter_mut().flatten() {
+            if let Some(p) = n.origin.project.as_deref().and_then(|p| self.map_path(p)) {
+                n.origin.project = Some(p);
+            }
+        }
+        Ok(out)
+    }
+
+    fn rewrite_lines(
+        &self,
+        source: &dyn BlobSource,
+        sink: &dyn BlobSink,
+        blob: &asp_format::Descriptor,
+    ) -> Result<asp_format::Descriptor, ConvertError> {
+        let mut lines = UpdateLines::open(source, blob)?;
+        let mut w = UpdateWriter::new(sink)?;
+        while let Some((_, line)) = lines
+            .next_line()
+            .map_err(|(_, e)| asp_format::blob::BlobError::Other(e))?
+        {
+            w.push_raw(&self.map_json_line(line))?;
+        }
+        Ok(w.finish()?)
+    }
+
+    fn rewrite_native(
+        &self,
+        source: &dyn BlobSource,
+        sink: &dyn BlobSink,
+        f: &FileEntry,
+    ) -> Result<FileEntry, ConvertError> {
+        let name = f.path.as_str();
+        let content = if name.ends_with(".jsonl") {
+            let mut reader = BufReader::new(source.open(&f.content)?);
+            let mut w = sink.begin()?;
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                let n = read_line_bounded(&mut reader, &mut line, MAX_LINE)
+                    .map_err(asp_format::blob::BlobError::Other)?;
+                if n == 0 {
+                    break;
+                }
+                let (body, nl): (&[u8], &[u8]) = match line.strip_suffix(b"\n") {
+                    Some(b) => (b, b"\n"),
+                    None => (&line, b""),
+                };
+                // A line that is not UTF-8 JSON is kept byte for byte.
+                let mapped = match std::str::from_utf8(body) {
+                    Ok(text) => std::borrow::Cow::Owned(self.map_json_line(text).into_bytes()),
+                    Err(_) => std::borrow::Cow::Borrowed(body),
+                };
+                w.write_all(&mapped)
+                    .and_then(|_| w.write_all(nl))
+                    .map_err(asp_format::blob::BlobError::Other)?;
+            }
+            w.finish()?
+        } else if name.ends_with(".json") {
+            let mut bytes = Vec::new();
+            source
+                .open(&f.content)?
+                .read_to_end(&mut bytes)
+                .map_err(asp_format::blob::BlobError::Other)?;
+            match serde_json::from_slice::<Value>(&bytes) {
+                Ok(mut v) if !bytes.is_empty() => {
+                    if self.map_json(&mut v) {
+                        let mut out = serde_json::to_vec_pretty(&v).expect("serialises");
+                        if bytes.ends_with(b"\n") {
+                            out.push(b'\n');
+                        }
+                        sink.put(&out)?
+                    } else {
+                        f.content
+                    }
+                }
+                _ => f.content,
+            }
+        } else {
+            f.content
+        };
+        Ok(FileEntry {
+            path: f.path.clone(),
+            executable: f.executable,
+            content,
+        })
+    }
+}
+
+use std::io::Write as _;
+
+impl asp_format::Classify for BadRule {
+    fn class(&self) -> asp_format::ErrorClass {
+        asp_format::ErrorClass::Usage
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn map() -> PathMap {
+        let mut m = PathMap::default();
+        m.add("/home/dev=/Users/dev").unwrap();
+        m.add("/home/dev/shop=/work/shop/").unwrap();
+        m
+    }
+
+    #[test]
+    fn only_whole_paths_are_rewritten_longest_prefix_first() {
+        let m = map();
+        assert_eq!(m.map_path("/home/dev").as_deref(), Some("/Users/dev"));
+        assert_eq!(
+            m.map_path("/home/dev/shop/a.rs").as_deref(),
+            Some("/work/shop/a.rs")
+        );
+        assert_eq!(m.map_path("/home/dev/x").as_deref(), Some("/Users/dev/x"));
+        assert_eq!(m.map_path("/home/developer"), None);
+        assert_eq!(m.map_path("see /home/dev/x"), None);
+        assert_eq!(
+            m.map_path("file:///home/dev/shop/a.rs").as_deref(),
+            Some("file:///work/shop/a.rs")
+        );
+    }
+
+    #[test]
+    fn json_strings_are_rewritten_anywhere_in_a_value() {
+        let mut v = json!({"locations": [{"path": "/home/dev/shop/a.rs", "line": 3}], "text": "in /home/dev"});
+        assert!(map().map_json(&mut v));
+        assert_eq!(v["locations"][0]["path"], "/work/shop/a.rs");
+        assert_eq!(v["text"], "in /home/dev");
+    }
+
+    #[test]
+    fn rules_must_have_both_sides() {
+        let mut m = PathMap::default();
+        assert!(m.add("/a").is_err());
+        assert!(m.add("=/b").is_err());
+        assert!(m.add("/a=").is_err());
+    }
+}

@@ -1,0 +1,153 @@
+//! What writing one item came to, and how a kind's items add up in the import answer.
+//!
+//! Every converter answers the same four ways for every item it is handed (a session, a skill,
+//! an MCP server, a note, a setting): written new, already there with the same content, kept
+//! beside a different version, or refused with a reason a person understands. A [`Tally`]
+//! turns those into the `_asp/state/import` answer the same way for every kind: a kind is
+//! taken when it was given empty or when at least one item of it was placed, and every
+//! refusal is one `notTaken` entry.
+
+use asp_format::StateKind;
+use asp_format::answer::ImportAnswer;
+
+/// What writing one item came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// Written (or, in a dry run, it would be).
+    New,
+    /// The same item, with the same content, is there already; nothing was written.
+    AlreadyThere,
+    /// A different version is there, kept as it is; the carried one was written beside it.
+    Beside,
+    /// Not written; the reason is for the owner.
+    Refused(String),
+}
+
+impl Placement {
+    /// Whether the item is in the destination now (or would be, in a dry run).
+    pub fn is_placed(&self) -> bool {
+        !matches!(self, Placement::Refused(_))
+    }
+}
+
+/// Where one session went: its id in the destination, and how it got there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionPlaced {
+    /// The session's id in the destination (empty when refused).
+    pub id: String,
+    pub placement: Placement,
+}
+
+impl SessionPlaced {
+    pub fn new(id: impl Into<String>) -> Self {
+        SessionPlaced {
+            id: id.into(),
+            placement: Placement::New,
+        }
+    }
+
+    pub fn already_there(id: impl Into<String>) -> Self {
+        SessionPlaced {
+            id: id.into(),
+            placement: Placement::AlreadyThere,
+        }
+    }
+
+    /// Kept beside a different version, under `id`.
+    pub fn beside(id: impl Into<String>) -> Self {
+        SessionPlaced {
+            id: id.into(),
+            placement: Placement::Beside,
+        }
+    }
+
+    pub fn refused(reason: impl Into<String>) -> Self {
+        SessionPlaced {
+            id: String::new(),
+            placement: Placement::Refused(reason.into()),
+        }
+    }
+}
+
+/// The answer for one kind, item by item.
+#[derive(Debug)]
+pub struct Tally<'a> {
+    answer: &'a mut ImportAnswer,
+    kind: StateKind,
+    taken: bool,
+}
+
+impl<'a> Tally<'a> {
+    /// Starts the tally of `kind`, given with `given` items (a kind given empty is taken: there
+    /// is nothing of it to refuse).
+    pub fn new(answer: &'a mut ImportAnswer, kind: StateKind, given: usize) -> Self {
+        Tally {
+            answer,
+            kind,
+            taken: given == 0,
+        }
+    }
+
+    /// Counts one item.
+    pub fn place(&mut self, placement: Placement) {
+        match placement {
+            Placement::Refused(reason) => self.answer.refuse(self.kind, reason),
+            _ => self.taken = true,
+        }
+    }
+
+    /// Counts one session, `from` its id in the state: the answer maps it to its id in the
+    /// destination, or says why it was refused.
+    pub fn session(&mut self, from: &str, placed: SessionPlaced) {
+        if placed.placement.is_placed() {
+            self.answer.sessions.insert(from.to_owned(), placed.id);
+        }
+        self.place(placed.placement);
+    }
+
+    /// The kind was taken in part, whatever its items came to (a file merged as a whole).
+    pub fn taken(&mut self) {
+        self.taken = true;
+    }
+
+    /// Something of the kind was not carried, without being one item of it (a part of an
+    /// item, a value a target cannot hold).
+    pub fn refuse(&mut self, reason: impl Into<String>) {
+        self.answer.refuse(self.kind, reason);
+    }
+
+    /// Ends the tally: the kind is taken when anything of it was.
+    pub fn finish(self) {
+        if self.taken {
+            self.answer.take(self.kind);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kind_is_taken_when_anything_of_it_is_and_every_refusal_is_said() {
+        let mut answer = ImportAnswer::default();
+        let mut t = Tally::new(&mut answer, StateKind::Skills, 2);
+        t.place(Placement::Refused("a different skill is there".into()));
+        t.place(Placement::AlreadyThere);
+        t.finish();
+        let mut t = Tally::new(&mut answer, StateKind::Memory, 1);
+        t.place(Placement::Refused("no project".into()));
+        t.finish();
+        Tally::new(&mut answer, StateKind::Tools, 0).finish();
+        let mut t = Tally::new(&mut answer, StateKind::Sessions, 1);
+        t.session("a", SessionPlaced::beside("b"));
+        t.finish();
+        assert_eq!(
+            answer.taken.to_string(),
+            "sessions,skills,tools",
+            "memory: nothing of it was placed"
+        );
+        assert_eq!(answer.not_taken.len(), 2);
+        assert_eq!(answer.sessions["a"], "b");
+    }
+}

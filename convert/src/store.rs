@@ -1,0 +1,450 @@
+//! The porcelain: a store of agent state (a harness's native store, or a state directory), read
+//! and written under the contract every caller relies on.
+//!
+//! Pack, unpack, the hub, the scripted agent and the tests all go through [`Store`]; none of
+//! them calls a [`Harness`] directly. What it owns, once for every harness:
+//!
+//! - **the kinds asked for**: a read gives exactly the kinds asked for that the store has; a
+//!   write takes only the kinds asked for, and answers every kind the converter does not import
+//!   as `notTaken`;
+//! - **which sessions**: all, or the ones named (with their subagents), and no other session's
+//!   content is read;
+//! - **threads**: sessions are read on every core, and the state (so the bundle) does not depend
+//!   on how many; diagnostics come out in survey order;
+//! - **the canonical form**: what a read gives is normalised and valid;
+//! - **dry runs**: the converter writes through a [`Writer`] that checks everything and changes
+//!   nothing, so a dry run answers exactly like the real run.
+//!
+//! The harness's own configuration (issue 13's native layer) will be read and restored here
+//! too, beside the kinds, for same-harness restores only.
+
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use asp_format::answer::ImportAnswer;
+use asp_format::blob::{BlobSink, BlobSource, Discard};
+use asp_format::name::SessionId;
+use asp_format::progress::Progress;
+use asp_format::state::{KindCounts, Session, State};
+use asp_format::{KindSet, StateKind};
+
+use crate::dir;
+use crate::error::ConvertError;
+use crate::harness::{
+    Harness, Home, ReadContext, ReadOptions, SessionContext, Survey, SurveyContext, Surveyed,
+    WriteContext, WriteOptions,
+};
+use crate::kit::fsops::Writer;
+use crate::kit::pathmap::PathMap;
+use crate::kit::report::Diagnostics;
+
+/// Where agent state is kept.
+#[derive(Clone)]
+pub enum Store {
+    /// A harness's native store in a home.
+    Harness {
+        harness: Arc<dyn Harness>,
+        home: Home,
+    },
+    /// A state directory (the plain form `asp-unpack --to-dir` writes).
+    Dir(PathBuf),
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Store::Harness { harness, home } => f
+                .debug_struct("Store::Harness")
+                .field("harness", &harness.name())
+                .field("home", home)
+                .finish(),
+            Store::Dir(d) => f.debug_tuple("Store::Dir").field(d).finish(),
+        }
+    }
+}
+
+/// Which sessions a read takes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Sessions {
+    /// Every session of the store.
+    #[default]
+    All,
+    /// The sessions with these ids, with their subagent sessions.
+    Only(Vec<SessionId>),
+}
+
+/// What to read.
+#[derive(Clone, Copy)]
+pub struct ReadRequest<'a> {
+    /// The kinds asked for.
+    pub kinds: KindSet,
+    pub sessions: &'a Sessions,
+    pub options: ReadOptions,
+    /// How many sessions are read at once; `None` for one per core.
+    pub threads: Option<NonZeroUsize>,
+    pub blobs: &'a dyn BlobSink,
+    /// Where every finding goes, in survey order.
+    pub diagnostics: &'a Diagnostics,
+    pub progress: &'a dyn Progress,
+}
+
+impl std::fmt::Debug for ReadRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadRequest")
+            .field("kinds", &self.kinds)
+            .field("sessions", self.sessions)
+            .field("options", &self.options)
+            .field("threads", &self.threads)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for WriteRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteRequest")
+            .field("kinds", &self.kinds)
+            .field("dry_run", &self.dry_run)
+            .field("path_map", self.path_map)
+            .field("force", &self.force)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> ReadRequest<'a> {
+    /// Every kind, every session, native files, all cores.
+    pub fn new(
+        blobs: &'a dyn BlobSink,
+        diagnostics: &'a Diagnostics,
+        progress: &'a dyn Progress,
+    ) -> Self {
+        const ALL: &Sessions = &Sessions::All;
+        ReadRequest {
+            kinds: KindSet::ALL,
+            sessions: ALL,
+            options: ReadOptions::default(),
+            threads: None,
+            blobs,
+            diagnostics,
+            progress,
+        }
+    }
+}
+
+/// What to write.
+#[derive(Clone, Copy)]
+pub struct WriteRequest<'a> {
+    /// The kinds asked for; `None` for every kind the state gives.
+    pub kinds: Option<KindSet>,
+    /// Work out and answer everything, write nothing (harness stores only).
+    pub dry_run: bool,
+    /// Path rewrites already applied to the state.
+    pub path_map: &'a PathMap,
+    /// A state directory only: write into one that is not empty, replacing files of the same
+    /// name.
+    pub force: bool,
+    pub blobs: &'a dyn BlobSource,
+    pub diagnostics: &'a Diagnostics,
+    pub progress: &'a dyn Progress,
+}
+
+/// What a write did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The `_asp/state/import` answer.
+    pub answer: ImportAnswer,
+    /// For a state directory: how many files and bytes were written.
+    pub files: Option<dir::DirWritten>,
+}
+
+impl Store {
+    /// The registered harness `name` in `home`.
+    pub fn harness(name: &str, home: Home) -> Option<Store> {
+        crate::harness(name).map(|h| Store::Harness {
+            harness: Arc::from(h),
+            home,
+        })
+    }
+
+    /// What a person calls this store: `claude-code (/home/me)`, or the directory.
+    pub fn describe_location(&self) -> String {
+        match self {
+            Store::Harness { harness, home } => {
+                format!("{} ({})", harness.name(), home.dir.display())
+            }
+            Store::Dir(d) => d.display().to_string(),
+        }
+    }
+
+    /// Kinds this store can give.
+    pub fn exports(&self) -> KindSet {
+        match self {
+            Store::Harness { harness, .. } => harness.capabilities().export,
+            Store::Dir(_) => KindSet::ALL,
+        }
+    }
+
+    /// Kinds this store can take.
+    pub fn imports(&self) -> KindSet {
+        match self {
+            Store::Harness { harness, .. } => harness.capabilities().import,
+            Store::Dir(_) => KindSet::ALL,
+        }
+    }
+
+    /// Lists the store's sessions without reading them.
+    pub fn survey(&self, diagnostics: &Diagnostics) -> Result<Survey, ConvertError> {
+        match self {
+            Store::Harness { harness, home } => {
+                let mut survey = harness.survey(&SurveyContext { home, diagnostics })?;
+                survey.sessions.sort_by(|a, b| a.id.cmp(&b.id));
+                Ok(survey)
+            }
+            Store::Dir(d) => dir::survey(d),
+        }
+    }
+
+    /// Reads the store: the kinds asked for, the sessions asked for, normalised and valid.
+    pub fn read(&self, req: &ReadRequest<'_>) -> Result<State, ConvertError> {
+        let kinds = req.kinds.intersection(self.exports());
+        let mut sessions = None;
+        if kinds.contains(StateKind::Sessions) {
+            let survey = self.survey(req.diagnostics)?;
+            let entries: Vec<&Surveyed> = match req.sessions {
+                Sessions::All => survey.sessions.iter().collect(),
+                Sessions::Only(ids) => survey.select(ids)?,
+            };
+            let read = self.read_sessions(&entries, req)?;
+            if survey.given || !read.is_empty() {
+                sessions = Some(read);
+            }
+        }
+        let rest = kinds.iter().filter(|k| *k != StateKind::Sessions).collect();
+        let mut state = self.read_kinds(rest, req)?;
+        state.sessions = sessions;
+        state.retain_kinds(kinds);
+        if let Store::Harness { .. } = self {
+            // A kind left out is one not given, never one given empty.
+            drop_empty_kinds(&mut state);
+        }
+        state.normalize();
+        state.validate().map_err(|errs| ConvertError::Invalid {
+            path: self.location(),
+            message: format!(
+                "the state read is not valid: {}",
+                errs.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        })?;
+        Ok(state)
+    }
+
+    /// Counts of each kind the store holds, as `_asp/state/describe` answers: a read that
+    /// keeps no bodies and no native files.
+    pub fn describe(
+        &self,
+        kinds: KindSet,
+        progress: &dyn Progress,
+    ) -> Result<KindCounts, ConvertError> {
+        let diagnostics = Diagnostics::new();
+        let mut req = ReadRequest::new(&Discard, &diagnostics, progress);
+        req.kinds = kinds;
+        req.options.native = false;
+        Ok(self.read(&req)?.counts())
+    }
+
+    fn location(&self) -> PathBuf {
+        match self {
+            Store::Harness { home, .. } => home.dir.clone(),
+            Store::Dir(d) => d.clone(),
+        }
+    }
+
+    fn read_kinds(&self, kinds: KindSet, req: &ReadRequest<'_>) -> Result<State, ConvertError> {
+        if kinds.is_empty() {
+            return Ok(State::default());
+        }
+        match self {
+            Store::Harness { harness, home } => harness.read_kinds(&ReadContext {
+                home,
+                kinds,
+                blobs: req.blobs,
+                diagnostics: req.diagnostics,
+                progress: req.progress,
+                options: req.options,
+            }),
+            Store::Dir(d) => dir::read_kinds(d, kinds, req.blobs),
+        }
+    }
+
+    fn read_one(
+        &self,
+        entry: &Surveyed,
+        req: &ReadRequest<'_>,
+        diagnostics: &Diagnostics,
+    ) -> Result<Vec<Session>, ConvertError> {
+        match self {
+            Store::Harness { harness, home } => harness.read_session(
+                &SessionContext {
+                    home,
+                    blobs: req.blobs,
+                    diagnostics,
+                    progress: req.progress,
+                    options: req.options,
+                },
+                entry,
+            ),
+            Store::Dir(_) => dir::read_session(entry, req.blobs, req.progress),
+        }
+    }
+
+    /// Reads the entries on a pool of threads. Each read has its own diagnostics, merged in
+    /// survey order; the first error in survey order wins.
+    fn read_sessions(
+        &self,
+        entries: &[&Surveyed],
+        req: &ReadRequest<'_>,
+    ) -> Result<Vec<Session>, ConvertError> {
+        let threads = req
+            .threads
+            .or_else(|| std::thread::available_parallelism().ok())
+            .map_or(1, NonZeroUsize::get)
+            .min(entries.len().max(1));
+        type Slot = Option<(Result<Vec<Session>, ConvertError>, Diagnostics)>;
+        let slots: Vec<Mutex<Slot>> = entries.iter().map(|_| Mutex::new(None)).collect();
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        req.progress.begin("reading sessions", None);
+        let work = || {
+            loop {
+                if failed.load(Ordering::Relaxed) {
+                    return;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(entry) = entries.get(i) else {
+                    return;
+                };
+                req.progress.item(entry.id.as_str());
+                let diagnostics = Diagnostics::new();
+                let read = self.read_one(entry, req, &diagnostics);
+                if read.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                *slots[i].lock().expect("a slot is written once") = Some((read, diagnostics));
+            }
+        };
+        if threads <= 1 {
+            work();
+        } else {
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(work);
+                }
+            });
+        }
+        req.progress.finish();
+        let mut sessions = Vec::new();
+        for slot in slots {
+            let Some((read, diagnostics)) = slot.into_inner().expect("no reader panicked") else {
+                // Not read: an earlier entry failed and the pool stopped.
+                continue;
+            };
+            for d in diagnostics.items() {
+                req.diagnostics.push(d);
+            }
+            sessions.extend(read?);
+        }
+        Ok(sessions)
+    }
+
+    /// Writes `state` into the store: the kinds asked for, and an answer for every kind given.
+    pub fn write(&self, state: &State, req: &WriteRequest<'_>) -> Result<Written, ConvertError> {
+        let mut state = state.clone();
+        if let Some(kinds) = req.kinds {
+            state.retain_kinds(kinds);
+        }
+        state.normalize();
+        if let Err(errs) = state.validate() {
+            return Err(ConvertError::Usage(format!(
+                "the state is not valid: {}",
+                errs.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )));
+        }
+        match self {
+            Store::Harness { harness, home } => {
+                let given = state.kinds();
+                let imports = harness.capabilities().import;
+                state.retain_kinds(imports);
+                let writer = Writer::new(req.dry_run);
+                let mut answer = harness.write(&WriteContext {
+                    home,
+                    state: &state,
+                    blobs: req.blobs,
+                    writer: &writer,
+                    diagnostics: req.diagnostics,
+                    progress: req.progress,
+                    options: &WriteOptions {
+                        path_map: req.path_map.clone(),
+                    },
+                })?;
+                // A kind not given is never answered as taken, whatever the converter said.
+                answer.taken = answer.taken.intersection(given);
+                let name = harness.name();
+                for kind in given.iter().filter(|k| !imports.contains(*k)) {
+                    answer.refuse(kind, format!("the {name} converter does not import {kind}"));
+                }
+                Ok(Written {
+                    answer,
+                    files: None,
+                })
+            }
+            Store::Dir(d) => {
+                if req.dry_run {
+                    return Err(ConvertError::Usage(
+                        "a dry run needs a harness store; a state directory is written as it is"
+                            .to_owned(),
+                    ));
+                }
+                let files = dir::write(d, &state, req.blobs, req.force, req.progress)?;
+                let mut answer = ImportAnswer {
+                    taken: state.kinds(),
+                    ..ImportAnswer::default()
+                };
+                for s in state.sessions.iter().flatten() {
+                    answer.sessions.insert(s.id.to_string(), s.id.to_string());
+                }
+                Ok(Written {
+                    answer,
+                    files: Some(files),
+                })
+            }
+        }
+    }
+}
+
+/// Leaves out every kind given with nothing in it: a harness store that has no memory does not
+/// give `memory: []`. (A state directory says what it gives by its files, as it is.)
+fn drop_empty_kinds(state: &mut State) {
+    if state.sessions.as_ref().is_some_and(Vec::is_empty) {
+        state.sessions = None;
+    }
+    if state.skills.as_ref().is_some_and(Vec::is_empty) {
+        state.skills = None;
+    }
+    if state.tools.as_ref().is_some_and(Vec::is_empty) {
+        state.tools = None;
+    }
+    if state.memory.as_ref().is_some_and(Vec::is_empty) {
+        state.memory = None;
+    }
+    if state.settings.as_ref().is_some_and(|s| s.is_empty()) {
+        state.settings = None;
+    }
+}

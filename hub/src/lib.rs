@@ -1,0 +1,353 @@
+//! `asp hub`: ASP in front of any ACP agent, built on the typed forms of [`asp_protocol`] and the
+//! stores of [`asp_convert`].
+//!
+//! ```text
+//!   client  <-- Agent.v1() -->  HUB  <-- Client.v1() -->  agent (subprocess)
+//! ```
+//!
+//! The hub is an ACP agent toward its client and an ACP client toward the agent behind it.
+//! Every message passes through as raw JSON (`UntypedMessage`), both ways, so nothing the hub
+//! does not understand is lost or reshaped. On top of that it:
+//!
+//! - adds `agentCapabilities._meta.asp` to the initialize answer ([`advertise`]), saying
+//!   exactly what it can do for the agent behind it;
+//! - answers `_asp/state/describe|export|import` itself ([`state_methods`]), from the native
+//!   store through a harness converter ([`converter`]) or, for sessions without one, by
+//!   replaying each session through the agent's `session/load` ([`replay`]);
+//! - takes charge of a `session/prompt` that arrives while a turn of its session runs, as the
+//!   prompt's `_meta.asp.busy` asks ([`turns`], [`steering`]).
+//!
+//! Nothing blocks a connection's dispatch loop: decisions are taken synchronously under one
+//! lock, and anything that waits (a state operation, a replay) runs in a spawned task. Logs go
+//! to stderr; stdout is the protocol's.
+
+// Module docs link to the private modules they describe, for `cargo doc --document-private-items`.
+#![allow(rustdoc::private_intra_doc_links)]
+
+mod advertise;
+mod agent_side;
+mod client_side;
+mod converter;
+mod log;
+mod replay;
+mod shared;
+mod state_methods;
+mod steering;
+mod turns;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_client_protocol::v1::{self, Dispatch};
+use agent_client_protocol::{AcpAgent, Agent, Client, ConnectTo, LineDirection, Stdio};
+use asp_convert::{ConvertError, Home, Store};
+
+use asp_protocol::methods::{DescribeRequest, ExportRequest, ImportRequest};
+use shared::{Ended, HubShared};
+use state_methods::Asked;
+
+/// The store the hub answers the agent-state methods from: a harness converter and the home
+/// whose native store it reads and writes.
+pub type Converter = Store;
+
+/// How the hub behaves, whatever it is connected to.
+#[derive(Debug, Clone)]
+pub struct HubOptions {
+    /// Answers the agent-state methods from the native store. Without one, only sessions are
+    /// exported, by replay, and only when the agent offers `session/load`.
+    pub converter: Option<Converter>,
+    /// After an agent answers `session/load`, how long its replay must stay quiet before the
+    /// hub takes it as complete. Agents that answer before their replay ends (Gemini CLI)
+    /// need it; for the others it only adds this much, once per export.
+    pub replay_quiet: Duration,
+    /// Log each routing decision to stderr.
+    pub verbose: bool,
+}
+
+impl Default for HubOptions {
+    fn default() -> Self {
+        HubOptions {
+            converter: None,
+            replay_quiet: Duration::from_millis(1000),
+            verbose: false,
+        }
+    }
+}
+
+/// `asp hub [--harness NAME] [--home DIR] -- AGENT_COMMAND [ARGS...]`, resolved.
+#[derive(Debug, Clone)]
+pub struct HubConfig {
+    pub options: HubOptions,
+    /// The agent to run behind the hub: program and arguments. Leading `NAME=VALUE` words set
+    /// its environment (the SDK's `AcpAgent` convention).
+    pub agent: Vec<String>,
+}
+
+impl HubConfig {
+    pub fn new(agent: Vec<String>) -> Self {
+        HubConfig {
+            options: HubOptions::default(),
+            agent,
+        }
+    }
+
+    /// Uses the registered converter `name` on `home` (the user's home when `None`).
+    pub fn with_harness(mut self, name: &str, home: Option<PathBuf>) -> Result<Self, HubError> {
+        let harness = asp_convert::harness(name).ok_or_else(|| HubError::UnknownHarness {
+            name: name.to_owned(),
+            known: asp_convert::harnesses()
+                .iter()
+                .map(|h| h.name().to_string())
+                .collect(),
+        })?;
+        self.options.converter = Some(Store::Harness {
+            harness: Arc::from(harness),
+            home: Home::resolve(home).map_err(HubError::Home)?,
+        });
+        Ok(self)
+    }
+}
+
+/// Why the hub could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    #[error("no agent command: give one after `--`, e.g. `asp hub -- gemini --acp`")]
+    NoAgentCommand,
+    #[error("unknown harness {name:?}; this build knows: {}", if known.is_empty() { "none yet".to_owned() } else { known.join(", ") })]
+    UnknownHarness { name: String, known: Vec<String> },
+    #[error(transparent)]
+    Home(ConvertError),
+    #[error("cannot start the agent {command:?}")]
+    Spawn {
+        command: String,
+        #[source]
+        source: Box<agent_client_protocol::Error>,
+    },
+    #[error("the agent exited{}", detail.as_ref().map(|d| format!(": {d}")).unwrap_or_default())]
+    AgentExited { detail: Option<String> },
+    #[error("ACP connection failed: {0}")]
+    Acp(Box<agent_client_protocol::Error>),
+}
+
+impl asp_format::Classify for HubError {
+    fn class(&self) -> asp_format::ErrorClass {
+        use asp_format::ErrorClass;
+        match self {
+            HubError::NoAgentCommand | HubError::UnknownHarness { .. } => ErrorClass::Usage,
+            HubError::Home(e) => e.class(),
+            HubError::Spawn { .. } | HubError::AgentExited { .. } | HubError::Acp(_) => {
+                ErrorClass::Source
+            }
+        }
+    }
+}
+
+impl From<agent_client_protocol::Error> for HubError {
+    fn from(e: agent_client_protocol::Error) -> Self {
+        HubError::Acp(Box::new(e))
+    }
+}
+
+/// Runs the hub on this process's stdio, in front of the agent `config.agent` started as a
+/// subprocess. Returns when the client closes its side (or the agent goes away).
+pub async fn run_hub(config: HubConfig) -> Result<(), HubError> {
+    if config.agent.is_empty() {
+        return Err(HubError::NoAgentCommand);
+    }
+    let command = config.agent.join(" ");
+    let program = config
+        .agent
+        .iter()
+        .find(|w| !is_env_assignment(w))
+        .ok_or(HubError::NoAgentCommand)?;
+    if find_program(program).is_none() {
+        return Err(HubError::Spawn {
+            command,
+            source: Box::new(agent_client_protocol::Error::internal_error().data(format!(
+                "{program}: no such program (not a file, not on PATH)"
+            ))),
+        });
+    }
+    let verbose = config.options.verbose;
+    let agent = AcpAgent::from_args(config.agent.iter())
+        .map_err(|source| HubError::Spawn {
+            command,
+            source: Box::new(source),
+        })?
+        .with_debug(move |line, direction| match direction {
+            // The agent's own stderr stays visible, marked as the agent's.
+            LineDirection::Stderr => eprintln!("[agent] {line}"),
+            d if verbose => eprintln!("asp hub: wire {d:?}: {line}"),
+            _ => {}
+        });
+    serve(config.options, Stdio::new(), agent).await
+}
+
+/// `NAME=VALUE`, which `AcpAgent` takes as the agent's environment.
+fn is_env_assignment(word: &str) -> bool {
+    word.split_once('=')
+        .is_some_and(|(name, _)| !name.is_empty() && !name.contains('/'))
+}
+
+/// Where `program` is: itself when it names a file, else the first match on `PATH`. Checked
+/// before serving, so a mistyped agent is an error before any protocol traffic, not an agent
+/// that "exited" under a client that already sent `initialize`.
+fn find_program(program: &str) -> Option<PathBuf> {
+    let path = std::path::Path::new(program);
+    if program.contains(std::path::MAIN_SEPARATOR) || program.contains('/') {
+        return path.is_file().then(|| path.to_path_buf());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Runs the hub between any two transports: `client` is the side the hub serves as an agent,
+/// `agent` the agent it fronts.
+pub async fn serve(
+    options: HubOptions,
+    client: impl ConnectTo<Agent> + 'static,
+    agent: impl ConnectTo<Client> + 'static,
+) -> Result<(), HubError> {
+    let hub = HubShared::new(options);
+    let to_agent = Client.v1().name("asp-hub->agent").on_receive_dispatch(
+        {
+            let hub = hub.clone();
+            async move |d: Dispatch, _cx: v1::ConnectionTo<Agent>| agent_side::route(&hub, d)
+        },
+        agent_client_protocol::on_receive_dispatch!(),
+    );
+    let failure = Arc::new(std::sync::Mutex::new(None));
+    let agent = EndsCleanly {
+        agent,
+        log: hub.log,
+        failure: failure.clone(),
+    };
+    let ended = to_agent
+        .connect_with(agent, async move |down: v1::ConnectionTo<Agent>| {
+            hub.set_agent(down.clone());
+            let to_client = Agent
+                .v1()
+                .name("asp-hub<-client")
+                // Typed ASP handlers first: handlers are tried in registration order, and the
+                // catch-all below takes everything else.
+                .on_receive_request(
+                    {
+                        let hub = hub.clone();
+                        async move |req: Asked<DescribeRequest>,
+                                    responder,
+                                    cx: v1::ConnectionTo<Client>| {
+                            hub.set_client(&cx);
+                            state_methods::describe(&hub, req, responder, &cx)
+                        }
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .on_receive_request(
+                    {
+                        let hub = hub.clone();
+                        async move |req: Asked<ExportRequest>,
+                                    responder,
+                                    cx: v1::ConnectionTo<Client>| {
+                            hub.set_client(&cx);
+                            state_methods::export(&hub, req, responder, &cx)
+                        }
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .on_receive_request(
+                    {
+                        let hub = hub.clone();
+                        async move |req: Asked<ImportRequest>,
+                                    responder,
+                                    cx: v1::ConnectionTo<Client>| {
+                            hub.set_client(&cx);
+                            state_methods::import(&hub, req, responder, &cx)
+                        }
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .on_receive_dispatch(
+                    {
+                        let hub = hub.clone();
+                        async move |d: Dispatch, cx: v1::ConnectionTo<Client>| {
+                            hub.set_client(&cx);
+                            client_side::route(&hub, d)
+                        }
+                    },
+                    agent_client_protocol::on_receive_dispatch!(),
+                );
+            to_client
+                .connect_with(client, async |up: v1::ConnectionTo<Client>| {
+                    hub.set_client(&up);
+                    let ended = tokio::select! {
+                        () = up.incoming_closed() => Ended::ClientLeft,
+                        () = down.incoming_closed() => Ended::AgentLeft,
+                    };
+                    hub.close(ended);
+                    Ok(ended)
+                })
+                .await
+        })
+        .await?;
+    match ended {
+        Ended::ClientLeft => Ok(()),
+        // An ACP agent does not end on its own: the client is told (what was waiting was
+        // answered), and so is whoever started the hub.
+        Ended::AgentLeft => Err(HubError::AgentExited {
+            detail: failure.lock().unwrap_or_else(|e| e.into_inner()).take(),
+        }),
+    }
+}
+
+/// The agent's transport, with a failure turned into an ordinary end of input: the hub then
+/// answers what was in flight or waiting (the agent has exited) and ends cleanly, instead of
+/// the whole run failing at once and the client's requests going unanswered.
+struct EndsCleanly<A> {
+    agent: A,
+    log: log::Log,
+    /// Why the agent's connection failed, for the hub's own exit.
+    failure: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+impl<A: ConnectTo<Client>> ConnectTo<Client> for EndsCleanly<A> {
+    async fn connect_to(
+        self,
+        client: impl ConnectTo<Agent>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        if let Err(e) = self.agent.connect_to(client).await {
+            self.log.warn(format!("the agent's connection failed: {e}"));
+            *self.failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
+        }
+        Ok(())
+    }
+}
+
+/// The hub as an in-process component in front of `agent`:
+/// `Client.v1().connect_with(Hub::new(options, agent), ..)`.
+#[derive(Debug)]
+pub struct Hub<A> {
+    options: HubOptions,
+    agent: A,
+}
+
+impl<A> Hub<A> {
+    pub fn new(options: HubOptions, agent: A) -> Self {
+        Hub { options, agent }
+    }
+}
+
+impl<A: ConnectTo<Client> + 'static> ConnectTo<Client> for Hub<A> {
+    async fn connect_to(
+        self,
+        client: impl ConnectTo<Agent>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        serve(self.options, client, self.agent)
+            .await
+            .map_err(|e| match e {
+                HubError::Acp(e) => *e,
+                other => agent_client_protocol::Error::internal_error().data(other.to_string()),
+            })
+    }
+}

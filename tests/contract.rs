@@ -1,0 +1,666 @@
+//! The contract every harness converter keeps, run for each registered harness by name on its
+//! sample home (`samples/<harness>/`), through the porcelain as the commands use it.
+//!
+//! A new harness is registered in [`contract!`] below (a test fails until it is) and gets
+//! every rule here for free; what only that harness does belongs in its own module, and so
+//! does its validator ([`validator`]): the checks its own reader would make of what another
+//! harness's state was written as.
+
+// A build without any harness runs none of the rules.
+#![cfg_attr(
+    not(any(feature = "claude-code", feature = "codex", feature = "gemini")),
+    allow(dead_code, unused_imports)
+)]
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use asp_convert::harness::ReadOptions;
+use asp_convert::kit::pathmap::PathMap;
+use asp_convert::kit::report::Severity;
+use asp_format::answer::ImportAnswer;
+use asp_format::blob::MemoryStore;
+use asp_format::state::State;
+use asp_format::{KindSet, StateKind};
+
+use crate::support::{ReadBack, read_home, samples, tmp, write_home};
+
+/// One test module per registered harness, each running every rule for it.
+macro_rules! contract {
+    ($($module:ident => $name:literal if $feature:literal;)*) => {
+        /// The harnesses the contract runs for.
+        const CONTRACTED: &[&str] = &[$(#[cfg(feature = $feature)] $name),*];
+        $(
+            #[cfg(feature = $feature)]
+            mod $module {
+                const H: &str = $name;
+                #[test]
+                fn a_restore_into_an_empty_home_gives_back_every_native_file_byte_for_byte() {
+                    super::restore_is_byte_exact(H)
+                }
+                #[test]
+                fn importing_twice_changes_nothing() {
+                    super::importing_twice_changes_nothing(H)
+                }
+                #[test]
+                fn a_thread_that_diverged_is_kept_beside_under_a_new_id() {
+                    super::a_diverged_thread_is_kept_beside(H)
+                }
+                #[test]
+                fn a_dry_run_answers_like_the_real_run_and_writes_nothing() {
+                    super::dry_run_is_exact(H)
+                }
+                #[test]
+                fn damage_is_named_with_its_file_and_line() {
+                    super::damage_is_named(H)
+                }
+                #[test]
+                fn an_export_reads_no_native_files() {
+                    super::an_export_reads_no_native_files(H)
+                }
+                #[test]
+                fn only_the_kinds_asked_for_are_read_and_taken() {
+                    super::only_the_kinds_asked_for(H)
+                }
+                #[test]
+                fn a_kind_is_never_given_empty() {
+                    super::no_kind_is_given_empty(H)
+                }
+                #[test]
+                fn an_import_into_every_other_harness_passes_its_validator() {
+                    super::imports_pass_every_validator(H)
+                }
+                #[test]
+                fn one_session_is_read_alone_and_as_it_is_read_with_the_others() {
+                    super::one_session_reads_alone(H)
+                }
+                #[test]
+                fn a_file_the_harness_appends_to_is_read_to_the_last_whole_line_surveyed() {
+                    super::a_growing_file_is_read_as_surveyed(H)
+                }
+                #[test]
+                fn the_bundle_is_the_same_on_one_thread_or_many() {
+                    super::threads_do_not_change_the_bundle(H)
+                }
+                #[test]
+                fn pack_session_packs_that_session_and_refuses_one_it_does_not_have() {
+                    super::pack_session_selects(H)
+                }
+            }
+        )*
+    };
+}
+
+contract! {
+    claude_code => "claude-code" if "claude-code";
+    codex => "codex" if "codex";
+    gemini => "gemini" if "gemini";
+}
+
+#[test]
+fn every_registered_harness_is_under_contract() {
+    let registered: BTreeSet<String> = asp_convert::harness_names().into_iter().collect();
+    let contracted: BTreeSet<String> = CONTRACTED.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        registered, contracted,
+        "register the new harness in contract! (tests/contract.rs) and give it samples/<name>/"
+    );
+    for h in CONTRACTED {
+        assert!(samples().join(h).is_dir(), "samples/{h}/ is missing");
+        assert!(validator(h).is_some(), "{h} has no validator");
+    }
+}
+
+/// A harness's own checks of a home something was written into: what its reader requires to
+/// list and resume a session. Each is a fact of its harness, so it lives in that harness's
+/// module.
+pub type Validator = fn(&Path) -> Vec<String>;
+
+fn validator(harness: &str) -> Option<Validator> {
+    match harness {
+        #[cfg(feature = "claude-code")]
+        "claude-code" => Some(crate::claude_code::validate),
+        #[cfg(feature = "codex")]
+        "codex" => Some(crate::codex::validate),
+        #[cfg(feature = "gemini")]
+        "gemini" => Some(crate::gemini::validate),
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+fn sample(harness: &str) -> PathBuf {
+    samples().join(harness)
+}
+
+fn read(harness: &str, home: &Path) -> ReadBack {
+    read_home(harness, home, KindSet::ALL, ReadOptions::default())
+}
+
+fn write(harness: &str, home: &Path, r: &ReadBack, dry_run: bool) -> ImportAnswer {
+    write_home(
+        harness,
+        home,
+        &r.state,
+        &r.store,
+        dry_run,
+        &PathMap::default(),
+    )
+    .0
+}
+
+/// The native session files of a state, by path relative to the home.
+fn native_paths(state: &State) -> BTreeSet<String> {
+    state
+        .sessions
+        .iter()
+        .flatten()
+        .flat_map(|s| s.native.iter().flat_map(|n| &n.files))
+        .map(|f| f.path.as_str().to_owned())
+        .collect()
+}
+
+/// The session file of `state` a harness appends to most: the largest `.jsonl` native file.
+fn main_log(state: &State, home: &Path) -> (String, PathBuf) {
+    state
+        .sessions
+        .iter()
+        .flatten()
+        .filter_map(|s| {
+            let n = s.native.as_ref()?;
+            let f = n
+                .files
+                .iter()
+                .filter(|f| f.path.as_str().ends_with(".jsonl"))
+                .max_by_key(|f| f.content.size)?;
+            Some((f.content.size, s.id.to_string(), f.path.under(home)))
+        })
+        .max()
+        .map(|(_, id, p)| (id, p))
+        .expect("a sample has a session kept in a JSONL file")
+}
+
+// ---------------------------------------------------------------------------------------
+// The rules
+
+fn restore_is_byte_exact(h: &str) {
+    let packed = read(h, &sample(h));
+    let home = tmp();
+    let answer = write(h, home.path(), &packed, false);
+    let paths = native_paths(&packed.state);
+    assert!(!paths.is_empty(), "{h}: the sample carries native files");
+    for p in &paths {
+        let original = fs::read(sample(h).join(p)).unwrap();
+        let restored = fs::read(home.path().join(p))
+            .unwrap_or_else(|e| panic!("{h}: {p} was not restored: {e}"));
+        assert!(original == restored, "{h}: {p} is not the same bytes");
+    }
+    for s in packed.state.sessions.iter().flatten() {
+        assert_eq!(
+            answer.sessions.get(s.id.as_str()).map(String::as_str),
+            Some(s.id.as_str()),
+            "{h}: session {} keeps its id",
+            s.id
+        );
+    }
+    // And it reads back as the same sessions, by the same names. (Their streams may differ
+    // where the harness keeps what they carry beside the session's files, as Codex keeps old
+    // names of a thread in `session_index.jsonl`.)
+    let back = read(h, home.path());
+    for s in packed.state.sessions.iter().flatten() {
+        assert_eq!(back.session(s.id.as_str()).title, s.title, "{h}: {}", s.id);
+    }
+}
+
+/// Every sample read, and the sample bundle (whose ids are not all UUIDs).
+fn every_source() -> Vec<(String, ReadBack)> {
+    let mut out: Vec<(String, ReadBack)> = CONTRACTED
+        .iter()
+        .map(|h| (h.to_string(), read(h, &sample(h))))
+        .collect();
+    let bundle = asp_format::bundle::Bundle::open(&samples().join("state.aspstate")).unwrap();
+    let store = MemoryStore::new();
+    let state = bundle.manifest().state.clone();
+    for d in state.descriptors() {
+        use asp_format::blob::{BlobSink, BlobSource};
+        store.put(&bundle.read_all(&d).unwrap()).unwrap();
+    }
+    out.push((
+        "state.aspstate".to_owned(),
+        ReadBack {
+            state,
+            store,
+            diagnostics: Vec::new(),
+        },
+    ));
+    out
+}
+
+fn importing_twice_changes_nothing(h: &str) {
+    for (from, packed) in every_source() {
+        let home = tmp();
+        let first = write(h, home.path(), &packed, false);
+        let after_first = crate::support::files_in(home.path());
+        let second = write(h, home.path(), &packed, false);
+        assert!(
+            after_first == crate::support::files_in(home.path()),
+            "{from} into {h}: the second import changed the home"
+        );
+        assert_eq!(
+            first.sessions, second.sessions,
+            "{from} into {h}: every session is found where the first import put it"
+        );
+        assert_eq!(first.taken, second.taken, "{from} into {h}");
+    }
+}
+
+fn a_diverged_thread_is_kept_beside(h: &str) {
+    let packed = read(h, &sample(h));
+    let home = tmp();
+    write(h, home.path(), &packed, false);
+    let (id, log) = main_log(&packed.state, home.path());
+    let mut changed = fs::read(&log).unwrap();
+    let first_line = changed.iter().position(|b| *b == b'\n').unwrap() + 1;
+    changed.splice(
+        first_line..first_line,
+        b"{\"type\":\"not-from-the-bundle\"}\n".iter().copied(),
+    );
+    fs::write(&log, &changed).unwrap();
+
+    let answer = write(h, home.path(), &packed, false);
+    let copy = &answer.sessions[&id];
+    assert_ne!(
+        copy, &id,
+        "{h}: the carried {id} is kept beside the one there"
+    );
+    assert!(
+        answer.not_taken.iter().all(|n| !n.reason.contains(&id)),
+        "{h}: {answer:?}"
+    );
+    assert_eq!(
+        fs::read(&log).unwrap(),
+        changed,
+        "{h}: the one there is kept"
+    );
+    let back = read(h, home.path());
+    let ids: Vec<&str> = back
+        .state
+        .sessions
+        .iter()
+        .flatten()
+        .map(|s| s.id.as_str())
+        .collect();
+    assert!(
+        ids.contains(&id.as_str()) && ids.contains(&copy.as_str()),
+        "{h}: {ids:?}"
+    );
+    // The same copy is found again on the next import.
+    let again = write(h, home.path(), &packed, false);
+    assert_eq!(&again.sessions[&id], copy, "{h}");
+}
+
+fn dry_run_is_exact(h: &str) {
+    for (from, packed) in every_source() {
+        // Into an empty home, and into one that already holds it, once diverged.
+        let home = tmp();
+        let before = crate::support::files_in(home.path());
+        let planned = write(h, home.path(), &packed, true);
+        assert!(
+            before == crate::support::files_in(home.path()),
+            "{from} into {h}: the dry run wrote"
+        );
+        let done = write(h, home.path(), &packed, false);
+        assert_eq!(
+            planned, done,
+            "{from} into {h}: the dry run said something else"
+        );
+        if from == h {
+            let (_, log) = main_log(&packed.state, home.path());
+            let mut bytes = fs::read(&log).unwrap();
+            bytes.splice(
+                0..0,
+                b"{\"type\":\"not-from-the-bundle\"}\n".iter().copied(),
+            );
+            fs::write(&log, bytes).unwrap();
+        }
+        let before = crate::support::files_in(home.path());
+        let planned = write(h, home.path(), &packed, true);
+        assert!(
+            before == crate::support::files_in(home.path()),
+            "{from} into {h}: the dry run wrote"
+        );
+        let done = write(h, home.path(), &packed, false);
+        assert_eq!(
+            planned, done,
+            "{from} into {h}: the dry run said something else"
+        );
+    }
+}
+
+fn damage_is_named(h: &str) {
+    let packed = read(h, &sample(h));
+    let home = tmp();
+    write(h, home.path(), &packed, false);
+    let (_, log) = main_log(&packed.state, home.path());
+    let mut bytes = fs::read(&log).unwrap();
+    let lines = bytes.iter().filter(|b| **b == b'\n').count() as u64;
+    bytes.extend_from_slice(b"{\"this line\": is not JSON\n");
+    fs::write(&log, bytes).unwrap();
+    let back = read(h, home.path());
+    let named = back.diagnostics.iter().any(|d| {
+        d.severity == Severity::Skipped
+            && d.file.as_deref() == Some(log.as_path())
+            && d.line == Some(lines + 1)
+    });
+    assert!(
+        named,
+        "{h}: the damaged line {} of {} is reported: {:#?}",
+        lines + 1,
+        log.display(),
+        back.diagnostics
+    );
+}
+
+fn an_export_reads_no_native_files(h: &str) {
+    let export = read_home(
+        h,
+        &sample(h),
+        KindSet::ALL,
+        ReadOptions {
+            native: false,
+            ..ReadOptions::default()
+        },
+    );
+    let full = read(h, &sample(h));
+    let sessions = export.state.sessions.as_ref().unwrap();
+    assert_eq!(sessions.len(), full.state.sessions.as_ref().unwrap().len());
+    for s in sessions {
+        assert!(s.native.is_none(), "{h}: {} has native files", s.id);
+        let with = full.session(s.id.as_str());
+        assert_eq!(
+            &asp_format::state::Session {
+                native: None,
+                ..with.clone()
+            },
+            s,
+            "{h}: {} is the same session, without its files",
+            s.id
+        );
+    }
+    // Nothing was stored but what the state refers to: no native file was read into a blob.
+    let referred: BTreeSet<_> = export
+        .state
+        .descriptors()
+        .iter()
+        .map(|d| d.digest)
+        .collect();
+    assert_eq!(export.store.len(), referred.len(), "{h}");
+}
+
+fn only_the_kinds_asked_for(h: &str) {
+    let full = read(h, &sample(h));
+    for kind in StateKind::ALL {
+        let asked = KindSet::EMPTY.with(kind);
+        let r = read_home(h, &sample(h), asked, ReadOptions::default());
+        assert!(
+            r.state.kinds().iter().all(|k| k == kind),
+            "{h}: asked for {kind}, got {}",
+            r.state.kinds()
+        );
+        assert_eq!(
+            r.state.kinds().contains(kind),
+            full.state.kinds().contains(kind),
+            "{h}: {kind} is given alone as it is with the others"
+        );
+        let home = tmp();
+        let written = crate::support::store_of(h, home.path())
+            .write(
+                &full.state,
+                &asp_convert::store::WriteRequest {
+                    kinds: Some(asked),
+                    dry_run: false,
+                    path_map: &PathMap::default(),
+                    force: false,
+                    blobs: &full.store,
+                    diagnostics: &asp_convert::kit::report::Diagnostics::new(),
+                    progress: &asp_format::progress::Quiet,
+                },
+            )
+            .unwrap();
+        assert!(
+            written.answer.taken.iter().all(|k| k == kind)
+                && written.answer.not_taken.iter().all(|n| n.kind == kind),
+            "{h}: asked to take {kind}: {:?}",
+            written.answer
+        );
+    }
+}
+
+fn no_kind_is_given_empty(h: &str) {
+    let check = |what: &str, state: &State| {
+        for (kind, n) in state.counts() {
+            if kind != StateKind::Instructions {
+                assert!(n > 0, "{h}: {what} gives {kind} empty");
+            }
+        }
+    };
+    check("its sample", &read(h, &sample(h)).state);
+    // A home that holds another harness's store only has nothing of this one.
+    for other in CONTRACTED.iter().filter(|o| **o != h) {
+        if let Ok(r) =
+            crate::support::try_read_home(h, &sample(other), KindSet::ALL, ReadOptions::default())
+        {
+            check(&format!("the {other} sample"), &r.state);
+        }
+    }
+}
+
+fn imports_pass_every_validator(h: &str) {
+    let packed = read(h, &sample(h));
+    for to in CONTRACTED {
+        let home = tmp();
+        let answer = write(to, home.path(), &packed, false);
+        let problems = validator(to).expect("checked above")(home.path());
+        assert!(
+            problems.is_empty(),
+            "{h} into {to}: the {to} validator says:\n{}\n{answer:?}",
+            problems.join("\n")
+        );
+        // And the target's own reader reads what was written without damage.
+        let back = read(to, home.path());
+        let damage: Vec<_> = back
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Skipped)
+            .collect();
+        assert!(damage.is_empty(), "{h} into {to}: {damage:#?}");
+    }
+}
+
+fn one_session_reads_alone(h: &str) {
+    let full = read(h, &sample(h));
+    let diagnostics = asp_convert::kit::report::Diagnostics::new();
+    let survey = crate::support::store_of(h, &sample(h))
+        .survey(&diagnostics)
+        .unwrap();
+    for entry in &survey.sessions {
+        let store = MemoryStore::new();
+        let d = asp_convert::kit::report::Diagnostics::new();
+        let sessions = asp_convert::store::Sessions::Only(vec![entry.id.clone()]);
+        let mut req =
+            asp_convert::store::ReadRequest::new(&store, &d, &asp_format::progress::Quiet);
+        req.kinds = KindSet::EMPTY.with(StateKind::Sessions);
+        req.sessions = &sessions;
+        let alone = crate::support::store_of(h, &sample(h)).read(&req).unwrap();
+        let alone = alone.sessions.unwrap_or_default();
+        assert!(
+            alone.iter().any(|s| s.id == entry.id),
+            "{h}: {} is read when named",
+            entry.id
+        );
+        for s in &alone {
+            let with_all = full
+                .state
+                .sessions
+                .iter()
+                .flatten()
+                .find(|f| f.id == s.id)
+                .unwrap();
+            assert_eq!(s, with_all, "{h}: {} reads alone as with the others", s.id);
+        }
+        // What is read is only the entry's own (and its subagents').
+        let own: BTreeSet<_> = survey
+            .select(std::slice::from_ref(&entry.id))
+            .unwrap()
+            .iter()
+            .flat_map(|e| e.files.iter().map(|f| f.path.clone()))
+            .collect();
+        for s in &alone {
+            for f in s.native.iter().flat_map(|n| &n.files) {
+                assert!(
+                    own.contains(&f.path.under(&sample(h))),
+                    "{h}: {} is not {}'s",
+                    f.path,
+                    entry.id
+                );
+            }
+        }
+    }
+}
+
+fn a_growing_file_is_read_as_surveyed(h: &str) {
+    let packed = read(h, &sample(h));
+    let home = tmp();
+    write(h, home.path(), &packed, false);
+    let store = crate::support::store_of(h, home.path());
+    let survey = store
+        .survey(&asp_convert::kit::report::Diagnostics::new())
+        .unwrap();
+    let (id, log) = main_log(&packed.state, home.path());
+    let before = fs::read(&log).unwrap();
+    // The harness goes on writing after the survey: a whole line and half of the next.
+    let mut f = fs::OpenOptions::new().append(true).open(&log).unwrap();
+    use std::io::Write;
+    f.write_all(b"{\"type\":\"written-after-the-survey\"}\n{\"type\":\"half")
+        .unwrap();
+    drop(f);
+    let entry = survey
+        .sessions
+        .iter()
+        .find(|e| e.files.iter().any(|f| f.path == log))
+        .unwrap_or_else(|| panic!("{h}: {} is surveyed", log.display()));
+    let blobs = MemoryStore::new();
+    let diagnostics = asp_convert::kit::report::Diagnostics::new();
+    let Some(harness) = asp_convert::harness(h) else {
+        unreachable!()
+    };
+    let read = harness
+        .read_session(
+            &asp_convert::harness::SessionContext {
+                home: &asp_convert::Home::at(home.path()),
+                blobs: &blobs,
+                diagnostics: &diagnostics,
+                progress: &asp_format::progress::Quiet,
+                options: ReadOptions::default(),
+            },
+            entry,
+        )
+        .unwrap();
+    let s = read.iter().find(|s| s.id.as_str() == id).unwrap();
+    let rel = log.strip_prefix(home.path()).unwrap().to_str().unwrap();
+    let native = s
+        .native
+        .iter()
+        .flat_map(|n| &n.files)
+        .find(|f| f.path.as_str() == rel)
+        .unwrap();
+    use asp_format::blob::BlobSource;
+    assert!(
+        blobs.read_all(&native.content).unwrap() == before,
+        "{h}: only what the survey saw is read"
+    );
+    assert!(
+        diagnostics
+            .items()
+            .iter()
+            .all(|d| d.severity != Severity::Skipped),
+        "{h}: no half line was read: {:#?}",
+        diagnostics.items()
+    );
+}
+
+fn threads_do_not_change_the_bundle(h: &str) {
+    let dir = tmp();
+    let pack = |threads: &str| {
+        let out = dir.path().join(format!("t{threads}.aspstate"));
+        let o = crate::support::pack_home(h, sample(h), &out)
+            .args(["--threads", threads])
+            .output()
+            .unwrap();
+        assert!(matches!(o.status.code(), Some(0 | 3)), "{h}: {o:?}");
+        (fs::read(&out).unwrap(), o.stderr)
+    };
+    let (one, one_said) = pack("1");
+    for n in ["2", "7"] {
+        let (many, said) = pack(n);
+        assert!(one == many, "{h}: the bundle packed on {n} threads differs");
+        assert_eq!(one_said, said, "{h}: {n} threads report in another order");
+    }
+}
+
+fn pack_session_selects(h: &str) {
+    let full = read(h, &sample(h));
+    let diagnostics = asp_convert::kit::report::Diagnostics::new();
+    let survey = crate::support::store_of(h, &sample(h))
+        .survey(&diagnostics)
+        .unwrap();
+    let first = &survey.sessions[0];
+    let dir = tmp();
+    let out = dir.path().join("one.aspstate");
+    let o = crate::support::pack_home(h, sample(h), &out)
+        .args(["--session", first.id.as_str()])
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{h}: {o:?}");
+    let bundle = asp_format::bundle::Bundle::open(&out).unwrap();
+    let packed = &bundle.manifest().state;
+    let expected: BTreeSet<String> = survey
+        .select(std::slice::from_ref(&first.id))
+        .unwrap()
+        .iter()
+        .map(|e| e.id.to_string())
+        .collect();
+    let ids: BTreeSet<String> = packed
+        .sessions
+        .iter()
+        .flatten()
+        .map(|s| s.id.to_string())
+        .collect();
+    assert!(ids.contains(first.id.as_str()), "{h}: {ids:?}");
+    for id in &ids {
+        let s = full.session(id);
+        let parent = asp_convert::kit::meta::parent_id(s.meta.as_ref());
+        assert!(
+            expected.contains(id) || parent.is_some_and(|p| ids.contains(p)),
+            "{h}: {id} was packed, but it is neither {} nor one of its subagents",
+            first.id
+        );
+    }
+    assert_eq!(
+        packed.tools, full.state.tools,
+        "{h}: the other kinds are packed as ever"
+    );
+    let missing = crate::support::pack_home(h, sample(h), dir.path().join("none.aspstate"))
+        .args(["--session", "no-such-session"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2), "{h}: a usage error");
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("no session no-such-session"),
+        "{h}: {}",
+        String::from_utf8_lossy(&missing.stderr)
+    );
+}
