@@ -128,11 +128,7 @@ pub struct PullArgs {
 }
 
 /// Connects to the registry of `reference`, with the credentials found for it.
-fn connect(
-    reference: &Reference,
-    args: &RegistryArgs,
-    bar: &TransferBar,
-) -> Result<Client> {
+fn connect(reference: &Reference, args: &RegistryArgs, bar: &TransferBar) -> Result<Client> {
     let explicit = if args.password_stdin {
         let mut s = String::new();
         std::io::stdin()
