@@ -37,10 +37,26 @@ Exit codes:
   3  done, but some items were not carried (listed on stderr)
   4  integrity failure (digest or size mismatch; corrupt, truncated or hostile bundle)";
 
+/// A request that names something that is not there (a session id a bundle does not have).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Whether the error is a write into a closed pipe.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// The exit code an error deserves: [`Exit::Integrity`] when anything in its chain says the
 /// data does not match what was promised, else [`Exit::Error`].
 pub fn classify(err: &anyhow::Error) -> Exit {
     for cause in err.chain() {
+        if cause.downcast_ref::<UsageError>().is_some() {
+            return Exit::Usage;
+        }
         let integrity = if let Some(e) = cause.downcast_ref::<ReadError>() {
             e.is_integrity()
         } else if let Some(e) = cause.downcast_ref::<BlobError>() {

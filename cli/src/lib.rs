@@ -20,11 +20,25 @@ use std::process::ExitCode;
 
 pub use exit::Exit;
 
+/// `println!` that returns an error instead of panicking when standard output is closed
+/// (`asp inspect B | head -1`), for `?` in a command.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*).map_err(|e| {
+            anyhow::Error::new(e).context("cannot write to standard output")
+        })?
+    }};
+}
+
 /// Runs a command and turns its outcome into an exit code, printing the error (with its
-/// causes) on stderr.
+/// causes) on stderr. A closed standard output (the reader of a pipe went away) ends the
+/// command quietly, with the status a shell shows for a process ended by SIGPIPE (141).
 pub fn finish(program: &str, result: anyhow::Result<Exit>) -> ExitCode {
     match result {
         Ok(code) => code.into(),
+        Err(err) if exit::is_broken_pipe(&err) => ExitCode::from(141),
         Err(err) => {
             let code = exit::classify(&err);
             eprintln!("{program}: error: {err:#}");

@@ -7,8 +7,9 @@ use asp_convert::harness::{ReadContext, ReadOptions};
 use asp_convert::report::Diagnostics;
 use asp_convert::{Home, dir};
 use asp_format::KindSet;
-use asp_format::blob::StagingStore;
-use asp_format::bundle::{self, Compression, WriteOptions};
+use asp_format::bundle::layers::{LayerOptions, LayerStore};
+use asp_format::bundle::oci::Encoding;
+use asp_format::bundle::{self, Options2, ZipMethod};
 use asp_format::state::State;
 use clap::{Parser, ValueEnum};
 
@@ -71,9 +72,14 @@ pub struct PackArgs {
     #[arg(long, value_name = "TIME")]
     pub created: Option<String>,
 
-    /// How blobs are compressed
-    #[arg(long, value_enum, default_value_t = CompressionArg::Deflate)]
+    /// How bodies are stored
+    #[arg(long, value_enum, default_value_t = CompressionArg::Zstd)]
     pub compression: CompressionArg,
+
+    /// Threads compressing and hashing [default: one per core]; the bundle's bytes do not
+    /// depend on it
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
 
     /// Blank MCP env values and HTTP header values (tokens), listing what was blanked
     #[arg(long)]
@@ -85,9 +91,12 @@ pub struct PackArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CompressionArg {
-    /// Deflate: readable by every unzip
+    /// zstd layers (level 3; a session's update stream against its native transcript), zip
+    /// entries Stored: smallest and fastest; `unzip` gives zstd files
+    Zstd,
+    /// Uncompressed layers in Deflate zip entries: every unzip expands them to plain files
     Deflate,
-    /// No compression
+    /// No compression at all
     Stored,
 }
 
@@ -141,8 +150,18 @@ pub fn run(args: PackArgs) -> anyhow::Result<Exit> {
             args.output.display()
         );
     }
-    let staging = StagingStore::new_in(&parent)
-        .with_context(|| format!("cannot create a staging directory in {}", parent.display()))?;
+    let staging = LayerStore::new_in(
+        &parent,
+        LayerOptions {
+            encoding: match args.compression {
+                CompressionArg::Zstd => Encoding::Zstd,
+                CompressionArg::Deflate | CompressionArg::Stored => Encoding::Identity,
+            },
+            threads: args.threads.unwrap_or(0),
+            ..LayerOptions::default()
+        },
+    )
+    .with_context(|| format!("cannot create a staging directory in {}", parent.display()))?;
     let diagnostics = Diagnostics::new();
 
     let (mut state, source) = match (&args.from, &args.from_dir) {
@@ -180,13 +199,15 @@ pub fn run(args: PackArgs) -> anyhow::Result<Exit> {
     };
     state.retain_kinds(kinds);
 
-    let opts = WriteOptions {
+    let layers = staging.finish().context("cannot compress the bodies")?;
+    let opts = Options2 {
         created,
         generator: Some(format!("asp {}", env!("CARGO_PKG_VERSION"))),
-        compression: match args.compression {
-            CompressionArg::Deflate => Compression::Deflate,
-            CompressionArg::Stored => Compression::Stored,
+        zip: match args.compression {
+            CompressionArg::Deflate => ZipMethod::Deflate,
+            CompressionArg::Zstd | CompressionArg::Stored => ZipMethod::Stored,
         },
+        zstd_documents: args.compression == CompressionArg::Zstd,
     };
     let (written, shown) = if to_stdout {
         let tmp = tempfile::Builder::new()
@@ -195,13 +216,14 @@ pub fn run(args: PackArgs) -> anyhow::Result<Exit> {
             .tempfile()
             .context("cannot create a temporary bundle file")?;
         let path = tmp.path().to_path_buf();
-        let written = bundle::write_file(&path, &state, &staging, &opts, true, &bar)?;
+        let written = bundle::write_layers_file(&path, &state, &layers, &opts, true, &bar)?;
         bar.clear();
         crate::stdio::copy_to_stdout(&path)?;
         (written, "<stdout>".to_owned())
     } else {
-        let written = bundle::write_file(&args.output, &state, &staging, &opts, args.force, &bar)
-            .with_context(|| format!("cannot write {}", args.output.display()))?;
+        let written =
+            bundle::write_layers_file(&args.output, &state, &layers, &opts, args.force, &bar)
+                .with_context(|| format!("cannot write {}", args.output.display()))?;
         (written, args.output.display().to_string())
     };
     bar.clear();
@@ -223,12 +245,12 @@ pub fn run(args: PackArgs) -> anyhow::Result<Exit> {
         if to_stdout {
             eprintln!("{out}");
         } else {
-            println!("{out}");
+            crate::outln!("{out}");
         }
     } else if to_stdout {
         eprintln!("{summary}");
     } else {
-        println!("{summary}");
+        crate::outln!("{summary}");
     }
     Ok(if incomplete {
         Exit::Incomplete

@@ -62,6 +62,11 @@ pub struct UnpackArgs {
     #[arg(long, value_name = "KINDS", value_parser = parse_kinds)]
     pub kinds: Option<KindSet>,
 
+    /// Unpack only this session and its subagent sessions (repeatable; only the sessions
+    /// kind unless --kinds says more); no other session's data is read
+    #[arg(long = "session", value_name = "ID")]
+    pub sessions: Vec<String>,
+
     /// Say what would be taken and what not; write nothing
     #[arg(long, requires = "to")]
     pub dry_run: bool,
@@ -92,10 +97,12 @@ pub fn run(args: UnpackArgs) -> anyhow::Result<Exit> {
     for w in bundle.warnings() {
         bar.println(format!("warning: {}: {w}", input.display()));
     }
-    let mut state = bundle.manifest().state.clone();
-    if let Some(kinds) = args.kinds {
-        state.retain_kinds(kinds);
-    }
+    let (state, _) = select(
+        &bundle.manifest().state,
+        args.kinds,
+        &args.sessions,
+        &input.display(),
+    )?;
 
     // Everything is checked before anything is written: an unusable bundle writes nothing.
     bundle
@@ -189,7 +196,7 @@ pub fn run(args: UnpackArgs) -> anyhow::Result<Exit> {
         bar.println(format!("not taken: {}: {}", n.kind, n.reason));
     }
     if args.common.json {
-        println!("{}", serde_json::to_string(&answer)?);
+        crate::outln!("{}", serde_json::to_string(&answer)?);
     } else {
         let verb = if args.dry_run {
             "would unpack"
@@ -211,9 +218,9 @@ pub fn run(args: UnpackArgs) -> anyhow::Result<Exit> {
         if !answer.not_taken.is_empty() {
             line.push_str(&format!("; {} not taken", answer.not_taken.len()));
         }
-        println!("{line}");
+        crate::outln!("{line}");
         for r in renamed {
-            println!("  session {r}");
+            crate::outln!("  session {r}");
         }
     }
     Ok(
@@ -223,4 +230,34 @@ pub fn run(args: UnpackArgs) -> anyhow::Result<Exit> {
             Exit::Incomplete
         },
     )
+}
+
+/// The part of a bundle's state a command works on: the kinds asked for (all, or only
+/// sessions when sessions are named), and only the named sessions with their subagents.
+pub fn select(
+    state: &asp_format::State,
+    kinds: Option<KindSet>,
+    sessions: &[String],
+    bundle: &str,
+) -> anyhow::Result<(asp_format::State, KindSet)> {
+    let mut state = state.clone();
+    let kinds = kinds.unwrap_or(if sessions.is_empty() {
+        KindSet::ALL
+    } else {
+        KindSet::EMPTY.with(asp_format::StateKind::Sessions)
+    });
+    state.retain_kinds(kinds);
+    if !sessions.is_empty() {
+        if !kinds.contains(asp_format::StateKind::Sessions) {
+            bail!("--session needs the sessions kind in --kinds");
+        }
+        let missing = state.retain_sessions(sessions);
+        if !missing.is_empty() {
+            return Err(anyhow::Error::new(crate::exit::UsageError(format!(
+                "{bundle} has no session {}",
+                missing.join(", ")
+            ))));
+        }
+    }
+    Ok((state, kinds))
 }

@@ -130,6 +130,18 @@ impl<'a> UpdateWriter<'a> {
         })
     }
 
+    /// A writer for a stream derived from the blob `base` (the session's native transcript),
+    /// when there is one: see [`BlobSink::begin_derived`].
+    pub fn derived(sink: &'a dyn BlobSink, base: Option<Descriptor>) -> Result<Self, BlobError> {
+        Ok(UpdateWriter {
+            out: match base {
+                Some(b) => sink.begin_derived(&b)?,
+                None => sink.begin()?,
+            },
+            lines: 0,
+        })
+    }
+
     /// Appends one update, serialised compactly.
     pub fn push<T: Serialize + ?Sized>(&mut self, update: &T) -> Result<(), BlobError> {
         serde_json::to_writer(&mut self.out, update).map_err(io::Error::from)?;
@@ -199,12 +211,17 @@ impl std::fmt::Debug for UpdateLines<'_> {
 
 impl<'a> UpdateLines<'a> {
     pub fn open(blobs: &'a dyn BlobSource, updates: &Descriptor) -> Result<Self, BlobError> {
-        Ok(UpdateLines {
-            reader: BufReader::with_capacity(128 * 1024, blobs.open(updates)?),
+        Ok(Self::from_reader(blobs.open(updates)?))
+    }
+
+    /// Lines of an update stream already open (and checked by whoever opened it).
+    pub fn from_reader(reader: Box<dyn Read + Send + 'a>) -> Self {
+        UpdateLines {
+            reader: BufReader::with_capacity(128 * 1024, reader),
             buf: Vec::new(),
             line: 0,
             max_line: MAX_LINE,
-        })
+        }
     }
 
     /// The next line without its newline, or `None` at the end. Empty lines are skipped.
