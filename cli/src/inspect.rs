@@ -80,7 +80,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<Exit> {
                 "size": size,
                 "layoutVersion": bundle.layout().layout_version,
                 "generator": bundle.layout().generator,
-                "created": m.created,
+                "created": bundle.created(),
             },
             "sessions": state.sessions.as_ref().map(|_| sessions),
             "instructions": state.instructions.as_ref().map(|i| json!({"size": i.text.size})),
@@ -106,7 +106,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<Exit> {
             .map(|g| format!(", made by {g}"))
             .unwrap_or_default()
     );
-    if let Some(c) = &m.created {
+    if let Some(c) = bundle.created() {
         crate::outln!("created  {c}");
     }
     if state.kinds().is_empty() {

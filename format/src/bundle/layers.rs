@@ -742,3 +742,110 @@ impl BlobSink for LayerStore {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blob::BlobSource;
+    use crate::bundle::{Bundle, Options2, write_layers_file};
+    use crate::progress::Quiet;
+    use crate::state::{FileEntry, Native, Session, State};
+
+    /// Text that shares most of its bytes with `base`, like an update stream with its transcript.
+    fn derived_text(base: &str, n: usize) -> String {
+        base.lines()
+            .enumerate()
+            .map(|(i, l)| format!("{{\"sessionId\":\"s{n}\",\"update\":{{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{{\"type\":\"text\",\"text\":\"{i} {}\"}}}}}}\n", l[..l.len().min(200)].replace('"', "'")))
+            .collect()
+    }
+
+    fn native_text(n: usize) -> String {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ n as u64;
+        (0..400)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                format!("{{\"line\":{i},\"text\":\"{:016x} {:x} {}\"}}\n", x, x % 977, "word ".repeat((x % 30) as usize))
+            })
+            .collect()
+    }
+
+    fn pack(threads: usize, dir: &Path) -> (Vec<u8>, State) {
+        let store = LayerStore::new_in(
+            dir,
+            LayerOptions {
+                threads,
+                ..LayerOptions::default()
+            },
+        )
+        .unwrap();
+        let mut sessions = Vec::new();
+        for n in 0..40 {
+            let native = native_text(n % 30);
+            let nd = store.put(native.as_bytes()).unwrap();
+            let mut w = store.begin_derived(&nd).unwrap();
+            w.write_all(derived_text(&native, n).as_bytes()).unwrap();
+            let ud = w.finish().unwrap();
+            sessions.push(Session {
+                id: crate::name::SessionId::new(&format!("s{n}")).unwrap(),
+                title: String::new(),
+                harness: None,
+                cwd: None,
+                updated_at: None,
+                updates: ud,
+                native: Some(Native {
+                    harness: crate::name::HarnessName::new("claude-code").unwrap(),
+                    files: vec![FileEntry {
+                        path: crate::name::RelPath::new(&format!("n/{n}.jsonl")).unwrap(),
+                        executable: false,
+                        content: nd,
+                    }],
+                }),
+                meta: None,
+            });
+        }
+        let state = State {
+            sessions: Some(sessions),
+            ..State::default()
+        };
+        let layers = store.finish().unwrap();
+        let out = dir.join(format!("b{threads}.aspstate"));
+        write_layers_file(&out, &state, &layers, &Options2 { zstd_documents: true, ..Options2::default() }, false, &Quiet).unwrap();
+        (std::fs::read(&out).unwrap(), state)
+    }
+
+    #[test]
+    fn the_same_bodies_give_the_same_bytes_on_any_number_of_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let (one, state) = pack(1, dir.path());
+        let (four, _) = pack(4, dir.path());
+        assert!(one == four, "1 thread and 4 threads wrote different bundles");
+        let b = Bundle::open(&dir.path().join("b1.aspstate")).unwrap();
+        let with_dict = b
+            .image_manifest()
+            .unwrap()
+            .layers
+            .iter()
+            .filter(|l| l.annotations.is_some())
+            .count();
+        assert_eq!(with_dict, 40, "every stream against its transcript");
+        for s in state.sessions.iter().flatten() {
+            let text = b.read_all(&s.updates).unwrap();
+            assert_eq!(crate::digest::Descriptor::of(&text), s.updates);
+        }
+        b.check_data(&state, &Quiet).unwrap();
+    }
+
+    #[test]
+    fn a_dictionary_that_pays_shrinks_the_stream() {
+        let native = native_text(1);
+        let stream = derived_text(&native, 1);
+        let plain = compress(stream.as_bytes(), None, 3).unwrap();
+        let with = compress(stream.as_bytes(), Some(native.as_bytes()), 3).unwrap();
+        assert!(with.len() * 2 < plain.len(), "{} vs {}", with.len(), plain.len());
+        let back = decompress(&with, Some(native.as_bytes()), stream.len() as u64).unwrap();
+        assert_eq!(back, stream.as_bytes());
+        assert!(decompress(&with, None, stream.len() as u64).is_err());
+    }
+}
