@@ -462,7 +462,13 @@ fn layout_2_holds_the_same_state_as_layout_1() {
     for compression in ["deflate", "stored"] {
         let other = dir.path().join(format!("{compression}.aspstate"));
         asp_pack()
-            .args(["--from", "claude-code", "--compression", compression, "--home"])
+            .args([
+                "--from",
+                "claude-code",
+                "--compression",
+                compression,
+                "--home",
+            ])
             .arg(samples().join("claude-code"))
             .arg("-o")
             .arg(&other)
@@ -534,7 +540,13 @@ fn one_session_with_its_subagents_and_nothing_else() {
         .filter(|n| n.ends_with(".json"))
         .collect();
     written.sort();
-    assert_eq!(written, [format!("{id}.json"), "agent-a44a1a1a1ce6520e9.json".to_owned()]);
+    assert_eq!(
+        written,
+        [
+            format!("{id}.json"),
+            "agent-a44a1a1a1ce6520e9.json".to_owned()
+        ]
+    );
 
     asp()
         .arg("export")
@@ -564,7 +576,7 @@ fn one_session_reads_no_other_session_blob() {
     let needed: std::collections::BTreeSet<String> = state
         .references()
         .iter()
-        .map(|(d, _)| d.digest.hex())
+        .map(|(d, _)| b.layer_of(&d.digest).unwrap().0.hex())
         .collect();
     let image = b.image_manifest().unwrap().clone();
     drop(b);
@@ -572,7 +584,10 @@ fn one_session_reads_no_other_session_blob() {
     let mut damaged = 0;
     for l in &image.layers {
         let hex = l.digest.hex();
-        if needed.contains(&hex) || l.media_type.contains("state.manifest") || l.media_type.contains("layer-table") {
+        if needed.contains(&hex)
+            || l.media_type.contains("state.manifest")
+            || l.media_type.contains("layer-table")
+        {
             continue;
         }
         // Every other body layer: damage its first stored byte (after the local header).
@@ -591,7 +606,11 @@ fn one_session_reads_no_other_session_blob() {
         .args(["--session", id])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn find_all(hay: &[u8], needle: &[u8]) -> Vec<usize> {
@@ -636,12 +655,15 @@ fn a_closed_standard_output_ends_every_command_quietly() {
         format!("{} export {}", asp_bin.display(), bundle.display()),
         format!("{} inspect {}", asp_bin.display(), bundle.display()),
         format!(
-            "{} --from-dir {} -o - -q",
+            "{} --from-dir {} --compression stored -o - -q",
             pack_bin.display(),
             state.display()
         ),
     ] {
-        let script = format!("{cmd} 2>{err} | head -c 10 >/dev/null; echo ${{PIPESTATUS[0]}}", err = dir.path().join("err").display());
+        let script = format!(
+            "{cmd} 2>{err} | head -c 10 >/dev/null; echo ${{PIPESTATUS[0]}}",
+            err = dir.path().join("err").display()
+        );
         let out = std::process::Command::new("bash")
             .arg("-c")
             .arg(&script)
@@ -673,7 +695,10 @@ fn a_session_stream_decodes_with_zstd_and_its_native_transcript_as_dictionary() 
         .iter()
         .filter(|l| l.annotations.is_some())
         .collect();
-    assert!(!with_dict.is_empty(), "no update stream was compressed against its transcript");
+    assert!(
+        !with_dict.is_empty(),
+        "no update stream was compressed against its transcript"
+    );
     let x = dir.path().join("x");
     let zip = std::process::Command::new("unzip")
         .arg("-q")
@@ -700,7 +725,11 @@ fn a_session_stream_decodes_with_zstd_and_its_native_transcript_as_dictionary() 
             .arg(x.join("blobs/sha256").join(l.digest.hex()))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(out.stdout.starts_with(b"{\"sessionId\":"));
     }
 }

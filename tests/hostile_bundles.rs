@@ -447,7 +447,10 @@ fn mutants_are_refused_or_harmless(bundle: &std::path::Path, count: usize, seed:
             other => panic!("mutant {i} ({what}) exited {other:?}: {stderr}"),
         }
     }
-    assert!(refused > count / 2, "only {refused} of {count} mutants refused ({harmless} harmless)");
+    assert!(
+        refused > count / 2,
+        "only {refused} of {count} mutants refused ({harmless} harmless)"
+    );
 }
 
 #[test]
@@ -457,7 +460,11 @@ fn bit_rot_in_a_layout_1_bundle_is_refused_or_harmless() {
 
 #[test]
 fn bit_rot_in_a_layout_2_bundle_is_refused_or_harmless() {
-    mutants_are_refused_or_harmless(&samples().join("state.aspstate"), 250, 0x0fed_cba9_8765_4321);
+    mutants_are_refused_or_harmless(
+        &samples().join("state.aspstate"),
+        250,
+        0x0fed_cba9_8765_4321,
+    );
 }
 
 #[test]

@@ -221,6 +221,10 @@ pub fn compress(src: &[u8], dict: Option<&[u8]>, level: i32) -> io::Result<Vec<u
     if let Some(d) = dict {
         cctx.set_parameter(CParameter::WindowLog(window_log(d.len(), src.len())))
             .map_err(zstd_err)?;
+        // Long-distance matching finds the stream's long copies anywhere in the transcript;
+        // level 3's own tables keep too few positions of a large prefix (spec §13.2).
+        cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
+            .map_err(zstd_err)?;
         cctx.ref_prefix(d).map_err(zstd_err)?;
     }
     let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(src.len()));
@@ -766,7 +770,12 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                format!("{{\"line\":{i},\"text\":\"{:016x} {:x} {}\"}}\n", x, x % 977, "word ".repeat((x % 30) as usize))
+                format!(
+                    "{{\"line\":{i},\"text\":\"{:016x} {:x} {}\"}}\n",
+                    x,
+                    x % 977,
+                    "word ".repeat((x % 30) as usize)
+                )
             })
             .collect()
     }
@@ -811,7 +820,18 @@ mod tests {
         };
         let layers = store.finish().unwrap();
         let out = dir.join(format!("b{threads}.aspstate"));
-        write_layers_file(&out, &state, &layers, &Options2 { zstd_documents: true, ..Options2::default() }, false, &Quiet).unwrap();
+        write_layers_file(
+            &out,
+            &state,
+            &layers,
+            &Options2 {
+                zstd_documents: true,
+                ..Options2::default()
+            },
+            false,
+            &Quiet,
+        )
+        .unwrap();
         (std::fs::read(&out).unwrap(), state)
     }
 
@@ -820,7 +840,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (one, state) = pack(1, dir.path());
         let (four, _) = pack(4, dir.path());
-        assert!(one == four, "1 thread and 4 threads wrote different bundles");
+        assert!(
+            one == four,
+            "1 thread and 4 threads wrote different bundles"
+        );
         let b = Bundle::open(&dir.path().join("b1.aspstate")).unwrap();
         let with_dict = b
             .image_manifest()
@@ -843,7 +866,12 @@ mod tests {
         let stream = derived_text(&native, 1);
         let plain = compress(stream.as_bytes(), None, 3).unwrap();
         let with = compress(stream.as_bytes(), Some(native.as_bytes()), 3).unwrap();
-        assert!(with.len() * 2 < plain.len(), "{} vs {}", with.len(), plain.len());
+        assert!(
+            with.len() * 2 < plain.len(),
+            "{} vs {}",
+            with.len(),
+            plain.len()
+        );
         let back = decompress(&with, Some(native.as_bytes()), stream.len() as u64).unwrap();
         assert_eq!(back, stream.as_bytes());
         assert!(decompress(&with, None, stream.len() as u64).is_err());

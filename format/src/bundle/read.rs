@@ -488,6 +488,12 @@ impl Bundle {
         &self.warnings
     }
 
+    /// The digest of the layer (zip entry `blobs/sha256/<hex>`) a body is stored in, and the
+    /// body its layer needs as dictionary.
+    pub fn layer_of(&self, body: &Digest) -> Option<(Digest, Option<Digest>)> {
+        self.blobs.get(body).map(|l| (l.layer, l.dictionary))
+    }
+
     fn dictionary_bytes(&self, d: &Digest) -> Result<Arc<Vec<u8>>, BlobError> {
         if let Some((k, v)) = &*self.dictionary.lock().expect("cache")
             && k == d
