@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use asp_format::KindSet;
 use asp_format::bundle::Bundle;
-use asp_format::export::write_export;
+use asp_format::digest::IntegrityError;
+use asp_format::export::{ExportError, write_export};
 use clap::Parser;
 
 use crate::args::parse_kinds;
@@ -52,6 +53,13 @@ pub fn run(args: ExportArgs) -> anyhow::Result<Exit> {
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(256 * 1024, stdout.lock());
     write_export(&mut out, &state, &bundle, kinds)
+        .map_err(|e| match e {
+            // Writing failed (a closed pipe, a full disk): the bundle is not at fault.
+            ExportError::Io(io) => anyhow::Error::new(io),
+            // Reading failed: a body that does not check out, a stream that is not update
+            // lines, text that is not UTF-8. The bundle is damaged or hostile.
+            other => anyhow::Error::new(IntegrityError(other.to_string()).into_io()),
+        })
         .with_context(|| format!("cannot export {}", input.display()))?;
     out.flush().context("cannot write to standard output")?;
     Ok(Exit::Ok)
