@@ -63,6 +63,12 @@ pub fn compact(json: &str) -> String {
 /// whose `sessionUpdate` is a string. The update kind itself is not restricted: ACP grows new
 /// kinds, and a stream is carried whole.
 pub fn check_line(line: &str, session: &SessionId) -> Result<String, UpdateError> {
+    validate_line(line, session)?;
+    Ok(compact(line))
+}
+
+/// Checks what [`check_line`] checks, without making the compact copy (for verifying).
+pub fn validate_line(line: &str, session: &SessionId) -> Result<(), UpdateError> {
     // Only the two members that matter are decoded; serde_json still checks that the whole
     // line is valid JSON while it skips the rest, without building a tree of it.
     #[derive(serde::Deserialize)]
@@ -105,7 +111,7 @@ pub fn check_line(line: &str, session: &SessionId) -> Result<String, UpdateError
             "no `update` object with a string `sessionUpdate`".to_owned(),
         ));
     }
-    Ok(compact(line))
+    Ok(())
 }
 
 /// Writes a session's update stream into a blob, one compact line per update.

@@ -128,13 +128,46 @@ fn build(root: &Path, label: &str, total: u64) -> Store {
     let mut lines = text.lines().skip(1);
     let session = lines.next().expect("session line").to_owned();
     let sessions = lines.next().and_then(|l| l.parse().ok()).unwrap_or(0);
+    let _ = session;
     Store {
         label: label.to_owned(),
         bytes: du(&home.join(".claude")),
+        session: typical_session(&home),
         home,
-        session,
         sessions,
     }
+}
+
+/// A session with subagents whose transcript is nearest the median size (250 KB): what
+/// "one session" means for the one-session figures.
+fn typical_session(home: &Path) -> String {
+    let mut best: Option<(u64, String)> = None;
+    let mut buckets: Vec<_> = fs::read_dir(home.join(".claude/projects"))
+        .expect("projects")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    buckets.sort();
+    for b in buckets {
+        let mut entries: Vec<_> = fs::read_dir(&b)
+            .expect("bucket")
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if !p.join("subagents").is_dir() {
+                continue;
+            }
+            let id = p.file_name().unwrap().to_string_lossy().into_owned();
+            let size = size_of(&b.join(format!("{id}.jsonl")));
+            let distance = size.abs_diff(250_000);
+            if best.as_ref().is_none_or(|(d, _)| distance < *d) {
+                best = Some((distance, id));
+            }
+        }
+    }
+    best.expect("a session with subagents").1
 }
 
 struct Row {

@@ -29,9 +29,9 @@ use crate::bundle::oci::{Encoding, LayerRef};
 use crate::digest::{Descriptor, Digest, Hasher, HashingWriter};
 
 /// Bodies waiting for a worker, at most (a single larger body is let through alone).
-pub const BUDGET: u64 = 64 << 20;
+pub const BUDGET: u64 = 32 << 20;
 /// Recently finished bodies kept in memory for use as dictionaries.
-pub const CACHE: u64 = 64 << 20;
+pub const CACHE: u64 = 16 << 20;
 /// Bodies larger than this are compressed while they stream, without a dictionary.
 pub const SPILL: u64 = 64 << 20;
 /// Bodies smaller than this are stored as they are.
@@ -227,9 +227,18 @@ pub fn compress(src: &[u8], dict: Option<&[u8]>, level: i32) -> io::Result<Vec<u
             .map_err(zstd_err)?;
         cctx.ref_prefix(d).map_err(zstd_err)?;
     }
-    let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(src.len()));
-    cctx.compress2(&mut out, src).map_err(zstd_err)?;
-    Ok(out)
+    // No more room than the body itself: a frame that would not be smaller is not kept.
+    let mut out = Vec::with_capacity(src.len());
+    match cctx.compress2(&mut out, src) {
+        Ok(_) => Ok(out),
+        Err(code)
+            if zstd::zstd_safe::get_error_name(code)
+                .contains("Destination buffer is too small") =>
+        {
+            Ok(src.to_vec())
+        }
+        Err(code) => Err(zstd_err(code)),
+    }
 }
 
 /// Decompresses one whole zstd layer of `size` bytes (against `dict`), checking the size.

@@ -39,7 +39,7 @@ use crate::digest::{Descriptor, Digest, Hasher, IntegrityError, VerifyingReader}
 use crate::name::SessionId;
 use crate::progress::Progress;
 use crate::state::State;
-use crate::update::{UpdateLines, check_line};
+use crate::update::{UpdateLines, validate_line};
 
 /// Bounds checked before anything is decompressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -669,7 +669,7 @@ fn check_blobs(
                         Ok(None) => break,
                         Ok(Some((n, line))) => {
                             for id in ids {
-                                if let Err(e) = check_line(line, id) {
+                                if let Err(e) = validate_line(line, id) {
                                     return Err(format!(
                                         "session {:?}, update {n}: {}",
                                         id.as_str(),
@@ -766,7 +766,7 @@ fn check_lines(bytes: &[u8], ids: &[&SessionId]) -> Result<(), String> {
             Ok(None) => return Ok(()),
             Ok(Some((n, line))) => {
                 for id in ids {
-                    if let Err(e) = check_line(line, id) {
+                    if let Err(e) = validate_line(line, id) {
                         return Err(format!("session {:?}, update {n}: {}", id.as_str(), e.0));
                     }
                 }
