@@ -401,3 +401,332 @@ fn a_missing_bundle_is_an_error_not_an_integrity_failure() {
         .code(1)
         .stderr(predicate::str::contains("/nonexistent/x.aspstate"));
 }
+
+fn layout1(name: &str) -> std::path::PathBuf {
+    root().join("tests/fixtures/layout-1").join(name)
+}
+
+#[test]
+fn layout_1_bundles_still_verify_inspect_export_and_unpack() {
+    for name in ["state", "claude-code"] {
+        let bundle = layout1(&format!("{name}.aspstate"));
+        asp().arg("verify").arg(&bundle).assert().success();
+        asp()
+            .arg("inspect")
+            .arg(&bundle)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("layout 1.0.0"));
+        let out = asp().arg("export").arg(&bundle).output().unwrap();
+        assert!(out.status.success());
+        assert_eq!(
+            out.stdout,
+            fs::read(layout1(&format!("{name}.export.json"))).unwrap(),
+            "{name}: the export of a layout 1.0.0 bundle changed"
+        );
+        let dir = tmp();
+        asp_unpack()
+            .arg(&bundle)
+            .arg("--to-dir")
+            .arg(dir.path().join("out"))
+            .assert()
+            .success();
+    }
+}
+
+#[test]
+fn layout_2_holds_the_same_state_as_layout_1() {
+    let dir = tmp();
+    let out = dir.path().join("cc.aspstate");
+    asp_pack()
+        .args(["--from", "claude-code", "--home"])
+        .arg(samples().join("claude-code"))
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .code(predicate::in_iter([0, 3]));
+    asp()
+        .arg("inspect")
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("layout 2.0.0"));
+    let export = asp().arg("export").arg(&out).output().unwrap();
+    assert_eq!(
+        export.stdout,
+        fs::read(layout1("claude-code.export.json")).unwrap()
+    );
+    for compression in ["deflate", "stored"] {
+        let other = dir.path().join(format!("{compression}.aspstate"));
+        asp_pack()
+            .args([
+                "--from",
+                "claude-code",
+                "--compression",
+                compression,
+                "--home",
+            ])
+            .arg(samples().join("claude-code"))
+            .arg("-o")
+            .arg(&other)
+            .assert()
+            .code(predicate::in_iter([0, 3]));
+        asp().arg("verify").arg(&other).assert().success();
+        let again = asp().arg("export").arg(&other).output().unwrap();
+        assert_eq!(again.stdout, export.stdout, "{compression}");
+    }
+}
+
+#[test]
+fn the_bytes_do_not_depend_on_the_number_of_threads() {
+    let dir = tmp();
+    let mut bundles = Vec::new();
+    for threads in ["1", "2", "5"] {
+        let out = dir.path().join(format!("t{threads}.aspstate"));
+        asp_pack()
+            .args(["--from", "claude-code", "--threads", threads, "--home"])
+            .arg(samples().join("claude-code"))
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .code(predicate::in_iter([0, 3]));
+        bundles.push(fs::read(&out).unwrap());
+    }
+    assert!(bundles[0] == bundles[1] && bundles[1] == bundles[2]);
+}
+
+#[test]
+fn one_session_with_its_subagents_and_nothing_else() {
+    let dir = tmp();
+    let bundle = dir.path().join("cc.aspstate");
+    asp_pack()
+        .args(["--from", "claude-code", "--home"])
+        .arg(samples().join("claude-code"))
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .code(predicate::in_iter([0, 3]));
+    let id = "12821015-852a-451b-911f-ba64553fbf57";
+    let out = asp()
+        .arg("export")
+        .arg(&bundle)
+        .args(["--session", id])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = v["state"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [id, "agent-a44a1a1a1ce6520e9"]);
+    assert_eq!(v["state"].as_object().unwrap().len(), 1, "only sessions");
+
+    let to = dir.path().join("one");
+    asp_unpack()
+        .arg(&bundle)
+        .args(["--session", id, "--to-dir"])
+        .arg(&to)
+        .assert()
+        .success();
+    let mut written: Vec<String> = fs::read_dir(to.join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    written.sort();
+    assert_eq!(
+        written,
+        [
+            format!("{id}.json"),
+            "agent-a44a1a1a1ce6520e9.json".to_owned()
+        ]
+    );
+
+    asp()
+        .arg("export")
+        .arg(&bundle)
+        .args(["--session", "no-such-session"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no session no-such-session"));
+}
+
+#[test]
+fn one_session_reads_no_other_session_blob() {
+    // Damage every layer except the ones the session needs: the export still works.
+    let dir = tmp();
+    let bundle = dir.path().join("cc.aspstate");
+    asp_pack()
+        .args(["--from", "claude-code", "--home"])
+        .arg(samples().join("claude-code"))
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .code(predicate::in_iter([0, 3]));
+    let id = "8406e3f1-f626-479d-a2f4-e83bc7ff1d18";
+    let b = asp_format::bundle::Bundle::open(&bundle).unwrap();
+    let mut state = b.manifest().state.clone();
+    state.retain_sessions(&[id.to_owned()]);
+    let needed: std::collections::BTreeSet<String> = state
+        .references()
+        .iter()
+        .map(|(d, _)| b.layer_of(&d.digest).unwrap().0.hex())
+        .collect();
+    let image = b.image_manifest().unwrap().clone();
+    drop(b);
+    let mut bytes = fs::read(&bundle).unwrap();
+    let mut damaged = 0;
+    for l in &image.layers {
+        let hex = l.digest.hex();
+        if needed.contains(&hex)
+            || l.media_type.contains("state.manifest")
+            || l.media_type.contains("layer-table")
+        {
+            continue;
+        }
+        // Every other body layer: damage its first stored byte (after the local header).
+        let name = format!("blobs/sha256/{hex}");
+        let at = find_all(&bytes, name.as_bytes())[0] + name.len();
+        bytes[at] ^= 0xff;
+        damaged += 1;
+    }
+    assert!(damaged > 5);
+    let hurt = dir.path().join("hurt.aspstate");
+    fs::write(&hurt, &bytes).unwrap();
+    asp().arg("verify").arg(&hurt).assert().code(4);
+    let out = asp()
+        .arg("export")
+        .arg(&hurt)
+        .args(["--session", id])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn find_all(hay: &[u8], needle: &[u8]) -> Vec<usize> {
+    hay.windows(needle.len())
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+#[test]
+fn a_closed_standard_output_ends_every_command_quietly() {
+    // A session of a few MB, so the output cannot fit in a pipe's buffer.
+    let dir = tmp();
+    let state = dir.path().join("state");
+    fs::create_dir_all(state.join("sessions")).unwrap();
+    fs::write(
+        state.join("sessions/big.json"),
+        r#"{"id":"big","title":"Big"}"#,
+    )
+    .unwrap();
+    let line = format!(
+        r#"{{"sessionId":"big","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{}"}}}}}}"#,
+        "x".repeat(1000)
+    );
+    fs::write(
+        state.join("sessions/big.jsonl"),
+        format!("{line}\n").repeat(4000),
+    )
+    .unwrap();
+    let bundle = dir.path().join("big.aspstate");
+    asp_pack()
+        .arg("--from-dir")
+        .arg(&state)
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    let asp_bin = assert_cmd::cargo::cargo_bin!("asp");
+    let pack_bin = assert_cmd::cargo::cargo_bin!("asp-pack");
+    for cmd in [
+        format!("{} export {}", asp_bin.display(), bundle.display()),
+        format!("{} inspect {}", asp_bin.display(), bundle.display()),
+        format!(
+            "{} --from-dir {} --compression stored -o - -q",
+            pack_bin.display(),
+            state.display()
+        ),
+    ] {
+        let script = format!(
+            "{cmd} 2>{err} | head -c 10 >/dev/null; echo ${{PIPESTATUS[0]}}",
+            err = dir.path().join("err").display()
+        );
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .output()
+            .unwrap();
+        let status = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let err = fs::read_to_string(dir.path().join("err")).unwrap();
+        assert!(err.is_empty(), "{cmd}: {err}");
+        assert!(status == "141" || status == "0", "{cmd}: exit {status}");
+    }
+}
+
+#[test]
+fn a_session_stream_decodes_with_zstd_and_its_native_transcript_as_dictionary() {
+    // What a person without asp can do: `zstd -D native -d updates`.
+    let dir = tmp();
+    let bundle = dir.path().join("cc.aspstate");
+    asp_pack()
+        .args(["--from", "claude-code", "--home"])
+        .arg(samples().join("claude-code"))
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .code(predicate::in_iter([0, 3]));
+    let b = asp_format::bundle::Bundle::open(&bundle).unwrap();
+    let image = b.image_manifest().unwrap().clone();
+    let with_dict: Vec<_> = image
+        .layers
+        .iter()
+        .filter(|l| l.annotations.is_some())
+        .collect();
+    assert!(
+        !with_dict.is_empty(),
+        "no update stream was compressed against its transcript"
+    );
+    let x = dir.path().join("x");
+    let zip = std::process::Command::new("unzip")
+        .arg("-q")
+        .arg(&bundle)
+        .arg("-d")
+        .arg(&x)
+        .status()
+        .unwrap();
+    assert!(zip.success());
+    for l in with_dict {
+        let dict_layer = &l.annotations.as_ref().unwrap()["vnd.asp.layer.dictionary"];
+        let dict = x.join("blobs/sha256").join(&dict_layer["sha256:".len()..]);
+        let native = dir.path().join("native");
+        let st = std::process::Command::new("zstd")
+            .args(["-q", "-d", "-f", "-o"])
+            .arg(&native)
+            .arg(&dict)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let out = std::process::Command::new("zstd")
+            .args(["-q", "-d", "-c", "-D"])
+            .arg(&native)
+            .arg(x.join("blobs/sha256").join(l.digest.hex()))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.stdout.starts_with(b"{\"sessionId\":"));
+    }
+}

@@ -650,8 +650,21 @@ fn pack_session_selects(h: &str) {
         );
     }
     assert_eq!(
-        packed.tools, full.state.tools,
-        "{h}: the other kinds are packed as ever"
+        packed.kinds(),
+        KindSet::EMPTY.with(StateKind::Sessions),
+        "{h}: one conversation carried is that conversation, as export and unpack take it"
+    );
+    let with_tools = dir.path().join("with-tools.aspstate");
+    let o = crate::support::pack_home(h, sample(h), &with_tools)
+        .args(["--session", first.id.as_str(), "--kinds", "sessions,tools"])
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{h}: {o:?}");
+    let bundle = asp_format::bundle::Bundle::open(&with_tools).unwrap();
+    assert_eq!(
+        bundle.manifest().state.tools,
+        full.state.tools,
+        "{h}: --kinds adds the other kinds on purpose"
     );
     let missing = crate::support::pack_home(h, sample(h), dir.path().join("none.aspstate"))
         .args(["--session", "no-such-session"])

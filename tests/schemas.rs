@@ -23,17 +23,79 @@ fn assert_valid(v: &jsonschema::Validator, doc: &Value, what: &str) {
     assert!(errors.is_empty(), "{what}: {errors:#?}");
 }
 
+/// The entries of the sample state packed in layout 1.0.0.
 fn sample_entries() -> Vec<(String, Vec<u8>)> {
-    entries(&fs::read(samples().join("state.aspstate")).unwrap())
+    entries(&fs::read(root().join("tests/fixtures/layout-1/state.aspstate")).unwrap())
 }
 
 #[test]
-fn the_sample_bundle_validates() {
+fn the_layout_1_bundle_validates() {
     let e = sample_entries();
     let layout: Value = serde_json::from_slice(&e[0].1).unwrap();
     assert_valid(&schema("layout"), &layout, "aspstate-layout");
     let manifest: Value = serde_json::from_slice(&e[1].1).unwrap();
     assert_valid(&schema("manifest"), &manifest, "manifest.json");
+}
+
+#[test]
+fn the_sample_bundle_validates() {
+    let e = entries(&fs::read(samples().join("state.aspstate")).unwrap());
+    let get = |name: &str| -> Vec<u8> {
+        e.iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .1
+            .clone()
+    };
+    let layout: Value = serde_json::from_slice(&get("aspstate-layout")).unwrap();
+    assert_valid(&schema("layout"), &layout, "aspstate-layout");
+    let index: Value = serde_json::from_slice(&get("index.json")).unwrap();
+    assert_valid(&schema("index"), &index, "index.json");
+    let root_digest = index["manifests"][0]["digest"].as_str().unwrap();
+    let image: Value =
+        serde_json::from_slice(&get(&format!("blobs/sha256/{}", &root_digest[7..]))).unwrap();
+    assert_valid(&schema("image-manifest"), &image, "the image manifest");
+    for (media, name) in [
+        ("application/vnd.asp.state.manifest.v1+json", "manifest"),
+        ("application/vnd.asp.layer-table.v1+json", "layer-table"),
+    ] {
+        let layer = image["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["mediaType"].as_str().unwrap().starts_with(media))
+            .unwrap();
+        let mut bytes = get(&format!(
+            "blobs/sha256/{}",
+            &layer["digest"].as_str().unwrap()[7..]
+        ));
+        if layer["mediaType"].as_str().unwrap().ends_with("+zstd") {
+            let size = zstd_size(&bytes);
+            bytes = asp_format::bundle::layers::decompress(&bytes, None, size).unwrap();
+        }
+        let doc: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_valid(&schema(name), &doc, media);
+    }
+}
+
+/// The content size a zstd frame header states (Frame_Content_Size of RFC 8878).
+fn zstd_size(frame: &[u8]) -> u64 {
+    let fhd = frame[4];
+    let single = fhd & 0x20 != 0;
+    let fcs_flag = fhd >> 6;
+    let at = 5 + usize::from(!single) + [0, 1, 2, 4][usize::from(fhd & 3)];
+    let n = match (fcs_flag, single) {
+        (0, true) => 1,
+        (0, false) => panic!("no content size"),
+        (1, _) => 2,
+        (2, _) => 4,
+        _ => 8,
+    };
+    let mut v = 0u64;
+    for (i, b) in frame[at..at + n].iter().enumerate() {
+        v |= u64::from(*b) << (8 * i);
+    }
+    if n == 2 { v + 256 } else { v }
 }
 
 #[test]
@@ -95,7 +157,9 @@ fn wrong_documents_do_not_validate() {
         assert!(!m.is_valid(&doc), "{path} = {bad} was accepted");
     }
     assert!(!schema("layout").is_valid(
-        &json!({"layoutVersion": "2.0.0", "mediaType": "application/vnd.asp.state.v1+zip"})
+        &json!({"layoutVersion": "3.0.0", "mediaType": "application/vnd.asp.state.v1+zip"})
     ));
+    assert!(!schema("layer-table").is_valid(&json!({"schemaVersion": 1, "mediaType": "application/vnd.asp.layer-table.v1+json",
+        "blobs": {format!("sha256:{}", "0".repeat(64)): {"layer": format!("sha256:{}", "1".repeat(64)), "size": 3, "encoding": "gzip"}}})));
     assert!(!schema("export").is_valid(&json!({"state": {"skills": [{"name": "a", "files": [{"path": "x", "text": "t", "base64": "dA=="}]}]}})));
 }

@@ -3,7 +3,7 @@
 //! Run: `cargo bench -p asp-cli --bench bundle` (add `-- --large` for the 1 GiB case).
 //! Each case generates a state directory of N sessions × S bytes of ACP update lines on disk
 //! (the mix of a real session: prompts, bursts of short agent chunks, tool calls with long
-//! results, usage; the text is cut from Rust and Markdown sources), then measures, in this process: `dir::read` + `bundle::write_file` (pack),
+//! results, usage; the text is cut from Rust and Markdown sources), then measures, in this process: `dir::read` into a `LayerStore` + `bundle::write_layers_file` (pack, layout 2),
 //! `verify_file` (every blob hashed), and `Bundle::check_data` + `dir::write` (unpack). Peak
 //! memory is the resident-set high-water mark (`VmHWM`), reset before each phase through
 //! `/proc/self/clear_refs` on Linux; it should not grow with N or S.
@@ -15,8 +15,8 @@ use std::time::Instant;
 
 use asp_convert::dir;
 use asp_format::KindSet;
-use asp_format::blob::StagingStore;
-use asp_format::bundle::{self, Bundle, Limits, WriteOptions};
+use asp_format::bundle::layers::{LayerOptions, LayerStore};
+use asp_format::bundle::{self, Bundle, Limits, Options2};
 use asp_format::progress::Quiet;
 
 /// Real text to cut messages from: Rust and Markdown sources of the crates in cargo's own
@@ -201,17 +201,14 @@ fn run(c: &Case) {
     );
     let out = work.path().join("b.aspstate");
     let written = phase("pack", total, || {
-        let staging = StagingStore::new_in(work.path()).unwrap();
+        let staging = LayerStore::new_in(work.path(), LayerOptions::default()).unwrap();
         let state = dir::read(&src, KindSet::ALL, &staging, &Quiet).unwrap();
-        bundle::write_file(
-            &out,
-            &state,
-            &staging,
-            &WriteOptions::default(),
-            false,
-            &Quiet,
-        )
-        .unwrap()
+        let layers = staging.finish().unwrap();
+        let opts = Options2 {
+            zstd_documents: true,
+            ..Options2::default()
+        };
+        bundle::write_layers_file(&out, &state, &layers, &opts, false, &Quiet).unwrap()
     });
     println!(
         "           bundle {:.1} MiB (ratio {:.1}:1)",

@@ -101,6 +101,15 @@ impl Failure {
     pub fn exit(&self) -> Exit {
         self.class.into()
     }
+
+    /// Whether it is a write into a closed pipe (the reader of our standard output went
+    /// away), which ends a command quietly as it ends other Unix tools.
+    pub fn is_broken_pipe(&self) -> bool {
+        self.error.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+        })
+    }
 }
 
 impl<E: Classify + std::error::Error + Send + Sync + 'static> From<E> for Failure {

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use crate::exit::{Context, Failure};
 use asp_format::KindSet;
 use asp_format::bundle::Bundle;
-use asp_format::export::write_export;
+use asp_format::error::ErrorClass;
+use asp_format::export::{ExportError, write_export};
 use clap::Parser;
 
 use crate::args::parse_kinds;
@@ -21,30 +22,45 @@ harness files (kept for byte-exact restores) are not part of this form.
 
 Examples:
   asp export backup.aspstate --kinds tools,settings
+  asp export backup.aspstate --session 71958462-4bb8-46b6-a36a-1becf56c22dc
   asp export backup.aspstate | jq '.state.sessions[0].updates | length'")]
 pub struct ExportArgs {
     /// The bundle (`-` for standard input)
     #[arg(value_name = "BUNDLE")]
     pub bundle: PathBuf,
 
-    /// Export only these kinds, comma-separated [default: all the bundle gives]
+    /// Export only these kinds, comma-separated [default: all the bundle gives; only
+    /// sessions with --session]
     #[arg(long, value_name = "KINDS", value_parser = parse_kinds)]
     pub kinds: Option<KindSet>,
+
+    /// Export only this session and its subagent sessions (repeatable); no other session's
+    /// data is read
+    #[arg(long = "session", value_name = "ID")]
+    pub sessions: Vec<String>,
 }
 
 pub fn run(args: ExportArgs) -> crate::exit::Result<Exit> {
     let input = Input::open(&args.bundle)?;
     let bundle =
         Bundle::open(input.path()).with_context(|| format!("cannot open {}", input.display()))?;
+    let (state, kinds) = crate::unpack::select(
+        &bundle.manifest().state,
+        args.kinds,
+        &args.sessions,
+        &input.display(),
+    )?;
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(256 * 1024, stdout.lock());
-    write_export(
-        &mut out,
-        &bundle.manifest().state,
-        &bundle,
-        args.kinds.unwrap_or(KindSet::ALL),
-    )
-    .with_context(|| format!("cannot export {}", input.display()))?;
+    write_export(&mut out, &state, &bundle, kinds)
+        .map_err(|e| match e {
+            // Writing failed (a closed pipe, a full disk): the bundle is not at fault.
+            ExportError::Io(io) => Failure::store(io),
+            // Reading failed: a body that does not check out, a stream that is not update
+            // lines, text that is not UTF-8. The bundle is damaged or hostile.
+            other => Failure::new(ErrorClass::Integrity, other.to_string()),
+        })
+        .with_context(|| format!("cannot export {}", input.display()))?;
     out.flush()
         .map_err(Failure::store)
         .context("cannot write to standard output")?;

@@ -82,7 +82,7 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
                 "size": size,
                 "layoutVersion": bundle.layout().layout_version,
                 "generator": bundle.layout().generator,
-                "created": m.created,
+                "created": bundle.created(),
             },
             "sessions": state.sessions.as_ref().map(|_| sessions),
             "instructions": state.instructions.as_ref().map(|i| json!({"size": i.text.size})),
@@ -91,15 +91,15 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
             "memory": state.memory.as_ref().map(|_| memory),
             "settings": state.settings,
         });
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&strip_nulls(out)).expect("JSON values serialise")
         );
         return Ok(Exit::Ok);
     }
 
-    println!("bundle   {}", bundle.digest());
-    println!(
+    crate::outln!("bundle   {}", bundle.digest());
+    crate::outln!(
         "file     {} ({}, layout {}{})",
         input.display(),
         human::bytes(size),
@@ -111,14 +111,14 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
             .map(|g| format!(", made by {g}"))
             .unwrap_or_default()
     );
-    if let Some(c) = &m.created {
-        println!("created  {c}");
+    if let Some(c) = bundle.created() {
+        crate::outln!("created  {c}");
     }
     if state.kinds().is_empty() {
-        println!("\n(no state)");
+        crate::outln!("\n(no state)");
     }
     if let Some(sessions) = &state.sessions {
-        println!("\nsessions ({})", sessions.len());
+        crate::outln!("\nsessions ({})", sessions.len());
         for s in sessions {
             let mut extra = Vec::new();
             if let Some(h) = &s.harness {
@@ -134,18 +134,18 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
             if let Some(n) = &s.native {
                 extra.push(format!("+{} native file(s)", n.files.len()));
             }
-            println!("  {}  {:?}", s.id, s.title);
-            println!("      {}", extra.join(" · "));
+            crate::outln!("  {}  {:?}", s.id, s.title);
+            crate::outln!("      {}", extra.join(" · "));
         }
     }
     if let Some(i) = &state.instructions {
-        println!("\ninstructions  AGENTS.md, {}", human::bytes(i.text.size));
+        crate::outln!("\ninstructions  AGENTS.md, {}", human::bytes(i.text.size));
     }
     if let Some(skills) = &state.skills {
-        println!("\nskills ({})", skills.len());
+        crate::outln!("\nskills ({})", skills.len());
         for s in skills {
             let bytes: u64 = s.files.iter().map(|f| f.content.size).sum();
-            println!(
+            crate::outln!(
                 "  {}  {}, {}",
                 s.name,
                 human::count(s.files.len() as u64, "file", "files"),
@@ -154,7 +154,7 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
         }
     }
     if let Some(tools) = &state.tools {
-        println!("\ntools ({})", tools.len());
+        crate::outln!("\ntools ({})", tools.len());
         for t in tools {
             let target = match t {
                 McpServer::Stdio(s) => std::iter::once(s.command.as_str())
@@ -163,11 +163,11 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
                     .join(" "),
                 McpServer::Http(r) | McpServer::Sse(r) => r.url.clone(),
             };
-            println!("  {}  {}  {}", t.name(), t.transport(), target);
+            crate::outln!("  {}  {}  {}", t.name(), t.transport(), target);
         }
     }
     if let Some(notes) = &state.memory {
-        println!("\nmemory ({})", notes.len());
+        crate::outln!("\nmemory ({})", notes.len());
         for n in notes {
             let origin = n
                 .origin
@@ -176,17 +176,19 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
                 .map(|h| h.to_string())
                 .unwrap_or_else(|| "-".to_owned());
             match n.body {
-                NoteBody::Text(d) => println!("  {}  {origin}  {}", n.path, human::bytes(d.size)),
-                NoteBody::Deleted => println!("  {}  {origin}  (deleted)", n.path),
+                NoteBody::Text(d) => {
+                    crate::outln!("  {}  {origin}  {}", n.path, human::bytes(d.size))
+                }
+                NoteBody::Deleted => crate::outln!("  {}  {origin}  (deleted)", n.path),
             }
         }
     }
     if let Some(settings) = &state.settings {
-        println!("\nsettings ({})", settings.len());
+        crate::outln!("\nsettings ({})", settings.len());
         for (k, v) in settings {
             match v {
-                SettingValue::Select(s) => println!("  {k} = {s}"),
-                SettingValue::Boolean(b) => println!("  {k} = {b}"),
+                SettingValue::Select(s) => crate::outln!("  {k} = {s}"),
+                SettingValue::Boolean(b) => crate::outln!("  {k} = {b}"),
             }
         }
     }

@@ -1,8 +1,8 @@
 //! The command-line faces of `asp`: `asp-pack`, `asp-unpack` and `asp`.
 //!
 //! Thin on purpose: argument parsing, progress, output and exit codes live here; everything
-//! else is a call into `asp-format`, the stores of `asp-convert` and `asp-hub`. The argument structs are defined once
-//! and shared, so `asp pack` and `asp-pack` cannot drift apart.
+//! else is a call into `asp-format`, the stores of `asp-convert`, `asp-hub` and `asp-registry`.
+//! The argument structs are defined once and shared, so `asp pack` and `asp-pack` cannot drift apart.
 
 pub mod args;
 pub mod exit;
@@ -21,11 +21,26 @@ use std::process::ExitCode;
 
 pub use exit::Exit;
 
+/// `println!` that returns an error instead of panicking when standard output is closed
+/// (`asp inspect B | head -1`), for `?` in a command.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*).map_err(|e| {
+            $crate::exit::Failure::store(e).context("cannot write to standard output")
+        })?
+    }};
+}
+
 /// Runs a command and turns its outcome into an exit code, printing the error (with its
-/// causes) on stderr. The code is the error's class ([`exit::Failure`]).
+/// causes) on stderr. The code is the error's class ([`exit::Failure`]). A closed standard
+/// output (the reader of a pipe went away) ends the command quietly, with the status a shell
+/// shows for a process ended by SIGPIPE (141).
 pub fn finish(program: &str, result: exit::Result<Exit>) -> ExitCode {
     match result {
         Ok(code) => code.into(),
+        Err(err) if err.is_broken_pipe() => ExitCode::from(141),
         Err(err) => {
             eprintln!("{program}: error: {err}");
             err.exit().into()

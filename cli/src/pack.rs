@@ -9,8 +9,9 @@ use asp_convert::kit::report::Diagnostics;
 use asp_convert::store::{ReadRequest, Sessions};
 use asp_convert::{Home, Store};
 use asp_format::KindSet;
-use asp_format::blob::StagingStore;
-use asp_format::bundle::{self, Compression, WriteOptions};
+use asp_format::bundle::layers::{LayerOptions, LayerStore};
+use asp_format::bundle::oci::Encoding;
+use asp_format::bundle::{self, Options2, ZipMethod};
 use asp_format::error::ErrorClass;
 use asp_format::name::SessionId;
 use asp_format::state::State;
@@ -61,7 +62,7 @@ pub struct PackArgs {
     pub home: Option<PathBuf>,
 
     /// Pack only these kinds, comma-separated: sessions, instructions, skills, tools, memory,
-    /// settings [default: all]
+    /// settings [default: all; only sessions with --session]
     #[arg(long, value_name = "KINDS", value_parser = parse_kinds)]
     pub kinds: Option<KindSet>,
 
@@ -69,7 +70,8 @@ pub struct PackArgs {
     #[arg(long = "session", value_name = "ID", value_parser = parse_session, requires = "from")]
     pub sessions: Vec<SessionId>,
 
-    /// Read this many sessions at once [default: one per core]; the bundle is the same
+    /// Threads reading sessions, compressing and hashing [default: one per core]; the
+    /// bundle's bytes do not depend on it
     #[arg(long, value_name = "N", value_parser = parse_threads)]
     pub threads: Option<NonZeroUsize>,
 
@@ -86,8 +88,8 @@ pub struct PackArgs {
     #[arg(long, value_name = "TIME")]
     pub created: Option<String>,
 
-    /// How blobs are compressed
-    #[arg(long, value_enum, default_value_t = CompressionArg::Deflate)]
+    /// How bodies are stored
+    #[arg(long, value_enum, default_value_t = CompressionArg::Zstd)]
     pub compression: CompressionArg,
 
     /// Blank MCP env values and HTTP header values (tokens), listing what was blanked
@@ -100,9 +102,12 @@ pub struct PackArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CompressionArg {
-    /// Deflate: readable by every unzip
+    /// zstd layers (level 3; a session's update stream against its native transcript), zip
+    /// entries Stored: smallest and fastest; `unzip` gives zstd files
+    Zstd,
+    /// Uncompressed layers in Deflate zip entries: every unzip expands them to plain files
     Deflate,
-    /// No compression
+    /// No compression at all
     Stored,
 }
 
@@ -139,7 +144,13 @@ fn staging_parent(output: &Path, to_stdout: bool) -> PathBuf {
 pub fn run(args: PackArgs) -> Result<Exit> {
     let to_stdout = args.output.as_os_str() == "-";
     let created = created(&args)?;
-    let kinds = args.kinds.unwrap_or(KindSet::ALL);
+    // One conversation carried (`--session`) is that conversation, as `asp export --session`
+    // and `asp-unpack --session` take it; `--kinds` adds the rest on purpose.
+    let kinds = args.kinds.unwrap_or(if args.sessions.is_empty() {
+        KindSet::ALL
+    } else {
+        KindSet::EMPTY.with(asp_format::StateKind::Sessions)
+    });
     let bar = Bar::new(args.common.quiet);
     let parent = staging_parent(&args.output, to_stdout);
     if !parent.is_dir() {
@@ -166,8 +177,18 @@ pub fn run(args: PackArgs) -> Result<Exit> {
             "--redact-secrets works with --from; edit tools.json to redact a state directory"
         );
     }
-    let staging = StagingStore::new_in(&parent)
-        .with_context(|| format!("cannot create a staging directory in {}", parent.display()))?;
+    let staging = LayerStore::new_in(
+        &parent,
+        LayerOptions {
+            encoding: match args.compression {
+                CompressionArg::Zstd => Encoding::Zstd,
+                CompressionArg::Deflate | CompressionArg::Stored => Encoding::Identity,
+            },
+            threads: args.threads.map_or(0, NonZeroUsize::get),
+            ..LayerOptions::default()
+        },
+    )
+    .with_context(|| format!("cannot create a staging directory in {}", parent.display()))?;
     let diagnostics = Diagnostics::new();
 
     let store = match (&args.from, &args.from_dir) {
@@ -206,13 +227,15 @@ pub fn run(args: PackArgs) -> Result<Exit> {
         })?;
     let source = store.describe_location();
 
-    let opts = WriteOptions {
+    let layers = staging.finish().context("cannot compress the bodies")?;
+    let opts = Options2 {
         created,
         generator: Some(format!("asp {}", env!("CARGO_PKG_VERSION"))),
-        compression: match args.compression {
-            CompressionArg::Deflate => Compression::Deflate,
-            CompressionArg::Stored => Compression::Stored,
+        zip: match args.compression {
+            CompressionArg::Deflate => ZipMethod::Deflate,
+            CompressionArg::Zstd | CompressionArg::Stored => ZipMethod::Stored,
         },
+        zstd_documents: args.compression == CompressionArg::Zstd,
     };
     let (written, shown) = if to_stdout {
         let tmp = tempfile::Builder::new()
@@ -222,13 +245,14 @@ pub fn run(args: PackArgs) -> Result<Exit> {
             .map_err(Failure::store)
             .context("cannot create a temporary bundle file")?;
         let path = tmp.path().to_path_buf();
-        let written = bundle::write_file(&path, &state, &staging, &opts, true, &bar)?;
+        let written = bundle::write_layers_file(&path, &state, &layers, &opts, true, &bar)?;
         bar.clear();
         crate::stdio::copy_to_stdout(&path)?;
         (written, "<stdout>".to_owned())
     } else {
-        let written = bundle::write_file(&args.output, &state, &staging, &opts, args.force, &bar)
-            .with_context(|| format!("cannot write {}", args.output.display()))?;
+        let written =
+            bundle::write_layers_file(&args.output, &state, &layers, &opts, args.force, &bar)
+                .with_context(|| format!("cannot write {}", args.output.display()))?;
         (written, args.output.display().to_string())
     };
     bar.clear();
@@ -256,12 +280,12 @@ pub fn run(args: PackArgs) -> Result<Exit> {
         if to_stdout {
             eprintln!("{out}");
         } else {
-            println!("{out}");
+            crate::outln!("{out}");
         }
     } else if to_stdout {
         eprintln!("{summary}");
     } else {
-        println!("{summary}");
+        crate::outln!("{summary}");
     }
     Ok(if incomplete {
         Exit::Incomplete

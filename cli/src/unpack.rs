@@ -12,6 +12,7 @@ use asp_format::bundle::Bundle;
 use clap::Parser;
 
 use crate::args::{Common, parse_harness, parse_kinds};
+use crate::bail_usage;
 use crate::exit::{Context, EXIT_CODES_HELP, Exit, Result};
 use crate::human;
 use crate::progress::Bar;
@@ -60,6 +61,11 @@ pub struct UnpackArgs {
     #[arg(long, value_name = "KINDS", value_parser = parse_kinds)]
     pub kinds: Option<KindSet>,
 
+    /// Unpack only this session and its subagent sessions (repeatable; only the sessions
+    /// kind unless --kinds says more); no other session's data is read
+    #[arg(long = "session", value_name = "ID")]
+    pub sessions: Vec<String>,
+
     /// Say what would be taken and what not; write nothing
     #[arg(long, requires = "to")]
     pub dry_run: bool,
@@ -90,11 +96,12 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
     for w in bundle.warnings() {
         bar.println(format!("warning: {}: {w}", input.display()));
     }
-    let mut state = bundle.manifest().state.clone();
-    // Only the kinds asked for are checked and rewritten; the store takes only those.
-    if let Some(kinds) = args.kinds {
-        state.retain_kinds(kinds);
-    }
+    let (state, _) = select(
+        &bundle.manifest().state,
+        args.kinds,
+        &args.sessions,
+        &input.display(),
+    )?;
 
     // Everything is checked before anything is written: an unusable bundle writes nothing.
     bundle
@@ -179,7 +186,7 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
         bar.println(format!("not taken: {}: {}", n.kind, n.reason));
     }
     if args.common.json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string(&answer).expect("an answer serialises")
         );
@@ -204,9 +211,9 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
         if !answer.not_taken.is_empty() {
             line.push_str(&format!("; {} not taken", answer.not_taken.len()));
         }
-        println!("{line}");
+        crate::outln!("{line}");
         for r in renamed {
-            println!("  session {r}");
+            crate::outln!("  session {r}");
         }
     }
     Ok(
@@ -216,4 +223,31 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
             Exit::Incomplete
         },
     )
+}
+
+/// The part of a bundle's state a command works on: the kinds asked for (all, or only
+/// sessions when sessions are named), and only the named sessions with their subagents.
+pub fn select(
+    state: &asp_format::State,
+    kinds: Option<KindSet>,
+    sessions: &[String],
+    bundle: &str,
+) -> Result<(asp_format::State, KindSet)> {
+    let mut state = state.clone();
+    let kinds = kinds.unwrap_or(if sessions.is_empty() {
+        KindSet::ALL
+    } else {
+        KindSet::EMPTY.with(asp_format::StateKind::Sessions)
+    });
+    state.retain_kinds(kinds);
+    if !sessions.is_empty() {
+        if !kinds.contains(asp_format::StateKind::Sessions) {
+            bail_usage!("--session needs the sessions kind in --kinds");
+        }
+        let missing = state.retain_sessions(sessions);
+        if !missing.is_empty() {
+            bail_usage!("{bundle} has no session {}", missing.join(", "));
+        }
+    }
+    Ok((state, kinds))
 }

@@ -44,7 +44,7 @@ pub fn run(args: VerifyArgs) -> crate::exit::Result<Exit> {
                 .map(|p| json!({"entry": p.entry, "message": p.message}))
                 .collect()
         };
-        println!(
+        crate::outln!(
             "{}",
             json!({
                 "ok": report.is_ok(),
@@ -67,13 +67,13 @@ pub fn run(args: VerifyArgs) -> crate::exit::Result<Exit> {
             .map(|d| d.to_string())
             .unwrap_or_else(|| "(manifest unreadable)".to_owned());
         if report.is_ok() {
-            println!(
+            crate::outln!(
                 "ok {digest}: {} blobs, {} checked",
                 report.blobs_checked,
                 human::bytes(report.bytes_checked)
             );
         } else {
-            println!(
+            crate::outln!(
                 "FAILED {}: {} problem(s)",
                 input.display(),
                 report.problems.len()

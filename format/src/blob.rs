@@ -56,6 +56,15 @@ pub trait BlobSink: Send + Sync {
     /// Starts a new blob. Write its bytes, then call [`BlobWrite::finish`] for its descriptor.
     fn begin(&self) -> Result<Box<dyn BlobWrite + '_>, BlobError>;
 
+    /// Starts a new blob whose bytes derive from `base`, a blob already written into this
+    /// sink: a session's update stream from its native transcript, which shares most of its
+    /// text. A store may compress the new blob against `base` (a dictionary); the default
+    /// ignores the hint. The descriptor returned is the same either way.
+    fn begin_derived(&self, base: &Descriptor) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
+        let _ = base;
+        self.begin()
+    }
+
     /// Stores `bytes` whole.
     fn put(&self, bytes: &[u8]) -> Result<Descriptor, BlobError> {
         let mut w = self.begin()?;

@@ -35,18 +35,29 @@ impl Digest {
         &self.0
     }
 
-    /// Parses the bare hex form used in blob entry names (`blobs/sha256/<hex>`).
+    /// Parses the bare hex form used in blob entry names (`blobs/sha256/<hex>`): exactly 64
+    /// lowercase hex characters. One pass, no allocation: bundles hold thousands of digests.
     pub fn from_hex(hex_str: &str) -> Result<Self, DigestError> {
-        if hex_str.len() != 64
-            || !hex_str
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        {
-            return Err(DigestError::BadHex(hex_str.to_owned()));
+        fn nibble(c: u8) -> Option<u8> {
+            match c {
+                b'0'..=b'9' => Some(c - b'0'),
+                b'a'..=b'f' => Some(c - b'a' + 10),
+                _ => None,
+            }
+        }
+        let b = hex_str.as_bytes();
+        let bad = || DigestError::BadHex(hex_str.to_owned());
+        if b.len() != 64 {
+            return Err(bad());
         }
         let mut out = [0u8; 32];
-        hex::decode_to_slice(hex_str, &mut out)
-            .map_err(|_| DigestError::BadHex(hex_str.to_owned()))?;
+        for (i, pair) in b.chunks_exact(2).enumerate() {
+            let (hi, lo) = (
+                nibble(pair[0]).ok_or_else(bad)?,
+                nibble(pair[1]).ok_or_else(bad)?,
+            );
+            out[i] = (hi << 4) | lo;
+        }
         Ok(Digest(out))
     }
 }

@@ -83,6 +83,19 @@ pub struct FileEntry {
     pub content: Descriptor,
 }
 
+impl FileEntry {
+    /// The content of the file at `path` among `files`, if both are given and it is there: the
+    /// blob a session's update stream derives from (see [`crate::update::UpdateWriter::derived`]).
+    pub fn find(files: &Option<Vec<FileEntry>>, path: &Option<String>) -> Option<Descriptor> {
+        let path = path.as_deref()?;
+        files
+            .iter()
+            .flatten()
+            .find(|f| f.path.as_str() == path)
+            .map(|f| f.content)
+    }
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -417,6 +430,42 @@ impl State {
             c.insert(StateKind::Settings, n(s.len()));
         }
         c
+    }
+
+    /// Keeps only the sessions named in `ids` and their subagent sessions (those whose
+    /// `_meta.asp.parent.sessionId` is a kept session, at any depth). Returns the ids that
+    /// name no session.
+    pub fn retain_sessions(&mut self, ids: &[String]) -> Vec<String> {
+        let Some(sessions) = &mut self.sessions else {
+            return ids.to_vec();
+        };
+        let mut keep: BTreeSet<String> = BTreeSet::new();
+        let missing = ids
+            .iter()
+            .filter(|id| !sessions.iter().any(|s| s.id.as_str() == id.as_str()))
+            .cloned()
+            .collect();
+        keep.extend(ids.iter().cloned());
+        loop {
+            let before = keep.len();
+            for s in sessions.iter() {
+                let parent = s
+                    .meta
+                    .as_ref()
+                    .and_then(|m| m.get("asp"))
+                    .and_then(|a| a.get("parent"))
+                    .and_then(|p| p.get("sessionId"))
+                    .and_then(serde_json::Value::as_str);
+                if parent.is_some_and(|p| keep.contains(p)) {
+                    keep.insert(s.id.to_string());
+                }
+            }
+            if keep.len() == before {
+                break;
+            }
+        }
+        sessions.retain(|s| keep.contains(s.id.as_str()));
+        missing
     }
 
     /// Puts every list in its canonical order (sessions by id, skills and tools by name, files

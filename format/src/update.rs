@@ -63,6 +63,12 @@ pub fn compact(json: &str) -> String {
 /// whose `sessionUpdate` is a string. The update kind itself is not restricted: ACP grows new
 /// kinds, and a stream is carried whole.
 pub fn check_line(line: &str, session: &SessionId) -> Result<String, UpdateError> {
+    validate_line(line, session)?;
+    Ok(compact(line))
+}
+
+/// Checks what [`check_line`] checks, without making the compact copy (for verifying).
+pub fn validate_line(line: &str, session: &SessionId) -> Result<(), UpdateError> {
     // Only the two members that matter are decoded; serde_json still checks that the whole
     // line is valid JSON while it skips the rest, without building a tree of it.
     #[derive(serde::Deserialize)]
@@ -105,7 +111,7 @@ pub fn check_line(line: &str, session: &SessionId) -> Result<String, UpdateError
             "no `update` object with a string `sessionUpdate`".to_owned(),
         ));
     }
-    Ok(compact(line))
+    Ok(())
 }
 
 /// Writes a session's update stream into a blob, one compact line per update.
@@ -126,6 +132,18 @@ impl<'a> UpdateWriter<'a> {
     pub fn new(sink: &'a dyn BlobSink) -> Result<Self, BlobError> {
         Ok(UpdateWriter {
             out: sink.begin()?,
+            lines: 0,
+        })
+    }
+
+    /// A writer for a stream derived from the blob `base` (the session's native transcript),
+    /// when there is one: see [`BlobSink::begin_derived`].
+    pub fn derived(sink: &'a dyn BlobSink, base: Option<Descriptor>) -> Result<Self, BlobError> {
+        Ok(UpdateWriter {
+            out: match base {
+                Some(b) => sink.begin_derived(&b)?,
+                None => sink.begin()?,
+            },
             lines: 0,
         })
     }
@@ -199,12 +217,17 @@ impl std::fmt::Debug for UpdateLines<'_> {
 
 impl<'a> UpdateLines<'a> {
     pub fn open(blobs: &'a dyn BlobSource, updates: &Descriptor) -> Result<Self, BlobError> {
-        Ok(UpdateLines {
-            reader: BufReader::with_capacity(128 * 1024, blobs.open(updates)?),
+        Ok(Self::from_reader(blobs.open(updates)?))
+    }
+
+    /// Lines of an update stream already open (and checked by whoever opened it).
+    pub fn from_reader(reader: Box<dyn Read + Send + 'a>) -> Self {
+        UpdateLines {
+            reader: BufReader::with_capacity(128 * 1024, reader),
             buf: Vec::new(),
             line: 0,
             max_line: MAX_LINE,
-        })
+        }
     }
 
     /// The next line without its newline, or `None` at the end. Empty lines are skipped.

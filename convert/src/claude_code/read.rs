@@ -340,7 +340,7 @@ fn build(
         .max()
         .map(str::to_owned);
 
-    let mut w = UpdateWriter::new(ctx.blobs)?;
+    let mut w = UpdateWriter::derived(ctx.blobs, FileEntry::find(&files, &transcript))?;
     let sid = id.as_str().to_owned();
     let source = Source {
         records,

@@ -8,9 +8,12 @@
 //!
 //! See `spec/aspstate.md` for the normative description.
 
+pub mod layers;
 mod layout;
+pub mod oci;
 mod read;
 mod write;
+mod write2;
 
 pub use layout::{
     BLOB_PREFIX, BUNDLE_MEDIA_TYPE, LAYOUT_ENTRY, LAYOUT_VERSION, Layout, MANIFEST_ENTRY,
@@ -18,3 +21,4 @@ pub use layout::{
 };
 pub use read::{Bundle, Limits, Problem, ReadError, VerifyReport, verify_file};
 pub use write::{Compression, WriteError, WriteOptions, Written, write_file, write_to};
+pub use write2::{LAYOUT2_VERSION, Options2, ZipMethod, write_layers_file, write_layers_to};

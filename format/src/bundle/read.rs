@@ -21,15 +21,25 @@ use std::sync::Arc;
 use flate2::read::DeflateDecoder;
 use zip::{CompressionMethod, ZipArchive};
 
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use crate::blob::{BlobError, BlobSource};
+use crate::bundle::layers::{DICT_MAGIC, MAX_WINDOW_LOG, window_log};
 use crate::bundle::layout::{
     BLOB_PREFIX, BUNDLE_MEDIA_TYPE, LAYOUT_ENTRY, LAYOUT_MAJOR, Layout, MANIFEST_ENTRY,
     MANIFEST_MEDIA_TYPE, Manifest, SCHEMA_VERSION,
 };
-use crate::digest::{Descriptor, Digest, IntegrityError, VerifyingReader};
-use crate::export::for_each_update;
+use crate::bundle::oci::{
+    ARTIFACT_TYPE, EMPTY_BYTES, EMPTY_MEDIA_TYPE, Encoding, IMAGE_MANIFEST_MEDIA_TYPE, INDEX_ENTRY,
+    INDEX_MEDIA_TYPE, ImageIndex, ImageManifest, LayerTable, OCI_LAYOUT_ENTRY, STATE_LAYER,
+    TABLE_LAYER,
+};
+use crate::digest::{Descriptor, Digest, Hasher, IntegrityError, VerifyingReader};
+use crate::name::SessionId;
 use crate::progress::Progress;
 use crate::state::State;
+use crate::update::{UpdateLines, validate_line};
 
 /// Bounds checked before anything is decompressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +154,24 @@ struct EntryData {
     compressed: u64,
     size: u64,
     method: Method,
+    crc32: u32,
+}
+
+/// Where a blob (by its uncompressed digest) is, and how its layer encodes it.
+#[derive(Debug, Clone, Copy)]
+struct BlobLoc {
+    entry: EntryData,
+    /// The entry's name: the layer digest.
+    layer: Digest,
+    encoding: Encoding,
+    dictionary: Option<Digest>,
+}
+
+impl BlobLoc {
+    /// The uncompressed size, when the entry says it without decoding.
+    fn known_size(&self) -> Option<u64> {
+        (self.encoding == Encoding::Identity).then_some(self.entry.size)
+    }
 }
 
 /// A file readable at any offset from several readers at once.
@@ -203,7 +231,8 @@ impl Read for Window {
 }
 
 impl EntryData {
-    /// The entry's uncompressed bytes, at most `size` of them.
+    /// The entry's bytes (expanded when the zip entry is Deflate), at most `size` of them,
+    /// with the CRC-32 and size of the central directory checked at their end.
     fn raw_reader(&self, file: &SharedFile) -> Box<dyn Read + Send> {
         let window = io::BufReader::with_capacity(
             128 * 1024,
@@ -213,10 +242,133 @@ impl EntryData {
                 end: self.data_start + self.compressed,
             },
         );
-        match self.method {
+        let inner: Box<dyn Read + Send> = match self.method {
             Method::Stored => Box::new(window),
             Method::Deflated => Box::new(Corruption(DeflateDecoder::new(window))),
+        };
+        Box::new(CrcCheck {
+            inner,
+            hasher: crc32fast::Hasher::new(),
+            seen: 0,
+            size: self.size,
+            crc: self.crc32,
+            done: false,
+        })
+    }
+}
+
+/// Checks an entry's bytes against the CRC-32 and size its central-directory record gives,
+/// when the entry ends (and fails if it runs longer).
+struct CrcCheck {
+    inner: Box<dyn Read + Send>,
+    hasher: crc32fast::Hasher,
+    seen: u64,
+    size: u64,
+    crc: u32,
+    done: bool,
+}
+
+impl Read for CrcCheck {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.done || buf.is_empty() {
+            return Ok(0);
         }
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.seen += n as u64;
+        if self.seen > self.size {
+            return Err(IntegrityError(format!(
+                "the entry holds more than the {} bytes its zip record says",
+                self.size
+            ))
+            .into_io());
+        }
+        if n == 0 {
+            self.done = true;
+            let crc = std::mem::take(&mut self.hasher).finalize();
+            if self.seen != self.size {
+                return Err(IntegrityError(format!(
+                    "the entry holds {} bytes, not the {} its zip record says",
+                    self.seen, self.size
+                ))
+                .into_io());
+            }
+            if crc != self.crc {
+                return Err(IntegrityError(format!(
+                    "its CRC-32 is {crc:08x}, not the {:08x} its zip record says (the data is damaged)",
+                    self.crc
+                ))
+                .into_io());
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// A zstd layer's decoded bytes; after the frame, the rest of the layer must be empty, and it
+/// is read to its end so its CRC-32 is checked too.
+struct ZstdLayer {
+    decoder: zstd::stream::read::Decoder<'static, io::BufReader<Box<dyn Read + Send>>>,
+    done: bool,
+}
+
+impl ZstdLayer {
+    fn new(raw: Box<dyn Read + Send>, dict: Option<&[u8]>, size: u64) -> io::Result<Self> {
+        let reader = io::BufReader::with_capacity(128 * 1024, raw);
+        let mut decoder = match dict {
+            Some(d) => zstd::stream::read::Decoder::with_dictionary(reader, d)?,
+            None => zstd::stream::read::Decoder::with_buffer(reader)?,
+        }
+        .single_frame();
+        let limit = window_log(
+            dict.map_or(0, <[u8]>::len),
+            usize::try_from(size).unwrap_or(usize::MAX),
+        )
+        .max(23);
+        decoder.window_log_max(limit.min(MAX_WINDOW_LOG))?;
+        Ok(ZstdLayer {
+            decoder,
+            done: false,
+        })
+    }
+}
+
+impl Read for ZstdLayer {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.done || buf.is_empty() {
+            return Ok(0);
+        }
+        let n = self.decoder.read(buf).map_err(|e| {
+            if crate::digest::is_integrity_error(&e) {
+                e
+            } else {
+                IntegrityError(format!("the zstd layer does not decode ({e})")).into_io()
+            }
+        })?;
+        if n == 0 {
+            self.done = true;
+            let rest = io::copy(self.decoder.get_mut(), &mut io::sink())?;
+            if rest > 0 {
+                return Err(
+                    IntegrityError(format!("{rest} bytes follow the layer's zstd frame")).into_io(),
+                );
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// A reader that hashes what passes through it (a layer's stored bytes, whose sha256 names it).
+struct Tee<R> {
+    inner: R,
+    hasher: Arc<Mutex<Hasher>>,
+}
+
+impl<R: Read> Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.lock().expect("hasher").update(&buf[..n]);
+        Ok(n)
     }
 }
 
@@ -243,8 +395,14 @@ struct Scan {
     warnings: Vec<Problem>,
     layout: Option<Layout>,
     manifest: Option<Manifest>,
+    /// The bundle's identity: layout 1, the sha256 of `manifest.json`; layout 2, the digest
+    /// of the OCI image manifest.
     manifest_digest: Option<Digest>,
-    blobs: BTreeMap<Digest, EntryData>,
+    image: Option<ImageManifest>,
+    /// Every blob the state may read, by uncompressed digest.
+    blobs: BTreeMap<Digest, BlobLoc>,
+    /// Every `blobs/sha256/<hex>` entry, by name.
+    entries: BTreeMap<Digest, EntryData>,
 }
 
 /// An opened, structurally sound bundle.
@@ -255,8 +413,11 @@ pub struct Bundle {
     layout: Layout,
     manifest: Manifest,
     digest: Digest,
-    blobs: BTreeMap<Digest, EntryData>,
+    image: Option<ImageManifest>,
+    blobs: BTreeMap<Digest, BlobLoc>,
     warnings: Vec<Problem>,
+    /// The last dictionary read, for the next layer that needs it.
+    dictionary: Mutex<Option<(Digest, Arc<Vec<u8>>)>>,
 }
 
 impl Bundle {
@@ -279,8 +440,10 @@ impl Bundle {
             layout: scan.layout.expect("no problems means a layout"),
             manifest: scan.manifest.expect("no problems means a manifest"),
             digest: scan.manifest_digest.expect("no problems means a digest"),
+            image: scan.image,
             blobs: scan.blobs,
             warnings: scan.warnings,
+            dictionary: Mutex::new(None),
         })
     }
 
@@ -292,11 +455,30 @@ impl Bundle {
         &self.layout
     }
 
+    /// The state manifest (layout 1: `manifest.json`; layout 2: the state-manifest layer).
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
     }
 
-    /// The bundle's identity: the sha256 of its `manifest.json`.
+    /// The OCI image manifest of a layout 2 bundle.
+    pub fn image_manifest(&self) -> Option<&ImageManifest> {
+        self.image.as_ref()
+    }
+
+    /// When the bundle was made, if its writer was asked to say.
+    pub fn created(&self) -> Option<&str> {
+        match &self.image {
+            Some(m) => m
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(crate::bundle::oci::CREATED_ANNOTATION))
+                .map(String::as_str),
+            None => self.manifest.created.as_deref(),
+        }
+    }
+
+    /// The bundle's identity: layout 1, the sha256 of its `manifest.json`; layout 2, the
+    /// digest of its OCI image manifest (what a registry names it by).
     pub fn digest(&self) -> Digest {
         self.digest
     }
@@ -305,56 +487,103 @@ impl Bundle {
     pub fn warnings(&self) -> &[Problem] {
         &self.warnings
     }
+
+    /// The digest of the layer (zip entry `blobs/sha256/<hex>`) a body is stored in, and the
+    /// body its layer needs as dictionary.
+    pub fn layer_of(&self, body: &Digest) -> Option<(Digest, Option<Digest>)> {
+        self.blobs.get(body).map(|l| (l.layer, l.dictionary))
+    }
+
+    fn dictionary_bytes(&self, d: &Digest) -> Result<Arc<Vec<u8>>, BlobError> {
+        if let Some((k, v)) = &*self.dictionary.lock().expect("cache")
+            && k == d
+        {
+            return Ok(Arc::clone(v));
+        }
+        let loc = self.blobs.get(d).ok_or(BlobError::Missing(*d))?;
+        let mut out = Vec::new();
+        open_loc(&self.file, loc, None, None, *d)?
+            .read_to_end(&mut out)
+            .map_err(BlobError::Other)?;
+        let v = Arc::new(out);
+        *self.dictionary.lock().expect("cache") = Some((*d, Arc::clone(&v)));
+        Ok(v)
+    }
+}
+
+/// Opens a blob's decoded bytes (not yet checked against a descriptor). `size` bounds the
+/// zstd window; `tee` receives the layer's stored bytes.
+fn open_loc(
+    file: &SharedFile,
+    loc: &BlobLoc,
+    dict: Option<&[u8]>,
+    tee: Option<Arc<Mutex<Hasher>>>,
+    _digest: Digest,
+) -> Result<Box<dyn Read + Send>, BlobError> {
+    let mut raw = loc.entry.raw_reader(file);
+    if let Some(h) = tee {
+        raw = Box::new(Tee {
+            inner: raw,
+            hasher: h,
+        });
+    }
+    match loc.encoding {
+        Encoding::Identity => Ok(raw),
+        Encoding::Zstd => {
+            if loc.dictionary.is_some() != dict.is_some() {
+                return Err(BlobError::Other(
+                    IntegrityError("the layer's dictionary is not available".to_owned()).into_io(),
+                ));
+            }
+            let size = loc.known_size().unwrap_or(u64::MAX >> 1);
+            Ok(Box::new(
+                ZstdLayer::new(raw, dict, size.min(1 << 40)).map_err(BlobError::Other)?,
+            ))
+        }
+    }
 }
 
 impl BlobSource for Bundle {
     fn open(&self, blob: &Descriptor) -> Result<Box<dyn Read + Send + '_>, BlobError> {
-        let entry = self
+        let loc = self
             .blobs
             .get(&blob.digest)
             .ok_or(BlobError::Missing(blob.digest))?;
-        if entry.size != blob.size {
+        if let Some(size) = loc.known_size()
+            && size != blob.size
+        {
             return Err(BlobError::SizeMismatch {
                 digest: blob.digest,
                 expected: blob.size,
-                actual: entry.size,
+                actual: size,
             });
         }
-        Ok(Box::new(VerifyingReader::new(
-            entry.raw_reader(&self.file),
-            *blob,
-        )))
+        let dict = match loc.dictionary {
+            Some(d) => Some(self.dictionary_bytes(&d)?),
+            None => None,
+        };
+        let r = open_loc(
+            &self.file,
+            loc,
+            dict.as_deref().map(Vec::as_slice),
+            None,
+            blob.digest,
+        )?;
+        Ok(Box::new(VerifyingReader::new(r, *blob)))
     }
 }
 
 impl Bundle {
-    /// Reads every blob `state` refers to, checking its size and sha256, and checks that every
-    /// line of every session's updates is a `session/update` of that session. Run before
-    /// writing anything, so an unusable bundle writes nothing at all.
+    /// Reads every blob `state` refers to (and the dictionaries they need), checking sizes,
+    /// CRC-32s and sha256s, and checks that every line of every session's updates is a
+    /// `session/update` of that session. Run before writing anything, so an unusable bundle
+    /// writes nothing at all. Blobs of other sessions are not read.
     pub fn check_data(&self, state: &State, progress: &dyn Progress) -> Result<(), ReadError> {
-        let mut problems = Vec::new();
-        let refs = state.references();
-        let mut seen = BTreeSet::new();
-        let total = refs
-            .iter()
-            .filter(|(d, _)| seen.insert(d.digest))
-            .map(|(d, _)| d.size)
-            .sum();
-        progress.begin("checking bundle data", Some(total));
-        let mut checked = BTreeSet::new();
-        for (d, what) in &refs {
-            if !checked.insert(d.digest) {
-                continue;
-            }
-            let name = format!("{BLOB_PREFIX}{}", d.digest.hex());
-            if let Err(e) = drain(BlobSource::open(self, d), progress) {
-                problems.push(Problem::at(name, format!("{e} (it holds {what})")));
-            }
+        let mut wanted: BTreeMap<Digest, (u64, String)> = BTreeMap::new();
+        for (d, what) in state.references() {
+            wanted.entry(d.digest).or_insert((d.size, what));
         }
-        if problems.is_empty() {
-            check_session_lines(state, self, &mut problems);
-        }
-        progress.finish();
+        let problems = check_blobs(&self.file, &self.blobs, &wanted, state, false, progress);
         if problems.is_empty() {
             Ok(())
         } else {
@@ -366,49 +595,198 @@ impl Bundle {
     }
 }
 
-fn drain(
-    reader: Result<Box<dyn Read + Send + '_>, BlobError>,
+/// Checks `wanted` blobs (by uncompressed digest, with the size and what refers to it) on
+/// every core: one job per dictionary and the layers compressed against it, so a dictionary
+/// is decoded once. With `layers`, the sha256 of every layer's stored bytes is checked against
+/// its name too. Update streams are checked line by line as they are read. Problems come back
+/// sorted by entry name, whatever the number of threads.
+fn check_blobs(
+    file: &SharedFile,
+    blobs: &BTreeMap<Digest, BlobLoc>,
+    wanted: &BTreeMap<Digest, (u64, String)>,
+    state: &State,
+    layers: bool,
     progress: &dyn Progress,
-) -> Result<(), String> {
-    let mut r = reader.map_err(|e| e.to_string())?;
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        match r.read(&mut buf) {
-            Ok(0) => return Ok(()),
-            Ok(n) => progress.advance(n as u64),
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-}
-
-/// Adds a problem for every session whose updates are not all `session/update` params of it.
-fn check_session_lines(state: &State, blobs: &dyn BlobSource, problems: &mut Vec<Problem>) {
+) -> Vec<Problem> {
+    let name = |d: &Digest| match blobs.get(d) {
+        Some(l) => format!("{BLOB_PREFIX}{}", l.layer.hex()),
+        None => format!("{BLOB_PREFIX}{}", d.hex()),
+    };
+    let mut sessions: BTreeMap<Digest, Vec<&SessionId>> = BTreeMap::new();
     for s in state.sessions.iter().flatten() {
-        if let Err(e) = for_each_update(blobs, s, |_, _| Ok(())) {
-            problems.push(Problem::at(
-                format!("{BLOB_PREFIX}{}", s.updates.digest.hex()),
-                e.to_string(),
-            ));
+        sessions.entry(s.updates.digest).or_default().push(&s.id);
+    }
+    // Groups: a blob without a dictionary, with the blobs that need it.
+    let mut groups: BTreeMap<Digest, Vec<Digest>> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for d in wanted.keys() {
+        match blobs.get(d) {
+            None => problems.push(Problem::at(name(d), "missing")),
+            Some(l) => match l.dictionary {
+                Some(x) => groups.entry(x).or_default().push(*d),
+                None => {
+                    groups.entry(*d).or_default();
+                }
+            },
+        }
+    }
+    let sizes = |d: &Digest| -> u64 {
+        wanted
+            .get(d)
+            .map(|w| w.0)
+            .or_else(|| blobs.get(d).and_then(BlobLoc::known_size))
+            .unwrap_or(0)
+    };
+    let total = groups
+        .iter()
+        .map(|(b, deps)| sizes(b) + deps.iter().map(sizes).sum::<u64>())
+        .sum();
+    progress.begin("checking bundle data", Some(total));
+    let groups: Vec<(Digest, Vec<Digest>)> = groups.into_iter().collect();
+    let next = AtomicUsize::new(0);
+    let found = Mutex::new(problems);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(groups.len().max(1));
+    let check_one =
+        |d: &Digest, dict: Option<&[u8]>, keep: bool| -> Result<Option<Vec<u8>>, String> {
+            let loc = blobs.get(d).ok_or("missing")?;
+            let size = sizes(d);
+            let tee = layers.then(|| Arc::new(Mutex::new(Hasher::new())));
+            let r = open_loc(file, loc, dict, tee.clone(), *d).map_err(|e| e.to_string())?;
+            let mut r = VerifyingReader::new(r, Descriptor { digest: *d, size });
+            let mut kept = keep.then(|| Vec::with_capacity(usize::try_from(size).unwrap_or(0)));
+            let ids = sessions.get(d);
+            if let (Some(ids), None) = (ids, kept.as_ref()) {
+                // Read the stream line by line, checking each against its session.
+                let reader: Box<dyn Read + Send + '_> = Box::new(Advancing {
+                    inner: &mut r,
+                    progress,
+                });
+                let mut lines = UpdateLines::from_reader(reader);
+                loop {
+                    match lines.next_line() {
+                        Ok(None) => break,
+                        Ok(Some((n, line))) => {
+                            for id in ids {
+                                if let Err(e) = validate_line(line, id) {
+                                    return Err(format!(
+                                        "session {:?}, update {n}: {}",
+                                        id.as_str(),
+                                        e.0
+                                    ));
+                                }
+                            }
+                        }
+                        Err((n, e)) => return Err(format!("line {n}: {e}")),
+                    }
+                }
+            } else {
+                let mut buf = vec![0u8; 256 * 1024];
+                loop {
+                    match r.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            progress.advance(n as u64);
+                            if let Some(k) = kept.as_mut() {
+                                k.extend_from_slice(&buf[..n]);
+                            }
+                        }
+                        Err(e) => return Err(e.to_string()),
+                    }
+                }
+            }
+            if let Some(t) = tee {
+                let stored = std::mem::take(&mut *t.lock().expect("hasher")).finish();
+                if stored.digest != loc.layer {
+                    return Err(format!(
+                        "the layer's bytes hash to {}, not its name",
+                        stored.digest
+                    ));
+                }
+            }
+            Ok(kept)
+        };
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((base, deps)) = groups.get(i) else {
+                        return;
+                    };
+                    let mut local = Vec::new();
+                    let in_wanted = wanted.contains_key(base);
+                    match check_one(base, None, !deps.is_empty()) {
+                        Err(e) => local.push(Problem::at(name(base), describe(&e, wanted.get(base)))),
+                        Ok(kept) => {
+                            if let Some(ids) = sessions.get(base).filter(|_| kept.is_some()) {
+                                // A dictionary that is also an update stream: check its lines.
+                                if let Err(e) = check_lines(kept.as_deref().unwrap_or(&[]), ids) {
+                                    local.push(Problem::at(name(base), e));
+                                }
+                            }
+                            if kept.as_deref().is_some_and(|k| k.starts_with(&DICT_MAGIC)) {
+                                local.push(Problem::at(
+                                    name(base),
+                                    "it is used as a dictionary but starts with zstd's dictionary magic",
+                                ));
+                            } else {
+                                for dep in deps {
+                                    if let Err(e) = check_one(dep, kept.as_deref(), false) {
+                                        local.push(Problem::at(name(dep), describe(&e, wanted.get(dep))));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    let _ = in_wanted;
+                    found.lock().expect("problems").extend(local);
+                }
+            });
+        }
+    });
+    progress.finish();
+    let mut problems = found.into_inner().expect("problems");
+    problems.sort_by(|a, b| a.entry.cmp(&b.entry).then(a.message.cmp(&b.message)));
+    problems
+}
+
+fn describe(e: &str, what: Option<&(u64, String)>) -> String {
+    match what {
+        Some((_, w)) if !w.is_empty() => format!("{e} (it holds {w})"),
+        _ => e.to_owned(),
+    }
+}
+
+fn check_lines(bytes: &[u8], ids: &[&SessionId]) -> Result<(), String> {
+    let mut lines = UpdateLines::from_reader(Box::new(bytes));
+    loop {
+        match lines.next_line() {
+            Ok(None) => return Ok(()),
+            Ok(Some((n, line))) => {
+                for id in ids {
+                    if let Err(e) = validate_line(line, id) {
+                        return Err(format!("session {:?}, update {n}: {}", id.as_str(), e.0));
+                    }
+                }
+            }
+            Err((n, e)) => return Err(format!("line {n}: {e}")),
         }
     }
 }
 
-/// The blobs of a scan, readable before the bundle is known to be sound.
-struct BlobsOnly<'a> {
-    file: SharedFile,
-    blobs: &'a BTreeMap<Digest, EntryData>,
+/// Reports bytes read as progress.
+struct Advancing<'a, R> {
+    inner: &'a mut R,
+    progress: &'a dyn Progress,
 }
 
-impl BlobSource for BlobsOnly<'_> {
-    fn open(&self, blob: &Descriptor) -> Result<Box<dyn Read + Send + '_>, BlobError> {
-        let entry = self
-            .blobs
-            .get(&blob.digest)
-            .ok_or(BlobError::Missing(blob.digest))?;
-        Ok(Box::new(VerifyingReader::new(
-            entry.raw_reader(&self.file),
-            *blob,
-        )))
+impl<R: Read> Read for Advancing<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.progress.advance(n as u64);
+        Ok(n)
     }
 }
 
@@ -423,7 +801,7 @@ pub struct VerifyReport {
     pub digest: Option<Digest>,
     /// Blobs whose data was read and checked.
     pub blobs_checked: usize,
-    /// Bytes of blob data read and checked.
+    /// Bytes of blob data read and checked (uncompressed).
     pub bytes_checked: u64,
 }
 
@@ -433,53 +811,62 @@ impl VerifyReport {
     }
 }
 
-/// Checks a bundle's structure and then every blob's size and sha256, collecting every
-/// problem. Only an unreadable file is an `Err`.
+/// Checks a bundle's structure and then every blob's size, CRC-32 and sha256 (and, in layout
+/// 2, every layer's stored sha256), on every core, collecting every problem. Only an
+/// unreadable file is an `Err`.
 pub fn verify_file(
     path: &Path,
     limits: &Limits,
     progress: &dyn Progress,
 ) -> Result<VerifyReport, ReadError> {
     let mut scan = scan(path, limits)?;
-    let total = scan.blobs.values().map(|e| e.size).sum();
-    progress.begin("verifying blobs", Some(total));
-    let mut checked = 0;
-    let mut bytes = 0;
-    let mut buf = vec![0u8; 256 * 1024];
-    for (digest, entry) in &scan.blobs {
-        let name = format!("{BLOB_PREFIX}{}", digest.hex());
-        let mut r = VerifyingReader::new(
-            entry.raw_reader(&scan.file),
-            Descriptor {
-                digest: *digest,
-                size: entry.size,
-            },
-        );
-        let result = loop {
-            match r.read(&mut buf) {
-                Ok(0) => break Ok(()),
-                Ok(n) => {
-                    progress.advance(n as u64);
-                    bytes += n as u64;
-                }
-                Err(e) => break Err(e),
+    let mut wanted: BTreeMap<Digest, (u64, String)> = BTreeMap::new();
+    let empty = State::default();
+    let state = scan.manifest.as_ref().map_or(&empty, |m| &m.state);
+    for (d, what) in state.references() {
+        wanted.entry(d.digest).or_insert((d.size, what));
+    }
+    for (d, loc) in &scan.blobs {
+        if !wanted.contains_key(d) {
+            // Unreferenced blobs (a warning) and dictionaries are checked too.
+            if let Some(size) = loc.known_size() {
+                wanted.insert(*d, (size, String::new()));
+            } else if scan.blobs.values().any(|l| l.dictionary == Some(*d)) {
+                wanted.insert(*d, (0, String::new()));
             }
-        };
-        match result {
-            Ok(()) => checked += 1,
-            Err(e) => scan
-                .problems
-                .push(Problem::at(name, describe_read_error(&e))),
         }
     }
-    progress.finish();
-    if let (true, Some(m)) = (scan.problems.is_empty(), &scan.manifest) {
-        let bundle_view = BlobsOnly {
-            file: scan.file.clone(),
-            blobs: &scan.blobs,
-        };
-        check_session_lines(&m.state, &bundle_view, &mut scan.problems);
+    // A dictionary's size comes from the state, or from its zip entry when it is stored as is.
+    let unknown: Vec<Digest> = wanted
+        .iter()
+        .filter(|(_, (s, w))| *s == 0 && w.is_empty())
+        .map(|(d, _)| *d)
+        .collect();
+    for d in unknown {
+        wanted.remove(&d);
+        scan.problems.push(Problem::at(
+            format!("{BLOB_PREFIX}{}", scan.blobs[&d].layer.hex()),
+            "a dictionary that the state does not describe",
+        ));
     }
+    let layers = scan.image.is_some();
+    let structural_ok = scan.problems.is_empty();
+    let found = if structural_ok || scan.manifest.is_some() {
+        check_blobs(&scan.file, &scan.blobs, &wanted, state, layers, progress)
+    } else {
+        Vec::new()
+    };
+    let bad: BTreeSet<&str> = found.iter().filter_map(|p| p.entry.as_deref()).collect();
+    let checked = wanted
+        .keys()
+        .filter(|d| {
+            scan.blobs
+                .get(d)
+                .is_some_and(|l| !bad.contains(format!("{BLOB_PREFIX}{}", l.layer.hex()).as_str()))
+        })
+        .count();
+    let bytes = wanted.values().map(|(s, _)| *s).sum();
+    scan.problems.extend(found);
     Ok(VerifyReport {
         problems: scan.problems,
         warnings: scan.warnings,
@@ -511,7 +898,9 @@ fn scan(path: &Path, limits: &Limits) -> Result<Scan, ReadError> {
         layout: None,
         manifest: None,
         manifest_digest: None,
+        image: None,
         blobs: BTreeMap::new(),
+        entries: BTreeMap::new(),
     };
     let invalid = |p: Problem| ReadError::Invalid {
         path: path.to_path_buf(),
@@ -576,6 +965,8 @@ fn scan(path: &Path, limits: &Limits) -> Result<Scan, ReadError> {
 
     let mut layout_entry = None;
     let mut manifest_entry = None;
+    let mut oci_entry = None;
+    let mut index_entry = None;
     let mut total: u64 = 0;
     let mut regions = Vec::new();
     for i in 0..archive.len() {
@@ -599,7 +990,7 @@ fn scan(path: &Path, limits: &Limits) -> Result<Scan, ReadError> {
             scan.problems.push(Problem::at(
                 &name,
                 format!(
-                    "entries other than `{LAYOUT_ENTRY}`, `{MANIFEST_ENTRY}` and `{BLOB_PREFIX}<64 hex>` are not allowed"
+                    "entries other than `{LAYOUT_ENTRY}`, `{MANIFEST_ENTRY}` (layout 1), `{OCI_LAYOUT_ENTRY}` and `{INDEX_ENTRY}` (layout 2) and `{BLOB_PREFIX}<64 hex>` are not allowed"
                 ),
             ));
         }
@@ -667,12 +1058,15 @@ fn scan(path: &Path, limits: &Limits) -> Result<Scan, ReadError> {
             compressed,
             size,
             method,
+            crc32: e.crc32(),
         };
         match kind {
             Some(Entry::Layout) => layout_entry = Some(data),
             Some(Entry::Manifest) => manifest_entry = Some(data),
+            Some(Entry::OciLayout) => oci_entry = Some(data),
+            Some(Entry::Index) => index_entry = Some(data),
             Some(Entry::Blob(d)) => {
-                scan.blobs.insert(d, data);
+                scan.entries.insert(d, data);
             }
             None => {}
         }
@@ -682,7 +1076,7 @@ fn scan(path: &Path, limits: &Limits) -> Result<Scan, ReadError> {
             "its entries would expand to {total} bytes, over the limit of {}",
             limits.max_total_bytes
         )));
-        scan.blobs.clear();
+        scan.entries.clear();
     }
     regions.sort();
     for pair in regions.windows(2) {
@@ -710,11 +1104,11 @@ fn scan(path: &Path, limits: &Limits) -> Result<Scan, ReadError> {
                     format!("media type {:?} is not {BUNDLE_MEDIA_TYPE:?}", l.media_type),
                 )),
                 Ok(l) => match l.major() {
-                    Some(LAYOUT_MAJOR) => scan.layout = Some(l),
+                    Some(LAYOUT_MAJOR | 2) => scan.layout = Some(l),
                     Some(m) => scan.problems.push(Problem::at(
                         LAYOUT_ENTRY,
                         format!(
-                            "layout version {} has major version {m}; this asp reads {LAYOUT_MAJOR}.x only",
+                            "layout version {} has major version {m}; this asp reads {LAYOUT_MAJOR}.x and 2.x only",
                             l.layout_version
                         ),
                     )),
@@ -727,6 +1121,38 @@ fn scan(path: &Path, limits: &Limits) -> Result<Scan, ReadError> {
         },
     }
 
+    let major = scan.layout.as_ref().and_then(Layout::major);
+    if major == Some(2) {
+        if manifest_entry.is_some() {
+            scan.problems.push(Problem::at(
+                MANIFEST_ENTRY,
+                "a layout 2 bundle keeps its state in a layer, not in manifest.json",
+            ));
+        }
+        scan_v2(&shared, &mut scan, limits, oci_entry, index_entry);
+        return Ok(scan);
+    }
+    for (entry, name) in [(oci_entry, OCI_LAYOUT_ENTRY), (index_entry, INDEX_ENTRY)] {
+        if entry.is_some() {
+            scan.problems
+                .push(Problem::at(name, "only layout 2 bundles have this entry"));
+        }
+    }
+    scan.blobs = scan
+        .entries
+        .iter()
+        .map(|(d, e)| {
+            (
+                *d,
+                BlobLoc {
+                    entry: *e,
+                    layer: *d,
+                    encoding: Encoding::Identity,
+                    dictionary: None,
+                },
+            )
+        })
+        .collect();
     match manifest_entry {
         None if !names.iter().any(|n| n == MANIFEST_ENTRY.as_bytes()) => scan
             .problems
@@ -743,16 +1169,283 @@ fn scan(path: &Path, limits: &Limits) -> Result<Scan, ReadError> {
             Err(msg) => scan.problems.push(Problem::at(MANIFEST_ENTRY, msg)),
             Ok(bytes) => {
                 scan.manifest_digest = Some(Digest::of(&bytes));
-                check_manifest(&bytes, &mut scan);
+                check_manifest(&bytes, &mut scan, MANIFEST_ENTRY);
             }
         },
     }
     Ok(scan)
 }
 
+/// Reads a small blob entry whole and checks its sha256 against its name.
+fn read_blob_entry(
+    file: &SharedFile,
+    scan: &Scan,
+    desc: &Descriptor,
+    max: u64,
+) -> Result<Vec<u8>, String> {
+    let entry = scan
+        .entries
+        .get(&desc.digest)
+        .ok_or_else(|| "missing".to_owned())?;
+    if entry.size != desc.size {
+        return Err(format!(
+            "it holds {} bytes, but its descriptor says {}",
+            entry.size, desc.size
+        ));
+    }
+    let bytes = read_small(file, entry, max)?;
+    if Digest::of(&bytes) != desc.digest {
+        return Err("its bytes do not match its digest".to_owned());
+    }
+    Ok(bytes)
+}
+
+/// The structure of a layout 2 bundle: `oci-layout`, `index.json`, the image manifest, the
+/// state-manifest and layer-table layers, and a layer behind every blob of the state.
+fn scan_v2(
+    file: &SharedFile,
+    scan: &mut Scan,
+    limits: &Limits,
+    oci_entry: Option<EntryData>,
+    index_entry: Option<EntryData>,
+) {
+    let Some(oci) = oci_entry else {
+        scan.problems
+            .push(Problem::whole(format!("it has no `{OCI_LAYOUT_ENTRY}`")));
+        return;
+    };
+    match read_small(file, &oci, LAYOUT_MAX)
+        .map(|b| serde_json::from_slice::<serde_json::Value>(&b))
+    {
+        Err(msg) => return scan.problems.push(Problem::at(OCI_LAYOUT_ENTRY, msg)),
+        Ok(Err(e)) => {
+            return scan.problems.push(Problem::at(
+                OCI_LAYOUT_ENTRY,
+                format!("it is not JSON: {e}"),
+            ));
+        }
+        Ok(Ok(v)) => {
+            let version = v
+                .get("imageLayoutVersion")
+                .and_then(serde_json::Value::as_str);
+            if !version.is_some_and(|v| v.starts_with("1.")) {
+                return scan.problems.push(Problem::at(
+                    OCI_LAYOUT_ENTRY,
+                    "imageLayoutVersion is not 1.x",
+                ));
+            }
+        }
+    }
+    let Some(index) = index_entry else {
+        scan.problems
+            .push(Problem::whole(format!("it has no `{INDEX_ENTRY}`")));
+        return;
+    };
+    let index: ImageIndex =
+        match read_small(file, &index, limits.max_manifest_bytes).and_then(|b| {
+            serde_json::from_slice(&b).map_err(|e| format!("it is not an OCI image index: {e}"))
+        }) {
+            Ok(i) => i,
+            Err(msg) => return scan.problems.push(Problem::at(INDEX_ENTRY, msg)),
+        };
+    if index.schema_version != 2 || index.media_type != INDEX_MEDIA_TYPE {
+        return scan.problems.push(Problem::at(
+            INDEX_ENTRY,
+            "it is not an OCI image index (schemaVersion 2, mediaType application/vnd.oci.image.index.v1+json)",
+        ));
+    }
+    let ours: Vec<&crate::bundle::oci::OciDescriptor> = index
+        .manifests
+        .iter()
+        .filter(|m| m.artifact_type.as_deref() == Some(ARTIFACT_TYPE))
+        .collect();
+    let [root] = ours[..] else {
+        return scan.problems.push(Problem::at(
+            INDEX_ENTRY,
+            format!(
+                "it must list exactly one manifest of artifactType {ARTIFACT_TYPE}, not {}",
+                ours.len()
+            ),
+        ));
+    };
+    let root_name = format!("{BLOB_PREFIX}{}", root.digest.hex());
+    if root.media_type != IMAGE_MANIFEST_MEDIA_TYPE {
+        return scan.problems.push(Problem::at(
+            INDEX_ENTRY,
+            "the manifest is not an OCI image manifest",
+        ));
+    }
+    let image: ImageManifest =
+        match read_blob_entry(file, scan, &root.descriptor(), limits.max_manifest_bytes).and_then(
+            |b| {
+                serde_json::from_slice(&b)
+                    .map_err(|e| format!("it is not an OCI image manifest: {e}"))
+            },
+        ) {
+            Ok(m) => m,
+            Err(msg) => return scan.problems.push(Problem::at(root_name, msg)),
+        };
+    scan.manifest_digest = Some(root.digest);
+    if image.schema_version != 2
+        || image.media_type != IMAGE_MANIFEST_MEDIA_TYPE
+        || image.artifact_type != ARTIFACT_TYPE
+        || image.config.media_type != EMPTY_MEDIA_TYPE
+        || image.config.descriptor() != Descriptor::of(EMPTY_BYTES)
+    {
+        return scan.problems.push(Problem::at(
+            root_name,
+            format!("it is not an asp snapshot manifest (schemaVersion 2, artifactType {ARTIFACT_TYPE}, the empty config)"),
+        ));
+    }
+    let find = |base: &str| -> Vec<&crate::bundle::oci::OciDescriptor> {
+        image
+            .layers
+            .iter()
+            .filter(|l| l.media_type == base || l.media_type.strip_suffix("+zstd") == Some(base))
+            .collect()
+    };
+    let mut doc = |base: &str| -> Option<Vec<u8>> {
+        let found = find(base);
+        let [l] = found[..] else {
+            scan.problems.push(Problem::at(
+                root_name.clone(),
+                format!("it must have exactly one {base} layer, not {}", found.len()),
+            ));
+            return None;
+        };
+        let name = format!("{BLOB_PREFIX}{}", l.digest.hex());
+        let r =
+            read_blob_entry(file, scan, &l.descriptor(), limits.max_manifest_bytes).and_then(|b| {
+                if l.media_type.ends_with("+zstd") {
+                    let size = zstd::zstd_safe::get_frame_content_size(&b)
+                        .ok()
+                        .flatten()
+                        .ok_or("its zstd frame does not say its size")?;
+                    if size > limits.max_manifest_bytes {
+                        return Err(format!(
+                            "it expands to {size} bytes, over the limit of {}",
+                            limits.max_manifest_bytes
+                        ));
+                    }
+                    crate::bundle::layers::decompress(&b, None, size)
+                        .map_err(|e| format!("it does not decode: {e}"))
+                } else {
+                    Ok(b)
+                }
+            });
+        match r {
+            Ok(b) => Some(b),
+            Err(msg) => {
+                scan.problems.push(Problem::at(name, msg));
+                None
+            }
+        }
+    };
+    let (Some(state_bytes), Some(table_bytes)) = (doc(STATE_LAYER), doc(TABLE_LAYER)) else {
+        return;
+    };
+    let table_name = format!("{BLOB_PREFIX}{}", find(TABLE_LAYER)[0].digest.hex());
+    let state_name = format!("{BLOB_PREFIX}{}", find(STATE_LAYER)[0].digest.hex());
+    let table: LayerTable = match serde_json::from_slice(&table_bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            return scan.problems.push(Problem::at(
+                table_name,
+                format!("it is not a layer table: {e}"),
+            ));
+        }
+    };
+    if table.schema_version != 1 || table.media_type != TABLE_LAYER {
+        return scan.problems.push(Problem::at(
+            table_name,
+            "it is not a layer table of schemaVersion 1",
+        ));
+    }
+    let listed: BTreeSet<Digest> = image.layers.iter().map(|l| l.digest).collect();
+    for (d, r) in &table.blobs {
+        let name = format!("{BLOB_PREFIX}{}", r.layer.hex());
+        let Some(entry) = scan.entries.get(&r.layer) else {
+            scan.problems.push(Problem::at(
+                name,
+                format!("missing, but the layer table stores {d} in it"),
+            ));
+            continue;
+        };
+        let mut bad = Vec::new();
+        if entry.size != r.size {
+            bad.push(format!(
+                "it holds {} bytes, the layer table says {}",
+                entry.size, r.size
+            ));
+        }
+        if !listed.contains(&r.layer) {
+            bad.push("it is not among the image manifest's layers".to_owned());
+        }
+        if r.encoding == Encoding::Identity && (r.layer != *d || r.dictionary.is_some()) {
+            bad.push(format!(
+                "an identity layer must be named by its blob's digest {d}"
+            ));
+        }
+        if let Some(x) = r.dictionary {
+            match table.blobs.get(&x) {
+                None => bad.push(format!("its dictionary {x} is not in the layer table")),
+                Some(xr) if xr.dictionary.is_some() => {
+                    bad.push(format!("its dictionary {x} has a dictionary itself"))
+                }
+                Some(_) => {}
+            }
+        }
+        if bad.is_empty() {
+            scan.blobs.insert(
+                *d,
+                BlobLoc {
+                    entry: *entry,
+                    layer: r.layer,
+                    encoding: r.encoding,
+                    dictionary: r.dictionary,
+                },
+            );
+        } else {
+            for b in bad {
+                scan.problems.push(Problem::at(name.clone(), b));
+            }
+        }
+    }
+    let mut used: BTreeSet<Digest> = table.blobs.values().map(|r| r.layer).collect();
+    used.insert(root.digest);
+    used.insert(image.config.digest);
+    used.extend(image.layers.iter().map(|l| l.digest));
+    for d in &listed {
+        if !scan.entries.contains_key(d) {
+            scan.problems.push(Problem::at(
+                format!("{BLOB_PREFIX}{}", d.hex()),
+                "missing, but the image manifest lists it",
+            ));
+        }
+    }
+    if !scan.entries.contains_key(&image.config.digest) {
+        scan.problems.push(Problem::at(
+            format!("{BLOB_PREFIX}{}", image.config.digest.hex()),
+            "missing: the empty config blob",
+        ));
+    }
+    for d in scan.entries.keys() {
+        if !used.contains(d) {
+            scan.warnings.push(Problem::at(
+                format!("{BLOB_PREFIX}{}", d.hex()),
+                "nothing in the bundle refers to this blob",
+            ));
+        }
+    }
+    scan.image = Some(image);
+    check_manifest(&state_bytes, scan, &state_name);
+}
+
 enum Entry {
     Layout,
     Manifest,
+    OciLayout,
+    Index,
     Blob(Digest),
 }
 
@@ -760,6 +1453,8 @@ fn classify(name: &str) -> Option<Entry> {
     match name {
         LAYOUT_ENTRY => Some(Entry::Layout),
         MANIFEST_ENTRY => Some(Entry::Manifest),
+        OCI_LAYOUT_ENTRY => Some(Entry::OciLayout),
+        INDEX_ENTRY => Some(Entry::Index),
         _ => name
             .strip_prefix(BLOB_PREFIX)
             .and_then(|hex| Digest::from_hex(hex).ok())
@@ -767,7 +1462,7 @@ fn classify(name: &str) -> Option<Entry> {
     }
 }
 
-fn check_manifest(bytes: &[u8], scan: &mut Scan) {
+fn check_manifest(bytes: &[u8], scan: &mut Scan, entry: &str) {
     // Check the envelope first, so a newer schema gets a clear answer rather than a field error.
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
@@ -778,16 +1473,14 @@ fn check_manifest(bytes: &[u8], scan: &mut Scan) {
     let env: Envelope = match serde_json::from_slice(bytes) {
         Ok(e) => e,
         Err(e) => {
-            scan.problems.push(Problem::at(
-                MANIFEST_ENTRY,
-                format!("it is not a JSON object: {e}"),
-            ));
+            scan.problems
+                .push(Problem::at(entry, format!("it is not a JSON object: {e}")));
             return;
         }
     };
     if env.schema_version != Some(serde_json::Value::from(SCHEMA_VERSION)) {
         scan.problems.push(Problem::at(
-            MANIFEST_ENTRY,
+            entry,
             format!(
                 "schemaVersion {} is not supported (this asp reads {SCHEMA_VERSION})",
                 env.schema_version
@@ -798,7 +1491,7 @@ fn check_manifest(bytes: &[u8], scan: &mut Scan) {
     }
     if env.media_type != Some(serde_json::Value::from(MANIFEST_MEDIA_TYPE)) {
         scan.problems.push(Problem::at(
-            MANIFEST_ENTRY,
+            entry,
             format!("mediaType is not {MANIFEST_MEDIA_TYPE:?}"),
         ));
         return;
@@ -806,15 +1499,13 @@ fn check_manifest(bytes: &[u8], scan: &mut Scan) {
     let manifest: Manifest = match serde_json::from_slice(bytes) {
         Ok(m) => m,
         Err(e) => {
-            scan.problems
-                .push(Problem::at(MANIFEST_ENTRY, e.to_string()));
+            scan.problems.push(Problem::at(entry, e.to_string()));
             return;
         }
     };
     if let Err(errors) = manifest.state.validate() {
         for e in errors {
-            scan.problems
-                .push(Problem::at(MANIFEST_ENTRY, e.to_string()));
+            scan.problems.push(Problem::at(entry, e.to_string()));
         }
     }
     let mut referenced = BTreeSet::new();
@@ -825,18 +1516,21 @@ fn check_manifest(bytes: &[u8], scan: &mut Scan) {
                 format!("{BLOB_PREFIX}{}", d.digest.hex()),
                 format!("missing, but {what} refers to it"),
             )),
-            Some(e) if e.size != d.size => scan.problems.push(Problem::at(
-                format!("{BLOB_PREFIX}{}", d.digest.hex()),
-                format!(
-                    "it holds {} bytes, but {what} says {} (checked before any data is read)",
-                    e.size, d.size
-                ),
-            )),
+            Some(e) if e.known_size().is_some_and(|s| s != d.size) => {
+                scan.problems.push(Problem::at(
+                    format!("{BLOB_PREFIX}{}", d.digest.hex()),
+                    format!(
+                        "it holds {} bytes, but {what} says {} (checked before any data is read)",
+                        e.entry.size, d.size
+                    ),
+                ))
+            }
             Some(_) => {}
         }
     }
+    let dictionaries: BTreeSet<Digest> = scan.blobs.values().filter_map(|l| l.dictionary).collect();
     for d in scan.blobs.keys() {
-        if !referenced.contains(d) {
+        if !referenced.contains(d) && !dictionaries.contains(d) {
             scan.warnings.push(Problem::at(
                 format!("{BLOB_PREFIX}{}", d.hex()),
                 "nothing in the manifest refers to this blob",

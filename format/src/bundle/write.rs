@@ -189,6 +189,26 @@ pub fn write_file(
     force: bool,
     progress: &dyn Progress,
 ) -> Result<Written, WriteError> {
+    atomic(path, force, |file| {
+        let (writer, written) = write_to(
+            BufWriter::with_capacity(256 * 1024, file),
+            state,
+            blobs,
+            opts,
+            progress,
+        )?;
+        let file = writer.into_inner().map_err(|e| zip_io(e.into_error()))?;
+        Ok((file, written))
+    })
+}
+
+/// Writes a file atomically: `write` fills a temporary file in the same directory, which is
+/// synced and renamed into place. An existing `path` is replaced only with `force`.
+pub(crate) fn atomic(
+    path: &Path,
+    force: bool,
+    write: impl FnOnce(File) -> Result<(File, Written), WriteError>,
+) -> Result<Written, WriteError> {
     if !force && path.exists() {
         return Err(WriteError::Exists {
             path: path.to_path_buf(),
@@ -208,14 +228,7 @@ pub fn write_file(
         .tempfile_in(dir)
         .map_err(io_err)?;
     let (file, handle) = tmp.into_parts();
-    let (writer, written) = write_to(
-        BufWriter::with_capacity(256 * 1024, file),
-        state,
-        blobs,
-        opts,
-        progress,
-    )?;
-    let file = writer.into_inner().map_err(|e| io_err(e.into_error()))?;
+    let (file, written) = write(file)?;
     file.sync_all().map_err(io_err)?;
     let tmp = tempfile::NamedTempFile::from_parts(file, handle);
     if force {

@@ -1,0 +1,405 @@
+//! `asp-pack` against what a person would type instead, on realistic generated homes.
+//!
+//! Run: `cargo bench -p asp-cli --bench stores` (options after `--`):
+//! - `--sizes 64M,256M,1G` (default): which stores to build and measure;
+//! - `--runs N` (default 3): runs per tool; the median is shown;
+//! - `--keep`: keep the bundles and archives next to the stores.
+//!
+//! Each store is a Claude Code home made by [`claude::generate`] (deterministic), built once
+//! under the target directory and reused. For each store, the tools run alternately, so load
+//! from elsewhere on the machine hits them alike:
+//! `asp-pack --from claude-code`, `zip -q -r -6 .claude` and `tar -cf - .claude | zstd -3`;
+//! then `asp verify`, and one session by id (`asp export --session`, `asp-unpack --session
+//! --to-dir`). Wall time and peak RSS come from `/usr/bin/time`. A `restic backup` column is
+//! added when `ASP_BENCH_RESTIC=1` and `restic` is on the PATH (issue 13).
+//!
+//! Not a test: nothing here fails on slowness. It does fail when the Claude Code converter
+//! reports anything about a generated store, since the stores are meant to be read whole.
+
+mod claude;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Bump when the generator changes, so cached stores are rebuilt.
+const GENERATOR_VERSION: &str = "claude-2";
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Sample {
+    secs: f64,
+    rss_kib: u64,
+}
+
+/// Runs `cmd` under `/usr/bin/time`, in `dir`, and returns wall time and peak RSS.
+fn timed(dir: &Path, cmd: &[&str]) -> Sample {
+    let report = tempfile::NamedTempFile::new().expect("temp file");
+    let status = Command::new("/usr/bin/time")
+        .arg("-f")
+        .arg("%e %M")
+        .arg("-o")
+        .arg(report.path())
+        .args(cmd)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("run /usr/bin/time");
+    assert!(status.success(), "{cmd:?} failed: {status}");
+    let text = fs::read_to_string(report.path()).expect("time report");
+    let last = text.lines().last().expect("a line");
+    let mut parts = last.split_whitespace();
+    Sample {
+        secs: parts.next().and_then(|s| s.parse().ok()).expect("seconds"),
+        rss_kib: parts.next().and_then(|s| s.parse().ok()).expect("kib"),
+    }
+}
+
+fn median(mut v: Vec<Sample>) -> Sample {
+    v.sort_by(|a, b| a.secs.total_cmp(&b.secs));
+    let mut m = v[v.len() / 2];
+    m.rss_kib = v.iter().map(|s| s.rss_kib).max().unwrap_or(0);
+    m
+}
+
+fn parse_size(s: &str) -> u64 {
+    let (n, unit) = s.split_at(s.len() - 1);
+    let n: u64 = n.parse().expect("a size like 64M or 1G");
+    match unit {
+        "M" => n << 20,
+        "G" => n << 30,
+        _ => panic!("sizes end in M or G"),
+    }
+}
+
+fn size_of(path: &Path) -> u64 {
+    fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+fn mib(b: u64) -> f64 {
+    b as f64 / (1 << 20) as f64
+}
+
+fn du(dir: &Path) -> u64 {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
+        .sum()
+}
+
+struct Store {
+    label: String,
+    home: PathBuf,
+    session: String,
+    bytes: u64,
+    sessions: usize,
+}
+
+fn build(root: &Path, label: &str, total: u64) -> Store {
+    let home = root.join(format!("claude-{label}"));
+    let marker = home.join(".generated");
+    let want = format!("{GENERATOR_VERSION} {total}");
+    if fs::read_to_string(&marker)
+        .ok()
+        .as_deref()
+        .map(str::lines)
+        .and_then(|mut l| l.next())
+        != Some(want.as_str())
+    {
+        let _ = fs::remove_dir_all(&home);
+        fs::create_dir_all(&home).expect("store dir");
+        eprintln!(
+            "generating the {label} Claude Code store in {}",
+            home.display()
+        );
+        let s = claude::generate(&home, total, 0x5eed_0000 ^ total);
+        fs::write(
+            &marker,
+            format!(
+                "{want}\n{}\n{}\n",
+                s.sample_session.expect("a session with a subagent"),
+                s.sessions
+            ),
+        )
+        .expect("marker");
+    }
+    let text = fs::read_to_string(&marker).expect("marker");
+    let mut lines = text.lines().skip(1);
+    let session = lines.next().expect("session line").to_owned();
+    let sessions = lines.next().and_then(|l| l.parse().ok()).unwrap_or(0);
+    let _ = session;
+    Store {
+        label: label.to_owned(),
+        bytes: du(&home.join(".claude")),
+        session: typical_session(&home),
+        home,
+        sessions,
+    }
+}
+
+/// A session with subagents whose transcript is nearest the median size (250 KB): what
+/// "one session" means for the one-session figures.
+fn typical_session(home: &Path) -> String {
+    let mut best: Option<(u64, String)> = None;
+    let mut buckets: Vec<_> = fs::read_dir(home.join(".claude/projects"))
+        .expect("projects")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    buckets.sort();
+    for b in buckets {
+        let mut entries: Vec<_> = fs::read_dir(&b)
+            .expect("bucket")
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if !p.join("subagents").is_dir() {
+                continue;
+            }
+            let id = p.file_name().unwrap().to_string_lossy().into_owned();
+            let size = size_of(&b.join(format!("{id}.jsonl")));
+            let distance = size.abs_diff(250_000);
+            if best.as_ref().is_none_or(|(d, _)| distance < *d) {
+                best = Some((distance, id));
+            }
+        }
+    }
+    best.expect("a session with subagents").1
+}
+
+struct Row {
+    label: String,
+    bytes: u64,
+    sessions: usize,
+    pack: Sample,
+    zip: Sample,
+    tar: Sample,
+    restic: Option<Sample>,
+    bundle: u64,
+    zip_size: u64,
+    tar_size: u64,
+    verify: Sample,
+    export_one: Sample,
+    unpack_one: Sample,
+}
+
+fn measure(store: &Store, runs: usize, out: &Path, restic: bool) -> Row {
+    let asp = env!("CARGO_BIN_EXE_asp");
+    let pack = env!("CARGO_BIN_EXE_asp-pack");
+    let unpack = env!("CARGO_BIN_EXE_asp-unpack");
+    fs::create_dir_all(out).expect("out dir");
+    let bundle = out.join(format!("claude-{}.aspstate", store.label));
+    let zip = out.join(format!("claude-{}.zip", store.label));
+    let tar = out.join(format!("claude-{}.tar.zst", store.label));
+    let home = store.home.to_str().expect("UTF-8 path");
+
+    // The converter must read every generated record without a complaint.
+    let check = Command::new(pack)
+        .args([
+            "--from",
+            "claude-code",
+            "--home",
+            home,
+            "--kinds",
+            "sessions",
+            "-q",
+        ])
+        .args(["--json", "--force", "-o"])
+        .arg(&bundle)
+        .output()
+        .expect("run asp-pack");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&check.stdout).expect("asp-pack --json prints JSON");
+    let diags = summary["diagnostics"].as_array().map_or(0, Vec::len);
+    assert_eq!(
+        diags, 0,
+        "the converter reported: {}",
+        summary["diagnostics"]
+    );
+
+    let (mut p, mut z, mut t, mut r) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let restic_repo = out.join(format!("restic-{}", store.label));
+    for _ in 0..runs {
+        let _ = fs::remove_file(&bundle);
+        p.push(timed(
+            &store.home,
+            &[
+                pack,
+                "--from",
+                "claude-code",
+                "--home",
+                home,
+                "-q",
+                "-o",
+                bundle.to_str().unwrap(),
+            ],
+        ));
+        let _ = fs::remove_file(&zip);
+        z.push(timed(
+            &store.home,
+            &["zip", "-q", "-r", "-6", zip.to_str().unwrap(), ".claude"],
+        ));
+        let _ = fs::remove_file(&tar);
+        let pipeline = format!("tar -cf - .claude | zstd -3 -q -f -o {}", tar.display());
+        t.push(timed(&store.home, &["sh", "-c", &pipeline]));
+        if restic {
+            // Issue 13's comparison: a fresh repository each run, no encryption password prompt.
+            let _ = fs::remove_dir_all(&restic_repo);
+            let repo = restic_repo.to_str().unwrap();
+            let init = format!("RESTIC_PASSWORD=bench restic init -q -r {repo}");
+            assert!(
+                Command::new("sh")
+                    .args(["-c", &init])
+                    .status()
+                    .unwrap()
+                    .success()
+            );
+            let cmd = format!("RESTIC_PASSWORD=bench restic backup -q -r {repo} .claude");
+            r.push(timed(&store.home, &["sh", "-c", &cmd]));
+        }
+    }
+    let mut v = Vec::new();
+    let (mut e, mut u) = (Vec::new(), Vec::new());
+    let one = out.join("one-session");
+    for _ in 0..runs {
+        v.push(timed(out, &[asp, "verify", "-q", bundle.to_str().unwrap()]));
+        e.push(timed(
+            out,
+            &[
+                asp,
+                "export",
+                bundle.to_str().unwrap(),
+                "--session",
+                &store.session,
+            ],
+        ));
+        let _ = fs::remove_dir_all(&one);
+        u.push(timed(
+            out,
+            &[
+                unpack,
+                bundle.to_str().unwrap(),
+                "--session",
+                &store.session,
+                "-q",
+                "--to-dir",
+                one.to_str().unwrap(),
+            ],
+        ));
+    }
+    Row {
+        label: store.label.clone(),
+        bytes: store.bytes,
+        sessions: store.sessions,
+        pack: median(p),
+        zip: median(z),
+        tar: median(t),
+        restic: restic.then(|| median(r)),
+        bundle: size_of(&bundle),
+        zip_size: size_of(&zip),
+        tar_size: size_of(&tar),
+        verify: median(v),
+        export_one: median(e),
+        unpack_one: median(u),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let value = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let sizes = value("--sizes").unwrap_or_else(|| "64M,256M,1G".to_owned());
+    let runs: usize = value("--runs").and_then(|r| r.parse().ok()).unwrap_or(3);
+    let keep = args.iter().any(|a| a == "--keep");
+    let restic = std::env::var("ASP_BENCH_RESTIC").as_deref() == Ok("1")
+        && Command::new("restic").arg("version").output().is_ok();
+
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("stores");
+    let out = root.join("out");
+    let stores: Vec<Store> = sizes
+        .split(',')
+        .map(|s| build(&root, s, parse_size(s)))
+        .collect();
+    if args.iter().any(|a| a == "--generate-only") {
+        for s in &stores {
+            println!(
+                "{}: {} sessions, {:.1} MiB in {}",
+                s.label,
+                s.sessions,
+                mib(s.bytes),
+                s.home.display()
+            );
+        }
+        return;
+    }
+    let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "asp-pack vs zip -6 vs tar|zstd -3; median of {runs} alternating runs; load average before: {}",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let mut rows = Vec::new();
+    for s in &stores {
+        eprintln!(
+            "measuring {} ({} sessions, {:.0} MiB)",
+            s.label,
+            s.sessions,
+            mib(s.bytes)
+        );
+        rows.push(measure(s, runs, &out, restic));
+    }
+    println!();
+    println!(
+        "| store | sessions | asp-pack | zip -r -6 | tar \\| zstd -3 | pack/tar | pack/zip | bundle | zip | tar.zst | bundle/tar.zst | verify | verify/tar | one session: export | one session: unpack | peak RSS pack / verify |{}",
+        if restic { " restic |" } else { "" }
+    );
+    println!(
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|{}",
+        if restic { "---|" } else { "" }
+    );
+    for r in &rows {
+        println!(
+            "| {} ({:.0} MiB) | {} | {:.2} s | {:.2} s | {:.2} s | {:.2}x | {:.2}x | {:.1} MiB | {:.1} MiB | {:.1} MiB | {:.2}x | {:.2} s | {:.2}x | {:.0} ms | {:.0} ms | {:.0} / {:.0} MiB |{}",
+            r.label,
+            mib(r.bytes),
+            r.sessions,
+            r.pack.secs,
+            r.zip.secs,
+            r.tar.secs,
+            r.pack.secs / r.tar.secs,
+            r.pack.secs / r.zip.secs,
+            mib(r.bundle),
+            mib(r.zip_size),
+            mib(r.tar_size),
+            r.bundle as f64 / r.tar_size as f64,
+            r.verify.secs,
+            r.verify.secs / r.tar.secs,
+            r.export_one.secs * 1000.0,
+            r.unpack_one.secs * 1000.0,
+            r.pack.rss_kib as f64 / 1024.0,
+            r.verify.rss_kib as f64 / 1024.0,
+            r.restic
+                .map_or(String::new(), |s| format!(" {:.2} s |", s.secs)),
+        );
+    }
+    println!(
+        "\n(times from /usr/bin/time, 10 ms resolution; peak RSS is the highest of the runs; the one-session times include process start)"
+    );
+    if !keep {
+        let _ = fs::remove_dir_all(&out);
+    }
+}

@@ -1,0 +1,888 @@
+//! Packing into layers: a [`BlobSink`] that compresses and hashes distinct bodies on every
+//! core while the converter goes on, and stages only the compressed layers.
+//!
+//! A body is hashed as it is written (on the writer's thread) and kept in memory until a
+//! worker has compressed it; the compressed bytes are appended to one staging file, so what
+//! the bundle writer later copies in a fixed order is the layers, never the uncompressed
+//! bodies. What a layer holds depends only on the body, the options and the dictionary hints
+//! given for it, never on the number of threads or on timing:
+//! - a body's dictionary is chosen from the hints of every write of that body (the smallest
+//!   eligible digest wins), and a body compressed against another choice is compressed again
+//!   when the store is finished;
+//! - a dictionary is itself a body written without a hint (no chains), of at most
+//!   [`SPILL`] bytes, whose bytes do not start with zstd's dictionary magic.
+//!
+//! Memory stays bounded: at most [`BUDGET`] bytes of bodies wait for a worker (a writer blocks
+//! beyond that), recently finished bodies are cached for use as dictionaries up to [`CACHE`]
+//! bytes (older ones are read back from their layer), and a body larger than [`SPILL`] is
+//! compressed as it streams, on the writer's thread, into a file of its own.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use crate::blob::{BlobError, BlobSink, BlobWrite};
+use crate::bundle::oci::{Encoding, LayerRef};
+use crate::digest::{Descriptor, Digest, Hasher, HashingWriter};
+
+/// Bodies waiting for a worker, at most (a single larger body is let through alone).
+pub const BUDGET: u64 = 32 << 20;
+/// Recently finished bodies kept in memory for use as dictionaries.
+pub const CACHE: u64 = 16 << 20;
+/// Bodies larger than this are compressed while they stream, without a dictionary.
+pub const SPILL: u64 = 64 << 20;
+/// Bodies smaller than this are stored as they are.
+pub const TINY: usize = 64;
+/// zstd's magic number of a formatted dictionary (little-endian `0xEC30A437`).
+pub const DICT_MAGIC: [u8; 4] = [0x37, 0xa4, 0x30, 0xec];
+/// The largest zstd window a layer uses, and a reader accepts: 128 MiB.
+pub const MAX_WINDOW_LOG: u32 = 27;
+
+/// How layers are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayerOptions {
+    pub encoding: Encoding,
+    /// zstd level (3, as `zstd -3`, unless asked otherwise).
+    pub level: i32,
+    /// Compression threads; 0 = one per core.
+    pub threads: usize,
+}
+
+impl Default for LayerOptions {
+    fn default() -> Self {
+        LayerOptions {
+            encoding: Encoding::Zstd,
+            level: 3,
+            threads: 0,
+        }
+    }
+}
+
+/// Where a layer's bytes are staged.
+#[derive(Debug, Clone)]
+enum Loc {
+    /// In the shared staging file, at this offset.
+    Staging(u64),
+    /// In a file of its own (a body larger than [`SPILL`]).
+    Spill(Arc<tempfile::NamedTempFile>),
+}
+
+#[derive(Debug, Clone)]
+struct Stored {
+    loc: Loc,
+    layer: Descriptor,
+    encoding: Encoding,
+    dictionary: Option<Digest>,
+    /// The dictionary compression was tried with (it may not have paid).
+    tried: Option<Digest>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    size: u64,
+    hints: BTreeSet<Option<Digest>>,
+    stored: Option<Stored>,
+    spilled: bool,
+    /// Whether the body's bytes can be read as a raw-content dictionary.
+    dict_ok: bool,
+}
+
+struct Job {
+    blob: Descriptor,
+    bytes: Arc<Vec<u8>>,
+    dictionary: Option<Digest>,
+}
+
+struct St {
+    queue: VecDeque<Job>,
+    in_flight: u64,
+    next_offset: u64,
+    blobs: HashMap<Digest, Entry>,
+    cache: VecDeque<(Digest, Arc<Vec<u8>>)>,
+    cache_bytes: u64,
+    error: Option<String>,
+    closing: bool,
+}
+
+struct Shared {
+    opts: LayerOptions,
+    staging: File,
+    dir: std::path::PathBuf,
+    st: Mutex<St>,
+    /// Signalled when a job is queued or the store closes.
+    work: Condvar,
+    /// Signalled when a job finishes.
+    done: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, St> {
+        self.st.lock().expect("layer store poisoned")
+    }
+}
+
+/// A staged layer, ready to be copied into a bundle.
+#[derive(Debug, Clone)]
+pub struct StagedLayer {
+    pub layer: LayerRef,
+    loc: Loc,
+}
+
+/// The layers of a finished store, by uncompressed digest.
+#[derive(Debug)]
+pub struct Layers {
+    staging: File,
+    pub blobs: BTreeMap<Digest, StagedLayer>,
+}
+
+impl Layers {
+    /// Copies a staged layer's bytes into `out`.
+    pub fn copy_to(&self, layer: &StagedLayer, out: &mut dyn Write) -> io::Result<u64> {
+        match &layer.loc {
+            Loc::Staging(offset) => {
+                copy_range(&self.staging, *offset, layer.layer.size, out)?;
+                Ok(layer.layer.size)
+            }
+            Loc::Spill(f) => {
+                let mut r = io::BufReader::with_capacity(256 * 1024, File::open(f.path())?);
+                io::copy(&mut r, out)
+            }
+        }
+    }
+}
+
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_at(file, buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        std::os::windows::fs::FileExt::seek_read(file, buf, offset)
+    }
+}
+
+fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        #[cfg(unix)]
+        let n = std::os::unix::fs::FileExt::write_at(file, buf, offset)?;
+        #[cfg(windows)]
+        let n = std::os::windows::fs::FileExt::seek_write(file, buf, offset)?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        buf = &buf[n..];
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+fn copy_range(file: &File, mut offset: u64, len: u64, out: &mut dyn Write) -> io::Result<()> {
+    let mut buf = vec![0u8; 256 * 1024];
+    let end = offset + len;
+    while offset < end {
+        let want = buf.len().min((end - offset) as usize);
+        let n = read_at(file, &mut buf[..want], offset)?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        out.write_all(&buf[..n])?;
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+/// The window a frame needs so every byte of `dict` stays reachable from every byte of `len`.
+pub fn window_log(dict: usize, len: usize) -> u32 {
+    let total = (dict + len).max(1 << 10) as u64;
+    (64 - (total - 1).leading_zeros()).clamp(10, MAX_WINDOW_LOG)
+}
+
+fn zstd_err(code: usize) -> io::Error {
+    io::Error::other(format!("zstd: {}", zstd::zstd_safe::get_error_name(code)))
+}
+
+/// Compresses `src` into one zstd frame (content size in the header, no checksum, no
+/// dictionary id), against `dict` as a raw-content prefix when given.
+pub fn compress(src: &[u8], dict: Option<&[u8]>, level: i32) -> io::Result<Vec<u8>> {
+    use zstd::zstd_safe::{CCtx, CParameter};
+    let mut cctx = CCtx::create();
+    cctx.set_parameter(CParameter::CompressionLevel(level))
+        .map_err(zstd_err)?;
+    cctx.set_parameter(CParameter::ContentSizeFlag(true))
+        .map_err(zstd_err)?;
+    cctx.set_parameter(CParameter::ChecksumFlag(false))
+        .map_err(zstd_err)?;
+    cctx.set_parameter(CParameter::DictIdFlag(false))
+        .map_err(zstd_err)?;
+    if let Some(d) = dict {
+        cctx.set_parameter(CParameter::WindowLog(window_log(d.len(), src.len())))
+            .map_err(zstd_err)?;
+        // Long-distance matching finds the stream's long copies anywhere in the transcript;
+        // level 3's own tables keep too few positions of a large prefix (spec §13.2).
+        cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
+            .map_err(zstd_err)?;
+        cctx.ref_prefix(d).map_err(zstd_err)?;
+    }
+    // No more room than the body itself: a frame that would not be smaller is not kept.
+    let mut out = Vec::with_capacity(src.len());
+    match cctx.compress2(&mut out, src) {
+        Ok(_) => Ok(out),
+        Err(code)
+            if zstd::zstd_safe::get_error_name(code)
+                .contains("Destination buffer is too small") =>
+        {
+            Ok(src.to_vec())
+        }
+        Err(code) => Err(zstd_err(code)),
+    }
+}
+
+/// Decompresses one whole zstd layer of `size` bytes (against `dict`), checking the size.
+pub fn decompress(src: &[u8], dict: Option<&[u8]>, size: u64) -> io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    let mut d = match dict {
+        Some(d) => zstd::stream::read::Decoder::with_dictionary(io::BufReader::new(src), d)?,
+        None => zstd::stream::read::Decoder::new(src)?,
+    }
+    .single_frame();
+    d.window_log_max(MAX_WINDOW_LOG)?;
+    d.take(size + 1).read_to_end(&mut out)?;
+    if out.len() as u64 != size {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("the layer expands to {} bytes, not {size}", out.len()),
+        ));
+    }
+    Ok(out)
+}
+
+/// Encodes a body as a layer: `(bytes, encoding, dictionary used)`.
+fn encode(
+    opts: &LayerOptions,
+    src: &[u8],
+    dict: Option<(Digest, &[u8])>,
+) -> io::Result<(Option<Vec<u8>>, Encoding, Option<Digest>)> {
+    if opts.encoding == Encoding::Identity || src.len() < TINY {
+        return Ok((None, Encoding::Identity, None));
+    }
+    let out = compress(src, dict.map(|(_, d)| d), opts.level)?;
+    if out.len() >= src.len() {
+        return Ok((None, Encoding::Identity, None));
+    }
+    Ok((Some(out), Encoding::Zstd, dict.map(|(d, _)| d)))
+}
+
+/// A [`BlobSink`] that stages compressed layers; see the module documentation.
+pub struct LayerStore {
+    shared: Arc<Shared>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+    _dir: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for LayerStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LayerStore")
+            .field("opts", &self.shared.opts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LayerStore {
+    /// A new store staging in a fresh directory under `parent` (next to the output, so staged
+    /// layers stay on its file system).
+    pub fn new_in(parent: &Path, opts: LayerOptions) -> Result<Self, BlobError> {
+        let io_err = |source| BlobError::Io {
+            path: parent.to_path_buf(),
+            source,
+        };
+        let dir = tempfile::Builder::new()
+            .prefix(".aspstate-layers-")
+            .tempdir_in(parent)
+            .map_err(io_err)?;
+        let staging = tempfile::tempfile_in(dir.path()).map_err(io_err)?;
+        let threads = if opts.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            opts.threads
+        };
+        let shared = Arc::new(Shared {
+            opts,
+            staging,
+            dir: dir.path().to_path_buf(),
+            st: Mutex::new(St {
+                queue: VecDeque::new(),
+                in_flight: 0,
+                next_offset: 0,
+                blobs: HashMap::new(),
+                cache: VecDeque::new(),
+                cache_bytes: 0,
+                error: None,
+                closing: false,
+            }),
+            work: Condvar::new(),
+            done: Condvar::new(),
+        });
+        let workers = (0..threads)
+            .map(|i| {
+                let s = Arc::clone(&shared);
+                std::thread::Builder::new()
+                    .name(format!("asp-layers-{i}"))
+                    .spawn(move || worker(&s))
+                    .map_err(io_err)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(LayerStore {
+            shared,
+            workers: Mutex::new(workers),
+            _dir: dir,
+        })
+    }
+
+    /// Waits for every layer, settles dictionaries, and hands over the staged layers.
+    pub fn finish(self) -> Result<Layers, BlobError> {
+        {
+            let mut st = self.shared.lock();
+            st.closing = true;
+            self.shared.work.notify_all();
+        }
+        for h in self.workers.lock().expect("workers poisoned").drain(..) {
+            let _ = h.join();
+        }
+        let shared = &self.shared;
+        if let Some(e) = shared.lock().error.take() {
+            return Err(BlobError::Other(io::Error::other(e)));
+        }
+        // Settle each body's dictionary by a rule that does not depend on write order.
+        let (plain, wanted): (BTreeSet<Digest>, Vec<(Digest, Option<Digest>)>) = {
+            let st = shared.lock();
+            let plain = st
+                .blobs
+                .iter()
+                .filter(|(d, _)| plain_candidate(&st, d))
+                .map(|(d, _)| *d)
+                .collect();
+            let mut wanted: Vec<(Digest, Option<Digest>)> = st
+                .blobs
+                .iter()
+                .map(|(d, e)| {
+                    let choice = if e.spilled {
+                        None
+                    } else {
+                        e.hints
+                            .iter()
+                            .flatten()
+                            .filter(|h| *h != d && plain_candidate(&st, h))
+                            .min()
+                            .copied()
+                    };
+                    (*d, choice)
+                })
+                .collect();
+            wanted.sort();
+            (plain, wanted)
+        };
+        for (digest, choice) in wanted {
+            let choice = choice.filter(|c| plain.contains(c));
+            let (stored, size) = {
+                let st = shared.lock();
+                let e = &st.blobs[&digest];
+                (e.stored.clone().expect("every job finished"), e.size)
+            };
+            if stored.tried == choice {
+                continue;
+            }
+            let bytes = read_body(shared, &digest, &stored, size)?;
+            let dict = match choice {
+                Some(c) => Some((c, body_of(shared, &c)?)),
+                None => None,
+            };
+            let (out, encoding, dictionary) = encode(
+                &shared.opts,
+                &bytes,
+                dict.as_ref().map(|(c, b)| (*c, b.as_slice())),
+            )
+            .map_err(BlobError::Other)?;
+            let mut new = stage(shared, &bytes, out.as_deref(), encoding, dictionary)?;
+            new.tried = choice;
+            shared.lock().blobs.get_mut(&digest).expect("known").stored = Some(new);
+        }
+        let st = shared.lock();
+        let blobs = st
+            .blobs
+            .iter()
+            .map(|(d, e)| {
+                let s = e.stored.clone().expect("every job finished");
+                (
+                    *d,
+                    StagedLayer {
+                        layer: LayerRef {
+                            layer: s.layer.digest,
+                            size: s.layer.size,
+                            encoding: s.encoding,
+                            dictionary: s.dictionary,
+                        },
+                        loc: s.loc,
+                    },
+                )
+            })
+            .collect();
+        Ok(Layers {
+            staging: shared.staging.try_clone().map_err(BlobError::Other)?,
+            blobs,
+        })
+    }
+}
+
+/// Whether `d` may serve as a dictionary: written, never with a hint, not spilled.
+fn plain_candidate(st: &St, d: &Digest) -> bool {
+    st.blobs
+        .get(d)
+        .is_some_and(|e| e.dict_ok && !e.spilled && e.hints.iter().all(Option::is_none))
+}
+
+impl Drop for LayerStore {
+    fn drop(&mut self) {
+        {
+            let mut st = self.shared.lock();
+            st.closing = true;
+            st.queue.clear();
+            self.shared.work.notify_all();
+        }
+        if let Ok(mut w) = self.workers.lock() {
+            for h in w.drain(..) {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+/// Appends a layer to the staging file and describes it.
+fn stage(
+    shared: &Shared,
+    body: &[u8],
+    encoded: Option<&[u8]>,
+    encoding: Encoding,
+    dictionary: Option<Digest>,
+) -> Result<Stored, BlobError> {
+    let bytes = encoded.unwrap_or(body);
+    let offset = {
+        let mut st = shared.lock();
+        let o = st.next_offset;
+        st.next_offset += bytes.len() as u64;
+        o
+    };
+    write_all_at(&shared.staging, bytes, offset).map_err(BlobError::Other)?;
+    Ok(Stored {
+        loc: Loc::Staging(offset),
+        layer: Descriptor::of(bytes),
+        encoding,
+        dictionary,
+        tried: dictionary,
+    })
+}
+
+/// The bytes of a stored layer.
+fn read_layer(shared: &Shared, stored: &Stored) -> io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(usize::try_from(stored.layer.size).unwrap_or(0));
+    match &stored.loc {
+        Loc::Staging(o) => copy_range(&shared.staging, *o, stored.layer.size, &mut out)?,
+        Loc::Spill(f) => {
+            File::open(f.path())?.read_to_end(&mut out)?;
+        }
+    }
+    Ok(out)
+}
+
+/// A body's bytes, decoded from its stored layer.
+fn read_body(
+    shared: &Shared,
+    _digest: &Digest,
+    stored: &Stored,
+    size: u64,
+) -> Result<Vec<u8>, BlobError> {
+    let raw = read_layer(shared, stored).map_err(BlobError::Other)?;
+    match stored.encoding {
+        Encoding::Identity => Ok(raw),
+        Encoding::Zstd => {
+            let dict = match stored.dictionary {
+                Some(d) => Some(body_of(shared, &d)?),
+                None => None,
+            };
+            decompress(&raw, dict.as_deref().map(Vec::as_slice), size).map_err(BlobError::Other)
+        }
+    }
+}
+
+/// A finished body's bytes: from the cache, else from its layer (waiting for it if needed).
+fn body_of(shared: &Shared, digest: &Digest) -> Result<Arc<Vec<u8>>, BlobError> {
+    let (stored, size) = {
+        let mut st = shared.lock();
+        loop {
+            if let Some((_, b)) = st.cache.iter().find(|(d, _)| d == digest) {
+                return Ok(Arc::clone(b));
+            }
+            match st.blobs.get(digest) {
+                None => return Err(BlobError::Missing(*digest)),
+                Some(Entry {
+                    stored: Some(s),
+                    size,
+                    ..
+                }) => break (s.clone(), *size),
+                Some(_) if st.error.is_some() => {
+                    return Err(BlobError::Other(io::Error::other("compression failed")));
+                }
+                Some(_) => st = shared.done.wait(st).expect("layer store poisoned"),
+            }
+        }
+    };
+    read_body(shared, digest, &stored, size).map(Arc::new)
+}
+
+fn worker(shared: &Shared) {
+    loop {
+        let job = {
+            let mut st = shared.lock();
+            loop {
+                if let Some(j) = st.queue.pop_front() {
+                    break j;
+                }
+                if st.closing {
+                    return;
+                }
+                st = shared.work.wait(st).expect("layer store poisoned");
+            }
+        };
+        let result = (|| -> Result<Stored, BlobError> {
+            let dict = match job.dictionary {
+                Some(d) => Some((d, body_of(shared, &d)?)),
+                None => None,
+            };
+            let (out, encoding, dictionary) = encode(
+                &shared.opts,
+                &job.bytes,
+                dict.as_ref().map(|(d, b)| (*d, b.as_slice())),
+            )
+            .map_err(BlobError::Other)?;
+            let mut s = stage(shared, &job.bytes, out.as_deref(), encoding, dictionary)?;
+            s.tried = job.dictionary;
+            Ok(s)
+        })();
+        let mut st = shared.lock();
+        st.in_flight -= job.blob.size;
+        match result {
+            Ok(s) => {
+                if let Some(e) = st.blobs.get_mut(&job.blob.digest) {
+                    e.stored = Some(s);
+                }
+            }
+            Err(e) => {
+                st.error.get_or_insert_with(|| e.to_string());
+                st.closing = true;
+                st.queue.clear();
+                shared.work.notify_all();
+            }
+        }
+        shared.done.notify_all();
+    }
+}
+
+/// A body being written.
+struct LayerWriter<'a> {
+    store: &'a LayerStore,
+    hint: Option<Digest>,
+    hasher: Hasher,
+    buf: Vec<u8>,
+    spill: Option<Spill>,
+}
+
+struct Spill {
+    file: Arc<tempfile::NamedTempFile>,
+    out: SpillOut,
+}
+
+enum SpillOut {
+    Zstd(zstd::stream::write::Encoder<'static, HashingWriter<BufWriter<File>>>),
+    Raw(HashingWriter<BufWriter<File>>),
+}
+
+impl Write for LayerWriter<'_> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.hasher.update(data);
+        if let Some(s) = &mut self.spill {
+            match &mut s.out {
+                SpillOut::Zstd(e) => e.write_all(data)?,
+                SpillOut::Raw(w) => w.write_all(data)?,
+            }
+            return Ok(data.len());
+        }
+        self.buf.extend_from_slice(data);
+        if self.buf.len() as u64 > SPILL {
+            self.start_spill()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl LayerWriter<'_> {
+    fn start_spill(&mut self) -> io::Result<()> {
+        let shared = &self.store.shared;
+        let file = Arc::new(tempfile::NamedTempFile::new_in(&shared.dir)?);
+        let w = HashingWriter::new(BufWriter::with_capacity(256 * 1024, file.reopen()?));
+        let mut out = match shared.opts.encoding {
+            Encoding::Zstd => {
+                let mut e = zstd::stream::write::Encoder::new(w, shared.opts.level)?;
+                e.include_checksum(false)?;
+                e.include_dictid(false)?;
+                SpillOut::Zstd(e)
+            }
+            Encoding::Identity => SpillOut::Raw(w),
+        };
+        match &mut out {
+            SpillOut::Zstd(e) => e.write_all(&self.buf)?,
+            SpillOut::Raw(w) => w.write_all(&self.buf)?,
+        }
+        self.buf = Vec::new();
+        self.spill = Some(Spill { file, out });
+        Ok(())
+    }
+}
+
+impl BlobWrite for LayerWriter<'_> {
+    fn finish(self: Box<Self>) -> Result<Descriptor, BlobError> {
+        let LayerWriter {
+            store,
+            hint,
+            hasher,
+            buf,
+            spill,
+        } = *self;
+        let blob = hasher.finish();
+        let shared = &store.shared;
+        let spilled = match spill {
+            None => None,
+            Some(Spill { file, out }) => {
+                let w = match out {
+                    SpillOut::Zstd(e) => e.finish().map_err(BlobError::Other)?,
+                    SpillOut::Raw(w) => w,
+                };
+                let (w, layer) = w.finish();
+                w.into_inner()
+                    .map_err(|e| BlobError::Other(e.into_error()))?;
+                Some(Stored {
+                    loc: Loc::Spill(file),
+                    layer,
+                    encoding: shared.opts.encoding,
+                    dictionary: None,
+                    tried: None,
+                })
+            }
+        };
+        let mut st = shared.lock();
+        if let Some(e) = &st.error {
+            return Err(BlobError::Other(io::Error::other(e.clone())));
+        }
+        if let Some(e) = st.blobs.get_mut(&blob.digest) {
+            e.hints.insert(hint);
+            return Ok(blob);
+        }
+        let is_spilled = spilled.is_some();
+        // The dictionary to compress with now; `finish` settles the final choice.
+        let dictionary =
+            hint.filter(|h| !is_spilled && *h != blob.digest && plain_candidate(&st, h));
+        let dict_ok = !is_spilled && blob.size >= TINY as u64 && !buf.starts_with(&DICT_MAGIC);
+        st.blobs.insert(
+            blob.digest,
+            Entry {
+                size: blob.size,
+                hints: BTreeSet::from([hint]),
+                stored: spilled,
+                spilled: is_spilled,
+                dict_ok,
+            },
+        );
+        if is_spilled {
+            return Ok(blob);
+        }
+        let bytes = Arc::new(buf);
+        if shared.opts.encoding == Encoding::Zstd && dict_ok && blob.size <= CACHE {
+            st.cache.push_back((blob.digest, Arc::clone(&bytes)));
+            st.cache_bytes += blob.size;
+            while st.cache_bytes > CACHE && st.cache.len() > 1 {
+                let (_, b) = st.cache.pop_front().expect("not empty");
+                st.cache_bytes -= b.len() as u64;
+            }
+        }
+        while st.in_flight > 0 && st.in_flight + blob.size > BUDGET && st.error.is_none() {
+            st = shared.done.wait(st).expect("layer store poisoned");
+        }
+        st.in_flight += blob.size;
+        st.queue.push_back(Job {
+            blob,
+            bytes,
+            dictionary,
+        });
+        shared.work.notify_one();
+        Ok(blob)
+    }
+}
+
+impl BlobSink for LayerStore {
+    fn begin(&self) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
+        Ok(Box::new(LayerWriter {
+            store: self,
+            hint: None,
+            hasher: Hasher::new(),
+            buf: Vec::new(),
+            spill: None,
+        }))
+    }
+
+    fn begin_derived(&self, base: &Descriptor) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
+        Ok(Box::new(LayerWriter {
+            store: self,
+            hint: Some(base.digest),
+            hasher: Hasher::new(),
+            buf: Vec::new(),
+            spill: None,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blob::BlobSource;
+    use crate::bundle::{Bundle, Options2, write_layers_file};
+    use crate::progress::Quiet;
+    use crate::state::{FileEntry, Native, Session, State};
+
+    /// Text that shares most of its bytes with `base`, like an update stream with its transcript.
+    fn derived_text(base: &str, n: usize) -> String {
+        base.lines()
+            .enumerate()
+            .map(|(i, l)| format!("{{\"sessionId\":\"s{n}\",\"update\":{{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{{\"type\":\"text\",\"text\":\"{i} {}\"}}}}}}\n", l[..l.len().min(200)].replace('"', "'")))
+            .collect()
+    }
+
+    fn native_text(n: usize) -> String {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ n as u64;
+        (0..400)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                format!(
+                    "{{\"line\":{i},\"text\":\"{:016x} {:x} {}\"}}\n",
+                    x,
+                    x % 977,
+                    "word ".repeat((x % 30) as usize)
+                )
+            })
+            .collect()
+    }
+
+    fn pack(threads: usize, dir: &Path) -> (Vec<u8>, State) {
+        let store = LayerStore::new_in(
+            dir,
+            LayerOptions {
+                threads,
+                ..LayerOptions::default()
+            },
+        )
+        .unwrap();
+        let mut sessions = Vec::new();
+        for n in 0..40 {
+            let native = native_text(n % 30);
+            let nd = store.put(native.as_bytes()).unwrap();
+            let mut w = store.begin_derived(&nd).unwrap();
+            w.write_all(derived_text(&native, n).as_bytes()).unwrap();
+            let ud = w.finish().unwrap();
+            sessions.push(Session {
+                id: crate::name::SessionId::new(&format!("s{n}")).unwrap(),
+                title: String::new(),
+                harness: None,
+                cwd: None,
+                updated_at: None,
+                updates: ud,
+                native: Some(Native {
+                    harness: crate::name::HarnessName::new("claude-code").unwrap(),
+                    files: vec![FileEntry {
+                        path: crate::name::RelPath::new(&format!("n/{n}.jsonl")).unwrap(),
+                        executable: false,
+                        content: nd,
+                    }],
+                }),
+                meta: None,
+            });
+        }
+        let state = State {
+            sessions: Some(sessions),
+            ..State::default()
+        };
+        let layers = store.finish().unwrap();
+        let out = dir.join(format!("b{threads}.aspstate"));
+        write_layers_file(
+            &out,
+            &state,
+            &layers,
+            &Options2 {
+                zstd_documents: true,
+                ..Options2::default()
+            },
+            false,
+            &Quiet,
+        )
+        .unwrap();
+        (std::fs::read(&out).unwrap(), state)
+    }
+
+    #[test]
+    fn the_same_bodies_give_the_same_bytes_on_any_number_of_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let (one, state) = pack(1, dir.path());
+        let (four, _) = pack(4, dir.path());
+        assert!(
+            one == four,
+            "1 thread and 4 threads wrote different bundles"
+        );
+        let b = Bundle::open(&dir.path().join("b1.aspstate")).unwrap();
+        let with_dict = b
+            .image_manifest()
+            .unwrap()
+            .layers
+            .iter()
+            .filter(|l| l.annotations.is_some())
+            .count();
+        assert_eq!(with_dict, 40, "every stream against its transcript");
+        for s in state.sessions.iter().flatten() {
+            let text = b.read_all(&s.updates).unwrap();
+            assert_eq!(crate::digest::Descriptor::of(&text), s.updates);
+        }
+        b.check_data(&state, &Quiet).unwrap();
+    }
+
+    #[test]
+    fn a_dictionary_that_pays_shrinks_the_stream() {
+        let native = native_text(1);
+        let stream = derived_text(&native, 1);
+        let plain = compress(stream.as_bytes(), None, 3).unwrap();
+        let with = compress(stream.as_bytes(), Some(native.as_bytes()), 3).unwrap();
+        assert!(
+            with.len() * 2 < plain.len(),
+            "{} vs {}",
+            with.len(),
+            plain.len()
+        );
+        let back = decompress(&with, Some(native.as_bytes()), stream.len() as u64).unwrap();
+        assert_eq!(back, stream.as_bytes());
+        assert!(decompress(&with, None, stream.len() as u64).is_err());
+    }
+}

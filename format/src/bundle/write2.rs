@@ -1,0 +1,325 @@
+//! Writing a layout 2 bundle: an OCI image layout in a zip, from staged layers.
+//!
+//! ```text
+//! aspstate-layout        Stored; {"layoutVersion":"2.0.0",...}
+//! oci-layout             Stored; {"imageLayoutVersion":"1.0.0"}
+//! index.json             the OCI image index: one manifest, artifactType application/vnd.asp.state.v1
+//! blobs/sha256/<hex>     every blob of the layout, ascending: the image manifest, the empty
+//!                        config, the state manifest, the layer table and one layer per body
+//! ```
+//!
+//! Deterministic: entries in that order, fixed zip metadata, layers as staged (their bytes do
+//! not depend on the number of threads that made them). The layers are copied once, in order,
+//! from the staging file; no uncompressed body is written or read here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, BufWriter, Seek, Write};
+use std::path::Path;
+
+use zip::write::SimpleFileOptions;
+use zip::{CompressionMethod, DateTime, System, ZipWriter};
+
+use crate::bundle::layers::{Layers, compress};
+use crate::bundle::layout::{LAYOUT_ENTRY, Layout, Manifest, blob_entry_name};
+use crate::bundle::oci::{
+    ARTIFACT_TYPE, CREATED_ANNOTATION, DICTIONARY_ANNOTATION, EMPTY_BYTES, Encoding, FILE_LAYER,
+    IMAGE_MANIFEST_MEDIA_TYPE, INDEX_ENTRY, INDEX_MEDIA_TYPE, ImageIndex, ImageManifest,
+    LayerTable, NATIVE_LAYER, OCI_LAYOUT_BYTES, OCI_LAYOUT_ENTRY, OciDescriptor, STATE_LAYER,
+    TABLE_LAYER, UPDATES_LAYER, pretty,
+};
+use crate::bundle::write::{WriteError, Written};
+use crate::digest::{Descriptor, Digest};
+use crate::progress::Progress;
+use crate::state::{NoteBody, State};
+
+/// The layout version layout-2 bundles carry.
+pub const LAYOUT2_VERSION: &str = "2.0.0";
+
+/// How a layout 2 bundle's entries are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ZipMethod {
+    /// Every entry Stored (layers are zstd already, or meant to be read as they are).
+    #[default]
+    Stored,
+    /// Entries over 64 bytes Deflate level 6: for identity layers, so any unzip expands them.
+    Deflate,
+}
+
+/// What to write besides the state.
+#[derive(Debug, Clone, Default)]
+pub struct Options2 {
+    /// RFC 3339 creation time, as the manifest's `org.opencontainers.image.created`
+    /// annotation; `None` leaves it out.
+    pub created: Option<String>,
+    pub generator: Option<String>,
+    pub zip: ZipMethod,
+    /// Compress the state manifest and the layer table (zstd level 3).
+    pub zstd_documents: bool,
+}
+
+fn entry_options(method: CompressionMethod, size: u64) -> SimpleFileOptions {
+    let level = match method {
+        CompressionMethod::Deflated => Some(6),
+        _ => None,
+    };
+    SimpleFileOptions::default()
+        .compression_method(method)
+        .compression_level(level)
+        .last_modified_time(DateTime::default())
+        .system(System::Unix)
+        .unix_permissions(0o644)
+        .large_file(size >= u64::from(u32::MAX) - u64::from(u32::MAX) / 64)
+}
+
+/// The media type base of each body, from what refers to it first (updates, native files,
+/// other files), so a registry can tell what a layer holds.
+fn kinds(state: &State) -> BTreeMap<Digest, &'static str> {
+    let mut out = BTreeMap::new();
+    for s in state.sessions.iter().flatten() {
+        out.entry(s.updates.digest).or_insert(UPDATES_LAYER);
+        for f in s.native.iter().flat_map(|n| &n.files) {
+            out.entry(f.content.digest).or_insert(NATIVE_LAYER);
+        }
+    }
+    let mut files = Vec::new();
+    if let Some(i) = &state.instructions {
+        files.push(i.text);
+    }
+    for f in state.skills.iter().flatten().flat_map(|s| &s.files) {
+        files.push(f.content);
+    }
+    for n in state.memory.iter().flatten() {
+        if let NoteBody::Text(d) = n.body {
+            files.push(d);
+        }
+    }
+    for d in files {
+        out.entry(d.digest).or_insert(FILE_LAYER);
+    }
+    out
+}
+
+/// Writes `state` with its staged `layers` as a layout 2 bundle into `out`.
+pub fn write_layers_to<W: Write + Seek>(
+    out: W,
+    state: &State,
+    layers: &Layers,
+    opts: &Options2,
+    progress: &dyn Progress,
+) -> Result<(W, Written), WriteError> {
+    let mut state = state.clone();
+    state.normalize();
+    state.validate().map_err(WriteError::InvalidState)?;
+    let descriptors = state.descriptors();
+    let content_bytes = descriptors.iter().map(|d| d.size).sum();
+
+    let mut table = BTreeMap::new();
+    for d in &descriptors {
+        let staged = layers.blobs.get(&d.digest).ok_or(WriteError::Blob {
+            digest: d.digest,
+            source: crate::blob::BlobError::Missing(d.digest),
+        })?;
+        table.insert(d.digest, staged.layer);
+    }
+    // A dictionary the state does not refer to (its kind was left out) still travels.
+    let extra: Vec<Digest> = table
+        .values()
+        .filter_map(|r| r.dictionary)
+        .filter(|x| !table.contains_key(x))
+        .collect();
+    for x in extra {
+        let staged = layers.blobs.get(&x).ok_or(WriteError::Blob {
+            digest: x,
+            source: crate::blob::BlobError::Missing(x),
+        })?;
+        table.insert(x, staged.layer);
+    }
+    let documents = |bytes: Vec<u8>, base: &str| -> Result<(Vec<u8>, String), WriteError> {
+        if opts.zstd_documents && bytes.len() >= 64 {
+            let z = compress(&bytes, None, 3).map_err(zip_io)?;
+            if z.len() < bytes.len() {
+                return Ok((z, Encoding::Zstd.media_type(base)));
+            }
+        }
+        Ok((bytes, base.to_owned()))
+    };
+    let (state_layer, state_type) =
+        documents(Manifest::new(state.clone(), None).to_bytes(), STATE_LAYER)?;
+    let (table_layer, table_type) =
+        documents(pretty(&LayerTable::new(table.clone())), TABLE_LAYER)?;
+
+    let kinds = kinds(&state);
+    let layer_digest_of: BTreeMap<Digest, Digest> =
+        table.iter().map(|(d, r)| (*d, r.layer)).collect();
+    let mut layer_list = vec![
+        OciDescriptor::new(state_type, Descriptor::of(&state_layer)),
+        OciDescriptor::new(table_type, Descriptor::of(&table_layer)),
+    ];
+    let mut seen = BTreeSet::new();
+    let mut by_layer: Vec<(&Digest, &crate::bundle::oci::LayerRef)> = table.iter().collect();
+    by_layer.sort_by_key(|(_, r)| r.layer);
+    for (d, r) in by_layer {
+        if !seen.insert(r.layer) {
+            continue;
+        }
+        let mut desc = OciDescriptor::new(
+            r.encoding
+                .media_type(kinds.get(d).copied().unwrap_or(FILE_LAYER)),
+            Descriptor {
+                digest: r.layer,
+                size: r.size,
+            },
+        );
+        if let Some(dict) = r.dictionary {
+            desc.annotations = Some(BTreeMap::from([(
+                DICTIONARY_ANNOTATION.to_owned(),
+                layer_digest_of[&dict].to_string(),
+            )]));
+        }
+        layer_list.push(desc);
+    }
+    let manifest = ImageManifest {
+        schema_version: 2,
+        media_type: IMAGE_MANIFEST_MEDIA_TYPE.to_owned(),
+        artifact_type: ARTIFACT_TYPE.to_owned(),
+        config: OciDescriptor::empty(),
+        layers: layer_list,
+        annotations: opts
+            .created
+            .as_ref()
+            .map(|c| BTreeMap::from([(CREATED_ANNOTATION.to_owned(), c.clone())])),
+    };
+    let manifest_bytes = pretty(&manifest);
+    let manifest_desc = Descriptor::of(&manifest_bytes);
+    let index = ImageIndex {
+        schema_version: 2,
+        media_type: INDEX_MEDIA_TYPE.to_owned(),
+        manifests: vec![OciDescriptor {
+            artifact_type: Some(ARTIFACT_TYPE.to_owned()),
+            ..OciDescriptor::new(IMAGE_MANIFEST_MEDIA_TYPE, manifest_desc)
+        }],
+    };
+    let index_bytes = pretty(&index);
+
+    // Every blob entry, by digest: in-memory documents and staged layers.
+    enum Body<'a> {
+        Bytes(&'a [u8]),
+        Staged(&'a crate::bundle::layers::StagedLayer),
+    }
+    let mut entries: BTreeMap<Digest, (u64, Body<'_>)> = BTreeMap::new();
+    for bytes in [
+        &manifest_bytes[..],
+        EMPTY_BYTES,
+        &state_layer[..],
+        &table_layer[..],
+    ] {
+        let d = Descriptor::of(bytes);
+        entries.insert(d.digest, (d.size, Body::Bytes(bytes)));
+    }
+    for d in table.keys() {
+        let staged = &layers.blobs[d];
+        entries
+            .entry(staged.layer.layer)
+            .or_insert((staged.layer.size, Body::Staged(staged)));
+    }
+
+    let method = |size: u64| match opts.zip {
+        ZipMethod::Deflate if size >= 64 => CompressionMethod::Deflated,
+        _ => CompressionMethod::Stored,
+    };
+    let mut zip = ZipWriter::new(out);
+    let layout = Layout {
+        layout_version: LAYOUT2_VERSION.to_owned(),
+        ..Layout::current(opts.generator.clone())
+    }
+    .to_bytes();
+    for (name, bytes, m) in [
+        (LAYOUT_ENTRY, &layout[..], CompressionMethod::Stored),
+        (
+            OCI_LAYOUT_ENTRY,
+            OCI_LAYOUT_BYTES,
+            CompressionMethod::Stored,
+        ),
+        (
+            INDEX_ENTRY,
+            &index_bytes[..],
+            method(index_bytes.len() as u64),
+        ),
+    ] {
+        zip.start_file(name, entry_options(m, bytes.len() as u64))?;
+        zip.write_all(bytes).map_err(zip_io)?;
+    }
+    let stored_total = entries.values().map(|(s, _)| *s).sum();
+    progress.begin("writing bundle", Some(stored_total));
+    for (digest, (size, body)) in &entries {
+        zip.start_file(blob_entry_name(digest), entry_options(method(*size), *size))?;
+        match body {
+            Body::Bytes(b) => zip.write_all(b).map_err(zip_io)?,
+            Body::Staged(s) => {
+                let mut w = Advance {
+                    inner: &mut zip,
+                    progress,
+                };
+                layers.copy_to(s, &mut w).map_err(zip_io)?;
+            }
+        }
+        if matches!(body, Body::Bytes(_)) {
+            progress.advance(*size);
+        }
+    }
+    progress.finish();
+    let mut out = zip.finish()?;
+    let size = out.stream_position().map_err(zip_io)?;
+    Ok((
+        out,
+        Written {
+            digest: manifest_desc.digest,
+            size,
+            blobs: descriptors.len(),
+            content_bytes,
+        },
+    ))
+}
+
+struct Advance<'a, W: Write> {
+    inner: &'a mut W,
+    progress: &'a dyn Progress,
+}
+
+impl<W: Write> Write for Advance<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.progress.advance(n as u64);
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+fn zip_io(e: io::Error) -> WriteError {
+    WriteError::Zip(zip::result::ZipError::Io(e))
+}
+
+/// Writes a layout 2 bundle to `path` atomically (temporary file, sync, rename); an existing
+/// `path` is replaced only with `force`.
+pub fn write_layers_file(
+    path: &Path,
+    state: &State,
+    layers: &Layers,
+    opts: &Options2,
+    force: bool,
+    progress: &dyn Progress,
+) -> Result<Written, WriteError> {
+    crate::bundle::write::atomic(path, force, |file| {
+        let (writer, written) = write_layers_to(
+            BufWriter::with_capacity(256 * 1024, file),
+            state,
+            layers,
+            opts,
+            progress,
+        )?;
+        let file = writer.into_inner().map_err(|e| zip_io(e.into_error()))?;
+        Ok((file, written))
+    })
+}
