@@ -21,6 +21,12 @@ use std::process::ExitCode;
 
 pub use exit::Exit;
 
+/// What `aspstate-layout` says wrote a bundle: `asp pack` and `asp pull -o` say the same, so a
+/// bundle pulled by the asp that packed it is byte for byte the bundle that was pushed.
+pub fn generator() -> String {
+    format!("asp {}", env!("CARGO_PKG_VERSION"))
+}
+
 /// `println!` that returns an error instead of panicking when standard output is closed
 /// (`asp inspect B | head -1`), for `?` in a command.
 #[macro_export]

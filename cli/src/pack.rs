@@ -230,7 +230,7 @@ pub fn run(args: PackArgs) -> Result<Exit> {
     let layers = staging.finish().context("cannot compress the bodies")?;
     let opts = Options2 {
         created,
-        generator: Some(format!("asp {}", env!("CARGO_PKG_VERSION"))),
+        generator: Some(crate::generator()),
         zip: match args.compression {
             CompressionArg::Deflate => ZipMethod::Deflate,
             CompressionArg::Zstd | CompressionArg::Stored => ZipMethod::Stored,

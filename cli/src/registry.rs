@@ -1,22 +1,25 @@
-//! `asp push` and `asp pull`: an OCI image layout to and from a registry.
+//! `asp push` and `asp pull`: a bundle file or an OCI image layout to and from a registry.
 //!
-//! The layout forms (`--layout DIR`) are the groundwork; the snapshot repository and bundle
-//! forms (`asp push [--repo DIR] [SNAPSHOT|latest] REF`, `asp push FILE.aspstate REF`,
-//! `asp pull REF --repo DIR | -o FILE.aspstate`) will be thin layers over the same calls: a
-//! source of "manifest bytes + blobs by digest" for a push, a [`PullSink`] for a pull.
+//! Each form is a [`PushSource`] (a manifest and its blobs) for a push and a [`PullSink`] for
+//! a pull; the snapshot repository forms (`asp push [--repo DIR] [SNAPSHOT|latest] REF`,
+//! `asp pull REF --repo DIR`) are one more of each: a branch in [`push_source`] and
+//! [`pull_sink`].
 
 use std::io::Read;
 use std::path::PathBuf;
 
+use asp_registry::bundle::{BundleFile, BundleSink};
 use asp_registry::credentials::Lookup;
 use asp_registry::layout::{Layout, LayoutSink};
-use asp_registry::manifest::Limits;
 use asp_registry::remotes::Remotes;
 use asp_registry::secret::Secret;
+use asp_registry::source::LayoutSource;
 use asp_registry::{
-    Client, ClientOptions, Error, PullOptions, PullSink, PushOptions, Reference, pull, push,
+    Client, ClientOptions, Error, PullOptions, PullReport, PullSink, PushOptions, PushReport,
+    PushSource, Reference, pull, push_from,
 };
-use clap::{Args, Parser};
+use clap::{ArgGroup, Args, Parser};
+use serde::Serialize;
 
 use crate::args::Common;
 use crate::exit::{Context, EXIT_CODES_HELP, Exit, Failure, Result};
@@ -56,34 +59,46 @@ pub struct RegistryArgs {
     pub jobs: u16,
 }
 
-/// Push an asp state artifact from an OCI image layout to a registry
+/// Push a bundle (or an OCI image layout) to a registry
 #[derive(Debug, Clone, Parser)]
 #[command(after_help = format!("\
+Pushes the bundle's own OCI image manifest and blobs, read from the zip as they are: the
+registry names the artifact by the digest `asp verify` prints. Bundles of layout 1.0.0 have
+no image manifest; re-pack them first (`asp-unpack OLD --to-dir D && asp-pack --from-dir D
+-o NEW.aspstate`).
+
 Uploads only what the registry lacks: every blob is checked with HEAD first, blobs another
 repository of the same registry holds are mounted from it (--from, or the repository last
 pushed to or pulled from), the manifest goes last. A push cut off halfway skips, when run
-again, what already arrived.
+again, what already arrived. Progress (bytes and blobs) is drawn on stderr when it is a
+terminal; --json prints the digest, the blobs and the bytes uploaded and skipped.
 
 {AUTH_HELP}
 
 Examples:
+  asp pack --from claude-code -o laptop.aspstate
+  asp push laptop.aspstate localhost:5000/me/agent-state:laptop
+  echo \"$TOKEN\" | asp push laptop.aspstate -u me --password-stdin ghcr.io/me/agent-state:v1 --json
   asp push --layout ./state localhost:5000/me/agent-state:laptop
-  echo \"$TOKEN\" | asp push --layout ./state -u me --password-stdin ghcr.io/me/agent-state:v1 --json
 
 {EXIT_CODES_HELP}"))]
 pub struct PushArgs {
-    /// The OCI image layout directory holding the artifact
-    #[arg(long, value_name = "DIR")]
-    pub layout: PathBuf,
-
-    /// Which manifest of the layout: its name (org.opencontainers.image.ref.name) or its
-    /// digest [default: the one named like REF's tag, else the only one]
-    #[arg(long, value_name = "NAME|DIGEST")]
-    pub manifest: Option<String>,
+    /// The bundle to push (FILE.aspstate), then REF; or only REF, with --layout
+    #[arg(value_name = "BUNDLE")]
+    pub first: String,
 
     /// Where to: host[:port]/name[:tag|@sha256:<hex>]
     #[arg(value_name = "REF")]
-    pub reference: String,
+    pub second: Option<String>,
+
+    /// Push from this OCI image layout directory instead of a bundle
+    #[arg(long, value_name = "DIR")]
+    pub layout: Option<PathBuf>,
+
+    /// Which manifest of the --layout: its name (org.opencontainers.image.ref.name) or its
+    /// digest [default: the one named like REF's tag, else the only one]
+    #[arg(long, value_name = "NAME|DIGEST", requires = "layout")]
+    pub manifest: Option<String>,
 
     /// Mount blobs from this repository of the same registry instead of uploading them
     #[arg(long, value_name = "REPOSITORY")]
@@ -96,19 +111,30 @@ pub struct PushArgs {
     pub common: Common,
 }
 
-/// Pull an asp state artifact from a registry into an OCI image layout
+/// Pull an asp state artifact from a registry into a bundle (or an OCI image layout)
 #[derive(Debug, Clone, Parser)]
+#[command(group(ArgGroup::new("destination").required(true).args(["output", "layout"])))]
 #[command(after_help = format!("\
 Treats what the registry sends as hostile: the manifest is refused over 4 MiB or if it is
 not an asp state artifact; every blob's size is checked before it is read and its sha256
-after; nothing is written into DIR unless every blob verified. Blobs DIR already holds are
-not downloaded. DIR is created if it does not exist.
+after; nothing is written unless every blob verified.
+
+-o FILE writes a bundle: the blobs go into a temporary file beside FILE, which must then
+open and check as a bundle (as `asp verify` does) before it is renamed to FILE, mode 0600.
+An existing FILE is replaced only with --force. Pulling what `asp push FILE` pushed gives
+FILE's bytes again (for bundles written with `asp pack --compression zstd` or `stored`, the
+default, by the same asp version; others hold the same manifest, digests and state).
+
+--layout DIR writes into an OCI image layout (created if missing); blobs it holds already are
+not downloaded.
 
 {AUTH_HELP}
 
 Examples:
+  asp pull localhost:5000/me/agent-state:laptop -o laptop.aspstate
+  asp-unpack laptop.aspstate --to codex
+  asp pull ghcr.io/me/agent-state@sha256:<hex> -o state.aspstate --force --json
   asp pull localhost:5000/me/agent-state:laptop --layout ./state
-  asp pull ghcr.io/me/agent-state@sha256:<hex> --layout ./state --json
 
 {EXIT_CODES_HELP}"))]
 pub struct PullArgs {
@@ -116,9 +142,17 @@ pub struct PullArgs {
     #[arg(value_name = "REF")]
     pub reference: String,
 
-    /// The OCI image layout directory to pull into (created if missing)
+    /// Write a bundle file
+    #[arg(long, short = 'o', value_name = "FILE.aspstate")]
+    pub output: Option<PathBuf>,
+
+    /// Replace the -o FILE if it exists
+    #[arg(long, requires = "output")]
+    pub force: bool,
+
+    /// Pull into this OCI image layout directory (created if missing)
     #[arg(long, value_name = "DIR")]
-    pub layout: PathBuf,
+    pub layout: Option<PathBuf>,
 
     #[command(flatten)]
     pub registry: RegistryArgs,
@@ -175,11 +209,47 @@ fn remember(reference: &Reference, bar: &TransferBar) {
     }
 }
 
+/// What `asp push` reads, and where to.
+fn push_source(args: &PushArgs) -> Result<(Box<dyn PushSource>, Reference, String)> {
+    match (&args.layout, &args.second) {
+        (Some(dir), None) => {
+            let reference = parse_reference(&args.first)?;
+            let layout = Layout::open(dir)?;
+            let source = LayoutSource::select(layout, args.manifest.as_deref(), reference.tag())?;
+            Ok((Box::new(source), reference, dir.display().to_string()))
+        }
+        (Some(_), Some(_)) => Err(Error::Usage(format!(
+            "push either a bundle ({} REF) or --layout DIR, not both",
+            args.first
+        ))
+        .into()),
+        (None, Some(reference)) => {
+            let reference = parse_reference(reference)?;
+            let path = PathBuf::from(&args.first);
+            let bundle = BundleFile::open(&path)?;
+            Ok((Box::new(bundle), reference, path.display().to_string()))
+        }
+        (None, None) => Err(Error::Usage(format!(
+            "what to push to {}? Give a bundle first (asp push FILE.aspstate REF), or --layout DIR",
+            args.first
+        ))
+        .into()),
+    }
+}
+
+/// A push's `--json` answer.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Pushed<'a> {
+    source: &'a str,
+    #[serde(flatten)]
+    report: &'a PushReport,
+    /// Blob bytes not sent: already there or mounted.
+    bytes_skipped: u64,
+}
+
 pub fn run_push(args: PushArgs) -> Result<Exit> {
-    let reference = parse_reference(&args.reference)?;
-    let layout = Layout::open(&args.layout)?;
-    let manifest = layout.select(args.manifest.as_deref(), reference.tag())?;
-    let bytes = layout.read_manifest(&manifest, &Limits::default())?;
+    let (source, reference, shown) = push_source(&args)?;
     let bar = TransferBar::new(args.common.quiet, "push");
     let client = connect(&reference, &args.registry, &bar)?;
     let mount_from = match &args.from {
@@ -193,18 +263,23 @@ pub fn run_push(args: PushArgs) -> Result<Exit> {
         mount_from,
         ..PushOptions::default()
     };
-    let result = push(&client, &reference, &bytes, &layout, &opts, &bar);
+    let result = push_from(&client, &reference, source.as_ref(), &opts, &bar);
     bar.clear();
     let report = result?;
     remember(&reference, &bar);
     if args.common.json {
+        let answer = Pushed {
+            source: &shown,
+            report: &report,
+            bytes_skipped: report.bytes_present + report.bytes_mounted,
+        };
         println!(
             "{}",
-            serde_json::to_string(&report).expect("a report serialises")
+            serde_json::to_string(&answer).expect("a report serialises")
         );
     } else {
         let mut line = format!(
-            "pushed {}@{}: {} uploaded ({}), {} already there ({})",
+            "pushed {shown} to {}@{}: {} uploaded ({}), {} already there ({})",
             strip_tag_digest(&reference),
             report.digest,
             human::count(report.blobs_uploaded, "blob", "blobs"),
@@ -225,37 +300,89 @@ pub fn run_push(args: PushArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
+/// Where `asp pull` writes.
+enum Sink {
+    Layout(LayoutSink),
+    Bundle(BundleSink),
+}
+
+impl Sink {
+    fn as_dyn(&self) -> &dyn PullSink {
+        match self {
+            Sink::Layout(s) => s,
+            Sink::Bundle(s) => s,
+        }
+    }
+}
+
+fn pull_sink(args: &PullArgs) -> Result<(Sink, PathBuf)> {
+    match (&args.output, &args.layout) {
+        (Some(file), None) => Ok((
+            Sink::Bundle(BundleSink::new(file, args.force, Some(crate::generator()))?),
+            file.clone(),
+        )),
+        (None, Some(dir)) => Ok((Sink::Layout(LayoutSink::new(dir)?), dir.clone())),
+        _ => unreachable!("clap requires exactly one of -o and --layout"),
+    }
+}
+
+/// A pull's `--json` answer.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Pulled<'a> {
+    #[serde(flatten)]
+    report: &'a PullReport,
+    /// The bundle or layout written.
+    output: &'a std::path::Path,
+    /// The bundle file's size (`-o`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bundle_bytes: Option<u64>,
+}
+
 pub fn run_pull(args: PullArgs) -> Result<Exit> {
     let reference = parse_reference(&args.reference)?;
-    let sink = LayoutSink::new(&args.layout)?;
+    let (sink, output) = pull_sink(&args)?;
     // Fail early on a destination that cannot be staged in.
-    sink.staging_parent()?;
+    sink.as_dyn().staging_parent()?;
     let bar = TransferBar::new(args.common.quiet, "pull");
     let client = connect(&reference, &args.registry, &bar)?;
     let opts = PullOptions {
         jobs: usize::from(args.registry.jobs),
         ..PullOptions::default()
     };
-    let result = pull(&client, &reference, &sink, &opts, &bar);
+    let result = pull(&client, &reference, sink.as_dyn(), &opts, &bar);
     bar.clear();
     let report = result?;
     remember(&reference, &bar);
+    let bundle_bytes = match &sink {
+        Sink::Bundle(b) => b.written(),
+        Sink::Layout(_) => None,
+    };
     if args.common.json {
+        let answer = Pulled {
+            report: &report,
+            output: &output,
+            bundle_bytes,
+        };
         println!(
             "{}",
-            serde_json::to_string(&report).expect("a report serialises")
+            serde_json::to_string(&answer).expect("a report serialises")
         );
     } else {
-        println!(
+        let mut line = format!(
             "pulled {}@{} into {}: {} downloaded ({}), {} already there ({})",
             strip_tag_digest(&reference),
             report.digest,
-            args.layout.display(),
+            output.display(),
             human::count(report.blobs_downloaded, "blob", "blobs"),
             human::bytes(report.bytes_downloaded),
             report.blobs_present,
             human::bytes(report.bytes_present),
         );
+        if let Some(n) = bundle_bytes {
+            line.push_str(&format!("; bundle of {}", human::bytes(n)));
+        }
+        println!("{line}");
     }
     Ok(Exit::Ok)
 }

@@ -12,10 +12,13 @@
 //! - [`client`]: HTTPS by default, basic and bearer-token auth (the distribution token flow);
 //! - [`manifest`]: the artifact's shape and the checks a pulled manifest must pass;
 //! - [`push`] and [`pull`]: thin uploads, hostile downloads, staged and committed all at once;
-//! - [`layout`]: an OCI image layout directory as the source of a push and the sink of a pull.
+//! - [`source`]: what a push reads (a manifest and its blobs), whatever holds them;
+//! - [`layout`] and [`bundle`]: an OCI image layout directory and a bundle zip, each the source
+//!   of a push and the sink of a pull.
 //!
 //! The algorithms, limits and what real registries accepted are in `spec/registry.md`.
 
+pub mod bundle;
 pub mod client;
 pub mod credentials;
 pub mod error;
@@ -26,6 +29,7 @@ pub mod push;
 pub mod reference;
 pub mod remotes;
 pub mod secret;
+pub mod source;
 pub mod transfer;
 
 mod auth;
@@ -38,4 +42,5 @@ pub use manifest::{ARTIFACT_TYPE, Artifact};
 pub use pull::{PullOptions, PullReport, PullSink, pull};
 pub use push::{PushOptions, PushReport, push};
 pub use reference::Reference;
+pub use source::{PushSource, push_from};
 pub use transfer::{Observer, Silent};

@@ -21,4 +21,7 @@ pub use layout::{
 };
 pub use read::{Bundle, Limits, Problem, ReadError, VerifyReport, verify_file};
 pub use write::{Compression, WriteError, WriteOptions, Written, write_file, write_to};
-pub use write2::{LAYOUT2_VERSION, Options2, ZipMethod, write_layers_file, write_layers_to};
+pub use write2::{
+    ImageZip, LAYOUT2_VERSION, Options2, ZipMethod, write_image_zip, write_layers_file,
+    write_layers_to,
+};

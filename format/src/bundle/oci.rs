@@ -32,6 +32,11 @@ pub const FILE_LAYER: &str = "application/vnd.asp.file.v1";
 
 /// Annotation on a layer compressed against a dictionary: the dictionary's layer digest.
 pub const DICTIONARY_ANNOTATION: &str = "vnd.asp.layer.dictionary";
+/// Annotation on the image manifest: the harnesses its sessions came from, sorted,
+/// comma-separated.
+pub const HARNESS_ANNOTATION: &str = "vnd.asp.harness";
+/// Annotation on the image manifest: how many sessions the snapshot holds (decimal).
+pub const SESSIONS_ANNOTATION: &str = "vnd.asp.sessions";
 /// Annotation on the image manifest: when the snapshot was made (only when asked).
 pub const CREATED_ANNOTATION: &str = "org.opencontainers.image.created";
 

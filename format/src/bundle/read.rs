@@ -415,6 +415,8 @@ pub struct Bundle {
     digest: Digest,
     image: Option<ImageManifest>,
     blobs: BTreeMap<Digest, BlobLoc>,
+    /// Every `blobs/sha256/<hex>` entry, by the digest that names it.
+    entries: BTreeMap<Digest, EntryData>,
     warnings: Vec<Problem>,
     /// The last dictionary read, for the next layer that needs it.
     dictionary: Mutex<Option<(Digest, Arc<Vec<u8>>)>>,
@@ -442,6 +444,7 @@ impl Bundle {
             digest: scan.manifest_digest.expect("no problems means a digest"),
             image: scan.image,
             blobs: scan.blobs,
+            entries: scan.entries,
             warnings: scan.warnings,
             dictionary: Mutex::new(None),
         })
@@ -492,6 +495,44 @@ impl Bundle {
     /// body its layer needs as dictionary.
     pub fn layer_of(&self, body: &Digest) -> Option<(Digest, Option<Digest>)> {
         self.blobs.get(body).map(|l| (l.layer, l.dictionary))
+    }
+
+    /// One stored blob: a `blobs/sha256/<hex>` entry exactly as it is (a compressed layer,
+    /// the image manifest, the empty config), by the digest that names it. This is what a
+    /// registry holds, so a push reads blobs from the zip as they are, with nothing decoded
+    /// and nothing unpacked to disk. Its size is checked against the descriptor before a byte
+    /// is read, its CRC-32 and sha256 at its end.
+    pub fn open_stored(&self, blob: &Descriptor) -> Result<Box<dyn Read + Send>, BlobError> {
+        let entry = self
+            .entries
+            .get(&blob.digest)
+            .ok_or(BlobError::Missing(blob.digest))?;
+        if entry.size != blob.size {
+            return Err(BlobError::SizeMismatch {
+                digest: blob.digest,
+                expected: blob.size,
+                actual: entry.size,
+            });
+        }
+        Ok(Box::new(VerifyingReader::new(
+            entry.raw_reader(&self.file),
+            *blob,
+        )))
+    }
+
+    /// The exact bytes of a layout 2 bundle's OCI image manifest (whose sha256 is
+    /// [`Bundle::digest`]); `None` for layout 1, which has none.
+    pub fn image_manifest_bytes(&self) -> Option<Result<Vec<u8>, BlobError>> {
+        let entry = self.image.as_ref().and(self.entries.get(&self.digest))?;
+        let mut out = Vec::with_capacity(usize::try_from(entry.size).unwrap_or(0));
+        Some(
+            self.open_stored(&Descriptor {
+                digest: self.digest,
+                size: entry.size,
+            })
+            .and_then(|mut r| r.read_to_end(&mut out).map_err(BlobError::Other))
+            .map(|_| out),
+        )
     }
 
     fn dictionary_bytes(&self, d: &Digest) -> Result<Arc<Vec<u8>>, BlobError> {

@@ -23,9 +23,9 @@ use crate::bundle::layers::{Layers, compress};
 use crate::bundle::layout::{LAYOUT_ENTRY, Layout, Manifest, blob_entry_name};
 use crate::bundle::oci::{
     ARTIFACT_TYPE, CREATED_ANNOTATION, DICTIONARY_ANNOTATION, EMPTY_BYTES, Encoding, FILE_LAYER,
-    IMAGE_MANIFEST_MEDIA_TYPE, INDEX_ENTRY, INDEX_MEDIA_TYPE, ImageIndex, ImageManifest,
-    LayerTable, NATIVE_LAYER, OCI_LAYOUT_BYTES, OCI_LAYOUT_ENTRY, OciDescriptor, STATE_LAYER,
-    TABLE_LAYER, UPDATES_LAYER, pretty,
+    HARNESS_ANNOTATION, IMAGE_MANIFEST_MEDIA_TYPE, INDEX_ENTRY, INDEX_MEDIA_TYPE, ImageIndex,
+    ImageManifest, LayerTable, NATIVE_LAYER, OCI_LAYOUT_BYTES, OCI_LAYOUT_ENTRY, OciDescriptor,
+    SESSIONS_ANNOTATION, STATE_LAYER, TABLE_LAYER, UPDATES_LAYER, pretty,
 };
 use crate::bundle::write::{WriteError, Written};
 use crate::digest::{Descriptor, Digest};
@@ -95,6 +95,31 @@ fn kinds(state: &State) -> BTreeMap<Digest, &'static str> {
     }
     for d in files {
         out.entry(d.digest).or_insert(FILE_LAYER);
+    }
+    out
+}
+
+/// The image manifest's annotations, all derived from what is packed (and the creation time
+/// only when asked for), so packing stays reproducible: when, which harnesses the sessions came
+/// from (sorted, comma-separated) and how many sessions there are. A registry lists them
+/// without fetching a layer.
+pub fn annotations(state: &State, created: Option<&str>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    if let Some(c) = created {
+        out.insert(CREATED_ANNOTATION.to_owned(), c.to_owned());
+    }
+    if let Some(sessions) = &state.sessions {
+        let harnesses: BTreeSet<&str> = sessions
+            .iter()
+            .filter_map(|s| s.harness.as_ref().map(|h| h.as_str()))
+            .collect();
+        if !harnesses.is_empty() {
+            out.insert(
+                HARNESS_ANNOTATION.to_owned(),
+                harnesses.into_iter().collect::<Vec<_>>().join(","),
+            );
+        }
+        out.insert(SESSIONS_ANNOTATION.to_owned(), sessions.len().to_string());
     }
     out
 }
@@ -184,22 +209,10 @@ pub fn write_layers_to<W: Write + Seek>(
         artifact_type: ARTIFACT_TYPE.to_owned(),
         config: OciDescriptor::empty(),
         layers: layer_list,
-        annotations: opts
-            .created
-            .as_ref()
-            .map(|c| BTreeMap::from([(CREATED_ANNOTATION.to_owned(), c.clone())])),
+        annotations: Some(annotations(&state, opts.created.as_deref())).filter(|a| !a.is_empty()),
     };
     let manifest_bytes = pretty(&manifest);
     let manifest_desc = Descriptor::of(&manifest_bytes);
-    let index = ImageIndex {
-        schema_version: 2,
-        media_type: INDEX_MEDIA_TYPE.to_owned(),
-        manifests: vec![OciDescriptor {
-            artifact_type: Some(ARTIFACT_TYPE.to_owned()),
-            ..OciDescriptor::new(IMAGE_MANIFEST_MEDIA_TYPE, manifest_desc)
-        }],
-    };
-    let index_bytes = pretty(&index);
 
     // Every blob entry, by digest: in-memory documents and staged layers.
     enum Body<'a> {
@@ -222,7 +235,71 @@ pub fn write_layers_to<W: Write + Seek>(
             .entry(staged.layer.layer)
             .or_insert((staged.layer.size, Body::Staged(staged)));
     }
+    let sizes = entries.iter().map(|(d, (s, _))| (*d, *s)).collect();
+    let zip = ImageZip {
+        generator: opts.generator.clone(),
+        zip: opts.zip,
+    };
+    let (out, size) = write_image_zip(
+        out,
+        manifest_desc,
+        &sizes,
+        &zip,
+        &mut |digest, w| match &entries[digest].1 {
+            Body::Bytes(b) => w.write_all(b),
+            Body::Staged(s) => layers.copy_to(s, w).map(|_| ()),
+        },
+        progress,
+    )?;
+    Ok((
+        out,
+        Written {
+            digest: manifest_desc.digest,
+            size,
+            blobs: descriptors.len(),
+            content_bytes,
+        },
+    ))
+}
 
+/// How a layout 2 bundle's zip is written, besides its blobs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImageZip {
+    /// Said in `aspstate-layout` (so the tool version stays out of the manifest).
+    pub generator: Option<String>,
+    pub zip: ZipMethod,
+}
+
+/// Writes the zip of a layout 2 bundle whose image manifest is `manifest`: `aspstate-layout`,
+/// `oci-layout`, an `index.json` naming the manifest, then one `blobs/sha256/<hex>` entry per
+/// digest of `blobs` (which holds the manifest itself), ascending, each filled by `copy` with
+/// exactly its size in bytes.
+///
+/// Packing and `asp pull -o` both write through here, so the same manifest, blobs and options
+/// give the same bytes, whoever writes them.
+pub fn write_image_zip<W: Write + Seek>(
+    out: W,
+    manifest: Descriptor,
+    blobs: &BTreeMap<Digest, u64>,
+    opts: &ImageZip,
+    copy: &mut dyn FnMut(&Digest, &mut dyn Write) -> io::Result<()>,
+    progress: &dyn Progress,
+) -> Result<(W, u64), WriteError> {
+    if blobs.get(&manifest.digest) != Some(&manifest.size) {
+        return Err(WriteError::Blob {
+            digest: manifest.digest,
+            source: crate::blob::BlobError::Missing(manifest.digest),
+        });
+    }
+    let index = ImageIndex {
+        schema_version: 2,
+        media_type: INDEX_MEDIA_TYPE.to_owned(),
+        manifests: vec![OciDescriptor {
+            artifact_type: Some(ARTIFACT_TYPE.to_owned()),
+            ..OciDescriptor::new(IMAGE_MANIFEST_MEDIA_TYPE, manifest)
+        }],
+    };
+    let index_bytes = pretty(&index);
     let method = |size: u64| match opts.zip {
         ZipMethod::Deflate if size >= 64 => CompressionMethod::Deflated,
         _ => CompressionMethod::Stored,
@@ -249,47 +326,39 @@ pub fn write_layers_to<W: Write + Seek>(
         zip.start_file(name, entry_options(m, bytes.len() as u64))?;
         zip.write_all(bytes).map_err(zip_io)?;
     }
-    let stored_total = entries.values().map(|(s, _)| *s).sum();
-    progress.begin("writing bundle", Some(stored_total));
-    for (digest, (size, body)) in &entries {
+    progress.begin("writing bundle", Some(blobs.values().sum()));
+    for (digest, size) in blobs {
         zip.start_file(blob_entry_name(digest), entry_options(method(*size), *size))?;
-        match body {
-            Body::Bytes(b) => zip.write_all(b).map_err(zip_io)?,
-            Body::Staged(s) => {
-                let mut w = Advance {
-                    inner: &mut zip,
-                    progress,
-                };
-                layers.copy_to(s, &mut w).map_err(zip_io)?;
-            }
-        }
-        if matches!(body, Body::Bytes(_)) {
-            progress.advance(*size);
+        let mut w = Advance {
+            inner: &mut zip,
+            progress,
+            written: 0,
+        };
+        copy(digest, &mut w).map_err(zip_io)?;
+        if w.written != *size {
+            return Err(zip_io(io::Error::other(format!(
+                "blob {digest} gave {} bytes, not {size}",
+                w.written
+            ))));
         }
     }
     progress.finish();
     let mut out = zip.finish()?;
     let size = out.stream_position().map_err(zip_io)?;
-    Ok((
-        out,
-        Written {
-            digest: manifest_desc.digest,
-            size,
-            blobs: descriptors.len(),
-            content_bytes,
-        },
-    ))
+    Ok((out, size))
 }
 
 struct Advance<'a, W: Write> {
     inner: &'a mut W,
     progress: &'a dyn Progress,
+    written: u64,
 }
 
 impl<W: Write> Write for Advance<'_, W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.inner.write(buf)?;
         self.progress.advance(n as u64);
+        self.written += n as u64;
         Ok(n)
     }
     fn flush(&mut self) -> io::Result<()> {
