@@ -13,27 +13,27 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
-const PASSWORD: &str = "Cli-pw-3b7e!staple";
-const WRONG: &str = "Nope-pw-41aa?wrong";
+pub(crate) const PASSWORD: &str = "Cli-pw-3b7e!staple";
+pub(crate) const WRONG: &str = "Nope-pw-41aa?wrong";
 
 /// A scratch home: its own HOME, docker config dir and state dir, so nothing of the machine's
 /// leaks in and the record of remotes starts empty.
-struct Home {
+pub(crate) struct Home {
     dir: tempfile::TempDir,
 }
 
 impl Home {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         fs::create_dir_all(dir.path().join("docker")).unwrap();
         Home { dir }
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    fn asp(&self) -> assert_cmd::Command {
+    pub(crate) fn asp(&self) -> assert_cmd::Command {
         let mut c = crate::support::asp();
         c.env("HOME", self.path())
             .env("DOCKER_CONFIG", self.path().join("docker"))
@@ -43,13 +43,13 @@ impl Home {
         c
     }
 
-    fn docker_config(&self, json: &str) {
+    pub(crate) fn docker_config(&self, json: &str) {
         fs::write(self.path().join("docker/config.json"), json).unwrap();
     }
 }
 
 /// Incompressible bytes, the same for the same seed.
-fn noise(seed: u64, n: usize) -> Vec<u8> {
+pub(crate) fn noise(seed: u64, n: usize) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..n)
         .map(|_| {
@@ -61,7 +61,7 @@ fn noise(seed: u64, n: usize) -> Vec<u8> {
         .collect()
 }
 
-fn make_layout(dir: &Path, bodies: &[Vec<u8>], name: &str) -> OciDescriptor {
+pub(crate) fn make_layout(dir: &Path, bodies: &[Vec<u8>], name: &str) -> OciDescriptor {
     let layout = Layout::open_or_init(dir).unwrap();
     layout.put_blob(EMPTY_JSON).unwrap();
     let layers = bodies
@@ -79,7 +79,7 @@ fn make_layout(dir: &Path, bodies: &[Vec<u8>], name: &str) -> OciDescriptor {
         .unwrap()
 }
 
-fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+pub(crate) fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     walkdir::WalkDir::new(dir)
         .into_iter()
         .map(|e| e.unwrap())
@@ -93,13 +93,13 @@ fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         .collect()
 }
 
-fn json(out: &[u8]) -> Value {
+pub(crate) fn json(out: &[u8]) -> Value {
     serde_json::from_slice(out)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
 }
 
 /// Every text a run produced, and the ways a password could hide in it.
-fn assert_no_secret(out: &std::process::Output, secret: &str, user: &str) {
+pub(crate) fn assert_no_secret(out: &std::process::Output, secret: &str, user: &str) {
     let text = format!(
         "{}\n{}",
         String::from_utf8_lossy(&out.stdout),

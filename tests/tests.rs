@@ -37,4 +37,5 @@ mod hub_steering;
 mod protocol_schemas;
 
 // Registries: asp push and asp pull against a real registry.
+mod registry_bundles;
 mod registry_cli;

@@ -3,7 +3,9 @@
 //! 1. The manifest must be ours and well-formed ([`Artifact::parse`]), and every blob it
 //!    names must open locally with its size (so nothing is half-pushed for want of a file).
 //! 2. For each distinct blob (config included: distribution 2.8 refuses a manifest whose
-//!    config blob it does not hold, even the two-byte empty one): `HEAD`; present → skipped.
+//!    config blob it does not hold, even the two-byte empty one): `HEAD`; present → skipped;
+//!    a server error (5xx) → uploaded, as a missing one (a registry killed mid-push can
+//!    answer 500 for a blob it half-recorded).
 //! 3. A missing blob is mounted from another repository of the same registry when one is
 //!    known (`POST …/uploads/?mount=<digest>&from=<repo>`; 201 = done), else uploaded
 //!    (`POST` for a session, `PUT <location>?digest=` with the bytes, read through a
@@ -170,7 +172,15 @@ fn push_blob(
     mount_ok: &AtomicBool,
     observer: &dyn Observer,
 ) -> Result<Outcome, Error> {
-    match client.blob_size(repository, blob, true)? {
+    let known = match client.blob_size(repository, blob, true) {
+        // A registry killed in the middle of a push can keep a blob it then fails to answer
+        // for (distribution's filesystem driver writes its link files in place, and answers
+        // 500 for an empty one): sending the blob again repairs it, and an upload to a
+        // registry that is really broken fails on its own.
+        Err(Error::Registry { status, .. }) if status >= 500 => None,
+        other => other?,
+    };
+    match known {
         Some(n) if n == blob.size => {
             observer.bytes(blob.size);
             return Ok(Outcome::Present);
