@@ -579,6 +579,49 @@ fn what_cannot_be_pushed_or_pulled_as_a_bundle_says_why() {
     assert!(err.contains("does not make a usable bundle"), "{err}");
     assert_only(&dest, &[]);
 
+    // A container image, and blobs from elsewhere: refused before any blob, nothing written.
+    // (A manifest over the 4 MiB limit cannot be planted: distribution will not serve it;
+    // the registry crate's tests lower the limit instead.)
+    let config = br#"{"architecture":"amd64","os":"linux"}"#;
+    let cd = asp_format::Descriptor::of(config);
+    let image = serde_json::to_vec(&json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                   "digest": cd.digest.to_string(), "size": cd.size},
+        "layers": []
+    }))
+    .unwrap();
+    reg.plant_manifest("library/busybox", "latest", &image);
+    // Layers from elsewhere (`urls`) are not fetched.
+    let foreign = serde_json::to_vec(&json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "artifactType": "application/vnd.asp.state.v1",
+        "config": {"mediaType": "application/vnd.oci.empty.v1+json",
+                   "digest": "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a",
+                   "size": 2},
+        "layers": [{"mediaType": "application/vnd.asp.file.v1", "size": 5,
+                    "digest": cd.digest.to_string(), "urls": ["https://example.com/x"]}]
+    }))
+    .unwrap();
+    reg.plant_manifest("me/foreign", "x", &foreign);
+    for (repo, code, says) in [
+        ("library/busybox:latest", 1, "not an asp state artifact"),
+        ("me/foreign:x", 4, "external URLs"),
+    ] {
+        let out = home
+            .asp()
+            .args(["pull", &format!("{}/{repo}", reg.host()), "-o"])
+            .arg(dest.join("l.aspstate"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{repo}: {err}");
+        assert!(err.contains(says), "{repo}: {err}");
+        assert_only(&dest, &[]);
+    }
+
     // Both destinations, or none, are usage errors.
     let out = home.asp().args(["pull", &reference]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
