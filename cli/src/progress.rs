@@ -153,4 +153,10 @@ impl asp_registry::Observer for TransferBar {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.message();
     }
+
+    fn committing(&self) {
+        self.message();
+        self.bar
+            .set_message(format!("{}, writing and checking", self.bar.message()));
+    }
 }

@@ -61,6 +61,9 @@ pub struct RegistryArgs {
 
 /// Push a bundle (or an OCI image layout) to a registry
 #[derive(Debug, Clone, Parser)]
+#[command(
+    override_usage = "asp push [OPTIONS] <FILE.aspstate> <REF>\n       asp push [OPTIONS] --layout <DIR> <REF>"
+)]
 #[command(after_help = format!("\
 Pushes the bundle's own OCI image manifest and blobs, read from the zip as they are: the
 registry names the artifact by the digest `asp verify` prints. Bundles of layout 1.0.0 have
@@ -84,7 +87,7 @@ Examples:
 {EXIT_CODES_HELP}"))]
 pub struct PushArgs {
     /// The bundle to push (FILE.aspstate), then REF; or only REF, with --layout
-    #[arg(value_name = "BUNDLE")]
+    #[arg(value_name = "FILE.aspstate")]
     pub first: String,
 
     /// Where to: host[:port]/name[:tag|@sha256:<hex>]
@@ -113,6 +116,9 @@ pub struct PushArgs {
 
 /// Pull an asp state artifact from a registry into a bundle (or an OCI image layout)
 #[derive(Debug, Clone, Parser)]
+#[command(
+    override_usage = "asp pull [OPTIONS] <REF> -o <FILE.aspstate>\n       asp pull [OPTIONS] <REF> --layout <DIR>"
+)]
 #[command(group(ArgGroup::new("destination").required(true).args(["output", "layout"])))]
 #[command(after_help = format!("\
 Treats what the registry sends as hostile: the manifest is refused over 4 MiB or if it is

@@ -183,6 +183,7 @@ pub fn pull(
         }
     }
     let staged = Staged { dir, files };
+    observer.committing();
     sink.commit(&artifact, reference, &staged)?;
     Ok(report)
 }

@@ -25,6 +25,9 @@ pub trait Observer: Send + Sync {
     fn bytes(&self, _n: u64) {}
     /// One blob is done, and how.
     fn blob(&self, _blob: &OciDescriptor, _outcome: Outcome) {}
+    /// Every blob is done; the destination is being written (a pull's commit, which for a
+    /// bundle means writing and checking the zip).
+    fn committing(&self) {}
 }
 
 /// Observes nothing.

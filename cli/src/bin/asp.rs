@@ -15,8 +15,8 @@ Examples:
   asp verify claude.aspstate
   asp unpack claude.aspstate --to codex --dry-run    (same as asp-unpack)
   asp hub -- gemini --acp                            (ASP in front of an ACP agent)
-  asp push --layout ./state localhost:5000/me/state:v1
-  asp pull localhost:5000/me/state:v1 --layout ./state
+  asp push claude.aspstate localhost:5000/me/state:v1
+  asp pull localhost:5000/me/state:v1 -o claude.aspstate
 
 {EXIT_CODES_HELP}"))]
 struct Cli {
