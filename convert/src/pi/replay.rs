@@ -97,12 +97,10 @@ pub fn replay(
                 let Some(m) = e.get("message") else { continue };
                 message(&e, m, cwd, &mut s, &mut announced, emit)?;
             }
-            "custom_message" => {
-                if e.get("display").and_then(Value::as_bool) == Some(true) {
-                    for b in content_blocks(e.get("content")) {
-                        let meta = pi_meta(&e, &[("customType", e.get("customType"))]);
-                        emit(Update::agent(b).with_meta("pi", meta))?;
-                    }
+            "custom_message" if e.get("display").and_then(Value::as_bool) == Some(true) => {
+                for b in content_blocks(e.get("content")) {
+                    let meta = pi_meta(&e, &[("customType", e.get("customType"))]);
+                    emit(Update::agent(b).with_meta("pi", meta))?;
                 }
             }
             "session_info" => {
@@ -347,12 +345,10 @@ fn message(
                 meta: None,
             })?;
         }
-        "custom" => {
-            if m.get("display").and_then(Value::as_bool) == Some(true) {
-                for b in content_blocks(m.get("content")) {
-                    let meta = pi_meta(e, &[("customType", m.get("customType"))]);
-                    emit(Update::agent(b).with_meta("pi", meta))?;
-                }
+        "custom" if m.get("display").and_then(Value::as_bool) == Some(true) => {
+            for b in content_blocks(m.get("content")) {
+                let meta = pi_meta(e, &[("customType", m.get("customType"))]);
+                emit(Update::agent(b).with_meta("pi", meta))?;
             }
         }
         _ => {}
