@@ -531,3 +531,69 @@ pub(crate) fn validate(home: &Path) -> Vec<String> {
     }
     problems
 }
+
+// ---------------------------------------------------------------------------------------
+// asp hub --harness pi
+
+/// `asp hub --harness pi --home HOME -- asp-scripted-agent`, as an ACP agent subprocess.
+fn pi_hub(home: &Path) -> agent_client_protocol::AcpAgent {
+    let asp = PathBuf::from(env!("CARGO_BIN_EXE_asp"));
+    let agent = asp.with_file_name(format!(
+        "asp-scripted-agent{}",
+        std::env::consts::EXE_SUFFIX
+    ));
+    assert!(
+        agent.exists(),
+        "build it: cargo build -p asp-scripted-agent"
+    );
+    agent_client_protocol::AcpAgent::from_args(vec![
+        asp.display().to_string(),
+        "hub".into(),
+        "--harness".into(),
+        HARNESS.into(),
+        "--home".into(),
+        home.display().to_string(),
+        "--".into(),
+        agent.display().to_string(),
+    ])
+    .unwrap()
+}
+
+/// Describe and export read the Pi store; an import through another hub writes sessions Pi
+/// lists (the validator) under the same ids.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hub_describes_exports_and_imports_a_pi_store() {
+    use asp_scripted_agent::client::drive;
+    use serde_json::json;
+    let mut exported = Value::Null;
+    drive(pi_hub(&sample_home()), async |c| {
+        let init = c.initialize().await;
+        let kinds = init["agentCapabilities"]["_meta"]["asp"]["agentState"]["export"].clone();
+        assert_eq!(
+            kinds,
+            json!(["sessions", "instructions", "skills", "settings"])
+        );
+        let described = c.request("_asp/state/describe", json!({})).await?;
+        assert_eq!(described["kinds"]["sessions"], 6);
+        exported = c
+            .request("_asp/state/export", json!({"kinds": kinds}))
+            .await?;
+        Ok(())
+    })
+    .await;
+    let dest = tmp();
+    let mut answer = Value::Null;
+    drive(pi_hub(dest.path()), async |c| {
+        c.initialize().await;
+        answer = c
+            .request("_asp/state/import", json!({"state": exported["state"]}))
+            .await?;
+        Ok(())
+    })
+    .await;
+    assert_eq!(answer["notTaken"], json!([]), "{answer}");
+    let map = answer["sessions"].as_object().unwrap();
+    assert_eq!(map.len(), 6);
+    assert!(map.iter().all(|(k, v)| v == k), "{answer}");
+    assert_eq!(validate(dest.path()), Vec::<String>::new());
+}
