@@ -8,7 +8,12 @@
 
 // A build without any harness runs none of the rules.
 #![cfg_attr(
-    not(any(feature = "claude-code", feature = "codex", feature = "gemini")),
+    not(any(
+        feature = "claude-code",
+        feature = "codex",
+        feature = "gemini",
+        feature = "pi"
+    )),
     allow(dead_code, unused_imports)
 )]
 
@@ -96,6 +101,7 @@ contract! {
     claude_code => "claude-code" if "claude-code";
     codex => "codex" if "codex";
     gemini => "gemini" if "gemini";
+    pi => "pi" if "pi";
 }
 
 #[test]
@@ -125,6 +131,8 @@ fn validator(harness: &str) -> Option<Validator> {
         "codex" => Some(crate::codex::validate),
         #[cfg(feature = "gemini")]
         "gemini" => Some(crate::gemini::validate),
+        #[cfg(feature = "pi")]
+        "pi" => Some(crate::pi::validate),
         _ => None,
     }
 }

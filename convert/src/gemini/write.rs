@@ -382,6 +382,9 @@ impl Sessions<'_, '_> {
             let dir = files[0].dir.clone();
             let chats = self.gemini.join("tmp").join(&dir).join("chats");
             let dirs = self.project_chats(&dir, s.cwd.as_deref());
+            if self.planned_earlier(&planned) {
+                continue;
+            }
             let outcome = match place::check(&dirs, &gid, parent.as_deref(), &planned)? {
                 Check::Conflict => continue,
                 Check::AlreadyThere => false,
@@ -403,6 +406,21 @@ impl Sessions<'_, '_> {
         Ok(Err(format!(
             "session {id}: {MAX_COPIES} different versions of it are already in Gemini; not written"
         )))
+    }
+
+    /// Whether a dry run already planned another session's file at one of these paths. Two
+    /// sessions whose ids share their first 8 characters (UUID v7 ids made within a minute of
+    /// each other, as Pi's are) get the same chat name in the same minute: the real run finds
+    /// the first one's file there and keeps the second beside it, and so must the dry run,
+    /// which wrote nothing.
+    fn planned_earlier(&self, planned: &[Planned]) -> bool {
+        if !self.writer.is_dry_run() {
+            return false;
+        }
+        let changes = self.writer.changes();
+        planned.iter().any(|p| {
+            changes.contains(&crate::kit::fsops::Change::Create(p.path.clone())) && !p.path.exists()
+        })
     }
 
     fn note_copy(&self, id: &str, name: &str, gid: &str, chats: &Path) {
@@ -566,6 +584,9 @@ impl Sessions<'_, '_> {
             }];
             let parent_gid = parent.map(|p| p.gid.as_str());
             let dirs = self.project_chats(&dir, Some(&cwd));
+            if self.planned_earlier(&planned) {
+                continue;
+            }
             let written = match place::check(&dirs, &gid, parent_gid, &planned)? {
                 Check::Conflict => continue,
                 Check::AlreadyThere => false,

@@ -1,0 +1,198 @@
+//! Pi (`@mariozechner/pi-coding-agent`, ACP through `pi-acp`): the agent dir `~/.pi/agent/`
+//! (`$PI_CODING_AGENT_DIR`) and the shared `~/.agents/skills/`.
+//!
+//! | kind | where | module |
+//! |---|---|---|
+//! | sessions | `A/sessions/--<cwd>--/<time>_<id>.jsonl`, a tree of entries | [`survey`], [`read`] ([`entries`]) → [`replay`]; [`write`](mod@write) ← [`compose`] |
+//! | instructions | `A/AGENTS.md` (else `A/CLAUDE.md`) | [`instructions`] |
+//! | skills | `A/skills/`, `.agents/skills/` | [`skills`] |
+//! | settings | `defaultProvider`/`defaultModel`, `defaultThinkingLevel` in `A/settings.json` | [`settings`] |
+//!
+//! Pi has no MCP servers and no memory store, so this converter neither gives nor takes
+//! those kinds; `auth.json` and the keys in `models.json` are credentials and never read.
+//! Where things are: [`layout`]; ids and names: [`ids`]; tool calls: [`calls`]. The facts
+//! behind every rule are in `spec/harnesses/pi.md` (verified against Pi 0.73.1 and pi-acp
+//! 0.0.24).
+
+mod calls;
+mod compose;
+mod entries;
+mod ids;
+mod instructions;
+mod layout;
+mod read;
+mod replay;
+mod settings;
+mod skills;
+mod survey;
+mod write;
+
+use asp_format::answer::ImportAnswer;
+use asp_format::kind::{KindSet, StateKind};
+use asp_format::name::HarnessName;
+use asp_format::state::{Session, State};
+
+use crate::error::ConvertError;
+use crate::harness::{
+    Capabilities, Harness, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
+    WriteContext,
+};
+use crate::kit::placement::Tally;
+use layout::Layout;
+
+/// The harness's name.
+pub const NAME: &str = "pi";
+
+/// The Pi converter.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Pi;
+
+/// What Pi keeps: everything but MCP servers and memory, which it has no place for.
+fn kinds() -> KindSet {
+    KindSet::EMPTY
+        .with(StateKind::Sessions)
+        .with(StateKind::Instructions)
+        .with(StateKind::Skills)
+        .with(StateKind::Settings)
+}
+
+impl Harness for Pi {
+    fn name(&self) -> HarnessName {
+        HarnessName::new(NAME).expect("a valid harness name")
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            export: kinds(),
+            import: kinds(),
+        }
+    }
+
+    fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {
+        survey::survey(&Layout::of(ctx.home), ctx)
+    }
+
+    fn read_session(
+        &self,
+        ctx: &SessionContext<'_>,
+        entry: &Surveyed,
+    ) -> Result<Vec<Session>, ConvertError> {
+        read::read_session(&Layout::of(ctx.home), ctx, entry)
+    }
+
+    fn read_kinds(&self, ctx: &ReadContext<'_>) -> Result<State, ConvertError> {
+        let layout = Layout::of(ctx.home);
+        let wants = |k| ctx.kinds.contains(k);
+        let mut state = State::default();
+        if wants(StateKind::Instructions) {
+            state.instructions = instructions::read(&layout, ctx)?;
+        }
+        if wants(StateKind::Skills) {
+            state.skills = Some(skills::read(&layout, ctx)?);
+        }
+        if wants(StateKind::Settings) {
+            state.settings = settings::read(&layout, ctx);
+        }
+        Ok(state)
+    }
+
+    fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {
+        let layout = Layout::of(ctx.home);
+        let mut answer = ImportAnswer::default();
+        let state = ctx.state;
+        if let Some(list) = &state.sessions {
+            let mut tally = Tally::new(&mut answer, StateKind::Sessions, list.len());
+            write::Sessions::new(&layout, ctx).write_all(list, &mut tally)?;
+            tally.finish();
+        }
+        if let Some(i) = &state.instructions {
+            instructions::write(&layout, ctx, i, &mut answer)?;
+        }
+        if let Some(list) = &state.skills {
+            skills::write(&layout, ctx, list, &mut answer)?;
+        }
+        if let Some(s) = &state.settings {
+            settings::write(&layout, ctx, s, &mut answer)?;
+        }
+        Ok(answer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kit::report::Diagnostics;
+    use asp_format::blob::MemoryStore;
+    use asp_format::progress::Quiet;
+
+    fn sample() -> crate::harness::Home {
+        crate::harness::Home::at(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/pi"),
+        )
+    }
+
+    #[test]
+    fn the_sample_reads_as_expected_md_says() {
+        let home = sample();
+        let d = Diagnostics::new();
+        let survey = Pi
+            .survey(&SurveyContext {
+                home: &home,
+                diagnostics: &d,
+            })
+            .unwrap();
+        assert_eq!(survey.sessions.len(), 6);
+        let blobs = MemoryStore::new();
+        let ctx = SessionContext {
+            home: &home,
+            blobs: &blobs,
+            diagnostics: &d,
+            progress: &Quiet,
+            options: crate::harness::ReadOptions::default(),
+        };
+        let mut counts = std::collections::BTreeMap::new();
+        for e in &survey.sessions {
+            let s = Pi.read_session(&ctx, e).unwrap().remove(0);
+            let text = asp_format::blob::BlobSource::read_all(&blobs, &s.updates).unwrap();
+            let mut c = [0usize; 5];
+            for line in text.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                let v: serde_json::Value = serde_json::from_slice(line).unwrap();
+                let k = [
+                    "user_message_chunk",
+                    "agent_thought_chunk",
+                    "agent_message_chunk",
+                    "tool_call",
+                    "tool_call_update",
+                ];
+                if let Some(i) = k.iter().position(|k| v["update"]["sessionUpdate"] == *k) {
+                    c[i] += 1;
+                }
+            }
+            counts.insert(s.id.to_string(), (s.title.clone(), c));
+        }
+        assert!(d.is_empty(), "{:?}", d.items());
+        let expect = [
+            (
+                "01a23401-fede-73bb-a519-9d9e83d26f55",
+                "Fix discount codes in checkout",
+                [3, 5, 5, 7, 7],
+            ),
+            (
+                "01a23402-0d6b-74ff-8fad-ba5741d5af9e",
+                "Where the discount table lives",
+                [2, 2, 2, 1, 1],
+            ),
+            (
+                "01a23402-1481-743f-af52-78f1c73ba8d2",
+                "Document the discount codes (fork)",
+                [2, 1, 3, 1, 1],
+            ),
+            ("01a23402-1d89-7140-8970-cd7348199b16", "", [3, 0, 3, 4, 4]),
+            ("01a23402-2afd-777f-8a31-54819d5a97b9", "", [2, 1, 1, 0, 0]),
+            ("01a23402-34b7-7388-8129-ef78ff38aa87", "", [3, 1, 3, 4, 4]),
+        ];
+        for (id, title, c) in expect {
+            assert_eq!(counts[id], (title.to_owned(), c), "{id}");
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Reading one surveyed session: the file is streamed once (into its blob when native files
+//! are kept, and into the [`Indexer`]), the current branch is found from the skeletons, and
+//! the branch's entries are read back one at a time by offset for the replay.
+
+use std::io::{self, Read, Write};
+
+use asp_format::blob::BlobError;
+use asp_format::name::{HarnessName, RelPath};
+use asp_format::state::{FileEntry, Meta, Native, Session};
+use asp_format::update::UpdateWriter;
+use serde_json::{Value, json};
+
+use super::NAME;
+use super::entries::{self, Indexer, Lines};
+use super::layout::Layout;
+use super::replay;
+use super::survey::Plan;
+use crate::error::ConvertError;
+use crate::harness::{SessionContext, Surveyed};
+use crate::kit::fsops::is_executable;
+
+pub fn read_session(
+    layout: &Layout,
+    ctx: &SessionContext<'_>,
+    entry: &Surveyed,
+) -> Result<Vec<Session>, ConvertError> {
+    let plan: &Plan = entry.plan();
+    let path = &plan.source.path;
+    let d = ctx.diagnostics;
+    let mut file = match plan.source.open() {
+        Ok(f) => f,
+        Err(e) => {
+            d.skipped(path, None, format!("cannot be read ({e}); not carried"));
+            return Ok(Vec::new());
+        }
+    };
+    let exec = file
+        .file_mut()
+        .metadata()
+        .map(|m| is_executable(&m))
+        .unwrap_or(false);
+    let mut blob = if ctx.options.native {
+        Some(ctx.blobs.begin()?)
+    } else {
+        None
+    };
+    let mut ix = Indexer::new(path, d);
+    let mut buf = vec![0; 1 << 16];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                d.skipped(path, None, format!("cannot be read ({e}); not carried"));
+                return Ok(Vec::new());
+            }
+        };
+        if let Some(w) = blob.as_mut() {
+            w.write_all(&buf[..n]).map_err(BlobError::from)?;
+        }
+        ix.feed(&buf[..n]);
+    }
+    let index = ix.finish();
+    let Some(header) = index.header.clone() else {
+        // Reported by the indexer; the survey saw a header, so the file was replaced since.
+        return Ok(Vec::new());
+    };
+    let rel = layout.virtual_path(path);
+    let files = match blob {
+        Some(w) => {
+            let content = w.finish()?;
+            match rel.as_deref().map(RelPath::new) {
+                Some(Ok(p)) => Some(vec![FileEntry {
+                    path: p,
+                    executable: exec,
+                    content,
+                }]),
+                _ => {
+                    d.skipped(
+                        path,
+                        None,
+                        "this file's name cannot be carried portably; left out of the session's \
+                         native files",
+                    );
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+
+    let branch = entries::branch(&index, path, d);
+    let mut raw = file.into_file();
+    let mut lines = Lines {
+        path,
+        file: &mut raw,
+        diagnostics: d,
+    };
+    let records = &index.records;
+    let loaded = branch.path.iter().filter_map(|&i| lines.load(&records[i]));
+    let mut w = UpdateWriter::derived(ctx.blobs, FileEntry::find(&files, &rel))?;
+    let sid = entry.id.as_str().to_owned();
+    let summary = replay::replay(loaded, Some(&header.cwd), &mut |u| {
+        w.push(&u.to_params(&sid))?;
+        Ok(())
+    })?;
+    let updates = w.finish()?;
+
+    let updated_at = records
+        .iter()
+        .rev()
+        .take(64)
+        .filter_map(|r| lines.load(r))
+        .find_map(|v| {
+            v.get("timestamp")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .or_else(|| header.timestamp.clone())
+        .filter(|t| crate::kit::time::parse(t).is_some());
+
+    let mut pi = summary.meta;
+    if let Some(v) = header.version {
+        pi.insert("version".into(), json!(v));
+    }
+    if let Some(p) = &header.parent_session {
+        pi.insert("parentSession".into(), json!(p));
+    }
+    if let Some(t) = &header.timestamp {
+        pi.insert("startedAt".into(), json!(t));
+    }
+    if let Some(r) = &rel {
+        pi.insert("file".into(), json!(r));
+    }
+    if let Some(l) = &branch.leaf {
+        pi.insert("leafId".into(), json!(l));
+    }
+    if branch.abandoned > 0 {
+        pi.insert("abandonedEntries".into(), json!(branch.abandoned));
+    }
+    if let Some(m) = &summary.model {
+        pi.insert("model".into(), json!(m));
+    }
+    if let Some(t) = &summary.thinking_level {
+        pi.insert("thinkingLevel".into(), json!(t));
+    }
+    let mut meta = Meta::new();
+    meta.insert("pi".into(), Value::Object(pi));
+    let harness = HarnessName::new(NAME).expect("a valid harness name");
+    Ok(vec![Session {
+        id: entry.id.clone(),
+        title: summary.title.unwrap_or_default(),
+        harness: Some(harness.clone()),
+        cwd: Some(header.cwd),
+        updated_at,
+        updates,
+        native: files.map(|files| Native { harness, files }),
+        meta: Some(meta),
+    }])
+}

@@ -1,0 +1,154 @@
+//! Settings: the session options pi-acp offers, kept in `A/settings.json`.
+//!
+//! | option id | `settings.json` | values |
+//! |---|---|---|
+//! | `model` | `defaultProvider` + `defaultModel` | `provider/modelId` (pi-acp's model ids) |
+//! | `mode` | `defaultThinkingLevel` | `off`, `minimal`, `low`, `medium`, `high`, `xhigh` |
+//!
+//! Everything else (theme, compaction, retry, packages, ...) configures Pi itself and stays
+//! where it is. A value the user has set is never replaced.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use asp_format::answer::ImportAnswer;
+use asp_format::kind::StateKind;
+use asp_format::state::{SettingValue, Settings};
+use serde_json::{Map, Value, json};
+
+use super::layout::Layout;
+use crate::error::ConvertError;
+use crate::harness::{ReadContext, WriteContext};
+use crate::kit::placement::Tally;
+
+pub const LEVELS: &[&str] = &["off", "minimal", "low", "medium", "high", "xhigh"];
+
+/// `settings.json` as an object; `Ok(None)` when there is none.
+fn load(path: &Path) -> Result<Option<Map<String, Value>>, String> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{} cannot be read ({e})", path.display())),
+    };
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(o)) => Ok(Some(o)),
+        Ok(_) => Err(format!("{} is not a JSON object", path.display())),
+        Err(e) => Err(format!(
+            "{} is not JSON (line {}, column {}: {e})",
+            path.display(),
+            e.line(),
+            e.column()
+        )),
+    }
+}
+
+pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Settings> {
+    let path = layout.settings();
+    let o = match load(&path) {
+        Ok(Some(o)) => o,
+        Ok(None) => return None,
+        Err(why) => {
+            ctx.diagnostics
+                .skipped(&path, None, format!("{why}; settings not read"));
+            return None;
+        }
+    };
+    let s = |k: &str| o.get(k).and_then(Value::as_str);
+    let mut out = Settings::new();
+    if let (Some(p), Some(m)) = (s("defaultProvider"), s("defaultModel")) {
+        out.insert("model".into(), SettingValue::Select(format!("{p}/{m}")));
+    }
+    if let Some(l) = s("defaultThinkingLevel") {
+        out.insert("mode".into(), SettingValue::Select(l.to_owned()));
+    }
+    Some(out)
+}
+
+pub fn write(
+    layout: &Layout,
+    ctx: &WriteContext<'_>,
+    settings: &Settings,
+    answer: &mut ImportAnswer,
+) -> Result<(), ConvertError> {
+    let mut tally = Tally::new(answer, StateKind::Settings, settings.len());
+    let path = layout.settings();
+    let (mut o, existed) = match load(&path) {
+        Ok(Some(o)) => (o, true),
+        Ok(None) => (Map::new(), false),
+        Err(why) => {
+            tally.refuse(format!(
+                "{why}; asp does not edit a settings file it cannot read"
+            ));
+            tally.finish();
+            return Ok(());
+        }
+    };
+    let before = o.clone();
+    let set = |o: &mut Map<String, Value>, pairs: &[(&str, &str)], tally: &mut Tally<'_>| {
+        let clash: Vec<String> = pairs
+            .iter()
+            .filter_map(|(k, v)| match o.get(*k) {
+                Some(old) if old.as_str() != Some(v) => Some(format!("{k} = {old}")),
+                _ => None,
+            })
+            .collect();
+        if clash.is_empty() {
+            for (k, v) in pairs {
+                o.insert((*k).to_owned(), json!(v));
+            }
+            tally.taken();
+        } else {
+            tally.refuse(format!(
+                "{} already sets {}, so that was kept; the carried {} was not written",
+                path.display(),
+                clash.join(", "),
+                pairs.iter().map(|(_, v)| *v).collect::<Vec<_>>().join("/")
+            ));
+        }
+    };
+    for (id, value) in settings {
+        let SettingValue::Select(v) = value else {
+            tally.refuse(format!(
+                "Pi has no on/off session option {id:?}; not written"
+            ));
+            continue;
+        };
+        match id.as_str() {
+            "model" => match v.split_once('/') {
+                Some((p, m)) if !p.is_empty() && !m.is_empty() => {
+                    set(
+                        &mut o,
+                        &[("defaultProvider", p), ("defaultModel", m)],
+                        &mut tally,
+                    );
+                }
+                _ => tally.refuse(format!(
+                    "the model {v:?} names no provider, and Pi keeps its default model as a \
+                     provider and a model id; not written"
+                )),
+            },
+            "mode" if LEVELS.contains(&v.as_str()) => {
+                set(&mut o, &[("defaultThinkingLevel", v)], &mut tally);
+            }
+            "mode" => tally.refuse(format!(
+                "Pi's modes are thinking levels ({}); it has no mode {v:?}; not written",
+                LEVELS.join(", ")
+            )),
+            other => tally.refuse(format!(
+                "Pi has no session option {other:?} (value {v:?}); not written"
+            )),
+        }
+    }
+    if o != before {
+        let mut bytes = serde_json::to_vec_pretty(&Value::Object(o)).expect("serialises");
+        if existed {
+            ctx.writer.replace(&path, &bytes)?;
+        } else {
+            bytes.push(b'\n');
+            ctx.writer.create_new(&path, &bytes, false)?;
+        }
+    }
+    tally.finish();
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! Listing Pi's sessions without reading them: every `*.jsonl` under `A/sessions/`, at any
+//! depth (as pi-acp lists them, so a flat `sessionDir` layout or a file in another cwd's
+//! directory is found too), whose first line is a session header. The header names the
+//! session; the file is all its read depends on.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+
+use asp_format::name::SessionId;
+
+use super::entries::Header;
+use super::layout::Layout;
+use crate::error::ConvertError;
+use crate::harness::{Survey, SurveyContext, Surveyed};
+use crate::kit::source::SourceFile;
+
+/// What reading one session needs.
+#[derive(Debug)]
+pub struct Plan {
+    pub source: SourceFile,
+}
+
+/// How much of the first line is looked at (pi-acp reads 64 KiB).
+const HEAD: u64 = 64 * 1024;
+
+fn first_line(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    let mut r = BufReader::new(File::open(path)?.take(HEAD));
+    let mut line = Vec::new();
+    r.read_until(b'\n', &mut line)?;
+    Ok(line)
+}
+
+/// The session files of the agent dir, sorted by path.
+pub fn session_files(layout: &Layout) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = walkdir::WalkDir::new(layout.sessions())
+        .follow_links(true)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .map(walkdir::DirEntry::into_path)
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    out.sort();
+    out
+}
+
+pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {
+    let d = ctx.diagnostics;
+    let mut out = Vec::new();
+    let mut seen: HashMap<String, PathBuf> = HashMap::new();
+    for path in session_files(layout) {
+        let source = match SourceFile::stat(&path, true) {
+            Ok(s) => s,
+            Err(e) => {
+                d.skipped(&path, None, format!("cannot be read ({e}); skipped"));
+                continue;
+            }
+        };
+        let header = match first_line(&path) {
+            Ok(line) => Header::parse(&line),
+            Err(e) => {
+                d.skipped(&path, None, format!("cannot be read ({e}); skipped"));
+                continue;
+            }
+        };
+        let Some(header) = header else {
+            d.skipped(
+                &path,
+                Some(1),
+                "not a Pi session: the first line is not a session header (Pi neither lists \
+                 nor loads it, and opening it with `pi --session` would replace it); not read",
+            );
+            continue;
+        };
+        let id = match SessionId::new(&header.id) {
+            Ok(id) => id,
+            Err(e) => {
+                d.skipped(&path, Some(1), format!("{e}; skipped"));
+                continue;
+            }
+        };
+        if let Some(first) = seen.get(&header.id) {
+            d.skipped(
+                &path,
+                Some(1),
+                format!(
+                    "session {} is also in {}, which pi-acp loads instead; this copy was not read",
+                    header.id,
+                    first.display()
+                ),
+            );
+            continue;
+        }
+        seen.insert(header.id.clone(), path.clone());
+        let files = vec![source.clone()];
+        out.push(Surveyed::new(id, files, b"", Plan { source }));
+    }
+    Ok(Survey::of(out))
+}

@@ -1,0 +1,437 @@
+//! Writing the sessions of a state into a Pi agent dir.
+//!
+//! A session packed from Pi carries its file (`Session::native`): it goes back byte for byte
+//! to the same place under `A/sessions/` (the per-cwd directory of the session's cwd, so a
+//! `--map-path` moves it with the cwd). Any other session is composed ([`super::compose`])
+//! into `A/sessions/--<cwd>--/<time>_<id>.jsonl`, as Pi names its own.
+//!
+//! A file is never written over, nor appended to (Pi appends to a session while it is open).
+//! When a session's id is already there with other content, the carried one is kept beside it
+//! under the id of `<thread>~<harness>` (then `~<harness>~2`, ...), a name-based UUID, in a
+//! file of its own whose `session_info` title says `~<harness>`; the answer maps the old id
+//! to the new one.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use asp_format::state::{Native, Session};
+use asp_format::update::UpdateLines;
+use serde_json::{Value, json};
+
+use super::compose::{self, Composed};
+use super::entries::Header;
+use super::ids::{self, name_uuid, pi_id};
+use super::layout::Layout;
+use super::settings::LEVELS;
+use super::survey::session_files;
+use crate::error::ConvertError;
+use crate::harness::WriteContext;
+use crate::kit::beside::kept_beside;
+use crate::kit::conversation::{Folder, Item};
+use crate::kit::fsops::Created;
+use crate::kit::placement::{Placement, SessionPlaced, Tally};
+use crate::kit::time;
+
+const MAX_COPIES: u32 = 100;
+
+/// The sessions already in the agent dir, by header id.
+fn existing(layout: &Layout) -> HashMap<String, PathBuf> {
+    let mut out = HashMap::new();
+    for p in session_files(layout) {
+        let Ok(f) = fs::File::open(&p) else { continue };
+        let mut line = Vec::new();
+        use std::io::{BufRead, BufReader, Read};
+        if BufReader::new(f.take(64 * 1024))
+            .read_until(b'\n', &mut line)
+            .is_err()
+        {
+            continue;
+        }
+        if let Some(h) = Header::parse(&line) {
+            out.entry(h.id).or_insert(p);
+        }
+    }
+    out
+}
+
+/// What a planned file came to.
+enum Outcome {
+    Written,
+    Same,
+    Taken,
+}
+
+pub struct Sessions<'a, 'b> {
+    pub layout: &'a Layout,
+    pub ctx: &'a WriteContext<'b>,
+    pub existing: HashMap<String, PathBuf>,
+}
+
+impl Sessions<'_, '_> {
+    pub fn new<'a, 'b>(layout: &'a Layout, ctx: &'a WriteContext<'b>) -> Sessions<'a, 'b> {
+        Sessions {
+            layout,
+            ctx,
+            existing: existing(layout),
+        }
+    }
+
+    pub fn write_all(
+        &mut self,
+        list: &[Session],
+        tally: &mut Tally<'_>,
+    ) -> Result<(), ConvertError> {
+        for s in list {
+            self.ctx.progress.item(s.id.as_str());
+            let native = s
+                .native
+                .as_ref()
+                .filter(|n| n.harness.as_str() == super::NAME && !n.files.is_empty());
+            let placed = match native {
+                Some(n) => self.restore(s, n)?,
+                None => self.convert(s)?,
+            };
+            tally.session(s.id.as_str(), placed);
+        }
+        Ok(())
+    }
+
+    /// Puts `bytes` for session `id` at `path` unless the id or the path is taken.
+    fn place(&mut self, id: &str, path: &Path, bytes: &[u8]) -> Result<Outcome, ConvertError> {
+        if let Some(there) = self.existing.get(id) {
+            return Ok(match fs::read(there) {
+                Ok(b) if b == bytes => Outcome::Same,
+                _ => Outcome::Taken,
+            });
+        }
+        match fs::read(path) {
+            Ok(b) if b == bytes => return Ok(Outcome::Same),
+            Ok(_) => return Ok(Outcome::Taken),
+            Err(_) if fs::symlink_metadata(path).is_ok() => return Ok(Outcome::Taken),
+            Err(_) => {}
+        }
+        match self.ctx.writer.create_new(path, bytes, false)? {
+            Created::New => {
+                self.existing.insert(id.to_owned(), path.to_path_buf());
+                Ok(Outcome::Written)
+            }
+            Created::AlreadyExists => Ok(Outcome::Taken),
+        }
+    }
+
+    fn note_copy(&self, id: &str, name: &str, new_id: &str, path: &Path) {
+        self.ctx.diagnostics.note(
+            path,
+            None,
+            format!(
+                "a different version of session {id} is already in Pi; the carried one was kept \
+                 beside it as {name} (Pi session id {new_id})"
+            ),
+        );
+    }
+
+    /// The directory for a session in `cwd`.
+    fn dir_for(&self, cwd: &str) -> PathBuf {
+        self.layout.sessions().join(ids::session_dir(cwd))
+    }
+
+    fn restore(&mut self, s: &Session, native: &Native) -> Result<SessionPlaced, ConvertError> {
+        let id = s.id.as_str();
+        if native.files.len() != 1 {
+            return Ok(SessionPlaced::refused(format!(
+                "session {id}: a Pi session is one file, and {} were carried; not written",
+                native.files.len()
+            )));
+        }
+        let f = &native.files[0];
+        let Some(mut path) = self.layout.session_path(f.path.as_str()) else {
+            return Ok(SessionPlaced::refused(format!(
+                "session {id}: its native file {} is not a Pi session file; not written",
+                f.path
+            )));
+        };
+        let bytes = self.ctx.blobs.read_all(&f.content)?;
+        let first_end = bytes
+            .iter()
+            .position(|b| *b == b'\n')
+            .unwrap_or(bytes.len());
+        let Some(header) = Header::parse(&bytes[..first_end]) else {
+            return Ok(SessionPlaced::refused(format!(
+                "session {id}: its file {} does not start with a session header (Pi would \
+                 replace such a file); not written",
+                f.path
+            )));
+        };
+        // A file in the per-cwd directory follows the cwd (which a --map-path may have moved).
+        let in_cwd_dir = path.parent().and_then(Path::parent) == Some(&self.layout.sessions())
+            && path
+                .parent()
+                .and_then(Path::file_name)
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n == ids::session_dir(&header.cwd));
+        if in_cwd_dir
+            && let (Some(cwd), Some(name)) = (&s.cwd, path.file_name().map(ToOwned::to_owned))
+        {
+            path = self.dir_for(cwd).join(name);
+        }
+        for n in 0..MAX_COPIES {
+            let (name, new_id, file, data) = if n == 0 {
+                (
+                    id.to_owned(),
+                    header.id.clone(),
+                    path.clone(),
+                    bytes.clone(),
+                )
+            } else {
+                let k = kept_beside(id, &s.title, Some(super::NAME), n);
+                let new_id = name_uuid(&k.name);
+                let Some(data) = renamed(&bytes, first_end, &new_id, &k.title) else {
+                    return Ok(SessionPlaced::refused(format!(
+                        "session {id}: a different version is in Pi, and its file cannot be \
+                         renamed; not written"
+                    )));
+                };
+                let stamp = header
+                    .timestamp
+                    .as_deref()
+                    .unwrap_or("1970-01-01T00:00:00.000Z");
+                let file = path.with_file_name(ids::file_name(stamp, &new_id));
+                (k.name, new_id, file, data)
+            };
+            match self.place(&new_id, &file, &data)? {
+                Outcome::Taken => continue,
+                Outcome::Same => return Ok(placed(n, new_id, Placement::AlreadyThere)),
+                Outcome::Written => {
+                    if n > 0 {
+                        self.note_copy(id, &name, &new_id, &file);
+                    }
+                    return Ok(placed(n, new_id, Placement::New));
+                }
+            }
+        }
+        Ok(SessionPlaced::refused(format!(
+            "session {id}: {MAX_COPIES} different versions of it are already in Pi; not written"
+        )))
+    }
+
+    fn fold(&self, s: &Session) -> Result<Vec<Item>, ConvertError> {
+        let mut lines = UpdateLines::open(self.ctx.blobs, &s.updates)?;
+        let mut folder = Folder::new();
+        loop {
+            match lines.next_line() {
+                Ok(Some((_, line))) => {
+                    if let Ok(mut v) = serde_json::from_str::<Value>(line)
+                        && let Some(u) = v.get_mut("update")
+                    {
+                        folder.push(u.take());
+                    }
+                }
+                Ok(None) => break,
+                Err((n, e)) => {
+                    return Err(ConvertError::carried(
+                        format!("session {}: update line {n}", s.id),
+                        e,
+                    ));
+                }
+            }
+        }
+        Ok(folder.finish())
+    }
+
+    /// The time a composed session starts at: the first time its updates carry, else its
+    /// `updatedAt`, else the time its id carries (a v7 UUID), else the Unix epoch. Never the
+    /// time of the import: the same session must give the same bytes.
+    fn start_ms(s: &Session, items: &[Item]) -> i64 {
+        let first = items.iter().find_map(|i| match i {
+            Item::User(m) | Item::Agent(m) | Item::Thought(m) => compose::meta_time(&m.metas),
+            Item::Tool(t) => compose::meta_time(std::slice::from_ref(&t.meta)),
+            _ => None,
+        });
+        first
+            .or_else(|| {
+                s.updated_at
+                    .as_deref()
+                    .and_then(time::parse)
+                    .map(time::millis)
+            })
+            .or_else(|| v7_ms(s.id.as_str()))
+            .unwrap_or(0)
+    }
+
+    fn convert(&mut self, s: &Session) -> Result<SessionPlaced, ConvertError> {
+        let id = s.id.as_str();
+        let harness = s
+            .harness
+            .as_ref()
+            .map_or_else(|| "asp".to_owned(), |h| h.as_str().to_owned());
+        let items = self.fold(s)?;
+        let cwd = match &s.cwd {
+            Some(c) => c.clone(),
+            None => {
+                let home = std::path::absolute(&self.ctx.home.dir)
+                    .unwrap_or_else(|_| self.ctx.home.dir.clone())
+                    .to_string_lossy()
+                    .into_owned();
+                self.ctx.diagnostics.note(
+                    &self.layout.sessions(),
+                    None,
+                    format!(
+                        "session {id} has no working directory; it was filed under the home \
+                         directory {home} (resume it there)"
+                    ),
+                );
+                home
+            }
+        };
+        let pi_meta = s.meta.as_ref().and_then(|m| m.get("pi"));
+        let model = pi_meta
+            .and_then(|p| p.get("model"))
+            .and_then(Value::as_str)
+            .and_then(|m| m.split_once('/'))
+            .map(|(p, m)| (p.to_owned(), m.to_owned()));
+        let thinking_level = pi_meta
+            .and_then(|p| p.get("thinkingLevel"))
+            .and_then(Value::as_str)
+            .filter(|l| LEVELS.contains(l))
+            .unwrap_or("off")
+            .to_owned();
+        let start_ms = Self::start_ms(s, &items);
+        let dir = self.dir_for(&cwd);
+        for n in 0..MAX_COPIES {
+            let (name, new_id, title) = if n == 0 {
+                (id.to_owned(), pi_id(id), s.title.clone())
+            } else {
+                let k = kept_beside(id, &s.title, Some(&harness), n);
+                (k.name.clone(), name_uuid(&k.name), k.title)
+            };
+            let composed: Composed = compose::build(
+                &items,
+                &compose::Header {
+                    id: &new_id,
+                    cwd: &cwd,
+                    title: &title,
+                    start_ms,
+                    model: model.clone(),
+                    thinking_level: thinking_level.clone(),
+                },
+            );
+            if !composed.resumable {
+                return Ok(SessionPlaced::refused(format!(
+                    "session {id} has no prompt or answer Pi can show; not written"
+                )));
+            }
+            let stamp = composed.lines[0]["timestamp"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+            let file = dir.join(ids::file_name(&stamp, &new_id));
+            if n == 0 && !composed.dropped.is_empty() {
+                self.ctx.diagnostics.note(
+                    &file,
+                    None,
+                    format!(
+                        "session {id}: {} updates have no place in a Pi session and were left out",
+                        composed.dropped.join(", ")
+                    ),
+                );
+            }
+            match self.place(&new_id, &file, &composed.bytes())? {
+                Outcome::Taken => continue,
+                Outcome::Same => return Ok(placed(n, new_id, Placement::AlreadyThere)),
+                Outcome::Written => {
+                    if n > 0 {
+                        self.note_copy(id, &name, &new_id, &file);
+                    }
+                    return Ok(placed(n, new_id, Placement::New));
+                }
+            }
+        }
+        Ok(SessionPlaced::refused(format!(
+            "session {id}: {MAX_COPIES} different versions of it are already in Pi; not written"
+        )))
+    }
+}
+
+fn placed(n: u32, id: String, how: Placement) -> SessionPlaced {
+    let how = match how {
+        Placement::New if n > 0 => Placement::Beside,
+        p => p,
+    };
+    SessionPlaced { id, placement: how }
+}
+
+/// The epoch ms a UUID v7 carries.
+fn v7_ms(id: &str) -> Option<i64> {
+    if !ids::is_uuid(id) || &id[14..15] != "7" {
+        return None;
+    }
+    let hex: String = id.chars().filter(|c| *c != '-').take(12).collect();
+    i64::from_str_radix(&hex, 16).ok()
+}
+
+/// A Pi file under a new id: the header's `id` replaced, every other line byte for byte, and
+/// a `session_info` with the marked title appended as the new leaf (a child of the last entry,
+/// so the branch Pi shows stays the same).
+fn renamed(bytes: &[u8], first_end: usize, new_id: &str, title: &str) -> Option<Vec<u8>> {
+    let mut header: Value = serde_json::from_slice(&bytes[..first_end]).ok()?;
+    header["id"] = json!(new_id);
+    let mut out = serde_json::to_vec(&header).ok()?;
+    out.extend_from_slice(&bytes[first_end..]);
+    if !out.ends_with(b"\n") {
+        out.push(b'\n');
+    }
+    let mut last_id = None;
+    let mut last_time = None;
+    for line in bytes[first_end..].split(|b| *b == b'\n') {
+        if let Ok(v) = serde_json::from_slice::<Value>(line) {
+            if let Some(i) = v.get("id").and_then(Value::as_str) {
+                last_id = Some(i.to_owned());
+            }
+            if let Some(t) = v.get("timestamp").and_then(Value::as_str) {
+                last_time = Some(t.to_owned());
+            }
+        }
+    }
+    let mut eid = ids::EntryIds::new(new_id);
+    let info_id = loop {
+        let c = eid.next();
+        if !bytes
+            .windows(c.len() + 2)
+            .any(|w| w[1..=c.len()] == *c.as_bytes() && w[0] == b'"')
+        {
+            break c;
+        }
+    };
+    let info = json!({"type": "session_info", "id": info_id, "parentId": last_id,
+                      "timestamp": last_time, "name": title});
+    out.extend_from_slice(&serde_json::to_vec(&info).ok()?);
+    out.push(b'\n');
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_copy_has_a_new_id_and_a_marked_title_as_its_leaf() {
+        let f = b"{\"type\":\"session\",\"version\":3,\"id\":\"a\",\"timestamp\":\"t0\",\"cwd\":\"/w\"}\n{\"type\":\"message\",\"id\":\"e1\",\"parentId\":null,\"timestamp\":\"t1\"}\n";
+        let end = f.iter().position(|b| *b == b'\n').unwrap();
+        let out = String::from_utf8(renamed(f, end, "b", "T ~pi").unwrap()).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].contains("\"id\":\"b\""));
+        assert_eq!(
+            lines[1],
+            "{\"type\":\"message\",\"id\":\"e1\",\"parentId\":null,\"timestamp\":\"t1\"}"
+        );
+        let info: Value = serde_json::from_str(lines[2]).unwrap();
+        assert_eq!(info["parentId"], "e1");
+        assert_eq!(info["name"], "T ~pi");
+        assert_eq!(
+            v7_ms("01a23401-fede-73bb-a519-9d9e83d26f55"),
+            Some(0x01a2_3401_fede)
+        );
+    }
+}

@@ -1,0 +1,599 @@
+//! The Pi converter, pinned against `samples/pi/EXPECTED.md`, `tests/fixtures/pi/` and
+//! `spec/harnesses/pi.md`: the sample read as the recommended stream (the current branch only,
+//! titles from `session_info`, what Pi keeps beside the conversation under `_meta.pi`), the
+//! other kinds, foreign sessions written the way Pi lists and loads them, and damaged stores.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::support::ReadBack as Read;
+use crate::support::{samples, tmp};
+use asp_convert::harness::ReadOptions;
+use asp_convert::kit::pathmap::PathMap;
+use asp_convert::kit::report::Severity;
+use asp_format::kind::{KindSet, StateKind};
+use asp_format::state::SettingValue;
+use serde_json::Value;
+
+const HARNESS: &str = "pi";
+
+fn sample_home() -> PathBuf {
+    samples().join("pi")
+}
+
+fn read_home(home: &Path) -> Read {
+    crate::support::read_home(HARNESS, home, KindSet::ALL, ReadOptions::default())
+}
+
+fn count(updates: &[Value], kind: &str) -> usize {
+    updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == kind)
+        .count()
+}
+
+/// Pi's directory name for a cwd (spec §2.1).
+fn session_dir(cwd: &str) -> String {
+    let rest = cwd.strip_prefix('/').unwrap_or(cwd);
+    format!("--{}--", rest.replace(['/', '\\', ':'], "-"))
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading the sample
+
+#[test]
+fn the_sample_reads_as_expected_md_says() {
+    let r = read_home(&sample_home());
+    assert!(r.diagnostics.is_empty(), "{:#?}", r.diagnostics);
+    let sessions = r.state.sessions.as_ref().unwrap();
+    assert_eq!(sessions.len(), 6);
+    let s1 = r.session("01a23401-fede-73bb-a519-9d9e83d26f55");
+    assert_eq!(s1.title, "Fix discount codes in checkout");
+    assert_eq!(s1.cwd.as_deref(), Some("/home/dev/shop"));
+    let u = r.updates(s1.id.as_str());
+    assert_eq!(
+        [
+            count(&u, "user_message_chunk"),
+            count(&u, "agent_thought_chunk"),
+            count(&u, "agent_message_chunk"),
+            count(&u, "tool_call"),
+            count(&u, "tool_call_update"),
+        ],
+        [3, 5, 5, 7, 7]
+    );
+    let failed = u
+        .iter()
+        .filter(|x| x["sessionUpdate"] == "tool_call_update" && x["status"] == "failed")
+        .count();
+    assert_eq!(failed, 2, "the test run and the deploy run");
+    // The user's `!` command is a call the user ran.
+    assert!(u.iter().any(|x| x["sessionUpdate"] == "tool_call"
+        && x["_meta"]["pi"]["userBash"] == true
+        && x["rawInput"]["command"] == "git status --short"));
+    let pi = &s1.meta.as_ref().unwrap()["pi"];
+    assert_eq!(pi["model"], "ollama/gpt-oss:20b");
+    assert_eq!(pi["thinkingLevel"], "high");
+    assert_eq!(pi["labels"][0]["label"], "discount-fix");
+
+    // Two leaves: the abandoned branch is not replayed.
+    let s2 = r.session("01a23402-0d6b-74ff-8fad-ba5741d5af9e");
+    let u2 = r.updates(s2.id.as_str());
+    assert_eq!(count(&u2, "user_message_chunk"), 2);
+    assert!(
+        !u2.iter()
+            .any(|x| x["content"]["text"] == "Go with a JSON file: write discounts.json.")
+    );
+    let pi2 = &s2.meta.as_ref().unwrap()["pi"];
+    assert_eq!(pi2["abandonedEntries"], 4);
+    assert_eq!(pi2["branchSummaries"].as_array().unwrap().len(), 1);
+
+    // The fork links to its source.
+    let s3 = r.session("01a23402-1481-743f-af52-78f1c73ba8d2");
+    assert!(
+        s3.meta.as_ref().unwrap()["pi"]["parentSession"]
+            .as_str()
+            .unwrap()
+            .ends_with("_01a23402-0d6b-74ff-8fad-ba5741d5af9e.jsonl")
+    );
+
+    // The compaction is not a turn; the whole branch replays.
+    let s4 = r.session("01a23402-1d89-7140-8970-cd7348199b16");
+    assert_eq!(s4.title, "", "no session_info: Pi has no name for it");
+    let u4 = r.updates(s4.id.as_str());
+    assert_eq!(count(&u4, "user_message_chunk"), 3);
+    let c = &s4.meta.as_ref().unwrap()["pi"]["compactions"][0];
+    assert_eq!(c["firstKeptEntryId"], "36f844db");
+    assert!(!u4.iter().any(|x| {
+        x["content"]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("## Goal"))
+    }));
+
+    // The image is an image block.
+    let u5 = r.updates("01a23402-2afd-777f-8a31-54819d5a97b9");
+    assert!(u5.iter().any(|x| x["sessionUpdate"] == "user_message_chunk"
+        && x["content"]["type"] == "image"
+        && x["content"]["mimeType"] == "image/png"));
+
+    // The skill invocation names its skill; the error turn is no turn.
+    let s6 = r.session("01a23402-34b7-7388-8129-ef78ff38aa87");
+    let u6 = r.updates(s6.id.as_str());
+    assert_eq!(u6[0]["_meta"]["pi"]["skill"]["name"], "route-check");
+    assert_eq!(count(&u6, "agent_message_chunk"), 3);
+    let errors = &s6.meta.as_ref().unwrap()["pi"]["errors"];
+    assert!(
+        errors[0]["errorMessage"]
+            .as_str()
+            .unwrap()
+            .starts_with("400 Invalid request")
+    );
+}
+
+#[test]
+fn the_other_kinds_are_where_pi_keeps_them_and_credentials_never() {
+    let r = read_home(&sample_home());
+    let s = &r.state;
+    assert!(s.instructions.is_some());
+    let skills: Vec<&str> = s.skills.iter().flatten().map(|k| k.name.as_str()).collect();
+    assert_eq!(skills, ["commit-style", "route-check"]);
+    assert!(s.tools.is_none(), "Pi has no MCP servers");
+    assert!(s.memory.is_none(), "Pi has no memory");
+    let settings = s.settings.as_ref().unwrap();
+    assert_eq!(
+        settings.get("model"),
+        Some(&SettingValue::Select("ollama/qwen3-coder:30b".into()))
+    );
+    assert_eq!(
+        settings.get("mode"),
+        Some(&SettingValue::Select("high".into()))
+    );
+    // Nothing of auth.json or models.json is in any blob.
+    for d in s.descriptors() {
+        let body = r.store_text(&d);
+        assert!(!body.contains("\"apiKey\""), "a key was read");
+    }
+}
+
+impl Read {
+    fn store_text(&self, d: &asp_format::Descriptor) -> String {
+        use asp_format::blob::BlobSource;
+        String::from_utf8_lossy(&self.store.read_all(d).unwrap()).into_owned()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing
+
+#[test]
+fn every_other_sample_is_written_as_pi_sessions_with_their_titles() {
+    for from in ["claude-code", "codex", "gemini"] {
+        let packed = crate::support::read_home(
+            from,
+            &samples().join(from),
+            KindSet::EMPTY.with(StateKind::Sessions),
+            ReadOptions::default(),
+        );
+        let home = tmp();
+        let (answer, _) = crate::support::write_home(
+            HARNESS,
+            home.path(),
+            &packed.state,
+            &packed.store,
+            false,
+            &PathMap::default(),
+        );
+        assert!(
+            answer.taken.contains(StateKind::Sessions),
+            "{from}: {answer:?}"
+        );
+        let problems = validate(home.path());
+        assert!(problems.is_empty(), "{from}: {problems:#?}");
+        let back = read_home(home.path());
+        for s in packed.state.sessions.iter().flatten() {
+            let Some(new) = answer.sessions.get(s.id.as_str()) else {
+                continue;
+            };
+            let b = back.session(new);
+            assert_eq!(b.title, s.title, "{from}: {}", s.id);
+            assert_eq!(b.cwd, s.cwd, "{from}: {}", s.id);
+            // Every prompt and answer text is there.
+            let texts = |u: &[Value], k: &str| -> String {
+                u.iter()
+                    .filter(|x| x["sessionUpdate"] == k)
+                    .filter_map(|x| x["content"]["text"].as_str())
+                    // A plan has no Pi form: it is written as an answer's text.
+                    .filter(|t| !t.starts_with("Plan:\n"))
+                    .collect()
+            };
+            let (src, dst) = (packed.updates(s.id.as_str()), back.updates(new));
+            assert_eq!(
+                texts(&src, "user_message_chunk"),
+                texts(&dst, "user_message_chunk"),
+                "{from}: {}",
+                s.id
+            );
+            assert_eq!(
+                texts(&src, "agent_message_chunk"),
+                texts(&dst, "agent_message_chunk"),
+                "{from}: {}",
+                s.id
+            );
+        }
+    }
+}
+
+#[test]
+fn a_foreign_copy_kept_beside_is_titled_with_its_harness() {
+    let packed = crate::support::read_home(
+        "gemini",
+        &samples().join("gemini"),
+        KindSet::EMPTY.with(StateKind::Sessions),
+        ReadOptions::default(),
+    );
+    let home = tmp();
+    let w = |home: &Path| {
+        crate::support::write_home(
+            HARNESS,
+            home,
+            &packed.state,
+            &packed.store,
+            false,
+            &PathMap::default(),
+        )
+        .0
+    };
+    let first = w(home.path());
+    // The user goes on with one of them in Pi.
+    let s = packed
+        .state
+        .sessions
+        .iter()
+        .flatten()
+        .find(|s| !s.title.is_empty())
+        .unwrap();
+    let id = &first.sessions[s.id.as_str()];
+    let file = crate::support::files_under(home.path())
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with(&format!("_{id}.jsonl")))
+        .unwrap();
+    let mut bytes = fs::read(&file).unwrap();
+    bytes.extend_from_slice(b"{\"type\":\"label\",\"id\":\"zz000001\",\"parentId\":null,\"timestamp\":\"2026-12-02T00:00:00.000Z\",\"targetId\":\"x\",\"label\":\"mine\"}\n");
+    fs::write(&file, &bytes).unwrap();
+    let second = w(home.path());
+    let copy = &second.sessions[s.id.as_str()];
+    assert_ne!(copy, id);
+    assert_eq!(fs::read(&file).unwrap(), bytes, "the one there is kept");
+    let back = read_home(home.path());
+    assert_eq!(back.session(copy).title, format!("{} ~gemini", s.title));
+}
+
+// ---------------------------------------------------------------------------------------
+// Damaged stores (tests/fixtures/pi/)
+
+fn fixture_home(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let home = tmp();
+    let dir = home
+        .path()
+        .join(".pi/agent/sessions")
+        .join(session_dir("/home/dev/shop"));
+    fs::create_dir_all(&dir).unwrap();
+    let src = crate::support::root().join("tests/fixtures/pi").join(name);
+    let file = dir.join(name);
+    fs::copy(&src, &file).unwrap();
+    (home, file)
+}
+
+fn skipped_at(r: &Read, file: &Path) -> Vec<(Option<u64>, String)> {
+    r.diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Skipped && d.file.as_deref() == Some(file))
+        .map(|d| (d.line, d.message.clone()))
+        .collect()
+}
+
+fn native_bytes(r: &Read, id: &str) -> Vec<u8> {
+    use asp_format::blob::BlobSource;
+    let s = r.session(id);
+    r.store
+        .read_all(&s.native.as_ref().unwrap().files[0].content)
+        .unwrap()
+}
+
+#[test]
+fn a_truncated_last_line_is_named_and_the_rest_is_read() {
+    let name = "2026-12-01T10-00-00-000Z_01a20000-0000-7000-8000-000000000001.jsonl";
+    let (home, file) = fixture_home(name);
+    let r = read_home(home.path());
+    let s = skipped_at(&r, &file);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(s[0].0, Some(6));
+    assert!(s[0].1.contains("cut off"), "{}", s[0].1);
+    let id = "01a20000-0000-7000-8000-000000000001";
+    assert_eq!(count(&r.updates(id), "agent_message_chunk"), 1);
+    assert_eq!(
+        native_bytes(&r, id),
+        fs::read(&file).unwrap(),
+        "nothing lost"
+    );
+}
+
+#[test]
+fn a_broken_parent_chain_replays_what_pi_replays_and_names_the_orphan() {
+    let name = "2026-12-01T10-00-00-000Z_01a20000-0000-7000-8000-000000000002.jsonl";
+    let (home, file) = fixture_home(name);
+    let r = read_home(home.path());
+    let s = skipped_at(&r, &file);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(s[0].0, Some(5));
+    assert!(s[0].1.contains("\"gone0000\""), "{}", s[0].1);
+    let u = r.updates("01a20000-0000-7000-8000-000000000002");
+    assert_eq!(
+        count(&u, "user_message_chunk"),
+        1,
+        "only what follows the break"
+    );
+    assert_eq!(u[0]["content"]["text"], "Second prompt");
+}
+
+#[test]
+fn of_two_leaves_the_last_line_wins() {
+    let name = "2026-12-01T10-00-00-000Z_01a20000-0000-7000-8000-000000000003.jsonl";
+    let (home, _) = fixture_home(name);
+    let r = read_home(home.path());
+    let u = r.updates("01a20000-0000-7000-8000-000000000003");
+    let users: Vec<&str> = u
+        .iter()
+        .filter(|x| x["sessionUpdate"] == "user_message_chunk")
+        .filter_map(|x| x["content"]["text"].as_str())
+        .collect();
+    assert_eq!(users, ["Root prompt", "Branch B"]);
+}
+
+#[test]
+fn a_file_without_its_header_is_refused_with_its_name() {
+    let name = "2026-12-01T10-00-00-000Z_01a20000-0000-7000-8000-000000000004.jsonl";
+    let (home, file) = fixture_home(name);
+    let before = fs::read(&file).unwrap();
+    let r = read_home(home.path());
+    let s = skipped_at(&r, &file);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(s[0].0, Some(1));
+    assert!(s[0].1.contains("not a Pi session"), "{}", s[0].1);
+    assert!(r.state.sessions.is_none());
+    assert_eq!(fs::read(&file).unwrap(), before, "left as it is");
+}
+
+#[test]
+fn bytes_that_are_not_utf8_are_read_lossily_and_kept_raw() {
+    let name = "2026-12-01T10-00-00-000Z_01a20000-0000-7000-8000-000000000005.jsonl";
+    let (home, file) = fixture_home(name);
+    let r = read_home(home.path());
+    let id = "01a20000-0000-7000-8000-000000000005";
+    let note = r
+        .diagnostics
+        .iter()
+        .find(|d| d.file.as_deref() == Some(file.as_path()))
+        .unwrap();
+    assert_eq!(note.line, Some(5));
+    assert_eq!(note.severity, Severity::Note);
+    let u = r.updates(id);
+    let out = u
+        .iter()
+        .find(|x| x["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    assert!(
+        out["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains('\u{fffd}')
+    );
+    assert_eq!(native_bytes(&r, id), fs::read(&file).unwrap());
+}
+
+#[test]
+fn thousands_of_messages_stream_through() {
+    let home = tmp();
+    let dir = home
+        .path()
+        .join(".pi/agent/sessions")
+        .join(session_dir("/home/dev/shop"));
+    fs::create_dir_all(&dir).unwrap();
+    let id = "01a20000-0000-7000-8000-000000000006";
+    let mut text = format!(
+        "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2026-12-01T10:00:00.000Z\",\"cwd\":\"/home/dev/shop\"}}\n"
+    );
+    let mut parent = "null".to_owned();
+    for i in 0..5000 {
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        let content = if i % 2 == 0 {
+            format!("\"prompt {i}\"")
+        } else {
+            format!("[{{\"type\":\"text\",\"text\":\"answer {i}\"}}]")
+        };
+        let eid = format!("{i:08x}");
+        text.push_str(&format!(
+            "{{\"type\":\"message\",\"id\":\"{eid}\",\"parentId\":{parent},\"timestamp\":\"2026-12-01T10:00:00.000Z\",\"message\":{{\"role\":\"{role}\",\"content\":{content},\"timestamp\":1796119200000}}}}\n"
+        ));
+        parent = format!("\"{eid}\"");
+    }
+    fs::write(dir.join(format!("x_{id}.jsonl")), text).unwrap();
+    let r = read_home(home.path());
+    let u = r.updates(id);
+    assert_eq!(count(&u, "user_message_chunk"), 2500);
+    assert_eq!(count(&u, "agent_message_chunk"), 2500);
+}
+
+// ---------------------------------------------------------------------------------------
+// The validator: what Pi and pi-acp need of a home to list and load its sessions
+
+/// The checks Pi 0.73 and pi-acp 0.0.24 make (spec/harnesses/pi.md §2, §3, §6, §10): every
+/// `A/sessions/**/*.jsonl` starts with a header `{type:"session", version:3, id, timestamp,
+/// cwd}`, sits in the directory Pi derives from its cwd and is named `<time>_<id>.jsonl`;
+/// every line is a JSON entry with a unique `id` whose `parentId` is an earlier entry; the
+/// branch from the last line has a `thinking_level_change` (else opening the session writes
+/// to it); every tool call on it has its result; `settings.json` is a JSON object.
+pub(crate) fn validate(home: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    let agent = home.join(".pi/agent");
+    let sessions = agent.join("sessions");
+    for f in crate::support::files_under(&sessions) {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".jsonl") {
+            continue;
+        }
+        let at = f.strip_prefix(home).unwrap().display().to_string();
+        let text = match fs::read_to_string(&f) {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push(format!("{at}: {e}"));
+                continue;
+            }
+        };
+        let mut lines = text.lines();
+        let header: Value = lines
+            .next()
+            .and_then(|l| serde_json::from_str(l).ok())
+            .unwrap_or(Value::Null);
+        let id = header["id"].as_str().unwrap_or("");
+        let cwd = header["cwd"].as_str().unwrap_or("");
+        if header["type"] != "session"
+            || header["version"] != 3
+            || id.is_empty()
+            || cwd.is_empty()
+            || header["timestamp"].as_str().is_none()
+        {
+            problems.push(format!("{at}: the first line is not a v3 session header"));
+            continue;
+        }
+        if f.parent() != Some(&sessions.join(session_dir(cwd))) {
+            problems.push(format!(
+                "{at}: not in {} for its cwd {cwd}",
+                session_dir(cwd)
+            ));
+        }
+        if !name.ends_with(&format!("_{id}.jsonl")) {
+            problems.push(format!("{at}: not named for its session {id}"));
+        }
+        let mut entries: Vec<Value> = Vec::new();
+        let mut index: BTreeMap<String, usize> = BTreeMap::new();
+        for (i, l) in lines.enumerate() {
+            let Ok(e) = serde_json::from_str::<Value>(l) else {
+                problems.push(format!("{at}:{}: not JSON", i + 2));
+                continue;
+            };
+            let eid = e["id"].as_str().unwrap_or("").to_owned();
+            if eid.is_empty() || index.contains_key(&eid) {
+                problems.push(format!("{at}:{}: no id, or one used before", i + 2));
+            }
+            match &e["parentId"] {
+                Value::Null => {}
+                Value::String(p) if index.contains_key(p) => {}
+                p => problems.push(format!("{at}:{}: parentId {p} is no earlier entry", i + 2)),
+            }
+            index.insert(eid, entries.len());
+            entries.push(e);
+        }
+        let mut branch = Vec::new();
+        let mut at_i = entries.len().checked_sub(1);
+        while let Some(i) = at_i {
+            branch.push(&entries[i]);
+            at_i = entries[i]["parentId"]
+                .as_str()
+                .and_then(|p| index.get(p).copied());
+        }
+        branch.reverse();
+        if !branch.iter().any(|e| e["type"] == "thinking_level_change") {
+            problems.push(format!(
+                "{at}: no thinking_level_change on the branch: opening it would write to it"
+            ));
+        }
+        let results: Vec<&str> = branch
+            .iter()
+            .filter(|e| e["message"]["role"] == "toolResult")
+            .filter_map(|e| e["message"]["toolCallId"].as_str())
+            .collect();
+        for e in &branch {
+            if e["message"]["role"] != "assistant" {
+                continue;
+            }
+            for b in e["message"]["content"].as_array().into_iter().flatten() {
+                if b["type"] == "toolCall" && !results.contains(&b["id"].as_str().unwrap_or("")) {
+                    problems.push(format!("{at}: tool call {} has no result", b["id"]));
+                }
+            }
+        }
+    }
+    if let Ok(bytes) = fs::read(agent.join("settings.json"))
+        && !serde_json::from_slice::<Value>(&bytes).is_ok_and(|v| v.is_object())
+    {
+        problems.push("settings.json: not a JSON object".to_owned());
+    }
+    problems
+}
+
+// ---------------------------------------------------------------------------------------
+// asp hub --harness pi
+
+/// `asp hub --harness pi --home HOME -- asp-scripted-agent`, as an ACP agent subprocess.
+fn pi_hub(home: &Path) -> agent_client_protocol::AcpAgent {
+    let asp = PathBuf::from(env!("CARGO_BIN_EXE_asp"));
+    let agent = asp.with_file_name(format!(
+        "asp-scripted-agent{}",
+        std::env::consts::EXE_SUFFIX
+    ));
+    assert!(
+        agent.exists(),
+        "build it: cargo build -p asp-scripted-agent"
+    );
+    agent_client_protocol::AcpAgent::from_args(vec![
+        asp.display().to_string(),
+        "hub".into(),
+        "--harness".into(),
+        HARNESS.into(),
+        "--home".into(),
+        home.display().to_string(),
+        "--".into(),
+        agent.display().to_string(),
+    ])
+    .unwrap()
+}
+
+/// Describe and export read the Pi store; an import through another hub writes sessions Pi
+/// lists (the validator) under the same ids.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hub_describes_exports_and_imports_a_pi_store() {
+    use asp_scripted_agent::client::drive;
+    use serde_json::json;
+    let mut exported = Value::Null;
+    drive(pi_hub(&sample_home()), async |c| {
+        let init = c.initialize().await;
+        let kinds = init["agentCapabilities"]["_meta"]["asp"]["agentState"]["export"].clone();
+        assert_eq!(
+            kinds,
+            json!(["sessions", "instructions", "skills", "settings"])
+        );
+        let described = c.request("_asp/state/describe", json!({})).await?;
+        assert_eq!(described["kinds"]["sessions"], 6);
+        exported = c
+            .request("_asp/state/export", json!({"kinds": kinds}))
+            .await?;
+        Ok(())
+    })
+    .await;
+    let dest = tmp();
+    let mut answer = Value::Null;
+    drive(pi_hub(dest.path()), async |c| {
+        c.initialize().await;
+        answer = c
+            .request("_asp/state/import", json!({"state": exported["state"]}))
+            .await?;
+        Ok(())
+    })
+    .await;
+    assert_eq!(answer["notTaken"], json!([]), "{answer}");
+    let map = answer["sessions"].as_object().unwrap();
+    assert_eq!(map.len(), 6);
+    assert!(map.iter().all(|(k, v)| v == k), "{answer}");
+    assert_eq!(validate(dest.path()), Vec::<String>::new());
+}
