@@ -96,6 +96,7 @@ contract! {
     claude_code => "claude-code" if "claude-code";
     codex => "codex" if "codex";
     gemini => "gemini" if "gemini";
+    qwen => "qwen" if "qwen";
 }
 
 #[test]
@@ -125,6 +126,8 @@ fn validator(harness: &str) -> Option<Validator> {
         "codex" => Some(crate::codex::validate),
         #[cfg(feature = "gemini")]
         "gemini" => Some(crate::gemini::validate),
+        #[cfg(feature = "qwen")]
+        "qwen" => Some(crate::qwen::validate),
         _ => None,
     }
 }

@@ -26,6 +26,8 @@ mod claude_code;
 mod codex;
 #[cfg(feature = "gemini")]
 mod gemini;
+#[cfg(feature = "qwen")]
+mod qwen;
 
 // The protocol and the hub.
 mod hub_passthrough;

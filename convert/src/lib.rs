@@ -28,6 +28,8 @@ pub mod claude_code;
 pub mod codex;
 #[cfg(feature = "gemini")]
 pub mod gemini;
+#[cfg(feature = "qwen")]
+pub mod qwen;
 
 pub use error::ConvertError;
 pub use harness::{Capabilities, Harness, Home};
@@ -44,6 +46,8 @@ pub fn harnesses() -> Vec<Box<dyn Harness>> {
     all.push(Box::new(codex::Codex));
     #[cfg(feature = "gemini")]
     all.push(Box::new(gemini::Gemini));
+    #[cfg(feature = "qwen")]
+    all.push(Box::new(qwen::Qwen));
     all
 }
 
