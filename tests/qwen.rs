@@ -311,5 +311,117 @@ fn the_validator_finds_what_qwen_cannot_load() {
         problems.iter().any(|p| p.contains("not in the file")),
         "{problems:?}"
     );
-    let _ = fixture;
+}
+
+/// `tests/fixtures/qwen/damaged`: one chat per damage Qwen Code survives (spec §12), each named
+/// with its file and line, nothing carried lost, and each replayed as Qwen replays it.
+#[test]
+fn damage_is_named_and_replayed_as_qwen_replays_it() {
+    let home = fixture("damaged");
+    let r = read_home(HARNESS, &home, KindSet::ALL, ReadOptions::default());
+    let chats = home.join(".qwen/projects/-w/chats");
+    let id = |n: u32| format!("00000000-0000-4000-8000-{n:012}");
+    let said = |n: &str, line: Option<u64>, what: &str| {
+        let file = chats.join(n);
+        assert!(
+            r.diagnostics
+                .iter()
+                .any(|d| d.file.as_deref() == Some(file.as_path())
+                    && d.line == line
+                    && d.message.contains(what)),
+            "{n}:{line:?} {what:?}: {:#?}",
+            r.diagnostics
+        );
+    };
+    let texts = |sid: &str, kind: &str| -> Vec<String> {
+        r.updates(sid)
+            .iter()
+            .filter(|u| u["sessionUpdate"] == kind)
+            .map(|u| u["content"]["text"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    // A last line cut mid-JSON.
+    said(&format!("{}.jsonl", id(1)), Some(3), "cut off");
+    assert_eq!(texts(&id(1), "user_message_chunk"), ["one"]);
+    // A cut record glued to the next one: the next is recovered, the gap reported.
+    said(&format!("{}.jsonl", id(2)), Some(2), "recovered");
+    assert_eq!(texts(&id(2), "user_message_chunk"), ["two"]);
+    assert_eq!(texts(&id(2), "agent_message_chunk"), ["answer two"]);
+    // A broken parent chain: what follows the gap replays, the gap is named.
+    said(&format!("{}.jsonl", id(3)), Some(3), "is not in the file");
+    assert_eq!(texts(&id(3), "user_message_chunk"), ["two"]);
+    // Two leaves: the last record wins, the abandoned branch is not replayed.
+    assert_eq!(
+        texts(&id(4), "agent_message_chunk"),
+        ["kept answer", "answer two"]
+    );
+    // A first record without cwd belongs to no project.
+    said(&format!("{}.jsonl", id(5)), Some(1), "no cwd");
+    assert!(
+        r.state
+            .sessions
+            .iter()
+            .flatten()
+            .all(|s| s.id.as_str() != id(5))
+    );
+    // Non-UTF-8 tool output: read as U+FFFD, named.
+    said(&format!("{}.jsonl", id(6)), Some(3), "not UTF-8");
+    let out = r.updates(&id(6));
+    let update = out
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    assert_eq!(update["content"][0]["content"]["text"], "caf\u{FFFD}");
+    // Two session ids in one file.
+    said(&format!("{}.jsonl", id(7)), Some(2), "two session ids");
+    // A file Qwen does not list.
+    said("telegram-42.jsonl", None, "not named <session uuid>.jsonl");
+    // Whatever was carried restores byte for byte, damage included.
+    let target = tmp();
+    let (answer, _) = write_home(
+        HARNESS,
+        target.path(),
+        &r.state,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    for n in [1, 2, 3, 4, 6, 7] {
+        let name = format!(".qwen/projects/-w/chats/{}.jsonl", id(n));
+        assert_eq!(answer.sessions[&id(n)], id(n));
+        assert!(
+            fs::read(home.join(&name)).unwrap() == fs::read(target.path().join(&name)).unwrap(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn thousands_of_messages_stream_through() {
+    let home = tmp();
+    let sid = "11111111-2222-4333-8444-555555555555";
+    let chats = home.path().join(".qwen/projects/-w/chats");
+    fs::create_dir_all(&chats).unwrap();
+    let mut text = String::new();
+    let mut parent = Value::Null;
+    for i in 0..5000 {
+        let (kind, role, part) = if i % 2 == 0 {
+            ("user", "user", "prompt")
+        } else {
+            ("assistant", "model", "answer")
+        };
+        let uuid = format!("r{i}");
+        let rec = serde_json::json!({"uuid": uuid, "parentUuid": parent, "sessionId": sid, "timestamp": "2026-12-01T10:00:00.000Z",
+            "type": kind, "cwd": "/w", "message": {"role": role, "parts": [{"text": format!("{part} {i}")}]}});
+        text.push_str(&rec.to_string());
+        text.push('\n');
+        parent = Value::String(uuid);
+    }
+    fs::write(chats.join(format!("{sid}.jsonl")), text).unwrap();
+    let r = read_home(HARNESS, home.path(), KindSet::ALL, ReadOptions::default());
+    let c = counts(&r.updates(sid));
+    assert_eq!(
+        (n(&c, "user_message_chunk"), n(&c, "agent_message_chunk")),
+        (2500, 2500)
+    );
 }
