@@ -425,3 +425,87 @@ fn thousands_of_messages_stream_through() {
         (2500, 2500)
     );
 }
+
+#[test]
+fn instructions_memory_and_skills_are_read_where_qwen_keeps_them() {
+    let r = read_home(
+        HARNESS,
+        &sample_home(),
+        KindSet::ALL,
+        ReadOptions::default(),
+    );
+    let instructions = r.text(&r.state.instructions.as_ref().unwrap().text);
+    assert!(
+        instructions.starts_with("# Personal instructions"),
+        "{instructions}"
+    );
+    assert!(
+        !instructions.contains("Qwen Added Memories"),
+        "{instructions}"
+    );
+    let notes: Vec<(String, Option<String>, Option<String>)> = r
+        .state
+        .memory
+        .iter()
+        .flatten()
+        .map(|n| {
+            (
+                n.path.as_str().to_owned(),
+                n.origin.path.clone(),
+                n.origin.project.clone(),
+            )
+        })
+        .collect();
+    let has = |path: &str, project: Option<&str>| {
+        assert!(
+            notes
+                .iter()
+                .any(|(p, _, pr)| p == path && pr.as_deref() == project),
+            "{path}: {notes:#?}"
+        );
+    };
+    has(
+        "qwen-added-memories/my-editor-is-helix-hx-suggest-commands-not-gui-steps.md",
+        None,
+    );
+    has(
+        "qwen-added-memories/the-staging-database-listens-on-port-5433-not-5432.md",
+        None,
+    );
+    has("memories/feedback/money-in-cents.md", None);
+    has(
+        "projects/-home-dev-shop/project/deploy-freeze.md",
+        Some("/home/dev/shop"),
+    );
+    let skills: Vec<&str> = r
+        .state
+        .skills
+        .iter()
+        .flatten()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(skills, ["release-notes"]);
+    // Restored into an empty home: the same files, and QWEN.md as it was.
+    let home = tmp();
+    let (answer, _) = write_home(
+        HARNESS,
+        home.path(),
+        &r.state,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    assert!(answer.not_taken.is_empty(), "{answer:?}");
+    for f in [
+        ".qwen/QWEN.md",
+        ".qwen/memories/feedback/money-in-cents.md",
+        ".qwen/memories/MEMORY.md",
+        ".qwen/projects/-home-dev-shop/memory/project/deploy-freeze.md",
+        ".qwen/skills/release-notes/SKILL.md",
+    ] {
+        assert!(
+            fs::read(sample_home().join(f)).unwrap() == fs::read(home.path().join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
