@@ -102,6 +102,7 @@ contract! {
     codex => "codex" if "codex";
     gemini => "gemini" if "gemini";
     pi => "pi" if "pi";
+    qwen => "qwen" if "qwen";
 }
 
 #[test]
@@ -133,6 +134,8 @@ fn validator(harness: &str) -> Option<Validator> {
         "gemini" => Some(crate::gemini::validate),
         #[cfg(feature = "pi")]
         "pi" => Some(crate::pi::validate),
+        #[cfg(feature = "qwen")]
+        "qwen" => Some(crate::qwen::validate),
         _ => None,
     }
 }

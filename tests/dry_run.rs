@@ -40,6 +40,9 @@ fn change_a_session(home: &Path, harness: &str) {
                         && !s.contains("/subagents/")
                 }
                 "codex" => s.contains("/.codex/sessions/") && s.ends_with(".jsonl"),
+                "qwen" => {
+                    s.contains("/.qwen/projects/") && s.contains("/chats/") && s.ends_with(".jsonl")
+                }
                 _ => {
                     s.contains("/.gemini/tmp/")
                         && s.contains("/chats/session-")

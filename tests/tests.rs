@@ -28,6 +28,8 @@ mod codex;
 mod gemini;
 #[cfg(feature = "pi")]
 mod pi;
+#[cfg(feature = "qwen")]
+mod qwen;
 
 // The protocol and the hub.
 mod hub_passthrough;

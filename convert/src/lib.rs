@@ -30,6 +30,8 @@ pub mod codex;
 pub mod gemini;
 #[cfg(feature = "pi")]
 pub mod pi;
+#[cfg(feature = "qwen")]
+pub mod qwen;
 
 pub use error::ConvertError;
 pub use harness::{Capabilities, Harness, Home};
@@ -48,6 +50,8 @@ pub fn harnesses() -> Vec<Box<dyn Harness>> {
     all.push(Box::new(gemini::Gemini));
     #[cfg(feature = "pi")]
     all.push(Box::new(pi::Pi));
+    #[cfg(feature = "qwen")]
+    all.push(Box::new(qwen::Qwen));
     all
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Judge what asp writes into one harness, with that harness itself (opt-in; not in cargo test).
 
-    scripts/judge.sh <claude-code|codex|gemini|pi> [--keep] [--bin DIR] [--timeout S]
+    scripts/judge.sh <claude-code|codex|gemini|pi|qwen> [--keep] [--bin DIR] [--timeout S]
 
 One shape for every harness. For the target harness T, asp writes these cases, each into a
 home of its own (the whole state, settings and MCP servers included, as `asp-unpack` does):
@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE))
 
 # The list-and-load runner of each harness (scripts/judges/judge_<runner>.py), whose verdict is
 # scripts/judges/verdict_<runner>.py.
-RUNNER = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "pi": "pi"}
+RUNNER = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "pi": "pi", "qwen": "qwen"}
 HARNESSES = tuple(RUNNER)
 
 

@@ -166,10 +166,11 @@ class _Cd:
     def __init__(self, ns, cwd):
         self.ns, self.cwd = ns, cwd
 
-    def wrap(self, argv):
+    def wrap(self, argv, cwd=None):
+        # judgelib.run_cmd passes its inner cwd (None here: this wrapper changes directory)
         if not (self.ns and self.ns.enabled and self.ns.overlays):
             return argv
-        return self.ns.wrap(["sh", "-c", 'cd "$0" && exec "$@"', self.cwd] + argv)
+        return self.ns.wrap(["sh", "-c", 'cd "$0" && exec "$@"', self.cwd] + argv, cwd=cwd)
 
 
 def split_usage(load: dict):

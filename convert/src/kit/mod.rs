@@ -10,6 +10,7 @@
 //! | [`report`] | diagnostics: what was found wrong or odd, by file and line |
 //! | [`acp`], [`conversation`] | ACP `session/update` values: building them, folding a stream into messages and tool calls |
 //! | [`skills`] | Agent Skills folders, read byte for byte and written whole |
+//! | [`memory_section`] | the `## <Harness> Added Memories` section of Gemini's and Qwen's instructions files |
 //! | [`secrets`] | `--redact-secrets` |
 //! | [`pathmap`] | `--map-path OLD=NEW` |
 //! | [`escape`], [`time`], [`uuid`] | file-name escaping, RFC 3339 times, name-based UUIDs |
@@ -21,6 +22,8 @@ pub mod beside;
 pub mod conversation;
 pub mod escape;
 pub mod fsops;
+#[cfg(any(feature = "gemini", feature = "qwen"))]
+pub mod memory_section;
 pub mod meta;
 pub mod pathmap;
 pub mod placement;

@@ -1,0 +1,127 @@
+//! Qwen Code (`QwenLM/qwen-code`, a Gemini CLI fork): `~/.qwen/` and the shared
+//! `~/.agents/skills/`.
+//!
+//! | kind | where | module |
+//! |---|---|---|
+//! | sessions | `.qwen/projects/<sanitized cwd>/chats/<uuid>.jsonl` (+ `subagents/<id>/`, `file-history/<id>/`) | [`survey`], [`read`] → [`replay`]; [`write`](mod@write) ← [`compose`] |
+//! | instructions | `.qwen/QWEN.md` without its `## Qwen Added Memories` section | [`instructions`] |
+//! | memory | that section's bullets ([`instructions`]); managed memory `.qwen/memories/`, `.qwen/projects/<dir>/memory/` | [`memory`] |
+//! | skills | `.qwen/skills/`, `.agents/skills/` | [`skills`] |
+//!
+//! Where things are: [`layout`]; ids: [`ids`]; the chat format: [`transcript`]; tool calls:
+//! [`calls`]. The facts behind every rule are in `spec/harnesses/qwen.md` (verified against
+//! Qwen Code 0.24.4).
+
+mod calls;
+mod compose;
+mod ids;
+mod instructions;
+mod layout;
+mod memory;
+mod read;
+mod replay;
+mod skills;
+mod survey;
+mod transcript;
+mod write;
+
+use asp_format::answer::ImportAnswer;
+use asp_format::kind::{KindSet, StateKind};
+use asp_format::name::HarnessName;
+use asp_format::state::{Session, State};
+
+use crate::error::ConvertError;
+use crate::harness::{
+    Capabilities, Harness, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
+    WriteContext,
+};
+use crate::kit::placement::Tally;
+use layout::Layout;
+
+/// The harness's name.
+pub const NAME: &str = "qwen";
+
+/// The Qwen Code converter.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Qwen;
+
+impl Harness for Qwen {
+    fn name(&self) -> HarnessName {
+        HarnessName::new(NAME).expect("a valid harness name")
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let kinds = KindSet::EMPTY
+            .with(StateKind::Sessions)
+            .with(StateKind::Instructions)
+            .with(StateKind::Memory)
+            .with(StateKind::Skills);
+        Capabilities {
+            export: kinds,
+            import: kinds,
+        }
+    }
+
+    fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {
+        survey::survey(&Layout::of(ctx.home), ctx)
+    }
+
+    fn read_session(
+        &self,
+        ctx: &SessionContext<'_>,
+        entry: &Surveyed,
+    ) -> Result<Vec<Session>, ConvertError> {
+        read::read_session(ctx, entry)
+    }
+
+    fn read_kinds(&self, ctx: &ReadContext<'_>) -> Result<State, ConvertError> {
+        let layout = Layout::of(ctx.home);
+        let mut state = State::default();
+        let want = |k| ctx.kinds.contains(k);
+        if want(StateKind::Instructions) || want(StateKind::Memory) {
+            let (instructions, mut notes) =
+                instructions::read(&layout, ctx.blobs, ctx.diagnostics)?;
+            if want(StateKind::Instructions) {
+                state.instructions = instructions;
+            }
+            if want(StateKind::Memory) {
+                notes.extend(memory::read(&layout, ctx.blobs, ctx.diagnostics)?);
+                state.memory = (!notes.is_empty()).then_some(notes);
+            }
+        }
+        if want(StateKind::Skills) {
+            state.skills = skills::read(&layout, ctx)?;
+        }
+        Ok(state)
+    }
+
+    fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {
+        let layout = Layout::of(ctx.home);
+        let mut answer = ImportAnswer::default();
+        if let Some(list) = &ctx.state.sessions {
+            let mut tally = Tally::new(&mut answer, StateKind::Sessions, list.len());
+            write::write_sessions(&layout, ctx, list, &mut tally)?;
+            tally.finish();
+        }
+        let state = ctx.state;
+        let mut section = Vec::new();
+        if let Some(notes) = &state.memory {
+            let mut tally = Tally::new(&mut answer, StateKind::Memory, notes.len());
+            section = memory::write(&layout, ctx, notes, &mut tally)?;
+            tally.finish();
+        }
+        instructions::write(
+            &instructions::file(&layout),
+            state.instructions.as_ref(),
+            &section,
+            ctx.blobs,
+            ctx.writer,
+            ctx.diagnostics,
+            &mut answer,
+        )?;
+        if let Some(list) = &ctx.state.skills {
+            skills::write(&layout, ctx, list, &mut answer)?;
+        }
+        Ok(answer)
+    }
+}

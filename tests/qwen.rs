@@ -1,0 +1,511 @@
+//! The Qwen Code converter, pinned against `samples/qwen/EXPECTED.md` and
+//! `spec/harnesses/qwen.md`: what each sample session replays as, titles, the rewound turn and
+//! the compression left out, subagents linked, and the validator: what Qwen Code's reader
+//! needs to list and load a session.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::support::{read_home, samples, tmp, write_home};
+use asp_convert::harness::ReadOptions;
+use asp_convert::kit::pathmap::PathMap;
+use asp_convert::kit::report::Severity;
+use asp_format::kind::KindSet;
+use serde_json::Value;
+
+const HARNESS: &str = "qwen";
+
+fn sample_home() -> PathBuf {
+    samples().join(HARNESS)
+}
+
+fn fixture(name: &str) -> PathBuf {
+    crate::support::root()
+        .join("tests/fixtures/qwen")
+        .join(name)
+}
+
+/// Counts of update kinds; usage apart.
+fn counts(updates: &[Value]) -> std::collections::BTreeMap<String, usize> {
+    let mut out = std::collections::BTreeMap::new();
+    for u in updates {
+        let k = u["sessionUpdate"].as_str().unwrap_or("").to_owned();
+        *out.entry(k).or_insert(0) += 1;
+    }
+    out
+}
+
+fn n(c: &std::collections::BTreeMap<String, usize>, k: &str) -> usize {
+    c.get(k).copied().unwrap_or(0)
+}
+
+#[test]
+fn the_sample_sessions_replay_as_expected() {
+    let r = read_home(
+        HARNESS,
+        &sample_home(),
+        KindSet::ALL,
+        ReadOptions::default(),
+    );
+    let damage: Vec<_> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Skipped)
+        .collect();
+    assert!(damage.is_empty(), "{damage:#?}");
+    // (id, title, user, thought, agent, tool_call, tool_call_update, failed, usage)
+    let expected = [
+        (
+            "a9e019a0-3eca-408b-9ff8-0a0b4be0bc99",
+            "Fix discount codes in checkout",
+            2,
+            4,
+            4,
+            5,
+            5,
+            1,
+            6,
+        ),
+        (
+            "c8c64794-4131-498c-83cd-6e16d3c7e0c7",
+            "Where the discount table lives",
+            2,
+            0,
+            2,
+            2,
+            2,
+            0,
+            4,
+        ),
+        (
+            "dce81f7f-0ed7-43dd-b6cd-4df7a03f9934",
+            "How are the tests laid out?",
+            3,
+            0,
+            3,
+            5,
+            5,
+            0,
+            8,
+        ),
+        (
+            "1f97bfb3-3b17-40b6-b7d9-2ab2f837a57b",
+            "What does this icon from the cart page mean?",
+            1,
+            1,
+            2,
+            1,
+            1,
+            0,
+            2,
+        ),
+        (
+            "b9d77458-bb1e-48a4-9aec-540ccf511105",
+            "Add an /orders route to the gateway, as sketched in @routes.png",
+            6,
+            0,
+            2,
+            3,
+            3,
+            1,
+            3,
+        ),
+    ];
+    for (id, title, user, thought, agent, calls, results, failed, usage) in expected {
+        let s = r.session(id);
+        assert_eq!(s.title, title, "{id}");
+        let ups = r.updates(id);
+        let c = counts(&ups);
+        assert_eq!(n(&c, "user_message_chunk"), user, "{id}: {c:?}");
+        assert_eq!(n(&c, "agent_thought_chunk"), thought, "{id}: {c:?}");
+        assert_eq!(n(&c, "agent_message_chunk"), agent, "{id}: {c:?}");
+        assert_eq!(n(&c, "tool_call"), calls, "{id}: {c:?}");
+        assert_eq!(n(&c, "tool_call_update"), results, "{id}: {c:?}");
+        assert_eq!(n(&c, "usage_update"), usage, "{id}: {c:?}");
+        let f = ups
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "failed")
+            .count();
+        assert_eq!(f, failed, "{id}");
+    }
+    // The rewound prompt is not replayed.
+    let rewound = r.updates("c8c64794-4131-498c-83cd-6e16d3c7e0c7");
+    assert!(
+        !serde_json::to_string(&rewound)
+            .unwrap()
+            .contains("write discounts.json")
+    );
+    // The image of the headless @file reference is carried.
+    let gw = r.updates("b9d77458-bb1e-48a4-9aec-540ccf511105");
+    assert!(
+        gw.iter()
+            .any(|u| u["content"]["type"] == "image" && u["content"]["mimeType"] == "image/jpeg")
+    );
+    // The subagent is a session of its own, linked both ways.
+    let child = "1f97bfb3-3b17-40b6-b7d9-2ab2f837a57b:agent-Explore-call_3b055e982dcaa5c0";
+    let cs = r.session(child);
+    assert_eq!(
+        asp_convert::kit::meta::parent_id(cs.meta.as_ref()),
+        Some("1f97bfb3-3b17-40b6-b7d9-2ab2f837a57b")
+    );
+    let parent = r.updates("1f97bfb3-3b17-40b6-b7d9-2ab2f837a57b");
+    assert!(
+        parent
+            .iter()
+            .any(|u| u["_meta"]["asp"]["subagentSessionId"] == child)
+    );
+    assert_eq!(r.state.sessions.as_ref().unwrap().len(), 6);
+}
+
+#[test]
+fn a_session_from_elsewhere_is_listed_under_its_cwd_with_its_title() {
+    let r = read_home(
+        "claude-code",
+        &samples().join("claude-code"),
+        KindSet::ALL,
+        ReadOptions::default(),
+    );
+    let home = tmp();
+    let (answer, _) = write_home(
+        HARNESS,
+        home.path(),
+        &r.state,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    assert!(
+        validate(home.path()).is_empty(),
+        "{:?}",
+        validate(home.path())
+    );
+    let back = read_home(HARNESS, home.path(), KindSet::ALL, ReadOptions::default());
+    for s in r.state.sessions.iter().flatten() {
+        let Some(qid) = answer.sessions.get(s.id.as_str()) else {
+            continue;
+        };
+        let b = back.session(qid);
+        assert_eq!(b.cwd, s.cwd, "{}", s.id);
+        if !s.title.is_empty() {
+            assert_eq!(b.title, s.title, "{}", s.id);
+        }
+    }
+}
+
+/// What Qwen Code 0.24 requires to list and load a session (spec §2, §4, §5, §13): chats named
+/// `<uuid>.jsonl` whose every record names that session; the first record's cwd is the one
+/// the project folder is named for; every line a compact JSON object; every parent a record of
+/// the file; a title record compact and chained (not a lone root at the end); every
+/// `functionCall` answered by a `tool_result`; `settings.json` a JSON object.
+pub(crate) fn validate(home: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    let projects = home.join(".qwen/projects");
+    for p in fs::read_dir(&projects).into_iter().flatten().flatten() {
+        let dir = p.file_name().to_string_lossy().into_owned();
+        for f in fs::read_dir(p.path().join("chats"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = f.file_name().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(".jsonl") else {
+                continue;
+            };
+            let at = format!("projects/{dir}/chats/{name}");
+            if !asp_convert::kit::uuid::is_uuid(stem) {
+                problems.push(format!("{at}: not named by a UUID"));
+            }
+            let text = fs::read_to_string(f.path()).unwrap();
+            let mut uuids = std::collections::HashSet::new();
+            let mut calls = Vec::new();
+            let mut results = std::collections::HashSet::new();
+            let mut parents = Vec::new();
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, line) in lines.iter().enumerate() {
+                let Ok(v) = serde_json::from_str::<Value>(line) else {
+                    problems.push(format!("{at}:{}: not JSON", i + 1));
+                    continue;
+                };
+                if v["sessionId"] != stem {
+                    problems.push(format!("{at}:{}: names session {}", i + 1, v["sessionId"]));
+                }
+                if i == 0 {
+                    let cwd = v["cwd"].as_str().unwrap_or("");
+                    let want: String = cwd
+                        .encode_utf16()
+                        .map(|u| match u8::try_from(u) {
+                            Ok(b) if b.is_ascii_alphanumeric() => char::from(b),
+                            _ => '-',
+                        })
+                        .collect();
+                    if cwd.is_empty() || want != dir {
+                        problems.push(format!(
+                            "{at}: its first record's cwd {cwd:?} is not this project"
+                        ));
+                    }
+                }
+                if serde_json::to_string(&v).unwrap() != *line {
+                    problems.push(format!("{at}:{}: not compact JSON", i + 1));
+                }
+                uuids.insert(v["uuid"].as_str().unwrap_or("").to_owned());
+                if let Some(parent) = v["parentUuid"].as_str() {
+                    parents.push((i + 1, parent.to_owned()));
+                } else if i > 0 {
+                    problems.push(format!("{at}:{}: a second root", i + 1));
+                }
+                for part in v["message"]["parts"].as_array().into_iter().flatten() {
+                    if let Some(id) = part["functionCall"]["id"].as_str() {
+                        calls.push(id.to_owned());
+                    }
+                    if let Some(id) = part["functionResponse"]["id"].as_str() {
+                        results.insert(id.to_owned());
+                    }
+                }
+                if !["user", "assistant", "tool_result", "system"]
+                    .contains(&v["type"].as_str().unwrap_or(""))
+                {
+                    problems.push(format!(
+                        "{at}:{}: type {} is not one Qwen reads",
+                        i + 1,
+                        v["type"]
+                    ));
+                }
+            }
+            for (line, p) in parents {
+                if !uuids.contains(&p) {
+                    problems.push(format!("{at}:{line}: its parent {p} is not in the file"));
+                }
+            }
+            for c in calls {
+                if !results.contains(&c) {
+                    problems.push(format!("{at}: call {c} has no result"));
+                }
+            }
+        }
+    }
+    let settings = home.join(".qwen/settings.json");
+    if let Ok(b) = fs::read(&settings)
+        && !serde_json::from_slice::<Value>(&b).is_ok_and(|v| v.is_object())
+    {
+        problems.push("settings.json is not a JSON object".to_owned());
+    }
+    problems
+}
+
+#[test]
+fn the_validator_finds_what_qwen_cannot_load() {
+    let home = tmp();
+    let chats = home.path().join(".qwen/projects/-w/chats");
+    fs::create_dir_all(&chats).unwrap();
+    fs::write(
+        chats.join("telegram.jsonl"),
+        "{\"uuid\":\"a\",\"parentUuid\":\"gone\",\"sessionId\":\"x\",\"type\":\"user\",\"cwd\":\"/w\"}\n",
+    )
+    .unwrap();
+    let problems = validate(home.path());
+    assert!(
+        problems.iter().any(|p| p.contains("not named by a UUID")),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.contains("not in the file")),
+        "{problems:?}"
+    );
+}
+
+/// `tests/fixtures/qwen/damaged`: one chat per damage Qwen Code survives (spec §12), each named
+/// with its file and line, nothing carried lost, and each replayed as Qwen replays it.
+#[test]
+fn damage_is_named_and_replayed_as_qwen_replays_it() {
+    let home = fixture("damaged");
+    let r = read_home(HARNESS, &home, KindSet::ALL, ReadOptions::default());
+    let chats = home.join(".qwen/projects/-w/chats");
+    let id = |n: u32| format!("00000000-0000-4000-8000-{n:012}");
+    let said = |n: &str, line: Option<u64>, what: &str| {
+        let file = chats.join(n);
+        assert!(
+            r.diagnostics
+                .iter()
+                .any(|d| d.file.as_deref() == Some(file.as_path())
+                    && d.line == line
+                    && d.message.contains(what)),
+            "{n}:{line:?} {what:?}: {:#?}",
+            r.diagnostics
+        );
+    };
+    let texts = |sid: &str, kind: &str| -> Vec<String> {
+        r.updates(sid)
+            .iter()
+            .filter(|u| u["sessionUpdate"] == kind)
+            .map(|u| u["content"]["text"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    // A last line cut mid-JSON.
+    said(&format!("{}.jsonl", id(1)), Some(3), "cut off");
+    assert_eq!(texts(&id(1), "user_message_chunk"), ["one"]);
+    // A cut record glued to the next one: the next is recovered, the gap reported.
+    said(&format!("{}.jsonl", id(2)), Some(2), "recovered");
+    assert_eq!(texts(&id(2), "user_message_chunk"), ["two"]);
+    assert_eq!(texts(&id(2), "agent_message_chunk"), ["answer two"]);
+    // A broken parent chain: what follows the gap replays, the gap is named.
+    said(&format!("{}.jsonl", id(3)), Some(3), "is not in the file");
+    assert_eq!(texts(&id(3), "user_message_chunk"), ["two"]);
+    // Two leaves: the last record wins, the abandoned branch is not replayed.
+    assert_eq!(
+        texts(&id(4), "agent_message_chunk"),
+        ["kept answer", "answer two"]
+    );
+    // A first record without cwd belongs to no project.
+    said(&format!("{}.jsonl", id(5)), Some(1), "no cwd");
+    assert!(
+        r.state
+            .sessions
+            .iter()
+            .flatten()
+            .all(|s| s.id.as_str() != id(5))
+    );
+    // Non-UTF-8 tool output: read as U+FFFD, named.
+    said(&format!("{}.jsonl", id(6)), Some(3), "not UTF-8");
+    let out = r.updates(&id(6));
+    let update = out
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    assert_eq!(update["content"][0]["content"]["text"], "caf\u{FFFD}");
+    // Two session ids in one file.
+    said(&format!("{}.jsonl", id(7)), Some(2), "two session ids");
+    // A file Qwen does not list.
+    said("telegram-42.jsonl", None, "not named <session uuid>.jsonl");
+    // Whatever was carried restores byte for byte, damage included.
+    let target = tmp();
+    let (answer, _) = write_home(
+        HARNESS,
+        target.path(),
+        &r.state,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    for n in [1, 2, 3, 4, 6, 7] {
+        let name = format!(".qwen/projects/-w/chats/{}.jsonl", id(n));
+        assert_eq!(answer.sessions[&id(n)], id(n));
+        assert!(
+            fs::read(home.join(&name)).unwrap() == fs::read(target.path().join(&name)).unwrap(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn thousands_of_messages_stream_through() {
+    let home = tmp();
+    let sid = "11111111-2222-4333-8444-555555555555";
+    let chats = home.path().join(".qwen/projects/-w/chats");
+    fs::create_dir_all(&chats).unwrap();
+    let mut text = String::new();
+    let mut parent = Value::Null;
+    for i in 0..5000 {
+        let (kind, role, part) = if i % 2 == 0 {
+            ("user", "user", "prompt")
+        } else {
+            ("assistant", "model", "answer")
+        };
+        let uuid = format!("r{i}");
+        let rec = serde_json::json!({"uuid": uuid, "parentUuid": parent, "sessionId": sid, "timestamp": "2026-12-01T10:00:00.000Z",
+            "type": kind, "cwd": "/w", "message": {"role": role, "parts": [{"text": format!("{part} {i}")}]}});
+        text.push_str(&rec.to_string());
+        text.push('\n');
+        parent = Value::String(uuid);
+    }
+    fs::write(chats.join(format!("{sid}.jsonl")), text).unwrap();
+    let r = read_home(HARNESS, home.path(), KindSet::ALL, ReadOptions::default());
+    let c = counts(&r.updates(sid));
+    assert_eq!(
+        (n(&c, "user_message_chunk"), n(&c, "agent_message_chunk")),
+        (2500, 2500)
+    );
+}
+
+#[test]
+fn instructions_memory_and_skills_are_read_where_qwen_keeps_them() {
+    let r = read_home(
+        HARNESS,
+        &sample_home(),
+        KindSet::ALL,
+        ReadOptions::default(),
+    );
+    let instructions = r.text(&r.state.instructions.as_ref().unwrap().text);
+    assert!(
+        instructions.starts_with("# Personal instructions"),
+        "{instructions}"
+    );
+    assert!(
+        !instructions.contains("Qwen Added Memories"),
+        "{instructions}"
+    );
+    let notes: Vec<(String, Option<String>, Option<String>)> = r
+        .state
+        .memory
+        .iter()
+        .flatten()
+        .map(|n| {
+            (
+                n.path.as_str().to_owned(),
+                n.origin.path.clone(),
+                n.origin.project.clone(),
+            )
+        })
+        .collect();
+    let has = |path: &str, project: Option<&str>| {
+        assert!(
+            notes
+                .iter()
+                .any(|(p, _, pr)| p == path && pr.as_deref() == project),
+            "{path}: {notes:#?}"
+        );
+    };
+    has(
+        "qwen-added-memories/my-editor-is-helix-hx-suggest-commands-not-gui-steps.md",
+        None,
+    );
+    has(
+        "qwen-added-memories/the-staging-database-listens-on-port-5433-not-5432.md",
+        None,
+    );
+    has("memories/feedback/money-in-cents.md", None);
+    has(
+        "projects/-home-dev-shop/project/deploy-freeze.md",
+        Some("/home/dev/shop"),
+    );
+    let skills: Vec<&str> = r
+        .state
+        .skills
+        .iter()
+        .flatten()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(skills, ["release-notes"]);
+    // Restored into an empty home: the same files, and QWEN.md as it was.
+    let home = tmp();
+    let (answer, _) = write_home(
+        HARNESS,
+        home.path(),
+        &r.state,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    assert!(answer.not_taken.is_empty(), "{answer:?}");
+    for f in [
+        ".qwen/QWEN.md",
+        ".qwen/memories/feedback/money-in-cents.md",
+        ".qwen/memories/MEMORY.md",
+        ".qwen/projects/-home-dev-shop/memory/project/deploy-freeze.md",
+        ".qwen/skills/release-notes/SKILL.md",
+    ] {
+        assert!(
+            fs::read(sample_home().join(f)).unwrap() == fs::read(home.path().join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
