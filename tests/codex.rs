@@ -671,8 +671,11 @@ fn codex_home_is_honoured_only_when_no_home_is_named() {
         .arg(&named)
         .env("CODEX_HOME", sample_home().join(".codex"))
         .assert()
-        .success()
-        .stdout(predicates::str::contains("packed 0 sessions"));
+        .code(1)
+        .stderr(predicates::str::contains("holds no codex store"))
+        .stderr(predicates::str::contains(
+            empty_home.join(".codex").display().to_string(),
+        ));
 }
 
 // ---------------------------------------------------------------------------------------

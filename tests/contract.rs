@@ -84,6 +84,10 @@ macro_rules! contract {
                     super::threads_do_not_change_the_bundle(H)
                 }
                 #[test]
+                fn a_home_without_the_store_is_an_error_and_an_empty_store_is_0_sessions() {
+                    super::no_store_is_an_error(H)
+                }
+                #[test]
                 fn pack_session_packs_that_session_and_refuses_one_it_does_not_have() {
                     super::pack_session_selects(H)
                 }
@@ -675,5 +679,48 @@ fn pack_session_selects(h: &str) {
         String::from_utf8_lossy(&missing.stderr).contains("no session no-such-session"),
         "{h}: {}",
         String::from_utf8_lossy(&missing.stderr)
+    );
+}
+
+/// A backup of nothing must not succeed: a home that does not exist, or that holds no store of
+/// the harness, is an error (exit 1) naming what was looked for; a store that exists and is
+/// empty packs as "0 sessions".
+fn no_store_is_an_error(h: &str) {
+    let dir = tmp();
+    let out = dir.path().join("b.aspstate");
+    let missing = dir.path().join("no-such-home");
+    let o = crate::support::pack_home(h, &missing, &out)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{h}: {said}");
+    assert!(
+        said.contains("does not exist") && said.contains(&missing.display().to_string()),
+        "{h}: {said}"
+    );
+    assert!(!out.exists(), "{h}: no bundle is written");
+
+    let home = dir.path().join("home");
+    fs::create_dir(&home).unwrap();
+    let o = crate::support::pack_home(h, &home, &out).output().unwrap();
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{h}: {said}");
+    let asp_convert::Store::Harness { harness, home: at } = crate::support::store_of(h, &home)
+    else {
+        unreachable!()
+    };
+    let looked_for = harness.store_paths(&at);
+    assert!(said.contains(&format!("holds no {h} store")), "{h}: {said}");
+    for p in &looked_for {
+        assert!(said.contains(&p.display().to_string()), "{h}: {said}");
+    }
+    assert!(!out.exists(), "{h}: no bundle is written");
+
+    fs::create_dir_all(&looked_for[0]).unwrap();
+    let o = crate::support::pack_home(h, &home, &out).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{h}: {o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("packed 0 sessions"),
+        "{h}: {o:?}"
     );
 }

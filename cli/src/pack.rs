@@ -36,6 +36,11 @@ Examples:
   asp-pack --from gemini -o - | ssh other-host 'asp-unpack - --to gemini'
       Carry Gemini CLI state to another machine.
 
+A home that does not exist, or holds no store of the harness (~/.claude, ~/.codex, ~/.gemini,
+or where CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_CLI_HOME put it), is an error (exit 1) naming
+the paths looked for: a typo in --home never gives an empty backup. A store that exists and
+holds nothing packs as \"0 sessions\".
+
 Secrets: MCP server descriptors (env values, HTTP headers) often contain API tokens, and they
 are packed as they are. Use --redact-secrets to blank them; the bundle then lists which
 values were blanked. Treat a bundle packed without it like a password file.

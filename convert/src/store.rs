@@ -194,8 +194,46 @@ impl Store {
         }
     }
 
+    /// Whether the store is there to be read: a harness store needs its home to exist and to
+    /// hold that harness's store (an existing empty store is fine); a state directory needs
+    /// to exist. The error names what was looked for.
+    pub fn check_present(&self) -> Result<(), ConvertError> {
+        match self {
+            Store::Harness { harness, home } => {
+                let looked_for = harness.store_paths(home);
+                if home.dir.is_dir() && looked_for.iter().any(|p| p.exists()) {
+                    return Ok(());
+                }
+                Err(ConvertError::NoStore {
+                    harness: harness.name().to_string(),
+                    home: home.dir.clone(),
+                    looked_for,
+                })
+            }
+            Store::Dir(d) if d.is_dir() => Ok(()),
+            Store::Dir(d) => Err(ConvertError::invalid(
+                d,
+                "no such state directory (write one with asp-unpack --to-dir)",
+            )),
+        }
+    }
+
+    /// Whether the home of a harness store exists (a store that is not there yet may be
+    /// written into it: an import creates it). For a hub, which both reads and writes.
+    pub fn check_home(&self) -> Result<(), ConvertError> {
+        match self {
+            Store::Harness { harness, home } if !home.dir.is_dir() => Err(ConvertError::NoStore {
+                harness: harness.name().to_string(),
+                home: home.dir.clone(),
+                looked_for: harness.store_paths(home),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Lists the store's sessions without reading them.
     pub fn survey(&self, diagnostics: &Diagnostics) -> Result<Survey, ConvertError> {
+        self.check_present()?;
         match self {
             Store::Harness { harness, home } => {
                 let mut survey = harness.survey(&SurveyContext { home, diagnostics })?;
@@ -208,6 +246,7 @@ impl Store {
 
     /// Reads the store: the kinds asked for, the sessions asked for, normalised and valid.
     pub fn read(&self, req: &ReadRequest<'_>) -> Result<State, ConvertError> {
+        self.check_present()?;
         let kinds = req.kinds.intersection(self.exports());
         let mut sessions = None;
         if kinds.contains(StateKind::Sessions) {

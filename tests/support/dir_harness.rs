@@ -40,6 +40,10 @@ impl Harness for DirHarness {
         }
     }
 
+    fn store_paths(&self, home: &asp_convert::Home) -> Vec<std::path::PathBuf> {
+        vec![home.join(STORE)]
+    }
+
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {
         dir::survey(&ctx.home.join(STORE))
     }

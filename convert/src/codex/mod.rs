@@ -44,7 +44,7 @@ use asp_format::state::{Session, State};
 
 use crate::error::ConvertError;
 use crate::harness::{
-    Capabilities, Harness, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
+    Capabilities, Harness, Home, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
     WriteContext,
 };
 use crate::kit::placement::{Placement, Tally};
@@ -67,6 +67,10 @@ impl Harness for Codex {
             export: KindSet::ALL,
             import: KindSet::ALL,
         }
+    }
+
+    fn store_paths(&self, home: &Home) -> Vec<std::path::PathBuf> {
+        vec![layout::Layout::of(home).codex]
     }
 
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {
