@@ -39,7 +39,7 @@ use crate::harness::{
 };
 use crate::kit::fsops::Writer;
 use crate::kit::pathmap::PathMap;
-use crate::kit::report::Diagnostics;
+use crate::kit::report::{Diagnostic, Diagnostics, Severity};
 
 /// Where agent state is kept.
 #[derive(Clone)]
@@ -387,15 +387,17 @@ impl Store {
         }
         req.progress.finish();
         let mut sessions = Vec::new();
-        for slot in slots {
+        for (slot, entry) in slots.into_iter().zip(entries) {
             let Some((read, diagnostics)) = slot.into_inner().expect("no reader panicked") else {
                 // Not read: an earlier entry failed and the pool stopped.
                 continue;
             };
+            let read = read?;
+            let native = read.iter().any(|s| s.native.is_some());
             for d in diagnostics.items() {
-                req.diagnostics.push(d);
+                req.diagnostics.push(resolve_damage(d, entry, native));
             }
-            sessions.extend(read?);
+            sessions.extend(read);
         }
         Ok(sessions)
     }
@@ -466,6 +468,27 @@ impl Store {
             }
         }
     }
+}
+
+/// A damaged record dropped from a session's conversation is lost unless its file travels byte
+/// for byte as the session's native file (`native`: the read carried native files): then a
+/// restore into the same harness gives it back, and it is reported but not a loss.
+fn resolve_damage(mut d: Diagnostic, entry: &Surveyed, native: bool) -> Diagnostic {
+    if d.severity != Severity::Damaged {
+        return d;
+    }
+    let kept = native
+        && d.file
+            .as_deref()
+            .is_some_and(|f| entry.files.iter().any(|s| s.path == f));
+    if kept {
+        d.severity = Severity::KeptNatively;
+        d.message
+            .push_str(" (kept byte for byte in the session's native file)");
+    } else {
+        d.severity = Severity::Lost;
+    }
+    d
 }
 
 /// Leaves out every kind given with nothing in it: a harness store that has no memory does not

@@ -47,7 +47,7 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Settings> {
         Ok(f) => f,
         Err(e) => {
             ctx.diagnostics
-                .skipped(&path, None, format!("settings not read: {e}"));
+                .lost(&path, None, format!("settings not read: {e}"));
             return None;
         }
     };
@@ -82,7 +82,7 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Settings> {
         })
         .collect();
     if !others.is_empty() {
-        ctx.diagnostics.note(
+        ctx.diagnostics.left_out(
             &path,
             None,
             format!(

@@ -312,7 +312,7 @@ impl Config {
         let mut out = Vec::new();
         for (name, item) in servers.iter() {
             let Some(Json::Object(mut cfg)) = item_json(item) else {
-                diagnostics.skipped(
+                diagnostics.lost(
                     &self.path,
                     None,
                     format!("[mcp_servers.{name}] is not a table; skipped"),
@@ -364,7 +364,7 @@ impl Config {
                     meta: None,
                 })
             } else {
-                diagnostics.skipped(
+                diagnostics.left_out(
                     &self.path,
                     None,
                     format!("[mcp_servers.{name}] has neither `command` nor `url` (Codex refuses it too); skipped"),

@@ -111,7 +111,7 @@ impl Harness for Codex {
                         state.settings = Some(c.settings());
                     }
                 }
-                Err(e) => ctx.diagnostics.skipped(
+                Err(e) => ctx.diagnostics.lost(
                     &layout.codex.join(config::FILE),
                     None,
                     format!("{e}; no MCP servers or settings were read"),

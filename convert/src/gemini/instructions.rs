@@ -45,7 +45,7 @@ pub(super) fn read_text(
         Ok(b) => match String::from_utf8(b) {
             Ok(t) => Ok(Some(t)),
             Err(_) => {
-                diagnostics.skipped(path, None, "not UTF-8 text; skipped");
+                diagnostics.lost(path, None, "not UTF-8 text; skipped");
                 Ok(None)
             }
         },

@@ -95,7 +95,7 @@ impl Harness for Gemini {
                         .column
                         .map(|c| format!("column {c}: "))
                         .unwrap_or_default();
-                    ctx.diagnostics.skipped(
+                    ctx.diagnostics.lost(
                         &settings_path,
                         e.line,
                         format!(

@@ -247,7 +247,7 @@ impl File {
             None => return Some(Vec::new()),
             Some(Value::Object(servers)) => servers,
             Some(_) => {
-                diagnostics.skipped(
+                diagnostics.lost(
                     &self.path,
                     None,
                     "`mcpServers` is not an object; the MCP servers were not read",
@@ -258,7 +258,7 @@ impl File {
         let mut out = Vec::new();
         for (name, cfg) in servers {
             let Some(cfg) = cfg.as_object() else {
-                diagnostics.skipped(
+                diagnostics.lost(
                     &self.path,
                     None,
                     format!("MCP server {name:?} is not an object; skipped"),
@@ -272,7 +272,7 @@ impl File {
                     }
                     out.push(s);
                 }
-                None => diagnostics.skipped(
+                None => diagnostics.left_out(
                     &self.path,
                     None,
                     format!(
