@@ -1018,7 +1018,9 @@ fn mcp_servers_and_settings_merge_into_config_toml_keeping_the_users_text() {
         "{reasons:?}"
     );
     assert!(
-        reasons.iter().any(|r| r.contains("\"opus\"")),
+        reasons
+            .iter()
+            .any(|r| r.contains("opus is an Anthropic model; Codex runs OpenAI models")),
         "{reasons:?}"
     );
     assert!(

@@ -87,6 +87,10 @@ macro_rules! contract {
                     super::no_store_is_an_error(H)
                 }
                 #[test]
+                fn settings_are_written_only_with_values_the_harness_accepts() {
+                    super::settings_only_as_accepted(H)
+                }
+                #[test]
                 fn pack_session_packs_that_session_and_refuses_one_it_does_not_have() {
                     super::pack_session_selects(H)
                 }
@@ -722,4 +726,89 @@ fn no_store_is_an_error(h: &str) {
         String::from_utf8_lossy(&o.stdout).contains("packed 0 sessions"),
         "{h}: {o:?}"
     );
+}
+
+/// A setting is written into a harness only with a value it accepts: a model of its own
+/// provider, a mode from its own list; anything else is not taken, with the one rule's reason.
+/// And whatever another harness's whole state brings, the model read back is one it runs.
+fn settings_only_as_accepted(h: &str) {
+    use asp_convert::kit::accepted::Provider;
+    use asp_format::state::{SettingValue, Settings};
+    let asp_convert::Store::Harness { harness, .. } = crate::support::store_of(h, &sample(h))
+    else {
+        unreachable!()
+    };
+    let accepts = harness.accepts();
+    let with = |id: &str, v: &str| State {
+        settings: Some(Settings::from([(
+            id.to_owned(),
+            SettingValue::Select(v.to_owned()),
+        )])),
+        ..State::default()
+    };
+    for model in ["claude-opus-4-6", "gpt-5.3-codex", "gemini-2.5-pro", "opus"] {
+        let home = tmp();
+        let answer = write_home(
+            h,
+            home.path(),
+            &with("model", model),
+            &MemoryStore::new(),
+            false,
+            &PathMap::default(),
+        )
+        .0;
+        if Provider::of(model) == Some(accepts.provider) {
+            assert!(answer.not_taken.is_empty(), "{h} {model}: {answer:?}");
+            let back = read(h, home.path()).state.settings.unwrap_or_default();
+            assert_eq!(
+                back.get("model"),
+                Some(&SettingValue::Select(model.to_owned())),
+                "{h}"
+            );
+        } else {
+            let reasons: Vec<&str> = answer.not_taken.iter().map(|n| n.reason.as_str()).collect();
+            assert_eq!(
+                reasons,
+                [accepts.model(model).unwrap_err().as_str()],
+                "{h} {model}"
+            );
+            assert!(
+                !answer.taken.contains(StateKind::Settings),
+                "{h} {model}: {answer:?}"
+            );
+        }
+    }
+    // Every mode any harness uses, and the ones that stop or unguard a harness.
+    for mode in [
+        "auto",
+        "autoEdit",
+        "acceptEdits",
+        "plan",
+        "yolo",
+        "full-access",
+        "dontAsk",
+    ] {
+        let home = tmp();
+        let answer = write_home(
+            h,
+            home.path(),
+            &with("mode", mode),
+            &MemoryStore::new(),
+            false,
+            &PathMap::default(),
+        )
+        .0;
+        if !answer.taken.contains(StateKind::Settings) {
+            assert_eq!(answer.not_taken.len(), 1, "{h} {mode}: {answer:?}");
+        }
+    }
+    // Every other sample's whole state: the model read back is one this harness runs.
+    for (from, packed) in every_source() {
+        let home = tmp();
+        write(h, home.path(), &packed, false);
+        let back = read(h, home.path()).state.settings.unwrap_or_default();
+        if let Some(SettingValue::Select(m)) = back.get("model") {
+            assert!(accepts.model(m).is_ok(), "{from} into {h}: model {m}");
+        }
+    }
 }

@@ -315,6 +315,10 @@ pub trait Harness: Send + Sync {
     /// backup (a typo in `--home`, a cron job whose `HOME` is not the user's).
     fn store_paths(&self, home: &Home) -> Vec<PathBuf>;
 
+    /// The models and modes this harness accepts as session settings
+    /// ([`crate::kit::accepted`]): its writes never set another value.
+    fn accepts(&self) -> &'static crate::kit::accepted::Accepts;
+
     /// Lists the sessions of the store under `ctx.home`, reading no conversation.
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError>;
 

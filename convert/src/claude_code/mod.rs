@@ -61,6 +61,10 @@ impl Harness for ClaudeCode {
         }
     }
 
+    fn accepts(&self) -> &'static crate::kit::accepted::Accepts {
+        &settings::ACCEPTS
+    }
+
     fn store_paths(&self, home: &Home) -> Vec<std::path::PathBuf> {
         let l = Layout::of(home);
         vec![l.config, l.global]

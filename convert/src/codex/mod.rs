@@ -69,6 +69,10 @@ impl Harness for Codex {
         }
     }
 
+    fn accepts(&self) -> &'static crate::kit::accepted::Accepts {
+        &settings::ACCEPTS
+    }
+
     fn store_paths(&self, home: &Home) -> Vec<std::path::PathBuf> {
         vec![layout::Layout::of(home).codex]
     }

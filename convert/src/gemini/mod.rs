@@ -66,6 +66,10 @@ impl Harness for Gemini {
         }
     }
 
+    fn accepts(&self) -> &'static crate::kit::accepted::Accepts {
+        &settings::ACCEPTS
+    }
+
     fn store_paths(&self, home: &Home) -> Vec<std::path::PathBuf> {
         vec![layout::Layout::of(home).gemini]
     }
