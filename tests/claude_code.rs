@@ -526,7 +526,7 @@ fn damaged_transcripts_are_carried_and_the_damage_reported_with_file_and_line() 
             .diagnostics
             .clone()
             .into_iter()
-            .filter(|d| d.severity == Severity::Skipped)
+            .filter(|d| d.severity.is_not_carried())
             .collect();
         assert_eq!(skipped.len(), 1, "{dir}: {skipped:?}");
         assert_eq!(skipped[0].line, Some(line), "{dir}");
@@ -565,7 +565,7 @@ fn a_skill_with_invalid_yaml_is_carried_byte_for_byte_with_a_note() {
             .iter()
             .any(|d| d.severity == Severity::Note && d.message.contains("not valid YAML"))
     );
-    assert!(!r.any_skipped());
+    assert!(!r.any_not_carried());
 }
 
 #[test]
@@ -635,17 +635,26 @@ fn the_other_kinds_are_read_as_expected() {
             ("model".to_owned(), SettingValue::Select("opus".into())),
         ])
     );
-    // What is not carried is said: user rules and the local-scope MCP server.
+    // What is not carried is said, as left out by design: user rules, the local-scope MCP
+    // server, the settings of Claude Code itself.
+    assert!(
+        r.diagnostics
+            .iter()
+            .all(|d| matches!(d.severity, Severity::LeftOut | Severity::Note)),
+        "{:#?}",
+        r.diagnostics
+    );
     let skipped: Vec<String> = r
         .diagnostics
         .clone()
         .into_iter()
-        .filter(|d| d.severity == Severity::Skipped)
+        .filter(|d| d.severity.is_not_carried())
         .map(|d| d.to_string())
         .collect();
-    assert_eq!(skipped.len(), 2, "{skipped:#?}");
+    assert_eq!(skipped.len(), 3, "{skipped:#?}");
     assert!(skipped[0].contains("rules/security.md"));
     assert!(skipped[1].contains("design-system"));
+    assert!(skipped[2].contains("configure Claude Code itself"));
 }
 
 #[test]
@@ -1162,10 +1171,11 @@ fn a_session_id_is_a_portable_name() {
 fn pack_and_unpack_through_the_binaries() {
     let work = tmp();
     let bundle = work.path().join("claude.aspstate");
-    // Exit 3: the user rules file and the local-scope MCP server are not carried (said on stderr).
+    // Exit 0: the user rules file and the local-scope MCP server are left out by design (said
+    // on stderr).
     pack_home("claude-code", sample_home(), &bundle)
         .assert()
-        .code(3)
+        .code(0)
         .stderr(predicates::str::contains("rules/security.md"));
 
     let home = work.path().join("home");
@@ -1217,7 +1227,7 @@ fn pack_and_unpack_through_the_binaries() {
         .args(["--to", "claude-code", "--json", "--home"])
         .arg(&home)
         .assert()
-        .code(3)
+        .code(0)
         .get_output()
         .stdout
         .clone();
@@ -1573,7 +1583,7 @@ fn odd_entries_in_a_project_folder_are_reported_and_the_rest_is_read() {
         .diagnostics
         .clone()
         .iter()
-        .filter(|d| d.severity == Severity::Skipped)
+        .filter(|d| d.severity.is_not_carried())
         .map(|d| d.to_string())
         .collect();
     for name in ["subagents", "agent-x.jsonl", "notes.txt"] {
@@ -1616,7 +1626,7 @@ fn an_unreadable_transcript_costs_only_that_session() {
         r.diagnostics
             .clone()
             .iter()
-            .any(|d| d.severity == Severity::Skipped && d.file.as_deref() == Some(&*locked)),
+            .any(|d| d.severity.is_not_carried() && d.file.as_deref() == Some(&*locked)),
         "{:?}",
         r.diagnostics.clone()
     );
@@ -1647,7 +1657,7 @@ fn the_same_session_in_two_project_folders_is_carried_once_the_newest() {
         .diagnostics
         .clone()
         .into_iter()
-        .find(|d| d.severity == Severity::Skipped && d.file.as_deref() == Some(&*older))
+        .find(|d| d.severity.is_not_carried() && d.file.as_deref() == Some(&*older))
         .expect("the left-out copy is reported");
     assert!(d.message.contains("-a"), "names the one carried: {d}");
 }

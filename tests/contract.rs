@@ -23,7 +23,6 @@ use std::path::{Path, PathBuf};
 
 use asp_convert::harness::ReadOptions;
 use asp_convert::kit::pathmap::PathMap;
-use asp_convert::kit::report::Severity;
 use asp_format::answer::ImportAnswer;
 use asp_format::blob::MemoryStore;
 use asp_format::state::State;
@@ -87,6 +86,14 @@ macro_rules! contract {
                 #[test]
                 fn the_bundle_is_the_same_on_one_thread_or_many() {
                     super::threads_do_not_change_the_bundle(H)
+                }
+                #[test]
+                fn a_home_without_the_store_is_an_error_and_an_empty_store_is_0_sessions() {
+                    super::no_store_is_an_error(H)
+                }
+                #[test]
+                fn settings_are_written_only_with_values_the_harness_accepts() {
+                    super::settings_only_as_accepted(H)
                 }
                 #[test]
                 fn pack_session_packs_that_session_and_refuses_one_it_does_not_have() {
@@ -362,7 +369,7 @@ fn damage_is_named(h: &str) {
     fs::write(&log, bytes).unwrap();
     let back = read(h, home.path());
     let named = back.diagnostics.iter().any(|d| {
-        d.severity == Severity::Skipped
+        d.severity.is_not_carried()
             && d.file.as_deref() == Some(log.as_path())
             && d.line == Some(lines + 1)
     });
@@ -485,7 +492,7 @@ fn imports_pass_every_validator(h: &str) {
         let damage: Vec<_> = back
             .diagnostics
             .iter()
-            .filter(|d| d.severity == Severity::Skipped)
+            .filter(|d| d.severity.is_not_carried())
             .collect();
         assert!(damage.is_empty(), "{h} into {to}: {damage:#?}");
     }
@@ -597,7 +604,7 @@ fn a_growing_file_is_read_as_surveyed(h: &str) {
         diagnostics
             .items()
             .iter()
-            .all(|d| d.severity != Severity::Skipped),
+            .all(|d| !d.severity.is_not_carried()),
         "{h}: no half line was read: {:#?}",
         diagnostics.items()
     );
@@ -687,4 +694,132 @@ fn pack_session_selects(h: &str) {
         "{h}: {}",
         String::from_utf8_lossy(&missing.stderr)
     );
+}
+
+/// A backup of nothing must not succeed: a home that does not exist, or that holds no store of
+/// the harness, is an error (exit 1) naming what was looked for; a store that exists and is
+/// empty packs as "0 sessions".
+fn no_store_is_an_error(h: &str) {
+    let dir = tmp();
+    let out = dir.path().join("b.aspstate");
+    let missing = dir.path().join("no-such-home");
+    let o = crate::support::pack_home(h, &missing, &out)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{h}: {said}");
+    assert!(
+        said.contains("does not exist") && said.contains(&missing.display().to_string()),
+        "{h}: {said}"
+    );
+    assert!(!out.exists(), "{h}: no bundle is written");
+
+    let home = dir.path().join("home");
+    fs::create_dir(&home).unwrap();
+    let o = crate::support::pack_home(h, &home, &out).output().unwrap();
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{h}: {said}");
+    let asp_convert::Store::Harness { harness, home: at } = crate::support::store_of(h, &home)
+    else {
+        unreachable!()
+    };
+    let looked_for = harness.store_paths(&at);
+    assert!(said.contains(&format!("holds no {h} store")), "{h}: {said}");
+    for p in &looked_for {
+        assert!(said.contains(&p.display().to_string()), "{h}: {said}");
+    }
+    assert!(!out.exists(), "{h}: no bundle is written");
+
+    fs::create_dir_all(&looked_for[0]).unwrap();
+    let o = crate::support::pack_home(h, &home, &out).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{h}: {o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("packed 0 sessions"),
+        "{h}: {o:?}"
+    );
+}
+
+/// A setting is written into a harness only with a value it accepts: a model of its own
+/// provider, a mode from its own list; anything else is not taken, with the one rule's reason.
+/// And whatever another harness's whole state brings, the model read back is one it runs.
+fn settings_only_as_accepted(h: &str) {
+    use asp_convert::kit::accepted::Provider;
+    use asp_format::state::{SettingValue, Settings};
+    let asp_convert::Store::Harness { harness, .. } = crate::support::store_of(h, &sample(h))
+    else {
+        unreachable!()
+    };
+    let accepts = harness.accepts();
+    let with = |id: &str, v: &str| State {
+        settings: Some(Settings::from([(
+            id.to_owned(),
+            SettingValue::Select(v.to_owned()),
+        )])),
+        ..State::default()
+    };
+    for model in ["claude-opus-4-6", "gpt-5.3-codex", "gemini-2.5-pro", "opus"] {
+        let home = tmp();
+        let answer = write_home(
+            h,
+            home.path(),
+            &with("model", model),
+            &MemoryStore::new(),
+            false,
+            &PathMap::default(),
+        )
+        .0;
+        if Provider::of(model) == Some(accepts.provider) {
+            assert!(answer.not_taken.is_empty(), "{h} {model}: {answer:?}");
+            let back = read(h, home.path()).state.settings.unwrap_or_default();
+            assert_eq!(
+                back.get("model"),
+                Some(&SettingValue::Select(model.to_owned())),
+                "{h}"
+            );
+        } else {
+            let reasons: Vec<&str> = answer.not_taken.iter().map(|n| n.reason.as_str()).collect();
+            assert_eq!(
+                reasons,
+                [accepts.model(model).unwrap_err().as_str()],
+                "{h} {model}"
+            );
+            assert!(
+                !answer.taken.contains(StateKind::Settings),
+                "{h} {model}: {answer:?}"
+            );
+        }
+    }
+    // Every mode any harness uses, and the ones that stop or unguard a harness.
+    for mode in [
+        "auto",
+        "autoEdit",
+        "acceptEdits",
+        "plan",
+        "yolo",
+        "full-access",
+        "dontAsk",
+    ] {
+        let home = tmp();
+        let answer = write_home(
+            h,
+            home.path(),
+            &with("mode", mode),
+            &MemoryStore::new(),
+            false,
+            &PathMap::default(),
+        )
+        .0;
+        if !answer.taken.contains(StateKind::Settings) {
+            assert_eq!(answer.not_taken.len(), 1, "{h} {mode}: {answer:?}");
+        }
+    }
+    // Every other sample's whole state: the model read back is one this harness runs.
+    for (from, packed) in every_source() {
+        let home = tmp();
+        write(h, home.path(), &packed, false);
+        let back = read(h, home.path()).state.settings.unwrap_or_default();
+        if let Some(SettingValue::Select(m)) = back.get("model") {
+            assert!(accepts.model(m).is_ok(), "{from} into {h}: model {m}");
+        }
+    }
 }

@@ -287,7 +287,7 @@ fn fixture_home(name: &str) -> (tempfile::TempDir, PathBuf) {
 fn skipped_at(r: &Read, file: &Path) -> Vec<(Option<u64>, String)> {
     r.diagnostics
         .iter()
-        .filter(|d| d.severity == Severity::Skipped && d.file.as_deref() == Some(file))
+        .filter(|d| d.severity.is_not_carried() && d.file.as_deref() == Some(file))
         .map(|d| (d.line, d.message.clone()))
         .collect()
 }

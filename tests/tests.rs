@@ -11,6 +11,7 @@ mod support;
 
 // Bundles and the CLI.
 mod bundle_cli;
+mod exit_codes;
 mod hostile_bundles;
 mod round_trip;
 mod schemas;

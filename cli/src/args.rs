@@ -18,6 +18,15 @@ pub struct Common {
     pub quiet: bool,
 }
 
+/// `--strict`, for every command that carries state.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Strict {
+    /// Exit 3 when anything was not taken, also what is left out by design or cannot exist in
+    /// the target [default: exit 3 only when something was lost]
+    #[arg(long)]
+    pub strict: bool,
+}
+
 /// Parses `--kinds sessions,skills`.
 pub fn parse_kinds(s: &str) -> Result<KindSet, String> {
     let set = KindSet::parse_list(s).map_err(|e| e.to_string())?;

@@ -17,7 +17,9 @@ pub enum Exit {
     Error = 1,
     /// A usage error (clap's own code).
     Usage = 2,
-    /// Done, but some items were not carried; they are listed on stderr.
+    /// Done, but something the source had was lost (a file that could not be read, a session
+    /// that could not be carried or written, a damaged record not kept natively); or, with
+    /// `--strict`, anything was not taken. Listed on stderr.
     Incomplete = 3,
     /// An integrity failure: a digest or size mismatch, a corrupt, truncated or hostile bundle.
     Integrity = 4,
@@ -42,11 +44,26 @@ impl From<ErrorClass> for Exit {
 /// Text for the `EXIT CODES` section of every `--help`.
 pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
-  0  success
-  1  error (input/output, a file that does not parse, refused to overwrite)
+  0  done, and nothing the source had is lost. What is left out by design, or cannot exist in
+     the target (a model it cannot run, a project-scope MCP server), is still reported: on
+     stderr, in the summary line, as notTaken in --json
+  1  error (input/output, a file that does not parse, refused to overwrite, no store at --home)
   2  usage error
-  3  done, but some items were not carried (listed on stderr)
+  3  done, but something was lost: a file that could not be read, a session that could not be
+     carried or written, a record dropped as damaged and not kept natively (a crash-cut last
+     line travels byte for byte in the native file: not a loss). With --strict (pack,
+     unpack), anything not taken exits 3 too
   4  integrity failure (digest or size mismatch; corrupt, truncated or hostile bundle)";
+
+/// The exit of a command that carried state: [`Exit::Incomplete`] when something was lost, or
+/// when `strict` and anything was not taken; else [`Exit::Ok`].
+pub fn carried(lost: bool, not_taken: bool, strict: bool) -> Exit {
+    if lost || (strict && not_taken) {
+        Exit::Incomplete
+    } else {
+        Exit::Ok
+    }
+}
 
 /// Why a command failed: the error with its context, and its class.
 pub struct Failure {

@@ -34,6 +34,31 @@ pub fn is_rfc3339(s: &str) -> bool {
     asp_convert::kit::time::parse(s).is_some()
 }
 
+/// How a finding is labelled on stderr: what was lost says so.
+pub fn severity(s: asp_convert::kit::report::Severity) -> &'static str {
+    use asp_convert::kit::report::Severity as S;
+    match s {
+        S::Note | S::KeptNatively => "note",
+        S::LeftOut => "left out",
+        S::Damaged | S::Lost => "lost",
+    }
+}
+
+/// `; 3 left out by design (listed above)`, `; 1 lost (listed above)`: what the summary line
+/// adds when not everything was carried, or nothing.
+pub fn not_carried(left_out: usize, lost: usize) -> String {
+    let mut out = String::new();
+    if left_out > 0 {
+        out.push_str(&format!(
+            "; {left_out} not taken (left out by design or not possible in the target; listed above)"
+        ));
+    }
+    if lost > 0 {
+        out.push_str(&format!("; {lost} LOST (listed above)"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@ use asp_format::name::SessionId;
 use asp_format::state::State;
 use clap::{Parser, ValueEnum};
 
-use crate::args::{Common, parse_harness, parse_kinds, parse_session, parse_threads};
+use crate::args::{Common, Strict, parse_harness, parse_kinds, parse_session, parse_threads};
 use crate::bail_usage;
 use crate::exit::{Context, EXIT_CODES_HELP, Exit, Failure, Result};
 use crate::human;
@@ -35,6 +35,11 @@ Examples:
       Pack a state directory written by `asp-unpack --to-dir` (and maybe edited by hand).
   asp-pack --from gemini -o - | ssh other-host 'asp-unpack - --to gemini'
       Carry Gemini CLI state to another machine.
+
+A home that does not exist, or holds no store of the harness (~/.claude, ~/.codex, ~/.gemini,
+or where CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_CLI_HOME put it), is an error (exit 1) naming
+the paths looked for: a typo in --home never gives an empty backup. A store that exists and
+holds nothing packs as \"0 sessions\".
 
 Secrets: MCP server descriptors (env values, HTTP headers) often contain API tokens, and they
 are packed as they are. Use --redact-secrets to blank them; the bundle then lists which
@@ -95,6 +100,9 @@ pub struct PackArgs {
     /// Blank MCP env values and HTTP header values (tokens), listing what was blanked
     #[arg(long)]
     pub redact_secrets: bool,
+
+    #[command(flatten)]
+    pub strict: Strict,
 
     #[command(flatten)]
     pub common: Common,
@@ -257,17 +265,28 @@ pub fn run(args: PackArgs) -> Result<Exit> {
     };
     bar.clear();
 
-    for d in diagnostics.items() {
-        bar.println(format!("warning: {d}"));
+    let items = diagnostics.items();
+    for d in &items {
+        bar.println(format!("{}: {d}", human::severity(d.severity)));
     }
-    let incomplete = diagnostics.any_skipped();
-    let summary = summary_line(
+    let lost: Vec<String> = items
+        .iter()
+        .filter(|d| d.severity.is_loss())
+        .map(ToString::to_string)
+        .collect();
+    let left_out: Vec<String> = items
+        .iter()
+        .filter(|d| d.severity.is_not_carried() && !d.severity.is_loss())
+        .map(ToString::to_string)
+        .collect();
+    let mut summary = summary_line(
         &state,
         kinds.intersection(store.exports()),
         &shown,
         written.size,
         &written.digest.to_string(),
     );
+    summary.push_str(&human::not_carried(left_out.len(), lost.len()));
     if args.common.json {
         let out = serde_json::json!({
             "bundle": shown,
@@ -275,7 +294,9 @@ pub fn run(args: PackArgs) -> Result<Exit> {
             "size": written.size,
             "source": source,
             "kinds": state.counts(),
-            "diagnostics": diagnostics.items().iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "notTaken": left_out,
+            "lost": lost,
+            "diagnostics": items.iter().map(ToString::to_string).collect::<Vec<_>>(),
         });
         if to_stdout {
             eprintln!("{out}");
@@ -287,11 +308,11 @@ pub fn run(args: PackArgs) -> Result<Exit> {
     } else {
         crate::outln!("{summary}");
     }
-    Ok(if incomplete {
-        Exit::Incomplete
-    } else {
-        Exit::Ok
-    })
+    Ok(crate::exit::carried(
+        !lost.is_empty(),
+        !left_out.is_empty(),
+        args.strict.strict,
+    ))
 }
 
 /// `packed 3 sessions, instructions, 2 skills, ... → FILE (12.3 KiB; bundle sha256:…)`.

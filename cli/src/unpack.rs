@@ -11,7 +11,7 @@ use asp_format::blob::{BlobSource, Overlay, StagingStore};
 use asp_format::bundle::Bundle;
 use clap::Parser;
 
-use crate::args::{Common, parse_harness, parse_kinds};
+use crate::args::{Common, Strict, parse_harness, parse_kinds};
 use crate::bail_usage;
 use crate::exit::{Context, EXIT_CODES_HELP, Exit, Result};
 use crate::human;
@@ -79,6 +79,9 @@ pub struct UnpackArgs {
     /// state); repeatable, longest OLD wins
     #[arg(long = "map-path", value_name = "OLD=NEW")]
     pub map_path: Vec<String>,
+
+    #[command(flatten)]
+    pub strict: Strict,
 
     #[command(flatten)]
     pub common: Common,
@@ -179,12 +182,22 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
     };
     bar.clear();
 
-    for d in diagnostics.items() {
-        bar.println(format!("warning: {d}"));
+    let items = diagnostics.items();
+    for d in &items {
+        bar.println(format!("{}: {d}", human::severity(d.severity)));
     }
     for n in &answer.not_taken {
-        bar.println(format!("not taken: {}: {}", n.kind, n.reason));
+        let what = if n.lost { "lost" } else { "not taken" };
+        bar.println(format!("{what}: {}: {}", n.kind, n.reason));
     }
+    let lost = answer.any_lost() || items.iter().any(|d| d.severity.is_loss());
+    let lost_count = answer.not_taken.iter().filter(|n| n.lost).count()
+        + items.iter().filter(|d| d.severity.is_loss()).count();
+    let left_out_count = answer.not_taken.iter().filter(|n| !n.lost).count()
+        + items
+            .iter()
+            .filter(|d| d.severity.is_not_carried() && !d.severity.is_loss())
+            .count();
     if args.common.json {
         crate::outln!(
             "{}",
@@ -208,21 +221,17 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
             answer.taken.to_string().replace(',', ", ")
         };
         let mut line = format!("{verb} {taken} from {} into {target}", input.display());
-        if !answer.not_taken.is_empty() {
-            line.push_str(&format!("; {} not taken", answer.not_taken.len()));
-        }
+        line.push_str(&human::not_carried(left_out_count, lost_count));
         crate::outln!("{line}");
         for r in renamed {
             crate::outln!("  session {r}");
         }
     }
-    Ok(
-        if answer.not_taken.is_empty() && !diagnostics.any_skipped() {
-            Exit::Ok
-        } else {
-            Exit::Incomplete
-        },
-    )
+    Ok(crate::exit::carried(
+        lost,
+        left_out_count > 0,
+        args.strict.strict,
+    ))
 }
 
 /// The part of a bundle's state a command works on: the kinds asked for (all, or only

@@ -309,6 +309,16 @@ pub trait Harness: Send + Sync {
     /// Kinds this converter reads and writes.
     fn capabilities(&self) -> Capabilities;
 
+    /// Where this harness keeps its store under `home` (honouring the same environment
+    /// overrides as the reads): the home holds a store when any one of them exists. A read of a
+    /// home that holds none is an error naming these paths, never an empty "successful"
+    /// backup (a typo in `--home`, a cron job whose `HOME` is not the user's).
+    fn store_paths(&self, home: &Home) -> Vec<PathBuf>;
+
+    /// The models and modes this harness accepts as session settings
+    /// ([`crate::kit::accepted`]): its writes never set another value.
+    fn accepts(&self) -> &'static crate::kit::accepted::Accepts;
+
     /// Lists the sessions of the store under `ctx.home`, reading no conversation.
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError>;
 

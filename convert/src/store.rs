@@ -39,7 +39,7 @@ use crate::harness::{
 };
 use crate::kit::fsops::Writer;
 use crate::kit::pathmap::PathMap;
-use crate::kit::report::Diagnostics;
+use crate::kit::report::{Diagnostic, Diagnostics, Severity};
 
 /// Where agent state is kept.
 #[derive(Clone)]
@@ -194,8 +194,46 @@ impl Store {
         }
     }
 
+    /// Whether the store is there to be read: a harness store needs its home to exist and to
+    /// hold that harness's store (an existing empty store is fine); a state directory needs
+    /// to exist. The error names what was looked for.
+    pub fn check_present(&self) -> Result<(), ConvertError> {
+        match self {
+            Store::Harness { harness, home } => {
+                let looked_for = harness.store_paths(home);
+                if home.dir.is_dir() && looked_for.iter().any(|p| p.exists()) {
+                    return Ok(());
+                }
+                Err(ConvertError::NoStore {
+                    harness: harness.name().to_string(),
+                    home: home.dir.clone(),
+                    looked_for,
+                })
+            }
+            Store::Dir(d) if d.is_dir() => Ok(()),
+            Store::Dir(d) => Err(ConvertError::invalid(
+                d,
+                "no such state directory (write one with asp-unpack --to-dir)",
+            )),
+        }
+    }
+
+    /// Whether the home of a harness store exists (a store that is not there yet may be
+    /// written into it: an import creates it). For a hub, which both reads and writes.
+    pub fn check_home(&self) -> Result<(), ConvertError> {
+        match self {
+            Store::Harness { harness, home } if !home.dir.is_dir() => Err(ConvertError::NoStore {
+                harness: harness.name().to_string(),
+                home: home.dir.clone(),
+                looked_for: harness.store_paths(home),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Lists the store's sessions without reading them.
     pub fn survey(&self, diagnostics: &Diagnostics) -> Result<Survey, ConvertError> {
+        self.check_present()?;
         match self {
             Store::Harness { harness, home } => {
                 let mut survey = harness.survey(&SurveyContext { home, diagnostics })?;
@@ -208,6 +246,7 @@ impl Store {
 
     /// Reads the store: the kinds asked for, the sessions asked for, normalised and valid.
     pub fn read(&self, req: &ReadRequest<'_>) -> Result<State, ConvertError> {
+        self.check_present()?;
         let kinds = req.kinds.intersection(self.exports());
         let mut sessions = None;
         if kinds.contains(StateKind::Sessions) {
@@ -348,15 +387,17 @@ impl Store {
         }
         req.progress.finish();
         let mut sessions = Vec::new();
-        for slot in slots {
+        for (slot, entry) in slots.into_iter().zip(entries) {
             let Some((read, diagnostics)) = slot.into_inner().expect("no reader panicked") else {
                 // Not read: an earlier entry failed and the pool stopped.
                 continue;
             };
+            let read = read?;
+            let native = read.iter().any(|s| s.native.is_some());
             for d in diagnostics.items() {
-                req.diagnostics.push(d);
+                req.diagnostics.push(resolve_damage(d, entry, native));
             }
-            sessions.extend(read?);
+            sessions.extend(read);
         }
         Ok(sessions)
     }
@@ -427,6 +468,27 @@ impl Store {
             }
         }
     }
+}
+
+/// A damaged record dropped from a session's conversation is lost unless its file travels byte
+/// for byte as the session's native file (`native`: the read carried native files): then a
+/// restore into the same harness gives it back, and it is reported but not a loss.
+fn resolve_damage(mut d: Diagnostic, entry: &Surveyed, native: bool) -> Diagnostic {
+    if d.severity != Severity::Damaged {
+        return d;
+    }
+    let kept = native
+        && d.file
+            .as_deref()
+            .is_some_and(|f| entry.files.iter().any(|s| s.path == f));
+    if kept {
+        d.severity = Severity::KeptNatively;
+        d.message
+            .push_str(" (kept byte for byte in the session's native file)");
+    } else {
+        d.severity = Severity::Lost;
+    }
+    d
 }
 
 /// Leaves out every kind given with nothing in it: a harness store that has no memory does not

@@ -25,6 +25,12 @@ pub struct ImportAnswer {
 pub struct NotTaken {
     pub kind: StateKind,
     pub reason: String,
+    /// Whether it is lost (a session that could not be written), as opposed to left out by
+    /// design or impossible in the destination (a model it cannot run, a skill of the same
+    /// name kept). Commands exit 3 only for a loss. Not part of the protocol's answer: the
+    /// destination that answered knows it; a client reads the reason.
+    #[serde(skip)]
+    pub lost: bool,
 }
 
 impl ImportAnswer {
@@ -32,11 +38,27 @@ impl ImportAnswer {
         self.taken.insert(kind);
     }
 
+    /// `kind` was not taken, by design or because the destination cannot hold it.
     pub fn refuse(&mut self, kind: StateKind, reason: impl Into<String>) {
         self.not_taken.push(NotTaken {
             kind,
             reason: reason.into(),
+            lost: false,
         });
+    }
+
+    /// Something of `kind` could not be written and is lost to the destination.
+    pub fn lose(&mut self, kind: StateKind, reason: impl Into<String>) {
+        self.not_taken.push(NotTaken {
+            kind,
+            reason: reason.into(),
+            lost: true,
+        });
+    }
+
+    /// Whether anything handed over is lost (what makes a command exit 3).
+    pub fn any_lost(&self) -> bool {
+        self.not_taken.iter().any(|n| n.lost)
     }
 
     /// True when everything handed over was taken.

@@ -101,10 +101,14 @@ impl HubConfig {
                 .map(|h| h.name().to_string())
                 .collect(),
         })?;
-        self.options.converter = Some(Store::Harness {
+        let store = Store::Harness {
             harness: Arc::from(harness),
             home: Home::resolve(home).map_err(HubError::Home)?,
-        });
+        };
+        // A typo in --home is said at once. A home without the store yet is fine: an import
+        // creates it, and an export or describe before that says the store is not there.
+        store.check_home().map_err(HubError::Home)?;
+        self.options.converter = Some(store);
         Ok(self)
     }
 }

@@ -40,6 +40,19 @@ impl Harness for DirHarness {
         }
     }
 
+    fn accepts(&self) -> &'static asp_convert::kit::accepted::Accepts {
+        &asp_convert::kit::accepted::Accepts {
+            harness: "dirstate",
+            provider: asp_convert::kit::accepted::Provider::Anthropic,
+            model_aliases: &[],
+            modes: &[],
+        }
+    }
+
+    fn store_paths(&self, home: &asp_convert::Home) -> Vec<std::path::PathBuf> {
+        vec![home.join(STORE)]
+    }
+
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {
         dir::survey(&ctx.home.join(STORE))
     }

@@ -224,10 +224,8 @@ impl ReadBack {
     }
 
     /// Whether something was reported as not carried.
-    pub fn any_skipped(&self) -> bool {
-        self.diagnostics
-            .iter()
-            .any(|d| d.severity == asp_convert::kit::report::Severity::Skipped)
+    pub fn any_not_carried(&self) -> bool {
+        self.diagnostics.iter().any(|d| d.severity.is_not_carried())
     }
 }
 
@@ -258,4 +256,17 @@ pub fn pack_home(harness: &str, home: impl AsRef<Path>, out: impl AsRef<Path>) -
         .arg("-o")
         .arg(out.as_ref());
     cmd
+}
+
+/// Copies the tree `src` to `dst` (a sample home into a temporary one a test may change).
+pub fn copy_dir(src: &Path, dst: &Path) {
+    for entry in walkdir::WalkDir::new(src) {
+        let entry = entry.unwrap();
+        let target = dst.join(entry.path().strip_prefix(src).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
 }

@@ -31,7 +31,7 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Result<Option<Instruction
             .into_iter()
             .filter(|p| p.extension().is_some_and(|e| e == "md"))
         {
-            ctx.diagnostics.skipped(
+            ctx.diagnostics.left_out(
                 &r,
                 None,
                 "user rules are loaded by Claude Code beside CLAUDE.md, but the instructions kind is one AGENTS.md; not carried",
@@ -42,7 +42,7 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Result<Option<Instruction
         Ok(bytes) => {
             if std::str::from_utf8(&bytes).is_err() {
                 ctx.diagnostics
-                    .skipped(&path, None, "CLAUDE.md is not UTF-8 text; not carried");
+                    .lost(&path, None, "CLAUDE.md is not UTF-8 text; not carried");
                 return Ok(None);
             }
             Ok(Some(Instructions {

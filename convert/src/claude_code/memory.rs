@@ -83,11 +83,11 @@ pub fn read(
             let rel = p.strip_prefix(&dir).expect("walked under dir");
             if p.extension().and_then(|e| e.to_str()) != Some("md") {
                 ctx.diagnostics
-                    .skipped(p, None, "not a Markdown note; not carried as memory");
+                    .left_out(p, None, "not a Markdown note; not carried as memory");
                 continue;
             }
             let Ok(rel) = RelPath::from_path(rel) else {
-                ctx.diagnostics.skipped(
+                ctx.diagnostics.lost(
                     p,
                     None,
                     "this note's name cannot be carried portably; skipped",
@@ -97,7 +97,7 @@ pub fn read(
             let bytes = fs::read(p).map_err(ConvertError::io(p))?;
             if std::str::from_utf8(&bytes).is_err() {
                 ctx.diagnostics
-                    .skipped(p, None, "a memory note must be UTF-8 text; skipped");
+                    .lost(p, None, "a memory note must be UTF-8 text; skipped");
                 continue;
             }
             let Ok(path) = RelPath::new(&format!("{bucket}/{rel}")) else {

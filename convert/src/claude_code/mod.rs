@@ -37,7 +37,7 @@ use asp_format::state::{Session, State};
 
 use crate::error::ConvertError;
 use crate::harness::{
-    Capabilities, Harness, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
+    Capabilities, Harness, Home, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
     WriteContext,
 };
 use layout::Layout;
@@ -59,6 +59,15 @@ impl Harness for ClaudeCode {
             export: KindSet::ALL,
             import: KindSet::ALL,
         }
+    }
+
+    fn accepts(&self) -> &'static crate::kit::accepted::Accepts {
+        &settings::ACCEPTS
+    }
+
+    fn store_paths(&self, home: &Home) -> Vec<std::path::PathBuf> {
+        let l = Layout::of(home);
+        vec![l.config, l.global]
     }
 
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {

@@ -54,7 +54,7 @@ fn stream_file(
     mut feed: impl FnMut(&[u8]),
 ) -> Result<Option<(fs::File, Option<Kept>)>, ConvertError> {
     let unreadable = |e: io::Error| {
-        ctx.diagnostics.skipped(
+        ctx.diagnostics.lost(
             path,
             None,
             format!("{what} cannot be read ({e}); not carried"),
@@ -294,7 +294,7 @@ fn native_entries(
                 executable: *exec,
                 content: *d,
             }),
-            _ => ctx.diagnostics.skipped(
+            _ => ctx.diagnostics.lost(
                 p,
                 None,
                 "this file's name cannot be carried portably; left out of the session's native files",

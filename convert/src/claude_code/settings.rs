@@ -19,6 +19,7 @@ use super::jsonfile;
 use super::layout::Layout;
 use crate::error::ConvertError;
 use crate::harness::{ReadContext, WriteContext};
+use crate::kit::accepted::{Accepts, Provider};
 use crate::kit::placement::Tally;
 
 /// Permission modes Claude Code knows, by the adapter's lower-case aliases.
@@ -34,6 +35,23 @@ fn canonical_mode(mode: &str) -> Option<&'static str> {
     })
 }
 
+/// What Claude Code accepts (2.1.83, the version the spec pins): Anthropic models and the
+/// `permissions.defaultMode` values its settings validation takes. `auto` is a mode of the ACP
+/// adapter's newer builds, but 2.1.83 answers every `session/load` with "Invalid
+/// permissions.defaultMode: auto" when settings.json holds it, so it is never written.
+pub const ACCEPTS: Accepts = Accepts {
+    harness: "Claude Code",
+    provider: Provider::Anthropic,
+    model_aliases: &["default"],
+    modes: &[
+        "default",
+        "acceptEdits",
+        "plan",
+        "dontAsk",
+        "bypassPermissions",
+    ],
+};
+
 const EFFORTS: &[&str] = &["low", "medium", "high", "xhigh", "max"];
 
 fn settings_path(layout: &Layout) -> std::path::PathBuf {
@@ -47,7 +65,7 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Settings> {
         Ok(f) => f,
         Err(e) => {
             ctx.diagnostics
-                .skipped(&path, None, format!("settings not read: {e}"));
+                .lost(&path, None, format!("settings not read: {e}"));
             return None;
         }
     };
@@ -82,7 +100,7 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Settings> {
         })
         .collect();
     if !others.is_empty() {
-        ctx.diagnostics.note(
+        ctx.diagnostics.left_out(
             &path,
             None,
             format!(
@@ -142,6 +160,9 @@ pub fn write(
             }
         };
         match id.as_str() {
+            "model" if ACCEPTS.model(v).is_err() => {
+                tally.refuse(ACCEPTS.model(v).unwrap_err());
+            }
             "model" => match kept("model", file.object.get("model"), v) {
                 Ok(set) => {
                     if set {
@@ -156,6 +177,9 @@ pub fn write(
                         "the carried permission mode {v:?} lets Claude Code run every tool without asking; a carried state never turns that on, so it was not written"
                     ),
                 ),
+                Some(m) if ACCEPTS.mode(m).is_err() => {
+                    tally.refuse(ACCEPTS.mode(m).unwrap_err());
+                }
                 Some(m) => {
                     let perms = file
                         .object

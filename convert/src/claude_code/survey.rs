@@ -79,7 +79,7 @@ fn read_dir_sorted(dir: &Path, diagnostics: &Diagnostics) -> Vec<fs::DirEntry> {
         Ok(e) => e.filter_map(Result::ok).collect(),
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Vec::new(),
         Err(e) => {
-            diagnostics.skipped(
+            diagnostics.lost(
                 dir,
                 None,
                 format!("cannot be read as a folder ({e}); nothing in it was carried"),
@@ -128,7 +128,7 @@ fn session_folder(dir: &Path, diagnostics: &Diagnostics) -> (Vec<PathBuf>, Vec<S
     let mut side = Vec::new();
     let mut subagents = Vec::new();
     let not_carried = |p: &Path, what: &str| {
-        diagnostics.skipped(
+        diagnostics.left_out(
             p,
             None,
             format!("{what}; not carried (a session keeps only subagents/agent-*.jsonl, their .meta.json, and tool-results/ files)"),
@@ -191,7 +191,7 @@ fn discover(layout: &Layout, diagnostics: &Diagnostics) -> Vec<Found> {
             continue;
         }
         if bucket.file_name().to_str().is_none() {
-            diagnostics.skipped(&bdir, None, "project folder name is not UTF-8; skipped");
+            diagnostics.lost(&bdir, None, "project folder name is not UTF-8; skipped");
             continue;
         };
         let entries = read_dir_sorted(&bdir, diagnostics);
@@ -200,7 +200,7 @@ fn discover(layout: &Layout, diagnostics: &Diagnostics) -> Vec<Found> {
         for e in &entries {
             let path = e.path();
             let Some(name) = e.file_name().to_str().map(str::to_owned) else {
-                diagnostics.skipped(&path, None, "file name is not UTF-8; skipped");
+                diagnostics.lost(&path, None, "file name is not UTF-8; skipped");
                 continue;
             };
             let Some(stem) = name.strip_suffix(".jsonl") else {
@@ -209,7 +209,7 @@ fn discover(layout: &Layout, diagnostics: &Diagnostics) -> Vec<Found> {
             // `is_file` follows links: a link to a transcript kept elsewhere is read; anything
             // named like a transcript that is not one (a folder, a link to nowhere) is said.
             if !path.is_file() {
-                diagnostics.skipped(
+                diagnostics.lost(
                     &path,
                     None,
                     "named like a transcript but not a readable file; skipped",
@@ -333,7 +333,7 @@ fn one_per_session(found: Vec<Found>, diagnostics: &Diagnostics) -> Vec<Found> {
             if !others.is_empty() {
                 why.push_str(&format!(", nor its files {}", others.join(", ")));
             }
-            diagnostics.skipped(&f.file, None, why);
+            diagnostics.lost(&f.file, None, why);
             dropped.insert(i);
         }
     }
@@ -382,7 +382,7 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
     let mut fresh = |id: &SessionId, file: &Path| {
         let new = ids.insert(id.to_string());
         if !new {
-            ctx.diagnostics.skipped(
+            ctx.diagnostics.lost(
                 file,
                 None,
                 format!("another session already has the id {id}; not carried"),
@@ -393,7 +393,7 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
     let mut out = Vec::new();
     for (mut f, children) in found.into_iter().zip(child_ids) {
         let Ok(id) = SessionId::new(&f.stem) else {
-            ctx.diagnostics.skipped(
+            ctx.diagnostics.lost(
                 &f.file,
                 None,
                 "the file name is not a usable session id; skipped",

@@ -182,7 +182,7 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
         Ok(f) => f,
         Err(e) => {
             ctx.diagnostics
-                .skipped(&layout.global, None, format!("MCP servers not read: {e}"));
+                .lost(&layout.global, None, format!("MCP servers not read: {e}"));
             return None;
         }
     };
@@ -196,7 +196,7 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
                     }
                     out.push(s);
                 }
-                Err(why) => ctx.diagnostics.skipped(&layout.global, None, why),
+                Err(why) => ctx.diagnostics.lost(&layout.global, None, why),
             }
         }
     }
@@ -208,7 +208,7 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
             .into_iter()
             .flat_map(|m| m.keys())
         {
-            ctx.diagnostics.skipped(
+            ctx.diagnostics.left_out(
                 &layout.global,
                 None,
                 format!(

@@ -244,12 +244,12 @@ impl<'d, F: FnMut(&Record)> Indexer<'d, F> {
                 });
                 self.index.spans.push((at, raw.len()));
             }
-            Ok(_) => self.diagnostics.skipped(
+            Ok(_) => self.diagnostics.damaged(
                 file,
                 Some(line),
                 "a line that is a JSON value but not an object; skipped",
             ),
-            Err(e) if unterminated && e.is_eof() => self.diagnostics.skipped(
+            Err(e) if unterminated && e.is_eof() => self.diagnostics.damaged(
                 file,
                 Some(line),
                 "the last line is cut off (the file ends mid-record); skipped",
@@ -258,7 +258,7 @@ impl<'d, F: FnMut(&Record)> Indexer<'d, F> {
                 // serde's position is inside the line; the line number is what matters.
                 let why = e.to_string();
                 let why = why.split(" at line ").next().unwrap_or(&why).to_owned();
-                self.diagnostics.skipped(
+                self.diagnostics.damaged(
                     file,
                     Some(line),
                     format!("a line that is not JSON ({why}); skipped"),
@@ -341,7 +341,7 @@ impl<'d> Lines<'d> {
                 _ => "the line changed while the transcript was read; skipped".to_owned(),
             },
         };
-        self.diagnostics.skipped(&self.file, Some(skel.line), why);
+        self.diagnostics.damaged(&self.file, Some(skel.line), why);
         None
     }
 }

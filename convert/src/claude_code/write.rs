@@ -598,7 +598,7 @@ fn write_composed(
                         folder.push(u.clone());
                     }
                 }
-                Err(e) => ctx.diagnostics.skipped(
+                Err(e) => ctx.diagnostics.lost(
                     Path::new(s.id.as_str()),
                     Some(n),
                     format!("an update that is not JSON ({e}); skipped"),

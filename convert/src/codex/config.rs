@@ -312,7 +312,7 @@ impl Config {
         let mut out = Vec::new();
         for (name, item) in servers.iter() {
             let Some(Json::Object(mut cfg)) = item_json(item) else {
-                diagnostics.skipped(
+                diagnostics.lost(
                     &self.path,
                     None,
                     format!("[mcp_servers.{name}] is not a table; skipped"),
@@ -364,7 +364,7 @@ impl Config {
                     meta: None,
                 })
             } else {
-                diagnostics.skipped(
+                diagnostics.left_out(
                     &self.path,
                     None,
                     format!("[mcp_servers.{name}] has neither `command` nor `url` (Codex refuses it too); skipped"),
@@ -639,11 +639,7 @@ impl Config {
         };
         match id {
             MODEL => {
-                if !codex_settings::is_codex_model(v) {
-                    return Err(format!(
-                        "model {v:?} is not a model Codex can run (it talks to OpenAI models only)"
-                    ));
-                }
+                codex_settings::ACCEPTS.model(v)?;
                 self.set_if_absent("model", v).map(drop)
             }
             EFFORT | "effort" | "thought_level" => {
@@ -656,11 +652,9 @@ impl Config {
                 self.set_if_absent("model_reasoning_effort", v).map(drop)
             }
             MODE => {
-                let Some((approval, sandbox)) = codex_settings::parse_mode(v) else {
-                    return Err(format!(
-                        "mode {v:?} is not a Codex approval preset (read-only, auto, full-access) or approval/sandbox pair"
-                    ));
-                };
+                codex_settings::ACCEPTS.mode(v)?;
+                let (approval, sandbox) =
+                    codex_settings::parse_mode(v).expect("every mode Codex accepts parses");
                 let a = self.set_if_absent("approval_policy", approval);
                 let s = self.set_if_absent("sandbox_mode", sandbox);
                 a.and(s).map(drop)

@@ -54,7 +54,7 @@ impl SessionIndex {
                 Ok(0) => break,
                 Ok(_) => {}
                 Err(e) => {
-                    diagnostics.skipped(
+                    diagnostics.lost(
                         &path,
                         Some(n),
                         format!("cannot be read from here on ({e}); the rest is skipped"),
@@ -63,7 +63,7 @@ impl SessionIndex {
                 }
             }
             let Ok(line) = std::str::from_utf8(&buf) else {
-                diagnostics.skipped(&path, Some(n), "not UTF-8; skipped");
+                diagnostics.lost(&path, Some(n), "not UTF-8; skipped");
                 continue;
             };
             if line.trim().is_empty() {
@@ -72,7 +72,7 @@ impl SessionIndex {
             let v: Value = match serde_json::from_str(line) {
                 Ok(v) => v,
                 Err(e) => {
-                    diagnostics.skipped(&path, Some(n), format!("not JSON ({e}); skipped"));
+                    diagnostics.lost(&path, Some(n), format!("not JSON ({e}); skipped"));
                     continue;
                 }
             };
@@ -80,7 +80,7 @@ impl SessionIndex {
                 v.get("id").and_then(Value::as_str),
                 v.get("thread_name").and_then(Value::as_str),
             ) else {
-                diagnostics.skipped(&path, Some(n), "no `id` and `thread_name`; skipped");
+                diagnostics.lost(&path, Some(n), "no `id` and `thread_name`; skipped");
                 continue;
             };
             if name.trim().is_empty() {

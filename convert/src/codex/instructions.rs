@@ -37,7 +37,7 @@ pub fn read(
     match fs::read(&path) {
         Ok(b) => {
             if let Err(e) = std::str::from_utf8(&b) {
-                diagnostics.skipped(
+                diagnostics.lost(
                     &path,
                     None,
                     format!(

@@ -43,7 +43,7 @@ pub fn read(
             Ok(e) => e,
             Err(e) => {
                 let p = e.path().unwrap_or(&root).to_path_buf();
-                diagnostics.skipped(&p, None, format!("cannot be read ({e}); skipped"));
+                diagnostics.lost(&p, None, format!("cannot be read ({e}); skipped"));
                 continue;
             }
         };
@@ -62,20 +62,20 @@ pub fn read(
         let path = match RelPath::from_path(rel) {
             Ok(p) => p,
             Err(e) => {
-                diagnostics.skipped(entry.path(), None, format!("skipped: {e}"));
+                diagnostics.lost(entry.path(), None, format!("skipped: {e}"));
                 continue;
             }
         };
         let bytes = match fs::read(entry.path()) {
             Ok(b) => b,
             Err(e) => {
-                diagnostics.skipped(entry.path(), None, format!("cannot be read ({e}); skipped"));
+                diagnostics.lost(entry.path(), None, format!("cannot be read ({e}); skipped"));
                 continue;
             }
         };
         // Notes are text; the export and directory forms hold them as such.
         if let Err(e) = std::str::from_utf8(&bytes) {
-            diagnostics.skipped(
+            diagnostics.lost(
                 entry.path(),
                 None,
                 format!(

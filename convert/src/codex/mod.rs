@@ -44,7 +44,7 @@ use asp_format::state::{Session, State};
 
 use crate::error::ConvertError;
 use crate::harness::{
-    Capabilities, Harness, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
+    Capabilities, Harness, Home, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
     WriteContext,
 };
 use crate::kit::placement::{Placement, Tally};
@@ -67,6 +67,14 @@ impl Harness for Codex {
             export: KindSet::ALL,
             import: KindSet::ALL,
         }
+    }
+
+    fn accepts(&self) -> &'static crate::kit::accepted::Accepts {
+        &settings::ACCEPTS
+    }
+
+    fn store_paths(&self, home: &Home) -> Vec<std::path::PathBuf> {
+        vec![layout::Layout::of(home).codex]
     }
 
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {
@@ -107,7 +115,7 @@ impl Harness for Codex {
                         state.settings = Some(c.settings());
                     }
                 }
-                Err(e) => ctx.diagnostics.skipped(
+                Err(e) => ctx.diagnostics.lost(
                     &layout.codex.join(config::FILE),
                     None,
                     format!("{e}; no MCP servers or settings were read"),

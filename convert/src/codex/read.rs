@@ -97,7 +97,7 @@ fn skip_unreadable<T>(
     match r {
         Ok(v) => Ok(Some(v)),
         Err(ConvertError::Io { path, source }) if path == f.path => {
-            diagnostics.skipped(&path, None, format!("cannot be read ({source}); skipped"));
+            diagnostics.lost(&path, None, format!("cannot be read ({source}); skipped"));
             Ok(None)
         }
         Err(e) => Err(e),
@@ -118,7 +118,7 @@ pub fn read_session(
     let mut read_one = None;
     for f in &plan.candidates {
         if read_one.is_some() {
-            diagnostics.skipped(
+            diagnostics.left_out(
                 &f.path,
                 None,
                 format!("another rollout of thread {id} was read already; this copy is skipped"),
@@ -194,7 +194,7 @@ pub fn read_session(
     let native_rel = match RelPath::new(&rel) {
         Ok(p) => Some(p),
         Err(e) if ctx.options.native => {
-            diagnostics.skipped(
+            diagnostics.lost(
                 &f.path,
                 None,
                 format!("the rollout file itself is not carried ({e}); its conversation is"),
@@ -220,7 +220,7 @@ pub fn read_session(
             let content = match ctx.blobs.put_reader(&mut raw) {
                 Ok(d) => d,
                 Err(asp_format::blob::BlobError::Other(e)) => {
-                    diagnostics.skipped(&f.path, None, format!("cannot be read ({e}); skipped"));
+                    diagnostics.lost(&f.path, None, format!("cannot be read ({e}); skipped"));
                     return Ok(Vec::new());
                 }
                 Err(e) => return Err(e.into()),

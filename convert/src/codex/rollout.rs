@@ -87,7 +87,7 @@ pub fn discover(codex_home: &Path, diagnostics: &Diagnostics) -> Vec<RolloutFile
                 Ok(e) => e,
                 Err(e) => {
                     let p = e.path().unwrap_or(&root).to_path_buf();
-                    diagnostics.skipped(&p, None, format!("cannot be read ({e}); skipped"));
+                    diagnostics.lost(&p, None, format!("cannot be read ({e}); skipped"));
                     continue;
                 }
             };
@@ -100,7 +100,7 @@ pub fn discover(codex_home: &Path, diagnostics: &Diagnostics) -> Vec<RolloutFile
                     .as_encoded_bytes()
                     .starts_with(b"rollout-")
                 {
-                    diagnostics.skipped(
+                    diagnostics.lost(
                         entry.path(),
                         None,
                         "named like a rollout, but the name is not valid UTF-8 (Codex does not list it); skipped",
@@ -109,7 +109,7 @@ pub fn discover(codex_home: &Path, diagnostics: &Diagnostics) -> Vec<RolloutFile
                 continue;
             };
             if name.starts_with("rollout-") && name.ends_with(".json") {
-                diagnostics.skipped(
+                diagnostics.lost(
                     entry.path(),
                     None,
                     "a rollout of the TypeScript Codex CLI (2025); this format is not read",
@@ -122,7 +122,7 @@ pub fn discover(codex_home: &Path, diagnostics: &Diagnostics) -> Vec<RolloutFile
             // Codex lists a rollout by the thread UUID at the end of its name
             // (`parse_timestamp_uuid_from_filename`); a file without one is not a thread.
             let Some(name_id) = id_from_name(name) else {
-                diagnostics.skipped(
+                diagnostics.lost(
                     entry.path(),
                     None,
                     "named like a rollout, but the name does not end in a thread UUID (Codex does not list it); skipped",
@@ -142,7 +142,7 @@ pub fn discover(codex_home: &Path, diagnostics: &Diagnostics) -> Vec<RolloutFile
                 .map(|c| c.to_str())
                 .collect::<Option<Vec<&str>>>()
             else {
-                diagnostics.skipped(
+                diagnostics.lost(
                     entry.path(),
                     None,
                     "the path of this rollout is not valid UTF-8; skipped",
@@ -381,7 +381,7 @@ impl Lines {
                 Ok(_) => {}
                 Err(e) => {
                     if self.report {
-                        diagnostics.skipped(
+                        diagnostics.lost(
                             &self.path,
                             Some(self.line),
                             format!("cannot be read from here on ({e}); the rest is skipped"),
@@ -414,7 +414,7 @@ impl Lines {
                              being written); skipped"
                                 .to_owned()
                         };
-                        diagnostics.skipped(&self.path, Some(self.line), message);
+                        diagnostics.damaged(&self.path, Some(self.line), message);
                     }
                 }
             }

@@ -10,6 +10,7 @@
 
 use serde_json::Value;
 
+use crate::kit::accepted::{Accepts, Provider};
 use crate::kit::acp::select_option;
 
 /// Option ids.
@@ -48,14 +49,35 @@ pub fn parse_mode(id: &str) -> Option<(&'static str, &'static str)> {
     Some((a, s))
 }
 
-/// Whether a model name is one Codex (an OpenAI Responses client) can run. Names from other
-/// providers (`opus`, `gemini-2.5-pro`) would make every resumed turn fail, so they are not
-/// written into Codex's settings.
+/// What Codex accepts: OpenAI models (it is an OpenAI Responses client; `opus` or
+/// `gemini-2.5-pro` would make every resumed turn fail), and its approval presets or an
+/// approval/sandbox pair of its own vocabulary.
+pub const ACCEPTS: Accepts = Accepts {
+    harness: "Codex",
+    provider: Provider::OpenAi,
+    model_aliases: &[],
+    modes: &[
+        "read-only",
+        "auto",
+        "full-access",
+        "untrusted/read-only",
+        "untrusted/workspace-write",
+        "untrusted/danger-full-access",
+        "on-failure/read-only",
+        "on-failure/workspace-write",
+        "on-failure/danger-full-access",
+        "on-request/read-only",
+        "on-request/workspace-write",
+        "on-request/danger-full-access",
+        "never/read-only",
+        "never/workspace-write",
+        "never/danger-full-access",
+    ],
+};
+
+/// Whether a model name is one Codex can run ([`ACCEPTS`]).
 pub fn is_codex_model(model: &str) -> bool {
-    let m = model.to_ascii_lowercase();
-    ["gpt-", "o1", "o3", "o4", "codex-"]
-        .iter()
-        .any(|p| m.starts_with(p))
+    ACCEPTS.model(model).is_ok()
 }
 
 /// The settings one `turn_context` records.

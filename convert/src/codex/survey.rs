@@ -67,7 +67,7 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
         let source = match SourceFile::stat(&f.path, !f.compressed) {
             Ok(s) => s,
             Err(e) => {
-                diagnostics.skipped(&f.path, None, format!("cannot be read ({e}); skipped"));
+                diagnostics.lost(&f.path, None, format!("cannot be read ({e}); skipped"));
                 continue;
             }
         };
@@ -81,7 +81,7 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
             .and_then(|r| str_at(&r.payload, "/id"))
             .or_else(|| f.name_id.clone());
         let Some(id) = id else {
-            diagnostics.skipped(
+            diagnostics.lost(
                 &f.path,
                 None,
                 "no session_meta and no thread id in the file name; skipped",
@@ -108,7 +108,7 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
             Ok(s) => s,
             Err(e) => {
                 for f in &candidates {
-                    diagnostics.skipped(&f.path, None, format!("skipped: {e}"));
+                    diagnostics.lost(&f.path, None, format!("skipped: {e}"));
                 }
                 continue;
             }

@@ -230,7 +230,7 @@ fn read_from(
     {
         for d in damage {
             if d.skipped {
-                diagnostics.skipped(path, Some(d.line), d.message);
+                diagnostics.damaged(path, Some(d.line), d.message);
             } else {
                 diagnostics.note(path, Some(d.line), d.message);
             }

@@ -65,7 +65,7 @@ pub fn read_projects(
                 continue;
             };
             let Ok(path) = RelPath::new(&format!("{dir}/{name}")) else {
-                diagnostics.skipped(&f, None, "its name cannot be carried portably; skipped");
+                diagnostics.lost(&f, None, "its name cannot be carried portably; skipped");
                 continue;
             };
             let Some(text) = read_text(&f, diagnostics)? else {

@@ -40,7 +40,7 @@ use asp_format::state::{Session, State};
 
 use crate::error::ConvertError;
 use crate::harness::{
-    Capabilities, Harness, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
+    Capabilities, Harness, Home, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
     WriteContext,
 };
 use crate::kit::placement::Tally;
@@ -64,6 +64,14 @@ impl Harness for Gemini {
             export: KindSet::ALL,
             import: KindSet::ALL,
         }
+    }
+
+    fn accepts(&self) -> &'static crate::kit::accepted::Accepts {
+        &settings::ACCEPTS
+    }
+
+    fn store_paths(&self, home: &Home) -> Vec<std::path::PathBuf> {
+        vec![layout::Layout::of(home).gemini]
     }
 
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {
@@ -91,7 +99,7 @@ impl Harness for Gemini {
                         .column
                         .map(|c| format!("column {c}: "))
                         .unwrap_or_default();
-                    ctx.diagnostics.skipped(
+                    ctx.diagnostics.lost(
                         &settings_path,
                         e.line,
                         format!(

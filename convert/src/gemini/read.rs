@@ -147,22 +147,22 @@ impl ChatDir<'_, '_> {
         let chat = match log::read_surveyed(&file.source, diags) {
             Ok(Ok(c)) => c,
             Ok(Err(why)) => {
-                diags.skipped(path, None, format!("{}; skipped", why.0));
+                diags.lost(path, None, format!("{}; skipped", why.0));
                 return Ok(None);
             }
             // One unreadable file costs its session, not the whole pack.
             Err(ConvertError::Io { source, .. }) => {
-                diags.skipped(path, None, format!("cannot be read ({source}); skipped"));
+                diags.lost(path, None, format!("cannot be read ({source}); skipped"));
                 return Ok(None);
             }
             Err(e) => return Err(e),
         };
         let Some(sid) = chat.session_id().map(str::to_owned) else {
-            diags.skipped(path, None, "the chat has no session id; skipped");
+            diags.lost(path, None, "the chat has no session id; skipped");
             return Ok(None);
         };
         let Ok(id) = SessionId::new(&sid) else {
-            diags.skipped(
+            diags.lost(
                 path,
                 None,
                 format!("session id {sid:?} is not usable; skipped"),

@@ -25,6 +25,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::kit::accepted::{Accepts, Provider};
 use asp_format::state::{McpRemote, McpServer, McpStdio, NameValue, SettingValue, Settings};
 use serde_json::{Map, Value, json};
 
@@ -247,7 +248,7 @@ impl File {
             None => return Some(Vec::new()),
             Some(Value::Object(servers)) => servers,
             Some(_) => {
-                diagnostics.skipped(
+                diagnostics.lost(
                     &self.path,
                     None,
                     "`mcpServers` is not an object; the MCP servers were not read",
@@ -258,7 +259,7 @@ impl File {
         let mut out = Vec::new();
         for (name, cfg) in servers {
             let Some(cfg) = cfg.as_object() else {
-                diagnostics.skipped(
+                diagnostics.lost(
                     &self.path,
                     None,
                     format!("MCP server {name:?} is not an object; skipped"),
@@ -272,7 +273,7 @@ impl File {
                     }
                     out.push(s);
                 }
-                None => diagnostics.skipped(
+                None => diagnostics.left_out(
                     &self.path,
                     None,
                     format!(
@@ -414,13 +415,14 @@ pub fn server_to(server: &McpServer) -> Value {
     Value::Object(out)
 }
 
-/// Whether a model id names a Gemini model (or one of the CLI's aliases).
-pub fn is_gemini_model(model: &str) -> bool {
-    model.starts_with("gemini-")
-        || model.starts_with("gemma-")
-        || model.starts_with("auto-gemini")
-        || matches!(model, "auto" | "pro" | "flash" | "flash-lite")
-}
+/// What Gemini CLI accepts: Google models and the CLI's own aliases, and the
+/// `general.defaultApprovalMode` values its settings take (YOLO only from the command line).
+pub const ACCEPTS: Accepts = Accepts {
+    harness: "Gemini CLI",
+    provider: Provider::Google,
+    model_aliases: &["auto", "pro", "flash", "flash-lite"],
+    modes: &["default", "auto_edit", "plan"],
+};
 
 /// The `general.defaultApprovalMode` for an ACP mode id, or why there is none. Gemini's own ids
 /// (`default`, `autoEdit`, `plan`) and the settings spelling `auto_edit` are taken; Claude
@@ -554,15 +556,12 @@ pub fn merge(
     let mut changed = false;
     for (id, value) in values {
         let result = match (id.as_str(), value) {
-            ("model", SettingValue::Select(m)) if is_gemini_model(m) => {
-                Ok(file.set(&["model", "name"], json!(m)))
-            }
-            ("model", SettingValue::Select(m)) => Err(format!(
-                "model {m:?} is not a Gemini model; Gemini keeps its own (model.name)"
-            )),
-            ("mode", SettingValue::Select(mode)) => {
-                approval_mode(mode).map(|m| file.set(&["general", "defaultApprovalMode"], json!(m)))
-            }
+            ("model", SettingValue::Select(m)) => ACCEPTS
+                .model(m)
+                .map(|()| file.set(&["model", "name"], json!(m))),
+            ("mode", SettingValue::Select(mode)) => approval_mode(mode)
+                .and_then(|m| ACCEPTS.mode(m).map(|()| m))
+                .map(|m| file.set(&["general", "defaultApprovalMode"], json!(m))),
             (other, _) => Err(format!(
                 "setting {other:?}: Gemini has no session option of that name (it has \
                  model and mode)"
@@ -663,7 +662,7 @@ mod tests {
         assert_eq!(approval_mode("acceptEdits"), Ok("auto_edit"));
         assert!(approval_mode("yolo").unwrap_err().contains("--yolo"));
         assert!(approval_mode("on-request").is_err());
-        assert!(is_gemini_model("gemini-2.5-pro"));
-        assert!(!is_gemini_model("opus"));
+        assert!(ACCEPTS.model("gemini-2.5-pro").is_ok());
+        assert!(ACCEPTS.model("opus").is_err());
     }
 }

@@ -32,7 +32,7 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Result<Vec<Skill>, Conver
     for mut s in own {
         if out.iter().any(|o| o.name == s.name) {
             // Within a tier Gemini lets `.agents` win over `.gemini`.
-            ctx.diagnostics.skipped(
+            ctx.diagnostics.left_out(
                 &root.join(GEMINI_SKILLS).join(s.name.as_str()),
                 None,
                 format!(

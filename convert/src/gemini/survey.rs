@@ -82,20 +82,20 @@ fn session_of(src: &SourceFile, diagnostics: &Diagnostics) -> Option<String> {
         Ok(Ok(chat)) => match chat.session_id() {
             Some(id) => Some(id.to_owned()),
             None => {
-                diagnostics.skipped(path, None, "the chat has no session id; skipped");
+                diagnostics.lost(path, None, "the chat has no session id; skipped");
                 None
             }
         },
         Ok(Err(why)) => {
-            diagnostics.skipped(path, None, format!("{}; skipped", why.0));
+            diagnostics.lost(path, None, format!("{}; skipped", why.0));
             None
         }
         Err(ConvertError::Io { source, .. }) => {
-            diagnostics.skipped(path, None, format!("cannot be read ({source}); skipped"));
+            diagnostics.lost(path, None, format!("cannot be read ({source}); skipped"));
             None
         }
         Err(e) => {
-            diagnostics.skipped(path, None, format!("cannot be read ({e}); skipped"));
+            diagnostics.lost(path, None, format!("cannot be read ({e}); skipped"));
             None
         }
     }
@@ -148,7 +148,7 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
             let source = match SourceFile::stat(path, appended) {
                 Ok(s) => s,
                 Err(e) => {
-                    diagnostics.skipped(path, None, format!("cannot be read ({e}); skipped"));
+                    diagnostics.lost(path, None, format!("cannot be read ({e}); skipped"));
                     return None;
                 }
             };
@@ -239,7 +239,7 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
     for (sid, plan) in plans {
         let Ok(id) = SessionId::new(&sid) else {
             for f in &plan.mains {
-                diagnostics.skipped(
+                diagnostics.lost(
                     &f.source.path,
                     None,
                     format!("session id {sid:?} is not usable; skipped"),

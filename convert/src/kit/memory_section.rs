@@ -370,7 +370,7 @@ pub fn read_text(path: &Path, diagnostics: &Diagnostics) -> Result<Option<String
         Ok(b) => match String::from_utf8(b) {
             Ok(t) => Ok(Some(t)),
             Err(_) => {
-                diagnostics.skipped(path, None, "not UTF-8 text; skipped");
+                diagnostics.lost(path, None, "not UTF-8 text; skipped");
                 Ok(None)
             }
         },

@@ -2,6 +2,7 @@
 //!
 //! | module | what it is for |
 //! |---|---|
+//! | [`accepted`] | which models and modes a harness accepts: one rule for every pair |
 //! | [`placement`] | what writing one item came to (new, already there, kept beside, refused) and the tally of a kind into the import answer |
 //! | [`beside`] | the one name of a copy kept beside a different version (`<thread>~<harness>`, and its title) |
 //! | [`meta`] | typed `_meta.asp` accessors that merge into what is there |
@@ -17,6 +18,7 @@
 //!
 //! Converters never import each other; what two of them need goes here.
 
+pub mod accepted;
 pub mod acp;
 pub mod beside;
 pub mod conversation;

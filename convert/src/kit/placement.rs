@@ -99,10 +99,14 @@ impl<'a> Tally<'a> {
     /// Counts one session, `from` its id in the state: the answer maps it to its id in the
     /// destination, or says why it was refused.
     pub fn session(&mut self, from: &str, placed: SessionPlaced) {
-        if placed.placement.is_placed() {
-            self.answer.sessions.insert(from.to_owned(), placed.id);
+        match placed.placement {
+            // A session that could not be written is a loss, whatever the reason.
+            Placement::Refused(reason) => self.answer.lose(self.kind, reason),
+            p => {
+                self.answer.sessions.insert(from.to_owned(), placed.id);
+                self.place(p);
+            }
         }
-        self.place(placed.placement);
     }
 
     /// The kind was taken in part, whatever its items came to (a file merged as a whole).
@@ -148,6 +152,11 @@ mod tests {
             "memory: nothing of it was placed"
         );
         assert_eq!(answer.not_taken.len(), 2);
+        assert!(!answer.any_lost(), "nothing refused here is a session");
+        let mut t = Tally::new(&mut answer, StateKind::Sessions, 1);
+        t.session("c", SessionPlaced::refused("in the way"));
+        t.finish();
+        assert!(answer.any_lost(), "a session not written is lost");
         assert_eq!(answer.sessions["a"], "b");
     }
 }

@@ -4,14 +4,41 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// How much a finding costs.
+/// How much a finding costs. The exit code follows it: only [`Severity::Lost`] (and a
+/// [`Severity::Damaged`] nobody resolved) makes a command exit 3; what is left out by design is
+/// reported and exits 0 (`--strict` makes it exit 3 too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
     /// Carried, but worth knowing (a skill with invalid front matter, a foreign record kept
     /// under `_meta`).
     Note,
-    /// Something was not carried (a line that is not JSON, a file that cannot be read).
-    Skipped,
+    /// Not carried, by design: the portable state has no place for it, or the harness itself
+    /// does not use it (a `rules/` file, a project-scope MCP server, a shadowed skill copy).
+    /// Reported; not a loss.
+    LeftOut,
+    /// A damaged record of a session file, dropped from the conversation but carried byte for
+    /// byte in the session's native file (a crash-cut last line): a restore into the same
+    /// harness gives it back, so it is not a loss.
+    KeptNatively,
+    /// A damaged record of a session file, dropped from the conversation, as a converter
+    /// reports it; the porcelain turns it into [`Severity::KeptNatively`] when the file travels
+    /// as the session's native file, else into [`Severity::Lost`].
+    Damaged,
+    /// Something the source had that is carried nowhere: a file that cannot be read, a record
+    /// dropped as damaged and not kept natively, a session that cannot be carried.
+    Lost,
+}
+
+impl Severity {
+    /// Whether something the source had is missing from what was carried.
+    pub fn is_loss(self) -> bool {
+        matches!(self, Severity::Lost | Severity::Damaged)
+    }
+
+    /// Whether something was not carried, lost or by design.
+    pub fn is_not_carried(self) -> bool {
+        !matches!(self, Severity::Note)
+    }
 }
 
 /// One finding.
@@ -50,10 +77,26 @@ impl Diagnostics {
         self.items.lock().expect("diagnostics poisoned").push(d);
     }
 
-    /// Something in `file` (at `line`) was not carried.
-    pub fn skipped(&self, file: &Path, line: Option<u64>, message: impl Into<String>) {
+    /// Something in `file` (at `line`) was not carried and is kept nowhere: a loss.
+    pub fn lost(&self, file: &Path, line: Option<u64>, message: impl Into<String>) {
+        self.at(Severity::Lost, file, line, message);
+    }
+
+    /// Something in `file` was not carried, by design (the portable state has no place for it,
+    /// or the harness does not use it): reported, not a loss.
+    pub fn left_out(&self, file: &Path, line: Option<u64>, message: impl Into<String>) {
+        self.at(Severity::LeftOut, file, line, message);
+    }
+
+    /// A record at `line` of a session's `file` was dropped as damaged. The porcelain decides
+    /// whether it is lost: not when `file` travels byte for byte as the session's native file.
+    pub fn damaged(&self, file: &Path, line: Option<u64>, message: impl Into<String>) {
+        self.at(Severity::Damaged, file, line, message);
+    }
+
+    fn at(&self, severity: Severity, file: &Path, line: Option<u64>, message: impl Into<String>) {
         self.push(Diagnostic {
-            severity: Severity::Skipped,
+            severity,
             file: Some(file.to_path_buf()),
             line,
             message: message.into(),
@@ -75,13 +118,22 @@ impl Diagnostics {
         self.items.lock().expect("diagnostics poisoned").clone()
     }
 
-    /// True when something was not carried.
-    pub fn any_skipped(&self) -> bool {
+    /// True when something the source had is carried nowhere.
+    pub fn any_lost(&self) -> bool {
         self.items
             .lock()
             .expect("diagnostics poisoned")
             .iter()
-            .any(|d| d.severity == Severity::Skipped)
+            .any(|d| d.severity.is_loss())
+    }
+
+    /// True when anything was not carried, lost or left out by design (what `--strict` counts).
+    pub fn any_not_carried(&self) -> bool {
+        self.items
+            .lock()
+            .expect("diagnostics poisoned")
+            .iter()
+            .any(|d| d.severity.is_not_carried())
     }
 
     pub fn is_empty(&self) -> bool {

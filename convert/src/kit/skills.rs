@@ -94,13 +94,13 @@ pub fn read_skill(
     diagnostics: &Diagnostics,
 ) -> Result<Option<Skill>, ConvertError> {
     let Some(folder) = dir.file_name().and_then(|n| n.to_str()) else {
-        diagnostics.skipped(dir, None, "skill folder name is not UTF-8; skipped");
+        diagnostics.lost(dir, None, "skill folder name is not UTF-8; skipped");
         return Ok(None);
     };
     let name = match SkillName::new(folder) {
         Ok(n) => n,
         Err(e) => {
-            diagnostics.skipped(dir, None, format!("skipped: {e}"));
+            diagnostics.lost(dir, None, format!("skipped: {e}"));
             return Ok(None);
         }
     };
@@ -116,7 +116,7 @@ pub fn read_skill(
             Ok(e) => e,
             Err(e) => {
                 let p = e.path().unwrap_or(dir).to_path_buf();
-                diagnostics.skipped(&p, None, format!("cannot be read ({e}); skipped"));
+                diagnostics.lost(&p, None, format!("cannot be read ({e}); skipped"));
                 continue;
             }
         };
@@ -131,7 +131,7 @@ pub fn read_skill(
                     "a symbolic link; the file it points to is carried as a plain file",
                 ),
                 Ok(m) if m.is_dir() => {
-                    diagnostics.skipped(
+                    diagnostics.lost(
                         entry.path(),
                         None,
                         "a symbolic link to a folder; not followed, not carried",
@@ -139,19 +139,19 @@ pub fn read_skill(
                     continue;
                 }
                 _ => {
-                    diagnostics.skipped(entry.path(), None, "a broken symbolic link; skipped");
+                    diagnostics.lost(entry.path(), None, "a broken symbolic link; skipped");
                     continue;
                 }
             }
         } else if !entry.file_type().is_file() {
-            diagnostics.skipped(entry.path(), None, "not a regular file; skipped");
+            diagnostics.lost(entry.path(), None, "not a regular file; skipped");
             continue;
         }
         let rel = entry.path().strip_prefix(dir).expect("walked under dir");
         let rel = match RelPath::from_path(rel) {
             Ok(r) => r,
             Err(e) => {
-                diagnostics.skipped(entry.path(), None, format!("skipped: {e}"));
+                diagnostics.lost(entry.path(), None, format!("skipped: {e}"));
                 continue;
             }
         };
@@ -330,7 +330,7 @@ mod tests {
         let items = diags.items();
         assert_eq!(items.len(), 1, "{items:?}");
         assert!(items[0].message.contains("not valid YAML"), "{}", items[0]);
-        assert!(!diags.any_skipped());
+        assert!(!diags.any_lost());
 
         // Writing it elsewhere, then again: the second time it is already there.
         let dest = tempfile::tempdir().unwrap();
@@ -372,7 +372,7 @@ mod tests {
         let skills = read_root(root.path(), &[], &store, &diags).unwrap();
         let paths: Vec<&str> = skills[0].files.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(paths, ["SKILL.md", "shared.md"]);
-        assert!(diags.any_skipped(), "the folder link is reported");
+        assert!(diags.any_lost(), "the folder link is reported");
         let dest = tempfile::tempdir().unwrap();
         write_skill(&Writer::new(false), dest.path(), &skills[0], &store).unwrap();
         let left: Vec<_> = fs::read_dir(dest.path())

@@ -132,7 +132,7 @@ impl<'a> Indexer<'a> {
         if n == 1 {
             match Header::parse(&bytes) {
                 Some(h) => self.index.header = Some(h),
-                None => self.diagnostics.skipped(
+                None => self.diagnostics.damaged(
                     &self.path,
                     Some(1),
                     "not a Pi session: the first line is not a session header; nothing of the \
@@ -155,7 +155,7 @@ impl<'a> Indexer<'a> {
                          skipped, as Pi skips it (kept in the native file)"
                     )
                 };
-                self.diagnostics.skipped(&self.path, Some(n), why);
+                self.diagnostics.damaged(&self.path, Some(n), why);
                 return;
             }
         };
@@ -221,7 +221,7 @@ pub fn branch(index: &Index, path: &Path, diagnostics: &Diagnostics) -> Branch {
     let mut at = leaf;
     loop {
         if !seen.insert(at) {
-            diagnostics.skipped(
+            diagnostics.damaged(
                 path,
                 Some(records[at].line),
                 "the parent chain loops here; what is before it is not replayed (kept in the \
@@ -234,7 +234,7 @@ pub fn branch(index: &Index, path: &Path, diagnostics: &Diagnostics) -> Branch {
         match by_id.get(p.as_str()) {
             Some(&i) => at = i,
             None => {
-                diagnostics.skipped(
+                diagnostics.damaged(
                     path,
                     Some(records[at].line),
                     format!(
@@ -277,7 +277,7 @@ impl Lines<'_> {
             .seek(SeekFrom::Start(r.offset))
             .and_then(|_| self.file.read_exact(&mut buf));
         if let Err(e) = read {
-            self.diagnostics.skipped(
+            self.diagnostics.lost(
                 self.path,
                 Some(r.line),
                 format!("cannot be read again ({e}); skipped"),
@@ -292,7 +292,7 @@ impl Lines<'_> {
         match parsed {
             Ok(v) => Some(v),
             Err(e) => {
-                self.diagnostics.skipped(
+                self.diagnostics.lost(
                     self.path,
                     Some(r.line),
                     format!("changed while it was read ({e}); skipped"),

@@ -23,7 +23,7 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Result<Option<Instruction
     for other in ["SYSTEM.md", "APPEND_SYSTEM.md"] {
         let p = layout.agent.join(other);
         if p.is_file() {
-            ctx.diagnostics.skipped(
+            ctx.diagnostics.left_out(
                 &p,
                 None,
                 "this file changes Pi's system prompt itself, which is not the instructions kind; \
@@ -37,7 +37,7 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Result<Option<Instruction
             Ok(bytes) => {
                 if std::str::from_utf8(&bytes).is_err() {
                     ctx.diagnostics
-                        .skipped(&path, None, "not UTF-8 text; not carried");
+                        .lost(&path, None, "not UTF-8 text; not carried");
                     return Ok(None);
                 }
                 return Ok(Some(Instructions {

@@ -30,7 +30,7 @@ pub fn read_session(
     let mut file = match plan.source.open() {
         Ok(f) => f,
         Err(e) => {
-            d.skipped(path, None, format!("cannot be read ({e}); not carried"));
+            d.lost(path, None, format!("cannot be read ({e}); not carried"));
             return Ok(Vec::new());
         }
     };
@@ -52,7 +52,7 @@ pub fn read_session(
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                d.skipped(path, None, format!("cannot be read ({e}); not carried"));
+                d.lost(path, None, format!("cannot be read ({e}); not carried"));
                 return Ok(Vec::new());
             }
         };
@@ -77,7 +77,7 @@ pub fn read_session(
                     content,
                 }]),
                 _ => {
-                    d.skipped(
+                    d.lost(
                         path,
                         None,
                         "this file's name cannot be carried portably; left out of the session's \

@@ -50,7 +50,7 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Settings> {
         Ok(None) => return None,
         Err(why) => {
             ctx.diagnostics
-                .skipped(&path, None, format!("{why}; settings not read"));
+                .lost(&path, None, format!("{why}; settings not read"));
             return None;
         }
     };

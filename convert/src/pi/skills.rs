@@ -34,7 +34,7 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Result<Vec<Skill>, Conver
     for s in shared {
         if out.iter().any(|o| o.name == s.name) {
             // Pi loads its own skills first; a later one with the same name is ignored.
-            ctx.diagnostics.skipped(
+            ctx.diagnostics.left_out(
                 &layout.root.join(AGENTS_SKILLS).join(s.name.as_str()),
                 None,
                 format!(

@@ -54,19 +54,19 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
         let source = match SourceFile::stat(&path, true) {
             Ok(s) => s,
             Err(e) => {
-                d.skipped(&path, None, format!("cannot be read ({e}); skipped"));
+                d.lost(&path, None, format!("cannot be read ({e}); skipped"));
                 continue;
             }
         };
         let header = match first_line(&path) {
             Ok(line) => Header::parse(&line),
             Err(e) => {
-                d.skipped(&path, None, format!("cannot be read ({e}); skipped"));
+                d.lost(&path, None, format!("cannot be read ({e}); skipped"));
                 continue;
             }
         };
         let Some(header) = header else {
-            d.skipped(
+            d.left_out(
                 &path,
                 Some(1),
                 "not a Pi session: the first line is not a session header (Pi neither lists \
@@ -77,12 +77,12 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
         let id = match SessionId::new(&header.id) {
             Ok(id) => id,
             Err(e) => {
-                d.skipped(&path, Some(1), format!("{e}; skipped"));
+                d.lost(&path, Some(1), format!("{e}; skipped"));
                 continue;
             }
         };
         if let Some(first) = seen.get(&header.id) {
-            d.skipped(
+            d.left_out(
                 &path,
                 Some(1),
                 format!(

@@ -45,7 +45,7 @@ pub fn read_session(
     let bytes = match plan.chat.read_all() {
         Ok(b) => b,
         Err(e) => {
-            diags.skipped(path, None, format!("cannot be read ({e}); skipped"));
+            diags.lost(path, None, format!("cannot be read ({e}); skipped"));
             return Ok(Vec::new());
         }
     };
@@ -140,7 +140,7 @@ pub fn read_session(
         let bytes = match s.file.read_all() {
             Ok(b) => b,
             Err(e) => {
-                diags.skipped(&s.file.path, None, format!("cannot be read ({e}); skipped"));
+                diags.lost(&s.file.path, None, format!("cannot be read ({e}); skipped"));
                 continue;
             }
         };
@@ -222,7 +222,7 @@ fn native_files(
         let mut r = match f.open() {
             Ok(r) => r,
             Err(e) => {
-                ctx.diagnostics.skipped(
+                ctx.diagnostics.lost(
                     &f.path,
                     None,
                     format!("cannot be read ({e}); not carried"),

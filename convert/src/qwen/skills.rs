@@ -33,7 +33,7 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Result<Option<Vec<Skill>>
     let mut out = skills::read_root(&own_dir, &[], ctx.blobs, ctx.diagnostics)?;
     for mut s in skills::read_root(&shared_dir, &[], ctx.blobs, ctx.diagnostics)? {
         if out.iter().any(|o| o.name == s.name) {
-            ctx.diagnostics.skipped(
+            ctx.diagnostics.left_out(
                 &shared_dir.join(s.name.as_str()),
                 None,
                 format!(

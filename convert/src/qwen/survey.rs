@@ -44,7 +44,7 @@ fn sorted(dir: &Path, diagnostics: &Diagnostics) -> Vec<PathBuf> {
         Ok(e) => e.flatten().map(|e| e.path()).collect(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
         Err(e) => {
-            diagnostics.skipped(
+            diagnostics.lost(
                 dir,
                 None,
                 format!("cannot be read as a folder ({e}); nothing in it was carried"),
@@ -110,21 +110,21 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
                 continue;
             }
             if !ids::is_session_file(&name) {
-                diagnostics.skipped(&path, None, "not named <session uuid>.jsonl, so Qwen Code neither lists nor loads it; not carried");
+                diagnostics.left_out(&path, None, "not named <session uuid>.jsonl, so Qwen Code neither lists nor loads it; not carried");
                 continue;
             }
             let stem = name.trim_end_matches(".jsonl");
             let chat = match SourceFile::stat(&path, true) {
                 Ok(s) => s,
                 Err(e) => {
-                    diagnostics.skipped(&path, None, format!("cannot be read ({e}); skipped"));
+                    diagnostics.lost(&path, None, format!("cannot be read ({e}); skipped"));
                     continue;
                 }
             };
             let (sid, cwd) = match header(&chat) {
                 Ok(h) => h,
                 Err(why) => {
-                    diagnostics.skipped(
+                    diagnostics.left_out(
                         &path,
                         Some(1),
                         format!("{why}; Qwen Code cannot list it, not carried"),
@@ -133,11 +133,11 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
                 }
             };
             if cwd.is_none() {
-                diagnostics.skipped(&path, Some(1), "its first record has no cwd, so it belongs to no project and Qwen Code never lists it; not carried");
+                diagnostics.left_out(&path, Some(1), "its first record has no cwd, so it belongs to no project and Qwen Code never lists it; not carried");
                 continue;
             }
             if !sid.as_deref().is_some_and(|s| s.eq_ignore_ascii_case(stem)) {
-                diagnostics.skipped(
+                diagnostics.left_out(
                     &path,
                     Some(1),
                     format!("its first record names session {sid:?}, not the file's; Qwen Code cannot load it, not carried"),
@@ -148,7 +148,7 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
                 continue;
             };
             if !seen.insert(stem.to_ascii_lowercase()) {
-                diagnostics.skipped(
+                diagnostics.left_out(
                     &path,
                     None,
                     format!(

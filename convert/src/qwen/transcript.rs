@@ -175,7 +175,7 @@ pub fn parse(bytes: &[u8], path: &Path, diagnostics: &Diagnostics) -> Transcript
         let found: Vec<Map<String, Value>> = match serde_json::from_str::<Value>(&text) {
             Ok(Value::Object(o)) => vec![o],
             Ok(_) => {
-                diagnostics.skipped(path, Some(no), "not a JSON object; skipped");
+                diagnostics.damaged(path, Some(no), "not a JSON object; skipped");
                 continue;
             }
             Err(e) => {
@@ -187,10 +187,10 @@ pub fn parse(bytes: &[u8], path: &Path, diagnostics: &Diagnostics) -> Transcript
                     } else {
                         "cut off (the file ends inside it)"
                     };
-                    diagnostics.skipped(path, Some(no), format!("{what} ({e}); skipped"));
+                    diagnostics.damaged(path, Some(no), format!("{what} ({e}); skipped"));
                     continue;
                 }
-                diagnostics.skipped(
+                diagnostics.damaged(
                     path,
                     Some(no),
                     format!(

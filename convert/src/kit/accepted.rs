@@ -1,0 +1,132 @@
+//! Which session settings a harness accepts: one rule for every pair of harnesses.
+//!
+//! A setting is written into a harness only with a value that harness accepts: a model of its
+//! own provider (or one of its own aliases), a mode from its own list for the version the spec
+//! names. A Claude Code that finds `"model": "gpt-5.3-codex"` sends every prompt to Anthropic
+//! asking for a GPT model; one that finds `"permissions": {"defaultMode": "auto"}` (2.1.83)
+//! refuses to load any session. Everything else is not taken, with a reason that says why
+//! ("gpt-5.3-codex is an OpenAI model; Claude Code runs Anthropic models").
+//!
+//! Each converter declares its table ([`Accepts`]) and asks it before writing a model or a
+//! mode; the rule itself is here, so it is the same for every pair.
+
+use std::fmt;
+
+/// Who serves a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    Anthropic,
+    OpenAi,
+    Google,
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Provider::Anthropic => "Anthropic",
+            Provider::OpenAi => "OpenAI",
+            Provider::Google => "Google",
+        })
+    }
+}
+
+impl Provider {
+    /// The provider a model id names by its own spelling (`claude-…`, `gpt-…`, `gemini-…`, and
+    /// the aliases that stand for one provider only: `opus`, `sonnet`, `haiku`); `None` for an
+    /// id that names none (`auto`, `default`).
+    pub fn of(model: &str) -> Option<Provider> {
+        let m = model.trim().to_ascii_lowercase();
+        // `provider/model` spellings name the model after the slash.
+        let m = m.rsplit('/').next().unwrap_or(&m);
+        // `opus[1m]`: a context-size suffix of Claude Code's aliases.
+        let base = m.split('[').next().unwrap_or(m);
+        let starts = |ps: &[&str]| ps.iter().any(|p| m.starts_with(p));
+        if starts(&["claude-"]) || matches!(base, "opus" | "sonnet" | "haiku" | "opusplan") {
+            Some(Provider::Anthropic)
+        } else if starts(&["gpt-", "o1", "o3", "o4", "codex-", "chatgpt-"]) {
+            Some(Provider::OpenAi)
+        } else if starts(&["gemini-", "gemma-", "auto-gemini"]) {
+            Some(Provider::Google)
+        } else {
+            None
+        }
+    }
+}
+
+/// What one harness accepts as session settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Accepts {
+    /// The harness as people call it ("Claude Code").
+    pub harness: &'static str,
+    /// Whose models it runs.
+    pub provider: Provider,
+    /// Its own model ids that name no provider (`default`, `auto`, `pro`).
+    pub model_aliases: &'static [&'static str],
+    /// Its modes, as written into its own settings (after its own spelling rules).
+    pub modes: &'static [&'static str],
+}
+
+impl Accepts {
+    /// Whether `model` can be written into this harness, or why not.
+    pub fn model(&self, model: &str) -> Result<(), String> {
+        if self.model_aliases.contains(&model) {
+            return Ok(());
+        }
+        let own = self.provider;
+        match Provider::of(model) {
+            Some(p) if p == own => Ok(()),
+            Some(p) => Err(format!(
+                "{model} is {} {p} model; {} runs {own} models",
+                if p == Provider::Google { "a" } else { "an" },
+                self.harness
+            )),
+            None => Err(format!(
+                "{model:?} is not a model {} is known to run (it runs {own} models)",
+                self.harness
+            )),
+        }
+    }
+
+    /// Whether `mode` (in this harness's own spelling) can be written into it, or why not.
+    pub fn mode(&self, mode: &str) -> Result<(), String> {
+        if self.modes.contains(&mode) {
+            Ok(())
+        } else {
+            Err(format!(
+                "mode {mode:?} is not one {} accepts ({})",
+                self.harness,
+                self.modes.join(", ")
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Accepts = Accepts {
+        harness: "Claude Code",
+        provider: Provider::Anthropic,
+        model_aliases: &["default"],
+        modes: &["default", "plan"],
+    };
+
+    #[test]
+    fn a_model_of_another_provider_is_refused_with_the_reason() {
+        assert_eq!(
+            T.model("gpt-5.3-codex").unwrap_err(),
+            "gpt-5.3-codex is an OpenAI model; Claude Code runs Anthropic models"
+        );
+        assert_eq!(
+            T.model("gemini-2.5-pro").unwrap_err(),
+            "gemini-2.5-pro is a Google model; Claude Code runs Anthropic models"
+        );
+        assert!(T.model("claude-opus-4-6").is_ok());
+        assert!(T.model("opus[1m]").is_ok());
+        assert!(T.model("default").is_ok());
+        assert!(T.model("auto").is_err());
+        assert!(T.mode("plan").is_ok());
+        assert!(T.mode("auto").unwrap_err().contains("default, plan"));
+    }
+}

@@ -1,0 +1,138 @@
+//! The exit policy: 0 unless something the source had was lost; what is left out by design is
+//! reported and exits 0; `--strict` makes anything not taken exit 3.
+
+#![cfg(all(feature = "claude-code", feature = "codex"))]
+
+use std::fs;
+
+use crate::support::*;
+
+fn claude_home() -> std::path::PathBuf {
+    samples().join("claude-code")
+}
+
+/// README's main command: the sample leaves a `rules/` file, a project-scope MCP server and
+/// harness-level settings out by design; that is reported, and it is not a failure.
+#[test]
+fn packing_the_claude_code_sample_exits_0_and_says_what_it_left_out() {
+    let dir = tmp();
+    let out = dir.path().join("claude.aspstate");
+    let o = asp()
+        .args(["pack", "--from", "claude-code", "--home"])
+        .arg(claude_home())
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("left out: ") && err.contains("rules/security.md"),
+        "{err}"
+    );
+    assert!(!err.contains("lost"), "{err}");
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("; 3 not taken"), "{said}");
+
+    let strict = pack_home("claude-code", claude_home(), dir.path().join("s.aspstate"))
+        .arg("--strict")
+        .output()
+        .unwrap();
+    assert_eq!(
+        strict.status.code(),
+        Some(3),
+        "--strict: anything not taken exits 3"
+    );
+
+    let json = pack_home("claude-code", claude_home(), dir.path().join("j.aspstate"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["notTaken"].as_array().unwrap().len(), 3, "{v}");
+    assert_eq!(v["lost"], serde_json::json!([]), "{v}");
+}
+
+/// A crash-cut last line travels byte for byte in the native file: reported, not a loss.
+#[test]
+fn a_crash_cut_last_line_kept_natively_is_not_a_loss() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    copy_dir(&claude_home(), &home);
+    let log =
+        home.join(".claude/projects/-home-dev-shop/71958462-4bb8-46b6-a36a-1becf56c22dc.jsonl");
+    let mut bytes = fs::read(&log).unwrap();
+    bytes.extend_from_slice(b"{\"type\":\"user\",\"message\":{\"role\":\"us");
+    fs::write(&log, &bytes).unwrap();
+    let out = dir.path().join("b.aspstate");
+    let o = pack_home("claude-code", &home, &out).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("kept byte for byte in the session's native file"),
+        "{err}"
+    );
+    // Restored into the same harness, the cut line is back.
+    let restored = dir.path().join("restored");
+    asp_unpack()
+        .arg(&out)
+        .args(["--to", "claude-code", "--home"])
+        .arg(&restored)
+        .assert()
+        .code(0);
+    let back = restored.join(log.strip_prefix(&home).unwrap());
+    assert_eq!(fs::read(back).unwrap(), bytes);
+}
+
+/// A file that cannot be carried (instructions that are not UTF-8) is lost: exit 3.
+#[test]
+fn a_file_that_cannot_be_carried_is_a_loss() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    copy_dir(&claude_home(), &home);
+    fs::write(
+        home.join(".claude/CLAUDE.md"),
+        b"# Rules\n\xff\xfe not text\n",
+    )
+    .unwrap();
+    let o = pack_home("claude-code", &home, dir.path().join("b.aspstate"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("lost: ") && err.contains("CLAUDE.md"), "{err}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("1 LOST"),
+        "{o:?}"
+    );
+}
+
+/// Carried into another harness, a model the target cannot run is not taken: reported, exit 0;
+/// `--strict` exits 3.
+#[test]
+fn an_import_into_another_harness_exits_0_unless_strict() {
+    let dir = tmp();
+    let bundle = dir.path().join("codex.aspstate");
+    pack_home("codex", samples().join("codex"), &bundle)
+        .assert()
+        .code(0);
+    let o = asp_unpack()
+        .arg(&bundle)
+        .args(["--to", "claude-code", "--home"])
+        .arg(dir.path().join("a"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("not taken: settings"), "{err}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("not taken"),
+        "{o:?}"
+    );
+    asp_unpack()
+        .arg(&bundle)
+        .args(["--to", "claude-code", "--strict", "--home"])
+        .arg(dir.path().join("b"))
+        .assert()
+        .code(3);
+}
