@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use crate::support::{read_home, samples, tmp, write_home};
 use asp_convert::harness::ReadOptions;
 use asp_convert::kit::pathmap::PathMap;
-use asp_convert::kit::report::Severity;
 use asp_format::kind::KindSet;
 use serde_json::Value;
 

@@ -43,7 +43,9 @@ impl Harness for DirHarness {
     fn accepts(&self) -> &'static asp_convert::kit::accepted::Accepts {
         &asp_convert::kit::accepted::Accepts {
             harness: "dirstate",
-            provider: asp_convert::kit::accepted::Provider::Anthropic,
+            runs: asp_convert::kit::accepted::Runs::One(
+                asp_convert::kit::accepted::Provider::Anthropic,
+            ),
             model_aliases: &[],
             modes: &[],
         }

@@ -19,7 +19,7 @@ use super::jsonfile;
 use super::layout::Layout;
 use crate::error::ConvertError;
 use crate::harness::{ReadContext, WriteContext};
-use crate::kit::accepted::{Accepts, Provider};
+use crate::kit::accepted::{Accepts, Provider, Runs};
 use crate::kit::placement::Tally;
 
 /// Permission modes Claude Code knows, by the adapter's lower-case aliases.
@@ -41,7 +41,7 @@ fn canonical_mode(mode: &str) -> Option<&'static str> {
 /// permissions.defaultMode: auto" when settings.json holds it, so it is never written.
 pub const ACCEPTS: Accepts = Accepts {
     harness: "Claude Code",
-    provider: Provider::Anthropic,
+    runs: Runs::One(Provider::Anthropic),
     model_aliases: &["default"],
     modes: &[
         "default",

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use crate::kit::accepted::{Accepts, Provider};
+use crate::kit::accepted::{Accepts, Provider, Runs};
 use crate::kit::acp::select_option;
 
 /// Option ids.
@@ -54,7 +54,7 @@ pub fn parse_mode(id: &str) -> Option<(&'static str, &'static str)> {
 /// approval/sandbox pair of its own vocabulary.
 pub const ACCEPTS: Accepts = Accepts {
     harness: "Codex",
-    provider: Provider::OpenAi,
+    runs: Runs::One(Provider::OpenAi),
     model_aliases: &[],
     modes: &[
         "read-only",

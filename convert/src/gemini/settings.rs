@@ -25,7 +25,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::kit::accepted::{Accepts, Provider};
+use crate::kit::accepted::{Accepts, Provider, Runs};
 use asp_format::state::{McpRemote, McpServer, McpStdio, NameValue, SettingValue, Settings};
 use serde_json::{Map, Value, json};
 
@@ -419,7 +419,7 @@ pub fn server_to(server: &McpServer) -> Value {
 /// `general.defaultApprovalMode` values its settings take (YOLO only from the command line).
 pub const ACCEPTS: Accepts = Accepts {
     harness: "Gemini CLI",
-    provider: Provider::Google,
+    runs: Runs::One(Provider::Google),
     model_aliases: &["auto", "pro", "flash", "flash-lite"],
     modes: &["default", "auto_edit", "plan"],
 };

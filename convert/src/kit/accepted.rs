@@ -18,6 +18,8 @@ pub enum Provider {
     Anthropic,
     OpenAi,
     Google,
+    /// Alibaba's Qwen models (Qwen Code).
+    Alibaba,
 }
 
 impl fmt::Display for Provider {
@@ -26,6 +28,7 @@ impl fmt::Display for Provider {
             Provider::Anthropic => "Anthropic",
             Provider::OpenAi => "OpenAI",
             Provider::Google => "Google",
+            Provider::Alibaba => "Alibaba",
         })
     }
 }
@@ -47,6 +50,8 @@ impl Provider {
             Some(Provider::OpenAi)
         } else if starts(&["gemini-", "gemma-", "auto-gemini"]) {
             Some(Provider::Google)
+        } else if starts(&["qwen", "qwq-"]) {
+            Some(Provider::Alibaba)
         } else {
             None
         }
@@ -59,11 +64,22 @@ pub struct Accepts {
     /// The harness as people call it ("Claude Code").
     pub harness: &'static str,
     /// Whose models it runs.
-    pub provider: Provider,
+    pub runs: Runs,
     /// Its own model ids that name no provider (`default`, `auto`, `pro`).
     pub model_aliases: &'static [&'static str],
     /// Its modes, as written into its own settings (after its own spelling rules).
     pub modes: &'static [&'static str],
+}
+
+/// Whose models a harness runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runs {
+    /// One provider's models, named by their own ids (Claude Code, Codex, Gemini CLI, Qwen Code).
+    One(Provider),
+    /// Models of whichever providers the user has set up, always named `provider/model` (Pi):
+    /// which providers those are is the user's (built in or from their own `models.json`), so
+    /// any provider is taken, and a bare model id, which names none, is not.
+    ProviderSlashModel,
 }
 
 impl Accepts {
@@ -72,12 +88,27 @@ impl Accepts {
         if self.model_aliases.contains(&model) {
             return Ok(());
         }
-        let own = self.provider;
+        let own = match self.runs {
+            Runs::One(own) => own,
+            Runs::ProviderSlashModel => {
+                return match model.split_once('/') {
+                    Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok(()),
+                    _ => Err(format!(
+                        "{model:?} names no provider, and {} keeps a model as provider/model",
+                        self.harness
+                    )),
+                };
+            }
+        };
         match Provider::of(model) {
             Some(p) if p == own => Ok(()),
             Some(p) => Err(format!(
                 "{model} is {} {p} model; {} runs {own} models",
-                if p == Provider::Google { "a" } else { "an" },
+                if matches!(p, Provider::Google) {
+                    "a"
+                } else {
+                    "an"
+                },
                 self.harness
             )),
             None => Err(format!(
@@ -107,7 +138,7 @@ mod tests {
 
     const T: Accepts = Accepts {
         harness: "Claude Code",
-        provider: Provider::Anthropic,
+        runs: Runs::One(Provider::Anthropic),
         model_aliases: &["default"],
         modes: &["default", "plan"],
     };

@@ -61,6 +61,14 @@ impl Harness for Pi {
         HarnessName::new(NAME).expect("a valid harness name")
     }
 
+    fn store_paths(&self, home: &crate::Home) -> Vec<std::path::PathBuf> {
+        vec![Layout::of(home).agent]
+    }
+
+    fn accepts(&self) -> &'static crate::kit::accepted::Accepts {
+        &settings::ACCEPTS
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             export: kinds(),

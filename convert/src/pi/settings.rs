@@ -20,9 +20,20 @@ use serde_json::{Map, Value, json};
 use super::layout::Layout;
 use crate::error::ConvertError;
 use crate::harness::{ReadContext, WriteContext};
+use crate::kit::accepted::{Accepts, Runs};
 use crate::kit::placement::Tally;
 
 pub const LEVELS: &[&str] = &["off", "minimal", "low", "medium", "high", "xhigh"];
+
+/// What Pi takes as session settings: a model as `provider/modelId` (pi-acp's model ids; the
+/// provider may be one of pi-ai's or one the user defined in `models.json`, so none is
+/// refused by name), and a thinking level as its mode.
+pub const ACCEPTS: Accepts = Accepts {
+    harness: "Pi",
+    runs: Runs::ProviderSlashModel,
+    model_aliases: &[],
+    modes: LEVELS,
+};
 
 /// `settings.json` as an object; `Ok(None)` when there is none.
 fn load(path: &Path) -> Result<Option<Map<String, Value>>, String> {
@@ -115,26 +126,22 @@ pub fn write(
             continue;
         };
         match id.as_str() {
-            "model" => match v.split_once('/') {
-                Some((p, m)) if !p.is_empty() && !m.is_empty() => {
+            "model" => match ACCEPTS.model(v) {
+                Ok(()) => {
+                    // Pi's accepted models are always `provider/modelId`.
+                    let (p, m) = v.split_once('/').unwrap_or((v, ""));
                     set(
                         &mut o,
                         &[("defaultProvider", p), ("defaultModel", m)],
                         &mut tally,
                     );
                 }
-                _ => tally.refuse(format!(
-                    "the model {v:?} names no provider, and Pi keeps its default model as a \
-                     provider and a model id; not written"
-                )),
+                Err(why) => tally.refuse(why),
             },
-            "mode" if LEVELS.contains(&v.as_str()) => {
-                set(&mut o, &[("defaultThinkingLevel", v)], &mut tally);
-            }
-            "mode" => tally.refuse(format!(
-                "Pi's modes are thinking levels ({}); it has no mode {v:?}; not written",
-                LEVELS.join(", ")
-            )),
+            "mode" => match ACCEPTS.mode(v) {
+                Ok(()) => set(&mut o, &[("defaultThinkingLevel", v)], &mut tally),
+                Err(why) => tally.refuse(why),
+            },
             other => tally.refuse(format!(
                 "Pi has no session option {other:?} (value {v:?}); not written"
             )),

@@ -20,6 +20,7 @@ mod layout;
 mod memory;
 mod read;
 mod replay;
+mod settings;
 mod skills;
 mod survey;
 mod transcript;
@@ -48,6 +49,19 @@ pub struct Qwen;
 impl Harness for Qwen {
     fn name(&self) -> HarnessName {
         HarnessName::new(NAME).expect("a valid harness name")
+    }
+
+    fn store_paths(&self, home: &crate::Home) -> Vec<std::path::PathBuf> {
+        let layout = Layout::of(home);
+        let mut paths = vec![layout.qwen];
+        if !paths.contains(&layout.runtime) {
+            paths.push(layout.runtime);
+        }
+        paths
+    }
+
+    fn accepts(&self) -> &'static crate::kit::accepted::Accepts {
+        &settings::ACCEPTS
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -222,11 +222,8 @@ fn native_files(
         let mut r = match f.open() {
             Ok(r) => r,
             Err(e) => {
-                ctx.diagnostics.lost(
-                    &f.path,
-                    None,
-                    format!("cannot be read ({e}); not carried"),
-                );
+                ctx.diagnostics
+                    .lost(&f.path, None, format!("cannot be read ({e}); not carried"));
                 continue;
             }
         };
