@@ -40,6 +40,7 @@ fn change_a_session(home: &Path, harness: &str) {
                         && !s.contains("/subagents/")
                 }
                 "codex" => s.contains("/.codex/sessions/") && s.ends_with(".jsonl"),
+                "pi" => s.contains("/.pi/agent/sessions/") && s.ends_with(".jsonl"),
                 _ => {
                     s.contains("/.gemini/tmp/")
                         && s.contains("/chats/session-")
