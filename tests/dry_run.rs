@@ -43,6 +43,7 @@ fn change_a_session(home: &Path, harness: &str) {
                 "qwen" => {
                     s.contains("/.qwen/projects/") && s.contains("/chats/") && s.ends_with(".jsonl")
                 }
+                "pi" => s.contains("/.pi/agent/sessions/") && s.ends_with(".jsonl"),
                 _ => {
                     s.contains("/.gemini/tmp/")
                         && s.contains("/chats/session-")

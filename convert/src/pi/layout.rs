@@ -21,9 +21,13 @@ pub struct Layout {
 
 impl Layout {
     pub fn of(home: &Home) -> Layout {
-        let env = std::env::var("PI_CODING_AGENT_DIR")
-            .ok()
-            .filter(|d| !d.is_empty() && !home.explicit);
+        Layout::with_env(home, std::env::var("PI_CODING_AGENT_DIR").ok())
+    }
+
+    /// The layout for `home` given the value of `$PI_CODING_AGENT_DIR`: honoured only for the
+    /// user's own home, never for a home named with `--home`.
+    fn with_env(home: &Home, env: Option<String>) -> Layout {
+        let env = env.filter(|d| !d.is_empty() && !home.explicit);
         let agent = match env {
             Some(d) if d == "~" => home.dir.clone(),
             Some(d) => match d.strip_prefix("~/") {
@@ -86,5 +90,38 @@ mod tests {
         assert_eq!(l.session_path(&v).unwrap(), p);
         assert!(l.session_path(".pi/agent/auth.json").is_none());
         assert!(l.session_path(".pi/agent/sessions/../x.jsonl").is_none());
+    }
+
+    #[test]
+    fn pi_coding_agent_dir_moves_the_users_own_agent_dir_only() {
+        let own = Home {
+            dir: "/home/dev".into(),
+            explicit: false,
+        };
+        let env = |v: &str| Some(v.to_owned());
+        assert_eq!(
+            Layout::with_env(&own, env("~/pi-state")).agent,
+            Path::new("/home/dev/pi-state")
+        );
+        assert_eq!(
+            Layout::with_env(&own, env("/srv/pi")).agent,
+            Path::new("/srv/pi")
+        );
+        assert_eq!(
+            Layout::with_env(&own, None).agent,
+            Path::new("/home/dev/.pi/agent")
+        );
+        let named = Home::at("/backup/home");
+        assert_eq!(
+            Layout::with_env(&named, env("/srv/pi")).agent,
+            Path::new("/backup/home/.pi/agent")
+        );
+        // Native names do not depend on where the agent dir is.
+        let l = Layout::with_env(&own, env("/srv/pi"));
+        assert_eq!(
+            l.virtual_path(Path::new("/srv/pi/sessions/--w--/a.jsonl"))
+                .unwrap(),
+            ".pi/agent/sessions/--w--/a.jsonl"
+        );
     }
 }
