@@ -626,3 +626,53 @@ fn what_cannot_be_pushed_or_pulled_as_a_bundle_says_why() {
     let out = home.asp().args(["pull", &reference]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn bundles_flow_through_pipes_to_and_from_a_registry() {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let home = Home::new();
+    let bundle = home.path().join("s.aspstate");
+    pack_dir(&home, &crate::support::samples().join("state"), &bundle);
+    let reference = format!("{}/me/pipe:x", reg.host());
+    let out = home
+        .asp()
+        .args(["push", "-", &reference, "--json"])
+        .env("ASP_REGISTRY_USERNAME", "alice")
+        .env("ASP_REGISTRY_PASSWORD", PASSWORD)
+        .write_stdin(fs::read(&bundle).unwrap())
+        .output()
+        .unwrap();
+    let r = ok(&out);
+    assert_eq!(r["source"], "<stdin>");
+    assert_eq!(
+        r["digest"],
+        Bundle::open(&bundle).unwrap().digest().to_string()
+    );
+
+    // By digest, to standard output: the same bytes.
+    let by_digest = format!("{}/me/pipe@{}", reg.host(), r["digest"].as_str().unwrap());
+    let out = home
+        .asp()
+        .args(["pull", &by_digest, "-o", "-"])
+        .env("ASP_REGISTRY_USERNAME", "alice")
+        .env("ASP_REGISTRY_PASSWORD", PASSWORD)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout == fs::read(&bundle).unwrap());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("to standard output"));
+
+    // Standard input cannot carry both the bundle and the password; stdout not both the
+    // bundle and --json.
+    for args in [
+        vec!["push", "-", &reference, "-u", "alice", "--password-stdin"],
+        vec!["pull", &reference, "-o", "-", "--json"],
+    ] {
+        let out = home.asp().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
