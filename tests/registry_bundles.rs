@@ -676,3 +676,52 @@ fn bundles_flow_through_pipes_to_and_from_a_registry() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
 }
+
+#[test]
+fn a_bundle_with_a_damaged_layer_is_never_pushed_whole() {
+    let reg = TestRegistry::start(Auth::None);
+    let home = Home::new();
+    let dir = home.path().join("state");
+    state_dir(&dir, 2, 60_000, None);
+    let bundle = home.path().join("b.aspstate");
+    pack_dir(&home, &dir, &bundle);
+    let (layer, stored) = {
+        let b = Bundle::open(&bundle).unwrap();
+        let layer = b
+            .image_manifest()
+            .unwrap()
+            .layers
+            .iter()
+            .max_by_key(|l| l.size)
+            .unwrap()
+            .clone();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut b.open_stored(&layer.descriptor()).unwrap(), &mut bytes)
+            .unwrap();
+        (layer, bytes)
+    };
+    // Entries are Stored: the layer's bytes are in the file as they are.
+    let mut file = fs::read(&bundle).unwrap();
+    let at = file
+        .windows(64)
+        .position(|w| w == &stored[stored.len() / 2..stored.len() / 2 + 64])
+        .unwrap();
+    file[at] ^= 0x01;
+    fs::write(&bundle, &file).unwrap();
+
+    let reference = format!("{}/me/dmg:x", reg.host());
+    let out = home
+        .asp()
+        .arg("push")
+        .arg(&bundle)
+        .arg(&reference)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("integrity failure"), "{err}");
+    assert!(
+        !reg.blob_data(&layer.digest.hex()).exists(),
+        "the damaged layer reached the registry"
+    );
+}
