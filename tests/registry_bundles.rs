@@ -240,39 +240,63 @@ fn a_bundle_pulled_under_another_home_is_the_bundle_pushed_and_unpacks_the_same(
 }
 
 #[test]
-fn a_wrong_password_fails_clearly_and_is_never_shown() {
-    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
-    let home = Home::new();
-    let bundle = home.path().join("b.aspstate");
-    pack_dir(&home, &crate::support::samples().join("state"), &bundle);
-    let reference = format!("{}/me/s:x", reg.host());
-    let out = home
-        .asp()
-        .arg("push")
-        .arg(&bundle)
-        .args([&reference, "-u", "alice", "--password-stdin"])
-        .write_stdin(format!("{WRONG}\n"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("refused the credentials of user \"alice\""),
-        "{err}"
-    );
-    assert_no_secret(&out, WRONG, "alice");
+fn a_wrong_password_fails_clearly_and_is_never_shown_with_basic_or_token_auth() {
+    let users = || vec![User::new("alice", PASSWORD)];
+    for auth in [
+        Auth::Htpasswd(users()),
+        Auth::Token {
+            users: users(),
+            identity_tokens: vec![],
+        },
+    ] {
+        let reg = TestRegistry::start(auth);
+        let home = Home::new();
+        let bundle = home.path().join("b.aspstate");
+        pack_dir(&home, &crate::support::samples().join("state"), &bundle);
+        let reference = format!("{}/me/s:x", reg.host());
+        let out = home
+            .asp()
+            .arg("push")
+            .arg(&bundle)
+            .args([&reference, "-u", "alice", "--password-stdin"])
+            .write_stdin(format!("{WRONG}\n"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("refused the credentials of user \"alice\""),
+            "{err}"
+        );
+        assert_no_secret(&out, WRONG, "alice");
 
-    let out = home
-        .asp()
-        .args(["pull", &reference, "-o"])
-        .arg(home.path().join("p.aspstate"))
-        .env("ASP_REGISTRY_USERNAME", "alice")
-        .env("ASP_REGISTRY_PASSWORD", WRONG)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert_no_secret(&out, WRONG, "alice");
-    assert!(!home.path().join("p.aspstate").exists());
+        // The right one works, and the pull with a wrong one writes nothing.
+        let out = home
+            .asp()
+            .arg("push")
+            .arg(&bundle)
+            .args([&reference, "-u", "alice", "--password-stdin"])
+            .write_stdin(format!("{PASSWORD}\n"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_no_secret(&out, PASSWORD, "alice");
+        let out = home
+            .asp()
+            .args(["pull", &reference, "-o"])
+            .arg(home.path().join("p.aspstate"))
+            .env("ASP_REGISTRY_USERNAME", "alice")
+            .env("ASP_REGISTRY_PASSWORD", WRONG)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert_no_secret(&out, WRONG, "alice");
+        assert!(!home.path().join("p.aspstate").exists());
+    }
 }
 
 /// How many blobs repository `repo` holds (whole, and linked into it: what HEAD finds).
