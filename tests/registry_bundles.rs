@@ -240,39 +240,63 @@ fn a_bundle_pulled_under_another_home_is_the_bundle_pushed_and_unpacks_the_same(
 }
 
 #[test]
-fn a_wrong_password_fails_clearly_and_is_never_shown() {
-    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
-    let home = Home::new();
-    let bundle = home.path().join("b.aspstate");
-    pack_dir(&home, &crate::support::samples().join("state"), &bundle);
-    let reference = format!("{}/me/s:x", reg.host());
-    let out = home
-        .asp()
-        .arg("push")
-        .arg(&bundle)
-        .args([&reference, "-u", "alice", "--password-stdin"])
-        .write_stdin(format!("{WRONG}\n"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("refused the credentials of user \"alice\""),
-        "{err}"
-    );
-    assert_no_secret(&out, WRONG, "alice");
+fn a_wrong_password_fails_clearly_and_is_never_shown_with_basic_or_token_auth() {
+    let users = || vec![User::new("alice", PASSWORD)];
+    for auth in [
+        Auth::Htpasswd(users()),
+        Auth::Token {
+            users: users(),
+            identity_tokens: vec![],
+        },
+    ] {
+        let reg = TestRegistry::start(auth);
+        let home = Home::new();
+        let bundle = home.path().join("b.aspstate");
+        pack_dir(&home, &crate::support::samples().join("state"), &bundle);
+        let reference = format!("{}/me/s:x", reg.host());
+        let out = home
+            .asp()
+            .arg("push")
+            .arg(&bundle)
+            .args([&reference, "-u", "alice", "--password-stdin"])
+            .write_stdin(format!("{WRONG}\n"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("refused the credentials of user \"alice\""),
+            "{err}"
+        );
+        assert_no_secret(&out, WRONG, "alice");
 
-    let out = home
-        .asp()
-        .args(["pull", &reference, "-o"])
-        .arg(home.path().join("p.aspstate"))
-        .env("ASP_REGISTRY_USERNAME", "alice")
-        .env("ASP_REGISTRY_PASSWORD", WRONG)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert_no_secret(&out, WRONG, "alice");
-    assert!(!home.path().join("p.aspstate").exists());
+        // The right one works, and the pull with a wrong one writes nothing.
+        let out = home
+            .asp()
+            .arg("push")
+            .arg(&bundle)
+            .args([&reference, "-u", "alice", "--password-stdin"])
+            .write_stdin(format!("{PASSWORD}\n"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_no_secret(&out, PASSWORD, "alice");
+        let out = home
+            .asp()
+            .args(["pull", &reference, "-o"])
+            .arg(home.path().join("p.aspstate"))
+            .env("ASP_REGISTRY_USERNAME", "alice")
+            .env("ASP_REGISTRY_PASSWORD", WRONG)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert_no_secret(&out, WRONG, "alice");
+        assert!(!home.path().join("p.aspstate").exists());
+    }
 }
 
 /// How many blobs repository `repo` holds (whole, and linked into it: what HEAD finds).
@@ -625,4 +649,103 @@ fn what_cannot_be_pushed_or_pulled_as_a_bundle_says_why() {
     // Both destinations, or none, are usage errors.
     let out = home.asp().args(["pull", &reference]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn bundles_flow_through_pipes_to_and_from_a_registry() {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let home = Home::new();
+    let bundle = home.path().join("s.aspstate");
+    pack_dir(&home, &crate::support::samples().join("state"), &bundle);
+    let reference = format!("{}/me/pipe:x", reg.host());
+    let out = home
+        .asp()
+        .args(["push", "-", &reference, "--json"])
+        .env("ASP_REGISTRY_USERNAME", "alice")
+        .env("ASP_REGISTRY_PASSWORD", PASSWORD)
+        .write_stdin(fs::read(&bundle).unwrap())
+        .output()
+        .unwrap();
+    let r = ok(&out);
+    assert_eq!(r["source"], "<stdin>");
+    assert_eq!(
+        r["digest"],
+        Bundle::open(&bundle).unwrap().digest().to_string()
+    );
+
+    // By digest, to standard output: the same bytes.
+    let by_digest = format!("{}/me/pipe@{}", reg.host(), r["digest"].as_str().unwrap());
+    let out = home
+        .asp()
+        .args(["pull", &by_digest, "-o", "-"])
+        .env("ASP_REGISTRY_USERNAME", "alice")
+        .env("ASP_REGISTRY_PASSWORD", PASSWORD)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout == fs::read(&bundle).unwrap());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("to standard output"));
+
+    // Standard input cannot carry both the bundle and the password; stdout not both the
+    // bundle and --json.
+    for args in [
+        vec!["push", "-", &reference, "-u", "alice", "--password-stdin"],
+        vec!["pull", &reference, "-o", "-", "--json"],
+    ] {
+        let out = home.asp().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
+
+#[test]
+fn a_bundle_with_a_damaged_layer_is_never_pushed_whole() {
+    let reg = TestRegistry::start(Auth::None);
+    let home = Home::new();
+    let dir = home.path().join("state");
+    state_dir(&dir, 2, 60_000, None);
+    let bundle = home.path().join("b.aspstate");
+    pack_dir(&home, &dir, &bundle);
+    let (layer, stored) = {
+        let b = Bundle::open(&bundle).unwrap();
+        let layer = b
+            .image_manifest()
+            .unwrap()
+            .layers
+            .iter()
+            .max_by_key(|l| l.size)
+            .unwrap()
+            .clone();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut b.open_stored(&layer.descriptor()).unwrap(), &mut bytes)
+            .unwrap();
+        (layer, bytes)
+    };
+    // Entries are Stored: the layer's bytes are in the file as they are.
+    let mut file = fs::read(&bundle).unwrap();
+    let at = file
+        .windows(64)
+        .position(|w| w == &stored[stored.len() / 2..stored.len() / 2 + 64])
+        .unwrap();
+    file[at] ^= 0x01;
+    fs::write(&bundle, &file).unwrap();
+
+    let reference = format!("{}/me/dmg:x", reg.host());
+    let out = home
+        .asp()
+        .arg("push")
+        .arg(&bundle)
+        .arg(&reference)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("integrity failure"), "{err}");
+    assert!(
+        !reg.blob_data(&layer.digest.hex()).exists(),
+        "the damaged layer reached the registry"
+    );
 }

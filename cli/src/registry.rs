@@ -25,6 +25,7 @@ use crate::args::Common;
 use crate::exit::{Context, EXIT_CODES_HELP, Exit, Failure, Result};
 use crate::human;
 use crate::progress::TransferBar;
+use crate::stdio::Input;
 
 const AUTH_HELP: &str = "\
 Credentials, first found wins: --username with --password-stdin; ASP_REGISTRY_USERNAME and
@@ -82,11 +83,13 @@ Examples:
   asp pack --from claude-code -o laptop.aspstate
   asp push laptop.aspstate localhost:5000/me/agent-state:laptop
   echo \"$TOKEN\" | asp push laptop.aspstate -u me --password-stdin ghcr.io/me/agent-state:v1 --json
+  asp pack --from codex -o - | ASP_REGISTRY_USERNAME=me ASP_REGISTRY_PASSWORD=... asp push - REF
   asp push --layout ./state localhost:5000/me/agent-state:laptop
 
 {EXIT_CODES_HELP}"))]
 pub struct PushArgs {
-    /// The bundle to push (FILE.aspstate), then REF; or only REF, with --layout
+    /// The bundle to push (FILE.aspstate, `-` for standard input), then REF; or only REF,
+    /// with --layout
     #[arg(value_name = "FILE.aspstate")]
     pub first: String,
 
@@ -140,6 +143,7 @@ Examples:
   asp pull localhost:5000/me/agent-state:laptop -o laptop.aspstate
   asp-unpack laptop.aspstate --to codex
   asp pull ghcr.io/me/agent-state@sha256:<hex> -o state.aspstate --force --json
+  asp pull localhost:5000/me/agent-state:laptop -o - | asp inspect -
   asp pull localhost:5000/me/agent-state:laptop --layout ./state
 
 {EXIT_CODES_HELP}"))]
@@ -148,7 +152,7 @@ pub struct PullArgs {
     #[arg(value_name = "REF")]
     pub reference: String,
 
-    /// Write a bundle file
+    /// Write a bundle file (`-` for standard output)
     #[arg(long, short = 'o', value_name = "FILE.aspstate")]
     pub output: Option<PathBuf>,
 
@@ -231,9 +235,19 @@ fn push_source(args: &PushArgs) -> Result<(Box<dyn PushSource>, Reference, Strin
         .into()),
         (None, Some(reference)) => {
             let reference = parse_reference(reference)?;
-            let path = PathBuf::from(&args.first);
-            let bundle = BundleFile::open(&path)?;
-            Ok((Box::new(bundle), reference, path.display().to_string()))
+            if args.first == "-" && args.registry.password_stdin {
+                return Err(Error::Usage(
+                    "standard input cannot carry both the bundle (-) and the password \
+                     (--password-stdin); set ASP_REGISTRY_USERNAME and ASP_REGISTRY_PASSWORD"
+                        .to_owned(),
+                )
+                .into());
+            }
+            // A bundle from a pipe is spooled to a temporary file (a zip is read from its
+            // end); the open bundle keeps reading it after the file's name is gone.
+            let input = Input::open(std::path::Path::new(&args.first))?;
+            let bundle = BundleFile::open(input.path())?;
+            Ok((Box::new(bundle), reference, input.display()))
         }
         (None, None) => Err(Error::Usage(format!(
             "what to push to {}? Give a bundle first (asp push FILE.aspstate REF), or --layout DIR",
@@ -321,13 +335,33 @@ impl Sink {
     }
 }
 
-fn pull_sink(args: &PullArgs) -> Result<(Sink, PathBuf)> {
+/// Where to pull, the path shown, and for `-o -` the temporary directory the bundle is written
+/// in before it is copied to standard output.
+fn pull_sink(args: &PullArgs) -> Result<(Sink, PathBuf, Option<tempfile::TempDir>)> {
     match (&args.output, &args.layout) {
+        (Some(file), None) if file.as_os_str() == "-" => {
+            if args.common.json {
+                return Err(Error::Usage(
+                    "-o - writes the bundle to standard output, where --json would go too"
+                        .to_owned(),
+                )
+                .into());
+            }
+            let dir = tempfile::Builder::new()
+                .prefix("asp-pull-")
+                .tempdir()
+                .map_err(Failure::store)
+                .context("cannot create a temporary directory for the bundle")?;
+            let path = dir.path().join("stdout.aspstate");
+            let sink = BundleSink::new(&path, false, Some(crate::generator()))?;
+            Ok((Sink::Bundle(sink), path, Some(dir)))
+        }
         (Some(file), None) => Ok((
             Sink::Bundle(BundleSink::new(file, args.force, Some(crate::generator()))?),
             file.clone(),
+            None,
         )),
-        (None, Some(dir)) => Ok((Sink::Layout(LayoutSink::new(dir)?), dir.clone())),
+        (None, Some(dir)) => Ok((Sink::Layout(LayoutSink::new(dir)?), dir.clone(), None)),
         _ => unreachable!("clap requires exactly one of -o and --layout"),
     }
 }
@@ -347,7 +381,7 @@ struct Pulled<'a> {
 
 pub fn run_pull(args: PullArgs) -> Result<Exit> {
     let reference = parse_reference(&args.reference)?;
-    let (sink, output) = pull_sink(&args)?;
+    let (sink, output, spool) = pull_sink(&args)?;
     // Fail early on a destination that cannot be staged in.
     sink.as_dyn().staging_parent()?;
     let bar = TransferBar::new(args.common.quiet, "pull");
@@ -364,6 +398,20 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
         Sink::Bundle(b) => b.written(),
         Sink::Layout(_) => None,
     };
+    if spool.is_some() {
+        // The bundle is the output; what was pulled goes where diagnostics go.
+        crate::stdio::copy_to_stdout(&output)?;
+        if !args.common.quiet {
+            bar.println(format!(
+                "pulled {}@{} to standard output: {} downloaded ({})",
+                strip_tag_digest(&reference),
+                report.digest,
+                human::count(report.blobs_downloaded, "blob", "blobs"),
+                human::bytes(report.bytes_downloaded),
+            ));
+        }
+        return Ok(Exit::Ok);
+    }
     if args.common.json {
         let answer = Pulled {
             report: &report,

@@ -392,3 +392,70 @@ pub fn write_layers_file(
         Ok((file, written))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::Bundle;
+    use std::io::{Cursor, Read};
+
+    /// The committed sample, written again from nothing but its image manifest and stored
+    /// blobs (what a registry holds), is the same file: what `asp pull -o` relies on.
+    #[test]
+    fn a_bundle_rewritten_from_its_stored_blobs_is_the_same_bytes() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/state.aspstate");
+        let original = std::fs::read(&path).unwrap();
+        let bundle = Bundle::open(&path).unwrap();
+        let manifest = bundle.image_manifest_bytes().unwrap().unwrap();
+        let image = bundle.image_manifest().unwrap();
+        let mut sizes: BTreeMap<Digest, u64> = image
+            .layers
+            .iter()
+            .chain([&image.config])
+            .map(|l| (l.digest, l.size))
+            .collect();
+        let md = Descriptor::of(&manifest);
+        assert_eq!(md.digest, bundle.digest());
+        sizes.insert(md.digest, md.size);
+        let opts = ImageZip {
+            generator: bundle.layout().generator.clone(),
+            zip: ZipMethod::Stored,
+        };
+        let copy = &mut |d: &Digest, w: &mut dyn Write| -> io::Result<()> {
+            let mut r = bundle
+                .open_stored(&Descriptor {
+                    digest: *d,
+                    size: sizes[d],
+                })
+                .map_err(io::Error::other)?;
+            let mut buf = Vec::new();
+            r.read_to_end(&mut buf)?;
+            w.write_all(&buf)
+        };
+        let (out, size) = write_image_zip(
+            Cursor::new(Vec::new()),
+            md,
+            &sizes,
+            &opts,
+            copy,
+            &crate::progress::Quiet,
+        )
+        .unwrap();
+        assert_eq!(size, original.len() as u64);
+        assert!(out.into_inner() == original);
+
+        // A copy that gives the wrong number of bytes is refused, not written.
+        let short = &mut |_: &Digest, w: &mut dyn Write| w.write_all(b"x");
+        assert!(
+            write_image_zip(
+                Cursor::new(Vec::new()),
+                md,
+                &sizes,
+                &opts,
+                short,
+                &crate::progress::Quiet
+            )
+            .is_err()
+        );
+    }
+}
