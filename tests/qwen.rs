@@ -509,3 +509,40 @@ fn instructions_memory_and_skills_are_read_where_qwen_keeps_them() {
         );
     }
 }
+
+#[test]
+fn map_path_files_chats_and_project_memory_under_the_new_project() {
+    let work = tmp();
+    let bundle = work.path().join("qwen.aspstate");
+    crate::support::asp_pack()
+        .args(["--from", HARNESS, "-q", "--home"])
+        .arg(sample_home())
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    let home = work.path().join("home");
+    crate::support::asp_unpack()
+        .arg(&bundle)
+        .args([
+            "--to",
+            HARNESS,
+            "-q",
+            "--map-path",
+            "/home/dev=/home/alice",
+            "--home",
+        ])
+        .arg(&home)
+        .assert()
+        .success();
+    let p = home.join(".qwen/projects/-home-alice-shop");
+    let chat =
+        fs::read_to_string(p.join("chats/a9e019a0-3eca-408b-9ff8-0a0b4be0bc99.jsonl")).unwrap();
+    assert!(
+        chat.lines()
+            .all(|l| l.contains("\"cwd\":\"/home/alice/shop\""))
+    );
+    assert!(p.join("memory/project/deploy-freeze.md").is_file());
+    assert!(!home.join(".qwen/projects/-home-dev-shop").exists());
+    assert!(validate(&home).is_empty(), "{:?}", validate(&home));
+}
