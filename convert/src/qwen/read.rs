@@ -112,6 +112,13 @@ pub fn read_session(
     if chain.off_chain > 0 {
         qwen.insert("offChainRecords".into(), json!(chain.off_chain));
     }
+    if path
+        .parent()
+        .and_then(|p| p.file_name())
+        .is_some_and(|n| n == "archive")
+    {
+        qwen.insert("archived".into(), json!(true));
+    }
     let mut meta = Meta::new();
     meta.insert("qwen".into(), Value::Object(qwen));
     out.push(Session {
