@@ -508,3 +508,67 @@ fn instructions_memory_and_skills_are_read_where_qwen_keeps_them() {
         );
     }
 }
+
+#[test]
+fn map_path_files_chats_and_project_memory_under_the_new_project() {
+    let work = tmp();
+    let bundle = work.path().join("qwen.aspstate");
+    crate::support::asp_pack()
+        .args(["--from", HARNESS, "-q", "--home"])
+        .arg(sample_home())
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    let home = work.path().join("home");
+    crate::support::asp_unpack()
+        .arg(&bundle)
+        .args([
+            "--to",
+            HARNESS,
+            "-q",
+            "--map-path",
+            "/home/dev=/home/alice",
+            "--home",
+        ])
+        .arg(&home)
+        .assert()
+        .success();
+    let p = home.join(".qwen/projects/-home-alice-shop");
+    let chat =
+        fs::read_to_string(p.join("chats/a9e019a0-3eca-408b-9ff8-0a0b4be0bc99.jsonl")).unwrap();
+    assert!(
+        chat.lines()
+            .all(|l| l.contains("\"cwd\":\"/home/alice/shop\""))
+    );
+    assert!(p.join("memory/project/deploy-freeze.md").is_file());
+    assert!(!home.join(".qwen/projects/-home-dev-shop").exists());
+    assert!(validate(&home).is_empty(), "{:?}", validate(&home));
+}
+
+#[test]
+fn archived_chats_are_carried_and_go_back_to_the_archive() {
+    let home = tmp();
+    let sid = "c8c64794-4131-498c-83cd-6e16d3c7e0c7";
+    let from = sample_home().join(format!(".qwen/projects/-home-dev-shop/chats/{sid}.jsonl"));
+    let rel = format!(".qwen/projects/-home-dev-shop/chats/archive/{sid}.jsonl");
+    fs::create_dir_all(home.path().join(&rel).parent().unwrap()).unwrap();
+    fs::copy(&from, home.path().join(&rel)).unwrap();
+    let r = read_home(HARNESS, home.path(), KindSet::ALL, ReadOptions::default());
+    assert_eq!(r.session(sid).title, "Where the discount table lives");
+    assert_eq!(
+        r.session(sid).meta.as_ref().unwrap()["qwen"]["archived"],
+        true
+    );
+    let target = tmp();
+    let (answer, _) = write_home(
+        HARNESS,
+        target.path(),
+        &r.state,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    assert_eq!(answer.sessions[sid], sid);
+    assert!(fs::read(target.path().join(&rel)).unwrap() == fs::read(&from).unwrap());
+}

@@ -160,6 +160,14 @@ fn target(layout: &Layout, n: &MemoryNote) -> Option<(PathBuf, String)> {
         .is_some_and(|h| h.as_str() == super::NAME);
     if from_qwen && let Some(o) = n.origin.path.as_deref().filter(|o| !o.contains('#')) {
         let rest = o.strip_prefix(QWEN)?.strip_prefix('/')?;
+        // A project's folder follows its (mapped) project path, as its chats do.
+        let rest = match (rest.strip_prefix("projects/"), n.origin.project.as_deref()) {
+            (Some(p), Some(project)) => {
+                let (_, after) = p.split_once('/')?;
+                format!("projects/{}/{after}", sanitize_cwd(project))
+            }
+            _ => rest.to_owned(),
+        };
         let real = layout.runtime.join(rest);
         let dir = real.parent()?.to_path_buf();
         return Some((

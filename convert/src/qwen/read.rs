@@ -42,14 +42,9 @@ pub fn read_session(
     let diags = ctx.diagnostics;
     let path = &plan.chat.path;
     ctx.progress.item(sid);
-    let bytes = match plan.chat.read_all() {
-        Ok(b) => b,
-        Err(e) => {
-            diags.lost(path, None, format!("cannot be read ({e}); skipped"));
-            return Ok(Vec::new());
-        }
+    let Some(t) = read_chat(&plan.chat, diags) else {
+        return Ok(Vec::new());
     };
-    let t = transcript::parse(&bytes, path, diags);
     if let Some(r) = t
         .records
         .iter()
@@ -117,6 +112,13 @@ pub fn read_session(
     if chain.off_chain > 0 {
         qwen.insert("offChainRecords".into(), json!(chain.off_chain));
     }
+    if path
+        .parent()
+        .and_then(|p| p.file_name())
+        .is_some_and(|n| n == "archive")
+    {
+        qwen.insert("archived".into(), json!(true));
+    }
     let mut meta = Meta::new();
     meta.insert("qwen".into(), Value::Object(qwen));
     out.push(Session {
@@ -137,14 +139,9 @@ pub fn read_session(
         let Ok(id) = SessionId::new(&child_id) else {
             continue;
         };
-        let bytes = match s.file.read_all() {
-            Ok(b) => b,
-            Err(e) => {
-                diags.lost(&s.file.path, None, format!("cannot be read ({e}); skipped"));
-                continue;
-            }
+        let Some(ct) = read_chat(&s.file, diags) else {
+            continue;
         };
-        let ct = transcript::parse(&bytes, &s.file.path, diags);
         let chain = ct.chain();
         let conv = replay::convert(&chain, &child_id, &HashMap::new(), ctx.blobs)?;
         let mut files = vec![&s.file];
@@ -184,6 +181,26 @@ pub fn read_session(
         });
     }
     Ok(out)
+}
+
+/// A chat file read as surveyed, line by line; `None` (reported) when it cannot be read.
+fn read_chat(file: &SourceFile, diags: &crate::kit::report::Diagnostics) -> Option<Transcript> {
+    let r = file.open().and_then(|f| {
+        let len = f.len();
+        transcript::read(
+            std::io::BufReader::with_capacity(1 << 16, f),
+            len,
+            &file.path,
+            diags,
+        )
+    });
+    match r {
+        Ok(t) => Some(t),
+        Err(e) => {
+            diags.lost(&file.path, None, format!("cannot be read ({e}); skipped"));
+            None
+        }
+    }
 }
 
 /// The title Qwen lists, and where it comes from (`manual`, `auto`, or `prompt`).

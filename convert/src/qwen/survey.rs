@@ -1,6 +1,7 @@
 //! Listing Qwen Code's sessions without reading them.
 //!
-//! A session is `projects/<dir>/chats/<uuid>.jsonl` under the runtime dir; its files are that
+//! A session is `projects/<dir>/chats/<uuid>.jsonl` (or `chats/archive/<uuid>.jsonl`) under the
+//! runtime dir; its files are that
 //! chat, its subagents' transcripts (`projects/<dir>/subagents/<sessionId>/agent-*.jsonl` and
 //! their `.meta.json`, read together with it as sessions of their own) and its file-history
 //! backups (`file-history/<sessionId>/*`, carried as native files for `/rewind`). The survey
@@ -104,7 +105,10 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
         if !chats.is_dir() {
             continue;
         }
-        for path in sorted(&chats, diagnostics) {
+        // Archived chats (`chats/archive/`) are listed by Qwen only on request; carried alike.
+        let mut paths = sorted(&chats, diagnostics);
+        paths.extend(sorted(&chats.join("archive"), diagnostics));
+        for path in paths {
             let name = name_of(&path).to_owned();
             if !name.ends_with(".jsonl") || path.is_dir() {
                 continue;

@@ -144,14 +144,32 @@ fn invalid(v: &Map<String, Value>) -> Option<&'static str> {
 }
 
 /// Reads a chat file's bytes. Damage is reported against `path` with its line.
+#[cfg(test)]
 pub fn parse(bytes: &[u8], path: &Path, diagnostics: &Diagnostics) -> Transcript {
+    read(bytes, bytes.len() as u64, path, diagnostics).expect("reading from memory does not fail")
+}
+
+/// Reads a chat line by line from `reader` (`len` bytes: what the survey saw), holding the
+/// records, never the file's bytes.
+pub fn read(
+    mut reader: impl std::io::BufRead,
+    len: u64,
+    path: &Path,
+    diagnostics: &Diagnostics,
+) -> std::io::Result<Transcript> {
     let mut t = Transcript {
-        len: bytes.len() as u64,
+        len,
         ..Transcript::default()
     };
     let mut titles: Vec<(u64, u64, u64)> = Vec::new(); // (start, end, record index + 1)
     let mut offset = 0u64;
-    for (i, raw) in bytes.split_inclusive(|b| *b == b'\n').enumerate() {
+    let mut buf = Vec::new();
+    for i in 0.. {
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        let raw = buf.as_slice();
         let no = i as u64 + 1;
         let start = offset;
         offset += raw.len() as u64;
@@ -239,7 +257,7 @@ pub fn parse(bytes: &[u8], path: &Path, diagnostics: &Diagnostics) -> Transcript
             .and_then(Value::as_str)
             .map(str::to_owned);
     }
-    t
+    Ok(t)
 }
 
 impl Transcript {

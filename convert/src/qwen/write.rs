@@ -202,7 +202,10 @@ fn restore(
         let parts: Vec<&str> = f.path.as_str().split('/').collect();
         match parts.as_slice() {
             [".qwen", "projects", dir, "chats", file] if file.ends_with(".jsonl") => {
-                chat = Some((dir.to_string(), ctx.blobs.read_all(&f.content)?));
+                chat = Some((dir.to_string(), false, ctx.blobs.read_all(&f.content)?));
+            }
+            [".qwen", "projects", dir, "chats", "archive", file] if file.ends_with(".jsonl") => {
+                chat = Some((dir.to_string(), true, ctx.blobs.read_all(&f.content)?));
             }
             [".qwen", "file-history", _, rest @ ..] if !rest.is_empty() => {
                 history.push((rest.join("/"), ctx.blobs.read_all(&f.content)?));
@@ -215,11 +218,14 @@ fn restore(
             }
         }
     }
-    let Some((native_dir, bytes)) = chat else {
+    let Some((native_dir, archived, bytes)) = chat else {
         return Ok(Err(format!("session {id}: its chat file was not carried")));
     };
     let dir = project_dir(s, Some(&native_dir)).expect("a folder");
-    let chats = layout.projects().join(&dir).join("chats");
+    let mut chats = layout.projects().join(&dir).join("chats");
+    if archived {
+        chats.push("archive");
+    }
     let harness = super::NAME;
     for n in 0..MAX_COPIES {
         let (qid, body) = if n == 0 {
