@@ -304,6 +304,63 @@ fn a_diverged_thread_is_kept_beside(h: &str) {
         ids.contains(&id.as_str()) && ids.contains(&copy.as_str()),
         "{h}: {ids:?}"
     );
+    // The copy's title, in the harness's own title store, carries the marker; the one there
+    // keeps its own.
+    let original = &packed.session(&id).title;
+    assert_eq!(
+        back.session(copy).title,
+        asp_convert::kit::beside::marked_title(original, h),
+        "{h}: the copy is told apart by its title"
+    );
+    assert_eq!(&back.session(&id).title, original, "{h}");
+    // And a session from another harness kept beside is marked with that harness.
+    for (from, other) in every_source().into_iter().filter(|(f, _)| f != h) {
+        let home = tmp();
+        write(h, home.path(), &other, false);
+        let Some(s) = other
+            .state
+            .sessions
+            .iter()
+            .flatten()
+            .find(|s| !s.title.is_empty())
+        else {
+            continue;
+        };
+        let first = write(h, home.path(), &other, false);
+        let written = &first.sessions[s.id.as_str()];
+        // Make the one there differ: a second import of a changed state keeps the copy beside.
+        let mut changed = other.state.clone();
+        let store = asp_format::blob::MemoryStore::new();
+        for d in other.state.descriptors() {
+            use asp_format::blob::{BlobSink, BlobSource};
+            store.put(&other.store.read_all(&d).unwrap()).unwrap();
+        }
+        let extra = {
+            use asp_format::blob::BlobSink;
+            let mut body = other.text(&s.updates);
+            body.push_str("{\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"one more answer\"}}}\n");
+            store.put(body.as_bytes()).unwrap()
+        };
+        for c in changed.sessions.iter_mut().flatten() {
+            if c.id == s.id {
+                c.updates = extra;
+                c.native = None;
+            }
+        }
+        let again = write_home(h, home.path(), &changed, &store, false, &PathMap::default()).0;
+        let copy = &again.sessions[s.id.as_str()];
+        if copy == written {
+            continue;
+        }
+        let back = read(h, home.path());
+        let harness = s.harness.as_ref().map_or("asp", |x| x.as_str());
+        assert_eq!(
+            back.session(copy).title,
+            asp_convert::kit::beside::marked_title(&back.session(written).title, harness),
+            "{from} into {h}"
+        );
+        break;
+    }
     // The same copy is found again on the next import.
     let again = write(h, home.path(), &packed, false);
     assert_eq!(&again.sessions[&id], copy, "{h}");

@@ -24,7 +24,9 @@ Examples:
       Restore a Claude Code backup into your home. Existing sessions are never overwritten:
       one with the same content is reported as already there, one with different content
       is kept beside it as <id>~<harness> (as a UUID derived from that name where the
-      harness only lists UUIDs), and --json maps the old id to the new one.
+      harness only lists UUIDs), titled <title> ~<harness> in the harness's own title store
+      (so claude --resume, codex resume and Gemini's /resume tell the two apart), and --json
+      maps the old id to the new one.
   asp-unpack claude.aspstate --to codex --dry-run --json
       Say what moving Claude Code state into Codex would take and leave behind; write nothing.
   asp-unpack backup.aspstate --to gemini --map-path /home/me=/Users/me
