@@ -560,9 +560,11 @@ fn place(
         let target = layout.projects().join(bucket).join(&rest);
         let rename = renamed && rest.ends_with(".jsonl");
         // The copy's own transcript ends with its marked title, so the two can be told apart.
-        let title = (renamed && rest == format!("{new_stem}.jsonl"))
-            .then(|| copy_title_line(s, new_stem))
-            .unwrap_or_default();
+        let title = if renamed && rest == format!("{new_stem}.jsonl") {
+            copy_title_line(s, new_stem)
+        } else {
+            Vec::new()
+        };
         let open = || -> Result<Box<dyn Read + Send + '_>, ConvertError> {
             let r = blobs.open(&f.content)?;
             Ok(if rename {
