@@ -512,14 +512,87 @@ fn no_kind_is_given_empty(h: &str) {
         }
     };
     check("its sample", &read(h, &sample(h)).state);
-    // A home that holds another harness's store only has nothing of this one.
+    let asp_convert::Store::Harness { harness, .. } = crate::support::store_of(h, &sample(h))
+    else {
+        unreachable!()
+    };
+    // A store that exists and holds nothing gives nothing, every kind; so does one beside
+    // another harness's whole store (every one of its paths there, empty).
+    let empty = tmp();
+    let paths = harness.store_paths(&asp_convert::Home::at(empty.path()));
+    fs::create_dir_all(&paths[0]).unwrap();
+    let r = read(h, empty.path());
+    assert_eq!(
+        r.state.kinds(),
+        KindSet::EMPTY,
+        "{h}: an empty store gives no kind"
+    );
     for other in CONTRACTED.iter().filter(|o| **o != h) {
-        if let Ok(r) =
-            crate::support::try_read_home(h, &sample(other), KindSet::ALL, ReadOptions::default())
-        {
-            check(&format!("the {other} sample"), &r.state);
+        let home = tmp();
+        crate::support::copy_dir(&sample(other), home.path());
+        for p in harness.store_paths(&asp_convert::Home::at(home.path())) {
+            if !p.exists() {
+                fs::create_dir_all(&p).unwrap();
+            }
         }
+        check(&format!("the {other} sample"), &read(h, home.path()).state);
     }
+    // The directory form says what it gives by its files: a state written there reads back
+    // with the same kinds, none added empty.
+    let state = read(h, &sample(h));
+    let dir = tmp();
+    let target = dir.path().join("state");
+    asp_convert::Store::Dir(target.clone())
+        .write(
+            &state.state,
+            &asp_convert::store::WriteRequest {
+                kinds: None,
+                dry_run: false,
+                path_map: &PathMap::default(),
+                force: false,
+                blobs: &state.store,
+                diagnostics: &asp_convert::kit::report::Diagnostics::new(),
+                progress: &asp_format::progress::Quiet,
+            },
+        )
+        .unwrap();
+    let back = read_dir(&target);
+    assert_eq!(back.kinds(), state.state.kinds(), "{h}: the directory form");
+    check("its sample through the directory form", &back);
+    let mut sessions_only = state.state.clone();
+    sessions_only.retain_kinds(KindSet::EMPTY.with(StateKind::Sessions));
+    let target = dir.path().join("sessions-only");
+    asp_convert::Store::Dir(target.clone())
+        .write(
+            &sessions_only,
+            &asp_convert::store::WriteRequest {
+                kinds: None,
+                dry_run: false,
+                path_map: &PathMap::default(),
+                force: false,
+                blobs: &state.store,
+                diagnostics: &asp_convert::kit::report::Diagnostics::new(),
+                progress: &asp_format::progress::Quiet,
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        read_dir(&target).kinds(),
+        KindSet::EMPTY.with(StateKind::Sessions),
+        "{h}: a kind not given is not written into the directory form"
+    );
+}
+
+fn read_dir(dir: &Path) -> State {
+    let diagnostics = asp_convert::kit::report::Diagnostics::new();
+    let store = MemoryStore::new();
+    asp_convert::Store::Dir(dir.to_path_buf())
+        .read(&asp_convert::store::ReadRequest::new(
+            &store,
+            &diagnostics,
+            &asp_format::progress::Quiet,
+        ))
+        .unwrap()
 }
 
 fn imports_pass_every_validator(h: &str) {
