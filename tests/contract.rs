@@ -91,6 +91,10 @@ macro_rules! contract {
                     super::settings_only_as_accepted(H)
                 }
                 #[test]
+                fn every_session_written_is_named_with_the_command_that_resumes_it() {
+                    super::resume_commands(H)
+                }
+                #[test]
                 fn pack_session_packs_that_session_and_refuses_one_it_does_not_have() {
                     super::pack_session_selects(H)
                 }
@@ -940,5 +944,80 @@ fn settings_only_as_accepted(h: &str) {
         if let Some(SettingValue::Select(m)) = back.get("model") {
             assert!(accepts.model(m).is_ok(), "{from} into {h}: model {m}");
         }
+    }
+}
+
+/// After an import, each session written (subagents travel with their parent) has the command
+/// that resumes it in this harness, naming its new id; `--json` carries the same under
+/// `_meta.asp.resume`, the protocol's own fields as they are.
+fn resume_commands(h: &str) {
+    for (from, packed) in every_source() {
+        let home = tmp();
+        let written = crate::support::store_of(h, home.path())
+            .write(
+                &packed.state,
+                &asp_convert::store::WriteRequest {
+                    kinds: None,
+                    dry_run: false,
+                    path_map: &PathMap::default(),
+                    force: false,
+                    blobs: &packed.store,
+                    diagnostics: &asp_convert::kit::report::Diagnostics::new(),
+                    progress: &asp_format::progress::Quiet,
+                },
+            )
+            .unwrap();
+        for s in packed.state.sessions.iter().flatten() {
+            if asp_convert::kit::meta::parent_id(s.meta.as_ref()).is_some() {
+                continue;
+            }
+            let Some(new) = written.answer.sessions.get(s.id.as_str()) else {
+                continue;
+            };
+            let cmd = written
+                .resume
+                .get(new)
+                .unwrap_or_else(|| panic!("{from} into {h}: no resume command for {new}"));
+            assert!(cmd.ends_with(&format!(" {new}")), "{from} into {h}: {cmd}");
+            if let Some(cwd) = s.cwd.as_deref().filter(|_| cmd.starts_with("cd ")) {
+                assert!(cmd.contains(cwd), "{from} into {h}: {cmd}");
+            }
+        }
+    }
+    let dir = tmp();
+    let o = crate::support::asp_unpack()
+        .arg(samples().join("state.aspstate"))
+        .args(["--to", h, "--json", "--home"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let resume = v["_meta"]["asp"]["resume"]
+        .as_object()
+        .expect("_meta.asp.resume");
+    for (new, cmd) in resume {
+        assert!(
+            v["sessions"]
+                .as_object()
+                .unwrap()
+                .values()
+                .any(|x| x == new),
+            "{h}: {new} is a session written"
+        );
+        assert!(cmd.as_str().unwrap().contains(new.as_str()), "{h}: {cmd}");
+    }
+    assert!(!resume.is_empty(), "{h}: {v}");
+    let o = crate::support::asp_unpack()
+        .arg(samples().join("state.aspstate"))
+        .args(["--to", h, "--home"])
+        .arg(dir.path().join("again"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("to continue:"), "{h}: {said}");
+    for cmd in resume.values() {
+        let cmd = cmd.as_str().unwrap();
+        let (_, id) = cmd.rsplit_once(' ').unwrap();
+        assert!(said.contains(id), "{h}: {said}");
     }
 }
