@@ -326,10 +326,11 @@ class _cd:
     def __init__(self, ns: J.Namespace, root: str):
         self.ns, self.root = ns, root
 
-    def wrap(self, argv):
+    def wrap(self, argv, cwd=None):
+        # judgelib.run_cmd passes the inner cwd; this wrapper's root is that directory.
         if not (self.ns.enabled and self.ns.overlays):
             return argv
-        return self.ns.wrap(["sh", "-c", 'cd "$0" && exec "$@"', self.root] + argv)
+        return self.ns.wrap(["sh", "-c", 'cd "$0" && exec "$@"', cwd or self.root] + argv)
 
 
 if __name__ == "__main__":
