@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Judge what asp writes into a harness, with the real harness (opt-in; not part of cargo test).
 #
-#   scripts/judge.sh <claude-code|codex|gemini|pi> [--keep] [--bin DIR] [--timeout S]
+#   scripts/judge.sh <claude-code|codex|gemini|pi|qwen|all> [--keep] [--bin DIR] [--timeout S]
 #
 # One shape for every harness: asp restores the harness's own sample, rebuilds its sessions
 # from their ACP streams beside them, carries every other harness's sample (the whole state,

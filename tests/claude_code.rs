@@ -782,8 +782,13 @@ fn a_session_that_changed_since_is_kept_and_the_carried_one_written_beside_it() 
         written
             .matches(&format!("\"sessionId\":\"{copy}\""))
             .count(),
-        original.matches(&format!("\"sessionId\":\"{A}\"")).count()
+        original.matches(&format!("\"sessionId\":\"{A}\"")).count() + 1,
+        "every line renamed, and the copy's marked title added"
     );
+    assert!(written.ends_with(&format!(
+        "{{\"type\":\"custom-title\",\"customTitle\":\"{} ~claude-code\",\"sessionId\":\"{copy}\"}}\n",
+        r.session(A).title
+    )));
     // A third time, the copy is recognised.
     assert_eq!(
         write_to(home.path(), &r.state, &r.store, false).sessions[A],

@@ -96,6 +96,10 @@ macro_rules! contract {
                     super::settings_only_as_accepted(H)
                 }
                 #[test]
+                fn every_session_written_is_named_with_the_command_that_resumes_it() {
+                    super::resume_commands(H)
+                }
+                #[test]
                 fn pack_session_packs_that_session_and_refuses_one_it_does_not_have() {
                     super::pack_session_selects(H)
                 }
@@ -315,6 +319,63 @@ fn a_diverged_thread_is_kept_beside(h: &str) {
         ids.contains(&id.as_str()) && ids.contains(&copy.as_str()),
         "{h}: {ids:?}"
     );
+    // The copy's title, in the harness's own title store, carries the marker; the one there
+    // keeps its own.
+    let original = &packed.session(&id).title;
+    assert_eq!(
+        back.session(copy).title,
+        asp_convert::kit::beside::marked_title(original, h),
+        "{h}: the copy is told apart by its title"
+    );
+    assert_eq!(&back.session(&id).title, original, "{h}");
+    // And a session from another harness kept beside is marked with that harness.
+    for (from, other) in every_source().into_iter().filter(|(f, _)| f != h) {
+        let home = tmp();
+        write(h, home.path(), &other, false);
+        let Some(s) = other
+            .state
+            .sessions
+            .iter()
+            .flatten()
+            .find(|s| !s.title.is_empty())
+        else {
+            continue;
+        };
+        let first = write(h, home.path(), &other, false);
+        let written = &first.sessions[s.id.as_str()];
+        // Make the one there differ: a second import of a changed state keeps the copy beside.
+        let mut changed = other.state.clone();
+        let store = asp_format::blob::MemoryStore::new();
+        for d in other.state.descriptors() {
+            use asp_format::blob::{BlobSink, BlobSource};
+            store.put(&other.store.read_all(&d).unwrap()).unwrap();
+        }
+        let extra = {
+            use asp_format::blob::BlobSink;
+            let mut body = other.text(&s.updates);
+            body.push_str("{\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"one more answer\"}}}\n");
+            store.put(body.as_bytes()).unwrap()
+        };
+        for c in changed.sessions.iter_mut().flatten() {
+            if c.id == s.id {
+                c.updates = extra;
+                c.native = None;
+            }
+        }
+        let again = write_home(h, home.path(), &changed, &store, false, &PathMap::default()).0;
+        let copy = &again.sessions[s.id.as_str()];
+        if copy == written {
+            continue;
+        }
+        let back = read(h, home.path());
+        let harness = s.harness.as_ref().map_or("asp", |x| x.as_str());
+        assert_eq!(
+            back.session(copy).title,
+            asp_convert::kit::beside::marked_title(&back.session(written).title, harness),
+            "{from} into {h}"
+        );
+        break;
+    }
     // The same copy is found again on the next import.
     let again = write(h, home.path(), &packed, false);
     assert_eq!(&again.sessions[&id], copy, "{h}");
@@ -466,14 +527,87 @@ fn no_kind_is_given_empty(h: &str) {
         }
     };
     check("its sample", &read(h, &sample(h)).state);
-    // A home that holds another harness's store only has nothing of this one.
+    let asp_convert::Store::Harness { harness, .. } = crate::support::store_of(h, &sample(h))
+    else {
+        unreachable!()
+    };
+    // A store that exists and holds nothing gives nothing, every kind; so does one beside
+    // another harness's whole store (every one of its paths there, empty).
+    let empty = tmp();
+    let paths = harness.store_paths(&asp_convert::Home::at(empty.path()));
+    fs::create_dir_all(&paths[0]).unwrap();
+    let r = read(h, empty.path());
+    assert_eq!(
+        r.state.kinds(),
+        KindSet::EMPTY,
+        "{h}: an empty store gives no kind"
+    );
     for other in CONTRACTED.iter().filter(|o| **o != h) {
-        if let Ok(r) =
-            crate::support::try_read_home(h, &sample(other), KindSet::ALL, ReadOptions::default())
-        {
-            check(&format!("the {other} sample"), &r.state);
+        let home = tmp();
+        crate::support::copy_dir(&sample(other), home.path());
+        for p in harness.store_paths(&asp_convert::Home::at(home.path())) {
+            if !p.exists() {
+                fs::create_dir_all(&p).unwrap();
+            }
         }
+        check(&format!("the {other} sample"), &read(h, home.path()).state);
     }
+    // The directory form says what it gives by its files: a state written there reads back
+    // with the same kinds, none added empty.
+    let state = read(h, &sample(h));
+    let dir = tmp();
+    let target = dir.path().join("state");
+    asp_convert::Store::Dir(target.clone())
+        .write(
+            &state.state,
+            &asp_convert::store::WriteRequest {
+                kinds: None,
+                dry_run: false,
+                path_map: &PathMap::default(),
+                force: false,
+                blobs: &state.store,
+                diagnostics: &asp_convert::kit::report::Diagnostics::new(),
+                progress: &asp_format::progress::Quiet,
+            },
+        )
+        .unwrap();
+    let back = read_dir(&target);
+    assert_eq!(back.kinds(), state.state.kinds(), "{h}: the directory form");
+    check("its sample through the directory form", &back);
+    let mut sessions_only = state.state.clone();
+    sessions_only.retain_kinds(KindSet::EMPTY.with(StateKind::Sessions));
+    let target = dir.path().join("sessions-only");
+    asp_convert::Store::Dir(target.clone())
+        .write(
+            &sessions_only,
+            &asp_convert::store::WriteRequest {
+                kinds: None,
+                dry_run: false,
+                path_map: &PathMap::default(),
+                force: false,
+                blobs: &state.store,
+                diagnostics: &asp_convert::kit::report::Diagnostics::new(),
+                progress: &asp_format::progress::Quiet,
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        read_dir(&target).kinds(),
+        KindSet::EMPTY.with(StateKind::Sessions),
+        "{h}: a kind not given is not written into the directory form"
+    );
+}
+
+fn read_dir(dir: &Path) -> State {
+    let diagnostics = asp_convert::kit::report::Diagnostics::new();
+    let store = MemoryStore::new();
+    asp_convert::Store::Dir(dir.to_path_buf())
+        .read(&asp_convert::store::ReadRequest::new(
+            &store,
+            &diagnostics,
+            &asp_format::progress::Quiet,
+        ))
+        .unwrap()
 }
 
 fn imports_pass_every_validator(h: &str) {
@@ -837,5 +971,80 @@ fn settings_only_as_accepted(h: &str) {
         if let Some(SettingValue::Select(m)) = back.get("model") {
             assert!(accepts.model(m).is_ok(), "{from} into {h}: model {m}");
         }
+    }
+}
+
+/// After an import, each session written (subagents travel with their parent) has the command
+/// that resumes it in this harness, naming its new id; `--json` carries the same under
+/// `_meta.asp.resume`, the protocol's own fields as they are.
+fn resume_commands(h: &str) {
+    for (from, packed) in every_source() {
+        let home = tmp();
+        let written = crate::support::store_of(h, home.path())
+            .write(
+                &packed.state,
+                &asp_convert::store::WriteRequest {
+                    kinds: None,
+                    dry_run: false,
+                    path_map: &PathMap::default(),
+                    force: false,
+                    blobs: &packed.store,
+                    diagnostics: &asp_convert::kit::report::Diagnostics::new(),
+                    progress: &asp_format::progress::Quiet,
+                },
+            )
+            .unwrap();
+        for s in packed.state.sessions.iter().flatten() {
+            if asp_convert::kit::meta::parent_id(s.meta.as_ref()).is_some() {
+                continue;
+            }
+            let Some(new) = written.answer.sessions.get(s.id.as_str()) else {
+                continue;
+            };
+            let cmd = written
+                .resume
+                .get(new)
+                .unwrap_or_else(|| panic!("{from} into {h}: no resume command for {new}"));
+            assert!(cmd.ends_with(&format!(" {new}")), "{from} into {h}: {cmd}");
+            if let Some(cwd) = s.cwd.as_deref().filter(|_| cmd.starts_with("cd ")) {
+                assert!(cmd.contains(cwd), "{from} into {h}: {cmd}");
+            }
+        }
+    }
+    let dir = tmp();
+    let o = crate::support::asp_unpack()
+        .arg(samples().join("state.aspstate"))
+        .args(["--to", h, "--json", "--home"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let resume = v["_meta"]["asp"]["resume"]
+        .as_object()
+        .expect("_meta.asp.resume");
+    for (new, cmd) in resume {
+        assert!(
+            v["sessions"]
+                .as_object()
+                .unwrap()
+                .values()
+                .any(|x| x == new),
+            "{h}: {new} is a session written"
+        );
+        assert!(cmd.as_str().unwrap().contains(new.as_str()), "{h}: {cmd}");
+    }
+    assert!(!resume.is_empty(), "{h}: {v}");
+    let o = crate::support::asp_unpack()
+        .arg(samples().join("state.aspstate"))
+        .args(["--to", h, "--home"])
+        .arg(dir.path().join("again"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("to continue:"), "{h}: {said}");
+    for cmd in resume.values() {
+        let cmd = cmd.as_str().unwrap();
+        let (_, id) = cmd.rsplit_once(' ').unwrap();
+        assert!(said.contains(id), "{h}: {said}");
     }
 }

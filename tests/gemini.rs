@@ -850,10 +850,15 @@ fn a_different_version_of_a_session_is_kept_beside_it_as_thread_tilde_harness() 
     )
     .unwrap();
     let (first, rest) = copy_text.split_once('\n').unwrap();
+    let (rest, title) = rest.trim_end().rsplit_once('\n').unwrap();
     assert_eq!(
-        rest,
+        format!("{rest}\n"),
         sample.split_once('\n').unwrap().1,
-        "only the metadata line changes"
+        "only the metadata line changes, and the copy's title is set at the end"
+    );
+    assert_eq!(
+        title,
+        r#"{"$set":{"summary":"How does @src/checkout.ts round the discount? ~gemini"}}"#
     );
     assert_eq!(
         serde_json::from_str::<Value>(first).unwrap()["sessionId"],
@@ -866,7 +871,11 @@ fn a_different_version_of_a_session_is_kept_beside_it_as_thread_tilde_harness() 
     );
     // Gemini now has both versions.
     let back = read_home(home.path());
-    assert_eq!(back.session(&copy_id).title, r.session(S4).title);
+    assert_eq!(
+        back.session(&copy_id).title,
+        format!("{} ~gemini", r.session(S4).title),
+        "the copy's title carries the marker"
+    );
     assert!(
         back.updates(S4)
             .iter()

@@ -24,7 +24,9 @@ Examples:
       Restore a Claude Code backup into your home. Existing sessions are never overwritten:
       one with the same content is reported as already there, one with different content
       is kept beside it as <id>~<harness> (as a UUID derived from that name where the
-      harness only lists UUIDs), and --json maps the old id to the new one.
+      harness only lists UUIDs), titled <title> ~<harness> in the harness's own title store
+      (so claude --resume, codex resume and Gemini's /resume tell the two apart), and --json
+      maps the old id to the new one.
   asp-unpack claude.aspstate --to codex --dry-run --json
       Say what moving Claude Code state into Codex would take and leave behind; write nothing.
   asp-unpack backup.aspstate --to gemini --map-path /home/me=/Users/me
@@ -32,8 +34,13 @@ Examples:
   asp-unpack backup.aspstate --to-dir ./state
       Write the state as plain files to read or edit; pack it again with asp-pack --from-dir.
 
+After an import into a harness, the summary names for each session written the command that
+resumes it there: `cd <cwd> && claude --resume <id>`, `codex resume <id>`,
+`cd <cwd> && gemini --resume <id>`.
+
 --json prints the _asp/state/import answer: {\"taken\": [kinds], \"notTaken\": [{\"kind\",
-\"reason\"}], \"sessions\": {\"old id\": \"new id\"}}.";
+\"reason\"}], \"sessions\": {\"old id\": \"new id\"}}, and under
+_meta.asp.resume each new id's resume command.";
 
 /// Unpack a .aspstate bundle into an agent's store or a plain directory
 #[derive(Debug, Clone, Parser)]
@@ -171,6 +178,7 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
             Store::Dir(d) => format!("cannot write {}", d.display()),
         })?;
     let answer = written.answer;
+    let resume = written.resume;
     let target = match (&store, written.files) {
         (Store::Dir(d), Some(files)) => format!(
             "{} ({} files, {})",
@@ -199,10 +207,12 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
             .filter(|d| d.severity.is_not_carried() && !d.severity.is_loss())
             .count();
     if args.common.json {
-        crate::outln!(
-            "{}",
-            serde_json::to_string(&answer).expect("an answer serialises")
-        );
+        // The protocol's answer, with how to resume each session under `_meta.asp.resume`.
+        let mut out = serde_json::to_value(&answer).expect("an answer serialises");
+        if !resume.is_empty() {
+            out["_meta"] = serde_json::json!({"asp": {"resume": resume}});
+        }
+        crate::outln!("{out}");
     } else {
         let verb = if args.dry_run {
             "would unpack"
@@ -225,6 +235,12 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
         crate::outln!("{line}");
         for r in renamed {
             crate::outln!("  session {r}");
+        }
+        if !resume.is_empty() {
+            crate::outln!("to continue:");
+            for cmd in resume.values() {
+                crate::outln!("  {cmd}");
+            }
         }
     }
     Ok(crate::exit::carried(

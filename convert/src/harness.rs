@@ -319,6 +319,12 @@ pub trait Harness: Send + Sync {
     /// ([`crate::kit::accepted`]): its writes never set another value.
     fn accepts(&self) -> &'static crate::kit::accepted::Accepts;
 
+    /// The command a person types to continue session `id` (its id in this harness) in this
+    /// harness, as the harness spells it for the version its spec pins; `cwd` is the session's
+    /// working directory, for harnesses that find sessions per project
+    /// ([`crate::kit::resume::in_dir`]). `None` when the harness has no such command.
+    fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String>;
+
     /// Lists the sessions of the store under `ctx.home`, reading no conversation.
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError>;
 

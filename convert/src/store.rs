@@ -157,6 +157,10 @@ pub struct Written {
     pub answer: ImportAnswer,
     /// For a state directory: how many files and bytes were written.
     pub files: Option<dir::DirWritten>,
+    /// For each session written (or already there) that a person can resume, by its id in
+    /// the destination: the command that resumes it there (`claude --resume <id>` in its
+    /// directory, `codex resume <id>`, ...). Subagent sessions are resumed with their parent.
+    pub resume: std::collections::BTreeMap<String, String>,
 }
 
 impl Store {
@@ -437,6 +441,18 @@ impl Store {
                 })?;
                 // A kind not given is never answered as taken, whatever the converter said.
                 answer.taken = answer.taken.intersection(given);
+                let mut resume = std::collections::BTreeMap::new();
+                for s in state.sessions.iter().flatten() {
+                    if crate::kit::meta::parent_id(s.meta.as_ref()).is_some() {
+                        continue;
+                    }
+                    let Some(new) = answer.sessions.get(s.id.as_str()) else {
+                        continue;
+                    };
+                    if let Some(cmd) = harness.resume_command(new, s.cwd.as_deref()) {
+                        resume.insert(new.clone(), cmd);
+                    }
+                }
                 let name = harness.name();
                 for kind in given.iter().filter(|k| !imports.contains(*k)) {
                     answer.refuse(kind, format!("the {name} converter does not import {kind}"));
@@ -444,6 +460,7 @@ impl Store {
                 Ok(Written {
                     answer,
                     files: None,
+                    resume,
                 })
             }
             Store::Dir(d) => {
@@ -464,6 +481,7 @@ impl Store {
                 Ok(Written {
                     answer,
                     files: Some(files),
+                    resume: std::collections::BTreeMap::new(),
                 })
             }
         }

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Judge what asp writes into one harness, with that harness itself (opt-in; not in cargo test).
 
-    scripts/judge.sh <claude-code|codex|gemini|pi|qwen> [--keep] [--bin DIR] [--timeout S]
+    scripts/judge.sh <claude-code|codex|gemini|pi|qwen|all> [--keep] [--bin DIR] [--timeout S]
 
-One shape for every harness. For the target harness T, asp writes these cases, each into a
+One shape for every harness (`all`: each of them in turn, so every direction among them). For the target harness T, asp writes these cases, each into a
 home of its own (the whole state, settings and MCP servers included, as `asp-unpack` does):
 
   restore   samples/T packed and unpacked into an empty home: a backup restored;
@@ -71,10 +71,25 @@ class Asp:
         return r.returncode in (0, 3) and out.exists(), r.stderr.strip()
 
     def unpack(self, bundle: Path, harness: str, home: Path) -> dict:
+        # No --kinds: the whole state, settings and MCP servers included, as a user imports it.
         r = run([self.bin / "asp-unpack", bundle, "--to", harness, "--home", home, "--json", "-q"])
+        # 0: done (what was left out by design is in notTaken); 3: something was lost.
         if r.returncode not in (0, 3):
             raise RuntimeError(f"asp-unpack exit {r.returncode}: {r.stderr.strip()}")
-        return json.loads(r.stdout)
+        answer = json.loads(r.stdout)
+        answer["_exit"] = r.returncode
+        return answer
+
+    def settings_of(self, harness: str, home: Path, name: str) -> dict:
+        """The session settings the written home now holds, as asp reads them back."""
+        bundle = self.scratch / f"{name}-settings.aspstate"
+        r = run([self.bin / "asp-pack", "--from", harness, "--home", home, "-o", bundle, "-q",
+                 "--kinds", "settings", "--force"])
+        if r.returncode not in (0, 3):
+            return {}
+        d = self.to_dir(bundle, self.scratch / f"{name}-settings", "--force")
+        f = d / "settings.json"
+        return json.loads(f.read_text()) if f.exists() else {}
 
     def to_dir(self, bundle: Path, out: Path, *extra) -> Path:
         r = run([self.bin / "asp-unpack", bundle, "--to-dir", out, "-q", *extra])
@@ -108,13 +123,12 @@ class Asp:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("harness", choices=HARNESSES)
+    ap.add_argument("harness", choices=HARNESSES + ("all",))
     ap.add_argument("--bin", type=Path, help="directory with asp-pack and asp-unpack "
                     "(default: build this checkout and use target/debug)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch homes")
     ap.add_argument("--timeout", type=float, default=90.0)
     args = ap.parse_args()
-    target = args.harness
 
     if args.bin is None:
         log("== building asp")
@@ -123,6 +137,16 @@ def main() -> int:
             log(r.stderr)
             return 2
         args.bin = ROOT / "target/debug"
+    if args.harness != "all":
+        return judge(args.harness, args)
+    codes = [judge(t, args) for t in HARNESSES]
+    print(f"\nall: {', '.join(f'{t} {c}' for t, c in zip(HARNESSES, codes))} "
+          f"(0 = every written session listed and loaded)")
+    return max(codes)
+
+
+def judge(target: str, args) -> int:
+    print(f"\n######## into {target}")
     r = run([ROOT / "scripts/judges/install.sh", RUNNER[target]])
     if r.returncode != 0:
         log(r.stdout + r.stderr)
@@ -177,19 +201,24 @@ def main() -> int:
                 continue
             if report.get("errors"):
                 print(f"note: {home_name}: judge errors: {json.dumps(report['errors'])[:400]}")
+            settings = asp.settings_of(target, home, home_name)
             for name, source, answer, sources in written_cases:
                 kinds = ",".join(answer.get("taken", []))
-                print(f"\n== {name}: {source} into {target}: took {kinds or 'nothing'}; "
+                print(f"\n== {name}: {source} into {target} (the whole state, settings included; "
+                      f"asp-unpack exit {answer.get('_exit')}): took {kinds or 'nothing'}; "
                       f"{len(answer.get('notTaken', []))} not taken")
                 for n in answer.get("notTaken", []):
                     print(f"   not taken: {n['kind']}: {n['reason'][:160]}")
+                print(f"   settings the {target} home holds after it: "
+                      f"{json.dumps(settings, sort_keys=True) if settings else 'none'}")
                 for old, new, ok, detail in verdict.verdict(home, answer, sources, written, report):
                     ids = old if old == new else f"{old} -> {new}"
                     print(f"{'ok  ' if ok else 'FAIL'}  {name:14} {ids}\n      {detail}")
                     rows.append(ok)
                     failures += 0 if ok else 1
         print(f"\n{len(rows) - failures} of {len(rows)} written sessions listed and loaded as "
-              f"intended by {target}")
+              f"intended by {target}, every case having imported the whole state (settings, "
+              f"MCP servers, instructions, skills, memory, sessions)")
         return 1 if failures else 0
     finally:
         if args.keep:

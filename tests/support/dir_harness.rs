@@ -51,6 +51,10 @@ impl Harness for DirHarness {
         }
     }
 
+    fn resume_command(&self, _id: &str, _cwd: Option<&str>) -> Option<String> {
+        None
+    }
+
     fn store_paths(&self, home: &asp_convert::Home) -> Vec<std::path::PathBuf> {
         vec![home.join(STORE)]
     }

@@ -65,6 +65,14 @@ impl Harness for ClaudeCode {
         &settings::ACCEPTS
     }
 
+    /// Claude Code 2.1.83: `claude --resume <id>` (`-r`) looks the id up in the project folder of the directory it runs in.
+    fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String> {
+        Some(crate::kit::resume::in_dir(
+            cwd,
+            format!("claude --resume {id}"),
+        ))
+    }
+
     fn store_paths(&self, home: &Home) -> Vec<std::path::PathBuf> {
         let l = Layout::of(home);
         vec![l.config, l.global]

@@ -28,7 +28,7 @@ use asp_format::blob::BlobSource;
 use asp_format::digest::Hasher;
 use asp_format::kind::StateKind;
 use asp_format::state::{FileEntry, Session};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::NAME;
 use super::compose::{self, Target, Timeline};
@@ -37,7 +37,7 @@ use super::layout::{self, Layout, bucket_matches};
 use super::survey::{SUBAGENTS, TOOL_RESULTS, owner_of};
 use crate::error::ConvertError;
 use crate::harness::WriteContext;
-use crate::kit::beside::kept_beside;
+use crate::kit::beside::{kept_beside, marked_title};
 use crate::kit::conversation::Folder;
 use crate::kit::fsops::{Created, Writer};
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
@@ -90,6 +90,18 @@ fn file_is(path: &Path, d: &Descriptor) -> bool {
 /// [`kept_beside`] name.
 pub fn copy_id(s: &Session) -> String {
     name_uuid(&kept_beside(s.id.as_str(), &s.title, Some(harness_of(s)), 1).name)
+}
+
+/// The record that titles a copy kept beside a different version (`/rename` writes the same):
+/// the session's title with the `~<harness>` marker, so `claude --resume` tells the two apart.
+fn copy_title_line(s: &Session, copy: &str) -> Vec<u8> {
+    let title = marked_title(&s.title, harness_of(s));
+    let mut line = serde_json::to_vec(
+        &json!({"type": "custom-title", "customTitle": title, "sessionId": copy}),
+    )
+    .expect("a JSON value serialises");
+    line.push(b'\n');
+    line
 }
 
 /// The Claude Code id a session is written under.
@@ -462,9 +474,11 @@ fn write_native(
             let copy = copy_id(s);
             match find_transcript(layout, &bucket, &copy) {
                 Some(p) => {
-                    let carried =
-                        descriptor_of(Renamed::new(ctx.blobs.open(&main.content)?, stem, &copy))
-                            .map_err(|e| ConvertError::carried(format!("session {}", s.id), e))?;
+                    let carried = descriptor_of(
+                        Renamed::new(ctx.blobs.open(&main.content)?, stem, &copy)
+                            .chain(io::Cursor::new(copy_title_line(s, &copy))),
+                    )
+                    .map_err(|e| ConvertError::carried(format!("session {}", s.id), e))?;
                     if !file_is(&p, &carried) {
                         let why = format!(
                             "session {} is already in {} with different content, and so is its copy {}; not written",
@@ -545,10 +559,16 @@ fn place(
         };
         let target = layout.projects().join(bucket).join(&rest);
         let rename = renamed && rest.ends_with(".jsonl");
+        // The copy's own transcript ends with its marked title, so the two can be told apart.
+        let title = if renamed && rest == format!("{new_stem}.jsonl") {
+            copy_title_line(s, new_stem)
+        } else {
+            Vec::new()
+        };
         let open = || -> Result<Box<dyn Read + Send + '_>, ConvertError> {
             let r = blobs.open(&f.content)?;
             Ok(if rename {
-                Box::new(Renamed::new(r, stem, new_stem))
+                Box::new(Renamed::new(r, stem, new_stem).chain(io::Cursor::new(title.clone())))
             } else {
                 r
             })
@@ -628,12 +648,18 @@ fn write_composed(
     });
     let bucket = layout::bucket(&cwd);
     let harness = harness_of(s);
+    let marked = marked_title(&s.title, harness);
     let compose_as = |id: &str| {
         compose::compose(
             &Target {
                 id,
                 cwd: &cwd,
-                title: &s.title,
+                // A copy kept beside is titled with the marker.
+                title: if *id == *s.id.as_str() || id == claude_id(s.id.as_str()) {
+                    &s.title
+                } else {
+                    &marked
+                },
                 harness,
                 updated_at: s.updated_at.as_deref(),
             },

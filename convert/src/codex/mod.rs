@@ -73,6 +73,14 @@ impl Harness for Codex {
         &settings::ACCEPTS
     }
 
+    /// Codex 0.171: `codex resume [SESSION_ID]` finds a thread by id wherever it was started.
+    fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String> {
+        Some({
+            let _ = cwd;
+            format!("codex resume {id}")
+        })
+    }
+
     fn store_paths(&self, home: &Home) -> Vec<std::path::PathBuf> {
         vec![layout::Layout::of(home).codex]
     }

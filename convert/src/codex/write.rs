@@ -35,7 +35,7 @@ use super::settings::TurnSettings;
 use super::state_db::{self, Insert, Row};
 use super::time::{self, Nanos};
 use crate::error::ConvertError;
-use crate::kit::beside::kept_beside;
+use crate::kit::beside::{kept_beside, marked_title};
 use crate::kit::conversation::Folder;
 use crate::kit::fsops::{Created, Writer};
 use crate::kit::pathmap::PathMap;
@@ -247,7 +247,16 @@ impl<'a> SessionWriter<'a> {
                 .and_then(|c| c.get("titleSource"))
                 .and_then(Value::as_str)
                 .is_some_and(|s| matches!(s, "session_index" | "thread_name_updated" | "state_db"));
-            let summary = summary_of(&id, &path, &survey, session, rel.starts_with(ARCHIVED_DIR));
+            let mut summary =
+                summary_of(&id, &path, &survey, session, rel.starts_with(ARCHIVED_DIR));
+            // A copy kept beside is named with the marker (session_index.jsonl and the state
+            // DB), so `codex resume` tells the two apart.
+            let named = if id == name_id {
+                named
+            } else {
+                summary.title = marked_title(&summary.title, NAME);
+                true
+            };
             self.register(&summary, named)?;
             return Ok(if id == name_id {
                 SessionPlaced::new(id)
@@ -383,7 +392,10 @@ impl<'a> SessionWriter<'a> {
                 format!("a different version of thread {base} is already in this Codex home; this one was kept beside it as thread {id}"),
             );
         }
-        let summary = foreign_summary(&id, &path, &built, session, &cwd);
+        let mut summary = foreign_summary(&id, &path, &built, session, &cwd);
+        if attempt > 0 {
+            summary.title = marked_title(&summary.title, &harness);
+        }
         self.register(&summary, true)?;
         Ok(if attempt > 0 {
             SessionPlaced::beside(id)

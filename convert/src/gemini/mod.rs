@@ -70,6 +70,14 @@ impl Harness for Gemini {
         &settings::ACCEPTS
     }
 
+    /// Gemini CLI 0.61: `gemini --resume <uuid>` searches the chats of the project it runs in.
+    fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String> {
+        Some(crate::kit::resume::in_dir(
+            cwd,
+            format!("gemini --resume {id}"),
+        ))
+    }
+
     fn store_paths(&self, home: &Home) -> Vec<std::path::PathBuf> {
         vec![layout::Layout::of(home).gemini]
     }

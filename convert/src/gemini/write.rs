@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use crate::error::ConvertError;
 use crate::harness::WriteContext;
-use crate::kit::beside::kept_beside;
+use crate::kit::beside::{kept_beside, marked_title};
 use crate::kit::conversation::Folder;
 use crate::kit::fsops::Writer;
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
@@ -163,6 +163,27 @@ fn candidate(id: &str, harness: &str, n: usize) -> (String, String) {
 }
 
 const MAX_COPIES: usize = 100;
+
+/// A chat's bytes with its title (`summary`) set: a `$set` record appended to a JSONL log (the
+/// store's own title event, last write wins), or the key set in a legacy JSON document.
+fn with_summary(mut bytes: Vec<u8>, json_doc: bool, title: &str) -> Vec<u8> {
+    if json_doc {
+        return match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(serde_json::Value::Object(mut o)) => {
+                o.insert("summary".into(), serde_json::json!(title));
+                serde_json::to_vec_pretty(&o).unwrap_or(bytes)
+            }
+            _ => bytes,
+        };
+    }
+    if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+        bytes.push(b'\n');
+    }
+    let record = serde_json::json!({"$set": {"summary": title}});
+    bytes.extend_from_slice(record.to_string().as_bytes());
+    bytes.push(b'\n');
+    bytes
+}
 
 impl Sessions<'_, '_> {
     fn blobs(&self) -> &dyn BlobSource {
@@ -363,15 +384,20 @@ impl Sessions<'_, '_> {
             };
             let planned: Vec<Planned> = files
                 .iter()
-                .map(|f| {
+                .enumerate()
+                .map(|(i, f)| {
                     let chats = self.gemini.join("tmp").join(&f.dir).join("chats");
                     let (rel, bytes) = if n == 0 {
                         (f.rest.join("/"), f.bytes.clone())
                     } else {
-                        (
-                            renamed_file(&f.rest, &gid),
-                            rename_in(&f.bytes, f.json_doc, id, &gid),
-                        )
+                        let mut bytes = rename_in(&f.bytes, f.json_doc, id, &gid);
+                        if i == 0 {
+                            // The copy's chat is titled with the marker, so `/resume` tells
+                            // the two apart.
+                            bytes =
+                                with_summary(bytes, f.json_doc, &marked_title(&s.title, "gemini"));
+                        }
+                        (renamed_file(&f.rest, &gid), bytes)
                     };
                     Planned {
                         path: chats.join(rel),
@@ -541,10 +567,12 @@ impl Sessions<'_, '_> {
         let updated_ms = self.session_time(s, first_time, &chats);
         for n in 0..MAX_COPIES {
             let (name, gid) = candidate(id, &harness, n);
+            let marked = marked_title(&s.title, &harness);
             let header = compose::Header {
                 session_id: &gid,
                 cwd: &cwd,
-                title: &s.title,
+                // A copy kept beside is titled with the marker.
+                title: if n == 0 { &s.title } else { &marked },
                 updated_ms,
                 subagent: parent.is_some(),
                 harness: &harness,

@@ -8,6 +8,7 @@
 //! | [`meta`] | typed `_meta.asp` accessors that merge into what is there |
 //! | [`source`] | a surveyed file: its stat record, and reading it up to what the survey saw |
 //! | [`fsops`] | atomic, never-clobbering writes with a dry-run mode, SQLite transactions included |
+//! | [`resume`] | the command that resumes a written session, in its directory |
 //! | [`report`] | diagnostics: what was found wrong or odd, by file and line |
 //! | [`acp`], [`conversation`] | ACP `session/update` values: building them, folding a stream into messages and tool calls |
 //! | [`skills`] | Agent Skills folders, read byte for byte and written whole |
@@ -30,6 +31,7 @@ pub mod meta;
 pub mod pathmap;
 pub mod placement;
 pub mod report;
+pub mod resume;
 pub mod secrets;
 pub mod skills;
 pub mod source;
