@@ -912,11 +912,14 @@ fn settings_only_as_accepted(h: &str) {
             &PathMap::default(),
         )
         .0;
-        // The one rule's own answer is what the test checks the write against: a provider's
-        // model by its own id where the harness runs one provider, `provider/model` otherwise.
+        // Literal expectations, not the rule's own answer: a one-provider harness takes its
+        // provider's models by their own ids only; Pi takes `provider/model`.
         let own = match accepts.runs {
-            Runs::One(p) => Provider::of(model) == Some(p),
-            Runs::ProviderSlashModel => model.contains('/'),
+            Runs::One(Provider::Anthropic) => matches!(model, "claude-opus-4-6" | "opus"),
+            Runs::One(Provider::OpenAi) => model == "gpt-5.3-codex",
+            Runs::One(Provider::Google) => model == "gemini-2.5-pro",
+            Runs::One(Provider::Alibaba) => false,
+            Runs::ProviderSlashModel => model == "anthropic/claude-opus-4-6",
         };
         if own {
             assert!(answer.not_taken.is_empty(), "{h} {model}: {answer:?}");

@@ -100,6 +100,16 @@ impl Accepts {
                 };
             }
         };
+        if model.contains('/') {
+            // `anthropic/claude-…` is how multi-provider harnesses (Pi, OpenCode) name a model;
+            // a one-provider harness names it without the provider and would send the whole
+            // string as the model id.
+            return Err(format!(
+                "{model} names its provider as provider/model; {} names its {own} models \
+                 without one",
+                self.harness
+            ));
+        }
         match Provider::of(model) {
             Some(p) if p == own => Ok(()),
             Some(p) => Err(format!(
@@ -155,6 +165,7 @@ mod tests {
         );
         assert!(T.model("claude-opus-4-6").is_ok());
         assert!(T.model("opus[1m]").is_ok());
+        assert!(T.model("anthropic/claude-opus-4-6").is_err());
         assert!(T.model("default").is_ok());
         assert!(T.model("auto").is_err());
         assert!(T.mode("plan").is_ok());

@@ -69,6 +69,14 @@ impl Harness for Pi {
         &settings::ACCEPTS
     }
 
+    /// Pi finds `--session <id prefix>` among the sessions of the directory it runs in (spec/harnesses/pi.md §2).
+    fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String> {
+        Some(crate::kit::resume::in_dir(
+            cwd,
+            format!("pi --session {id}"),
+        ))
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             export: kinds(),

@@ -64,6 +64,14 @@ impl Harness for Qwen {
         &settings::ACCEPTS
     }
 
+    /// Qwen Code 0.24 finds `--resume <id>` among the chats of the project it runs in (its headless docs; spec/harnesses/qwen.md).
+    fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String> {
+        Some(crate::kit::resume::in_dir(
+            cwd,
+            format!("qwen --resume {id}"),
+        ))
+    }
+
     fn capabilities(&self) -> Capabilities {
         let kinds = KindSet::EMPTY
             .with(StateKind::Sessions)
