@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use asp_format::answer::ImportAnswer;
 use asp_format::blob::{BlobSink, BlobSource, Discard};
+use asp_format::digest::Digest;
 use asp_format::name::SessionId;
 use asp_format::progress::Progress;
 use asp_format::state::{KindCounts, Session, State};
@@ -40,6 +41,7 @@ use crate::harness::{
 use crate::kit::fsops::Writer;
 use crate::kit::pathmap::PathMap;
 use crate::kit::report::Diagnostics;
+use crate::kit::source::SourceFile;
 
 /// Where agent state is kept.
 #[derive(Clone)]
@@ -74,6 +76,32 @@ pub enum Sessions {
     All,
     /// The sessions with these ids, with their subagent sessions.
     Only(Vec<SessionId>),
+}
+
+/// Sessions known for a survey entry, which then is not read (see [`Store::read_reusing`]).
+pub type Reuse<'a> = dyn Fn(&Surveyed) -> Option<Vec<Session>> + Sync + 'a;
+
+/// One survey entry a read took, and what it gave.
+#[derive(Debug, Clone)]
+pub struct EntryRead {
+    /// The entry's id.
+    pub id: SessionId,
+    /// The files the entry's read depends on, as surveyed.
+    pub files: Vec<SourceFile>,
+    /// The digest of the other facts the read depends on.
+    pub facts: Digest,
+    /// The ids of the sessions the entry gave (it and its subagents).
+    pub sessions: Vec<SessionId>,
+    /// Whether they were given by the caller instead of read.
+    pub reused: bool,
+}
+
+/// What [`Store::read_reusing`] gives.
+#[derive(Debug)]
+pub struct Incremental {
+    pub state: State,
+    /// Every survey entry taken, in survey order.
+    pub entries: Vec<EntryRead>,
 }
 
 /// What to read.
@@ -208,17 +236,41 @@ impl Store {
 
     /// Reads the store: the kinds asked for, the sessions asked for, normalised and valid.
     pub fn read(&self, req: &ReadRequest<'_>) -> Result<State, ConvertError> {
+        Ok(self.read_reusing(req, &|_| None)?.state)
+    }
+
+    /// Reads the store as [`Store::read`] does, except that a survey entry for which `reuse`
+    /// gives sessions is not read: those sessions stand for it (a backup passes the sessions
+    /// of entries whose files and facts did not change since it last read them). Says, for
+    /// every survey entry taken, what it gave, so the caller can recognise it next time.
+    pub fn read_reusing(
+        &self,
+        req: &ReadRequest<'_>,
+        reuse: &Reuse<'_>,
+    ) -> Result<Incremental, ConvertError> {
         let kinds = req.kinds.intersection(self.exports());
         let mut sessions = None;
+        let mut taken = Vec::new();
         if kinds.contains(StateKind::Sessions) {
             let survey = self.survey(req.diagnostics)?;
             let entries: Vec<&Surveyed> = match req.sessions {
                 Sessions::All => survey.sessions.iter().collect(),
                 Sessions::Only(ids) => survey.select(ids)?,
             };
-            let read = self.read_sessions(&entries, req)?;
-            if survey.given || !read.is_empty() {
-                sessions = Some(read);
+            let read = self.read_sessions(&entries, req, reuse)?;
+            let mut all = Vec::new();
+            for (entry, (got, reused)) in entries.iter().zip(read) {
+                taken.push(EntryRead {
+                    id: entry.id.clone(),
+                    files: entry.files.clone(),
+                    facts: entry.facts,
+                    sessions: got.iter().map(|s| s.id.clone()).collect(),
+                    reused,
+                });
+                all.extend(got);
+            }
+            if survey.given || !all.is_empty() {
+                sessions = Some(all);
             }
         }
         let rest = kinds.iter().filter(|k| *k != StateKind::Sessions).collect();
@@ -240,7 +292,10 @@ impl Store {
                     .join("; ")
             ),
         })?;
-        Ok(state)
+        Ok(Incremental {
+            state,
+            entries: taken,
+        })
     }
 
     /// Counts of each kind the store holds, as `_asp/state/describe` answers: a read that
@@ -308,13 +363,14 @@ impl Store {
         &self,
         entries: &[&Surveyed],
         req: &ReadRequest<'_>,
-    ) -> Result<Vec<Session>, ConvertError> {
+        reuse: &Reuse<'_>,
+    ) -> Result<Vec<(Vec<Session>, bool)>, ConvertError> {
         let threads = req
             .threads
             .or_else(|| std::thread::available_parallelism().ok())
             .map_or(1, NonZeroUsize::get)
             .min(entries.len().max(1));
-        type Slot = Option<(Result<Vec<Session>, ConvertError>, Diagnostics)>;
+        type Slot = Option<(Result<Vec<Session>, ConvertError>, Diagnostics, bool)>;
         let slots: Vec<Mutex<Slot>> = entries.iter().map(|_| Mutex::new(None)).collect();
         let next = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
@@ -328,13 +384,19 @@ impl Store {
                 let Some(entry) = entries.get(i) else {
                     return;
                 };
-                req.progress.item(entry.id.as_str());
                 let diagnostics = Diagnostics::new();
+                if let Some(known) = reuse(entry) {
+                    *slots[i].lock().expect("a slot is written once") =
+                        Some((Ok(known), diagnostics, true));
+                    continue;
+                }
+                req.progress.item(entry.id.as_str());
                 let read = self.read_one(entry, req, &diagnostics);
                 if read.is_err() {
                     failed.store(true, Ordering::Relaxed);
                 }
-                *slots[i].lock().expect("a slot is written once") = Some((read, diagnostics));
+                *slots[i].lock().expect("a slot is written once") =
+                    Some((read, diagnostics, false));
             }
         };
         if threads <= 1 {
@@ -349,14 +411,15 @@ impl Store {
         req.progress.finish();
         let mut sessions = Vec::new();
         for slot in slots {
-            let Some((read, diagnostics)) = slot.into_inner().expect("no reader panicked") else {
+            let Some((read, diagnostics, reused)) = slot.into_inner().expect("no reader panicked")
+            else {
                 // Not read: an earlier entry failed and the pool stopped.
                 continue;
             };
             for d in diagnostics.items() {
                 req.diagnostics.push(d);
             }
-            sessions.extend(read?);
+            sessions.push((read?, reused));
         }
         Ok(sessions)
     }

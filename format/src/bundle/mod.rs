@@ -19,6 +19,8 @@ pub use layout::{
     BLOB_PREFIX, BUNDLE_MEDIA_TYPE, LAYOUT_ENTRY, LAYOUT_VERSION, Layout, MANIFEST_ENTRY,
     MANIFEST_MEDIA_TYPE, Manifest, SCHEMA_VERSION, blob_entry_name,
 };
-pub use read::{Bundle, Limits, Problem, ReadError, VerifyReport, verify_file};
+pub use read::{Bundle, Limits, Problem, ReadError, VerifyReport, decode_layer, verify_file};
 pub use write::{Compression, WriteError, WriteOptions, Written, write_file, write_to};
-pub use write2::{LAYOUT2_VERSION, Options2, ZipMethod, write_layers_file, write_layers_to};
+pub use write2::{
+    Documents, LAYOUT2_VERSION, Options2, ZipMethod, write_layers_file, write_layers_to,
+};

@@ -1615,3 +1615,19 @@ fn central_names(path: &Path, start: u64, max: u64) -> io::Result<Vec<Vec<u8>>> 
     }
     Ok(names)
 }
+
+/// Decodes a layer's stored bytes (`raw`) into its body: as they are, or one zstd frame
+/// against `dict` (the dictionary body's bytes) with the window bounded by `size` and
+/// nothing after the frame. Failures are integrity errors. The caller checks the body's
+/// digest (`VerifyingReader`). A repository reads its layers with this, as a bundle does.
+pub fn decode_layer(
+    raw: Box<dyn Read + Send>,
+    encoding: Encoding,
+    dict: Option<&[u8]>,
+    size: u64,
+) -> io::Result<Box<dyn Read + Send>> {
+    match encoding {
+        Encoding::Identity => Ok(raw),
+        Encoding::Zstd => Ok(Box::new(ZstdLayer::new(raw, dict, size.min(1 << 40))?)),
+    }
+}
