@@ -448,3 +448,105 @@ fn two_backups_at_once_both_succeed() {
     assert!(a["snapshot"].is_object() || b["snapshot"].is_object());
     check(&repo, true);
 }
+
+#[test]
+fn forget_and_prune_free_space_and_keep_every_session() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let original = fs::read(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap();
+    fs::remove_file(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap();
+    let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
+    let mut text = fs::read(&file).unwrap();
+    text.extend_from_slice(&text.clone()[..text.iter().position(|c| *c == b'\n').unwrap() + 1]);
+    fs::write(&file, &text).unwrap();
+    set_mtime(&file, Duration::from_secs(3000));
+    backup(&home, &repo);
+    let blobs = blob_count(&repo);
+
+    asp()
+        .args(["forget", "--keep-last", "1", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    let out = asp()
+        .args(["prune", "--json", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let pruned: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(pruned["removedBlobs"].as_u64().unwrap() > 0, "{pruned}");
+    assert!(blob_count(&repo) < blobs);
+    check(&repo, true);
+    // The gone session survived the policy: it is in the newest snapshot.
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    restore(&repo, &fresh, &["--session", A]);
+    assert_eq!(
+        fs::read(fresh.join(SHOP).join(format!("{A}.jsonl"))).unwrap(),
+        original
+    );
+
+    // Only naming it lets it go.
+    asp()
+        .args(["forget", "--gone-before", "2999-01-01", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    asp()
+        .args(["forget", "--keep-last", "1", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    asp()
+        .args(["prune", "-q", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    check(&repo, true);
+    let listed = asp()
+        .args(["sessions", "--json", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 4);
+    assert!(listed.as_array().unwrap().iter().all(|r| r["id"] != A));
+}
+
+#[test]
+fn prune_while_a_backup_runs_removes_nothing_it_needs() {
+    let t = tmp();
+    let home = big_home(t.path(), 60);
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    for f in files_under(&home.join(SHOP)) {
+        if f.extension().is_some_and(|e| e == "jsonl") {
+            let mut b = fs::read(&f).unwrap();
+            b.extend_from_slice(&b.clone()[..b.iter().position(|c| *c == b'\n').unwrap() + 1]);
+            fs::write(&f, b).unwrap();
+        }
+    }
+    age(&home, Duration::from_secs(3000));
+    let running = {
+        let (home, repo) = (home.clone(), repo.clone());
+        std::thread::spawn(move || backup(&home, &repo))
+    };
+    for _ in 0..5 {
+        asp()
+            .args(["prune", "-q", "--repo"])
+            .arg(&repo)
+            .assert()
+            .success();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = running.join().unwrap();
+    assert!(o["snapshot"].is_object(), "{o}");
+    asp()
+        .args(["prune", "-q", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    check(&repo, true);
+}

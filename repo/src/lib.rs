@@ -23,6 +23,8 @@ pub mod backup;
 pub mod blobs;
 pub mod check;
 pub mod error;
+pub mod forget;
+pub mod prune;
 pub mod repository;
 pub mod snapshot;
 

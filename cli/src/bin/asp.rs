@@ -2,8 +2,8 @@ use std::process::ExitCode;
 
 use asp_cli::exit::EXIT_CODES_HELP;
 use asp_cli::{
-    backup, check, export, hub, inspect, pack, registry, restore, sessions, snapshots, unpack,
-    verify,
+    backup, check, export, forget, hub, inspect, pack, prune, registry, restore, sessions,
+    snapshots, unpack, verify,
 };
 use clap::{Parser, Subcommand};
 
@@ -47,6 +47,8 @@ enum Command {
     Sessions(sessions::SessionsArgs),
     Restore(restore::RestoreArgs),
     Check(check::CheckArgs),
+    Forget(forget::ForgetArgs),
+    Prune(prune::PruneArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +66,8 @@ fn main() -> ExitCode {
         Command::Sessions(a) => sessions::run(a),
         Command::Restore(a) => restore::run(a),
         Command::Check(a) => check::run(a),
+        Command::Forget(a) => forget::run(a),
+        Command::Prune(a) => prune::run(a),
     };
     asp_cli::finish("asp", result)
 }
