@@ -550,3 +550,90 @@ fn prune_while_a_backup_runs_removes_nothing_it_needs() {
         .success();
     check(&repo, true);
 }
+
+fn pack_home_to(home: &Path, out: &Path) -> Vec<u8> {
+    asp_pack()
+        .args(["--from", "claude-code", "-q", "--home"])
+        .arg(home)
+        .arg("-o")
+        .arg(out)
+        .assert()
+        .code(predicates::ord::eq(0).or(predicates::ord::eq(3)));
+    fs::read(out).unwrap()
+}
+
+fn pack_repo_to(repo: &Path, out: &Path, snapshot: &str) -> Vec<u8> {
+    asp()
+        .args([
+            "pack",
+            "--from-repo",
+            "-q",
+            "--snapshot",
+            snapshot,
+            "--repo",
+        ])
+        .arg(repo)
+        .arg("-o")
+        .arg(out)
+        .assert()
+        .success();
+    fs::read(out).unwrap()
+}
+
+use predicates::prelude::PredicateBooleanExt;
+
+#[test]
+fn pack_from_repo_gives_the_bundle_asp_pack_makes_byte_for_byte() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let packed = pack_home_to(&home, &t.path().join("a.aspstate"));
+    assert!(packed == pack_repo_to(&repo, &t.path().join("b.aspstate"), "latest"));
+    // After an incremental backup that reused three sessions' layers too.
+    let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
+    let mut text = fs::read(&file).unwrap();
+    text.extend_from_slice(&text.clone()[..text.iter().position(|c| *c == b'\n').unwrap() + 1]);
+    fs::write(&file, &text).unwrap();
+    set_mtime(&file, Duration::from_secs(3000));
+    let o = backup(&home, &repo);
+    assert_eq!(counts(&o)[2], 3, "{o}");
+    let packed = pack_home_to(&home, &t.path().join("c.aspstate"));
+    assert!(packed == pack_repo_to(&repo, &t.path().join("d.aspstate"), "latest"));
+}
+
+#[test]
+fn a_bundle_becomes_a_snapshot() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let bundle = t.path().join("a.aspstate");
+    let packed = pack_home_to(&home, &bundle);
+    let repo = t.path().join("repo");
+    let add = || {
+        let out = asp()
+            .args(["backup", "--json", "-q", "--from-bundle"])
+            .arg(&bundle)
+            .arg("--repo")
+            .arg(&repo)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()[0].clone()
+    };
+    let o = add();
+    assert_eq!(o["harness"], "claude-code");
+    assert!(
+        add()["snapshot"].is_null(),
+        "the same bundle again is nothing changed"
+    );
+    check(&repo, true);
+    assert!(packed == pack_repo_to(&repo, &t.path().join("b.aspstate"), "latest"));
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    restore(&repo, &fresh, &[]);
+    assert_eq!(projects(&fresh), projects(&home));
+}

@@ -24,6 +24,8 @@ Examples:
       Every harness whose store exists in your home, one snapshot each.
   asp backup --from codex --home /mnt/old-laptop/home/me
       Another home's Codex store (snapshots record the harness, home and host).
+  asp backup --from-bundle claude-2026-11.aspstate
+      Add a bundle made by asp-pack as a snapshot (its layers are stored as they are).
 
 Incremental: a session whose files (path, size, mtime, inode) have not changed since the last
 snapshot of the same harness and home is not read again. A session the harness has deleted
@@ -38,8 +40,17 @@ Run it every hour: see README (\"Backups\") for a systemd user timer and a cron 
 pub struct BackupArgs {
     /// The harness to back up (claude-code, codex, gemini, ...; repeatable), or `all` for every
     /// harness whose store exists in the home
-    #[arg(long, value_name = "HARNESS", required = true)]
+    #[arg(
+        long,
+        value_name = "HARNESS",
+        required_unless_present = "from_bundle",
+        conflicts_with = "from_bundle"
+    )]
     pub from: Vec<String>,
+
+    /// Add a bundle (asp-pack's .aspstate) as a snapshot
+    #[arg(long, value_name = "FILE")]
+    pub from_bundle: Option<PathBuf>,
 
     /// Home directory holding the harness's store [default: your home]
     #[arg(long, value_name = "DIR")]
@@ -57,6 +68,18 @@ pub struct BackupArgs {
 }
 
 pub fn run(args: BackupArgs) -> Result<Exit> {
+    if let Some(file) = &args.from_bundle {
+        let repo = asp_repo::Repository::open_or_init(&args.repo.path()?)?;
+        let bar = Bar::new(args.common.quiet);
+        let o = asp_repo::from_bundle::backup_bundle(&repo, file, None, &bar)?;
+        bar.clear();
+        if args.common.json {
+            crate::outln!("{}", serde_json::to_string(&[&o]).expect("serialises"));
+        } else {
+            crate::outln!("{}", summary(&o));
+        }
+        return Ok(Exit::Ok);
+    }
     let known = asp_convert::harness_names();
     let all = args.from.iter().any(|f| f == "all");
     let harnesses: Vec<String> = if all {

@@ -269,10 +269,6 @@ pub fn backup(
         }
     }
     repo.sync_blobs();
-    for b in docs.blobs() {
-        put_counted(repo, b, &mut outcome)?;
-    }
-
     let sources = Sources {
         schema_version: 1,
         media_type: SOURCES_LAYER.to_owned(),
@@ -289,11 +285,7 @@ pub fn backup(
             .collect(),
         gone,
     };
-    let sources_json = serde_json::to_vec(&sources).expect("records serialise");
-    let sources_layer = compress(&sources_json, None, 3).map_err(RepoError::io(repo.root()))?;
-    let sources_desc = put_counted(repo, &sources_layer, &mut outcome)?;
-
-    let mut info = SnapshotInfo {
+    let info = SnapshotInfo {
         digest: Digest::of(b""),
         size: 0,
         created: now,
@@ -305,6 +297,26 @@ pub fn backup(
         sessions: docs.state.sessions.as_ref().map_or(0, Vec::len) as u64,
         gone: outcome.gone as u64,
     };
+    outcome.snapshot = Some(write_snapshot(repo, &docs, &sources, info, &mut outcome)?);
+    Ok(outcome)
+}
+
+/// Stores a snapshot whose layers are all stored already: the content manifest's documents,
+/// the source records, the snapshot manifest, then its entry in the index. `info` gives
+/// everything but the digest and size.
+pub(crate) fn write_snapshot(
+    repo: &Repository,
+    docs: &Documents,
+    sources: &Sources,
+    mut info: SnapshotInfo,
+    outcome: &mut BackupOutcome,
+) -> Result<SnapshotInfo, RepoError> {
+    for b in docs.blobs() {
+        put_counted(repo, b, outcome)?;
+    }
+    let sources_json = serde_json::to_vec(sources).expect("records serialise");
+    let sources_layer = compress(&sources_json, None, 3).map_err(RepoError::io(repo.root()))?;
+    let sources_desc = put_counted(repo, &sources_layer, outcome)?;
     let mut subject = OciDescriptor::new(IMAGE_MANIFEST, docs.manifest);
     subject.artifact_type = Some(ARTIFACT_TYPE.to_owned());
     let snapshot_manifest = ImageManifest {
@@ -319,12 +331,11 @@ pub fn backup(
         subject: Some(subject),
         annotations: info.annotations(),
     };
-    let s = put_counted(repo, &snapshot_manifest.to_bytes(), &mut outcome)?;
+    let s = put_counted(repo, &snapshot_manifest.to_bytes(), outcome)?;
     info.digest = s.digest;
     info.size = s.size;
     repo.add_snapshot(&info)?;
-    outcome.snapshot = Some(info);
-    Ok(outcome)
+    Ok(info)
 }
 
 fn put_counted(

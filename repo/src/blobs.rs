@@ -98,3 +98,32 @@ impl BlobSource for SnapshotBlobs<'_> {
         )))
     }
 }
+
+/// A snapshot's layers as a bundle writer takes them (`asp pack --from-repo`): copied as
+/// stored, so the bundle holds the repository's bytes.
+#[derive(Debug)]
+pub struct RepoLayers<'a> {
+    pub repo: &'a Repository,
+    pub table: &'a BTreeMap<Digest, LayerRef>,
+}
+
+impl asp_format::bundle::LayerSource for RepoLayers<'_> {
+    fn layer_ref(&self, body: &Digest) -> Option<LayerRef> {
+        self.table.get(body).copied()
+    }
+
+    fn copy_layer(&self, body: &Digest, out: &mut dyn std::io::Write) -> std::io::Result<u64> {
+        let r = self
+            .table
+            .get(body)
+            .ok_or_else(|| std::io::Error::other(format!("no layer for {body}")))?;
+        let mut raw = self
+            .repo
+            .open_raw(&Descriptor {
+                digest: r.layer,
+                size: r.size,
+            })
+            .map_err(std::io::Error::other)?;
+        std::io::copy(&mut raw, out)
+    }
+}

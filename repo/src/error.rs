@@ -34,6 +34,9 @@ pub enum RepoError {
 
     #[error(transparent)]
     Blob(#[from] asp_format::blob::BlobError),
+
+    #[error(transparent)]
+    Bundle(#[from] asp_format::bundle::ReadError),
 }
 
 impl RepoError {
@@ -54,6 +57,7 @@ impl Classify for RepoError {
             RepoError::Layout(e) => e.class(),
             RepoError::Write(e) => e.class(),
             RepoError::Blob(e) => e.class(),
+            RepoError::Bundle(e) => e.class(),
         }
     }
 }

@@ -24,6 +24,7 @@ pub mod blobs;
 pub mod check;
 pub mod error;
 pub mod forget;
+pub mod from_bundle;
 pub mod prune;
 pub mod repository;
 pub mod snapshot;

@@ -15,7 +15,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use asp_format::bundle::layers::{Layers, StagedLayer};
-use asp_format::digest::{Descriptor, Digest, VerifyingReader};
+use asp_format::digest::{Descriptor, Digest, HashingWriter, VerifyingReader};
 use asp_registry::layout::{Layout, sync_dir};
 use asp_registry::manifest::{IMAGE_MANIFEST, OciDescriptor};
 
@@ -264,13 +264,23 @@ impl Repository {
     }
 
     /// Stores a staged layer as a blob unless it is there already; true when it was written.
-    /// Written to a temporary file in `blobs/sha256/`, synced, then renamed into place.
     pub fn put_staged(&self, layers: &Layers, staged: &StagedLayer) -> Result<bool, RepoError> {
         let d = Descriptor {
             digest: staged.layer.layer,
             size: staged.layer.size,
         };
-        if self.has_blob(&d) {
+        self.put_with(&d, &mut |w| layers.copy_to(staged, w).map(|_| ()))
+    }
+
+    /// Stores the blob `d` unless it is there already, its bytes written by `write`; true when
+    /// it was written. Written to a temporary file in `blobs/sha256/`, its digest checked,
+    /// synced, then renamed into place: a blob file is whole or absent.
+    pub fn put_with(
+        &self,
+        d: &Descriptor,
+        write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<bool, RepoError> {
+        if self.has_blob(d) {
             return Ok(false);
         }
         let dir = self.blobs_dir();
@@ -280,12 +290,19 @@ impl Repository {
             .suffix(".partial")
             .tempfile_in(&dir)
             .map_err(RepoError::io(&dir))?;
-        {
-            let mut w = io::BufWriter::with_capacity(256 << 10, tmp.as_file_mut());
-            layers
-                .copy_to(staged, &mut w)
-                .map_err(RepoError::io(&path))?;
+        let written = {
+            let mut w =
+                HashingWriter::new(io::BufWriter::with_capacity(256 << 10, tmp.as_file_mut()));
+            write(&mut w).map_err(RepoError::io(&path))?;
+            let (mut w, written) = w.finish();
             w.flush().map_err(RepoError::io(&path))?;
+            written
+        };
+        if written != *d {
+            return Err(RepoError::Integrity(format!(
+                "blob {} came out as {} ({} bytes, not {})",
+                d.digest, written.digest, written.size, d.size
+            )));
         }
         tmp.as_file().sync_data().map_err(RepoError::io(&path))?;
         tmp.persist(&path)

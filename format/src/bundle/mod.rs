@@ -22,5 +22,6 @@ pub use layout::{
 pub use read::{Bundle, Limits, Problem, ReadError, VerifyReport, decode_layer, verify_file};
 pub use write::{Compression, WriteError, WriteOptions, Written, write_file, write_to};
 pub use write2::{
-    Documents, LAYOUT2_VERSION, Options2, ZipMethod, write_layers_file, write_layers_to,
+    Documents, LAYOUT2_VERSION, LayerSource, Options2, ZipMethod, write_layers_file,
+    write_layers_to,
 };

@@ -494,6 +494,24 @@ impl Bundle {
         self.blobs.get(body).map(|l| (l.layer, l.dictionary))
     }
 
+    /// Where a body is stored, as a layer table entry (a layout 1 body is an identity layer
+    /// named by its own digest): what a repository needs to take the layer as it is.
+    pub fn layer_ref(&self, body: &Digest) -> Option<crate::bundle::oci::LayerRef> {
+        self.blobs.get(body).map(|l| crate::bundle::oci::LayerRef {
+            layer: l.layer,
+            size: l.entry.size,
+            encoding: l.encoding,
+            dictionary: l.dictionary,
+        })
+    }
+
+    /// A body's layer, its stored bytes (after the zip method; CRC-32 and size checked at
+    /// the end), not decoded.
+    pub fn open_layer(&self, body: &Digest) -> Result<Box<dyn Read + Send>, BlobError> {
+        let loc = self.blobs.get(body).ok_or(BlobError::Missing(*body))?;
+        Ok(loc.entry.raw_reader(&self.file))
+    }
+
     fn dictionary_bytes(&self, d: &Digest) -> Result<Arc<Vec<u8>>, BlobError> {
         if let Some((k, v)) = &*self.dictionary.lock().expect("cache")
             && k == d

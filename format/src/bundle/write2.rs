@@ -231,15 +231,38 @@ impl Documents {
     }
 }
 
-/// Writes `state` with its staged `layers` as a layout 2 bundle into `out`.
+/// Where a writer finds each body's layer: staged by a pack ([`Layers`]), or stored in a
+/// repository of snapshots.
+pub trait LayerSource {
+    /// The layer a body (by uncompressed digest) is stored in.
+    fn layer_ref(&self, body: &Digest) -> Option<LayerRef>;
+    /// Copies that layer's stored bytes into `out`.
+    fn copy_layer(&self, body: &Digest, out: &mut dyn Write) -> io::Result<u64>;
+}
+
+impl LayerSource for Layers {
+    fn layer_ref(&self, body: &Digest) -> Option<LayerRef> {
+        self.blobs.get(body).map(|s| s.layer)
+    }
+
+    fn copy_layer(&self, body: &Digest, out: &mut dyn Write) -> io::Result<u64> {
+        let staged = self
+            .blobs
+            .get(body)
+            .ok_or_else(|| io::Error::other(format!("no staged layer for {body}")))?;
+        self.copy_to(staged, out)
+    }
+}
+
+/// Writes `state` with its `layers` as a layout 2 bundle into `out`.
 pub fn write_layers_to<W: Write + Seek>(
     out: W,
     state: &State,
-    layers: &Layers,
+    layers: &dyn LayerSource,
     opts: &Options2,
     progress: &dyn Progress,
 ) -> Result<(W, Written), WriteError> {
-    let docs = Documents::plan(state, &|d| layers.blobs.get(d).map(|s| s.layer), opts)?;
+    let docs = Documents::plan(state, &|d| layers.layer_ref(d), opts)?;
     let manifest_desc = docs.manifest;
     let table = &docs.table;
     let index = ImageIndex {
@@ -255,7 +278,7 @@ pub fn write_layers_to<W: Write + Seek>(
     // Every blob entry, by digest: in-memory documents and staged layers.
     enum Body<'a> {
         Bytes(&'a [u8]),
-        Staged(&'a crate::bundle::layers::StagedLayer),
+        Layer(&'a Digest),
     }
     let mut entries: BTreeMap<Digest, (u64, Body<'_>)> = BTreeMap::new();
     for bytes in docs.blobs() {
@@ -263,10 +286,8 @@ pub fn write_layers_to<W: Write + Seek>(
         entries.insert(d.digest, (d.size, Body::Bytes(bytes)));
     }
     for d in table.keys() {
-        let staged = &layers.blobs[d];
-        entries
-            .entry(staged.layer.layer)
-            .or_insert((staged.layer.size, Body::Staged(staged)));
+        let r = table[d];
+        entries.entry(r.layer).or_insert((r.size, Body::Layer(d)));
     }
 
     let method = |size: u64| match opts.zip {
@@ -301,12 +322,12 @@ pub fn write_layers_to<W: Write + Seek>(
         zip.start_file(blob_entry_name(digest), entry_options(method(*size), *size))?;
         match body {
             Body::Bytes(b) => zip.write_all(b).map_err(zip_io)?,
-            Body::Staged(s) => {
+            Body::Layer(d) => {
                 let mut w = Advance {
                     inner: &mut zip,
                     progress,
                 };
-                layers.copy_to(s, &mut w).map_err(zip_io)?;
+                layers.copy_layer(d, &mut w).map_err(zip_io)?;
             }
         }
         if matches!(body, Body::Bytes(_)) {
@@ -352,7 +373,7 @@ fn zip_io(e: io::Error) -> WriteError {
 pub fn write_layers_file(
     path: &Path,
     state: &State,
-    layers: &Layers,
+    layers: &dyn LayerSource,
     opts: &Options2,
     force: bool,
     progress: &dyn Progress,
