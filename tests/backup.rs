@@ -637,3 +637,73 @@ fn a_bundle_becomes_a_snapshot() {
     restore(&repo, &fresh, &[]);
     assert_eq!(projects(&fresh), projects(&home));
 }
+
+#[test]
+fn the_harness_configuration_comes_back_into_the_same_harness_only() {
+    let t = tmp();
+    let home = home_in(t.path());
+    fs::write(
+        home.join(".claude/.credentials.json"),
+        b"{\"token\":\"secret\"}",
+    )
+    .unwrap();
+    fs::create_dir_all(home.join(".claude/agents")).unwrap();
+    fs::write(home.join(".claude/agents/reviewer.md"), b"# reviewer\n").unwrap();
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    check(&repo, true);
+
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    restore(&repo, &fresh, &[]);
+    for f in [
+        ".claude/settings.json",
+        ".claude/rules/security.md",
+        ".claude/agents/reviewer.md",
+    ] {
+        assert_eq!(
+            fs::read(fresh.join(f)).unwrap(),
+            fs::read(home.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    assert!(!fresh.join(".claude/.credentials.json").exists());
+    // Changing it makes a snapshot; a restore keeps the user's different file.
+    fs::write(home.join(".claude/agents/reviewer.md"), b"# reviewer v2\n").unwrap();
+    set_mtime(
+        &home.join(".claude/agents/reviewer.md"),
+        Duration::from_secs(3000),
+    );
+    assert!(backup(&home, &repo)["snapshot"].is_object());
+    restore(&repo, &fresh, &[]);
+    assert_eq!(
+        fs::read(fresh.join(".claude/agents/reviewer.md")).unwrap(),
+        b"# reviewer\n"
+    );
+    // Another harness takes only the portable kinds.
+    let codex = t.path().join("codex");
+    fs::create_dir_all(codex.join(".codex")).unwrap();
+    asp()
+        .args(["restore", "-q", "--to", "codex", "--snapshot"])
+        .arg(asp_snapshots_latest(&repo))
+        .arg("--home")
+        .arg(&codex)
+        .arg("--repo")
+        .arg(&repo)
+        .assert()
+        .code(predicates::ord::eq(0).or(predicates::ord::eq(3)));
+    assert!(!codex.join(".claude").exists());
+}
+
+fn asp_snapshots_latest(repo: &Path) -> String {
+    let out = asp()
+        .args(["snapshots", "--json", "--repo"])
+        .arg(repo)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v.as_array().unwrap().last().unwrap()["digest"]
+        .as_str()
+        .unwrap()[7..19]
+        .to_owned()
+}

@@ -4,6 +4,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use asp_convert::kit::pathmap::PathMap;
+use asp_convert::kit::placement::Placement;
 use asp_convert::kit::report::Diagnostics;
 use asp_convert::store::WriteRequest;
 use asp_convert::{Home, Store};
@@ -116,6 +117,39 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
 
     let diagnostics = Diagnostics::new();
     let store = Store::harness(&args.to, home).expect("validated by the argument parser");
+    // The harness's own configuration: with a whole restore, into the same harness only.
+    let mut config_lines = Vec::new();
+    if let Some(config) = &snapshot.sources.config
+        && args.sessions.is_empty()
+        && args.kinds.is_none()
+    {
+        if config.harness.as_str() == args.to {
+            let config_blobs = SnapshotBlobs::new(&repo, &snapshot.sources.config_layers);
+            let placed = store
+                .write_config(config, &config_blobs, args.dry_run)
+                .context("cannot restore the harness's configuration")?;
+            let new = placed.iter().filter(|(_, p)| *p == Placement::New).count();
+            config_lines.push(format!(
+                "configuration: {new} of {} files {}",
+                placed.len(),
+                if args.dry_run {
+                    "would be restored"
+                } else {
+                    "restored"
+                }
+            ));
+            for (path, p) in placed {
+                if let Placement::Refused(why) = p {
+                    config_lines.push(format!("configuration: {path}: {why}"));
+                }
+            }
+        } else {
+            config_lines.push(format!(
+                "configuration: {}'s own configuration is restored only into {}",
+                config.harness, config.harness
+            ));
+        }
+    }
     let written = store
         .write(
             &state,
@@ -137,6 +171,9 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
     }
     for n in &answer.not_taken {
         bar.println(format!("not taken: {}: {}", n.kind, n.reason));
+    }
+    for line in &config_lines {
+        bar.println(line);
     }
     if args.common.json {
         crate::outln!(

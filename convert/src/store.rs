@@ -29,7 +29,7 @@ use asp_format::blob::{BlobSink, BlobSource, Discard};
 use asp_format::digest::Digest;
 use asp_format::name::SessionId;
 use asp_format::progress::Progress;
-use asp_format::state::{KindCounts, Session, State};
+use asp_format::state::{KindCounts, Native, Session, State};
 use asp_format::{KindSet, StateKind};
 
 use crate::dir;
@@ -40,6 +40,7 @@ use crate::harness::{
 };
 use crate::kit::fsops::Writer;
 use crate::kit::pathmap::PathMap;
+use crate::kit::placement::Placement;
 use crate::kit::report::Diagnostics;
 use crate::kit::source::SourceFile;
 
@@ -489,6 +490,49 @@ impl Store {
                 })
             }
         }
+    }
+}
+
+impl Store {
+    /// The harness's own configuration, read whole into `blobs` (issue 13's native layer);
+    /// `None` for a state directory or a harness that names none.
+    pub fn read_config(&self, blobs: &dyn BlobSink) -> Result<Option<Native>, ConvertError> {
+        let Store::Harness { harness, home } = self else {
+            return Ok(None);
+        };
+        let files = harness.config_files(home);
+        if files.is_empty() {
+            return Ok(None);
+        }
+        crate::kit::config::read(harness.name(), &files, blobs).map(Some)
+    }
+
+    /// Restores a configuration read by [`Store::read_config`] into the same harness: every
+    /// file that is not there; one there with other content is kept (refused with the reason).
+    /// Another harness's configuration is refused whole.
+    pub fn write_config(
+        &self,
+        config: &Native,
+        blobs: &dyn BlobSource,
+        dry_run: bool,
+    ) -> Result<Vec<(String, Placement)>, ConvertError> {
+        let Store::Harness { harness, home } = self else {
+            return Err(ConvertError::Usage(
+                "a harness's configuration is restored only into that harness".to_owned(),
+            ));
+        };
+        if harness.name() != config.harness {
+            return Ok(vec![(
+                "configuration".to_owned(),
+                Placement::Refused(format!(
+                    "the configuration of {} is not restored into {}",
+                    config.harness,
+                    harness.name()
+                )),
+            )]);
+        }
+        let writer = Writer::new(dry_run);
+        crate::kit::config::write(&home.dir, config, blobs, &writer)
     }
 }
 

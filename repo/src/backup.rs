@@ -223,6 +223,7 @@ pub fn backup(
     }
     outcome.gone = gone.len();
 
+    let config = store.read_config(&staging)?;
     let layers = staging.finish()?;
     let parent_table = parent.as_ref().map(|p| &p.table);
     let layer_of = |d: &Digest| -> Option<LayerRef> {
@@ -233,16 +234,22 @@ pub fn backup(
             .or_else(|| parent_table.and_then(|t| t.get(d).copied()))
     };
     let docs = Documents::plan(&state, &layer_of, &content_options())?;
+    let config_layers: BTreeMap<Digest, LayerRef> = config
+        .iter()
+        .flat_map(|c| &c.files)
+        .filter_map(|f| layer_of(&f.content.digest).map(|r| (f.content.digest, r)))
+        .collect();
     if let Some(p) = &parent
         && p.content.digest == docs.manifest.digest
         && p.sources.gone.keys().eq(gone.keys())
+        && p.sources.config == config
     {
         return Ok(outcome);
     }
 
     // Layers first: new ones from staging; the parent's must already be there.
     let mut written = HashSet::new();
-    for (body, r) in &docs.table {
+    for (body, r) in docs.table.iter().chain(&config_layers) {
         if !written.insert(r.layer) {
             continue;
         }
@@ -284,6 +291,8 @@ pub fn backup(
             })
             .collect(),
         gone,
+        config,
+        config_layers,
     };
     let info = SnapshotInfo {
         digest: Digest::of(b""),
@@ -324,10 +333,12 @@ pub(crate) fn write_snapshot(
         media_type: Some(IMAGE_MANIFEST.to_owned()),
         artifact_type: Some(SNAPSHOT_ARTIFACT.to_owned()),
         config: OciDescriptor::empty(),
-        layers: vec![OciDescriptor::new(
+        layers: std::iter::once(OciDescriptor::new(
             Encoding::Zstd.media_type(SOURCES_LAYER),
             sources_desc,
-        )],
+        ))
+        .chain(config_layer_list(sources))
+        .collect(),
         subject: Some(subject),
         annotations: info.annotations(),
     };
@@ -336,6 +347,25 @@ pub(crate) fn write_snapshot(
     info.size = s.size;
     repo.add_snapshot(&info)?;
     Ok(info)
+}
+
+/// The configuration's layers, once each, ascending, as the snapshot manifest lists them (so
+/// prune keeps them).
+pub(crate) fn config_layer_list(sources: &Sources) -> Vec<OciDescriptor> {
+    let mut seen = BTreeMap::new();
+    for r in sources.config_layers.values() {
+        seen.insert(
+            r.layer,
+            OciDescriptor::new(
+                r.encoding.media_type(asp_format::bundle::oci::NATIVE_LAYER),
+                Descriptor {
+                    digest: r.layer,
+                    size: r.size,
+                },
+            ),
+        );
+    }
+    seen.into_values().collect()
 }
 
 fn put_counted(

@@ -187,10 +187,12 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
         let mut subject = OciDescriptor::new(IMAGE_MANIFEST, docs.manifest);
         subject.artifact_type = Some(asp_format::bundle::oci::ARTIFACT_TYPE.to_owned());
         let mut manifest = snap.manifest.clone();
-        manifest.layers = vec![OciDescriptor::new(
+        manifest.layers = std::iter::once(OciDescriptor::new(
             asp_format::bundle::oci::Encoding::Zstd.media_type(SOURCES_LAYER),
             sources_desc,
-        )];
+        ))
+        .chain(crate::backup::config_layer_list(&sources))
+        .collect();
         manifest.subject = Some(subject);
         manifest.annotations = new.annotations();
         let s = repo.put_bytes(&ImageManifest::to_bytes(&manifest))?;

@@ -133,7 +133,7 @@ impl SnapshotInfo {
 }
 
 /// The source records: what the next backup compares to know what changed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Sources {
     pub schema_version: u64,
@@ -145,6 +145,12 @@ pub struct Sources {
     /// Sessions held that the source no longer has: id → when a backup first found them gone.
     #[serde(default)]
     pub gone: BTreeMap<String, String>,
+    /// The harness's own configuration, whole files, restored only into the same harness;
+    /// its bodies are layers of the snapshot manifest, found through `configLayers`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<asp_format::state::Native>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config_layers: BTreeMap<Digest, LayerRef>,
 }
 
 /// One survey entry as it was read.
@@ -209,8 +215,8 @@ impl Snapshot {
                 "its subject is not the content manifest the index names".to_owned(),
             ));
         }
-        let [sources_layer] = manifest.layers.as_slice() else {
-            return Err(bad("the snapshot manifest must have one layer".to_owned()));
+        let Some(sources_layer) = manifest.layers.first() else {
+            return Err(bad("the snapshot manifest has no layer".to_owned()));
         };
         let sources: Sources =
             serde_json::from_slice(&read_document(repo, sources_layer, SOURCES_LAYER)?)

@@ -18,6 +18,7 @@
 
 pub mod acp;
 pub mod beside;
+pub mod config;
 pub mod conversation;
 pub mod escape;
 pub mod fsops;
