@@ -249,17 +249,13 @@ pub fn backup(
 
     // Layers first: new ones from staging; the parent's must already be there.
     let mut written = HashSet::new();
+    let mut to_write = Vec::new();
     for (body, r) in docs.table.iter().chain(&config_layers) {
         if !written.insert(r.layer) {
             continue;
         }
         match layers.blobs.get(body) {
-            Some(s) if s.layer == *r => {
-                if repo.put_staged(&layers, s)? {
-                    outcome.blobs_added += 1;
-                    outcome.bytes_added += r.size;
-                }
-            }
+            Some(s) if s.layer == *r => to_write.push(s),
             _ => {
                 let d = Descriptor {
                     digest: r.layer,
@@ -274,6 +270,10 @@ pub fn backup(
                 }
             }
         }
+    }
+    for (n, bytes) in write_layers(repo, &layers, &to_write)? {
+        outcome.blobs_added += n;
+        outcome.bytes_added += bytes;
     }
     repo.sync_blobs();
     let sources = Sources {
@@ -310,6 +310,42 @@ pub fn backup(
     Ok(outcome)
 }
 
+/// Threads writing layers: each layer is its own file, synced before it is renamed into place,
+/// and a sync costs a few milliseconds of waiting, not CPU; many in flight at once cost little
+/// more than one (measured on the development VM: 500 files of 30 KB, 2.6 ms each one at a
+/// time, 0.6 ms with 32 threads).
+const WRITERS: usize = 32;
+
+/// Stores the staged layers on [`WRITERS`] threads; gives (blobs written, bytes) per thread.
+fn write_layers(
+    repo: &Repository,
+    layers: &asp_format::bundle::layers::Layers,
+    todo: &[&asp_format::bundle::layers::StagedLayer],
+) -> Result<Vec<(usize, u64)>, RepoError> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || -> Result<(usize, u64), RepoError> {
+        let (mut n, mut bytes) = (0, 0);
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(s) = todo.get(i) else {
+                return Ok((n, bytes));
+            };
+            if repo.put_staged(layers, s)? {
+                n += 1;
+                bytes += s.layer.size;
+            }
+        }
+    };
+    let threads = WRITERS.min(todo.len()).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads).map(|_| scope.spawn(work)).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a layer writer panicked"))
+            .collect()
+    })
+}
+
 /// Stores a snapshot whose layers are all stored already: the content manifest's documents,
 /// the source records, the snapshot manifest, then its entry in the index. `info` gives
 /// everything but the digest and size.
@@ -323,8 +359,7 @@ pub(crate) fn write_snapshot(
     for b in docs.blobs() {
         put_counted(repo, b, outcome)?;
     }
-    let sources_json = serde_json::to_vec(sources).expect("records serialise");
-    let sources_layer = compress(&sources_json, None, 3).map_err(RepoError::io(repo.root()))?;
+    let (sources_layer, sources_type) = sources_layer(repo, sources)?;
     let sources_desc = put_counted(repo, &sources_layer, outcome)?;
     let mut subject = OciDescriptor::new(IMAGE_MANIFEST, docs.manifest);
     subject.artifact_type = Some(ARTIFACT_TYPE.to_owned());
@@ -333,12 +368,9 @@ pub(crate) fn write_snapshot(
         media_type: Some(IMAGE_MANIFEST.to_owned()),
         artifact_type: Some(SNAPSHOT_ARTIFACT.to_owned()),
         config: OciDescriptor::empty(),
-        layers: std::iter::once(OciDescriptor::new(
-            Encoding::Zstd.media_type(SOURCES_LAYER),
-            sources_desc,
-        ))
-        .chain(config_layer_list(sources))
-        .collect(),
+        layers: std::iter::once(OciDescriptor::new(sources_type, sources_desc))
+            .chain(config_layer_list(sources))
+            .collect(),
         subject: Some(subject),
         annotations: info.annotations(),
     };
@@ -347,6 +379,21 @@ pub(crate) fn write_snapshot(
     info.size = s.size;
     repo.add_snapshot(&info)?;
     Ok(info)
+}
+
+/// The source records' layer and its media type: one zstd frame, or the JSON itself when
+/// zstd does not make it smaller (a tiny record set).
+pub(crate) fn sources_layer(
+    repo: &Repository,
+    sources: &Sources,
+) -> Result<(Vec<u8>, String), RepoError> {
+    let json = serde_json::to_vec(sources).expect("records serialise");
+    let z = compress(&json, None, 3).map_err(RepoError::io(repo.root()))?;
+    Ok(if z.len() < json.len() {
+        (z, Encoding::Zstd.media_type(SOURCES_LAYER))
+    } else {
+        (json, SOURCES_LAYER.to_owned())
+    })
 }
 
 /// The configuration's layers, once each, ascending, as the snapshot manifest lists them (so

@@ -17,7 +17,7 @@ use asp_registry::manifest::{IMAGE_MANIFEST, ImageManifest, OciDescriptor};
 use crate::backup::content_options;
 use crate::error::RepoError;
 use crate::repository::Repository;
-use crate::snapshot::{SOURCES_LAYER, Snapshot, SnapshotInfo};
+use crate::snapshot::{Snapshot, SnapshotInfo};
 
 /// A keep policy: a snapshot is kept when any rule keeps it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -172,9 +172,7 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
         sources
             .entries
             .retain(|e| !e.sessions.iter().any(|s| drop.contains(s)));
-        let json = serde_json::to_vec(&sources).expect("records serialise");
-        let layer = asp_format::bundle::layers::compress(&json, None, 3)
-            .map_err(RepoError::io(repo.root()))?;
+        let (layer, sources_type) = crate::backup::sources_layer(repo, &sources)?;
         let sources_desc = repo.put_bytes(&layer)?;
         let mut new = SnapshotInfo {
             created: time::format_millis(time::now()),
@@ -187,12 +185,9 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
         let mut subject = OciDescriptor::new(IMAGE_MANIFEST, docs.manifest);
         subject.artifact_type = Some(asp_format::bundle::oci::ARTIFACT_TYPE.to_owned());
         let mut manifest = snap.manifest.clone();
-        manifest.layers = std::iter::once(OciDescriptor::new(
-            asp_format::bundle::oci::Encoding::Zstd.media_type(SOURCES_LAYER),
-            sources_desc,
-        ))
-        .chain(crate::backup::config_layer_list(&sources))
-        .collect();
+        manifest.layers = std::iter::once(OciDescriptor::new(sources_type, sources_desc))
+            .chain(crate::backup::config_layer_list(&sources))
+            .collect();
         manifest.subject = Some(subject);
         manifest.annotations = new.annotations();
         let s = repo.put_bytes(&ImageManifest::to_bytes(&manifest))?;
