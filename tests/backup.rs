@@ -707,3 +707,25 @@ fn asp_snapshots_latest(repo: &Path) -> String {
         .unwrap()[7..19]
         .to_owned()
 }
+
+#[test]
+fn from_all_takes_only_the_harnesses_whose_store_is_there() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    let out = asp()
+        .args(["backup", "--from", "all", "--json", "-q", "--home"])
+        .arg(&home)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let harnesses: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["harness"].as_str().unwrap())
+        .collect();
+    assert_eq!(harnesses, ["claude-code"]);
+}

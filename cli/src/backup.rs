@@ -109,6 +109,7 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
                 home: home.clone(),
                 threads: args.threads,
                 host: None,
+                skip_absent: all,
             },
             &BackupContext {
                 diagnostics: &diagnostics,
@@ -124,6 +125,7 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
             incomplete |= result.is_ok() && diagnostics.any_skipped();
         }
         match result {
+            Ok(o) if o.absent => continue,
             Ok(o) => outcomes.push(o),
             // `all` takes the harnesses whose store is there.
             Err(RepoError::Convert(ConvertError::NoStore { .. })) if all => continue,

@@ -51,6 +51,9 @@ pub struct BackupOptions {
     pub threads: Option<NonZeroUsize>,
     /// The host name recorded; `None` for this machine's.
     pub host: Option<String>,
+    /// Make no snapshot when the store gives nothing at all and no earlier snapshot of this
+    /// harness and home exists (`--from all`: the harness is not used in this home).
+    pub skip_absent: bool,
 }
 
 /// Where findings and progress go.
@@ -81,6 +84,9 @@ pub struct BackupOutcome {
     pub unchanged: usize,
     /// Sessions held that are gone from the source.
     pub gone: usize,
+    /// The harness has no store in this home (with `skip_absent`): nothing was done.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub absent: bool,
     pub blobs_added: usize,
     pub bytes_added: u64,
 }
@@ -224,6 +230,10 @@ pub fn backup(
     outcome.gone = gone.len();
 
     let config = store.read_config(&staging)?;
+    if opts.skip_absent && parent.is_none() && state.kinds().is_empty() && config.is_none() {
+        outcome.absent = true;
+        return Ok(outcome);
+    }
     let layers = staging.finish()?;
     let parent_table = parent.as_ref().map(|p| &p.table);
     let layer_of = |d: &Digest| -> Option<LayerRef> {
