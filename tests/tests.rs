@@ -41,6 +41,9 @@ mod hub_stdio;
 mod hub_steering;
 mod protocol_schemas;
 
+// Backups: asp backup and its repository.
+mod backup;
+
 // Registries: asp push and asp pull against a real registry.
 mod registry_bundles;
 mod registry_cli;

@@ -63,3 +63,31 @@ pub fn parse_threads(s: &str) -> Result<NonZeroUsize, String> {
     s.parse::<NonZeroUsize>()
         .map_err(|_| format!("{s:?} is not a positive number of threads"))
 }
+
+/// `--repo DIR`, shared by the repository commands.
+#[derive(Debug, Clone, Args)]
+pub struct RepoArg {
+    /// The snapshot repository [default: $ASP_REPO, else $XDG_DATA_HOME/asp/repo, else
+    /// ~/.local/share/asp/repo]
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<std::path::PathBuf>,
+}
+
+impl RepoArg {
+    /// The repository's directory: the one named, else the default.
+    pub fn path(&self) -> Result<std::path::PathBuf, crate::exit::Failure> {
+        self.repo
+            .clone()
+            .or_else(asp_repo::Repository::default_location)
+            .ok_or_else(|| {
+                crate::exit::Failure::usage(
+                    "no repository: pass --repo DIR or set ASP_REPO (HOME is not set either)",
+                )
+            })
+    }
+
+    /// Opens the existing repository.
+    pub fn open(&self) -> Result<asp_repo::Repository, crate::exit::Failure> {
+        Ok(asp_repo::Repository::open(&self.path()?)?)
+    }
+}

@@ -5,14 +5,21 @@
 //! The argument structs are defined once and shared, so `asp pack` and `asp-pack` cannot drift apart.
 
 pub mod args;
+pub mod backup;
+pub mod check;
 pub mod exit;
 pub mod export;
+pub mod forget;
 pub mod hub;
 pub mod human;
 pub mod inspect;
 pub mod pack;
 pub mod progress;
+pub mod prune;
 pub mod registry;
+pub mod restore;
+pub mod sessions;
+pub mod snapshots;
 pub mod stdio;
 pub mod unpack;
 pub mod verify;

@@ -17,7 +17,9 @@ use asp_format::name::SessionId;
 use asp_format::state::State;
 use clap::{Parser, ValueEnum};
 
-use crate::args::{Common, Strict, parse_harness, parse_kinds, parse_session, parse_threads};
+use crate::args::{
+    Common, RepoArg, Strict, parse_harness, parse_kinds, parse_session, parse_threads,
+};
 use crate::bail_usage;
 use crate::exit::{Context, EXIT_CODES_HELP, Exit, Failure, Result};
 use crate::human;
@@ -35,6 +37,8 @@ Examples:
       Pack a state directory written by `asp-unpack --to-dir` (and maybe edited by hand).
   asp-pack --from gemini -o - | ssh other-host 'asp-unpack - --to gemini'
       Carry Gemini CLI state to another machine.
+  asp pack --from-repo --snapshot 1a2b3c4d -o monday.aspstate
+      One snapshot of the backup repository as a bundle.
 
 A home that does not exist, or holds no store of the harness (~/.claude, ~/.codex, ~/.gemini,
 or where CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_CLI_HOME put it), is an error (exit 1) naming
@@ -54,12 +58,30 @@ out unless --created or SOURCE_DATE_EPOCH gives one.";
 pub struct PackArgs {
     /// Read the agent state of this harness (claude-code, codex, gemini, ...)
     #[arg(long, value_name = "HARNESS", value_parser = parse_harness,
-          required_unless_present = "from_dir", conflicts_with = "from_dir")]
+          required_unless_present_any = ["from_dir", "from_repo"],
+          conflicts_with_all = ["from_dir", "from_repo"])]
     pub from: Option<String>,
 
     /// Read a state directory (the plain form `asp-unpack --to-dir` writes)
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "from_repo")]
     pub from_dir: Option<PathBuf>,
+
+    /// Pack a snapshot of the repository (`asp backup`): the bundle is byte for byte the one
+    /// asp-pack made of the same state
+    #[arg(long)]
+    pub from_repo: bool,
+
+    /// With --from-repo: the snapshot (id prefix, or `latest`: the newest)
+    #[arg(
+        long,
+        value_name = "ID",
+        requires = "from_repo",
+        default_value = "latest"
+    )]
+    pub snapshot: String,
+
+    #[command(flatten)]
+    pub repo: RepoArg,
 
     /// Home directory holding the harness's store [default: your home; CODEX_HOME and the
     /// like are honoured when this is not given]
@@ -152,6 +174,9 @@ fn staging_parent(output: &Path, to_stdout: bool) -> PathBuf {
 pub fn run(args: PackArgs) -> Result<Exit> {
     let to_stdout = args.output.as_os_str() == "-";
     let created = created(&args)?;
+    if args.from_repo {
+        return from_repo(&args, created, to_stdout);
+    }
     // One conversation carried (`--session`) is that conversation, as `asp export --session`
     // and `asp-unpack --session` take it; `--kinds` adds the rest on purpose.
     let kinds = args.kinds.unwrap_or(if args.sessions.is_empty() {
@@ -347,4 +372,95 @@ pub fn describe_counts(state: &State, asked: KindSet) -> String {
     } else {
         parts.join(", ")
     }
+}
+
+/// `--from-repo`: a snapshot's state with its layers as the repository stores them.
+fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Result<Exit> {
+    if args.compression != CompressionArg::Zstd || args.redact_secrets || args.kinds.is_some() {
+        bail_usage!(
+            "--from-repo packs a snapshot as it is stored: no --compression, --kinds or \
+             --redact-secrets (unpack it, then pack what you want)"
+        );
+    }
+    if !to_stdout && !args.force && args.output.exists() {
+        return Err(Failure::new(
+            ErrorClass::Store,
+            format!(
+                "{} already exists (use --force to replace it)",
+                args.output.display()
+            ),
+        ));
+    }
+    let repo = args.repo.open()?;
+    let _lock = repo.lock_shared()?;
+    let info = if args.snapshot == "latest" {
+        match repo.snapshots()?.pop() {
+            Some(s) => s,
+            None => bail_usage!("{} holds no snapshot", repo.root().display()),
+        }
+    } else {
+        repo.find(&args.snapshot)?
+    };
+    let snapshot = asp_repo::Snapshot::load(&repo, &info)?;
+    let layers = asp_repo::blobs::RepoLayers {
+        repo: &repo,
+        table: &snapshot.table,
+    };
+    let opts = Options2 {
+        created,
+        ..asp_repo::backup::content_options()
+    };
+    let bar = Bar::new(args.common.quiet);
+    let written = if to_stdout {
+        let tmp = tempfile::Builder::new()
+            .prefix("asp-pack-")
+            .suffix(".aspstate")
+            .tempfile()
+            .map_err(Failure::store)
+            .context("cannot create a temporary bundle file")?;
+        let w = bundle::write_layers_file(tmp.path(), &snapshot.state, &layers, &opts, true, &bar)?;
+        bar.clear();
+        crate::stdio::copy_to_stdout(tmp.path())?;
+        w
+    } else {
+        bundle::write_layers_file(
+            &args.output,
+            &snapshot.state,
+            &layers,
+            &opts,
+            args.force,
+            &bar,
+        )
+        .with_context(|| format!("cannot write {}", args.output.display()))?
+    };
+    bar.clear();
+    let shown = if to_stdout {
+        "<stdout>".to_owned()
+    } else {
+        args.output.display().to_string()
+    };
+    let line = if args.common.json {
+        serde_json::json!({
+            "bundle": shown,
+            "digest": written.digest,
+            "size": written.size,
+            "source": format!("snapshot {}", info.digest),
+            "kinds": snapshot.state.counts(),
+        })
+        .to_string()
+    } else {
+        summary_line(
+            &snapshot.state,
+            snapshot.state.kinds(),
+            &shown,
+            written.size,
+            &written.digest.to_string(),
+        )
+    };
+    if to_stdout {
+        eprintln!("{line}");
+    } else {
+        crate::outln!("{line}");
+    }
+    Ok(Exit::Ok)
 }

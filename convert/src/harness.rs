@@ -299,9 +299,10 @@ pub struct WriteContext<'a> {
 /// and what cannot be taken is answered in `notTaken` with a reason a person understands
 /// ([`crate::kit::placement::Tally`]).
 ///
-/// A harness's own configuration (its settings file, rules, agents, commands) will travel as a
-/// native layer restored only into the same harness; it will be two more methods with defaults
-/// that carry nothing, so converters that do not have one need no change.
+/// A harness's own configuration (its settings file, rules, agents, commands) travels as a
+/// native layer restored only into the same harness: [`Harness::config_files`] names it, with
+/// a default that names nothing, and the porcelain reads and restores it whole
+/// (`kit::config`), so converters that have none need no change.
 pub trait Harness: Send + Sync {
     /// The harness's name, as it appears in a session's `harness` and in `<thread>~<harness>`.
     fn name(&self) -> HarnessName;
@@ -341,6 +342,15 @@ pub trait Harness: Send + Sync {
 
     /// Writes `ctx.state` into the native store under `ctx.home` and says what was taken.
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError>;
+
+    /// The harness's own configuration under `home`, as whole files (path relative to the
+    /// home, where it is): what a backup keeps besides the kinds and restores only into the
+    /// same harness, through `kit::config`. Never credentials, never caches; each converter's
+    /// list is in its `spec/harnesses/<harness>.md`. None by default.
+    fn config_files(&self, home: &Home) -> Vec<(String, PathBuf)> {
+        let _ = home;
+        Vec::new()
+    }
 }
 
 impl std::fmt::Debug for SurveyContext<'_> {

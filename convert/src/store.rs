@@ -26,9 +26,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use asp_format::answer::ImportAnswer;
 use asp_format::blob::{BlobSink, BlobSource, Discard};
+use asp_format::digest::Digest;
 use asp_format::name::SessionId;
 use asp_format::progress::Progress;
-use asp_format::state::{KindCounts, Session, State};
+use asp_format::state::{KindCounts, Native, Session, State};
 use asp_format::{KindSet, StateKind};
 
 use crate::dir;
@@ -39,7 +40,9 @@ use crate::harness::{
 };
 use crate::kit::fsops::Writer;
 use crate::kit::pathmap::PathMap;
+use crate::kit::placement::Placement;
 use crate::kit::report::{Diagnostic, Diagnostics, Severity};
+use crate::kit::source::SourceFile;
 
 /// Where agent state is kept.
 #[derive(Clone)]
@@ -74,6 +77,32 @@ pub enum Sessions {
     All,
     /// The sessions with these ids, with their subagent sessions.
     Only(Vec<SessionId>),
+}
+
+/// Sessions known for a survey entry, which then is not read (see [`Store::read_reusing`]).
+pub type Reuse<'a> = dyn Fn(&Surveyed) -> Option<Vec<Session>> + Sync + 'a;
+
+/// One survey entry a read took, and what it gave.
+#[derive(Debug, Clone)]
+pub struct EntryRead {
+    /// The entry's id.
+    pub id: SessionId,
+    /// The files the entry's read depends on, as surveyed.
+    pub files: Vec<SourceFile>,
+    /// The digest of the other facts the read depends on.
+    pub facts: Digest,
+    /// The ids of the sessions the entry gave (it and its subagents).
+    pub sessions: Vec<SessionId>,
+    /// Whether they were given by the caller instead of read.
+    pub reused: bool,
+}
+
+/// What [`Store::read_reusing`] gives.
+#[derive(Debug)]
+pub struct Incremental {
+    pub state: State,
+    /// Every survey entry taken, in survey order.
+    pub entries: Vec<EntryRead>,
 }
 
 /// What to read.
@@ -250,18 +279,42 @@ impl Store {
 
     /// Reads the store: the kinds asked for, the sessions asked for, normalised and valid.
     pub fn read(&self, req: &ReadRequest<'_>) -> Result<State, ConvertError> {
+        Ok(self.read_reusing(req, &|_| None)?.state)
+    }
+
+    /// Reads the store as [`Store::read`] does, except that a survey entry for which `reuse`
+    /// gives sessions is not read: those sessions stand for it (a backup passes the sessions
+    /// of entries whose files and facts did not change since it last read them). Says, for
+    /// every survey entry taken, what it gave, so the caller can recognise it next time.
+    pub fn read_reusing(
+        &self,
+        req: &ReadRequest<'_>,
+        reuse: &Reuse<'_>,
+    ) -> Result<Incremental, ConvertError> {
         self.check_present()?;
         let kinds = req.kinds.intersection(self.exports());
         let mut sessions = None;
+        let mut taken = Vec::new();
         if kinds.contains(StateKind::Sessions) {
             let survey = self.survey(req.diagnostics)?;
             let entries: Vec<&Surveyed> = match req.sessions {
                 Sessions::All => survey.sessions.iter().collect(),
                 Sessions::Only(ids) => survey.select(ids)?,
             };
-            let read = self.read_sessions(&entries, req)?;
-            if survey.given || !read.is_empty() {
-                sessions = Some(read);
+            let read = self.read_sessions(&entries, req, reuse)?;
+            let mut all = Vec::new();
+            for (entry, (got, reused)) in entries.iter().zip(read) {
+                taken.push(EntryRead {
+                    id: entry.id.clone(),
+                    files: entry.files.clone(),
+                    facts: entry.facts,
+                    sessions: got.iter().map(|s| s.id.clone()).collect(),
+                    reused,
+                });
+                all.extend(got);
+            }
+            if survey.given || !all.is_empty() {
+                sessions = Some(all);
             }
         }
         let rest = kinds.iter().filter(|k| *k != StateKind::Sessions).collect();
@@ -283,7 +336,10 @@ impl Store {
                     .join("; ")
             ),
         })?;
-        Ok(state)
+        Ok(Incremental {
+            state,
+            entries: taken,
+        })
     }
 
     /// Counts of each kind the store holds, as `_asp/state/describe` answers: a read that
@@ -351,13 +407,14 @@ impl Store {
         &self,
         entries: &[&Surveyed],
         req: &ReadRequest<'_>,
-    ) -> Result<Vec<Session>, ConvertError> {
+        reuse: &Reuse<'_>,
+    ) -> Result<Vec<(Vec<Session>, bool)>, ConvertError> {
         let threads = req
             .threads
             .or_else(|| std::thread::available_parallelism().ok())
             .map_or(1, NonZeroUsize::get)
             .min(entries.len().max(1));
-        type Slot = Option<(Result<Vec<Session>, ConvertError>, Diagnostics)>;
+        type Slot = Option<(Result<Vec<Session>, ConvertError>, Diagnostics, bool)>;
         let slots: Vec<Mutex<Slot>> = entries.iter().map(|_| Mutex::new(None)).collect();
         let next = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
@@ -371,13 +428,19 @@ impl Store {
                 let Some(entry) = entries.get(i) else {
                     return;
                 };
-                req.progress.item(entry.id.as_str());
                 let diagnostics = Diagnostics::new();
+                if let Some(known) = reuse(entry) {
+                    *slots[i].lock().expect("a slot is written once") =
+                        Some((Ok(known), diagnostics, true));
+                    continue;
+                }
+                req.progress.item(entry.id.as_str());
                 let read = self.read_one(entry, req, &diagnostics);
                 if read.is_err() {
                     failed.store(true, Ordering::Relaxed);
                 }
-                *slots[i].lock().expect("a slot is written once") = Some((read, diagnostics));
+                *slots[i].lock().expect("a slot is written once") =
+                    Some((read, diagnostics, false));
             }
         };
         if threads <= 1 {
@@ -392,16 +455,19 @@ impl Store {
         req.progress.finish();
         let mut sessions = Vec::new();
         for (slot, entry) in slots.into_iter().zip(entries) {
-            let Some((read, diagnostics)) = slot.into_inner().expect("no reader panicked") else {
+            let Some((read, diagnostics, reused)) = slot.into_inner().expect("no reader panicked")
+            else {
                 // Not read: an earlier entry failed and the pool stopped.
                 continue;
             };
-            let read = read?;
-            let native = read.iter().any(|s| s.native.is_some());
+            // The diagnostics first: when the read failed, they usually say why.
+            let native = read
+                .as_ref()
+                .is_ok_and(|r| r.iter().any(|s| s.native.is_some()));
             for d in diagnostics.items() {
                 req.diagnostics.push(resolve_damage(d, entry, native));
             }
-            sessions.extend(read);
+            sessions.push((read?, reused));
         }
         Ok(sessions)
     }
@@ -507,6 +573,49 @@ fn resolve_damage(mut d: Diagnostic, entry: &Surveyed, native: bool) -> Diagnost
         d.severity = Severity::Lost;
     }
     d
+}
+
+impl Store {
+    /// The harness's own configuration, read whole into `blobs` (issue 13's native layer);
+    /// `None` for a state directory or a harness that names none.
+    pub fn read_config(&self, blobs: &dyn BlobSink) -> Result<Option<Native>, ConvertError> {
+        let Store::Harness { harness, home } = self else {
+            return Ok(None);
+        };
+        let files = harness.config_files(home);
+        if files.is_empty() {
+            return Ok(None);
+        }
+        crate::kit::config::read(harness.name(), &files, blobs).map(Some)
+    }
+
+    /// Restores a configuration read by [`Store::read_config`] into the same harness: every
+    /// file that is not there; one there with other content is kept (refused with the reason).
+    /// Another harness's configuration is refused whole.
+    pub fn write_config(
+        &self,
+        config: &Native,
+        blobs: &dyn BlobSource,
+        dry_run: bool,
+    ) -> Result<Vec<(String, Placement)>, ConvertError> {
+        let Store::Harness { harness, home } = self else {
+            return Err(ConvertError::Usage(
+                "a harness's configuration is restored only into that harness".to_owned(),
+            ));
+        };
+        if harness.name() != config.harness {
+            return Ok(vec![(
+                "configuration".to_owned(),
+                Placement::Refused(format!(
+                    "the configuration of {} is not restored into {}",
+                    config.harness,
+                    harness.name()
+                )),
+            )]);
+        }
+        let writer = Writer::new(dry_run);
+        crate::kit::config::write(&home.dir, config, blobs, &writer)
+    }
 }
 
 /// Leaves out every kind given with nothing in it: a harness store that has no memory does not

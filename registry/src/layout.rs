@@ -239,7 +239,9 @@ impl Layout {
         Ok(d)
     }
 
-    fn write_index(&self, index: &ImageIndex) -> Result<(), Error> {
+    /// Replaces `index.json` atomically (temporary file, sync, rename). Callers that
+    /// read, change and write it hold a lock around the three.
+    pub fn write_index(&self, index: &ImageIndex) -> Result<(), Error> {
         let mut bytes = serde_json::to_vec_pretty(index).expect("index serialises");
         bytes.push(b'\n');
         write_atomic(&self.root, &self.root.join(INDEX_FILE), &bytes)
@@ -416,7 +418,7 @@ fn read_bounded(path: &Path, max: u64) -> io::Result<Vec<u8>> {
 }
 
 /// Writes `bytes` to `path` through a synced temporary file in `dir`, then renames it.
-pub(crate) fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), Error> {
+pub fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), Error> {
     let mut tmp = tempfile::Builder::new()
         .prefix(".asp-")
         .suffix(".partial")
@@ -432,7 +434,7 @@ pub(crate) fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), 
 }
 
 /// Makes renames in `dir` durable where the platform allows; failure only costs durability.
-pub(crate) fn sync_dir(dir: &Path) {
+pub fn sync_dir(dir: &Path) {
     #[cfg(unix)]
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();

@@ -312,6 +312,166 @@ fn measure(store: &Store, runs: usize, out: &Path, restic: bool) -> Row {
     }
 }
 
+/// `asp backup` against `restic backup` of the same home (issue 13): full (a fresh repository
+/// each), nothing changed, and 1% of sessions changed (a turn appended to 20 of 2,000), the two
+/// tools alternating; repository sizes after the full backup and growth from the 1% change.
+struct BackupRow {
+    full: (Sample, Sample),
+    unchanged: (Sample, Sample),
+    changed: (Sample, Sample),
+    size: (u64, u64),
+    growth: (u64, u64),
+    changed_bytes: u64,
+}
+
+/// The session transcripts to change: every `n`th of the top-level ones, 1% of them.
+fn transcripts(home: &Path) -> Vec<PathBuf> {
+    let mut all: Vec<PathBuf> = walkdir::WalkDir::new(home.join(".claude/projects"))
+        .min_depth(2)
+        .max_depth(2)
+        .into_iter()
+        .flatten()
+        .map(walkdir::DirEntry::into_path)
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    all.sort();
+    let step = (all.len() / 20).max(1);
+    all.into_iter().step_by(step).take(20).collect()
+}
+
+/// Appends a turn to a transcript: its last record again under a new uuid.
+fn append_turn(file: &Path, n: u64) -> u64 {
+    let text = fs::read_to_string(file).expect("transcript");
+    let last = text.lines().last().expect("a record");
+    let mut again = last.to_owned();
+    if let Some(at) = again.find("\"uuid\":\"") {
+        let at = at + 8;
+        again.replace_range(at..at + 36, &format!("00000000-0000-4000-8000-{n:012x}"));
+    }
+    again.push('\n');
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(file)
+        .expect("open");
+    std::io::Write::write_all(&mut f, again.as_bytes()).expect("append");
+    again.len() as u64
+}
+
+fn measure_backup(store: &Store, runs: usize, out: &Path) -> BackupRow {
+    let asp = env!("CARGO_BIN_EXE_asp");
+    let home = store.home.to_str().expect("UTF-8 path");
+    let asp_repo = out.join(format!("asp-repo-{}", store.label));
+    let restic_repo = out.join(format!("restic-repo-{}", store.label));
+    let (ar, rr) = (asp_repo.to_str().unwrap(), restic_repo.to_str().unwrap());
+    let asp_backup = [
+        asp,
+        "backup",
+        "--from",
+        "claude-code",
+        "-q",
+        "--home",
+        home,
+        "--repo",
+        ar,
+    ];
+    let restic = format!("RESTIC_PASSWORD=bench restic backup -q -r {rr} .claude");
+    let (mut f, mut u, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut size, mut growth, mut changed_bytes) = ((0, 0), (0, 0), 0);
+    let mut n = 0u64;
+    for _ in 0..runs {
+        let _ = fs::remove_dir_all(&asp_repo);
+        let _ = fs::remove_dir_all(&restic_repo);
+        let init = format!("RESTIC_PASSWORD=bench restic init -q -r {rr}");
+        assert!(
+            Command::new("sh")
+                .args(["-c", &init])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let a = timed(&store.home, &asp_backup);
+        let r = timed(&store.home, &["sh", "-c", &restic]);
+        f.push((a, r));
+        size = (du(&asp_repo), du(&restic_repo));
+        let a = timed(&store.home, &asp_backup);
+        let r = timed(&store.home, &["sh", "-c", &restic]);
+        u.push((a, r));
+        changed_bytes = 0;
+        let mut undo = Vec::new();
+        for t in transcripts(&store.home) {
+            n += 1;
+            let m = fs::metadata(&t).expect("transcript");
+            undo.push((t.clone(), m.len(), m.modified().expect("mtime")));
+            append_turn(&t, n);
+            changed_bytes += fs::metadata(&t).map(|m| m.len()).unwrap_or(0);
+        }
+        let before = (du(&asp_repo), du(&restic_repo));
+        let a = timed(&store.home, &asp_backup);
+        let r = timed(&store.home, &["sh", "-c", &restic]);
+        c.push((a, r));
+        growth = (du(&asp_repo) - before.0, du(&restic_repo) - before.1);
+        // The generated store is cached for other runs: give it back as it was.
+        for (t, len, mtime) in undo {
+            let f = fs::OpenOptions::new().write(true).open(&t).expect("open");
+            f.set_len(len).expect("truncate");
+            f.set_modified(mtime).expect("mtime");
+        }
+    }
+    let pair = |v: Vec<(Sample, Sample)>| {
+        (
+            median(v.iter().map(|p| p.0).collect()),
+            median(v.iter().map(|p| p.1).collect()),
+        )
+    };
+    BackupRow {
+        full: pair(f),
+        unchanged: pair(u),
+        changed: pair(c),
+        size,
+        growth,
+        changed_bytes,
+    }
+}
+
+fn print_backup(store: &Store, b: &BackupRow) {
+    println!(
+        "\n`asp backup` vs `restic backup`, {} ({} sessions; median wall time; ratio asp/restic):",
+        store.label, store.sessions
+    );
+    println!("| | asp backup | restic backup | asp/restic | asp / asp full |");
+    println!("|---|---|---|---|---|");
+    for (what, (a, r)) in [
+        ("full (new repository)", b.full),
+        ("nothing changed", b.unchanged),
+        ("1% of sessions changed (a turn appended to 20)", b.changed),
+    ] {
+        println!(
+            "| {what} | {:.2} s | {:.2} s | {:.2}x | {:.0}% |",
+            a.secs,
+            r.secs,
+            a.secs / r.secs,
+            100.0 * a.secs / b.full.0.secs
+        );
+    }
+    println!(
+        "| repository after the full backup | {:.1} MiB | {:.1} MiB | {:.2}x | |",
+        mib(b.size.0),
+        mib(b.size.1),
+        b.size.0 as f64 / b.size.1 as f64
+    );
+    println!(
+        "| growth from the 1% change (the 20 transcripts: {:.1} MiB raw) | {:.2} MiB | {:.2} MiB | | |",
+        mib(b.changed_bytes),
+        mib(b.growth.0),
+        mib(b.growth.1)
+    );
+    println!(
+        "peak RSS: asp full {:.0} MiB, restic full {:.0} MiB",
+        b.full.0.rss_kib as f64 / 1024.0,
+        b.full.1.rss_kib as f64 / 1024.0
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let value = |name: &str| {
@@ -353,7 +513,8 @@ fn main() {
             .join(" ")
     );
     let mut rows = Vec::new();
-    for s in &stores {
+    let backup_only = args.iter().any(|a| a == "--backup-only");
+    for s in stores.iter().filter(|_| !backup_only) {
         eprintln!(
             "measuring {} ({} sessions, {:.0} MiB)",
             s.label,
@@ -362,43 +523,52 @@ fn main() {
         );
         rows.push(measure(s, runs, &out, restic));
     }
-    println!();
-    println!(
-        "| store | sessions | asp-pack | zip -r -6 | tar \\| zstd -3 | pack/tar | pack/zip | bundle | zip | tar.zst | bundle/tar.zst | verify | verify/tar | one session: export | one session: unpack | peak RSS pack / verify |{}",
-        if restic { " restic |" } else { "" }
-    );
-    println!(
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|{}",
-        if restic { "---|" } else { "" }
-    );
-    for r in &rows {
+    if !rows.is_empty() {
+        println!();
         println!(
-            "| {} ({:.0} MiB) | {} | {:.2} s | {:.2} s | {:.2} s | {:.2}x | {:.2}x | {:.1} MiB | {:.1} MiB | {:.1} MiB | {:.2}x | {:.2} s | {:.2}x | {:.0} ms | {:.0} ms | {:.0} / {:.0} MiB |{}",
-            r.label,
-            mib(r.bytes),
-            r.sessions,
-            r.pack.secs,
-            r.zip.secs,
-            r.tar.secs,
-            r.pack.secs / r.tar.secs,
-            r.pack.secs / r.zip.secs,
-            mib(r.bundle),
-            mib(r.zip_size),
-            mib(r.tar_size),
-            r.bundle as f64 / r.tar_size as f64,
-            r.verify.secs,
-            r.verify.secs / r.tar.secs,
-            r.export_one.secs * 1000.0,
-            r.unpack_one.secs * 1000.0,
-            r.pack.rss_kib as f64 / 1024.0,
-            r.verify.rss_kib as f64 / 1024.0,
-            r.restic
-                .map_or(String::new(), |s| format!(" {:.2} s |", s.secs)),
+            "| store | sessions | asp-pack | zip -r -6 | tar \\| zstd -3 | pack/tar | pack/zip | bundle | zip | tar.zst | bundle/tar.zst | verify | verify/tar | one session: export | one session: unpack | peak RSS pack / verify |{}",
+            if restic { " restic |" } else { "" }
+        );
+        println!(
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|{}",
+            if restic { "---|" } else { "" }
+        );
+        for r in &rows {
+            println!(
+                "| {} ({:.0} MiB) | {} | {:.2} s | {:.2} s | {:.2} s | {:.2}x | {:.2}x | {:.1} MiB | {:.1} MiB | {:.1} MiB | {:.2}x | {:.2} s | {:.2}x | {:.0} ms | {:.0} ms | {:.0} / {:.0} MiB |{}",
+                r.label,
+                mib(r.bytes),
+                r.sessions,
+                r.pack.secs,
+                r.zip.secs,
+                r.tar.secs,
+                r.pack.secs / r.tar.secs,
+                r.pack.secs / r.zip.secs,
+                mib(r.bundle),
+                mib(r.zip_size),
+                mib(r.tar_size),
+                r.bundle as f64 / r.tar_size as f64,
+                r.verify.secs,
+                r.verify.secs / r.tar.secs,
+                r.export_one.secs * 1000.0,
+                r.unpack_one.secs * 1000.0,
+                r.pack.rss_kib as f64 / 1024.0,
+                r.verify.rss_kib as f64 / 1024.0,
+                r.restic
+                    .map_or(String::new(), |s| format!(" {:.2} s |", s.secs)),
+            );
+        }
+        println!(
+            "\n(times from /usr/bin/time, 10 ms resolution; peak RSS is the highest of the runs; the one-session times include process start)"
         );
     }
-    println!(
-        "\n(times from /usr/bin/time, 10 ms resolution; peak RSS is the highest of the runs; the one-session times include process start)"
-    );
+    if restic {
+        for s in &stores {
+            eprintln!("asp backup vs restic backup: {}", s.label);
+            let b = measure_backup(s, runs, &out);
+            print_backup(s, &b);
+        }
+    }
     if !keep {
         let _ = fs::remove_dir_all(&out);
     }

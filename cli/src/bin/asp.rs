@@ -1,7 +1,10 @@
 use std::process::ExitCode;
 
 use asp_cli::exit::EXIT_CODES_HELP;
-use asp_cli::{export, hub, inspect, pack, registry, unpack, verify};
+use asp_cli::{
+    backup, check, export, forget, hub, inspect, pack, prune, registry, restore, sessions,
+    snapshots, unpack, verify,
+};
 use clap::{Parser, Subcommand};
 
 /// Portable agent state: back up AI coding agents' sessions, instructions, skills, MCP
@@ -17,6 +20,9 @@ Examples:
   asp hub -- gemini --acp                            (ASP in front of an ACP agent)
   asp push claude.aspstate localhost:5000/me/state:v1
   asp pull localhost:5000/me/state:v1 -o claude.aspstate
+  asp backup --from claude-code                      (incremental; every hour)
+  asp sessions                                       (every session ever backed up)
+  asp restore --session ID --to claude-code
 
 {EXIT_CODES_HELP}"))]
 struct Cli {
@@ -36,6 +42,13 @@ enum Command {
     Hub(hub::HubArgs),
     Push(registry::PushArgs),
     Pull(registry::PullArgs),
+    Backup(backup::BackupArgs),
+    Snapshots(snapshots::SnapshotsArgs),
+    Sessions(sessions::SessionsArgs),
+    Restore(restore::RestoreArgs),
+    Check(check::CheckArgs),
+    Forget(forget::ForgetArgs),
+    Prune(prune::PruneArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +61,13 @@ fn main() -> ExitCode {
         Command::Hub(a) => hub::run(a),
         Command::Push(a) => registry::run_push(a),
         Command::Pull(a) => registry::run_pull(a),
+        Command::Backup(a) => backup::run(a),
+        Command::Snapshots(a) => snapshots::run(a),
+        Command::Sessions(a) => sessions::run(a),
+        Command::Restore(a) => restore::run(a),
+        Command::Check(a) => check::run(a),
+        Command::Forget(a) => forget::run(a),
+        Command::Prune(a) => prune::run(a),
     };
     asp_cli::finish("asp", result)
 }

@@ -114,6 +114,24 @@ impl Harness for ClaudeCode {
         Ok(state)
     }
 
+    /// `settings.json` (permissions, hooks, env), `keybindings.json`, `rules/`, `agents/`,
+    /// `commands/`, and the plugin settings (`plugins/*.json`, not the plugin caches); never
+    /// `.credentials.json`.
+    fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
+        let c = Layout::of(home).config;
+        crate::kit::config::collect(
+            &home.dir,
+            &[
+                c.join("settings.json"),
+                c.join("keybindings.json"),
+                c.join("plugins").join("config.json"),
+                c.join("plugins").join("installed_plugins.json"),
+                c.join("plugins").join("known_marketplaces.json"),
+            ],
+            &[c.join("rules"), c.join("agents"), c.join("commands")],
+        )
+    }
+
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {
         let layout = Layout::of(ctx.home);
         let mut answer = ImportAnswer::default();

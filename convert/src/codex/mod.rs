@@ -136,6 +136,16 @@ impl Harness for Codex {
         Ok(state)
     }
 
+    /// `config.toml`, `rules/` and `prompts/`; never `auth.json`.
+    fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
+        let c = layout::Layout::of(home).codex;
+        crate::kit::config::collect(
+            &home.dir,
+            &[c.join("config.toml")],
+            &[c.join("rules"), c.join("prompts")],
+        )
+    }
+
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {
         let layout = Layout::of(ctx.home);
         let writer = ctx.writer;

@@ -158,6 +158,21 @@ impl Harness for Gemini {
         Ok(state)
     }
 
+    /// `settings.json`, `commands/` and the extension settings
+    /// (`extensions/extension-enablement.json`); never `oauth_creds.json` or
+    /// `google_accounts.json`.
+    fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
+        let g = layout::Layout::of(home).gemini;
+        crate::kit::config::collect(
+            &home.dir,
+            &[
+                g.join("settings.json"),
+                g.join("extensions").join("extension-enablement.json"),
+            ],
+            &[g.join("commands")],
+        )
+    }
+
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {
         let layout = Layout::of(ctx.home);
         let gemini = &layout.gemini;

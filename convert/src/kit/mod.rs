@@ -22,6 +22,7 @@
 pub mod accepted;
 pub mod acp;
 pub mod beside;
+pub mod config;
 pub mod conversation;
 pub mod escape;
 pub mod fsops;

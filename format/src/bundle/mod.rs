@@ -19,9 +19,10 @@ pub use layout::{
     BLOB_PREFIX, BUNDLE_MEDIA_TYPE, LAYOUT_ENTRY, LAYOUT_VERSION, Layout, MANIFEST_ENTRY,
     MANIFEST_MEDIA_TYPE, Manifest, SCHEMA_VERSION, blob_entry_name,
 };
-pub use read::{Bundle, Limits, Problem, ReadError, VerifyReport, verify_file};
+pub use read::{Bundle, Limits, Problem, ReadError, VerifyReport, decode_layer, verify_file};
 pub use write::{Compression, WriteError, WriteOptions, Written, write_file, write_to};
 pub use write2::{
-    ImageZip, LAYOUT2_VERSION, Options2, ZipMethod, write_image_zip, write_layers_file,
+    Documents, ImageZip, LAYOUT2_VERSION, LayerSource, Options2, ZipMethod, write_image_zip,
+    write_layers_file,
     write_layers_to,
 };

@@ -535,6 +535,24 @@ impl Bundle {
         )
     }
 
+    /// Where a body is stored, as a layer table entry (a layout 1 body is an identity layer
+    /// named by its own digest): what a repository needs to take the layer as it is.
+    pub fn layer_ref(&self, body: &Digest) -> Option<crate::bundle::oci::LayerRef> {
+        self.blobs.get(body).map(|l| crate::bundle::oci::LayerRef {
+            layer: l.layer,
+            size: l.entry.size,
+            encoding: l.encoding,
+            dictionary: l.dictionary,
+        })
+    }
+
+    /// A body's layer, its stored bytes (after the zip method; CRC-32 and size checked at
+    /// the end), not decoded.
+    pub fn open_layer(&self, body: &Digest) -> Result<Box<dyn Read + Send>, BlobError> {
+        let loc = self.blobs.get(body).ok_or(BlobError::Missing(*body))?;
+        Ok(loc.entry.raw_reader(&self.file))
+    }
+
     fn dictionary_bytes(&self, d: &Digest) -> Result<Arc<Vec<u8>>, BlobError> {
         if let Some((k, v)) = &*self.dictionary.lock().expect("cache")
             && k == d
@@ -1655,4 +1673,20 @@ fn central_names(path: &Path, start: u64, max: u64) -> io::Result<Vec<Vec<u8>>> 
         }
     }
     Ok(names)
+}
+
+/// Decodes a layer's stored bytes (`raw`) into its body: as they are, or one zstd frame
+/// against `dict` (the dictionary body's bytes) with the window bounded by `size` and
+/// nothing after the frame. Failures are integrity errors. The caller checks the body's
+/// digest (`VerifyingReader`). A repository reads its layers with this, as a bundle does.
+pub fn decode_layer(
+    raw: Box<dyn Read + Send>,
+    encoding: Encoding,
+    dict: Option<&[u8]>,
+    size: u64,
+) -> io::Result<Box<dyn Read + Send>> {
+    match encoding {
+        Encoding::Identity => Ok(raw),
+        Encoding::Zstd => Ok(Box::new(ZstdLayer::new(raw, dict, size.min(1 << 40))?)),
+    }
 }

@@ -24,7 +24,7 @@ use crate::bundle::layout::{LAYOUT_ENTRY, Layout, Manifest, blob_entry_name};
 use crate::bundle::oci::{
     ARTIFACT_TYPE, CREATED_ANNOTATION, DICTIONARY_ANNOTATION, EMPTY_BYTES, Encoding, FILE_LAYER,
     HARNESS_ANNOTATION, IMAGE_MANIFEST_MEDIA_TYPE, INDEX_ENTRY, INDEX_MEDIA_TYPE, ImageIndex,
-    ImageManifest, LayerTable, NATIVE_LAYER, OCI_LAYOUT_BYTES, OCI_LAYOUT_ENTRY, OciDescriptor,
+    ImageManifest, LayerRef, LayerTable, NATIVE_LAYER, OCI_LAYOUT_BYTES, OCI_LAYOUT_ENTRY, OciDescriptor,
     SESSIONS_ANNOTATION, STATE_LAYER, TABLE_LAYER, UPDATES_LAYER, pretty,
 };
 use crate::bundle::write::{WriteError, Written};
@@ -124,116 +124,184 @@ pub fn annotations(state: &State, created: Option<&str>) -> BTreeMap<String, Str
     out
 }
 
-/// Writes `state` with its staged `layers` as a layout 2 bundle into `out`.
+/// The documents of one snapshot (layout 2's OCI side), planned from a state and where each
+/// of its bodies is stored: what a bundle holds besides its layers, and what a repository
+/// stores for a snapshot. Bundles and repositories build them here, so the same state with the
+/// same layers gives the same image manifest in both.
+#[derive(Debug, Clone)]
+pub struct Documents {
+    /// The state, normalised and checked.
+    pub state: State,
+    /// The state-manifest layer's bytes.
+    pub state_layer: Vec<u8>,
+    /// The layer table's bytes.
+    pub table_layer: Vec<u8>,
+    /// Every body (and dictionary) of the state, and its layer.
+    pub table: BTreeMap<Digest, LayerRef>,
+    /// The image manifest's bytes, and their descriptor (the snapshot's identity).
+    pub manifest_bytes: Vec<u8>,
+    pub manifest: Descriptor,
+    /// The total size of the bodies the state refers to (uncompressed).
+    pub content_bytes: u64,
+    pub descriptors: usize,
+}
+
+impl Documents {
+    /// Plans the documents of `state`, looking each body's layer up with `layer_of`; a body
+    /// without one is [`crate::blob::BlobError::Missing`].
+    pub fn plan(
+        state: &State,
+        layer_of: &dyn Fn(&Digest) -> Option<LayerRef>,
+        opts: &Options2,
+    ) -> Result<Documents, WriteError> {
+        let mut state = state.clone();
+        state.normalize();
+        state.validate().map_err(WriteError::InvalidState)?;
+        let descriptors = state.descriptors();
+        let content_bytes = descriptors.iter().map(|d| d.size).sum();
+        let missing = |digest: Digest| WriteError::Blob {
+            digest,
+            source: crate::blob::BlobError::Missing(digest),
+        };
+        let mut table = BTreeMap::new();
+        for d in &descriptors {
+            table.insert(d.digest, layer_of(&d.digest).ok_or(missing(d.digest))?);
+        }
+        // A dictionary the state does not refer to (its kind was left out) still travels.
+        let extra: Vec<Digest> = table
+            .values()
+            .filter_map(|r| r.dictionary)
+            .filter(|x| !table.contains_key(x))
+            .collect();
+        for x in extra {
+            table.insert(x, layer_of(&x).ok_or(missing(x))?);
+        }
+        let documents = |bytes: Vec<u8>, base: &str| -> Result<(Vec<u8>, String), WriteError> {
+            if opts.zstd_documents && bytes.len() >= 64 {
+                let z = compress(&bytes, None, 3).map_err(zip_io)?;
+                if z.len() < bytes.len() {
+                    return Ok((z, Encoding::Zstd.media_type(base)));
+                }
+            }
+            Ok((bytes, base.to_owned()))
+        };
+        let (state_layer, state_type) =
+            documents(Manifest::new(state.clone(), None).to_bytes(), STATE_LAYER)?;
+        let (table_layer, table_type) =
+            documents(pretty(&LayerTable::new(table.clone())), TABLE_LAYER)?;
+
+        let kinds = kinds(&state);
+        let layer_digest_of: BTreeMap<Digest, Digest> =
+            table.iter().map(|(d, r)| (*d, r.layer)).collect();
+        let mut layer_list = vec![
+            OciDescriptor::new(state_type, Descriptor::of(&state_layer)),
+            OciDescriptor::new(table_type, Descriptor::of(&table_layer)),
+        ];
+        let mut seen = BTreeSet::new();
+        let mut by_layer: Vec<(&Digest, &LayerRef)> = table.iter().collect();
+        by_layer.sort_by_key(|(_, r)| r.layer);
+        for (d, r) in by_layer {
+            if !seen.insert(r.layer) {
+                continue;
+            }
+            let mut desc = OciDescriptor::new(
+                r.encoding
+                    .media_type(kinds.get(d).copied().unwrap_or(FILE_LAYER)),
+                Descriptor {
+                    digest: r.layer,
+                    size: r.size,
+                },
+            );
+            if let Some(dict) = r.dictionary {
+                desc.annotations = Some(BTreeMap::from([(
+                    DICTIONARY_ANNOTATION.to_owned(),
+                    layer_digest_of[&dict].to_string(),
+                )]));
+            }
+            layer_list.push(desc);
+        }
+        let manifest = ImageManifest {
+            schema_version: 2,
+            media_type: IMAGE_MANIFEST_MEDIA_TYPE.to_owned(),
+            artifact_type: ARTIFACT_TYPE.to_owned(),
+            config: OciDescriptor::empty(),
+            layers: layer_list,
+            annotations: Some(annotations(&state, opts.created.as_deref()))
+                .filter(|a| !a.is_empty()),
+        };
+        let manifest_bytes = pretty(&manifest);
+        Ok(Documents {
+            manifest: Descriptor::of(&manifest_bytes),
+            manifest_bytes,
+            state,
+            state_layer,
+            table_layer,
+            table,
+            content_bytes,
+            descriptors: descriptors.len(),
+        })
+    }
+
+    /// The in-memory blobs: the image manifest, the empty config, the state manifest and the
+    /// layer table.
+    pub fn blobs(&self) -> [&[u8]; 4] {
+        [
+            &self.manifest_bytes[..],
+            EMPTY_BYTES,
+            &self.state_layer[..],
+            &self.table_layer[..],
+        ]
+    }
+}
+
+/// Where a writer finds each body's layer: staged by a pack ([`Layers`]), or stored in a
+/// repository of snapshots.
+pub trait LayerSource {
+    /// The layer a body (by uncompressed digest) is stored in.
+    fn layer_ref(&self, body: &Digest) -> Option<LayerRef>;
+    /// Copies that layer's stored bytes into `out`.
+    fn copy_layer(&self, body: &Digest, out: &mut dyn Write) -> io::Result<u64>;
+}
+
+impl LayerSource for Layers {
+    fn layer_ref(&self, body: &Digest) -> Option<LayerRef> {
+        self.blobs.get(body).map(|s| s.layer)
+    }
+
+    fn copy_layer(&self, body: &Digest, out: &mut dyn Write) -> io::Result<u64> {
+        let staged = self
+            .blobs
+            .get(body)
+            .ok_or_else(|| io::Error::other(format!("no staged layer for {body}")))?;
+        self.copy_to(staged, out)
+    }
+}
+
+/// Writes `state` with its `layers` as a layout 2 bundle into `out`.
 pub fn write_layers_to<W: Write + Seek>(
     out: W,
     state: &State,
-    layers: &Layers,
+    layers: &dyn LayerSource,
     opts: &Options2,
     progress: &dyn Progress,
 ) -> Result<(W, Written), WriteError> {
-    let mut state = state.clone();
-    state.normalize();
-    state.validate().map_err(WriteError::InvalidState)?;
-    let descriptors = state.descriptors();
-    let content_bytes = descriptors.iter().map(|d| d.size).sum();
+    let docs = Documents::plan(state, &|d| layers.layer_ref(d), opts)?;
+    let manifest_desc = docs.manifest;
+    let table = &docs.table;
 
-    let mut table = BTreeMap::new();
-    for d in &descriptors {
-        let staged = layers.blobs.get(&d.digest).ok_or(WriteError::Blob {
-            digest: d.digest,
-            source: crate::blob::BlobError::Missing(d.digest),
-        })?;
-        table.insert(d.digest, staged.layer);
-    }
-    // A dictionary the state does not refer to (its kind was left out) still travels.
-    let extra: Vec<Digest> = table
-        .values()
-        .filter_map(|r| r.dictionary)
-        .filter(|x| !table.contains_key(x))
-        .collect();
-    for x in extra {
-        let staged = layers.blobs.get(&x).ok_or(WriteError::Blob {
-            digest: x,
-            source: crate::blob::BlobError::Missing(x),
-        })?;
-        table.insert(x, staged.layer);
-    }
-    let documents = |bytes: Vec<u8>, base: &str| -> Result<(Vec<u8>, String), WriteError> {
-        if opts.zstd_documents && bytes.len() >= 64 {
-            let z = compress(&bytes, None, 3).map_err(zip_io)?;
-            if z.len() < bytes.len() {
-                return Ok((z, Encoding::Zstd.media_type(base)));
-            }
-        }
-        Ok((bytes, base.to_owned()))
-    };
-    let (state_layer, state_type) =
-        documents(Manifest::new(state.clone(), None).to_bytes(), STATE_LAYER)?;
-    let (table_layer, table_type) =
-        documents(pretty(&LayerTable::new(table.clone())), TABLE_LAYER)?;
-
-    let kinds = kinds(&state);
-    let layer_digest_of: BTreeMap<Digest, Digest> =
-        table.iter().map(|(d, r)| (*d, r.layer)).collect();
-    let mut layer_list = vec![
-        OciDescriptor::new(state_type, Descriptor::of(&state_layer)),
-        OciDescriptor::new(table_type, Descriptor::of(&table_layer)),
-    ];
-    let mut seen = BTreeSet::new();
-    let mut by_layer: Vec<(&Digest, &crate::bundle::oci::LayerRef)> = table.iter().collect();
-    by_layer.sort_by_key(|(_, r)| r.layer);
-    for (d, r) in by_layer {
-        if !seen.insert(r.layer) {
-            continue;
-        }
-        let mut desc = OciDescriptor::new(
-            r.encoding
-                .media_type(kinds.get(d).copied().unwrap_or(FILE_LAYER)),
-            Descriptor {
-                digest: r.layer,
-                size: r.size,
-            },
-        );
-        if let Some(dict) = r.dictionary {
-            desc.annotations = Some(BTreeMap::from([(
-                DICTIONARY_ANNOTATION.to_owned(),
-                layer_digest_of[&dict].to_string(),
-            )]));
-        }
-        layer_list.push(desc);
-    }
-    let manifest = ImageManifest {
-        schema_version: 2,
-        media_type: IMAGE_MANIFEST_MEDIA_TYPE.to_owned(),
-        artifact_type: ARTIFACT_TYPE.to_owned(),
-        config: OciDescriptor::empty(),
-        layers: layer_list,
-        annotations: Some(annotations(&state, opts.created.as_deref())).filter(|a| !a.is_empty()),
-    };
-    let manifest_bytes = pretty(&manifest);
-    let manifest_desc = Descriptor::of(&manifest_bytes);
-
-    // Every blob entry, by digest: in-memory documents and staged layers.
+    // Every blob entry, by digest: in-memory documents and stored layers.
     enum Body<'a> {
         Bytes(&'a [u8]),
-        Staged(&'a crate::bundle::layers::StagedLayer),
+        Layer(&'a Digest),
     }
     let mut entries: BTreeMap<Digest, (u64, Body<'_>)> = BTreeMap::new();
-    for bytes in [
-        &manifest_bytes[..],
-        EMPTY_BYTES,
-        &state_layer[..],
-        &table_layer[..],
-    ] {
+    for bytes in docs.blobs() {
         let d = Descriptor::of(bytes);
         entries.insert(d.digest, (d.size, Body::Bytes(bytes)));
     }
     for d in table.keys() {
-        let staged = &layers.blobs[d];
-        entries
-            .entry(staged.layer.layer)
-            .or_insert((staged.layer.size, Body::Staged(staged)));
+        let r = table[d];
+        entries.entry(r.layer).or_insert((r.size, Body::Layer(d)));
     }
     let sizes = entries.iter().map(|(d, (s, _))| (*d, *s)).collect();
     let zip = ImageZip {
@@ -247,7 +315,7 @@ pub fn write_layers_to<W: Write + Seek>(
         &zip,
         &mut |digest, w| match &entries[digest].1 {
             Body::Bytes(b) => w.write_all(b),
-            Body::Staged(s) => layers.copy_to(s, w).map(|_| ()),
+            Body::Layer(d) => layers.copy_layer(d, w).map(|_| ()),
         },
         progress,
     )?;
@@ -256,8 +324,8 @@ pub fn write_layers_to<W: Write + Seek>(
         Written {
             digest: manifest_desc.digest,
             size,
-            blobs: descriptors.len(),
-            content_bytes,
+            blobs: docs.descriptors,
+            content_bytes: docs.content_bytes,
         },
     ))
 }
@@ -375,7 +443,7 @@ fn zip_io(e: io::Error) -> WriteError {
 pub fn write_layers_file(
     path: &Path,
     state: &State,
-    layers: &Layers,
+    layers: &dyn LayerSource,
     opts: &Options2,
     force: bool,
     progress: &dyn Progress,

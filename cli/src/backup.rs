@@ -1,0 +1,177 @@
+//! `asp backup`: harness stores into snapshots of a repository.
+
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+
+use asp_convert::kit::report::Diagnostics;
+use asp_convert::{ConvertError, Home};
+use asp_repo::RepoError;
+use asp_repo::backup::{BackupContext, BackupOptions, BackupOutcome, backup};
+use clap::Parser;
+
+use crate::args::{Common, RepoArg, parse_threads};
+use crate::bail_usage;
+use crate::exit::{EXIT_CODES_HELP, Exit, Result};
+use crate::human;
+use crate::progress::Bar;
+
+const AFTER_HELP: &str = "\
+Examples:
+  asp backup --from claude-code
+      Snapshot your Claude Code sessions, instructions, skills, MCP servers, memory and
+      settings into the repository ($ASP_REPO, else ~/.local/share/asp/repo; created on first use).
+  asp backup --from all --repo /mnt/backup/asp
+      Every harness whose store exists in your home, one snapshot each.
+  asp backup --from codex --home /mnt/old-laptop/home/me
+      Another home's Codex store (snapshots record the harness, home and host).
+  asp backup --from-bundle claude-2026-11.aspstate
+      Add a bundle made by asp-pack as a snapshot (its layers are stored as they are).
+
+Incremental: a session whose files (path, size, mtime, inode) have not changed since the last
+snapshot of the same harness and home is not read again. A session the harness has deleted
+since is kept, marked gone from source (`asp sessions` shows it; `asp restore --session ID`
+brings it back). Nothing changed: no snapshot is made and the command says so, exit 0.
+
+Run it every hour: see README (\"Backups\") for a systemd user timer and a cron line.";
+
+/// Back up agent state into a snapshot repository, reading only what changed
+#[derive(Debug, Clone, Parser)]
+#[command(after_help = format!("{AFTER_HELP}\n\n{EXIT_CODES_HELP}"))]
+pub struct BackupArgs {
+    /// The harness to back up (claude-code, codex, gemini, ...; repeatable), or `all` for every
+    /// harness whose store exists in the home
+    #[arg(
+        long,
+        value_name = "HARNESS",
+        required_unless_present = "from_bundle",
+        conflicts_with = "from_bundle"
+    )]
+    pub from: Vec<String>,
+
+    /// Add a bundle (asp-pack's .aspstate) as a snapshot
+    #[arg(long, value_name = "FILE")]
+    pub from_bundle: Option<PathBuf>,
+
+    /// Home directory holding the harness's store [default: your home]
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub repo: RepoArg,
+
+    /// Threads reading sessions and compressing [default: one per core]
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
+    pub threads: Option<NonZeroUsize>,
+
+    #[command(flatten)]
+    pub common: Common,
+}
+
+pub fn run(args: BackupArgs) -> Result<Exit> {
+    if let Some(file) = &args.from_bundle {
+        let repo = asp_repo::Repository::open_or_init(&args.repo.path()?)?;
+        let bar = Bar::new(args.common.quiet);
+        let o = asp_repo::from_bundle::backup_bundle(&repo, file, None, &bar)?;
+        bar.clear();
+        if args.common.json {
+            crate::outln!("{}", serde_json::to_string(&[&o]).expect("serialises"));
+        } else {
+            crate::outln!("{}", summary(&o));
+        }
+        return Ok(Exit::Ok);
+    }
+    let known = asp_convert::harness_names();
+    let all = args.from.iter().any(|f| f == "all");
+    let harnesses: Vec<String> = if all {
+        known.clone()
+    } else {
+        for f in &args.from {
+            if let Err(e) = crate::args::parse_harness(f) {
+                bail_usage!("--from {f}: {e}");
+            }
+        }
+        let mut h = args.from.clone();
+        h.dedup();
+        h
+    };
+    let path = args.repo.path()?;
+    let repo = asp_repo::Repository::open_or_init(&path)?;
+    let home = Home::resolve(args.home.clone())?;
+    let bar = Bar::new(args.common.quiet);
+    let mut outcomes = Vec::new();
+    let mut incomplete = false;
+    for harness in harnesses {
+        let diagnostics = Diagnostics::new();
+        let result = backup(
+            &repo,
+            &BackupOptions {
+                harness: harness.clone(),
+                home: home.clone(),
+                threads: args.threads,
+                host: None,
+                skip_absent: all,
+            },
+            &BackupContext {
+                diagnostics: &diagnostics,
+                progress: &bar,
+            },
+        );
+        bar.clear();
+        // Nothing changed: what was left out was reported when the parent was made.
+        if result.as_ref().is_ok_and(|o| o.snapshot.is_some()) || result.is_err() {
+            for d in diagnostics.items() {
+                bar.println(format!("warning: {d}"));
+            }
+            incomplete |= result.is_ok() && diagnostics.any_skipped();
+        }
+        match result {
+            Ok(o) if o.absent => continue,
+            Ok(o) => outcomes.push(o),
+            // `all` takes the harnesses whose store is there.
+            Err(RepoError::Convert(ConvertError::NoStore { .. })) if all => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if all && outcomes.is_empty() {
+        bail_usage!(
+            "no harness store in {} (this build knows: {})",
+            home.dir.display(),
+            known.join(", ")
+        );
+    }
+    if args.common.json {
+        crate::outln!(
+            "{}",
+            serde_json::to_string(&outcomes).expect("outcomes serialise")
+        );
+    } else {
+        for o in &outcomes {
+            crate::outln!("{}", summary(o));
+        }
+    }
+    Ok(if incomplete {
+        Exit::Incomplete
+    } else {
+        Exit::Ok
+    })
+}
+
+/// `claude-code (/home/me): snapshot 1a2b3c4d: 2 new, 1 changed, 1997 unchanged, 3 gone
+/// from source; 5 blobs, 1.2 MiB added`, or `...: nothing changed`.
+pub fn summary(o: &BackupOutcome) -> String {
+    let Some(s) = &o.snapshot else {
+        return format!("{} ({}): nothing changed", o.harness, o.home);
+    };
+    format!(
+        "{} ({}): snapshot {}: {} new, {} changed, {} unchanged, {} gone from source; {}, {} added",
+        o.harness,
+        o.home,
+        s.short_id(),
+        o.new,
+        o.changed,
+        o.unchanged,
+        o.gone,
+        human::count(o.blobs_added as u64, "blob", "blobs"),
+        human::bytes(o.bytes_added)
+    )
+}

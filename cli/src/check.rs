@@ -1,0 +1,87 @@
+//! `asp check`: a repository's integrity.
+
+use asp_format::error::ErrorClass;
+use asp_repo::check::{CheckOptions, check};
+use clap::Parser;
+
+use crate::args::{Common, RepoArg};
+use crate::exit::{EXIT_CODES_HELP, Exit, Failure, Result};
+use crate::progress::Bar;
+
+/// Check a snapshot repository: every snapshot's manifests and the layers they name
+#[derive(Debug, Clone, Parser)]
+#[command(after_help = format!("\
+Examples:
+  asp check
+      Every snapshot's manifests, state manifest and layer table are read and checked, and
+      every layer they name is present with its size. Quick.
+  asp check --read-data
+      Also read every layer (its sha256 against its name) and decode every body (its sha256
+      against the state): finds bit rot.
+
+Blobs no snapshot names (left by an interrupted backup, or by forget) are counted, not
+problems; `asp prune` removes them. Problems exit 4.
+
+{EXIT_CODES_HELP}"))]
+pub struct CheckArgs {
+    /// Read all data, not only the documents
+    #[arg(long)]
+    pub read_data: bool,
+
+    #[command(flatten)]
+    pub repo: RepoArg,
+
+    #[command(flatten)]
+    pub common: Common,
+}
+
+pub fn run(args: CheckArgs) -> Result<Exit> {
+    let repo = args.repo.open()?;
+    let bar = Bar::new(args.common.quiet);
+    let report = check(
+        &repo,
+        &CheckOptions {
+            read_data: args.read_data,
+        },
+        &bar,
+    )?;
+    bar.clear();
+    if args.common.json {
+        crate::outln!(
+            "{}",
+            serde_json::to_string(&report).expect("report serialises")
+        );
+    } else {
+        for p in &report.problems {
+            crate::outln!("problem: {p}");
+        }
+        crate::outln!(
+            "checked {} snapshots, {} blobs{}; {} unreferenced; {}",
+            report.snapshots,
+            report.blobs,
+            if args.read_data {
+                format!(" ({} bodies read)", report.bodies_read)
+            } else {
+                String::new()
+            },
+            report.unreferenced,
+            if report.is_ok() {
+                "no problems".to_owned()
+            } else {
+                format!("{} problems", report.problems.len())
+            }
+        );
+    }
+    if report.is_ok() {
+        Ok(Exit::Ok)
+    } else {
+        Err(Failure::new(
+            ErrorClass::Integrity,
+            format!(
+                "{} has {} problems",
+                repo.root().display(),
+                report.problems.len()
+            ),
+        ))
+    }
+}

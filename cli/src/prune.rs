@@ -1,0 +1,55 @@
+//! `asp prune`: delete the blobs no snapshot names.
+
+use asp_repo::prune::prune;
+use clap::Parser;
+
+use crate::args::{Common, RepoArg};
+use crate::exit::{EXIT_CODES_HELP, Exit, Result};
+use crate::human;
+
+/// Delete the blobs no snapshot names (after `asp forget`, or an interrupted backup)
+#[derive(Debug, Clone, Parser)]
+#[command(after_help = format!("\
+Examples:
+  asp forget --keep-daily 30 && asp prune
+  asp prune --dry-run
+
+Prune takes the repository's lock exclusively: it waits for running backups and restores to
+finish, and they wait for it. A blob any snapshot names is never removed; a snapshot that
+cannot be read stops the prune before anything is deleted.
+
+{EXIT_CODES_HELP}"))]
+pub struct PruneArgs {
+    /// Say what would be removed; remove nothing
+    #[arg(long)]
+    pub dry_run: bool,
+
+    #[command(flatten)]
+    pub repo: RepoArg,
+
+    #[command(flatten)]
+    pub common: Common,
+}
+
+pub fn run(args: PruneArgs) -> Result<Exit> {
+    let repo = args.repo.open()?;
+    let r = prune(&repo, args.dry_run)?;
+    if args.common.json {
+        crate::outln!("{}", serde_json::to_string(&r).expect("serialises"));
+    } else {
+        crate::outln!(
+            "{} {} unreferenced blobs ({}) and {} leftovers of interrupted writes; {} blobs of {} snapshots kept",
+            if args.dry_run {
+                "would remove"
+            } else {
+                "removed"
+            },
+            r.removed_blobs,
+            human::bytes(r.removed_bytes),
+            r.removed_leftovers,
+            r.kept_blobs,
+            r.snapshots
+        );
+    }
+    Ok(Exit::Ok)
+}

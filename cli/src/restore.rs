@@ -1,0 +1,215 @@
+//! `asp restore`: a snapshot (or some of its sessions) back into a harness's store.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use asp_convert::kit::pathmap::PathMap;
+use asp_convert::kit::placement::Placement;
+use asp_convert::kit::report::Diagnostics;
+use asp_convert::store::WriteRequest;
+use asp_convert::{Home, Store};
+use asp_format::KindSet;
+use asp_format::blob::BlobSource;
+use asp_repo::backup::home_name;
+use asp_repo::blobs::SnapshotBlobs;
+use asp_repo::{Repository, Snapshot, SnapshotInfo};
+use clap::Parser;
+
+use crate::args::{Common, RepoArg, parse_harness, parse_kinds};
+use crate::bail_usage;
+use crate::exit::{Context, EXIT_CODES_HELP, Exit, Failure, Result};
+use crate::progress::Bar;
+
+const AFTER_HELP: &str = "\
+Examples:
+  asp restore --to claude-code
+      Restore the newest snapshot of Claude Code in your home (sessions the harness deleted
+      since included). Existing sessions are never overwritten: the same one is reported as
+      already there, a different one is kept beside it as <id>~<harness>.
+  asp restore --session 71958462-4bb8-46b6-a36a-1becf56c22dc --to claude-code
+      Bring back one session (with its subagents), byte for byte.
+  asp restore --snapshot 1a2b3c4d --to codex --dry-run --json
+      Say what restoring that snapshot into Codex would take and leave behind; write nothing.
+  asp restore --to claude-code --home /mnt/new-machine/home/me
+      Restore into another home (a fresh machine).
+
+`latest` (the default) is the newest snapshot of the --to harness in the --home; when there
+is none, the newest snapshot of that harness. --json prints the _asp/state/import answer.";
+
+/// Restore a snapshot, or sessions of it, into an agent's store
+#[derive(Debug, Clone, Parser)]
+#[command(after_help = format!("{AFTER_HELP}\n\n{EXIT_CODES_HELP}"))]
+pub struct RestoreArgs {
+    /// The snapshot: its id (a unique prefix of 4 or more hex digits) or `latest`
+    #[arg(long, value_name = "ID", default_value = "latest")]
+    pub snapshot: String,
+
+    /// Restore only this session and its subagent sessions (repeatable; only the sessions
+    /// kind unless --kinds says more)
+    #[arg(long = "session", value_name = "ID")]
+    pub sessions: Vec<String>,
+
+    /// Write into this harness's store (claude-code, codex, gemini, ...)
+    #[arg(long, value_name = "HARNESS", value_parser = parse_harness, required = true)]
+    pub to: String,
+
+    /// Home directory holding the harness's store [default: your home]
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+
+    /// Restore only these kinds, comma-separated [default: all the snapshot holds]
+    #[arg(long, value_name = "KINDS", value_parser = parse_kinds)]
+    pub kinds: Option<KindSet>,
+
+    /// Say what would be taken and what not; write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+
+    #[command(flatten)]
+    pub repo: RepoArg,
+
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// The snapshot `id` names (`latest`: of `harness` in `home`, else of `harness`).
+pub fn pick(repo: &Repository, id: &str, harness: &str, home: &Home) -> Result<SnapshotInfo> {
+    if id != "latest" {
+        return Ok(repo.find(id)?);
+    }
+    if let Some(s) = repo.latest(harness, &home_name(home))? {
+        return Ok(s);
+    }
+    match repo
+        .snapshots()?
+        .into_iter()
+        .rev()
+        .find(|s| s.harness == harness)
+    {
+        Some(s) => Ok(s),
+        None => bail_usage!(
+            "{} has no snapshot of {harness}; name one with --snapshot ID (`asp snapshots` lists them)",
+            repo.root().display()
+        ),
+    }
+}
+
+pub fn run(args: RestoreArgs) -> Result<Exit> {
+    let repo = args.repo.open()?;
+    let _lock = repo.lock_shared()?;
+    let home = Home::resolve(args.home.clone())?;
+    let info = pick(&repo, &args.snapshot, &args.to, &home)?;
+    let snapshot = Snapshot::load(&repo, &info)?;
+    let shown = format!("snapshot {}", info.short_id());
+    let (state, _) = crate::unpack::select(&snapshot.state, args.kinds, &args.sessions, &shown)?;
+    let blobs = SnapshotBlobs::new(&repo, &snapshot.table);
+    let bar = Bar::new(args.common.quiet);
+
+    // Every body is read and checked before anything is written.
+    for (d, what) in state.references() {
+        let mut r = blobs
+            .open(&d)
+            .with_context(|| format!("{shown}: cannot read {what}"))?;
+        std::io::copy(&mut r.by_ref(), &mut std::io::sink())
+            .map_err(|e| Failure::from(asp_format::blob::BlobError::Other(e)))
+            .with_context(|| format!("{shown}: {what} is damaged"))?;
+    }
+
+    let diagnostics = Diagnostics::new();
+    let store = Store::harness(&args.to, home).expect("validated by the argument parser");
+    // The harness's own configuration: with a whole restore, into the same harness only.
+    let mut config_lines = Vec::new();
+    if let Some(config) = &snapshot.sources.config
+        && args.sessions.is_empty()
+        && args.kinds.is_none()
+    {
+        if config.harness.as_str() == args.to {
+            let config_blobs = SnapshotBlobs::new(&repo, &snapshot.sources.config_layers);
+            let placed = store
+                .write_config(config, &config_blobs, args.dry_run)
+                .context("cannot restore the harness's configuration")?;
+            let new = placed.iter().filter(|(_, p)| *p == Placement::New).count();
+            config_lines.push(format!(
+                "configuration: {new} of {} files {}",
+                placed.len(),
+                if args.dry_run {
+                    "would be restored"
+                } else {
+                    "restored"
+                }
+            ));
+            for (path, p) in placed {
+                if let Placement::Refused(why) = p {
+                    config_lines.push(format!("configuration: {path}: {why}"));
+                }
+            }
+        } else {
+            config_lines.push(format!(
+                "configuration: {}'s own configuration is restored only into {}",
+                config.harness, config.harness
+            ));
+        }
+    }
+    let written = store
+        .write(
+            &state,
+            &WriteRequest {
+                kinds: args.kinds,
+                dry_run: args.dry_run,
+                path_map: &PathMap::default(),
+                force: false,
+                blobs: &blobs,
+                diagnostics: &diagnostics,
+                progress: &bar,
+            },
+        )
+        .with_context(|| format!("cannot write into {}", store.describe_location()))?;
+    bar.clear();
+    let answer = written.answer;
+    for d in diagnostics.items() {
+        bar.println(format!("warning: {d}"));
+    }
+    for n in &answer.not_taken {
+        bar.println(format!("not taken: {}: {}", n.kind, n.reason));
+    }
+    for line in &config_lines {
+        bar.println(line);
+    }
+    if args.common.json {
+        crate::outln!(
+            "{}",
+            serde_json::to_string(&answer).expect("an answer serialises")
+        );
+    } else {
+        let verb = if args.dry_run {
+            "would restore"
+        } else {
+            "restored"
+        };
+        let taken = if answer.taken.is_empty() {
+            "nothing".to_owned()
+        } else {
+            answer.taken.to_string().replace(',', ", ")
+        };
+        let mut line = format!(
+            "{verb} {taken} from {shown} ({} of {}) into {}",
+            info.created,
+            info.harness,
+            store.describe_location()
+        );
+        if !answer.not_taken.is_empty() {
+            line.push_str(&format!("; {} not taken", answer.not_taken.len()));
+        }
+        crate::outln!("{line}");
+        for (old, new) in answer.sessions.iter().filter(|(o, n)| o != n) {
+            crate::outln!("  session {old} → {new}");
+        }
+    }
+    Ok(
+        if answer.not_taken.is_empty() && !diagnostics.any_skipped() {
+            Exit::Ok
+        } else {
+            Exit::Incomplete
+        },
+    )
+}

@@ -1,0 +1,139 @@
+//! `asp sessions`: every session ever backed up, or the sessions of a live store.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use asp_convert::harness::ReadOptions;
+use asp_convert::kit::report::Diagnostics;
+use asp_convert::store::ReadRequest;
+use asp_convert::{Home, Store};
+use asp_format::blob::Discard;
+use asp_format::state::Session;
+use asp_format::{KindSet, StateKind};
+use asp_repo::Snapshot;
+use clap::Parser;
+use serde::Serialize;
+
+use crate::args::{Common, RepoArg, parse_harness};
+use crate::exit::{Context, EXIT_CODES_HELP, Exit, Result};
+use crate::progress::Bar;
+
+/// List every session ever backed up (or, with --from, a live store's sessions)
+#[derive(Debug, Clone, Parser)]
+#[command(after_help = format!("\
+Examples:
+  asp sessions
+      Every session the repository holds: id, last activity, harness, the newest snapshot
+      holding it, whether it is gone from the source, working directory and title.
+  asp sessions --json | jq -r '.[] | select(.goneFromSource) | .id'
+      The sessions your harness has deleted, which the repository still holds.
+  asp sessions --from claude-code
+      The sessions of your Claude Code store now (no repository), to pick one to carry.
+
+{EXIT_CODES_HELP}"))]
+pub struct SessionsArgs {
+    /// List this harness's live store instead of the repository
+    #[arg(long, value_name = "HARNESS", value_parser = parse_harness)]
+    pub from: Option<String>,
+
+    /// With --from: the home holding the store [default: your home]
+    #[arg(long, value_name = "DIR", requires = "from")]
+    pub home: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub repo: RepoArg,
+
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// One line of the listing.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Row {
+    id: String,
+    title: String,
+    harness: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cwd: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    updated_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snapshot: Option<String>,
+    gone_from_source: bool,
+}
+
+fn row(s: &Session, harness: &str, snapshot: Option<String>, gone: bool) -> Row {
+    Row {
+        id: s.id.to_string(),
+        title: s.title.clone(),
+        harness: s
+            .harness
+            .as_ref()
+            .map_or_else(|| harness.to_owned(), ToString::to_string),
+        cwd: s.cwd.clone(),
+        updated_at: s.updated_at.clone(),
+        snapshot,
+        gone_from_source: gone,
+    }
+}
+
+pub fn run(args: SessionsArgs) -> Result<Exit> {
+    let mut rows = Vec::new();
+    if let Some(name) = &args.from {
+        let home = Home::resolve(args.home.clone())?;
+        let store = Store::harness(name, home).expect("validated by the argument parser");
+        let diagnostics = Diagnostics::new();
+        let bar = Bar::new(args.common.quiet);
+        let mut req = ReadRequest::new(&Discard, &diagnostics, &bar);
+        req.kinds = KindSet::EMPTY.with(StateKind::Sessions);
+        req.options = ReadOptions {
+            native: false,
+            ..ReadOptions::default()
+        };
+        let state = store
+            .read(&req)
+            .with_context(|| format!("cannot read {}", store.describe_location()))?;
+        bar.clear();
+        for s in state.sessions.iter().flatten() {
+            rows.push(row(s, name, None, false));
+        }
+    } else {
+        let repo = args.repo.open()?;
+        let _lock = repo.lock_shared()?;
+        // The newest snapshot of each harness and home holds every session of that series.
+        let mut newest = BTreeMap::new();
+        for s in repo.snapshots()? {
+            newest.insert((s.harness.clone(), s.home.clone()), s);
+        }
+        for info in newest.values() {
+            let snap = Snapshot::load(&repo, info)?;
+            for s in snap.state.sessions.iter().flatten() {
+                rows.push(row(
+                    s,
+                    &info.harness,
+                    Some(info.short_id()),
+                    snap.is_gone(s.id.as_str()),
+                ));
+            }
+        }
+    }
+    rows.sort_by(|a, b| (b.updated_at.as_deref(), &a.id).cmp(&(a.updated_at.as_deref(), &b.id)));
+    if args.common.json {
+        crate::outln!("{}", serde_json::to_string(&rows).expect("rows serialise"));
+        return Ok(Exit::Ok);
+    }
+    for r in &rows {
+        crate::outln!(
+            "{}  {:<24}  {:<11}  {:<8}  {:<4}  {}  {}",
+            r.id,
+            r.updated_at.as_deref().unwrap_or("-"),
+            r.harness,
+            r.snapshot.as_deref().unwrap_or("live"),
+            if r.gone_from_source { "gone" } else { "" },
+            r.cwd.as_deref().unwrap_or("-"),
+            r.title
+        );
+    }
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,127 @@
+//! A harness's own configuration (issue 13's native layer): which files it is, read whole into
+//! blobs, and restored whole into the same harness, never over a file that is there.
+//!
+//! Each converter names its files and folders ([`crate::Harness::config_files`]); this module
+//! walks them the same way for every harness: regular files only (no symlinks), never a file
+//! whose name says it holds credentials, and only files under the home (a store the
+//! environment moved elsewhere is not the home's to restore).
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use asp_format::blob::{BlobSink, BlobSource};
+use asp_format::name::{HarnessName, RelPath};
+use asp_format::state::{FileEntry, Native};
+
+use crate::error::ConvertError;
+use crate::kit::fsops::{Created, Writer, is_executable};
+use crate::kit::placement::Placement;
+
+/// File names that hold credentials, never backed up whatever folder they are in.
+const CREDENTIALS: &[&str] = &[
+    ".credentials.json",
+    "auth.json",
+    "oauth_creds.json",
+    "google_accounts.json",
+    ".env",
+];
+
+/// Every configuration file of `files` (single files) and `dirs` (walked), under `home`.
+pub fn collect(home: &Path, files: &[PathBuf], dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let mut take = |p: &Path| {
+        let Ok(m) = fs::symlink_metadata(p) else {
+            return;
+        };
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if !m.is_file() || CREDENTIALS.contains(&name) || name.contains("token") {
+            return;
+        }
+        if let Ok(rel) = p.strip_prefix(home) {
+            let rel: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            out.push((rel.join("/"), p.to_path_buf()));
+        }
+    };
+    for f in files {
+        take(f);
+    }
+    for d in dirs {
+        for e in walkdir::WalkDir::new(d)
+            .follow_links(false)
+            .sort_by_file_name()
+            .into_iter()
+            .flatten()
+        {
+            take(e.path());
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Reads the files into `blobs`.
+pub fn read(
+    harness: HarnessName,
+    files: &[(String, PathBuf)],
+    blobs: &dyn BlobSink,
+) -> Result<Native, ConvertError> {
+    let mut entries = Vec::new();
+    for (rel, path) in files {
+        let mut f = fs::File::open(path).map_err(ConvertError::io(path))?;
+        let executable = is_executable(&f.metadata().map_err(ConvertError::io(path))?);
+        let mut bytes = Vec::new();
+        f.read_to_end(&mut bytes).map_err(ConvertError::io(path))?;
+        let Ok(path_name) = RelPath::new(rel) else {
+            continue;
+        };
+        entries.push(FileEntry {
+            path: path_name,
+            executable,
+            content: blobs.put(&bytes)?,
+        });
+    }
+    Ok(Native {
+        harness,
+        files: entries,
+    })
+}
+
+/// Restores every file that is not there; one already there with the same bytes is already
+/// there, a different one is kept as it is (the user's).
+pub fn write(
+    home: &Path,
+    config: &Native,
+    blobs: &dyn BlobSource,
+    writer: &Writer,
+) -> Result<Vec<(String, Placement)>, ConvertError> {
+    let mut out = Vec::new();
+    for f in &config.files {
+        let path = home.join(f.path.as_str());
+        let mut r = blobs.open(&f.content)?;
+        let placed = match writer.create_new_from(&path, &mut r, f.executable)? {
+            Created::New => Placement::New,
+            Created::AlreadyExists => {
+                let mut want = Vec::new();
+                blobs
+                    .open(&f.content)?
+                    .read_to_end(&mut want)
+                    .map_err(ConvertError::io(&path))?;
+                if fs::read(&path).ok().as_deref() == Some(&want[..]) {
+                    Placement::AlreadyThere
+                } else {
+                    Placement::Refused(format!(
+                        "{} is there with other content; kept as it is",
+                        path.display()
+                    ))
+                }
+            }
+        };
+        out.push((f.path.to_string(), placed));
+    }
+    Ok(out)
+}

@@ -1,0 +1,129 @@
+//! Reading a snapshot's bodies: each body's layer looked up in the snapshot's layer table,
+//! decoded (against its dictionary body when it has one) and checked against the body's
+//! digest, as a bundle reads them.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::sync::{Arc, Mutex};
+
+use asp_format::blob::{BlobError, BlobSource};
+use asp_format::bundle::decode_layer;
+use asp_format::bundle::oci::LayerRef;
+use asp_format::digest::{Descriptor, Digest, VerifyingReader};
+
+use crate::error::RepoError;
+use crate::repository::Repository;
+
+/// The bodies of one snapshot (or of any layer table) in a repository.
+#[derive(Debug)]
+pub struct SnapshotBlobs<'a> {
+    repo: &'a Repository,
+    table: &'a BTreeMap<Digest, LayerRef>,
+    /// The last dictionary read: the sessions of a restore mostly need each one once.
+    dictionary: Mutex<Option<(Digest, Arc<Vec<u8>>)>>,
+}
+
+impl<'a> SnapshotBlobs<'a> {
+    pub fn new(repo: &'a Repository, table: &'a BTreeMap<Digest, LayerRef>) -> Self {
+        SnapshotBlobs {
+            repo,
+            table,
+            dictionary: Mutex::new(None),
+        }
+    }
+
+    fn dictionary(&self, d: &Digest) -> Result<Arc<Vec<u8>>, BlobError> {
+        if let Some((k, v)) = &*self.dictionary.lock().expect("cache")
+            && k == d
+        {
+            return Ok(Arc::clone(v));
+        }
+        let r = self.table.get(d).ok_or(BlobError::Missing(*d))?;
+        if r.dictionary.is_some() {
+            return Err(integrity(format!(
+                "the dictionary {d} has a dictionary itself"
+            )));
+        }
+        // The dictionary body's size is not in the table; its layer bounds the window.
+        let mut out = Vec::new();
+        self.decoded(r, None, 1 << 27)?
+            .read_to_end(&mut out)
+            .map_err(BlobError::Other)?;
+        if Digest::of(&out) != *d {
+            return Err(integrity(format!("the dictionary body {d} is damaged")));
+        }
+        let v = Arc::new(out);
+        *self.dictionary.lock().expect("cache") = Some((*d, Arc::clone(&v)));
+        Ok(v)
+    }
+
+    fn decoded(
+        &self,
+        r: &LayerRef,
+        dict: Option<&[u8]>,
+        size: u64,
+    ) -> Result<Box<dyn Read + Send>, BlobError> {
+        let raw = self
+            .repo
+            .open_raw(&Descriptor {
+                digest: r.layer,
+                size: r.size,
+            })
+            .map_err(|e| match e {
+                RepoError::Io { path, source } => BlobError::Io { path, source },
+                other => integrity(other.to_string()),
+            })?;
+        decode_layer(raw, r.encoding, dict, size).map_err(BlobError::Other)
+    }
+}
+
+fn integrity(m: String) -> BlobError {
+    BlobError::Other(asp_format::digest::IntegrityError(m).into_io())
+}
+
+impl BlobSource for SnapshotBlobs<'_> {
+    fn open(&self, blob: &Descriptor) -> Result<Box<dyn Read + Send + '_>, BlobError> {
+        let r = self
+            .table
+            .get(&blob.digest)
+            .ok_or(BlobError::Missing(blob.digest))?;
+        let dict = match r.dictionary {
+            Some(d) => Some(self.dictionary(&d)?),
+            None => None,
+        };
+        let inner = self.decoded(r, dict.as_deref().map(Vec::as_slice), blob.size)?;
+        Ok(Box::new(VerifyingReader::new(
+            inner.take(blob.size + 1),
+            *blob,
+        )))
+    }
+}
+
+/// A snapshot's layers as a bundle writer takes them (`asp pack --from-repo`): copied as
+/// stored, so the bundle holds the repository's bytes.
+#[derive(Debug)]
+pub struct RepoLayers<'a> {
+    pub repo: &'a Repository,
+    pub table: &'a BTreeMap<Digest, LayerRef>,
+}
+
+impl asp_format::bundle::LayerSource for RepoLayers<'_> {
+    fn layer_ref(&self, body: &Digest) -> Option<LayerRef> {
+        self.table.get(body).copied()
+    }
+
+    fn copy_layer(&self, body: &Digest, out: &mut dyn std::io::Write) -> std::io::Result<u64> {
+        let r = self
+            .table
+            .get(body)
+            .ok_or_else(|| std::io::Error::other(format!("no layer for {body}")))?;
+        let mut raw = self
+            .repo
+            .open_raw(&Descriptor {
+                digest: r.layer,
+                size: r.size,
+            })
+            .map_err(std::io::Error::other)?;
+        std::io::copy(&mut raw, out)
+    }
+}

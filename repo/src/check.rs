@@ -1,0 +1,176 @@
+//! `asp check`: every snapshot's documents, every layer they name present with its size, and
+//! with `read_data` every body decoded and every layer's digest recomputed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+
+use asp_format::blob::BlobSource;
+use asp_format::digest::{Descriptor, Digest};
+use asp_format::progress::Progress;
+
+use crate::blobs::SnapshotBlobs;
+use crate::error::RepoError;
+use crate::repository::Repository;
+use crate::snapshot::Snapshot;
+
+/// What to check.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckOptions {
+    /// Read every layer and decode every body (else: documents and sizes only).
+    pub read_data: bool,
+}
+
+/// What a check found.
+#[derive(Debug, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckReport {
+    pub snapshots: usize,
+    /// Blobs some snapshot names.
+    pub blobs: usize,
+    /// Bodies decoded and checked (with `read_data`).
+    pub bodies_read: usize,
+    /// Blobs nothing names (left by an interrupted backup or by forget; prune removes them).
+    pub unreferenced: usize,
+    pub problems: Vec<String>,
+}
+
+impl CheckReport {
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Checks the repository; problems are reported, not returned as errors.
+pub fn check(
+    repo: &Repository,
+    opts: &CheckOptions,
+    progress: &dyn Progress,
+) -> Result<CheckReport, RepoError> {
+    let _lock = repo.lock_shared()?;
+    let mut report = CheckReport::default();
+    let infos = match repo.snapshots() {
+        Ok(i) => i,
+        Err(e) => {
+            report.problems.push(e.to_string());
+            return Ok(report);
+        }
+    };
+    report.snapshots = infos.len();
+    let mut named: BTreeSet<Digest> = BTreeSet::new();
+    let mut sized: BTreeMap<Digest, u64> = BTreeMap::new();
+    let mut bodies: BTreeMap<Digest, (u64, usize)> = BTreeMap::new();
+    let mut loaded: Vec<Snapshot> = Vec::new();
+    progress.begin("checking snapshots", Some(infos.len() as u64));
+    for info in &infos {
+        progress.advance(1);
+        let snap = match Snapshot::load(repo, info) {
+            Ok(s) => s,
+            Err(e) => {
+                report.problems.push(e.to_string());
+                continue;
+            }
+        };
+        named.insert(info.digest);
+        named.insert(snap.content.digest);
+        for l in snap.manifest.layers.iter().chain([&snap.manifest.config]) {
+            sized.insert(l.digest, l.size);
+        }
+        for l in snap
+            .content_manifest
+            .layers
+            .iter()
+            .chain([&snap.content_manifest.config])
+        {
+            sized.insert(l.digest, l.size);
+        }
+        let layers: BTreeSet<Digest> = snap
+            .content_manifest
+            .layers
+            .iter()
+            .map(|l| l.digest)
+            .collect();
+        for (body, r) in &snap.table {
+            if !layers.contains(&r.layer) {
+                report.problems.push(format!(
+                    "snapshot {}: body {body} is stored in layer {}, which its manifest does not list",
+                    info.short_id(),
+                    r.layer
+                ));
+            }
+        }
+        for d in snap.state.descriptors() {
+            if !snap.table.contains_key(&d.digest) {
+                report.problems.push(format!(
+                    "snapshot {}: body {} has no entry in the layer table",
+                    info.short_id(),
+                    d.digest
+                ));
+            }
+        }
+        if opts.read_data {
+            for d in snap.state.descriptors() {
+                bodies.entry(d.digest).or_insert((d.size, loaded.len()));
+            }
+            loaded.push(snap);
+        }
+    }
+    progress.finish();
+    for (d, size) in &sized {
+        named.insert(*d);
+        let blob = Descriptor {
+            digest: *d,
+            size: *size,
+        };
+        if !repo.has_blob(&blob) {
+            report.problems.push(format!(
+                "blob {d} ({size} bytes) is missing or has another size"
+            ));
+        } else if opts.read_data {
+            let mut r = repo.open_raw(&blob)?;
+            if let Err(e) = std::io::copy(&mut r, &mut std::io::sink()) {
+                report.problems.push(format!("blob {d}: {e}"));
+            }
+        }
+    }
+    report.blobs = named.len();
+    if opts.read_data {
+        progress.begin("reading bodies", Some(bodies.len() as u64));
+        for (digest, (size, i)) in &bodies {
+            progress.advance(1);
+            let src = SnapshotBlobs::new(repo, &loaded[*i].table);
+            let blob = Descriptor {
+                digest: *digest,
+                size: *size,
+            };
+            let res = src
+                .open(&blob)
+                .map_err(|e| e.to_string())
+                .and_then(|mut r| {
+                    let mut sink = std::io::sink();
+                    std::io::copy(&mut r.by_ref(), &mut sink).map_err(|e| e.to_string())
+                });
+            match res {
+                Ok(_) => report.bodies_read += 1,
+                Err(e) => report.problems.push(format!("body {digest}: {e}")),
+            }
+        }
+        progress.finish();
+    }
+    let dir = repo.blobs_dir();
+    for entry in std::fs::read_dir(&dir).map_err(RepoError::io(&dir))? {
+        let entry = entry.map_err(RepoError::io(&dir))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name.starts_with('.') {
+            continue;
+        }
+        match Digest::from_hex(name) {
+            Ok(d) if named.contains(&d) => {}
+            Ok(_) => report.unreferenced += 1,
+            Err(_) => report
+                .problems
+                .push(format!("{} is not a blob name", entry.path().display())),
+        }
+    }
+    Ok(report)
+}

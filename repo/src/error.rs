@@ -1,0 +1,63 @@
+//! What can go wrong with a repository, each failure knowing its class.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use asp_format::error::{Classify, ErrorClass, io_class};
+
+/// Errors of repository operations.
+#[derive(Debug, thiserror::Error)]
+pub enum RepoError {
+    /// The request is wrong (no such snapshot, no repository there).
+    #[error("{0}")]
+    Usage(String),
+
+    /// The repository's data does not match what it promises.
+    #[error("integrity failure: {0}")]
+    Integrity(String),
+
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+
+    #[error(transparent)]
+    Convert(#[from] asp_convert::ConvertError),
+
+    #[error(transparent)]
+    Layout(#[from] asp_registry::Error),
+
+    #[error(transparent)]
+    Write(#[from] asp_format::bundle::WriteError),
+
+    #[error(transparent)]
+    Blob(#[from] asp_format::blob::BlobError),
+
+    #[error(transparent)]
+    Bundle(#[from] asp_format::bundle::ReadError),
+}
+
+impl RepoError {
+    /// An I/O failure at `path`.
+    pub fn io(path: impl AsRef<Path>) -> impl FnOnce(io::Error) -> RepoError {
+        let path = path.as_ref().to_path_buf();
+        move |source| RepoError::Io { path, source }
+    }
+}
+
+impl Classify for RepoError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            RepoError::Usage(_) => ErrorClass::Usage,
+            RepoError::Integrity(_) => ErrorClass::Integrity,
+            RepoError::Io { source, .. } => io_class(source, ErrorClass::Store),
+            RepoError::Convert(e) => e.class(),
+            RepoError::Layout(e) => e.class(),
+            RepoError::Write(e) => e.class(),
+            RepoError::Blob(e) => e.class(),
+            RepoError::Bundle(e) => e.class(),
+        }
+    }
+}

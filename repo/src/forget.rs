@@ -1,0 +1,286 @@
+//! `asp forget`: which snapshots a keep policy drops, and dropping sessions gone from the
+//! source from the newest snapshots.
+//!
+//! Snapshots are grouped by harness and home, as restic groups by host and paths; a policy
+//! applies within each group, and the newest snapshot of a group is always kept: it is the
+//! next backup's parent and holds every session ever backed up, so no keep policy can lose a
+//! session. Only [`drop_sessions`] (`--gone-before DATE`, `--session ID`) lets one go.
+//! Forgetting only edits `index.json`; `asp prune` then deletes the blobs nothing names.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use asp_convert::kit::time;
+use asp_format::bundle::Documents;
+use asp_format::digest::Digest;
+use asp_registry::manifest::{IMAGE_MANIFEST, ImageManifest, OciDescriptor};
+
+use crate::backup::content_options;
+use crate::error::RepoError;
+use crate::repository::Repository;
+use crate::snapshot::{Snapshot, SnapshotInfo};
+
+/// A keep policy: a snapshot is kept when any rule keeps it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeepPolicy {
+    /// The newest N.
+    pub last: Option<usize>,
+    /// The newest of each of the newest N days (UTC) that have snapshots.
+    pub daily: Option<usize>,
+    /// The newest of each of the newest N weeks (Monday to Sunday, UTC) that have snapshots.
+    pub weekly: Option<usize>,
+}
+
+impl KeepPolicy {
+    pub fn is_empty(&self) -> bool {
+        self.last.is_none() && self.daily.is_none() && self.weekly.is_none()
+    }
+}
+
+/// What a policy does to the snapshots of a repository.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ForgetPlan {
+    pub keep: Vec<SnapshotInfo>,
+    pub remove: Vec<SnapshotInfo>,
+}
+
+/// Applies `policy` to `snapshots` (oldest first, as [`Repository::snapshots`] gives them).
+pub fn plan(snapshots: &[SnapshotInfo], policy: &KeepPolicy) -> ForgetPlan {
+    let mut groups: BTreeMap<(&str, &str), Vec<&SnapshotInfo>> = BTreeMap::new();
+    for s in snapshots {
+        groups
+            .entry((s.harness.as_str(), s.home.as_str()))
+            .or_default()
+            .push(s);
+    }
+    let mut keep: BTreeSet<Digest> = BTreeSet::new();
+    for group in groups.values() {
+        let newest_first: Vec<&SnapshotInfo> = group.iter().rev().copied().collect();
+        if let Some(first) = newest_first.first() {
+            keep.insert(first.digest);
+        }
+        if let Some(n) = policy.last {
+            keep.extend(newest_first.iter().take(n).map(|s| s.digest));
+        }
+        let days = |s: &SnapshotInfo| s.created_ns().div_euclid(86_400_000_000_000);
+        if let Some(n) = policy.daily {
+            keep.extend(newest_per(&newest_first, days, n));
+        }
+        if let Some(n) = policy.weekly {
+            // 1970-01-01 was a Thursday: day + 3 counts weeks from Monday.
+            keep.extend(newest_per(
+                &newest_first,
+                |s| (days(s) + 3).div_euclid(7),
+                n,
+            ));
+        }
+    }
+    let (keep, remove) = snapshots
+        .iter()
+        .cloned()
+        .partition(|s| keep.contains(&s.digest));
+    ForgetPlan { keep, remove }
+}
+
+/// The newest snapshot of each of the newest `n` buckets.
+fn newest_per(
+    newest_first: &[&SnapshotInfo],
+    bucket: impl Fn(&SnapshotInfo) -> i128,
+    n: usize,
+) -> Vec<Digest> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for s in newest_first {
+        if seen.len() == n && !seen.contains(&bucket(s)) {
+            break;
+        }
+        if seen.insert(bucket(s)) {
+            out.push(s.digest);
+        }
+    }
+    out
+}
+
+/// Removes snapshots from the index.
+pub fn forget(repo: &Repository, remove: &[SnapshotInfo]) -> Result<(), RepoError> {
+    let _lock = repo.lock_shared()?;
+    repo.remove_snapshots(&remove.iter().map(|s| s.digest).collect::<Vec<_>>())
+}
+
+/// Which sessions to drop from the newest snapshots.
+#[derive(Debug, Clone, Default)]
+pub struct DropSessions {
+    /// Sessions gone from the source before this time (ns since the epoch).
+    pub gone_before: Option<i128>,
+    /// These sessions, gone or not (a live one comes back with the next backup).
+    pub sessions: Vec<String>,
+    pub dry_run: bool,
+}
+
+/// What dropping sessions did: per new snapshot, the sessions it left out.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Dropped {
+    pub snapshots: Vec<SnapshotInfo>,
+    pub sessions: Vec<String>,
+}
+
+/// Writes, for each harness and home whose newest snapshot holds sessions to drop, a new
+/// snapshot without them (its parent the newest). Older snapshots keep them until a policy
+/// forgets those snapshots and prune runs.
+pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, RepoError> {
+    let _lock = repo.lock_shared()?;
+    let mut newest = BTreeMap::new();
+    for s in repo.snapshots()? {
+        newest.insert((s.harness.clone(), s.home.clone()), s);
+    }
+    let mut out = Dropped::default();
+    for info in newest.values() {
+        let snap = Snapshot::load(repo, info)?;
+        let drop: BTreeSet<String> = snap
+            .state
+            .sessions
+            .iter()
+            .flatten()
+            .map(|s| s.id.to_string())
+            .filter(|id| {
+                what.sessions.contains(id)
+                    || what.gone_before.is_some_and(|t| {
+                        snap.sources
+                            .gone
+                            .get(id)
+                            .and_then(|since| time::parse(since))
+                            .is_some_and(|since| since < t)
+                    })
+            })
+            .collect();
+        if drop.is_empty() {
+            continue;
+        }
+        out.sessions.extend(drop.iter().cloned());
+        if what.dry_run {
+            continue;
+        }
+        let mut state = snap.state.clone();
+        if let Some(s) = &mut state.sessions {
+            s.retain(|s| !drop.contains(s.id.as_str()));
+        }
+        let docs = Documents::plan(&state, &|d| snap.table.get(d).copied(), &content_options())?;
+        for b in docs.blobs() {
+            repo.put_bytes(b)?;
+        }
+        let mut sources = snap.sources.clone();
+        sources.gone.retain(|id, _| !drop.contains(id));
+        sources
+            .entries
+            .retain(|e| !e.sessions.iter().any(|s| drop.contains(s)));
+        let (layer, sources_type) = crate::backup::sources_layer(repo, &sources)?;
+        let sources_desc = repo.put_bytes(&layer)?;
+        let mut new = SnapshotInfo {
+            created: time::format_millis(time::now()),
+            parent: Some(info.digest),
+            content: docs.manifest.digest,
+            sessions: docs.state.sessions.as_ref().map_or(0, Vec::len) as u64,
+            gone: sources.gone.len() as u64,
+            ..info.clone()
+        };
+        let mut subject = OciDescriptor::new(IMAGE_MANIFEST, docs.manifest);
+        subject.artifact_type = Some(asp_format::bundle::oci::ARTIFACT_TYPE.to_owned());
+        let mut manifest = snap.manifest.clone();
+        manifest.layers = std::iter::once(OciDescriptor::new(sources_type, sources_desc))
+            .chain(crate::backup::config_layer_list(&sources))
+            .collect();
+        manifest.subject = Some(subject);
+        manifest.annotations = new.annotations();
+        let s = repo.put_bytes(&ImageManifest::to_bytes(&manifest))?;
+        new.digest = s.digest;
+        new.size = s.size;
+        repo.add_snapshot(&new)?;
+        out.snapshots.push(new);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(n: u8, created: &str, home: &str) -> SnapshotInfo {
+        SnapshotInfo {
+            digest: Digest::of(&[n]),
+            size: 1,
+            created: created.to_owned(),
+            harness: "claude-code".to_owned(),
+            home: home.to_owned(),
+            host: "h".to_owned(),
+            parent: None,
+            content: Digest::of(b"m"),
+            sessions: 0,
+            gone: 0,
+        }
+    }
+
+    fn kept(p: &ForgetPlan) -> Vec<String> {
+        p.keep.iter().map(|s| s.created.clone()).collect()
+    }
+
+    #[test]
+    fn policies_keep_the_newest_of_each_bucket_per_harness_and_home() {
+        let all = vec![
+            snap(1, "2026-11-02T10:00:00.000Z", "/a"), // Monday, week 1
+            snap(2, "2026-11-02T11:00:00.000Z", "/a"),
+            snap(3, "2026-11-08T09:00:00.000Z", "/a"), // Sunday, still week 1
+            snap(4, "2026-11-09T09:00:00.000Z", "/a"), // Monday, week 2
+            snap(5, "2026-11-09T12:00:00.000Z", "/a"),
+            snap(6, "2026-11-01T12:00:00.000Z", "/b"), // another home: its newest stays
+        ];
+        let daily = plan(
+            &all,
+            &KeepPolicy {
+                daily: Some(2),
+                ..KeepPolicy::default()
+            },
+        );
+        assert_eq!(
+            kept(&daily),
+            [
+                "2026-11-08T09:00:00.000Z",
+                "2026-11-09T12:00:00.000Z",
+                "2026-11-01T12:00:00.000Z"
+            ]
+        );
+        let weekly = plan(
+            &all,
+            &KeepPolicy {
+                weekly: Some(2),
+                ..KeepPolicy::default()
+            },
+        );
+        assert_eq!(
+            kept(&weekly),
+            [
+                "2026-11-08T09:00:00.000Z",
+                "2026-11-09T12:00:00.000Z",
+                "2026-11-01T12:00:00.000Z"
+            ]
+        );
+        let last = plan(
+            &all,
+            &KeepPolicy {
+                last: Some(3),
+                ..KeepPolicy::default()
+            },
+        );
+        assert_eq!(last.remove.len(), 2);
+        // Keep nothing by rule: the newest of each group still stays.
+        let none = plan(
+            &all,
+            &KeepPolicy {
+                last: Some(0),
+                ..KeepPolicy::default()
+            },
+        );
+        assert_eq!(
+            kept(&none),
+            ["2026-11-09T12:00:00.000Z", "2026-11-01T12:00:00.000Z"]
+        );
+    }
+}

@@ -1,0 +1,370 @@
+//! The repository directory: an OCI image layout (through `asp_registry::layout`, the same
+//! code `asp push --layout` and `asp pull --layout` use) plus `locks/`.
+//!
+//! Writes follow one order, so a process killed at any point leaves a repository that passes
+//! `asp check`: layers first (each to a temporary file, synced, renamed), then the manifests
+//! that name them, then `index.json` (replaced atomically under `locks/index`). At worst a
+//! killed backup leaves blobs nothing names, which `asp prune` removes.
+//!
+//! Locks are `flock(2)` locks (`File::lock`), which the kernel releases when their process
+//! dies: a backup, restore or check holds `locks/repo` shared, prune holds it exclusive, so
+//! prune never deletes a blob a running backup is about to name.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use asp_format::bundle::layers::{Layers, StagedLayer};
+use asp_format::digest::{Descriptor, Digest, HashingWriter, VerifyingReader};
+use asp_registry::layout::{Layout, sync_dir};
+use asp_registry::manifest::{IMAGE_MANIFEST, OciDescriptor};
+
+use crate::error::RepoError;
+use crate::snapshot::{SNAPSHOT_ARTIFACT, SnapshotInfo};
+
+/// The environment variable naming the repository.
+pub const REPO_ENV: &str = "ASP_REPO";
+const LOCKS: &str = "locks";
+
+/// A snapshot repository.
+#[derive(Debug, Clone)]
+pub struct Repository {
+    layout: Layout,
+}
+
+/// A held lock; released when dropped (or when the process dies).
+#[derive(Debug)]
+pub struct Lock {
+    _file: File,
+}
+
+impl Repository {
+    /// Where the repository is when none is named: `$ASP_REPO`, else
+    /// `$XDG_DATA_HOME/asp/repo`, else `~/.local/share/asp/repo`.
+    pub fn default_location() -> Option<PathBuf> {
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        if let Some(r) = var(REPO_ENV) {
+            return Some(r);
+        }
+        if let Some(d) = var("XDG_DATA_HOME") {
+            return Some(d.join("asp").join("repo"));
+        }
+        var("HOME").map(|h| h.join(".local").join("share").join("asp").join("repo"))
+    }
+
+    /// Opens the repository at `root`, which must exist.
+    pub fn open(root: &Path) -> Result<Self, RepoError> {
+        if !root.join("oci-layout").exists() {
+            return Err(RepoError::Usage(format!(
+                "{} is not an asp repository (no oci-layout file); `asp backup --repo {}` \
+                 creates one",
+                root.display(),
+                root.display()
+            )));
+        }
+        let layout = Layout::open(root)?;
+        let repo = Repository { layout };
+        repo.ensure_dirs()?;
+        Ok(repo)
+    }
+
+    /// Opens the repository at `root`, creating it when the directory is missing or empty.
+    /// The layout is made in a directory beside `root` and renamed into place, so two
+    /// processes creating the same repository at once both end up opening one.
+    pub fn open_or_init(root: &Path) -> Result<Self, RepoError> {
+        if root.join("oci-layout").exists() {
+            return Repository::open(root);
+        }
+        if root.exists()
+            && fs::read_dir(root)
+                .map_err(RepoError::io(root))?
+                .next()
+                .is_some()
+        {
+            return Err(RepoError::Usage(format!(
+                "{} exists, is not empty and is not an asp repository",
+                root.display()
+            )));
+        }
+        let parent = match root.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        fs::create_dir_all(&parent).map_err(RepoError::io(&parent))?;
+        let staging = tempfile::Builder::new()
+            .prefix(".asp-repo-")
+            .tempdir_in(&parent)
+            .map_err(RepoError::io(&parent))?;
+        Layout::init(staging.path())?;
+        fs::create_dir_all(staging.path().join(LOCKS)).map_err(RepoError::io(staging.path()))?;
+        // Onto a missing or empty directory; fails when another process got there first.
+        let staged = staging.keep();
+        if fs::rename(&staged, root).is_err() {
+            let _ = fs::remove_dir_all(&staged);
+        } else {
+            sync_dir(&parent);
+        }
+        Repository::open(root)
+    }
+
+    fn ensure_dirs(&self) -> Result<(), RepoError> {
+        for d in [self.root().join(LOCKS), self.blobs_dir()] {
+            fs::create_dir_all(&d).map_err(RepoError::io(&d))?;
+        }
+        Ok(())
+    }
+
+    pub fn root(&self) -> &Path {
+        self.layout.root()
+    }
+
+    /// The OCI image layout underneath.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub fn blobs_dir(&self) -> PathBuf {
+        self.root().join("blobs").join("sha256")
+    }
+
+    pub fn blob_path(&self, digest: &Digest) -> PathBuf {
+        self.layout.blob_path(digest)
+    }
+
+    /// Whether the blob is stored with the right size.
+    pub fn has_blob(&self, blob: &Descriptor) -> bool {
+        self.layout.has_blob(blob)
+    }
+
+    fn lock_file(&self, name: &str) -> Result<File, RepoError> {
+        let path = self.root().join(LOCKS).join(name);
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(RepoError::io(&path))
+    }
+
+    /// `locks/repo`, shared: backups, restores and checks run side by side; waits while a
+    /// prune runs.
+    pub fn lock_shared(&self) -> Result<Lock, RepoError> {
+        let f = self.lock_file("repo")?;
+        f.lock_shared()
+            .map_err(RepoError::io(self.root().join(LOCKS).join("repo")))?;
+        Ok(Lock { _file: f })
+    }
+
+    /// `locks/repo`, exclusive: what prune holds while it deletes blobs.
+    pub fn lock_exclusive(&self) -> Result<Lock, RepoError> {
+        let f = self.lock_file("repo")?;
+        f.lock()
+            .map_err(RepoError::io(self.root().join(LOCKS).join("repo")))?;
+        Ok(Lock { _file: f })
+    }
+
+    fn lock_index(&self) -> Result<Lock, RepoError> {
+        let f = self.lock_file("index")?;
+        f.lock()
+            .map_err(RepoError::io(self.root().join(LOCKS).join("index")))?;
+        Ok(Lock { _file: f })
+    }
+
+    /// Every snapshot the index lists, oldest first (by time, then digest).
+    pub fn snapshots(&self) -> Result<Vec<SnapshotInfo>, RepoError> {
+        let index = self.layout.index()?;
+        let mut out = Vec::new();
+        for d in &index.manifests {
+            if d.artifact_type.as_deref() != Some(SNAPSHOT_ARTIFACT) {
+                continue;
+            }
+            out.push(SnapshotInfo::from_descriptor(d)?);
+        }
+        out.sort_by(|a, b| (&a.created, a.digest).cmp(&(&b.created, b.digest)));
+        Ok(out)
+    }
+
+    /// The newest snapshot of `harness` in `home`.
+    pub fn latest(&self, harness: &str, home: &str) -> Result<Option<SnapshotInfo>, RepoError> {
+        Ok(self
+            .snapshots()?
+            .into_iter()
+            .rev()
+            .find(|s| s.harness == harness && s.home == home))
+    }
+
+    /// The snapshot an id names: its digest (`sha256:…` or hex) or a unique prefix of the hex
+    /// of at least 4 characters.
+    pub fn find(&self, id: &str) -> Result<SnapshotInfo, RepoError> {
+        let hex = id
+            .strip_prefix("sha256:")
+            .unwrap_or(id)
+            .to_ascii_lowercase();
+        if hex.len() < 4 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(RepoError::Usage(format!(
+                "{id:?} is not a snapshot id (its digest, or the first 4 or more hex digits)"
+            )));
+        }
+        let all = self.snapshots()?;
+        let found: Vec<&SnapshotInfo> = all
+            .iter()
+            .filter(|s| s.digest.hex().starts_with(&hex))
+            .collect();
+        match found.as_slice() {
+            [one] => Ok((*one).clone()),
+            [] => Err(RepoError::Usage(format!(
+                "{} has no snapshot {id} (`asp snapshots` lists them)",
+                self.root().display()
+            ))),
+            many => Err(RepoError::Usage(format!(
+                "{id} names {} snapshots; give more digits",
+                many.len()
+            ))),
+        }
+    }
+
+    /// Lists a stored snapshot manifest in the index (under `locks/index`).
+    pub fn add_snapshot(&self, info: &SnapshotInfo) -> Result<(), RepoError> {
+        let _lock = self.lock_index()?;
+        let mut index = self.layout.index()?;
+        if index.manifests.iter().any(|m| m.digest == info.digest) {
+            return Ok(());
+        }
+        let mut d = OciDescriptor::new(
+            IMAGE_MANIFEST,
+            Descriptor {
+                digest: info.digest,
+                size: info.size,
+            },
+        );
+        d.artifact_type = Some(SNAPSHOT_ARTIFACT.to_owned());
+        d.annotations = info.annotations();
+        index.manifests.push(d);
+        self.layout.write_index(&index)?;
+        Ok(())
+    }
+
+    /// Drops snapshots from the index (under `locks/index`); their blobs stay until prune.
+    pub fn remove_snapshots(&self, digests: &[Digest]) -> Result<(), RepoError> {
+        let _lock = self.lock_index()?;
+        let mut index = self.layout.index()?;
+        index.manifests.retain(|m| !digests.contains(&m.digest));
+        self.layout.write_index(&index)?;
+        Ok(())
+    }
+
+    /// Stores `bytes` as a blob (a blob already there is kept).
+    pub fn put_bytes(&self, bytes: &[u8]) -> Result<Descriptor, RepoError> {
+        Ok(self.layout.put_blob(bytes)?)
+    }
+
+    /// Stores a staged layer as a blob unless it is there already; true when it was written.
+    pub fn put_staged(&self, layers: &Layers, staged: &StagedLayer) -> Result<bool, RepoError> {
+        let d = Descriptor {
+            digest: staged.layer.layer,
+            size: staged.layer.size,
+        };
+        self.put_with(&d, &mut |w| layers.copy_to(staged, w).map(|_| ()))
+    }
+
+    /// Stores the blob `d` unless it is there already, its bytes written by `write`; true when
+    /// it was written. Written to a temporary file in `blobs/sha256/`, its digest checked,
+    /// synced, then renamed into place: a blob file is whole or absent.
+    pub fn put_with(
+        &self,
+        d: &Descriptor,
+        write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<bool, RepoError> {
+        if self.has_blob(d) {
+            return Ok(false);
+        }
+        let dir = self.blobs_dir();
+        let path = self.blob_path(&d.digest);
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".asp-")
+            .suffix(".partial")
+            .tempfile_in(&dir)
+            .map_err(RepoError::io(&dir))?;
+        let written = {
+            let mut w =
+                HashingWriter::new(io::BufWriter::with_capacity(256 << 10, tmp.as_file_mut()));
+            write(&mut w).map_err(RepoError::io(&path))?;
+            let (mut w, written) = w.finish();
+            w.flush().map_err(RepoError::io(&path))?;
+            written
+        };
+        if written != *d {
+            return Err(RepoError::Integrity(format!(
+                "blob {} came out as {} ({} bytes, not {})",
+                d.digest, written.digest, written.size, d.size
+            )));
+        }
+        tmp.as_file().sync_data().map_err(RepoError::io(&path))?;
+        tmp.persist(&path)
+            .map_err(|e| RepoError::io(&path)(e.error))?;
+        Ok(true)
+    }
+
+    /// Makes the renames into `blobs/sha256/` durable.
+    pub fn sync_blobs(&self) {
+        sync_dir(&self.blobs_dir());
+    }
+
+    /// A whole blob of at most `max` bytes, its size and digest checked.
+    pub fn read_blob(&self, d: &Descriptor, max: u64) -> Result<Vec<u8>, RepoError> {
+        if d.size > max {
+            return Err(RepoError::Integrity(format!(
+                "blob {} in {} has {} bytes, over the limit of {max}",
+                d.digest,
+                self.root().display(),
+                d.size
+            )));
+        }
+        let mut out = Vec::with_capacity(d.size as usize);
+        self.open_raw(d)?
+            .read_to_end(&mut out)
+            .map_err(|e| self.read_error(&d.digest, e))?;
+        Ok(out)
+    }
+
+    /// A blob's stored bytes as a reader that checks their size and digest at the end.
+    pub fn open_raw(&self, d: &Descriptor) -> Result<Box<dyn Read + Send>, RepoError> {
+        let path = self.blob_path(&d.digest);
+        let file = File::open(&path).map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                RepoError::Integrity(format!(
+                    "blob {} is missing from {}",
+                    d.digest,
+                    self.root().display()
+                ))
+            } else {
+                RepoError::io(&path)(e)
+            }
+        })?;
+        let len = file.metadata().map_err(RepoError::io(&path))?.len();
+        if len != d.size {
+            return Err(RepoError::Integrity(format!(
+                "blob {} has {len} bytes, not {}",
+                path.display(),
+                d.size
+            )));
+        }
+        Ok(Box::new(VerifyingReader::new(
+            io::BufReader::with_capacity(256 << 10, file),
+            *d,
+        )))
+    }
+
+    fn read_error(&self, digest: &Digest, e: io::Error) -> RepoError {
+        if asp_format::digest::is_integrity_error(&e) {
+            RepoError::Integrity(format!("{}: {e}", self.blob_path(digest).display()))
+        } else {
+            RepoError::io(self.blob_path(digest))(e)
+        }
+    }
+}

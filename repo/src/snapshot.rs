@@ -1,0 +1,311 @@
+//! A snapshot: the snapshot manifest, its annotations (what `index.json` repeats), its source
+//! records, and the content manifest it points at (the bundle's image manifest).
+
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use asp_format::bundle::layers::MAX_WINDOW_LOG;
+use asp_format::bundle::oci::{
+    ARTIFACT_TYPE, CREATED_ANNOTATION, Encoding, ImageManifest as ContentManifest, LayerRef,
+    LayerTable, STATE_LAYER, TABLE_LAYER,
+};
+use asp_format::bundle::{Manifest, decode_layer};
+use asp_format::digest::{Descriptor, Digest};
+use asp_format::state::State;
+use asp_registry::manifest::{ImageManifest, OciDescriptor};
+use serde::{Deserialize, Serialize};
+
+use crate::error::RepoError;
+use crate::repository::Repository;
+
+/// The artifact type of a snapshot manifest.
+pub const SNAPSHOT_ARTIFACT: &str = "application/vnd.asp.snapshot.v1";
+/// The media type of the source-records layer (zstd-compressed JSON).
+pub const SOURCES_LAYER: &str = "application/vnd.asp.snapshot.sources.v1+json";
+pub const HARNESS_ANNOTATION: &str = "vnd.asp.snapshot.harness";
+pub const HOME_ANNOTATION: &str = "vnd.asp.snapshot.home";
+pub const HOST_ANNOTATION: &str = "vnd.asp.snapshot.host";
+pub const PARENT_ANNOTATION: &str = "vnd.asp.snapshot.parent";
+pub const CONTENT_ANNOTATION: &str = "vnd.asp.snapshot.content";
+pub const SESSIONS_ANNOTATION: &str = "vnd.asp.snapshot.sessions";
+pub const GONE_ANNOTATION: &str = "vnd.asp.snapshot.gone";
+
+/// Largest document (manifest, state manifest, layer table, source records) read whole.
+pub const MAX_DOCUMENT: u64 = 256 << 20;
+
+/// What the index says of a snapshot (the snapshot manifest's annotations).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotInfo {
+    /// The snapshot manifest's digest: the snapshot's id.
+    pub digest: Digest,
+    #[serde(skip)]
+    pub size: u64,
+    /// RFC 3339, milliseconds, UTC: when the backup started.
+    pub created: String,
+    pub harness: String,
+    pub home: String,
+    pub host: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<Digest>,
+    /// The content manifest (the bundle's image manifest) this snapshot holds.
+    pub content: Digest,
+    /// Sessions held, gone ones included.
+    pub sessions: u64,
+    /// Sessions held that are gone from the source.
+    pub gone: u64,
+}
+
+impl SnapshotInfo {
+    /// The first 8 hex digits of the digest, as `asp snapshots` shows it.
+    pub fn short_id(&self) -> String {
+        self.digest.hex()[..8].to_owned()
+    }
+
+    pub fn annotations(&self) -> BTreeMap<String, String> {
+        let mut a = BTreeMap::from([
+            (CREATED_ANNOTATION.to_owned(), self.created.clone()),
+            (HARNESS_ANNOTATION.to_owned(), self.harness.clone()),
+            (HOME_ANNOTATION.to_owned(), self.home.clone()),
+            (HOST_ANNOTATION.to_owned(), self.host.clone()),
+            (CONTENT_ANNOTATION.to_owned(), self.content.to_string()),
+            (SESSIONS_ANNOTATION.to_owned(), self.sessions.to_string()),
+            (GONE_ANNOTATION.to_owned(), self.gone.to_string()),
+        ]);
+        if let Some(p) = self.parent {
+            a.insert(PARENT_ANNOTATION.to_owned(), p.to_string());
+        }
+        a
+    }
+
+    /// Reads the annotations of a snapshot's index descriptor.
+    pub fn from_descriptor(d: &OciDescriptor) -> Result<Self, RepoError> {
+        SnapshotInfo::from_annotations(d.digest, d.size, &d.annotations)
+    }
+
+    fn from_annotations(
+        digest: Digest,
+        size: u64,
+        a: &BTreeMap<String, String>,
+    ) -> Result<Self, RepoError> {
+        let get = |k: &str| {
+            a.get(k).cloned().ok_or_else(|| {
+                RepoError::Integrity(format!("snapshot {digest} has no annotation {k}"))
+            })
+        };
+        let digest_of = |k: &str, v: &str| {
+            v.parse::<Digest>().map_err(|e| {
+                RepoError::Integrity(format!("snapshot {digest}: annotation {k}: {e}"))
+            })
+        };
+        let number = |k: &str| -> Result<u64, RepoError> {
+            get(k)?.parse().map_err(|_| {
+                RepoError::Integrity(format!("snapshot {digest}: annotation {k} is not a number"))
+            })
+        };
+        let created = get(CREATED_ANNOTATION)?;
+        if asp_convert::kit::time::parse(&created).is_none() {
+            return Err(RepoError::Integrity(format!(
+                "snapshot {digest}: {CREATED_ANNOTATION} {created:?} is not an RFC 3339 time"
+            )));
+        }
+        Ok(SnapshotInfo {
+            digest,
+            size,
+            created,
+            harness: get(HARNESS_ANNOTATION)?,
+            home: get(HOME_ANNOTATION)?,
+            host: get(HOST_ANNOTATION)?,
+            parent: a
+                .get(PARENT_ANNOTATION)
+                .map(|p| digest_of(PARENT_ANNOTATION, p))
+                .transpose()?,
+            content: digest_of(CONTENT_ANNOTATION, &get(CONTENT_ANNOTATION)?)?,
+            sessions: number(SESSIONS_ANNOTATION)?,
+            gone: number(GONE_ANNOTATION)?,
+        })
+    }
+
+    /// When the snapshot was made, in ns since the epoch.
+    pub fn created_ns(&self) -> i128 {
+        asp_convert::kit::time::parse(&self.created).unwrap_or(0)
+    }
+}
+
+/// The source records: what the next backup compares to know what changed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sources {
+    pub schema_version: u64,
+    pub media_type: String,
+    /// When the survey began (ns since the epoch): the racy-timestamp rule's reference.
+    pub started_ns: i128,
+    /// One per survey entry, in survey order.
+    pub entries: Vec<SourceEntry>,
+    /// Sessions held that the source no longer has: id → when a backup first found them gone.
+    #[serde(default)]
+    pub gone: BTreeMap<String, String>,
+    /// The harness's own configuration, whole files, restored only into the same harness;
+    /// its bodies are layers of the snapshot manifest, found through `configLayers`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<asp_format::state::Native>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config_layers: BTreeMap<Digest, LayerRef>,
+}
+
+/// One survey entry as it was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceEntry {
+    pub id: String,
+    /// The digest of the facts (besides files) its read depended on.
+    pub facts: Digest,
+    /// The sessions it gave (it and its subagents).
+    pub sessions: Vec<String>,
+    pub files: Vec<FileRecord>,
+}
+
+/// One file a read depended on, as surveyed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileRecord {
+    /// Relative to the home, `/`-separated, when under it; else absolute.
+    pub path: String,
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub inode: u64,
+    pub device: u64,
+}
+
+/// A snapshot read from the repository: its manifests, state, layer table and records.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub info: SnapshotInfo,
+    pub manifest: ImageManifest,
+    /// The content manifest's descriptor and the manifest itself.
+    pub content: Descriptor,
+    pub content_manifest: ContentManifest,
+    pub state: State,
+    pub table: BTreeMap<Digest, LayerRef>,
+    pub sources: Sources,
+}
+
+impl Snapshot {
+    /// Reads and checks a snapshot's documents (not its bodies).
+    pub fn load(repo: &Repository, info: &SnapshotInfo) -> Result<Snapshot, RepoError> {
+        let bad = |m: String| RepoError::Integrity(format!("snapshot {}: {m}", info.digest));
+        let s_bytes = repo.read_blob(
+            &Descriptor {
+                digest: info.digest,
+                size: info.size,
+            },
+            MAX_DOCUMENT,
+        )?;
+        let manifest: ImageManifest = serde_json::from_slice(&s_bytes)
+            .map_err(|e| bad(format!("the snapshot manifest is not valid: {e}")))?;
+        if manifest.artifact_type.as_deref() != Some(SNAPSHOT_ARTIFACT) {
+            return Err(bad(format!("its artifactType is not {SNAPSHOT_ARTIFACT}")));
+        }
+        let subject = manifest
+            .subject
+            .clone()
+            .ok_or_else(|| bad("the snapshot manifest has no subject".to_owned()))?;
+        if subject.digest != info.content {
+            return Err(bad(
+                "its subject is not the content manifest the index names".to_owned(),
+            ));
+        }
+        let Some(sources_layer) = manifest.layers.first() else {
+            return Err(bad("the snapshot manifest has no layer".to_owned()));
+        };
+        let sources: Sources =
+            serde_json::from_slice(&read_document(repo, sources_layer, SOURCES_LAYER)?)
+                .map_err(|e| bad(format!("the source records are not valid: {e}")))?;
+        let content = subject.blob();
+        let m_bytes = repo.read_blob(&content, MAX_DOCUMENT)?;
+        let content_manifest: ContentManifest = serde_json::from_slice(&m_bytes)
+            .map_err(|e| bad(format!("the content manifest is not valid: {e}")))?;
+        if content_manifest.artifact_type != ARTIFACT_TYPE {
+            return Err(bad(format!(
+                "the content manifest's artifactType is not {ARTIFACT_TYPE}"
+            )));
+        }
+        let [state_layer, table_layer, ..] = content_manifest.layers.as_slice() else {
+            return Err(bad(
+                "the content manifest has fewer than two layers".to_owned()
+            ));
+        };
+        let as_registry = |d: &asp_format::bundle::oci::OciDescriptor| {
+            OciDescriptor::new(d.media_type.clone(), d.descriptor())
+        };
+        let state_manifest: Manifest = serde_json::from_slice(&read_document(
+            repo,
+            &as_registry(state_layer),
+            STATE_LAYER,
+        )?)
+        .map_err(|e| bad(format!("the state manifest is not valid: {e}")))?;
+        if state_manifest.schema_version != 1 {
+            return Err(bad(format!(
+                "state manifest schemaVersion {} is not 1",
+                state_manifest.schema_version
+            )));
+        }
+        let table: LayerTable = serde_json::from_slice(&read_document(
+            repo,
+            &as_registry(table_layer),
+            TABLE_LAYER,
+        )?)
+        .map_err(|e| bad(format!("the layer table is not valid: {e}")))?;
+        Ok(Snapshot {
+            info: info.clone(),
+            manifest,
+            content,
+            content_manifest,
+            state: state_manifest.state,
+            table: table.blobs,
+            sources,
+        })
+    }
+
+    /// The session ids the source no longer has.
+    pub fn is_gone(&self, id: &str) -> bool {
+        self.sources.gone.contains_key(id)
+    }
+}
+
+/// A document layer's bytes: as stored, or one zstd frame, by its media type (`base` or
+/// `base+zstd`).
+pub fn read_document(
+    repo: &Repository,
+    d: &OciDescriptor,
+    base: &str,
+) -> Result<Vec<u8>, RepoError> {
+    let encoding = if d.media_type == base {
+        Encoding::Identity
+    } else if d.media_type == Encoding::Zstd.media_type(base) {
+        Encoding::Zstd
+    } else {
+        return Err(RepoError::Integrity(format!(
+            "layer {} has media type {}, not {base}",
+            d.digest, d.media_type
+        )));
+    };
+    if d.size > MAX_DOCUMENT {
+        return Err(RepoError::Integrity(format!(
+            "layer {} has {} bytes, over the limit of {MAX_DOCUMENT}",
+            d.digest, d.size
+        )));
+    }
+    let raw = repo.open_raw(&d.blob())?;
+    let mut out = Vec::new();
+    decode_layer(raw, encoding, None, 1 << MAX_WINDOW_LOG)
+        .and_then(|r| r.take(MAX_DOCUMENT + 1).read_to_end(&mut out))
+        .map_err(|e| RepoError::Integrity(format!("layer {}: {e}", d.digest)))?;
+    if out.len() as u64 > MAX_DOCUMENT {
+        return Err(RepoError::Integrity(format!(
+            "layer {} expands beyond {MAX_DOCUMENT} bytes",
+            d.digest
+        )));
+    }
+    Ok(out)
+}

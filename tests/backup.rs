@@ -1,0 +1,731 @@
+//! `asp backup` and its repository (issue 13): full and incremental backups, the racy-timestamp
+//! rule, sessions gone from the source, restores byte for byte, `asp check`, concurrent
+//! backups, and backups killed at random points.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use crate::support::*;
+
+const A: &str = "71958462-4bb8-46b6-a36a-1becf56c22dc";
+const C: &str = "8406e3f1-f626-479d-a2f4-e83bc7ff1d18";
+const SHOP: &str = ".claude/projects/-home-dev-shop";
+const GATEWAY: &str = ".claude/projects/-home-dev-api-gateway";
+
+/// A copy of the Claude Code sample home whose files were last changed an hour ago (outside
+/// the racy-timestamp window of any backup the test makes).
+fn home_in(dir: &Path) -> PathBuf {
+    let home = dir.join("home");
+    copy_tree(&samples().join("claude-code"), &home);
+    age(&home, Duration::from_secs(3600));
+    home
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for f in files_under(from) {
+        let rel = f.strip_prefix(from).unwrap();
+        let dest = to.join(rel);
+        fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        fs::copy(&f, &dest).unwrap();
+    }
+}
+
+/// Sets every file's mtime under `dir` to `ago` before now.
+fn age(dir: &Path, ago: Duration) {
+    let t = SystemTime::now() - ago;
+    for f in files_under(dir) {
+        fs::File::options()
+            .write(true)
+            .open(&f)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+}
+
+fn set_mtime(file: &Path, ago: Duration) {
+    fs::File::options()
+        .write(true)
+        .open(file)
+        .unwrap()
+        .set_modified(SystemTime::now() - ago)
+        .unwrap();
+}
+
+fn backup(home: &Path, repo: &Path) -> Value {
+    let out = asp()
+        .args(["backup", "--from", "claude-code", "--json", "-q", "--home"])
+        .arg(home)
+        .arg("--repo")
+        .arg(repo)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "backup failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v[0].clone()
+}
+
+fn check(repo: &Path, read_data: bool) {
+    let mut cmd = asp();
+    cmd.args(["check", "-q", "--repo"]).arg(repo);
+    if read_data {
+        cmd.arg("--read-data");
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "check failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn blob_count(repo: &Path) -> usize {
+    fs::read_dir(repo.join("blobs/sha256")).unwrap().count()
+}
+
+fn counts(o: &Value) -> [u64; 4] {
+    ["new", "changed", "unchanged", "gone"].map(|k| o[k].as_u64().unwrap())
+}
+
+fn restore(repo: &Path, to: &Path, args: &[&str]) {
+    asp()
+        .args(["restore", "-q", "--to", "claude-code", "--home"])
+        .arg(to)
+        .arg("--repo")
+        .arg(repo)
+        .args(args)
+        .assert()
+        .success();
+}
+
+fn projects(home: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    files_in(&home.join(".claude/projects"))
+        .into_iter()
+        .filter(|(p, _)| p.ends_with(".jsonl") || p.ends_with(".meta.json"))
+        .collect()
+}
+
+#[test]
+fn a_full_backup_is_the_bundle_asp_pack_makes_and_restores_byte_for_byte() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    let o = backup(&home, &repo);
+    assert_eq!(counts(&o), [4, 0, 0, 0], "{o}");
+    let snap = &o["snapshot"];
+    let out = asp_pack()
+        .args(["--from", "claude-code", "--json", "-q", "--home"])
+        .arg(&home)
+        .arg("-o")
+        .arg(t.path().join("b.aspstate"))
+        .output()
+        .unwrap();
+    let packed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        snap["content"], packed["digest"],
+        "the snapshot's content manifest is the bundle's image manifest"
+    );
+    check(&repo, true);
+
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    restore(&repo, &fresh, &[]);
+    assert_eq!(projects(&fresh), projects(&home));
+    // Restoring again changes nothing (never clobbers).
+    restore(&repo, &fresh, &[]);
+    assert_eq!(projects(&fresh), projects(&home));
+
+    let listed = asp()
+        .args(["snapshots", "--json", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed[0]["harness"], "claude-code");
+    assert_eq!(listed[0]["sessions"], 5);
+}
+
+#[test]
+fn nothing_changed_adds_no_blob_and_no_snapshot() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let blobs = blob_count(&repo);
+    let index = fs::read(repo.join("index.json")).unwrap();
+    let out = asp()
+        .args(["backup", "--from", "claude-code", "-q", "--home"])
+        .arg(&home)
+        .arg("--repo")
+        .arg(&repo)
+        .assert()
+        .code(0);
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("nothing changed"), "{text}");
+    assert!(out.get_output().stderr.is_empty(), "quiet");
+    assert_eq!(blob_count(&repo), blobs);
+    assert_eq!(fs::read(repo.join("index.json")).unwrap(), index);
+}
+
+#[test]
+fn an_appended_turn_reads_only_that_session() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    let first = backup(&home, &repo);
+    let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
+    let mut text = fs::read_to_string(&file).unwrap();
+    let last = text.lines().last().unwrap().to_owned();
+    // One more record like the last one, under a new uuid.
+    let uuid_at = last.find("\"uuid\":\"").unwrap() + 8;
+    let mut again = last.clone();
+    again.replace_range(
+        uuid_at..uuid_at + 36,
+        "00000000-0000-4000-8000-000000000001",
+    );
+    text.push_str(&again);
+    text.push('\n');
+    fs::write(&file, &text).unwrap();
+    set_mtime(&file, Duration::from_secs(3500));
+
+    let o = backup(&home, &repo);
+    assert_eq!(counts(&o), [0, 1, 3, 0], "{o}");
+    assert_eq!(o["parent"], first["snapshot"]["digest"]);
+    check(&repo, true);
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    restore(&repo, &fresh, &["--session", C]);
+    assert_eq!(
+        fs::read(fresh.join(GATEWAY).join(format!("{C}.jsonl"))).unwrap(),
+        text.as_bytes()
+    );
+    // The first snapshot still gives the session as it was.
+    let older = t.path().join("older");
+    fs::create_dir_all(&older).unwrap();
+    let id = first["snapshot"]["digest"].as_str().unwrap()[7..19].to_owned();
+    restore(&repo, &older, &["--session", C, "--snapshot", &id]);
+    assert_eq!(
+        fs::read(older.join(GATEWAY).join(format!("{C}.jsonl"))).unwrap(),
+        fs::read(
+            samples()
+                .join("claude-code")
+                .join(GATEWAY)
+                .join(format!("{C}.jsonl"))
+        )
+        .unwrap()
+    );
+}
+
+#[test]
+fn a_file_changed_within_the_mtime_granularity_is_read_again() {
+    let t = tmp();
+    let home = t.path().join("home");
+    copy_tree(&samples().join("claude-code"), &home);
+    // Written just before the backup starts: within the racy window.
+    let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
+    let stamp = fs::metadata(&file).unwrap().modified().unwrap();
+    backup(&home, &repo_of(&t));
+    // Same size, same inode, same mtime, other bytes.
+    let mut bytes = fs::read(&file).unwrap();
+    let at = bytes.windows(5).position(|w| w == b"build").unwrap();
+    bytes[at..at + 5].copy_from_slice(b"BUILD");
+    fs::write(&file, &bytes).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(stamp)
+        .unwrap();
+    let o = backup(&home, &repo_of(&t));
+    assert!(o["snapshot"].is_object(), "the change was seen: {o}");
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    restore(&repo_of(&t), &fresh, &["--session", C]);
+    assert_eq!(
+        fs::read(fresh.join(GATEWAY).join(format!("{C}.jsonl"))).unwrap(),
+        bytes
+    );
+}
+
+fn repo_of(t: &tempfile::TempDir) -> PathBuf {
+    t.path().join("repo")
+}
+
+#[test]
+fn a_session_the_harness_deleted_is_kept_and_comes_back() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let original = fs::read(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap();
+    fs::remove_file(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap();
+    let o = backup(&home, &repo);
+    assert_eq!(counts(&o), [0, 0, 3, 1], "{o}");
+    // Still gone: carried again, and nothing else changed.
+    let again = backup(&home, &repo);
+    assert!(again["snapshot"].is_null(), "{again}");
+
+    let listed = asp()
+        .args(["sessions", "--json", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let rows = listed.as_array().unwrap();
+    assert_eq!(rows.len(), 5);
+    let a = rows.iter().find(|r| r["id"] == A).unwrap();
+    assert_eq!(a["goneFromSource"], true);
+    assert_eq!(
+        rows.iter().filter(|r| r["goneFromSource"] == true).count(),
+        1
+    );
+
+    restore(&repo, &home, &["--session", A]);
+    assert_eq!(
+        fs::read(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap(),
+        original
+    );
+    // Back in the source: no longer gone.
+    set_mtime(
+        &home.join(SHOP).join(format!("{A}.jsonl")),
+        Duration::from_secs(3000),
+    );
+    let back = backup(&home, &repo);
+    assert_eq!(back["gone"], 0, "{back}");
+    check(&repo, false);
+}
+
+#[test]
+fn sessions_lists_a_live_store_without_a_repository() {
+    let t = tmp();
+    let out = asp()
+        .args(["sessions", "--json", "--from", "claude-code", "--home"])
+        .arg(samples().join("claude-code"))
+        .arg("--repo")
+        .arg(t.path().join("none"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 5);
+    assert!(rows[0]["snapshot"].is_null());
+}
+
+#[test]
+fn check_finds_a_damaged_layer_and_a_missing_one() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    check(&repo, true);
+    // The largest blob is a transcript's layer.
+    let mut blobs = files_under(&repo.join("blobs/sha256"));
+    blobs.sort_by_key(|p| fs::metadata(p).unwrap().len());
+    let big = blobs.last().unwrap().clone();
+    let mut bytes = fs::read(&big).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    fs::write(&big, &bytes).unwrap();
+    check(&repo, false);
+    asp()
+        .args(["check", "-q", "--read-data", "--repo"])
+        .arg(&repo)
+        .assert()
+        .code(4);
+    fs::remove_file(&big).unwrap();
+    asp()
+        .args(["check", "-q", "--repo"])
+        .arg(&repo)
+        .assert()
+        .code(4);
+}
+
+/// A home with `n` more copies of session A under new ids: enough work for a backup to be
+/// killed in the middle of.
+fn big_home(dir: &Path, n: usize) -> PathBuf {
+    let home = home_in(dir);
+    let text = fs::read_to_string(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap();
+    for i in 0..n {
+        let id = format!("{:08x}-0000-4000-8000-{:012x}", i + 1, i + 1);
+        let copy = text
+            .replace(A, &id)
+            .replace("coupon", &format!("coupon {i}"));
+        fs::write(home.join(SHOP).join(format!("{id}.jsonl")), copy).unwrap();
+    }
+    age(&home, Duration::from_secs(3600));
+    home
+}
+
+#[test]
+fn a_backup_killed_at_any_point_leaves_a_repository_that_checks_and_restores() {
+    let t = tmp();
+    let home = big_home(t.path(), 120);
+    let repo = t.path().join("repo");
+    let first = backup(&home, &repo);
+    let first_id = first["snapshot"]["digest"].as_str().unwrap()[7..19].to_owned();
+    // Change every session, so the next backup has everything to write.
+    for f in files_under(&home.join(SHOP)) {
+        if f.extension().is_some_and(|e| e == "jsonl") {
+            let mut b = fs::read(&f).unwrap();
+            b.extend_from_slice(&b.clone()[..b.iter().position(|c| *c == b'\n').unwrap() + 1]);
+            fs::write(&f, b).unwrap();
+        }
+    }
+    age(&home, Duration::from_secs(3000));
+    let started = std::time::Instant::now();
+    let whole = backup(&home, &repo.join("../probe"));
+    let full = started.elapsed();
+    assert!(whole["snapshot"].is_object());
+    let bin = assert_cmd::cargo::cargo_bin!("asp");
+    // Kill points spread over the whole run, and a few right at the start.
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for k in 0..8u32 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let at = if k < 2 {
+            Duration::from_millis(u64::from(k) * 3)
+        } else {
+            full.mul_f64((seed % 1000) as f64 / 1000.0)
+        };
+        let mut child = std::process::Command::new(bin)
+            .args(["backup", "--from", "claude-code", "-q", "--home"])
+            .arg(&home)
+            .arg("--repo")
+            .arg(&repo)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(at);
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        check(&repo, false);
+        let fresh = t.path().join(format!("fresh{k}"));
+        fs::create_dir_all(&fresh).unwrap();
+        restore(&repo, &fresh, &["--snapshot", &first_id, "--session", A]);
+        assert_eq!(
+            fs::read(fresh.join(SHOP).join(format!("{A}.jsonl"))).unwrap(),
+            fs::read(
+                samples()
+                    .join("claude-code")
+                    .join(SHOP)
+                    .join(format!("{A}.jsonl"))
+            )
+            .unwrap()
+        );
+    }
+    // A backup after the kills completes, and everything checks.
+    let last = backup(&home, &repo);
+    assert!(
+        last["snapshot"].is_object() || last["snapshot"].is_null(),
+        "{last}"
+    );
+    check(&repo, true);
+}
+
+#[test]
+fn two_backups_at_once_both_succeed() {
+    let t = tmp();
+    let home = big_home(t.path(), 30);
+    let repo = t.path().join("repo");
+    let run = || {
+        let home = home.clone();
+        let repo = repo.clone();
+        std::thread::spawn(move || backup(&home, &repo))
+    };
+    let (a, b) = (run(), run());
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    assert!(a["snapshot"].is_object() || b["snapshot"].is_object());
+    check(&repo, true);
+}
+
+#[test]
+fn forget_and_prune_free_space_and_keep_every_session() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let original = fs::read(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap();
+    fs::remove_file(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap();
+    let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
+    let mut text = fs::read(&file).unwrap();
+    text.extend_from_slice(&text.clone()[..text.iter().position(|c| *c == b'\n').unwrap() + 1]);
+    fs::write(&file, &text).unwrap();
+    set_mtime(&file, Duration::from_secs(3000));
+    backup(&home, &repo);
+    let blobs = blob_count(&repo);
+
+    asp()
+        .args(["forget", "--keep-last", "1", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    let out = asp()
+        .args(["prune", "--json", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let pruned: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(pruned["removedBlobs"].as_u64().unwrap() > 0, "{pruned}");
+    assert!(blob_count(&repo) < blobs);
+    check(&repo, true);
+    // The gone session survived the policy: it is in the newest snapshot.
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    restore(&repo, &fresh, &["--session", A]);
+    assert_eq!(
+        fs::read(fresh.join(SHOP).join(format!("{A}.jsonl"))).unwrap(),
+        original
+    );
+
+    // Only naming it lets it go.
+    asp()
+        .args(["forget", "--gone-before", "2999-01-01", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    asp()
+        .args(["forget", "--keep-last", "1", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    asp()
+        .args(["prune", "-q", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    check(&repo, true);
+    let listed = asp()
+        .args(["sessions", "--json", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 4);
+    assert!(listed.as_array().unwrap().iter().all(|r| r["id"] != A));
+}
+
+#[test]
+fn prune_while_a_backup_runs_removes_nothing_it_needs() {
+    let t = tmp();
+    let home = big_home(t.path(), 60);
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    for f in files_under(&home.join(SHOP)) {
+        if f.extension().is_some_and(|e| e == "jsonl") {
+            let mut b = fs::read(&f).unwrap();
+            b.extend_from_slice(&b.clone()[..b.iter().position(|c| *c == b'\n').unwrap() + 1]);
+            fs::write(&f, b).unwrap();
+        }
+    }
+    age(&home, Duration::from_secs(3000));
+    let running = {
+        let (home, repo) = (home.clone(), repo.clone());
+        std::thread::spawn(move || backup(&home, &repo))
+    };
+    for _ in 0..5 {
+        asp()
+            .args(["prune", "-q", "--repo"])
+            .arg(&repo)
+            .assert()
+            .success();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = running.join().unwrap();
+    assert!(o["snapshot"].is_object(), "{o}");
+    asp()
+        .args(["prune", "-q", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    check(&repo, true);
+}
+
+fn pack_home_to(home: &Path, out: &Path) -> Vec<u8> {
+    asp_pack()
+        .args(["--from", "claude-code", "-q", "--home"])
+        .arg(home)
+        .arg("-o")
+        .arg(out)
+        .assert()
+        .code(predicates::ord::eq(0).or(predicates::ord::eq(3)));
+    fs::read(out).unwrap()
+}
+
+fn pack_repo_to(repo: &Path, out: &Path, snapshot: &str) -> Vec<u8> {
+    asp()
+        .args([
+            "pack",
+            "--from-repo",
+            "-q",
+            "--snapshot",
+            snapshot,
+            "--repo",
+        ])
+        .arg(repo)
+        .arg("-o")
+        .arg(out)
+        .assert()
+        .success();
+    fs::read(out).unwrap()
+}
+
+use predicates::prelude::PredicateBooleanExt;
+
+#[test]
+fn pack_from_repo_gives_the_bundle_asp_pack_makes_byte_for_byte() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let packed = pack_home_to(&home, &t.path().join("a.aspstate"));
+    assert!(packed == pack_repo_to(&repo, &t.path().join("b.aspstate"), "latest"));
+    // After an incremental backup that reused three sessions' layers too.
+    let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
+    let mut text = fs::read(&file).unwrap();
+    text.extend_from_slice(&text.clone()[..text.iter().position(|c| *c == b'\n').unwrap() + 1]);
+    fs::write(&file, &text).unwrap();
+    set_mtime(&file, Duration::from_secs(3000));
+    let o = backup(&home, &repo);
+    assert_eq!(counts(&o)[2], 3, "{o}");
+    let packed = pack_home_to(&home, &t.path().join("c.aspstate"));
+    assert!(packed == pack_repo_to(&repo, &t.path().join("d.aspstate"), "latest"));
+}
+
+#[test]
+fn a_bundle_becomes_a_snapshot() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let bundle = t.path().join("a.aspstate");
+    let packed = pack_home_to(&home, &bundle);
+    let repo = t.path().join("repo");
+    let add = || {
+        let out = asp()
+            .args(["backup", "--json", "-q", "--from-bundle"])
+            .arg(&bundle)
+            .arg("--repo")
+            .arg(&repo)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()[0].clone()
+    };
+    let o = add();
+    assert_eq!(o["harness"], "claude-code");
+    assert!(
+        add()["snapshot"].is_null(),
+        "the same bundle again is nothing changed"
+    );
+    check(&repo, true);
+    assert!(packed == pack_repo_to(&repo, &t.path().join("b.aspstate"), "latest"));
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    restore(&repo, &fresh, &[]);
+    assert_eq!(projects(&fresh), projects(&home));
+}
+
+#[test]
+fn the_harness_configuration_comes_back_into_the_same_harness_only() {
+    let t = tmp();
+    let home = home_in(t.path());
+    fs::write(
+        home.join(".claude/.credentials.json"),
+        b"{\"token\":\"secret\"}",
+    )
+    .unwrap();
+    fs::create_dir_all(home.join(".claude/agents")).unwrap();
+    fs::write(home.join(".claude/agents/reviewer.md"), b"# reviewer\n").unwrap();
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    check(&repo, true);
+
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    restore(&repo, &fresh, &[]);
+    for f in [
+        ".claude/settings.json",
+        ".claude/rules/security.md",
+        ".claude/agents/reviewer.md",
+    ] {
+        assert_eq!(
+            fs::read(fresh.join(f)).unwrap(),
+            fs::read(home.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    assert!(!fresh.join(".claude/.credentials.json").exists());
+    // Changing it makes a snapshot; a restore keeps the user's different file.
+    fs::write(home.join(".claude/agents/reviewer.md"), b"# reviewer v2\n").unwrap();
+    set_mtime(
+        &home.join(".claude/agents/reviewer.md"),
+        Duration::from_secs(3000),
+    );
+    assert!(backup(&home, &repo)["snapshot"].is_object());
+    restore(&repo, &fresh, &[]);
+    assert_eq!(
+        fs::read(fresh.join(".claude/agents/reviewer.md")).unwrap(),
+        b"# reviewer\n"
+    );
+    // Another harness takes only the portable kinds.
+    let codex = t.path().join("codex");
+    fs::create_dir_all(codex.join(".codex")).unwrap();
+    asp()
+        .args(["restore", "-q", "--to", "codex", "--snapshot"])
+        .arg(asp_snapshots_latest(&repo))
+        .arg("--home")
+        .arg(&codex)
+        .arg("--repo")
+        .arg(&repo)
+        .assert()
+        .code(predicates::ord::eq(0).or(predicates::ord::eq(3)));
+    assert!(!codex.join(".claude").exists());
+}
+
+fn asp_snapshots_latest(repo: &Path) -> String {
+    let out = asp()
+        .args(["snapshots", "--json", "--repo"])
+        .arg(repo)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v.as_array().unwrap().last().unwrap()["digest"]
+        .as_str()
+        .unwrap()[7..19]
+        .to_owned()
+}
+
+#[test]
+fn from_all_takes_only_the_harnesses_whose_store_is_there() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    let out = asp()
+        .args(["backup", "--from", "all", "--json", "-q", "--home"])
+        .arg(&home)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let harnesses: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["harness"].as_str().unwrap())
+        .collect();
+    assert_eq!(harnesses, ["claude-code"]);
+}
