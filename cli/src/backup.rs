@@ -122,7 +122,7 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
             for d in diagnostics.items() {
                 bar.println(format!("warning: {d}"));
             }
-            incomplete |= result.is_ok() && diagnostics.any_skipped();
+            incomplete |= result.is_ok() && diagnostics.any_lost();
         }
         match result {
             Ok(o) if o.absent => continue,

@@ -15,7 +15,7 @@ use asp_repo::blobs::SnapshotBlobs;
 use asp_repo::{Repository, Snapshot, SnapshotInfo};
 use clap::Parser;
 
-use crate::args::{Common, RepoArg, parse_harness, parse_kinds};
+use crate::args::{Common, RepoArg, Strict, parse_harness, parse_kinds};
 use crate::bail_usage;
 use crate::exit::{Context, EXIT_CODES_HELP, Exit, Failure, Result};
 use crate::progress::Bar;
@@ -67,6 +67,9 @@ pub struct RestoreArgs {
 
     #[command(flatten)]
     pub repo: RepoArg,
+
+    #[command(flatten)]
+    pub strict: Strict,
 
     #[command(flatten)]
     pub common: Common,
@@ -166,20 +169,30 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
         .with_context(|| format!("cannot write into {}", store.describe_location()))?;
     bar.clear();
     let answer = written.answer;
-    for d in diagnostics.items() {
-        bar.println(format!("warning: {d}"));
+    let resume = written.resume;
+    let items = diagnostics.items();
+    for d in &items {
+        bar.println(format!("{}: {d}", crate::human::severity(d.severity)));
     }
     for n in &answer.not_taken {
-        bar.println(format!("not taken: {}: {}", n.kind, n.reason));
+        let what = if n.lost { "lost" } else { "not taken" };
+        bar.println(format!("{what}: {}: {}", n.kind, n.reason));
     }
+    let lost = answer.any_lost() || items.iter().any(|d| d.severity.is_loss());
+    let not_taken = !answer.not_taken.is_empty()
+        || items
+            .iter()
+            .any(|d| d.severity.is_not_carried() && !d.severity.is_loss());
     for line in &config_lines {
         bar.println(line);
     }
     if args.common.json {
-        crate::outln!(
-            "{}",
-            serde_json::to_string(&answer).expect("an answer serialises")
-        );
+        // The protocol's answer, with how to resume each session under `_meta.asp.resume`.
+        let mut out = serde_json::to_value(&answer).expect("an answer serialises");
+        if !resume.is_empty() {
+            out["_meta"] = serde_json::json!({"asp": {"resume": resume}});
+        }
+        crate::outln!("{out}");
     } else {
         let verb = if args.dry_run {
             "would restore"
@@ -204,12 +217,12 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
         for (old, new) in answer.sessions.iter().filter(|(o, n)| o != n) {
             crate::outln!("  session {old} → {new}");
         }
+        if !resume.is_empty() {
+            crate::outln!("to continue:");
+            for cmd in resume.values() {
+                crate::outln!("  {cmd}");
+            }
+        }
     }
-    Ok(
-        if answer.not_taken.is_empty() && !diagnostics.any_skipped() {
-            Exit::Ok
-        } else {
-            Exit::Incomplete
-        },
-    )
+    Ok(crate::exit::carried(lost, not_taken, args.strict.strict))
 }

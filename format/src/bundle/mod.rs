@@ -23,6 +23,5 @@ pub use read::{Bundle, Limits, Problem, ReadError, VerifyReport, decode_layer, v
 pub use write::{Compression, WriteError, WriteOptions, Written, write_file, write_to};
 pub use write2::{
     Documents, ImageZip, LAYOUT2_VERSION, LayerSource, Options2, ZipMethod, write_image_zip,
-    write_layers_file,
-    write_layers_to,
+    write_layers_file, write_layers_to,
 };

@@ -24,8 +24,8 @@ use crate::bundle::layout::{LAYOUT_ENTRY, Layout, Manifest, blob_entry_name};
 use crate::bundle::oci::{
     ARTIFACT_TYPE, CREATED_ANNOTATION, DICTIONARY_ANNOTATION, EMPTY_BYTES, Encoding, FILE_LAYER,
     HARNESS_ANNOTATION, IMAGE_MANIFEST_MEDIA_TYPE, INDEX_ENTRY, INDEX_MEDIA_TYPE, ImageIndex,
-    ImageManifest, LayerRef, LayerTable, NATIVE_LAYER, OCI_LAYOUT_BYTES, OCI_LAYOUT_ENTRY, OciDescriptor,
-    SESSIONS_ANNOTATION, STATE_LAYER, TABLE_LAYER, UPDATES_LAYER, pretty,
+    ImageManifest, LayerRef, LayerTable, NATIVE_LAYER, OCI_LAYOUT_BYTES, OCI_LAYOUT_ENTRY,
+    OciDescriptor, SESSIONS_ANNOTATION, STATE_LAYER, TABLE_LAYER, UPDATES_LAYER, pretty,
 };
 use crate::bundle::write::{WriteError, Written};
 use crate::digest::{Descriptor, Digest};
