@@ -28,6 +28,8 @@ pub mod claude_code;
 pub mod codex;
 #[cfg(feature = "gemini")]
 pub mod gemini;
+#[cfg(feature = "opencode")]
+pub mod opencode;
 #[cfg(feature = "pi")]
 pub mod pi;
 #[cfg(feature = "qwen")]
