@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::*;
 use crate::harness::{Home, ReadOptions};
 use crate::kit::report::Diagnostics;
+use asp_format::answer::ImportAnswer;
 
 fn sample() -> Home {
     Home::at(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/opencode"))
@@ -134,4 +135,179 @@ fn the_sample_reads_as_expected_md_says() {
     );
     let s4 = by["ses_dcbe25720ffePQA8vq5bct6Xvh"].meta.as_ref().unwrap();
     assert_eq!(s4["opencode"]["revertedMessages"], 3);
+}
+
+/// A home whose database is the sample's schema with no session (as a fresh OpenCode makes
+/// it, with every migration recorded).
+fn empty_home() -> (tempfile::TempDir, Home) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join(layout::DEFAULT_DB);
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    std::fs::copy(sample().join(layout::DEFAULT_DB), &db).unwrap();
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch(
+        "PRAGMA foreign_keys = ON; DELETE FROM event; DELETE FROM event_sequence; \
+         DELETE FROM todo; DELETE FROM part; DELETE FROM message; DELETE FROM session; \
+         DELETE FROM project_directory; DELETE FROM project;",
+    )
+    .unwrap();
+    drop(c);
+    let home = Home::at(dir.path());
+    (dir, home)
+}
+
+fn write(home: &Home, sessions: &[Session], blobs: &MemoryStore, dry_run: bool) -> ImportAnswer {
+    let state = State {
+        sessions: Some(sessions.to_vec()),
+        ..State::default()
+    };
+    let writer = crate::kit::fsops::Writer::new(dry_run);
+    let d = Diagnostics::new();
+    OpenCode
+        .write(&WriteContext {
+            home,
+            state: &state,
+            blobs,
+            writer: &writer,
+            diagnostics: &d,
+            progress: &Quiet,
+            options: &crate::harness::WriteOptions::default(),
+        })
+        .unwrap()
+}
+
+fn documents(sessions: &[Session], blobs: &MemoryStore) -> BTreeMap<String, Vec<u8>> {
+    sessions
+        .iter()
+        .flat_map(|s| s.native.iter().flat_map(|n| &n.files))
+        .map(|f| {
+            (
+                f.path.as_str().to_owned(),
+                blobs.read_all(&f.content).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_restore_is_row_exact_and_a_second_one_changes_nothing() {
+    let (sessions, blobs, _) = read_all(&sample());
+    let (_dir, home) = empty_home();
+    let dry = write(&home, &sessions, &blobs, true);
+    let (none, _, _) = read_all(&home);
+    assert!(none.is_empty(), "the dry run wrote");
+    let first = write(&home, &sessions, &blobs, false);
+    assert_eq!(dry, first);
+    assert!(first.not_taken.is_empty(), "{first:?}");
+    for s in &sessions {
+        assert_eq!(first.sessions[s.id.as_str()], s.id.as_str());
+    }
+    let (back, back_blobs, d) = read_all(&home);
+    assert!(d.is_empty(), "{:?}", d.items());
+    assert_eq!(documents(&back, &back_blobs), documents(&sessions, &blobs));
+    let second = write(&home, &sessions, &blobs, false);
+    assert_eq!(first.sessions, second.sessions);
+    let (again, again_blobs, _) = read_all(&home);
+    assert_eq!(
+        documents(&again, &again_blobs),
+        documents(&sessions, &blobs)
+    );
+}
+
+#[test]
+fn a_diverged_session_is_kept_beside_and_found_again() {
+    let (sessions, blobs, _) = read_all(&sample());
+    let (_dir, home) = empty_home();
+    write(&home, &sessions, &blobs, false);
+    let id = "ses_dcbe208e2ffeMHTQ6GSyj1unVK";
+    let db = home.join(layout::DEFAULT_DB);
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute(
+        "UPDATE session SET title = 'changed there' WHERE id = ?1",
+        [id],
+    )
+    .unwrap();
+    drop(c);
+    let answer = write(&home, &sessions, &blobs, false);
+    let copy = &answer.sessions[id];
+    assert_ne!(copy, id);
+    assert!(copy.starts_with("ses_"));
+    let (back, back_blobs, d) = read_all(&home);
+    assert!(d.is_empty(), "{:?}", d.items());
+    let kept = back.iter().find(|s| s.id.as_str() == copy).unwrap();
+    assert_eq!(kept.title, "Reply to Sam about the invoice ~opencode");
+    assert_eq!(counts(kept, &back_blobs)[0], 1);
+    assert_eq!(counts(kept, &back_blobs)[2], 1);
+    assert_eq!(
+        back.iter().find(|s| s.id.as_str() == id).unwrap().title,
+        "changed there"
+    );
+    let again = write(&home, &sessions, &blobs, false);
+    assert_eq!(&again.sessions[id], copy);
+}
+
+#[test]
+fn a_foreign_session_is_composed_into_rows_opencode_loads() {
+    let (mut sessions, blobs, _) = read_all(&sample());
+    for s in &mut sessions {
+        s.native = None;
+        s.harness = Some(HarnessName::new("pi").unwrap());
+    }
+    let (_dir, home) = empty_home();
+    let answer = write(&home, &sessions, &blobs, false);
+    assert!(answer.not_taken.is_empty(), "{answer:?}");
+    let (back, back_blobs, d) = read_all(&home);
+    assert!(d.is_empty(), "{:?}", d.items());
+    assert_eq!(back.len(), sessions.len());
+    for s in &sessions {
+        let new = back
+            .iter()
+            .find(|b| b.id.as_str() == answer.sessions[s.id.as_str()])
+            .unwrap();
+        assert_eq!(new.title, s.title);
+        assert_eq!(new.cwd, s.cwd);
+        let (a, b) = (counts(s, &blobs), counts(new, &back_blobs));
+        assert_eq!(
+            (a[0], a[2], a[3], a[4]),
+            (b[0], b[2], b[3], b[4]),
+            "{}",
+            s.id
+        );
+    }
+    let again = write(&home, &sessions, &blobs, false);
+    assert_eq!(again.sessions, answer.sessions);
+    let (twice, _, _) = read_all(&home);
+    assert_eq!(twice.len(), sessions.len());
+}
+
+#[test]
+fn no_database_refuses_every_session_and_writes_nothing() {
+    let (sessions, blobs, _) = read_all(&sample());
+    let dir = tempfile::tempdir().unwrap();
+    let answer = write(&Home::at(dir.path()), &sessions, &blobs, false);
+    assert_eq!(answer.not_taken.len(), sessions.len());
+    assert!(answer.not_taken[0].reason.contains("opencode session list"));
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+}
+
+#[test]
+fn a_damaged_part_row_is_named_by_table_and_id() {
+    let (_dir, home) = empty_home();
+    let (sessions, blobs, _) = read_all(&sample());
+    write(&home, &sessions, &blobs, false);
+    let c = rusqlite::Connection::open(home.join(layout::DEFAULT_DB)).unwrap();
+    c.execute(
+        "UPDATE part SET data = '{\"type\":\"text\",\"text\":\"trunc' WHERE id = 'prt_2341d6cfa001QxHcu3cVvdAFkM'",
+        [],
+    )
+    .unwrap();
+    drop(c);
+    let (_, _, d) = read_all(&home);
+    let items = d.items();
+    assert!(
+        items.iter().any(|i| i.severity.is_not_carried()
+            && i.message
+                .contains("part row prt_2341d6cfa001QxHcu3cVvdAFkM")),
+        "{items:?}"
+    );
 }

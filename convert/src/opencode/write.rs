@@ -53,7 +53,11 @@ fn place(ctx: &WriteContext<'_>, layout: &Layout, list: &[Row]) -> rusqlite::Res
             }
             match rows::existing(tx, r)? {
                 None => missing.push(r),
-                Some(there) if there == *r || SHARED.contains(&r.table.as_str()) => {}
+                // Only the columns carried are compared: a composed row leaves the others to
+                // their defaults.
+                Some(there)
+                    if SHARED.contains(&r.table.as_str())
+                        || r.cols.iter().all(|(c, v)| there.get(c) == Some(v)) => {}
                 Some(_) => return Ok(Outcome::Taken),
             }
         }
