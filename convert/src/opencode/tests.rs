@@ -281,13 +281,26 @@ fn a_foreign_session_is_composed_into_rows_opencode_loads() {
 }
 
 #[test]
-fn no_database_refuses_every_session_and_writes_nothing() {
+fn a_home_without_a_database_gets_one_as_opencode_makes_it() {
     let (sessions, blobs, _) = read_all(&sample());
     let dir = tempfile::tempdir().unwrap();
-    let answer = write(&Home::at(dir.path()), &sessions, &blobs, false);
-    assert_eq!(answer.not_taken.len(), sessions.len());
-    assert!(answer.not_taken[0].reason.contains("opencode session list"));
-    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+    let home = Home::at(dir.path());
+    let dry = write(&home, &sessions, &blobs, true);
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "the dry run wrote"
+    );
+    let done = write(&home, &sessions, &blobs, false);
+    assert_eq!(dry, done);
+    assert!(done.not_taken.is_empty(), "{done:?}");
+    let (back, back_blobs, d) = read_all(&home);
+    assert!(d.is_empty(), "{:?}", d.items());
+    assert_eq!(documents(&back, &back_blobs), documents(&sessions, &blobs));
+    let c = rusqlite::Connection::open(home.join(layout::DEFAULT_DB)).unwrap();
+    let n: i64 = c
+        .query_row("SELECT count(*) FROM migration", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 38);
 }
 
 #[test]

@@ -6,8 +6,12 @@
 //! Nothing there is overwritten: when the session's rows are already there the same, it is
 //! already there; when a row under one of its keys differs, the carried session is kept
 //! beside it under new ids derived from `<thread>~<harness>`, titled `<title> ~<harness>`.
-//! The database itself is OpenCode's to make (with its migrations): without one, nothing is
-//! written.
+//! Where there is no database at all (a new machine), it is made as OpenCode 1.18.33 makes an
+//! empty file on its first start: the whole schema and the 38 migrations it records for it
+//! ([`SCHEMA`]), so OpenCode's next start finds every migration done and runs none. An
+//! existing database is never replaced.
+
+use std::path::{Path, PathBuf};
 
 use asp_format::state::Session;
 use asp_format::update::UpdateLines;
@@ -35,6 +39,40 @@ const VERSION: &str = "1.18.33";
 /// since: one already there is used as it is.
 const SHARED: &[&str] = &["project", "project_directory"];
 
+/// Where a table's rows go in a session's transaction: a row after the rows it points to.
+fn table_rank(table: &str) -> usize {
+    const ORDER: &[&str] = &[
+        "project",
+        "project_directory",
+        "session",
+        "message",
+        "part",
+        "todo",
+        "event_sequence",
+        "event",
+    ];
+    ORDER
+        .iter()
+        .position(|t| *t == table)
+        .unwrap_or(ORDER.len())
+}
+
+/// The schema OpenCode 1.18.33 creates in an empty database file, and its migration rows.
+pub const SCHEMA: &str = include_str!("schema.sql");
+
+/// A new database with [`SCHEMA`], as bytes, made in a scratch directory.
+fn fresh_database() -> Result<(tempfile::TempDir, PathBuf, Vec<u8>), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let path = dir.path().join("opencode.db");
+    let conn = rusqlite::Connection::open(&path).map_err(|e| e.to_string())?;
+    conn.execute_batch(SCHEMA).map_err(|e| e.to_string())?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(|e| e.to_string())?;
+    drop(conn);
+    let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
+    Ok((dir, path, bytes))
+}
+
 /// What placing a session's rows came to.
 enum Outcome {
     Written,
@@ -43,8 +81,8 @@ enum Outcome {
     Misfit(String),
 }
 
-fn place(ctx: &WriteContext<'_>, layout: &Layout, list: &[Row]) -> rusqlite::Result<Outcome> {
-    ctx.writer.sqlite(&layout.db, |tx| {
+fn place(ctx: &WriteContext<'_>, db: &Path, list: &[Row]) -> rusqlite::Result<Outcome> {
+    ctx.writer.sqlite(db, |tx| {
         let mut missing = Vec::new();
         for r in list {
             let cols = rows::columns(tx, &r.table)?;
@@ -77,25 +115,39 @@ pub fn write_all(
     list: &[Session],
     tally: &mut Tally<'_>,
 ) -> Result<(), ConvertError> {
+    // A dry run makes its transactions in a scratch copy of the database it would create.
+    let mut scratch = None;
+    let db = if layout.db.is_file() || list.is_empty() {
+        layout.db.clone()
+    } else {
+        let (dir, path, bytes) = fresh_database().map_err(|e| {
+            ConvertError::invalid(&layout.db, format!("cannot make a database: {e}"))
+        })?;
+        ctx.writer.create_new(&layout.db, &bytes, false)?;
+        ctx.diagnostics.note(
+            &layout.db,
+            None,
+            "there was no OpenCode database; it was made as OpenCode 1.18.33 makes one on its first start",
+        );
+        let db = if ctx.writer.is_dry_run() {
+            path
+        } else {
+            layout.db.clone()
+        };
+        scratch = Some(dir);
+        db
+    };
     for s in list {
         ctx.progress.item(s.id.as_str());
-        let placed = if layout.db.is_file() {
-            write_one(layout, ctx, s)?
-        } else {
-            SessionPlaced::refused(format!(
-                "session {}: OpenCode has no database at {} (it makes one, with its migrations, \
-                 the first time it runs: run `opencode session list` once, then import again)",
-                s.id,
-                layout.db.display()
-            ))
-        };
+        let placed = write_one(&db, ctx, s)?;
         tally.session(s.id.as_str(), placed);
     }
+    drop(scratch);
     Ok(())
 }
 
 fn write_one(
-    layout: &Layout,
+    db: &Path,
     ctx: &WriteContext<'_>,
     s: &Session,
 ) -> Result<SessionPlaced, ConvertError> {
@@ -122,6 +174,8 @@ fn write_one(
                         }
                     }
                 }
+                // A state keeps native files sorted by path; rows go in what they point to first.
+                list.sort_by_key(|r| table_rank(&r.table));
                 let Some(sid) = list
                     .iter()
                     .find(|r| r.table == "session")
@@ -154,11 +208,11 @@ fn write_one(
                 (list, sid)
             }
         };
-        match place(ctx, layout, &list) {
+        match place(ctx, db, &list) {
             Ok(Outcome::Written) => {
                 if n > 0 {
                     ctx.diagnostics.note(
-                        &layout.db,
+                        db,
                         None,
                         format!(
                             "a different version of session {id} is already in OpenCode; the \
@@ -186,7 +240,7 @@ fn write_one(
             Err(e) => {
                 return Ok(SessionPlaced::refused(format!(
                     "session {id}: {}: {}; not written",
-                    layout.db.display(),
+                    db.display(),
                     explain(&e)
                 )));
             }
