@@ -324,3 +324,74 @@ fn a_damaged_part_row_is_named_by_table_and_id() {
         "{items:?}"
     );
 }
+
+#[test]
+fn non_utf8_text_in_a_part_is_read_with_u_fffd_and_noted() {
+    let (_dir, home) = empty_home();
+    let (sessions, blobs, _) = read_all(&sample());
+    write(&home, &sessions, &blobs, false);
+    let c = rusqlite::Connection::open(home.join(layout::DEFAULT_DB)).unwrap();
+    c.execute(
+        "UPDATE part SET data = CAST(X'7B2274797065223A2274657874222C2274657874223A226F6BFF227D' AS TEXT) \
+         WHERE id = 'prt_2341d6cfa001QxHcu3cVvdAFkM'",
+        [],
+    )
+    .unwrap();
+    drop(c);
+    let (back, back_blobs, d) = read_all(&home);
+    let items = d.items();
+    assert!(
+        items.iter().any(|i| !i.severity.is_not_carried() && i.message.contains("not UTF-8")),
+        "{items:?}"
+    );
+    let s = back
+        .iter()
+        .find(|s| s.id.as_str() == "ses_dcbe29379ffe7EA91rytPF0rq2")
+        .unwrap();
+    let text = String::from_utf8(back_blobs.read_all(&s.updates).unwrap()).unwrap();
+    assert!(text.contains("ok\u{FFFD}"));
+}
+
+#[test]
+fn a_locked_database_is_named_and_nothing_is_read_half() {
+    let (_dir, home) = empty_home();
+    let (sessions, blobs, _) = read_all(&sample());
+    write(&home, &sessions, &blobs, false);
+    let db = home.join(layout::DEFAULT_DB);
+    // OpenCode's WAL beside the file, and another program holding an exclusive lock.
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch("PRAGMA journal_mode = WAL; PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE;")
+        .unwrap();
+    c.execute("UPDATE session SET title = title", []).unwrap();
+    let d = Diagnostics::new();
+    let survey = OpenCode
+        .survey(&SurveyContext {
+            home: &home,
+            diagnostics: &d,
+        })
+        .unwrap();
+    assert!(survey.sessions.is_empty());
+    let items = d.items();
+    assert!(
+        items.iter().any(|i| i.severity.is_not_carried()
+            && i.file.as_deref() == Some(db.as_path())
+            && i.message.contains("locked")),
+        "{items:?}"
+    );
+    drop(c);
+}
+
+#[test]
+fn a_database_without_a_session_table_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join(layout::DEFAULT_DB);
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("CREATE TABLE other (x);")
+        .unwrap();
+    let home = Home::at(dir.path());
+    let (sessions, _, d) = read_all(&home);
+    assert!(sessions.is_empty());
+    assert!(d.items()[0].message.contains("no session table"), "{:?}", d.items());
+}
