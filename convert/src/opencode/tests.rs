@@ -341,7 +341,9 @@ fn non_utf8_text_in_a_part_is_read_with_u_fffd_and_noted() {
     let (back, back_blobs, d) = read_all(&home);
     let items = d.items();
     assert!(
-        items.iter().any(|i| !i.severity.is_not_carried() && i.message.contains("not UTF-8")),
+        items
+            .iter()
+            .any(|i| !i.severity.is_not_carried() && i.message.contains("not UTF-8")),
         "{items:?}"
     );
     let s = back
@@ -393,5 +395,9 @@ fn a_database_without_a_session_table_is_named() {
     let home = Home::at(dir.path());
     let (sessions, _, d) = read_all(&home);
     assert!(sessions.is_empty());
-    assert!(d.items()[0].message.contains("no session table"), "{:?}", d.items());
+    assert!(
+        d.items()[0].message.contains("no session table"),
+        "{:?}",
+        d.items()
+    );
 }
