@@ -112,6 +112,7 @@ contract! {
     claude_code => "claude-code" if "claude-code";
     codex => "codex" if "codex";
     gemini => "gemini" if "gemini";
+    opencode => "opencode" if "opencode";
     pi => "pi" if "pi";
     qwen => "qwen" if "qwen";
 }
@@ -143,6 +144,8 @@ fn validator(harness: &str) -> Option<Validator> {
         "codex" => Some(crate::codex::validate),
         #[cfg(feature = "gemini")]
         "gemini" => Some(crate::gemini::validate),
+        #[cfg(feature = "opencode")]
+        "opencode" => Some(crate::opencode::validate),
         #[cfg(feature = "pi")]
         "pi" => Some(crate::pi::validate),
         #[cfg(feature = "qwen")]
@@ -205,16 +208,82 @@ fn main_log(state: &State, home: &Path) -> (String, PathBuf) {
         .expect("a sample has a session kept in a JSONL file")
 }
 
+/// The database of a store whose sessions travel as row documents (spec/aspstate.md §8.1:
+/// `<database>/<table>/<key>.row.json`), with the session that has the most rows.
+fn database(state: &State, home: &Path) -> Option<(String, PathBuf)> {
+    state
+        .sessions
+        .iter()
+        .flatten()
+        .filter_map(|s| {
+            let n = s.native.as_ref()?;
+            let row = n
+                .files
+                .iter()
+                .find(|f| f.path.as_str().ends_with(".row.json"))?;
+            let p = row.path.as_str();
+            let db = p.rsplitn(3, '/').nth(2)?.to_owned();
+            Some((n.files.len(), s.id.to_string(), home.join(db)))
+        })
+        .max()
+        .map(|(_, id, db)| (id, db))
+}
+
+/// Changes session `id` in `db` where the harness keeps it (its title), so the carried version
+/// differs from the one there.
+fn diverge_row(db: &Path, id: &str) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let n = c
+        .execute(
+            "UPDATE session SET title = title || ' (changed there)' WHERE id = ?1",
+            [id],
+        )
+        .unwrap();
+    assert_eq!(n, 1, "{id} is in {}", db.display());
+}
+
 // ---------------------------------------------------------------------------------------
 // The rules
 
 fn restore_is_byte_exact(h: &str) {
+    use asp_format::blob::BlobSource;
     let packed = read(h, &sample(h));
     let home = tmp();
     let answer = write(h, home.path(), &packed, false);
     let paths = native_paths(&packed.state);
     assert!(!paths.is_empty(), "{h}: the sample carries native files");
+    let back = read(h, home.path());
+    let rows_back: std::collections::BTreeMap<String, Vec<u8>> = back
+        .state
+        .sessions
+        .iter()
+        .flatten()
+        .flat_map(|s| s.native.iter().flat_map(|n| &n.files))
+        .map(|f| {
+            (
+                f.path.as_str().to_owned(),
+                back.store.read_all(&f.content).unwrap(),
+            )
+        })
+        .collect();
     for p in &paths {
+        if p.ends_with(".row.json") {
+            // A row of a database: the same row, read back from the restored database.
+            let f = packed
+                .state
+                .sessions
+                .iter()
+                .flatten()
+                .flat_map(|s| s.native.iter().flat_map(|n| &n.files))
+                .find(|f| f.path.as_str() == p)
+                .unwrap();
+            let original = packed.store.read_all(&f.content).unwrap();
+            assert!(
+                rows_back.get(p) == Some(&original),
+                "{h}: row {p} is not the same row"
+            );
+            continue;
+        }
         let original = fs::read(sample(h).join(p)).unwrap();
         let restored = fs::read(home.path().join(p))
             .unwrap_or_else(|e| panic!("{h}: {p} was not restored: {e}"));
@@ -231,7 +300,6 @@ fn restore_is_byte_exact(h: &str) {
     // And it reads back as the same sessions, by the same names. (Their streams may differ
     // where the harness keeps what they carry beside the session's files, as Codex keeps old
     // names of a thread in `session_index.jsonl`.)
-    let back = read(h, home.path());
     for s in packed.state.sessions.iter().flatten() {
         assert_eq!(back.session(s.id.as_str()).title, s.title, "{h}: {}", s.id);
     }
@@ -283,6 +351,27 @@ fn a_diverged_thread_is_kept_beside(h: &str) {
     let packed = read(h, &sample(h));
     let home = tmp();
     write(h, home.path(), &packed, false);
+    if let Some((id, db)) = database(&packed.state, home.path()) {
+        diverge_row(&db, &id);
+        let answer = write(h, home.path(), &packed, false);
+        let copy = &answer.sessions[&id];
+        assert_ne!(
+            copy, &id,
+            "{h}: the carried {id} is kept beside the one there"
+        );
+        let back = read(h, home.path());
+        assert!(
+            back.session(&id).title.ends_with(" (changed there)"),
+            "{h}: the one there is kept"
+        );
+        assert!(
+            back.session(copy).title.ends_with(&format!("~{h}")),
+            "{h}: {copy}"
+        );
+        let again = write(h, home.path(), &packed, false);
+        assert_eq!(&again.sessions[&id], copy, "{h}");
+        return;
+    }
     let (id, log) = main_log(&packed.state, home.path());
     let mut changed = fs::read(&log).unwrap();
     let first_line = changed.iter().position(|b| *b == b'\n').unwrap() + 1;
@@ -396,7 +485,9 @@ fn dry_run_is_exact(h: &str) {
             planned, done,
             "{from} into {h}: the dry run said something else"
         );
-        if from == h {
+        if let Some((id, db)) = database(&packed.state, home.path()).filter(|_| from == h) {
+            diverge_row(&db, &id);
+        } else if from == h {
             let (_, log) = main_log(&packed.state, home.path());
             let mut bytes = fs::read(&log).unwrap();
             bytes.splice(
@@ -423,6 +514,29 @@ fn damage_is_named(h: &str) {
     let packed = read(h, &sample(h));
     let home = tmp();
     write(h, home.path(), &packed, false);
+    if let Some((_, db)) = database(&packed.state, home.path()) {
+        // A row whose data was cut short: named by its database, table and id.
+        let c = rusqlite::Connection::open(&db).unwrap();
+        let part: String = c
+            .query_row("SELECT id FROM part ORDER BY id LIMIT 1", [], |r| r.get(0))
+            .unwrap();
+        c.execute(
+            "UPDATE part SET data = '{\"this row\": is not JSON' WHERE id = ?1",
+            [&part],
+        )
+        .unwrap();
+        drop(c);
+        let back = read(h, home.path());
+        assert!(
+            back.diagnostics.iter().any(|d| d.severity.is_not_carried()
+                && d.file.as_deref() == Some(db.as_path())
+                && d.message.contains(&format!("part row {part}"))),
+            "{h}: the damaged row {part} of {} is reported: {:#?}",
+            db.display(),
+            back.diagnostics
+        );
+        return;
+    }
     let (_, log) = main_log(&packed.state, home.path());
     let mut bytes = fs::read(&log).unwrap();
     let lines = bytes.iter().filter(|b| **b == b'\n').count() as u64;
@@ -672,8 +786,11 @@ fn one_session_reads_alone(h: &str) {
             .collect();
         for s in &alone {
             for f in s.native.iter().flat_map(|n| &n.files) {
+                // A row document is its database's (`<database>/<table>/<key>.row.json`).
+                let path = f.path.under(&sample(h));
+                let of_db = path.ancestors().nth(2).is_some_and(|db| own.contains(db));
                 assert!(
-                    own.contains(&f.path.under(&sample(h))),
+                    own.contains(&path) || (f.path.as_str().ends_with(".row.json") && of_db),
                     "{h}: {} is not {}'s",
                     f.path,
                     entry.id
@@ -687,6 +804,10 @@ fn a_growing_file_is_read_as_surveyed(h: &str) {
     let packed = read(h, &sample(h));
     let home = tmp();
     write(h, home.path(), &packed, false);
+    if database(&packed.state, home.path()).is_some() {
+        // A database is not appended to: what it holds is read in one read transaction.
+        return;
+    }
     let store = crate::support::store_of(h, home.path());
     let survey = store
         .survey(&asp_convert::kit::report::Diagnostics::new())

@@ -29,6 +29,13 @@ fn unpack(bundle: &Path, harness: &str, home: &Path, dry: bool) -> Value {
 /// Inserts a line after the first line of the home's first session file, so the carried
 /// version differs (not merely continued: Gemini counts a chat that only grew as the same).
 fn change_a_session(home: &Path, harness: &str) {
+    if harness == "opencode" {
+        // Its sessions are rows of a database: the first session's row changes there.
+        let db = home.join(".local/share/opencode/opencode.db");
+        let c = rusqlite::Connection::open(db).unwrap();
+        c.execute("UPDATE session SET title = title || ' (changed)' WHERE id = (SELECT min(id) FROM session)", []).unwrap();
+        return;
+    }
     let files: Vec<_> = files_under(home)
         .into_iter()
         .filter(|p| {

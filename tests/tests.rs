@@ -27,6 +27,8 @@ mod claude_code;
 mod codex;
 #[cfg(feature = "gemini")]
 mod gemini;
+#[cfg(feature = "opencode")]
+mod opencode;
 #[cfg(feature = "pi")]
 mod pi;
 #[cfg(feature = "qwen")]

@@ -28,6 +28,8 @@ pub mod claude_code;
 pub mod codex;
 #[cfg(feature = "gemini")]
 pub mod gemini;
+#[cfg(feature = "opencode")]
+pub mod opencode;
 #[cfg(feature = "pi")]
 pub mod pi;
 #[cfg(feature = "qwen")]
@@ -48,6 +50,8 @@ pub fn harnesses() -> Vec<Box<dyn Harness>> {
     all.push(Box::new(codex::Codex));
     #[cfg(feature = "gemini")]
     all.push(Box::new(gemini::Gemini));
+    #[cfg(feature = "opencode")]
+    all.push(Box::new(opencode::OpenCode));
     #[cfg(feature = "pi")]
     all.push(Box::new(pi::Pi));
     #[cfg(feature = "qwen")]

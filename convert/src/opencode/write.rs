@@ -1,0 +1,546 @@
+//! Writing sessions into OpenCode's database (spec/harnesses/opencode.md §10, §11), each in
+//! one transaction through [`crate::kit::fsops::Writer::sqlite`] (rolled back in a dry run).
+//!
+//! A session packed from OpenCode carries its rows: they go back as they were (row-exact). Any
+//! other session is composed from its stream into `session`, `message` and `part` rows.
+//! Nothing there is overwritten: when the session's rows are already there the same, it is
+//! already there; when a row under one of its keys differs, the carried session is kept
+//! beside it under new ids derived from `<thread>~<harness>`, titled `<title> ~<harness>`.
+//! Where there is no database at all (a new machine), it is made as OpenCode 1.18.33 makes an
+//! empty file on its first start: the whole schema and the 38 migrations it records for it
+//! ([`SCHEMA`]), so OpenCode's next start finds every migration done and runs none. An
+//! existing database is never replaced.
+
+use std::path::{Path, PathBuf};
+
+use asp_format::state::Session;
+use asp_format::update::UpdateLines;
+use rusqlite::types::Value as Sql;
+use serde_json::{Value, json};
+
+use super::ids;
+use super::layout::Layout;
+use super::rows::{self, Row};
+use super::survey::explain;
+use crate::error::ConvertError;
+use crate::harness::WriteContext;
+use crate::kit::acp::ToolKind;
+use crate::kit::beside::kept_beside;
+use crate::kit::conversation::{Folder, Item, ToolCall};
+use crate::kit::placement::{Placement, SessionPlaced, Tally};
+use crate::kit::time;
+
+const MAX_COPIES: u32 = 100;
+
+/// The OpenCode version a composed session says made it (the pinned one).
+const VERSION: &str = "1.18.33";
+
+/// Tables whose existing row is shared with other sessions (a project), and may have moved on
+/// since: one already there is used as it is.
+const SHARED: &[&str] = &["project", "project_directory"];
+
+/// Where a table's rows go in a session's transaction: a row after the rows it points to.
+fn table_rank(table: &str) -> usize {
+    const ORDER: &[&str] = &[
+        "project",
+        "project_directory",
+        "session",
+        "message",
+        "part",
+        "todo",
+        "event_sequence",
+        "event",
+    ];
+    ORDER
+        .iter()
+        .position(|t| *t == table)
+        .unwrap_or(ORDER.len())
+}
+
+/// The schema OpenCode 1.18.33 creates in an empty database file, and its migration rows.
+pub const SCHEMA: &str = include_str!("schema.sql");
+
+/// A new database with [`SCHEMA`], as bytes, made in a scratch directory.
+fn fresh_database() -> Result<(tempfile::TempDir, PathBuf, Vec<u8>), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let path = dir.path().join("opencode.db");
+    let conn = rusqlite::Connection::open(&path).map_err(|e| e.to_string())?;
+    conn.execute_batch(SCHEMA).map_err(|e| e.to_string())?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(|e| e.to_string())?;
+    drop(conn);
+    let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
+    Ok((dir, path, bytes))
+}
+
+/// What placing a session's rows came to.
+enum Outcome {
+    Written,
+    Same,
+    Taken,
+    Misfit(String),
+}
+
+fn place(ctx: &WriteContext<'_>, db: &Path, list: &[Row]) -> rusqlite::Result<Outcome> {
+    ctx.writer.sqlite(db, |tx| {
+        let mut missing = Vec::new();
+        for r in list {
+            let cols = rows::columns(tx, &r.table)?;
+            if let Some(why) = rows::misfit(&cols, r) {
+                return Ok(Outcome::Misfit(why));
+            }
+            match rows::existing(tx, r)? {
+                None => missing.push(r),
+                // Only the columns carried are compared: a composed row leaves the others to
+                // their defaults.
+                Some(there)
+                    if SHARED.contains(&r.table.as_str())
+                        || r.cols.iter().all(|(c, v)| there.get(c) == Some(v)) => {}
+                Some(_) => return Ok(Outcome::Taken),
+            }
+        }
+        if missing.is_empty() {
+            return Ok(Outcome::Same);
+        }
+        for r in missing {
+            rows::insert(tx, r)?;
+        }
+        Ok(Outcome::Written)
+    })
+}
+
+pub fn write_all(
+    layout: &Layout,
+    ctx: &WriteContext<'_>,
+    list: &[Session],
+    tally: &mut Tally<'_>,
+) -> Result<(), ConvertError> {
+    // A dry run makes its transactions in a scratch copy of the database it would create.
+    let mut scratch = None;
+    let db = if layout.db.is_file() || list.is_empty() {
+        layout.db.clone()
+    } else {
+        let (dir, path, bytes) = fresh_database().map_err(|e| {
+            ConvertError::invalid(&layout.db, format!("cannot make a database: {e}"))
+        })?;
+        ctx.writer.create_new(&layout.db, &bytes, false)?;
+        ctx.diagnostics.note(
+            &layout.db,
+            None,
+            "there was no OpenCode database; it was made as OpenCode 1.18.33 makes one on its first start",
+        );
+        let db = if ctx.writer.is_dry_run() {
+            path
+        } else {
+            layout.db.clone()
+        };
+        scratch = Some(dir);
+        db
+    };
+    for s in list {
+        ctx.progress.item(s.id.as_str());
+        let placed = write_one(&db, ctx, s)?;
+        tally.session(s.id.as_str(), placed);
+    }
+    drop(scratch);
+    Ok(())
+}
+
+fn write_one(
+    db: &Path,
+    ctx: &WriteContext<'_>,
+    s: &Session,
+) -> Result<SessionPlaced, ConvertError> {
+    let id = s.id.as_str();
+    let native = s
+        .native
+        .as_ref()
+        .filter(|n| n.harness.as_str() == super::NAME && !n.files.is_empty());
+    let harness = s.harness.as_ref().map_or("asp", |h| h.as_str()).to_owned();
+    let mut items: Option<Vec<Item>> = None;
+    for n in 0..MAX_COPIES {
+        let (list, new_id) = match (n, native) {
+            (0, Some(nat)) => {
+                let mut list = Vec::new();
+                for f in &nat.files {
+                    let bytes = ctx.blobs.read_all(&f.content)?;
+                    match Row::parse(&bytes) {
+                        Some(r) => list.push(r),
+                        None => {
+                            return Ok(SessionPlaced::refused(format!(
+                                "session {id}: {} is not a row document; not written",
+                                f.path
+                            )));
+                        }
+                    }
+                }
+                // A state keeps native files sorted by path; rows go in what they point to first.
+                list.sort_by_key(|r| table_rank(&r.table));
+                let Some(sid) = list
+                    .iter()
+                    .find(|r| r.table == "session")
+                    .and_then(|r| r.text("id"))
+                    .map(str::to_owned)
+                else {
+                    return Ok(SessionPlaced::refused(format!(
+                        "session {id}: its rows have no session row; not written"
+                    )));
+                };
+                (list, sid)
+            }
+            _ => {
+                if items.is_none() {
+                    items = Some(fold(ctx, s)?);
+                }
+                let its = items.as_deref().unwrap_or_default();
+                let (name, title) = if n == 0 {
+                    (id.to_owned(), s.title.clone())
+                } else {
+                    let k = kept_beside(id, &s.title, Some(&harness), n);
+                    (k.name, k.title)
+                };
+                let Some(list) = compose(s, its, &name, &title, &harness, ctx) else {
+                    return Ok(SessionPlaced::refused(format!(
+                        "session {id} has no prompt OpenCode can show; not written"
+                    )));
+                };
+                let sid = list[1].text("id").unwrap_or_default().to_owned();
+                (list, sid)
+            }
+        };
+        match place(ctx, db, &list) {
+            Ok(Outcome::Written) => {
+                if n > 0 {
+                    ctx.diagnostics.note(
+                        db,
+                        None,
+                        format!(
+                            "a different version of session {id} is already in OpenCode; the \
+                             carried one was kept beside it as session {new_id}"
+                        ),
+                    );
+                }
+                let how = if n > 0 {
+                    Placement::Beside
+                } else {
+                    Placement::New
+                };
+                return Ok(SessionPlaced {
+                    id: new_id,
+                    placement: how,
+                });
+            }
+            Ok(Outcome::Same) => return Ok(SessionPlaced::already_there(new_id)),
+            Ok(Outcome::Taken) => continue,
+            Ok(Outcome::Misfit(why)) => {
+                return Ok(SessionPlaced::refused(format!(
+                    "session {id}: {why} (OpenCode's schema moved on); not written"
+                )));
+            }
+            Err(e) => {
+                return Ok(SessionPlaced::refused(format!(
+                    "session {id}: {}: {}; not written",
+                    db.display(),
+                    explain(&e)
+                )));
+            }
+        }
+    }
+    Ok(SessionPlaced::refused(format!(
+        "session {id}: {MAX_COPIES} different versions of it are already in OpenCode; not written"
+    )))
+}
+
+fn fold(ctx: &WriteContext<'_>, s: &Session) -> Result<Vec<Item>, ConvertError> {
+    let mut lines = UpdateLines::open(ctx.blobs, &s.updates)?;
+    let mut folder = Folder::new();
+    loop {
+        match lines.next_line() {
+            Ok(Some((_, line))) => {
+                if let Ok(mut v) = serde_json::from_str::<Value>(line)
+                    && let Some(u) = v.get_mut("update")
+                {
+                    folder.push(u.take());
+                }
+            }
+            Ok(None) => break,
+            Err((n, e)) => {
+                return Err(ConvertError::carried(
+                    format!("session {}: update line {n}", s.id),
+                    e,
+                ));
+            }
+        }
+    }
+    Ok(folder.finish())
+}
+
+fn text_row(table: &str, cols: Vec<(&str, Sql)>) -> Row {
+    Row {
+        table: table.to_owned(),
+        key: vec!["id".to_owned()],
+        cols: cols.into_iter().map(|(c, v)| (c.to_owned(), v)).collect(),
+    }
+}
+
+fn t(s: impl Into<String>) -> Sql {
+    Sql::Text(s.into())
+}
+
+/// The tool name OpenCode knows a call by: the one it came with, else one of its own of the
+/// same kind.
+fn tool_name(c: &ToolCall) -> String {
+    if let Some(n) = c
+        .meta
+        .get("opencode")
+        .and_then(|o| o.get("tool"))
+        .and_then(Value::as_str)
+    {
+        return n.to_owned();
+    }
+    match c.kind {
+        ToolKind::Read => "read",
+        ToolKind::Edit => "edit",
+        ToolKind::Search => "grep",
+        ToolKind::Execute => "bash",
+        ToolKind::Fetch => "webfetch",
+        ToolKind::Think => "task",
+        _ => "tool",
+    }
+    .to_owned()
+}
+
+fn tool_part(c: &ToolCall, ms: i64) -> Value {
+    let input = c
+        .raw_input
+        .clone()
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
+    let output = {
+        let text = c.content_text();
+        if text.is_empty() {
+            match &c.raw_output {
+                Some(Value::String(s)) => s.clone(),
+                Some(v @ Value::Object(_)) => v
+                    .get("output")
+                    .or_else(|| v.get("error"))
+                    .and_then(Value::as_str)
+                    .map_or_else(|| v.to_string(), str::to_owned),
+                Some(v) if !v.is_null() => v.to_string(),
+                _ => String::new(),
+            }
+        } else {
+            text
+        }
+    };
+    let state = if c.failed()
+        || c.status.is_none()
+        || !matches!(c.status, Some(crate::kit::acp::ToolStatus::Completed))
+    {
+        let err = if c.failed() && !output.is_empty() {
+            output
+        } else if c.failed() {
+            "failed".to_owned()
+        } else {
+            "[Tool execution was interrupted]".to_owned()
+        };
+        json!({"status": "error", "input": input, "error": err,
+               "time": {"start": ms, "end": ms}})
+    } else {
+        json!({"status": "completed", "input": input, "output": output, "title": c.title,
+               "metadata": {}, "time": {"start": ms, "end": ms}})
+    };
+    json!({"type": "tool", "tool": tool_name(c), "callID": c.id, "state": state})
+}
+
+/// A user content block as a part.
+fn user_part(b: &Value) -> Option<Value> {
+    match b.get("type").and_then(Value::as_str)? {
+        "text" => Some(json!({"type": "text", "text": b.get("text")?})),
+        "image" => {
+            let mime = b
+                .get("mimeType")
+                .and_then(Value::as_str)
+                .unwrap_or("image/png");
+            let data = b.get("data").and_then(Value::as_str)?;
+            let name = b
+                .pointer("/_meta/opencode/filename")
+                .and_then(Value::as_str)
+                .unwrap_or("image");
+            Some(json!({"type": "file", "mime": mime, "filename": name,
+                        "url": format!("data:{mime};base64,{data}")}))
+        }
+        "resource_link" => Some(json!({"type": "file",
+            "mime": b.get("mimeType").and_then(Value::as_str).unwrap_or("text/plain"),
+            "filename": b.get("name"), "url": b.get("uri")})),
+        "resource" => {
+            let r = b.get("resource")?;
+            Some(
+                json!({"type": "text", "text": r.get("text").and_then(Value::as_str)
+                .map_or_else(|| r.get("uri").map(Value::to_string).unwrap_or_default(), str::to_owned)}),
+            )
+        }
+        _ => None,
+    }
+}
+
+/// The rows of a session composed from its stream: the `global` project, the session, then
+/// each prompt as a user message and what answered it as one assistant message. `None` when
+/// there is no prompt to show.
+fn compose(
+    s: &Session,
+    items: &[Item],
+    name: &str,
+    title: &str,
+    harness: &str,
+    ctx: &WriteContext<'_>,
+) -> Option<Vec<Row>> {
+    let base = s
+        .updated_at
+        .as_deref()
+        .and_then(time::parse)
+        .map_or(0, time::millis);
+    let cwd = s.cwd.clone().unwrap_or_else(|| {
+        std::path::absolute(&ctx.home.dir)
+            .unwrap_or_else(|_| ctx.home.dir.clone())
+            .to_string_lossy()
+            .into_owned()
+    });
+    let sid = ids::session(name, base);
+    let provider = json!({"providerID": harness, "modelID": "imported"});
+    let mut msgs: Vec<(String, i64, Value, Vec<Value>)> = Vec::new();
+    let mut n = 0u64;
+    let mut dropped = 0usize;
+    for item in items {
+        // Each message a millisecond after the one before: OpenCode orders them by time.
+        let ms = base + n as i64 + 1;
+        match item {
+            Item::User(m) => {
+                let parts: Vec<Value> = m.blocks.iter().filter_map(user_part).collect();
+                if parts.is_empty() {
+                    continue;
+                }
+                n += 1;
+                let mid = ids::ascending("msg", name, ms, n);
+                let info = json!({"role": "user", "time": {"created": ms}, "agent": "build",
+                                  "model": provider});
+                msgs.push((mid, ms, info, parts));
+            }
+            Item::Agent(_) | Item::Thought(_) | Item::Tool(_) => {
+                let Some(user) = msgs
+                    .iter()
+                    .rev()
+                    .find(|m| m.2["role"] == "user")
+                    .map(|m| m.0.clone())
+                else {
+                    dropped += 1;
+                    continue;
+                };
+                if msgs.last().is_some_and(|m| m.2["role"] == "user") {
+                    n += 1;
+                    let mid = ids::ascending("msg", name, ms, n);
+                    let info = json!({"parentID": user, "role": "assistant", "mode": "build",
+                        "agent": "build", "path": {"cwd": cwd, "root": cwd}, "cost": 0,
+                        "tokens": {"input": 0, "output": 0, "reasoning": 0,
+                                   "cache": {"read": 0, "write": 0}},
+                        "modelID": "imported", "providerID": harness,
+                        "time": {"created": ms, "completed": ms}, "finish": "stop"});
+                    msgs.push((mid, ms, info, Vec::new()));
+                }
+                let part = match item {
+                    Item::Agent(m) => json!({"type": "text", "text": m.text(),
+                                             "time": {"start": ms, "end": ms}}),
+                    Item::Thought(m) => json!({"type": "reasoning", "text": m.text(),
+                                               "time": {"start": ms, "end": ms}}),
+                    Item::Tool(c) => tool_part(c, ms),
+                    _ => unreachable!("matched above"),
+                };
+                msgs.last_mut().expect("pushed above").3.push(part);
+            }
+            _ => {}
+        }
+    }
+    if !msgs.iter().any(|m| m.2["role"] == "user") {
+        return None;
+    }
+    if dropped > 0 {
+        ctx.diagnostics.note(
+            &ctx.home.dir,
+            None,
+            format!(
+                "session {}: {dropped} answers came before any prompt; OpenCode keeps an answer \
+                 under its prompt, so they were left out",
+                s.id
+            ),
+        );
+    }
+    let title = if title.trim().is_empty() {
+        msgs.iter()
+            .flat_map(|m| &m.3)
+            .find_map(|p| p.get("text").and_then(Value::as_str))
+            .and_then(|t| t.lines().find(|l| !l.trim().is_empty()))
+            .map_or_else(
+                || "Imported session".to_owned(),
+                |l| l.chars().take(100).collect(),
+            )
+    } else {
+        title.to_owned()
+    };
+    let mut out = vec![
+        text_row(
+            "project",
+            vec![
+                ("id", t("global")),
+                ("worktree", t("/")),
+                ("time_created", Sql::Integer(base)),
+                ("time_updated", Sql::Integer(base)),
+                ("sandboxes", t("[]")),
+            ],
+        ),
+        text_row(
+            "session",
+            vec![
+                ("id", t(&sid)),
+                ("project_id", t("global")),
+                ("slug", t(ids::slug(name))),
+                ("directory", t(&cwd)),
+                ("path", t("")),
+                ("title", t(title)),
+                ("version", t(VERSION)),
+                ("time_created", Sql::Integer(base)),
+                ("time_updated", Sql::Integer(base)),
+            ],
+        ),
+    ];
+    let mut pn: u64;
+    let mut parts = Vec::new();
+    for (mid, ms, info, ps) in msgs {
+        pn = 0;
+        out.push(text_row(
+            "message",
+            vec![
+                ("id", t(&mid)),
+                ("session_id", t(&sid)),
+                ("time_created", Sql::Integer(ms)),
+                ("time_updated", Sql::Integer(ms)),
+                ("data", t(info.to_string())),
+            ],
+        ));
+        for p in ps {
+            pn += 1;
+            parts.push(text_row(
+                "part",
+                vec![
+                    ("id", t(ids::ascending("prt", name, ms, pn))),
+                    ("message_id", t(&mid)),
+                    ("session_id", t(&sid)),
+                    ("time_created", Sql::Integer(ms)),
+                    ("time_updated", Sql::Integer(ms)),
+                    ("data", t(p.to_string())),
+                ],
+            ));
+        }
+    }
+    out.extend(parts);
+    Some(out)
+}
