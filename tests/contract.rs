@@ -110,6 +110,7 @@ contract! {
     gemini => "gemini" if "gemini";
     pi => "pi" if "pi";
     qwen => "qwen" if "qwen";
+    copilot => "copilot" if "copilot";
 }
 
 #[test]
@@ -143,6 +144,8 @@ fn validator(harness: &str) -> Option<Validator> {
         "pi" => Some(crate::pi::validate),
         #[cfg(feature = "qwen")]
         "qwen" => Some(crate::qwen::validate),
+        #[cfg(feature = "copilot")]
+        "copilot" => Some(crate::copilot::validate),
         _ => None,
     }
 }
@@ -783,6 +786,7 @@ fn settings_only_as_accepted(h: &str) {
         let own = match accepts.runs {
             Runs::One(p) => Provider::of(model) == Some(p),
             Runs::ProviderSlashModel => model.contains('/'),
+            Runs::Several(ps) => Provider::of(model).is_some_and(|p| ps.contains(&p)),
         };
         if own {
             assert!(answer.not_taken.is_empty(), "{h} {model}: {answer:?}");

@@ -58,6 +58,15 @@ impl Provider {
     }
 }
 
+/// `Anthropic, OpenAI and Google`.
+fn names(all: &[Provider]) -> String {
+    let v: Vec<String> = all.iter().map(ToString::to_string).collect();
+    match v.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => v.join(""),
+    }
+}
+
 /// What one harness accepts as session settings.
 #[derive(Debug, Clone, Copy)]
 pub struct Accepts {
@@ -80,6 +89,9 @@ pub enum Runs {
     /// which providers those are is the user's (built in or from their own `models.json`), so
     /// any provider is taken, and a bare model id, which names none, is not.
     ProviderSlashModel,
+    /// Models of several providers, each named by its own bare id (Copilot CLI runs Anthropic's,
+    /// OpenAI's and Google's from one catalog): a model is taken when its id names one of them.
+    Several(&'static [Provider]),
 }
 
 impl Accepts {
@@ -90,6 +102,26 @@ impl Accepts {
         }
         let own = match self.runs {
             Runs::One(own) => own,
+            Runs::Several(all) => {
+                return match Provider::of(model) {
+                    Some(p) if all.contains(&p) => Ok(()),
+                    Some(p) => Err(format!(
+                        "{model} is {} {p} model; {} runs {} models",
+                        if matches!(p, Provider::Google) {
+                            "a"
+                        } else {
+                            "an"
+                        },
+                        self.harness,
+                        names(all)
+                    )),
+                    None => Err(format!(
+                        "{model:?} is not a model {} is known to run (it runs {} models)",
+                        self.harness,
+                        names(all)
+                    )),
+                };
+            }
             Runs::ProviderSlashModel => {
                 return match model.split_once('/') {
                     Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok(()),
