@@ -38,7 +38,23 @@ fn counts(updates: &[Value]) -> [usize; 5] {
 #[test]
 fn the_sample_reads_as_expected_md_says() {
     let r = read_home(&sample_home());
-    assert!(r.diagnostics.is_empty(), "{:#?}", r.diagnostics);
+    // The one thing not carried: instructions scoped by an applyTo glob.
+    let said: Vec<String> = r
+        .diagnostics
+        .iter()
+        .map(|d| d.file.as_ref().unwrap().display().to_string())
+        .collect();
+    assert_eq!(said.len(), 1, "{:#?}", r.diagnostics);
+    assert!(said[0].ends_with(".copilot/instructions/money.instructions.md"));
+    assert!(r.state.instructions.is_some());
+    let skills: Vec<&str> = r
+        .state
+        .skills
+        .iter()
+        .flatten()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(skills, ["release-notes"]);
     let sessions = r.state.sessions.as_ref().unwrap();
     assert_eq!(sessions.len(), 7);
     // [user chunks, thoughts, agent messages, tool calls, updates]; session 2's image is a
@@ -227,6 +243,14 @@ pub(crate) fn validate(home: &Path) -> Vec<String> {
             let id = ws.lines().find_map(|l| l.strip_prefix("id: "));
             if id != Some(name.as_str()) {
                 problems.push(format!("{name}: workspace.yaml id is {id:?}"));
+            }
+            if ws.lines().any(|l| {
+                l.starts_with("user_named:")
+                    && !matches!(l, "user_named: true" | "user_named: false")
+            }) {
+                problems.push(format!(
+                    "{name}: workspace.yaml user_named is not a boolean"
+                ));
             }
             if !ws.lines().any(|l| l.starts_with("cwd: /")) {
                 problems.push(format!("{name}: workspace.yaml has no absolute cwd"));

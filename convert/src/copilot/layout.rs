@@ -12,6 +12,8 @@ pub const ROOT_REL: &str = ".copilot";
 /// The real locations of one Copilot install.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
+    /// The home directory (holding `.agents/`).
+    pub home: PathBuf,
     /// `$COPILOT_HOME` (a leading `~` expanded) when the home was not named, else
     /// `<home>/.copilot`.
     pub root: PathBuf,
@@ -34,12 +36,25 @@ impl Layout {
             },
             None => home.dir.join(ROOT_REL),
         };
-        Layout { root }
+        Layout {
+            home: home.dir.clone(),
+            root,
+        }
     }
 
     /// `session-state/`: one directory per session.
     pub fn sessions(&self) -> PathBuf {
         self.root.join("session-state")
+    }
+
+    /// `skills/`: Copilot's own skills.
+    pub fn skills(&self) -> PathBuf {
+        self.root.join("skills")
+    }
+
+    /// `~/.agents/skills/`, which Copilot shares with other harnesses.
+    pub fn shared_skills(&self) -> PathBuf {
+        self.home.join(".agents/skills")
     }
 
     /// `settings.json`.

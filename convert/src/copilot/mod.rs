@@ -4,6 +4,8 @@
 //! | kind | where | module |
 //! |---|---|---|
 //! | sessions | `C/session-state/<id>/`: `workspace.yaml` (cwd, title) and `events.jsonl` | [`survey`], [`read`] ([`workspace`]) → [`replay`]; [`write`](mod@write) ← [`compose`] |
+//! | instructions | `C/copilot-instructions.md` | [`instructions`] |
+//! | skills | `C/skills/`, `~/.agents/skills/` | [`skills`] |
 //! | settings | `model` in `C/settings.json` | [`settings`] |
 //!
 //! Credentials (the OS keychain, `GH_TOKEN`, BYOK keys) are never read; `config.json`
@@ -12,10 +14,12 @@
 //! rule are in `spec/harnesses/copilot.md` (verified against Copilot CLI 1.0.102).
 
 mod compose;
+mod instructions;
 mod layout;
 mod read;
 mod replay;
 mod settings;
+mod skills;
 mod survey;
 mod workspace;
 mod write;
@@ -43,6 +47,8 @@ pub struct Copilot;
 fn kinds() -> KindSet {
     KindSet::EMPTY
         .with(StateKind::Sessions)
+        .with(StateKind::Instructions)
+        .with(StateKind::Skills)
         .with(StateKind::Settings)
 }
 
@@ -81,6 +87,12 @@ impl Harness for Copilot {
     fn read_kinds(&self, ctx: &ReadContext<'_>) -> Result<State, ConvertError> {
         let layout = Layout::of(ctx.home);
         let mut state = State::default();
+        if ctx.kinds.contains(StateKind::Instructions) {
+            state.instructions = instructions::read(&layout, ctx)?;
+        }
+        if ctx.kinds.contains(StateKind::Skills) {
+            state.skills = Some(skills::read(&layout, ctx)?);
+        }
         if ctx.kinds.contains(StateKind::Settings) {
             state.settings = settings::read(&layout, ctx);
         }
@@ -94,6 +106,12 @@ impl Harness for Copilot {
             let mut tally = Tally::new(&mut answer, StateKind::Sessions, list.len());
             write::Sessions::new(&layout, ctx).write_all(list, &mut tally)?;
             tally.finish();
+        }
+        if let Some(i) = &ctx.state.instructions {
+            instructions::write(&layout, ctx, i, &mut answer)?;
+        }
+        if let Some(list) = &ctx.state.skills {
+            skills::write(&layout, ctx, list, &mut answer)?;
         }
         if let Some(s) = &ctx.state.settings {
             settings::write(&layout, ctx, s, &mut answer)?;

@@ -48,35 +48,40 @@ impl Workspace {
     /// The file as Copilot writes it, for a session `asp` composes (no client, no forks).
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let mut put = |k: &str, v: &str| {
+        // Booleans and counts are written plain: Copilot requires `user_named` to be a boolean.
+        let mut put = |k: &str, v: &str, quote: bool| {
             out.push_str(k);
             out.push_str(": ");
-            out.push_str(&quoted(v));
+            out.push_str(&if quote { quoted(v) } else { v.to_owned() });
             out.push('\n');
         };
         if let Some(v) = &self.id {
-            put("id", v);
+            put("id", v, true);
         }
         if let Some(v) = &self.cwd {
-            put("cwd", v);
+            put("cwd", v, true);
         }
         if let Some(v) = &self.git_root {
-            put("git_root", v);
+            put("git_root", v, true);
         }
         if let Some(v) = &self.branch {
-            put("branch", v);
+            put("branch", v, true);
         }
         if let Some(v) = &self.name {
-            put("name", v);
+            put("name", v, true);
         }
-        put("user_named", if self.user_named { "true" } else { "false" });
-        put("summary_count", "0");
-        put("fork_count", "0");
+        put(
+            "user_named",
+            if self.user_named { "true" } else { "false" },
+            false,
+        );
+        put("summary_count", "0", false);
+        put("fork_count", "0", false);
         if let Some(v) = &self.created_at {
-            put("created_at", v);
+            put("created_at", v, true);
         }
         if let Some(v) = &self.updated_at {
-            put("updated_at", v);
+            put("updated_at", v, true);
         }
         out
     }
