@@ -55,6 +55,8 @@ fn the_sample_reads_as_expected_md_says() {
         .map(|s| s.name.as_str())
         .collect();
     assert_eq!(skills, ["release-notes"]);
+    let tools: Vec<&str> = r.state.tools.iter().flatten().map(|t| t.name()).collect();
+    assert_eq!(tools, ["docs", "issues"], "mcp-config.json");
     let sessions = r.state.sessions.as_ref().unwrap();
     assert_eq!(sessions.len(), 7);
     // [user chunks, thoughts, agent messages, tool calls, updates]; session 2's image is a

@@ -57,6 +57,11 @@ impl Layout {
         self.home.join(".agents/skills")
     }
 
+    /// `mcp-config.json`: the user's MCP servers.
+    pub fn mcp_config(&self) -> PathBuf {
+        self.root.join("mcp-config.json")
+    }
+
     /// `settings.json`.
     pub fn settings(&self) -> PathBuf {
         self.root.join("settings.json")

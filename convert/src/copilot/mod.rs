@@ -6,6 +6,7 @@
 //! | sessions | `C/session-state/<id>/`: `workspace.yaml` (cwd, title) and `events.jsonl` | [`survey`], [`read`] ([`workspace`]) → [`replay`]; [`write`](mod@write) ← [`compose`] |
 //! | instructions | `C/copilot-instructions.md` | [`instructions`] |
 //! | skills | `C/skills/`, `~/.agents/skills/` | [`skills`] |
+//! | MCP servers | `C/mcp-config.json` | [`tools`] |
 //! | settings | `model` in `C/settings.json` | [`settings`] |
 //!
 //! Credentials (the OS keychain, `GH_TOKEN`, BYOK keys) are never read; `config.json`
@@ -21,6 +22,7 @@ mod replay;
 mod settings;
 mod skills;
 mod survey;
+mod tools;
 mod workspace;
 mod write;
 
@@ -49,6 +51,7 @@ fn kinds() -> KindSet {
         .with(StateKind::Sessions)
         .with(StateKind::Instructions)
         .with(StateKind::Skills)
+        .with(StateKind::Tools)
         .with(StateKind::Settings)
 }
 
@@ -93,6 +96,9 @@ impl Harness for Copilot {
         if ctx.kinds.contains(StateKind::Skills) {
             state.skills = Some(skills::read(&layout, ctx)?);
         }
+        if ctx.kinds.contains(StateKind::Tools) {
+            state.tools = tools::read(&layout, ctx);
+        }
         if ctx.kinds.contains(StateKind::Settings) {
             state.settings = settings::read(&layout, ctx);
         }
@@ -112,6 +118,9 @@ impl Harness for Copilot {
         }
         if let Some(list) = &ctx.state.skills {
             skills::write(&layout, ctx, list, &mut answer)?;
+        }
+        if let Some(list) = &ctx.state.tools {
+            tools::write(&layout, ctx, list, &mut answer)?;
         }
         if let Some(s) = &ctx.state.settings {
             settings::write(&layout, ctx, s, &mut answer)?;
