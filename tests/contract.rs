@@ -115,6 +115,7 @@ contract! {
     opencode => "opencode" if "opencode";
     pi => "pi" if "pi";
     qwen => "qwen" if "qwen";
+    copilot => "copilot" if "copilot";
 }
 
 #[test]
@@ -150,6 +151,8 @@ fn validator(harness: &str) -> Option<Validator> {
         "pi" => Some(crate::pi::validate),
         #[cfg(feature = "qwen")]
         "qwen" => Some(crate::qwen::validate),
+        #[cfg(feature = "copilot")]
+        "copilot" => Some(crate::copilot::validate),
         _ => None,
     }
 }
@@ -1041,6 +1044,12 @@ fn settings_only_as_accepted(h: &str) {
             Runs::One(Provider::Google) => model == "gemini-2.5-pro",
             Runs::One(Provider::Alibaba) => false,
             Runs::ProviderSlashModel => model == "anthropic/claude-opus-4-6",
+            Runs::Several(ps) => match model {
+                "claude-opus-4-6" | "opus" => ps.contains(&Provider::Anthropic),
+                "gpt-5.3-codex" => ps.contains(&Provider::OpenAi),
+                "gemini-2.5-pro" => ps.contains(&Provider::Google),
+                _ => false,
+            },
         };
         if own {
             assert!(answer.not_taken.is_empty(), "{h} {model}: {answer:?}");

@@ -51,6 +51,7 @@ fn change_a_session(home: &Path, harness: &str) {
                     s.contains("/.qwen/projects/") && s.contains("/chats/") && s.ends_with(".jsonl")
                 }
                 "pi" => s.contains("/.pi/agent/sessions/") && s.ends_with(".jsonl"),
+                "copilot" => s.contains("/.copilot/session-state/") && s.ends_with("/events.jsonl"),
                 _ => {
                     s.contains("/.gemini/tmp/")
                         && s.contains("/chats/session-")

@@ -25,6 +25,8 @@ mod dry_run;
 mod claude_code;
 #[cfg(feature = "codex")]
 mod codex;
+#[cfg(feature = "copilot")]
+mod copilot;
 #[cfg(feature = "gemini")]
 mod gemini;
 #[cfg(feature = "opencode")]

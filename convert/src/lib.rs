@@ -26,6 +26,8 @@ pub mod store;
 pub mod claude_code;
 #[cfg(feature = "codex")]
 pub mod codex;
+#[cfg(feature = "copilot")]
+pub mod copilot;
 #[cfg(feature = "gemini")]
 pub mod gemini;
 #[cfg(feature = "opencode")]
@@ -56,6 +58,8 @@ pub fn harnesses() -> Vec<Box<dyn Harness>> {
     all.push(Box::new(pi::Pi));
     #[cfg(feature = "qwen")]
     all.push(Box::new(qwen::Qwen));
+    #[cfg(feature = "copilot")]
+    all.push(Box::new(copilot::Copilot));
     all
 }
 

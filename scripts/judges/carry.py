@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE))
 
 # The list-and-load runner of each harness (scripts/judges/judge_<runner>.py), whose verdict is
 # scripts/judges/verdict_<runner>.py.
-RUNNER = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "pi": "pi", "qwen": "qwen", "opencode": "opencode"}
+RUNNER = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "pi": "pi", "qwen": "qwen", "opencode": "opencode", "copilot": "copilot"}
 HARNESSES = tuple(RUNNER)
 
 

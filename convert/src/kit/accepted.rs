@@ -58,6 +58,15 @@ impl Provider {
     }
 }
 
+/// `Anthropic, OpenAI and Google`.
+fn names(all: &[Provider]) -> String {
+    let v: Vec<String> = all.iter().map(ToString::to_string).collect();
+    match v.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => v.join(""),
+    }
+}
+
 /// What one harness accepts as session settings.
 #[derive(Debug, Clone, Copy)]
 pub struct Accepts {
@@ -80,6 +89,9 @@ pub enum Runs {
     /// which providers those are is the user's (built in or from their own `models.json`), so
     /// any provider is taken, and a bare model id, which names none, is not.
     ProviderSlashModel,
+    /// Models of several providers, each named by its own bare id (Copilot CLI runs Anthropic's,
+    /// OpenAI's and Google's from one catalog): a model is taken when its id names one of them.
+    Several(&'static [Provider]),
 }
 
 impl Accepts {
@@ -88,8 +100,37 @@ impl Accepts {
         if self.model_aliases.contains(&model) {
             return Ok(());
         }
+        if self.runs != Runs::ProviderSlashModel && model.contains('/') {
+            // `anthropic/claude-…` is how multi-provider harnesses (Pi, OpenCode) name a model;
+            // a harness that names models by their own ids would send the whole string as the
+            // model id.
+            return Err(format!(
+                "{model} names its provider as provider/model; {} names models without one",
+                self.harness
+            ));
+        }
         let own = match self.runs {
             Runs::One(own) => own,
+            Runs::Several(all) => {
+                return match Provider::of(model) {
+                    Some(p) if all.contains(&p) => Ok(()),
+                    Some(p) => Err(format!(
+                        "{model} is {} {p} model; {} runs {} models",
+                        if matches!(p, Provider::Google) {
+                            "a"
+                        } else {
+                            "an"
+                        },
+                        self.harness,
+                        names(all)
+                    )),
+                    None => Err(format!(
+                        "{model:?} is not a model {} is known to run (it runs {} models)",
+                        self.harness,
+                        names(all)
+                    )),
+                };
+            }
             Runs::ProviderSlashModel => {
                 return match model.split_once('/') {
                     Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok(()),
@@ -100,16 +141,6 @@ impl Accepts {
                 };
             }
         };
-        if model.contains('/') {
-            // `anthropic/claude-…` is how multi-provider harnesses (Pi, OpenCode) name a model;
-            // a one-provider harness names it without the provider and would send the whole
-            // string as the model id.
-            return Err(format!(
-                "{model} names its provider as provider/model; {} names its {own} models \
-                 without one",
-                self.harness
-            ));
-        }
         match Provider::of(model) {
             Some(p) if p == own => Ok(()),
             Some(p) => Err(format!(

@@ -1,0 +1,130 @@
+//! GitHub Copilot CLI (`@github/copilot`, ACP through `copilot --acp`): the Copilot dir
+//! `~/.copilot/` (`$COPILOT_HOME`).
+//!
+//! | kind | where | module |
+//! |---|---|---|
+//! | sessions | `C/session-state/<id>/`: `workspace.yaml` (cwd, title) and `events.jsonl` | [`survey`], [`read`] ([`workspace`]) → [`replay`]; [`write`](mod@write) ← [`compose`] |
+//! | instructions | `C/copilot-instructions.md` | [`instructions`] |
+//! | skills | `C/skills/`, `~/.agents/skills/` | [`skills`] |
+//! | MCP servers | `C/mcp-config.json` | [`tools`] |
+//! | settings | `model` in `C/settings.json` | [`settings`] |
+//!
+//! Credentials (the OS keychain, `GH_TOKEN`, BYOK keys) are never read; `config.json`
+//! (trusted folders) and `session-store.db` (a derived search index Copilot's listing does not
+//! use) are neither read nor written. Where things are: [`layout`]. The facts behind every
+//! rule are in `spec/harnesses/copilot.md` (verified against Copilot CLI 1.0.102).
+
+mod compose;
+mod instructions;
+mod layout;
+mod read;
+mod replay;
+mod settings;
+mod skills;
+mod survey;
+mod tools;
+mod workspace;
+mod write;
+
+use asp_format::answer::ImportAnswer;
+use asp_format::kind::{KindSet, StateKind};
+use asp_format::name::HarnessName;
+use asp_format::state::{Session, State};
+
+use crate::error::ConvertError;
+use crate::harness::{
+    Capabilities, Harness, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
+    WriteContext,
+};
+use crate::kit::placement::Tally;
+use layout::Layout;
+
+/// The harness's name.
+pub const NAME: &str = "copilot";
+
+/// The Copilot CLI converter.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Copilot;
+
+fn kinds() -> KindSet {
+    KindSet::EMPTY
+        .with(StateKind::Sessions)
+        .with(StateKind::Instructions)
+        .with(StateKind::Skills)
+        .with(StateKind::Tools)
+        .with(StateKind::Settings)
+}
+
+impl Harness for Copilot {
+    fn name(&self) -> HarnessName {
+        HarnessName::new(NAME).expect("a valid harness name")
+    }
+
+    fn store_paths(&self, home: &crate::Home) -> Vec<std::path::PathBuf> {
+        vec![Layout::of(home).root]
+    }
+
+    fn accepts(&self) -> &'static crate::kit::accepted::Accepts {
+        &settings::ACCEPTS
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            export: kinds(),
+            import: kinds(),
+        }
+    }
+
+    fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {
+        survey::survey(&Layout::of(ctx.home), ctx)
+    }
+
+    fn read_session(
+        &self,
+        ctx: &SessionContext<'_>,
+        entry: &Surveyed,
+    ) -> Result<Vec<Session>, ConvertError> {
+        read::read_session(&Layout::of(ctx.home), ctx, entry)
+    }
+
+    fn read_kinds(&self, ctx: &ReadContext<'_>) -> Result<State, ConvertError> {
+        let layout = Layout::of(ctx.home);
+        let mut state = State::default();
+        if ctx.kinds.contains(StateKind::Instructions) {
+            state.instructions = instructions::read(&layout, ctx)?;
+        }
+        if ctx.kinds.contains(StateKind::Skills) {
+            state.skills = Some(skills::read(&layout, ctx)?);
+        }
+        if ctx.kinds.contains(StateKind::Tools) {
+            state.tools = tools::read(&layout, ctx);
+        }
+        if ctx.kinds.contains(StateKind::Settings) {
+            state.settings = settings::read(&layout, ctx);
+        }
+        Ok(state)
+    }
+
+    fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {
+        let layout = Layout::of(ctx.home);
+        let mut answer = ImportAnswer::default();
+        if let Some(list) = &ctx.state.sessions {
+            let mut tally = Tally::new(&mut answer, StateKind::Sessions, list.len());
+            write::Sessions::new(&layout, ctx).write_all(list, &mut tally)?;
+            tally.finish();
+        }
+        if let Some(i) = &ctx.state.instructions {
+            instructions::write(&layout, ctx, i, &mut answer)?;
+        }
+        if let Some(list) = &ctx.state.skills {
+            skills::write(&layout, ctx, list, &mut answer)?;
+        }
+        if let Some(list) = &ctx.state.tools {
+            tools::write(&layout, ctx, list, &mut answer)?;
+        }
+        if let Some(s) = &ctx.state.settings {
+            settings::write(&layout, ctx, s, &mut answer)?;
+        }
+        Ok(answer)
+    }
+}

@@ -1,0 +1,311 @@
+//! The Copilot CLI converter, pinned against `samples/copilot/EXPECTED.md` and
+//! `spec/harnesses/copilot.md`: the sample read as the portable stream (reasoning kept,
+//! sub-agents under their `task` call, rewind notes, aborts and compactions not turns), foreign
+//! sessions written the way Copilot lists and loads them, and damaged stores.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::support::ReadBack as Read;
+use crate::support::{samples, tmp};
+use asp_convert::harness::ReadOptions;
+use asp_convert::kit::pathmap::PathMap;
+use asp_format::kind::KindSet;
+use serde_json::Value;
+
+const HARNESS: &str = "copilot";
+
+fn sample_home() -> PathBuf {
+    samples().join("copilot")
+}
+
+fn read_home(home: &Path) -> Read {
+    crate::support::read_home(HARNESS, home, KindSet::ALL, ReadOptions::default())
+}
+
+fn counts(updates: &[Value]) -> [usize; 5] {
+    let c = |k: &str| updates.iter().filter(|u| u["sessionUpdate"] == k).count();
+    [
+        c("user_message_chunk"),
+        c("agent_thought_chunk"),
+        c("agent_message_chunk"),
+        c("tool_call"),
+        c("tool_call_update"),
+    ]
+}
+
+#[test]
+fn the_sample_reads_as_expected_md_says() {
+    let r = read_home(&sample_home());
+    // The one thing not carried: instructions scoped by an applyTo glob.
+    let said: Vec<String> = r
+        .diagnostics
+        .iter()
+        .map(|d| d.file.as_ref().unwrap().display().to_string())
+        .collect();
+    assert_eq!(said.len(), 1, "{:#?}", r.diagnostics);
+    assert!(said[0].ends_with(".copilot/instructions/money.instructions.md"));
+    assert!(r.state.instructions.is_some());
+    let skills: Vec<&str> = r
+        .state
+        .skills
+        .iter()
+        .flatten()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(skills, ["release-notes"]);
+    let tools: Vec<&str> = r.state.tools.iter().flatten().map(|t| t.name()).collect();
+    assert_eq!(tools, ["docs", "issues"], "mcp-config.json");
+    let sessions = r.state.sessions.as_ref().unwrap();
+    assert_eq!(sessions.len(), 7);
+    // [user chunks, thoughts, agent messages, tool calls, updates]; session 2's image is a
+    // second user chunk.
+    let expect: [(&str, &str, [usize; 5]); 7] = [
+        (
+            "4d6db0b9-06cd-448c-a833-6cb42632a8ab",
+            "Checkout totals ignore discount codes like WELCOME10. Fix total_cents and make sure the tests pass.",
+            [2, 2, 3, 7, 7],
+        ),
+        ("cc3f10bb-5f33-4a65-90de-de5d3428dc0e", "", [2, 1, 2, 1, 1]),
+        (
+            "7b232b6c-90b2-44f3-82e4-a35ffc7b8586",
+            "Which parts of the shop have no tests? Use the explore agent.",
+            [1, 0, 2, 1, 1],
+        ),
+        (
+            "cb3f75aa-08a1-4ecf-9b12-55a557ec1064",
+            "Rename total_cents (tests left alone)",
+            [1, 0, 1, 2, 2],
+        ),
+        (
+            "ff097c9e-4b51-492f-a89f-b721dc178c13",
+            "What does deploy.sh do?",
+            [3, 1, 3, 2, 2],
+        ),
+        (
+            "aa09b89b-cc7b-488d-a781-a5548a6cf2a2",
+            "Write the reply to Sam about the invoice.",
+            [1, 0, 0, 0, 0],
+        ),
+        (
+            "d3ceb4b4-8ff8-4f26-b0ff-5f9a26649c53",
+            "Nightly backup check",
+            [1, 0, 1, 3, 3],
+        ),
+    ];
+    let mut got = BTreeMap::new();
+    for (id, title, c) in expect {
+        let s = r.session(id);
+        if !title.is_empty() {
+            assert_eq!(s.title, title, "{id}");
+        }
+        assert!(s.cwd.as_deref().unwrap().starts_with("/home/dev/"), "{id}");
+        got.insert(id, (counts(&r.updates(id)), c));
+    }
+    for (id, (g, e)) in &got {
+        assert_eq!(g, e, "{id}: {got:#?}");
+    }
+    // The image travels as an image block.
+    let u2 = r.updates("cc3f10bb-5f33-4a65-90de-de5d3428dc0e");
+    assert!(
+        u2.iter()
+            .any(|u| u["content"]["type"] == "image" && u["content"]["mimeType"] == "image/png")
+    );
+    // The sub-agent's stream is under the task call, not main-agent turns.
+    let u3 = r.updates("7b232b6c-90b2-44f3-82e4-a35ffc7b8586");
+    let task = u3
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    let sub = &task["_meta"]["copilot"]["subagent"];
+    assert_eq!(sub["agentName"], "explore");
+    assert_eq!(
+        counts(sub["updates"].as_array().unwrap())[3],
+        2,
+        "glob and grep"
+    );
+    // A failing call is failed; a failing command that ran is completed with its exit code.
+    let u7 = r.updates("d3ceb4b4-8ff8-4f26-b0ff-5f9a26649c53");
+    let failed: Vec<&Value> = u7.iter().filter(|u| u["status"] == "failed").collect();
+    assert_eq!(failed.len(), 1);
+    // The rewind note, the abort and the compaction summary are kept beside the turns.
+    let meta = |id: &str| r.session(id).meta.as_ref().unwrap()["copilot"].clone();
+    assert_eq!(
+        meta("cb3f75aa-08a1-4ecf-9b12-55a557ec1064")["notes"][0]["data"]["infoType"],
+        "rewind"
+    );
+    assert_eq!(
+        meta("cb3f75aa-08a1-4ecf-9b12-55a557ec1064")["userNamed"],
+        true
+    );
+    assert!(meta("aa09b89b-cc7b-488d-a781-a5548a6cf2a2")["aborts"][0]["reason"].is_string());
+    assert!(
+        meta("ff097c9e-4b51-492f-a89f-b721dc178c13")["compactions"][0]["summaryContent"]
+            .is_string()
+    );
+    // Settings: none set a model in the sample.
+    assert!(r.state.settings.is_none());
+}
+
+#[test]
+fn sessions_of_every_other_harness_are_written_as_copilot_loads_them() {
+    for h in asp_convert::harness_names() {
+        if h == HARNESS {
+            continue;
+        }
+        let from = crate::support::read_home(
+            &h,
+            &samples().join(&h),
+            KindSet::ALL,
+            ReadOptions::default(),
+        );
+        let home = tmp();
+        let (answer, _) = crate::support::write_home(
+            HARNESS,
+            home.path(),
+            &from.state,
+            &from.store,
+            false,
+            &PathMap::default(),
+        );
+        let problems = validate(home.path());
+        assert!(problems.is_empty(), "{h}: {problems:#?}");
+        let back = read_home(home.path());
+        for (src, dst) in &answer.sessions {
+            let s = back.session(dst);
+            let orig = from.session(src);
+            // An untitled session is titled by its first prompt, as Copilot lists it.
+            if !orig.title.is_empty() {
+                assert_eq!(s.title, orig.title, "{h} {src}");
+            }
+            let a = counts(&from.updates(src));
+            let b = counts(&back.updates(dst));
+            assert_eq!(a[0].min(1), b[0].min(1), "{h} {src}: prompts");
+            assert_eq!(a[3], b[3], "{h} {src}: every call is written");
+            assert_eq!(b[3], b[4], "{h} {src}: every call has its result");
+        }
+    }
+}
+
+#[test]
+fn damaged_stores_are_reported_with_file_and_line_and_read_on() {
+    let home = tmp();
+    let dir = home
+        .path()
+        .join(".copilot/session-state/11111111-2222-4333-8444-555555555555");
+    fs::create_dir_all(&dir).unwrap();
+    let ev = dir.join("events.jsonl");
+    // No workspace.yaml, no session.start, a bad line, bytes that are not UTF-8, a cut last line.
+    fs::write(
+        &ev,
+        b"{\"type\":\"user.message\",\"data\":{\"content\":\"hi \xff there\"},\"id\":\"a\",\"timestamp\":\"2026-12-02T00:00:00.000Z\"}\nnot json\n{\"type\":\"assistant.message\",\"data\":{\"messageId\":\"m\",\"content\":\"hello\"},\"id\":\"b\",\"timestamp\":\"2026-12-02T00:00:01.000Z\"}\n{\"type\":\"assist",
+    )
+    .unwrap();
+    let r = read_home(home.path());
+    let s = r.session("11111111-2222-4333-8444-555555555555");
+    assert_eq!(s.title, "hi \u{fffd} there", "the first prompt names it");
+    assert_eq!(counts(&r.updates(s.id.as_str()))[..3], [1, 0, 1]);
+    let at = |line: Option<u64>| {
+        r.diagnostics
+            .iter()
+            .any(|d| d.file.as_deref() == Some(ev.as_path()) && d.line == line)
+    };
+    assert!(at(Some(1)), "non-UTF-8: {:#?}", r.diagnostics);
+    assert!(at(Some(2)), "not JSON: {:#?}", r.diagnostics);
+    assert!(at(Some(4)), "cut line: {:#?}", r.diagnostics);
+    assert!(at(None), "no session.start: {:#?}", r.diagnostics);
+    assert!(
+        r.diagnostics
+            .iter()
+            .any(|d| d.file.as_deref() == Some(dir.join("workspace.yaml").as_path()))
+    );
+}
+
+/// What Copilot 1.0.102 needs to list and load a session (spec §7, §10): a directory named by
+/// its id (the same id in `workspace.yaml` and `session.start`), valid UTF-8 JSONL whose first
+/// event is `session.start`, every event with `type`, `id`, `timestamp`, and a
+/// `tool.execution_complete` for every requested call; no provider-bound reasoning.
+pub(crate) fn validate(home: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    let root = home.join(".copilot/session-state");
+    let Ok(rd) = fs::read_dir(&root) else {
+        return problems;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            problems.push(format!(
+                "{name}: a hidden directory was left in session-state/"
+            ));
+            continue;
+        }
+        let dir = e.path();
+        if let Ok(ws) = fs::read_to_string(dir.join("workspace.yaml")) {
+            let id = ws.lines().find_map(|l| l.strip_prefix("id: "));
+            if id != Some(name.as_str()) {
+                problems.push(format!("{name}: workspace.yaml id is {id:?}"));
+            }
+            if ws.lines().any(|l| {
+                l.starts_with("user_named:")
+                    && !matches!(l, "user_named: true" | "user_named: false")
+            }) {
+                problems.push(format!(
+                    "{name}: workspace.yaml user_named is not a boolean"
+                ));
+            }
+            if !ws.lines().any(|l| l.starts_with("cwd: /")) {
+                problems.push(format!("{name}: workspace.yaml has no absolute cwd"));
+            }
+        }
+        let bytes = match fs::read(dir.join("events.jsonl")) {
+            Ok(b) => b,
+            Err(e) => {
+                problems.push(format!("{name}: events.jsonl: {e}"));
+                continue;
+            }
+        };
+        let Ok(text) = String::from_utf8(bytes) else {
+            problems.push(format!(
+                "{name}: events.jsonl is not UTF-8 (Copilot hides it)"
+            ));
+            continue;
+        };
+        let mut requested = BTreeSet::new();
+        let mut completed = BTreeSet::new();
+        for (i, line) in text.lines().enumerate() {
+            let Ok(v) = serde_json::from_str::<Value>(line) else {
+                problems.push(format!("{name}: line {} is not JSON", i + 1));
+                continue;
+            };
+            if i == 0 && (v["type"] != "session.start" || v["data"]["sessionId"] != name.as_str()) {
+                problems.push(format!("{name}: the first event is not its session.start"));
+            }
+            if v["type"].as_str().is_none()
+                || v["id"].as_str().is_none()
+                || v["timestamp"].as_str().is_none()
+            {
+                problems.push(format!(
+                    "{name}: line {} lacks type, id or timestamp",
+                    i + 1
+                ));
+            }
+            let d = &v["data"];
+            if v["type"] == "assistant.message" {
+                if d.get("reasoningOpaque").is_some() || d.get("encryptedContent").is_some() {
+                    problems.push(format!("{name}: line {}: provider-bound reasoning", i + 1));
+                }
+                for r in d["toolRequests"].as_array().into_iter().flatten() {
+                    requested.insert(r["toolCallId"].as_str().unwrap_or("").to_owned());
+                }
+            }
+            if v["type"] == "tool.execution_complete" {
+                completed.insert(d["toolCallId"].as_str().unwrap_or("").to_owned());
+            }
+        }
+        for id in requested.difference(&completed) {
+            problems.push(format!("{name}: call {id} has no tool.execution_complete"));
+        }
+    }
+    problems
+}
