@@ -75,6 +75,14 @@ impl Harness for Copilot {
         }
     }
 
+    /// Copilot CLI 1.0's `-r, --resume <id>` resumes a session by id (`copilot --help`), in its working directory.
+    fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String> {
+        Some(crate::kit::resume::in_dir(
+            cwd,
+            format!("copilot --resume {id}"),
+        ))
+    }
+
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {
         survey::survey(&Layout::of(ctx.home), ctx)
     }

@@ -76,6 +76,14 @@ impl Harness for OpenCode {
         }
     }
 
+    /// OpenCode 1.18.33's `-s, --session <id>` continues a session (`opencode --help`); run in the session's project directory.
+    fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String> {
+        Some(crate::kit::resume::in_dir(
+            cwd,
+            format!("opencode --session {id}"),
+        ))
+    }
+
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {
         survey::survey(&Layout::of(ctx.home), ctx)
     }
