@@ -363,7 +363,14 @@ impl Replay {
         }
         let updates = match kind {
             "user.message" => self.user(data, time),
-            "assistant.message" => self.assistant(data, time),
+            "assistant.message" => {
+                // A sub-agent's call never completed stays in its own stream: only the main
+                // agent's open calls are closed in the main stream.
+                let open = self.order.len();
+                let u = self.assistant(data, time);
+                self.order.truncate(open);
+                u
+            }
             "tool.execution_complete" => self.complete(data, time).into_iter().collect(),
             _ => Vec::new(),
         };
