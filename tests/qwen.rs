@@ -611,7 +611,12 @@ fn mcp_servers_and_settings_are_read_from_settings_json_without_credentials() {
     assert_eq!(issues.command, "python3");
     assert_eq!(
         issues.meta.as_ref().unwrap()["qwen"],
-        serde_json::json!({"timeout": 30000, "trust": false, "description": "Issue tracker (read-only)"})
+        serde_json::json!({"timeout": 30000, "trust": false, "description": "Issue tracker (read-only)", "excluded": true}),
+        "disabled in `mcp.excluded`, said so"
+    );
+    assert_eq!(
+        docs.meta.as_ref().unwrap()["qwen"],
+        serde_json::json!({"excluded": true})
     );
     let settings = r.state.settings.as_ref().expect("settings given");
     assert_eq!(
@@ -768,5 +773,15 @@ fn the_samples_servers_and_settings_restore_into_qwen_as_they_were() {
         serde_json::from_slice(&fs::read(home.path().join(".qwen/settings.json")).unwrap())
             .unwrap();
     assert_eq!(after["mcpServers"], before["mcpServers"]);
+    let names = |v: &Value| {
+        let mut n: Vec<String> = serde_json::from_value(v["mcp"]["excluded"].clone()).unwrap();
+        n.sort();
+        n
+    };
+    assert_eq!(
+        names(&after),
+        names(&before),
+        "disabled again (in the state's order)"
+    );
     assert_eq!(after["model"], before["model"]);
 }

@@ -125,7 +125,7 @@ impl Harness for Qwen {
             match File::load(&settings::path(&layout)) {
                 Ok(file) => {
                     if want(StateKind::Tools) {
-                        state.tools = settings::DIALECT.read(&file, ctx);
+                        state.tools = settings::read_servers(&file, ctx);
                     }
                     if want(StateKind::Settings) {
                         state.settings = Some(settings::read(&file));
@@ -170,7 +170,7 @@ impl Harness for Qwen {
             &mut answer,
             |file, out| {
                 let servers = state.tools.as_deref().unwrap_or(&[]);
-                settings::DIALECT.merge(file, servers, ctx, out)
+                settings::merge_servers(file, servers, ctx, out)
             },
             |file, out| match &state.settings {
                 Some(values) => settings::merge(file, values, out),
