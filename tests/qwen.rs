@@ -572,3 +572,216 @@ fn archived_chats_are_carried_and_go_back_to_the_archive() {
     assert_eq!(answer.sessions[sid], sid);
     assert!(fs::read(target.path().join(&rel)).unwrap() == fs::read(&from).unwrap());
 }
+
+// ---------------------------------------------------------------------------------------
+// MCP servers and settings: `Q/settings.json` (spec/harnesses/qwen.md §9, §10)
+
+fn tools_and_settings() -> KindSet {
+    use asp_format::kind::StateKind;
+    KindSet::EMPTY
+        .with(StateKind::Tools)
+        .with(StateKind::Settings)
+}
+
+fn write(home: &Path, state: &asp_format::State) -> asp_format::answer::ImportAnswer {
+    let store = asp_format::blob::MemoryStore::new();
+    crate::support::write_home(HARNESS, home, state, &store, false, &PathMap::default()).0
+}
+
+#[test]
+fn mcp_servers_and_settings_are_read_from_settings_json_without_credentials() {
+    use asp_format::state::{McpServer, SettingValue};
+    let r = read_home(
+        HARNESS,
+        &sample_home(),
+        tools_and_settings(),
+        ReadOptions::default(),
+    );
+    let tools = r.state.tools.as_ref().expect("tools given");
+    let names: Vec<&str> = tools.iter().map(McpServer::name).collect();
+    assert_eq!(names, ["docs", "issues"]);
+    let McpServer::Http(docs) = &tools[0] else {
+        panic!("`httpUrl` is streamable HTTP: {:?}", tools[0]);
+    };
+    assert_eq!(docs.url, "https://mcp.docs.example.com/mcp");
+    assert_eq!(docs.headers[0].value, "Bearer $DOCS_MCP_TOKEN");
+    let McpServer::Stdio(issues) = &tools[1] else {
+        panic!("{:?}", tools[1]);
+    };
+    assert_eq!(issues.command, "python3");
+    assert_eq!(
+        issues.meta.as_ref().unwrap()["qwen"],
+        serde_json::json!({"timeout": 30000, "trust": false, "description": "Issue tracker (read-only)", "excluded": true}),
+        "disabled in `mcp.excluded`, said so"
+    );
+    assert_eq!(
+        docs.meta.as_ref().unwrap()["qwen"],
+        serde_json::json!({"excluded": true})
+    );
+    let settings = r.state.settings.as_ref().expect("settings given");
+    assert_eq!(
+        settings.get("model"),
+        Some(&SettingValue::Select("qwen3-coder-plus".into()))
+    );
+    assert_eq!(settings.len(), 1, "no mode is set: {settings:?}");
+    let text = serde_json::to_string(&r.state).unwrap();
+    for credential in ["selectedType", "security", "envKey", "127.0.0.1"] {
+        assert!(!text.contains(credential), "{credential} carried: {text}");
+    }
+}
+
+#[test]
+fn a_settings_json_with_comments_is_read_and_never_rewritten() {
+    use asp_format::state::{SettingValue, Settings};
+    let home = tmp();
+    let q = home.path().join(".qwen");
+    fs::create_dir_all(&q).unwrap();
+    let text = "{\n  // my model\n  \"model\": {\"name\": \"qwen3-coder-plus\"},\n  \"mcpServers\": {\"s\": {\"url\": \"https://s\"}}\n}\n";
+    fs::write(q.join("settings.json"), text).unwrap();
+    let r = read_home(
+        HARNESS,
+        home.path(),
+        tools_and_settings(),
+        ReadOptions::default(),
+    );
+    assert!(
+        matches!(&r.state.tools.as_deref().unwrap()[0], asp_format::state::McpServer::Sse(s) if s.url == "https://s"),
+        "`url` is SSE in Qwen: {:?}",
+        r.state.tools
+    );
+    let state = asp_format::State {
+        settings: Some(Settings::from([(
+            "mode".to_owned(),
+            SettingValue::Select("plan".into()),
+        )])),
+        ..Default::default()
+    };
+    let answer = write(home.path(), &state);
+    assert!(answer.taken.is_empty(), "{answer:?}");
+    assert!(
+        answer.not_taken[0].reason.contains("has comments"),
+        "{answer:?}"
+    );
+    assert_eq!(fs::read_to_string(q.join("settings.json")).unwrap(), text);
+
+    // Not JSON at all: both kinds left out and the place named.
+    fs::write(q.join("settings.json"), "{\n  \"model\": {\n}}}\n").unwrap();
+    let r = read_home(
+        HARNESS,
+        home.path(),
+        tools_and_settings(),
+        ReadOptions::default(),
+    );
+    assert_eq!((r.state.tools, r.state.settings), (None, None));
+    let d = r
+        .diagnostics
+        .iter()
+        .find(|d| d.severity.is_not_carried())
+        .expect("reported");
+    assert_eq!(d.line, Some(3), "{d:?}");
+}
+
+#[test]
+fn servers_and_settings_are_written_as_qwen_reads_them_and_never_replace_the_users() {
+    use asp_format::state::{McpServer, SettingValue, Settings};
+    let tools: Vec<McpServer> = serde_json::from_value(serde_json::json!([
+        {"type": "http", "name": "gem", "url": "https://g/mcp", "headers": [],
+         "_meta": {"gemini": {"urlField": "url"}}},
+        {"type": "sse", "name": "events", "url": "https://e/sse", "headers": [{"name": "A", "value": "b"}]},
+        {"name": "local", "command": "srv", "args": ["-v"], "env": [],
+         "_meta": {"qwen": {"trust": true, "timeout": 5}}}
+    ]))
+    .unwrap();
+    let settings = Settings::from([
+        (
+            "model".to_owned(),
+            SettingValue::Select("qwen3-coder-plus".into()),
+        ),
+        (
+            "mode".to_owned(),
+            SettingValue::Select("acceptEdits".into()),
+        ),
+    ]);
+    let state = asp_format::State {
+        tools: Some(tools),
+        settings: Some(settings),
+        ..Default::default()
+    };
+    let home = tmp();
+    let answer = write(home.path(), &state);
+    let path = home.path().join(".qwen/settings.json");
+    let doc: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    assert_eq!(
+        doc["mcpServers"],
+        serde_json::json!({
+            "gem": {"httpUrl": "https://g/mcp"},
+            "events": {"url": "https://e/sse", "headers": {"A": "b"}},
+            "local": {"command": "srv", "args": ["-v"], "timeout": 5}
+        }),
+        "HTTP as httpUrl (Qwen speaks SSE to a url), and no trust granted"
+    );
+    assert_eq!(doc["model"]["name"], "qwen3-coder-plus");
+    assert_eq!(doc["tools"]["approvalMode"], "auto-edit");
+    assert_eq!(answer.not_taken.len(), 1, "{answer:?}");
+    assert!(
+        answer.not_taken[0].reason.contains("trust: true"),
+        "{answer:?}"
+    );
+    // Written again: nothing changes.
+    assert_eq!(write(home.path(), &state), answer);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&fs::read(&path).unwrap()).unwrap(),
+        doc
+    );
+
+    // The user's own values are kept; yolo is never written; another provider's model refused.
+    let mut own = doc.clone();
+    own["model"]["name"] = "qwen3-max".into();
+    own["tools"] = serde_json::json!({"approvalMode": "default"});
+    fs::write(&path, serde_json::to_string_pretty(&own).unwrap()).unwrap();
+    for (mode, model) in [("auto", "qwen3-coder-plus"), ("yolo", "claude-opus-4-6")] {
+        let state = asp_format::State {
+            settings: Some(Settings::from([
+                ("model".to_owned(), SettingValue::Select(model.into())),
+                ("mode".to_owned(), SettingValue::Select(mode.into())),
+            ])),
+            ..Default::default()
+        };
+        let answer = write(home.path(), &state);
+        assert!(answer.taken.is_empty(), "{answer:?}");
+        assert_eq!(answer.not_taken.len(), 2, "{answer:?}");
+    }
+    let after: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    assert_eq!(after, own);
+}
+
+#[test]
+fn the_samples_servers_and_settings_restore_into_qwen_as_they_were() {
+    let r = read_home(
+        HARNESS,
+        &sample_home(),
+        tools_and_settings(),
+        ReadOptions::default(),
+    );
+    let home = tmp();
+    let answer = write(home.path(), &r.state);
+    assert!(answer.not_taken.is_empty(), "{answer:?}");
+    let before: Value =
+        serde_json::from_slice(&fs::read(sample_home().join(".qwen/settings.json")).unwrap())
+            .unwrap();
+    let after: Value =
+        serde_json::from_slice(&fs::read(home.path().join(".qwen/settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(after["mcpServers"], before["mcpServers"]);
+    let names = |v: &Value| {
+        let mut n: Vec<String> = serde_json::from_value(v["mcp"]["excluded"].clone()).unwrap();
+        n.sort();
+        n
+    };
+    assert_eq!(
+        names(&after),
+        names(&before),
+        "disabled again (in the state's order)"
+    );
+    assert_eq!(after["model"], before["model"]);
+}

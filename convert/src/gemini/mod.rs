@@ -44,6 +44,7 @@ use crate::harness::{
     WriteContext,
 };
 use crate::kit::placement::Tally;
+use crate::kit::settings_json::{File, report_unreadable, write_merged};
 use layout::Layout;
 use projects::Projects;
 
@@ -98,31 +99,16 @@ impl Harness for Gemini {
         let layout = Layout::of(ctx.home);
         let gemini = &layout.gemini;
         let settings_path = layout.settings();
-        let file = match settings::File::load(&settings_path) {
+        let file = match File::load(&settings_path) {
             Ok(f) => Some(f),
             Err(e) => {
-                // Neither kind is given then: "none" would be a claim the file does not make.
-                if ctx.kinds.contains(StateKind::Tools) || ctx.kinds.contains(StateKind::Settings) {
-                    let at = e
-                        .column
-                        .map(|c| format!("column {c}: "))
-                        .unwrap_or_default();
-                    ctx.diagnostics.lost(
-                        &settings_path,
-                        e.line,
-                        format!(
-                            "{at}{}; its MCP servers (tools) and settings were not read, and are \
-                             left out rather than given as none",
-                            e.why
-                        ),
-                    );
-                }
+                report_unreadable(&e, ctx);
                 None
             }
         };
         let names = file.as_ref().map_or_else(
             || vec!["GEMINI.md".to_owned()],
-            settings::File::context_file_names,
+            settings::context_file_names,
         );
         let mut state = State::default();
         let want = |k| ctx.kinds.contains(k);
@@ -153,7 +139,7 @@ impl Harness for Gemini {
             state.tools = file.as_ref().and_then(|f| tools::read(f, ctx));
         }
         if want(StateKind::Settings) {
-            state.settings = file.as_ref().map(settings::File::settings);
+            state.settings = file.as_ref().map(settings::settings);
         }
         Ok(state)
     }
@@ -192,8 +178,8 @@ impl Harness for Gemini {
             .write_all(list)?;
             tally.finish();
         }
-        let names = settings::File::load(&layout.settings())
-            .map(|f| f.context_file_names())
+        let names = File::load(&layout.settings())
+            .map(|f| settings::context_file_names(&f))
             .unwrap_or_else(|_| vec!["GEMINI.md".to_owned()]);
         let notes_list = state.memory.as_deref().unwrap_or(&[]);
         instructions::write_global(
@@ -219,82 +205,22 @@ impl Harness for Gemini {
     }
 }
 
-/// MCP servers and settings, merged into `settings.json` in one write. A file asp cannot read,
-/// or one with comments that rewriting would lose, is left as it is and both kinds refused.
+/// MCP servers and settings, merged into `settings.json` in one write
+/// ([`crate::kit::settings_json::write_merged`]).
 fn write_settings_file(
     layout: &Layout,
     ctx: &WriteContext<'_>,
     answer: &mut ImportAnswer,
 ) -> Result<(), ConvertError> {
     let state = ctx.state;
-    if state.tools.is_none() && state.settings.is_none() {
-        return Ok(());
-    }
-    let path = layout.settings();
-    let refuse_both = |answer: &mut ImportAnswer, why: String| {
-        if state.tools.is_some() {
-            answer.refuse(StateKind::Tools, why.clone());
-        }
-        if state.settings.is_some() {
-            answer.refuse(StateKind::Settings, why);
-        }
-    };
-    let mut file = match settings::File::load(&path) {
-        Ok(f) => f,
-        Err(e) => {
-            refuse_both(
-                answer,
-                format!("{e}; asp does not edit a settings file it cannot read"),
-            );
-            return Ok(());
-        }
-    };
-    let (mut servers, mut server_notes, mut values) = (Vec::new(), Vec::new(), Vec::new());
-    let mut changed = false;
-    if let Some(list) = &state.tools {
-        changed |= tools::merge(&mut file, list, ctx, &mut servers, &mut server_notes);
-    }
-    if let Some(list) = &state.settings {
-        changed |= settings::merge(&mut file, list, &mut values);
-    }
-    if changed && file.has_comments {
-        refuse_both(
-            answer,
-            format!(
-                "{} has comments, which rewriting it would lose; add the carried entries by hand",
-                path.display()
-            ),
-        );
-        return Ok(());
-    }
-    for (kind, given, placed, notes) in [
-        (
-            StateKind::Tools,
-            &state.tools.as_ref().map(Vec::len),
-            servers,
-            server_notes,
-        ),
-        (
-            StateKind::Settings,
-            &state.settings.as_ref().map(|s| s.len()),
-            values,
-            Vec::new(),
-        ),
-    ] {
-        let Some(given) = *given else {
-            continue;
-        };
-        let mut tally = Tally::new(answer, kind, given);
-        for p in placed {
-            tally.place(p);
-        }
-        for n in notes {
-            tally.refuse(n);
-        }
-        tally.finish();
-    }
-    if changed {
-        file.save(ctx.writer)?;
-    }
-    Ok(())
+    write_merged(
+        &layout.settings(),
+        ctx,
+        answer,
+        |file, out| tools::merge(file, state.tools.as_deref().unwrap_or(&[]), ctx, out),
+        |file, out| match &state.settings {
+            Some(list) => settings::merge(file, list, out),
+            None => false,
+        },
+    )
 }

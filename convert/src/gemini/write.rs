@@ -256,8 +256,8 @@ impl Sessions<'_, '_> {
             return;
         }
         let path = self.gemini.join("settings.json");
-        let Some((age, max_ms)) = super::settings::File::load(&path)
-            .map(|f| f.retention_max_age())
+        let Some((age, max_ms)) = crate::kit::settings_json::File::load(&path)
+            .map(|f| super::settings::retention_max_age(&f))
             .unwrap_or(Some(("30d".to_owned(), 30 * 86_400_000)))
         else {
             return;

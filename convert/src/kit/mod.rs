@@ -14,6 +14,7 @@
 //! | [`skills`] | Agent Skills folders, read byte for byte and written whole |
 //! | [`memory_section`] | the `## <Harness> Added Memories` section of Gemini's and Qwen's instructions files |
 //! | [`secrets`] | `--redact-secrets` |
+//! | [`settings_json`], [`mcp_json`] | Gemini's and Qwen's JSONC `settings.json`: read, merged write, and its `mcpServers` entries ↔ ACP `McpServer` |
 //! | [`pathmap`] | `--map-path OLD=NEW` |
 //! | [`escape`], [`time`], [`uuid`] | file-name escaping, RFC 3339 times, name-based UUIDs |
 //!
@@ -27,6 +28,8 @@ pub mod conversation;
 pub mod escape;
 pub mod fsops;
 #[cfg(any(feature = "gemini", feature = "qwen"))]
+pub mod mcp_json;
+#[cfg(any(feature = "gemini", feature = "qwen"))]
 pub mod memory_section;
 pub mod meta;
 pub mod pathmap;
@@ -34,6 +37,8 @@ pub mod placement;
 pub mod report;
 pub mod resume;
 pub mod secrets;
+#[cfg(any(feature = "gemini", feature = "qwen"))]
+pub mod settings_json;
 pub mod skills;
 pub mod source;
 pub mod time;

@@ -38,12 +38,11 @@ fn name() -> HarnessName {
 }
 
 /// The global instructions file: the first `context.fileName` of `settings.json` (a string or
-/// a list), else `QWEN.md`.
+/// a list), else `QWEN.md`. settings.json is read as Qwen reads it, comments allowed.
 pub fn file(layout: &Layout) -> PathBuf {
-    let configured = std::fs::read(layout.qwen.join("settings.json"))
+    let configured = crate::kit::settings_json::File::load(&super::settings::path(layout))
         .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .and_then(|v| match v.pointer("/context/fileName") {
+        .and_then(|f| match f.get("/context/fileName") {
             Some(Value::String(s)) => Some(s.clone()),
             Some(Value::Array(a)) => a.first().and_then(Value::as_str).map(str::to_owned),
             _ => None,

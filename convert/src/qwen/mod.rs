@@ -7,6 +7,8 @@
 //! | instructions | `.qwen/QWEN.md` without its `## Qwen Added Memories` section | [`instructions`] |
 //! | memory | that section's bullets ([`instructions`]); managed memory `.qwen/memories/`, `.qwen/projects/<dir>/memory/` | [`memory`] |
 //! | skills | `.qwen/skills/`, `.agents/skills/` | [`skills`] |
+//! | tools | `mcpServers` in `.qwen/settings.json` (`url` = SSE, `httpUrl` = HTTP) | [`settings`] |
+//! | settings | `model.name`, `tools.approvalMode` in `.qwen/settings.json` | [`settings`] |
 //!
 //! Where things are: [`layout`]; ids: [`ids`]; the chat format: [`transcript`]; tool calls:
 //! [`calls`]. The facts behind every rule are in `spec/harnesses/qwen.md` (verified against
@@ -37,6 +39,7 @@ use crate::harness::{
     WriteContext,
 };
 use crate::kit::placement::Tally;
+use crate::kit::settings_json::{File, report_unreadable, write_merged};
 use layout::Layout;
 
 /// The harness's name.
@@ -77,7 +80,9 @@ impl Harness for Qwen {
             .with(StateKind::Sessions)
             .with(StateKind::Instructions)
             .with(StateKind::Memory)
-            .with(StateKind::Skills);
+            .with(StateKind::Skills)
+            .with(StateKind::Tools)
+            .with(StateKind::Settings);
         Capabilities {
             export: kinds,
             import: kinds,
@@ -114,6 +119,21 @@ impl Harness for Qwen {
         if want(StateKind::Skills) {
             state.skills = skills::read(&layout, ctx)?;
         }
+        if want(StateKind::Tools) || want(StateKind::Settings) {
+            // A settings.json that cannot be read leaves both kinds out (reported): a kind
+            // left out is never one given empty.
+            match File::load(&settings::path(&layout)) {
+                Ok(file) => {
+                    if want(StateKind::Tools) {
+                        state.tools = settings::read_servers(&file, ctx);
+                    }
+                    if want(StateKind::Settings) {
+                        state.settings = Some(settings::read(&file));
+                    }
+                }
+                Err(e) => report_unreadable(&e, ctx),
+            }
+        }
         Ok(state)
     }
 
@@ -144,6 +164,19 @@ impl Harness for Qwen {
         if let Some(list) = &ctx.state.skills {
             skills::write(&layout, ctx, list, &mut answer)?;
         }
+        write_merged(
+            &settings::path(&layout),
+            ctx,
+            &mut answer,
+            |file, out| {
+                let servers = state.tools.as_deref().unwrap_or(&[]);
+                settings::merge_servers(file, servers, ctx, out)
+            },
+            |file, out| match &state.settings {
+                Some(values) => settings::merge(file, values, out),
+                None => false,
+            },
+        )?;
         Ok(answer)
     }
 }

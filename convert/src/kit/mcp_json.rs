@@ -1,0 +1,350 @@
+//! `mcpServers` entries of Gemini CLI's and Qwen Code's `settings.json` ↔ ACP `McpServer`.
+//!
+//! The two harnesses use the same keys (`command`, `args`, `env`, `url`, `httpUrl`, `headers`,
+//! `trust`, `authProviderType`, ...) but not the same meaning of `url` ([`Dialect`]), so the
+//! mapping is shared and the transport rule is each converter's. Keys ACP's `McpServer` has no
+//! field for (`cwd`, `trust`, `timeout`, `includeTools`, `excludeTools`, `description`, an
+//! explicit `type`, OAuth settings, ...) are kept under `_meta.<harness>`, so writing a server
+//! back gives the same entry.
+//!
+//! Writing a server never grants it more than the home already does: `trust: true` and
+//! credential-sending `authProviderType`s are left out of what comes from a bundle
+//! ([`withhold_grants`]) and answered as not taken.
+
+use asp_format::state::{McpRemote, McpServer, McpStdio, NameValue};
+use serde_json::{Map, Value, json};
+
+use super::settings_json::{File, Merged};
+use crate::harness::{ReadContext, WriteContext};
+use crate::kit::placement::Placement;
+use crate::kit::report::Diagnostics;
+use crate::kit::secrets;
+
+/// How one harness reads a remote server's URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UrlRule {
+    /// Gemini CLI (0.61): `httpUrl` → streamable HTTP; `url` with `"type": "sse"` → SSE; `url`
+    /// with `"type": "http"` or no type → HTTP. Which field a server used is kept
+    /// (`urlField`), and a foreign server is written as `url` with an explicit `type`.
+    TypedUrl,
+    /// Qwen Code (0.24): `httpUrl` → streamable HTTP; `url` → SSE, whatever `type` says. A
+    /// server is written by its transport: HTTP as `httpUrl`, SSE as `url`.
+    UrlIsSse,
+}
+
+/// One harness's `mcpServers` dialect.
+#[derive(Debug, Clone, Copy)]
+pub struct Dialect {
+    /// The `_meta` key of what ACP has no field for (the harness name: `gemini`, `qwen`).
+    pub meta_key: &'static str,
+    /// The harness as people call it, for messages ("Gemini", "Qwen Code").
+    pub harness: &'static str,
+    pub url: UrlRule,
+}
+
+fn pairs(v: Option<&Value>) -> Vec<NameValue> {
+    v.and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| NameValue {
+            name: k.clone(),
+            value: v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+        })
+        .collect()
+}
+
+fn object_of(list: &[NameValue]) -> Value {
+    Value::Object(
+        list.iter()
+            .map(|nv| (nv.name.clone(), Value::String(nv.value.clone())))
+            .collect(),
+    )
+}
+
+impl Dialect {
+    /// One `mcpServers` entry as an ACP `McpServer`, by the harness's transport precedence
+    /// (`httpUrl`, then `url`, then `command`).
+    pub fn server_from(&self, name: &str, cfg: &Map<String, Value>) -> Option<McpServer> {
+        let s = |k: &str| cfg.get(k).and_then(Value::as_str);
+        let keep = |used: &[&str]| -> Option<Map<String, Value>> {
+            let rest: Map<String, Value> = cfg
+                .iter()
+                .filter(|(k, _)| !used.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let mut meta = Map::new();
+            (!rest.is_empty()).then(|| {
+                meta.insert(self.meta_key.into(), Value::Object(rest));
+                meta
+            })
+        };
+        // Gemini: which field held the URL (both can mean HTTP); it also marks the server as
+        // Gemini's own, so an untyped `url` stays untyped. Qwen: the transport says it.
+        let remote = |field: &str| {
+            let mut meta = keep(&[field, "headers"]).unwrap_or_default();
+            if self.url == UrlRule::TypedUrl {
+                let g = meta.entry(self.meta_key).or_insert_with(|| json!({}));
+                g["urlField"] = json!(field);
+            }
+            McpRemote {
+                name: name.to_owned(),
+                url: s(field).unwrap_or_default().to_owned(),
+                headers: pairs(cfg.get("headers")),
+                meta: (!meta.is_empty()).then_some(meta),
+            }
+        };
+        if s("httpUrl").is_some() {
+            return Some(McpServer::Http(remote("httpUrl")));
+        }
+        if s("url").is_some() {
+            let sse = match self.url {
+                UrlRule::TypedUrl => s("type") == Some("sse"),
+                UrlRule::UrlIsSse => true,
+            };
+            let r = remote("url");
+            return Some(if sse {
+                McpServer::Sse(r)
+            } else {
+                McpServer::Http(r)
+            });
+        }
+        let command = s("command")?;
+        Some(McpServer::Stdio(McpStdio {
+            name: name.to_owned(),
+            command: command.to_owned(),
+            args: cfg
+                .get("args")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|a| a.as_str().map_or_else(|| a.to_string(), str::to_owned))
+                .collect(),
+            env: pairs(cfg.get("env")),
+            meta: keep(&["command", "args", "env"]),
+        }))
+    }
+
+    /// An ACP `McpServer` as an `mcpServers` entry. A server read from this harness comes back
+    /// as it was (its `_meta.<harness>` holds the rest); a foreign one gets the field its
+    /// transport needs ([`UrlRule`]).
+    pub fn server_to(&self, server: &McpServer) -> Value {
+        let native = server
+            .meta()
+            .and_then(|m| m.get(self.meta_key))
+            .and_then(Value::as_object)
+            .cloned();
+        let mut out = Map::new();
+        match server {
+            McpServer::Stdio(s) => {
+                out.insert("command".into(), json!(s.command));
+                if !s.args.is_empty() {
+                    out.insert("args".into(), json!(s.args));
+                }
+                if !s.env.is_empty() {
+                    out.insert("env".into(), object_of(&s.env));
+                }
+            }
+            McpServer::Http(r) | McpServer::Sse(r) => {
+                let field = match self.url {
+                    UrlRule::TypedUrl => native
+                        .as_ref()
+                        .and_then(|n| n.get("urlField"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("url"),
+                    // Qwen speaks SSE to any `url`: an HTTP server must be `httpUrl`.
+                    UrlRule::UrlIsSse if matches!(server, McpServer::Http(_)) => "httpUrl",
+                    UrlRule::UrlIsSse => "url",
+                };
+                out.insert(field.into(), json!(r.url));
+                if native.is_none() && self.url == UrlRule::TypedUrl {
+                    out.insert("type".into(), json!(server.transport()));
+                }
+                if !r.headers.is_empty() {
+                    out.insert("headers".into(), object_of(&r.headers));
+                }
+            }
+        }
+        for (k, v) in native.into_iter().flatten() {
+            // An `httpUrl` kept beside an SSE server would make Qwen speak HTTP to it.
+            let stale = self.url == UrlRule::UrlIsSse
+                && matches!(server, McpServer::Sse(_))
+                && k == "httpUrl";
+            if k != "urlField" && !stale {
+                out.insert(k, v);
+            }
+        }
+        Value::Object(out)
+    }
+
+    /// Takes out of an entry what lets a server act without the user: `trust: true` (every
+    /// tool call runs without confirmation) and an `authProviderType` other than the default
+    /// `dynamic_discovery` (the harness then sends the user's Google credentials to the
+    /// server; `targetAudience` and `targetServiceAccount` go with it). A bundle can say
+    /// anything, and a server read from the harness keeps these under `_meta`, so asp never
+    /// writes them from a bundle: only a home that already grants them keeps them. Returns
+    /// what was taken out, in words.
+    pub fn withhold_grants(&self, entry: &mut Map<String, Value>) -> Vec<String> {
+        let mut out = Vec::new();
+        if entry.get("trust").is_some_and(|t| *t != Value::Bool(false)) {
+            entry.remove("trust");
+            out.push("trust: true (its tool calls would run without asking)".to_owned());
+        }
+        if let Some(auth) = entry
+            .get("authProviderType")
+            .filter(|a| a.as_str() != Some("dynamic_discovery"))
+            .cloned()
+        {
+            for k in ["authProviderType", "targetAudience", "targetServiceAccount"] {
+                entry.remove(k);
+            }
+            out.push(format!(
+                "authProviderType {auth} ({} would send your Google credentials to it)",
+                self.harness
+            ));
+        }
+        out
+    }
+
+    /// The MCP servers of the file as ACP describes them, in the file's order; `None`
+    /// (reported) when `mcpServers` is there but not an object, since then what the servers
+    /// are is not known.
+    pub fn servers(
+        &self,
+        file: &File,
+        redact: bool,
+        diagnostics: &Diagnostics,
+    ) -> Option<Vec<McpServer>> {
+        let servers = match file.doc.get("mcpServers") {
+            None => return Some(Vec::new()),
+            Some(Value::Object(servers)) => servers,
+            Some(_) => {
+                diagnostics.lost(
+                    &file.path,
+                    None,
+                    "`mcpServers` is not an object; the MCP servers were not read",
+                );
+                return None;
+            }
+        };
+        let mut out = Vec::new();
+        for (name, cfg) in servers {
+            let Some(cfg) = cfg.as_object() else {
+                diagnostics.lost(
+                    &file.path,
+                    None,
+                    format!("MCP server {name:?} is not an object; skipped"),
+                );
+                continue;
+            };
+            match self.server_from(name, cfg) {
+                Some(mut s) => {
+                    if redact {
+                        secrets::redact(&mut s);
+                    }
+                    out.push(s);
+                }
+                None => diagnostics.left_out(
+                    &file.path,
+                    None,
+                    format!(
+                        "MCP server {name:?} has no `command`, `url` or `httpUrl` (ACP cannot \
+                         describe a `tcp` server); skipped"
+                    ),
+                ),
+            }
+        }
+        Some(out)
+    }
+
+    /// The servers of the settings file, for a read.
+    pub fn read(&self, file: &File, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
+        self.servers(file, ctx.options.redact_secrets, ctx.diagnostics)
+    }
+
+    /// Adds `server` to `mcpServers` unless one of that name is there, never with the grants
+    /// [`Dialect::withhold_grants`] takes out: what it came to, and the grants withheld (a
+    /// server already configured with the grants the home itself gave it withholds nothing).
+    pub fn add_server(&self, file: &mut File, server: &McpServer) -> (Placement, Vec<String>) {
+        let full = self.server_to(server);
+        let mut entry = full.clone();
+        let withheld = entry
+            .as_object_mut()
+            .map(|e| self.withhold_grants(e))
+            .unwrap_or_default();
+        let path = file.path.clone();
+        let servers = file
+            .doc
+            .entry("mcpServers")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !servers.is_object() {
+            return (
+                Placement::Refused("`mcpServers` in settings.json is not an object".to_owned()),
+                Vec::new(),
+            );
+        }
+        let servers = servers.as_object_mut().expect("checked");
+        match servers.get(server.name()) {
+            // The home's own record grants what the bundle asks for: nothing is widened.
+            Some(existing) if *existing == full => (Placement::AlreadyThere, Vec::new()),
+            Some(existing) if *existing == entry => (Placement::AlreadyThere, withheld),
+            Some(_) => (
+                Placement::Refused(format!(
+                    "an MCP server named {:?} is already configured differently in {}; it was \
+                     left as it is",
+                    server.name(),
+                    path.display()
+                )),
+                Vec::new(),
+            ),
+            None => {
+                servers.insert(server.name().to_owned(), entry);
+                (Placement::New, withheld)
+            }
+        }
+    }
+
+    /// Adds `servers` to the settings file (in memory), each with what it came to; what a
+    /// server could not keep (a grant a carried state never gives) is said as a refusal beside
+    /// it. Returns whether the file changed.
+    pub fn merge(
+        &self,
+        file: &mut File,
+        servers: &[McpServer],
+        ctx: &WriteContext<'_>,
+        out: &mut Merged,
+    ) -> bool {
+        let path = file.path.clone();
+        let mut changed = false;
+        for server in servers {
+            let (placed, withheld) = self.add_server(file, server);
+            if !withheld.is_empty() {
+                out.notes.push(format!(
+                    "MCP server {:?}: {} not carried; asp never grants that from a \
+                     carried state (anyone can write one), so the server is configured \
+                     without it (set it in {} yourself if you want it)",
+                    server.name(),
+                    withheld.join(" and "),
+                    path.display()
+                ));
+            }
+            if placed == Placement::New {
+                changed = true;
+                let r = secrets::redacted(server);
+                if !r.is_empty() {
+                    ctx.diagnostics.note(
+                        &path,
+                        None,
+                        format!(
+                            "MCP server {:?} was packed with secrets blanked ({}); fill them in \
+                             before using it",
+                            server.name(),
+                            r.join(", ")
+                        ),
+                    );
+                }
+            }
+            out.placed.push(placed);
+        }
+        changed
+    }
+}

@@ -1,0 +1,367 @@
+//! `settings.json` of Gemini CLI and Qwen Code (a Gemini fork): JSON with comments, read the
+//! way both harnesses read it, and written back only when it has none.
+//!
+//! Both harnesses read the file with `//` and `/* */` comments allowed; asp reads such a file
+//! too, but never rewrites one (the comments would be lost): [`write_merged`] refuses instead.
+//! What each harness keeps in it (its session options, its `mcpServers` transport rules) is
+//! the converter's; the MCP entry mapping the two share is [`super::mcp_json`].
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use asp_format::answer::ImportAnswer;
+use asp_format::kind::StateKind;
+use serde_json::{Map, Value};
+
+use crate::error::ConvertError;
+use crate::harness::{ReadContext, WriteContext};
+use crate::kit::fsops::Writer;
+use crate::kit::placement::{Placement, Tally};
+
+/// The JSON text with `//` and `/* */` comments (outside strings) blanked out, byte for byte
+/// and line for line, so a parse error's line and column are the file's own; `None` if it had
+/// none.
+fn strip_comments(text: &str) -> Option<String> {
+    let blank = |out: &mut String, c: char| {
+        if c == '\n' {
+            out.push('\n');
+        } else {
+            out.extend(std::iter::repeat_n(' ', c.len_utf8()));
+        }
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let (mut in_str, mut esc, mut any) = (false, false, false);
+    while let Some(c) = chars.next() {
+        if in_str {
+            out.push(c);
+            if esc {
+                esc = false;
+            } else if c == '\\' {
+                esc = true;
+            } else if c == '"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('"', _) => {
+                in_str = true;
+                out.push(c);
+            }
+            ('/', Some('/')) => {
+                any = true;
+                blank(&mut out, c);
+                for n in chars.by_ref() {
+                    blank(&mut out, n);
+                    if n == '\n' {
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                any = true;
+                blank(&mut out, c);
+                blank(&mut out, chars.next().expect("peeked"));
+                let mut prev = ' ';
+                for n in chars.by_ref() {
+                    blank(&mut out, n);
+                    if prev == '*' && n == '/' {
+                        break;
+                    }
+                    prev = n;
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    any.then_some(out)
+}
+
+/// Why settings.json cannot be used: the file, where in it (1-based line and column, when it
+/// does not parse), and what is wrong.
+#[derive(Debug)]
+pub struct Unusable {
+    pub path: PathBuf,
+    pub line: Option<u64>,
+    pub column: Option<u64>,
+    pub why: String,
+}
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let (Some(l), Some(c)) = (self.line, self.column) {
+            write!(f, ":{l}:{c}")?;
+        }
+        write!(f, ": {}", self.why)
+    }
+}
+
+impl From<Unusable> for ConvertError {
+    fn from(u: Unusable) -> Self {
+        let message = match (u.line, u.column) {
+            (Some(l), Some(c)) => format!("line {l} column {c}: {}", u.why),
+            _ => u.why,
+        };
+        ConvertError::invalid(u.path, message)
+    }
+}
+
+/// settings.json as read: the document and whether it had comments.
+#[derive(Debug, Clone)]
+pub struct File {
+    pub path: PathBuf,
+    pub doc: Map<String, Value>,
+    pub has_comments: bool,
+    trailing_newline: bool,
+}
+
+impl File {
+    /// Reads settings.json; a missing file is an empty document. A file that is not a JSON
+    /// object (even without comments) is an error, as it is for the CLI.
+    pub fn load(path: &Path) -> Result<File, Unusable> {
+        let unusable = |line: Option<u64>, column: Option<u64>, why: String| Unusable {
+            path: path.to_path_buf(),
+            line,
+            column,
+            why,
+        };
+        let text = match fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Ok(File {
+                    path: path.to_path_buf(),
+                    doc: Map::new(),
+                    has_comments: false,
+                    trailing_newline: true,
+                });
+            }
+            Err(e) => return Err(unusable(None, None, format!("cannot be read ({e})"))),
+        };
+        let stripped = strip_comments(&text);
+        let parsed = if text.trim().is_empty() {
+            Ok(Value::Object(Map::new()))
+        } else {
+            serde_json::from_str::<Value>(stripped.as_deref().unwrap_or(&text))
+        };
+        match parsed {
+            Ok(Value::Object(doc)) => Ok(File {
+                path: path.to_path_buf(),
+                doc,
+                has_comments: stripped.is_some(),
+                trailing_newline: text.ends_with('\n'),
+            }),
+            Ok(_) => Err(unusable(None, None, "is not a JSON object".to_owned())),
+            // Comments are blanked line for line, so the position is the file's own.
+            Err(e) => Err(unusable(
+                Some(e.line() as u64),
+                Some(e.column() as u64),
+                format!("is not JSON ({})", strip_position(&e.to_string())),
+            )),
+        }
+    }
+
+    /// The value at `/a/b` (a JSON pointer without escapes), if any.
+    pub fn get(&self, pointer: &str) -> Option<&Value> {
+        let mut parts = pointer.trim_start_matches('/').split('/');
+        let mut cur = self.doc.get(parts.next()?)?;
+        for p in parts {
+            cur = cur.get(p)?;
+        }
+        Some(cur)
+    }
+}
+
+/// A serde_json message without its trailing ` at line L column C` (reported on its own).
+fn strip_position(message: &str) -> &str {
+    message
+        .rsplit_once(" at line ")
+        .map_or(message, |(head, _)| head)
+}
+
+impl File {
+    /// Sets `/a/b` to `value`, creating objects on the way; whether it changed.
+    pub fn set(&mut self, path: &[&str], value: Value) -> bool {
+        let (last, parents) = path.split_last().expect("a non-empty path");
+        let mut cur = &mut self.doc;
+        for p in parents {
+            let v = cur
+                .entry(p.to_string())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !v.is_object() {
+                *v = Value::Object(Map::new());
+            }
+            cur = v.as_object_mut().expect("made an object");
+        }
+        if cur.get(*last) == Some(&value) {
+            return false;
+        }
+        cur.insert(last.to_string(), value);
+        true
+    }
+
+    /// Writes the document back as `JSON.stringify(…, null, 2)`, keeping whether the file
+    /// ended in a newline.
+    pub fn save(&self, writer: &Writer) -> Result<(), ConvertError> {
+        let mut text =
+            serde_json::to_string_pretty(&Value::Object(self.doc.clone())).expect("serialises");
+        if self.trailing_newline {
+            text.push('\n');
+        }
+        writer.replace(&self.path, text.as_bytes())
+    }
+}
+
+/// Reports why a settings file that cannot be read gives neither MCP servers nor settings,
+/// when either was asked for: "none" would be a claim the file does not make.
+pub fn report_unreadable(e: &Unusable, ctx: &ReadContext<'_>) {
+    if ctx.kinds.contains(StateKind::Tools) || ctx.kinds.contains(StateKind::Settings) {
+        let at = e
+            .column
+            .map(|c| format!("column {c}: "))
+            .unwrap_or_default();
+        ctx.diagnostics.lost(
+            &e.path,
+            e.line,
+            format!(
+                "{at}{}; its MCP servers (tools) and settings were not read, and are \
+                 left out rather than given as none",
+                e.why
+            ),
+        );
+    }
+}
+
+/// What merging one kind into the file came to: a placement per item, and refusals beside them.
+#[derive(Debug, Default)]
+pub struct Merged {
+    pub placed: Vec<Placement>,
+    pub notes: Vec<String>,
+}
+
+/// MCP servers and settings, merged into `path` in one write. A file asp cannot read, or one
+/// with comments that rewriting would lose, is left as it is and both kinds refused.
+/// `tools` and `settings` merge the carried items into the document (in memory) and say
+/// whether it changed.
+pub fn write_merged(
+    path: &Path,
+    ctx: &WriteContext<'_>,
+    answer: &mut ImportAnswer,
+    tools: impl FnOnce(&mut File, &mut Merged) -> bool,
+    settings: impl FnOnce(&mut File, &mut Merged) -> bool,
+) -> Result<(), ConvertError> {
+    let state = ctx.state;
+    if state.tools.is_none() && state.settings.is_none() {
+        return Ok(());
+    }
+    let refuse_both = |answer: &mut ImportAnswer, why: String| {
+        if state.tools.is_some() {
+            answer.refuse(StateKind::Tools, why.clone());
+        }
+        if state.settings.is_some() {
+            answer.refuse(StateKind::Settings, why);
+        }
+    };
+    let mut file = match File::load(path) {
+        Ok(f) => f,
+        Err(e) => {
+            refuse_both(
+                answer,
+                format!("{e}; asp does not edit a settings file it cannot read"),
+            );
+            return Ok(());
+        }
+    };
+    let (mut servers, mut values) = (Merged::default(), Merged::default());
+    let mut changed = false;
+    if state.tools.is_some() {
+        changed |= tools(&mut file, &mut servers);
+    }
+    if state.settings.is_some() {
+        changed |= settings(&mut file, &mut values);
+    }
+    if changed && file.has_comments {
+        refuse_both(
+            answer,
+            format!(
+                "{} has comments, which rewriting it would lose; add the carried entries by hand",
+                path.display()
+            ),
+        );
+        return Ok(());
+    }
+    for (kind, given, merged) in [
+        (
+            StateKind::Tools,
+            state.tools.as_ref().map(Vec::len),
+            servers,
+        ),
+        (
+            StateKind::Settings,
+            state.settings.as_ref().map(|s| s.len()),
+            values,
+        ),
+    ] {
+        let Some(given) = given else {
+            continue;
+        };
+        let mut tally = Tally::new(answer, kind, given);
+        for p in merged.placed {
+            tally.place(p);
+        }
+        for n in merged.notes {
+            tally.refuse(n);
+        }
+        tally.finish();
+    }
+    if changed {
+        file.save(ctx.writer)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn comments_are_stripped_outside_strings() {
+        let t = "{\n  // a comment\n  \"a\": \"http://x\", /* b */ \"c\": 1\n}";
+        let s = strip_comments(t).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&s).unwrap(),
+            json!({"a": "http://x", "c": 1})
+        );
+        assert_eq!(strip_comments("{\"a\": \"//not\"}"), None);
+        let t = "{ /* é\n */ \"a\": 1, // x\n \"b\": }";
+        let s = strip_comments(t).unwrap();
+        assert_eq!(s.len(), t.len(), "blanked byte for byte");
+        assert_eq!(s.lines().count(), t.lines().count(), "and line for line");
+    }
+
+    #[test]
+    fn a_file_that_is_not_json_says_where() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        fs::write(
+            &path,
+            "{\n  /* a\n  comment */ \"model\": {\"name\": \"x\",}\n}\n",
+        )
+        .unwrap();
+        let e = File::load(&path).unwrap_err();
+        assert_eq!(
+            (e.line, e.column),
+            (Some(3), Some(36)),
+            "the `}}` after the comma"
+        );
+        assert!(
+            e.why.starts_with("is not JSON (trailing comma"),
+            "{}",
+            e.why
+        );
+        assert!(!e.why.contains(" at line "), "{}", e.why);
+    }
+}
