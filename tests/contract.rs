@@ -100,6 +100,10 @@ macro_rules! contract {
                     super::resume_commands(H)
                 }
                 #[test]
+                fn a_hostile_bundle_writes_nothing_outside_the_home() {
+                    super::hostile_ids_stay_inside(H)
+                }
+                #[test]
                 fn pack_session_packs_that_session_and_refuses_one_it_does_not_have() {
                     super::pack_session_selects(H)
                 }
@@ -1049,5 +1053,55 @@ fn resume_commands(h: &str) {
         let cmd = cmd.as_str().unwrap();
         let (_, id) = cmd.rsplit_once(' ').unwrap();
         assert!(said.contains(id), "{h}: {said}");
+    }
+}
+
+/// Session ids come from other machines and may be anything but empty or control characters:
+/// `../../.ssh` or an absolute path. Whatever a bundle calls its sessions (and their parents),
+/// writing it puts nothing outside the home: each session is written under a name the
+/// converter made, or refused.
+fn hostile_ids_stay_inside(h: &str) {
+    for (from, packed) in every_source() {
+        let dir = tmp();
+        let home = dir.path().join("home");
+        fs::create_dir(&home).unwrap();
+        let outside = dir.path().join("outside");
+        let mut text = serde_json::to_string(&packed.state).unwrap();
+        for (i, s) in packed.state.sessions.iter().flatten().enumerate() {
+            let id = s.id.as_str();
+            // Climbing past the root from any depth, then down into `outside`; or absolute.
+            let hostile = if i % 2 == 0 {
+                format!(
+                    "{}{}/{id}",
+                    "../".repeat(64),
+                    outside.display().to_string().trim_start_matches('/')
+                )
+            } else {
+                format!("{}/{id}", outside.display())
+            };
+            text = text.replace(
+                &serde_json::to_string(id).unwrap(),
+                &serde_json::to_string(&hostile).unwrap(),
+            );
+        }
+        let state: State = serde_json::from_str(&text).unwrap();
+        let written = crate::support::try_write_home(
+            h,
+            &home,
+            &state,
+            &packed.store,
+            false,
+            &PathMap::default(),
+        );
+        let strays: Vec<PathBuf> = crate::support::files_under(dir.path())
+            .into_iter()
+            .filter(|p| !p.starts_with(&home))
+            .collect();
+        assert!(
+            strays.is_empty(),
+            "{from} into {h}: written outside the home: {strays:?}"
+        );
+        // Refused per session, not by the writer's own check failing the whole import.
+        written.unwrap_or_else(|e| panic!("{from} into {h}: {e}"));
     }
 }

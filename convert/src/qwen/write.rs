@@ -18,7 +18,7 @@ use asp_format::update::UpdateLines;
 use serde_json::{Value, json};
 
 use super::compose::{self, Header};
-use super::ids::{name_uuid, qwen_id};
+use super::ids::{is_session_file, is_uuid, name_uuid, qwen_id};
 use super::layout::{Layout, sanitize_cwd};
 use super::read::subagent_id;
 use crate::error::ConvertError;
@@ -202,10 +202,20 @@ fn restore(
         let parts: Vec<&str> = f.path.as_str().split('/').collect();
         match parts.as_slice() {
             [".qwen", "projects", dir, "chats", file] if file.ends_with(".jsonl") => {
-                chat = Some((dir.to_string(), false, ctx.blobs.read_all(&f.content)?));
+                chat = Some((
+                    dir.to_string(),
+                    false,
+                    *file,
+                    ctx.blobs.read_all(&f.content)?,
+                ));
             }
             [".qwen", "projects", dir, "chats", "archive", file] if file.ends_with(".jsonl") => {
-                chat = Some((dir.to_string(), true, ctx.blobs.read_all(&f.content)?));
+                chat = Some((
+                    dir.to_string(),
+                    true,
+                    *file,
+                    ctx.blobs.read_all(&f.content)?,
+                ));
             }
             [".qwen", "file-history", _, rest @ ..] if !rest.is_empty() => {
                 history.push((rest.join("/"), ctx.blobs.read_all(&f.content)?));
@@ -218,9 +228,16 @@ fn restore(
             }
         }
     }
-    let Some((native_dir, archived, bytes)) = chat else {
+    let Some((native_dir, archived, file, bytes)) = chat else {
         return Ok(Err(format!("session {id}: its chat file was not carried")));
     };
+    // The id names the files written (the chat, the file-history folder): only the name Qwen
+    // gave the chat, a UUID, is used, never an id as the bundle spells it (`../../.ssh`).
+    if !(is_session_file(file) && file.strip_suffix(".jsonl") == Some(id)) {
+        return Ok(Err(format!(
+            "session {id}: its chat file {file} is not named after it as Qwen Code names a session, so it was not written"
+        )));
+    }
     let dir = project_dir(s, Some(&native_dir)).expect("a folder");
     let mut chats = layout.projects().join(&dir).join("chats");
     if archived {
@@ -288,6 +305,13 @@ fn restore_child(
     parent_qid: &str,
 ) -> Result<Outcome, ConvertError> {
     let id = s.id.as_str();
+    // The parent's id names the folder written: one not placed by this import is used only
+    // when it is a UUID, as Qwen names sessions.
+    if !is_uuid(parent_qid) {
+        return Ok(Err(format!(
+            "subagent session {id}: its parent's id {parent_qid} is not a Qwen Code session id, so it was not written"
+        )));
+    }
     let mut files = Vec::new();
     let mut agent = None;
     for f in &native.files {
