@@ -25,6 +25,7 @@ use crate::error::ConvertError;
 use crate::harness::WriteContext;
 use crate::kit::beside::kept_beside;
 use crate::kit::conversation::Folder;
+use crate::kit::fsops::Created;
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
 use crate::kit::time;
 
@@ -52,8 +53,12 @@ fn check(files: &[Planned]) -> Result<Check, ConvertError> {
         match std::fs::read(&f.path) {
             Ok(b) if b == f.bytes => same += 1,
             Ok(_) => return Ok(Check::Taken),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(ConvertError::io(&f.path)(e)),
+            // Free only when nothing at all is there: a dangling link reads as NotFound but
+            // takes the name, and a folder or an unreadable file is someone else's too.
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && std::fs::symlink_metadata(&f.path).is_err() => {}
+            Err(_) => return Ok(Check::Taken),
         }
     }
     Ok(if same == files.len() {
@@ -169,13 +174,14 @@ fn harness_of(s: &Session) -> String {
         .map_or_else(|| "asp".to_owned(), |h| h.as_str().to_owned())
 }
 
-fn write_all(ctx: &WriteContext<'_>, files: &[Planned]) -> Result<(), ConvertError> {
+/// Writes every file or none; [`Created::AlreadyExists`] when one of the paths was taken
+/// after it was checked (nothing written then).
+fn write_all(ctx: &WriteContext<'_>, files: &[Planned]) -> Result<Created, ConvertError> {
     let list: Vec<(&Path, &[u8])> = files
         .iter()
         .map(|f| (f.path.as_path(), f.bytes.as_slice()))
         .collect();
-    ctx.writer.create_all_new(&list)?;
-    Ok(())
+    ctx.writer.create_all_new(&list)
 }
 
 type Outcome = Result<(String, Placement), String>;
@@ -266,7 +272,9 @@ fn restore(
             Check::Taken => continue,
             Check::Same => return Ok(Ok((qid, Placement::AlreadyThere))),
             Check::Free => {
-                write_all(ctx, &files)?;
+                if write_all(ctx, &files)? == Created::AlreadyExists {
+                    continue;
+                }
                 if n > 0 {
                     note_copy(ctx, &chats, id, &qid);
                 }
@@ -350,11 +358,8 @@ fn restore_child(
     let qid = agent.map_or_else(|| id.to_owned(), |a| subagent_id(parent_qid, &a));
     match check(&files)? {
         Check::Same => Ok(Ok((qid, Placement::AlreadyThere))),
-        Check::Free => {
-            write_all(ctx, &files)?;
-            Ok(Ok((qid, Placement::New)))
-        }
-        Check::Taken => Ok(Err(format!(
+        Check::Free if write_all(ctx, &files)? == Created::New => Ok(Ok((qid, Placement::New))),
+        Check::Free | Check::Taken => Ok(Err(format!(
             "subagent session {id}: a different transcript is already at {}; not written",
             files[0].path.display()
         ))),
@@ -478,7 +483,9 @@ fn compose_one(
             Check::Taken => continue,
             Check::Same => return Ok(Ok((qid, Placement::AlreadyThere))),
             Check::Free => {
-                write_all(ctx, &files)?;
+                if write_all(ctx, &files)? == Created::AlreadyExists {
+                    continue;
+                }
                 if n > 0 {
                     note_copy(ctx, &chats, id, &qid);
                 }
