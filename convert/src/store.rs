@@ -396,12 +396,14 @@ impl Store {
                 // Not read: an earlier entry failed and the pool stopped.
                 continue;
             };
-            let read = read?;
-            let native = read.iter().any(|s| s.native.is_some());
+            // What the read found before it failed is reported with the error, not lost.
+            let native = read
+                .as_ref()
+                .is_ok_and(|r| r.iter().any(|s| s.native.is_some()));
             for d in diagnostics.items() {
                 req.diagnostics.push(resolve_damage(d, entry, native));
             }
-            sessions.extend(read);
+            sessions.extend(read?);
         }
         Ok(sessions)
     }
