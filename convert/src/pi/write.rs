@@ -327,7 +327,7 @@ impl Sessions<'_, '_> {
                 .to_owned();
             let file = dir.join(ids::file_name(&stamp, &new_id));
             if n == 0 && !composed.dropped.is_empty() {
-                self.ctx.diagnostics.note(
+                self.ctx.diagnostics.left_out(
                     &file,
                     None,
                     format!(

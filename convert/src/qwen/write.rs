@@ -466,7 +466,7 @@ fn compose_one(
         }
         if n == 0 && !chat.dropped.is_empty() {
             let kinds: Vec<&str> = chat.dropped.iter().map(String::as_str).collect();
-            ctx.diagnostics.note(
+            ctx.diagnostics.left_out(
                 &chats,
                 None,
                 format!(
