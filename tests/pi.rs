@@ -653,3 +653,28 @@ fn a_failed_read_still_reports_the_damage_it_found() {
         "the damage in the session read first is reported: {said:?}"
     );
 }
+
+/// A folder of sessions that cannot be listed (here a link looping back to its parent) is
+/// reported as not carried, naming it; the sessions beside it are still read.
+#[cfg(unix)]
+#[test]
+fn a_folder_that_cannot_be_listed_is_reported() {
+    let home = tmp();
+    crate::support::copy_dir(&sample_home(), home.path());
+    let sessions = home.path().join(".pi/agent/sessions");
+    let loop_link = sessions.join("--loop--");
+    std::os::unix::fs::symlink(&sessions, &loop_link).unwrap();
+    let r = read_home(home.path());
+    assert!(r.state.sessions.iter().flatten().count() > 0);
+    let lost: Vec<String> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity.is_not_carried())
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        lost.iter()
+            .any(|d| d.contains("--loop--") && d.contains("cannot be listed")),
+        "{lost:?}"
+    );
+}

@@ -38,7 +38,9 @@ const MAX_COPIES: u32 = 100;
 /// The sessions already in the agent dir, by header id.
 fn existing(layout: &Layout) -> HashMap<String, PathBuf> {
     let mut out = HashMap::new();
-    for p in session_files(layout) {
+    // A folder that cannot be listed was reported when the store was surveyed; a session in
+    // it is not found here either.
+    for p in session_files(layout, &mut |_, _| {}) {
         let Ok(f) = fs::File::open(&p) else { continue };
         let mut line = Vec::new();
         use std::io::{BufRead, BufReader, Read};
