@@ -597,3 +597,84 @@ async fn the_hub_describes_exports_and_imports_a_pi_store() {
     assert!(map.iter().all(|(k, v)| v == k), "{answer}");
     assert_eq!(validate(dest.path()), Vec::<String>::new());
 }
+
+/// A read that fails part way (here the blob store is full) still reports what it found in
+/// the session before failing: the damage is not lost with the error.
+#[test]
+fn a_failed_read_still_reports_the_damage_it_found() {
+    use asp_format::Descriptor;
+    use asp_format::blob::{BlobError, BlobSink, BlobWrite};
+    use std::io::Write;
+    /// A blob store on a full disk: every blob fails when it is closed.
+    struct Full;
+    struct FullWrite;
+    impl Write for FullWrite {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    impl BlobWrite for FullWrite {
+        fn finish(self: Box<Self>) -> Result<Descriptor, BlobError> {
+            Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left").into())
+        }
+    }
+    impl BlobSink for Full {
+        fn begin(&self) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
+            Ok(Box::new(FullWrite))
+        }
+    }
+    let home = tmp();
+    crate::support::copy_dir(&sample_home(), home.path());
+    let logs: Vec<PathBuf> = crate::support::files_under(home.path())
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    for log in &logs {
+        let mut bytes = fs::read(log).unwrap();
+        let first = bytes.iter().position(|b| *b == b'\n').unwrap() + 1;
+        bytes.splice(first..first, b"{damaged\n".iter().copied());
+        fs::write(log, &bytes).unwrap();
+    }
+
+    let diagnostics = asp_convert::kit::report::Diagnostics::new();
+    let mut req =
+        asp_convert::store::ReadRequest::new(&Full, &diagnostics, &asp_format::progress::Quiet);
+    req.threads = std::num::NonZeroUsize::new(1);
+    req.kinds = KindSet::EMPTY.with(StateKind::Sessions);
+    let read = crate::support::store_of(HARNESS, home.path()).read(&req);
+    assert!(read.is_err(), "the full store fails the read");
+    let said: Vec<String> = diagnostics.items().iter().map(|d| d.to_string()).collect();
+    assert!(
+        said.iter()
+            .any(|d| d.contains(".jsonl:2: not a JSON entry")),
+        "the damage in the session read first is reported: {said:?}"
+    );
+}
+
+/// A folder of sessions that cannot be listed (here a link looping back to its parent) is
+/// reported as not carried, naming it; the sessions beside it are still read.
+#[cfg(unix)]
+#[test]
+fn a_folder_that_cannot_be_listed_is_reported() {
+    let home = tmp();
+    crate::support::copy_dir(&sample_home(), home.path());
+    let sessions = home.path().join(".pi/agent/sessions");
+    let loop_link = sessions.join("--loop--");
+    std::os::unix::fs::symlink(&sessions, &loop_link).unwrap();
+    let r = read_home(home.path());
+    assert!(r.state.sessions.iter().flatten().count() > 0);
+    let lost: Vec<String> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity.is_not_carried())
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        lost.iter()
+            .any(|d| d.contains("--loop--") && d.contains("cannot be listed")),
+        "{lost:?}"
+    );
+}

@@ -784,4 +784,48 @@ fn the_samples_servers_and_settings_restore_into_qwen_as_they_were() {
         "disabled again (in the state's order)"
     );
     assert_eq!(after["model"], before["model"]);
+
+/// A name taken by a dangling link (or a folder) is taken: the carried chat is kept beside it,
+/// never reported as written when nothing was.
+#[cfg(unix)]
+#[test]
+fn a_chat_name_taken_by_a_dangling_link_or_a_folder_is_kept_beside() {
+    let r = read_home(
+        HARNESS,
+        &sample_home(),
+        KindSet::ALL,
+        ReadOptions::default(),
+    );
+    let home = tmp();
+    let chats: Vec<(String, PathBuf)> = r
+        .state
+        .sessions
+        .iter()
+        .flatten()
+        .filter_map(|s| {
+            let f = s.native.as_ref()?.files.iter().find(|f| {
+                f.path.as_str().contains("/chats/") && !f.path.as_str().contains("/archive/")
+            })?;
+            Some((s.id.to_string(), f.path.under(home.path())))
+        })
+        .take(2)
+        .collect();
+    assert_eq!(chats.len(), 2, "the sample has two chats");
+    fs::create_dir_all(chats[0].1.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(home.path().join("nowhere"), &chats[0].1).unwrap();
+    fs::create_dir_all(&chats[1].1).unwrap();
+    let (answer, _) = write_home(
+        HARNESS,
+        home.path(),
+        &r.state,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    for (id, path) in &chats {
+        let new = &answer.sessions[id];
+        assert_ne!(new, id, "{id} is kept beside what is at {}", path.display());
+        let copy = path.with_file_name(format!("{new}.jsonl"));
+        assert!(copy.is_file(), "{} was written", copy.display());
+    }
 }

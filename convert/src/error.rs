@@ -55,6 +55,18 @@ pub enum ConvertError {
     /// The request cannot be done as asked (a session id the store does not have).
     #[error("{0}")]
     Usage(String),
+    /// A write aimed outside the store (a hostile or broken bundle's name); nothing was
+    /// written there.
+    #[error("{}: refused: this path leads outside {}", .path.display(), roots_list(.roots))]
+    Outside { path: PathBuf, roots: Vec<PathBuf> },
+}
+
+fn roots_list(roots: &[PathBuf]) -> String {
+    roots
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" and ")
 }
 
 fn no_store_message(harness: &str, home: &std::path::Path, looked_for: &[PathBuf]) -> String {
@@ -115,6 +127,8 @@ impl Classify for ConvertError {
             ConvertError::Blob(e) => e.class(),
             ConvertError::Partial(_) => ErrorClass::Store,
             ConvertError::Usage(_) => ErrorClass::Usage,
+            // What the bundle carried cannot be used as it is.
+            ConvertError::Outside { .. } => ErrorClass::Source,
         }
     }
 }

@@ -493,7 +493,9 @@ impl Store {
                 let given = state.kinds();
                 let imports = harness.capabilities().import;
                 state.retain_kinds(imports);
-                let writer = Writer::new(req.dry_run);
+                let writer = Writer::new(req.dry_run).confined_to(
+                    std::iter::once(home.dir.clone()).chain(harness.store_paths(home)),
+                );
                 let mut answer = harness.write(&WriteContext {
                     home,
                     state: &state,

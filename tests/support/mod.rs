@@ -184,22 +184,38 @@ pub fn write_home(
     asp_format::answer::ImportAnswer,
     Vec<asp_convert::kit::report::Diagnostic>,
 ) {
+    try_write_home(name, home, state, blobs, dry_run, path_map).unwrap()
+}
+
+/// [`write_home`], failing as the write fails.
+pub fn try_write_home(
+    name: &str,
+    home: &Path,
+    state: &asp_format::State,
+    blobs: &dyn asp_format::blob::BlobSource,
+    dry_run: bool,
+    path_map: &asp_convert::kit::pathmap::PathMap,
+) -> Result<
+    (
+        asp_format::answer::ImportAnswer,
+        Vec<asp_convert::kit::report::Diagnostic>,
+    ),
+    asp_convert::ConvertError,
+> {
     let diagnostics = asp_convert::kit::report::Diagnostics::new();
-    let written = store_of(name, home)
-        .write(
-            state,
-            &asp_convert::store::WriteRequest {
-                kinds: None,
-                dry_run,
-                path_map,
-                force: false,
-                blobs,
-                diagnostics: &diagnostics,
-                progress: &asp_format::progress::Quiet,
-            },
-        )
-        .unwrap();
-    (written.answer, diagnostics.items())
+    let written = store_of(name, home).write(
+        state,
+        &asp_convert::store::WriteRequest {
+            kinds: None,
+            dry_run,
+            path_map,
+            force: false,
+            blobs,
+            diagnostics: &diagnostics,
+            progress: &asp_format::progress::Quiet,
+        },
+    )?;
+    Ok((written.answer, diagnostics.items()))
 }
 
 impl ReadBack {

@@ -587,7 +587,7 @@ impl Sessions<'_, '_> {
             }
             if n == 0 && !chat.dropped.is_empty() {
                 let kinds: Vec<&str> = chat.dropped.iter().map(String::as_str).collect();
-                self.ctx.diagnostics.note(
+                self.ctx.diagnostics.left_out(
                     &chats,
                     None,
                     format!(

@@ -37,6 +37,8 @@ pub enum Created {
 pub struct Writer {
     dry_run: bool,
     changes: Mutex<Vec<Change>>,
+    /// The folders every path must stay inside (empty: anywhere, for scratch writers).
+    roots: Vec<PathBuf>,
 }
 
 impl Writer {
@@ -44,7 +46,34 @@ impl Writer {
         Writer {
             dry_run,
             changes: Mutex::new(Vec::new()),
+            roots: Vec::new(),
         }
+    }
+
+    /// A writer that refuses every path outside `roots` (the home and the harness's store
+    /// folders). Converters build paths from names a bundle carries; each is checked where it
+    /// is made, and this is the second line: a name that slipped through (a `..`, an absolute
+    /// path, a `/` in an id) can never reach a file outside the store it was given. The check
+    /// is on the path as spelled, `..` resolved without following links, so a store the user
+    /// linked elsewhere (a dotfile manager) is still written.
+    pub fn confined_to(mut self, roots: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.roots = roots.into_iter().map(|r| lexical(&r)).collect();
+        self
+    }
+
+    /// Refuses `path` when it leads outside every root.
+    fn inside(&self, path: &Path) -> Result<(), ConvertError> {
+        if self.roots.is_empty() {
+            return Ok(());
+        }
+        let p = lexical(path);
+        if self.roots.iter().any(|r| p.starts_with(r) && p != *r) {
+            return Ok(());
+        }
+        Err(ConvertError::Outside {
+            path: path.to_path_buf(),
+            roots: self.roots.clone(),
+        })
     }
 
     pub fn is_dry_run(&self) -> bool {
@@ -78,6 +107,7 @@ impl Writer {
         reader: &mut dyn Read,
         executable: bool,
     ) -> Result<Created, ConvertError> {
+        self.inside(path)?;
         if fs::symlink_metadata(path).is_ok() {
             return Ok(Created::AlreadyExists);
         }
@@ -112,6 +142,9 @@ impl Writer {
     /// Only if a crash or a failing removal interrupts the renames can some of the files be
     /// left, and a failing removal names them in the error.
     pub fn create_all_new(&self, files: &[(&Path, &[u8])]) -> Result<Created, ConvertError> {
+        for (path, _) in files {
+            self.inside(path)?;
+        }
         if files
             .iter()
             .any(|(path, _)| fs::symlink_metadata(path).is_ok())
@@ -191,6 +224,7 @@ impl Writer {
         reader: &mut dyn Read,
         executable: Option<bool>,
     ) -> Result<(), ConvertError> {
+        self.inside(path)?;
         let target = match fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_symlink() => {
                 fs::canonicalize(path).map_err(ConvertError::write(path))?
@@ -229,6 +263,7 @@ impl Writer {
     /// indexes. The bytes are written in one call so a concurrent appender cannot interleave
     /// inside them.
     pub fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
+        self.inside(path)?;
         if self.dry_run {
             self.record(Change::Append(path.to_path_buf()));
             return Ok(());
@@ -248,6 +283,7 @@ impl Writer {
 
     /// Removes a file if it is there. Returns whether it was.
     pub fn remove(&self, path: &Path) -> Result<bool, ConvertError> {
+        self.inside(path)?;
         match fs::symlink_metadata(path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(ConvertError::write(path)(e)),
@@ -277,6 +313,9 @@ impl Writer {
         path: &Path,
         work: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>,
     ) -> rusqlite::Result<T> {
+        if self.inside(path).is_err() {
+            return Err(rusqlite::Error::InvalidPath(path.to_path_buf()));
+        }
         use rusqlite::{Connection, OpenFlags, TransactionBehavior};
         let mut conn = Connection::open_with_flags(
             path,
@@ -299,6 +338,11 @@ impl Writer {
     /// Records a change made by a caller that wrote `path` its own way (a folder renamed into
     /// place as a whole).
     pub fn record_created(&self, path: &Path) {
+        debug_assert!(
+            self.inside(path).is_ok(),
+            "{} is outside the store",
+            path.display()
+        );
         self.record(Change::Create(path.to_path_buf()));
     }
 }
@@ -314,6 +358,24 @@ pub fn rename_noclobber_dir(from: &Path, to: &Path) -> io::Result<()> {
         sync_dir(parent);
     }
     Ok(())
+}
+
+/// `path` made absolute (against the current directory) with `.` and `..` resolved by
+/// spelling alone, never by following links.
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 fn parent_of(path: &Path) -> &Path {
@@ -532,6 +594,41 @@ mod tests {
         w.replace(&existing, b"z").unwrap();
         assert!(!fresh.exists());
         assert_eq!(fs::read(&existing).unwrap(), b"x");
+    }
+
+    #[test]
+    fn a_confined_writer_refuses_every_path_outside_its_roots() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let w = Writer::new(false).confined_to([home.clone()]);
+        let escapes = [
+            home.join("../outside"),
+            home.join(".qwen/../../outside"),
+            dir.path().join("outside"),
+            home.clone(),
+        ];
+        for p in &escapes {
+            assert!(
+                matches!(
+                    w.create_new(p, b"x", false),
+                    Err(ConvertError::Outside { .. })
+                ),
+                "{}",
+                p.display()
+            );
+            assert!(w.create_all_new(&[(p.as_path(), b"x")]).is_err());
+            assert!(w.replace(p, b"x").is_err());
+            assert!(w.append(p, b"x").is_err());
+            assert!(w.remove(p).is_err());
+        }
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "nothing written"
+        );
+        let inside = home.join(".qwen/a/../b");
+        assert_eq!(w.create_new(&inside, b"x", false).unwrap(), Created::New);
+        assert_eq!(fs::read(home.join(".qwen/b")).unwrap(), b"x");
     }
 
     #[cfg(unix)]

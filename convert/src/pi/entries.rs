@@ -132,11 +132,13 @@ impl<'a> Indexer<'a> {
         if n == 1 {
             match Header::parse(&bytes) {
                 Some(h) => self.index.header = Some(h),
-                None => self.diagnostics.damaged(
+                // The survey saw a header, so the file was replaced since; nothing of it is
+                // carried (its session is dropped, native file included).
+                None => self.diagnostics.lost(
                     &self.path,
                     Some(1),
-                    "not a Pi session: the first line is not a session header; nothing of the \
-                     file was read (it is kept in the native files as it is)",
+                    "not a Pi session (any more): the first line is not a session header; \
+                     nothing of the file was carried",
                 ),
             }
             return;
@@ -313,6 +315,17 @@ mod tests {
             ix.feed(c);
         }
         ix.finish()
+    }
+
+    #[test]
+    fn a_file_without_a_header_is_reported_as_not_carried_at_all() {
+        let d = Diagnostics::new();
+        let ix = index("{\"type\":\"message\",\"id\":\"a\"}\n", &d);
+        assert!(ix.header.is_none());
+        let items = d.items();
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0].severity, crate::kit::report::Severity::Lost);
+        assert!(!items[0].message.contains("kept"), "{}", items[0].message);
     }
 
     #[test]

@@ -47,14 +47,20 @@ pub fn session_dir(cwd: &str) -> String {
     format!("--{body}--")
 }
 
-/// `<header time with ':' and '.' as '-'>_<id>.jsonl`.
+/// `<header time with ':' and '.' as '-'>_<id>.jsonl`. The time comes from a carried file, so
+/// only one that parses as RFC 3339 is used, reformatted as Pi writes it (`toISOString`);
+/// anything else (`/etc/x`, `../..`) gives the epoch, so the name is always one component.
 pub fn file_name(timestamp: &str, id: &str) -> String {
-    let t: String = timestamp
+    let stamp = crate::kit::time::parse(timestamp)
+        .map_or_else(|| EPOCH.to_owned(), crate::kit::time::format_millis);
+    let t: String = stamp
         .chars()
         .map(|c| if matches!(c, ':' | '.') { '-' } else { c })
         .collect();
     format!("{t}_{id}.jsonl")
 }
+
+const EPOCH: &str = "1970-01-01T00:00:00.000Z";
 
 /// Entry ids for one written session: 8 hex of `sha256(session id + ":" + n)`, never one
 /// already given in the file.
@@ -103,6 +109,17 @@ mod tests {
             "01a23401-fede-73bb-a519-9d9e83d26f55"
         );
         assert!(is_uuid(&pi_id("telegram:42")));
+        // A header time from a bundle never becomes a path.
+        for hostile in ["/etc/cron.d/x", "../../x", "a\\b", ""] {
+            assert_eq!(
+                file_name(hostile, "01a2"),
+                "1970-01-01T00-00-00-000Z_01a2.jsonl"
+            );
+        }
+        assert_eq!(
+            file_name("2026-12-01T23:47:55+01:00", "01a2"),
+            "2026-12-01T22-47-55-000Z_01a2.jsonl"
+        );
         let mut a = EntryIds::new("s");
         let (x, y) = (a.next(), a.next());
         assert_ne!(x, y);

@@ -32,16 +32,31 @@ fn first_line(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     Ok(line)
 }
 
-/// The session files of the agent dir, sorted by path.
-pub fn session_files(layout: &Layout) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = walkdir::WalkDir::new(layout.sessions())
-        .follow_links(true)
-        .into_iter()
-        .flatten()
-        .filter(|e| e.file_type().is_file())
-        .map(walkdir::DirEntry::into_path)
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
+/// The session files of the agent dir, sorted by path. A folder that cannot be listed (no
+/// permission, a link that loops back) is handed to `unlisted` with the error: the sessions in
+/// it are not seen, and the caller says so. A missing sessions folder is an empty store.
+pub fn session_files(
+    layout: &Layout,
+    unlisted: &mut dyn FnMut(&std::path::Path, &walkdir::Error),
+) -> Vec<PathBuf> {
+    let root = layout.sessions();
+    let mut out = Vec::new();
+    for e in walkdir::WalkDir::new(&root).follow_links(true) {
+        match e {
+            Ok(e) if e.file_type().is_file() => {
+                let p = e.into_path();
+                if p.extension().is_some_and(|x| x == "jsonl") {
+                    out.push(p);
+                }
+            }
+            Ok(_) => {}
+            Err(e)
+                if e.depth() == 0
+                    && e.io_error()
+                        .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound) => {}
+            Err(e) => unlisted(e.path().unwrap_or(&root), &e),
+        }
+    }
     out.sort();
     out
 }
@@ -50,7 +65,14 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
     let d = ctx.diagnostics;
     let mut out = Vec::new();
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
-    for path in session_files(layout) {
+    let files = session_files(layout, &mut |path, e| {
+        d.lost(
+            path,
+            None,
+            format!("cannot be listed ({e}); the sessions in it were not carried"),
+        );
+    });
+    for path in files {
         let source = match SourceFile::stat(&path, true) {
             Ok(s) => s,
             Err(e) => {

@@ -38,7 +38,9 @@ const MAX_COPIES: u32 = 100;
 /// The sessions already in the agent dir, by header id.
 fn existing(layout: &Layout) -> HashMap<String, PathBuf> {
     let mut out = HashMap::new();
-    for p in session_files(layout) {
+    // A folder that cannot be listed was reported when the store was surveyed; a session in
+    // it is not found here either.
+    for p in session_files(layout, &mut |_, _| {}) {
         let Ok(f) = fs::File::open(&p) else { continue };
         let mut line = Vec::new();
         use std::io::{BufRead, BufReader, Read};
@@ -327,7 +329,7 @@ impl Sessions<'_, '_> {
                 .to_owned();
             let file = dir.join(ids::file_name(&stamp, &new_id));
             if n == 0 && !composed.dropped.is_empty() {
-                self.ctx.diagnostics.note(
+                self.ctx.diagnostics.left_out(
                     &file,
                     None,
                     format!(

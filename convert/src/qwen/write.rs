@@ -18,13 +18,14 @@ use asp_format::update::UpdateLines;
 use serde_json::{Value, json};
 
 use super::compose::{self, Header};
-use super::ids::{name_uuid, qwen_id};
+use super::ids::{is_session_file, is_uuid, name_uuid, qwen_id};
 use super::layout::{Layout, sanitize_cwd};
 use super::read::subagent_id;
 use crate::error::ConvertError;
 use crate::harness::WriteContext;
 use crate::kit::beside::kept_beside;
 use crate::kit::conversation::Folder;
+use crate::kit::fsops::Created;
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
 use crate::kit::time;
 
@@ -52,8 +53,12 @@ fn check(files: &[Planned]) -> Result<Check, ConvertError> {
         match std::fs::read(&f.path) {
             Ok(b) if b == f.bytes => same += 1,
             Ok(_) => return Ok(Check::Taken),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(ConvertError::io(&f.path)(e)),
+            // Free only when nothing at all is there: a dangling link reads as NotFound but
+            // takes the name, and a folder or an unreadable file is someone else's too.
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && std::fs::symlink_metadata(&f.path).is_err() => {}
+            Err(_) => return Ok(Check::Taken),
         }
     }
     Ok(if same == files.len() {
@@ -169,13 +174,14 @@ fn harness_of(s: &Session) -> String {
         .map_or_else(|| "asp".to_owned(), |h| h.as_str().to_owned())
 }
 
-fn write_all(ctx: &WriteContext<'_>, files: &[Planned]) -> Result<(), ConvertError> {
+/// Writes every file or none; [`Created::AlreadyExists`] when one of the paths was taken
+/// after it was checked (nothing written then).
+fn write_all(ctx: &WriteContext<'_>, files: &[Planned]) -> Result<Created, ConvertError> {
     let list: Vec<(&Path, &[u8])> = files
         .iter()
         .map(|f| (f.path.as_path(), f.bytes.as_slice()))
         .collect();
-    ctx.writer.create_all_new(&list)?;
-    Ok(())
+    ctx.writer.create_all_new(&list)
 }
 
 type Outcome = Result<(String, Placement), String>;
@@ -202,10 +208,20 @@ fn restore(
         let parts: Vec<&str> = f.path.as_str().split('/').collect();
         match parts.as_slice() {
             [".qwen", "projects", dir, "chats", file] if file.ends_with(".jsonl") => {
-                chat = Some((dir.to_string(), false, ctx.blobs.read_all(&f.content)?));
+                chat = Some((
+                    dir.to_string(),
+                    false,
+                    *file,
+                    ctx.blobs.read_all(&f.content)?,
+                ));
             }
             [".qwen", "projects", dir, "chats", "archive", file] if file.ends_with(".jsonl") => {
-                chat = Some((dir.to_string(), true, ctx.blobs.read_all(&f.content)?));
+                chat = Some((
+                    dir.to_string(),
+                    true,
+                    *file,
+                    ctx.blobs.read_all(&f.content)?,
+                ));
             }
             [".qwen", "file-history", _, rest @ ..] if !rest.is_empty() => {
                 history.push((rest.join("/"), ctx.blobs.read_all(&f.content)?));
@@ -218,9 +234,16 @@ fn restore(
             }
         }
     }
-    let Some((native_dir, archived, bytes)) = chat else {
+    let Some((native_dir, archived, file, bytes)) = chat else {
         return Ok(Err(format!("session {id}: its chat file was not carried")));
     };
+    // The id names the files written (the chat, the file-history folder): only the name Qwen
+    // gave the chat, a UUID, is used, never an id as the bundle spells it (`../../.ssh`).
+    if !(is_session_file(file) && file.strip_suffix(".jsonl") == Some(id)) {
+        return Ok(Err(format!(
+            "session {id}: its chat file {file} is not named after it as Qwen Code names a session, so it was not written"
+        )));
+    }
     let dir = project_dir(s, Some(&native_dir)).expect("a folder");
     let mut chats = layout.projects().join(&dir).join("chats");
     if archived {
@@ -249,7 +272,9 @@ fn restore(
             Check::Taken => continue,
             Check::Same => return Ok(Ok((qid, Placement::AlreadyThere))),
             Check::Free => {
-                write_all(ctx, &files)?;
+                if write_all(ctx, &files)? == Created::AlreadyExists {
+                    continue;
+                }
                 if n > 0 {
                     note_copy(ctx, &chats, id, &qid);
                 }
@@ -288,6 +313,13 @@ fn restore_child(
     parent_qid: &str,
 ) -> Result<Outcome, ConvertError> {
     let id = s.id.as_str();
+    // The parent's id names the folder written: one not placed by this import is used only
+    // when it is a UUID, as Qwen names sessions.
+    if !is_uuid(parent_qid) {
+        return Ok(Err(format!(
+            "subagent session {id}: its parent's id {parent_qid} is not a Qwen Code session id, so it was not written"
+        )));
+    }
     let mut files = Vec::new();
     let mut agent = None;
     for f in &native.files {
@@ -326,11 +358,8 @@ fn restore_child(
     let qid = agent.map_or_else(|| id.to_owned(), |a| subagent_id(parent_qid, &a));
     match check(&files)? {
         Check::Same => Ok(Ok((qid, Placement::AlreadyThere))),
-        Check::Free => {
-            write_all(ctx, &files)?;
-            Ok(Ok((qid, Placement::New)))
-        }
-        Check::Taken => Ok(Err(format!(
+        Check::Free if write_all(ctx, &files)? == Created::New => Ok(Ok((qid, Placement::New))),
+        Check::Free | Check::Taken => Ok(Err(format!(
             "subagent session {id}: a different transcript is already at {}; not written",
             files[0].path.display()
         ))),
@@ -437,7 +466,7 @@ fn compose_one(
         }
         if n == 0 && !chat.dropped.is_empty() {
             let kinds: Vec<&str> = chat.dropped.iter().map(String::as_str).collect();
-            ctx.diagnostics.note(
+            ctx.diagnostics.left_out(
                 &chats,
                 None,
                 format!(
@@ -454,7 +483,9 @@ fn compose_one(
             Check::Taken => continue,
             Check::Same => return Ok(Ok((qid, Placement::AlreadyThere))),
             Check::Free => {
-                write_all(ctx, &files)?;
+                if write_all(ctx, &files)? == Created::AlreadyExists {
+                    continue;
+                }
                 if n > 0 {
                     note_copy(ctx, &chats, id, &qid);
                 }
