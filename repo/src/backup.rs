@@ -234,6 +234,17 @@ pub fn backup(
         outcome.absent = true;
         return Ok(outcome);
     }
+    // The parent's state is stored normalised; the same state normalised is the same content
+    // manifest, found without serialising and compressing the documents (most of the time a
+    // backup with nothing to store took).
+    state.normalize();
+    if let Some(p) = &parent
+        && p.sources.gone.keys().eq(gone.keys())
+        && p.sources.config == config
+        && p.state == state
+    {
+        return Ok(outcome);
+    }
     let layers = staging.finish()?;
     let parent_table = parent.as_ref().map(|p| &p.table);
     let layer_of = |d: &Digest| -> Option<LayerRef> {
