@@ -784,6 +784,7 @@ fn the_samples_servers_and_settings_restore_into_qwen_as_they_were() {
         "disabled again (in the state's order)"
     );
     assert_eq!(after["model"], before["model"]);
+}
 
 /// A name taken by a dangling link (or a folder) is taken: the carried chat is kept beside it,
 /// never reported as written when nothing was.
