@@ -27,6 +27,7 @@ use crate::harness::WriteContext;
 use crate::kit::acp::ToolKind;
 use crate::kit::beside::kept_beside;
 use crate::kit::conversation::{Folder, Item, ToolCall};
+use crate::kit::fsops::Writer;
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
 use crate::kit::time;
 
@@ -81,8 +82,8 @@ enum Outcome {
     Misfit(String),
 }
 
-fn place(ctx: &WriteContext<'_>, db: &Path, list: &[Row]) -> rusqlite::Result<Outcome> {
-    ctx.writer.sqlite(db, |tx| {
+fn place(writer: &Writer, db: &Path, list: &[Row]) -> rusqlite::Result<Outcome> {
+    writer.sqlite(db, |tx| {
         let mut missing = Vec::new();
         for r in list {
             let cols = rows::columns(tx, &r.table)?;
@@ -117,6 +118,7 @@ pub fn write_all(
 ) -> Result<(), ConvertError> {
     // A dry run makes its transactions in a scratch copy of the database it would create.
     let mut scratch = None;
+    let mut scratch_writer: Option<Writer> = None;
     let db = if layout.db.is_file() || list.is_empty() {
         layout.db.clone()
     } else {
@@ -130,6 +132,7 @@ pub fn write_all(
             "there was no OpenCode database; it was made as OpenCode 1.18.33 makes one on its first start",
         );
         let db = if ctx.writer.is_dry_run() {
+            scratch_writer = Some(Writer::new(true));
             path
         } else {
             layout.db.clone()
@@ -139,15 +142,18 @@ pub fn write_all(
     };
     for s in list {
         ctx.progress.item(s.id.as_str());
-        let placed = write_one(&db, ctx, s)?;
+        let placed = write_one(&db, scratch_writer.as_ref().unwrap_or(ctx.writer), ctx, s)?;
         tally.session(s.id.as_str(), placed);
     }
     drop(scratch);
     Ok(())
 }
 
+/// `writer` is the context's, or in a dry run into a home without a database, one for the
+/// scratch database standing in for it (outside the home, rolled back, thrown away).
 fn write_one(
     db: &Path,
+    writer: &Writer,
     ctx: &WriteContext<'_>,
     s: &Session,
 ) -> Result<SessionPlaced, ConvertError> {
@@ -208,7 +214,7 @@ fn write_one(
                 (list, sid)
             }
         };
-        match place(ctx, db, &list) {
+        match place(writer, db, &list) {
             Ok(Outcome::Written) => {
                 if n > 0 {
                     ctx.diagnostics.note(
