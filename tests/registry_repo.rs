@@ -139,7 +139,7 @@ fn a_pushed_snapshot_pulled_into_an_empty_repository_restores_the_same_files() {
     assert!(original.keys().any(|k| k.ends_with(&format!("{A}.jsonl"))));
     // Every file is the original's, byte for byte, except the harness's own configuration,
     // which the original snapshot keeps whole in its snapshot manifest (repository.md §7),
-    // which does not travel (registry.md §8): `settings.json` is then written from the
+    // which does not travel (registry.md §9): `settings.json` is then written from the
     // state's settings, not copied, and `rules/security.md` is not written.
     let config = [".claude/rules/security.md", ".claude/settings.json"];
     let mut differ: Vec<&str> = original

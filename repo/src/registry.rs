@@ -6,7 +6,7 @@
 //! `asp pack --from-repo` writes, and the other way round. The snapshot manifest stays home:
 //! it holds this machine's home path, host name and every source file's path, mtime, inode and
 //! device, which mean nothing on another machine and have no business in a shared registry
-//! (`spec/registry.md` §"Snapshots" has the whole reasoning).
+//! (`spec/registry.md` §9 has the whole reasoning).
 //!
 //! A pull into a repository is checked as a bundle is before anything joins the repository:
 //! the generic pull has verified every blob's size and digest in a staging directory beside
