@@ -646,8 +646,12 @@ fn what_cannot_be_pushed_or_pulled_as_a_bundle_says_why() {
         assert_only(&dest, &[]);
     }
 
-    // Both destinations, or none, are usage errors.
-    let out = home.asp().args(["pull", &reference]).output().unwrap();
+    // Two destinations are a usage error (none is the snapshot repository).
+    let out = home
+        .asp()
+        .args(["pull", &reference, "-o", "a.aspstate", "--layout", "d"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 

@@ -428,7 +428,14 @@ fn what_is_not_asp_state_and_usage_errors_say_so() {
             src.display().to_string(),
             format!("{}/me/x:three", reg.host()),
         ],
-        vec!["pull".to_owned(), "x".into()],
+        vec![
+            "pull".to_owned(),
+            "x".into(),
+            "-o".into(),
+            "a".into(),
+            "--repo".into(),
+            "b".into(),
+        ],
         vec![
             "push".to_owned(),
             "--layout".into(),

@@ -51,3 +51,4 @@ mod backup;
 // Registries: asp push and asp pull against a real registry.
 mod registry_bundles;
 mod registry_cli;
+mod registry_repo;

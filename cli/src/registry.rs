@@ -1,8 +1,9 @@
-//! `asp push` and `asp pull`: a bundle file or an OCI image layout to and from a registry.
+//! `asp push` and `asp pull`: a snapshot of the repository, a bundle file or an OCI image
+//! layout to and from a registry.
 //!
 //! Each form is a [`PushSource`] (a manifest and its blobs) for a push and a [`PullSink`] for
 //! a pull; the snapshot repository forms (`asp push [--repo DIR] [SNAPSHOT|latest] REF`,
-//! `asp pull REF --repo DIR`) are one more of each: a branch in [`push_source`] and
+//! `asp pull REF --repo DIR`) are `asp_repo::registry`'s: a branch in [`push_source`] and
 //! [`pull_sink`].
 
 use std::io::Read;
@@ -21,7 +22,7 @@ use asp_registry::{
 use clap::{ArgGroup, Args, Parser};
 use serde::Serialize;
 
-use crate::args::Common;
+use crate::args::{Common, RepoArg};
 use crate::exit::{Context, EXIT_CODES_HELP, Exit, Failure, Result};
 use crate::human;
 use crate::progress::TransferBar;
@@ -60,13 +61,20 @@ pub struct RegistryArgs {
     pub jobs: u16,
 }
 
-/// Push a bundle (or an OCI image layout) to a registry
+/// Push a snapshot of the repository, a bundle or an OCI image layout to a registry
 #[derive(Debug, Clone, Parser)]
 #[command(
-    override_usage = "asp push [OPTIONS] <FILE.aspstate> <REF>\n       asp push [OPTIONS] --layout <DIR> <REF>"
+    override_usage = "asp push [OPTIONS] [--repo <DIR>] [SNAPSHOT|latest] <REF>\n       asp push [OPTIONS] <FILE.aspstate> <REF>\n       asp push [OPTIONS] --layout <DIR> <REF>"
 )]
 #[command(after_help = format!("\
-Pushes the bundle's own OCI image manifest and blobs, read from the zip as they are: the
+A snapshot (`asp snapshots` lists them; `latest`, the default, is the newest) is pushed as
+its content manifest and blobs: the artifact `asp pack --from-repo` would make a bundle of,
+the same digest. Its snapshot manifest stays in the repository (it names this machine's home,
+host and files); so do the harness's own configuration files it keeps. Without --repo, the
+first argument is a snapshot when no file of that name exists, and the repository is
+$ASP_REPO, else ~/.local/share/asp/repo.
+
+A bundle is pushed as its own OCI image manifest and blobs, read from the zip as they are: the
 registry names the artifact by the digest `asp verify` prints. Bundles of layout 1.0.0 have
 no image manifest; re-pack them first (`asp-unpack OLD --to-dir D && asp-pack --from-dir D
 -o NEW.aspstate`).
@@ -80,6 +88,8 @@ terminal; --json prints the digest, the blobs and the bytes uploaded and skipped
 {AUTH_HELP}
 
 Examples:
+  asp backup --from claude-code && asp push latest ghcr.io/me/agent-state:laptop
+  asp push --repo /mnt/backup/asp 3f2a9c localhost:5000/me/agent-state:monday --json
   asp pack --from claude-code -o laptop.aspstate
   asp push laptop.aspstate localhost:5000/me/agent-state:laptop
   echo \"$TOKEN\" | asp push laptop.aspstate -u me --password-stdin ghcr.io/me/agent-state:v1 --json
@@ -88,14 +98,19 @@ Examples:
 
 {EXIT_CODES_HELP}"))]
 pub struct PushArgs {
-    /// The bundle to push (FILE.aspstate, `-` for standard input), then REF; or only REF,
-    /// with --layout
-    #[arg(value_name = "FILE.aspstate")]
+    /// What to push, then REF: a snapshot (its id or `latest`), a bundle (FILE.aspstate, `-`
+    /// for standard input); or only REF, to push the latest snapshot or --layout
+    #[arg(value_name = "SNAPSHOT|FILE.aspstate")]
     pub first: String,
 
     /// Where to: host[:port]/name[:tag|@sha256:<hex>]
     #[arg(value_name = "REF")]
     pub second: Option<String>,
+
+    /// Push a snapshot of this repository [default: $ASP_REPO, else
+    /// ~/.local/share/asp/repo, when the first argument is no file]
+    #[arg(long, value_name = "DIR", conflicts_with = "layout")]
+    pub repo: Option<PathBuf>,
 
     /// Push from this OCI image layout directory instead of a bundle
     #[arg(long, value_name = "DIR")]
@@ -117,16 +132,22 @@ pub struct PushArgs {
     pub common: Common,
 }
 
-/// Pull an asp state artifact from a registry into a bundle (or an OCI image layout)
+/// Pull an asp state artifact from a registry into the repository, a bundle or an OCI image layout
 #[derive(Debug, Clone, Parser)]
 #[command(
-    override_usage = "asp pull [OPTIONS] <REF> -o <FILE.aspstate>\n       asp pull [OPTIONS] <REF> --layout <DIR>"
+    override_usage = "asp pull [OPTIONS] <REF> [--repo <DIR>]\n       asp pull [OPTIONS] <REF> -o <FILE.aspstate>\n       asp pull [OPTIONS] <REF> --layout <DIR>"
 )]
-#[command(group(ArgGroup::new("destination").required(true).args(["output", "layout"])))]
+#[command(group(ArgGroup::new("destination").args(["output", "layout", "repo"])))]
 #[command(after_help = format!("\
 Treats what the registry sends as hostile: the manifest is refused over 4 MiB or if it is
 not an asp state artifact; every blob's size is checked before it is read and its sha256
 after; nothing is written unless every blob verified.
+
+--repo DIR (the default, with $ASP_REPO or ~/.local/share/asp/repo; created if missing)
+makes a snapshot: the state manifest and layer table are read from the downloaded blobs and
+every body is decoded and checked before any blob joins the repository, under its lock (a
+prune waits). The snapshot's home is `registry:<host>/<repository>`; pulling the same content
+again adds nothing. `asp restore --to HARNESS` then restores it (the newest of that harness).
 
 -o FILE writes a bundle: the blobs go into a temporary file beside FILE, which must then
 open and check as a bundle (as `asp verify` does) before it is renamed to FILE, mode 0600.
@@ -140,6 +161,8 @@ not downloaded.
 {AUTH_HELP}
 
 Examples:
+  asp pull ghcr.io/me/agent-state:laptop && asp restore --to claude-code
+  asp pull localhost:5000/me/agent-state:laptop --repo ./repo --json
   asp pull localhost:5000/me/agent-state:laptop -o laptop.aspstate
   asp-unpack laptop.aspstate --to codex
   asp pull ghcr.io/me/agent-state@sha256:<hex> -o state.aspstate --force --json
@@ -163,6 +186,11 @@ pub struct PullArgs {
     /// Pull into this OCI image layout directory (created if missing)
     #[arg(long, value_name = "DIR")]
     pub layout: Option<PathBuf>,
+
+    /// Pull into this snapshot repository, as a snapshot (created if missing) [default:
+    /// $ASP_REPO, else ~/.local/share/asp/repo, without -o and --layout]
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
 
     #[command(flatten)]
     pub registry: RegistryArgs,
@@ -221,6 +249,25 @@ fn remember(reference: &Reference, bar: &TransferBar) {
 
 /// What `asp push` reads, and where to.
 fn push_source(args: &PushArgs) -> Result<(Box<dyn PushSource>, Reference, String)> {
+    let is_snapshot = |s: &str| {
+        s == "latest"
+            || (s.len() >= 4
+                && s.trim_start_matches("sha256:")
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit())
+                && !std::path::Path::new(s).exists())
+    };
+    match (&args.repo, &args.second) {
+        (Some(_), None) => return snapshot_source(args, "latest", &args.first),
+        (Some(_), Some(reference)) => return snapshot_source(args, &args.first, reference),
+        (None, Some(reference)) if args.layout.is_none() && is_snapshot(&args.first) => {
+            return snapshot_source(args, &args.first, reference);
+        }
+        (None, None) if args.layout.is_none() => {
+            return snapshot_source(args, "latest", &args.first);
+        }
+        _ => {}
+    }
     match (&args.layout, &args.second) {
         (Some(dir), None) => {
             let reference = parse_reference(&args.first)?;
@@ -249,12 +296,33 @@ fn push_source(args: &PushArgs) -> Result<(Box<dyn PushSource>, Reference, Strin
             let bundle = BundleFile::open(input.path())?;
             Ok((Box::new(bundle), reference, input.display()))
         }
-        (None, None) => Err(Error::Usage(format!(
-            "what to push to {}? Give a bundle first (asp push FILE.aspstate REF), or --layout DIR",
-            args.first
-        ))
-        .into()),
+        (None, None) => unreachable!("a snapshot push, above"),
     }
+}
+
+/// A snapshot of the repository (`id`: a hex prefix or `latest`) and where to push it.
+fn snapshot_source(
+    args: &PushArgs,
+    id: &str,
+    reference: &str,
+) -> Result<(Box<dyn PushSource>, Reference, String)> {
+    let reference = parse_reference(reference)?;
+    let path = RepoArg {
+        repo: args.repo.clone(),
+    }
+    .path()?;
+    if args.repo.is_none() && !path.join("oci-layout").exists() {
+        return Err(Error::Usage(format!(
+            "no snapshot {id} to push: {} holds no repository (`asp backup` makes one; \
+             --repo DIR names another). To push a bundle: asp push FILE.aspstate REF",
+            path.display()
+        ))
+        .into());
+    }
+    let repo = asp_repo::Repository::open(&path)?;
+    let source = asp_repo::registry::SnapshotSource::open(&repo, id)?;
+    let shown = format!("snapshot {}", source.info().short_id());
+    Ok((Box::new(source), reference, shown))
 }
 
 /// A push's `--json` answer.
@@ -324,6 +392,7 @@ pub fn run_push(args: PushArgs) -> Result<Exit> {
 enum Sink {
     Layout(LayoutSink),
     Bundle(BundleSink),
+    Repo(Box<asp_repo::registry::RepoSink>),
 }
 
 impl Sink {
@@ -331,6 +400,7 @@ impl Sink {
         match self {
             Sink::Layout(s) => s,
             Sink::Bundle(s) => s,
+            Sink::Repo(s) => s.as_ref(),
         }
     }
 }
@@ -362,7 +432,16 @@ fn pull_sink(args: &PullArgs) -> Result<(Sink, PathBuf, Option<tempfile::TempDir
             None,
         )),
         (None, Some(dir)) => Ok((Sink::Layout(LayoutSink::new(dir)?), dir.clone(), None)),
-        _ => unreachable!("clap requires exactly one of -o and --layout"),
+        (None, None) => {
+            let path = RepoArg {
+                repo: args.repo.clone(),
+            }
+            .path()?;
+            let repo = asp_repo::Repository::open_or_init(&path)?;
+            let sink = asp_repo::registry::RepoSink::new(repo, None)?;
+            Ok((Sink::Repo(Box::new(sink)), path, None))
+        }
+        _ => unreachable!("clap allows at most one of -o, --layout and --repo"),
     }
 }
 
@@ -377,6 +456,9 @@ struct Pulled<'a> {
     /// The bundle file's size (`-o`).
     #[serde(skip_serializing_if = "Option::is_none")]
     bundle_bytes: Option<u64>,
+    /// The snapshot made (`--repo`); null when the repository had this content already.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snapshot: Option<Option<asp_repo::SnapshotInfo>>,
 }
 
 pub fn run_pull(args: PullArgs) -> Result<Exit> {
@@ -396,7 +478,11 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
     remember(&reference, &bar);
     let bundle_bytes = match &sink {
         Sink::Bundle(b) => b.written(),
-        Sink::Layout(_) => None,
+        Sink::Layout(_) | Sink::Repo(_) => None,
+    };
+    let snapshot = match &sink {
+        Sink::Repo(r) => Some(r.pulled().and_then(|p| p.snapshot)),
+        _ => None,
     };
     if spool.is_some() {
         // The bundle is the output; what was pulled goes where diagnostics go.
@@ -417,6 +503,7 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
             report: &report,
             output: &output,
             bundle_bytes,
+            snapshot: snapshot.clone(),
         };
         println!(
             "{}",
@@ -435,6 +522,16 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
         );
         if let Some(n) = bundle_bytes {
             line.push_str(&format!("; bundle of {}", human::bytes(n)));
+        }
+        match &snapshot {
+            Some(Some(s)) => line.push_str(&format!(
+                "; snapshot {} ({}, {})",
+                s.short_id(),
+                s.harness,
+                human::count(s.sessions, "session", "sessions")
+            )),
+            Some(None) => line.push_str("; nothing new: the repository holds this content"),
+            None => {}
         }
         println!("{line}");
     }

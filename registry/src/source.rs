@@ -2,7 +2,8 @@
 //!
 //! Every place asp keeps state is an OCI image layout in some form, so every push source is
 //! the same two things: an image layout directory ([`LayoutSource`]), a bundle zip
-//! ([`crate::bundle::BundleFile`]), and later the snapshot repository. Adding a source is
+//! ([`crate::bundle::BundleFile`]), a snapshot of the repository
+//! (`asp_repo::registry::SnapshotSource`, in the crate above this one). Adding a source is
 //! implementing this trait; [`push_from`] does the rest.
 
 use asp_format::blob::BlobSource;

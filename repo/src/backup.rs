@@ -374,15 +374,27 @@ pub(crate) fn write_snapshot(
     repo: &Repository,
     docs: &Documents,
     sources: &Sources,
-    mut info: SnapshotInfo,
+    info: SnapshotInfo,
     outcome: &mut BackupOutcome,
 ) -> Result<SnapshotInfo, RepoError> {
     for b in docs.blobs() {
         put_counted(repo, b, outcome)?;
     }
+    write_snapshot_of(repo, docs.manifest, sources, info, outcome)
+}
+
+/// Writes the source records and the snapshot manifest of the stored content manifest
+/// `content`, then its entry in the index.
+pub(crate) fn write_snapshot_of(
+    repo: &Repository,
+    content: Descriptor,
+    sources: &Sources,
+    mut info: SnapshotInfo,
+    outcome: &mut BackupOutcome,
+) -> Result<SnapshotInfo, RepoError> {
     let (sources_layer, sources_type) = sources_layer(repo, sources)?;
     let sources_desc = put_counted(repo, &sources_layer, outcome)?;
-    let mut subject = OciDescriptor::new(IMAGE_MANIFEST, docs.manifest);
+    let mut subject = OciDescriptor::new(IMAGE_MANIFEST, content);
     subject.artifact_type = Some(ARTIFACT_TYPE.to_owned());
     let snapshot_manifest = ImageManifest {
         schema_version: 2,

@@ -12,19 +12,19 @@ use asp_format::bundle::oci::LayerRef;
 use asp_format::digest::{Descriptor, Digest, VerifyingReader};
 
 use crate::error::RepoError;
-use crate::repository::Repository;
+use crate::repository::{RawBlobs, Repository};
 
 /// The bodies of one snapshot (or of any layer table) in a repository.
 #[derive(Debug)]
 pub struct SnapshotBlobs<'a> {
-    repo: &'a Repository,
+    repo: &'a dyn RawBlobs,
     table: &'a BTreeMap<Digest, LayerRef>,
     /// The last dictionary read: the sessions of a restore mostly need each one once.
     dictionary: Mutex<Option<(Digest, Arc<Vec<u8>>)>>,
 }
 
 impl<'a> SnapshotBlobs<'a> {
-    pub fn new(repo: &'a Repository, table: &'a BTreeMap<Digest, LayerRef>) -> Self {
+    pub fn new(repo: &'a dyn RawBlobs, table: &'a BTreeMap<Digest, LayerRef>) -> Self {
         SnapshotBlobs {
             repo,
             table,

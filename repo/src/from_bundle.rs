@@ -29,16 +29,7 @@ pub fn backup_bundle(
     let bundle = Bundle::open(path)?;
     let state = bundle.manifest().state.clone();
     bundle.check_data(&state, progress)?;
-    let harnesses: BTreeSet<String> = state
-        .sessions
-        .iter()
-        .flatten()
-        .filter_map(|s| s.native.as_ref().map(|n| n.harness.to_string()))
-        .collect();
-    let harness = match harnesses.len() {
-        1 => harnesses.into_iter().next().expect("one"),
-        _ => "bundle".to_owned(),
-    };
+    let harness = harness_of(&state);
     let home = format!(
         "bundle:{}",
         std::path::absolute(path)
@@ -99,4 +90,19 @@ pub fn backup_bundle(
     };
     outcome.snapshot = Some(write_snapshot(repo, &docs, &sources, info, &mut outcome)?);
     Ok(outcome)
+}
+
+/// The harness every session's native files come from, else `bundle`: whose state a bundle
+/// (or a pulled artifact) holds.
+pub fn harness_of(state: &asp_format::state::State) -> String {
+    let harnesses: BTreeSet<String> = state
+        .sessions
+        .iter()
+        .flatten()
+        .filter_map(|s| s.native.as_ref().map(|n| n.harness.to_string()))
+        .collect();
+    match harnesses.len() {
+        1 => harnesses.into_iter().next().expect("one"),
+        _ => "bundle".to_owned(),
+    }
 }

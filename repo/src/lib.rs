@@ -26,6 +26,7 @@ pub mod error;
 pub mod forget;
 pub mod from_bundle;
 pub mod prune;
+pub mod registry;
 pub mod repository;
 pub mod snapshot;
 

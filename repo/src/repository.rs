@@ -32,6 +32,18 @@ pub struct Repository {
     layout: Layout,
 }
 
+/// Stored blobs by digest, each read as a reader that checks its size and digest: the
+/// repository's own, or those of a pull staged beside it and checked before they join it.
+pub trait RawBlobs: std::fmt::Debug + Send + Sync {
+    fn open_raw(&self, d: &Descriptor) -> Result<Box<dyn Read + Send>, RepoError>;
+}
+
+impl RawBlobs for Repository {
+    fn open_raw(&self, d: &Descriptor) -> Result<Box<dyn Read + Send>, RepoError> {
+        Repository::open_raw(self, d)
+    }
+}
+
 /// A held lock; released when dropped (or when the process dies).
 #[derive(Debug)]
 pub struct Lock {

@@ -16,7 +16,7 @@ use asp_registry::manifest::{ImageManifest, OciDescriptor};
 use serde::{Deserialize, Serialize};
 
 use crate::error::RepoError;
-use crate::repository::Repository;
+use crate::repository::{RawBlobs, Repository};
 
 /// The artifact type of a snapshot manifest.
 pub const SNAPSHOT_ARTIFACT: &str = "application/vnd.asp.snapshot.v1";
@@ -276,7 +276,7 @@ impl Snapshot {
 /// A document layer's bytes: as stored, or one zstd frame, by its media type (`base` or
 /// `base+zstd`).
 pub fn read_document(
-    repo: &Repository,
+    repo: &dyn RawBlobs,
     d: &OciDescriptor,
     base: &str,
 ) -> Result<Vec<u8>, RepoError> {
