@@ -1236,8 +1236,16 @@ fn hostile_ids_stay_inside(h: &str) {
     }
 }
 
-// Claude Code and Codex do not keep the rule yet: their composers drop such updates without
-// any report (review finding 11, still open), so it runs for the converters that keep it.
+#[cfg(feature = "claude-code")]
+#[test]
+fn claude_code_reports_updates_it_cannot_keep_as_not_carried() {
+    updates_left_out_are_not_carried("claude-code")
+}
+#[cfg(feature = "codex")]
+#[test]
+fn codex_reports_updates_it_cannot_keep_as_not_carried() {
+    updates_left_out_are_not_carried("codex")
+}
 #[cfg(feature = "gemini")]
 #[test]
 fn gemini_reports_updates_it_cannot_keep_as_not_carried() {

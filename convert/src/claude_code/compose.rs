@@ -26,6 +26,8 @@ const TODO_RESULT: &str = "Todos have been modified successfully. Ensure that yo
 #[derive(Debug, Clone, PartialEq)]
 pub struct Composed {
     pub bytes: Vec<u8>,
+    /// Kinds of `session/update` a transcript has no place for, left out (in stream order).
+    pub dropped: Vec<String>,
     /// `session/update` kinds and how many of each a replay of this transcript gives.
     pub intended: BTreeMap<&'static str, u64>,
 }
@@ -81,6 +83,7 @@ struct Composer<'a> {
     results: Vec<(Value, Option<Value>, usize)>,
     usage: Option<Value>,
     intended: BTreeMap<&'static str, u64>,
+    dropped: Vec<String>,
 }
 
 fn count(m: &mut BTreeMap<&'static str, u64>, k: &'static str) {
@@ -100,6 +103,7 @@ pub fn compose(t: &Target<'_>, items: &[Item], timeline: &Timeline) -> Composed 
         results: Vec::new(),
         usage: None,
         intended: BTreeMap::new(),
+        dropped: Vec::new(),
     };
     for item in items {
         match item {
@@ -367,7 +371,21 @@ impl Composer<'_> {
     }
 
     fn other(&mut self, u: &Value) {
-        if u.get("sessionUpdate").and_then(Value::as_str) == Some("config_option_update") {
+        let kind = u
+            .get("sessionUpdate")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown");
+        // The title and times travel as the session's own fields (the title record).
+        if kind == "session_info_update" {
+            return;
+        }
+        if kind != "config_option_update" {
+            if !self.dropped.iter().any(|k| k == kind) {
+                self.dropped.push(kind.to_owned());
+            }
+            return;
+        }
+        {
             let model = u
                 .get("configOptions")
                 .and_then(Value::as_array)
@@ -481,6 +499,7 @@ impl Composer<'_> {
         Composed {
             bytes,
             intended: std::mem::take(&mut self.intended),
+            dropped: std::mem::take(&mut self.dropped),
         }
     }
 }

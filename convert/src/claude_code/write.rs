@@ -669,6 +669,16 @@ fn write_composed(
     };
     let mut id = claude_id(s.id.as_str());
     let mut composed = compose_as(&id);
+    if !composed.dropped.is_empty() {
+        ctx.diagnostics.left_out(
+            Path::new(s.id.as_str()),
+            None,
+            format!(
+                "{} updates have no place in a Claude Code transcript and were left out",
+                composed.dropped.join(", ")
+            ),
+        );
+    }
     let mut beside = false;
     if let Some(p) = find_transcript(layout, &bucket, &id) {
         if file_is(&p, &Descriptor::of(&composed.bytes)) {

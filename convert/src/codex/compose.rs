@@ -48,6 +48,8 @@ pub struct Defaults {
 #[derive(Debug, Clone)]
 pub struct Built {
     pub bytes: Vec<u8>,
+    /// Kinds of `session/update` a rollout has no place for, left out (in stream order).
+    pub dropped: Vec<String>,
     pub start: Nanos,
     pub end: Nanos,
     pub first_prompt: Option<String>,
@@ -601,6 +603,7 @@ pub fn build(src: &Source<'_>, items: &[Item]) -> Built {
         }),
     );
     let mut first_prompt = None;
+    let mut dropped: Vec<String> = Vec::new();
     let mut user_turns = 0;
     let mut turn: Option<String> = None;
     let mut last_agent: Option<String> = None;
@@ -619,7 +622,16 @@ pub fn build(src: &Source<'_>, items: &[Item]) -> Built {
             continue;
         }
         if let Item::Other(v) = item {
-            apply_settings(&mut b.settings, v);
+            let kind = v
+                .get("sessionUpdate")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown");
+            if matches!(kind, "current_mode_update" | "config_option_update") {
+                apply_settings(&mut b.settings, v);
+            } else if kind != "session_info_update" && !dropped.iter().any(|k| k == kind) {
+                // (The title travels as the session's own field, into the thread name.)
+                dropped.push(kind.to_owned());
+            }
             continue;
         }
         if turn.is_none() {
@@ -644,5 +656,6 @@ pub fn build(src: &Source<'_>, items: &[Item]) -> Built {
         settings: b.settings,
         model_provider,
         user_turns,
+        dropped,
     }
 }

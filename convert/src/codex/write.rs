@@ -362,6 +362,16 @@ impl<'a> SessionWriter<'a> {
                 }
             }
         };
+        if !built.dropped.is_empty() {
+            self.diagnostics.left_out(
+                std::path::Path::new(sid),
+                None,
+                format!(
+                    "{} updates have no place in a Codex rollout and were left out",
+                    built.dropped.join(", ")
+                ),
+            );
+        }
         if built.user_turns == 0 {
             self.diagnostics.note(
                 Path::new(sid),
