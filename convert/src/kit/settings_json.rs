@@ -322,6 +322,26 @@ pub fn write_merged(
     Ok(())
 }
 
+/// A strict-JSON settings file as an object (Pi's and Copilot CLI's `settings.json`);
+/// `Ok(None)` when there is none, else why it cannot be used, naming the file and the line.
+pub fn load_object(path: &Path) -> Result<Option<Map<String, Value>>, String> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{} cannot be read ({e})", path.display())),
+    };
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(o)) => Ok(Some(o)),
+        Ok(_) => Err(format!("{} is not a JSON object", path.display())),
+        Err(e) => Err(format!(
+            "{} is not JSON (line {}, column {}: {e})",
+            path.display(),
+            e.line(),
+            e.column()
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,10 +8,6 @@
 //! Everything else (theme, compaction, retry, packages, ...) configures Pi itself and stays
 //! where it is. A value the user has set is never replaced.
 
-use std::fs;
-use std::io;
-use std::path::Path;
-
 use asp_format::answer::ImportAnswer;
 use asp_format::kind::StateKind;
 use asp_format::state::{SettingValue, Settings};
@@ -35,24 +31,7 @@ pub const ACCEPTS: Accepts = Accepts {
     modes: LEVELS,
 };
 
-/// `settings.json` as an object; `Ok(None)` when there is none.
-fn load(path: &Path) -> Result<Option<Map<String, Value>>, String> {
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{} cannot be read ({e})", path.display())),
-    };
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(o)) => Ok(Some(o)),
-        Ok(_) => Err(format!("{} is not a JSON object", path.display())),
-        Err(e) => Err(format!(
-            "{} is not JSON (line {}, column {}: {e})",
-            path.display(),
-            e.line(),
-            e.column()
-        )),
-    }
-}
+use crate::kit::settings_json::load_object as load;
 
 pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Settings> {
     let path = layout.settings();
