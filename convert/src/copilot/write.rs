@@ -250,24 +250,7 @@ impl Sessions<'_, '_> {
             .as_ref()
             .map_or_else(|| "asp".to_owned(), |h| h.as_str().to_owned());
         let items = self.fold(s)?;
-        let cwd = match &s.cwd {
-            Some(c) => c.clone(),
-            None => {
-                let home = std::path::absolute(&self.ctx.home.dir)
-                    .unwrap_or_else(|_| self.ctx.home.dir.clone())
-                    .to_string_lossy()
-                    .into_owned();
-                self.ctx.diagnostics.note(
-                    &self.layout.sessions(),
-                    None,
-                    format!(
-                        "session {id} has no working directory; it was filed under the home \
-                         directory {home} (resume it there)"
-                    ),
-                );
-                home
-            }
-        };
+        let cwd = crate::kit::resume::cwd_or_home(s, self.ctx, &self.layout.sessions());
         let copilot = s.meta.as_ref().and_then(|m| m.get("copilot"));
         let model = copilot
             .and_then(|c| c.get("model"))

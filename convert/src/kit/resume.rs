@@ -27,6 +27,33 @@ pub fn shell_word(word: &str) -> String {
     }
 }
 
+/// The directory a session from another harness is filed under: its own working directory, or,
+/// for one that names none, the home the import writes into (said as a note at `at`, since a
+/// harness that finds sessions per project resumes it only there).
+pub fn cwd_or_home(
+    s: &asp_format::state::Session,
+    ctx: &crate::harness::WriteContext<'_>,
+    at: &std::path::Path,
+) -> String {
+    if let Some(c) = &s.cwd {
+        return c.clone();
+    }
+    let home = std::path::absolute(&ctx.home.dir)
+        .unwrap_or_else(|_| ctx.home.dir.clone())
+        .to_string_lossy()
+        .into_owned();
+    ctx.diagnostics.note(
+        at,
+        None,
+        format!(
+            "session {} has no working directory; it was filed under the home directory {home} \
+             (resume it there)",
+            s.id
+        ),
+    );
+    home
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

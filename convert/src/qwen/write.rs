@@ -420,19 +420,7 @@ fn compose_one(
     let id = s.id.as_str();
     let harness = harness_of(s);
     let items = fold(ctx, s)?;
-    let cwd = match &s.cwd {
-        Some(c) => c.clone(),
-        None => {
-            let home = std::path::absolute(&ctx.home.dir).unwrap_or_else(|_| ctx.home.dir.clone());
-            let home = home.to_string_lossy().into_owned();
-            ctx.diagnostics.note(
-                &layout.projects(),
-                None,
-                format!("session {id} has no working directory; it was filed under the home directory {home} (run `qwen --resume` there)"),
-            );
-            home
-        }
-    };
+    let cwd = crate::kit::resume::cwd_or_home(s, ctx, &layout.projects());
     let chats = layout.projects().join(sanitize_cwd(&cwd)).join("chats");
     let default_time = s.updated_at.as_deref().and_then(time::parse).map_or_else(
         || "1970-01-01T00:00:00.000Z".to_owned(),
