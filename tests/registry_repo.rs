@@ -105,56 +105,138 @@ fn restore_into(home: &Home, to: &Path) -> std::collections::BTreeMap<String, Ve
     files_in(to)
 }
 
+/// A session of the sample that the second backup finds gone from the source.
+const GONE: &str = "8406e3f1-f626-479d-a2f4-e83bc7ff1d18";
+const GONE_FILE: &str =
+    ".claude/projects/-home-dev-api-gateway/8406e3f1-f626-479d-a2f4-e83bc7ff1d18.jsonl";
+
+/// Backs up the sample with its configuration files, then again without session [`GONE`]:
+/// the newest snapshot keeps that session, marked gone, and the configuration.
+fn backup_with_a_gone_session(laptop: &Home, state: &Path) {
+    sample_home(state, 0..3);
+    assert!(state.join(".claude/settings.json").exists());
+    assert!(state.join(".claude/rules/security.md").exists());
+    backup(laptop, state);
+    fs::remove_file(state.join(GONE_FILE)).unwrap();
+    backup(laptop, state);
+    let snapshots = json(&ok(asp_on(laptop).args(["snapshots", "--json"])));
+    assert_eq!(snapshots.as_array().unwrap().len(), 2, "{snapshots}");
+    assert_eq!(snapshots[1]["gone"], 1, "{snapshots}");
+}
+
+/// What `asp sessions` says is gone from the source.
+fn gone_sessions(home: &Home) -> Vec<String> {
+    let listed = json(&ok(asp_on(home).args(["sessions", "--json"])));
+    listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["goneFromSource"] == true)
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 #[test]
 fn a_pushed_snapshot_pulled_into_an_empty_repository_restores_the_same_files() {
     let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
     let reference = format!("{}/me/agent-state:laptop", reg.host());
     let laptop = Home::new();
     let state = laptop.path().join("work");
-    sample_home(&state, 0..3);
-    backup(&laptop, &state);
+    backup_with_a_gone_session(&laptop, &state);
     let snapshots = json(&ok(asp_on(&laptop).args(["snapshots", "--json"])));
-    let content = snapshots[0]["content"].as_str().unwrap().to_owned();
+    let content = snapshots[1]["content"].as_str().unwrap().to_owned();
 
     let pushed = push(&laptop, &["latest", &reference]);
     assert_eq!(pushed["digest"], content.as_str(), "{pushed}");
     assert!(pushed["source"].as_str().unwrap().starts_with("snapshot "));
+    // The tag names the snapshot record, whose subject is the state.
+    let record = pushed["record"].as_str().unwrap().to_owned();
+    let r: Value = serde_json::from_slice(
+        &fs::read(reg.blob_data(record.trim_start_matches("sha256:"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(r["artifactType"], "application/vnd.asp.snapshot.v1", "{r}");
+    assert_eq!(r["subject"]["digest"], content.as_str(), "{r}");
+    // Nothing about the laptop travels: no home path, host, parent or source records.
+    let text = r.to_string();
+    assert!(!text.contains(laptop.path().to_str().unwrap()), "{text}");
+    assert!(
+        !text.contains("vnd.asp.snapshot.home") && !text.contains("parent"),
+        "{text}"
+    );
+    let record_layer = fs::read(
+        reg.blob_data(
+            r["layers"][0]["digest"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("sha256:"),
+        ),
+    )
+    .unwrap();
+    let record_json = if r["layers"][0]["mediaType"]
+        .as_str()
+        .unwrap()
+        .ends_with("+zstd")
+    {
+        zstd::decode_all(&record_layer[..]).unwrap()
+    } else {
+        record_layer
+    };
+    let record_json = String::from_utf8(record_json).unwrap();
+    assert!(record_json.contains(GONE), "{record_json}");
+    for local in ["inode", "mtimeNs", "startedNs", "entries", "work/"] {
+        assert!(!record_json.contains(local), "{local} in {record_json}");
+    }
 
     // Another machine: nothing there yet, the repository is made by the pull.
     let desktop = Home::new();
     assert!(!default_repo(&desktop).exists());
     let pulled = pull(&desktop, &[&reference]);
     assert_eq!(pulled["digest"], content.as_str(), "{pulled}");
+    assert_eq!(pulled["record"], record.as_str(), "{pulled}");
     let snap = &pulled["snapshot"];
     assert_eq!(snap["harness"], "claude-code", "{pulled}");
     assert_eq!(snap["content"], content.as_str());
+    assert_eq!(snap["gone"], 1, "{pulled}");
     assert_eq!(
         snap["home"],
         format!("registry:{}/me/agent-state", reg.host()).as_str()
     );
     ok(asp_on(&desktop).args(["check", "-q", "--read-data"]));
+    assert_eq!(gone_sessions(&desktop), [GONE]);
+    assert_eq!(gone_sessions(&laptop), [GONE]);
 
+    // Restoring the pulled snapshot writes what restoring the original writes, byte for
+    // byte: the sessions (the gone one too), their native files, and the harness's own
+    // configuration files (settings.json, rules/), which travel in the record.
     let original = restore_into(&laptop, &laptop.path().join("restored"));
     let copy = restore_into(&desktop, &desktop.path().join("restored"));
     assert!(original.keys().any(|k| k.ends_with(&format!("{A}.jsonl"))));
-    // Every file is the original's, byte for byte, except the harness's own configuration,
-    // which the original snapshot keeps whole in its snapshot manifest (repository.md §7),
-    // which does not travel (registry.md §9): `settings.json` is then written from the
-    // state's settings, not copied, and `rules/security.md` is not written.
-    let config = [".claude/rules/security.md", ".claude/settings.json"];
-    let mut differ: Vec<&str> = original
+    assert!(
+        original.contains_key(GONE_FILE),
+        "the gone session is restored"
+    );
+    for config in [".claude/rules/security.md", ".claude/settings.json"] {
+        assert_eq!(
+            original.get(config),
+            Some(&fs::read(state.join(config)).unwrap()),
+            "{config} is restored whole"
+        );
+    }
+    let differ: Vec<&String> = original
         .keys()
         .chain(copy.keys())
         .filter(|k| original.get(*k) != copy.get(*k))
-        .map(String::as_str)
         .collect();
-    differ.dedup();
-    assert_eq!(differ, config, "only the harness configuration differs");
+    assert!(differ.is_empty(), "these differ: {differ:?}");
     assert!(copy.keys().filter(|k| k.ends_with(".jsonl")).count() >= 8);
 
-    // The same content again: nothing new, nothing downloaded.
+    // The same snapshot again: nothing new, nothing downloaded.
+    // Only the record's own small layer is fetched again: a repository keeps its content in
+    // the snapshot's source records, not the layer itself.
     let again = pull(&desktop, &[&reference]);
-    assert_eq!(again["blobsDownloaded"], 0, "{again}");
+    assert!(again["blobsDownloaded"].as_u64().unwrap() <= 1, "{again}");
+    assert!(again["bytesDownloaded"].as_u64().unwrap() < 4096, "{again}");
     assert!(
         again.get("snapshot").is_none() || again["snapshot"].is_null(),
         "{again}"
@@ -162,7 +244,17 @@ fn a_pushed_snapshot_pulled_into_an_empty_repository_restores_the_same_files() {
     let listed = json(&ok(asp_on(&desktop).args(["snapshots", "--json"])));
     assert_eq!(listed.as_array().unwrap().len(), 1);
 
-    // The bundle pulled from the same REF is the one `asp pack --from-repo` writes.
+    // The state alone, by its digest (what a bundle push makes): a snapshot of the same
+    // content without the record is something new (no gone marks, no configuration).
+    let bare = pull(
+        &desktop,
+        &[&format!("{}/me/agent-state@{content}", reg.host())],
+    );
+    assert!(bare.get("record").is_none(), "{bare}");
+    assert_eq!(bare["snapshot"]["gone"], 0, "{bare}");
+
+    // The bundle pulled from the same REF (through the record) is the one `asp pack
+    // --from-repo` writes: plain state.
     let bundle = desktop.path().join("b.aspstate");
     pull(&desktop, &[&reference, "-o", bundle.to_str().unwrap()]);
     let packed = laptop.path().join("p.aspstate");
@@ -170,6 +262,52 @@ fn a_pushed_snapshot_pulled_into_an_empty_repository_restores_the_same_files() {
         .args(["pack", "-q", "--from-repo", "-o"])
         .arg(&packed));
     assert!(fs::read(&bundle).unwrap() == fs::read(&packed).unwrap());
+}
+
+#[test]
+fn a_failed_pull_leaves_no_repository_behind() {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let desktop = Home::new();
+    let before: Vec<_> = files_under(desktop.path());
+    for (password, tag) in [
+        (crate::registry_cli::WRONG, "laptop"),
+        (PASSWORD, "missing"),
+    ] {
+        let out = asp_on(&desktop)
+            .args(["pull", &format!("{}/me/agent-state:{tag}", reg.host())])
+            .args(["-u", "alice", "--password-stdin"])
+            .write_stdin(format!("{password}\n"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !desktop.path().join(".local").exists(),
+            "{tag}: the pull left {:?}",
+            files_under(desktop.path())
+        );
+        assert_eq!(files_under(desktop.path()), before);
+    }
+    // An empty directory given as the repository stays, empty.
+    let dir = desktop.path().join("empty");
+    fs::create_dir(&dir).unwrap();
+    let out = asp_on(&desktop)
+        .args([
+            "pull",
+            &format!("{}/me/agent-state:missing", reg.host()),
+            "--repo",
+        ])
+        .arg(&dir)
+        .args(["-u", "alice", "--password-stdin"])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(dir.is_dir() && nothing_in(&dir), "{:?}", files_under(&dir));
 }
 
 #[test]
@@ -189,7 +327,8 @@ fn a_second_snapshot_uploads_only_what_the_registry_lacks() {
             &format!("{}/me/agent-state:one", reg.host()),
         ],
     );
-    assert_eq!(first["blobsPresent"], 0, "{first}");
+    // Only the empty config, which the state and its record share.
+    assert_eq!(first["blobsPresent"], 1, "{first}");
     // One more session: the new snapshot shares every layer but its own and the documents.
     add_copies(&state, 200..201);
     backup(&laptop, &state);
@@ -261,13 +400,7 @@ fn a_tampered_blob_writes_nothing_into_the_repository() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(nothing_in(&repo.join("blobs/sha256")), "blobs were written");
-    let index: Value = serde_json::from_slice(&fs::read(repo.join("index.json")).unwrap()).unwrap();
-    assert_eq!(index["manifests"].as_array().unwrap().len(), 0);
-    let leftovers: Vec<_> = fs::read_dir(&repo)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .filter(|n| n.to_string_lossy().starts_with(".asp-pull-"))
-        .collect();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // The repository this pull was to create is not there: nothing landed, so nothing stays
+    // (not even an empty repository, nor a staging directory).
+    assert!(!repo.exists(), "{:?}", files_under(&repo));
 }

@@ -68,9 +68,12 @@ pub struct RegistryArgs {
 )]
 #[command(after_help = format!("\
 A snapshot (`asp snapshots` lists them; `latest`, the default, is the newest) is pushed as
-its content manifest and blobs: the artifact `asp pack --from-repo` would make a bundle of,
-the same digest. Its snapshot manifest stays in the repository (it names this machine's home,
-host and files); so do the harness's own configuration files it keeps. Without --repo, the
+two artifacts: its state (content manifest and blobs, untagged: the artifact `asp pack
+--from-repo` would make a bundle of, the same digest), then a snapshot record whose subject
+is that state and which REF's tag names: the harness, the sessions gone from the source and
+the harness's own configuration files (settings.json, rules ...), so that `asp pull` and
+`asp restore` elsewhere give what restoring the snapshot here gives. Nothing about this
+machine travels (no home path, host name, file paths, times or inodes). Without --repo, the
 first argument is a snapshot when no file of that name exists, and the repository is
 $ASP_REPO, else ~/.local/share/asp/repo.
 
@@ -143,11 +146,17 @@ Treats what the registry sends as hostile: the manifest is refused over 4 MiB or
 not an asp state artifact; every blob's size is checked before it is read and its sha256
 after; nothing is written unless every blob verified.
 
---repo DIR (the default, with $ASP_REPO or ~/.local/share/asp/repo; created if missing)
-makes a snapshot: the state manifest and layer table are read from the downloaded blobs and
-every body is decoded and checked before any blob joins the repository, under its lock (a
-prune waits). The snapshot's home is `registry:<host>/<repository>`; pulling the same content
-again adds nothing. `asp restore --to HARNESS` then restores it (the newest of that harness).
+--repo DIR (the default, with $ASP_REPO or ~/.local/share/asp/repo; created if missing,
+and removed again if the pull fails before anything landed) makes a snapshot: the state
+manifest and layer table are read from the downloaded blobs and every body is decoded and
+checked before any blob joins the repository, under its lock (a prune waits). When REF names
+a snapshot record (what `asp push SNAPSHOT REF` pushes), the state is its subject, and the
+record's gone marks and harness configuration files, checked the same way, join the
+snapshot. The snapshot's home is `registry:<host>/<repository>`; pulling the same content
+again adds nothing. `asp restore --to HARNESS` then restores it (the newest of that harness),
+configuration files included.
+
+-o FILE and --layout DIR take only the state a record names (a bundle holds state only).
 
 -o FILE writes a bundle: the blobs go into a temporary file beside FILE, which must then
 open and check as a bundle (as `asp verify` does) before it is renamed to FILE, mode 0600.
@@ -366,8 +375,12 @@ pub fn run_push(args: PushArgs) -> Result<Exit> {
             serde_json::to_string(&answer).expect("a report serialises")
         );
     } else {
+        let record = report
+            .record
+            .map(|r| format!(" (snapshot record {r})"))
+            .unwrap_or_default();
         let mut line = format!(
-            "pushed {shown} to {}@{}: {} uploaded ({}), {} already there ({})",
+            "pushed {shown} to {}@{}{record}: {} uploaded ({}), {} already there ({})",
             strip_tag_digest(&reference),
             report.digest,
             human::count(report.blobs_uploaded, "blob", "blobs"),
@@ -437,8 +450,7 @@ fn pull_sink(args: &PullArgs) -> Result<(Sink, PathBuf, Option<tempfile::TempDir
                 repo: args.repo.clone(),
             }
             .path()?;
-            let repo = asp_repo::Repository::open_or_init(&path)?;
-            let sink = asp_repo::registry::RepoSink::new(repo, None)?;
+            let sink = asp_repo::registry::RepoSink::create(&path, None)?;
             Ok((Sink::Repo(Box::new(sink)), path, None))
         }
         _ => unreachable!("clap allows at most one of -o, --layout and --repo"),
@@ -464,17 +476,28 @@ struct Pulled<'a> {
 pub fn run_pull(args: PullArgs) -> Result<Exit> {
     let reference = parse_reference(&args.reference)?;
     let (sink, output, spool) = pull_sink(&args)?;
-    // Fail early on a destination that cannot be staged in.
-    sink.as_dyn().staging_parent()?;
     let bar = TransferBar::new(args.common.quiet, "pull");
-    let client = connect(&reference, &args.registry, &bar)?;
-    let opts = PullOptions {
-        jobs: usize::from(args.registry.jobs),
-        ..PullOptions::default()
-    };
-    let result = pull(&client, &reference, sink.as_dyn(), &opts, &bar);
+    let result = (|| {
+        // Fail early on a destination that cannot be staged in.
+        sink.as_dyn().staging_parent()?;
+        let client = connect(&reference, &args.registry, &bar)?;
+        let opts = PullOptions {
+            jobs: usize::from(args.registry.jobs),
+            ..PullOptions::default()
+        };
+        Ok(pull(&client, &reference, sink.as_dyn(), &opts, &bar)?)
+    })();
     bar.clear();
-    let report = result?;
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            // A repository this pull created and nothing landed in goes again.
+            if let Sink::Repo(r) = sink {
+                r.discard();
+            }
+            return Err(e);
+        }
+    };
     remember(&reference, &bar);
     let bundle_bytes = match &sink {
         Sink::Bundle(b) => b.written(),

@@ -210,6 +210,7 @@ impl PullSink for BundleSink {
     fn commit(
         &self,
         artifact: &Artifact,
+        _record: Option<&Artifact>,
         reference: &Reference,
         staged: &Staged,
     ) -> Result<(), Error> {

@@ -375,6 +375,7 @@ impl PullSink for LayoutSink {
     fn commit(
         &self,
         artifact: &Artifact,
+        _record: Option<&Artifact>,
         reference: &Reference,
         staged: &Staged,
     ) -> Result<(), Error> {

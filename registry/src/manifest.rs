@@ -26,6 +26,16 @@ use crate::error::Error;
 /// asp state's `artifactType` (and the config media type registries that cannot store an
 /// `artifactType` would need; see `spec/registry.md`).
 pub const ARTIFACT_TYPE: &str = "application/vnd.asp.state.v1";
+/// The `artifactType` of a snapshot record: a second artifact whose `subject` is a state
+/// artifact, carrying what a repository keeps about a snapshot besides its state (the
+/// harness's own configuration files, the sessions gone from the source) and nothing about the
+/// machine it came from. A tag names the record; a pull follows its subject. See
+/// `spec/registry.md` §9.
+pub const RECORD_ARTIFACT_TYPE: &str = "application/vnd.asp.snapshot.v1";
+/// The media type of a snapshot record's first layer (its JSON; `+zstd` when compressed).
+/// A snapshot manifest of a repository has the same `artifactType` but source records as its
+/// first layer: those never travel, and a manifest with them is refused.
+pub const RECORD_LAYER: &str = "application/vnd.asp.snapshot.record.v1+json";
 pub const IMAGE_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 pub const IMAGE_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 pub const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
@@ -200,6 +210,9 @@ impl Artifact {
         let manifest: ImageManifest = serde_json::from_value(value)
             .map_err(|e| Error::Integrity(format!("the manifest of {source} is malformed: {e}")))?;
         let blobs = distinct_blobs(&manifest, source, limits)?;
+        if manifest.artifact_type.as_deref() == Some(RECORD_ARTIFACT_TYPE) {
+            check_record(&manifest, source, limits)?;
+        }
         Ok(Artifact {
             bytes,
             digest,
@@ -239,6 +252,21 @@ impl Artifact {
     pub fn total_bytes(&self) -> u64 {
         self.blobs.iter().map(|b| b.size).sum()
     }
+
+    /// Whether this is a snapshot record ([`RECORD_ARTIFACT_TYPE`]) rather than state.
+    pub fn is_record(&self) -> bool {
+        self.manifest.artifact_type.as_deref() == Some(RECORD_ARTIFACT_TYPE)
+    }
+
+    /// The state artifact a snapshot record is about (checked by [`Artifact::parse`]: an
+    /// image manifest of asp state within the manifest limit); `None` for state.
+    pub fn subject(&self) -> Option<&OciDescriptor> {
+        if self.is_record() {
+            self.manifest.subject.as_ref()
+        } else {
+            None
+        }
+    }
 }
 
 pub(crate) fn too_large(source: &str, size: u64, limits: &Limits) -> Error {
@@ -246,6 +274,56 @@ pub(crate) fn too_large(source: &str, size: u64, limits: &Limits) -> Error {
         "the manifest of {source} has {size} bytes, over the limit of {}",
         limits.max_manifest_bytes
     ))
+}
+
+/// A snapshot record must name its state artifact as `subject` (an image manifest of asp
+/// state, no larger than a manifest may be) and carry a record as its first layer: a
+/// repository's snapshot manifest, whose first layer is this machine's source records, is
+/// not something to push or pull.
+fn check_record(m: &ImageManifest, source: &str, limits: &Limits) -> Result<(), Error> {
+    let bad = |msg: String| Error::Integrity(format!("the snapshot record {source}: {msg}"));
+    let Some(subject) = &m.subject else {
+        return Err(bad("it names no subject (the state it is about)".to_owned()));
+    };
+    if subject.media_type != IMAGE_MANIFEST {
+        return Err(bad(format!(
+            "its subject has media type {:?}, not an image manifest",
+            subject.media_type
+        )));
+    }
+    if subject
+        .artifact_type
+        .as_deref()
+        .is_some_and(|t| t != ARTIFACT_TYPE)
+    {
+        return Err(bad(format!("its subject is not of type {ARTIFACT_TYPE}")));
+    }
+    if subject.size > limits.max_manifest_bytes {
+        return Err(bad(format!(
+            "its subject has {} bytes, over the manifest limit of {}",
+            subject.size, limits.max_manifest_bytes
+        )));
+    }
+    if !subject.urls.is_empty() || subject.data.is_some() {
+        return Err(bad("its subject carries URLs or inline data".to_owned()));
+    }
+    match m.layers.first() {
+        Some(l)
+            if l.media_type == RECORD_LAYER || l.media_type == format!("{RECORD_LAYER}+zstd") =>
+        {
+            Ok(())
+        }
+        Some(l) => Err(Error::NotOurs {
+            reference: source.to_owned(),
+            what: format!(
+                "a snapshot manifest whose first layer is {:?}, not a snapshot record (a \
+                 repository's snapshot manifest holds this machine's source records and is \
+                 pushed with `asp push SNAPSHOT REF`)",
+                l.media_type
+            ),
+        }),
+        None => Err(bad("it has no record layer".to_owned())),
+    }
 }
 
 /// Says what a manifest is when it is not ours.
@@ -282,7 +360,7 @@ fn check_ours(v: &serde_json::Value, source: &str) -> Result<(), Error> {
         .and_then(|c| c.get("mediaType"))
         .and_then(|x| x.as_str());
     match str_of("artifactType") {
-        Some(ARTIFACT_TYPE) => Ok(()),
+        Some(ARTIFACT_TYPE) | Some(RECORD_ARTIFACT_TYPE) => Ok(()),
         Some(other) => Err(not_ours(format!("an artifact of type {other:?}"))),
         None if config_type == Some(ARTIFACT_TYPE) => Ok(()),
         None => Err(not_ours(match config_type {

@@ -36,10 +36,18 @@ pub trait PullSink: Sync {
     /// A directory on the destination's file system to stage blobs in (a temporary
     /// directory is made inside it and removed afterwards).
     fn staging_parent(&self) -> Result<PathBuf, Error>;
-    /// Takes the verified artifact: every blob the sink did not have is in `staged`.
+    /// Whether the sink keeps a snapshot record's blobs (a repository does: the harness's
+    /// configuration and the gone marks); others take only the state the record is about.
+    fn wants_record(&self) -> bool {
+        false
+    }
+    /// Takes the verified artifact: every blob the sink did not have is in `staged`. `record`
+    /// is the snapshot record REF named, when it named one and the sink wants it; its blobs
+    /// are staged too.
     fn commit(
         &self,
         artifact: &Artifact,
+        record: Option<&Artifact>,
         reference: &Reference,
         staged: &Staged,
     ) -> Result<(), Error>;
@@ -85,7 +93,11 @@ impl Default for PullOptions {
 #[serde(rename_all = "camelCase")]
 pub struct PullReport {
     pub reference: String,
+    /// The state artifact's digest (when REF names a snapshot record, the record's subject).
     pub digest: Digest,
+    /// The snapshot record REF named, if it named one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<Digest>,
     pub manifest_bytes: u64,
     pub blobs: u64,
     pub blobs_downloaded: u64,
@@ -102,8 +114,112 @@ pub fn pull(
     opts: &PullOptions,
     observer: &dyn Observer,
 ) -> Result<PullReport, Error> {
-    let fetched = client.get_manifest(reference, &opts.limits)?;
     let source = reference.to_string();
+    let first = fetch_manifest(client, reference, &source, opts)?;
+    // A snapshot record: the state is its subject, fetched by digest and held to the digest
+    // and size the record names.
+    let (artifact, record) = match first.subject().cloned() {
+        None => (first, None),
+        Some(subject) => {
+            let at = reference.with_digest(subject.digest);
+            let shown = format!("{at} (the subject of {source})");
+            let state = fetch_manifest(client, &at, &shown, opts)?;
+            if state.bytes().len() as u64 != subject.size {
+                return Err(Error::Integrity(format!(
+                    "{shown} has {} bytes, but the record says {}",
+                    state.bytes().len(),
+                    subject.size
+                )));
+            }
+            if state.is_record() {
+                return Err(Error::Integrity(format!(
+                    "{shown} is a snapshot record too; a record's subject must be state"
+                )));
+            }
+            (state, Some(first))
+        }
+    };
+    let keep_record = record.as_ref().filter(|_| sink.wants_record());
+
+    // The state's blobs, then the record's that the state does not name.
+    let mut blobs: Vec<OciDescriptor> = artifact.blobs().to_vec();
+    if let Some(r) = keep_record {
+        let named: std::collections::BTreeSet<Digest> = blobs.iter().map(|b| b.digest).collect();
+        blobs.extend(
+            r.blobs()
+                .iter()
+                .filter(|b| !named.contains(&b.digest))
+                .cloned(),
+        );
+    }
+    let total: u64 = blobs.iter().map(|b| b.size).sum();
+    if total > opts.limits.max_total_bytes || blobs.len() as u64 > opts.limits.max_blobs {
+        return Err(Error::Integrity(format!(
+            "{source}: the state and its record name {} blobs of {total} bytes, over the limits",
+            blobs.len()
+        )));
+    }
+    let blobs = blobs.as_slice();
+    observer.plan(blobs.len() as u64, total);
+    let parent = sink.staging_parent()?;
+    let dir = tempfile::Builder::new()
+        .prefix(".asp-pull-")
+        .tempdir_in(&parent)
+        .map_err(|e| Error::write(&parent, e))?;
+    let staging = dir.path().to_path_buf();
+
+    let outcomes = parallel::map(blobs, opts.jobs, |blob| {
+        if sink.contains(&blob.blob())? {
+            observer.bytes(blob.size);
+            observer.blob(blob, Outcome::Present);
+            return Ok(None);
+        }
+        let path = fetch_blob(client, reference.repository(), blob, &staging, observer)?;
+        observer.blob(blob, Outcome::Downloaded);
+        Ok(Some((blob.digest, path)))
+    })?;
+
+    let mut report = PullReport {
+        reference: source,
+        digest: artifact.digest(),
+        record: record.as_ref().map(Artifact::digest),
+        manifest_bytes: (artifact.bytes().len() + record.as_ref().map_or(0, |r| r.bytes().len()))
+            as u64,
+        blobs: blobs.len() as u64,
+        blobs_downloaded: 0,
+        blobs_present: 0,
+        bytes_downloaded: 0,
+        bytes_present: 0,
+    };
+    let mut files = BTreeMap::new();
+    for (blob, got) in blobs.iter().zip(outcomes) {
+        match got {
+            Some((digest, path)) => {
+                report.blobs_downloaded += 1;
+                report.bytes_downloaded += blob.size;
+                files.insert(digest, path);
+            }
+            None => {
+                report.blobs_present += 1;
+                report.bytes_present += blob.size;
+            }
+        }
+    }
+    let staged = Staged { dir, files };
+    observer.committing();
+    sink.commit(&artifact, keep_record, reference, &staged)?;
+    Ok(report)
+}
+
+/// Fetches and checks the manifest `reference` names: within the size limit, the digest asked
+/// for and announced, and asp's (state or a snapshot record).
+fn fetch_manifest(
+    client: &Client,
+    reference: &Reference,
+    source: &str,
+    opts: &PullOptions,
+) -> Result<Artifact, Error> {
+    let fetched = client.get_manifest(reference, &opts.limits)?;
     let actual = Digest::of(&fetched.bytes);
     if let Some(wanted) = reference.digest()
         && *wanted != actual
@@ -131,61 +247,12 @@ pub fn pull(
         };
         if let Some(what) = what {
             return Err(Error::NotOurs {
-                reference: source,
+                reference: source.to_owned(),
                 what: what.to_owned(),
             });
         }
     }
-    let artifact = Artifact::parse(fetched.bytes, &source, &opts.limits)?;
-
-    let blobs = artifact.blobs();
-    observer.plan(blobs.len() as u64, artifact.total_bytes());
-    let parent = sink.staging_parent()?;
-    let dir = tempfile::Builder::new()
-        .prefix(".asp-pull-")
-        .tempdir_in(&parent)
-        .map_err(|e| Error::write(&parent, e))?;
-    let staging = dir.path().to_path_buf();
-
-    let outcomes = parallel::map(blobs, opts.jobs, |blob| {
-        if sink.contains(&blob.blob())? {
-            observer.bytes(blob.size);
-            observer.blob(blob, Outcome::Present);
-            return Ok(None);
-        }
-        let path = fetch_blob(client, reference.repository(), blob, &staging, observer)?;
-        observer.blob(blob, Outcome::Downloaded);
-        Ok(Some((blob.digest, path)))
-    })?;
-
-    let mut report = PullReport {
-        reference: source,
-        digest: artifact.digest(),
-        manifest_bytes: artifact.bytes().len() as u64,
-        blobs: blobs.len() as u64,
-        blobs_downloaded: 0,
-        blobs_present: 0,
-        bytes_downloaded: 0,
-        bytes_present: 0,
-    };
-    let mut files = BTreeMap::new();
-    for (blob, got) in blobs.iter().zip(outcomes) {
-        match got {
-            Some((digest, path)) => {
-                report.blobs_downloaded += 1;
-                report.bytes_downloaded += blob.size;
-                files.insert(digest, path);
-            }
-            None => {
-                report.blobs_present += 1;
-                report.bytes_present += blob.size;
-            }
-        }
-    }
-    let staged = Staged { dir, files };
-    observer.committing();
-    sink.commit(&artifact, reference, &staged)?;
-    Ok(report)
+    Artifact::parse(fetched.bytes, source, &opts.limits)
 }
 
 /// Downloads one blob into `staging`, checking size before and digest after; the file is

@@ -53,7 +53,11 @@ impl Default for PushOptions {
 #[serde(rename_all = "camelCase")]
 pub struct PushReport {
     pub reference: String,
+    /// The state artifact's digest.
     pub digest: Digest,
+    /// The snapshot record pushed after the state and named by the tag, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<Digest>,
     pub manifest_bytes: u64,
     pub blobs: u64,
     pub blobs_uploaded: u64,
@@ -131,6 +135,7 @@ pub fn push(
     let mut report = PushReport {
         reference: reference.to_string(),
         digest: artifact.digest(),
+        record: None,
         manifest_bytes: artifact.bytes().len() as u64,
         blobs: list.len() as u64,
         blobs_uploaded: 0,

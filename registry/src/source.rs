@@ -23,9 +23,16 @@ pub trait PushSource {
     fn manifest(&self) -> &[u8];
     /// Where the manifest's blobs are read from, by the digest of their stored bytes.
     fn blobs(&self) -> &dyn BlobSource;
+    /// A snapshot record about this manifest (its `subject`), pushed after it and named by
+    /// the tag instead of it: a repository's snapshot has one (`spec/registry.md` §9).
+    fn record(&self) -> Option<&dyn PushSource> {
+        None
+    }
 }
 
-/// Pushes `source` to `reference`.
+/// Pushes `source` to `reference`. With a record, the state goes first, by digest (untagged),
+/// then the record to `reference`: the registry never holds a record whose subject it lacks,
+/// and the report adds both pushes up (`digest` stays the state's, `record` is the record's).
 pub fn push_from(
     client: &Client,
     reference: &Reference,
@@ -33,14 +40,45 @@ pub fn push_from(
     opts: &PushOptions,
     observer: &dyn Observer,
 ) -> Result<PushReport, Error> {
-    push(
+    let Some(record) = source.record() else {
+        return push(
+            client,
+            reference,
+            source.manifest(),
+            source.blobs(),
+            opts,
+            observer,
+        );
+    };
+    let state_at = reference.with_digest(asp_format::digest::Digest::of(source.manifest()));
+    let mut report = push(
         client,
-        reference,
+        &state_at,
         source.manifest(),
         source.blobs(),
         opts,
         observer,
-    )
+    )?;
+    let r = push(
+        client,
+        reference,
+        record.manifest(),
+        record.blobs(),
+        opts,
+        observer,
+    )?;
+    report.reference = r.reference;
+    report.record = Some(r.digest);
+    report.manifest_bytes += r.manifest_bytes;
+    report.blobs += r.blobs;
+    report.blobs_uploaded += r.blobs_uploaded;
+    report.blobs_mounted += r.blobs_mounted;
+    report.blobs_present += r.blobs_present;
+    report.bytes_uploaded += r.bytes_uploaded;
+    report.bytes_mounted += r.bytes_mounted;
+    report.bytes_present += r.bytes_present;
+    report.mounted_from = report.mounted_from.or(r.mounted_from);
+    Ok(report)
 }
 
 /// One manifest of an OCI image layout directory.

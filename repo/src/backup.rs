@@ -402,7 +402,7 @@ pub(crate) fn write_snapshot_of(
         artifact_type: Some(SNAPSHOT_ARTIFACT.to_owned()),
         config: OciDescriptor::empty(),
         layers: std::iter::once(OciDescriptor::new(sources_type, sources_desc))
-            .chain(config_layer_list(sources))
+            .chain(config_layer_list(&sources.config_layers))
             .collect(),
         subject: Some(subject),
         annotations: info.annotations(),
@@ -431,9 +431,9 @@ pub(crate) fn sources_layer(
 
 /// The configuration's layers, once each, ascending, as the snapshot manifest lists them (so
 /// prune keeps them).
-pub(crate) fn config_layer_list(sources: &Sources) -> Vec<OciDescriptor> {
+pub(crate) fn config_layer_list(config_layers: &BTreeMap<Digest, LayerRef>) -> Vec<OciDescriptor> {
     let mut seen = BTreeMap::new();
-    for r in sources.config_layers.values() {
+    for r in config_layers.values() {
         seen.insert(
             r.layer,
             OciDescriptor::new(

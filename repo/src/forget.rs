@@ -186,7 +186,7 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
         subject.artifact_type = Some(asp_format::bundle::oci::ARTIFACT_TYPE.to_owned());
         let mut manifest = snap.manifest.clone();
         manifest.layers = std::iter::once(OciDescriptor::new(sources_type, sources_desc))
-            .chain(crate::backup::config_layer_list(&sources))
+            .chain(crate::backup::config_layer_list(&sources.config_layers))
             .collect();
         manifest.subject = Some(subject);
         manifest.annotations = new.annotations();

@@ -1,53 +1,68 @@
 //! A snapshot to and from an OCI registry: `asp push [--repo DIR] [SNAPSHOT|latest] REF` and
 //! `asp pull REF --repo DIR`.
 //!
-//! What travels is the snapshot's content manifest and its blobs: the image manifest a bundle
-//! of the same state holds, so `asp pull -o FILE` of what a repository pushed gives the bundle
-//! `asp pack --from-repo` writes, and the other way round. The snapshot manifest stays home:
-//! it holds this machine's home path, host name and every source file's path, mtime, inode and
-//! device, which mean nothing on another machine and have no business in a shared registry
-//! (`spec/registry.md` §9 has the whole reasoning).
+//! What travels is two artifacts. The state: the snapshot's content manifest and its blobs,
+//! the image manifest a bundle of the same state holds, so `asp pull -o FILE` of what a
+//! repository pushed gives the bundle `asp pack --from-repo` writes, and the other way round.
+//! And the snapshot record, whose `subject` is the state and which the tag names: the
+//! harness, the sessions gone from the source and the harness's own configuration files, so
+//! that a restore from the pulled snapshot writes what a restore from the original does. The
+//! snapshot manifest itself stays home: it holds this machine's home path, host name and every
+//! source file's path, mtime, inode and device, which mean nothing on another machine and have
+//! no business in a shared registry (`spec/registry.md` §9 has the whole reasoning).
 //!
 //! A pull into a repository is checked as a bundle is before anything joins the repository:
 //! the generic pull has verified every blob's size and digest in a staging directory beside
 //! it; here the state manifest and layer table are read from those staged blobs and every
-//! body is decoded and compared with its digest. Only then are the blobs renamed in, and a
-//! new snapshot (home `registry:<host>/<repository>`, no source records) written as a backup
-//! writes one. The repository's lock is held shared from before the first blob is looked at
-//! until the index names the snapshot, so a prune never removes a blob the pull counted on.
+//! body is decoded and compared with its digest, and so is the record and every configuration
+//! file it names. Only then are the blobs renamed in, and a new snapshot (home
+//! `registry:<host>/<repository>`, no source records) written as a backup writes one. The
+//! repository's lock is held shared from before the first blob is looked at until the index
+//! names the snapshot, so a prune never removes a blob the pull counted on.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::io::{self, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use asp_convert::kit::time;
 use asp_format::blob::BlobSource;
 use asp_format::bundle::Manifest;
+use asp_format::bundle::layers::compress;
+use asp_format::bundle::oci::Encoding;
 use asp_format::bundle::oci::{
     ARTIFACT_TYPE, ImageManifest as ContentManifest, LayerTable, STATE_LAYER, TABLE_LAYER,
 };
 use asp_format::digest::{Descriptor, Digest, VerifyingReader};
+use asp_format::name::HarnessName;
 use asp_registry::layout::Layout;
-use asp_registry::manifest::{Artifact, Limits, OciDescriptor};
+use asp_registry::manifest::{
+    Artifact, IMAGE_MANIFEST, ImageManifest, Limits, OciDescriptor, RECORD_ARTIFACT_TYPE,
+    RECORD_LAYER,
+};
 use asp_registry::pull::{PullSink, Staged};
 use asp_registry::{Error, PushSource, Reference};
 
-use crate::backup::{BackupOutcome, host_name, write_snapshot_of};
+use crate::backup::{BackupOutcome, config_layer_list, host_name, write_snapshot_of};
 use crate::blobs::SnapshotBlobs;
 use crate::error::RepoError;
 use crate::from_bundle::harness_of;
 use crate::repository::{Lock, RawBlobs, Repository};
-use crate::snapshot::{SOURCES_LAYER, Snapshot, SnapshotInfo, Sources, read_document};
+use crate::snapshot::{
+    GONE_ANNOTATION, HARNESS_ANNOTATION, Record, SESSIONS_ANNOTATION, SOURCES_LAYER, Snapshot,
+    SnapshotInfo, Sources, read_document,
+};
 
-/// A snapshot's content manifest and blobs, ready to push. Holds the repository's lock shared
-/// while it lives, so a prune cannot remove a blob the push is about to send.
+/// A snapshot's content manifest and blobs, ready to push, with its record. Holds the
+/// repository's lock shared while it lives, so a prune cannot remove a blob the push is about
+/// to send.
 #[derive(Debug)]
 pub struct SnapshotSource {
     layout: Layout,
     manifest: Vec<u8>,
     info: SnapshotInfo,
+    record: RecordSource,
     _lock: Lock,
 }
 
@@ -68,10 +83,12 @@ impl SnapshotSource {
         // Reads and checks the snapshot's documents: a damaged one is not pushed.
         let snapshot = Snapshot::load(repo, &info)?;
         let manifest = repo.read_blob(&snapshot.content, Limits::default().max_manifest_bytes)?;
+        let record = RecordSource::of(repo, &snapshot)?;
         Ok(SnapshotSource {
             layout: repo.layout().clone(),
             manifest,
             info,
+            record,
             _lock: lock,
         })
     }
@@ -89,6 +106,105 @@ impl PushSource for SnapshotSource {
     fn blobs(&self) -> &dyn BlobSource {
         &self.layout
     }
+
+    fn record(&self) -> Option<&dyn PushSource> {
+        Some(&self.record)
+    }
+}
+
+/// A snapshot record (`spec/registry.md` §9): an image manifest of type
+/// [`RECORD_ARTIFACT_TYPE`] whose subject is the content manifest, whose first layer is the
+/// [`Record`] and whose other layers are the configuration files' layers, as the repository
+/// stores them. Its bytes depend only on the snapshot, so pushing one snapshot twice gives
+/// one digest.
+#[derive(Debug)]
+struct RecordSource {
+    manifest: Vec<u8>,
+    blobs: RecordBlobs,
+}
+
+impl RecordSource {
+    fn of(repo: &Repository, snapshot: &Snapshot) -> Result<Self, RepoError> {
+        let record = Record::of(snapshot);
+        let (layer, media_type) = document_layer(&record, RECORD_LAYER, repo)?;
+        let layer_desc = Descriptor::of(&layer);
+        let mut subject = OciDescriptor::new(IMAGE_MANIFEST, snapshot.content);
+        subject.artifact_type = Some(ARTIFACT_TYPE.to_owned());
+        let info = &snapshot.info;
+        let mut annotations = BTreeMap::from([
+            (HARNESS_ANNOTATION.to_owned(), record.harness.clone()),
+            (SESSIONS_ANNOTATION.to_owned(), info.sessions.to_string()),
+            (GONE_ANNOTATION.to_owned(), info.gone.to_string()),
+        ]);
+        // When the backup was made: what `oras` and registries' web pages show.
+        annotations.insert(
+            asp_format::bundle::oci::CREATED_ANNOTATION.to_owned(),
+            info.created.clone(),
+        );
+        let manifest = ImageManifest {
+            schema_version: 2,
+            media_type: Some(IMAGE_MANIFEST.to_owned()),
+            artifact_type: Some(RECORD_ARTIFACT_TYPE.to_owned()),
+            config: OciDescriptor::empty(),
+            layers: std::iter::once(OciDescriptor::new(media_type, layer_desc))
+                .chain(config_layer_list(&record.config_layers))
+                .collect(),
+            subject: Some(subject),
+            annotations,
+        };
+        Ok(RecordSource {
+            manifest: manifest.to_bytes(),
+            blobs: RecordBlobs {
+                layout: repo.layout().clone(),
+                record: (layer_desc, layer),
+            },
+        })
+    }
+}
+
+impl PushSource for RecordSource {
+    fn manifest(&self) -> &[u8] {
+        &self.manifest
+    }
+
+    fn blobs(&self) -> &dyn BlobSource {
+        &self.blobs
+    }
+}
+
+/// The record layer, made in memory, over the repository's blobs.
+#[derive(Debug)]
+struct RecordBlobs {
+    layout: Layout,
+    record: (Descriptor, Vec<u8>),
+}
+
+impl BlobSource for RecordBlobs {
+    fn open(
+        &self,
+        blob: &Descriptor,
+    ) -> Result<Box<dyn Read + Send + '_>, asp_format::blob::BlobError> {
+        if *blob == self.record.0 {
+            return Ok(Box::new(io::Cursor::new(&self.record.1[..])));
+        }
+        self.layout.open(blob)
+    }
+}
+
+/// A JSON document as a layer: one zstd frame (`base+zstd`), or the JSON as it is when zstd
+/// does not make it smaller; as the source records are stored.
+fn document_layer(
+    value: &impl serde::Serialize,
+    base: &str,
+    repo: &Repository,
+) -> Result<(Vec<u8>, String), RepoError> {
+    let json = serde_json::to_vec(value).expect("a record serialises");
+    let z = compress(&json, None, 3).map_err(RepoError::io(repo.root()))?;
+    Ok(if z.len() < json.len() {
+        (z, Encoding::Zstd.media_type(base))
+    } else {
+        (json, base.to_owned())
+    })
 }
 
 /// What a pull into a repository made.
@@ -110,6 +226,9 @@ pub struct RepoSink {
     repo: Repository,
     host: Option<String>,
     pulled: Mutex<Option<Pulled>>,
+    /// What [`RepoSink::create`] made: whether the root directory was there already, and the
+    /// highest directory it created (the root or an ancestor).
+    created: Option<(bool, Option<PathBuf>)>,
     _lock: Lock,
 }
 
@@ -122,8 +241,72 @@ impl RepoSink {
             repo,
             host,
             pulled: Mutex::new(None),
+            created: None,
             _lock: lock,
         })
+    }
+
+    /// The repository at `root`, created when it is missing (or an empty directory); what is
+    /// created here is remembered, so that [`RepoSink::discard`] can take it away again if the
+    /// pull fails: a failed first pull leaves no empty repository behind.
+    pub fn create(root: &Path, host: Option<String>) -> Result<Self, RepoError> {
+        if root.join("oci-layout").exists() {
+            return RepoSink::new(Repository::open(root)?, host);
+        }
+        let existed = root.exists();
+        let mut top = None;
+        let mut p = Some(root);
+        while let Some(d) = p.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+            top = Some(d.to_path_buf());
+            p = d.parent();
+        }
+        let repo = Repository::open_or_init(root)?;
+        let mut sink = RepoSink::new(repo, host)?;
+        sink.created = Some((existed, top));
+        Ok(sink)
+    }
+
+    /// After a failed pull: when this sink created the repository and it still holds nothing
+    /// (no snapshot, no blob, under the exclusive lock so no other process is using it), its
+    /// files and the directories made for it are removed. Only what a new repository consists
+    /// of is removed, file by file; anything else found there stays, and so does the directory.
+    pub fn discard(self) {
+        let RepoSink {
+            repo,
+            created,
+            _lock,
+            ..
+        } = self;
+        drop(_lock);
+        let Some((existed, top)) = created else {
+            return;
+        };
+        let Ok(_exclusive) = repo.lock_exclusive() else {
+            return;
+        };
+        let blobs = repo.blobs_dir();
+        let empty = |d: &Path| fs::read_dir(d).is_ok_and(|mut r| r.next().is_none());
+        if !repo.snapshots().is_ok_and(|s| s.is_empty()) || !empty(&blobs) {
+            return;
+        }
+        let root = repo.root().to_path_buf();
+        for f in ["oci-layout", "index.json", "locks/repo", "locks/index"] {
+            let _ = fs::remove_file(root.join(f));
+        }
+        for d in [blobs.as_path(), &root.join("blobs"), &root.join("locks")] {
+            let _ = fs::remove_dir(d);
+        }
+        if existed {
+            return;
+        }
+        // The root, then each parent made for it, while empty.
+        let mut d = Some(root.as_path());
+        while let Some(dir) = d {
+            if fs::remove_dir(dir).is_err() || top.as_deref() == Some(dir) {
+                break;
+            }
+            d = dir.parent();
+        }
     }
 
     /// What the commit made; `None` before a commit.
@@ -134,6 +317,7 @@ impl RepoSink {
     fn commit_checked(
         &self,
         artifact: &Artifact,
+        record: Option<&Artifact>,
         reference: &Reference,
         staged: &Staged,
     ) -> Result<Pulled, RepoError> {
@@ -143,7 +327,17 @@ impl RepoSink {
             staged: staged.files(),
         };
         let state = check_content(&overlay, artifact, reference)?;
-        let harness = harness_of(&state.state);
+        let record = record
+            .map(|r| check_record(&overlay, r, &state, reference))
+            .transpose()?;
+        let harness = match &record {
+            Some(r) => r.harness.clone(),
+            None => harness_of(&state.state),
+        };
+        let (gone, config, config_layers) = match record {
+            Some(r) => (r.gone, r.config, r.config_layers),
+            None => Default::default(),
+        };
         let home = format!(
             "registry:{}/{}",
             reference.registry(),
@@ -155,25 +349,39 @@ impl RepoSink {
             home: home.clone(),
             ..Pulled::default()
         };
-        if parent
-            .as_ref()
-            .is_some_and(|p| p.content == artifact.digest())
+        if let Some(p) = &parent
+            && p.content == artifact.digest()
         {
-            return Ok(pulled);
+            let p = Snapshot::load(repo, p)?;
+            if p.sources.gone.keys().eq(gone.keys()) && p.sources.config == config {
+                return Ok(pulled);
+            }
         }
-        // Everything checked: the staged blobs join the repository (same file system, each
-        // file already synced), then the manifests that name them.
-        for b in artifact.blobs() {
-            let Some(path) = staged.files().get(&b.digest) else {
-                continue;
-            };
-            if repo.has_blob(&b.blob()) {
+        // Everything checked: the staged blobs the state and the configuration name join the
+        // repository (same file system, each file already synced), then the manifests that
+        // name them. The record's own layer is not kept: its content goes into the new
+        // snapshot's source records.
+        let wanted: BTreeSet<Digest> = artifact
+            .blobs()
+            .iter()
+            .map(|b| b.digest)
+            .chain(config_layers.values().map(|r| r.layer))
+            .collect();
+        for (digest, path) in staged.files() {
+            if !wanted.contains(digest) {
                 continue;
             }
-            let dest = repo.blob_path(&b.digest);
+            let size = fs::metadata(path).map_err(RepoError::io(path))?.len();
+            if repo.has_blob(&Descriptor {
+                digest: *digest,
+                size,
+            }) {
+                continue;
+            }
+            let dest = repo.blob_path(digest);
             fs::rename(path, &dest).map_err(RepoError::io(&dest))?;
             pulled.blobs_added += 1;
-            pulled.bytes_added += b.size;
+            pulled.bytes_added += size;
         }
         repo.sync_blobs();
         let content = Descriptor::of(artifact.bytes());
@@ -183,11 +391,15 @@ impl RepoSink {
             pulled.bytes_added += content.size;
         }
         let now = time::now();
+        let gone_count = gone.len() as u64;
         let sources = Sources {
             schema_version: 1,
             media_type: SOURCES_LAYER.to_owned(),
             started_ns: now,
-            ..Sources::default()
+            entries: Vec::new(),
+            gone,
+            config,
+            config_layers,
         };
         let info = SnapshotInfo {
             digest: Digest::of(b""),
@@ -199,7 +411,7 @@ impl RepoSink {
             parent: parent.map(|p| p.digest),
             content: artifact.digest(),
             sessions: state.state.sessions.as_ref().map_or(0, Vec::len) as u64,
-            gone: 0,
+            gone: gone_count,
         };
         let mut outcome = BackupOutcome::default();
         pulled.snapshot = Some(write_snapshot_of(
@@ -225,18 +437,111 @@ impl PullSink for RepoSink {
         Ok(self.repo.root().to_path_buf())
     }
 
+    fn wants_record(&self) -> bool {
+        true
+    }
+
     fn commit(
         &self,
         artifact: &Artifact,
+        record: Option<&Artifact>,
         reference: &Reference,
         staged: &Staged,
     ) -> Result<(), Error> {
         let pulled = self
-            .commit_checked(artifact, reference, staged)
+            .commit_checked(artifact, record, reference, staged)
             .map_err(registry_error)?;
         *self.pulled.lock().expect("not poisoned") = Some(pulled);
         Ok(())
     }
+}
+
+/// Reads a pulled snapshot record and checks it against the state it is about: a harness
+/// name; gone marks only for sessions of the state, each with a time; the configuration of
+/// that harness, every file's body in a layer the record lists, decoded (against its
+/// dictionary) to its digest. Nothing of it is trusted before this.
+fn check_record(
+    blobs: &dyn RawBlobs,
+    record: &Artifact,
+    state: &Manifest,
+    reference: &Reference,
+) -> Result<Record, RepoError> {
+    let bad = |m: String| RepoError::Integrity(format!("{reference}: the snapshot record: {m}"));
+    let first = record
+        .manifest()
+        .layers
+        .first()
+        .ok_or_else(|| bad("it has no record layer".to_owned()))?;
+    let r: Record = serde_json::from_slice(&read_document(blobs, first, RECORD_LAYER)?)
+        .map_err(|e| bad(format!("it is not valid: {e}")))?;
+    if r.schema_version != 1 || r.media_type != RECORD_LAYER {
+        return Err(bad(format!(
+            "schemaVersion {} and mediaType {:?} are not 1 and {RECORD_LAYER}",
+            r.schema_version, r.media_type
+        )));
+    }
+    HarnessName::new(&r.harness).map_err(|e| bad(format!("harness {:?}: {e}", r.harness)))?;
+    let sessions: BTreeSet<&str> = state
+        .state
+        .sessions
+        .iter()
+        .flatten()
+        .map(|s| s.id.as_str())
+        .collect();
+    for (id, since) in &r.gone {
+        if !sessions.contains(id.as_str()) {
+            return Err(bad(format!(
+                "session {id} is marked gone but is not in the state"
+            )));
+        }
+        if time::parse(since).is_none() {
+            return Err(bad(format!(
+                "session {id} is marked gone since {since:?}, which is not an RFC 3339 time"
+            )));
+        }
+    }
+    let Some(config) = &r.config else {
+        if !r.config_layers.is_empty() {
+            return Err(bad(
+                "it lists configuration layers but no configuration".to_owned()
+            ));
+        }
+        return Ok(r);
+    };
+    if config.harness.as_str() != r.harness {
+        return Err(bad(format!(
+            "its configuration is {}'s, not {}'s",
+            config.harness, r.harness
+        )));
+    }
+    let listed: BTreeMap<Digest, u64> = record
+        .manifest()
+        .layers
+        .iter()
+        .skip(1)
+        .map(|l| (l.digest, l.size))
+        .collect();
+    for (body, l) in &r.config_layers {
+        if listed.get(&l.layer) != Some(&l.size) {
+            return Err(bad(format!(
+                "configuration body {body} is stored in layer {} of {} bytes, which the record \
+                 does not list",
+                l.layer, l.size
+            )));
+        }
+    }
+    let bodies = SnapshotBlobs::new(blobs, &r.config_layers);
+    for f in &config.files {
+        if !r.config_layers.contains_key(&f.content.digest) {
+            return Err(bad(format!("configuration file {} has no layer", f.path)));
+        }
+        let mut body = bodies
+            .open(&f.content)
+            .map_err(|e| bad(format!("configuration file {}: {e}", f.path)))?;
+        io::copy(&mut body, &mut io::sink())
+            .map_err(|e| bad(format!("configuration file {}: {e}", f.path)))?;
+    }
+    Ok(r)
 }
 
 /// Reads the pulled content manifest's state and layer table and checks every body: present

@@ -153,6 +153,44 @@ pub struct Sources {
     pub config_layers: BTreeMap<Digest, LayerRef>,
 }
 
+/// What a snapshot carries to a registry besides its state: the first layer of its snapshot
+/// record (`spec/registry.md` §9), media type [`asp_registry::manifest::RECORD_LAYER`] (`+zstd`
+/// when compressed). The source records without what only means something on this machine:
+/// no survey entries (paths, sizes, mtimes, inodes, devices), no survey start; the home, host
+/// and parent are not in it either.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    pub schema_version: u64,
+    pub media_type: String,
+    /// The harness whose state and configuration this is.
+    pub harness: String,
+    /// Sessions of the state the source no longer had: id → when a backup first found them
+    /// gone.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub gone: BTreeMap<String, String>,
+    /// The harness's own configuration files, whole; their layers are the record's after the
+    /// first, found through `configLayers`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<asp_format::state::Native>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config_layers: BTreeMap<Digest, LayerRef>,
+}
+
+impl Record {
+    /// The record of a snapshot: its harness, gone marks and configuration.
+    pub fn of(snapshot: &Snapshot) -> Self {
+        Record {
+            schema_version: 1,
+            media_type: asp_registry::manifest::RECORD_LAYER.to_owned(),
+            harness: snapshot.info.harness.clone(),
+            gone: snapshot.sources.gone.clone(),
+            config: snapshot.sources.config.clone(),
+            config_layers: snapshot.sources.config_layers.clone(),
+        }
+    }
+}
+
 /// One survey entry as it was read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
