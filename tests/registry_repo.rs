@@ -404,3 +404,114 @@ fn a_tampered_blob_writes_nothing_into_the_repository() {
     // (not even an empty repository, nor a staging directory).
     assert!(!repo.exists(), "{:?}", files_under(&repo));
 }
+
+/// A snapshot record is hostile input like the rest: one whose gone mark names a session the
+/// state does not hold (pushed here by hand, as an OCI layout) writes nothing.
+#[test]
+fn a_record_that_does_not_fit_its_state_writes_nothing() {
+    use asp_test_registry::sha256_hex;
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let laptop = Home::new();
+    let state = laptop.path().join("work");
+    sample_home(&state, 0..1);
+    backup(&laptop, &state);
+    let pushed = push(
+        &laptop,
+        &["latest", &format!("{}/me/agent-state:laptop", reg.host())],
+    );
+    let m = pushed["digest"].as_str().unwrap().to_owned();
+    let m_size = fs::read(reg.blob_data(m.trim_start_matches("sha256:")))
+        .unwrap()
+        .len();
+
+    let layout = laptop.path().join("evil");
+    let blobs = layout.join("blobs/sha256");
+    fs::create_dir_all(&blobs).unwrap();
+    let put = |bytes: &[u8]| {
+        let hex = sha256_hex(bytes);
+        fs::write(blobs.join(&hex), bytes).unwrap();
+        format!("sha256:{hex}")
+    };
+    put(b"{}");
+    let record = br#"{"schemaVersion":1,"mediaType":"application/vnd.asp.snapshot.record.v1+json","harness":"claude-code","gone":{"00000000-0000-4000-8000-000000000000":"2026-12-02T00:00:00.000Z"}}"#;
+    let record_digest = put(record);
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "artifactType": "application/vnd.asp.snapshot.v1",
+        "config": {"mediaType": "application/vnd.oci.empty.v1+json",
+                   "digest": format!("sha256:{}", sha256_hex(b"{}")), "size": 2, "data": "e30="},
+        "layers": [{"mediaType": "application/vnd.asp.snapshot.record.v1+json",
+                    "digest": record_digest, "size": record.len()}],
+        "subject": {"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                    "digest": m, "size": m_size, "artifactType": "application/vnd.asp.state.v1"}
+    })
+    .to_string();
+    let r = put(manifest.as_bytes());
+    fs::write(
+        layout.join("oci-layout"),
+        r#"{"imageLayoutVersion":"1.0.0"}"#,
+    )
+    .unwrap();
+    fs::write(
+        layout.join("index.json"),
+        serde_json::json!({"schemaVersion": 2, "manifests": [
+            {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": r,
+             "size": manifest.len()}]})
+        .to_string(),
+    )
+    .unwrap();
+    push(
+        &laptop,
+        &[
+            "--layout",
+            layout.to_str().unwrap(),
+            &format!("{}/me/agent-state:evil", reg.host()),
+        ],
+    );
+
+    // A repository's own snapshot manifest (this machine's source records) is never pushed,
+    // not even through --layout.
+    let snapshots = json(&ok(asp_on(&laptop).args(["snapshots", "--json"])));
+    let out = asp_on(&laptop)
+        .args(["push", "--layout"])
+        .arg(default_repo(&laptop))
+        .args(["--manifest", snapshots[0]["digest"].as_str().unwrap()])
+        .arg(format!("{}/me/agent-state:leak", reg.host()))
+        .args(["-u", "alice", "--password-stdin"])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("not a snapshot record"), "{stderr}");
+
+    let desktop = Home::new();
+    let repo = desktop.path().join("repo");
+    let out = asp_on(&desktop)
+        .args([
+            "pull",
+            &format!("{}/me/agent-state:evil", reg.host()),
+            "--repo",
+        ])
+        .arg(&repo)
+        .args(["-u", "alice", "--password-stdin"])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("marked gone"), "{stderr}");
+    assert!(!repo.exists(), "{:?}", files_under(&repo));
+    // The state it names is fine on its own: -o takes only the state.
+    let bundle = desktop.path().join("b.aspstate");
+    let got = pull(
+        &desktop,
+        &[
+            &format!("{}/me/agent-state:evil", reg.host()),
+            "-o",
+            bundle.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(got["digest"], m.as_str(), "{got}");
+}

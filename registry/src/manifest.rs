@@ -552,6 +552,46 @@ mod tests {
     }
 
     #[test]
+    fn a_snapshot_record_names_its_state_and_carries_a_record() {
+        let state = ImageManifest::artifact(vec![layer(b"a")], BTreeMap::new()).to_bytes();
+        let record = |first: &str, subject: Option<OciDescriptor>| {
+            let mut m = ImageManifest::artifact(
+                vec![OciDescriptor::new(first, Descriptor::of(b"{}"))],
+                BTreeMap::new(),
+            );
+            m.artifact_type = Some(RECORD_ARTIFACT_TYPE.to_owned());
+            m.subject = subject;
+            Artifact::parse(m.to_bytes(), "r", &Limits::default())
+        };
+        let subject = OciDescriptor::new(IMAGE_MANIFEST, Descriptor::of(&state));
+        let ok = record(RECORD_LAYER, Some(subject.clone())).unwrap();
+        assert!(ok.is_record());
+        assert_eq!(ok.subject(), Some(&subject));
+        assert!(record(&format!("{RECORD_LAYER}+zstd"), Some(subject.clone())).is_ok());
+
+        let e = record(RECORD_LAYER, None).unwrap_err();
+        assert!(
+            matches!(e, Error::Integrity(_)) && e.to_string().contains("subject"),
+            "{e}"
+        );
+        // A repository's snapshot manifest: source records, never pushed or pulled.
+        let e = record(
+            "application/vnd.asp.snapshot.sources.v1+json+zstd",
+            Some(subject.clone()),
+        )
+        .unwrap_err();
+        assert!(matches!(e, Error::NotOurs { .. }), "{e}");
+        let mut huge = subject.clone();
+        huge.size = 5 << 20;
+        let e = record(RECORD_LAYER, Some(huge)).unwrap_err();
+        assert!(e.to_string().contains("over the manifest limit"), "{e}");
+        let mut index = subject;
+        index.media_type = IMAGE_INDEX.to_owned();
+        let e = record(RECORD_LAYER, Some(index)).unwrap_err();
+        assert!(e.to_string().contains("not an image manifest"), "{e}");
+    }
+
+    #[test]
     fn config_media_type_alone_marks_ours() {
         let mut m = ImageManifest::artifact(vec![layer(b"a")], BTreeMap::new());
         m.artifact_type = None;
