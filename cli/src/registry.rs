@@ -533,8 +533,12 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
             serde_json::to_string(&answer).expect("a report serialises")
         );
     } else {
+        let record = report
+            .record
+            .map(|r| format!(" (snapshot record {r})"))
+            .unwrap_or_default();
         let mut line = format!(
-            "pulled {}@{} into {}: {} downloaded ({}), {} already there ({})",
+            "pulled {}@{}{record} into {}: {} downloaded ({}), {} already there ({})",
             strip_tag_digest(&reference),
             report.digest,
             output.display(),
