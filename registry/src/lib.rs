@@ -2,7 +2,9 @@
 //!
 //! What travels is plain OCI: one image manifest (with `artifactType`
 //! [`manifest::ARTIFACT_TYPE`]) and the blobs it names, taken from and put into an OCI image
-//! layout. This crate knows nothing of the state inside; it sits above `asp-format` only for
+//! layout; for a snapshot of a repository, also a snapshot record
+//! ([`manifest::RECORD_ARTIFACT_TYPE`]) whose `subject` is that manifest and which the tag
+//! names. This crate knows nothing of the state inside; it sits above `asp-format` only for
 //! digests, blob sources and error classes.
 //!
 //! Read in this order:

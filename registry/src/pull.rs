@@ -5,6 +5,9 @@
 //!    sent for a tag).
 //! 2. It must be an OCI image manifest with asp's `artifactType` ("not an asp state
 //!    artifact" otherwise), with well-formed descriptors, within the bundle reader's limits.
+//!    A snapshot record ([`crate::manifest::RECORD_ARTIFACT_TYPE`]) is followed to its
+//!    `subject`, fetched by digest and held to the record's digest and size, which must be
+//!    state; the record's blobs are fetched too when the sink keeps records (a repository).
 //! 3. Each blob the sink does not have is fetched into a staging directory on the sink's file
 //!    system: the announced `Content-Length` is compared with the descriptor's size before a
 //!    byte is read, at most `size + 1` bytes are read, and the sha256 is compared at the end.
