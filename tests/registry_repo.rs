@@ -405,27 +405,11 @@ fn a_tampered_blob_writes_nothing_into_the_repository() {
     assert!(!repo.exists(), "{:?}", files_under(&repo));
 }
 
-/// A snapshot record is hostile input like the rest: one whose gone mark names a session the
-/// state does not hold (pushed here by hand, as an OCI layout) writes nothing.
-#[test]
-fn a_record_that_does_not_fit_its_state_writes_nothing() {
+/// Pushes, as an OCI layout, a snapshot record of `record` (its JSON layer) whose subject is
+/// the state `m` of `m_size` bytes, to `reference`.
+fn push_record(home: &Home, dir: &Path, record: &[u8], m: &str, m_size: usize, reference: &str) {
     use asp_test_registry::sha256_hex;
-    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
-    let laptop = Home::new();
-    let state = laptop.path().join("work");
-    sample_home(&state, 0..1);
-    backup(&laptop, &state);
-    let pushed = push(
-        &laptop,
-        &["latest", &format!("{}/me/agent-state:laptop", reg.host())],
-    );
-    let m = pushed["digest"].as_str().unwrap().to_owned();
-    let m_size = fs::read(reg.blob_data(m.trim_start_matches("sha256:")))
-        .unwrap()
-        .len();
-
-    let layout = laptop.path().join("evil");
-    let blobs = layout.join("blobs/sha256");
+    let blobs = dir.join("blobs/sha256");
     fs::create_dir_all(&blobs).unwrap();
     let put = |bytes: &[u8]| {
         let hex = sha256_hex(bytes);
@@ -433,7 +417,6 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
         format!("sha256:{hex}")
     };
     put(b"{}");
-    let record = br#"{"schemaVersion":1,"mediaType":"application/vnd.asp.snapshot.record.v1+json","harness":"claude-code","gone":{"00000000-0000-4000-8000-000000000000":"2026-12-02T00:00:00.000Z"}}"#;
     let record_digest = put(record);
     let manifest = serde_json::json!({
         "schemaVersion": 2,
@@ -448,27 +431,36 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
     })
     .to_string();
     let r = put(manifest.as_bytes());
+    fs::write(dir.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
     fs::write(
-        layout.join("oci-layout"),
-        r#"{"imageLayoutVersion":"1.0.0"}"#,
-    )
-    .unwrap();
-    fs::write(
-        layout.join("index.json"),
+        dir.join("index.json"),
         serde_json::json!({"schemaVersion": 2, "manifests": [
             {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": r,
              "size": manifest.len()}]})
         .to_string(),
     )
     .unwrap();
-    push(
+    push(home, &["--layout", dir.to_str().unwrap(), reference]);
+}
+
+/// A snapshot record is hostile input like the rest: one whose gone mark names a session the
+/// state does not hold, or whose configuration names a file the harness does not keep
+/// (pushed here by hand, as OCI layouts), writes nothing.
+#[test]
+fn a_record_that_does_not_fit_its_state_writes_nothing() {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let laptop = Home::new();
+    let state = laptop.path().join("work");
+    sample_home(&state, 0..1);
+    backup(&laptop, &state);
+    let pushed = push(
         &laptop,
-        &[
-            "--layout",
-            layout.to_str().unwrap(),
-            &format!("{}/me/agent-state:evil", reg.host()),
-        ],
+        &["latest", &format!("{}/me/agent-state:laptop", reg.host())],
     );
+    let m = pushed["digest"].as_str().unwrap().to_owned();
+    let m_size = fs::read(reg.blob_data(m.trim_start_matches("sha256:")))
+        .unwrap()
+        .len();
 
     // A repository's own snapshot manifest (this machine's source records) is never pushed,
     // not even through --layout.
@@ -486,32 +478,47 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("not a snapshot record"), "{stderr}");
 
+    let x = format!("sha256:{}", asp_test_registry::sha256_hex(b"x"));
+    let cases: [(&str, String, &str); 2] = [
+        (
+            "gone",
+            r#"{"schemaVersion":1,"mediaType":"application/vnd.asp.snapshot.record.v1+json","harness":"claude-code","gone":{"00000000-0000-4000-8000-000000000000":"2026-12-02T00:00:00.000Z"}}"#.to_owned(),
+            "marked gone",
+        ),
+        (
+            "keys",
+            format!(
+                r#"{{"schemaVersion":1,"mediaType":"application/vnd.asp.snapshot.record.v1+json","harness":"claude-code","config":{{"harness":"claude-code","files":[{{"path":".ssh/authorized_keys","content":{{"digest":"{x}","size":1}}}}]}}}}"#
+            ),
+            ".ssh/authorized_keys is not a configuration file claude-code keeps",
+        ),
+    ];
     let desktop = Home::new();
-    let repo = desktop.path().join("repo");
-    let out = asp_on(&desktop)
-        .args([
-            "pull",
-            &format!("{}/me/agent-state:evil", reg.host()),
-            "--repo",
-        ])
-        .arg(&repo)
-        .args(["-u", "alice", "--password-stdin"])
-        .write_stdin(format!("{PASSWORD}\n"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(4), "{stderr}");
-    assert!(stderr.contains("marked gone"), "{stderr}");
-    assert!(!repo.exists(), "{:?}", files_under(&repo));
-    // The state it names is fine on its own: -o takes only the state.
-    let bundle = desktop.path().join("b.aspstate");
-    let got = pull(
-        &desktop,
-        &[
-            &format!("{}/me/agent-state:evil", reg.host()),
-            "-o",
-            bundle.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(got["digest"], m.as_str(), "{got}");
+    for (tag, record, says) in cases {
+        let reference = format!("{}/me/agent-state:{tag}", reg.host());
+        push_record(
+            &laptop,
+            &laptop.path().join(tag),
+            record.as_bytes(),
+            &m,
+            m_size,
+            &reference,
+        );
+        let repo = desktop.path().join("repo");
+        let out = asp_on(&desktop)
+            .args(["pull", &reference, "--repo"])
+            .arg(&repo)
+            .args(["-u", "alice", "--password-stdin"])
+            .write_stdin(format!("{PASSWORD}\n"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{tag}: {stderr}");
+        assert!(stderr.contains(says), "{tag}: {stderr}");
+        assert!(!repo.exists(), "{tag}: {:?}", files_under(&repo));
+        // The state it names is fine on its own: -o takes only the state.
+        let bundle = desktop.path().join(format!("{tag}.aspstate"));
+        let got = pull(&desktop, &[&reference, "-o", bundle.to_str().unwrap()]);
+        assert_eq!(got["digest"], m.as_str(), "{got}");
+    }
 }

@@ -514,6 +514,7 @@ fn check_record(
             config.harness, r.harness
         )));
     }
+    check_config_paths(config).map_err(bad)?;
     let listed: BTreeMap<Digest, u64> = record
         .manifest()
         .layers
@@ -542,6 +543,61 @@ fn check_record(
             .map_err(|e| bad(format!("configuration file {}: {e}", f.path)))?;
     }
     Ok(r)
+}
+
+/// Most configuration files a record may name: the harnesses keep a handful of files and
+/// folders of rules, agents and commands, not an arbitrary tree.
+const MAX_CONFIG_FILES: usize = 10_000;
+
+/// Every configuration file a pulled record names must be one its harness keeps: the paths are
+/// laid out as empty files in a scratch home and the harness's own
+/// [`asp_convert::Harness::config_files`] must pick each one. So a hostile record can make a
+/// restore write `.claude/settings.json` or `.claude/rules/x.md` where none is, but never
+/// `.ssh/authorized_keys` or `.bashrc`, and never a file whose name says it holds credentials.
+fn check_config_paths(config: &asp_format::state::Native) -> Result<(), String> {
+    if config.files.len() > MAX_CONFIG_FILES {
+        return Err(format!(
+            "it names {} configuration files, over the limit of {MAX_CONFIG_FILES}",
+            config.files.len()
+        ));
+    }
+    let harness = asp_convert::harness(config.harness.as_str()).ok_or_else(|| {
+        format!(
+            "its configuration is of {}, which this asp does not know",
+            config.harness
+        )
+    })?;
+    let scratch = tempfile::Builder::new()
+        .prefix("asp-config-paths-")
+        .tempdir()
+        .map_err(|e| format!("cannot check the configuration's paths: {e}"))?;
+    for f in &config.files {
+        // A RelPath: relative, no `..`, no empty or `.` component; it stays in the scratch home.
+        let path = scratch.path().join(f.path.as_str());
+        let made = path
+            .parent()
+            .map_or(Ok(()), fs::create_dir_all)
+            .and_then(|()| File::create(&path).map(drop));
+        if let Err(e) = made {
+            return Err(format!("configuration file {}: {e}", f.path));
+        }
+    }
+    let kept: BTreeSet<String> = harness
+        .config_files(&asp_convert::Home::at(scratch.path()))
+        .into_iter()
+        .map(|(rel, _)| rel)
+        .collect();
+    match config
+        .files
+        .iter()
+        .find(|f| !kept.contains(f.path.as_str()))
+    {
+        Some(f) => Err(format!(
+            "{} is not a configuration file {} keeps",
+            f.path, config.harness
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Reads the pulled content manifest's state and layer table and checks every body: present
