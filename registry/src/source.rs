@@ -11,7 +11,7 @@ use asp_format::blob::BlobSource;
 use crate::client::Client;
 use crate::error::Error;
 use crate::layout::Layout;
-use crate::manifest::{Limits, OciDescriptor};
+use crate::manifest::{Artifact, Limits, OciDescriptor};
 use crate::push::{PushOptions, PushReport, push};
 use crate::reference::Reference;
 use crate::transfer::Observer;
@@ -50,6 +50,16 @@ pub fn push_from(
             observer,
         );
     };
+    // One plan for both pushes, so a progress bar counts to the end once.
+    let mut blobs = 0;
+    let mut bytes = 0;
+    for m in [source.manifest(), record.manifest()] {
+        let a = Artifact::parse(m.to_vec(), "the manifest to push", &opts.limits)?;
+        blobs += a.blobs().len() as u64;
+        bytes += a.total_bytes();
+    }
+    observer.plan(blobs, bytes);
+    let observer = Planned(observer);
     let state_at = reference.with_digest(asp_format::digest::Digest::of(source.manifest()));
     let mut report = push(
         client,
@@ -57,7 +67,7 @@ pub fn push_from(
         source.manifest(),
         source.blobs(),
         opts,
-        observer,
+        &observer,
     )?;
     let r = push(
         client,
@@ -65,7 +75,7 @@ pub fn push_from(
         record.manifest(),
         record.blobs(),
         opts,
-        observer,
+        &observer,
     )?;
     report.reference = r.reference;
     report.record = Some(r.digest);
@@ -79,6 +89,23 @@ pub fn push_from(
     report.bytes_present += r.bytes_present;
     report.mounted_from = report.mounted_from.or(r.mounted_from);
     Ok(report)
+}
+
+/// An observer whose plan is already made: passes on everything but `plan`.
+struct Planned<'a>(&'a dyn Observer);
+
+impl Observer for Planned<'_> {
+    fn bytes(&self, n: u64) {
+        self.0.bytes(n);
+    }
+
+    fn blob(&self, blob: &OciDescriptor, outcome: crate::transfer::Outcome) {
+        self.0.blob(blob, outcome);
+    }
+
+    fn committing(&self) {
+        self.0.committing();
+    }
 }
 
 /// One manifest of an OCI image layout directory.
