@@ -16,9 +16,10 @@
 //! it; here the state manifest and layer table are read from those staged blobs and every
 //! body is decoded and compared with its digest, and so is the record and every configuration
 //! file it names. Only then are the blobs renamed in, and a new snapshot (home
-//! `registry:<host>/<repository>`, no source records) written as a backup writes one. The
-//! repository's lock is held shared from before the first blob is looked at until the index
-//! names the snapshot, so a prune never removes a blob the pull counted on.
+//! `registry:<host>/<repository>`; source records without entries, holding the record's gone
+//! marks and configuration) written as a backup writes one. The repository's lock is held
+//! shared from before the first blob is looked at until the index names the snapshot, so a
+//! prune never removes a blob the pull counted on.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
