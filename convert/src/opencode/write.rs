@@ -80,10 +80,16 @@ enum Outcome {
     Same,
     Taken,
     Misfit(String),
+    /// The database's migrations are not those of the pinned OpenCode.
+    Migrations(String),
 }
 
 fn place(writer: &Writer, db: &Path, list: &[Row]) -> rusqlite::Result<Outcome> {
     writer.sqlite(db, |tx| {
+        // Checked in the transaction that writes, so no OpenCode migrates in between.
+        if let Some(why) = super::migrations::mismatch(tx)? {
+            return Ok(Outcome::Migrations(why));
+        }
         let mut missing = Vec::new();
         for r in list {
             let cols = rows::columns(tx, &r.table)?;
@@ -238,6 +244,12 @@ fn write_one(
             }
             Ok(Outcome::Same) => return Ok(SessionPlaced::already_there(new_id)),
             Ok(Outcome::Taken) => continue,
+            Ok(Outcome::Migrations(why)) => {
+                return Ok(SessionPlaced::refused(format!(
+                    "session {id}: {}: {why}; not written",
+                    db.display()
+                )));
+            }
             Ok(Outcome::Misfit(why)) => {
                 return Ok(SessionPlaced::refused(format!(
                     "session {id}: {why} (OpenCode's schema moved on); not written"
