@@ -365,3 +365,55 @@ pub(crate) fn validate(home: &Path) -> Vec<String> {
     }
     problems
 }
+
+/// Custom agents (`~/.copilot/agents/`, nested folders too) are Copilot's own configuration: a
+/// backup reads them whole and restores them into Copilot byte for byte, never over a file
+/// the user has there.
+#[test]
+fn custom_agents_come_back_into_copilot_byte_for_byte() {
+    let home = tmp();
+    let agents = home.path().join(".copilot/agents");
+    fs::create_dir_all(agents.join("team")).unwrap();
+    fs::write(
+        agents.join("reviewer.agent.md"),
+        "---\nname: reviewer\ndescription: Reviews money code\ntools: [\"read\"]\n---\nReview.\n",
+    )
+    .unwrap();
+    fs::write(
+        agents.join("team/release.md"),
+        "---\ndescription: Ships\n---\nShip.\n",
+    )
+    .unwrap();
+    let blobs = asp_format::blob::MemoryStore::new();
+    let config = crate::support::store_of(HARNESS, home.path())
+        .read_config(&blobs)
+        .unwrap()
+        .expect("the agents are configuration");
+    let paths: Vec<&str> = config.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            ".copilot/agents/reviewer.agent.md",
+            ".copilot/agents/team/release.md"
+        ]
+    );
+    let fresh = tmp();
+    fs::create_dir_all(fresh.path().join(".copilot/agents")).unwrap();
+    fs::write(
+        fresh.path().join(".copilot/agents/reviewer.agent.md"),
+        "mine\n",
+    )
+    .unwrap();
+    let placed = crate::support::store_of(HARNESS, fresh.path())
+        .write_config(&config, &blobs, false)
+        .unwrap();
+    assert_eq!(
+        fs::read(fresh.path().join(".copilot/agents/team/release.md")).unwrap(),
+        fs::read(agents.join("team/release.md")).unwrap()
+    );
+    assert_eq!(
+        fs::read_to_string(fresh.path().join(".copilot/agents/reviewer.agent.md")).unwrap(),
+        "mine\n",
+        "the user's own file is kept: {placed:?}"
+    );
+}

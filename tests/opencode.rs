@@ -327,3 +327,124 @@ fn a_database_with_other_migrations_is_read_but_never_written() {
         );
     }
 }
+
+// Instructions, skills, MCP servers and the model (spec §1, §9).
+
+#[test]
+fn the_samples_config_is_read_as_opencode_merges_it_and_written_back_the_same() {
+    use asp_format::state::{McpServer, SettingValue};
+    let r = read_all(&samples().join("opencode"));
+    let s = &r.state;
+    let text = r.text(&s.instructions.as_ref().unwrap().text);
+    assert_eq!(
+        text,
+        std::fs::read_to_string(samples().join("opencode/.config/opencode/AGENTS.md")).unwrap()
+    );
+    let skills: Vec<&str> = s.skills.iter().flatten().map(|k| k.name.as_str()).collect();
+    assert_eq!(skills, ["release-notes"]);
+    let tools = s.tools.as_ref().unwrap();
+    assert_eq!(tools.len(), 2);
+    let McpServer::Stdio(issues) = tools.iter().find(|t| t.name() == "issues").unwrap() else {
+        panic!("issues is a local server")
+    };
+    assert_eq!(issues.command, "python3");
+    assert_eq!(issues.args[0], "/home/dev/.config/opencode/mcp/issues.py");
+    assert_eq!(issues.env[0].name, "ISSUES_PROJECT");
+    assert_eq!(
+        issues.meta.as_ref().unwrap()["opencode"]["enabled"],
+        Value::Bool(false)
+    );
+    let McpServer::Http(docs) = tools.iter().find(|t| t.name() == "docs").unwrap() else {
+        panic!("docs is a remote server")
+    };
+    assert_eq!(docs.headers[0].value, "Bearer {env:DOCS_MCP_TOKEN}");
+    assert_eq!(
+        s.settings.as_ref().unwrap().get("model"),
+        Some(&SettingValue::Select("scripted/scripted-1".into()))
+    );
+
+    // Into an empty home: a new opencode.json whose `mcp` entries are the sample's, exactly.
+    let home = tmp();
+    let only = asp_format::State {
+        instructions: s.instructions.clone(),
+        skills: s.skills.clone(),
+        tools: s.tools.clone(),
+        settings: s.settings.clone(),
+        ..Default::default()
+    };
+    let (answer, _) = write_home(
+        "opencode",
+        home.path(),
+        &only,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    assert!(answer.not_taken.is_empty(), "{answer:?}");
+    let json = |p: &Path| -> Value { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };
+    let sample = json(&samples().join("opencode/.config/opencode/opencode.json"));
+    let written = json(&home.path().join(".config/opencode/opencode.json"));
+    assert_eq!(written["mcp"], sample["mcp"]);
+    assert_eq!(written["model"], sample["model"]);
+    assert!(
+        home.path()
+            .join(".config/opencode/skills/release-notes/SKILL.md")
+            .is_file()
+    );
+    // Again: everything is already there, nothing changes.
+    let before = crate::support::files_in(home.path());
+    let (answer, _) = write_home(
+        "opencode",
+        home.path(),
+        &only,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    assert!(answer.not_taken.is_empty(), "{answer:?}");
+    assert_eq!(crate::support::files_in(home.path()), before);
+}
+
+#[test]
+fn a_config_file_with_comments_is_read_but_never_rewritten() {
+    let r = read_all(&samples().join("opencode"));
+    let home = tmp();
+    let dir = home.path().join(".config/opencode");
+    std::fs::create_dir_all(&dir).unwrap();
+    let jsonc = "{\n  // the user's own note\n  \"mcp\": {\n    \"mine\": {\"type\": \"remote\", \"url\": \"https://x.example/mcp\",},\n  },\n}\n";
+    std::fs::write(dir.join("opencode.jsonc"), jsonc).unwrap();
+    let back = read_all(home.path());
+    let names: Vec<&str> = back
+        .state
+        .tools
+        .iter()
+        .flatten()
+        .map(|t| t.name())
+        .collect();
+    assert_eq!(names, ["mine"], "comments and trailing commas are read");
+    let only = asp_format::State {
+        tools: r.state.tools.clone(),
+        settings: r.state.settings.clone(),
+        ..Default::default()
+    };
+    let (answer, _) = write_home(
+        "opencode",
+        home.path(),
+        &only,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    assert_eq!(answer.not_taken.len(), 2, "{answer:?}");
+    assert!(
+        answer
+            .not_taken
+            .iter()
+            .all(|n| n.reason.contains("opencode.jsonc") && n.reason.contains("comments")),
+        "{answer:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("opencode.jsonc")).unwrap(),
+        jsonc
+    );
+}
