@@ -1261,6 +1261,16 @@ fn pi_reports_updates_it_cannot_keep_as_not_carried() {
 fn qwen_reports_updates_it_cannot_keep_as_not_carried() {
     updates_left_out_are_not_carried("qwen")
 }
+#[cfg(feature = "opencode")]
+#[test]
+fn opencode_reports_updates_it_cannot_keep_as_not_carried() {
+    updates_left_out_are_not_carried("opencode")
+}
+#[cfg(feature = "copilot")]
+#[test]
+fn copilot_reports_updates_it_cannot_keep_as_not_carried() {
+    updates_left_out_are_not_carried("copilot")
+}
 
 /// An update of a kind the harness has no place for is either read back from the written
 /// session or reported as not carried (so `--strict` exits 3), never only as a note.

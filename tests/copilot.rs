@@ -188,38 +188,94 @@ fn sessions_of_every_other_harness_are_written_as_copilot_loads_them() {
     }
 }
 
+/// `tests/fixtures/copilot/damaged` (its README says what each session dir holds): every damage
+/// named with its file (and line), the rest read, and nothing lost: a restore into Copilot
+/// gives every file back byte for byte, and writing other sessions into the damaged home
+/// changes none of its files.
 #[test]
-fn damaged_stores_are_reported_with_file_and_line_and_read_on() {
+fn damaged_stores_are_reported_with_file_and_line_and_nothing_is_lost() {
+    let fixture = crate::support::root().join("tests/fixtures/copilot/damaged");
     let home = tmp();
-    let dir = home
-        .path()
-        .join(".copilot/session-state/11111111-2222-4333-8444-555555555555");
-    fs::create_dir_all(&dir).unwrap();
-    let ev = dir.join("events.jsonl");
-    // No workspace.yaml, no session.start, a bad line, bytes that are not UTF-8, a cut last line.
-    fs::write(
-        &ev,
-        b"{\"type\":\"user.message\",\"data\":{\"content\":\"hi \xff there\"},\"id\":\"a\",\"timestamp\":\"2026-12-02T00:00:00.000Z\"}\nnot json\n{\"type\":\"assistant.message\",\"data\":{\"messageId\":\"m\",\"content\":\"hello\"},\"id\":\"b\",\"timestamp\":\"2026-12-02T00:00:01.000Z\"}\n{\"type\":\"assist",
-    )
-    .unwrap();
+    crate::support::copy_dir(&fixture, home.path());
     let r = read_home(home.path());
-    let s = r.session("11111111-2222-4333-8444-555555555555");
+    let states = home.path().join(".copilot/session-state");
+
+    // 1: no workspace.yaml, no session.start, not UTF-8, not JSON, a cut last line.
+    let one = "11111111-2222-4333-8444-555555555555";
+    let ev = states.join(one).join("events.jsonl");
+    let s = r.session(one);
     assert_eq!(s.title, "hi \u{fffd} there", "the first prompt names it");
-    assert_eq!(counts(&r.updates(s.id.as_str()))[..3], [1, 0, 1]);
-    let at = |line: Option<u64>| {
+    assert_eq!(counts(&r.updates(one))[..3], [1, 0, 1]);
+    let at = |file: &Path, line: Option<u64>| {
         r.diagnostics
             .iter()
-            .any(|d| d.file.as_deref() == Some(ev.as_path()) && d.line == line)
+            .any(|d| d.file.as_deref() == Some(file) && d.line == line)
     };
-    assert!(at(Some(1)), "non-UTF-8: {:#?}", r.diagnostics);
-    assert!(at(Some(2)), "not JSON: {:#?}", r.diagnostics);
-    assert!(at(Some(4)), "cut line: {:#?}", r.diagnostics);
-    assert!(at(None), "no session.start: {:#?}", r.diagnostics);
+    assert!(at(&ev, Some(1)), "non-UTF-8: {:#?}", r.diagnostics);
+    assert!(at(&ev, Some(2)), "not JSON: {:#?}", r.diagnostics);
+    assert!(at(&ev, Some(4)), "cut line: {:#?}", r.diagnostics);
+    assert!(at(&ev, None), "no session.start: {:#?}", r.diagnostics);
+    assert!(at(&states.join(one).join("workspace.yaml"), None));
+
+    // 2: workspace.yaml that is not YAML: named, cwd and title from the events.
+    let two = "22222222-3333-4444-8555-666666666666";
     assert!(
+        at(&states.join(two).join("workspace.yaml"), None),
+        "{:#?}",
         r.diagnostics
-            .iter()
-            .any(|d| d.file.as_deref() == Some(dir.join("workspace.yaml").as_path()))
     );
+    let s = r.session(two);
+    assert_eq!(s.cwd.as_deref(), Some("/home/dev/notes"));
+    assert_eq!(s.title, "What is in todo.md?");
+    assert_eq!(counts(&r.updates(two))[..3], [1, 0, 1]);
+
+    // 3: no events.jsonl: no session, the directory named as left out.
+    let three = "33333333-4444-4555-8666-777777777777";
+    assert!(
+        r.diagnostics.iter().any(|d| d.severity.is_not_carried()
+            && d.file.as_deref() == Some(states.join(three).as_path())),
+        "{:#?}",
+        r.diagnostics
+    );
+    assert!(
+        r.state
+            .sessions
+            .iter()
+            .flatten()
+            .all(|s| s.id.as_str() != three)
+    );
+
+    // Nothing lost: restored byte for byte into an empty Copilot home ...
+    let restored = tmp();
+    crate::support::write_home(
+        HARNESS,
+        restored.path(),
+        &r.state,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    for id in [one, two] {
+        let src = crate::support::files_in(&states.join(id));
+        let dst =
+            crate::support::files_in(&restored.path().join(".copilot/session-state").join(id));
+        assert_eq!(src, dst, "session {id} restores byte for byte");
+    }
+    // ... and importing the sample into the damaged home leaves every damaged file as it was.
+    let before = crate::support::files_in(home.path());
+    let sample = read_home(&sample_home());
+    crate::support::write_home(
+        HARNESS,
+        home.path(),
+        &sample.state,
+        &sample.store,
+        false,
+        &PathMap::default(),
+    );
+    let after = crate::support::files_in(home.path());
+    for (path, bytes) in &before {
+        assert_eq!(after.get(path), Some(bytes), "{path} is unchanged");
+    }
 }
 
 /// What Copilot 1.0.102 needs to list and load a session (spec §7, §10): a directory named by
@@ -308,4 +364,56 @@ pub(crate) fn validate(home: &Path) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Custom agents (`~/.copilot/agents/`, nested folders too) are Copilot's own configuration: a
+/// backup reads them whole and restores them into Copilot byte for byte, never over a file
+/// the user has there.
+#[test]
+fn custom_agents_come_back_into_copilot_byte_for_byte() {
+    let home = tmp();
+    let agents = home.path().join(".copilot/agents");
+    fs::create_dir_all(agents.join("team")).unwrap();
+    fs::write(
+        agents.join("reviewer.agent.md"),
+        "---\nname: reviewer\ndescription: Reviews money code\ntools: [\"read\"]\n---\nReview.\n",
+    )
+    .unwrap();
+    fs::write(
+        agents.join("team/release.md"),
+        "---\ndescription: Ships\n---\nShip.\n",
+    )
+    .unwrap();
+    let blobs = asp_format::blob::MemoryStore::new();
+    let config = crate::support::store_of(HARNESS, home.path())
+        .read_config(&blobs)
+        .unwrap()
+        .expect("the agents are configuration");
+    let paths: Vec<&str> = config.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            ".copilot/agents/reviewer.agent.md",
+            ".copilot/agents/team/release.md"
+        ]
+    );
+    let fresh = tmp();
+    fs::create_dir_all(fresh.path().join(".copilot/agents")).unwrap();
+    fs::write(
+        fresh.path().join(".copilot/agents/reviewer.agent.md"),
+        "mine\n",
+    )
+    .unwrap();
+    let placed = crate::support::store_of(HARNESS, fresh.path())
+        .write_config(&config, &blobs, false)
+        .unwrap();
+    assert_eq!(
+        fs::read(fresh.path().join(".copilot/agents/team/release.md")).unwrap(),
+        fs::read(agents.join("team/release.md")).unwrap()
+    );
+    assert_eq!(
+        fs::read_to_string(fresh.path().join(".copilot/agents/reviewer.agent.md")).unwrap(),
+        "mine\n",
+        "the user's own file is kept: {placed:?}"
+    );
 }

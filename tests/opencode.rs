@@ -170,3 +170,281 @@ fn every_other_sample_is_written_as_rows_opencode_loads_with_every_prompt_and_an
         }
     }
 }
+
+// Damaged databases (tests/fixtures/opencode/: one SQL script per damage, applied to a copy of
+// the sample's database).
+
+/// A home holding the sample's database with the fixture `script` applied.
+fn damaged(script: &str) -> tempfile::TempDir {
+    let home = tmp();
+    let db = home.path().join(DB);
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    std::fs::copy(samples().join("opencode").join(DB), &db).unwrap();
+    let sql = std::fs::read_to_string(
+        crate::support::root()
+            .join("tests/fixtures/opencode")
+            .join(script),
+    )
+    .unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(&sql)
+        .unwrap();
+    home
+}
+
+fn counts_of(r: &crate::support::ReadBack) -> std::collections::BTreeMap<String, [usize; 4]> {
+    let c = |u: &[Value], k: &str| u.iter().filter(|u| u["sessionUpdate"] == k).count();
+    r.state
+        .sessions
+        .iter()
+        .flatten()
+        .map(|s| {
+            let u = r.updates(s.id.as_str());
+            let n = [
+                c(&u, "user_message_chunk"),
+                c(&u, "agent_message_chunk"),
+                c(&u, "tool_call"),
+                c(&u, "tool_call_update"),
+            ];
+            (s.id.as_str().to_owned(), n)
+        })
+        .collect()
+}
+
+fn read_all(home: &Path) -> crate::support::ReadBack {
+    read_home("opencode", home, KindSet::ALL, ReadOptions::default())
+}
+
+#[test]
+fn a_damaged_row_is_named_by_file_table_and_row_the_rest_read_and_the_row_restored() {
+    let sample = counts_of(&read_all(&samples().join("opencode")));
+    let part = "prt_2341d6cfa001QxHcu3cVvdAFkM";
+    let first = "ses_dcbe29379ffe7EA91rytPF0rq2";
+
+    let home = damaged("truncated-part.sql");
+    let db = home.path().join(DB);
+    let r = read_all(home.path());
+    assert!(
+        r.diagnostics.iter().any(|d| d.severity.is_not_carried()
+            && d.file.as_deref() == Some(db.as_path())
+            && d.message.contains(&format!("table part row {part}"))),
+        "{:#?}",
+        r.diagnostics
+    );
+    let got = counts_of(&r);
+    for (id, n) in &sample {
+        if id != first {
+            assert_eq!(got.get(id), Some(n), "session {id} reads as in the sample");
+        }
+    }
+    // Nothing lost: the damaged row travels as it is, and a restore puts it back.
+    let restored = tmp();
+    write_home(
+        "opencode",
+        restored.path(),
+        &r.state,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    let data = |db: &Path| -> String {
+        rusqlite::Connection::open(db)
+            .unwrap()
+            .query_row("SELECT data FROM part WHERE id = ?1", [part], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(data(&restored.path().join(DB)), data(&db));
+
+    let home = damaged("non-utf8-part.sql");
+    let r = read_all(home.path());
+    assert!(
+        r.diagnostics.iter().any(|d| !d.severity.is_not_carried()
+            && d.file.as_deref() == Some(home.path().join(DB).as_path())
+            && d.message.contains("not UTF-8")),
+        "{:#?}",
+        r.diagnostics
+    );
+    assert!(r.text(&r.session(first).updates).contains("ok\u{FFFD}"));
+}
+
+#[test]
+fn a_database_with_other_migrations_is_read_but_never_written() {
+    let sample = read_all(&samples().join("opencode"));
+    let foreign = read_home(
+        "claude-code",
+        &samples().join("claude-code"),
+        KindSet::ALL,
+        ReadOptions::default(),
+    );
+    for (script, says) in [
+        ("half-migrated.sql", "20260428004200_add_session_path"),
+        ("newer-schema.sql", "20270115093000_session_labels"),
+        ("drizzle-older.sql", "__drizzle_migrations"),
+    ] {
+        let home = damaged(script);
+        let db = home.path().join(DB);
+        assert_eq!(
+            counts_of(&read_all(home.path())),
+            counts_of(&sample),
+            "{script}: every session reads"
+        );
+        let before = crate::support::files_in(home.path());
+        for (state, store) in [
+            (&sample.state, &sample.store),
+            (&foreign.state, &foreign.store),
+        ] {
+            let sessions = asp_format::State {
+                sessions: state.sessions.clone(),
+                ..Default::default()
+            };
+            let (answer, _) = write_home(
+                "opencode",
+                home.path(),
+                &sessions,
+                store,
+                false,
+                &PathMap::default(),
+            );
+            assert!(answer.sessions.is_empty(), "{script}: {answer:?}");
+            assert_eq!(
+                answer.not_taken.len(),
+                sessions.sessions.as_ref().unwrap().len(),
+                "{script}"
+            );
+            for n in &answer.not_taken {
+                assert!(
+                    n.reason.contains(&db.display().to_string()) && n.reason.contains(says),
+                    "{script}: {}",
+                    n.reason
+                );
+            }
+        }
+        assert_eq!(
+            crate::support::files_in(home.path()),
+            before,
+            "{script}: nothing changed"
+        );
+    }
+}
+
+// Instructions, skills, MCP servers and the model (spec §1, §9).
+
+#[test]
+fn the_samples_config_is_read_as_opencode_merges_it_and_written_back_the_same() {
+    use asp_format::state::{McpServer, SettingValue};
+    let r = read_all(&samples().join("opencode"));
+    let s = &r.state;
+    let text = r.text(&s.instructions.as_ref().unwrap().text);
+    assert_eq!(
+        text,
+        std::fs::read_to_string(samples().join("opencode/.config/opencode/AGENTS.md")).unwrap()
+    );
+    let skills: Vec<&str> = s.skills.iter().flatten().map(|k| k.name.as_str()).collect();
+    assert_eq!(skills, ["release-notes"]);
+    let tools = s.tools.as_ref().unwrap();
+    assert_eq!(tools.len(), 2);
+    let McpServer::Stdio(issues) = tools.iter().find(|t| t.name() == "issues").unwrap() else {
+        panic!("issues is a local server")
+    };
+    assert_eq!(issues.command, "python3");
+    assert_eq!(issues.args[0], "/home/dev/.config/opencode/mcp/issues.py");
+    assert_eq!(issues.env[0].name, "ISSUES_PROJECT");
+    assert_eq!(
+        issues.meta.as_ref().unwrap()["opencode"]["enabled"],
+        Value::Bool(false)
+    );
+    let McpServer::Http(docs) = tools.iter().find(|t| t.name() == "docs").unwrap() else {
+        panic!("docs is a remote server")
+    };
+    assert_eq!(docs.headers[0].value, "Bearer {env:DOCS_MCP_TOKEN}");
+    assert_eq!(
+        s.settings.as_ref().unwrap().get("model"),
+        Some(&SettingValue::Select("scripted/scripted-1".into()))
+    );
+
+    // Into an empty home: a new opencode.json whose `mcp` entries are the sample's, exactly.
+    let home = tmp();
+    let only = asp_format::State {
+        instructions: s.instructions.clone(),
+        skills: s.skills.clone(),
+        tools: s.tools.clone(),
+        settings: s.settings.clone(),
+        ..Default::default()
+    };
+    let (answer, _) = write_home(
+        "opencode",
+        home.path(),
+        &only,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    assert!(answer.not_taken.is_empty(), "{answer:?}");
+    let json = |p: &Path| -> Value { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };
+    let sample = json(&samples().join("opencode/.config/opencode/opencode.json"));
+    let written = json(&home.path().join(".config/opencode/opencode.json"));
+    assert_eq!(written["mcp"], sample["mcp"]);
+    assert_eq!(written["model"], sample["model"]);
+    assert!(
+        home.path()
+            .join(".config/opencode/skills/release-notes/SKILL.md")
+            .is_file()
+    );
+    // Again: everything is already there, nothing changes.
+    let before = crate::support::files_in(home.path());
+    let (answer, _) = write_home(
+        "opencode",
+        home.path(),
+        &only,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    assert!(answer.not_taken.is_empty(), "{answer:?}");
+    assert_eq!(crate::support::files_in(home.path()), before);
+}
+
+#[test]
+fn a_config_file_with_comments_is_read_but_never_rewritten() {
+    let r = read_all(&samples().join("opencode"));
+    let home = tmp();
+    let dir = home.path().join(".config/opencode");
+    std::fs::create_dir_all(&dir).unwrap();
+    let jsonc = "{\n  // the user's own note\n  \"mcp\": {\n    \"mine\": {\"type\": \"remote\", \"url\": \"https://x.example/mcp\",},\n  },\n}\n";
+    std::fs::write(dir.join("opencode.jsonc"), jsonc).unwrap();
+    let back = read_all(home.path());
+    let names: Vec<&str> = back
+        .state
+        .tools
+        .iter()
+        .flatten()
+        .map(|t| t.name())
+        .collect();
+    assert_eq!(names, ["mine"], "comments and trailing commas are read");
+    let only = asp_format::State {
+        tools: r.state.tools.clone(),
+        settings: r.state.settings.clone(),
+        ..Default::default()
+    };
+    let (answer, _) = write_home(
+        "opencode",
+        home.path(),
+        &only,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    assert_eq!(answer.not_taken.len(), 2, "{answer:?}");
+    assert!(
+        answer
+            .not_taken
+            .iter()
+            .all(|n| n.reason.contains("opencode.jsonc") && n.reason.contains("comments")),
+        "{answer:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("opencode.jsonc")).unwrap(),
+        jsonc
+    );
+}

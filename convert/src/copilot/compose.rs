@@ -242,7 +242,11 @@ impl Builder<'_> {
                 self.text.push_str(&m.text());
             }
             Item::Tool(t) => self.calls.push((**t).clone()),
-            Item::Plan { .. } => self.dropped.push("plan".into()),
+            Item::Plan { .. } => {
+                if !self.dropped.iter().any(|d| d == "plan") {
+                    self.dropped.push("plan".into());
+                }
+            }
             Item::Other(v) => {
                 let k = v
                     .get("sessionUpdate")

@@ -9,7 +9,9 @@
 //! | MCP servers | `C/mcp-config.json` | [`tools`] |
 //! | settings | `model` in `C/settings.json` | [`settings`] |
 //!
-//! Credentials (the OS keychain, `GH_TOKEN`, BYOK keys) are never read; `config.json`
+//! Custom agents (`C/agents/**/*.md`) are Copilot's own configuration, carried to Copilot only
+//! ([`Harness::config_files`]). Credentials (the OS keychain, `GH_TOKEN`, BYOK keys) are never
+//! read; `config.json`
 //! (trusted folders) and `session-store.db` (a derived search index Copilot's listing does not
 //! use) are neither read nor written. Where things are: [`layout`]. The facts behind every
 //! rule are in `spec/harnesses/copilot.md` (verified against Copilot CLI 1.0.102).
@@ -81,6 +83,14 @@ impl Harness for Copilot {
             cwd,
             format!("copilot --resume {id}"),
         ))
+    }
+
+    /// Custom agents: every Markdown file under `C/agents/` (`<name>.agent.md` or `<name>.md`,
+    /// nested folders too: Copilot 1.0.102 offered `plain`, `reviewer` and `nested--deep` for
+    /// `plain.md`, `reviewer.agent.md` and `nested/deep.agent.md`, measured with
+    /// `copilot --agent`). Restored into Copilot only, never over a file that is there.
+    fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
+        crate::kit::config::collect(&home.dir, &[], &[Layout::of(home).root.join("agents")])
     }
 
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {

@@ -1,8 +1,9 @@
 //! Skills: `C/skills/` (Copilot's own) and `~/.agents/skills/` (shared with other harnesses),
 //! read and written by [`crate::kit::skills`] (spec §1). A skill from `C/skills` says so in
 //! `_meta.copilot.dir` and goes back there; any other goes to `~/.agents/skills/`. When both
-//! hold a skill of one name, the one in `C/skills` is carried [?: which one Copilot prefers was
-//! not measured].
+//! hold a skill of one name, Copilot uses the one in `C/skills` (measured with Copilot 1.0.102:
+//! `copilot skill list --json` gave `dup` from `~/.copilot/skills/dup`, source
+//! `personal-copilot`, whichever file was newer), so that one is carried.
 
 use asp_format::StateKind;
 use asp_format::answer::ImportAnswer;

@@ -293,7 +293,8 @@ impl Sessions<'_, '_> {
             )));
         }
         if !composed.dropped.is_empty() {
-            self.ctx.diagnostics.note(
+            // Left out, not a note: `--strict` counts what a session lost.
+            self.ctx.diagnostics.left_out(
                 &self.layout.sessions().join(&first_id),
                 None,
                 format!(

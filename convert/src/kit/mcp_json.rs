@@ -1,8 +1,11 @@
-//! `mcpServers` entries of Gemini CLI's and Qwen Code's `settings.json` ↔ ACP `McpServer`.
+//! MCP server entries of a JSON config file ↔ ACP `McpServer`: `mcpServers` of Gemini CLI's and
+//! Qwen Code's `settings.json`, `mcp` of OpenCode's `opencode.json` ([`Shape`]).
 //!
-//! The two harnesses use the same keys (`command`, `args`, `env`, `url`, `httpUrl`, `headers`,
-//! `trust`, `authProviderType`, ...) but not the same meaning of `url` ([`Dialect`]), so the
-//! mapping is shared and the transport rule is each converter's. Keys ACP's `McpServer` has no
+//! Gemini and Qwen use the same keys (`command`, `args`, `env`, `url`, `httpUrl`, `headers`,
+//! `trust`, `authProviderType`, ...) but not the same meaning of `url` ([`UrlRule`]); OpenCode
+//! types each entry (`local`: `command` as one argv array and `environment`; `remote`: `url`
+//! and `headers`, spoken as streamable HTTP, then SSE). The mapping, the merge and the answer
+//! are shared; the shape is each converter's [`Dialect`]. Keys ACP's `McpServer` has no
 //! field for (`cwd`, `trust`, `timeout`, `includeTools`, `excludeTools`, `description`, an
 //! explicit `type`, OAuth settings, ...) are kept under `_meta.<harness>`, so writing a server
 //! back gives the same entry.
@@ -32,14 +35,25 @@ pub enum UrlRule {
     UrlIsSse,
 }
 
-/// One harness's `mcpServers` dialect.
+/// How a harness's file spells its MCP servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// `mcpServers` (Gemini CLI, Qwen Code): `command` + `args` + `env`, or a URL by the rule.
+    McpServers(UrlRule),
+    /// `mcp` (OpenCode 1.18): `{"type": "local", "command": [argv…], "environment": {…}}` or
+    /// `{"type": "remote", "url", "headers"}`; a remote server is tried as streamable HTTP,
+    /// then SSE, so both ACP transports are written as `remote`.
+    OpenCode,
+}
+
+/// One harness's MCP server dialect.
 #[derive(Debug, Clone, Copy)]
 pub struct Dialect {
     /// The `_meta` key of what ACP has no field for (the harness name: `gemini`, `qwen`).
     pub meta_key: &'static str,
     /// The harness as people call it, for messages ("Gemini", "Qwen Code").
     pub harness: &'static str,
-    pub url: UrlRule,
+    pub shape: Shape,
 }
 
 fn pairs(v: Option<&Value>) -> Vec<NameValue> {
@@ -61,10 +75,96 @@ fn object_of(list: &[NameValue]) -> Value {
     )
 }
 
+/// An ACP `McpServer` as an OpenCode `mcp` entry; what `_meta.opencode` kept goes back.
+fn opencode_to(server: &McpServer, native: Option<Map<String, Value>>) -> Value {
+    let mut out = Map::new();
+    match server {
+        McpServer::Stdio(s) => {
+            out.insert("type".into(), json!("local"));
+            let mut argv = vec![s.command.clone()];
+            argv.extend(s.args.iter().cloned());
+            out.insert("command".into(), json!(argv));
+            if !s.env.is_empty() {
+                out.insert("environment".into(), object_of(&s.env));
+            }
+        }
+        McpServer::Http(r) | McpServer::Sse(r) => {
+            out.insert("type".into(), json!("remote"));
+            out.insert("url".into(), json!(r.url));
+            if !r.headers.is_empty() {
+                out.insert("headers".into(), object_of(&r.headers));
+            }
+        }
+    }
+    for (k, v) in native.into_iter().flatten() {
+        if !matches!(
+            k.as_str(),
+            "type" | "command" | "environment" | "url" | "headers"
+        ) {
+            out.insert(k, v);
+        }
+    }
+    Value::Object(out)
+}
+
 impl Dialect {
+    /// The key of the file holding the servers by name.
+    pub fn key(&self) -> &'static str {
+        match self.shape {
+            Shape::McpServers(_) => "mcpServers",
+            Shape::OpenCode => "mcp",
+        }
+    }
+
+    /// An OpenCode `mcp` entry: `local` (argv, `environment`) or `remote` (`url`, `headers`);
+    /// the rest (`enabled`, `timeout`, `cwd`, `oauth`) under `_meta.opencode`.
+    fn opencode_from(&self, name: &str, cfg: &Map<String, Value>) -> Option<McpServer> {
+        let keep = |used: &[&str]| -> Option<Map<String, Value>> {
+            let rest: Map<String, Value> = cfg
+                .iter()
+                .filter(|(k, _)| !used.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            (!rest.is_empty()).then(|| {
+                let mut meta = Map::new();
+                meta.insert(self.meta_key.into(), Value::Object(rest));
+                meta
+            })
+        };
+        match cfg.get("type").and_then(Value::as_str)? {
+            "local" => {
+                let argv: Vec<String> = cfg
+                    .get("command")?
+                    .as_array()?
+                    .iter()
+                    .map(|a| a.as_str().map_or_else(|| a.to_string(), str::to_owned))
+                    .collect();
+                let (command, args) = argv.split_first()?;
+                Some(McpServer::Stdio(McpStdio {
+                    name: name.to_owned(),
+                    command: command.clone(),
+                    args: args.to_vec(),
+                    env: pairs(cfg.get("environment")),
+                    meta: keep(&["type", "command", "environment"]),
+                }))
+            }
+            "remote" => Some(McpServer::Http(McpRemote {
+                name: name.to_owned(),
+                url: cfg.get("url")?.as_str()?.to_owned(),
+                headers: pairs(cfg.get("headers")),
+                meta: keep(&["type", "url", "headers"]),
+            })),
+            _ => None,
+        }
+    }
+
     /// One `mcpServers` entry as an ACP `McpServer`, by the harness's transport precedence
     /// (`httpUrl`, then `url`, then `command`).
     pub fn server_from(&self, name: &str, cfg: &Map<String, Value>) -> Option<McpServer> {
+        let url_rule = match self.shape {
+            Shape::McpServers(rule) => rule,
+            Shape::OpenCode => return self.opencode_from(name, cfg),
+        };
         let s = |k: &str| cfg.get(k).and_then(Value::as_str);
         let keep = |used: &[&str]| -> Option<Map<String, Value>> {
             let rest: Map<String, Value> = cfg
@@ -82,7 +182,7 @@ impl Dialect {
         // Gemini's own, so an untyped `url` stays untyped. Qwen: the transport says it.
         let remote = |field: &str| {
             let mut meta = keep(&[field, "headers"]).unwrap_or_default();
-            if self.url == UrlRule::TypedUrl {
+            if url_rule == UrlRule::TypedUrl {
                 let g = meta.entry(self.meta_key).or_insert_with(|| json!({}));
                 g["urlField"] = json!(field);
             }
@@ -97,7 +197,7 @@ impl Dialect {
             return Some(McpServer::Http(remote("httpUrl")));
         }
         if s("url").is_some() {
-            let sse = match self.url {
+            let sse = match url_rule {
                 UrlRule::TypedUrl => s("type") == Some("sse"),
                 UrlRule::UrlIsSse => true,
             };
@@ -133,6 +233,10 @@ impl Dialect {
             .and_then(|m| m.get(self.meta_key))
             .and_then(Value::as_object)
             .cloned();
+        let url_rule = match self.shape {
+            Shape::McpServers(rule) => rule,
+            Shape::OpenCode => return opencode_to(server, native),
+        };
         let mut out = Map::new();
         match server {
             McpServer::Stdio(s) => {
@@ -145,7 +249,7 @@ impl Dialect {
                 }
             }
             McpServer::Http(r) | McpServer::Sse(r) => {
-                let field = match self.url {
+                let field = match url_rule {
                     UrlRule::TypedUrl => native
                         .as_ref()
                         .and_then(|n| n.get("urlField"))
@@ -156,7 +260,7 @@ impl Dialect {
                     UrlRule::UrlIsSse => "url",
                 };
                 out.insert(field.into(), json!(r.url));
-                if native.is_none() && self.url == UrlRule::TypedUrl {
+                if native.is_none() && url_rule == UrlRule::TypedUrl {
                     out.insert("type".into(), json!(server.transport()));
                 }
                 if !r.headers.is_empty() {
@@ -166,7 +270,7 @@ impl Dialect {
         }
         for (k, v) in native.into_iter().flatten() {
             // An `httpUrl` kept beside an SSE server would make Qwen speak HTTP to it.
-            let stale = self.url == UrlRule::UrlIsSse
+            let stale = url_rule == UrlRule::UrlIsSse
                 && matches!(server, McpServer::Sse(_))
                 && k == "httpUrl";
             if k != "urlField" && !stale {
@@ -214,14 +318,15 @@ impl Dialect {
         redact: bool,
         diagnostics: &Diagnostics,
     ) -> Option<Vec<McpServer>> {
-        let servers = match file.doc.get("mcpServers") {
+        let key = self.key();
+        let servers = match file.doc.get(key) {
             None => return Some(Vec::new()),
             Some(Value::Object(servers)) => servers,
             Some(_) => {
                 diagnostics.lost(
                     &file.path,
                     None,
-                    "`mcpServers` is not an object; the MCP servers were not read",
+                    format!("`{key}` is not an object; the MCP servers were not read"),
                 );
                 return None;
             }
@@ -246,10 +351,16 @@ impl Dialect {
                 None => diagnostics.left_out(
                     &file.path,
                     None,
-                    format!(
-                        "MCP server {name:?} has no `command`, `url` or `httpUrl` (ACP cannot \
-                         describe a `tcp` server); skipped"
-                    ),
+                    match self.shape {
+                        Shape::McpServers(_) => format!(
+                            "MCP server {name:?} has no `command`, `url` or `httpUrl` (ACP \
+                             cannot describe a `tcp` server); skipped"
+                        ),
+                        Shape::OpenCode => format!(
+                            "MCP server {name:?} is neither `local` with a `command` nor \
+                             `remote` with a `url`; skipped"
+                        ),
+                    },
                 ),
             }
         }
@@ -272,13 +383,14 @@ impl Dialect {
             .map(|e| self.withhold_grants(e))
             .unwrap_or_default();
         let path = file.path.clone();
+        let key = self.key();
         let servers = file
             .doc
-            .entry("mcpServers")
+            .entry(key)
             .or_insert_with(|| Value::Object(Map::new()));
         if !servers.is_object() {
             return (
-                Placement::Refused("`mcpServers` in settings.json is not an object".to_owned()),
+                Placement::Refused(format!("`{key}` in {} is not an object", path.display())),
                 Vec::new(),
             );
         }

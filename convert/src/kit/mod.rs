@@ -14,7 +14,8 @@
 //! | [`skills`] | Agent Skills folders, read byte for byte and written whole |
 //! | [`memory_section`] | the `## <Harness> Added Memories` section of Gemini's and Qwen's instructions files |
 //! | [`secrets`] | `--redact-secrets` |
-//! | [`settings_json`], [`mcp_json`] | Gemini's and Qwen's JSONC `settings.json`: read, merged write, and its `mcpServers` entries ↔ ACP `McpServer` |
+//! | [`settings_json`], [`mcp_json`] | JSONC config files (Gemini's and Qwen's `settings.json`, OpenCode's `opencode.json`): read, merged write, and their MCP server entries ↔ ACP `McpServer` |
+//! | [`instructions_file`] | instructions kept in one Markdown file, written only where there is none |
 //! | [`pathmap`] | `--map-path OLD=NEW` |
 //! | [`escape`], [`time`], [`uuid`] | file-name escaping, RFC 3339 times, name-based UUIDs |
 //!
@@ -27,7 +28,8 @@ pub mod config;
 pub mod conversation;
 pub mod escape;
 pub mod fsops;
-#[cfg(any(feature = "gemini", feature = "qwen"))]
+pub mod instructions_file;
+#[cfg(any(feature = "gemini", feature = "qwen", feature = "opencode"))]
 pub mod mcp_json;
 #[cfg(any(feature = "gemini", feature = "qwen"))]
 pub mod memory_section;
@@ -37,7 +39,13 @@ pub mod placement;
 pub mod report;
 pub mod resume;
 pub mod secrets;
-#[cfg(any(feature = "gemini", feature = "qwen"))]
+#[cfg(any(
+    feature = "gemini",
+    feature = "qwen",
+    feature = "opencode",
+    feature = "pi",
+    feature = "copilot"
+))]
 pub mod settings_json;
 pub mod skills;
 pub mod source;

@@ -3,7 +3,7 @@
 //! Env values and HTTP header values are where MCP configurations keep API tokens; they also
 //! turn up as command-line options (`--api-key=…`, `--token …`) and in URL query strings
 //! (`?api_key=…`). A value that is only a reference to a variable (`${GITHUB_TOKEN}`,
-//! `$TOKEN`, `${env:TOKEN}`, `${input:token}`) holds no secret and is kept, so the
+//! `$TOKEN`, `${env:TOKEN}`, `${input:token}`, OpenCode's `{env:TOKEN}` and `{file:path}`) holds no secret and is kept, so the
 //! destination still knows what to set; every other such value is blanked and listed under
 //! `_meta.asp.redacted` (`env.NAME`, `headers.NAME`, `args.INDEX`, `url.NAME`).
 
@@ -12,6 +12,17 @@ use asp_format::state::{McpServer, NameValue};
 /// Whether `value` is nothing but a variable reference.
 pub fn is_reference(value: &str) -> bool {
     let v = value.trim();
+    // OpenCode's substitutions: `{env:NAME}` (a variable) and `{file:path}` (a file's text).
+    if let Some(inner) = v.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
+        if let Some(name) = inner.strip_prefix("env:") {
+            return !name.is_empty()
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        }
+        if let Some(path) = inner.strip_prefix("file:") {
+            return !path.is_empty() && !path.contains(['{', '}']);
+        }
+        return false;
+    }
     if let Some(inner) = v.strip_prefix("${").and_then(|r| r.strip_suffix('}')) {
         let name = inner
             .strip_prefix("env:")
@@ -162,6 +173,15 @@ mod tests {
     use super::*;
     use asp_format::state::McpStdio;
     use serde_json::json;
+
+    #[test]
+    fn opencode_substitutions_are_references() {
+        assert!(holds_no_secret("Bearer {env:DOCS_MCP_TOKEN}"));
+        assert!(holds_no_secret("{file:~/.secrets/docs}"));
+        assert!(!holds_no_secret("{env:}"));
+        assert!(!holds_no_secret("{not-a-ref}"));
+        assert!(!holds_no_secret("Bearer sk-live-123"));
+    }
 
     #[test]
     fn literal_values_are_blanked_and_references_kept() {

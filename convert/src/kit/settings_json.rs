@@ -1,8 +1,10 @@
-//! `settings.json` of Gemini CLI and Qwen Code (a Gemini fork): JSON with comments, read the
-//! way both harnesses read it, and written back only when it has none.
+//! `settings.json` of Gemini CLI and Qwen Code (a Gemini fork), and OpenCode's
+//! `opencode.json(c)`: JSON with comments, read the way each harness reads it ([`Jsonc`]), and
+//! written back only when it has none.
 //!
-//! Both harnesses read the file with `//` and `/* */` comments allowed; asp reads such a file
-//! too, but never rewrites one (the comments would be lost): [`write_merged`] refuses instead.
+//! These harnesses read the file with `//` and `/* */` comments allowed (OpenCode also trailing
+//! commas); asp reads such a file too, but never rewrites one (the comments would be lost):
+//! [`write_merged`] refuses instead.
 //! What each harness keeps in it (its session options, its `mcpServers` transport rules) is
 //! the converter's; the MCP entry mapping the two share is [`super::mcp_json`].
 
@@ -79,6 +81,43 @@ fn strip_comments(text: &str) -> Option<String> {
     any.then_some(out)
 }
 
+/// The JSON text with every comma that ends an object or array (`[1, 2,]`, allowed by
+/// OpenCode's JSONC reader) blanked, byte for byte; `None` if it had none. Run on text whose
+/// comments are already blanked.
+fn blank_trailing_commas(text: &str) -> Option<String> {
+    let mut out = text.as_bytes().to_vec();
+    let (mut in_str, mut esc, mut any) = (false, false, false);
+    let mut comma: Option<usize> = None;
+    for (i, &b) in text.as_bytes().iter().enumerate() {
+        if in_str {
+            if esc {
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == b'"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => {
+                in_str = true;
+                comma = None;
+            }
+            b',' => comma = Some(i),
+            b'}' | b']' => {
+                if let Some(c) = comma.take() {
+                    out[c] = b' ';
+                    any = true;
+                }
+            }
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            _ => comma = None,
+        }
+    }
+    any.then(|| String::from_utf8(out).expect("only an ASCII comma was replaced"))
+}
+
 /// Why settings.json cannot be used: the file, where in it (1-based line and column, when it
 /// does not parse), and what is wrong.
 #[derive(Debug)]
@@ -109,7 +148,17 @@ impl From<Unusable> for ConvertError {
     }
 }
 
-/// settings.json as read: the document and whether it had comments.
+/// Which JSON with comments a harness reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Jsonc {
+    /// `//` and `/* */` comments (Gemini CLI, Qwen Code: comments stripped, then `JSON.parse`).
+    Comments,
+    /// Comments and trailing commas (OpenCode: `jsonc-parser` with `allowTrailingComma`).
+    CommentsAndTrailingCommas,
+}
+
+/// settings.json as read: the document and whether it had comments (or trailing commas),
+/// which rewriting it would lose.
 #[derive(Debug, Clone)]
 pub struct File {
     pub path: PathBuf,
@@ -122,6 +171,11 @@ impl File {
     /// Reads settings.json; a missing file is an empty document. A file that is not a JSON
     /// object (even without comments) is an error, as it is for the CLI.
     pub fn load(path: &Path) -> Result<File, Unusable> {
+        File::load_as(path, Jsonc::Comments)
+    }
+
+    /// Reads a JSONC file as `dialect` allows; a missing file is an empty document.
+    pub fn load_as(path: &Path, dialect: Jsonc) -> Result<File, Unusable> {
         let unusable = |line: Option<u64>, column: Option<u64>, why: String| Unusable {
             path: path.to_path_buf(),
             line,
@@ -140,7 +194,12 @@ impl File {
             }
             Err(e) => return Err(unusable(None, None, format!("cannot be read ({e})"))),
         };
-        let stripped = strip_comments(&text);
+        let mut stripped = strip_comments(&text);
+        if dialect == Jsonc::CommentsAndTrailingCommas
+            && let Some(t) = blank_trailing_commas(stripped.as_deref().unwrap_or(&text))
+        {
+            stripped = Some(t);
+        }
         let parsed = if text.trim().is_empty() {
             Ok(Value::Object(Map::new()))
         } else {
@@ -252,6 +311,18 @@ pub fn write_merged(
     tools: impl FnOnce(&mut File, &mut Merged) -> bool,
     settings: impl FnOnce(&mut File, &mut Merged) -> bool,
 ) -> Result<(), ConvertError> {
+    write_merged_as(path, Jsonc::Comments, ctx, answer, tools, settings)
+}
+
+/// [`write_merged`] for a file read as `dialect` allows.
+pub fn write_merged_as(
+    path: &Path,
+    dialect: Jsonc,
+    ctx: &WriteContext<'_>,
+    answer: &mut ImportAnswer,
+    tools: impl FnOnce(&mut File, &mut Merged) -> bool,
+    settings: impl FnOnce(&mut File, &mut Merged) -> bool,
+) -> Result<(), ConvertError> {
     let state = ctx.state;
     if state.tools.is_none() && state.settings.is_none() {
         return Ok(());
@@ -264,7 +335,7 @@ pub fn write_merged(
             answer.refuse(StateKind::Settings, why);
         }
     };
-    let mut file = match File::load(path) {
+    let mut file = match File::load_as(path, dialect) {
         Ok(f) => f,
         Err(e) => {
             refuse_both(
@@ -286,7 +357,8 @@ pub fn write_merged(
         refuse_both(
             answer,
             format!(
-                "{} has comments, which rewriting it would lose; add the carried entries by hand",
+                "{} has comments (or trailing commas), which rewriting it would lose; add the \
+                 carried entries by hand",
                 path.display()
             ),
         );
@@ -360,6 +432,30 @@ mod tests {
         let s = strip_comments(t).unwrap();
         assert_eq!(s.len(), t.len(), "blanked byte for byte");
         assert_eq!(s.lines().count(), t.lines().count(), "and line for line");
+    }
+
+    #[test]
+    fn trailing_commas_are_read_only_where_the_harness_allows_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("opencode.jsonc");
+        fs::write(
+            &path,
+            "{\n  \"a\": [1, \",]\",],\n  \"b\": {\"c\": 2,},\n}\n",
+        )
+        .unwrap();
+        assert!(
+            File::load(&path).is_err(),
+            "Gemini's reader takes no trailing comma"
+        );
+        let f = File::load_as(&path, Jsonc::CommentsAndTrailingCommas).unwrap();
+        assert_eq!(
+            Value::Object(f.doc.clone()),
+            json!({"a": [1, ",]"], "b": {"c": 2}})
+        );
+        assert!(f.has_comments, "so it is never rewritten");
+        fs::write(&path, "{\"a\": 1}").unwrap();
+        let f = File::load_as(&path, Jsonc::CommentsAndTrailingCommas).unwrap();
+        assert!(!f.has_comments);
     }
 
     #[test]

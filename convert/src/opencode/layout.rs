@@ -1,5 +1,6 @@
 //! Where OpenCode keeps its state under a home (spec/harnesses/opencode.md §1): the data dir
-//! `$XDG_DATA_HOME/opencode` holding `opencode.db` (`$OPENCODE_DB` overrides). The environment
+//! `$XDG_DATA_HOME/opencode` holding `opencode.db` (`$OPENCODE_DB` overrides), and the config
+//! dir `$XDG_CONFIG_HOME/opencode` (`AGENTS.md`, `skills/`, `opencode.json`). The environment
 //! is honoured only for the user's own home: a home named with `--home` is read as it is.
 
 use std::path::{Path, PathBuf};
@@ -16,6 +17,8 @@ pub struct Layout {
     pub data: PathBuf,
     /// The session database.
     pub db: PathBuf,
+    /// `<config>` (`~/.config/opencode`): instructions, skills, `opencode.json`.
+    pub config: PathBuf,
 }
 
 fn env_dir(name: &str) -> Option<PathBuf> {
@@ -42,10 +45,16 @@ impl Layout {
             }
             _ => data.join("opencode.db"),
         };
+        let config = own
+            .then(|| env_dir("XDG_CONFIG_HOME"))
+            .flatten()
+            .unwrap_or_else(|| home.join(".config"))
+            .join("opencode");
         Layout {
             home: home.dir.clone(),
             data,
             db,
+            config,
         }
     }
 
@@ -56,6 +65,17 @@ impl Layout {
             .ok()
             .and_then(Path::to_str)
             .map_or_else(|| DEFAULT_DB.to_owned(), |s| s.replace('\\', "/"))
+    }
+
+    /// The global config files in the order OpenCode merges them, each over the one before
+    /// [bin `Config`: `config.json`, then `opencode.json`, then `opencode.jsonc`].
+    pub fn config_files(&self) -> [PathBuf; 3] {
+        ["config.json", "opencode.json", "opencode.jsonc"].map(|n| self.config.join(n))
+    }
+
+    /// `~/.agents/skills/`, which OpenCode reads beside its own skills.
+    pub fn shared_skills(&self) -> PathBuf {
+        self.home.join(".agents/skills")
     }
 
     /// `<db>-wal`, where OpenCode's committed rows wait for a checkpoint.

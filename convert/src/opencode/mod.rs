@@ -4,6 +4,14 @@
 //! | kind | where | module |
 //! |---|---|---|
 //! | sessions | tables `session`, `message`, `part`, `todo` ... of `opencode.db` | [`survey`], [`read`] → [`replay`]; [`write`](mod@write) |
+//! | instructions | `<config>/AGENTS.md` | [`instructions`] |
+//! | skills | `<config>/skills/`, `<config>/skill/`, `~/.agents/skills/` | [`skills`] |
+//! | MCP servers | `mcp` of `<config>/opencode.json(c)`, `config.json` | [`tools`] ([`config`]) |
+//! | settings | `model` of the same files | [`settings`] ([`config`]) |
+//!
+//! OpenCode has no memory of its own. Custom agents and commands (`<config>/agent/`,
+//! `command/`, ...) are its own configuration, carried to OpenCode only
+//! ([`Harness::config_files`]).
 //!
 //! A session's native layer is its rows, as row documents ([`rows`], spec/aspstate.md §8.1),
 //! so a restore into OpenCode is row-exact; other harnesses' sessions are composed into rows.
@@ -13,12 +21,18 @@
 //! tables) are never read. Where things are: [`layout`]; ids: [`ids`]. The facts behind every
 //! rule are in `spec/harnesses/opencode.md` (verified against OpenCode 1.18.33).
 
+mod config;
 mod ids;
+mod instructions;
 mod layout;
+mod migrations;
 mod read;
 mod replay;
 mod rows;
+mod settings;
+mod skills;
 mod survey;
+mod tools;
 mod write;
 
 use asp_format::answer::ImportAnswer;
@@ -33,6 +47,7 @@ use crate::harness::{
 };
 use crate::kit::accepted::{Accepts, Runs};
 use crate::kit::placement::Tally;
+use crate::kit::settings_json::{Jsonc, report_unreadable, write_merged_as};
 use layout::Layout;
 
 /// The harness's name.
@@ -52,7 +67,12 @@ pub static ACCEPTS: Accepts = Accepts {
 pub struct OpenCode;
 
 fn kinds() -> KindSet {
-    KindSet::EMPTY.with(StateKind::Sessions)
+    KindSet::EMPTY
+        .with(StateKind::Sessions)
+        .with(StateKind::Instructions)
+        .with(StateKind::Skills)
+        .with(StateKind::Tools)
+        .with(StateKind::Settings)
 }
 
 impl Harness for OpenCode {
@@ -62,7 +82,7 @@ impl Harness for OpenCode {
 
     fn store_paths(&self, home: &crate::Home) -> Vec<std::path::PathBuf> {
         let l = Layout::of(home);
-        vec![l.db, l.data]
+        vec![l.db, l.data, l.config]
     }
 
     fn accepts(&self) -> &'static Accepts {
@@ -96,20 +116,105 @@ impl Harness for OpenCode {
         read::read_session(&Layout::of(ctx.home), ctx, entry)
     }
 
-    fn read_kinds(&self, _ctx: &ReadContext<'_>) -> Result<State, ConvertError> {
-        Ok(State::default())
+    fn read_kinds(&self, ctx: &ReadContext<'_>) -> Result<State, ConvertError> {
+        let layout = Layout::of(ctx.home);
+        let mut state = State::default();
+        let want = |k| ctx.kinds.contains(k);
+        if want(StateKind::Instructions) {
+            state.instructions = instructions::read(&layout, ctx)?;
+        }
+        if want(StateKind::Skills) {
+            state.skills = Some(skills::read(&layout, ctx)?);
+        }
+        if want(StateKind::Tools) || want(StateKind::Settings) {
+            // A config file that cannot be read leaves both kinds out (reported): a kind left
+            // out is never one given empty.
+            match config::Global::load(&layout) {
+                Ok(global) => {
+                    if want(StateKind::Tools) {
+                        state.tools = tools::read(&global, ctx);
+                    }
+                    if want(StateKind::Settings) {
+                        state.settings = settings::read(&global);
+                    }
+                }
+                Err(e) => report_unreadable(&e, ctx),
+            }
+        }
+        Ok(state)
+    }
+
+    /// Custom agents, modes and commands (Markdown with front matter): OpenCode's own,
+    /// restored into OpenCode only.
+    fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
+        let c = Layout::of(home).config;
+        let dirs = ["agent", "agents", "mode", "modes", "command", "commands"].map(|d| c.join(d));
+        crate::kit::config::collect(&home.dir, &[], &dirs)
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {
         let layout = Layout::of(ctx.home);
         let mut answer = ImportAnswer::default();
-        if let Some(list) = &ctx.state.sessions {
+        let state = ctx.state;
+        if let Some(list) = &state.sessions {
             let mut tally = Tally::new(&mut answer, StateKind::Sessions, list.len());
             write::write_all(&layout, ctx, list, &mut tally)?;
             tally.finish();
         }
+        if let Some(i) = &state.instructions {
+            instructions::write(&layout, ctx, i, &mut answer)?;
+        }
+        if let Some(list) = &state.skills {
+            skills::write(&layout, ctx, list, &mut answer)?;
+        }
+        if state.tools.is_some() || state.settings.is_some() {
+            write_config(&layout, ctx, &mut answer)?;
+        }
         Ok(answer)
     }
+}
+
+/// MCP servers and the model, merged into one global config file in one write
+/// ([`crate::kit::settings_json::write_merged_as`]); a file that cannot be read, or has comments,
+/// refuses both.
+fn write_config(
+    layout: &Layout,
+    ctx: &WriteContext<'_>,
+    answer: &mut ImportAnswer,
+) -> Result<(), ConvertError> {
+    let state = ctx.state;
+    let global = match config::Global::load(layout) {
+        Ok(g) => g,
+        Err(e) => {
+            let why = format!("{e}; asp does not edit a config file it cannot read");
+            if state.tools.is_some() {
+                answer.refuse(StateKind::Tools, why.clone());
+            }
+            if state.settings.is_some() {
+                answer.refuse(StateKind::Settings, why);
+            }
+            return Ok(());
+        }
+    };
+    write_merged_as(
+        &config::target(layout),
+        Jsonc::CommentsAndTrailingCommas,
+        ctx,
+        answer,
+        |file, out| {
+            tools::merge(
+                &global,
+                file,
+                state.tools.as_deref().unwrap_or(&[]),
+                ctx,
+                out,
+            )
+        },
+        |file, out| match &state.settings {
+            Some(list) => settings::merge(&global, file, list, out),
+            None => false,
+        },
+    )
 }
 
 #[cfg(test)]

@@ -80,6 +80,15 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
         if !has {
             return Ok(None);
         }
+        if let Some(why) = super::migrations::mismatch(&conn)? {
+            d.note(
+                &layout.db,
+                None,
+                format!(
+                    "{why}; its sessions are read as their rows are, and asp writes none into it"
+                ),
+            );
+        }
         let mut stmt = conn.prepare(
             "SELECT s.id, s.parent_id, s.time_updated, \
              (SELECT max(m.time_updated) FROM message m WHERE m.session_id = s.id), \

@@ -303,56 +303,7 @@ fn a_home_without_a_database_gets_one_as_opencode_makes_it() {
     assert_eq!(n, 38);
 }
 
-#[test]
-fn a_damaged_part_row_is_named_by_table_and_id() {
-    let (_dir, home) = empty_home();
-    let (sessions, blobs, _) = read_all(&sample());
-    write(&home, &sessions, &blobs, false);
-    let c = rusqlite::Connection::open(home.join(layout::DEFAULT_DB)).unwrap();
-    c.execute(
-        "UPDATE part SET data = '{\"type\":\"text\",\"text\":\"trunc' WHERE id = 'prt_2341d6cfa001QxHcu3cVvdAFkM'",
-        [],
-    )
-    .unwrap();
-    drop(c);
-    let (_, _, d) = read_all(&home);
-    let items = d.items();
-    assert!(
-        items.iter().any(|i| i.severity.is_not_carried()
-            && i.message
-                .contains("part row prt_2341d6cfa001QxHcu3cVvdAFkM")),
-        "{items:?}"
-    );
-}
-
-#[test]
-fn non_utf8_text_in_a_part_is_read_with_u_fffd_and_noted() {
-    let (_dir, home) = empty_home();
-    let (sessions, blobs, _) = read_all(&sample());
-    write(&home, &sessions, &blobs, false);
-    let c = rusqlite::Connection::open(home.join(layout::DEFAULT_DB)).unwrap();
-    c.execute(
-        "UPDATE part SET data = CAST(X'7B2274797065223A2274657874222C2274657874223A226F6BFF227D' AS TEXT) \
-         WHERE id = 'prt_2341d6cfa001QxHcu3cVvdAFkM'",
-        [],
-    )
-    .unwrap();
-    drop(c);
-    let (back, back_blobs, d) = read_all(&home);
-    let items = d.items();
-    assert!(
-        items
-            .iter()
-            .any(|i| !i.severity.is_not_carried() && i.message.contains("not UTF-8")),
-        "{items:?}"
-    );
-    let s = back
-        .iter()
-        .find(|s| s.id.as_str() == "ses_dcbe29379ffe7EA91rytPF0rq2")
-        .unwrap();
-    let text = String::from_utf8(back_blobs.read_all(&s.updates).unwrap()).unwrap();
-    assert!(text.contains("ok\u{FFFD}"));
-}
+// A damaged part row and non-UTF-8 text: tests/fixtures/opencode/ (tests/opencode.rs).
 
 #[test]
 fn a_locked_database_is_named_and_nothing_is_read_half() {

@@ -80,10 +80,16 @@ enum Outcome {
     Same,
     Taken,
     Misfit(String),
+    /// The database's migrations are not those of the pinned OpenCode.
+    Migrations(String),
 }
 
 fn place(writer: &Writer, db: &Path, list: &[Row]) -> rusqlite::Result<Outcome> {
     writer.sqlite(db, |tx| {
+        // Checked in the transaction that writes, so no OpenCode migrates in between.
+        if let Some(why) = super::migrations::mismatch(tx)? {
+            return Ok(Outcome::Migrations(why));
+        }
         let mut missing = Vec::new();
         for r in list {
             let cols = rows::columns(tx, &r.table)?;
@@ -196,7 +202,20 @@ fn write_one(
             }
             _ => {
                 if items.is_none() {
-                    items = Some(fold(ctx, s)?);
+                    let folded = fold(ctx, s)?;
+                    let kinds = left_out(&folded);
+                    if !kinds.is_empty() {
+                        ctx.diagnostics.left_out(
+                            db,
+                            None,
+                            format!(
+                                "session {id}: {} updates have no place in OpenCode's rows and \
+                                 were left out",
+                                kinds.join(", ")
+                            ),
+                        );
+                    }
+                    items = Some(folded);
                 }
                 let its = items.as_deref().unwrap_or_default();
                 let (name, title) = if n == 0 {
@@ -238,6 +257,12 @@ fn write_one(
             }
             Ok(Outcome::Same) => return Ok(SessionPlaced::already_there(new_id)),
             Ok(Outcome::Taken) => continue,
+            Ok(Outcome::Migrations(why)) => {
+                return Ok(SessionPlaced::refused(format!(
+                    "session {id}: {}: {why}; not written",
+                    db.display()
+                )));
+            }
             Ok(Outcome::Misfit(why)) => {
                 return Ok(SessionPlaced::refused(format!(
                     "session {id}: {why} (OpenCode's schema moved on); not written"
@@ -279,6 +304,31 @@ fn fold(ctx: &WriteContext<'_>, s: &Session) -> Result<Vec<Item>, ConvertError> 
         }
     }
     Ok(folder.finish())
+}
+
+/// The kinds of update the composed rows have no place for, in stream order: plans (OpenCode
+/// keeps a todo list only as its own `todowrite` calls) and the kinds the conversation folder
+/// passes on as they came, but the title (the session's own field), settings and usage.
+fn left_out(items: &[Item]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for item in items {
+        let k = match item {
+            Item::Plan { .. } => "plan",
+            Item::Other(v) => v
+                .get("sessionUpdate")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown"),
+            _ => continue,
+        };
+        if !matches!(
+            k,
+            "session_info_update" | "config_option_update" | "usage_update"
+        ) && !out.contains(&k)
+        {
+            out.push(k);
+        }
+    }
+    out
 }
 
 fn text_row(table: &str, cols: Vec<(&str, Sql)>) -> Row {

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::layout::Layout;
 use crate::harness::{ReadContext, WriteContext};
 use crate::kit::accepted::{Accepts, Provider, Runs};
-use crate::kit::mcp_json::{Dialect, UrlRule};
+use crate::kit::mcp_json::{Dialect, Shape, UrlRule};
 use crate::kit::placement::Placement;
 use crate::kit::settings_json::{File, Merged};
 
@@ -36,7 +36,7 @@ pub const ACCEPTS: Accepts = Accepts {
 pub const DIALECT: Dialect = Dialect {
     meta_key: "qwen",
     harness: "Qwen Code",
-    url: UrlRule::UrlIsSse,
+    shape: Shape::McpServers(UrlRule::UrlIsSse),
 };
 
 const MODEL: [&str; 2] = ["model", "name"];
