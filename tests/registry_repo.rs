@@ -140,14 +140,20 @@ fn a_pushed_snapshot_pulled_into_an_empty_repository_restores_the_same_files() {
     // Every file is the original's, byte for byte, except the harness's own configuration,
     // which the original snapshot keeps whole in its snapshot manifest (repository.md §7),
     // which does not travel (registry.md §9): `settings.json` is then written from the
-    // state's settings, not copied, and `rules/security.md` is not written.
-    let config = [".claude/rules/security.md", ".claude/settings.json"];
+    // state's settings, not copied, `rules/security.md` is not written, and `.claude.json`
+    // gets no local-scope MCP servers (a part of it the configuration keeps).
+    let config = [
+        ".claude.json",
+        ".claude/rules/security.md",
+        ".claude/settings.json",
+    ];
     let mut differ: Vec<&str> = original
         .keys()
         .chain(copy.keys())
         .filter(|k| original.get(*k) != copy.get(*k))
         .map(String::as_str)
         .collect();
+    differ.sort_unstable();
     differ.dedup();
     assert_eq!(differ, config, "only the harness configuration differs");
     assert!(copy.keys().filter(|k| k.ends_with(".jsonl")).count() >= 8);

@@ -39,7 +39,7 @@ use crate::blobs::SnapshotBlobs;
 use crate::error::RepoError;
 use crate::from_bundle::harness_of;
 use crate::repository::{Lock, RawBlobs, Repository};
-use crate::snapshot::{SOURCES_LAYER, Snapshot, SnapshotInfo, Sources, read_document};
+use crate::snapshot::{Snapshot, SnapshotInfo, Sources, read_document};
 
 /// A snapshot's content manifest and blobs, ready to push. Holds the repository's lock shared
 /// while it lives, so a prune cannot remove a blob the push is about to send.
@@ -184,8 +184,6 @@ impl RepoSink {
         }
         let now = time::now();
         let sources = Sources {
-            schema_version: 1,
-            media_type: SOURCES_LAYER.to_owned(),
             started_ns: now,
             ..Sources::default()
         };
