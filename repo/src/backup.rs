@@ -390,9 +390,7 @@ pub(crate) fn write_snapshot_of(
     mut info: SnapshotInfo,
     outcome: &mut BackupOutcome,
 ) -> Result<SnapshotInfo, RepoError> {
-    let layers = put_sources(repo, sources, &mut |repo, bytes| {
-        put_counted(repo, bytes, outcome)
-    })?;
+    let layers = put_sources(sources, &mut |bytes| put_counted(repo, bytes, outcome))?;
     let mut subject = OciDescriptor::new(IMAGE_MANIFEST, content);
     subject.artifact_type = Some(ARTIFACT_TYPE.to_owned());
     let snapshot_manifest = ImageManifest {
@@ -415,13 +413,12 @@ pub(crate) fn write_snapshot_of(
 /// parent has is already there) through `put`, and gives the snapshot manifest's layers: the
 /// records, then the configuration's layers.
 pub(crate) fn put_sources(
-    repo: &Repository,
     sources: &Sources,
-    put: &mut dyn FnMut(&Repository, &[u8]) -> Result<Descriptor, RepoError>,
+    put: &mut dyn FnMut(&[u8]) -> Result<Descriptor, RepoError>,
 ) -> Result<Vec<OciDescriptor>, RepoError> {
     let mut layers = Vec::new();
     for (bytes, media_type) in crate::sources::encode(sources)? {
-        layers.push(OciDescriptor::new(media_type, put(repo, &bytes)?));
+        layers.push(OciDescriptor::new(media_type, put(&bytes)?));
     }
     layers.extend(config_layer_list(sources));
     Ok(layers)
