@@ -66,7 +66,7 @@ impl SnapshotSource {
             repo.find(id)?
         };
         // Reads and checks the snapshot's documents: a damaged one is not pushed.
-        let snapshot = Snapshot::load(repo, &info)?;
+        let snapshot = Snapshot::load_for_reading(repo, &info)?;
         let manifest = repo.read_blob(&snapshot.content, Limits::default().max_manifest_bytes)?;
         Ok(SnapshotSource {
             layout: repo.layout().clone(),

@@ -190,6 +190,21 @@ pub struct Snapshot {
 impl Snapshot {
     /// Reads and checks a snapshot's documents (not its bodies).
     pub fn load(repo: &Repository, info: &SnapshotInfo) -> Result<Snapshot, RepoError> {
+        Snapshot::load_with(repo, info, true)
+    }
+
+    /// Reads a snapshot's documents without the source records' entries (their shards), which
+    /// only a backup comparing against its parent, forget, check and prune need: what restore,
+    /// `asp sessions` and pack read.
+    pub fn load_for_reading(repo: &Repository, info: &SnapshotInfo) -> Result<Snapshot, RepoError> {
+        Snapshot::load_with(repo, info, false)
+    }
+
+    fn load_with(
+        repo: &Repository,
+        info: &SnapshotInfo,
+        entries: bool,
+    ) -> Result<Snapshot, RepoError> {
         let bad = |m: String| RepoError::Integrity(format!("snapshot {}: {m}", info.digest));
         let s_bytes = repo.read_blob(
             &Descriptor {
@@ -212,8 +227,8 @@ impl Snapshot {
                 "its subject is not the content manifest the index names".to_owned(),
             ));
         }
-        let sources =
-            crate::sources::decode(repo, &manifest.layers).map_err(|e| bad(e.to_string()))?;
+        let sources = crate::sources::decode(repo, &manifest.layers, entries)
+            .map_err(|e| bad(e.to_string()))?;
         let content = subject.blob();
         let m_bytes = repo.read_blob(&content, MAX_DOCUMENT)?;
         let content_manifest: ContentManifest = serde_json::from_slice(&m_bytes)

@@ -131,8 +131,13 @@ pub fn is_record_layer(d: &OciDescriptor) -> bool {
     is(d, SOURCES_V1) || is(d, SOURCES_V2) || is(d, SHARD_LAYER)
 }
 
-/// Reads the source records of a snapshot manifest's `layers` (either version).
-pub fn decode(repo: &dyn RawBlobs, layers: &[OciDescriptor]) -> Result<Sources, RepoError> {
+/// Reads the source records of a snapshot manifest's `layers` (either version); without
+/// `entries`, not the shards (the entries of version 1 come with its one layer).
+pub fn decode(
+    repo: &dyn RawBlobs,
+    layers: &[OciDescriptor],
+    entries: bool,
+) -> Result<Sources, RepoError> {
     let bad = |m: String| RepoError::Integrity(format!("the source records {m}"));
     let Some(first) = layers.first() else {
         return Err(bad(
@@ -157,15 +162,15 @@ pub fn decode(repo: &dyn RawBlobs, layers: &[OciDescriptor]) -> Result<Sources, 
             head.schema_version
         )));
     }
-    let mut entries = Vec::new();
-    for l in layers[1..].iter().filter(|l| is(l, SHARD_LAYER)) {
+    let mut all = Vec::new();
+    for l in layers[1..].iter().filter(|l| entries && is(l, SHARD_LAYER)) {
         let shard: Shard = serde_json::from_slice(&read_document(repo, l, SHARD_LAYER)?)
             .map_err(|e| bad(format!("shard {} is not valid: {e}", l.digest)))?;
-        entries.extend(shard.entries);
+        all.extend(shard.entries);
     }
     Ok(Sources {
         started_ns: head.started_ns,
-        entries,
+        entries: all,
         gone: head.gone,
         config: head.config,
         config_layers: head.config_layers,
@@ -242,7 +247,7 @@ mod tests {
             .map(|(b, t)| blobs.put(b, t))
             .collect();
         assert_eq!(before.len(), 1 + 64);
-        let back = decode(&blobs, &before).unwrap();
+        let back = decode(&blobs, &before, true).unwrap();
         assert_eq!(back.gone, sources.gone);
         let mut ids: Vec<&str> = back.entries.iter().map(|e| e.id.as_str()).collect();
         ids.sort_unstable();
@@ -259,7 +264,10 @@ mod tests {
             .collect();
         let new: Vec<_> = after.iter().filter(|d| !before.contains(d)).collect();
         assert_eq!(new.len(), 2, "the head and one shard");
-        assert_eq!(decode(&blobs, &after).unwrap().entries.len(), 2000);
+        assert_eq!(decode(&blobs, &after, true).unwrap().entries.len(), 2000);
+        let head = decode(&blobs, &after, false).unwrap();
+        assert!(head.entries.is_empty());
+        assert_eq!((head.started_ns, head.gone), (2, sources.gone));
     }
 
     #[test]
@@ -268,14 +276,14 @@ mod tests {
             "entries": [serde_json::to_value(entry(1)).unwrap()], "gone": {}});
         let mut blobs = Memory::default();
         let layer = blobs.put(serde_json::to_vec(&v1).unwrap(), SOURCES_V1.to_owned());
-        let back = decode(&blobs, &[layer]).unwrap();
+        let back = decode(&blobs, &[layer], true).unwrap();
         assert_eq!((back.started_ns, back.entries), (5, vec![entry(1)]));
 
         let v3 = blobs.put(
             b"{}".to_vec(),
             "application/vnd.asp.snapshot.sources.v3+json".into(),
         );
-        let e = decode(&blobs, &[v3]).unwrap_err().to_string();
+        let e = decode(&blobs, &[v3], true).unwrap_err().to_string();
         assert!(
             e.contains("sources.v3+json") && e.contains("this asp reads"),
             "{e}"
