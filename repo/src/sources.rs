@@ -81,7 +81,8 @@ fn shard_of(id: &str, bits: u32) -> usize {
 
 /// One document layer: zstd at [`LEVEL`], or the JSON itself when that is not smaller.
 fn document(json: Vec<u8>, base: &str) -> Result<(Vec<u8>, String), RepoError> {
-    let z = compress(&json, None, LEVEL).map_err(|e| RepoError::Integrity(e.to_string()))?;
+    let z = compress(&json, None, LEVEL)
+        .map_err(|e| RepoError::Blob(asp_format::blob::BlobError::Other(e)))?;
     Ok(if z.len() < json.len() {
         (z, Encoding::Zstd.media_type(base))
     } else {
@@ -124,11 +125,6 @@ pub fn encode(sources: &Sources) -> Result<Vec<(Vec<u8>, String)>, RepoError> {
 
 fn is(d: &OciDescriptor, base: &str) -> bool {
     d.media_type == base || d.media_type == Encoding::Zstd.media_type(base)
-}
-
-/// Whether a layer of a snapshot manifest is part of its source records.
-pub fn is_record_layer(d: &OciDescriptor) -> bool {
-    is(d, SOURCES_V1) || is(d, SOURCES_V2) || is(d, SHARD_LAYER)
 }
 
 /// Reads the source records of a snapshot manifest's `layers` (either version); without
