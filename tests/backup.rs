@@ -729,3 +729,131 @@ fn from_all_takes_only_the_harnesses_whose_store_is_there() {
         .collect();
     assert_eq!(harnesses, ["claude-code"]);
 }
+
+fn local_mcp(home: &Path) -> Value {
+    let v: Value = serde_json::from_slice(&fs::read(home.join(".claude.json")).unwrap()).unwrap();
+    let mut out = serde_json::Map::new();
+    for (p, entry) in v["projects"].as_object().into_iter().flatten() {
+        if let Some(m) = entry["mcpServers"].as_object().filter(|m| !m.is_empty()) {
+            out.insert(p.clone(), Value::Object(m.clone()));
+        }
+    }
+    Value::Object(out)
+}
+
+#[test]
+fn local_scope_mcp_servers_come_back_into_the_same_harness_without_the_account() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    check(&repo, true);
+    let kept = local_mcp(&home);
+    assert!(kept["/home/dev/shop"]["design-system"].is_object());
+
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    restore(&repo, &fresh, &[]);
+    assert_eq!(local_mcp(&fresh), kept);
+    let text = fs::read_to_string(fresh.join(".claude.json")).unwrap();
+    for never in ["oauthAccount", "userID", "cachedGrowthBookFeatures"] {
+        assert!(!text.contains(never), "{never} was restored");
+    }
+
+    // Into a home that has its own .claude.json: everything in it stays, a server of the same
+    // name configured differently stays the user's, the others are added.
+    let mine = t.path().join("mine");
+    fs::create_dir_all(&mine).unwrap();
+    let theirs = serde_json::json!({
+        "userID": "someone-else",
+        "projects": {"/home/dev/shop": {"allowedTools": ["Bash"],
+            "mcpServers": {"design-system": {"type": "stdio", "command": "mine"}}},
+            "/home/dev/other": {"mcpServers": {"x": {"command": "x"}}}}});
+    fs::write(
+        mine.join(".claude.json"),
+        serde_json::to_vec_pretty(&theirs).unwrap(),
+    )
+    .unwrap();
+    restore(&repo, &mine, &[]);
+    let after: Value =
+        serde_json::from_slice(&fs::read(mine.join(".claude.json")).unwrap()).unwrap();
+    assert_eq!(after["userID"], "someone-else");
+    assert_eq!(
+        after["projects"]["/home/dev/shop"]["allowedTools"][0],
+        "Bash"
+    );
+    assert_eq!(
+        after["projects"]["/home/dev/shop"]["mcpServers"]["design-system"]["command"],
+        "mine"
+    );
+    assert_eq!(
+        after["projects"]["/home/dev/other"]["mcpServers"]["x"]["command"],
+        "x"
+    );
+
+    // A change to them alone makes a snapshot.
+    let mut v: Value =
+        serde_json::from_slice(&fs::read(home.join(".claude.json")).unwrap()).unwrap();
+    v["projects"]["/home/dev/api-gateway"]["mcpServers"] =
+        serde_json::json!({"db": {"type": "stdio", "command": "pg-mcp", "args": [], "env": {}}});
+    fs::write(
+        home.join(".claude.json"),
+        serde_json::to_vec_pretty(&v).unwrap(),
+    )
+    .unwrap();
+    set_mtime(&home.join(".claude.json"), Duration::from_secs(3000));
+    assert!(backup(&home, &repo)["snapshot"].is_object());
+    let later = t.path().join("later");
+    fs::create_dir_all(&later).unwrap();
+    restore(&repo, &later, &[]);
+    assert_eq!(local_mcp(&later), local_mcp(&home));
+}
+
+#[test]
+fn restore_map_path_moves_sessions_and_local_mcp_projects() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    restore(
+        &repo,
+        &fresh,
+        &[
+            "--map-path",
+            "/home/dev=/Users/dev",
+            "--map-path",
+            "/nowhere=/x",
+        ],
+    );
+    let moved = fresh.join(".claude/projects/-Users-dev-shop");
+    let line = fs::read_to_string(moved.join(format!("{A}.jsonl"))).unwrap();
+    assert!(line.contains("\"cwd\":\"/Users/dev/shop\""), "{line}");
+    assert!(!fresh.join(SHOP).exists());
+    let mcp = local_mcp(&fresh);
+    assert!(mcp.get("/home/dev/shop").is_none());
+    assert_eq!(
+        mcp["/Users/dev/shop"]["design-system"]["args"][0],
+        "/Users/dev/shop/tools/design-mcp/server.js"
+    );
+    // A rule that is not OLD=NEW is a usage error, before anything is written.
+    let none = t.path().join("none");
+    fs::create_dir_all(&none).unwrap();
+    asp()
+        .args([
+            "restore",
+            "-q",
+            "--to",
+            "claude-code",
+            "--map-path",
+            "nope",
+            "--home",
+        ])
+        .arg(&none)
+        .arg("--repo")
+        .arg(&repo)
+        .assert()
+        .code(2);
+    assert!(fs::read_dir(&none).unwrap().next().is_none());
+}

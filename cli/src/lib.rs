@@ -13,6 +13,7 @@ pub mod forget;
 pub mod hub;
 pub mod human;
 pub mod inspect;
+pub mod mapped;
 pub mod pack;
 pub mod progress;
 pub mod prune;

@@ -401,7 +401,7 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
     } else {
         repo.find(&args.snapshot)?
     };
-    let snapshot = asp_repo::Snapshot::load(&repo, &info)?;
+    let snapshot = asp_repo::Snapshot::load_for_reading(&repo, &info)?;
     let layers = asp_repo::blobs::RepoLayers {
         repo: &repo,
         table: &snapshot.table,

@@ -3,7 +3,6 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use asp_convert::kit::pathmap::PathMap;
 use asp_convert::kit::placement::Placement;
 use asp_convert::kit::report::Diagnostics;
 use asp_convert::store::WriteRequest;
@@ -18,6 +17,7 @@ use clap::Parser;
 use crate::args::{Common, RepoArg, Strict, parse_harness, parse_kinds};
 use crate::bail_usage;
 use crate::exit::{Context, EXIT_CODES_HELP, Exit, Failure, Result};
+use crate::mapped::{MapPathArg, Mapped};
 use crate::progress::Bar;
 
 const AFTER_HELP: &str = "\
@@ -32,6 +32,10 @@ Examples:
       Say what restoring that snapshot into Codex would take and leave behind; write nothing.
   asp restore --to claude-code --home /mnt/new-machine/home/me
       Restore into another home (a fresh machine).
+  asp restore --to claude-code --map-path /home/me=/Users/me --map-path /srv/work=/Users/me/work
+      Restore onto a machine where the projects live elsewhere: working directories, paths
+      inside the sessions and the projects of local-scope MCP servers are rewritten (the
+      longest OLD wins; prose that merely mentions a path is left alone).
 
 `latest` (the default) is the newest snapshot of the --to harness in the --home; when there
 is none, the newest snapshot of that harness. --json prints the _asp/state/import answer.";
@@ -66,6 +70,9 @@ pub struct RestoreArgs {
     pub dry_run: bool,
 
     #[command(flatten)]
+    pub map_path: MapPathArg,
+
+    #[command(flatten)]
     pub repo: RepoArg,
 
     #[command(flatten)]
@@ -98,11 +105,12 @@ pub fn pick(repo: &Repository, id: &str, harness: &str, home: &Home) -> Result<S
 }
 
 pub fn run(args: RestoreArgs) -> Result<Exit> {
+    let path_map = args.map_path.path_map()?;
     let repo = args.repo.open()?;
     let _lock = repo.lock_shared()?;
     let home = Home::resolve(args.home.clone())?;
     let info = pick(&repo, &args.snapshot, &args.to, &home)?;
-    let snapshot = Snapshot::load(&repo, &info)?;
+    let snapshot = Snapshot::load_for_reading(&repo, &info)?;
     let shown = format!("snapshot {}", info.short_id());
     let (state, _) = crate::unpack::select(&snapshot.state, args.kinds, &args.sessions, &shown)?;
     let blobs = SnapshotBlobs::new(&repo, &snapshot.table);
@@ -118,6 +126,13 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
             .with_context(|| format!("{shown}: {what} is damaged"))?;
     }
 
+    let staging_parent = Some(home.dir.clone())
+        .filter(|d| d.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    let mapped = Mapped::new(state, &path_map, &blobs, &staging_parent)?;
+    let state = &mapped.state;
+    let mapped_blobs = mapped.blobs(&blobs);
+
     let diagnostics = Diagnostics::new();
     let store = Store::harness(&args.to, home).expect("validated by the argument parser");
     // The harness's own configuration: with a whole restore, into the same harness only.
@@ -129,7 +144,7 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
         if config.harness.as_str() == args.to {
             let config_blobs = SnapshotBlobs::new(&repo, &snapshot.sources.config_layers);
             let placed = store
-                .write_config(config, &config_blobs, args.dry_run)
+                .write_config(config, &config_blobs, &path_map, args.dry_run)
                 .context("cannot restore the harness's configuration")?;
             let new = placed.iter().filter(|(_, p)| *p == Placement::New).count();
             config_lines.push(format!(
@@ -155,13 +170,13 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
     }
     let written = store
         .write(
-            &state,
+            state,
             &WriteRequest {
                 kinds: args.kinds,
                 dry_run: args.dry_run,
-                path_map: &PathMap::default(),
+                path_map: &path_map,
                 force: false,
-                blobs: &blobs,
+                blobs: &mapped_blobs,
                 diagnostics: &diagnostics,
                 progress: &bar,
             },

@@ -107,7 +107,7 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
             newest.insert((s.harness.clone(), s.home.clone()), s);
         }
         for info in newest.values() {
-            let snap = Snapshot::load(&repo, info)?;
+            let snap = Snapshot::load_for_reading(&repo, info)?;
             for s in snap.state.sessions.iter().flatten() {
                 rows.push(row(
                     s,

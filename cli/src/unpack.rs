@@ -2,12 +2,10 @@
 
 use std::path::PathBuf;
 
-use asp_convert::kit::pathmap::PathMap;
 use asp_convert::kit::report::Diagnostics;
 use asp_convert::store::WriteRequest;
 use asp_convert::{Home, Store};
 use asp_format::KindSet;
-use asp_format::blob::{BlobSource, Overlay, StagingStore};
 use asp_format::bundle::Bundle;
 use clap::Parser;
 
@@ -15,6 +13,7 @@ use crate::args::{Common, Strict, parse_harness, parse_kinds};
 use crate::bail_usage;
 use crate::exit::{Context, EXIT_CODES_HELP, Exit, Result};
 use crate::human;
+use crate::mapped::{MapPathArg, Mapped};
 use crate::progress::Bar;
 use crate::stdio::Input;
 
@@ -82,10 +81,8 @@ pub struct UnpackArgs {
     #[arg(long, requires = "to_dir")]
     pub force: bool,
 
-    /// Rewrite paths under OLD to NEW (session working directories and paths inside the
-    /// state); repeatable, longest OLD wins
-    #[arg(long = "map-path", value_name = "OLD=NEW")]
-    pub map_path: Vec<String>,
+    #[command(flatten)]
+    pub map_path: MapPathArg,
 
     #[command(flatten)]
     pub strict: Strict,
@@ -95,10 +92,7 @@ pub struct UnpackArgs {
 }
 
 pub fn run(args: UnpackArgs) -> Result<Exit> {
-    let mut path_map = PathMap::default();
-    for rule in &args.map_path {
-        path_map.add(rule)?;
-    }
+    let path_map = args.map_path.path_map()?;
     let input = Input::open(&args.bundle)?;
     let bundle =
         Bundle::open(input.path()).with_context(|| format!("cannot open {}", input.display()))?;
@@ -133,20 +127,9 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
         (None, None) => None,
     }
     .unwrap_or_else(std::env::temp_dir);
-    let staging = if path_map.is_empty() {
-        None
-    } else {
-        Some(StagingStore::new_in(&staging_parent)?)
-    };
-    let (state, blobs) = match &staging {
-        Some(staging) => (
-            path_map
-                .apply(&state, &bundle, staging)
-                .context("cannot apply --map-path")?,
-            Overlay::new(vec![staging as &dyn BlobSource, &bundle]),
-        ),
-        None => (state, Overlay::new(vec![&bundle as &dyn BlobSource])),
-    };
+    let mapped = Mapped::new(state, &path_map, &bundle, &staging_parent)?;
+    let blobs = mapped.blobs(&bundle);
+    let state = &mapped.state;
 
     let diagnostics = Diagnostics::new();
     let store = match (&args.to, &args.to_dir, home) {
@@ -158,7 +141,7 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
     };
     let written = store
         .write(
-            &state,
+            state,
             &WriteRequest {
                 kinds: args.kinds,
                 dry_run: args.dry_run,

@@ -351,6 +351,38 @@ pub trait Harness: Send + Sync {
         let _ = home;
         Vec::new()
     }
+
+    /// Parts of files that cannot be kept whole because the rest of the file holds
+    /// credentials or caches (Claude Code's `.claude.json`): each a name, the file's path
+    /// relative to the home, `#`, and which part (`.claude.json#projects.mcpServers`), with
+    /// the part's bytes. Kept with [`Harness::config_files`] and merged back by
+    /// [`Harness::merge_config_part`]. None by default.
+    fn config_parts(&self, home: &Home) -> Vec<(String, Vec<u8>)> {
+        let _ = home;
+        Vec::new()
+    }
+
+    /// The names [`Harness::config_parts`] can give, whatever the home holds: what a pulled
+    /// snapshot record may name besides [`Harness::config_files`]. None by default.
+    fn config_part_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Merges a part [`Harness::config_parts`] gave back into its file, adding what is not
+    /// there and changing nothing that is: what became of each item, by a name for the owner.
+    /// `path_map` rewrites the paths it holds (`asp restore --map-path`). `None` when this
+    /// converter gives no part of that name.
+    fn merge_config_part(
+        &self,
+        home: &Home,
+        name: &str,
+        bytes: &[u8],
+        path_map: &PathMap,
+        writer: &Writer,
+    ) -> Option<Result<Vec<(String, crate::kit::placement::Placement)>, ConvertError>> {
+        let _ = (home, name, bytes, path_map, writer);
+        None
+    }
 }
 
 impl std::fmt::Debug for SurveyContext<'_> {

@@ -585,19 +585,34 @@ impl Store {
             return Ok(None);
         };
         let files = harness.config_files(home);
-        if files.is_empty() {
+        let parts = harness.config_parts(home);
+        if files.is_empty() && parts.is_empty() {
             return Ok(None);
         }
-        crate::kit::config::read(harness.name(), &files, blobs).map(Some)
+        let mut config = crate::kit::config::read(harness.name(), &files, blobs)?;
+        for (name, bytes) in parts {
+            let Ok(path) = asp_format::name::RelPath::new(&name) else {
+                continue;
+            };
+            config.files.push(asp_format::state::FileEntry {
+                path,
+                executable: false,
+                content: blobs.put(&bytes)?,
+            });
+        }
+        config.files.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(Some(config))
     }
 
     /// Restores a configuration read by [`Store::read_config`] into the same harness: every
-    /// file that is not there; one there with other content is kept (refused with the reason).
-    /// Another harness's configuration is refused whole.
+    /// file that is not there; one there with other content is kept (refused with the reason);
+    /// a part of a file merged into it by the harness, `path_map` applied to the paths it
+    /// names. Another harness's configuration is refused whole.
     pub fn write_config(
         &self,
         config: &Native,
         blobs: &dyn BlobSource,
+        path_map: &PathMap,
         dry_run: bool,
     ) -> Result<Vec<(String, Placement)>, ConvertError> {
         let Store::Harness { harness, home } = self else {
@@ -616,7 +631,30 @@ impl Store {
             )]);
         }
         let writer = Writer::new(dry_run);
-        crate::kit::config::write(&home.dir, config, blobs, &writer)
+        let mut whole = Native {
+            harness: config.harness.clone(),
+            files: Vec::new(),
+        };
+        let mut out = Vec::new();
+        for f in &config.files {
+            let name = f.path.as_str();
+            if name.contains('#') {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut blobs.open(&f.content)?, &mut bytes)
+                    .map_err(ConvertError::io(name))?;
+                if let Some(placed) =
+                    harness.merge_config_part(home, name, &bytes, path_map, &writer)
+                {
+                    out.extend(placed?);
+                    continue;
+                }
+            }
+            whole.files.push(f.clone());
+        }
+        out.extend(crate::kit::config::write(
+            &home.dir, &whole, blobs, &writer,
+        )?);
+        Ok(out)
     }
 }
 

@@ -25,8 +25,8 @@ use asp_convert::kit::time;
 use asp_convert::store::{ReadRequest, Sessions};
 use asp_convert::{Home, Store};
 use asp_format::KindSet;
-use asp_format::bundle::layers::{LayerOptions, LayerStore, compress};
-use asp_format::bundle::oci::{ARTIFACT_TYPE, Encoding, LayerRef};
+use asp_format::bundle::layers::{LayerOptions, LayerStore};
+use asp_format::bundle::oci::{ARTIFACT_TYPE, LayerRef};
 use asp_format::bundle::{Documents, Options2};
 use asp_format::digest::{Descriptor, Digest};
 use asp_format::progress::Progress;
@@ -36,7 +36,7 @@ use asp_registry::manifest::{IMAGE_MANIFEST, ImageManifest, OciDescriptor};
 use crate::error::RepoError;
 use crate::repository::Repository;
 use crate::snapshot::{
-    FileRecord, SNAPSHOT_ARTIFACT, SOURCES_LAYER, Snapshot, SnapshotInfo, SourceEntry, Sources,
+    FileRecord, SNAPSHOT_ARTIFACT, Snapshot, SnapshotInfo, SourceEntry, Sources,
 };
 
 /// The mtime granularity the racy-timestamp rule assumes: 2 s (FAT's, the coarsest in use).
@@ -298,8 +298,6 @@ pub fn backup(
     }
     repo.sync_blobs();
     let sources = Sources {
-        schema_version: 1,
-        media_type: SOURCES_LAYER.to_owned(),
         started_ns: started,
         entries: read
             .entries
@@ -392,8 +390,7 @@ pub(crate) fn write_snapshot_of(
     mut info: SnapshotInfo,
     outcome: &mut BackupOutcome,
 ) -> Result<SnapshotInfo, RepoError> {
-    let (sources_layer, sources_type) = sources_layer(repo, sources)?;
-    let sources_desc = put_counted(repo, &sources_layer, outcome)?;
+    let layers = put_sources(sources, &mut |bytes| put_counted(repo, bytes, outcome))?;
     let mut subject = OciDescriptor::new(IMAGE_MANIFEST, content);
     subject.artifact_type = Some(ARTIFACT_TYPE.to_owned());
     let snapshot_manifest = ImageManifest {
@@ -401,9 +398,7 @@ pub(crate) fn write_snapshot_of(
         media_type: Some(IMAGE_MANIFEST.to_owned()),
         artifact_type: Some(SNAPSHOT_ARTIFACT.to_owned()),
         config: OciDescriptor::empty(),
-        layers: std::iter::once(OciDescriptor::new(sources_type, sources_desc))
-            .chain(config_layer_list(&sources.config_layers))
-            .collect(),
+        layers,
         subject: Some(subject),
         annotations: info.annotations(),
     };
@@ -414,19 +409,19 @@ pub(crate) fn write_snapshot_of(
     Ok(info)
 }
 
-/// The source records' layer and its media type: one zstd frame, or the JSON itself when
-/// zstd does not make it smaller (a tiny record set).
-pub(crate) fn sources_layer(
-    repo: &Repository,
+/// Stores the source records ([`crate::sources`]: a head, then the shards; a shard the
+/// parent has is already there) through `put`, and gives the snapshot manifest's layers: the
+/// records, then the configuration's layers.
+pub(crate) fn put_sources(
     sources: &Sources,
-) -> Result<(Vec<u8>, String), RepoError> {
-    let json = serde_json::to_vec(sources).expect("records serialise");
-    let z = compress(&json, None, 3).map_err(RepoError::io(repo.root()))?;
-    Ok(if z.len() < json.len() {
-        (z, Encoding::Zstd.media_type(SOURCES_LAYER))
-    } else {
-        (json, SOURCES_LAYER.to_owned())
-    })
+    put: &mut dyn FnMut(&[u8]) -> Result<Descriptor, RepoError>,
+) -> Result<Vec<OciDescriptor>, RepoError> {
+    let mut layers = Vec::new();
+    for (bytes, media_type) in crate::sources::encode(sources)? {
+        layers.push(OciDescriptor::new(media_type, put(&bytes)?));
+    }
+    layers.extend(config_layer_list(&sources.config_layers));
+    Ok(layers)
 }
 
 /// The configuration's layers, once each, ascending, as the snapshot manifest lists them (so

@@ -172,8 +172,7 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
         sources
             .entries
             .retain(|e| !e.sessions.iter().any(|s| drop.contains(s)));
-        let (layer, sources_type) = crate::backup::sources_layer(repo, &sources)?;
-        let sources_desc = repo.put_bytes(&layer)?;
+        let layers = crate::backup::put_sources(&sources, &mut |bytes| repo.put_bytes(bytes))?;
         let mut new = SnapshotInfo {
             created: time::format_millis(time::now()),
             parent: Some(info.digest),
@@ -185,9 +184,7 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
         let mut subject = OciDescriptor::new(IMAGE_MANIFEST, docs.manifest);
         subject.artifact_type = Some(asp_format::bundle::oci::ARTIFACT_TYPE.to_owned());
         let mut manifest = snap.manifest.clone();
-        manifest.layers = std::iter::once(OciDescriptor::new(sources_type, sources_desc))
-            .chain(crate::backup::config_layer_list(&sources.config_layers))
-            .collect();
+        manifest.layers = layers;
         manifest.subject = Some(subject);
         manifest.annotations = new.annotations();
         let s = repo.put_bytes(&ImageManifest::to_bytes(&manifest))?;

@@ -17,7 +17,7 @@ use asp_format::progress::Progress;
 use crate::backup::{BackupOutcome, content_options, host_name, write_snapshot};
 use crate::error::RepoError;
 use crate::repository::Repository;
-use crate::snapshot::{SOURCES_LAYER, SnapshotInfo, Sources};
+use crate::snapshot::{SnapshotInfo, Sources};
 
 pub fn backup_bundle(
     repo: &Repository,
@@ -71,8 +71,6 @@ pub fn backup_bundle(
     let now = time::now();
     let created = bundle.created().and_then(time::parse).unwrap_or(now);
     let sources = Sources {
-        schema_version: 1,
-        media_type: SOURCES_LAYER.to_owned(),
         started_ns: now,
         ..Sources::default()
     };

@@ -12,8 +12,8 @@
 //! A snapshot is two manifests: the **content manifest**, exactly the image manifest a bundle
 //! of the same state holds (so its blobs are the bundle's blobs, and a bundle is one snapshot
 //! in one file), and the **snapshot manifest** whose `subject` it is, with the snapshot's
-//! metadata in annotations and one layer, the **source records**: for every session the
-//! harness's survey listed, the files and facts its read depended on, which the next backup
+//! metadata in annotations and its layers, the **source records** (a head and shards,
+//! [`sources`]): for every session the harness's survey listed, the files and facts its read depended on, which the next backup
 //! compares to read only what changed. `spec/repository.md` is the normative description.
 //!
 //! The engine follows one shape per operation: `XOptions` (what the user asked) and a
@@ -29,6 +29,7 @@ pub mod prune;
 pub mod registry;
 pub mod repository;
 pub mod snapshot;
+pub mod sources;
 
 pub use error::RepoError;
 pub use repository::Repository;

@@ -51,8 +51,8 @@ use crate::error::RepoError;
 use crate::from_bundle::harness_of;
 use crate::repository::{Lock, RawBlobs, Repository};
 use crate::snapshot::{
-    GONE_ANNOTATION, HARNESS_ANNOTATION, Record, SESSIONS_ANNOTATION, SOURCES_LAYER, Snapshot,
-    SnapshotInfo, Sources, read_document,
+    GONE_ANNOTATION, HARNESS_ANNOTATION, Record, SESSIONS_ANNOTATION, Snapshot, SnapshotInfo,
+    Sources, read_document,
 };
 
 /// A snapshot's content manifest and blobs, ready to push, with its record. Holds the
@@ -82,7 +82,7 @@ impl SnapshotSource {
             repo.find(id)?
         };
         // Reads and checks the snapshot's documents: a damaged one is not pushed.
-        let snapshot = Snapshot::load(repo, &info)?;
+        let snapshot = Snapshot::load_for_reading(repo, &info)?;
         let manifest = repo.read_blob(&snapshot.content, Limits::default().max_manifest_bytes)?;
         let record = RecordSource::of(repo, &snapshot)?;
         Ok(SnapshotSource {
@@ -394,8 +394,6 @@ impl RepoSink {
         let now = time::now();
         let gone_count = gone.len() as u64;
         let sources = Sources {
-            schema_version: 1,
-            media_type: SOURCES_LAYER.to_owned(),
             started_ns: now,
             entries: Vec::new(),
             gone,
@@ -572,7 +570,12 @@ fn check_config_paths(config: &asp_format::state::Native) -> Result<(), String> 
         .prefix("asp-config-paths-")
         .tempdir()
         .map_err(|e| format!("cannot check the configuration's paths: {e}"))?;
-    for f in &config.files {
+    let parts = harness.config_part_names();
+    for f in config
+        .files
+        .iter()
+        .filter(|f| !parts.contains(&f.path.as_str()))
+    {
         // A RelPath: relative, no `..`, no empty or `.` component; it stays in the scratch home.
         let path = scratch.path().join(f.path.as_str());
         let made = path
@@ -587,6 +590,7 @@ fn check_config_paths(config: &asp_format::state::Native) -> Result<(), String> 
         .config_files(&asp_convert::Home::at(scratch.path()))
         .into_iter()
         .map(|(rel, _)| rel)
+        .chain(parts.iter().map(|p| (*p).to_owned()))
         .collect();
     match config
         .files

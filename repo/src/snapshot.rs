@@ -20,8 +20,6 @@ use crate::repository::{RawBlobs, Repository};
 
 /// The artifact type of a snapshot manifest.
 pub const SNAPSHOT_ARTIFACT: &str = "application/vnd.asp.snapshot.v1";
-/// The media type of the source-records layer (zstd-compressed JSON).
-pub const SOURCES_LAYER: &str = "application/vnd.asp.snapshot.sources.v1+json";
 pub const HARNESS_ANNOTATION: &str = "vnd.asp.snapshot.harness";
 pub const HOME_ANNOTATION: &str = "vnd.asp.snapshot.home";
 pub const HOST_ANNOTATION: &str = "vnd.asp.snapshot.host";
@@ -132,12 +130,11 @@ impl SnapshotInfo {
     }
 }
 
-/// The source records: what the next backup compares to know what changed.
+/// The source records: what the next backup compares to know what changed. Stored by
+/// [`crate::sources`] (a head and shards; one layer in repositories written before).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Sources {
-    pub schema_version: u64,
-    pub media_type: String,
     /// When the survey began (ns since the epoch): the racy-timestamp rule's reference.
     pub started_ns: i128,
     /// One per survey entry, in survey order.
@@ -231,6 +228,21 @@ pub struct Snapshot {
 impl Snapshot {
     /// Reads and checks a snapshot's documents (not its bodies).
     pub fn load(repo: &Repository, info: &SnapshotInfo) -> Result<Snapshot, RepoError> {
+        Snapshot::load_with(repo, info, true)
+    }
+
+    /// Reads a snapshot's documents without the source records' entries (their shards), which
+    /// only a backup comparing against its parent, forget, check and prune need: what restore,
+    /// `asp sessions` and pack read.
+    pub fn load_for_reading(repo: &Repository, info: &SnapshotInfo) -> Result<Snapshot, RepoError> {
+        Snapshot::load_with(repo, info, false)
+    }
+
+    fn load_with(
+        repo: &Repository,
+        info: &SnapshotInfo,
+        entries: bool,
+    ) -> Result<Snapshot, RepoError> {
         let bad = |m: String| RepoError::Integrity(format!("snapshot {}: {m}", info.digest));
         let s_bytes = repo.read_blob(
             &Descriptor {
@@ -253,12 +265,8 @@ impl Snapshot {
                 "its subject is not the content manifest the index names".to_owned(),
             ));
         }
-        let Some(sources_layer) = manifest.layers.first() else {
-            return Err(bad("the snapshot manifest has no layer".to_owned()));
-        };
-        let sources: Sources =
-            serde_json::from_slice(&read_document(repo, sources_layer, SOURCES_LAYER)?)
-                .map_err(|e| bad(format!("the source records are not valid: {e}")))?;
+        let sources = crate::sources::decode(repo, &manifest.layers, entries)
+            .map_err(|e| bad(e.to_string()))?;
         let content = subject.blob();
         let m_bytes = repo.read_blob(&content, MAX_DOCUMENT)?;
         let content_manifest: ContentManifest = serde_json::from_slice(&m_bytes)

@@ -6,6 +6,7 @@
 //! | instructions | `CLAUDE.md` | [`instructions`] |
 //! | skills | `skills/<name>/` | [`skills`] |
 //! | tools | `.claude.json` user-scope `mcpServers` | [`tools`] |
+//! | (backup only) | `.claude.json` `projects.*.mcpServers` | [`local_mcp`] |
 //! | memory | `projects/<bucket>/memory/*.md` | [`memory`] |
 //! | settings | `settings.json` `model`, `permissions.defaultMode`, `effortLevel` | [`settings`] |
 //!
@@ -19,6 +20,7 @@ mod ids;
 mod instructions;
 mod jsonfile;
 mod layout;
+mod local_mcp;
 mod memory;
 mod read;
 mod replay;
@@ -130,6 +132,31 @@ impl Harness for ClaudeCode {
             ],
             &[c.join("rules"), c.join("agents"), c.join("commands")],
         )
+    }
+
+    /// The per-project (local-scope) MCP servers of `.claude.json` ([`local_mcp`]): the rest
+    /// of that file holds the account and caches, so it is never kept whole.
+    fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {
+        local_mcp::extract(&Layout::of(home))
+            .map(|bytes| (local_mcp::PART.to_owned(), bytes))
+            .into_iter()
+            .collect()
+    }
+
+    fn config_part_names(&self) -> &'static [&'static str] {
+        &[local_mcp::PART]
+    }
+
+    fn merge_config_part(
+        &self,
+        home: &crate::Home,
+        name: &str,
+        bytes: &[u8],
+        path_map: &crate::kit::pathmap::PathMap,
+        writer: &crate::kit::fsops::Writer,
+    ) -> Option<Result<Vec<(String, crate::kit::placement::Placement)>, ConvertError>> {
+        (name == local_mcp::PART)
+            .then(|| local_mcp::merge(&Layout::of(home), bytes, path_map, writer))
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {

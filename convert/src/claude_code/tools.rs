@@ -212,7 +212,7 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
                 &layout.global,
                 None,
                 format!(
-                    "MCP server {name:?} is configured for the project {project} only (local scope); only user-scope servers are carried"
+                    "MCP server {name:?} is configured for the project {project} only (local scope); only user-scope servers are carried (`asp backup` keeps local-scope ones for Claude Code, with its configuration)"
                 ),
             );
         }
