@@ -439,33 +439,48 @@ impl State {
         let Some(sessions) = &mut self.sessions else {
             return ids.to_vec();
         };
-        let mut keep: BTreeSet<String> = BTreeSet::new();
-        let missing = ids
-            .iter()
-            .filter(|id| !sessions.iter().any(|s| s.id.as_str() == id.as_str()))
-            .cloned()
-            .collect();
-        keep.extend(ids.iter().cloned());
-        loop {
-            let before = keep.len();
-            for s in sessions.iter() {
-                let parent = s
-                    .meta
-                    .as_ref()
-                    .and_then(|m| m.get("asp"))
-                    .and_then(|a| a.get("parent"))
-                    .and_then(|p| p.get("sessionId"))
-                    .and_then(serde_json::Value::as_str);
-                if parent.is_some_and(|p| keep.contains(p)) {
-                    keep.insert(s.id.to_string());
-                }
-            }
-            if keep.len() == before {
-                break;
-            }
-        }
+        let (keep, missing) = kept_sessions(sessions, ids);
         sessions.retain(|s| keep.contains(s.id.as_str()));
         missing
+    }
+
+    /// A copy of the state with only `kinds`, and, when `ids` is given, only those sessions
+    /// and their subagent sessions (as [`State::retain_sessions`]); the ids that name no
+    /// session. Only what is kept is cloned, so picking one session of thousands costs that
+    /// session.
+    pub fn select(&self, kinds: KindSet, ids: Option<&[String]>) -> (State, Vec<String>) {
+        let want = |k: StateKind| kinds.contains(k);
+        let mut missing = Vec::new();
+        let sessions = match (&self.sessions, ids) {
+            (Some(all), Some(ids)) if want(StateKind::Sessions) => {
+                let (keep, m) = kept_sessions(all, ids);
+                missing = m;
+                Some(
+                    all.iter()
+                        .filter(|s| keep.contains(s.id.as_str()))
+                        .cloned()
+                        .collect(),
+                )
+            }
+            (None, Some(ids)) if want(StateKind::Sessions) => {
+                missing = ids.to_vec();
+                None
+            }
+            (s, _) if want(StateKind::Sessions) => s.clone(),
+            _ => None,
+        };
+        fn kept<T: Clone>(wanted: bool, kind: &Option<T>) -> Option<T> {
+            if wanted { kind.clone() } else { None }
+        }
+        let state = State {
+            sessions,
+            instructions: kept(want(StateKind::Instructions), &self.instructions),
+            skills: kept(want(StateKind::Skills), &self.skills),
+            tools: kept(want(StateKind::Tools), &self.tools),
+            memory: kept(want(StateKind::Memory), &self.memory),
+            settings: kept(want(StateKind::Settings), &self.settings),
+        };
+        (state, missing)
     }
 
     /// Puts every list in its canonical order (sessions by id, skills and tools by name, files
@@ -622,6 +637,37 @@ impl State {
         }
         all.into_iter().collect()
     }
+}
+
+/// The ids of the sessions `ids` names and of their subagent sessions at any depth, and the
+/// ids that name no session.
+fn kept_sessions(sessions: &[Session], ids: &[String]) -> (BTreeSet<String>, Vec<String>) {
+    let mut keep: BTreeSet<String> = BTreeSet::new();
+    let missing = ids
+        .iter()
+        .filter(|id| !sessions.iter().any(|s| s.id.as_str() == id.as_str()))
+        .cloned()
+        .collect();
+    keep.extend(ids.iter().cloned());
+    loop {
+        let before = keep.len();
+        for s in sessions {
+            let parent = s
+                .meta
+                .as_ref()
+                .and_then(|m| m.get("asp"))
+                .and_then(|a| a.get("parent"))
+                .and_then(|p| p.get("sessionId"))
+                .and_then(serde_json::Value::as_str);
+            if parent.is_some_and(|p| keep.contains(p)) {
+                keep.insert(s.id.to_string());
+            }
+        }
+        if keep.len() == before {
+            break;
+        }
+    }
+    (keep, missing)
 }
 
 #[cfg(test)]
