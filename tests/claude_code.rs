@@ -373,13 +373,6 @@ fn session_b_leaves_the_abandoned_branch_out_and_puts_parallel_results_back() {
         r.session(B).meta.as_ref().unwrap()["claudeCode"]["abandonedRows"],
         json!(3)
     );
-    for abandoned in [
-        "398f466f-b9c0-4d7c-bf16-e68ba55df0c6",
-        "72412446-b87e-4a3c-a26a-bd62de1f376c",
-        "19542e2e-1382-4770-a121-12b9644d370b",
-    ] {
-        assert!(!all.contains(abandoned), "{abandoned} is not replayed");
-    }
 }
 
 #[test]
