@@ -177,7 +177,10 @@ impl<'a> UpdateWriter<'a> {
     }
 
     pub fn finish(self) -> Result<Descriptor, BlobError> {
-        self.out.into_inner().map_err(io::IntoInnerError::into_error)?.finish()
+        self.out
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)?
+            .finish()
     }
 }
 

@@ -546,7 +546,7 @@ impl<'a> Replay<'a, '_, '_> {
 
     fn assistant(&mut self, r: &Record) -> Result<(), ConvertError> {
         let msg = r.value.get("message").unwrap_or(&Value::Null);
-        if let Some(model) = str_at(&msg, "model") {
+        if let Some(model) = str_at(msg, "model") {
             self.set_model(model)?;
         }
         let message_id = r.message_id();

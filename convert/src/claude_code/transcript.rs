@@ -432,7 +432,11 @@ mod skim {
                 o.insert(inner.to_owned(), v);
                 (outer.to_owned(), Value::Object(o))
             };
-            if let Some(v) = self.snip_metadata.and_then(|o| o.0).and_then(|s| s.removed_uuids) {
+            if let Some(v) = self
+                .snip_metadata
+                .and_then(|o| o.0)
+                .and_then(|s| s.removed_uuids)
+            {
                 let (k, v) = nested("snipMetadata", "removedUuids", v);
                 out.insert(k, v);
             }
@@ -444,7 +448,11 @@ mod skim {
                 let (k, v) = nested("compactMetadata", "preservedSegment", v);
                 out.insert(k, v);
             }
-            if let Some(v) = self.tool_use_result.and_then(|o| o.0).and_then(|t| t.agent_id) {
+            if let Some(v) = self
+                .tool_use_result
+                .and_then(|o| o.0)
+                .and_then(|t| t.agent_id)
+            {
                 let (k, v) = nested("toolUseResult", "agentId", v);
                 out.insert(k, v);
             }
@@ -995,7 +1003,10 @@ mod tests {
         // The second pass gives the records back whole, one at a time.
         let whole = parse(bytes, Path::new("t.jsonl"), &Diagnostics::new());
         assert_eq!(whole.len(), 2);
-        assert_eq!(whole[0].value.pointer("/message/content/0/source/data"), Some(&json!("AAAA")));
+        assert_eq!(
+            whole[0].value.pointer("/message/content/0/source/data"),
+            Some(&json!("AAAA"))
+        );
         let mut lines = Lines::new(Path::new("t.jsonl"), bytes, &d);
         for (i, r) in whole.iter().enumerate() {
             assert_eq!(lines.load(&index, i).as_ref(), Some(r));
