@@ -585,31 +585,37 @@ impl State {
     }
 
     /// Every blob reference with a description of what refers to it, in manifest order.
-    pub fn references(&self) -> Vec<(Descriptor, String)> {
+    pub fn references(&self) -> Vec<(Descriptor, Reference<'_>)> {
         let mut out = Vec::new();
         for s in self.sessions.iter().flatten() {
-            out.push((
-                s.updates,
-                format!("the updates of session {:?}", s.id.as_str()),
-            ));
+            out.push((s.updates, Reference::Updates(&s.id)));
             for f in s.native.iter().flat_map(|n| &n.files) {
                 out.push((
                     f.content,
-                    format!("native file {} of session {:?}", f.path, s.id.as_str()),
+                    Reference::Native {
+                        path: &f.path,
+                        session: &s.id,
+                    },
                 ));
             }
         }
         if let Some(i) = &self.instructions {
-            out.push((i.text, "the instructions".to_owned()));
+            out.push((i.text, Reference::Instructions));
         }
         for s in self.skills.iter().flatten() {
             for f in &s.files {
-                out.push((f.content, format!("file {} of skill {}", f.path, s.name)));
+                out.push((
+                    f.content,
+                    Reference::SkillFile {
+                        path: &f.path,
+                        skill: &s.name,
+                    },
+                ));
             }
         }
         for n in self.memory.iter().flatten() {
             if let NoteBody::Text(d) = n.body {
-                out.push((d, format!("memory note {}", n.path)));
+                out.push((d, Reference::Note(&n.path)));
             }
         }
         out
@@ -636,6 +642,37 @@ impl State {
             }
         }
         all.into_iter().collect()
+    }
+}
+
+/// What refers to a body, for messages: written out only when a message needs it, since a
+/// state refers to thousands of bodies and most reads report none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reference<'a> {
+    Updates(&'a SessionId),
+    Native {
+        path: &'a RelPath,
+        session: &'a SessionId,
+    },
+    Instructions,
+    SkillFile {
+        path: &'a RelPath,
+        skill: &'a SkillName,
+    },
+    Note(&'a RelPath),
+}
+
+impl std::fmt::Display for Reference<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reference::Updates(id) => write!(f, "the updates of session {:?}", id.as_str()),
+            Reference::Native { path, session } => {
+                write!(f, "native file {path} of session {:?}", session.as_str())
+            }
+            Reference::Instructions => f.write_str("the instructions"),
+            Reference::SkillFile { path, skill } => write!(f, "file {path} of skill {skill}"),
+            Reference::Note(path) => write!(f, "memory note {path}"),
+        }
     }
 }
 

@@ -640,7 +640,9 @@ impl Bundle {
     pub fn check_data(&self, state: &State, progress: &dyn Progress) -> Result<(), ReadError> {
         let mut wanted: BTreeMap<Digest, (u64, String)> = BTreeMap::new();
         for (d, what) in state.references() {
-            wanted.entry(d.digest).or_insert((d.size, what));
+            wanted
+                .entry(d.digest)
+                .or_insert_with(|| (d.size, what.to_string()));
         }
         let problems = check_blobs(&self.file, &self.blobs, &wanted, state, false, progress);
         if problems.is_empty() {
@@ -883,7 +885,9 @@ pub fn verify_file(
     let empty = State::default();
     let state = scan.manifest.as_ref().map_or(&empty, |m| &m.state);
     for (d, what) in state.references() {
-        wanted.entry(d.digest).or_insert((d.size, what));
+        wanted
+            .entry(d.digest)
+            .or_insert_with(|| (d.size, what.to_string()));
     }
     for (d, loc) in &scan.blobs {
         if !wanted.contains_key(d) {
