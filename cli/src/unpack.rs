@@ -241,21 +241,17 @@ pub fn select(
     sessions: &[String],
     bundle: &str,
 ) -> Result<(asp_format::State, KindSet)> {
-    let mut state = state.clone();
     let kinds = kinds.unwrap_or(if sessions.is_empty() {
         KindSet::ALL
     } else {
         KindSet::EMPTY.with(asp_format::StateKind::Sessions)
     });
-    state.retain_kinds(kinds);
-    if !sessions.is_empty() {
-        if !kinds.contains(asp_format::StateKind::Sessions) {
-            bail_usage!("--session needs the sessions kind in --kinds");
-        }
-        let missing = state.retain_sessions(sessions);
-        if !missing.is_empty() {
-            bail_usage!("{bundle} has no session {}", missing.join(", "));
-        }
+    if !sessions.is_empty() && !kinds.contains(asp_format::StateKind::Sessions) {
+        bail_usage!("--session needs the sessions kind in --kinds");
+    }
+    let (state, missing) = state.select(kinds, (!sessions.is_empty()).then_some(sessions));
+    if !missing.is_empty() {
+        bail_usage!("{bundle} has no session {}", missing.join(", "));
     }
     Ok((state, kinds))
 }

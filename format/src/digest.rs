@@ -38,25 +38,36 @@ impl Digest {
     /// Parses the bare hex form used in blob entry names (`blobs/sha256/<hex>`): exactly 64
     /// lowercase hex characters. One pass, no allocation: bundles hold thousands of digests.
     pub fn from_hex(hex_str: &str) -> Result<Self, DigestError> {
-        fn nibble(c: u8) -> Option<u8> {
-            match c {
-                b'0'..=b'9' => Some(c - b'0'),
-                b'a'..=b'f' => Some(c - b'a' + 10),
-                _ => None,
+        /// Each byte's value as a lowercase hex digit, or 0xff: a bundle's documents name
+        /// thousands of digests, so this is a table look-up, not a match per character.
+        const NIBBLE: [u8; 256] = {
+            let mut t = [0xffu8; 256];
+            let mut i = 0;
+            while i < 10 {
+                t[b'0' as usize + i] = i as u8;
+                i += 1;
             }
-        }
+            let mut i = 0;
+            while i < 6 {
+                t[b'a' as usize + i] = 10 + i as u8;
+                i += 1;
+            }
+            t
+        };
         let b = hex_str.as_bytes();
         let bad = || DigestError::BadHex(hex_str.to_owned());
         if b.len() != 64 {
             return Err(bad());
         }
         let mut out = [0u8; 32];
-        for (i, pair) in b.chunks_exact(2).enumerate() {
-            let (hi, lo) = (
-                nibble(pair[0]).ok_or_else(bad)?,
-                nibble(pair[1]).ok_or_else(bad)?,
-            );
-            out[i] = (hi << 4) | lo;
+        let mut invalid = 0u8;
+        for (o, pair) in out.iter_mut().zip(b.chunks_exact(2)) {
+            let (hi, lo) = (NIBBLE[pair[0] as usize], NIBBLE[pair[1] as usize]);
+            invalid |= (hi | lo) & 0xf0;
+            *o = (hi << 4) | (lo & 0x0f);
+        }
+        if invalid != 0 {
+            return Err(bad());
         }
         Ok(Digest(out))
     }
@@ -92,6 +103,12 @@ impl FromStr for Digest {
     /// are `[a-z0-9]+` joined by `[+._-]` and encoded is `[a-zA-Z0-9=_-]+`. Well-formed digests
     /// of other algorithms get [`DigestError::UnsupportedAlgorithm`], not `Malformed`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        // The form every digest asp writes takes: no need for the whole grammar.
+        if let Some(hex) = s.strip_prefix("sha256:")
+            && let Ok(d) = Digest::from_hex(hex)
+        {
+            return Ok(d);
+        }
         let (alg, encoded) = s
             .split_once(':')
             .ok_or_else(|| DigestError::Malformed(s.to_owned()))?;
@@ -123,8 +140,18 @@ impl Serialize for Digest {
 
 impl<'de> Deserialize<'de> for Digest {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        /// Parses the string where it lies, without an owned copy of each digest.
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Digest;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a digest string such as \"sha256:<64 hex>\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Digest, E> {
+                s.parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_str(Visitor)
     }
 }
 

@@ -439,33 +439,48 @@ impl State {
         let Some(sessions) = &mut self.sessions else {
             return ids.to_vec();
         };
-        let mut keep: BTreeSet<String> = BTreeSet::new();
-        let missing = ids
-            .iter()
-            .filter(|id| !sessions.iter().any(|s| s.id.as_str() == id.as_str()))
-            .cloned()
-            .collect();
-        keep.extend(ids.iter().cloned());
-        loop {
-            let before = keep.len();
-            for s in sessions.iter() {
-                let parent = s
-                    .meta
-                    .as_ref()
-                    .and_then(|m| m.get("asp"))
-                    .and_then(|a| a.get("parent"))
-                    .and_then(|p| p.get("sessionId"))
-                    .and_then(serde_json::Value::as_str);
-                if parent.is_some_and(|p| keep.contains(p)) {
-                    keep.insert(s.id.to_string());
-                }
-            }
-            if keep.len() == before {
-                break;
-            }
-        }
+        let (keep, missing) = kept_sessions(sessions, ids);
         sessions.retain(|s| keep.contains(s.id.as_str()));
         missing
+    }
+
+    /// A copy of the state with only `kinds`, and, when `ids` is given, only those sessions
+    /// and their subagent sessions (as [`State::retain_sessions`]); the ids that name no
+    /// session. Only what is kept is cloned, so picking one session of thousands costs that
+    /// session.
+    pub fn select(&self, kinds: KindSet, ids: Option<&[String]>) -> (State, Vec<String>) {
+        let want = |k: StateKind| kinds.contains(k);
+        let mut missing = Vec::new();
+        let sessions = match (&self.sessions, ids) {
+            (Some(all), Some(ids)) if want(StateKind::Sessions) => {
+                let (keep, m) = kept_sessions(all, ids);
+                missing = m;
+                Some(
+                    all.iter()
+                        .filter(|s| keep.contains(s.id.as_str()))
+                        .cloned()
+                        .collect(),
+                )
+            }
+            (None, Some(ids)) if want(StateKind::Sessions) => {
+                missing = ids.to_vec();
+                None
+            }
+            (s, _) if want(StateKind::Sessions) => s.clone(),
+            _ => None,
+        };
+        fn kept<T: Clone>(wanted: bool, kind: &Option<T>) -> Option<T> {
+            if wanted { kind.clone() } else { None }
+        }
+        let state = State {
+            sessions,
+            instructions: kept(want(StateKind::Instructions), &self.instructions),
+            skills: kept(want(StateKind::Skills), &self.skills),
+            tools: kept(want(StateKind::Tools), &self.tools),
+            memory: kept(want(StateKind::Memory), &self.memory),
+            settings: kept(want(StateKind::Settings), &self.settings),
+        };
+        (state, missing)
     }
 
     /// Puts every list in its canonical order (sessions by id, skills and tools by name, files
@@ -570,31 +585,37 @@ impl State {
     }
 
     /// Every blob reference with a description of what refers to it, in manifest order.
-    pub fn references(&self) -> Vec<(Descriptor, String)> {
+    pub fn references(&self) -> Vec<(Descriptor, Reference<'_>)> {
         let mut out = Vec::new();
         for s in self.sessions.iter().flatten() {
-            out.push((
-                s.updates,
-                format!("the updates of session {:?}", s.id.as_str()),
-            ));
+            out.push((s.updates, Reference::Updates(&s.id)));
             for f in s.native.iter().flat_map(|n| &n.files) {
                 out.push((
                     f.content,
-                    format!("native file {} of session {:?}", f.path, s.id.as_str()),
+                    Reference::Native {
+                        path: &f.path,
+                        session: &s.id,
+                    },
                 ));
             }
         }
         if let Some(i) = &self.instructions {
-            out.push((i.text, "the instructions".to_owned()));
+            out.push((i.text, Reference::Instructions));
         }
         for s in self.skills.iter().flatten() {
             for f in &s.files {
-                out.push((f.content, format!("file {} of skill {}", f.path, s.name)));
+                out.push((
+                    f.content,
+                    Reference::SkillFile {
+                        path: &f.path,
+                        skill: &s.name,
+                    },
+                ));
             }
         }
         for n in self.memory.iter().flatten() {
             if let NoteBody::Text(d) = n.body {
-                out.push((d, format!("memory note {}", n.path)));
+                out.push((d, Reference::Note(&n.path)));
             }
         }
         out
@@ -622,6 +643,68 @@ impl State {
         }
         all.into_iter().collect()
     }
+}
+
+/// What refers to a body, for messages: written out only when a message needs it, since a
+/// state refers to thousands of bodies and most reads report none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reference<'a> {
+    Updates(&'a SessionId),
+    Native {
+        path: &'a RelPath,
+        session: &'a SessionId,
+    },
+    Instructions,
+    SkillFile {
+        path: &'a RelPath,
+        skill: &'a SkillName,
+    },
+    Note(&'a RelPath),
+}
+
+impl std::fmt::Display for Reference<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reference::Updates(id) => write!(f, "the updates of session {:?}", id.as_str()),
+            Reference::Native { path, session } => {
+                write!(f, "native file {path} of session {:?}", session.as_str())
+            }
+            Reference::Instructions => f.write_str("the instructions"),
+            Reference::SkillFile { path, skill } => write!(f, "file {path} of skill {skill}"),
+            Reference::Note(path) => write!(f, "memory note {path}"),
+        }
+    }
+}
+
+/// The ids of the sessions `ids` names and of their subagent sessions at any depth, and the
+/// ids that name no session.
+fn kept_sessions(sessions: &[Session], ids: &[String]) -> (BTreeSet<String>, Vec<String>) {
+    let mut keep: BTreeSet<String> = BTreeSet::new();
+    let missing = ids
+        .iter()
+        .filter(|id| !sessions.iter().any(|s| s.id.as_str() == id.as_str()))
+        .cloned()
+        .collect();
+    keep.extend(ids.iter().cloned());
+    loop {
+        let before = keep.len();
+        for s in sessions {
+            let parent = s
+                .meta
+                .as_ref()
+                .and_then(|m| m.get("asp"))
+                .and_then(|a| a.get("parent"))
+                .and_then(|p| p.get("sessionId"))
+                .and_then(serde_json::Value::as_str);
+            if parent.is_some_and(|p| keep.contains(p)) {
+                keep.insert(s.id.to_string());
+            }
+        }
+        if keep.len() == before {
+            break;
+        }
+    }
+    (keep, missing)
 }
 
 #[cfg(test)]

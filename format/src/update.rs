@@ -116,9 +116,14 @@ pub fn validate_line(line: &str, session: &SessionId) -> Result<(), UpdateError>
 
 /// Writes a session's update stream into a blob, one compact line per update.
 pub struct UpdateWriter<'a> {
-    out: Box<dyn BlobWrite + 'a>,
+    /// Buffered: serde writes a line in many small pieces (each quote, key and escape), and
+    /// each piece would otherwise be a dynamic call into the sink and its hasher.
+    out: io::BufWriter<Box<dyn BlobWrite + 'a>>,
     lines: u64,
 }
+
+/// How much of a stream [`UpdateWriter`] gathers before handing it to the sink.
+const BUFFER: usize = 64 * 1024;
 
 impl std::fmt::Debug for UpdateWriter<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -131,7 +136,7 @@ impl std::fmt::Debug for UpdateWriter<'_> {
 impl<'a> UpdateWriter<'a> {
     pub fn new(sink: &'a dyn BlobSink) -> Result<Self, BlobError> {
         Ok(UpdateWriter {
-            out: sink.begin()?,
+            out: io::BufWriter::with_capacity(BUFFER, sink.begin()?),
             lines: 0,
         })
     }
@@ -139,11 +144,12 @@ impl<'a> UpdateWriter<'a> {
     /// A writer for a stream derived from the blob `base` (the session's native transcript),
     /// when there is one: see [`BlobSink::begin_derived`].
     pub fn derived(sink: &'a dyn BlobSink, base: Option<Descriptor>) -> Result<Self, BlobError> {
+        let out = match base {
+            Some(b) => sink.begin_derived(&b)?,
+            None => sink.begin()?,
+        };
         Ok(UpdateWriter {
-            out: match base {
-                Some(b) => sink.begin_derived(&b)?,
-                None => sink.begin()?,
-            },
+            out: io::BufWriter::with_capacity(BUFFER, out),
             lines: 0,
         })
     }
@@ -171,7 +177,10 @@ impl<'a> UpdateWriter<'a> {
     }
 
     pub fn finish(self) -> Result<Descriptor, BlobError> {
-        self.out.finish()
+        self.out
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)?
+            .finish()
     }
 }
 

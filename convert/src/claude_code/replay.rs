@@ -545,8 +545,8 @@ impl<'a> Replay<'a, '_, '_> {
     }
 
     fn assistant(&mut self, r: &Record) -> Result<(), ConvertError> {
-        let msg = r.value.get("message").cloned().unwrap_or(Value::Null);
-        if let Some(model) = str_at(&msg, "model") {
+        let msg = r.value.get("message").unwrap_or(&Value::Null);
+        if let Some(model) = str_at(msg, "model") {
             self.set_model(model)?;
         }
         let message_id = r.message_id();
@@ -565,16 +565,20 @@ impl<'a> Replay<'a, '_, '_> {
                 _ => self.response = Some((id.to_owned(), usage, stop)),
             }
         }
-        let blocks: Vec<Value> = match msg.get("content") {
-            Some(Value::Array(b)) => b.clone(),
-            Some(Value::String(t)) => vec![json!({"type": "text", "text": t})],
-            _ => Vec::new(),
+        // The blocks are read where they lie; only those carried whole are cloned.
+        let text_block: [Value; 1];
+        let blocks: &[Value] = match msg.get("content") {
+            Some(Value::Array(b)) => b,
+            Some(Value::String(t)) => {
+                text_block = [json!({"type": "text", "text": t})];
+                &text_block
+            }
+            _ => &[],
         };
         for b in blocks {
-            let kind = str_at(&b, "type").unwrap_or("").to_owned();
-            match kind.as_str() {
+            match str_at(b, "type").unwrap_or("") {
                 "text" => {
-                    let t = str_at(&b, "text").unwrap_or("");
+                    let t = str_at(b, "text").unwrap_or("");
                     if t.is_empty() {
                         continue;
                     }
@@ -593,15 +597,15 @@ impl<'a> Replay<'a, '_, '_> {
                     if let Some(sig) = b.get("signature") {
                         m.insert("signature".into(), sig.clone());
                     }
-                    let t = str_at(&b, "thinking").unwrap_or("");
+                    let t = str_at(b, "thinking").unwrap_or("");
                     let u = Update::AgentThoughtChunk(chunk(acp::text(t), message_id));
                     self.out.emit(with_claude(u, m), message_id)?;
                 }
                 "tool_use" | "server_tool_use" | "mcp_tool_use" => {
-                    self.tool_use(r, &b, message_id)?;
+                    self.tool_use(r, b, message_id)?;
                 }
                 k if k.ends_with("_tool_result") && b.get("tool_use_id").is_some() => {
-                    let id = str_at(&b, "tool_use_id").unwrap_or_default();
+                    let id = str_at(b, "tool_use_id").unwrap_or_default();
                     let failed = b
                         .pointer("/content/type")
                         .and_then(Value::as_str)
@@ -623,7 +627,7 @@ impl<'a> Replay<'a, '_, '_> {
                     };
                     self.out.emit(with_claude(u, m), message_id)?;
                 }
-                _ => self.out.blocks.push(b),
+                _ => self.out.blocks.push(b.clone()),
             }
         }
         Ok(())

@@ -81,19 +81,21 @@ pub fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 
 /// Parses a transcript held in memory. Lines that are not JSON objects (a truncated last line,
 /// binary garbage) are reported with file and line and skipped; blank lines are ignored, as
-/// Claude Code itself does. Readers of real stores use [`Indexer`], which keeps only what the
-/// tree needs; this is the same parse, keeping every record whole.
+/// Claude Code itself does. Readers of real stores use [`Indexer`] and [`Lines`], which keep
+/// only what the tree needs; this is the same two passes, keeping every record whole.
 #[cfg(test)]
 pub fn parse(bytes: &[u8], file: &Path, diagnostics: &Diagnostics) -> Vec<Record> {
-    let mut out = Vec::new();
-    let mut ix = Indexer::new(file, diagnostics, |r: &Record| out.push(r.clone()));
+    let mut ix = Indexer::new(file, diagnostics, |_: &Record| {});
     ix.feed(bytes);
-    ix.finish();
-    out
+    let index = ix.finish();
+    let mut lines = Lines::new(file, bytes, diagnostics);
+    (0..index.records.len())
+        .filter_map(|i| lines.load(&index, i))
+        .collect()
 }
 
-/// The first pass over a transcript: every line parsed once, handed whole to a callback, and
-/// kept only as a *skeleton* (the few small fields the tree, the leaf and the session facts
+/// The first pass over a transcript: every line parsed once into its *skeleton*, handed to a
+/// callback and kept (the few small fields the tree, the leaf and the session facts
 /// need) plus where the line is in the file. The second pass ([`Lines`]) reads the lines the
 /// replay needs again, one at a time, so a transcript full of base64 images is never held in
 /// memory as parsed JSON.
@@ -122,8 +124,17 @@ impl<F: FnMut(&Record)> std::fmt::Debug for Indexer<'_, F> {
 pub struct Index {
     /// One skeleton per record, in file order (see [`skeleton`]).
     pub records: Vec<Record>,
-    /// `(offset, length)` of each record's line in the file, without its `\n`.
-    pub spans: Vec<(u64, usize)>,
+    /// Where each record's line is in the file.
+    pub spans: Vec<Span>,
+}
+
+/// A line's place in the file (without its `\n`) and the CRC-32 of its bytes, so the second
+/// pass knows the line it reads back is the one the first pass saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub at: u64,
+    pub len: usize,
+    pub crc: u32,
 }
 
 /// Keys of a record the tree, the leaf, the chain and the session facts read.
@@ -144,8 +155,13 @@ const SKELETON_KEYS: &[&str] = &[
     "explicit",
 ];
 
+/// Keys of a content block the skeleton keeps: its type, and what ties a tool call to its
+/// name and its result (the first pass learns tool names and subagent calls from them).
+const BLOCK_KEYS: &[&str] = &["type", "id", "name", "tool_use_id"];
+
 /// The small part of a record: [`SKELETON_KEYS`], `snipMetadata.removedUuids`,
-/// `compactMetadata.preservedSegment`, `message.id`, and the `type` of each content block.
+/// `compactMetadata.preservedSegment`, `toolUseResult.agentId`, `message.id`, and
+/// [`BLOCK_KEYS`] of each content block.
 pub fn skeleton(v: &Value) -> Value {
     let mut out = serde_json::Map::new();
     for k in SKELETON_KEYS {
@@ -165,24 +181,309 @@ pub fn skeleton(v: &Value) -> Value {
             serde_json::json!({ "preservedSegment": x }),
         );
     }
+    if let Some(x) = v.pointer("/toolUseResult/agentId") {
+        out.insert("toolUseResult".into(), serde_json::json!({ "agentId": x }));
+    }
     if let Some(m) = v.get("message").and_then(Value::as_object) {
         let mut msg = serde_json::Map::new();
         if let Some(id) = m.get("id") {
             msg.insert("id".into(), id.clone());
         }
         if let Some(blocks) = m.get("content").and_then(Value::as_array) {
-            let types = blocks
+            let kept = blocks
                 .iter()
-                .map(|b| match b.get("type") {
-                    Some(t) => serde_json::json!({ "type": t }),
-                    None => Value::Object(serde_json::Map::new()),
+                .map(|b| {
+                    let mut o = serde_json::Map::new();
+                    for k in BLOCK_KEYS {
+                        if let Some(x) = b.get(*k) {
+                            o.insert((*k).to_owned(), x.clone());
+                        }
+                    }
+                    Value::Object(o)
                 })
                 .collect();
-            msg.insert("content".into(), Value::Array(types));
+            msg.insert("content".into(), Value::Array(kept));
         }
         out.insert("message".into(), Value::Object(msg));
     }
     Value::Object(out)
+}
+
+/// The skeleton of one line, parsed straight from its bytes: serde skips every other member
+/// without building it, so the first pass never allocates a tool result or an image. `None`
+/// when the fast form does not apply (not an object, a member given twice, invalid JSON): the
+/// caller then parses the line whole, which gives the same skeleton or the same error.
+fn skim(raw: &[u8]) -> Option<Value> {
+    if raw.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    serde_json::from_slice::<skim::Line>(raw)
+        .ok()
+        .map(skim::Line::into_skeleton)
+}
+
+/// Typed views of the skeleton's members (see [`skim`]). Each member is an `Option<Value>`
+/// set when the key is present (`null` included), and nested objects are read only when
+/// they are objects, as `Value::get` and `Value::pointer` see them.
+mod skim {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use serde::{Deserialize, de};
+    use serde_json::{Map, Value};
+
+    fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+        Value::deserialize(d).map(Some)
+    }
+
+    /// A member read as `T` when it is an object, and skipped otherwise.
+    pub struct Obj<T>(pub Option<T>);
+
+    impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V<T>(std::marker::PhantomData<T>);
+            impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+                type Value = Obj<T>;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("any JSON value")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Obj<T>, A::Error> {
+                    T::deserialize(de::value::MapAccessDeserializer::new(map)).map(|t| Obj(Some(t)))
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Obj<T>, A::Error> {
+                    while seq.next_element::<IgnoredAny>()?.is_some() {}
+                    Ok(Obj(None))
+                }
+                fn visit_str<E: de::Error>(self, _: &str) -> Result<Obj<T>, E> {
+                    Ok(Obj(None))
+                }
+                fn visit_bool<E: de::Error>(self, _: bool) -> Result<Obj<T>, E> {
+                    Ok(Obj(None))
+                }
+                fn visit_i64<E: de::Error>(self, _: i64) -> Result<Obj<T>, E> {
+                    Ok(Obj(None))
+                }
+                fn visit_u64<E: de::Error>(self, _: u64) -> Result<Obj<T>, E> {
+                    Ok(Obj(None))
+                }
+                fn visit_f64<E: de::Error>(self, _: f64) -> Result<Obj<T>, E> {
+                    Ok(Obj(None))
+                }
+                fn visit_unit<E: de::Error>(self) -> Result<Obj<T>, E> {
+                    Ok(Obj(None))
+                }
+            }
+            d.deserialize_any(V(std::marker::PhantomData))
+        }
+    }
+
+    /// `message.content`: blocks when it is an array, nothing otherwise.
+    pub struct Blocks(pub Option<Vec<Obj<Block>>>);
+
+    impl<'de> Deserialize<'de> for Blocks {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Blocks;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("any JSON value")
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Blocks, A::Error> {
+                    let mut out = Vec::new();
+                    while let Some(b) = seq.next_element::<Obj<Block>>()? {
+                        out.push(b);
+                    }
+                    Ok(Blocks(Some(out)))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Blocks, A::Error> {
+                    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                    Ok(Blocks(None))
+                }
+                fn visit_str<E: de::Error>(self, _: &str) -> Result<Blocks, E> {
+                    Ok(Blocks(None))
+                }
+                fn visit_bool<E: de::Error>(self, _: bool) -> Result<Blocks, E> {
+                    Ok(Blocks(None))
+                }
+                fn visit_i64<E: de::Error>(self, _: i64) -> Result<Blocks, E> {
+                    Ok(Blocks(None))
+                }
+                fn visit_u64<E: de::Error>(self, _: u64) -> Result<Blocks, E> {
+                    Ok(Blocks(None))
+                }
+                fn visit_f64<E: de::Error>(self, _: f64) -> Result<Blocks, E> {
+                    Ok(Blocks(None))
+                }
+                fn visit_unit<E: de::Error>(self) -> Result<Blocks, E> {
+                    Ok(Blocks(None))
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub struct Block {
+        #[serde(rename = "type", default, deserialize_with = "present")]
+        kind: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        id: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        name: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        tool_use_id: Option<Value>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Message {
+        #[serde(default, deserialize_with = "present")]
+        id: Option<Value>,
+        #[serde(default)]
+        content: Option<Blocks>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Snip {
+        #[serde(default, deserialize_with = "present")]
+        removed_uuids: Option<Value>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Compact {
+        #[serde(default, deserialize_with = "present")]
+        preserved_segment: Option<Value>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ToolUseResult {
+        #[serde(default, deserialize_with = "present")]
+        agent_id: Option<Value>,
+    }
+
+    /// One line's skeleton members, in [`super::SKELETON_KEYS`] order.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Line {
+        #[serde(rename = "type", default, deserialize_with = "present")]
+        kind: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        subtype: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        uuid: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        parent_uuid: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        logical_parent_uuid: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        timestamp: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        is_meta: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        is_sidechain: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        cwd: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        relocated_cwd: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        version: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        git_branch: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        leaf_uuid: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        explicit: Option<Value>,
+        #[serde(default)]
+        snip_metadata: Option<Obj<Snip>>,
+        #[serde(default)]
+        compact_metadata: Option<Obj<Compact>>,
+        #[serde(default)]
+        tool_use_result: Option<Obj<ToolUseResult>>,
+        #[serde(default)]
+        message: Option<Obj<Message>>,
+    }
+
+    impl Line {
+        pub fn into_skeleton(self) -> Value {
+            let mut out = Map::new();
+            let scalars = [
+                self.kind,
+                self.subtype,
+                self.uuid,
+                self.parent_uuid,
+                self.logical_parent_uuid,
+                self.timestamp,
+                self.is_meta,
+                self.is_sidechain,
+                self.cwd,
+                self.relocated_cwd,
+                self.version,
+                self.git_branch,
+                self.leaf_uuid,
+                self.explicit,
+            ];
+            for (k, v) in super::SKELETON_KEYS.iter().zip(scalars) {
+                if let Some(v) = v {
+                    out.insert((*k).to_owned(), v);
+                }
+            }
+            let nested = |outer: &str, inner: &str, v: Value| {
+                let mut o = Map::new();
+                o.insert(inner.to_owned(), v);
+                (outer.to_owned(), Value::Object(o))
+            };
+            if let Some(v) = self
+                .snip_metadata
+                .and_then(|o| o.0)
+                .and_then(|s| s.removed_uuids)
+            {
+                let (k, v) = nested("snipMetadata", "removedUuids", v);
+                out.insert(k, v);
+            }
+            if let Some(v) = self
+                .compact_metadata
+                .and_then(|o| o.0)
+                .and_then(|c| c.preserved_segment)
+            {
+                let (k, v) = nested("compactMetadata", "preservedSegment", v);
+                out.insert(k, v);
+            }
+            if let Some(v) = self
+                .tool_use_result
+                .and_then(|o| o.0)
+                .and_then(|t| t.agent_id)
+            {
+                let (k, v) = nested("toolUseResult", "agentId", v);
+                out.insert(k, v);
+            }
+            if let Some(m) = self.message.and_then(|o| o.0) {
+                let mut msg = Map::new();
+                if let Some(id) = m.id {
+                    msg.insert("id".into(), id);
+                }
+                if let Some(blocks) = m.content.and_then(|b| b.0) {
+                    let kept = blocks
+                        .into_iter()
+                        .map(|b| {
+                            let mut o = Map::new();
+                            if let Some(b) = b.0 {
+                                let fields = [b.kind, b.id, b.name, b.tool_use_id];
+                                for (k, v) in super::BLOCK_KEYS.iter().zip(fields) {
+                                    if let Some(v) = v {
+                                        o.insert((*k).to_owned(), v);
+                                    }
+                                }
+                            }
+                            Value::Object(o)
+                        })
+                        .collect();
+                    msg.insert("content".into(), Value::Array(kept));
+                }
+                out.insert("message".into(), Value::Object(msg));
+            }
+            Value::Object(out)
+        }
+    }
 }
 
 impl<'d, F: FnMut(&Record)> Indexer<'d, F> {
@@ -234,15 +535,23 @@ impl<'d, F: FnMut(&Record)> Indexer<'d, F> {
         if raw.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        match serde_json::from_slice::<Value>(raw) {
+        let parsed = match skim(raw) {
+            Some(skel) => Ok(skel),
+            None => serde_json::from_slice::<Value>(raw).map(|v| match v {
+                Value::Object(_) => skeleton(&v),
+                other => other,
+            }),
+        };
+        match parsed {
             Ok(v @ Value::Object(_)) => {
                 let r = Record { line, value: v };
                 (self.on_record)(&r);
-                self.index.records.push(Record {
-                    line,
-                    value: skeleton(&r.value),
+                self.index.records.push(r);
+                self.index.spans.push(Span {
+                    at,
+                    len: raw.len(),
+                    crc: crc32fast::hash(raw),
                 });
-                self.index.spans.push((at, raw.len()));
             }
             Ok(_) => self.diagnostics.damaged(
                 file,
@@ -270,12 +579,21 @@ impl<'d, F: FnMut(&Record)> Indexer<'d, F> {
 
 /// The second pass: records read back whole, one at a time, from where the first pass found
 /// them. Claude Code only appends to a transcript, so the offsets stay good while it runs; a
-/// line that no longer parses to the record the first pass saw is reported and skipped.
+/// line whose bytes are not the ones the first pass saw is reported and skipped.
+///
+/// The replay asks for lines mostly in file order, so they are read through a window of
+/// [`WINDOW`] bytes: one read for many lines, and no allocation per line.
 pub struct Lines<'d> {
     file: PathBuf,
     reader: Box<dyn ReadAt + 'd>,
     diagnostics: &'d Diagnostics,
+    window: Vec<u8>,
+    /// Offset of `window`'s first byte in the file.
+    window_at: u64,
 }
+
+/// How much of the file [`Lines`] reads at once (a longer line is read whole).
+const WINDOW: usize = 256 * 1024;
 
 impl std::fmt::Debug for Lines<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -287,31 +605,44 @@ impl std::fmt::Debug for Lines<'_> {
 
 /// Something lines can be read back from by offset.
 pub trait ReadAt {
-    fn read_at(&mut self, at: u64, buf: &mut [u8]) -> std::io::Result<()>;
+    /// Fills `buf` from offset `at` as far as the data goes; the bytes read (fewer than
+    /// `buf.len()` only at the end of the data).
+    fn read_at(&mut self, at: u64, buf: &mut [u8]) -> std::io::Result<usize>;
 }
 
 impl<R: ReadAt + ?Sized> ReadAt for &mut R {
-    fn read_at(&mut self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+    fn read_at(&mut self, at: u64, buf: &mut [u8]) -> std::io::Result<usize> {
         (**self).read_at(at, buf)
     }
 }
 
 impl ReadAt for std::fs::File {
-    fn read_at(&mut self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        use std::io::{Read, Seek, SeekFrom};
-        self.seek(SeekFrom::Start(at))?;
-        self.read_exact(buf)
+    fn read_at(&mut self, at: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut done = 0;
+        while done < buf.len() {
+            #[cfg(unix)]
+            let n = std::os::unix::fs::FileExt::read_at(self, &mut buf[done..], at + done as u64);
+            #[cfg(windows)]
+            let n =
+                std::os::windows::fs::FileExt::seek_read(self, &mut buf[done..], at + done as u64);
+            match n {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
     }
 }
 
 impl ReadAt for &[u8] {
-    fn read_at(&mut self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+    fn read_at(&mut self, at: u64, buf: &mut [u8]) -> std::io::Result<usize> {
         let at = usize::try_from(at).map_err(std::io::Error::other)?;
-        let src = self
-            .get(at..at + buf.len())
-            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
-        buf.copy_from_slice(src);
-        Ok(())
+        let src = self.get(at..).unwrap_or_default();
+        let n = src.len().min(buf.len());
+        buf[..n].copy_from_slice(&src[..n]);
+        Ok(n)
     }
 }
 
@@ -321,27 +652,43 @@ impl<'d> Lines<'d> {
             file: file.to_path_buf(),
             reader: Box::new(reader),
             diagnostics,
+            window: Vec::new(),
+            window_at: 0,
         }
+    }
+
+    /// The bytes of `span`, from the window (read again when the span is not in it).
+    fn bytes(&mut self, span: Span) -> std::io::Result<&[u8]> {
+        let inside = span.at >= self.window_at
+            && span.at + span.len as u64 <= self.window_at + self.window.len() as u64;
+        if !inside {
+            self.window.resize(span.len.max(WINDOW), 0);
+            let n = self.reader.read_at(span.at, &mut self.window)?;
+            self.window.truncate(n);
+            self.window_at = span.at;
+            if n < span.len {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+        }
+        let from = (span.at - self.window_at) as usize;
+        Ok(&self.window[from..from + span.len])
     }
 
     /// Record `i` of `index`, whole; `None` (reported) when its line cannot be read back.
     pub fn load(&mut self, index: &Index, i: usize) -> Option<Record> {
-        let skel = &index.records[i];
-        let (at, len) = index.spans[i];
-        let mut buf = vec![0; len];
-        let why = match self.reader.read_at(at, &mut buf) {
+        let line = index.records[i].line;
+        let span = index.spans[i];
+        let why = match self.bytes(span) {
             Err(e) => format!("the line could not be read again ({e}); skipped"),
-            Ok(()) => match serde_json::from_slice::<Value>(&buf) {
-                Ok(v @ Value::Object(_)) if skeleton(&v) == skel.value => {
-                    return Some(Record {
-                        line: skel.line,
-                        value: v,
-                    });
+            Ok(raw) if crc32fast::hash(raw) == span.crc => {
+                match serde_json::from_slice::<Value>(raw) {
+                    Ok(value @ Value::Object(_)) => return Some(Record { line, value }),
+                    _ => "the line changed while the transcript was read; skipped".to_owned(),
                 }
-                _ => "the line changed while the transcript was read; skipped".to_owned(),
-            },
+            }
+            Ok(_) => "the line changed while the transcript was read; skipped".to_owned(),
         };
-        self.diagnostics.damaged(&self.file, Some(skel.line), why);
+        self.diagnostics.damaged(&self.file, Some(line), why);
         None
     }
 }
@@ -635,23 +982,33 @@ mod tests {
             ix.feed(std::slice::from_ref(b));
         }
         let index = ix.finish();
-        assert_eq!(
-            seen,
-            parse(bytes, Path::new("t.jsonl"), &Diagnostics::new())
-        );
+        assert_eq!(seen, index.records);
         assert_eq!(
             d.items().iter().map(|i| i.line).collect::<Vec<_>>(),
             vec![Some(3), Some(5)]
         );
-        // Skeletons keep what the tree needs and drop the bodies.
+        // Skeletons keep what the tree needs and drop the bodies; the typed skim gives what
+        // the whole parse gives.
         assert_eq!(
             index.records[0].value,
             json!({"type": "user", "uuid": "a", "parentUuid": null, "message": {"content": [{"type": "image"}]}})
         );
         assert_eq!(index.records[1].message_id(), Some("msg_1"));
+        for (i, line) in [0usize, 3].into_iter().enumerate() {
+            let raw = bytes.split(|b| *b == b'\n').nth(line).unwrap();
+            let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+            let whole: Value = serde_json::from_slice(raw).unwrap();
+            assert_eq!(index.records[i].value, skeleton(&whole));
+        }
         // The second pass gives the records back whole, one at a time.
+        let whole = parse(bytes, Path::new("t.jsonl"), &Diagnostics::new());
+        assert_eq!(whole.len(), 2);
+        assert_eq!(
+            whole[0].value.pointer("/message/content/0/source/data"),
+            Some(&json!("AAAA"))
+        );
         let mut lines = Lines::new(Path::new("t.jsonl"), bytes, &d);
-        for (i, r) in seen.iter().enumerate() {
+        for (i, r) in whole.iter().enumerate() {
             assert_eq!(lines.load(&index, i).as_ref(), Some(r));
         }
         // A line that changed in between is reported and left out.
@@ -665,6 +1022,33 @@ mod tests {
             "{}",
             d2.items()[0]
         );
+    }
+
+    /// The typed first pass and the whole parse agree on every shape a member can take, and
+    /// lines the typed form cannot take (a member given twice) fall back to the whole parse.
+    #[test]
+    fn the_skim_gives_the_skeleton_of_the_whole_parse() {
+        let lines = [
+            r#"{"type":"user","uuid":"u","parentUuid":null,"isMeta":true,"message":{"role":"user","content":"plain text"}}"#,
+            r#"{"type":"assistant","message":{"id":7,"content":[{"type":"tool_use","id":"t1","name":"Read","input":{"x":[1,2]}},"odd",3,null,{"text":"no type"}]}}"#,
+            r#"{"type":"user","toolUseResult":{"agentId":"a1","content":[{"k":1}]},"message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"x"}]}}"#,
+            r#"{"type":"user","toolUseResult":"Error: failed","message":[1,2]}"#,
+            r#"{"type":"system","subtype":"compact_boundary","compactMetadata":{"trigger":"auto","preservedSegment":{"headUuid":"h","anchorUuid":"a","tailUuid":"t"}},"logicalParentUuid":"p"}"#,
+            r#"{"type":"system","snipMetadata":{"removedUuids":["a","b"]},"message":{"content":{"not":"blocks"}}}"#,
+            r#"{"type":"summary","leafUuid":"l","summary":"s","snipMetadata":[1],"compactMetadata":null}"#,
+            r#"{"type":"user","type":"assistant","uuid":"dup"}"#,
+            r#"{"cwd":"/w","gitBranch":"main","version":"2.1.3","relocatedCwd":"/x","explicit":false,"isSidechain":false,"timestamp":"2026-01-01T00:00:00Z"}"#,
+        ];
+        for line in lines {
+            let whole: Value = serde_json::from_str(line).unwrap();
+            let d = Diagnostics::new();
+            let mut ix = Indexer::new(Path::new("t.jsonl"), &d, |_: &Record| {});
+            ix.feed(line.as_bytes());
+            let index = ix.finish();
+            assert!(d.items().is_empty(), "{line}: {:?}", d.items());
+            assert_eq!(index.records[0].value, skeleton(&whole), "{line}");
+        }
+        assert!(skim(br#"{"type":"user","type":"assistant"}"#).is_none());
     }
 
     #[test]

@@ -243,7 +243,9 @@ pub fn compress(src: &[u8], dict: Option<&[u8]>, level: i32) -> io::Result<Vec<u
 
 /// Decompresses one whole zstd layer of `size` bytes (against `dict`), checking the size.
 pub fn decompress(src: &[u8], dict: Option<&[u8]>, size: u64) -> io::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    // One byte more than the body: `read_to_end` needs room to see the end of the frame, and
+    // without it would double (copy) the whole buffer to find out.
+    let mut out = Vec::with_capacity(usize::try_from(size.saturating_add(1)).unwrap_or(0));
     let mut d = match dict {
         Some(d) => zstd::stream::read::Decoder::with_dictionary(io::BufReader::new(src), d)?,
         None => zstd::stream::read::Decoder::new(src)?,

@@ -640,7 +640,9 @@ impl Bundle {
     pub fn check_data(&self, state: &State, progress: &dyn Progress) -> Result<(), ReadError> {
         let mut wanted: BTreeMap<Digest, (u64, String)> = BTreeMap::new();
         for (d, what) in state.references() {
-            wanted.entry(d.digest).or_insert((d.size, what));
+            wanted
+                .entry(d.digest)
+                .or_insert_with(|| (d.size, what.to_string()));
         }
         let problems = check_blobs(&self.file, &self.blobs, &wanted, state, false, progress);
         if problems.is_empty() {
@@ -883,7 +885,9 @@ pub fn verify_file(
     let empty = State::default();
     let state = scan.manifest.as_ref().map_or(&empty, |m| &m.state);
     for (d, what) in state.references() {
-        wanted.entry(d.digest).or_insert((d.size, what));
+        wanted
+            .entry(d.digest)
+            .or_insert_with(|| (d.size, what.to_string()));
     }
     for (d, loc) in &scan.blobs {
         if !wanted.contains_key(d) {
@@ -1625,21 +1629,29 @@ fn read_small(file: &SharedFile, data: &EntryData, max: u64) -> Result<Vec<u8>, 
 /// Where an entry's data starts, after checking that its local header agrees with the central
 /// directory's name for it.
 fn local_data_start(file: &SharedFile, header_start: u64, name: &[u8]) -> Result<u64, String> {
-    let mut fixed = [0u8; 30];
-    file.read_exact_at(&mut fixed, header_start)
+    // The fixed part and the name in one read: the name the local header should carry is
+    // the central directory's, so its length is known (a bundle has thousands of entries).
+    let mut head = vec![0u8; 30 + name.len()];
+    file.read_exact_at(&mut head, header_start)
         .map_err(|_| "its local header lies outside the file".to_owned())?;
-    if u32::from_le_bytes(fixed[0..4].try_into().expect("4 bytes")) != LOCAL_HEADER_SIG {
+    if u32::from_le_bytes(head[0..4].try_into().expect("4 bytes")) != LOCAL_HEADER_SIG {
         return Err("its local header is missing or damaged".to_owned());
     }
-    let name_len = u64::from(u16::from_le_bytes([fixed[26], fixed[27]]));
-    let extra_len = u64::from(u16::from_le_bytes([fixed[28], fixed[29]]));
-    let mut local_name = vec![0u8; name_len as usize];
-    file.read_exact_at(&mut local_name, header_start + 30)
-        .map_err(|_| "its local header lies outside the file".to_owned())?;
+    let name_len = u64::from(u16::from_le_bytes([head[26], head[27]]));
+    let extra_len = u64::from(u16::from_le_bytes([head[28], head[29]]));
+    let local_name: &[u8] = if name_len == name.len() as u64 {
+        &head[30..]
+    } else {
+        let mut other = vec![0u8; name_len as usize];
+        file.read_exact_at(&mut other, header_start + 30)
+            .map_err(|_| "its local header lies outside the file".to_owned())?;
+        head = other;
+        &head
+    };
     if local_name != name {
         return Err(format!(
             "its local header names it {:?}, the zip directory {:?}",
-            String::from_utf8_lossy(&local_name),
+            String::from_utf8_lossy(local_name),
             String::from_utf8_lossy(name)
         ));
     }
