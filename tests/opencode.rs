@@ -513,3 +513,40 @@ fn claude_md_that_opencode_reads_instead_is_never_replaced_by_an_agents_md() {
     assert!(answer.taken.contains(StateKind::Instructions), "{answer:?}");
     assert_eq!(crate::support::files_in(home.path()), before);
 }
+
+/// A different skill of the same name in another folder OpenCode reads skills from: writing
+/// the carried one would leave two skills with one name (OpenCode's pick not defined), so it
+/// is refused, naming that folder, and nothing is written.
+#[test]
+fn a_skill_whose_name_another_skills_folder_holds_differently_is_refused() {
+    let r = read_all(&samples().join("opencode"));
+    let only = asp_format::State {
+        skills: r.state.skills.clone(),
+        ..Default::default()
+    };
+    let home = tmp();
+    let other = home.path().join(".agents/skills/release-notes");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("SKILL.md"),
+        "---\nname: release-notes\ndescription: another one\n---\nmine\n",
+    )
+    .unwrap();
+    let before = crate::support::files_in(home.path());
+    for dry_run in [true, false] {
+        let (answer, _) = write_home(
+            "opencode",
+            home.path(),
+            &only,
+            &r.store,
+            dry_run,
+            &PathMap::default(),
+        );
+        assert_eq!(answer.not_taken.len(), 1, "{answer:?}");
+        assert!(
+            answer.not_taken[0].reason.contains(".agents/skills"),
+            "{answer:?}"
+        );
+        assert_eq!(crate::support::files_in(home.path()), before);
+    }
+}
