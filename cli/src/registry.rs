@@ -491,9 +491,12 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
     let report = match result {
         Ok(r) => r,
         Err(e) => {
-            // A repository this pull created and nothing landed in goes again.
-            if let Sink::Repo(r) = sink {
-                r.discard();
+            // A repository this pull created and nothing landed in goes again (but for its
+            // lock files), unless another process is using it.
+            if let Sink::Repo(r) = sink
+                && let Some(kept) = r.discard()
+            {
+                bar.println(format!("warning: {kept}"));
             }
             return Err(e);
         }

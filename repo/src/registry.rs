@@ -227,9 +227,8 @@ pub struct RepoSink {
     repo: Repository,
     host: Option<String>,
     pulled: Mutex<Option<Pulled>>,
-    /// What [`RepoSink::create`] made: whether the root directory was there already, and the
-    /// highest directory it created (the root or an ancestor).
-    created: Option<(bool, Option<PathBuf>)>,
+    /// Whether [`RepoSink::create`] made the repository (see [`RepoSink::discard`]).
+    created: bool,
     _lock: Lock,
 }
 
@@ -242,36 +241,33 @@ impl RepoSink {
             repo,
             host,
             pulled: Mutex::new(None),
-            created: None,
+            created: false,
             _lock: lock,
         })
     }
 
     /// The repository at `root`, created when it is missing (or an empty directory); what is
     /// created here is remembered, so that [`RepoSink::discard`] can take it away again if the
-    /// pull fails: a failed first pull leaves no empty repository behind.
+    /// pull fails: a failed first pull leaves no repository behind, only its lock files.
     pub fn create(root: &Path, host: Option<String>) -> Result<Self, RepoError> {
         if root.join("oci-layout").exists() {
             return RepoSink::new(Repository::open(root)?, host);
         }
-        let existed = root.exists();
-        let mut top = None;
-        let mut p = Some(root);
-        while let Some(d) = p.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
-            top = Some(d.to_path_buf());
-            p = d.parent();
-        }
         let repo = Repository::open_or_init(root)?;
         let mut sink = RepoSink::new(repo, host)?;
-        sink.created = Some((existed, top));
+        sink.created = true;
         Ok(sink)
     }
 
     /// After a failed pull: when this sink created the repository and it still holds nothing
-    /// (no snapshot, no blob, under the exclusive lock so no other process is using it), its
-    /// files and the directories made for it are removed. Only what a new repository consists
-    /// of is removed, file by file; anything else found there stays, and so does the directory.
-    pub fn discard(self) {
+    /// (no snapshot, no blob), its files are removed, `oci-layout` last (while it is there the
+    /// directory is a repository, complete or not), under the exclusive lock taken without
+    /// waiting. The lock files under `locks/` stay: another process may have one open, and a
+    /// lock file unlinked under it would let two processes hold "the" lock at once; so the
+    /// directory stays too, holding only them, and a later pull or backup makes the repository
+    /// there again. Anything else found there stays. What was kept, and why, is returned for
+    /// the user when that is more than the lock files (another process holds the repository).
+    pub fn discard(self) -> Option<String> {
         let RepoSink {
             repo,
             created,
@@ -279,35 +275,27 @@ impl RepoSink {
             ..
         } = self;
         drop(_lock);
-        let Some((existed, top)) = created else {
-            return;
-        };
-        let Ok(_exclusive) = repo.lock_exclusive() else {
-            return;
+        if !created {
+            return None;
+        }
+        let root = repo.root().to_path_buf();
+        let kept = |why: &str| Some(format!("{} was kept: {why}", root.display()));
+        let _exclusive = match repo.try_lock_exclusive() {
+            Ok(Some(l)) => l,
+            Ok(None) => return kept("another asp process is using it"),
+            Err(e) => return kept(&e.to_string()),
         };
         let blobs = repo.blobs_dir();
         let empty = |d: &Path| fs::read_dir(d).is_ok_and(|mut r| r.next().is_none());
         if !repo.snapshots().is_ok_and(|s| s.is_empty()) || !empty(&blobs) {
-            return;
+            return None;
         }
-        let root = repo.root().to_path_buf();
-        for f in ["oci-layout", "index.json", "locks/repo", "locks/index"] {
-            let _ = fs::remove_file(root.join(f));
-        }
-        for d in [blobs.as_path(), &root.join("blobs"), &root.join("locks")] {
+        let _ = fs::remove_file(root.join("index.json"));
+        for d in [blobs.as_path(), &root.join("blobs")] {
             let _ = fs::remove_dir(d);
         }
-        if existed {
-            return;
-        }
-        // The root, then each parent made for it, while empty.
-        let mut d = Some(root.as_path());
-        while let Some(dir) = d {
-            if fs::remove_dir(dir).is_err() || top.as_deref() == Some(dir) {
-                break;
-            }
-            d = dir.parent();
-        }
+        let _ = fs::remove_file(root.join("oci-layout"));
+        None
     }
 
     /// What the commit made; `None` before a commit.
