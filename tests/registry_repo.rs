@@ -465,8 +465,9 @@ fn push_record(home: &Home, dir: &Path, record: &[u8], m: &str, m_size: usize, r
     push(home, &["--layout", dir.to_str().unwrap(), reference]);
 }
 
-/// A snapshot record is hostile input like the rest: one whose gone mark names a session the
-/// state does not hold, or whose configuration names a file the harness does not keep
+/// A snapshot record is hostile input like the rest: one that names another harness than the
+/// state's sessions, one whose gone mark names a session the state does not hold, or whose
+/// configuration names a file the harness does not keep
 /// (pushed here by hand, as OCI layouts), writes nothing.
 #[test]
 fn a_record_that_does_not_fit_its_state_writes_nothing() {
@@ -501,7 +502,12 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
     assert!(stderr.contains("not a snapshot record"), "{stderr}");
 
     let x = format!("sha256:{}", asp_test_registry::sha256_hex(b"x"));
-    let cases: [(&str, String, &str); 2] = [
+    let cases: [(&str, String, &str); 3] = [
+        (
+            "harness",
+            r#"{"schemaVersion":1,"mediaType":"application/vnd.asp.snapshot.record.v1+json","harness":"codex"}"#.to_owned(),
+            "it is of harness codex, but the state's sessions are claude-code's",
+        ),
         (
             "gone",
             r#"{"schemaVersion":1,"mediaType":"application/vnd.asp.snapshot.record.v1+json","harness":"claude-code","gone":{"00000000-0000-4000-8000-000000000000":"2026-12-02T00:00:00.000Z"}}"#.to_owned(),

@@ -48,7 +48,7 @@ use asp_registry::{Error, PushSource, Reference};
 use crate::backup::{BackupOutcome, config_layer_list, host_name, write_snapshot_of};
 use crate::blobs::SnapshotBlobs;
 use crate::error::RepoError;
-use crate::from_bundle::harness_of;
+use crate::from_bundle::{harness_of, sole_harness};
 use crate::repository::{Lock, RawBlobs, Repository};
 use crate::snapshot::{
     GONE_ANNOTATION, HARNESS_ANNOTATION, Record, SESSIONS_ANNOTATION, SOURCES_LAYER, Snapshot,
@@ -470,6 +470,16 @@ fn check_record(
         )));
     }
     HarnessName::new(&r.harness).map_err(|e| bad(format!("harness {:?}: {e}", r.harness)))?;
+    // The snapshot is filed under the record's harness: a state whose sessions are all of one
+    // other harness would be filed (and restored) as the wrong one.
+    if let Some(of_state) = sole_harness(&state.state)
+        && of_state != r.harness
+    {
+        return Err(bad(format!(
+            "it is of harness {}, but the state's sessions are {of_state}'s",
+            r.harness
+        )));
+    }
     let sessions: BTreeSet<&str> = state
         .state
         .sessions
