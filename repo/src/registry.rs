@@ -513,7 +513,7 @@ fn check_record(
             config.harness, r.harness
         )));
     }
-    check_config_paths(config).map_err(bad)?;
+    check_config_paths(config, reference)?;
     let listed: BTreeMap<Digest, u64> = record
         .manifest()
         .layers
@@ -553,23 +553,29 @@ const MAX_CONFIG_FILES: usize = 10_000;
 /// [`asp_convert::Harness::config_files`] must pick each one. So a hostile record can make a
 /// restore write `.claude/settings.json` or `.claude/rules/x.md` where none is, but never
 /// `.ssh/authorized_keys` or `.bashrc`, and never a file whose name says it holds credentials.
-fn check_config_paths(config: &asp_format::state::Native) -> Result<(), String> {
+fn check_config_paths(
+    config: &asp_format::state::Native,
+    reference: &Reference,
+) -> Result<(), RepoError> {
+    let bad = |m: String| RepoError::Integrity(format!("{reference}: the snapshot record: {m}"));
     if config.files.len() > MAX_CONFIG_FILES {
-        return Err(format!(
+        return Err(bad(format!(
             "it names {} configuration files, over the limit of {MAX_CONFIG_FILES}",
             config.files.len()
-        ));
+        )));
     }
+    // Not damage: a record made by an asp that knows a harness this one does not.
     let harness = asp_convert::harness(config.harness.as_str()).ok_or_else(|| {
-        format!(
-            "its configuration is of {}, which this asp does not know",
+        RepoError::Usage(format!(
+            "{reference}: the snapshot record: its configuration is of {}, which this asp does \
+             not know",
             config.harness
-        )
+        ))
     })?;
     let scratch = tempfile::Builder::new()
         .prefix("asp-config-paths-")
         .tempdir()
-        .map_err(|e| format!("cannot check the configuration's paths: {e}"))?;
+        .map_err(RepoError::io(std::env::temp_dir()))?;
     for f in &config.files {
         // A RelPath: relative, no `..`, no empty or `.` component; it stays in the scratch home.
         let path = scratch.path().join(f.path.as_str());
@@ -578,7 +584,7 @@ fn check_config_paths(config: &asp_format::state::Native) -> Result<(), String> 
             .map_or(Ok(()), fs::create_dir_all)
             .and_then(|()| File::create(&path).map(drop));
         if let Err(e) = made {
-            return Err(format!("configuration file {}: {e}", f.path));
+            return Err(bad(format!("configuration file {}: {e}", f.path)));
         }
     }
     let kept: BTreeSet<String> = harness
@@ -591,10 +597,10 @@ fn check_config_paths(config: &asp_format::state::Native) -> Result<(), String> 
         .iter()
         .find(|f| !kept.contains(f.path.as_str()))
     {
-        Some(f) => Err(format!(
+        Some(f) => Err(bad(format!(
             "{} is not a configuration file {} keeps",
             f.path, config.harness
-        )),
+        ))),
         None => Ok(()),
     }
 }
@@ -710,5 +716,36 @@ fn registry_error(e: RepoError) -> Error {
                 },
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use asp_format::error::{Classify, ErrorClass};
+    use asp_format::state::{FileEntry, Native};
+
+    fn native(harness: &str, path: &str) -> Native {
+        Native {
+            harness: HarnessName::new(harness).unwrap(),
+            files: vec![FileEntry {
+                path: asp_format::name::RelPath::new(path).unwrap(),
+                executable: false,
+                content: Descriptor::of(b"x"),
+            }],
+        }
+    }
+
+    /// A harness this asp does not know is not damage (exit 2, not 4); a path the harness does
+    /// not keep is.
+    #[test]
+    fn configuration_paths_are_refused_by_the_right_class() {
+        let r = Reference::parse("registry.example/me/state:tag").unwrap();
+        let e = check_config_paths(&native("not-a-harness", "x.md"), &r).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Usage, "{e}");
+        assert!(e.to_string().contains("not-a-harness"), "{e}");
+        let e = check_config_paths(&native("claude-code", ".ssh/authorized_keys"), &r).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Integrity, "{e}");
+        check_config_paths(&native("claude-code", ".claude/settings.json"), &r).unwrap();
     }
 }
