@@ -427,9 +427,16 @@ fn a_tampered_blob_writes_nothing_into_the_repository() {
     assert!(no_repository_in(&repo), "{:?}", files_under(&repo));
 }
 
-/// Pushes, as an OCI layout, a snapshot record of `record` (its JSON layer) whose subject is
-/// the state `m` of `m_size` bytes, to `reference`.
-fn push_record(home: &Home, dir: &Path, record: &[u8], m: &str, m_size: usize, reference: &str) {
+/// Pushes, as an OCI layout, a snapshot record of `record` (its layer, of media type `media`)
+/// whose subject is the state `m` of `m_size` bytes, to `reference`.
+fn push_record(
+    home: &Home,
+    dir: &Path,
+    (record, media): (&[u8], &str),
+    m: &str,
+    m_size: usize,
+    reference: &str,
+) {
     use asp_test_registry::sha256_hex;
     let blobs = dir.join("blobs/sha256");
     fs::create_dir_all(&blobs).unwrap();
@@ -446,8 +453,7 @@ fn push_record(home: &Home, dir: &Path, record: &[u8], m: &str, m_size: usize, r
         "artifactType": "application/vnd.asp.snapshot.v1",
         "config": {"mediaType": "application/vnd.oci.empty.v1+json",
                    "digest": format!("sha256:{}", sha256_hex(b"{}")), "size": 2, "data": "e30="},
-        "layers": [{"mediaType": "application/vnd.asp.snapshot.record.v1+json",
-                    "digest": record_digest, "size": record.len()}],
+        "layers": [{"mediaType": media, "digest": record_digest, "size": record.len()}],
         "subject": {"mediaType": "application/vnd.oci.image.manifest.v1+json",
                     "digest": m, "size": m_size, "artifactType": "application/vnd.asp.state.v1"}
     })
@@ -465,7 +471,8 @@ fn push_record(home: &Home, dir: &Path, record: &[u8], m: &str, m_size: usize, r
     push(home, &["--layout", dir.to_str().unwrap(), reference]);
 }
 
-/// A snapshot record is hostile input like the rest: one that names another harness than the
+/// A snapshot record is hostile input like the rest: one said to be zstd that is not, one that
+/// names another harness than the
 /// state's sessions, one whose gone mark names a session the state does not hold, or whose
 /// configuration names a file the harness does not keep
 /// (pushed here by hand, as OCI layouts), writes nothing.
@@ -502,7 +509,13 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
     assert!(stderr.contains("not a snapshot record"), "{stderr}");
 
     let x = format!("sha256:{}", asp_test_registry::sha256_hex(b"x"));
-    let cases: [(&str, String, &str); 3] = [
+    const RECORD: &str = "application/vnd.asp.snapshot.record.v1+json";
+    let cases: [(&str, String, &str); 4] = [
+        (
+            "zstd",
+            r#"{"schemaVersion":1,"mediaType":"application/vnd.asp.snapshot.record.v1+json","harness":"claude-code"}"#.to_owned(),
+            "the snapshot record: layer sha256:",
+        ),
         (
             "harness",
             r#"{"schemaVersion":1,"mediaType":"application/vnd.asp.snapshot.record.v1+json","harness":"codex"}"#.to_owned(),
@@ -527,7 +540,14 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
         push_record(
             &laptop,
             &laptop.path().join(tag),
-            record.as_bytes(),
+            (
+                record.as_bytes(),
+                &if tag == "zstd" {
+                    format!("{RECORD}+zstd")
+                } else {
+                    RECORD.to_owned()
+                },
+            ),
             &m,
             m_size,
             &reference,

@@ -461,8 +461,9 @@ fn check_record(
         .layers
         .first()
         .ok_or_else(|| bad("it has no record layer".to_owned()))?;
-    let r: Record = serde_json::from_slice(&read_document(blobs, first, RECORD_LAYER)?)
-        .map_err(|e| bad(format!("it is not valid: {e}")))?;
+    let doc = read_document(blobs, first, RECORD_LAYER).map_err(|e| about_record(e, reference))?;
+    let r: Record =
+        serde_json::from_slice(&doc).map_err(|e| bad(format!("it is not valid: {e}")))?;
     if r.schema_version != 1 || r.media_type != RECORD_LAYER {
         return Err(bad(format!(
             "schemaVersion {} and mediaType {:?} are not 1 and {RECORD_LAYER}",
@@ -542,6 +543,22 @@ fn check_record(
             .map_err(|e| bad(format!("configuration file {}: {e}", f.path)))?;
     }
     Ok(r)
+}
+
+/// `e`, met reading the snapshot record of `reference`, saying so; of the same class.
+fn about_record(e: RepoError, reference: &Reference) -> RepoError {
+    use asp_format::error::{Classify, ErrorClass};
+    let what = format!("{reference}: the snapshot record");
+    match e {
+        RepoError::Integrity(m) => RepoError::Integrity(format!("{what}: {m}")),
+        RepoError::Usage(m) => RepoError::Usage(format!("{what}: {m}")),
+        e if e.class() == ErrorClass::Integrity => RepoError::Integrity(format!("{what}: {e}")),
+        RepoError::Io { path, source } => RepoError::Io {
+            path,
+            source: io::Error::new(source.kind(), format!("{what}: {source}")),
+        },
+        e => e,
+    }
 }
 
 /// Most configuration files a record may name: the harnesses keep a handful of files and
@@ -704,6 +721,8 @@ fn registry_error(e: RepoError) -> Error {
     match e {
         RepoError::Layout(e) => e,
         RepoError::Usage(m) => Error::Usage(m),
+        // Its own message: the registry's error says "integrity failure" itself.
+        RepoError::Integrity(m) => Error::Integrity(m),
         RepoError::Io { path, source } => Error::Write { path, source },
         other => {
             use asp_format::error::{Classify, ErrorClass};
