@@ -368,6 +368,33 @@ fn a_second_snapshot_uploads_only_what_the_registry_lacks() {
     );
 }
 
+/// A snapshot is pushed as the state (by digest) and its record (by the tag): a reference that
+/// names a digest has no tag for the record, so it is refused before anything is uploaded.
+#[test]
+fn a_snapshot_pushed_to_a_digest_is_refused_before_any_upload() {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let laptop = Home::new();
+    let state = laptop.path().join("work");
+    sample_home(&state, 0..1);
+    backup(&laptop, &state);
+    let before = files_under(&reg.storage());
+    let d = format!("sha256:{}", asp_test_registry::sha256_hex(b"x"));
+    let out = asp_on(&laptop)
+        .args([
+            "push",
+            "latest",
+            &format!("{}/me/agent-state@{d}", reg.host()),
+        ])
+        .args(["-u", "alice", "--password-stdin"])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("needs a tag"), "{stderr}");
+    assert_eq!(files_under(&reg.storage()), before);
+}
+
 #[test]
 fn a_tampered_blob_writes_nothing_into_the_repository() {
     let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
