@@ -414,18 +414,28 @@ pub(crate) fn write_snapshot_of(
     Ok(info)
 }
 
-/// The source records' layer and its media type: one zstd frame, or the JSON itself when
-/// zstd does not make it smaller (a tiny record set).
+/// The source records' layer and its media type (see [`document_layer`]).
 pub(crate) fn sources_layer(
     repo: &Repository,
     sources: &Sources,
 ) -> Result<(Vec<u8>, String), RepoError> {
-    let json = serde_json::to_vec(sources).expect("records serialise");
+    document_layer(repo, sources, SOURCES_LAYER)
+}
+
+/// A JSON document as a layer of media type `base`: one zstd frame (`base+zstd`), or the JSON
+/// itself when zstd does not make it smaller (a tiny document). The source records and a
+/// pushed snapshot record are stored so.
+pub(crate) fn document_layer(
+    repo: &Repository,
+    value: &impl serde::Serialize,
+    base: &str,
+) -> Result<(Vec<u8>, String), RepoError> {
+    let json = serde_json::to_vec(value).expect("a document serialises");
     let z = compress(&json, None, 3).map_err(RepoError::io(repo.root()))?;
     Ok(if z.len() < json.len() {
-        (z, Encoding::Zstd.media_type(SOURCES_LAYER))
+        (z, Encoding::Zstd.media_type(base))
     } else {
-        (json, SOURCES_LAYER.to_owned())
+        (json, base.to_owned())
     })
 }
 

@@ -30,10 +30,8 @@ use std::sync::Mutex;
 use asp_convert::kit::time;
 use asp_format::blob::BlobSource;
 use asp_format::bundle::Manifest;
-use asp_format::bundle::layers::compress;
-use asp_format::bundle::oci::Encoding;
 use asp_format::bundle::oci::{
-    ARTIFACT_TYPE, ImageManifest as ContentManifest, LayerTable, STATE_LAYER, TABLE_LAYER,
+    ARTIFACT_TYPE, ImageManifest as ContentManifest, LayerRef, LayerTable, STATE_LAYER, TABLE_LAYER,
 };
 use asp_format::digest::{Descriptor, Digest, VerifyingReader};
 use asp_format::name::HarnessName;
@@ -45,7 +43,9 @@ use asp_registry::manifest::{
 use asp_registry::pull::{PullSink, Staged};
 use asp_registry::{Error, PushSource, Reference};
 
-use crate::backup::{BackupOutcome, config_layer_list, host_name, write_snapshot_of};
+use crate::backup::{
+    BackupOutcome, config_layer_list, document_layer, host_name, write_snapshot_of,
+};
 use crate::blobs::SnapshotBlobs;
 use crate::error::RepoError;
 use crate::from_bundle::{harness_of, sole_harness};
@@ -127,7 +127,7 @@ struct RecordSource {
 impl RecordSource {
     fn of(repo: &Repository, snapshot: &Snapshot) -> Result<Self, RepoError> {
         let record = Record::of(snapshot);
-        let (layer, media_type) = document_layer(&record, RECORD_LAYER, repo)?;
+        let (layer, media_type) = document_layer(repo, &record, RECORD_LAYER)?;
         let layer_desc = Descriptor::of(&layer);
         let mut subject = OciDescriptor::new(IMAGE_MANIFEST, snapshot.content);
         subject.artifact_type = Some(ARTIFACT_TYPE.to_owned());
@@ -190,22 +190,6 @@ impl BlobSource for RecordBlobs {
         }
         self.layout.open(blob)
     }
-}
-
-/// A JSON document as a layer: one zstd frame (`base+zstd`), or the JSON as it is when zstd
-/// does not make it smaller; as the source records are stored.
-fn document_layer(
-    value: &impl serde::Serialize,
-    base: &str,
-    repo: &Repository,
-) -> Result<(Vec<u8>, String), RepoError> {
-    let json = serde_json::to_vec(value).expect("a record serialises");
-    let z = compress(&json, None, 3).map_err(RepoError::io(repo.root()))?;
-    Ok(if z.len() < json.len() {
-        (z, Encoding::Zstd.media_type(base))
-    } else {
-        (json, base.to_owned())
-    })
 }
 
 /// What a pull into a repository made.
@@ -531,18 +515,42 @@ fn check_record(
             )));
         }
     }
-    let bodies = SnapshotBlobs::new(blobs, &r.config_layers);
-    for f in &config.files {
-        if !r.config_layers.contains_key(&f.content.digest) {
-            return Err(bad(format!("configuration file {} has no layer", f.path)));
-        }
-        let mut body = bodies
-            .open(&f.content)
-            .map_err(|e| bad(format!("configuration file {}: {e}", f.path)))?;
-        io::copy(&mut body, &mut io::sink())
-            .map_err(|e| bad(format!("configuration file {}: {e}", f.path)))?;
-    }
+    check_bodies(
+        blobs,
+        &r.config_layers,
+        config
+            .files
+            .iter()
+            .map(|f| (format!("configuration file {}", f.path), f.content)),
+        "has no layer",
+        &bad,
+    )?;
     Ok(r)
+}
+
+/// Reads each of `bodies` (what names it, its descriptor; once each) to its end through the
+/// layers `table` puts it in: so each is decoded (against its dictionary) and checked against
+/// its digest. One not in `table` is refused as `missing` says; `bad` words the failure.
+fn check_bodies(
+    blobs: &dyn RawBlobs,
+    table: &BTreeMap<Digest, LayerRef>,
+    bodies: impl IntoIterator<Item = (String, Descriptor)>,
+    missing: &str,
+    bad: &dyn Fn(String) -> RepoError,
+) -> Result<(), RepoError> {
+    let layers = SnapshotBlobs::new(blobs, table);
+    let mut seen = BTreeSet::new();
+    for (what, d) in bodies {
+        if !seen.insert(d.digest) {
+            continue;
+        }
+        if !table.contains_key(&d.digest) {
+            return Err(bad(format!("{what} {missing}")));
+        }
+        let mut r = layers.open(&d).map_err(|e| bad(format!("{what}: {e}")))?;
+        io::copy(&mut r, &mut io::sink()).map_err(|e| bad(format!("{what}: {e}")))?;
+    }
+    Ok(())
 }
 
 /// `e`, met reading the snapshot record of `reference`, saying so; of the same class.
@@ -669,23 +677,17 @@ fn check_content(
             )));
         }
     }
-    let bodies = SnapshotBlobs::new(blobs, &table.blobs);
-    let mut seen = BTreeSet::new();
-    for d in state.state.descriptors() {
-        if !seen.insert(d.digest) {
-            continue;
-        }
-        if !table.blobs.contains_key(&d.digest) {
-            return Err(bad(format!(
-                "body {} has no entry in the layer table",
-                d.digest
-            )));
-        }
-        let mut r = bodies
-            .open(&d)
-            .map_err(|e| bad(format!("body {}: {e}", d.digest)))?;
-        io::copy(&mut r, &mut io::sink()).map_err(|e| bad(format!("body {}: {e}", d.digest)))?;
-    }
+    check_bodies(
+        blobs,
+        &table.blobs,
+        state
+            .state
+            .descriptors()
+            .into_iter()
+            .map(|d| (format!("body {}", d.digest), d)),
+        "has no entry in the layer table",
+        &bad,
+    )?;
     Ok(state)
 }
 
