@@ -416,6 +416,20 @@ fn custom_agents_come_back_into_copilot_byte_for_byte() {
         "mine\n",
         "the user's own file is kept: {placed:?}"
     );
+    use asp_convert::kit::placement::Placement;
+    let of = |p: &str| placed.iter().find(|(rel, _)| rel == p).map(|(_, pl)| pl);
+    assert!(
+        matches!(
+            of(".copilot/agents/reviewer.agent.md"),
+            Some(Placement::Refused(why)) if why.contains("reviewer.agent.md")
+        ),
+        "{placed:?}"
+    );
+    assert_eq!(
+        of(".copilot/agents/team/release.md"),
+        Some(&Placement::New),
+        "{placed:?}"
+    );
 }
 
 /// Only the Markdown files under `agents/` are custom agents (what Copilot reads there); a note

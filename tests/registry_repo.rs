@@ -454,12 +454,12 @@ fn a_tampered_blob_writes_nothing_into_the_repository() {
     assert!(no_repository_in(&repo), "{:?}", files_under(&repo));
 }
 
-/// Pushes, as an OCI layout, a snapshot record of `record` (its layer, of media type `media`)
-/// whose subject is the state `m` of `m_size` bytes, to `reference`.
+/// Pushes, as an OCI layout, a snapshot record of `layers` (its layer, of its media type,
+/// then the configuration's) whose subject is the state `m` of `m_size` bytes, to `reference`.
 fn push_record(
     home: &Home,
     dir: &Path,
-    (record, media): (&[u8], &str),
+    layers: &[(&[u8], &str)],
     m: &str,
     m_size: usize,
     reference: &str,
@@ -473,14 +473,19 @@ fn push_record(
         format!("sha256:{hex}")
     };
     put(b"{}");
-    let record_digest = put(record);
+    let layers: Vec<Value> = layers
+        .iter()
+        .map(|(bytes, media)| {
+            serde_json::json!({"mediaType": media, "digest": put(bytes), "size": bytes.len()})
+        })
+        .collect();
     let manifest = serde_json::json!({
         "schemaVersion": 2,
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "artifactType": "application/vnd.asp.snapshot.v1",
         "config": {"mediaType": "application/vnd.oci.empty.v1+json",
                    "digest": format!("sha256:{}", sha256_hex(b"{}")), "size": 2, "data": "e30="},
-        "layers": [{"mediaType": media, "digest": record_digest, "size": record.len()}],
+        "layers": layers,
         "subject": {"mediaType": "application/vnd.oci.image.manifest.v1+json",
                     "digest": m, "size": m_size, "artifactType": "application/vnd.asp.state.v1"}
     })
@@ -498,8 +503,8 @@ fn push_record(
     push(home, &["--layout", dir.to_str().unwrap(), reference]);
 }
 
-/// A snapshot record is hostile input like the rest: one said to be zstd that is not, one that
-/// names another harness than the
+/// A snapshot record is hostile input like the rest: one whose configuration body does not
+/// match its digest, one said to be zstd that is not, one that names another harness than the
 /// state's sessions, one whose gone mark names a session the state does not hold, or whose
 /// configuration names a file the harness does not keep
 /// (pushed here by hand, as OCI layouts), writes nothing.
@@ -537,7 +542,19 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
 
     let x = format!("sha256:{}", asp_test_registry::sha256_hex(b"x"));
     const RECORD: &str = "application/vnd.asp.snapshot.record.v1+json";
-    let cases: [(&str, String, &str); 4] = [
+    // A configuration body said to be `{}` whose layer holds other bytes.
+    const TAMPERED: &[u8] = b"{\"permissions\":{\"allow\":[\"Bash\"]}}";
+    let body = format!("sha256:{}", asp_test_registry::sha256_hex(b"{}"));
+    let layer = format!("sha256:{}", asp_test_registry::sha256_hex(TAMPERED));
+    let cases: [(&str, String, &str); 5] = [
+        (
+            "body",
+            format!(
+                r#"{{"schemaVersion":1,"mediaType":"{RECORD}","harness":"claude-code","config":{{"harness":"claude-code","files":[{{"path":".claude/settings.json","content":{{"digest":"{body}","size":2}}}}]}},"configLayers":{{"{body}":{{"layer":"{layer}","size":{},"encoding":"identity"}}}}}}"#,
+                TAMPERED.len()
+            ),
+            "configuration file .claude/settings.json:",
+        ),
         (
             "zstd",
             r#"{"schemaVersion":1,"mediaType":"application/vnd.asp.snapshot.record.v1+json","harness":"claude-code"}"#.to_owned(),
@@ -564,17 +581,19 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
     let desktop = Home::new();
     for (tag, record, says) in cases {
         let reference = format!("{}/me/agent-state:{tag}", reg.host());
+        let media = if tag == "zstd" {
+            format!("{RECORD}+zstd")
+        } else {
+            RECORD.to_owned()
+        };
+        let layers: [(&[u8], &str); 2] = [
+            (record.as_bytes(), &media),
+            (TAMPERED, "application/vnd.asp.native.v1"),
+        ];
         push_record(
             &laptop,
             &laptop.path().join(tag),
-            (
-                record.as_bytes(),
-                &if tag == "zstd" {
-                    format!("{RECORD}+zstd")
-                } else {
-                    RECORD.to_owned()
-                },
-            ),
+            &layers[..if tag == "body" { 2 } else { 1 }],
             &m,
             m_size,
             &reference,
