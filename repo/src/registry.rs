@@ -757,6 +757,37 @@ mod tests {
         }
     }
 
+    /// A failed first pull takes away the repository it made but for its lock files, and the
+    /// directory takes a repository again; while another process holds the repository, it is
+    /// kept, and said so.
+    #[test]
+    fn a_discarded_repository_keeps_its_lock_files_and_a_busy_one_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("a/repo");
+        RepoSink::create(&root, None).unwrap().discard();
+        let names = |d: &Path| -> Vec<String> {
+            let mut v: Vec<String> = fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names(&root), ["locks"]);
+        assert_eq!(names(&root.join("locks")), ["repo"]);
+        Repository::open_or_init(&root).unwrap();
+
+        let sink = RepoSink::create(&dir.path().join("b"), None).unwrap();
+        let other = Repository::open(&dir.path().join("b")).unwrap();
+        let held = other.lock_shared().unwrap();
+        let said = sink
+            .discard()
+            .expect("a busy repository is said to be kept");
+        assert!(said.contains("another asp process"), "{said}");
+        assert!(dir.path().join("b/oci-layout").is_file());
+        drop(held);
+    }
+
     /// A harness this asp does not know is not damage (exit 2, not 4); a path the harness does
     /// not keep is.
     #[test]
