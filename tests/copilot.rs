@@ -416,4 +416,49 @@ fn custom_agents_come_back_into_copilot_byte_for_byte() {
         "mine\n",
         "the user's own file is kept: {placed:?}"
     );
+    use asp_convert::kit::placement::Placement;
+    let of = |p: &str| placed.iter().find(|(rel, _)| rel == p).map(|(_, pl)| pl);
+    assert!(
+        matches!(
+            of(".copilot/agents/reviewer.agent.md"),
+            Some(Placement::Refused(why)) if why.contains("reviewer.agent.md")
+        ),
+        "{placed:?}"
+    );
+    assert_eq!(
+        of(".copilot/agents/team/release.md"),
+        Some(&Placement::New),
+        "{placed:?}"
+    );
+}
+
+/// Only the Markdown files under `agents/` are custom agents (what Copilot reads there); a note
+/// beside them is not configuration and is not kept.
+#[test]
+fn only_markdown_under_agents_is_configuration() {
+    let home = crate::support::tmp();
+    let a = home.path().join(".copilot/agents");
+    for f in [
+        "reviewer.agent.md",
+        "nested/deep.agent.md",
+        "README.txt",
+        "x.md.bak",
+    ] {
+        let p = a.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "x").unwrap();
+    }
+    let kept: Vec<String> = asp_convert::harness("copilot")
+        .unwrap()
+        .config_files(&asp_convert::Home::at(home.path()))
+        .into_iter()
+        .map(|(rel, _)| rel)
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            ".copilot/agents/nested/deep.agent.md",
+            ".copilot/agents/reviewer.agent.md"
+        ]
+    );
 }

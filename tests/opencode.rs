@@ -448,3 +448,136 @@ fn a_config_file_with_comments_is_read_but_never_rewritten() {
         jsonc
     );
 }
+
+/// While OpenCode has no `AGENTS.md` it reads `~/.claude/CLAUDE.md` as its instructions, so
+/// that file is the instructions already there: the same text is already there, and different
+/// text is never replaced by writing an `AGENTS.md` (the carried text goes beside).
+#[test]
+fn claude_md_that_opencode_reads_instead_is_never_replaced_by_an_agents_md() {
+    use asp_format::StateKind;
+    let r = read_all(&samples().join("opencode"));
+    let carried = r.text(&r.state.instructions.as_ref().unwrap().text);
+    let only = asp_format::State {
+        instructions: r.state.instructions.clone(),
+        ..Default::default()
+    };
+    let config = |h: &Path| h.join(".config/opencode");
+
+    // Different text in CLAUDE.md: AGENTS.md is not written, the carried text goes beside.
+    let home = tmp();
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    std::fs::write(
+        home.path().join(".claude/CLAUDE.md"),
+        "the user's own rules\n",
+    )
+    .unwrap();
+    let (answer, _) = write_home(
+        "opencode",
+        home.path(),
+        &only,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    assert!(!config(home.path()).join("AGENTS.md").exists());
+    assert_eq!(answer.not_taken.len(), 1, "{answer:?}");
+    assert_eq!(answer.not_taken[0].kind, StateKind::Instructions);
+    assert!(
+        answer.not_taken[0].reason.contains("CLAUDE.md")
+            && answer.not_taken[0].reason.contains("AGENTS.imported.md"),
+        "{answer:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(config(home.path()).join("AGENTS.imported.md")).unwrap(),
+        carried
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.path().join(".claude/CLAUDE.md")).unwrap(),
+        "the user's own rules\n"
+    );
+
+    // The same text in CLAUDE.md: already there, nothing written.
+    let home = tmp();
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    std::fs::write(home.path().join(".claude/CLAUDE.md"), &carried).unwrap();
+    let before = crate::support::files_in(home.path());
+    let (answer, _) = write_home(
+        "opencode",
+        home.path(),
+        &only,
+        &r.store,
+        false,
+        &PathMap::default(),
+    );
+    assert!(answer.not_taken.is_empty(), "{answer:?}");
+    assert!(answer.taken.contains(StateKind::Instructions), "{answer:?}");
+    assert_eq!(crate::support::files_in(home.path()), before);
+}
+
+/// A different skill of the same name in another folder OpenCode reads skills from: writing
+/// the carried one would leave two skills with one name (OpenCode's pick not defined), so it
+/// is refused, naming that folder, and nothing is written.
+#[test]
+fn a_skill_whose_name_another_skills_folder_holds_differently_is_refused() {
+    let r = read_all(&samples().join("opencode"));
+    let only = asp_format::State {
+        skills: r.state.skills.clone(),
+        ..Default::default()
+    };
+    let home = tmp();
+    let other = home.path().join(".agents/skills/release-notes");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("SKILL.md"),
+        "---\nname: release-notes\ndescription: another one\n---\nmine\n",
+    )
+    .unwrap();
+    let before = crate::support::files_in(home.path());
+    for dry_run in [true, false] {
+        let (answer, _) = write_home(
+            "opencode",
+            home.path(),
+            &only,
+            &r.store,
+            dry_run,
+            &PathMap::default(),
+        );
+        assert_eq!(answer.not_taken.len(), 1, "{answer:?}");
+        assert!(
+            answer.not_taken[0].reason.contains(".agents/skills"),
+            "{answer:?}"
+        );
+        assert_eq!(crate::support::files_in(home.path()), before);
+    }
+}
+
+/// Only the Markdown files under agents, modes and commands are OpenCode's configuration (what
+/// it reads there); a note or an editor's backup beside them is not kept.
+#[test]
+fn only_markdown_under_the_agent_and_command_folders_is_configuration() {
+    let home = tmp();
+    let c = home.path().join(".config/opencode");
+    for f in [
+        "agent/review.md",
+        "agent/review.md~",
+        "commands/ship.md",
+        "commands/notes.txt",
+    ] {
+        let p = c.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "x").unwrap();
+    }
+    let kept: Vec<String> = asp_convert::harness("opencode")
+        .unwrap()
+        .config_files(&asp_convert::Home::at(home.path()))
+        .into_iter()
+        .map(|(rel, _)| rel)
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            ".config/opencode/agent/review.md",
+            ".config/opencode/commands/ship.md"
+        ]
+    );
+}

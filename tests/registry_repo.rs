@@ -285,12 +285,17 @@ fn a_failed_pull_leaves_no_repository_behind() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        let repo = default_repo(&desktop);
         assert!(
-            !desktop.path().join(".local").exists(),
+            no_repository_in(&repo),
             "{tag}: the pull left {:?}",
             files_under(desktop.path())
         );
-        assert_eq!(files_under(desktop.path()), before);
+        let left: Vec<_> = files_under(desktop.path())
+            .into_iter()
+            .filter(|f| !f.starts_with(&repo))
+            .collect();
+        assert_eq!(left, before);
     }
     // An empty directory given as the repository stays, empty.
     let dir = desktop.path().join("empty");
@@ -307,7 +312,24 @@ fn a_failed_pull_leaves_no_repository_behind() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(dir.is_dir() && nothing_in(&dir), "{:?}", files_under(&dir));
+    assert!(
+        dir.is_dir() && no_repository_in(&dir),
+        "{:?}",
+        files_under(&dir)
+    );
+}
+
+/// What a failed first pull leaves of the repository it made: nothing but the lock files (a
+/// lock file is never unlinked, another process may hold it), or nothing at all.
+fn no_repository_in(dir: &Path) -> bool {
+    walkdir::WalkDir::new(dir)
+        .min_depth(1)
+        .into_iter()
+        .filter_map(Result::ok)
+        .all(|e| {
+            let rel = e.path().strip_prefix(dir).unwrap();
+            rel.starts_with("locks") && (rel.components().count() == 1 || e.file_type().is_file())
+        })
 }
 
 #[test]
@@ -344,6 +366,33 @@ fn a_second_snapshot_uploads_only_what_the_registry_lacks() {
         uploaded * 25 <= total,
         "{uploaded} of {total} bytes uploaded: more than 4%"
     );
+}
+
+/// A snapshot is pushed as the state (by digest) and its record (by the tag): a reference that
+/// names a digest has no tag for the record, so it is refused before anything is uploaded.
+#[test]
+fn a_snapshot_pushed_to_a_digest_is_refused_before_any_upload() {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let laptop = Home::new();
+    let state = laptop.path().join("work");
+    sample_home(&state, 0..1);
+    backup(&laptop, &state);
+    let before = files_under(&reg.storage());
+    let d = format!("sha256:{}", asp_test_registry::sha256_hex(b"x"));
+    let out = asp_on(&laptop)
+        .args([
+            "push",
+            "latest",
+            &format!("{}/me/agent-state@{d}", reg.host()),
+        ])
+        .args(["-u", "alice", "--password-stdin"])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("needs a tag"), "{stderr}");
+    assert_eq!(files_under(&reg.storage()), before);
 }
 
 #[test]
@@ -401,13 +450,20 @@ fn a_tampered_blob_writes_nothing_into_the_repository() {
         String::from_utf8_lossy(&out.stderr)
     );
     // The repository this pull was to create is not there: nothing landed, so nothing stays
-    // (not even an empty repository, nor a staging directory).
-    assert!(!repo.exists(), "{:?}", files_under(&repo));
+    // (not even an empty repository, nor a staging directory), but for its lock files.
+    assert!(no_repository_in(&repo), "{:?}", files_under(&repo));
 }
 
-/// Pushes, as an OCI layout, a snapshot record of `record` (its JSON layer) whose subject is
-/// the state `m` of `m_size` bytes, to `reference`.
-fn push_record(home: &Home, dir: &Path, record: &[u8], m: &str, m_size: usize, reference: &str) {
+/// Pushes, as an OCI layout, a snapshot record of `layers` (its layer, of its media type,
+/// then the configuration's) whose subject is the state `m` of `m_size` bytes, to `reference`.
+fn push_record(
+    home: &Home,
+    dir: &Path,
+    layers: &[(&[u8], &str)],
+    m: &str,
+    m_size: usize,
+    reference: &str,
+) {
     use asp_test_registry::sha256_hex;
     let blobs = dir.join("blobs/sha256");
     fs::create_dir_all(&blobs).unwrap();
@@ -417,15 +473,19 @@ fn push_record(home: &Home, dir: &Path, record: &[u8], m: &str, m_size: usize, r
         format!("sha256:{hex}")
     };
     put(b"{}");
-    let record_digest = put(record);
+    let layers: Vec<Value> = layers
+        .iter()
+        .map(|(bytes, media)| {
+            serde_json::json!({"mediaType": media, "digest": put(bytes), "size": bytes.len()})
+        })
+        .collect();
     let manifest = serde_json::json!({
         "schemaVersion": 2,
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "artifactType": "application/vnd.asp.snapshot.v1",
         "config": {"mediaType": "application/vnd.oci.empty.v1+json",
                    "digest": format!("sha256:{}", sha256_hex(b"{}")), "size": 2, "data": "e30="},
-        "layers": [{"mediaType": "application/vnd.asp.snapshot.record.v1+json",
-                    "digest": record_digest, "size": record.len()}],
+        "layers": layers,
         "subject": {"mediaType": "application/vnd.oci.image.manifest.v1+json",
                     "digest": m, "size": m_size, "artifactType": "application/vnd.asp.state.v1"}
     })
@@ -443,8 +503,10 @@ fn push_record(home: &Home, dir: &Path, record: &[u8], m: &str, m_size: usize, r
     push(home, &["--layout", dir.to_str().unwrap(), reference]);
 }
 
-/// A snapshot record is hostile input like the rest: one whose gone mark names a session the
-/// state does not hold, or whose configuration names a file the harness does not keep
+/// A snapshot record is hostile input like the rest: one whose configuration body does not
+/// match its digest, one said to be zstd that is not, one that names another harness than the
+/// state's sessions, one whose gone mark names a session the state does not hold, or whose
+/// configuration names a file the harness does not keep
 /// (pushed here by hand, as OCI layouts), writes nothing.
 #[test]
 fn a_record_that_does_not_fit_its_state_writes_nothing() {
@@ -479,7 +541,30 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
     assert!(stderr.contains("not a snapshot record"), "{stderr}");
 
     let x = format!("sha256:{}", asp_test_registry::sha256_hex(b"x"));
-    let cases: [(&str, String, &str); 2] = [
+    const RECORD: &str = "application/vnd.asp.snapshot.record.v1+json";
+    // A configuration body said to be `{}` whose layer holds other bytes.
+    const TAMPERED: &[u8] = b"{\"permissions\":{\"allow\":[\"Bash\"]}}";
+    let body = format!("sha256:{}", asp_test_registry::sha256_hex(b"{}"));
+    let layer = format!("sha256:{}", asp_test_registry::sha256_hex(TAMPERED));
+    let cases: [(&str, String, &str); 5] = [
+        (
+            "body",
+            format!(
+                r#"{{"schemaVersion":1,"mediaType":"{RECORD}","harness":"claude-code","config":{{"harness":"claude-code","files":[{{"path":".claude/settings.json","content":{{"digest":"{body}","size":2}}}}]}},"configLayers":{{"{body}":{{"layer":"{layer}","size":{},"encoding":"identity"}}}}}}"#,
+                TAMPERED.len()
+            ),
+            "configuration file .claude/settings.json:",
+        ),
+        (
+            "zstd",
+            r#"{"schemaVersion":1,"mediaType":"application/vnd.asp.snapshot.record.v1+json","harness":"claude-code"}"#.to_owned(),
+            "the snapshot record: layer sha256:",
+        ),
+        (
+            "harness",
+            r#"{"schemaVersion":1,"mediaType":"application/vnd.asp.snapshot.record.v1+json","harness":"codex"}"#.to_owned(),
+            "it is of harness codex, but the state's sessions are claude-code's",
+        ),
         (
             "gone",
             r#"{"schemaVersion":1,"mediaType":"application/vnd.asp.snapshot.record.v1+json","harness":"claude-code","gone":{"00000000-0000-4000-8000-000000000000":"2026-12-02T00:00:00.000Z"}}"#.to_owned(),
@@ -496,10 +581,19 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
     let desktop = Home::new();
     for (tag, record, says) in cases {
         let reference = format!("{}/me/agent-state:{tag}", reg.host());
+        let media = if tag == "zstd" {
+            format!("{RECORD}+zstd")
+        } else {
+            RECORD.to_owned()
+        };
+        let layers: [(&[u8], &str); 2] = [
+            (record.as_bytes(), &media),
+            (TAMPERED, "application/vnd.asp.native.v1"),
+        ];
         push_record(
             &laptop,
             &laptop.path().join(tag),
-            record.as_bytes(),
+            &layers[..if tag == "body" { 2 } else { 1 }],
             &m,
             m_size,
             &reference,
@@ -515,10 +609,22 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(4), "{tag}: {stderr}");
         assert!(stderr.contains(says), "{tag}: {stderr}");
-        assert!(!repo.exists(), "{tag}: {:?}", files_under(&repo));
+        assert!(no_repository_in(&repo), "{tag}: {:?}", files_under(&repo));
         // The state it names is fine on its own: -o takes only the state.
         let bundle = desktop.path().join(format!("{tag}.aspstate"));
         let got = pull(&desktop, &[&reference, "-o", bundle.to_str().unwrap()]);
         assert_eq!(got["digest"], m.as_str(), "{got}");
     }
+    // The directory the failed pulls left (its lock files) takes a good pull.
+    let repo = desktop.path().join("repo");
+    assert!(repo.join("locks").is_dir());
+    let got = pull(
+        &desktop,
+        &[
+            &format!("{}/me/agent-state:laptop", reg.host()),
+            "--repo",
+            repo.to_str().unwrap(),
+        ],
+    );
+    assert!(got["snapshot"]["digest"].is_string(), "{got}");
 }

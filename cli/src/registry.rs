@@ -72,8 +72,10 @@ two artifacts: its state (content manifest and blobs, untagged: the artifact `as
 --from-repo` would make a bundle of, the same digest), then a snapshot record whose subject
 is that state and which REF's tag names: the harness, the sessions gone from the source and
 the harness's own configuration files (settings.json, rules ...), so that `asp pull` and
-`asp restore` elsewhere give what restoring the snapshot here gives. Nothing about this
-machine travels (no home path, host name, file paths, times or inodes). Without --repo, the
+`asp restore` elsewhere give what restoring the snapshot here gives. Two kinds of time
+travel: when the backup was made (the record's `org.opencontainers.image.created`, what
+registries show) and when each gone session was first found gone. Nothing else about this
+machine does (no home path, host name, file paths, file times or inodes). Without --repo, the
 first argument is a snapshot when no file of that name exists, and the repository is
 $ASP_REPO, else ~/.local/share/asp/repo.
 
@@ -491,9 +493,12 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
     let report = match result {
         Ok(r) => r,
         Err(e) => {
-            // A repository this pull created and nothing landed in goes again.
-            if let Sink::Repo(r) = sink {
-                r.discard();
+            // A repository this pull created and nothing landed in goes again (but for its
+            // lock files), unless another process is using it.
+            if let Sink::Repo(r) = sink
+                && let Some(kept) = r.discard()
+            {
+                bar.println(format!("warning: {kept}"));
             }
             return Err(e);
         }

@@ -33,6 +33,7 @@ pub trait PushSource {
 /// Pushes `source` to `reference`. With a record, the state goes first, by digest (untagged),
 /// then the record to `reference`: the registry never holds a record whose subject it lacks,
 /// and the report adds both pushes up (`digest` stays the state's, `record` is the record's).
+/// A reference that names a digest is refused up front then: the record needs a tag.
 pub fn push_from(
     client: &Client,
     reference: &Reference,
@@ -50,6 +51,17 @@ pub fn push_from(
             observer,
         );
     };
+    // The record is what the reference will name, so it needs a tag; checked before anything
+    // is uploaded (the state would be pushed, then the record refused).
+    if let Some(d) = reference.digest() {
+        return Err(Error::Usage(format!(
+            "{reference} names digest {d}, but a snapshot is pushed as two manifests, the state \
+             (by its digest) and then its record, which needs a tag to be found by: name a tag \
+             instead, e.g. {}/{}:laptop",
+            reference.registry(),
+            reference.repository()
+        )));
+    }
     // One plan for both pushes, so a progress bar counts to the end once.
     let mut blobs = 0;
     let mut bytes = 0;

@@ -25,8 +25,8 @@ use asp_convert::kit::time;
 use asp_convert::store::{ReadRequest, Sessions};
 use asp_convert::{Home, Store};
 use asp_format::KindSet;
-use asp_format::bundle::layers::{LayerOptions, LayerStore};
-use asp_format::bundle::oci::{ARTIFACT_TYPE, LayerRef};
+use asp_format::bundle::layers::{LayerOptions, LayerStore, compress};
+use asp_format::bundle::oci::{ARTIFACT_TYPE, Encoding, LayerRef};
 use asp_format::bundle::{Documents, Options2};
 use asp_format::digest::{Descriptor, Digest};
 use asp_format::progress::Progress;
@@ -422,6 +422,23 @@ pub(crate) fn put_sources(
     }
     layers.extend(config_layer_list(&sources.config_layers));
     Ok(layers)
+}
+
+/// A JSON document as a layer of media type `base`: one zstd frame (`base+zstd`), or the JSON
+/// itself when zstd does not make it smaller (a tiny document). The source records and a
+/// pushed snapshot record are stored so.
+pub(crate) fn document_layer(
+    repo: &Repository,
+    value: &impl serde::Serialize,
+    base: &str,
+) -> Result<(Vec<u8>, String), RepoError> {
+    let json = serde_json::to_vec(value).expect("a document serialises");
+    let z = compress(&json, None, 3).map_err(RepoError::io(repo.root()))?;
+    Ok(if z.len() < json.len() {
+        (z, Encoding::Zstd.media_type(base))
+    } else {
+        (json, base.to_owned())
+    })
 }
 
 /// The configuration's layers, once each, ascending, as the snapshot manifest lists them (so

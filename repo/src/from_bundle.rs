@@ -93,6 +93,11 @@ pub fn backup_bundle(
 /// The harness every session's native files come from, else `bundle`: whose state a bundle
 /// (or a pulled artifact) holds.
 pub fn harness_of(state: &asp_format::state::State) -> String {
+    sole_harness(state).unwrap_or_else(|| "bundle".to_owned())
+}
+
+/// The harness every session's native files come from, when they name exactly one.
+pub fn sole_harness(state: &asp_format::state::State) -> Option<String> {
     let harnesses: BTreeSet<String> = state
         .sessions
         .iter()
@@ -100,7 +105,7 @@ pub fn harness_of(state: &asp_format::state::State) -> String {
         .filter_map(|s| s.native.as_ref().map(|n| n.harness.to_string()))
         .collect();
     match harnesses.len() {
-        1 => harnesses.into_iter().next().expect("one"),
-        _ => "bundle".to_owned(),
+        1 => harnesses.into_iter().next(),
+        _ => None,
     }
 }

@@ -30,10 +30,8 @@ use std::sync::Mutex;
 use asp_convert::kit::time;
 use asp_format::blob::BlobSource;
 use asp_format::bundle::Manifest;
-use asp_format::bundle::layers::compress;
-use asp_format::bundle::oci::Encoding;
 use asp_format::bundle::oci::{
-    ARTIFACT_TYPE, ImageManifest as ContentManifest, LayerTable, STATE_LAYER, TABLE_LAYER,
+    ARTIFACT_TYPE, ImageManifest as ContentManifest, LayerRef, LayerTable, STATE_LAYER, TABLE_LAYER,
 };
 use asp_format::digest::{Descriptor, Digest, VerifyingReader};
 use asp_format::name::HarnessName;
@@ -45,10 +43,12 @@ use asp_registry::manifest::{
 use asp_registry::pull::{PullSink, Staged};
 use asp_registry::{Error, PushSource, Reference};
 
-use crate::backup::{BackupOutcome, config_layer_list, host_name, write_snapshot_of};
+use crate::backup::{
+    BackupOutcome, config_layer_list, document_layer, host_name, write_snapshot_of,
+};
 use crate::blobs::SnapshotBlobs;
 use crate::error::RepoError;
-use crate::from_bundle::harness_of;
+use crate::from_bundle::{harness_of, sole_harness};
 use crate::repository::{Lock, RawBlobs, Repository};
 use crate::snapshot::{
     GONE_ANNOTATION, HARNESS_ANNOTATION, Record, SESSIONS_ANNOTATION, Snapshot, SnapshotInfo,
@@ -127,7 +127,7 @@ struct RecordSource {
 impl RecordSource {
     fn of(repo: &Repository, snapshot: &Snapshot) -> Result<Self, RepoError> {
         let record = Record::of(snapshot);
-        let (layer, media_type) = document_layer(&record, RECORD_LAYER, repo)?;
+        let (layer, media_type) = document_layer(repo, &record, RECORD_LAYER)?;
         let layer_desc = Descriptor::of(&layer);
         let mut subject = OciDescriptor::new(IMAGE_MANIFEST, snapshot.content);
         subject.artifact_type = Some(ARTIFACT_TYPE.to_owned());
@@ -192,22 +192,6 @@ impl BlobSource for RecordBlobs {
     }
 }
 
-/// A JSON document as a layer: one zstd frame (`base+zstd`), or the JSON as it is when zstd
-/// does not make it smaller; as the source records are stored.
-fn document_layer(
-    value: &impl serde::Serialize,
-    base: &str,
-    repo: &Repository,
-) -> Result<(Vec<u8>, String), RepoError> {
-    let json = serde_json::to_vec(value).expect("a record serialises");
-    let z = compress(&json, None, 3).map_err(RepoError::io(repo.root()))?;
-    Ok(if z.len() < json.len() {
-        (z, Encoding::Zstd.media_type(base))
-    } else {
-        (json, base.to_owned())
-    })
-}
-
 /// What a pull into a repository made.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -227,9 +211,8 @@ pub struct RepoSink {
     repo: Repository,
     host: Option<String>,
     pulled: Mutex<Option<Pulled>>,
-    /// What [`RepoSink::create`] made: whether the root directory was there already, and the
-    /// highest directory it created (the root or an ancestor).
-    created: Option<(bool, Option<PathBuf>)>,
+    /// Whether [`RepoSink::create`] made the repository (see [`RepoSink::discard`]).
+    created: bool,
     _lock: Lock,
 }
 
@@ -242,36 +225,33 @@ impl RepoSink {
             repo,
             host,
             pulled: Mutex::new(None),
-            created: None,
+            created: false,
             _lock: lock,
         })
     }
 
     /// The repository at `root`, created when it is missing (or an empty directory); what is
     /// created here is remembered, so that [`RepoSink::discard`] can take it away again if the
-    /// pull fails: a failed first pull leaves no empty repository behind.
+    /// pull fails: a failed first pull leaves no repository behind, only its lock files.
     pub fn create(root: &Path, host: Option<String>) -> Result<Self, RepoError> {
         if root.join("oci-layout").exists() {
             return RepoSink::new(Repository::open(root)?, host);
         }
-        let existed = root.exists();
-        let mut top = None;
-        let mut p = Some(root);
-        while let Some(d) = p.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
-            top = Some(d.to_path_buf());
-            p = d.parent();
-        }
         let repo = Repository::open_or_init(root)?;
         let mut sink = RepoSink::new(repo, host)?;
-        sink.created = Some((existed, top));
+        sink.created = true;
         Ok(sink)
     }
 
     /// After a failed pull: when this sink created the repository and it still holds nothing
-    /// (no snapshot, no blob, under the exclusive lock so no other process is using it), its
-    /// files and the directories made for it are removed. Only what a new repository consists
-    /// of is removed, file by file; anything else found there stays, and so does the directory.
-    pub fn discard(self) {
+    /// (no snapshot, no blob), its files are removed, `oci-layout` last (while it is there the
+    /// directory is a repository, complete or not), under the exclusive lock taken without
+    /// waiting. The lock files under `locks/` stay: another process may have one open, and a
+    /// lock file unlinked under it would let two processes hold "the" lock at once; so the
+    /// directory stays too, holding only them, and a later pull or backup makes the repository
+    /// there again. Anything else found there stays. What was kept, and why, is returned for
+    /// the user when that is more than the lock files (another process holds the repository).
+    pub fn discard(self) -> Option<String> {
         let RepoSink {
             repo,
             created,
@@ -279,35 +259,27 @@ impl RepoSink {
             ..
         } = self;
         drop(_lock);
-        let Some((existed, top)) = created else {
-            return;
-        };
-        let Ok(_exclusive) = repo.lock_exclusive() else {
-            return;
+        if !created {
+            return None;
+        }
+        let root = repo.root().to_path_buf();
+        let kept = |why: &str| Some(format!("{} was kept: {why}", root.display()));
+        let _exclusive = match repo.try_lock_exclusive() {
+            Ok(Some(l)) => l,
+            Ok(None) => return kept("another asp process is using it"),
+            Err(e) => return kept(&e.to_string()),
         };
         let blobs = repo.blobs_dir();
         let empty = |d: &Path| fs::read_dir(d).is_ok_and(|mut r| r.next().is_none());
         if !repo.snapshots().is_ok_and(|s| s.is_empty()) || !empty(&blobs) {
-            return;
+            return None;
         }
-        let root = repo.root().to_path_buf();
-        for f in ["oci-layout", "index.json", "locks/repo", "locks/index"] {
-            let _ = fs::remove_file(root.join(f));
-        }
-        for d in [blobs.as_path(), &root.join("blobs"), &root.join("locks")] {
+        let _ = fs::remove_file(root.join("index.json"));
+        for d in [blobs.as_path(), &root.join("blobs")] {
             let _ = fs::remove_dir(d);
         }
-        if existed {
-            return;
-        }
-        // The root, then each parent made for it, while empty.
-        let mut d = Some(root.as_path());
-        while let Some(dir) = d {
-            if fs::remove_dir(dir).is_err() || top.as_deref() == Some(dir) {
-                break;
-            }
-            d = dir.parent();
-        }
+        let _ = fs::remove_file(root.join("oci-layout"));
+        None
     }
 
     /// What the commit made; `None` before a commit.
@@ -471,8 +443,9 @@ fn check_record(
         .layers
         .first()
         .ok_or_else(|| bad("it has no record layer".to_owned()))?;
-    let r: Record = serde_json::from_slice(&read_document(blobs, first, RECORD_LAYER)?)
-        .map_err(|e| bad(format!("it is not valid: {e}")))?;
+    let doc = read_document(blobs, first, RECORD_LAYER).map_err(|e| about_record(e, reference))?;
+    let r: Record =
+        serde_json::from_slice(&doc).map_err(|e| bad(format!("it is not valid: {e}")))?;
     if r.schema_version != 1 || r.media_type != RECORD_LAYER {
         return Err(bad(format!(
             "schemaVersion {} and mediaType {:?} are not 1 and {RECORD_LAYER}",
@@ -480,6 +453,16 @@ fn check_record(
         )));
     }
     HarnessName::new(&r.harness).map_err(|e| bad(format!("harness {:?}: {e}", r.harness)))?;
+    // The snapshot is filed under the record's harness: a state whose sessions are all of one
+    // other harness would be filed (and restored) as the wrong one.
+    if let Some(of_state) = sole_harness(&state.state)
+        && of_state != r.harness
+    {
+        return Err(bad(format!(
+            "it is of harness {}, but the state's sessions are {of_state}'s",
+            r.harness
+        )));
+    }
     let sessions: BTreeSet<&str> = state
         .state
         .sessions
@@ -513,7 +496,7 @@ fn check_record(
             config.harness, r.harness
         )));
     }
-    check_config_paths(config).map_err(bad)?;
+    check_config_paths(config, reference)?;
     let listed: BTreeMap<Digest, u64> = record
         .manifest()
         .layers
@@ -530,18 +513,58 @@ fn check_record(
             )));
         }
     }
-    let bodies = SnapshotBlobs::new(blobs, &r.config_layers);
-    for f in &config.files {
-        if !r.config_layers.contains_key(&f.content.digest) {
-            return Err(bad(format!("configuration file {} has no layer", f.path)));
-        }
-        let mut body = bodies
-            .open(&f.content)
-            .map_err(|e| bad(format!("configuration file {}: {e}", f.path)))?;
-        io::copy(&mut body, &mut io::sink())
-            .map_err(|e| bad(format!("configuration file {}: {e}", f.path)))?;
-    }
+    check_bodies(
+        blobs,
+        &r.config_layers,
+        config
+            .files
+            .iter()
+            .map(|f| (format!("configuration file {}", f.path), f.content)),
+        "has no layer",
+        &bad,
+    )?;
     Ok(r)
+}
+
+/// Reads each of `bodies` (what names it, its descriptor; once each) to its end through the
+/// layers `table` puts it in: so each is decoded (against its dictionary) and checked against
+/// its digest. One not in `table` is refused as `missing` says; `bad` words the failure.
+fn check_bodies(
+    blobs: &dyn RawBlobs,
+    table: &BTreeMap<Digest, LayerRef>,
+    bodies: impl IntoIterator<Item = (String, Descriptor)>,
+    missing: &str,
+    bad: &dyn Fn(String) -> RepoError,
+) -> Result<(), RepoError> {
+    let layers = SnapshotBlobs::new(blobs, table);
+    let mut seen = BTreeSet::new();
+    for (what, d) in bodies {
+        if !seen.insert(d.digest) {
+            continue;
+        }
+        if !table.contains_key(&d.digest) {
+            return Err(bad(format!("{what} {missing}")));
+        }
+        let mut r = layers.open(&d).map_err(|e| bad(format!("{what}: {e}")))?;
+        io::copy(&mut r, &mut io::sink()).map_err(|e| bad(format!("{what}: {e}")))?;
+    }
+    Ok(())
+}
+
+/// `e`, met reading the snapshot record of `reference`, saying so; of the same class.
+fn about_record(e: RepoError, reference: &Reference) -> RepoError {
+    use asp_format::error::{Classify, ErrorClass};
+    let what = format!("{reference}: the snapshot record");
+    match e {
+        RepoError::Integrity(m) => RepoError::Integrity(format!("{what}: {m}")),
+        RepoError::Usage(m) => RepoError::Usage(format!("{what}: {m}")),
+        e if e.class() == ErrorClass::Integrity => RepoError::Integrity(format!("{what}: {e}")),
+        RepoError::Io { path, source } => RepoError::Io {
+            path,
+            source: io::Error::new(source.kind(), format!("{what}: {source}")),
+        },
+        e => e,
+    }
 }
 
 /// Most configuration files a record may name: the harnesses keep a handful of files and
@@ -553,23 +576,29 @@ const MAX_CONFIG_FILES: usize = 10_000;
 /// [`asp_convert::Harness::config_files`] must pick each one. So a hostile record can make a
 /// restore write `.claude/settings.json` or `.claude/rules/x.md` where none is, but never
 /// `.ssh/authorized_keys` or `.bashrc`, and never a file whose name says it holds credentials.
-fn check_config_paths(config: &asp_format::state::Native) -> Result<(), String> {
+fn check_config_paths(
+    config: &asp_format::state::Native,
+    reference: &Reference,
+) -> Result<(), RepoError> {
+    let bad = |m: String| RepoError::Integrity(format!("{reference}: the snapshot record: {m}"));
     if config.files.len() > MAX_CONFIG_FILES {
-        return Err(format!(
+        return Err(bad(format!(
             "it names {} configuration files, over the limit of {MAX_CONFIG_FILES}",
             config.files.len()
-        ));
+        )));
     }
+    // Not damage: a record made by an asp that knows a harness this one does not.
     let harness = asp_convert::harness(config.harness.as_str()).ok_or_else(|| {
-        format!(
-            "its configuration is of {}, which this asp does not know",
+        RepoError::Usage(format!(
+            "{reference}: the snapshot record: its configuration is of {}, which this asp does \
+             not know",
             config.harness
-        )
+        ))
     })?;
     let scratch = tempfile::Builder::new()
         .prefix("asp-config-paths-")
         .tempdir()
-        .map_err(|e| format!("cannot check the configuration's paths: {e}"))?;
+        .map_err(RepoError::io(std::env::temp_dir()))?;
     let parts = harness.config_part_names();
     for f in config
         .files
@@ -583,7 +612,7 @@ fn check_config_paths(config: &asp_format::state::Native) -> Result<(), String> 
             .map_or(Ok(()), fs::create_dir_all)
             .and_then(|()| File::create(&path).map(drop));
         if let Err(e) = made {
-            return Err(format!("configuration file {}: {e}", f.path));
+            return Err(bad(format!("configuration file {}: {e}", f.path)));
         }
     }
     let kept: BTreeSet<String> = harness
@@ -597,10 +626,10 @@ fn check_config_paths(config: &asp_format::state::Native) -> Result<(), String> 
         .iter()
         .find(|f| !kept.contains(f.path.as_str()))
     {
-        Some(f) => Err(format!(
+        Some(f) => Err(bad(format!(
             "{} is not a configuration file {} keeps",
             f.path, config.harness
-        )),
+        ))),
         None => Ok(()),
     }
 }
@@ -652,23 +681,17 @@ fn check_content(
             )));
         }
     }
-    let bodies = SnapshotBlobs::new(blobs, &table.blobs);
-    let mut seen = BTreeSet::new();
-    for d in state.state.descriptors() {
-        if !seen.insert(d.digest) {
-            continue;
-        }
-        if !table.blobs.contains_key(&d.digest) {
-            return Err(bad(format!(
-                "body {} has no entry in the layer table",
-                d.digest
-            )));
-        }
-        let mut r = bodies
-            .open(&d)
-            .map_err(|e| bad(format!("body {}: {e}", d.digest)))?;
-        io::copy(&mut r, &mut io::sink()).map_err(|e| bad(format!("body {}: {e}", d.digest)))?;
-    }
+    check_bodies(
+        blobs,
+        &table.blobs,
+        state
+            .state
+            .descriptors()
+            .into_iter()
+            .map(|d| (format!("body {}", d.digest), d)),
+        "has no entry in the layer table",
+        &bad,
+    )?;
     Ok(state)
 }
 
@@ -704,6 +727,8 @@ fn registry_error(e: RepoError) -> Error {
     match e {
         RepoError::Layout(e) => e,
         RepoError::Usage(m) => Error::Usage(m),
+        // Its own message: the registry's error says "integrity failure" itself.
+        RepoError::Integrity(m) => Error::Integrity(m),
         RepoError::Io { path, source } => Error::Write { path, source },
         other => {
             use asp_format::error::{Classify, ErrorClass};
@@ -716,5 +741,67 @@ fn registry_error(e: RepoError) -> Error {
                 },
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use asp_format::error::{Classify, ErrorClass};
+    use asp_format::state::{FileEntry, Native};
+
+    fn native(harness: &str, path: &str) -> Native {
+        Native {
+            harness: HarnessName::new(harness).unwrap(),
+            files: vec![FileEntry {
+                path: asp_format::name::RelPath::new(path).unwrap(),
+                executable: false,
+                content: Descriptor::of(b"x"),
+            }],
+        }
+    }
+
+    /// A failed first pull takes away the repository it made but for its lock files, and the
+    /// directory takes a repository again; while another process holds the repository, it is
+    /// kept, and said so.
+    #[test]
+    fn a_discarded_repository_keeps_its_lock_files_and_a_busy_one_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("a/repo");
+        RepoSink::create(&root, None).unwrap().discard();
+        let names = |d: &Path| -> Vec<String> {
+            let mut v: Vec<String> = fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names(&root), ["locks"]);
+        assert_eq!(names(&root.join("locks")), ["repo"]);
+        Repository::open_or_init(&root).unwrap();
+
+        let sink = RepoSink::create(&dir.path().join("b"), None).unwrap();
+        let other = Repository::open(&dir.path().join("b")).unwrap();
+        let held = other.lock_shared().unwrap();
+        let said = sink
+            .discard()
+            .expect("a busy repository is said to be kept");
+        assert!(said.contains("another asp process"), "{said}");
+        assert!(dir.path().join("b/oci-layout").is_file());
+        drop(held);
+    }
+
+    /// A harness this asp does not know is not damage (exit 2, not 4); a path the harness does
+    /// not keep is.
+    #[test]
+    fn configuration_paths_are_refused_by_the_right_class() {
+        let r = Reference::parse("registry.example/me/state:tag").unwrap();
+        let e = check_config_paths(&native("not-a-harness", "x.md"), &r).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Usage, "{e}");
+        assert!(e.to_string().contains("not-a-harness"), "{e}");
+        let e = check_config_paths(&native("claude-code", ".ssh/authorized_keys"), &r).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Integrity, "{e}");
+        check_config_paths(&native("claude-code", ".claude/settings.json"), &r).unwrap();
     }
 }

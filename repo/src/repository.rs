@@ -50,6 +50,33 @@ pub struct Lock {
     _file: File,
 }
 
+/// Whether `root` holds nothing but a `locks/` folder of files: a repository a failed first
+/// pull took away again (see `RepoSink::discard`).
+fn only_locks(root: &Path) -> Result<bool, RepoError> {
+    let Ok(entries) = fs::read_dir(root) else {
+        return Ok(false);
+    };
+    let mut seen = false;
+    for e in entries {
+        let e = e.map_err(RepoError::io(root))?;
+        if e.file_name() != LOCKS || !e.file_type().map_err(RepoError::io(root))?.is_dir() {
+            return Ok(false);
+        }
+        seen = true;
+    }
+    if !seen {
+        return Ok(false);
+    }
+    let locks = root.join(LOCKS);
+    for e in fs::read_dir(&locks).map_err(RepoError::io(&locks))? {
+        let e = e.map_err(RepoError::io(&locks))?;
+        if !e.file_type().map_err(RepoError::io(&locks))?.is_file() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 impl Repository {
     /// Where the repository is when none is named: `$ASP_REPO`, else
     /// `$XDG_DATA_HOME/asp/repo`, else `~/.local/share/asp/repo`.
@@ -84,11 +111,31 @@ impl Repository {
         Ok(repo)
     }
 
-    /// Opens the repository at `root`, creating it when the directory is missing or empty.
+    /// Opens the repository at `root`, creating it when the directory is missing, empty, or
+    /// holds only the lock files a failed first pull leaves.
     /// The layout is made in a directory beside `root` and renamed into place, so two
     /// processes creating the same repository at once both end up opening one.
     pub fn open_or_init(root: &Path) -> Result<Self, RepoError> {
         if root.join("oci-layout").exists() {
+            return Repository::open(root);
+        }
+        if only_locks(root)? {
+            // What a failed first pull leaves: the lock files, never unlinked (another process
+            // may hold one). The layout is made in place under the lock, `oci-layout` last.
+            let path = root.join(LOCKS).join("repo");
+            let f = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(RepoError::io(&path))?;
+            f.lock().map_err(RepoError::io(&path))?;
+            if !root.join("oci-layout").exists() {
+                Layout::init(root)?;
+                sync_dir(root);
+            }
+            drop(f);
             return Repository::open(root);
         }
         if root.exists()
@@ -121,6 +168,18 @@ impl Repository {
             sync_dir(&parent);
         }
         Repository::open(root)
+    }
+
+    /// `locks/repo`, exclusive, without waiting: `None` while another process holds it.
+    pub fn try_lock_exclusive(&self) -> Result<Option<Lock>, RepoError> {
+        let f = self.lock_file("repo")?;
+        match f.try_lock() {
+            Ok(()) => Ok(Some(Lock { _file: f })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(RepoError::io(self.root().join(LOCKS).join("repo"))(e))
+            }
+        }
     }
 
     fn ensure_dirs(&self) -> Result<(), RepoError> {

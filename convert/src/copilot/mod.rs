@@ -88,9 +88,14 @@ impl Harness for Copilot {
     /// Custom agents: every Markdown file under `C/agents/` (`<name>.agent.md` or `<name>.md`,
     /// nested folders too: Copilot 1.0.102 offered `plain`, `reviewer` and `nested--deep` for
     /// `plain.md`, `reviewer.agent.md` and `nested/deep.agent.md`, measured with
-    /// `copilot --agent`). Restored into Copilot only, never over a file that is there.
+    /// `copilot --agent`). Nothing else there is read by Copilot, so nothing else is kept. Restored
+    /// into Copilot only, never over a file that is there.
     fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
-        crate::kit::config::collect(&home.dir, &[], &[Layout::of(home).root.join("agents")])
+        let agents = Layout::of(home).root.join("agents");
+        crate::kit::config::collect(&home.dir, &[], &[agents])
+            .into_iter()
+            .filter(|(rel, _)| rel.ends_with(".md"))
+            .collect()
     }
 
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {

@@ -47,15 +47,37 @@ pub fn write(
     i: &Instructions,
     answer: &mut ImportAnswer,
 ) -> Result<(), ConvertError> {
+    write_unless_read_instead(path, None, aside, ctx, i, answer)
+}
+
+/// [`write`] for a harness that, while `path` is absent, reads `instead` as its instructions
+/// (OpenCode reads `~/.claude/CLAUDE.md` while it has no `AGENTS.md`). Then `instead` holds the
+/// instructions already there: the same text is already there, and different text is never
+/// replaced by writing `path` (the harness would stop reading the user's live instructions);
+/// the carried text is saved as `aside` and answered as not taken, naming `instead`.
+pub fn write_unless_read_instead(
+    path: &Path,
+    instead: Option<&Path>,
+    aside: &Path,
+    ctx: &WriteContext<'_>,
+    i: &Instructions,
+    answer: &mut ImportAnswer,
+) -> Result<(), ConvertError> {
     let writer = ctx.writer;
     let mut tally = Tally::new(answer, StateKind::Instructions, 1);
     let text = ctx.blobs.read_all(&i.text)?;
-    let placed = match fs::read(path) {
+    // The file the harness reads now: `path`, or while it is absent the one it reads instead.
+    let live = match instead {
+        Some(other) if fs::symlink_metadata(path).is_err() && other.is_file() => other,
+        _ => path,
+    };
+    let placed = match fs::read(live) {
         Ok(existing) if existing == text => Some(Placement::AlreadyThere),
         Ok(_) => None,
-        Err(_) => {
+        Err(_) if live == path => {
             (writer.create_new(path, &text, false)? == Created::New).then_some(Placement::New)
         }
+        Err(e) => return Err(ConvertError::io(live)(e)),
     };
     if let Some(p) = placed {
         tally.place(p);
@@ -66,20 +88,31 @@ pub fn write(
         Ok(existing) => existing == text,
         Err(_) => writer.create_new(aside, &text, false)? == Created::New,
     };
-    let name = path
+    let name = live
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let holder = if live == path {
+        format!(
+            "{} already holds different instructions, so it was left as it is",
+            path.display()
+        )
+    } else {
+        format!(
+            "{} is read as the instructions while {} is absent, and it holds different ones, so \
+             {} was not written (that would replace them)",
+            live.display(),
+            path.display(),
+            path.display()
+        )
+    };
     tally.place(Placement::Refused(if saved {
         format!(
-            "{} already holds different instructions, so it was left as it is; the carried ones \
-             are in {} (merge them into {name} by hand to use them)",
-            path.display(),
+            "{holder}; the carried ones are in {} (merge them into {name} by hand to use them)",
             aside.display()
         )
     } else {
         format!(
-            "{} already holds different instructions, and so does {}; nothing was written",
-            path.display(),
+            "{holder}; {} holds other instructions too, so nothing was written",
             aside.display()
         )
     }));

@@ -1,10 +1,11 @@
 //! Instructions: `<config>/AGENTS.md`, OpenCode's global instructions (spec §1) [bin
 //! `Instruction.systemPaths`: the first of `<config>/AGENTS.md` and `~/.claude/CLAUDE.md` that
-//! exists]. `~/.claude/CLAUDE.md` is Claude Code's file, carried by the Claude Code converter;
-//! OpenCode falls back on it only while it has no `AGENTS.md` of its own, so writing one makes
-//! OpenCode stop reading it (said in a note). Read and written by
-//! [`crate::kit::instructions_file`]: different instructions already there are kept, the
-//! carried ones saved beside them as `AGENTS.imported.md`.
+//! exists]. `~/.claude/CLAUDE.md` is Claude Code's file, carried by the Claude Code converter,
+//! so it is not read here; but while there is no `AGENTS.md` it is OpenCode's live
+//! instructions, and writing an `AGENTS.md` would silently replace them. So it counts as the
+//! instructions already there. Read and written by [`crate::kit::instructions_file`]: different
+//! instructions already there are kept, the carried ones saved beside them as
+//! `AGENTS.imported.md`.
 
 use asp_format::answer::ImportAnswer;
 use asp_format::state::Instructions;
@@ -27,18 +28,12 @@ pub fn write(
     i: &Instructions,
     answer: &mut ImportAnswer,
 ) -> Result<(), ConvertError> {
-    let path = layout.config.join(FILE);
-    let claude = layout.home.join(".claude/CLAUDE.md");
-    if !path.exists() && claude.is_file() {
-        ctx.diagnostics.note(
-            &path,
-            None,
-            format!(
-                "OpenCode read {} while it had no AGENTS.md of its own; with this one it reads \
-                 AGENTS.md instead",
-                claude.display()
-            ),
-        );
-    }
-    instructions_file::write(&path, &layout.config.join(IMPORTED), ctx, i, answer)
+    instructions_file::write_unless_read_instead(
+        &layout.config.join(FILE),
+        Some(&layout.home.join(".claude/CLAUDE.md")),
+        &layout.config.join(IMPORTED),
+        ctx,
+        i,
+        answer,
+    )
 }

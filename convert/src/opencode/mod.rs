@@ -144,12 +144,16 @@ impl Harness for OpenCode {
         Ok(state)
     }
 
-    /// Custom agents, modes and commands (Markdown with front matter): OpenCode's own,
-    /// restored into OpenCode only.
+    /// Custom agents, modes and commands (Markdown with front matter, `*.md`: nothing else
+    /// there is read by OpenCode, so nothing else is kept): OpenCode's own, restored into
+    /// OpenCode only.
     fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
         let c = Layout::of(home).config;
         let dirs = ["agent", "agents", "mode", "modes", "command", "commands"].map(|d| c.join(d));
         crate::kit::config::collect(&home.dir, &[], &dirs)
+            .into_iter()
+            .filter(|(rel, _)| rel.ends_with(".md"))
+            .collect()
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {

@@ -83,17 +83,28 @@ pub fn write(
             .iter()
             .find(|(d, _)| Some(*d) == dir)
             .unwrap_or(&roots[0]);
-        // The same skill anywhere OpenCode reads skills is already there.
+        // Every other folder OpenCode reads skills from is probed first: a different skill of
+        // that name there means writing this one would leave two skills with one name, of
+        // which OpenCode uses one (which is not defined), so it is refused; the same skill
+        // there is already there.
         let probe = Writer::new(true);
-        let mut there = false;
+        let mut found = None;
         for (_, other) in roots.iter().filter(|(d, _)| *d != to.0) {
-            if skills::write_skill(&probe, other, s, ctx.blobs)? == Placement::AlreadyThere {
-                there = true;
-                break;
+            match skills::write_skill(&probe, other, s, ctx.blobs)? {
+                Placement::Refused(why) => {
+                    found = Some(Placement::Refused(format!(
+                        "skill {}: {why}, a folder OpenCode also reads skills from (of two skills \
+                         with one name, which one it uses is not defined); nothing was written",
+                        s.name
+                    )));
+                    break;
+                }
+                Placement::AlreadyThere => found = Some(Placement::AlreadyThere),
+                _ => {}
             }
         }
-        if there {
-            tally.place(Placement::AlreadyThere);
+        if let Some(p) = found {
+            tally.place(p);
             continue;
         }
         tally.place(
