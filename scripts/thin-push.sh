@@ -21,9 +21,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 store=${1:-$root/target/tmp/stores/claude-64M}
 if [ ! -d "$store/.claude" ]; then
-  # The generator's integer arithmetic wraps on purpose; the dev profile would trap it.
-  cargo bench -p asp-cli --bench stores --profile dev \
-    --config 'profile.dev.package.asp-cli.overflow-checks=false' -- --sizes 64M --generate-only
+  cargo bench -p asp-cli --bench stores --profile dev -- --sizes 64M --generate-only
 fi
 [ -x target/debug/asp ] || cargo build -p asp-cli --bin asp
 asp=$root/target/debug/asp

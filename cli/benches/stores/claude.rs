@@ -39,8 +39,9 @@ impl Rng {
         if n == 0 { 0 } else { self.next() % n }
     }
 
+    /// A value in `lo..=hi` (`lo` when the range is empty).
     pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi - lo + 1)
+        lo + self.below(hi.saturating_sub(lo) + 1)
     }
 
     pub fn chance(&mut self, per_mille: u64) -> bool {
@@ -540,7 +541,7 @@ fn turn(w: &mut Writer<'_>, rng: &mut Rng, subagents: &mut Vec<(String, String, 
         p.prose(rng, 0, 20)
     );
     let user_row = w.user_text(rng, prompt, image);
-    let ts = w.clock.tick(rng, 10);
+    let ts = w.clock.tick(rng, 400);
     w.meta(
         json!({"type": "file-history-snapshot", "messageId": user_row,
         "snapshot": {"messageId": user_row, "trackedFileBackups": {}, "timestamp": ts},

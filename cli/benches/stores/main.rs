@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Bump when the generator changes, so cached stores are rebuilt.
-const GENERATOR_VERSION: &str = "claude-2";
+const GENERATOR_VERSION: &str = "claude-3";
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Sample {
