@@ -678,3 +678,70 @@ fn a_folder_that_cannot_be_listed_is_reported() {
         "{lost:?}"
     );
 }
+
+/// While Pi has no `AGENTS.md` it reads `CLAUDE.md` beside it, so carried instructions never
+/// go into an `AGENTS.md` that would hide different ones there (`kit::instructions_file`).
+#[test]
+fn claude_md_that_pi_reads_instead_is_never_replaced_by_an_agents_md() {
+    let packed = crate::support::read_home(
+        HARNESS,
+        &samples().join("pi"),
+        KindSet::EMPTY.with(StateKind::Instructions),
+        ReadOptions::default(),
+    );
+    let carried = packed.text(&packed.state.instructions.as_ref().unwrap().text);
+    let agent = |h: &Path| h.join(".pi/agent");
+    let write = |home: &Path| {
+        crate::support::write_home(
+            HARNESS,
+            home,
+            &packed.state,
+            &packed.store,
+            false,
+            &PathMap::default(),
+        )
+        .0
+    };
+
+    // Different text in CLAUDE.md: AGENTS.md is not written, the carried text goes beside.
+    let home = tmp();
+    fs::create_dir_all(agent(home.path())).unwrap();
+    fs::write(
+        agent(home.path()).join("CLAUDE.md"),
+        "the user's own rules\n",
+    )
+    .unwrap();
+    let answer = write(home.path());
+    assert!(!agent(home.path()).join("AGENTS.md").exists());
+    assert_eq!(answer.not_taken.len(), 1, "{answer:?}");
+    assert_eq!(answer.not_taken[0].kind, StateKind::Instructions);
+    assert!(
+        answer.not_taken[0].reason.contains("CLAUDE.md"),
+        "{answer:?}"
+    );
+    assert_eq!(
+        fs::read_to_string(agent(home.path()).join("AGENTS.imported.md")).unwrap(),
+        carried
+    );
+    assert_eq!(
+        fs::read_to_string(agent(home.path()).join("CLAUDE.md")).unwrap(),
+        "the user's own rules\n"
+    );
+
+    // The same text in CLAUDE.md: already there, nothing written.
+    let home = tmp();
+    fs::create_dir_all(agent(home.path())).unwrap();
+    fs::write(agent(home.path()).join("CLAUDE.md"), &carried).unwrap();
+    let answer = write(home.path());
+    assert!(answer.taken.contains(StateKind::Instructions), "{answer:?}");
+    assert!(!agent(home.path()).join("AGENTS.md").exists());
+
+    // No instructions at all: AGENTS.md is written.
+    let home = tmp();
+    let answer = write(home.path());
+    assert!(answer.taken.contains(StateKind::Instructions), "{answer:?}");
+    assert_eq!(
+        fs::read_to_string(agent(home.path()).join("AGENTS.md")).unwrap(),
+        carried
+    );
+}

@@ -1,21 +1,18 @@
 //! Instructions: `A/AGENTS.md` (Pi reads `A/CLAUDE.md` when there is no `AGENTS.md`).
 //!
-//! Different instructions already there are never replaced: the carried ones are saved beside
-//! them as `AGENTS.imported.md` and reported as not taken. `SYSTEM.md` and `APPEND_SYSTEM.md`
-//! change Pi's system prompt rather than give it instructions: reported, not carried.
+//! Different instructions already there (in `AGENTS.md`, or in `CLAUDE.md` while Pi reads it
+//! instead) are never replaced: the carried ones are saved beside them as
+//! `AGENTS.imported.md` and reported as not taken (`kit::instructions_file`). `SYSTEM.md` and
+//! `APPEND_SYSTEM.md` change Pi's system prompt rather than give it instructions: reported,
+//! not carried.
 
-use std::fs;
-use std::io;
-
-use asp_format::StateKind;
 use asp_format::answer::ImportAnswer;
 use asp_format::state::Instructions;
 
 use super::layout::Layout;
 use crate::error::ConvertError;
 use crate::harness::{ReadContext, WriteContext};
-use crate::kit::fsops::Created;
-use crate::kit::placement::{Placement, Tally};
+use crate::kit::instructions_file;
 
 const IMPORTED: &str = "AGENTS.imported.md";
 
@@ -33,19 +30,8 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Result<Option<Instruction
     }
     for name in ["AGENTS.md", "CLAUDE.md"] {
         let path = layout.agent.join(name);
-        match fs::read(&path) {
-            Ok(bytes) => {
-                if std::str::from_utf8(&bytes).is_err() {
-                    ctx.diagnostics
-                        .lost(&path, None, "not UTF-8 text; not carried");
-                    return Ok(None);
-                }
-                return Ok(Some(Instructions {
-                    text: ctx.blobs.put(&bytes)?,
-                }));
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(ConvertError::io(&path)(e)),
+        if path.exists() {
+            return instructions_file::read(&path, ctx);
         }
     }
     Ok(None)
@@ -57,41 +43,14 @@ pub fn write(
     i: &Instructions,
     answer: &mut ImportAnswer,
 ) -> Result<(), ConvertError> {
-    let writer = ctx.writer;
-    let mut tally = Tally::new(answer, StateKind::Instructions, 1);
-    let path = layout.agent.join("AGENTS.md");
-    let text = ctx.blobs.read_all(&i.text)?;
-    let placed = match fs::read(&path) {
-        Ok(existing) if existing == text => Some(Placement::AlreadyThere),
-        Ok(_) => None,
-        Err(_) => {
-            (writer.create_new(&path, &text, false)? == Created::New).then_some(Placement::New)
-        }
-    };
-    if let Some(p) = placed {
-        tally.place(p);
-        tally.finish();
-        return Ok(());
-    }
-    let aside = layout.agent.join(IMPORTED);
-    let saved = match fs::read(&aside) {
-        Ok(existing) => existing == text,
-        Err(_) => writer.create_new(&aside, &text, false)? == Created::New,
-    };
-    tally.place(Placement::Refused(if saved {
-        format!(
-            "{} already holds different instructions, so it was left as it is; the carried ones \
-             are in {} (merge them into AGENTS.md by hand to use them)",
-            path.display(),
-            aside.display()
-        )
-    } else {
-        format!(
-            "{} already holds different instructions, and so does {}; nothing was written",
-            path.display(),
-            aside.display()
-        )
-    }));
-    tally.finish();
-    Ok(())
+    // While there is no `AGENTS.md`, Pi reads `CLAUDE.md`: writing `AGENTS.md` then would hide
+    // the user's live instructions, so `CLAUDE.md` counts as the instructions already there.
+    instructions_file::write_unless_read_instead(
+        &layout.agent.join("AGENTS.md"),
+        Some(&layout.agent.join("CLAUDE.md")),
+        &layout.agent.join(IMPORTED),
+        ctx,
+        i,
+        answer,
+    )
 }
