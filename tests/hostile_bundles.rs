@@ -472,3 +472,35 @@ fn the_manifest_bit_flip_of_issue_10_is_an_integrity_failure() {
     b[542] ^= 1 << 4;
     refused(&b, &["manifest.json", "CRC-32"]);
 }
+
+/// A blob whose local header names another entry than the zip directory does. Opening a
+/// bundle reads a blob's local header only when it reads the blob (so one session is read
+/// without the headers of thousands), and `asp verify` reads all of them: both refuse it,
+/// naming the entry.
+#[test]
+fn a_local_header_that_names_another_entry() {
+    let mut bytes = fs::read(samples().join("state.aspstate")).unwrap();
+    let names = blob_names(&entries(&bytes));
+    // The last blob: a body layer, not a document the bundle is opened by.
+    let name = names.last().unwrap().clone();
+    let at = find_all(&bytes, name.as_bytes());
+    assert_eq!(at.len(), 2, "local header and central directory");
+    // Change the local header's copy only (the first), keeping it a well-formed name.
+    let last = at[0] + name.len() - 1;
+    bytes[last] = if bytes[last] == b'0' { b'1' } else { b'0' };
+    refused(&bytes, &[&name, "local header names it"]);
+    let dir = tmp();
+    let bundle = dir.path().join("bad.aspstate");
+    fs::write(&bundle, &bytes).unwrap();
+    let out = asp().arg("verify").arg(&bundle).output().unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains(&name) && said.contains("local header names it"),
+        "{said}"
+    );
+}

@@ -150,11 +150,28 @@ enum Method {
 /// Where one entry's data sits in the file.
 #[derive(Debug, Clone, Copy)]
 struct EntryData {
-    data_start: u64,
+    start: Start,
     compressed: u64,
     size: u64,
     method: Method,
     crc32: u32,
+}
+
+/// Where an entry's data starts: known (its local header was read when the bundle was
+/// opened), or found from its local header when the entry is first read. Opening a bundle to
+/// read one session then reads the headers of the entries it reads, not of all thousands;
+/// `asp verify` reads every one.
+#[derive(Debug, Clone, Copy)]
+enum Start {
+    Known(u64),
+    Lazy {
+        /// Where its local header is.
+        header: u64,
+        /// Where the next entry (or the zip directory) starts: its data must end by then.
+        limit: u64,
+        /// The blob it is (its name is `blobs/sha256/<hex>`).
+        blob: Digest,
+    },
 }
 
 /// Where a blob (by its uncompressed digest) is, and how its layer encodes it.
@@ -234,12 +251,31 @@ impl EntryData {
     /// The entry's bytes (expanded when the zip entry is Deflate), at most `size` of them,
     /// with the CRC-32 and size of the central directory checked at their end.
     fn raw_reader(&self, file: &SharedFile) -> Box<dyn Read + Send> {
+        let data_start = match self.start {
+            Start::Known(s) => s,
+            Start::Lazy {
+                header,
+                limit,
+                blob,
+            } => {
+                let name = format!("{BLOB_PREFIX}{}", blob.hex());
+                match local_data_start(file, header, name.as_bytes()) {
+                    Ok(s) if s.saturating_add(self.compressed) <= limit => s,
+                    Ok(_) => {
+                        return Box::new(Failing(Some(format!(
+                            "{name}: its data overlaps the next entry or the zip directory"
+                        ))));
+                    }
+                    Err(msg) => return Box::new(Failing(Some(format!("{name}: {msg}")))),
+                }
+            }
+        };
         let window = io::BufReader::with_capacity(
             128 * 1024,
             Window {
                 file: file.clone(),
-                pos: self.data_start,
-                end: self.data_start + self.compressed,
+                pos: data_start,
+                end: data_start + self.compressed,
             },
         );
         let inner: Box<dyn Read + Send> = match self.method {
@@ -254,6 +290,19 @@ impl EntryData {
             crc: self.crc32,
             done: false,
         })
+    }
+}
+
+/// An entry that cannot be read: the integrity error, on the first read.
+struct Failing(Option<String>);
+
+impl Read for Failing {
+    fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+        let msg = self
+            .0
+            .take()
+            .unwrap_or_else(|| "unreadable entry".to_owned());
+        Err(IntegrityError(msg).into_io())
     }
 }
 
@@ -429,7 +478,7 @@ impl Bundle {
     }
 
     pub fn open_with(path: &Path, limits: &Limits) -> Result<Bundle, ReadError> {
-        let scan = scan(path, limits)?;
+        let scan = scan(path, limits, Headers::WhenRead)?;
         if !scan.problems.is_empty() {
             return Err(ReadError::Invalid {
                 path: path.to_path_buf(),
@@ -880,7 +929,7 @@ pub fn verify_file(
     limits: &Limits,
     progress: &dyn Progress,
 ) -> Result<VerifyReport, ReadError> {
-    let mut scan = scan(path, limits)?;
+    let mut scan = scan(path, limits, Headers::AtOnce)?;
     let mut wanted: BTreeMap<Digest, (u64, String)> = BTreeMap::new();
     let empty = State::default();
     let state = scan.manifest.as_ref().map_or(&empty, |m| &m.state);
@@ -943,7 +992,16 @@ fn describe_read_error(e: &io::Error) -> String {
     e.to_string()
 }
 
-fn scan(path: &Path, limits: &Limits) -> Result<Scan, ReadError> {
+/// When the local headers of blob entries are checked against the zip directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Headers {
+    /// All of them, when the bundle is scanned (`asp verify`).
+    AtOnce,
+    /// Each when its entry is first read (opening a bundle to read from it).
+    WhenRead,
+}
+
+fn scan(path: &Path, limits: &Limits, headers: Headers) -> Result<Scan, ReadError> {
     let io_err = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
@@ -1097,12 +1155,22 @@ fn scan(path: &Path, limits: &Limits) -> Result<Scan, ReadError> {
             ));
             bad = true;
         }
-        let data_start = match local_data_start(&shared, e.header_start(), e.name_raw()) {
-            Ok(s) => s,
-            Err(msg) => {
-                scan.problems.push(Problem::at(&name, msg));
-                continue;
-            }
+        // A blob's local header is read when the blob is (see [`Start`]), unless every one is
+        // checked now; until then its data is taken to start right after its name, the least
+        // it can, so the overlap checks below still hold for what the header could add.
+        let lazy = match kind {
+            Some(Entry::Blob(d)) if headers == Headers::WhenRead => Some(d),
+            _ => None,
+        };
+        let data_start = match lazy {
+            Some(_) => e.header_start() + 30 + e.name_raw().len() as u64,
+            None => match local_data_start(&shared, e.header_start(), e.name_raw()) {
+                Ok(s) => s,
+                Err(msg) => {
+                    scan.problems.push(Problem::at(&name, msg));
+                    continue;
+                }
+            },
         };
         let data_end = data_start.saturating_add(compressed);
         if data_end > cd_start {
@@ -1117,7 +1185,14 @@ fn scan(path: &Path, limits: &Limits) -> Result<Scan, ReadError> {
             continue;
         }
         let data = EntryData {
-            data_start,
+            start: match lazy {
+                Some(blob) => Start::Lazy {
+                    header: e.header_start(),
+                    limit: cd_start,
+                    blob,
+                },
+                None => Start::Known(data_start),
+            },
             compressed,
             size,
             method,
@@ -1142,6 +1217,15 @@ fn scan(path: &Path, limits: &Limits) -> Result<Scan, ReadError> {
         scan.entries.clear();
     }
     regions.sort();
+    // A blob read later must end before the next entry starts (or the zip directory).
+    for e in scan.entries.values_mut() {
+        if let Start::Lazy { header, limit, .. } = &mut e.start {
+            let next = regions.partition_point(|r| r.0 <= *header);
+            if let Some(r) = regions.get(next) {
+                *limit = r.0;
+            }
+        }
+    }
     for pair in regions.windows(2) {
         if pair[0].1 > pair[1].0 {
             scan.problems.push(Problem::at(
