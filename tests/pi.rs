@@ -745,3 +745,54 @@ fn claude_md_that_pi_reads_instead_is_never_replaced_by_an_agents_md() {
         carried
     );
 }
+
+/// A skill never stands beside a different one of the same name in the other folder Pi reads
+/// skills from (`~/.pi/agent/skills` and `~/.agents/skills`): Pi would use only one of them.
+#[test]
+fn a_skill_is_refused_when_the_other_skills_folder_holds_a_different_one_of_its_name() {
+    let packed = crate::support::read_home(
+        HARNESS,
+        &samples().join("pi"),
+        KindSet::EMPTY.with(StateKind::Skills),
+        ReadOptions::default(),
+    );
+    for s in packed.state.skills.iter().flatten() {
+        let own = s.meta.as_ref().and_then(|m| m["pi"]["dir"].as_str()) == Some("agent");
+        let (to, other) = if own {
+            (".pi/agent/skills", ".agents/skills")
+        } else {
+            (".agents/skills", ".pi/agent/skills")
+        };
+        let home = tmp();
+        let theirs = home.path().join(other).join(s.name.as_str());
+        fs::create_dir_all(&theirs).unwrap();
+        fs::write(
+            theirs.join("SKILL.md"),
+            "---\nname: x\n---\nthe user's own\n",
+        )
+        .unwrap();
+        let only = asp_format::State {
+            skills: Some(vec![s.clone()]),
+            ..Default::default()
+        };
+        let (answer, _) = crate::support::write_home(
+            HARNESS,
+            home.path(),
+            &only,
+            &packed.store,
+            false,
+            &PathMap::default(),
+        );
+        assert_eq!(answer.not_taken.len(), 1, "{}: {answer:?}", s.name);
+        assert!(
+            answer.not_taken[0].reason.contains(other),
+            "{}: {answer:?}",
+            s.name
+        );
+        assert!(!home.path().join(to).join(s.name.as_str()).exists());
+        assert_eq!(
+            fs::read_to_string(theirs.join("SKILL.md")).unwrap(),
+            "---\nname: x\n---\nthe user's own\n"
+        );
+    }
+}

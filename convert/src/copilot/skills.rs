@@ -5,7 +5,6 @@
 //! `copilot skill list --json` gave `dup` from `~/.copilot/skills/dup`, source
 //! `personal-copilot`, whichever file was newer), so that one is carried.
 
-use asp_format::StateKind;
 use asp_format::answer::ImportAnswer;
 use asp_format::state::{Meta, Skill};
 use serde_json::json;
@@ -13,8 +12,6 @@ use serde_json::json;
 use super::layout::Layout;
 use crate::error::ConvertError;
 use crate::harness::{ReadContext, WriteContext};
-use crate::kit::fsops::Writer;
-use crate::kit::placement::{Placement, Tally};
 use crate::kit::skills;
 
 const OWN: &str = "copilot";
@@ -53,34 +50,7 @@ pub fn write(
     list: &[Skill],
     answer: &mut ImportAnswer,
 ) -> Result<(), ConvertError> {
-    let own_root = layout.skills();
-    let shared_root = layout.shared_skills();
-    let mut tally = Tally::new(answer, StateKind::Skills, list.len());
-    for s in list {
-        let own = s
-            .meta
-            .as_ref()
-            .and_then(|m| m.get("copilot"))
-            .and_then(|g| g.get("dir"))
-            .and_then(|d| d.as_str())
-            == Some(OWN);
-        let (to, other) = if own {
-            (&own_root, &shared_root)
-        } else {
-            (&shared_root, &own_root)
-        };
-        let probe = Writer::new(true);
-        if skills::write_skill(&probe, other, s, ctx.blobs)? == Placement::AlreadyThere {
-            tally.place(Placement::AlreadyThere);
-            continue;
-        }
-        tally.place(match skills::write_skill(ctx.writer, to, s, ctx.blobs)? {
-            Placement::Refused(why) => {
-                Placement::Refused(format!("skill {}: {why}; it was left as it is", s.name))
-            }
-            p => p,
-        });
-    }
-    tally.finish();
-    Ok(())
+    // Skills read from `~/.agents/skills` carry no `dir`, so they go back there (the first).
+    let folders = [("agents", layout.shared_skills()), (OWN, layout.skills())];
+    skills::write_to_folders(ctx, list, answer, "copilot", "Copilot CLI", &folders)
 }

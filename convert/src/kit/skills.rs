@@ -7,15 +7,18 @@
 
 use std::fs;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use asp_format::StateKind;
+use asp_format::answer::ImportAnswer;
 use asp_format::blob::{BlobSink, BlobSource};
 use asp_format::name::{RelPath, SkillName};
 use asp_format::state::{FileEntry, Skill};
 
 use crate::error::ConvertError;
+use crate::harness::WriteContext;
 use crate::kit::fsops::{Created, Writer, is_executable};
-use crate::kit::placement::Placement;
+use crate::kit::placement::{Placement, Tally};
 use crate::kit::report::Diagnostics;
 
 /// The YAML front matter of a SKILL.md, split off by the Agent Skills rules: the file starts
@@ -280,6 +283,63 @@ pub fn write_skill(
     }
     writer.record_created(&dir);
     Ok(Placement::New)
+}
+
+/// Writes skills for a harness that reads them from several folders (its own, and the shared
+/// `~/.agents/skills`): each into the folder its `_meta.<harness>.dir` names among `folders`
+/// (`(tag, root)`), the first when it names none. Every other folder is probed first: the same
+/// skill there is already there; a different skill of that name there is refused, since the
+/// carried one would stand beside it under the same name and the harness would use only one
+/// of them (the user's may be the one hidden). `label` names the harness in messages.
+pub fn write_to_folders(
+    ctx: &WriteContext<'_>,
+    list: &[Skill],
+    answer: &mut ImportAnswer,
+    harness: &str,
+    label: &str,
+    folders: &[(&str, PathBuf)],
+) -> Result<(), ConvertError> {
+    let mut tally = Tally::new(answer, StateKind::Skills, list.len());
+    for s in list {
+        let dir = s
+            .meta
+            .as_ref()
+            .and_then(|m| m.get(harness))
+            .and_then(|g| g.get("dir"))
+            .and_then(serde_json::Value::as_str);
+        let to = folders
+            .iter()
+            .find(|(d, _)| Some(*d) == dir)
+            .unwrap_or(&folders[0]);
+        let probe = Writer::new(true);
+        let mut found = None;
+        for (_, other) in folders.iter().filter(|(d, _)| *d != to.0) {
+            match write_skill(&probe, other, s, ctx.blobs)? {
+                Placement::Refused(why) => {
+                    found = Some(Placement::Refused(format!(
+                        "skill {}: {why}, a folder {label} also reads skills from (of two skills \
+                         with one name it uses one); nothing was written",
+                        s.name
+                    )));
+                    break;
+                }
+                Placement::AlreadyThere => found = Some(Placement::AlreadyThere),
+                _ => {}
+            }
+        }
+        if let Some(p) = found {
+            tally.place(p);
+            continue;
+        }
+        tally.place(match write_skill(ctx.writer, &to.1, s, ctx.blobs)? {
+            Placement::Refused(why) => {
+                Placement::Refused(format!("skill {}: {why}; it was left as it is", s.name))
+            }
+            p => p,
+        });
+    }
+    tally.finish();
+    Ok(())
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@
 
 use std::path::PathBuf;
 
-use asp_format::StateKind;
 use asp_format::answer::ImportAnswer;
 use asp_format::state::{Meta, Skill};
 use serde_json::json;
@@ -20,8 +19,6 @@ use serde_json::json;
 use super::layout::Layout;
 use crate::error::ConvertError;
 use crate::harness::{ReadContext, WriteContext};
-use crate::kit::fsops::Writer;
-use crate::kit::placement::{Placement, Tally};
 use crate::kit::skills;
 
 /// Where OpenCode reads skills from (under the home), by the name `_meta.opencode.dir` gives.
@@ -75,47 +72,5 @@ pub fn write(
     list: &[Skill],
     answer: &mut ImportAnswer,
 ) -> Result<(), ConvertError> {
-    let roots = roots(layout);
-    let mut tally = Tally::new(answer, StateKind::Skills, list.len());
-    for s in list {
-        let dir = dir_of(s);
-        let to = roots
-            .iter()
-            .find(|(d, _)| Some(*d) == dir)
-            .unwrap_or(&roots[0]);
-        // Every other folder OpenCode reads skills from is probed first: a different skill of
-        // that name there means writing this one would leave two skills with one name, of
-        // which OpenCode uses one (which is not defined), so it is refused; the same skill
-        // there is already there.
-        let probe = Writer::new(true);
-        let mut found = None;
-        for (_, other) in roots.iter().filter(|(d, _)| *d != to.0) {
-            match skills::write_skill(&probe, other, s, ctx.blobs)? {
-                Placement::Refused(why) => {
-                    found = Some(Placement::Refused(format!(
-                        "skill {}: {why}, a folder OpenCode also reads skills from (of two skills \
-                         with one name, which one it uses is not defined); nothing was written",
-                        s.name
-                    )));
-                    break;
-                }
-                Placement::AlreadyThere => found = Some(Placement::AlreadyThere),
-                _ => {}
-            }
-        }
-        if let Some(p) = found {
-            tally.place(p);
-            continue;
-        }
-        tally.place(
-            match skills::write_skill(ctx.writer, &to.1, s, ctx.blobs)? {
-                Placement::Refused(why) => {
-                    Placement::Refused(format!("skill {}: {why}; it was left as it is", s.name))
-                }
-                p => p,
-            },
-        );
-    }
-    tally.finish();
-    Ok(())
+    skills::write_to_folders(ctx, list, answer, "opencode", "OpenCode", &roots(layout))
 }

@@ -2,7 +2,6 @@
 //! and written by [`crate::kit::skills`]. A skill from `A/skills` says so in `_meta.pi.dir`
 //! and goes back there; any other goes to `A/skills`, unless the shared folder has it.
 
-use asp_format::StateKind;
 use asp_format::answer::ImportAnswer;
 use asp_format::state::{Meta, Skill};
 use serde_json::json;
@@ -10,8 +9,6 @@ use serde_json::json;
 use super::layout::Layout;
 use crate::error::ConvertError;
 use crate::harness::{ReadContext, WriteContext};
-use crate::kit::fsops::Writer;
-use crate::kit::placement::{Placement, Tally};
 use crate::kit::skills;
 
 const AGENTS_SKILLS: &str = ".agents/skills";
@@ -57,34 +54,10 @@ pub fn write(
     list: &[Skill],
     answer: &mut ImportAnswer,
 ) -> Result<(), ConvertError> {
-    let own_root = layout.agent.join("skills");
-    let shared_root = layout.root.join(AGENTS_SKILLS);
-    let mut tally = Tally::new(answer, StateKind::Skills, list.len());
-    for s in list {
-        let own = s
-            .meta
-            .as_ref()
-            .and_then(|m| m.get("pi"))
-            .and_then(|g| g.get("dir"))
-            .and_then(|d| d.as_str())
-            == Some(OWN);
-        let (to, other) = if own {
-            (&own_root, &shared_root)
-        } else {
-            (&shared_root, &own_root)
-        };
-        let probe = Writer::new(true);
-        if skills::write_skill(&probe, other, s, ctx.blobs)? == Placement::AlreadyThere {
-            tally.place(Placement::AlreadyThere);
-            continue;
-        }
-        tally.place(match skills::write_skill(ctx.writer, to, s, ctx.blobs)? {
-            Placement::Refused(why) => {
-                Placement::Refused(format!("skill {}: {why}; it was left as it is", s.name))
-            }
-            p => p,
-        });
-    }
-    tally.finish();
-    Ok(())
+    // Skills read from `~/.agents/skills` carry no `dir`, so they go back there (the first).
+    let folders = [
+        ("agents", layout.root.join(AGENTS_SKILLS)),
+        (OWN, layout.agent.join("skills")),
+    ];
+    skills::write_to_folders(ctx, list, answer, "pi", "Pi", &folders)
 }
