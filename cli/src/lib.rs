@@ -14,6 +14,7 @@ pub mod hub;
 pub mod human;
 pub mod inspect;
 pub mod mapped;
+pub mod memory;
 pub mod pack;
 pub mod progress;
 pub mod prune;

@@ -334,13 +334,18 @@ impl Repository {
         Ok(self.layout.put_blob(bytes)?)
     }
 
-    /// Stores a staged layer as a blob unless it is there already; true when it was written.
-    pub fn put_staged(&self, layers: &Layers, staged: &StagedLayer) -> Result<bool, RepoError> {
+    /// Writes a staged layer as a blob unless it is there already, not yet in place: see
+    /// [`Repository::write_pending`].
+    pub fn put_staged(
+        &self,
+        layers: &Layers,
+        staged: &StagedLayer,
+    ) -> Result<Option<PendingBlob>, RepoError> {
         let d = Descriptor {
             digest: staged.layer.layer,
             size: staged.layer.size,
         };
-        self.put_with(&d, &mut |w| layers.copy_to(staged, w).map(|_| ()))
+        self.write_pending(&d, &mut |w| layers.copy_to(staged, w).map(|_| ()))
     }
 
     /// Stores the blob `d` unless it is there already, its bytes written by `write`; true when
@@ -351,8 +356,34 @@ impl Repository {
         d: &Descriptor,
         write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
     ) -> Result<bool, RepoError> {
-        if self.has_blob(d) {
+        let Some(pending) = self.write_blob(d, write, true)? else {
             return Ok(false);
+        };
+        pending.persist()?;
+        Ok(true)
+    }
+
+    /// Writes the blob `d` to a temporary file in `blobs/sha256/` and checks its digest, unless
+    /// the blob is there already (`None`). It is not in place until
+    /// [`Repository::commit_blobs`] makes it durable and renames it; dropped, it is removed.
+    pub fn write_pending(
+        &self,
+        d: &Descriptor,
+        write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<Option<PendingBlob>, RepoError> {
+        // Only Linux can sync a whole batch at once (`syncfs`); elsewhere each file is synced
+        // as it is written, as `put_with` does.
+        self.write_blob(d, write, !cfg!(target_os = "linux"))
+    }
+
+    fn write_blob(
+        &self,
+        d: &Descriptor,
+        write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+        sync: bool,
+    ) -> Result<Option<PendingBlob>, RepoError> {
+        if self.has_blob(d) {
+            return Ok(None);
         }
         let dir = self.blobs_dir();
         let path = self.blob_path(&d.digest);
@@ -375,10 +406,38 @@ impl Repository {
                 d.digest, written.digest, written.size, d.size
             )));
         }
-        tmp.as_file().sync_data().map_err(RepoError::io(&path))?;
-        tmp.persist(&path)
-            .map_err(|e| RepoError::io(&path)(e.error))?;
-        Ok(true)
+        if sync {
+            tmp.as_file().sync_data().map_err(RepoError::io(&path))?;
+        }
+        // Closed now: a backup holds thousands of pending blobs, more than a process may
+        // have files open.
+        Ok(Some(PendingBlob {
+            tmp: tmp.into_temp_path(),
+            path,
+        }))
+    }
+
+    /// Makes written blobs durable, then puts them in place: the data of every one reaches
+    /// the disk before any is renamed, so a crash (or power loss) leaves each blob whole or
+    /// absent, never a blob file whose bytes were not written. On Linux one `syncfs` of the
+    /// repository's file system does it: a backup writes thousands of small layers, and an
+    /// fsync each cost about 0.6 ms of waiting per file even 32 at a time (about 2.8 s for
+    /// the 4,700 layers of a 1 GiB Claude Code home).
+    pub fn commit_blobs(&self, pending: Vec<PendingBlob>) -> Result<(), RepoError> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        #[cfg(target_os = "linux")]
+        {
+            let dir = self.blobs_dir();
+            let d = File::open(&dir).map_err(RepoError::io(&dir))?;
+            rustix::fs::syncfs(&d).map_err(|e| RepoError::io(&dir)(e.into()))?;
+        }
+        for p in pending {
+            p.persist()?;
+        }
+        self.sync_blobs();
+        Ok(())
     }
 
     /// Makes the renames into `blobs/sha256/` durable.
@@ -437,5 +496,23 @@ impl Repository {
         } else {
             RepoError::io(self.blob_path(digest))(e)
         }
+    }
+}
+
+/// A blob written to a temporary file next to its place and checked, not yet renamed into it
+/// ([`Repository::write_pending`]).
+#[derive(Debug)]
+pub struct PendingBlob {
+    tmp: tempfile::TempPath,
+    path: PathBuf,
+}
+
+impl PendingBlob {
+    fn persist(self) -> Result<(), RepoError> {
+        let path = self.path;
+        self.tmp
+            .persist(&path)
+            .map_err(|e| RepoError::io(&path)(e.error))?;
+        Ok(())
     }
 }

@@ -322,6 +322,9 @@ struct BackupRow {
     size: (u64, u64),
     growth: (u64, u64),
     changed_bytes: u64,
+    /// The changed transcripts each compressed alone by `zstd -3`: what issue 13 measures
+    /// growth against ("at most 2x the compressed size of the changed sessions").
+    changed_compressed: u64,
 }
 
 /// The session transcripts to change: every `n`th of the top-level ones, 1% of them.
@@ -376,7 +379,8 @@ fn measure_backup(store: &Store, runs: usize, out: &Path) -> BackupRow {
     ];
     let restic = format!("RESTIC_PASSWORD=bench restic backup -q -r {rr} .claude");
     let (mut f, mut u, mut c) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut size, mut growth, mut changed_bytes) = ((0, 0), (0, 0), 0);
+    let (mut size, mut growth, mut changed_bytes, mut changed_compressed) =
+        ((0, 0), (0, 0), 0, 0);
     let mut n = 0u64;
     for _ in 0..runs {
         let _ = fs::remove_dir_all(&asp_repo);
@@ -397,6 +401,7 @@ fn measure_backup(store: &Store, runs: usize, out: &Path) -> BackupRow {
         let r = timed(&store.home, &["sh", "-c", &restic]);
         u.push((a, r));
         changed_bytes = 0;
+        changed_compressed = 0;
         let mut undo = Vec::new();
         for t in transcripts(&store.home) {
             n += 1;
@@ -404,6 +409,7 @@ fn measure_backup(store: &Store, runs: usize, out: &Path) -> BackupRow {
             undo.push((t.clone(), m.len(), m.modified().expect("mtime")));
             append_turn(&t, n);
             changed_bytes += fs::metadata(&t).map(|m| m.len()).unwrap_or(0);
+            changed_compressed += zstd_size(&t);
         }
         let before = (du(&asp_repo), du(&restic_repo));
         let a = timed(&store.home, &asp_backup);
@@ -430,7 +436,19 @@ fn measure_backup(store: &Store, runs: usize, out: &Path) -> BackupRow {
         size,
         growth,
         changed_bytes,
+        changed_compressed,
     }
+}
+
+/// Bytes of `zstd -3` of one file, as a user would compress it alone.
+fn zstd_size(file: &Path) -> u64 {
+    let out = Command::new("zstd")
+        .args(["-3", "-q", "-c"])
+        .arg(file)
+        .output()
+        .expect("zstd runs");
+    assert!(out.status.success(), "zstd -3 {}", file.display());
+    out.stdout.len() as u64
 }
 
 fn print_backup(store: &Store, b: &BackupRow) {
@@ -460,10 +478,13 @@ fn print_backup(store: &Store, b: &BackupRow) {
         b.size.0 as f64 / b.size.1 as f64
     );
     println!(
-        "| growth from the 1% change (the 20 transcripts: {:.1} MiB raw) | {:.2} MiB | {:.2} MiB | | |",
+        "| growth from the 1% change (the 20 transcripts: {:.1} MiB raw, {:.2} MiB by zstd -3 each) | {:.2} MiB ({:.2}x the zstd) | {:.2} MiB ({:.2}x) | | |",
         mib(b.changed_bytes),
+        mib(b.changed_compressed),
         mib(b.growth.0),
-        mib(b.growth.1)
+        b.growth.0 as f64 / b.changed_compressed.max(1) as f64,
+        mib(b.growth.1),
+        b.growth.1 as f64 / b.changed_compressed.max(1) as f64
     );
     println!(
         "peak RSS: asp full {:.0} MiB, restic full {:.0} MiB",

@@ -54,6 +54,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    asp_cli::memory::bound_arenas();
     let result = match Cli::parse().command {
         Command::Pack(a) => pack::run(a),
         Command::Unpack(a) => unpack::run(a),
