@@ -256,6 +256,33 @@ fn a_file_changed_within_the_mtime_granularity_is_read_again() {
     );
 }
 
+#[test]
+fn a_file_read_again_only_for_the_racy_rule_counts_as_unchanged() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = repo_of(&t);
+    backup(&home, &repo);
+    // Written "now": the next backup starts within its mtime granularity, and the one after
+    // reads it again to be sure, finding what it had.
+    let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
+    let mut text = fs::read_to_string(&file).unwrap();
+    let mut again = text.lines().last().unwrap().to_owned();
+    let uuid_at = again.find("\"uuid\":\"").unwrap() + 8;
+    again.replace_range(
+        uuid_at..uuid_at + 36,
+        "00000000-0000-4000-8000-000000000002",
+    );
+    text.push_str(&again);
+    text.push('\n');
+    fs::write(&file, &text).unwrap();
+    set_mtime(&file, Duration::ZERO);
+    let o = backup(&home, &repo);
+    assert_eq!(counts(&o), [0, 1, 3, 0], "{o}");
+    let o = backup(&home, &repo);
+    assert_eq!(counts(&o), [0, 0, 4, 0], "read again, the same: {o}");
+    assert!(o["snapshot"].is_null(), "nothing changed: {o}");
+}
+
 fn repo_of(t: &tempfile::TempDir) -> PathBuf {
     t.path().join("repo")
 }

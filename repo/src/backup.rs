@@ -195,13 +195,35 @@ pub fn backup(
         parent: parent.as_ref().map(|p| p.info.digest),
         ..BackupOutcome::default()
     };
+    let new_sessions: HashMap<&str, &Session> = state
+        .sessions
+        .iter()
+        .flatten()
+        .map(|s| (s.id.as_str(), s))
+        .collect();
     for e in &read.entries {
-        if e.reused {
-            outcome.unchanged += 1;
-        } else if records.contains_key(e.id.as_str()) {
-            outcome.changed += 1;
-        } else {
+        let Some(rec) = records.get(e.id.as_str()) else {
             outcome.new += 1;
+            continue;
+        };
+        // An entry read again only because it was written within the mtime granularity of
+        // the parent's start (the racy-timestamp rule) is unchanged when its files' records
+        // and its sessions came out as the parent had them: reading it was a check.
+        let same = e.reused
+            || (rec.facts == e.facts
+                && rec.files.len() == e.files.len()
+                && e.files
+                    .iter()
+                    .zip(&rec.files)
+                    .all(|(f, r)| record(f, home_dir) == *r)
+                && rec.sessions.len() == e.sessions.len()
+                && e.sessions
+                    .iter()
+                    .all(|id| new_sessions.get(id.as_str()) == parent_sessions.get(id.as_str())));
+        if same {
+            outcome.unchanged += 1;
+        } else {
+            outcome.changed += 1;
         }
     }
 
@@ -353,14 +375,13 @@ fn write_layers(
         }
     };
     let threads = WRITERS.min(todo.len()).max(1);
-    let per_thread: Vec<Result<(Vec<PendingBlob>, u64), RepoError>> =
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads).map(|_| scope.spawn(work)).collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("a layer writer panicked"))
-                .collect()
-        });
+    let per_thread: Vec<Result<(Vec<PendingBlob>, u64), RepoError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads).map(|_| scope.spawn(work)).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a layer writer panicked"))
+            .collect()
+    });
     let (mut all, mut bytes) = (Vec::new(), 0);
     for r in per_thread {
         let (p, b) = r?;

@@ -379,8 +379,7 @@ fn measure_backup(store: &Store, runs: usize, out: &Path) -> BackupRow {
     ];
     let restic = format!("RESTIC_PASSWORD=bench restic backup -q -r {rr} .claude");
     let (mut f, mut u, mut c) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut size, mut growth, mut changed_bytes, mut changed_compressed) =
-        ((0, 0), (0, 0), 0, 0);
+    let (mut size, mut growth, mut changed_bytes, mut changed_compressed) = ((0, 0), (0, 0), 0, 0);
     let mut n = 0u64;
     for _ in 0..runs {
         let _ = fs::remove_dir_all(&asp_repo);
