@@ -27,6 +27,7 @@ use super::survey::Plan;
 use super::transcript::{Index, Indexer, Lines, Record, Tree, str_at};
 use crate::error::ConvertError;
 use crate::harness::{SessionContext, Surveyed};
+use crate::kit::acp::Notification;
 use crate::kit::fsops::is_executable;
 use crate::kit::meta::{self, Parent};
 use crate::kit::source::SourceFile;
@@ -349,10 +350,17 @@ fn build(
         subagents,
         tool_names,
     };
-    let mut lines = Lines::new(&t.path, &mut t.file, ctx.diagnostics);
-    let index = &t.index;
-    let summary = replay::replay(&source, &mut |i| lines.load(index, i), &mut |u| {
-        w.push(&u.to_params(&sid))?;
+    let mut lines = IndexedLines {
+        lines: Lines::new(&t.path, &mut t.file, ctx.diagnostics),
+        index: &t.index,
+    };
+    // Each update is written straight from its typed form (`to_params` would build a
+    // `Value` tree of it first; the bytes are the same).
+    let summary = replay::replay(&source, &mut lines, &mut |u| {
+        w.push(&Notification {
+            session_id: &sid,
+            update: &u,
+        })?;
         Ok(())
     })?;
     let updates = w.finish()?;
@@ -411,4 +419,20 @@ fn build(
         cwd,
         titled,
     ))
+}
+
+/// The lines of one transcript's index, as the replay reads them back.
+struct IndexedLines<'i, 'd> {
+    lines: Lines<'d>,
+    index: &'i Index,
+}
+
+impl replay::LineSource for IndexedLines<'_, '_> {
+    fn line(&mut self, i: usize) -> Option<&[u8]> {
+        self.lines.raw(self.index, i)
+    }
+
+    fn changed(&mut self, i: usize) {
+        self.lines.changed(self.index, i);
+    }
 }

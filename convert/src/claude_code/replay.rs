@@ -13,6 +13,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value, json};
 
 use super::calls::{self, image_block};
+use super::line::{self, Block, Content, Line};
 use super::transcript::{Chain, Record, str_at};
 use crate::error::ConvertError;
 use crate::kit::acp::{
@@ -88,9 +89,15 @@ pub fn note_tool_names(r: &Record, names: &mut HashMap<String, String>) {
     }
 }
 
-/// Reads record `i` of [`Source::records`] whole; `None` when it cannot be read (the loader
-/// reports why), and the record is then left out.
-pub type Load<'l> = dyn FnMut(usize) -> Option<Record> + 'l;
+/// Where the replay reads the records it replays whole.
+pub trait LineSource {
+    /// The bytes of record `i`'s line of [`Source::records`]; `None` when it cannot be read
+    /// (the source reports why), and the record is then left out.
+    fn line(&mut self, i: usize) -> Option<&[u8]>;
+    /// Reports that record `i`'s line, read back, is not the JSON object the first pass saw;
+    /// the record is left out.
+    fn changed(&mut self, i: usize);
+}
 
 type Sink<'s> = dyn FnMut(Update) -> Result<(), ConvertError> + 's;
 
@@ -185,10 +192,10 @@ struct Replay<'a, 's, 'k> {
     command_prompt: Option<String>,
 }
 
-/// Replays the chain into `sink`, reading each record it replays through `load`.
+/// Replays the chain into `sink`, reading each record it replays from `lines`.
 pub fn replay(
     src: &Source<'_>,
-    load: &mut Load<'_>,
+    lines: &mut dyn LineSource,
     sink: &mut Sink<'_>,
 ) -> Result<Summary, ConvertError> {
     let chain_uuids = src
@@ -226,24 +233,19 @@ pub fn replay(
     for &i in &src.chain.rows {
         let line = src.records[i].line;
         while next_meta < metadata.len() && src.records[metadata[next_meta]].line < line {
-            if let Some(m) = load(metadata[next_meta]) {
-                rp.metadata(&m)?;
-            }
+            read(lines, metadata[next_meta], |l| rp.metadata(l))?;
             next_meta += 1;
         }
-        let Some(row) = load(i) else {
-            continue;
-        };
-        if row.message_id() != rp.response.as_ref().map(|r| r.0.as_str()) {
-            rp.end_response();
-        }
-        rp.row(&row)?;
+        read(lines, i, |row| {
+            if row.message_id() != rp.response.as_ref().map(|r| r.0.as_str()) {
+                rp.end_response();
+            }
+            rp.row(row)
+        })?;
     }
     rp.end_response();
     for &m in &metadata[next_meta..] {
-        if let Some(m) = load(m) {
-            rp.metadata(&m)?;
-        }
+        read(lines, m, |l| rp.metadata(l))?;
     }
     if let Some((message_id, usage)) = rp.last_usage.take() {
         let used = [
@@ -274,15 +276,47 @@ pub fn replay(
     Ok(Summary { updates, ..summary })
 }
 
-fn row_meta(r: &Record) -> Map<String, Value> {
+/// Reads record `i`'s line and replays it with `f`; a line that cannot be read is reported
+/// and left out.
+fn read(
+    lines: &mut dyn LineSource,
+    i: usize,
+    f: impl FnOnce(&Line<'_>) -> Result<(), ConvertError>,
+) -> Result<(), ConvertError> {
+    let Some(raw) = lines.line(i) else {
+        return Ok(());
+    };
+    match line::with_line(raw, f) {
+        Some(done) => done,
+        None => {
+            lines.changed(i);
+            Ok(())
+        }
+    }
+}
+
+fn row_meta(r: &Line) -> Map<String, Value> {
     let mut m = Map::new();
-    if let Some(u) = r.uuid() {
+    if let Some(u) = r.f.uuid.get() {
         m.insert("uuid".into(), json!(u));
     }
-    if let Some(t) = str_at(&r.value, "timestamp") {
+    if let Some(t) = r.f.timestamp.get() {
         m.insert("timestamp".into(), json!(t));
     }
     m
+}
+
+/// The text of a user row's content as a tool result's text reads ([`calls::result_text`]).
+fn content_text(content: &Content) -> String {
+    match content {
+        Content::Text(t) => t.as_ref().to_owned(),
+        Content::Blocks(blocks) => blocks
+            .iter()
+            .filter_map(|b| b.f.text.get())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Content::Other(raw) => calls::result_text(&line::value(raw)),
+    }
 }
 
 fn with_claude(mut u: Update, m: Map<String, Value>) -> Update {
@@ -299,35 +333,41 @@ fn chunk(content: Value, message_id: Option<&str>) -> Chunk {
 }
 
 impl<'a> Replay<'a, '_, '_> {
-    fn metadata(&mut self, r: &Record) -> Result<(), ConvertError> {
-        let v = &r.value;
+    fn metadata(&mut self, r: &Line) -> Result<(), ConvertError> {
+        let v = &r.f;
         match r.kind() {
             "permission-mode" => {
-                if let Some(m) = str_at(v, "permissionMode") {
+                if let Some(m) = v.permission_mode.get() {
                     self.set_mode(m)?;
                 }
                 Ok(())
             }
             "custom-title" => {
-                self.titles.custom = str_at(v, "customTitle")
+                self.titles.custom = v
+                    .custom_title
+                    .get()
                     .filter(|t| !t.is_empty())
                     .map(str::to_owned);
                 self.title_changed()
             }
             "ai-title" => {
-                if let Some(t) = str_at(v, "aiTitle").filter(|t| !t.is_empty()) {
+                if let Some(t) = v.ai_title.get().filter(|t| !t.is_empty()) {
                     self.titles.ai = Some(t.to_owned());
                 }
                 self.title_changed()
             }
-            "summary" if str_at(v, "leafUuid").is_some_and(|l| self.chain_uuids.contains(l)) => {
-                if let Some(t) = str_at(v, "summary").filter(|t| !t.is_empty()) {
+            "summary"
+                if v.leaf_uuid
+                    .get()
+                    .is_some_and(|l| self.chain_uuids.contains(l)) =>
+            {
+                if let Some(t) = v.summary.get().filter(|t| !t.is_empty()) {
                     self.titles.summary = Some(t.to_owned());
                 }
                 self.title_changed()
             }
             _ => {
-                self.out.records.push(v.clone());
+                self.out.records.push(r.value());
                 Ok(())
             }
         }
@@ -408,30 +448,30 @@ impl<'a> Replay<'a, '_, '_> {
         }
     }
 
-    fn row(&mut self, r: &Record) -> Result<(), ConvertError> {
+    fn row(&mut self, r: &Line) -> Result<(), ConvertError> {
         let before = self.out.count;
         match r.kind() {
-            "user" if !r.flag("isMeta") => self.user(r)?,
+            "user" if !r.f.is_meta.0 => self.user(r)?,
             "assistant" => self.assistant(r)?,
             "attachment" => self.attachment(r)?,
             _ => {}
         }
         if self.out.count == before {
-            self.out.records.push(r.value.clone());
+            self.out.records.push(r.value());
         }
         Ok(())
     }
 
-    fn user(&mut self, r: &Record) -> Result<(), ConvertError> {
-        if let Some(m) = str_at(&r.value, "permissionMode") {
+    fn user(&mut self, r: &Line) -> Result<(), ConvertError> {
+        if let Some(m) = r.f.permission_mode.get() {
             self.set_mode(m)?;
         }
-        let uuid = r.uuid();
-        let Some(content) = r.content() else {
+        let uuid = r.f.uuid.get();
+        let Some(content) = &r.content else {
             return Ok(());
         };
-        if r.flag("isCompactSummary") {
-            let text = calls::result_text(content);
+        if r.f.is_compact_summary.0 {
+            let text = content_text(content);
             let mut m = row_meta(r);
             m.insert("isCompactSummary".into(), json!(true));
             let u = Update::UserMessageChunk(chunk(acp::text(text), uuid));
@@ -441,52 +481,55 @@ impl<'a> Replay<'a, '_, '_> {
             self.note_first_prompt(content);
         }
         match content {
-            Value::String(t) => self.user_text(r, t)?,
-            Value::Array(blocks) => {
+            Content::Text(t) => self.user_text(r, t)?,
+            Content::Blocks(blocks) => {
                 let mut first_result = true;
                 for b in blocks {
-                    match str_at(b, "type") {
-                        Some("text") => self.user_text(r, str_at(b, "text").unwrap_or(""))?,
-                        Some("image") => match image_block(b) {
-                            Some(img) => {
-                                let u = Update::UserMessageChunk(chunk(img, uuid));
-                                self.out.emit(with_claude(u, row_meta(r)), None)?;
+                    match b.f.kind.get() {
+                        Some("text") => self.user_text(r, b.f.text.get().unwrap_or(""))?,
+                        Some("image") => {
+                            let v = b.value();
+                            match image_block(&v) {
+                                Some(img) => {
+                                    let u = Update::UserMessageChunk(chunk(img, uuid));
+                                    self.out.emit(with_claude(u, row_meta(r)), None)?;
+                                }
+                                None => self.out.blocks.push(v),
                             }
-                            None => self.out.blocks.push(b.clone()),
-                        },
+                        }
                         Some("tool_result") => {
                             self.tool_result(r, b, first_result)?;
                             first_result = false;
                         }
-                        _ => self.out.blocks.push(b.clone()),
+                        _ => self.out.blocks.push(b.value()),
                     }
                 }
             }
-            _ => {}
+            Content::Other(_) => {}
         }
         Ok(())
     }
 
-    fn user_text(&mut self, r: &Record, text: &str) -> Result<(), ConvertError> {
+    fn user_text(&mut self, r: &Line, text: &str) -> Result<(), ConvertError> {
         if let Some(t) = clean_prompt(text) {
-            let u = Update::UserMessageChunk(chunk(acp::text(t), r.uuid()));
+            let u = Update::UserMessageChunk(chunk(acp::text(t), r.f.uuid.get()));
             self.out.emit(with_claude(u, row_meta(r)), None)?;
         }
         Ok(())
     }
 
-    fn note_first_prompt(&mut self, content: &Value) {
+    fn note_first_prompt(&mut self, content: &Content) {
         if self.first_prompt.is_some() {
             return;
         }
         let text = match content {
-            Value::String(t) => t.as_str(),
-            Value::Array(blocks) => blocks
+            Content::Text(t) => t.as_ref(),
+            Content::Blocks(blocks) => blocks
                 .iter()
-                .find(|b| str_at(b, "type") == Some("text"))
-                .and_then(|b| str_at(b, "text"))
+                .find(|b| b.f.kind.get() == Some("text"))
+                .and_then(|b| b.f.text.get())
                 .unwrap_or(""),
-            _ => "",
+            Content::Other(_) => "",
         };
         let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
         if flat.is_empty() || flat.starts_with("[Request interrupted by user") {
@@ -511,21 +554,21 @@ impl<'a> Replay<'a, '_, '_> {
         self.first_prompt = Some(cut(&flat));
     }
 
-    fn tool_result(&mut self, r: &Record, b: &Value, first: bool) -> Result<(), ConvertError> {
-        let id = str_at(b, "tool_use_id").unwrap_or_default();
+    fn tool_result(&mut self, r: &Line, b: &Block, first: bool) -> Result<(), ConvertError> {
+        let id = b.f.tool_use_id.get().unwrap_or_default();
         let name = self.src.tool_names.get(id).map_or("", String::as_str);
         if name == "TodoWrite" {
             return Ok(());
         }
-        let is_error = b.get("is_error").and_then(Value::as_bool) == Some(true);
-        let content = b.get("content").cloned().unwrap_or(Value::Null);
+        let is_error = b.f.is_error.0;
+        let content = b.f.content.map_or(Value::Null, line::value);
         let rendered = calls::result_content(name, &content, is_error);
         let mut m = row_meta(r);
         if !name.is_empty() {
             m.insert("toolName".into(), json!(name));
         }
-        if first && let Some(resp) = r.value.get("toolUseResult") {
-            m.insert("toolResponse".into(), resp.clone());
+        if first && let Some(resp) = r.f.tool_use_result {
+            m.insert("toolResponse".into(), line::value(resp));
         }
         let u = Update::ToolCallUpdate {
             tool_call_id: id.to_owned(),
@@ -544,15 +587,15 @@ impl<'a> Replay<'a, '_, '_> {
         self.out.emit(with_claude(u, m), None)
     }
 
-    fn assistant(&mut self, r: &Record) -> Result<(), ConvertError> {
-        let msg = r.value.get("message").unwrap_or(&Value::Null);
-        if let Some(model) = str_at(msg, "model") {
+    fn assistant(&mut self, r: &Line) -> Result<(), ConvertError> {
+        let msg = r.message();
+        if let Some(model) = msg.and_then(|m| m.model.get()) {
             self.set_model(model)?;
         }
         let message_id = r.message_id();
-        if let Some(id) = message_id {
-            let usage = msg.get("usage").cloned();
-            let stop = msg.get("stop_reason").cloned();
+        if let (Some(id), Some(msg)) = (message_id, msg) {
+            let usage = msg.usage.map(line::value);
+            let stop = msg.stop_reason.map(line::value);
             match &mut self.response {
                 Some(resp) if resp.0 == id => {
                     if usage.is_some() {
@@ -565,53 +608,36 @@ impl<'a> Replay<'a, '_, '_> {
                 _ => self.response = Some((id.to_owned(), usage, stop)),
             }
         }
-        // The blocks are read where they lie; only those carried whole are cloned.
-        let text_block: [Value; 1];
-        let blocks: &[Value] = match msg.get("content") {
-            Some(Value::Array(b)) => b,
-            Some(Value::String(t)) => {
-                text_block = [json!({"type": "text", "text": t})];
-                &text_block
-            }
+        // The blocks are read where they lie; only those carried whole are parsed.
+        let blocks = match &r.content {
+            Some(Content::Blocks(b)) => b.as_slice(),
+            Some(Content::Text(t)) => return self.assistant_text(r, t, message_id),
             _ => &[],
         };
         for b in blocks {
-            match str_at(b, "type").unwrap_or("") {
-                "text" => {
-                    let t = str_at(b, "text").unwrap_or("");
-                    if t.is_empty() {
-                        continue;
-                    }
-                    if let Some((harness, body)) = super::compose::parse_foreign_reasoning(t) {
-                        let mut m = row_meta(r);
-                        m.insert("foreignReasoning".into(), json!(harness));
-                        let u = Update::AgentThoughtChunk(chunk(acp::text(body), message_id));
-                        self.out.emit(with_claude(u, m), message_id)?;
-                        continue;
-                    }
-                    let u = Update::AgentMessageChunk(chunk(acp::text(t), message_id));
-                    self.out.emit(with_claude(u, row_meta(r)), message_id)?;
-                }
+            match b.f.kind.get().unwrap_or("") {
+                "text" => self.assistant_text(r, b.f.text.get().unwrap_or(""), message_id)?,
                 "thinking" => {
                     let mut m = row_meta(r);
-                    if let Some(sig) = b.get("signature") {
-                        m.insert("signature".into(), sig.clone());
+                    if let Some(sig) = b.f.signature {
+                        m.insert("signature".into(), line::value(sig));
                     }
-                    let t = str_at(b, "thinking").unwrap_or("");
+                    let t = b.f.thinking.get().unwrap_or("");
                     let u = Update::AgentThoughtChunk(chunk(acp::text(t), message_id));
                     self.out.emit(with_claude(u, m), message_id)?;
                 }
                 "tool_use" | "server_tool_use" | "mcp_tool_use" => {
                     self.tool_use(r, b, message_id)?;
                 }
-                k if k.ends_with("_tool_result") && b.get("tool_use_id").is_some() => {
-                    let id = str_at(b, "tool_use_id").unwrap_or_default();
-                    let failed = b
-                        .pointer("/content/type")
-                        .and_then(Value::as_str)
+                k if k.ends_with("_tool_result") && b.f.tool_use_id.present() => {
+                    let id = b.f.tool_use_id.get().unwrap_or_default();
+                    let content = b.f.content.map(line::value);
+                    let failed = content
+                        .as_ref()
+                        .and_then(|c| str_at(c, "type"))
                         .is_some_and(|t| t.ends_with("error"));
                     let mut m = row_meta(r);
-                    m.insert("block".into(), b.clone());
+                    m.insert("block".into(), b.value());
                     let u = Update::ToolCallUpdate {
                         tool_call_id: id.to_owned(),
                         fields: ToolFields {
@@ -620,28 +646,48 @@ impl<'a> Replay<'a, '_, '_> {
                             } else {
                                 ToolStatus::Completed
                             }),
-                            raw_output: b.get("content").cloned(),
+                            raw_output: content,
                             ..ToolFields::default()
                         },
                         meta: None,
                     };
                     self.out.emit(with_claude(u, m), message_id)?;
                 }
-                _ => self.out.blocks.push(b.clone()),
+                _ => self.out.blocks.push(b.value()),
             }
         }
         Ok(())
     }
 
-    fn tool_use(
+    /// A text block of an assistant row (or its content when that is a string).
+    fn assistant_text(
         &mut self,
-        r: &Record,
-        b: &Value,
+        r: &Line,
+        t: &str,
         message_id: Option<&str>,
     ) -> Result<(), ConvertError> {
-        let id = str_at(b, "id").unwrap_or_default();
-        let name = str_at(b, "name").unwrap_or_default();
-        let input = b.get("input").cloned().unwrap_or(json!({}));
+        if t.is_empty() {
+            return Ok(());
+        }
+        if let Some((harness, body)) = super::compose::parse_foreign_reasoning(t) {
+            let mut m = row_meta(r);
+            m.insert("foreignReasoning".into(), json!(harness));
+            let u = Update::AgentThoughtChunk(chunk(acp::text(body), message_id));
+            return self.out.emit(with_claude(u, m), message_id);
+        }
+        let u = Update::AgentMessageChunk(chunk(acp::text(t), message_id));
+        self.out.emit(with_claude(u, row_meta(r)), message_id)
+    }
+
+    fn tool_use(
+        &mut self,
+        r: &Line,
+        b: &Block,
+        message_id: Option<&str>,
+    ) -> Result<(), ConvertError> {
+        let id = b.f.id.get().unwrap_or_default();
+        let name = b.f.name.get().unwrap_or_default();
+        let input = b.f.input.map_or_else(|| json!({}), line::value);
         let mut m = row_meta(r);
         m.insert("toolName".into(), json!(name));
         if name == "TodoWrite"
@@ -674,18 +720,16 @@ impl<'a> Replay<'a, '_, '_> {
         self.out.emit(with_claude(u, m), message_id)
     }
 
-    fn attachment(&mut self, r: &Record) -> Result<(), ConvertError> {
-        let Some(att) = r.value.get("attachment") else {
+    fn attachment(&mut self, r: &Line) -> Result<(), ConvertError> {
+        // Not an object: no `type`, so not a queued command.
+        let Some(att) = r.attachment() else {
             return Ok(());
         };
-        if str_at(att, "type") != Some("queued_command")
-            || r.flag("isMeta")
-            || att.get("isMeta").and_then(Value::as_bool) == Some(true)
-        {
+        if att.kind.get() != Some("queued_command") || r.f.is_meta.0 || att.is_meta.0 {
             return Ok(());
         }
-        let text = match att.get("prompt") {
-            Some(p) => calls::result_text(p),
+        let text = match att.prompt {
+            Some(p) => calls::result_text(&line::value(p)),
             None => return Ok(()),
         };
         if text.trim().is_empty() {
@@ -693,7 +737,7 @@ impl<'a> Replay<'a, '_, '_> {
         }
         let mut m = row_meta(r);
         m.insert("queuedCommand".into(), json!(true));
-        let u = Update::UserMessageChunk(chunk(acp::text(text), r.uuid()));
+        let u = Update::UserMessageChunk(chunk(acp::text(text), r.f.uuid.get()));
         self.out.emit(with_claude(u, m), None)
     }
 }

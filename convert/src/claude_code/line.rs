@@ -1,0 +1,402 @@
+//! A transcript line as the replay reads it: typed views that borrow from the line's bytes.
+//!
+//! The replay looks at a dozen members of a line. Parsing the whole line into a `Value` tree
+//! (every key a `String`, every tool result and file body unescaped into its own allocation)
+//! and freeing it again was a third of the replay's time. These views read the members the
+//! replay looks at, skip the others without building them, and keep what is only carried into
+//! the update stream as the line's own text (`&RawValue`), parsed when an update carries it.
+//!
+//! Every member reads as `Value::get` sees it in the parsed line: a member of another JSON
+//! type than the one asked for counts as absent, a carried member that is `null` is present.
+//! The one shape the typed form cannot take is a line that gives one of these members twice
+//! (`Value` keeps the last); such a line is read through a `Value` tree written out again
+//! ([`with_line`]), which holds each member once, so it reads the same.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::transcript::skim::Obj;
+
+/// A member read as a string: absent, present but not a string, or its text (borrowed from
+/// the line unless it holds escapes).
+#[derive(Debug, Default)]
+pub enum Str<'a> {
+    #[default]
+    Absent,
+    Other,
+    Text(Cow<'a, str>),
+}
+
+impl<'a> Str<'a> {
+    /// The text, when the member is a string (`str_at`).
+    pub fn get(&self) -> Option<&str> {
+        match self {
+            Str::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Whether the member is there at all, whatever its type (`Value::get(..).is_some()`).
+    pub fn present(&self) -> bool {
+        !matches!(self, Str::Absent)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Str<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Str<'a>, E> {
+                Ok(Str::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Str<'a>, E> {
+                Ok(Str::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Str<'a>, E> {
+                Ok(Str::Text(Cow::Owned(v)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Str<'a>, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Str::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Str<'a>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Str::Other)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Str<'a>, E> {
+                Ok(Str::Other)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Str<'a>, E> {
+                Ok(Str::Other)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Str<'a>, E> {
+                Ok(Str::Other)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Str<'a>, E> {
+                Ok(Str::Other)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Str<'a>, E> {
+                Ok(Str::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// A member that counts when it is `true` (`Value::as_bool(..) == Some(true)`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Flag(pub bool);
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Flag;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Flag, E> {
+                Ok(Flag(v))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Flag, E> {
+                Ok(Flag(false))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Flag, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Flag(false))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Flag, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Flag(false))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Flag, E> {
+                Ok(Flag(false))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Flag, E> {
+                Ok(Flag(false))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Flag, E> {
+                Ok(Flag(false))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Flag, E> {
+                Ok(Flag(false))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A carried member: its text when it is there (`null` included).
+fn present<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<&'a RawValue>, D::Error> {
+    <&'de RawValue>::deserialize(d).map(Some)
+}
+
+/// Parses carried text into the value an update holds.
+pub fn value(raw: &RawValue) -> Value {
+    serde_json::from_str(raw.get()).expect("a member of a line that parsed")
+}
+
+/// The members of a line the replay reads.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fields<'a> {
+    #[serde(rename = "type", default, borrow)]
+    pub kind: Str<'a>,
+    #[serde(default, borrow)]
+    pub uuid: Str<'a>,
+    #[serde(default, borrow)]
+    pub timestamp: Str<'a>,
+    #[serde(default)]
+    pub is_meta: Flag,
+    #[serde(default)]
+    pub is_compact_summary: Flag,
+    #[serde(default, borrow)]
+    pub permission_mode: Str<'a>,
+    #[serde(default, borrow)]
+    pub custom_title: Str<'a>,
+    #[serde(default, borrow)]
+    pub ai_title: Str<'a>,
+    #[serde(default, borrow)]
+    pub leaf_uuid: Str<'a>,
+    #[serde(default, borrow)]
+    pub summary: Str<'a>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub tool_use_result: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    message: Option<Obj<Message<'a>>>,
+    #[serde(default, borrow)]
+    attachment: Option<Obj<Attachment<'a>>>,
+}
+
+/// `message` of a row, when it is an object.
+#[derive(Debug, Default, Deserialize)]
+pub struct Message<'a> {
+    #[serde(default, borrow)]
+    pub id: Str<'a>,
+    #[serde(default, borrow)]
+    pub model: Str<'a>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub usage: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub stop_reason: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    content: Option<&'a RawValue>,
+}
+
+/// `attachment` of an attachment row, when it is an object.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attachment<'a> {
+    #[serde(rename = "type", default, borrow)]
+    pub kind: Str<'a>,
+    #[serde(default)]
+    pub is_meta: Flag,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub prompt: Option<&'a RawValue>,
+}
+
+/// The members of a content block the replay reads (all absent when the block is not an
+/// object).
+#[derive(Debug, Default, Deserialize)]
+pub struct BlockFields<'a> {
+    #[serde(rename = "type", default, borrow)]
+    pub kind: Str<'a>,
+    #[serde(default, borrow)]
+    pub text: Str<'a>,
+    #[serde(default, borrow)]
+    pub thinking: Str<'a>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub signature: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub id: Str<'a>,
+    #[serde(default, borrow)]
+    pub name: Str<'a>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub input: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub tool_use_id: Str<'a>,
+    #[serde(default)]
+    pub is_error: Flag,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub content: Option<&'a RawValue>,
+}
+
+/// One content block: what the replay reads of it, and its text to carry it whole.
+#[derive(Debug)]
+pub struct Block<'a> {
+    pub raw: &'a RawValue,
+    pub f: BlockFields<'a>,
+}
+
+impl Block<'_> {
+    /// The block whole, as an update carries it.
+    pub fn value(&self) -> Value {
+        value(self.raw)
+    }
+}
+
+/// `message.content`.
+#[derive(Debug)]
+pub enum Content<'a> {
+    /// A string: one text.
+    Text(Cow<'a, str>),
+    Blocks(Vec<Block<'a>>),
+    /// Any other JSON value.
+    Other(&'a RawValue),
+}
+
+/// One line read for the replay.
+#[derive(Debug)]
+pub struct Line<'a> {
+    /// The line as it is in the file, for records carried whole.
+    raw: &'a [u8],
+    pub f: Fields<'a>,
+    /// `message.content`, when `message` is an object that has it.
+    pub content: Option<Content<'a>>,
+}
+
+impl<'a> Line<'a> {
+    /// Reads the typed view of `text`; `raw` is the line as the file has it.
+    fn parse(raw: &'a [u8], text: &'a [u8]) -> serde_json::Result<Line<'a>> {
+        let f: Fields<'a> = serde_json::from_slice(text)?;
+        let content = match f
+            .message
+            .as_ref()
+            .and_then(|m| m.0.as_ref())
+            .and_then(|m| m.content)
+        {
+            None => None,
+            Some(c) => Some(match c.get().as_bytes().first() {
+                Some(b'"') => {
+                    Content::Text(serde_json::from_str::<Str<'a>>(c.get()).map(|s| match s {
+                        Str::Text(t) => t,
+                        _ => Cow::Borrowed(""),
+                    })?)
+                }
+                Some(b'[') => {
+                    let raws: Vec<&'a RawValue> = serde_json::from_str(c.get())?;
+                    let mut blocks = Vec::with_capacity(raws.len());
+                    for raw in raws {
+                        let f = serde_json::from_str::<Obj<BlockFields<'a>>>(raw.get())?;
+                        blocks.push(Block {
+                            raw,
+                            f: f.0.unwrap_or_default(),
+                        });
+                    }
+                    Content::Blocks(blocks)
+                }
+                _ => Content::Other(c),
+            }),
+        };
+        Ok(Line { raw, f, content })
+    }
+
+    /// `message`, when it is an object.
+    pub fn message(&self) -> Option<&Message<'a>> {
+        self.f.message.as_ref().and_then(|m| m.0.as_ref())
+    }
+
+    /// `attachment`, when it is an object.
+    pub fn attachment(&self) -> Option<&Attachment<'a>> {
+        self.f.attachment.as_ref().and_then(|m| m.0.as_ref())
+    }
+
+    pub fn kind(&self) -> &str {
+        self.f.kind.get().unwrap_or("")
+    }
+
+    /// `message.id` of an assistant row.
+    pub fn message_id(&self) -> Option<&str> {
+        if self.kind() != "assistant" {
+            return None;
+        }
+        self.message().and_then(|m| m.id.get())
+    }
+
+    /// The blocks of `message.content`, when it is an array.
+    pub fn blocks(&self) -> &[Block<'a>] {
+        match &self.content {
+            Some(Content::Blocks(b)) => b,
+            _ => &[],
+        }
+    }
+
+    /// Whether a user row carries tool results.
+    pub fn has_tool_result(&self) -> bool {
+        self.blocks()
+            .iter()
+            .any(|b| b.f.kind.get() == Some("tool_result"))
+    }
+
+    /// The line whole, as a record carried verbatim.
+    pub fn value(&self) -> Value {
+        serde_json::from_slice(self.raw).expect("a line that parsed")
+    }
+}
+
+/// Reads `raw` (a line the first pass parsed as a JSON object) and hands its view to `f`;
+/// `None` when the line is not a JSON object after all.
+pub fn with_line<R>(raw: &[u8], f: impl FnOnce(&Line<'_>) -> R) -> Option<R> {
+    // A derived struct would take an array too, its elements as the members in order.
+    if raw.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    if let Ok(line) = Line::parse(raw, raw) {
+        return Some(f(&line));
+    }
+    // A member given twice, or not JSON: what `Value` makes of it, written out again, holds
+    // each member once (the last), as `Value::get` reads it.
+    let v: Value = serde_json::from_slice(raw).ok().filter(Value::is_object)?;
+    let text = serde_json::to_vec(&v).expect("a value serialises");
+    Line::parse(raw, &text).ok().map(|line| f(&line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_read_as_value_get_reads_them() {
+        let raw = br#"{"type":"user","uuid":"u\"1","isMeta":"yes","isCompactSummary":true,"toolUseResult":null,"message":{"id":7,"usage":null,"content":[{"type":"text","text":"hi"},"odd",{"type":"tool_result","tool_use_id":"t","is_error":1,"content":[1]}]},"attachment":[1]}"#;
+        with_line(raw, |l| {
+            assert_eq!(l.kind(), "user");
+            assert_eq!(l.f.uuid.get(), Some("u\"1"));
+            assert!(!l.f.is_meta.0 && l.f.is_compact_summary.0);
+            assert_eq!(l.f.tool_use_result.map(RawValue::get), Some("null"));
+            let m = l.message().unwrap();
+            assert!(m.id.present() && m.id.get().is_none());
+            assert_eq!(m.usage.map(RawValue::get), Some("null"));
+            assert!(m.stop_reason.is_none());
+            assert!(l.attachment().is_none());
+            let b = l.blocks();
+            assert_eq!(b.len(), 3);
+            assert_eq!(b[0].f.text.get(), Some("hi"));
+            assert_eq!(b[1].value(), Value::from("odd"));
+            assert!(b[1].f.kind.get().is_none());
+            assert!(!b[2].f.is_error.0);
+            assert_eq!(b[2].f.content.map(RawValue::get), Some("[1]"));
+            assert!(l.has_tool_result());
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn a_member_given_twice_reads_as_its_last() {
+        let raw = br#"{"type":"x","type":"assistant","message":{"id":"a","id":"b","content":"t"}}"#;
+        let got = with_line(raw, |l| {
+            assert!(matches!(&l.content, Some(Content::Text(t)) if t == "t"));
+            (l.kind().to_owned(), l.message_id().map(str::to_owned))
+        });
+        assert_eq!(got, Some(("assistant".to_owned(), Some("b".to_owned()))));
+        assert_eq!(with_line(b"[1]", |_| ()), None);
+        assert_eq!(with_line(b"{\"a\":", |_| ()), None);
+    }
+}
