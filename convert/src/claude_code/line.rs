@@ -144,6 +144,177 @@ pub fn value(raw: &RawValue) -> Value {
     serde_json::from_str(raw.get()).expect("a member of a line that parsed")
 }
 
+/// A part of a line an update carries: the line's own text when writing the parsed value
+/// would give that very text ([`canonical`]), so it is copied instead of parsed into a tree
+/// and escaped again; else the parsed value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Carried {
+    Value(Value),
+    /// Compact JSON text that serde_json writes back unchanged from its parse.
+    Raw(Box<str>),
+    /// An array of carried parts.
+    List(Vec<Carried>),
+}
+
+impl Carried {
+    /// `raw` carried.
+    pub fn of(raw: &RawValue) -> Carried {
+        let text = raw.get();
+        if canonical(text.as_bytes()) {
+            Carried::Raw(text.into())
+        } else {
+            Carried::Value(value(raw))
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        match self {
+            Carried::Value(v) => v.is_null(),
+            Carried::Raw(t) => &**t == "null",
+            Carried::List(_) => false,
+        }
+    }
+
+    /// The carried part as a value (parsed when it is carried as text).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Carried::Value(v) => v.clone(),
+            Carried::Raw(t) => serde_json::from_str(t).expect("carried text is JSON"),
+            Carried::List(items) => Value::Array(items.iter().map(Carried::to_value).collect()),
+        }
+    }
+
+    /// Writes the part as compact JSON, the bytes `serde_json` writes for [`Self::to_value`].
+    pub fn write(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        match self {
+            Carried::Value(v) => serde_json::to_writer(&mut *w, v).map_err(std::io::Error::from),
+            Carried::Raw(t) => w.write_all(t.as_bytes()),
+            Carried::List(items) => {
+                w.write_all(b"[")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        w.write_all(b",")?;
+                    }
+                    item.write(w)?;
+                }
+                w.write_all(b"]")
+            }
+        }
+    }
+}
+
+impl From<Value> for Carried {
+    fn from(v: Value) -> Carried {
+        Carried::Value(v)
+    }
+}
+
+/// How many members an object may have for [`canonical`] to look for one given twice; a
+/// bigger object is parsed instead (the look is quadratic).
+const CANONICAL_KEYS: usize = 64;
+
+/// Whether `text`, valid JSON, is what `serde_json` writes for the value it parses from it
+/// (with object members kept in order): no whitespace between tokens, each object member once,
+/// integers of at most 18 digits and no other numbers (a float's shortest spelling, or a
+/// big integer read as a float, may differ), strings escaped as serde_json escapes them
+/// (`\"`, `\\`, `\b \f \n \r \t`, other control characters as lower-case `\u00xx`; nothing
+/// else: `\/` and other `\u` escapes are written as the character). `false` is always safe:
+/// the part is then parsed and written again.
+pub fn canonical(text: &[u8]) -> bool {
+    // Keys of the objects being read, innermost last; `starts` holds where each open
+    // object's keys begin (`usize::MAX` for an array).
+    let mut keys: Vec<&[u8]> = Vec::new();
+    let mut starts: Vec<usize> = Vec::new();
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                loop {
+                    match text.get(i) {
+                        None => return false,
+                        Some(b'"') => break,
+                        Some(b'\\') => {
+                            match text.get(i + 1) {
+                                Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                                Some(b'u') => {
+                                    let Some(hex) = text.get(i + 2..i + 6) else {
+                                        return false;
+                                    };
+                                    // Only a control character without a short escape, in
+                                    // lower case: \u0000-\u001f less b, t, n, f, r.
+                                    let lower =
+                                        |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+                                    if hex[0] != b'0'
+                                        || hex[1] != b'0'
+                                        || !(hex[2] == b'0' || hex[2] == b'1')
+                                        || !lower(hex[3])
+                                        || (hex[2] == b'0'
+                                            && matches!(hex[3], b'8' | b'9' | b'a' | b'c' | b'd'))
+                                    {
+                                        return false;
+                                    }
+                                    i += 6;
+                                }
+                                _ => return false,
+                            }
+                        }
+                        Some(_) => i += 1,
+                    }
+                }
+                let s = &text[start..i];
+                i += 1;
+                if text.get(i) == Some(&b':') {
+                    let Some(&from) = starts.last().filter(|&&f| f != usize::MAX) else {
+                        return false;
+                    };
+                    let own = &keys[from..];
+                    if own.len() >= CANONICAL_KEYS || own.contains(&s) {
+                        return false;
+                    }
+                    keys.push(s);
+                    i += 1;
+                }
+            }
+            b'{' => {
+                starts.push(keys.len());
+                i += 1;
+            }
+            b'[' => {
+                starts.push(usize::MAX);
+                i += 1;
+            }
+            b'}' | b']' => {
+                if let Some(from) = starts.pop().filter(|&f| f != usize::MAX) {
+                    keys.truncate(from);
+                }
+                i += 1;
+            }
+            b',' | b't' | b'r' | b'u' | b'e' | b'f' | b'a' | b'l' | b's' | b'n' => i += 1,
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                if text[i] == b'-' {
+                    i += 1;
+                }
+                let digits = i;
+                while i < text.len() && text[i].is_ascii_digit() {
+                    i += 1;
+                }
+                let n = i - digits;
+                if n == 0 || n > 18 || (n == 1 && text[digits] == b'0' && digits > start) {
+                    return false;
+                }
+                if matches!(text.get(i), Some(b'.' | b'e' | b'E')) {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// The members of a line the replay reads.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -237,9 +408,14 @@ pub struct Block<'a> {
 }
 
 impl Block<'_> {
-    /// The block whole, as an update carries it.
+    /// The block whole, parsed.
     pub fn value(&self) -> Value {
         value(self.raw)
+    }
+
+    /// The block whole, as an update carries it.
+    pub fn carried(&self) -> Carried {
+        Carried::of(self.raw)
     }
 }
 
@@ -337,8 +513,11 @@ impl<'a> Line<'a> {
     }
 
     /// The line whole, as a record carried verbatim.
-    pub fn value(&self) -> Value {
-        serde_json::from_slice(self.raw).expect("a line that parsed")
+    pub fn carried(&self) -> Carried {
+        match std::str::from_utf8(self.raw) {
+            Ok(text) if canonical(self.raw) => Carried::Raw(text.into()),
+            _ => Carried::Value(serde_json::from_slice(self.raw).expect("a line that parsed")),
+        }
     }
 }
 
@@ -386,6 +565,47 @@ mod tests {
             assert!(l.has_tool_result());
         })
         .unwrap();
+    }
+
+    /// Text is carried as it is only when serde_json would write the same text.
+    #[test]
+    fn canonical_text_is_what_serde_json_writes_again() {
+        let same = [
+            r#"{"a":1,"b":[true,false,null,-12,0],"c":{"a":"x\"\\\n\t\r\b\f\u0001\u001f"}}"#,
+            "\"é\u{7f}/\"",
+            r#"[{"a":1},{"a":2}]"#,
+            r#"123456789012345678"#,
+            r#"{}"#,
+        ];
+        for t in same {
+            assert!(canonical(t.as_bytes()), "{t}");
+            let v: Value = serde_json::from_str(t).unwrap();
+            assert_eq!(serde_json::to_string(&v).unwrap(), t);
+        }
+        let differ = [
+            r#"{"a": 1}"#,
+            r#"{"a":1,"a":2}"#,
+            r#""\/""#,
+            r#""\u00e9""#,
+            r#""\u007f""#,
+            r#""\u000a""#,
+            r#""\u001F""#,
+            r#"1.5"#,
+            r#"1e3"#,
+            r#"-0"#,
+            r#"1234567890123456789012"#,
+            r#"[1, 2]"#,
+        ];
+        for t in differ {
+            assert!(!canonical(t.as_bytes()), "{t}");
+        }
+        // A member name may come back in another object.
+        assert!(canonical(br#"{"a":{"a":1},"b":{"a":2}}"#));
+        let wide: String = (0..CANONICAL_KEYS + 1)
+            .map(|i| format!("\"k{i}\":1"))
+            .collect::<Vec<_>>()
+            .join(",");
+        assert!(!canonical(format!("{{{wide}}}").as_bytes()));
     }
 
     #[test]

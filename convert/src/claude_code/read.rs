@@ -27,7 +27,6 @@ use super::survey::Plan;
 use super::transcript::{Index, Indexer, Lines, Record, Tree, str_at};
 use crate::error::ConvertError;
 use crate::harness::{SessionContext, Surveyed};
-use crate::kit::acp::Notification;
 use crate::kit::fsops::is_executable;
 use crate::kit::meta::{self, Parent};
 use crate::kit::source::SourceFile;
@@ -354,13 +353,11 @@ fn build(
         lines: Lines::new(&t.path, &mut t.file, ctx.diagnostics),
         index: &t.index,
     };
-    // Each update is written straight from its typed form (`to_params` would build a
-    // `Value` tree of it first; the bytes are the same).
+    // Each update is written straight from its parts (`to_params` would build a `Value`
+    // tree of it first; the bytes are the same).
+    let mut scratch = Vec::new();
     let summary = replay::replay(&source, &mut lines, &mut |u| {
-        w.push(&Notification {
-            session_id: &sid,
-            update: &u,
-        })?;
+        w.push_with(|out| u.write(&sid, out, &mut scratch))?;
         Ok(())
     })?;
     let updates = w.finish()?;

@@ -9,11 +9,12 @@
 //! `_meta.claudeCode.recordsBefore` of the next update (or `recordsAfter` of the last one).
 
 use std::collections::{HashMap, HashSet};
+use std::io::Write;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::calls::{self, image_block};
-use super::line::{self, Block, Content, Line};
+use super::line::{self, Block, Carried, Content, Line};
 use super::transcript::{Chain, Record, str_at};
 use crate::error::ConvertError;
 use crate::kit::acp::{
@@ -99,42 +100,154 @@ pub trait LineSource {
     fn changed(&mut self, i: usize);
 }
 
-type Sink<'s> = dyn FnMut(Update) -> Result<(), ConvertError> + 's;
+type Sink<'s> = dyn FnMut(Out) -> Result<(), ConvertError> + 's;
+
+/// `_meta.claudeCode` of an update: members in the order they were set; setting one again
+/// replaces its value where it is, as a JSON object map does.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClaudeMeta(Vec<(&'static str, Carried)>);
+
+impl ClaudeMeta {
+    fn insert(&mut self, key: &'static str, value: Carried) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some(member) => member.1 = value,
+            None => self.0.push((key, value)),
+        }
+    }
+}
+
+/// One update of the stream as the replay makes it. What it carries from the transcript
+/// (`rawInput`, `rawOutput`, `_meta.claudeCode`) is kept beside the typed [`Update`] as
+/// [`Carried`] parts, so that text is copied into the stream rather than parsed and escaped
+/// again; these are the last members of an update in ACP's order, so [`Out::write`] writes
+/// them after the rest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Out {
+    /// Without `rawInput`, `rawOutput` and `claudeCode` (other `_meta` namespaces stay here).
+    update: Update,
+    raw_input: Option<Carried>,
+    raw_output: Option<Carried>,
+    claude: Option<ClaudeMeta>,
+}
+
+impl From<Update> for Out {
+    fn from(update: Update) -> Out {
+        Out {
+            update,
+            raw_input: None,
+            raw_output: None,
+            claude: None,
+        }
+    }
+}
+
+impl Out {
+    /// Writes the notification params of session `session_id` as one compact JSON line
+    /// (without `\n`): the bytes `serde_json` writes for [`Update::to_params`] of the whole
+    /// update. `scratch` is reused between updates.
+    pub fn write(
+        mut self,
+        session_id: &str,
+        w: &mut dyn Write,
+        scratch: &mut Vec<u8>,
+    ) -> std::io::Result<()> {
+        w.write_all(b"{\"sessionId\":")?;
+        serde_json::to_writer(&mut *w, session_id)?;
+        w.write_all(b",\"update\":")?;
+        let meta = self.update.meta_mut().take();
+        scratch.clear();
+        serde_json::to_writer(&mut *scratch, &self.update)?;
+        // The update without its last members, which follow.
+        let open = scratch
+            .strip_suffix(b"}")
+            .expect("an update is a JSON object");
+        w.write_all(open)?;
+        for (key, part) in [
+            (&b",\"rawInput\":"[..], &self.raw_input),
+            (b",\"rawOutput\":", &self.raw_output),
+        ] {
+            if let Some(part) = part {
+                w.write_all(key)?;
+                part.write(w)?;
+            }
+        }
+        if meta.is_some() || self.claude.is_some() {
+            w.write_all(b",\"_meta\":{")?;
+            let mut first = true;
+            for (k, v) in meta.iter().flatten() {
+                if !first {
+                    w.write_all(b",")?;
+                }
+                first = false;
+                serde_json::to_writer(&mut *w, k)?;
+                w.write_all(b":")?;
+                serde_json::to_writer(&mut *w, v)?;
+            }
+            if let Some(cc) = &self.claude {
+                if !first {
+                    w.write_all(b",")?;
+                }
+                w.write_all(b"\"claudeCode\":{")?;
+                for (i, (k, v)) in cc.0.iter().enumerate() {
+                    if i > 0 {
+                        w.write_all(b",")?;
+                    }
+                    serde_json::to_writer(&mut *w, k)?;
+                    w.write_all(b":")?;
+                    v.write(w)?;
+                }
+                w.write_all(b"}")?;
+            }
+            w.write_all(b"}")?;
+        }
+        w.write_all(b"}}")
+    }
+
+    /// The update whole, as the typed form gives it (for tests).
+    #[cfg(test)]
+    pub fn whole(&self) -> Update {
+        let mut u = self.update.clone();
+        if let Update::ToolCall { fields, .. } | Update::ToolCallUpdate { fields, .. } = &mut u {
+            fields.raw_input = self.raw_input.as_ref().map(Carried::to_value);
+            fields.raw_output = self.raw_output.as_ref().map(Carried::to_value);
+        }
+        if let Some(cc) = &self.claude {
+            let cc = cc.0.iter().map(|(k, v)| ((*k).to_owned(), v.to_value()));
+            u.meta_mut()
+                .get_or_insert_with(serde_json::Map::new)
+                .insert("claudeCode".into(), Value::Object(cc.collect()));
+        }
+        u
+    }
+}
 
 /// Holds back the last update so records after it (and usage of its response) can be
 /// attached before it is written.
 struct Emitter<'s, 'k> {
-    held: Option<Update>,
+    held: Option<Out>,
     held_response: Option<String>,
-    records: Vec<Value>,
-    blocks: Vec<Value>,
+    records: Vec<Carried>,
+    blocks: Vec<Carried>,
     sink: &'k mut Sink<'s>,
     count: u64,
 }
 
-fn claude_meta(u: &mut Update) -> &mut Map<String, Value> {
-    let meta = u.meta_mut().get_or_insert_with(Map::new);
-    let v = meta
-        .entry("claudeCode")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !v.is_object() {
-        *v = Value::Object(Map::new());
-    }
-    v.as_object_mut().expect("made an object")
+fn claude_meta(u: &mut Out) -> &mut ClaudeMeta {
+    u.claude.get_or_insert_with(ClaudeMeta::default)
 }
 
 impl<'s, 'k> Emitter<'s, 'k> {
-    fn emit(&mut self, mut u: Update, response: Option<&str>) -> Result<(), ConvertError> {
+    fn emit(&mut self, mut u: Out, response: Option<&str>) -> Result<(), ConvertError> {
         if !self.records.is_empty() {
             claude_meta(&mut u).insert(
-                "recordsBefore".into(),
-                Value::Array(std::mem::take(&mut self.records)),
+                "recordsBefore",
+                Carried::List(std::mem::take(&mut self.records)),
             );
         }
         if !self.blocks.is_empty() {
             claude_meta(&mut u).insert(
-                "blocksBefore".into(),
-                Value::Array(std::mem::take(&mut self.blocks)),
+                "blocksBefore",
+                Carried::List(std::mem::take(&mut self.blocks)),
             );
         }
         if let Some(prev) = self.held.replace(u) {
@@ -148,10 +261,10 @@ impl<'s, 'k> Emitter<'s, 'k> {
     fn finish(mut self) -> Result<u64, ConvertError> {
         if let Some(mut last) = self.held.take() {
             if !self.records.is_empty() {
-                claude_meta(&mut last).insert("recordsAfter".into(), Value::Array(self.records));
+                claude_meta(&mut last).insert("recordsAfter", Carried::List(self.records));
             }
             if !self.blocks.is_empty() {
-                claude_meta(&mut last).insert("blocksAfter".into(), Value::Array(self.blocks));
+                claude_meta(&mut last).insert("blocksAfter", Carried::List(self.blocks));
             }
             (self.sink)(last)?;
         }
@@ -186,8 +299,8 @@ struct Replay<'a, 's, 'k> {
     model: Option<String>,
     chain_uuids: HashSet<&'a str>,
     /// The response being replayed: (message id, its usage, its stop reason).
-    response: Option<(String, Option<Value>, Option<Value>)>,
-    last_usage: Option<(String, Value)>,
+    response: Option<(String, Option<Carried>, Option<Carried>)>,
+    last_usage: Option<(String, Carried)>,
     first_prompt: Option<String>,
     command_prompt: Option<String>,
 }
@@ -248,6 +361,7 @@ pub fn replay(
         read(lines, m, |l| rp.metadata(l))?;
     }
     if let Some((message_id, usage)) = rp.last_usage.take() {
+        let usage = usage.to_value();
         let used = [
             "input_tokens",
             "cache_creation_input_tokens",
@@ -261,9 +375,11 @@ pub fn replay(
             used,
             size: DEFAULT_CONTEXT_WINDOW,
             cost: None,
-            meta: acp::meta("claudeCode", json!({"messageId": message_id})),
+            meta: None,
         };
-        rp.out.emit(u, None)?;
+        let mut m = ClaudeMeta::default();
+        m.insert("messageId", json!(message_id).into());
+        rp.out.emit(with_claude(u, m), None)?;
     }
     let summary = Summary {
         title: rp.titles.effective().cloned(),
@@ -295,13 +411,13 @@ fn read(
     }
 }
 
-fn row_meta(r: &Line) -> Map<String, Value> {
-    let mut m = Map::new();
+fn row_meta(r: &Line) -> ClaudeMeta {
+    let mut m = ClaudeMeta::default();
     if let Some(u) = r.f.uuid.get() {
-        m.insert("uuid".into(), json!(u));
+        m.insert("uuid", json!(u).into());
     }
     if let Some(t) = r.f.timestamp.get() {
-        m.insert("timestamp".into(), json!(t));
+        m.insert("timestamp", json!(t).into());
     }
     m
 }
@@ -319,8 +435,12 @@ fn content_text(content: &Content) -> String {
     }
 }
 
-fn with_claude(mut u: Update, m: Map<String, Value>) -> Update {
-    claude_meta(&mut u).extend(m);
+fn with_claude(u: Update, m: ClaudeMeta) -> Out {
+    let mut u = Out::from(u);
+    let cc = claude_meta(&mut u);
+    for (k, v) in m.0 {
+        cc.insert(k, v);
+    }
     u
 }
 
@@ -367,7 +487,7 @@ impl<'a> Replay<'a, '_, '_> {
                 self.title_changed()
             }
             _ => {
-                self.out.records.push(r.value());
+                self.out.records.push(r.carried());
                 Ok(())
             }
         }
@@ -386,7 +506,8 @@ impl<'a> Replay<'a, '_, '_> {
                 title: Some(t),
                 updated_at: None,
                 meta: None,
-            },
+            }
+            .into(),
             None,
         )
     }
@@ -400,7 +521,8 @@ impl<'a> Replay<'a, '_, '_> {
             Update::CurrentModeUpdate {
                 current_mode_id: mode.to_owned(),
                 meta: None,
-            },
+            }
+            .into(),
             None,
         )
     }
@@ -419,7 +541,8 @@ impl<'a> Replay<'a, '_, '_> {
             Update::ConfigOptionUpdate {
                 config_options: options,
                 meta: None,
-            },
+            }
+            .into(),
             None,
         )
     }
@@ -437,13 +560,13 @@ impl<'a> Replay<'a, '_, '_> {
         {
             let m = claude_meta(held);
             if let Some(u) = usage {
-                m.insert("usage".into(), u);
+                m.insert("usage", u);
             }
             if let Some(s) = stop.filter(|s| !s.is_null()) {
-                m.insert("stopReason".into(), s);
+                m.insert("stopReason", s);
             }
             if let Some(model) = &self.model {
-                m.insert("model".into(), json!(model));
+                m.insert("model", json!(model).into());
             }
         }
     }
@@ -457,7 +580,7 @@ impl<'a> Replay<'a, '_, '_> {
             _ => {}
         }
         if self.out.count == before {
-            self.out.records.push(r.value());
+            self.out.records.push(r.carried());
         }
         Ok(())
     }
@@ -473,7 +596,7 @@ impl<'a> Replay<'a, '_, '_> {
         if r.f.is_compact_summary.0 {
             let text = content_text(content);
             let mut m = row_meta(r);
-            m.insert("isCompactSummary".into(), json!(true));
+            m.insert("isCompactSummary", json!(true).into());
             let u = Update::UserMessageChunk(chunk(acp::text(text), uuid));
             return self.out.emit(with_claude(u, m), None);
         }
@@ -494,14 +617,14 @@ impl<'a> Replay<'a, '_, '_> {
                                     let u = Update::UserMessageChunk(chunk(img, uuid));
                                     self.out.emit(with_claude(u, row_meta(r)), None)?;
                                 }
-                                None => self.out.blocks.push(v),
+                                None => self.out.blocks.push(v.into()),
                             }
                         }
                         Some("tool_result") => {
                             self.tool_result(r, b, first_result)?;
                             first_result = false;
                         }
-                        _ => self.out.blocks.push(b.value()),
+                        _ => self.out.blocks.push(b.carried()),
                     }
                 }
             }
@@ -561,14 +684,20 @@ impl<'a> Replay<'a, '_, '_> {
             return Ok(());
         }
         let is_error = b.f.is_error.0;
-        let content = b.f.content.map_or(Value::Null, line::value);
-        let rendered = calls::result_content(name, &content, is_error);
+        // Parsed only when the result is shown; carried as it is.
+        let rendered = match b.f.content {
+            Some(c) if calls::result_shown(name, is_error) => {
+                calls::result_content(name, &line::value(c), is_error)
+            }
+            _ => Vec::new(),
+        };
+        let raw_output = b.f.content.map(Carried::of).filter(|c| !c.is_null());
         let mut m = row_meta(r);
         if !name.is_empty() {
-            m.insert("toolName".into(), json!(name));
+            m.insert("toolName", json!(name).into());
         }
         if first && let Some(resp) = r.f.tool_use_result {
-            m.insert("toolResponse".into(), line::value(resp));
+            m.insert("toolResponse", Carried::of(resp));
         }
         let u = Update::ToolCallUpdate {
             tool_call_id: id.to_owned(),
@@ -579,12 +708,15 @@ impl<'a> Replay<'a, '_, '_> {
                     ToolStatus::Completed
                 }),
                 content: (!rendered.is_empty()).then_some(rendered),
-                raw_output: (!content.is_null()).then_some(content),
                 ..ToolFields::default()
             },
             meta: None,
         };
-        self.out.emit(with_claude(u, m), None)
+        let u = Out {
+            raw_output,
+            ..with_claude(u, m)
+        };
+        self.out.emit(u, None)
     }
 
     fn assistant(&mut self, r: &Line) -> Result<(), ConvertError> {
@@ -594,8 +726,8 @@ impl<'a> Replay<'a, '_, '_> {
         }
         let message_id = r.message_id();
         if let (Some(id), Some(msg)) = (message_id, msg) {
-            let usage = msg.usage.map(line::value);
-            let stop = msg.stop_reason.map(line::value);
+            let usage = msg.usage.map(Carried::of);
+            let stop = msg.stop_reason.map(Carried::of);
             match &mut self.response {
                 Some(resp) if resp.0 == id => {
                     if usage.is_some() {
@@ -620,7 +752,7 @@ impl<'a> Replay<'a, '_, '_> {
                 "thinking" => {
                     let mut m = row_meta(r);
                     if let Some(sig) = b.f.signature {
-                        m.insert("signature".into(), line::value(sig));
+                        m.insert("signature", Carried::of(sig));
                     }
                     let t = b.f.thinking.get().unwrap_or("");
                     let u = Update::AgentThoughtChunk(chunk(acp::text(t), message_id));
@@ -631,13 +763,14 @@ impl<'a> Replay<'a, '_, '_> {
                 }
                 k if k.ends_with("_tool_result") && b.f.tool_use_id.present() => {
                     let id = b.f.tool_use_id.get().unwrap_or_default();
-                    let content = b.f.content.map(line::value);
-                    let failed = content
-                        .as_ref()
-                        .and_then(|c| str_at(c, "type"))
-                        .is_some_and(|t| t.ends_with("error"));
+                    let failed =
+                        b.f.content
+                            .map(line::value)
+                            .as_ref()
+                            .and_then(|c| str_at(c, "type"))
+                            .is_some_and(|t| t.ends_with("error"));
                     let mut m = row_meta(r);
-                    m.insert("block".into(), b.value());
+                    m.insert("block", b.carried());
                     let u = Update::ToolCallUpdate {
                         tool_call_id: id.to_owned(),
                         fields: ToolFields {
@@ -646,14 +779,17 @@ impl<'a> Replay<'a, '_, '_> {
                             } else {
                                 ToolStatus::Completed
                             }),
-                            raw_output: content,
                             ..ToolFields::default()
                         },
                         meta: None,
                     };
-                    self.out.emit(with_claude(u, m), message_id)?;
+                    let u = Out {
+                        raw_output: b.f.content.map(Carried::of),
+                        ..with_claude(u, m)
+                    };
+                    self.out.emit(u, message_id)?;
                 }
-                _ => self.out.blocks.push(b.value()),
+                _ => self.out.blocks.push(b.carried()),
             }
         }
         Ok(())
@@ -671,7 +807,7 @@ impl<'a> Replay<'a, '_, '_> {
         }
         if let Some((harness, body)) = super::compose::parse_foreign_reasoning(t) {
             let mut m = row_meta(r);
-            m.insert("foreignReasoning".into(), json!(harness));
+            m.insert("foreignReasoning", json!(harness).into());
             let u = Update::AgentThoughtChunk(chunk(acp::text(body), message_id));
             return self.out.emit(with_claude(u, m), message_id);
         }
@@ -689,11 +825,11 @@ impl<'a> Replay<'a, '_, '_> {
         let name = b.f.name.get().unwrap_or_default();
         let input = b.f.input.map_or_else(|| json!({}), line::value);
         let mut m = row_meta(r);
-        m.insert("toolName".into(), json!(name));
+        m.insert("toolName", json!(name).into());
         if name == "TodoWrite"
             && let Some(todos) = input.get("todos").and_then(Value::as_array)
         {
-            m.insert("toolUseId".into(), json!(id));
+            m.insert("toolUseId", json!(id).into());
             let u = Update::Plan {
                 entries: todos.iter().map(plan_entry).collect(),
                 meta: None,
@@ -709,7 +845,7 @@ impl<'a> Replay<'a, '_, '_> {
                 status: Some(ToolStatus::Pending),
                 content: (!info.content.is_empty()).then_some(info.content),
                 locations: (!info.locations.is_empty()).then_some(info.locations),
-                raw_input: Some(input),
+                raw_input: None,
                 raw_output: None,
             },
             meta: None,
@@ -717,7 +853,15 @@ impl<'a> Replay<'a, '_, '_> {
         if let Some(child) = self.src.subagents.get(id) {
             u = u.with_meta("asp", json!({"subagentSessionId": child}));
         }
-        self.out.emit(with_claude(u, m), message_id)
+        let raw_input = match b.f.input {
+            Some(raw) => Carried::of(raw),
+            None => input.into(),
+        };
+        let u = Out {
+            raw_input: Some(raw_input),
+            ..with_claude(u, m)
+        };
+        self.out.emit(u, message_id)
     }
 
     fn attachment(&mut self, r: &Line) -> Result<(), ConvertError> {
@@ -736,7 +880,7 @@ impl<'a> Replay<'a, '_, '_> {
             return Ok(());
         }
         let mut m = row_meta(r);
-        m.insert("queuedCommand".into(), json!(true));
+        m.insert("queuedCommand", json!(true).into());
         let u = Update::UserMessageChunk(chunk(acp::text(text), r.f.uuid.get()));
         self.out.emit(with_claude(u, m), None)
     }
@@ -820,6 +964,59 @@ pub fn clean_prompt(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An update written from its parts is the line its typed form serialises to.
+    #[test]
+    fn an_update_is_written_as_its_params_serialise() {
+        let raw =
+            |t: &str| Carried::of(serde_json::from_str::<&serde_json::value::RawValue>(t).unwrap());
+        let call = Update::ToolCall {
+            tool_call_id: "t\"1".into(),
+            fields: ToolFields {
+                title: Some("Read a.rs".into()),
+                status: Some(ToolStatus::Pending),
+                ..ToolFields::default()
+            },
+            meta: None,
+        }
+        .with_meta("asp", json!({"subagentSessionId": "s2"}));
+        let mut cc = ClaudeMeta::default();
+        cc.insert("uuid", json!("u1").into());
+        cc.insert("toolResponse", raw(r#"{"a":[1,"x\ny"],"b":null}"#));
+        cc.insert("usage", raw(r#"{ "spaced": 1.50 }"#));
+        cc.insert("uuid", json!("u2").into());
+        let outs = [
+            Out {
+                raw_input: Some(raw(r#"{"file_path":"/a.rs","k":"\u00e9\/"}"#)),
+                raw_output: Some(Carried::List(vec![raw("[1]"), json!("é").into()])),
+                ..with_claude(call, cc.clone())
+            },
+            Update::CurrentModeUpdate {
+                current_mode_id: "plan".into(),
+                meta: None,
+            }
+            .into(),
+            with_claude(
+                Update::UsageUpdate {
+                    used: 3,
+                    size: 4,
+                    cost: None,
+                    meta: None,
+                },
+                ClaudeMeta::default(),
+            ),
+            with_claude(Update::agent(acp::text("hi")), cc),
+        ];
+        for out in outs {
+            let want = serde_json::to_vec(&out.whole().to_params("s\u{1}")).unwrap();
+            let mut got = Vec::new();
+            out.write("s\u{1}", &mut got, &mut Vec::new()).unwrap();
+            assert_eq!(
+                String::from_utf8(got).unwrap(),
+                String::from_utf8(want).unwrap()
+            );
+        }
+    }
 
     #[test]
     fn command_markup_is_replayed_as_the_command() {
