@@ -273,8 +273,8 @@ pub fn result_text(content: &Value) -> String {
 fn fenced(text: &str, info: &str) -> String {
     let mut longest = 0;
     let mut run = 0;
-    for c in text.chars() {
-        if c == '`' {
+    for &c in text.as_bytes() {
+        if c == b'`' {
             run += 1;
             longest = longest.max(run);
         } else {
