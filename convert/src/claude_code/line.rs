@@ -209,26 +209,30 @@ impl From<Value> for Carried {
     }
 }
 
-/// How many of `text`'s first bytes, taken eight at a time, hold neither `"` nor `\\` (a
-/// string's body is most of a transcript's text, and [`canonical`] looks at it bytewise
-/// otherwise).
+/// Where the first `"` or `\\` of `text` is (its length when there is none). A string's body
+/// is most of a transcript's text; this looks at it eight bytes at a time.
 fn plain_run(text: &[u8]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    // Whether some byte of `w` is `b` (exact: the classic test for a zero byte).
-    let has = |w: u64, b: u8| {
+    // The high bit of each byte of `w` that is `b`, and maybe of bytes after one that is
+    // (the classic zero-byte test): the lowest bit set is the first such byte.
+    let find = |w: u64, b: u8| {
         let x = w ^ (ONES * u64::from(b));
-        x.wrapping_sub(ONES) & !x & HIGH != 0
+        x.wrapping_sub(ONES) & !x & HIGH
     };
     let mut n = 0;
     for c in text.chunks_exact(8) {
         let w = u64::from_le_bytes(c.try_into().expect("eight bytes"));
-        if has(w, b'"') || has(w, b'\\') {
-            break;
+        let hits = find(w, b'"') | find(w, b'\\');
+        if hits != 0 {
+            return n + (hits.trailing_zeros() / 8) as usize;
         }
         n += 8;
     }
-    n
+    n + text[n..]
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\')
+        .unwrap_or(text.len() - n)
 }
 
 /// How many members an object may have for [`canonical`] to look for one given twice; a
@@ -638,6 +642,27 @@ mod tests {
             .collect::<Vec<_>>()
             .join(",");
         assert!(!canonical(format!("{{{wide}}}").as_bytes()));
+    }
+
+    #[test]
+    fn plain_run_finds_the_first_quote_or_backslash() {
+        // Every place in and around an eight-byte step, with bytes that trip the zero-byte
+        // test after a match (0x01, 0x80, 0xff next to it) and none.
+        for len in 0..20 {
+            for at in 0..=len {
+                for (first, then) in [(b'"', b'\\'), (b'\\', b'"'), (b'"', 1), (b'\\', 0x80)] {
+                    let mut t = vec![b'a'; len];
+                    if at < len {
+                        t[at] = first;
+                        if at + 1 < len {
+                            t[at + 1] = then;
+                        }
+                        t[..at].iter_mut().step_by(3).for_each(|b| *b = 0xc3);
+                    }
+                    assert_eq!(plain_run(&t), at, "{t:?}");
+                }
+            }
+        }
     }
 
     #[test]
