@@ -427,23 +427,12 @@ pub struct BlockFields<'a> {
     pub content: Option<&'a RawValue>,
 }
 
-/// One content block: what the replay reads of it, and its text to carry it whole.
+/// One content block: what the replay reads of it, and where it is in the content (for
+/// [`Line::block_value`] and [`Line::block_carried`]).
 #[derive(Debug)]
 pub struct Block<'a> {
-    pub raw: &'a RawValue,
     pub f: BlockFields<'a>,
-}
-
-impl Block<'_> {
-    /// The block whole, parsed.
-    pub fn value(&self) -> Value {
-        value(self.raw)
-    }
-
-    /// The block whole, as an update carries it.
-    pub fn carried(&self) -> Carried {
-        Carried::of(self.raw)
-    }
+    index: usize,
 }
 
 /// `message.content`.
@@ -464,18 +453,22 @@ pub struct Line<'a> {
     pub f: Fields<'a>,
     /// `message.content`, when `message` is an object that has it.
     pub content: Option<Content<'a>>,
+    /// The text of each block of `message.content`, found the first time a block is carried
+    /// whole (most lines carry none, and finding them is another pass over the content).
+    blocks: std::cell::OnceCell<Vec<&'a RawValue>>,
+    content_raw: Option<&'a RawValue>,
 }
 
 impl<'a> Line<'a> {
     /// Reads the typed view of `text`; `raw` is the line as the file has it.
     fn parse(raw: &'a [u8], text: &'a [u8]) -> serde_json::Result<Line<'a>> {
         let f: Fields<'a> = serde_json::from_slice(text)?;
-        let content = match f
+        let content_raw = f
             .message
             .as_ref()
             .and_then(|m| m.0.as_ref())
-            .and_then(|m| m.content)
-        {
+            .and_then(|m| m.content);
+        let content = match content_raw {
             None => None,
             Some(c) => Some(match c.get().as_bytes().first() {
                 Some(b'"') => {
@@ -485,21 +478,46 @@ impl<'a> Line<'a> {
                     })?)
                 }
                 Some(b'[') => {
-                    let raws: Vec<&'a RawValue> = serde_json::from_str(c.get())?;
-                    let mut blocks = Vec::with_capacity(raws.len());
-                    for raw in raws {
-                        let f = serde_json::from_str::<Obj<BlockFields<'a>>>(raw.get())?;
-                        blocks.push(Block {
-                            raw,
-                            f: f.0.unwrap_or_default(),
-                        });
-                    }
-                    Content::Blocks(blocks)
+                    let fields: Vec<Obj<BlockFields<'a>>> = serde_json::from_str(c.get())?;
+                    let blocks = fields.into_iter().enumerate();
+                    Content::Blocks(
+                        blocks
+                            .map(|(index, f)| Block {
+                                f: f.0.unwrap_or_default(),
+                                index,
+                            })
+                            .collect(),
+                    )
                 }
                 _ => Content::Other(c),
             }),
         };
-        Ok(Line { raw, f, content })
+        Ok(Line {
+            raw,
+            f,
+            content,
+            blocks: std::cell::OnceCell::new(),
+            content_raw,
+        })
+    }
+
+    /// The text of block `b` of this line's content.
+    fn block_raw(&self, b: &Block) -> &'a RawValue {
+        let all = self.blocks.get_or_init(|| {
+            let content = self.content_raw.expect("a line with blocks has content");
+            serde_json::from_str(content.get()).expect("content that parsed")
+        });
+        all[b.index]
+    }
+
+    /// Block `b` whole, parsed.
+    pub fn block_value(&self, b: &Block) -> Value {
+        value(self.block_raw(b))
+    }
+
+    /// Block `b` whole, as an update carries it.
+    pub fn block_carried(&self, b: &Block) -> Carried {
+        Carried::of(self.block_raw(b))
     }
 
     /// `message`, when it is an object.
@@ -585,7 +603,11 @@ mod tests {
             let b = l.blocks();
             assert_eq!(b.len(), 3);
             assert_eq!(b[0].f.text.get(), Some("hi"));
-            assert_eq!(b[1].value(), Value::from("odd"));
+            assert_eq!(l.block_value(&b[1]), Value::from("odd"));
+            assert_eq!(
+                l.block_carried(&b[0]),
+                Carried::Raw(r#"{"type":"text","text":"hi"}"#.into())
+            );
             assert!(b[1].f.kind.get().is_none());
             assert!(!b[2].f.is_error.0);
             assert_eq!(b[2].f.content.map(RawValue::get), Some("[1]"));

@@ -611,7 +611,7 @@ impl<'a> Replay<'a, '_, '_> {
                     match b.f.kind.get() {
                         Some("text") => self.user_text(r, b.f.text.get().unwrap_or(""))?,
                         Some("image") => {
-                            let v = b.value();
+                            let v = r.block_value(b);
                             match image_block(&v) {
                                 Some(img) => {
                                     let u = Update::UserMessageChunk(chunk(img, uuid));
@@ -624,7 +624,7 @@ impl<'a> Replay<'a, '_, '_> {
                             self.tool_result(r, b, first_result)?;
                             first_result = false;
                         }
-                        _ => self.out.blocks.push(b.carried()),
+                        _ => self.out.blocks.push(r.block_carried(b)),
                     }
                 }
             }
@@ -770,7 +770,7 @@ impl<'a> Replay<'a, '_, '_> {
                             .and_then(|c| str_at(c, "type"))
                             .is_some_and(|t| t.ends_with("error"));
                     let mut m = row_meta(r);
-                    m.insert("block", b.carried());
+                    m.insert("block", r.block_carried(b));
                     let u = Update::ToolCallUpdate {
                         tool_call_id: id.to_owned(),
                         fields: ToolFields {
@@ -789,7 +789,7 @@ impl<'a> Replay<'a, '_, '_> {
                     };
                     self.out.emit(u, message_id)?;
                 }
-                _ => self.out.blocks.push(b.carried()),
+                _ => self.out.blocks.push(r.block_carried(b)),
             }
         }
         Ok(())
