@@ -566,11 +566,89 @@ impl<'a> Line<'a> {
     }
 }
 
+/// serde_json's nesting limit: a value nested this deep does not parse into a `Value`.
+const VALUE_DEPTH: usize = 128;
+
+/// Whether `text` surely parses into a `Value` when it parses at all. The typed views skip
+/// members without reading them as a `Value` does, and so take lines a `Value` parse refuses:
+/// nested more than [`VALUE_DEPTH`] deep, a number out of `f64`'s range, a `\u` escape of half
+/// a surrogate pair, bytes that are not UTF-8 in a skipped string. `false` when the line might
+/// be one of these (an exponent, any surrogate escape, deep nesting): [`with_line`] then asks
+/// a `Value` parse.
+fn reads_as_value(text: &[u8]) -> bool {
+    if std::str::from_utf8(text).is_err() {
+        return false;
+    }
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'"' => {
+                i += 1;
+                loop {
+                    i += plain_run(&text[i..]);
+                    match text.get(i) {
+                        Some(b'"') => {
+                            i += 1;
+                            break;
+                        }
+                        Some(b'\\') => {
+                            if text.get(i + 1) == Some(&b'u')
+                                && matches!(text.get(i + 2), Some(b'd' | b'D'))
+                            {
+                                return false;
+                            }
+                            i += 2;
+                        }
+                        _ => return false,
+                    }
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth >= VALUE_DEPTH - 1 {
+                    return false;
+                }
+                i += 1;
+            }
+            b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            b'0'..=b'9' => {
+                let start = i;
+                while i < text.len() && text[i].is_ascii_digit() {
+                    i += 1;
+                }
+                if i - start > 300 || matches!(text.get(i), Some(b'e' | b'E')) {
+                    return false;
+                }
+                // A fraction: its digits, then maybe an exponent.
+                if text.get(i) == Some(&b'.') {
+                    i += 1;
+                    while i < text.len() && text[i].is_ascii_digit() {
+                        i += 1;
+                    }
+                    if matches!(text.get(i), Some(b'e' | b'E')) {
+                        return false;
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    true
+}
+
 /// Reads `raw` (a line the first pass parsed as a JSON object) and hands its view to `f`;
-/// `None` when the line is not a JSON object after all.
+/// `None` when the line is not a JSON object after all, or not one a `Value` parse takes
+/// (the replay read lines as `Value`s before, and left such lines out).
 pub fn with_line<R>(raw: &[u8], f: impl FnOnce(&Line<'_>) -> R) -> Option<R> {
     // A derived struct would take an array too, its elements as the members in order.
     if raw.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    if !reads_as_value(raw) && serde_json::from_slice::<Value>(raw).is_err() {
         return None;
     }
     if let Ok(line) = Line::parse(raw, raw) {
@@ -683,6 +761,42 @@ mod tests {
                     }
                     assert_eq!(plain_run(&t), at, "{t:?}");
                 }
+            }
+        }
+    }
+
+    /// A line is read when, and only when, a `Value` parse takes it.
+    #[test]
+    fn lines_a_value_parse_refuses_are_left_out() {
+        let nested = |n: usize| {
+            format!(
+                r#"{{"type":"user","toolUseResult":{}1{}}}"#,
+                "[".repeat(n),
+                "]".repeat(n)
+            )
+        };
+        let mut lines: Vec<Vec<u8>> = (120..135).map(|n| nested(n).into_bytes()).collect();
+        for odd in [
+            r#"{"type":"user","x":"\ud83d"}"#,
+            r#"{"type":"user","x":"\ud83d\ude00"}"#,
+            r#"{"type":"user","x":"\uD83D"}"#,
+            r#"{"type":"user","x":1e400}"#,
+            r#"{"type":"user","x":1.5e3,"y":-2.5E-3}"#,
+            r#"{"type":"user","x":[1.5,-0,0.25]}"#,
+            r#"{"type":"user","x":"3e5 \"[[[\" \\"}"#,
+        ] {
+            lines.push(odd.as_bytes().to_vec());
+        }
+        let mut bad = br#"{"type":"user","x":"a"}"#.to_vec();
+        bad[21] = 0xff;
+        lines.push(bad);
+        lines.push(format!("{{\"x\":{}}}", "9".repeat(400)).into_bytes());
+        for line in lines {
+            let value = serde_json::from_slice::<Value>(&line).is_ok();
+            let read = with_line(&line, |l| l.kind().to_owned());
+            assert_eq!(read.is_some(), value, "{}", String::from_utf8_lossy(&line));
+            if reads_as_value(&line) {
+                assert!(value, "{}", String::from_utf8_lossy(&line));
             }
         }
     }
