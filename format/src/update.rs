@@ -162,6 +162,19 @@ impl<'a> UpdateWriter<'a> {
         Ok(())
     }
 
+    /// Appends one line that `write` writes: compact JSON, without its `\n`. For writers
+    /// that put a line together from pieces (parts of a transcript carried as they are)
+    /// rather than serialise one value.
+    pub fn push_with(
+        &mut self,
+        write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<(), BlobError> {
+        write(&mut self.out)?;
+        self.out.write_all(b"\n")?;
+        self.lines += 1;
+        Ok(())
+    }
+
     /// Appends one line that is already compact JSON (see [`check_line`]).
     pub fn push_raw(&mut self, line: &str) -> Result<(), BlobError> {
         debug_assert!(!line.contains('\n'));

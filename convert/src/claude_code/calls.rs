@@ -273,8 +273,8 @@ pub fn result_text(content: &Value) -> String {
 fn fenced(text: &str, info: &str) -> String {
     let mut longest = 0;
     let mut run = 0;
-    for c in text.chars() {
-        if c == '`' {
+    for &c in text.as_bytes() {
+        if c == b'`' {
             run += 1;
             longest = longest.max(run);
         } else {
@@ -285,10 +285,23 @@ fn fenced(text: &str, info: &str) -> String {
     format!("{fence}{info}\n{text}\n{fence}")
 }
 
+/// Whether [`result_content`] shows anything of a result: not for edits (the diff is on the
+/// call) and plans, unless it failed.
+pub fn result_shown(tool: &str, is_error: bool) -> bool {
+    is_error
+        || !matches!(
+            tool,
+            "Edit" | "MultiEdit" | "Write" | "NotebookEdit" | "TodoWrite"
+        )
+}
+
 /// The `content` of a `tool_call_update` for a result, as the adapter shows it: errors and
 /// file reads fenced, shell output as a console block, edits without content (the diff is on
 /// the call), everything else block by block.
 pub fn result_content(tool: &str, content: &Value, is_error: bool) -> Vec<Value> {
+    if !result_shown(tool, is_error) {
+        return Vec::new();
+    }
     if is_error {
         let t = result_text(content);
         return if t.is_empty() {
@@ -298,7 +311,6 @@ pub fn result_content(tool: &str, content: &Value, is_error: bool) -> Vec<Value>
         };
     }
     match tool {
-        "Edit" | "MultiEdit" | "Write" | "NotebookEdit" | "TodoWrite" => Vec::new(),
         "Read" => {
             let t = result_text(content);
             if t.is_empty() {

@@ -20,6 +20,7 @@ mod ids;
 mod instructions;
 mod jsonfile;
 mod layout;
+mod line;
 mod local_mcp;
 mod memory;
 mod read;

@@ -349,10 +349,15 @@ fn build(
         subagents,
         tool_names,
     };
-    let mut lines = Lines::new(&t.path, &mut t.file, ctx.diagnostics);
-    let index = &t.index;
-    let summary = replay::replay(&source, &mut |i| lines.load(index, i), &mut |u| {
-        w.push(&u.to_params(&sid))?;
+    let mut lines = IndexedLines {
+        lines: Lines::new(&t.path, &mut t.file, ctx.diagnostics),
+        index: &t.index,
+    };
+    // Each update is written straight from its parts (`to_params` would build a `Value`
+    // tree of it first; the bytes are the same).
+    let mut scratch = Vec::new();
+    let summary = replay::replay(&source, &mut lines, &mut |u| {
+        w.push_with(|out| u.write(&sid, out, &mut scratch))?;
         Ok(())
     })?;
     let updates = w.finish()?;
@@ -411,4 +416,20 @@ fn build(
         cwd,
         titled,
     ))
+}
+
+/// The lines of one transcript's index, as the replay reads them back.
+struct IndexedLines<'i, 'd> {
+    lines: Lines<'d>,
+    index: &'i Index,
+}
+
+impl replay::LineSource for IndexedLines<'_, '_> {
+    fn line(&mut self, i: usize) -> Option<&[u8]> {
+        self.lines.raw(self.index, i)
+    }
+
+    fn changed(&mut self, i: usize) {
+        self.lines.changed(self.index, i);
+    }
 }

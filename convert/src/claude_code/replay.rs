@@ -9,10 +9,12 @@
 //! `_meta.claudeCode.recordsBefore` of the next update (or `recordsAfter` of the last one).
 
 use std::collections::{HashMap, HashSet};
+use std::io::Write;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::calls::{self, image_block};
+use super::line::{self, Block, Carried, Content, Line};
 use super::transcript::{Chain, Record, str_at};
 use crate::error::ConvertError;
 use crate::kit::acp::{
@@ -88,46 +90,164 @@ pub fn note_tool_names(r: &Record, names: &mut HashMap<String, String>) {
     }
 }
 
-/// Reads record `i` of [`Source::records`] whole; `None` when it cannot be read (the loader
-/// reports why), and the record is then left out.
-pub type Load<'l> = dyn FnMut(usize) -> Option<Record> + 'l;
+/// Where the replay reads the records it replays whole.
+pub trait LineSource {
+    /// The bytes of record `i`'s line of [`Source::records`]; `None` when it cannot be read
+    /// (the source reports why), and the record is then left out.
+    fn line(&mut self, i: usize) -> Option<&[u8]>;
+    /// Reports that record `i`'s line, read back, is not the JSON object the first pass saw;
+    /// the record is left out.
+    fn changed(&mut self, i: usize);
+}
 
-type Sink<'s> = dyn FnMut(Update) -> Result<(), ConvertError> + 's;
+type Sink<'s> = dyn FnMut(Out) -> Result<(), ConvertError> + 's;
+
+/// `_meta.claudeCode` of an update: members in the order they were set; setting one again
+/// replaces its value where it is, as a JSON object map does.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClaudeMeta(Vec<(&'static str, Carried)>);
+
+impl ClaudeMeta {
+    fn insert(&mut self, key: &'static str, value: Carried) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some(member) => member.1 = value,
+            None => self.0.push((key, value)),
+        }
+    }
+}
+
+/// One update of the stream as the replay makes it. What it carries from the transcript
+/// (`rawInput`, `rawOutput`, `_meta.claudeCode`) is kept beside the typed [`Update`] as
+/// [`Carried`] parts, so that text is copied into the stream rather than parsed and escaped
+/// again; these are the last members of an update in ACP's order, so [`Out::write`] writes
+/// them after the rest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Out {
+    /// Without `rawInput`, `rawOutput` and `claudeCode` (other `_meta` namespaces stay here).
+    update: Update,
+    raw_input: Option<Carried>,
+    raw_output: Option<Carried>,
+    claude: Option<ClaudeMeta>,
+}
+
+impl From<Update> for Out {
+    fn from(update: Update) -> Out {
+        Out {
+            update,
+            raw_input: None,
+            raw_output: None,
+            claude: None,
+        }
+    }
+}
+
+impl Out {
+    /// Writes the notification params of session `session_id` as one compact JSON line
+    /// (without `\n`): the bytes `serde_json` writes for [`Update::to_params`] of the whole
+    /// update. `scratch` is reused between updates.
+    pub fn write(
+        mut self,
+        session_id: &str,
+        w: &mut dyn Write,
+        scratch: &mut Vec<u8>,
+    ) -> std::io::Result<()> {
+        w.write_all(b"{\"sessionId\":")?;
+        serde_json::to_writer(&mut *w, session_id)?;
+        w.write_all(b",\"update\":")?;
+        let meta = self.update.meta_mut().take();
+        scratch.clear();
+        serde_json::to_writer(&mut *scratch, &self.update)?;
+        // The update without its last members, which follow.
+        let open = scratch
+            .strip_suffix(b"}")
+            .expect("an update is a JSON object");
+        w.write_all(open)?;
+        for (key, part) in [
+            (&b",\"rawInput\":"[..], &self.raw_input),
+            (b",\"rawOutput\":", &self.raw_output),
+        ] {
+            if let Some(part) = part {
+                w.write_all(key)?;
+                part.write(w)?;
+            }
+        }
+        if meta.is_some() || self.claude.is_some() {
+            w.write_all(b",\"_meta\":{")?;
+            let mut first = true;
+            for (k, v) in meta.iter().flatten() {
+                if !first {
+                    w.write_all(b",")?;
+                }
+                first = false;
+                serde_json::to_writer(&mut *w, k)?;
+                w.write_all(b":")?;
+                serde_json::to_writer(&mut *w, v)?;
+            }
+            if let Some(cc) = &self.claude {
+                if !first {
+                    w.write_all(b",")?;
+                }
+                w.write_all(b"\"claudeCode\":{")?;
+                for (i, (k, v)) in cc.0.iter().enumerate() {
+                    if i > 0 {
+                        w.write_all(b",")?;
+                    }
+                    serde_json::to_writer(&mut *w, k)?;
+                    w.write_all(b":")?;
+                    v.write(w)?;
+                }
+                w.write_all(b"}")?;
+            }
+            w.write_all(b"}")?;
+        }
+        w.write_all(b"}}")
+    }
+
+    /// The update whole, as the typed form gives it (for tests).
+    #[cfg(test)]
+    pub fn whole(&self) -> Update {
+        let mut u = self.update.clone();
+        if let Update::ToolCall { fields, .. } | Update::ToolCallUpdate { fields, .. } = &mut u {
+            fields.raw_input = self.raw_input.as_ref().map(Carried::to_value);
+            fields.raw_output = self.raw_output.as_ref().map(Carried::to_value);
+        }
+        if let Some(cc) = &self.claude {
+            let cc = cc.0.iter().map(|(k, v)| ((*k).to_owned(), v.to_value()));
+            u.meta_mut()
+                .get_or_insert_with(serde_json::Map::new)
+                .insert("claudeCode".into(), Value::Object(cc.collect()));
+        }
+        u
+    }
+}
 
 /// Holds back the last update so records after it (and usage of its response) can be
 /// attached before it is written.
 struct Emitter<'s, 'k> {
-    held: Option<Update>,
+    held: Option<Out>,
     held_response: Option<String>,
-    records: Vec<Value>,
-    blocks: Vec<Value>,
+    records: Vec<Carried>,
+    blocks: Vec<Carried>,
     sink: &'k mut Sink<'s>,
     count: u64,
 }
 
-fn claude_meta(u: &mut Update) -> &mut Map<String, Value> {
-    let meta = u.meta_mut().get_or_insert_with(Map::new);
-    let v = meta
-        .entry("claudeCode")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !v.is_object() {
-        *v = Value::Object(Map::new());
-    }
-    v.as_object_mut().expect("made an object")
+fn claude_meta(u: &mut Out) -> &mut ClaudeMeta {
+    u.claude.get_or_insert_with(ClaudeMeta::default)
 }
 
 impl<'s, 'k> Emitter<'s, 'k> {
-    fn emit(&mut self, mut u: Update, response: Option<&str>) -> Result<(), ConvertError> {
+    fn emit(&mut self, mut u: Out, response: Option<&str>) -> Result<(), ConvertError> {
         if !self.records.is_empty() {
             claude_meta(&mut u).insert(
-                "recordsBefore".into(),
-                Value::Array(std::mem::take(&mut self.records)),
+                "recordsBefore",
+                Carried::List(std::mem::take(&mut self.records)),
             );
         }
         if !self.blocks.is_empty() {
             claude_meta(&mut u).insert(
-                "blocksBefore".into(),
-                Value::Array(std::mem::take(&mut self.blocks)),
+                "blocksBefore",
+                Carried::List(std::mem::take(&mut self.blocks)),
             );
         }
         if let Some(prev) = self.held.replace(u) {
@@ -141,10 +261,10 @@ impl<'s, 'k> Emitter<'s, 'k> {
     fn finish(mut self) -> Result<u64, ConvertError> {
         if let Some(mut last) = self.held.take() {
             if !self.records.is_empty() {
-                claude_meta(&mut last).insert("recordsAfter".into(), Value::Array(self.records));
+                claude_meta(&mut last).insert("recordsAfter", Carried::List(self.records));
             }
             if !self.blocks.is_empty() {
-                claude_meta(&mut last).insert("blocksAfter".into(), Value::Array(self.blocks));
+                claude_meta(&mut last).insert("blocksAfter", Carried::List(self.blocks));
             }
             (self.sink)(last)?;
         }
@@ -179,16 +299,16 @@ struct Replay<'a, 's, 'k> {
     model: Option<String>,
     chain_uuids: HashSet<&'a str>,
     /// The response being replayed: (message id, its usage, its stop reason).
-    response: Option<(String, Option<Value>, Option<Value>)>,
-    last_usage: Option<(String, Value)>,
+    response: Option<(String, Option<Carried>, Option<Carried>)>,
+    last_usage: Option<(String, Carried)>,
     first_prompt: Option<String>,
     command_prompt: Option<String>,
 }
 
-/// Replays the chain into `sink`, reading each record it replays through `load`.
+/// Replays the chain into `sink`, reading each record it replays from `lines`.
 pub fn replay(
     src: &Source<'_>,
-    load: &mut Load<'_>,
+    lines: &mut dyn LineSource,
     sink: &mut Sink<'_>,
 ) -> Result<Summary, ConvertError> {
     let chain_uuids = src
@@ -226,26 +346,22 @@ pub fn replay(
     for &i in &src.chain.rows {
         let line = src.records[i].line;
         while next_meta < metadata.len() && src.records[metadata[next_meta]].line < line {
-            if let Some(m) = load(metadata[next_meta]) {
-                rp.metadata(&m)?;
-            }
+            read(lines, metadata[next_meta], |l| rp.metadata(l))?;
             next_meta += 1;
         }
-        let Some(row) = load(i) else {
-            continue;
-        };
-        if row.message_id() != rp.response.as_ref().map(|r| r.0.as_str()) {
-            rp.end_response();
-        }
-        rp.row(&row)?;
+        read(lines, i, |row| {
+            if row.message_id() != rp.response.as_ref().map(|r| r.0.as_str()) {
+                rp.end_response();
+            }
+            rp.row(row)
+        })?;
     }
     rp.end_response();
     for &m in &metadata[next_meta..] {
-        if let Some(m) = load(m) {
-            rp.metadata(&m)?;
-        }
+        read(lines, m, |l| rp.metadata(l))?;
     }
     if let Some((message_id, usage)) = rp.last_usage.take() {
+        let usage = usage.to_value();
         let used = [
             "input_tokens",
             "cache_creation_input_tokens",
@@ -259,9 +375,11 @@ pub fn replay(
             used,
             size: DEFAULT_CONTEXT_WINDOW,
             cost: None,
-            meta: acp::meta("claudeCode", json!({"messageId": message_id})),
+            meta: None,
         };
-        rp.out.emit(u, None)?;
+        let mut m = ClaudeMeta::default();
+        m.insert("messageId", json!(message_id).into());
+        rp.out.emit(with_claude(u, m), None)?;
     }
     let summary = Summary {
         title: rp.titles.effective().cloned(),
@@ -274,19 +392,55 @@ pub fn replay(
     Ok(Summary { updates, ..summary })
 }
 
-fn row_meta(r: &Record) -> Map<String, Value> {
-    let mut m = Map::new();
-    if let Some(u) = r.uuid() {
-        m.insert("uuid".into(), json!(u));
+/// Reads record `i`'s line and replays it with `f`; a line that cannot be read is reported
+/// and left out.
+fn read(
+    lines: &mut dyn LineSource,
+    i: usize,
+    f: impl FnOnce(&Line<'_>) -> Result<(), ConvertError>,
+) -> Result<(), ConvertError> {
+    let Some(raw) = lines.line(i) else {
+        return Ok(());
+    };
+    match line::with_line(raw, f) {
+        Some(done) => done,
+        None => {
+            lines.changed(i);
+            Ok(())
+        }
     }
-    if let Some(t) = str_at(&r.value, "timestamp") {
-        m.insert("timestamp".into(), json!(t));
+}
+
+fn row_meta(r: &Line) -> ClaudeMeta {
+    let mut m = ClaudeMeta::default();
+    if let Some(u) = r.f.uuid.get() {
+        m.insert("uuid", json!(u).into());
+    }
+    if let Some(t) = r.f.timestamp.get() {
+        m.insert("timestamp", json!(t).into());
     }
     m
 }
 
-fn with_claude(mut u: Update, m: Map<String, Value>) -> Update {
-    claude_meta(&mut u).extend(m);
+/// The text of a user row's content as a tool result's text reads ([`calls::result_text`]).
+fn content_text(content: &Content) -> String {
+    match content {
+        Content::Text(t) => t.as_ref().to_owned(),
+        Content::Blocks(blocks) => blocks
+            .iter()
+            .filter_map(|b| b.f.text.get())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Content::Other(raw) => calls::result_text(&line::value(raw)),
+    }
+}
+
+fn with_claude(u: Update, m: ClaudeMeta) -> Out {
+    let mut u = Out::from(u);
+    let cc = claude_meta(&mut u);
+    for (k, v) in m.0 {
+        cc.insert(k, v);
+    }
     u
 }
 
@@ -299,35 +453,41 @@ fn chunk(content: Value, message_id: Option<&str>) -> Chunk {
 }
 
 impl<'a> Replay<'a, '_, '_> {
-    fn metadata(&mut self, r: &Record) -> Result<(), ConvertError> {
-        let v = &r.value;
+    fn metadata(&mut self, r: &Line) -> Result<(), ConvertError> {
+        let v = &r.f;
         match r.kind() {
             "permission-mode" => {
-                if let Some(m) = str_at(v, "permissionMode") {
+                if let Some(m) = v.permission_mode.get() {
                     self.set_mode(m)?;
                 }
                 Ok(())
             }
             "custom-title" => {
-                self.titles.custom = str_at(v, "customTitle")
+                self.titles.custom = v
+                    .custom_title
+                    .get()
                     .filter(|t| !t.is_empty())
                     .map(str::to_owned);
                 self.title_changed()
             }
             "ai-title" => {
-                if let Some(t) = str_at(v, "aiTitle").filter(|t| !t.is_empty()) {
+                if let Some(t) = v.ai_title.get().filter(|t| !t.is_empty()) {
                     self.titles.ai = Some(t.to_owned());
                 }
                 self.title_changed()
             }
-            "summary" if str_at(v, "leafUuid").is_some_and(|l| self.chain_uuids.contains(l)) => {
-                if let Some(t) = str_at(v, "summary").filter(|t| !t.is_empty()) {
+            "summary"
+                if v.leaf_uuid
+                    .get()
+                    .is_some_and(|l| self.chain_uuids.contains(l)) =>
+            {
+                if let Some(t) = v.summary.get().filter(|t| !t.is_empty()) {
                     self.titles.summary = Some(t.to_owned());
                 }
                 self.title_changed()
             }
             _ => {
-                self.out.records.push(v.clone());
+                self.out.records.push(r.carried());
                 Ok(())
             }
         }
@@ -346,7 +506,8 @@ impl<'a> Replay<'a, '_, '_> {
                 title: Some(t),
                 updated_at: None,
                 meta: None,
-            },
+            }
+            .into(),
             None,
         )
     }
@@ -360,7 +521,8 @@ impl<'a> Replay<'a, '_, '_> {
             Update::CurrentModeUpdate {
                 current_mode_id: mode.to_owned(),
                 meta: None,
-            },
+            }
+            .into(),
             None,
         )
     }
@@ -379,7 +541,8 @@ impl<'a> Replay<'a, '_, '_> {
             Update::ConfigOptionUpdate {
                 config_options: options,
                 meta: None,
-            },
+            }
+            .into(),
             None,
         )
     }
@@ -397,43 +560,43 @@ impl<'a> Replay<'a, '_, '_> {
         {
             let m = claude_meta(held);
             if let Some(u) = usage {
-                m.insert("usage".into(), u);
+                m.insert("usage", u);
             }
             if let Some(s) = stop.filter(|s| !s.is_null()) {
-                m.insert("stopReason".into(), s);
+                m.insert("stopReason", s);
             }
             if let Some(model) = &self.model {
-                m.insert("model".into(), json!(model));
+                m.insert("model", json!(model).into());
             }
         }
     }
 
-    fn row(&mut self, r: &Record) -> Result<(), ConvertError> {
+    fn row(&mut self, r: &Line) -> Result<(), ConvertError> {
         let before = self.out.count;
         match r.kind() {
-            "user" if !r.flag("isMeta") => self.user(r)?,
+            "user" if !r.f.is_meta.0 => self.user(r)?,
             "assistant" => self.assistant(r)?,
             "attachment" => self.attachment(r)?,
             _ => {}
         }
         if self.out.count == before {
-            self.out.records.push(r.value.clone());
+            self.out.records.push(r.carried());
         }
         Ok(())
     }
 
-    fn user(&mut self, r: &Record) -> Result<(), ConvertError> {
-        if let Some(m) = str_at(&r.value, "permissionMode") {
+    fn user(&mut self, r: &Line) -> Result<(), ConvertError> {
+        if let Some(m) = r.f.permission_mode.get() {
             self.set_mode(m)?;
         }
-        let uuid = r.uuid();
-        let Some(content) = r.content() else {
+        let uuid = r.f.uuid.get();
+        let Some(content) = &r.content else {
             return Ok(());
         };
-        if r.flag("isCompactSummary") {
-            let text = calls::result_text(content);
+        if r.f.is_compact_summary.0 {
+            let text = content_text(content);
             let mut m = row_meta(r);
-            m.insert("isCompactSummary".into(), json!(true));
+            m.insert("isCompactSummary", json!(true).into());
             let u = Update::UserMessageChunk(chunk(acp::text(text), uuid));
             return self.out.emit(with_claude(u, m), None);
         }
@@ -441,52 +604,55 @@ impl<'a> Replay<'a, '_, '_> {
             self.note_first_prompt(content);
         }
         match content {
-            Value::String(t) => self.user_text(r, t)?,
-            Value::Array(blocks) => {
+            Content::Text(t) => self.user_text(r, t)?,
+            Content::Blocks(blocks) => {
                 let mut first_result = true;
                 for b in blocks {
-                    match str_at(b, "type") {
-                        Some("text") => self.user_text(r, str_at(b, "text").unwrap_or(""))?,
-                        Some("image") => match image_block(b) {
-                            Some(img) => {
-                                let u = Update::UserMessageChunk(chunk(img, uuid));
-                                self.out.emit(with_claude(u, row_meta(r)), None)?;
+                    match b.f.kind.get() {
+                        Some("text") => self.user_text(r, b.f.text.get().unwrap_or(""))?,
+                        Some("image") => {
+                            let v = r.block_value(b);
+                            match image_block(&v) {
+                                Some(img) => {
+                                    let u = Update::UserMessageChunk(chunk(img, uuid));
+                                    self.out.emit(with_claude(u, row_meta(r)), None)?;
+                                }
+                                None => self.out.blocks.push(v.into()),
                             }
-                            None => self.out.blocks.push(b.clone()),
-                        },
+                        }
                         Some("tool_result") => {
                             self.tool_result(r, b, first_result)?;
                             first_result = false;
                         }
-                        _ => self.out.blocks.push(b.clone()),
+                        _ => self.out.blocks.push(r.block_carried(b)),
                     }
                 }
             }
-            _ => {}
+            Content::Other(_) => {}
         }
         Ok(())
     }
 
-    fn user_text(&mut self, r: &Record, text: &str) -> Result<(), ConvertError> {
+    fn user_text(&mut self, r: &Line, text: &str) -> Result<(), ConvertError> {
         if let Some(t) = clean_prompt(text) {
-            let u = Update::UserMessageChunk(chunk(acp::text(t), r.uuid()));
+            let u = Update::UserMessageChunk(chunk(acp::text(t), r.f.uuid.get()));
             self.out.emit(with_claude(u, row_meta(r)), None)?;
         }
         Ok(())
     }
 
-    fn note_first_prompt(&mut self, content: &Value) {
+    fn note_first_prompt(&mut self, content: &Content) {
         if self.first_prompt.is_some() {
             return;
         }
         let text = match content {
-            Value::String(t) => t.as_str(),
-            Value::Array(blocks) => blocks
+            Content::Text(t) => t.as_ref(),
+            Content::Blocks(blocks) => blocks
                 .iter()
-                .find(|b| str_at(b, "type") == Some("text"))
-                .and_then(|b| str_at(b, "text"))
+                .find(|b| b.f.kind.get() == Some("text"))
+                .and_then(|b| b.f.text.get())
                 .unwrap_or(""),
-            _ => "",
+            Content::Other(_) => "",
         };
         let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
         if flat.is_empty() || flat.starts_with("[Request interrupted by user") {
@@ -511,21 +677,27 @@ impl<'a> Replay<'a, '_, '_> {
         self.first_prompt = Some(cut(&flat));
     }
 
-    fn tool_result(&mut self, r: &Record, b: &Value, first: bool) -> Result<(), ConvertError> {
-        let id = str_at(b, "tool_use_id").unwrap_or_default();
+    fn tool_result(&mut self, r: &Line, b: &Block, first: bool) -> Result<(), ConvertError> {
+        let id = b.f.tool_use_id.get().unwrap_or_default();
         let name = self.src.tool_names.get(id).map_or("", String::as_str);
         if name == "TodoWrite" {
             return Ok(());
         }
-        let is_error = b.get("is_error").and_then(Value::as_bool) == Some(true);
-        let content = b.get("content").cloned().unwrap_or(Value::Null);
-        let rendered = calls::result_content(name, &content, is_error);
+        let is_error = b.f.is_error.0;
+        // Parsed only when the result is shown; carried as it is.
+        let rendered = match b.f.content {
+            Some(c) if calls::result_shown(name, is_error) => {
+                calls::result_content(name, &line::value(c), is_error)
+            }
+            _ => Vec::new(),
+        };
+        let raw_output = b.f.content.map(Carried::of).filter(|c| !c.is_null());
         let mut m = row_meta(r);
         if !name.is_empty() {
-            m.insert("toolName".into(), json!(name));
+            m.insert("toolName", json!(name).into());
         }
-        if first && let Some(resp) = r.value.get("toolUseResult") {
-            m.insert("toolResponse".into(), resp.clone());
+        if first && let Some(resp) = r.f.tool_use_result {
+            m.insert("toolResponse", Carried::of(resp));
         }
         let u = Update::ToolCallUpdate {
             tool_call_id: id.to_owned(),
@@ -536,23 +708,26 @@ impl<'a> Replay<'a, '_, '_> {
                     ToolStatus::Completed
                 }),
                 content: (!rendered.is_empty()).then_some(rendered),
-                raw_output: (!content.is_null()).then_some(content),
                 ..ToolFields::default()
             },
             meta: None,
         };
-        self.out.emit(with_claude(u, m), None)
+        let u = Out {
+            raw_output,
+            ..with_claude(u, m)
+        };
+        self.out.emit(u, None)
     }
 
-    fn assistant(&mut self, r: &Record) -> Result<(), ConvertError> {
-        let msg = r.value.get("message").unwrap_or(&Value::Null);
-        if let Some(model) = str_at(msg, "model") {
+    fn assistant(&mut self, r: &Line) -> Result<(), ConvertError> {
+        let msg = r.message();
+        if let Some(model) = msg.and_then(|m| m.model.get()) {
             self.set_model(model)?;
         }
         let message_id = r.message_id();
-        if let Some(id) = message_id {
-            let usage = msg.get("usage").cloned();
-            let stop = msg.get("stop_reason").cloned();
+        if let (Some(id), Some(msg)) = (message_id, msg) {
+            let usage = msg.usage.map(Carried::of);
+            let stop = msg.stop_reason.map(Carried::of);
             match &mut self.response {
                 Some(resp) if resp.0 == id => {
                     if usage.is_some() {
@@ -565,53 +740,37 @@ impl<'a> Replay<'a, '_, '_> {
                 _ => self.response = Some((id.to_owned(), usage, stop)),
             }
         }
-        // The blocks are read where they lie; only those carried whole are cloned.
-        let text_block: [Value; 1];
-        let blocks: &[Value] = match msg.get("content") {
-            Some(Value::Array(b)) => b,
-            Some(Value::String(t)) => {
-                text_block = [json!({"type": "text", "text": t})];
-                &text_block
-            }
+        // The blocks are read where they lie; only those carried whole are parsed.
+        let blocks = match &r.content {
+            Some(Content::Blocks(b)) => b.as_slice(),
+            Some(Content::Text(t)) => return self.assistant_text(r, t, message_id),
             _ => &[],
         };
         for b in blocks {
-            match str_at(b, "type").unwrap_or("") {
-                "text" => {
-                    let t = str_at(b, "text").unwrap_or("");
-                    if t.is_empty() {
-                        continue;
-                    }
-                    if let Some((harness, body)) = super::compose::parse_foreign_reasoning(t) {
-                        let mut m = row_meta(r);
-                        m.insert("foreignReasoning".into(), json!(harness));
-                        let u = Update::AgentThoughtChunk(chunk(acp::text(body), message_id));
-                        self.out.emit(with_claude(u, m), message_id)?;
-                        continue;
-                    }
-                    let u = Update::AgentMessageChunk(chunk(acp::text(t), message_id));
-                    self.out.emit(with_claude(u, row_meta(r)), message_id)?;
-                }
+            match b.f.kind.get().unwrap_or("") {
+                "text" => self.assistant_text(r, b.f.text.get().unwrap_or(""), message_id)?,
                 "thinking" => {
                     let mut m = row_meta(r);
-                    if let Some(sig) = b.get("signature") {
-                        m.insert("signature".into(), sig.clone());
+                    if let Some(sig) = b.f.signature {
+                        m.insert("signature", Carried::of(sig));
                     }
-                    let t = str_at(b, "thinking").unwrap_or("");
+                    let t = b.f.thinking.get().unwrap_or("");
                     let u = Update::AgentThoughtChunk(chunk(acp::text(t), message_id));
                     self.out.emit(with_claude(u, m), message_id)?;
                 }
                 "tool_use" | "server_tool_use" | "mcp_tool_use" => {
                     self.tool_use(r, b, message_id)?;
                 }
-                k if k.ends_with("_tool_result") && b.get("tool_use_id").is_some() => {
-                    let id = str_at(b, "tool_use_id").unwrap_or_default();
-                    let failed = b
-                        .pointer("/content/type")
-                        .and_then(Value::as_str)
-                        .is_some_and(|t| t.ends_with("error"));
+                k if k.ends_with("_tool_result") && b.f.tool_use_id.present() => {
+                    let id = b.f.tool_use_id.get().unwrap_or_default();
+                    let failed =
+                        b.f.content
+                            .map(line::value)
+                            .as_ref()
+                            .and_then(|c| str_at(c, "type"))
+                            .is_some_and(|t| t.ends_with("error"));
                     let mut m = row_meta(r);
-                    m.insert("block".into(), b.clone());
+                    m.insert("block", r.block_carried(b));
                     let u = Update::ToolCallUpdate {
                         tool_call_id: id.to_owned(),
                         fields: ToolFields {
@@ -620,34 +779,57 @@ impl<'a> Replay<'a, '_, '_> {
                             } else {
                                 ToolStatus::Completed
                             }),
-                            raw_output: b.get("content").cloned(),
                             ..ToolFields::default()
                         },
                         meta: None,
                     };
-                    self.out.emit(with_claude(u, m), message_id)?;
+                    let u = Out {
+                        raw_output: b.f.content.map(Carried::of),
+                        ..with_claude(u, m)
+                    };
+                    self.out.emit(u, message_id)?;
                 }
-                _ => self.out.blocks.push(b.clone()),
+                _ => self.out.blocks.push(r.block_carried(b)),
             }
         }
         Ok(())
     }
 
-    fn tool_use(
+    /// A text block of an assistant row (or its content when that is a string).
+    fn assistant_text(
         &mut self,
-        r: &Record,
-        b: &Value,
+        r: &Line,
+        t: &str,
         message_id: Option<&str>,
     ) -> Result<(), ConvertError> {
-        let id = str_at(b, "id").unwrap_or_default();
-        let name = str_at(b, "name").unwrap_or_default();
-        let input = b.get("input").cloned().unwrap_or(json!({}));
+        if t.is_empty() {
+            return Ok(());
+        }
+        if let Some((harness, body)) = super::compose::parse_foreign_reasoning(t) {
+            let mut m = row_meta(r);
+            m.insert("foreignReasoning", json!(harness).into());
+            let u = Update::AgentThoughtChunk(chunk(acp::text(body), message_id));
+            return self.out.emit(with_claude(u, m), message_id);
+        }
+        let u = Update::AgentMessageChunk(chunk(acp::text(t), message_id));
+        self.out.emit(with_claude(u, row_meta(r)), message_id)
+    }
+
+    fn tool_use(
+        &mut self,
+        r: &Line,
+        b: &Block,
+        message_id: Option<&str>,
+    ) -> Result<(), ConvertError> {
+        let id = b.f.id.get().unwrap_or_default();
+        let name = b.f.name.get().unwrap_or_default();
+        let input = b.f.input.map_or_else(|| json!({}), line::value);
         let mut m = row_meta(r);
-        m.insert("toolName".into(), json!(name));
+        m.insert("toolName", json!(name).into());
         if name == "TodoWrite"
             && let Some(todos) = input.get("todos").and_then(Value::as_array)
         {
-            m.insert("toolUseId".into(), json!(id));
+            m.insert("toolUseId", json!(id).into());
             let u = Update::Plan {
                 entries: todos.iter().map(plan_entry).collect(),
                 meta: None,
@@ -663,7 +845,7 @@ impl<'a> Replay<'a, '_, '_> {
                 status: Some(ToolStatus::Pending),
                 content: (!info.content.is_empty()).then_some(info.content),
                 locations: (!info.locations.is_empty()).then_some(info.locations),
-                raw_input: Some(input),
+                raw_input: None,
                 raw_output: None,
             },
             meta: None,
@@ -671,29 +853,35 @@ impl<'a> Replay<'a, '_, '_> {
         if let Some(child) = self.src.subagents.get(id) {
             u = u.with_meta("asp", json!({"subagentSessionId": child}));
         }
-        self.out.emit(with_claude(u, m), message_id)
+        let raw_input = match b.f.input {
+            Some(raw) => Carried::of(raw),
+            None => input.into(),
+        };
+        let u = Out {
+            raw_input: Some(raw_input),
+            ..with_claude(u, m)
+        };
+        self.out.emit(u, message_id)
     }
 
-    fn attachment(&mut self, r: &Record) -> Result<(), ConvertError> {
-        let Some(att) = r.value.get("attachment") else {
+    fn attachment(&mut self, r: &Line) -> Result<(), ConvertError> {
+        // Not an object: no `type`, so not a queued command.
+        let Some(att) = r.attachment() else {
             return Ok(());
         };
-        if str_at(att, "type") != Some("queued_command")
-            || r.flag("isMeta")
-            || att.get("isMeta").and_then(Value::as_bool) == Some(true)
-        {
+        if att.kind.get() != Some("queued_command") || r.f.is_meta.0 || att.is_meta.0 {
             return Ok(());
         }
-        let text = match att.get("prompt") {
-            Some(p) => calls::result_text(p),
+        let text = match att.prompt {
+            Some(p) => calls::result_text(&line::value(p)),
             None => return Ok(()),
         };
         if text.trim().is_empty() {
             return Ok(());
         }
         let mut m = row_meta(r);
-        m.insert("queuedCommand".into(), json!(true));
-        let u = Update::UserMessageChunk(chunk(acp::text(text), r.uuid()));
+        m.insert("queuedCommand", json!(true).into());
+        let u = Update::UserMessageChunk(chunk(acp::text(text), r.f.uuid.get()));
         self.out.emit(with_claude(u, m), None)
     }
 }
@@ -776,6 +964,59 @@ pub fn clean_prompt(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An update written from its parts is the line its typed form serialises to.
+    #[test]
+    fn an_update_is_written_as_its_params_serialise() {
+        let raw =
+            |t: &str| Carried::of(serde_json::from_str::<&serde_json::value::RawValue>(t).unwrap());
+        let call = Update::ToolCall {
+            tool_call_id: "t\"1".into(),
+            fields: ToolFields {
+                title: Some("Read a.rs".into()),
+                status: Some(ToolStatus::Pending),
+                ..ToolFields::default()
+            },
+            meta: None,
+        }
+        .with_meta("asp", json!({"subagentSessionId": "s2"}));
+        let mut cc = ClaudeMeta::default();
+        cc.insert("uuid", json!("u1").into());
+        cc.insert("toolResponse", raw(r#"{"a":[1,"x\ny"],"b":null}"#));
+        cc.insert("usage", raw(r#"{ "spaced": 1.50 }"#));
+        cc.insert("uuid", json!("u2").into());
+        let outs = [
+            Out {
+                raw_input: Some(raw(r#"{"file_path":"/a.rs","k":"\u00e9\/"}"#)),
+                raw_output: Some(Carried::List(vec![raw("[1]"), json!("é").into()])),
+                ..with_claude(call, cc.clone())
+            },
+            Update::CurrentModeUpdate {
+                current_mode_id: "plan".into(),
+                meta: None,
+            }
+            .into(),
+            with_claude(
+                Update::UsageUpdate {
+                    used: 3,
+                    size: 4,
+                    cost: None,
+                    meta: None,
+                },
+                ClaudeMeta::default(),
+            ),
+            with_claude(Update::agent(acp::text("hi")), cc),
+        ];
+        for out in outs {
+            let want = serde_json::to_vec(&out.whole().to_params("s\u{1}")).unwrap();
+            let mut got = Vec::new();
+            out.write("s\u{1}", &mut got, &mut Vec::new()).unwrap();
+            assert_eq!(
+                String::from_utf8(got).unwrap(),
+                String::from_utf8(want).unwrap()
+            );
+        }
+    }
 
     #[test]
     fn command_markup_is_replayed_as_the_command() {

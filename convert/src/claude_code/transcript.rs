@@ -225,7 +225,7 @@ fn skim(raw: &[u8]) -> Option<Value> {
 /// Typed views of the skeleton's members (see [`skim`]). Each member is an `Option<Value>`
 /// set when the key is present (`null` included), and nested objects are read only when
 /// they are objects, as `Value::get` and `Value::pointer` see them.
-mod skim {
+pub(super) mod skim {
     use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
     use serde::{Deserialize, de};
     use serde_json::{Map, Value};
@@ -235,6 +235,7 @@ mod skim {
     }
 
     /// A member read as `T` when it is an object, and skipped otherwise.
+    #[derive(Debug)]
     pub struct Obj<T>(pub Option<T>);
 
     impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
@@ -675,21 +676,41 @@ impl<'d> Lines<'d> {
     }
 
     /// Record `i` of `index`, whole; `None` (reported) when its line cannot be read back.
+    #[cfg(test)]
     pub fn load(&mut self, index: &Index, i: usize) -> Option<Record> {
         let line = index.records[i].line;
-        let span = index.spans[i];
-        let why = match self.bytes(span) {
-            Err(e) => format!("the line could not be read again ({e}); skipped"),
-            Ok(raw) if crc32fast::hash(raw) == span.crc => {
-                match serde_json::from_slice::<Value>(raw) {
-                    Ok(value @ Value::Object(_)) => return Some(Record { line, value }),
-                    _ => "the line changed while the transcript was read; skipped".to_owned(),
-                }
+        let value = serde_json::from_slice::<Value>(self.raw(index, i)?);
+        match value {
+            Ok(value @ Value::Object(_)) => Some(Record { line, value }),
+            _ => {
+                self.changed(index, i);
+                None
             }
-            Ok(_) => "the line changed while the transcript was read; skipped".to_owned(),
+        }
+    }
+
+    /// The bytes of record `i`'s line, the ones the first pass saw (same CRC-32); `None`
+    /// (reported) when the line cannot be read back or is no longer the same.
+    pub fn raw(&mut self, index: &Index, i: usize) -> Option<&[u8]> {
+        let line = index.records[i].line;
+        let span = index.spans[i];
+        let why = match self.bytes(span).map(|raw| crc32fast::hash(raw) == span.crc) {
+            // The span is in the window now: this second look neither reads nor moves it.
+            Ok(true) => return self.bytes(span).ok(),
+            Ok(false) => "the line changed while the transcript was read; skipped".to_owned(),
+            Err(e) => format!("the line could not be read again ({e}); skipped"),
         };
         self.diagnostics.damaged(&self.file, Some(line), why);
         None
+    }
+
+    /// Reports that record `i`'s line, read back, is not the record the first pass saw.
+    pub fn changed(&self, index: &Index, i: usize) {
+        self.diagnostics.damaged(
+            &self.file,
+            Some(index.records[i].line),
+            "the line changed while the transcript was read; skipped",
+        );
     }
 }
 
