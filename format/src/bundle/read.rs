@@ -32,9 +32,10 @@ use crate::bundle::layout::{
 };
 use crate::bundle::oci::{
     ARTIFACT_TYPE, EMPTY_BYTES, EMPTY_MEDIA_TYPE, Encoding, IMAGE_MANIFEST_MEDIA_TYPE, INDEX_ENTRY,
-    INDEX_MEDIA_TYPE, ImageIndex, ImageManifest, LayerTable, OCI_LAYOUT_ENTRY, STATE_LAYER,
-    TABLE_LAYER,
+    INDEX_MEDIA_TYPE, ImageIndex, ImageManifest, LayerRef, LayerTable, OCI_LAYOUT_ENTRY,
+    STATE_LAYER, TABLE_LAYER,
 };
+use crate::bundle::part::{Part, PartError, read_part};
 use crate::digest::{Descriptor, Digest, Hasher, IntegrityError, VerifyingReader};
 use crate::name::SessionId;
 use crate::progress::Progress;
@@ -478,7 +479,16 @@ impl Bundle {
     }
 
     pub fn open_with(path: &Path, limits: &Limits) -> Result<Bundle, ReadError> {
-        let scan = scan(path, limits, Headers::WhenRead)?;
+        Bundle::open_part(path, limits, &Part::ALL)
+    }
+
+    /// Opens a bundle to read `part` of its state: [`Bundle::manifest`] holds that part only,
+    /// and of the state manifest and the layer table only that part is parsed and checked (with
+    /// the bodies it refers to and their dictionaries), so reading one session of thousands
+    /// costs little more than that session. The rest of the bundle's structure is checked as
+    /// [`Bundle::open`] checks it; [`verify_file`] checks all of it.
+    pub fn open_part(path: &Path, limits: &Limits, part: &Part<'_>) -> Result<Bundle, ReadError> {
+        let scan = scan(path, limits, Headers::WhenRead, part)?;
         if !scan.problems.is_empty() {
             return Err(ReadError::Invalid {
                 path: path.to_path_buf(),
@@ -507,7 +517,8 @@ impl Bundle {
         &self.layout
     }
 
-    /// The state manifest (layout 1: `manifest.json`; layout 2: the state-manifest layer).
+    /// The state manifest (layout 1: `manifest.json`; layout 2: the state-manifest layer); of
+    /// a bundle opened with [`Bundle::open_part`], only that part of its state.
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
     }
@@ -929,7 +940,7 @@ pub fn verify_file(
     limits: &Limits,
     progress: &dyn Progress,
 ) -> Result<VerifyReport, ReadError> {
-    let mut scan = scan(path, limits, Headers::AtOnce)?;
+    let mut scan = scan(path, limits, Headers::AtOnce, &Part::ALL)?;
     let mut wanted: BTreeMap<Digest, (u64, String)> = BTreeMap::new();
     let empty = State::default();
     let state = scan.manifest.as_ref().map_or(&empty, |m| &m.state);
@@ -1001,7 +1012,12 @@ enum Headers {
     WhenRead,
 }
 
-fn scan(path: &Path, limits: &Limits, headers: Headers) -> Result<Scan, ReadError> {
+fn scan(
+    path: &Path,
+    limits: &Limits,
+    headers: Headers,
+    part: &Part<'_>,
+) -> Result<Scan, ReadError> {
     let io_err = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
@@ -1276,7 +1292,7 @@ fn scan(path: &Path, limits: &Limits, headers: Headers) -> Result<Scan, ReadErro
                 "a layout 2 bundle keeps its state in a layer, not in manifest.json",
             ));
         }
-        scan_v2(&shared, &mut scan, limits, oci_entry, index_entry);
+        scan_v2(&shared, &mut scan, limits, oci_entry, index_entry, part);
         return Ok(scan);
     }
     for (entry, name) in [(oci_entry, OCI_LAYOUT_ENTRY), (index_entry, INDEX_ENTRY)] {
@@ -1316,7 +1332,9 @@ fn scan(path: &Path, limits: &Limits, headers: Headers) -> Result<Scan, ReadErro
             Err(msg) => scan.problems.push(Problem::at(MANIFEST_ENTRY, msg)),
             Ok(bytes) => {
                 scan.manifest_digest = Some(Digest::of(&bytes));
-                check_manifest(&bytes, &mut scan, MANIFEST_ENTRY);
+                if let Some(m) = parse_manifest(&bytes, &mut scan.problems, MANIFEST_ENTRY, part) {
+                    check_references(&mut scan, m, part);
+                }
             }
         },
     }
@@ -1355,6 +1373,7 @@ fn scan_v2(
     limits: &Limits,
     oci_entry: Option<EntryData>,
     index_entry: Option<EntryData>,
+    part: &Part<'_>,
 ) {
     let Some(oci) = oci_entry else {
         scan.problems
@@ -1509,65 +1528,39 @@ fn scan_v2(
         ));
     }
     let listed: BTreeSet<Digest> = image.layers.iter().map(|l| l.digest).collect();
-    for (d, r) in &table.blobs {
-        let name = format!("{BLOB_PREFIX}{}", r.layer.hex());
-        let Some(entry) = scan.entries.get(&r.layer) else {
-            scan.problems.push(Problem::at(
-                name,
-                format!("missing, but the layer table stores {d} in it"),
-            ));
-            continue;
-        };
-        let mut bad = Vec::new();
-        if entry.size != r.size {
-            bad.push(format!(
-                "it holds {} bytes, the layer table says {}",
-                entry.size, r.size
-            ));
+    // The state first (its problems are listed after the table's), so that reading part of it
+    // checks only the table entries that part needs.
+    let mut manifest_problems = Vec::new();
+    let manifest = parse_manifest(&state_bytes, &mut manifest_problems, &state_name, part);
+    let needed: Option<BTreeSet<Digest>> = match (&manifest, part.is_all()) {
+        (_, true) => None,
+        (None, false) => Some(BTreeSet::new()),
+        (Some(m), false) => {
+            let mut needed: BTreeSet<Digest> =
+                m.state.references().iter().map(|(d, _)| d.digest).collect();
+            let dictionaries: Vec<Digest> = needed
+                .iter()
+                .filter_map(|d| table.blobs.get(d).and_then(|r| r.dictionary))
+                .collect();
+            needed.extend(dictionaries);
+            Some(needed)
         }
-        if !listed.contains(&r.layer) {
-            bad.push("it is not among the image manifest's layers".to_owned());
-        }
-        if r.encoding == Encoding::Identity && (r.layer != *d || r.dictionary.is_some()) {
-            bad.push(format!(
-                "an identity layer must be named by its blob's digest {d}"
-            ));
-        }
-        if let Some(x) = r.dictionary {
-            match table.blobs.get(&x) {
-                None => bad.push(format!("its dictionary {x} is not in the layer table")),
-                Some(xr) if xr.dictionary.is_some() => {
-                    bad.push(format!("its dictionary {x} has a dictionary itself"))
+    };
+    let entries: Box<dyn Iterator<Item = (&Digest, &LayerRef)>> = match &needed {
+        None => Box::new(table.blobs.iter()),
+        Some(n) => Box::new(n.iter().filter_map(|d| table.blobs.get_key_value(d))),
+    };
+    for (d, r) in entries {
+        match table_entry(scan, &table, &listed, d, r) {
+            Ok(loc) => {
+                scan.blobs.insert(*d, loc);
+            }
+            Err(bad) => {
+                let name = format!("{BLOB_PREFIX}{}", r.layer.hex());
+                for b in bad {
+                    scan.problems.push(Problem::at(name.clone(), b));
                 }
-                Some(_) => {}
             }
-        }
-        if bad.is_empty() {
-            scan.blobs.insert(
-                *d,
-                BlobLoc {
-                    entry: *entry,
-                    layer: r.layer,
-                    encoding: r.encoding,
-                    dictionary: r.dictionary,
-                },
-            );
-        } else {
-            for b in bad {
-                scan.problems.push(Problem::at(name.clone(), b));
-            }
-        }
-    }
-    let mut used: BTreeSet<Digest> = table.blobs.values().map(|r| r.layer).collect();
-    used.insert(root.digest);
-    used.insert(image.config.digest);
-    used.extend(image.layers.iter().map(|l| l.digest));
-    for d in &listed {
-        if !scan.entries.contains_key(d) {
-            scan.problems.push(Problem::at(
-                format!("{BLOB_PREFIX}{}", d.hex()),
-                "missing, but the image manifest lists it",
-            ));
         }
     }
     if !scan.entries.contains_key(&image.config.digest) {
@@ -1576,16 +1569,83 @@ fn scan_v2(
             "missing: the empty config blob",
         ));
     }
-    for d in scan.entries.keys() {
-        if !used.contains(d) {
-            scan.warnings.push(Problem::at(
-                format!("{BLOB_PREFIX}{}", d.hex()),
-                "nothing in the bundle refers to this blob",
-            ));
+    if part.is_all() {
+        for d in &listed {
+            if !scan.entries.contains_key(d) {
+                scan.problems.push(Problem::at(
+                    format!("{BLOB_PREFIX}{}", d.hex()),
+                    "missing, but the image manifest lists it",
+                ));
+            }
+        }
+        let mut used: BTreeSet<Digest> = table.blobs.values().map(|r| r.layer).collect();
+        used.insert(root.digest);
+        used.insert(image.config.digest);
+        used.extend(image.layers.iter().map(|l| l.digest));
+        for d in scan.entries.keys() {
+            if !used.contains(d) {
+                scan.warnings.push(Problem::at(
+                    format!("{BLOB_PREFIX}{}", d.hex()),
+                    "nothing in the bundle refers to this blob",
+                ));
+            }
         }
     }
     scan.image = Some(image);
-    check_manifest(&state_bytes, scan, &state_name);
+    scan.problems.extend(manifest_problems);
+    if let Some(m) = manifest {
+        check_references(scan, m, part);
+    }
+}
+
+/// Where the layer table stores body `d` (`r`), when that agrees with the zip entries, the
+/// image manifest's layers (`listed`) and the table's rules; else what is wrong with it.
+fn table_entry(
+    scan: &Scan,
+    table: &LayerTable,
+    listed: &BTreeSet<Digest>,
+    d: &Digest,
+    r: &LayerRef,
+) -> Result<BlobLoc, Vec<String>> {
+    let Some(entry) = scan.entries.get(&r.layer) else {
+        return Err(vec![format!(
+            "missing, but the layer table stores {d} in it"
+        )]);
+    };
+    let mut bad = Vec::new();
+    if entry.size != r.size {
+        bad.push(format!(
+            "it holds {} bytes, the layer table says {}",
+            entry.size, r.size
+        ));
+    }
+    if !listed.contains(&r.layer) {
+        bad.push("it is not among the image manifest's layers".to_owned());
+    }
+    if r.encoding == Encoding::Identity && (r.layer != *d || r.dictionary.is_some()) {
+        bad.push(format!(
+            "an identity layer must be named by its blob's digest {d}"
+        ));
+    }
+    if let Some(x) = r.dictionary {
+        match table.blobs.get(&x) {
+            None => bad.push(format!("its dictionary {x} is not in the layer table")),
+            Some(xr) if xr.dictionary.is_some() => {
+                bad.push(format!("its dictionary {x} has a dictionary itself"))
+            }
+            Some(_) => {}
+        }
+    }
+    if bad.is_empty() {
+        Ok(BlobLoc {
+            entry: *entry,
+            layer: r.layer,
+            encoding: r.encoding,
+            dictionary: r.dictionary,
+        })
+    } else {
+        Err(bad)
+    }
 }
 
 enum Entry {
@@ -1609,52 +1669,82 @@ fn classify(name: &str) -> Option<Entry> {
     }
 }
 
-fn check_manifest(bytes: &[u8], scan: &mut Scan, entry: &str) {
-    // Check the envelope first, so a newer schema gets a clear answer rather than a field error.
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Envelope {
-        schema_version: Option<serde_json::Value>,
-        media_type: Option<serde_json::Value>,
+/// Refuses a state manifest of a schema this asp does not read, before its fields are read, so
+/// a newer schema gets a clear answer rather than a field error.
+fn check_envelope(
+    schema_version: Option<serde_json::Value>,
+    media_type: Option<serde_json::Value>,
+) -> Result<(), String> {
+    if schema_version != Some(serde_json::Value::from(SCHEMA_VERSION)) {
+        return Err(format!(
+            "schemaVersion {} is not supported (this asp reads {SCHEMA_VERSION})",
+            schema_version.map_or_else(|| "(missing)".to_owned(), |v| v.to_string())
+        ));
     }
-    let env: Envelope = match serde_json::from_slice(bytes) {
-        Ok(e) => e,
-        Err(e) => {
-            scan.problems
-                .push(Problem::at(entry, format!("it is not a JSON object: {e}")));
-            return;
+    if media_type != Some(serde_json::Value::from(MANIFEST_MEDIA_TYPE)) {
+        return Err(format!("mediaType is not {MANIFEST_MEDIA_TYPE:?}"));
+    }
+    Ok(())
+}
+
+/// Parses `part` of the state manifest `bytes` (entry `entry`) and checks what the types do
+/// not (unique ids, names and paths), adding what is wrong to `problems`; `None` when it does
+/// not parse.
+fn parse_manifest(
+    bytes: &[u8],
+    problems: &mut Vec<Problem>,
+    entry: &str,
+    part: &Part<'_>,
+) -> Option<Manifest> {
+    let manifest = if part.is_all() {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Envelope {
+            schema_version: Option<serde_json::Value>,
+            media_type: Option<serde_json::Value>,
         }
-    };
-    if env.schema_version != Some(serde_json::Value::from(SCHEMA_VERSION)) {
-        scan.problems.push(Problem::at(
-            entry,
-            format!(
-                "schemaVersion {} is not supported (this asp reads {SCHEMA_VERSION})",
-                env.schema_version
-                    .map_or_else(|| "(missing)".to_owned(), |v| v.to_string())
-            ),
-        ));
-        return;
-    }
-    if env.media_type != Some(serde_json::Value::from(MANIFEST_MEDIA_TYPE)) {
-        scan.problems.push(Problem::at(
-            entry,
-            format!("mediaType is not {MANIFEST_MEDIA_TYPE:?}"),
-        ));
-        return;
-    }
-    let manifest: Manifest = match serde_json::from_slice(bytes) {
-        Ok(m) => m,
-        Err(e) => {
-            scan.problems.push(Problem::at(entry, e.to_string()));
-            return;
+        let env: Envelope = match serde_json::from_slice(bytes) {
+            Ok(e) => e,
+            Err(e) => {
+                problems.push(Problem::at(entry, format!("it is not a JSON object: {e}")));
+                return None;
+            }
+        };
+        if let Err(msg) = check_envelope(env.schema_version, env.media_type) {
+            problems.push(Problem::at(entry, msg));
+            return None;
+        }
+        match serde_json::from_slice::<Manifest>(bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                problems.push(Problem::at(entry, e.to_string()));
+                return None;
+            }
+        }
+    } else {
+        let read = match std::str::from_utf8(bytes) {
+            Ok(text) => read_part(text, part, check_envelope),
+            Err(e) => Err(PartError::Envelope(format!("it is not a JSON object: {e}"))),
+        };
+        match read {
+            Ok(m) => m,
+            Err(PartError::Envelope(msg) | PartError::Field(msg)) => {
+                problems.push(Problem::at(entry, msg));
+                return None;
+            }
         }
     };
     if let Err(errors) = manifest.state.validate() {
         for e in errors {
-            scan.problems.push(Problem::at(entry, e.to_string()));
+            problems.push(Problem::at(entry, e.to_string()));
         }
     }
+    Some(manifest)
+}
+
+/// Checks that every body the state refers to has a blob of its size, and (for the whole
+/// state) warns of blobs nothing refers to.
+fn check_references(scan: &mut Scan, manifest: Manifest, part: &Part<'_>) {
     let mut referenced = BTreeSet::new();
     for (d, what) in manifest.state.references() {
         referenced.insert(d.digest);
@@ -1675,13 +1765,16 @@ fn check_manifest(bytes: &[u8], scan: &mut Scan, entry: &str) {
             Some(_) => {}
         }
     }
-    let dictionaries: BTreeSet<Digest> = scan.blobs.values().filter_map(|l| l.dictionary).collect();
-    for d in scan.blobs.keys() {
-        if !referenced.contains(d) && !dictionaries.contains(d) {
-            scan.warnings.push(Problem::at(
-                format!("{BLOB_PREFIX}{}", d.hex()),
-                "nothing in the manifest refers to this blob",
-            ));
+    if part.is_all() {
+        let dictionaries: BTreeSet<Digest> =
+            scan.blobs.values().filter_map(|l| l.dictionary).collect();
+        for d in scan.blobs.keys() {
+            if !referenced.contains(d) && !dictionaries.contains(d) {
+                scan.warnings.push(Problem::at(
+                    format!("{BLOB_PREFIX}{}", d.hex()),
+                    "nothing in the manifest refers to this blob",
+                ));
+            }
         }
     }
     scan.manifest = Some(manifest);
