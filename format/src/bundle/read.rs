@@ -21,8 +21,8 @@ use std::sync::Arc;
 use flate2::read::DeflateDecoder;
 use zip::{CompressionMethod, ZipArchive};
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use crate::blob::{BlobError, BlobSource};
 use crate::bundle::layers::{DICT_MAGIC, MAX_WINDOW_LOG, window_log};
@@ -32,8 +32,8 @@ use crate::bundle::layout::{
 };
 use crate::bundle::oci::{
     ARTIFACT_TYPE, EMPTY_BYTES, EMPTY_MEDIA_TYPE, Encoding, IMAGE_MANIFEST_MEDIA_TYPE, INDEX_ENTRY,
-    INDEX_MEDIA_TYPE, ImageIndex, ImageManifest, LayerRef, LayerTable, OCI_LAYOUT_ENTRY,
-    STATE_LAYER, TABLE_LAYER,
+    INDEX_MEDIA_TYPE, ImageIndex, ImageManifest, ImageManifestRef, LayerRef, LayerTableRef,
+    OCI_LAYOUT_ENTRY, OciDescriptorRef, STATE_LAYER, SortedBlobs, TABLE_LAYER,
 };
 use crate::bundle::part::{Part, PartError, read_part};
 use crate::digest::{Descriptor, Digest, Hasher, IntegrityError, VerifyingReader};
@@ -448,7 +448,8 @@ struct Scan {
     /// The bundle's identity: layout 1, the sha256 of `manifest.json`; layout 2, the digest
     /// of the OCI image manifest.
     manifest_digest: Option<Digest>,
-    image: Option<ImageManifest>,
+    /// Layout 2: the bytes of the OCI image manifest.
+    image: Option<Vec<u8>>,
     /// Every blob the state may read, by uncompressed digest.
     blobs: BTreeMap<Digest, BlobLoc>,
     /// Every `blobs/sha256/<hex>` entry, by name.
@@ -463,7 +464,10 @@ pub struct Bundle {
     layout: Layout,
     manifest: Manifest,
     digest: Digest,
-    image: Option<ImageManifest>,
+    /// Layout 2: the bytes of the OCI image manifest, checked when the bundle was opened and
+    /// parsed into [`ImageManifest`] when it is first asked for (reading a session does not).
+    image_bytes: Option<Vec<u8>>,
+    image: OnceLock<ImageManifest>,
     blobs: BTreeMap<Digest, BlobLoc>,
     /// Every `blobs/sha256/<hex>` entry, by the digest that names it.
     entries: BTreeMap<Digest, EntryData>,
@@ -501,7 +505,8 @@ impl Bundle {
             layout: scan.layout.expect("no problems means a layout"),
             manifest: scan.manifest.expect("no problems means a manifest"),
             digest: scan.manifest_digest.expect("no problems means a digest"),
-            image: scan.image,
+            image_bytes: scan.image,
+            image: OnceLock::new(),
             blobs: scan.blobs,
             entries: scan.entries,
             warnings: scan.warnings,
@@ -525,12 +530,16 @@ impl Bundle {
 
     /// The OCI image manifest of a layout 2 bundle.
     pub fn image_manifest(&self) -> Option<&ImageManifest> {
-        self.image.as_ref()
+        let bytes = self.image_bytes.as_ref()?;
+        Some(self.image.get_or_init(|| {
+            serde_json::from_slice(bytes)
+                .expect("an image manifest that parsed as ImageManifestRef, which accepts the same")
+        }))
     }
 
     /// When the bundle was made, if its writer was asked to say.
     pub fn created(&self) -> Option<&str> {
-        match &self.image {
+        match self.image_manifest() {
             Some(m) => m
                 .annotations
                 .as_ref()
@@ -583,7 +592,10 @@ impl Bundle {
     /// The exact bytes of a layout 2 bundle's OCI image manifest (whose sha256 is
     /// [`Bundle::digest`]); `None` for layout 1, which has none.
     pub fn image_manifest_bytes(&self) -> Option<Result<Vec<u8>, BlobError>> {
-        let entry = self.image.as_ref().and(self.entries.get(&self.digest))?;
+        let entry = self
+            .image_bytes
+            .as_ref()
+            .and(self.entries.get(&self.digest))?;
         let mut out = Vec::with_capacity(usize::try_from(entry.size).unwrap_or(0));
         Some(
             self.open_stored(&Descriptor {
@@ -1113,7 +1125,7 @@ fn scan(
             continue;
         };
         let name = match std::str::from_utf8(e.name_raw()) {
-            Ok(n) => n.to_owned(),
+            Ok(n) => n,
             Err(_) => {
                 scan.problems.push(Problem::at(
                     String::from_utf8_lossy(e.name_raw()),
@@ -1122,10 +1134,10 @@ fn scan(
                 continue;
             }
         };
-        let kind = classify(&name);
+        let kind = classify(name);
         if kind.is_none() {
             scan.problems.push(Problem::at(
-                &name,
+                name,
                 format!(
                     "entries other than `{LAYOUT_ENTRY}`, `{MANIFEST_ENTRY}` (layout 1), `{OCI_LAYOUT_ENTRY}` and `{INDEX_ENTRY}` (layout 2) and `{BLOB_PREFIX}<64 hex>` are not allowed"
                 ),
@@ -1134,17 +1146,17 @@ fn scan(
         let mut bad = false;
         if e.is_symlink() {
             scan.problems
-                .push(Problem::at(&name, "symlink entries are not allowed"));
+                .push(Problem::at(name, "symlink entries are not allowed"));
             bad = true;
         }
         if e.is_dir() {
             scan.problems
-                .push(Problem::at(&name, "directory entries are not allowed"));
+                .push(Problem::at(name, "directory entries are not allowed"));
             bad = true;
         }
         if e.encrypted() {
             scan.problems
-                .push(Problem::at(&name, "encrypted entries are not allowed"));
+                .push(Problem::at(name, "encrypted entries are not allowed"));
             bad = true;
         }
         let method = match e.compression() {
@@ -1152,7 +1164,7 @@ fn scan(
             CompressionMethod::Deflated => Method::Deflated,
             other => {
                 scan.problems.push(Problem::at(
-                    &name,
+                    name,
                     format!("compression method {other:?} is not supported (only Stored and Deflate are)"),
                 ));
                 bad = true;
@@ -1163,7 +1175,7 @@ fn scan(
         total = total.saturating_add(size);
         if size > RATIO_FLOOR && size / compressed.max(1) > limits.max_ratio {
             scan.problems.push(Problem::at(
-                &name,
+                name,
                 format!(
                     "it claims to expand {compressed} bytes to {size}, more than {}:1; refusing a likely zip bomb",
                     limits.max_ratio
@@ -1183,7 +1195,7 @@ fn scan(
             None => match local_data_start(&shared, e.header_start(), e.name_raw()) {
                 Ok(s) => s,
                 Err(msg) => {
-                    scan.problems.push(Problem::at(&name, msg));
+                    scan.problems.push(Problem::at(name, msg));
                     continue;
                 }
             },
@@ -1191,12 +1203,13 @@ fn scan(
         let data_end = data_start.saturating_add(compressed);
         if data_end > cd_start {
             scan.problems.push(Problem::at(
-                &name,
+                name,
                 "its data runs past the start of the zip directory (truncated or forged sizes)",
             ));
             continue;
         }
-        regions.push((e.header_start(), data_end, name.clone()));
+        // The entry's index, not its name: names are only needed for a problem.
+        regions.push((e.header_start(), data_end, i));
         if bad {
             continue;
         }
@@ -1242,11 +1255,17 @@ fn scan(
             }
         }
     }
+    let name_of = |i: usize| {
+        archive
+            .by_index_data(i)
+            .map(|e| String::from_utf8_lossy(e.name_raw()).into_owned())
+            .unwrap_or_default()
+    };
     for pair in regions.windows(2) {
         if pair[0].1 > pair[1].0 {
             scan.problems.push(Problem::at(
-                &pair[1].2,
-                format!("its data overlaps entry {}", pair[0].2),
+                name_of(pair[1].2),
+                format!("its data overlaps entry {}", name_of(pair[0].2)),
             ));
         }
     }
@@ -1441,16 +1460,20 @@ fn scan_v2(
             "the manifest is not an OCI image manifest",
         ));
     }
-    let image: ImageManifest =
-        match read_blob_entry(file, scan, &root.descriptor(), limits.max_manifest_bytes).and_then(
-            |b| {
-                serde_json::from_slice(&b)
-                    .map_err(|e| format!("it is not an OCI image manifest: {e}"))
-            },
-        ) {
-            Ok(m) => m,
+    let image_bytes =
+        match read_blob_entry(file, scan, &root.descriptor(), limits.max_manifest_bytes) {
+            Ok(b) => b,
             Err(msg) => return scan.problems.push(Problem::at(root_name, msg)),
         };
+    let image: ImageManifestRef<'_> = match serde_json::from_slice(&image_bytes) {
+        Ok(m) => m,
+        Err(e) => {
+            return scan.problems.push(Problem::at(
+                root_name,
+                format!("it is not an OCI image manifest: {e}"),
+            ));
+        }
+    };
     scan.manifest_digest = Some(root.digest);
     if image.schema_version != 2
         || image.media_type != IMAGE_MANIFEST_MEDIA_TYPE
@@ -1463,11 +1486,14 @@ fn scan_v2(
             format!("it is not an asp snapshot manifest (schemaVersion 2, artifactType {ARTIFACT_TYPE}, the empty config)"),
         ));
     }
-    let find = |base: &str| -> Vec<&crate::bundle::oci::OciDescriptor> {
+    let find = |base: &str| -> Vec<&OciDescriptorRef<'_>> {
         image
             .layers
             .iter()
-            .filter(|l| l.media_type == base || l.media_type.strip_suffix("+zstd") == Some(base))
+            .filter(|l| {
+                let t: &str = &l.media_type.0;
+                t == base || t.strip_suffix("+zstd") == Some(base)
+            })
             .collect()
     };
     let mut doc = |base: &str| -> Option<Vec<u8>> {
@@ -1482,7 +1508,7 @@ fn scan_v2(
         let name = format!("{BLOB_PREFIX}{}", l.digest.hex());
         let r =
             read_blob_entry(file, scan, &l.descriptor(), limits.max_manifest_bytes).and_then(|b| {
-                if l.media_type.ends_with("+zstd") {
+                if l.media_type.0.ends_with("+zstd") {
                     let size = zstd::zstd_safe::get_frame_content_size(&b)
                         .ok()
                         .flatten()
@@ -1512,7 +1538,7 @@ fn scan_v2(
     };
     let table_name = format!("{BLOB_PREFIX}{}", find(TABLE_LAYER)[0].digest.hex());
     let state_name = format!("{BLOB_PREFIX}{}", find(STATE_LAYER)[0].digest.hex());
-    let table: LayerTable = match serde_json::from_slice(&table_bytes) {
+    let table: LayerTableRef<'_> = match serde_json::from_slice(&table_bytes) {
         Ok(t) => t,
         Err(e) => {
             return scan.problems.push(Problem::at(
@@ -1527,7 +1553,10 @@ fn scan_v2(
             "it is not a layer table of schemaVersion 1",
         ));
     }
-    let listed: BTreeSet<Digest> = image.layers.iter().map(|l| l.digest).collect();
+    // Sorted, for look-ups without a tree of thousands of nodes.
+    let mut listed: Vec<Digest> = image.layers.iter().map(|l| l.digest).collect();
+    listed.sort_unstable();
+    listed.dedup();
     // The state first (its problems are listed after the table's), so that reading part of it
     // checks only the table entries that part needs.
     let mut manifest_problems = Vec::new();
@@ -1551,7 +1580,7 @@ fn scan_v2(
         Some(n) => Box::new(n.iter().filter_map(|d| table.blobs.get_key_value(d))),
     };
     for (d, r) in entries {
-        match table_entry(scan, &table, &listed, d, r) {
+        match table_entry(scan, &table.blobs, &listed, d, r) {
             Ok(loc) => {
                 scan.blobs.insert(*d, loc);
             }
@@ -1578,7 +1607,7 @@ fn scan_v2(
                 ));
             }
         }
-        let mut used: BTreeSet<Digest> = table.blobs.values().map(|r| r.layer).collect();
+        let mut used: BTreeSet<Digest> = table.blobs.iter().map(|(_, r)| r.layer).collect();
         used.insert(root.digest);
         used.insert(image.config.digest);
         used.extend(image.layers.iter().map(|l| l.digest));
@@ -1591,7 +1620,8 @@ fn scan_v2(
             }
         }
     }
-    scan.image = Some(image);
+    drop(image);
+    scan.image = Some(image_bytes);
     scan.problems.extend(manifest_problems);
     if let Some(m) = manifest {
         check_references(scan, m, part);
@@ -1602,8 +1632,8 @@ fn scan_v2(
 /// image manifest's layers (`listed`) and the table's rules; else what is wrong with it.
 fn table_entry(
     scan: &Scan,
-    table: &LayerTable,
-    listed: &BTreeSet<Digest>,
+    table: &SortedBlobs,
+    listed: &[Digest],
     d: &Digest,
     r: &LayerRef,
 ) -> Result<BlobLoc, Vec<String>> {
@@ -1619,7 +1649,7 @@ fn table_entry(
             entry.size, r.size
         ));
     }
-    if !listed.contains(&r.layer) {
+    if listed.binary_search(&r.layer).is_err() {
         bad.push("it is not among the image manifest's layers".to_owned());
     }
     if r.encoding == Encoding::Identity && (r.layer != *d || r.dictionary.is_some()) {
@@ -1628,7 +1658,7 @@ fn table_entry(
         ));
     }
     if let Some(x) = r.dictionary {
-        match table.blobs.get(&x) {
+        match table.get(&x) {
             None => bad.push(format!("its dictionary {x} is not in the layer table")),
             Some(xr) if xr.dictionary.is_some() => {
                 bad.push(format!("its dictionary {x} has a dictionary itself"))
