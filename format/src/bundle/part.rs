@@ -9,6 +9,7 @@
 //! checked. `asp verify` still parses and checks the whole document.
 
 use std::borrow::Cow;
+use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::Deserialize;
@@ -141,6 +142,12 @@ pub(crate) fn read_part(
 
 /// The sessions `ids` names and their subagent sessions, in manifest order; all of them
 /// without `ids`.
+///
+/// Only sessions whose text could name a kept session have their id and parent read: a kept
+/// session's text holds its id, or its parent's, as a JSON string, so one whose text (free of
+/// escapes, which could spell an id otherwise) holds no kept id as `"<id>"` is not kept. The
+/// ids are found by a substring search over the document, a small part of the cost of reading
+/// every session's members.
 fn sessions(
     text: &str,
     all: &[&RawValue],
@@ -149,22 +156,55 @@ fn sessions(
     let Some(ids) = ids else {
         return all.iter().map(|r| parse(text, r)).collect();
     };
-    let mut keys = Vec::with_capacity(all.len());
-    for r in all {
-        let key = serde_json::from_str::<SessionKey<'_>>(r.get())
-            .map_err(|e| PartError::Field(at(text, r, &e)))?;
-        keys.push(key);
-    }
-    let pairs: Vec<(&str, Option<&str>)> = keys
+    // Where each session's text starts in the document, ascending.
+    let base = text.as_ptr() as usize;
+    let starts: Vec<usize> = all
         .iter()
-        .map(|k| (k.id.as_ref(), k.parent.as_deref()))
+        .map(|r| r.get().as_ptr() as usize - base)
         .collect();
-    let (keep, _) = kept_ids(&pairs, ids);
+    let mut keys: Vec<Option<SessionKey<'_>>> = Vec::with_capacity(all.len());
+    for r in all {
+        let escaped = memchr::memchr(b'\\', r.get().as_bytes()).is_some();
+        keys.push(if escaped { Some(key(text, r)?) } else { None });
+    }
+    let mut searched: BTreeSet<String> = BTreeSet::new();
+    let mut keep: BTreeSet<String> = ids.iter().cloned().collect();
+    loop {
+        let new: Vec<String> = keep.difference(&searched).cloned().collect();
+        if new.is_empty() {
+            break;
+        }
+        for id in new {
+            let needle = format!("\"{id}\"");
+            for at in memchr::memmem::find_iter(text.as_bytes(), needle.as_bytes()) {
+                // The session whose text holds the match, if one does.
+                let Some(i) = starts.partition_point(|&s| s <= at).checked_sub(1) else {
+                    continue;
+                };
+                if at + needle.len() <= starts[i] + all[i].get().len() && keys[i].is_none() {
+                    keys[i] = Some(key(text, all[i])?);
+                }
+            }
+            searched.insert(id);
+        }
+        let pairs: Vec<(&str, Option<&str>)> = keys
+            .iter()
+            .flatten()
+            .map(|k| (k.id.as_ref(), k.parent.as_deref()))
+            .collect();
+        keep = kept_ids(&pairs, ids).0;
+    }
     all.iter()
         .zip(&keys)
-        .filter(|(_, k)| keep.contains(k.id.as_ref()))
+        .filter(|(_, k)| k.as_ref().is_some_and(|k| keep.contains(k.id.as_ref())))
         .map(|(r, _)| parse(text, r))
         .collect()
+}
+
+/// A session's id and parent, read from its text `raw`.
+fn key<'a>(text: &str, raw: &'a RawValue) -> Result<SessionKey<'a>, PartError> {
+    serde_json::from_str::<SessionKey<'_>>(raw.get())
+        .map_err(|e| PartError::Field(at(text, raw, &e)))
 }
 
 fn opt<'de, T: Deserialize<'de>>(
@@ -370,8 +410,16 @@ mod tests {
             session("c", Some(json!("a")), "c.jsonl"),
             session("d", Some(json!({"parent": "a"})), "d.jsonl"),
             session("e", Some(json!({"parent": {"sessionId": 7}})), "e.jsonl"),
+            session("f", parent("escaped-parent"), "f.jsonl"),
+            session("g", None, "g.jsonl"),
         ]);
         let text = text.replace("\"sessionId\": 7", "\"sessionId\": \"a\", \"sessionId\": 7");
+        // A parent spelled with an escape is still found; ids in a title are not parents.
+        let text = text
+            .replace("\"escaped-parent\"", "\"\\u0061\"")
+            .replace("\"t b\"", "\"t b, not \\\"a\\\" \\\"a-sub\\\"\"")
+            .replace("\"t g\"", "\"t g \\\"a\\\"\"");
+        assert!(text.contains(r#""sessionId": "\u0061""#), "{text}");
         let whole: Manifest = serde_json::from_str(&text).unwrap();
         let kinds = KindSet::EMPTY
             .with(StateKind::Sessions)
@@ -381,6 +429,8 @@ mod tests {
             vec!["a-sub"],
             vec!["b", "a-sub-sub"],
             vec!["zz", "b"],
+            vec!["f", "g"],
+            vec![],
         ] {
             let asked: Vec<String> = asked.iter().map(|s| s.to_string()).collect();
             let part = Part {
@@ -401,7 +451,7 @@ mod tests {
             ok,
         )
         .unwrap();
-        assert_eq!(ids(&got), ["a", "a-sub", "a-sub-sub"]);
+        assert_eq!(ids(&got), ["a", "a-sub", "a-sub-sub", "f"]);
         assert!(got.state.instructions.is_none() && got.state.settings.is_none());
         let all = read_part(&text, &Part::ALL, ok).unwrap();
         assert_eq!(all, whole);
