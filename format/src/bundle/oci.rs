@@ -310,7 +310,7 @@ impl<'de> Deserialize<'de> for SortedBlobs {
                     all.push(entry);
                 }
                 // Stable, so of a key given twice the last comes last, and is the one kept.
-                all.sort_by(|a, b| a.0.cmp(&b.0));
+                all.sort_by_key(|e| e.0);
                 let mut out: Vec<(Digest, LayerRef)> = Vec::with_capacity(all.len());
                 for e in all {
                     match out.last_mut() {
