@@ -369,6 +369,56 @@ fn one_damaged_session_does_not_stop_another_from_being_read() {
     );
 }
 
+#[test]
+fn one_session_is_read_without_parsing_the_others() {
+    // The state manifest's other sessions are not parsed when one session is asked for (a
+    // bundle of thousands of sessions is read in milliseconds); everything else still refuses
+    // a session the manifest cannot describe, naming the manifest.
+    let mut e = sample_entries();
+    let m = e.iter().position(|(n, _)| n == "manifest.json").unwrap();
+    let mut manifest: serde_json::Value = serde_json::from_slice(&e[m].1).unwrap();
+    let sessions = manifest["state"]["sessions"].as_array_mut().unwrap();
+    let good = sessions[0]["id"].as_str().unwrap().to_owned();
+    sessions[1]["id"] = serde_json::json!("control\u{1}character");
+    e[m].1 = serde_json::to_vec_pretty(&manifest).unwrap();
+    let dir = tmp();
+    let bundle = dir.path().join("b.aspstate");
+    fs::write(&bundle, zip_of(&e)).unwrap();
+
+    let out = asp()
+        .arg("export")
+        .arg(&bundle)
+        .args(["--session", &good])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["state"]["sessions"][0]["id"], good.as_str());
+    assert_eq!(v["state"]["sessions"].as_array().unwrap().len(), 1);
+    let to = dir.path().join("one");
+    asp_unpack()
+        .arg(&bundle)
+        .args(["--session", &good, "--to-dir"])
+        .arg(&to)
+        .assert()
+        .success();
+    assert!(to.join(format!("sessions/{good}.json")).is_file());
+
+    for args in [
+        &["export"][..],
+        &["export", "--kinds", "sessions"],
+        &["verify"],
+    ] {
+        asp().args(args).arg(&bundle).assert().code(4).stderr(
+            predicate::str::contains("manifest.json").and(predicate::str::contains("control")),
+        );
+    }
+}
+
 /// A deterministic xorshift generator for mutants.
 struct Xorshift(u64);
 

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use crate::exit::{Context, Failure};
 use asp_format::KindSet;
-use asp_format::bundle::Bundle;
 use asp_format::error::ErrorClass;
 use asp_format::export::{ExportError, write_export};
 use clap::Parser;
@@ -42,14 +41,9 @@ pub struct ExportArgs {
 
 pub fn run(args: ExportArgs) -> crate::exit::Result<Exit> {
     let input = Input::open(&args.bundle)?;
-    let bundle =
-        Bundle::open(input.path()).with_context(|| format!("cannot open {}", input.display()))?;
-    let (state, kinds) = crate::unpack::select(
-        &bundle.manifest().state,
-        args.kinds,
-        &args.sessions,
-        &input.display(),
-    )?;
+    let part = crate::unpack::part(args.kinds, &args.sessions)?;
+    let (bundle, state) = crate::unpack::open_part(&input, &part)?;
+    let kinds = part.kinds;
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(256 * 1024, stdout.lock());
     write_export(&mut out, &state, &bundle, kinds)

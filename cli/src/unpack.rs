@@ -6,7 +6,7 @@ use asp_convert::kit::report::Diagnostics;
 use asp_convert::store::WriteRequest;
 use asp_convert::{Home, Store};
 use asp_format::KindSet;
-use asp_format::bundle::Bundle;
+use asp_format::bundle::{Bundle, Limits, Part};
 use clap::Parser;
 
 use crate::args::{Common, Strict, parse_harness, parse_kinds};
@@ -94,18 +94,12 @@ pub struct UnpackArgs {
 pub fn run(args: UnpackArgs) -> Result<Exit> {
     let path_map = args.map_path.path_map()?;
     let input = Input::open(&args.bundle)?;
-    let bundle =
-        Bundle::open(input.path()).with_context(|| format!("cannot open {}", input.display()))?;
+    let part = part(args.kinds, &args.sessions)?;
+    let (bundle, state) = open_part(&input, &part)?;
     let bar = Bar::new(args.common.quiet);
     for w in bundle.warnings() {
         bar.println(format!("warning: {}: {w}", input.display()));
     }
-    let (state, _) = select(
-        &bundle.manifest().state,
-        args.kinds,
-        &args.sessions,
-        &input.display(),
-    )?;
 
     // Everything is checked before anything is written: an unusable bundle writes nothing.
     bundle
@@ -235,12 +229,7 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
 
 /// The part of a bundle's state a command works on: the kinds asked for (all, or only
 /// sessions when sessions are named), and only the named sessions with their subagents.
-pub fn select(
-    state: &asp_format::State,
-    kinds: Option<KindSet>,
-    sessions: &[String],
-    bundle: &str,
-) -> Result<(asp_format::State, KindSet)> {
+pub fn part<'a>(kinds: Option<KindSet>, sessions: &'a [String]) -> Result<Part<'a>> {
     let kinds = kinds.unwrap_or(if sessions.is_empty() {
         KindSet::ALL
     } else {
@@ -249,9 +238,36 @@ pub fn select(
     if !sessions.is_empty() && !kinds.contains(asp_format::StateKind::Sessions) {
         bail_usage!("--session needs the sessions kind in --kinds");
     }
-    let (state, missing) = state.select(kinds, (!sessions.is_empty()).then_some(sessions));
+    Ok(Part {
+        kinds,
+        sessions: (!sessions.is_empty()).then_some(sessions),
+    })
+}
+
+/// [`part`] of a state at hand (a repository's snapshot), and the kinds it holds.
+pub fn select(
+    state: &asp_format::State,
+    kinds: Option<KindSet>,
+    sessions: &[String],
+    bundle: &str,
+) -> Result<(asp_format::State, KindSet)> {
+    let part = part(kinds, sessions)?;
+    let (state, missing) = state.select(part.kinds, part.sessions);
     if !missing.is_empty() {
         bail_usage!("{bundle} has no session {}", missing.join(", "));
     }
-    Ok((state, kinds))
+    Ok((state, part.kinds))
+}
+
+/// Opens `bundle` to read `part` of its state (see [`Bundle::open_part`]: the rest is not
+/// parsed), and that part of the state; a named session the bundle does not have is a usage
+/// error.
+pub fn open_part(input: &Input, part: &Part<'_>) -> Result<(Bundle, asp_format::State)> {
+    let bundle = Bundle::open_part(input.path(), &Limits::default(), part)
+        .with_context(|| format!("cannot open {}", input.display()))?;
+    let (state, missing) = bundle.manifest().state.select(part.kinds, part.sessions);
+    if !missing.is_empty() {
+        bail_usage!("{} has no session {}", input.display(), missing.join(", "));
+    }
+    Ok((bundle, state))
 }

@@ -679,25 +679,41 @@ impl std::fmt::Display for Reference<'_> {
 /// The ids of the sessions `ids` names and of their subagent sessions at any depth, and the
 /// ids that name no session.
 fn kept_sessions(sessions: &[Session], ids: &[String]) -> (BTreeSet<String>, Vec<String>) {
+    let pairs: Vec<(&str, Option<&str>)> = sessions
+        .iter()
+        .map(|s| (s.id.as_str(), parent_of(s)))
+        .collect();
+    kept_ids(&pairs, ids)
+}
+
+/// The session a subagent session belongs to: `_meta.asp.parent.sessionId`.
+fn parent_of(s: &Session) -> Option<&str> {
+    s.meta
+        .as_ref()
+        .and_then(|m| m.get("asp"))
+        .and_then(|a| a.get("parent"))
+        .and_then(|p| p.get("sessionId"))
+        .and_then(serde_json::Value::as_str)
+}
+
+/// [`kept_sessions`] over `(id, parent)` pairs, so a reader that has not parsed the sessions
+/// (`bundle::Part`) keeps the same ones.
+pub(crate) fn kept_ids(
+    sessions: &[(&str, Option<&str>)],
+    ids: &[String],
+) -> (BTreeSet<String>, Vec<String>) {
     let mut keep: BTreeSet<String> = BTreeSet::new();
     let missing = ids
         .iter()
-        .filter(|id| !sessions.iter().any(|s| s.id.as_str() == id.as_str()))
+        .filter(|id| !sessions.iter().any(|(s, _)| *s == id.as_str()))
         .cloned()
         .collect();
     keep.extend(ids.iter().cloned());
     loop {
         let before = keep.len();
-        for s in sessions {
-            let parent = s
-                .meta
-                .as_ref()
-                .and_then(|m| m.get("asp"))
-                .and_then(|a| a.get("parent"))
-                .and_then(|p| p.get("sessionId"))
-                .and_then(serde_json::Value::as_str);
-            if parent.is_some_and(|p| keep.contains(p)) {
-                keep.insert(s.id.to_string());
+        for (id, parent) in sessions {
+            if parent.is_some_and(|p| keep.contains(p)) && !keep.contains(*id) {
+                keep.insert((*id).to_owned());
             }
         }
         if keep.len() == before {

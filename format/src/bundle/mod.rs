@@ -11,6 +11,7 @@
 pub mod layers;
 mod layout;
 pub mod oci;
+mod part;
 mod read;
 mod write;
 mod write2;
@@ -19,6 +20,7 @@ pub use layout::{
     BLOB_PREFIX, BUNDLE_MEDIA_TYPE, LAYOUT_ENTRY, LAYOUT_VERSION, Layout, MANIFEST_ENTRY,
     MANIFEST_MEDIA_TYPE, Manifest, SCHEMA_VERSION, blob_entry_name,
 };
+pub use part::Part;
 pub use read::{Bundle, Limits, Problem, ReadError, VerifyReport, decode_layer, verify_file};
 pub use write::{Compression, WriteError, WriteOptions, Written, write_file, write_to};
 pub use write2::{

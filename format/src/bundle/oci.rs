@@ -4,9 +4,12 @@
 //! The types follow the spec's field names and order, so what is written here is exactly what
 //! a registry receives when a bundle is pushed as an OCI 1.1 artifact.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::digest::{Descriptor, Digest};
 
@@ -126,6 +129,108 @@ pub struct ImageManifest {
     pub annotations: Option<BTreeMap<String, String>>,
 }
 
+/// An [`ImageManifest`] read in place, for opening a bundle: a bundle of thousands of bodies
+/// has thousands of layers, and the owned form spends a `String` on each media type and a map
+/// on each annotation. It accepts exactly what [`ImageManifest`] accepts (the same members, of
+/// the same JSON types), so the owned form parsed later from the same bytes does not fail.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ImageManifestRef<'a> {
+    pub schema_version: u64,
+    #[serde(borrow)]
+    pub media_type: Str<'a>,
+    #[serde(borrow)]
+    pub artifact_type: Str<'a>,
+    #[serde(borrow)]
+    pub config: OciDescriptorRef<'a>,
+    #[serde(borrow)]
+    pub layers: Vec<OciDescriptorRef<'a>>,
+    #[serde(default)]
+    #[allow(dead_code, reason = "read to check its type only")]
+    pub annotations: Option<StrMap>,
+}
+
+/// An [`OciDescriptor`] read in place.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct OciDescriptorRef<'a> {
+    #[serde(borrow)]
+    pub media_type: Str<'a>,
+    pub digest: Digest,
+    pub size: u64,
+    #[serde(default, borrow)]
+    #[allow(dead_code, reason = "read to check its type only")]
+    pub data: Option<Str<'a>>,
+    #[serde(default, borrow)]
+    #[allow(dead_code, reason = "read to check its type only")]
+    pub artifact_type: Option<Str<'a>>,
+    #[serde(default)]
+    #[allow(dead_code, reason = "read to check its type only")]
+    pub annotations: Option<StrMap>,
+}
+
+impl OciDescriptorRef<'_> {
+    pub fn descriptor(&self) -> Descriptor {
+        Descriptor {
+            digest: self.digest,
+            size: self.size,
+        }
+    }
+}
+
+/// A JSON string, borrowed from the document unless it has escapes.
+#[derive(Debug)]
+pub(crate) struct Str<'a>(pub Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Str<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_string(V(std::marker::PhantomData))
+    }
+}
+
+impl PartialEq<&str> for Str<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+/// A JSON object of strings (OCI annotations), checked and passed over.
+#[derive(Debug)]
+pub(crate) struct StrMap;
+
+impl<'de> Deserialize<'de> for StrMap {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = StrMap;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrMap, A::Error> {
+                while map.next_entry::<Str<'de>, Str<'de>>()?.is_some() {}
+                Ok(StrMap)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 /// Where one blob (by its uncompressed digest) is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -159,10 +264,162 @@ impl LayerTable {
     }
 }
 
+/// A [`LayerTable`] read for look-ups, when a bundle is opened: its entries in one sorted list
+/// rather than a tree of thousands of nodes. It accepts what [`LayerTable`] accepts, and a key
+/// given twice keeps its last entry, as the map does.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct LayerTableRef<'a> {
+    pub schema_version: u64,
+    #[serde(borrow)]
+    pub media_type: Str<'a>,
+    pub blobs: SortedBlobs,
+}
+
+/// The layer table's entries, ascending by blob digest, each key once.
+#[derive(Debug)]
+pub(crate) struct SortedBlobs(Vec<(Digest, LayerRef)>);
+
+impl SortedBlobs {
+    pub fn get_key_value(&self, d: &Digest) -> Option<(&Digest, &LayerRef)> {
+        let i = self.0.binary_search_by(|(k, _)| k.cmp(d)).ok()?;
+        let (k, r) = &self.0[i];
+        Some((k, r))
+    }
+
+    pub fn get(&self, d: &Digest) -> Option<&LayerRef> {
+        self.get_key_value(d).map(|(_, r)| r)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&Digest, &LayerRef)> {
+        self.0.iter().map(|(k, r)| (k, r))
+    }
+}
+
+impl<'de> Deserialize<'de> for SortedBlobs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SortedBlobs;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SortedBlobs, A::Error> {
+                let mut all = Vec::with_capacity(map.size_hint().unwrap_or(0));
+                while let Some(entry) = map.next_entry::<Digest, LayerRef>()? {
+                    all.push(entry);
+                }
+                // Stable, so of a key given twice the last comes last, and is the one kept.
+                all.sort_by_key(|e| e.0);
+                let mut out: Vec<(Digest, LayerRef)> = Vec::with_capacity(all.len());
+                for e in all {
+                    match out.last_mut() {
+                        Some(last) if last.0 == e.0 => *last = e,
+                        _ => out.push(e),
+                    }
+                }
+                Ok(SortedBlobs(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 /// JSON of a document written into a layer: two-space pretty JSON and a final newline, the
 /// same canonical form as the state manifest.
 pub fn pretty<T: Serialize>(v: &T) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(v).expect("serialises");
     out.push(b'\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_borrowed_image_manifest_accepts_what_the_owned_one_accepts() {
+        let layer = r#"{"mediaType": "application/vnd.asp.file.v1", "digest": "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a", "size": 2"#;
+        let doc = |layer_rest: &str, top_rest: &str| {
+            format!(
+                r#"{{"schemaVersion": 2, "mediaType": "m", "artifactType": "a", "config": {layer}, "data": "e30="}}, "layers": [{layer}{layer_rest}}}]{top_rest}}}"#
+            )
+        };
+        let cases = [
+            doc("", ""),
+            doc(
+                r#", "annotations": {"k": "v", "k2": "v\u00e9"}"#,
+                r#", "annotations": {"a": "b"}"#,
+            ),
+            doc(
+                r#", "annotations": null, "data": null, "artifactType": null"#,
+                r#", "annotations": null"#,
+            ),
+            doc(
+                r#", "artifactType": "x", "unknown": [1, {"a": 2}]"#,
+                r#", "other": true"#,
+            ),
+            doc(r#", "annotations": {"k": 1}"#, ""),
+            doc(r#", "annotations": ["k"]"#, ""),
+            doc(r#", "data": 5"#, ""),
+            doc(r#", "artifactType": false"#, ""),
+            doc(r#", "size": 3"#, ""),
+            doc(r#", "mediaType": "again""#, ""),
+            doc("", r#", "annotations": {"k": {}}"#),
+            doc("", r#", "schemaVersion": 2"#),
+            doc("", r#", "mediaType": 1"#),
+            r#"{"schemaVersion": 2, "mediaType": "m", "artifactType": "a", "layers": []}"#
+                .to_owned(),
+            r#"{"schemaVersion": -2, "mediaType": "m", "artifactType": "a", "layers": []}"#
+                .to_owned(),
+            "[2, \"m\", \"a\"]".to_owned(),
+        ];
+        let mut accepted = 0;
+        for c in &cases {
+            let owned = serde_json::from_str::<ImageManifest>(c).is_ok();
+            let borrowed = serde_json::from_str::<ImageManifestRef<'_>>(c).is_ok();
+            assert_eq!(owned, borrowed, "{c}");
+            accepted += usize::from(owned);
+        }
+        assert_eq!(accepted, 4, "the cases cover both answers");
+    }
+
+    #[test]
+    fn the_sorted_layer_table_reads_as_the_map_does() {
+        let d = |c: char| format!("sha256:{}", c.to_string().repeat(64));
+        let entry = |c: char, size: u64| {
+            format!(
+                r#""{}": {{"layer": "{}", "size": {size}, "encoding": "identity"}}"#,
+                d(c),
+                d(c)
+            )
+        };
+        let table = |entries: &[String]| {
+            format!(
+                r#"{{"schemaVersion": 1, "mediaType": "t", "blobs": {{{}}}}}"#,
+                entries.join(", ")
+            )
+        };
+        let cases = [
+            table(&[entry('b', 1), entry('a', 2), entry('c', 3), entry('a', 4)]),
+            table(&[]),
+            table(&[entry('a', 1)]).replace("identity", "gzip"),
+            table(&[entry('a', 1)]).replace(r#""size""#, r#""size": 1, "extra""#),
+            table(&[entry('a', 1)]).replace("sha256:a", "sha512:a"),
+        ];
+        for c in &cases {
+            let owned = serde_json::from_str::<LayerTable>(c);
+            let sorted = serde_json::from_str::<LayerTableRef<'_>>(c);
+            assert_eq!(owned.is_ok(), sorted.is_ok(), "{c}");
+            if let (Ok(o), Ok(s)) = (owned, sorted) {
+                let o: Vec<_> = o.blobs.iter().collect();
+                let s: Vec<_> = s.blobs.iter().collect();
+                assert_eq!(o, s, "{c}");
+            }
+        }
+        let first = serde_json::from_str::<LayerTableRef<'_>>(&cases[0]).unwrap();
+        let a = Digest::from_hex(&"a".repeat(64)).unwrap();
+        assert_eq!(first.blobs.get(&a).map(|r| r.size), Some(4));
+        assert!(first.blobs.get(&Digest::of(b"x")).is_none());
+    }
 }

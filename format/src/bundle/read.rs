@@ -21,8 +21,8 @@ use std::sync::Arc;
 use flate2::read::DeflateDecoder;
 use zip::{CompressionMethod, ZipArchive};
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use crate::blob::{BlobError, BlobSource};
 use crate::bundle::layers::{DICT_MAGIC, MAX_WINDOW_LOG, window_log};
@@ -32,9 +32,10 @@ use crate::bundle::layout::{
 };
 use crate::bundle::oci::{
     ARTIFACT_TYPE, EMPTY_BYTES, EMPTY_MEDIA_TYPE, Encoding, IMAGE_MANIFEST_MEDIA_TYPE, INDEX_ENTRY,
-    INDEX_MEDIA_TYPE, ImageIndex, ImageManifest, LayerTable, OCI_LAYOUT_ENTRY, STATE_LAYER,
-    TABLE_LAYER,
+    INDEX_MEDIA_TYPE, ImageIndex, ImageManifest, ImageManifestRef, LayerRef, LayerTableRef,
+    OCI_LAYOUT_ENTRY, OciDescriptorRef, STATE_LAYER, SortedBlobs, TABLE_LAYER,
 };
+use crate::bundle::part::{Part, PartError, read_part};
 use crate::digest::{Descriptor, Digest, Hasher, IntegrityError, VerifyingReader};
 use crate::name::SessionId;
 use crate::progress::Progress;
@@ -447,7 +448,8 @@ struct Scan {
     /// The bundle's identity: layout 1, the sha256 of `manifest.json`; layout 2, the digest
     /// of the OCI image manifest.
     manifest_digest: Option<Digest>,
-    image: Option<ImageManifest>,
+    /// Layout 2: the bytes of the OCI image manifest.
+    image: Option<Vec<u8>>,
     /// Every blob the state may read, by uncompressed digest.
     blobs: BTreeMap<Digest, BlobLoc>,
     /// Every `blobs/sha256/<hex>` entry, by name.
@@ -462,7 +464,10 @@ pub struct Bundle {
     layout: Layout,
     manifest: Manifest,
     digest: Digest,
-    image: Option<ImageManifest>,
+    /// Layout 2: the bytes of the OCI image manifest, checked when the bundle was opened and
+    /// parsed into [`ImageManifest`] when it is first asked for (reading a session does not).
+    image_bytes: Option<Vec<u8>>,
+    image: OnceLock<ImageManifest>,
     blobs: BTreeMap<Digest, BlobLoc>,
     /// Every `blobs/sha256/<hex>` entry, by the digest that names it.
     entries: BTreeMap<Digest, EntryData>,
@@ -478,7 +483,16 @@ impl Bundle {
     }
 
     pub fn open_with(path: &Path, limits: &Limits) -> Result<Bundle, ReadError> {
-        let scan = scan(path, limits, Headers::WhenRead)?;
+        Bundle::open_part(path, limits, &Part::ALL)
+    }
+
+    /// Opens a bundle to read `part` of its state: [`Bundle::manifest`] holds that part only,
+    /// and of the state manifest and the layer table only that part is parsed and checked (with
+    /// the bodies it refers to and their dictionaries), so reading one session of thousands
+    /// costs little more than that session. The rest of the bundle's structure is checked as
+    /// [`Bundle::open`] checks it; [`verify_file`] checks all of it.
+    pub fn open_part(path: &Path, limits: &Limits, part: &Part<'_>) -> Result<Bundle, ReadError> {
+        let scan = scan(path, limits, Headers::WhenRead, part)?;
         if !scan.problems.is_empty() {
             return Err(ReadError::Invalid {
                 path: path.to_path_buf(),
@@ -491,7 +505,8 @@ impl Bundle {
             layout: scan.layout.expect("no problems means a layout"),
             manifest: scan.manifest.expect("no problems means a manifest"),
             digest: scan.manifest_digest.expect("no problems means a digest"),
-            image: scan.image,
+            image_bytes: scan.image,
+            image: OnceLock::new(),
             blobs: scan.blobs,
             entries: scan.entries,
             warnings: scan.warnings,
@@ -507,19 +522,24 @@ impl Bundle {
         &self.layout
     }
 
-    /// The state manifest (layout 1: `manifest.json`; layout 2: the state-manifest layer).
+    /// The state manifest (layout 1: `manifest.json`; layout 2: the state-manifest layer); of
+    /// a bundle opened with [`Bundle::open_part`], only that part of its state.
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
     }
 
     /// The OCI image manifest of a layout 2 bundle.
     pub fn image_manifest(&self) -> Option<&ImageManifest> {
-        self.image.as_ref()
+        let bytes = self.image_bytes.as_ref()?;
+        Some(self.image.get_or_init(|| {
+            serde_json::from_slice(bytes)
+                .expect("an image manifest that parsed as ImageManifestRef, which accepts the same")
+        }))
     }
 
     /// When the bundle was made, if its writer was asked to say.
     pub fn created(&self) -> Option<&str> {
-        match &self.image {
+        match self.image_manifest() {
             Some(m) => m
                 .annotations
                 .as_ref()
@@ -572,7 +592,10 @@ impl Bundle {
     /// The exact bytes of a layout 2 bundle's OCI image manifest (whose sha256 is
     /// [`Bundle::digest`]); `None` for layout 1, which has none.
     pub fn image_manifest_bytes(&self) -> Option<Result<Vec<u8>, BlobError>> {
-        let entry = self.image.as_ref().and(self.entries.get(&self.digest))?;
+        let entry = self
+            .image_bytes
+            .as_ref()
+            .and(self.entries.get(&self.digest))?;
         let mut out = Vec::with_capacity(usize::try_from(entry.size).unwrap_or(0));
         Some(
             self.open_stored(&Descriptor {
@@ -929,7 +952,7 @@ pub fn verify_file(
     limits: &Limits,
     progress: &dyn Progress,
 ) -> Result<VerifyReport, ReadError> {
-    let mut scan = scan(path, limits, Headers::AtOnce)?;
+    let mut scan = scan(path, limits, Headers::AtOnce, &Part::ALL)?;
     let mut wanted: BTreeMap<Digest, (u64, String)> = BTreeMap::new();
     let empty = State::default();
     let state = scan.manifest.as_ref().map_or(&empty, |m| &m.state);
@@ -1001,7 +1024,12 @@ enum Headers {
     WhenRead,
 }
 
-fn scan(path: &Path, limits: &Limits, headers: Headers) -> Result<Scan, ReadError> {
+fn scan(
+    path: &Path,
+    limits: &Limits,
+    headers: Headers,
+    part: &Part<'_>,
+) -> Result<Scan, ReadError> {
     let io_err = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
@@ -1097,7 +1125,7 @@ fn scan(path: &Path, limits: &Limits, headers: Headers) -> Result<Scan, ReadErro
             continue;
         };
         let name = match std::str::from_utf8(e.name_raw()) {
-            Ok(n) => n.to_owned(),
+            Ok(n) => n,
             Err(_) => {
                 scan.problems.push(Problem::at(
                     String::from_utf8_lossy(e.name_raw()),
@@ -1106,10 +1134,10 @@ fn scan(path: &Path, limits: &Limits, headers: Headers) -> Result<Scan, ReadErro
                 continue;
             }
         };
-        let kind = classify(&name);
+        let kind = classify(name);
         if kind.is_none() {
             scan.problems.push(Problem::at(
-                &name,
+                name,
                 format!(
                     "entries other than `{LAYOUT_ENTRY}`, `{MANIFEST_ENTRY}` (layout 1), `{OCI_LAYOUT_ENTRY}` and `{INDEX_ENTRY}` (layout 2) and `{BLOB_PREFIX}<64 hex>` are not allowed"
                 ),
@@ -1118,17 +1146,17 @@ fn scan(path: &Path, limits: &Limits, headers: Headers) -> Result<Scan, ReadErro
         let mut bad = false;
         if e.is_symlink() {
             scan.problems
-                .push(Problem::at(&name, "symlink entries are not allowed"));
+                .push(Problem::at(name, "symlink entries are not allowed"));
             bad = true;
         }
         if e.is_dir() {
             scan.problems
-                .push(Problem::at(&name, "directory entries are not allowed"));
+                .push(Problem::at(name, "directory entries are not allowed"));
             bad = true;
         }
         if e.encrypted() {
             scan.problems
-                .push(Problem::at(&name, "encrypted entries are not allowed"));
+                .push(Problem::at(name, "encrypted entries are not allowed"));
             bad = true;
         }
         let method = match e.compression() {
@@ -1136,7 +1164,7 @@ fn scan(path: &Path, limits: &Limits, headers: Headers) -> Result<Scan, ReadErro
             CompressionMethod::Deflated => Method::Deflated,
             other => {
                 scan.problems.push(Problem::at(
-                    &name,
+                    name,
                     format!("compression method {other:?} is not supported (only Stored and Deflate are)"),
                 ));
                 bad = true;
@@ -1147,7 +1175,7 @@ fn scan(path: &Path, limits: &Limits, headers: Headers) -> Result<Scan, ReadErro
         total = total.saturating_add(size);
         if size > RATIO_FLOOR && size / compressed.max(1) > limits.max_ratio {
             scan.problems.push(Problem::at(
-                &name,
+                name,
                 format!(
                     "it claims to expand {compressed} bytes to {size}, more than {}:1; refusing a likely zip bomb",
                     limits.max_ratio
@@ -1167,7 +1195,7 @@ fn scan(path: &Path, limits: &Limits, headers: Headers) -> Result<Scan, ReadErro
             None => match local_data_start(&shared, e.header_start(), e.name_raw()) {
                 Ok(s) => s,
                 Err(msg) => {
-                    scan.problems.push(Problem::at(&name, msg));
+                    scan.problems.push(Problem::at(name, msg));
                     continue;
                 }
             },
@@ -1175,12 +1203,13 @@ fn scan(path: &Path, limits: &Limits, headers: Headers) -> Result<Scan, ReadErro
         let data_end = data_start.saturating_add(compressed);
         if data_end > cd_start {
             scan.problems.push(Problem::at(
-                &name,
+                name,
                 "its data runs past the start of the zip directory (truncated or forged sizes)",
             ));
             continue;
         }
-        regions.push((e.header_start(), data_end, name.clone()));
+        // The entry's index, not its name: names are only needed for a problem.
+        regions.push((e.header_start(), data_end, i));
         if bad {
             continue;
         }
@@ -1226,11 +1255,17 @@ fn scan(path: &Path, limits: &Limits, headers: Headers) -> Result<Scan, ReadErro
             }
         }
     }
+    let name_of = |i: usize| {
+        archive
+            .by_index_data(i)
+            .map(|e| String::from_utf8_lossy(e.name_raw()).into_owned())
+            .unwrap_or_default()
+    };
     for pair in regions.windows(2) {
         if pair[0].1 > pair[1].0 {
             scan.problems.push(Problem::at(
-                &pair[1].2,
-                format!("its data overlaps entry {}", pair[0].2),
+                name_of(pair[1].2),
+                format!("its data overlaps entry {}", name_of(pair[0].2)),
             ));
         }
     }
@@ -1276,7 +1311,7 @@ fn scan(path: &Path, limits: &Limits, headers: Headers) -> Result<Scan, ReadErro
                 "a layout 2 bundle keeps its state in a layer, not in manifest.json",
             ));
         }
-        scan_v2(&shared, &mut scan, limits, oci_entry, index_entry);
+        scan_v2(&shared, &mut scan, limits, oci_entry, index_entry, part);
         return Ok(scan);
     }
     for (entry, name) in [(oci_entry, OCI_LAYOUT_ENTRY), (index_entry, INDEX_ENTRY)] {
@@ -1316,7 +1351,9 @@ fn scan(path: &Path, limits: &Limits, headers: Headers) -> Result<Scan, ReadErro
             Err(msg) => scan.problems.push(Problem::at(MANIFEST_ENTRY, msg)),
             Ok(bytes) => {
                 scan.manifest_digest = Some(Digest::of(&bytes));
-                check_manifest(&bytes, &mut scan, MANIFEST_ENTRY);
+                if let Some(m) = parse_manifest(&bytes, &mut scan.problems, MANIFEST_ENTRY, part) {
+                    check_references(&mut scan, m, part);
+                }
             }
         },
     }
@@ -1355,6 +1392,7 @@ fn scan_v2(
     limits: &Limits,
     oci_entry: Option<EntryData>,
     index_entry: Option<EntryData>,
+    part: &Part<'_>,
 ) {
     let Some(oci) = oci_entry else {
         scan.problems
@@ -1422,16 +1460,20 @@ fn scan_v2(
             "the manifest is not an OCI image manifest",
         ));
     }
-    let image: ImageManifest =
-        match read_blob_entry(file, scan, &root.descriptor(), limits.max_manifest_bytes).and_then(
-            |b| {
-                serde_json::from_slice(&b)
-                    .map_err(|e| format!("it is not an OCI image manifest: {e}"))
-            },
-        ) {
-            Ok(m) => m,
+    let image_bytes =
+        match read_blob_entry(file, scan, &root.descriptor(), limits.max_manifest_bytes) {
+            Ok(b) => b,
             Err(msg) => return scan.problems.push(Problem::at(root_name, msg)),
         };
+    let image: ImageManifestRef<'_> = match serde_json::from_slice(&image_bytes) {
+        Ok(m) => m,
+        Err(e) => {
+            return scan.problems.push(Problem::at(
+                root_name,
+                format!("it is not an OCI image manifest: {e}"),
+            ));
+        }
+    };
     scan.manifest_digest = Some(root.digest);
     if image.schema_version != 2
         || image.media_type != IMAGE_MANIFEST_MEDIA_TYPE
@@ -1444,11 +1486,14 @@ fn scan_v2(
             format!("it is not an asp snapshot manifest (schemaVersion 2, artifactType {ARTIFACT_TYPE}, the empty config)"),
         ));
     }
-    let find = |base: &str| -> Vec<&crate::bundle::oci::OciDescriptor> {
+    let find = |base: &str| -> Vec<&OciDescriptorRef<'_>> {
         image
             .layers
             .iter()
-            .filter(|l| l.media_type == base || l.media_type.strip_suffix("+zstd") == Some(base))
+            .filter(|l| {
+                let t: &str = &l.media_type.0;
+                t == base || t.strip_suffix("+zstd") == Some(base)
+            })
             .collect()
     };
     let mut doc = |base: &str| -> Option<Vec<u8>> {
@@ -1463,7 +1508,7 @@ fn scan_v2(
         let name = format!("{BLOB_PREFIX}{}", l.digest.hex());
         let r =
             read_blob_entry(file, scan, &l.descriptor(), limits.max_manifest_bytes).and_then(|b| {
-                if l.media_type.ends_with("+zstd") {
+                if l.media_type.0.ends_with("+zstd") {
                     let size = zstd::zstd_safe::get_frame_content_size(&b)
                         .ok()
                         .flatten()
@@ -1493,7 +1538,7 @@ fn scan_v2(
     };
     let table_name = format!("{BLOB_PREFIX}{}", find(TABLE_LAYER)[0].digest.hex());
     let state_name = format!("{BLOB_PREFIX}{}", find(STATE_LAYER)[0].digest.hex());
-    let table: LayerTable = match serde_json::from_slice(&table_bytes) {
+    let table: LayerTableRef<'_> = match serde_json::from_slice(&table_bytes) {
         Ok(t) => t,
         Err(e) => {
             return scan.problems.push(Problem::at(
@@ -1508,66 +1553,43 @@ fn scan_v2(
             "it is not a layer table of schemaVersion 1",
         ));
     }
-    let listed: BTreeSet<Digest> = image.layers.iter().map(|l| l.digest).collect();
-    for (d, r) in &table.blobs {
-        let name = format!("{BLOB_PREFIX}{}", r.layer.hex());
-        let Some(entry) = scan.entries.get(&r.layer) else {
-            scan.problems.push(Problem::at(
-                name,
-                format!("missing, but the layer table stores {d} in it"),
-            ));
-            continue;
-        };
-        let mut bad = Vec::new();
-        if entry.size != r.size {
-            bad.push(format!(
-                "it holds {} bytes, the layer table says {}",
-                entry.size, r.size
-            ));
+    // Sorted, for look-ups without a tree of thousands of nodes.
+    let mut listed: Vec<Digest> = image.layers.iter().map(|l| l.digest).collect();
+    listed.sort_unstable();
+    listed.dedup();
+    // The state first (its problems are listed after the table's), so that reading part of it
+    // checks only the table entries that part needs.
+    let mut manifest_problems = Vec::new();
+    let manifest = parse_manifest(&state_bytes, &mut manifest_problems, &state_name, part);
+    let needed: Option<BTreeSet<Digest>> = match (&manifest, part.is_all()) {
+        (_, true) => None,
+        (None, false) => Some(BTreeSet::new()),
+        (Some(m), false) => {
+            let mut needed: BTreeSet<Digest> =
+                m.state.references().iter().map(|(d, _)| d.digest).collect();
+            let dictionaries: Vec<Digest> = needed
+                .iter()
+                .filter_map(|d| table.blobs.get(d).and_then(|r| r.dictionary))
+                .collect();
+            needed.extend(dictionaries);
+            Some(needed)
         }
-        if !listed.contains(&r.layer) {
-            bad.push("it is not among the image manifest's layers".to_owned());
-        }
-        if r.encoding == Encoding::Identity && (r.layer != *d || r.dictionary.is_some()) {
-            bad.push(format!(
-                "an identity layer must be named by its blob's digest {d}"
-            ));
-        }
-        if let Some(x) = r.dictionary {
-            match table.blobs.get(&x) {
-                None => bad.push(format!("its dictionary {x} is not in the layer table")),
-                Some(xr) if xr.dictionary.is_some() => {
-                    bad.push(format!("its dictionary {x} has a dictionary itself"))
+    };
+    let entries: Box<dyn Iterator<Item = (&Digest, &LayerRef)>> = match &needed {
+        None => Box::new(table.blobs.iter()),
+        Some(n) => Box::new(n.iter().filter_map(|d| table.blobs.get_key_value(d))),
+    };
+    for (d, r) in entries {
+        match table_entry(scan, &table.blobs, &listed, d, r) {
+            Ok(loc) => {
+                scan.blobs.insert(*d, loc);
+            }
+            Err(bad) => {
+                let name = format!("{BLOB_PREFIX}{}", r.layer.hex());
+                for b in bad {
+                    scan.problems.push(Problem::at(name.clone(), b));
                 }
-                Some(_) => {}
             }
-        }
-        if bad.is_empty() {
-            scan.blobs.insert(
-                *d,
-                BlobLoc {
-                    entry: *entry,
-                    layer: r.layer,
-                    encoding: r.encoding,
-                    dictionary: r.dictionary,
-                },
-            );
-        } else {
-            for b in bad {
-                scan.problems.push(Problem::at(name.clone(), b));
-            }
-        }
-    }
-    let mut used: BTreeSet<Digest> = table.blobs.values().map(|r| r.layer).collect();
-    used.insert(root.digest);
-    used.insert(image.config.digest);
-    used.extend(image.layers.iter().map(|l| l.digest));
-    for d in &listed {
-        if !scan.entries.contains_key(d) {
-            scan.problems.push(Problem::at(
-                format!("{BLOB_PREFIX}{}", d.hex()),
-                "missing, but the image manifest lists it",
-            ));
         }
     }
     if !scan.entries.contains_key(&image.config.digest) {
@@ -1576,16 +1598,84 @@ fn scan_v2(
             "missing: the empty config blob",
         ));
     }
-    for d in scan.entries.keys() {
-        if !used.contains(d) {
-            scan.warnings.push(Problem::at(
-                format!("{BLOB_PREFIX}{}", d.hex()),
-                "nothing in the bundle refers to this blob",
-            ));
+    if part.is_all() {
+        for d in &listed {
+            if !scan.entries.contains_key(d) {
+                scan.problems.push(Problem::at(
+                    format!("{BLOB_PREFIX}{}", d.hex()),
+                    "missing, but the image manifest lists it",
+                ));
+            }
+        }
+        let mut used: BTreeSet<Digest> = table.blobs.iter().map(|(_, r)| r.layer).collect();
+        used.insert(root.digest);
+        used.insert(image.config.digest);
+        used.extend(image.layers.iter().map(|l| l.digest));
+        for d in scan.entries.keys() {
+            if !used.contains(d) {
+                scan.warnings.push(Problem::at(
+                    format!("{BLOB_PREFIX}{}", d.hex()),
+                    "nothing in the bundle refers to this blob",
+                ));
+            }
         }
     }
-    scan.image = Some(image);
-    check_manifest(&state_bytes, scan, &state_name);
+    drop(image);
+    scan.image = Some(image_bytes);
+    scan.problems.extend(manifest_problems);
+    if let Some(m) = manifest {
+        check_references(scan, m, part);
+    }
+}
+
+/// Where the layer table stores body `d` (`r`), when that agrees with the zip entries, the
+/// image manifest's layers (`listed`) and the table's rules; else what is wrong with it.
+fn table_entry(
+    scan: &Scan,
+    table: &SortedBlobs,
+    listed: &[Digest],
+    d: &Digest,
+    r: &LayerRef,
+) -> Result<BlobLoc, Vec<String>> {
+    let Some(entry) = scan.entries.get(&r.layer) else {
+        return Err(vec![format!(
+            "missing, but the layer table stores {d} in it"
+        )]);
+    };
+    let mut bad = Vec::new();
+    if entry.size != r.size {
+        bad.push(format!(
+            "it holds {} bytes, the layer table says {}",
+            entry.size, r.size
+        ));
+    }
+    if listed.binary_search(&r.layer).is_err() {
+        bad.push("it is not among the image manifest's layers".to_owned());
+    }
+    if r.encoding == Encoding::Identity && (r.layer != *d || r.dictionary.is_some()) {
+        bad.push(format!(
+            "an identity layer must be named by its blob's digest {d}"
+        ));
+    }
+    if let Some(x) = r.dictionary {
+        match table.get(&x) {
+            None => bad.push(format!("its dictionary {x} is not in the layer table")),
+            Some(xr) if xr.dictionary.is_some() => {
+                bad.push(format!("its dictionary {x} has a dictionary itself"))
+            }
+            Some(_) => {}
+        }
+    }
+    if bad.is_empty() {
+        Ok(BlobLoc {
+            entry: *entry,
+            layer: r.layer,
+            encoding: r.encoding,
+            dictionary: r.dictionary,
+        })
+    } else {
+        Err(bad)
+    }
 }
 
 enum Entry {
@@ -1609,52 +1699,82 @@ fn classify(name: &str) -> Option<Entry> {
     }
 }
 
-fn check_manifest(bytes: &[u8], scan: &mut Scan, entry: &str) {
-    // Check the envelope first, so a newer schema gets a clear answer rather than a field error.
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Envelope {
-        schema_version: Option<serde_json::Value>,
-        media_type: Option<serde_json::Value>,
+/// Refuses a state manifest of a schema this asp does not read, before its fields are read, so
+/// a newer schema gets a clear answer rather than a field error.
+fn check_envelope(
+    schema_version: Option<serde_json::Value>,
+    media_type: Option<serde_json::Value>,
+) -> Result<(), String> {
+    if schema_version != Some(serde_json::Value::from(SCHEMA_VERSION)) {
+        return Err(format!(
+            "schemaVersion {} is not supported (this asp reads {SCHEMA_VERSION})",
+            schema_version.map_or_else(|| "(missing)".to_owned(), |v| v.to_string())
+        ));
     }
-    let env: Envelope = match serde_json::from_slice(bytes) {
-        Ok(e) => e,
-        Err(e) => {
-            scan.problems
-                .push(Problem::at(entry, format!("it is not a JSON object: {e}")));
-            return;
+    if media_type != Some(serde_json::Value::from(MANIFEST_MEDIA_TYPE)) {
+        return Err(format!("mediaType is not {MANIFEST_MEDIA_TYPE:?}"));
+    }
+    Ok(())
+}
+
+/// Parses `part` of the state manifest `bytes` (entry `entry`) and checks what the types do
+/// not (unique ids, names and paths), adding what is wrong to `problems`; `None` when it does
+/// not parse.
+fn parse_manifest(
+    bytes: &[u8],
+    problems: &mut Vec<Problem>,
+    entry: &str,
+    part: &Part<'_>,
+) -> Option<Manifest> {
+    let manifest = if part.is_all() {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Envelope {
+            schema_version: Option<serde_json::Value>,
+            media_type: Option<serde_json::Value>,
         }
-    };
-    if env.schema_version != Some(serde_json::Value::from(SCHEMA_VERSION)) {
-        scan.problems.push(Problem::at(
-            entry,
-            format!(
-                "schemaVersion {} is not supported (this asp reads {SCHEMA_VERSION})",
-                env.schema_version
-                    .map_or_else(|| "(missing)".to_owned(), |v| v.to_string())
-            ),
-        ));
-        return;
-    }
-    if env.media_type != Some(serde_json::Value::from(MANIFEST_MEDIA_TYPE)) {
-        scan.problems.push(Problem::at(
-            entry,
-            format!("mediaType is not {MANIFEST_MEDIA_TYPE:?}"),
-        ));
-        return;
-    }
-    let manifest: Manifest = match serde_json::from_slice(bytes) {
-        Ok(m) => m,
-        Err(e) => {
-            scan.problems.push(Problem::at(entry, e.to_string()));
-            return;
+        let env: Envelope = match serde_json::from_slice(bytes) {
+            Ok(e) => e,
+            Err(e) => {
+                problems.push(Problem::at(entry, format!("it is not a JSON object: {e}")));
+                return None;
+            }
+        };
+        if let Err(msg) = check_envelope(env.schema_version, env.media_type) {
+            problems.push(Problem::at(entry, msg));
+            return None;
+        }
+        match serde_json::from_slice::<Manifest>(bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                problems.push(Problem::at(entry, e.to_string()));
+                return None;
+            }
+        }
+    } else {
+        let read = match std::str::from_utf8(bytes) {
+            Ok(text) => read_part(text, part, check_envelope),
+            Err(e) => Err(PartError::Envelope(format!("it is not a JSON object: {e}"))),
+        };
+        match read {
+            Ok(m) => m,
+            Err(PartError::Envelope(msg) | PartError::Field(msg)) => {
+                problems.push(Problem::at(entry, msg));
+                return None;
+            }
         }
     };
     if let Err(errors) = manifest.state.validate() {
         for e in errors {
-            scan.problems.push(Problem::at(entry, e.to_string()));
+            problems.push(Problem::at(entry, e.to_string()));
         }
     }
+    Some(manifest)
+}
+
+/// Checks that every body the state refers to has a blob of its size, and (for the whole
+/// state) warns of blobs nothing refers to.
+fn check_references(scan: &mut Scan, manifest: Manifest, part: &Part<'_>) {
     let mut referenced = BTreeSet::new();
     for (d, what) in manifest.state.references() {
         referenced.insert(d.digest);
@@ -1675,13 +1795,16 @@ fn check_manifest(bytes: &[u8], scan: &mut Scan, entry: &str) {
             Some(_) => {}
         }
     }
-    let dictionaries: BTreeSet<Digest> = scan.blobs.values().filter_map(|l| l.dictionary).collect();
-    for d in scan.blobs.keys() {
-        if !referenced.contains(d) && !dictionaries.contains(d) {
-            scan.warnings.push(Problem::at(
-                format!("{BLOB_PREFIX}{}", d.hex()),
-                "nothing in the manifest refers to this blob",
-            ));
+    if part.is_all() {
+        let dictionaries: BTreeSet<Digest> =
+            scan.blobs.values().filter_map(|l| l.dictionary).collect();
+        for d in scan.blobs.keys() {
+            if !referenced.contains(d) && !dictionaries.contains(d) {
+                scan.warnings.push(Problem::at(
+                    format!("{BLOB_PREFIX}{}", d.hex()),
+                    "nothing in the manifest refers to this blob",
+                ));
+            }
         }
     }
     scan.manifest = Some(manifest);
