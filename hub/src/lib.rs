@@ -28,6 +28,7 @@ mod advertise;
 mod agent_side;
 mod client_side;
 mod converter;
+mod listening;
 mod log;
 mod replay;
 mod shared;
@@ -40,12 +41,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol::v1::{self, Dispatch};
-use agent_client_protocol::{
-    AcpAgent, Agent, Channel, Client, ConnectTo, ConnectionDriver, LineDirection, Stdio,
-    TransportFrame,
-};
+use agent_client_protocol::{AcpAgent, Agent, Client, ConnectTo, LineDirection};
 use asp_convert::{ConvertError, Home, Store};
-use futures::StreamExt as _;
 
 use asp_protocol::methods::{DescribeRequest, ExportRequest, ImportRequest};
 use shared::{Ended, HubShared};
@@ -189,7 +186,7 @@ pub async fn run_hub(config: HubConfig) -> Result<(), HubError> {
             d if verbose => eprintln!("asp hub: wire {d:?}: {line}"),
             _ => {}
         });
-    serve(config.options, Stdio::new(), agent).await
+    serve(config.options, listening::stdio(), agent).await
 }
 
 /// `NAME=VALUE`, which `AcpAgent` takes as the agent's environment.
@@ -286,7 +283,7 @@ pub async fn serve(
                     },
                     agent_client_protocol::on_receive_dispatch!(),
                 );
-            let client = MayStopListening {
+            let client = listening::MayStopListening {
                 client,
                 log: hub.log,
             };
@@ -333,63 +330,6 @@ impl<A: ConnectTo<Client>> ConnectTo<Client> for EndsCleanly<A> {
             *self.failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
         }
         Ok(())
-    }
-}
-
-/// The client's transport, with the hub's output to a client that has stopped listening
-/// dropped instead of failing the run.
-///
-/// A client leaves by closing both directions at about the same moment (an editor that quits
-/// closes the hub's stdin and stdout; an in-process client drops its channel). The hub sees
-/// that its input ended only after the messages before the end are dispatched, and what they
-/// cause (an answer the hub gives at once, a `$/cancel_request` the client's dropped requests
-/// sent, an update the agent was already sending) can reach the transport after the client
-/// stopped reading. The SDK fails the whole connection on the first frame it cannot hand over,
-/// so without this the hub ended with "send failed because receiver is gone" instead of
-/// [`Ended::ClientLeft`], depending on which came first.
-struct MayStopListening<C> {
-    client: C,
-    log: log::Log,
-}
-
-impl<C: ConnectTo<Agent>> ConnectTo<Agent> for MayStopListening<C> {
-    async fn connect_to(
-        self,
-        hub: impl ConnectTo<Client>,
-    ) -> Result<(), agent_client_protocol::Error> {
-        let (channel, driver) = self.into_channel_and_future();
-        match driver {
-            None => ConnectTo::<Agent>::connect_to(channel, hub).await,
-            Some(driver) => {
-                let (linked, driven) =
-                    futures::future::join(ConnectTo::<Agent>::connect_to(channel, hub), driver)
-                        .await;
-                linked.and(driven)
-            }
-        }
-    }
-
-    fn into_channel_and_future(self) -> (Channel, Option<ConnectionDriver>) {
-        let (client, driver) = self.client.into_channel_and_future();
-        let (to_client, mut from_hub) = futures::channel::mpsc::unbounded::<TransportFrame>();
-        let log = self.log;
-        // A task of its own, so the endpoint keeps the transport's own lifetime: it ends when
-        // the hub drops its sending half, which closes the client's in turn, in order, after
-        // every frame was handed over or found nobody to take it.
-        tokio::spawn(async move {
-            let mut unheard = 0usize;
-            while let Some(frame) = from_hub.next().await {
-                if unheard > 0 || client.tx.unbounded_send(frame).is_err() {
-                    unheard += 1;
-                }
-            }
-            if unheard > 0 {
-                log.debug(|| {
-                    format!("{unheard} message(s) to the client after it stopped listening")
-                });
-            }
-        });
-        (Channel::new(client.rx, to_client), driver)
     }
 }
 
