@@ -195,6 +195,52 @@ fn the_hub_exits_cleanly_when_its_client_closes_stdin_with_prompts_waiting() {
     reader.join().unwrap();
 }
 
+/// The client stops reading (closes its end of the hub's stdout) before it closes stdin, with
+/// an answer on the way: the hub's write finds no reader (`EPIPE`), and the hub still exits
+/// cleanly, since its client left rather than failed. It once exited 1 with "Broken pipe".
+#[test]
+fn the_hub_exits_cleanly_when_its_client_stops_reading_before_it_closes_stdin() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_asp"))
+        .args(["hub", "--"])
+        .arg(scripted_agent())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
+    );
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(answer["id"], 1, "{line}");
+
+    drop(stdout);
+    // Answered by the hub at once, before it can see its input end.
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "_asp/no-such-method", "params": {}}));
+    drop(stdin);
+
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "deadlock guard: the hub did not exit after stdin closed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}
+
 /// Texts of the user and agent messages of a stream of `session/update` params, one entry per
 /// message (consecutive chunks of one kind joined).
 fn messages(updates: &[Value]) -> (Vec<String>, Vec<String>) {

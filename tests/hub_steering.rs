@@ -601,6 +601,57 @@ async fn closing_the_connection_ends_waiting_prompts_cleanly() {
     );
 }
 
+/// A client leaves by closing its two directions one after the other, and what the hub has
+/// to tell it in between (here an answer the hub gives itself, which it sends before it can
+/// see the input end) finds nobody reading. The run still ends as the client leaving, not as
+/// a failed connection. This once depended on timing: a client whose dropped requests sent
+/// `$/cancel_request` just before it left failed the hub now and then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_before_it_leaves_ends_the_run_cleanly() {
+    use agent_client_protocol::TransportFrame;
+    use futures::StreamExt as _;
+
+    let (agent, log) = agent_with_handle(Options::default());
+    let (client_end, hub_end) = agent_client_protocol::Channel::duplex();
+    let hub = tokio::spawn(asp_hub::serve(options(), hub_end, agent));
+    let (mut from_hub, to_hub) = client_end.into_parts();
+    let send = |message: Value| {
+        to_hub
+            .unbounded_send(TransportFrame::parse_json(&message.to_string()))
+            .unwrap();
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params":
+        {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
+    );
+    let answer = guarded("the initialize answer", from_hub.next())
+        .await
+        .expect("an answer");
+    let TransportFrame::Single(answer) = answer else {
+        panic!("{answer:?}")
+    };
+    assert_eq!(serde_json::to_value(&answer).unwrap()["id"], 1);
+
+    // The client stops reading; its input is still open.
+    drop(from_hub);
+    // Answered by the hub at once, in its dispatch loop, so before it sees the input end.
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "_asp/no-such-method", "params": {}}));
+    // Sent on; the agent's answer comes back whenever it does.
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "_scripted/echo", "params": {"late": true}}));
+    drop(to_hub);
+
+    let ended = guarded("the hub to end after its client left", hub)
+        .await
+        .unwrap();
+    assert!(ended.is_ok(), "{ended:?}");
+    assert!(
+        log.received()
+            .iter()
+            .all(|m| m["method"] != "_asp/no-such-method"),
+        "the hub answered it itself"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_agent_goes_away_every_waiting_prompt_is_answered() {
     let (agent, _log) = agent_with_handle(Options::default());

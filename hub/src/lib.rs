@@ -28,6 +28,7 @@ mod advertise;
 mod agent_side;
 mod client_side;
 mod converter;
+mod listening;
 mod log;
 mod replay;
 mod shared;
@@ -40,7 +41,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol::v1::{self, Dispatch};
-use agent_client_protocol::{AcpAgent, Agent, Client, ConnectTo, LineDirection, Stdio};
+use agent_client_protocol::{AcpAgent, Agent, Client, ConnectTo, LineDirection};
 use asp_convert::{ConvertError, Home, Store};
 
 use asp_protocol::methods::{DescribeRequest, ExportRequest, ImportRequest};
@@ -185,7 +186,7 @@ pub async fn run_hub(config: HubConfig) -> Result<(), HubError> {
             d if verbose => eprintln!("asp hub: wire {d:?}: {line}"),
             _ => {}
         });
-    serve(config.options, Stdio::new(), agent).await
+    serve(config.options, listening::stdio(), agent).await
 }
 
 /// `NAME=VALUE`, which `AcpAgent` takes as the agent's environment.
@@ -282,6 +283,10 @@ pub async fn serve(
                     },
                     agent_client_protocol::on_receive_dispatch!(),
                 );
+            let client = listening::MayStopListening {
+                client,
+                log: hub.log,
+            };
             to_client
                 .connect_with(client, async |up: v1::ConnectionTo<Client>| {
                     hub.set_client(&up);
