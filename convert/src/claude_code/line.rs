@@ -140,6 +140,12 @@ fn present<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<&'a RawValu
 }
 
 /// Parses carried text into the value an update holds.
+///
+/// # Panics
+///
+/// When `raw` is not something a `Value` parse takes. Carried text comes only from lines
+/// [`with_line`] let through, which are exactly those (the `agrees_with_value` tests pin it
+/// against the serde_json in Cargo.lock).
 pub fn value(raw: &RawValue) -> Value {
     serde_json::from_str(raw.get()).expect("a member of a line that parsed")
 }
@@ -158,6 +164,10 @@ pub enum Carried {
 
 impl Carried {
     /// `raw` carried.
+    ///
+    /// # Panics
+    ///
+    /// As [`value`]: `raw` must come from a line [`with_line`] let through.
     pub fn of(raw: &RawValue) -> Carried {
         let text = raw.get();
         if canonical(text.as_bytes()) {
@@ -811,5 +821,338 @@ mod tests {
         assert_eq!(got, Some(("assistant".to_owned(), Some("b".to_owned()))));
         assert_eq!(with_line(b"[1]", |_| ()), None);
         assert_eq!(with_line(b"{\"a\":", |_| ()), None);
+    }
+}
+
+#[cfg(test)]
+/// Random lines and values against serde_json's own parse and writer: the views must read
+/// every line as a `Value` parse does, and text [`canonical`] passes must be what serde_json
+/// writes again. These pin the behaviour of the serde_json in Cargo.lock; an upgrade that
+/// changes what it accepts or how it escapes fails here, not in a user's pack.
+mod agrees_with_value {
+    use super::*;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    fn ws(r: &mut Rng, out: &mut Vec<u8>) {
+        if r.below(8) == 0 {
+            out.extend_from_slice([&b" "[..], b"\t", b"\n", b"\r", b"  "][r.below(5) as usize]);
+        }
+    }
+
+    fn string(r: &mut Rng, out: &mut Vec<u8>) {
+        out.push(b'"');
+        let n = r.below(6);
+        for _ in 0..n {
+            let piece: &[u8] = match r.below(30) {
+                0 => b"\\\"",
+                1 => b"\\\\",
+                2 => b"\\/",
+                3 => b"\\n",
+                4 => b"\\u000a",
+                5 => b"\\u001F",
+                6 => b"\\u001f",
+                7 => b"\\u0000",
+                8 => b"\\u0041",
+                9 => b"\\ud83d\\ude00",
+                10 => b"\\ud800",
+                11 => b"\\uDC00",
+                12 => "\u{e9}".as_bytes(),
+                13 => b"\x7f",
+                14 => "\u{2028}".as_bytes(),
+                15 => b"\\u007f",
+                16 => b"\\b\\f\\r\\t",
+                17 => b"\\u0008",
+                18 => b"\xff",
+                19 => b"\\u000b",
+                20 => b"0123456789abcdefghij",
+                21 => b"type",
+                22 => b"\\u00e9",
+                23 => b"\\u2028",
+                _ => b"abc",
+            };
+            out.extend_from_slice(piece);
+        }
+        out.push(b'"');
+    }
+
+    fn number(r: &mut Rng, out: &mut Vec<u8>) {
+        let s: String = match r.below(16) {
+            0 => "0".into(),
+            1 => "-0".into(),
+            2 => "123".into(),
+            3 => "9".repeat(18),
+            4 => "-".to_owned() + &"9".repeat(18),
+            5 => "9".repeat(19),
+            6 => "18446744073709551616".into(),
+            7 => "1.5".into(),
+            8 => "1e5".into(),
+            9 => "1E400".into(),
+            10 => "-0.0".into(),
+            11 => "9".repeat(301),
+            12 => "9".repeat(400),
+            13 => "1.0".into(),
+            14 => "-9223372036854775808".into(),
+            _ => "42".into(),
+        };
+        out.extend_from_slice(s.as_bytes());
+    }
+
+    const KEYS: [&str; 14] = [
+        "type",
+        "text",
+        "id",
+        "content",
+        "usage",
+        "stop_reason",
+        "input",
+        "tool_use_id",
+        "is_error",
+        "signature",
+        "a",
+        "b",
+        "model",
+        "thinking",
+    ];
+
+    fn value(r: &mut Rng, depth: usize, out: &mut Vec<u8>) {
+        ws(r, out);
+        let k = if depth > 140 { r.below(4) } else { r.below(9) };
+        match k {
+            0 => out.extend_from_slice([&b"true"[..], b"false", b"null"][r.below(3) as usize]),
+            1 | 2 => string(r, out),
+            3 => number(r, out),
+            4..=6 => {
+                out.push(b'{');
+                let n = r.below(5);
+                for i in 0..n {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    ws(r, out);
+                    if r.below(6) == 0 {
+                        string(r, out);
+                    } else {
+                        out.push(b'"');
+                        out.extend_from_slice(KEYS[r.below(KEYS.len() as u64) as usize].as_bytes());
+                        out.push(b'"');
+                    }
+                    ws(r, out);
+                    out.push(b':');
+                    value(r, depth + 1, out);
+                }
+                ws(r, out);
+                out.push(b'}');
+            }
+            _ => {
+                out.push(b'[');
+                let n = if r.below(10) == 0 { 1 } else { r.below(4) };
+                for i in 0..n {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    // sometimes go deep
+                    if r.below(40) == 0 {
+                        let d = 100 + r.below(60) as usize;
+                        out.extend(std::iter::repeat_n(b'[', d));
+                        out.push(b'1');
+                        out.extend(std::iter::repeat_n(b']', d));
+                    } else {
+                        value(r, depth + 1, out);
+                    }
+                }
+                ws(r, out);
+                out.push(b']');
+            }
+        }
+        ws(r, out);
+    }
+
+    fn line(r: &mut Rng) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.push(b'{');
+        let tops = [
+            "type",
+            "uuid",
+            "timestamp",
+            "isMeta",
+            "toolUseResult",
+            "message",
+            "attachment",
+            "x",
+            "isCompactSummary",
+            "summary",
+        ];
+        let n = 1 + r.below(7);
+        for i in 0..n {
+            if i > 0 {
+                out.push(b',');
+            }
+            let key = tops[r.below(tops.len() as u64) as usize];
+            out.push(b'"');
+            out.extend_from_slice(key.as_bytes());
+            out.extend_from_slice(b"\":");
+            if key == "message" && r.below(2) == 0 {
+                // a message object with content blocks
+                out.extend_from_slice(b"{\"id\":\"m\",\"content\":[");
+                let nb = r.below(4);
+                for j in 0..nb {
+                    if j > 0 {
+                        out.push(b',');
+                    }
+                    value(r, 3, &mut out);
+                }
+                out.extend_from_slice(b"]");
+                if r.below(2) == 0 {
+                    out.extend_from_slice(b",\"usage\":");
+                    value(r, 2, &mut out);
+                }
+                out.push(b'}');
+            } else if key == "type" && r.below(2) == 0 {
+                out.extend_from_slice([&b"\"user\""[..], b"\"assistant\""][r.below(2) as usize]);
+            } else {
+                value(r, 1, &mut out);
+            }
+        }
+        out.push(b'}');
+        out
+    }
+
+    fn write(c: &Carried) -> String {
+        let mut v = Vec::new();
+        c.write(&mut v).unwrap();
+        String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn canonical_only_when_serde_writes_the_same() {
+        let mut r = Rng(0x9e3779b97f4a7c15);
+        let mut checked = 0;
+        for _ in 0..30_000 {
+            let mut t = Vec::new();
+            value(&mut r, 0, &mut t);
+            let parsed = serde_json::from_slice::<Value>(&t);
+            if canonical(&t) {
+                // the raw text goes out as is: it must be what serde_json writes
+                if let Ok(v) = parsed {
+                    checked += 1;
+                    assert_eq!(
+                        serde_json::to_vec(&v).unwrap(),
+                        t,
+                        "{}",
+                        String::from_utf8_lossy(&t)
+                    );
+                } else {
+                    // canonical but not a Value: only acceptable if not valid JSON at all
+                    // or too deep
+                    // (only text nested deeper than serde_json's limit, which `with_line`
+                    // refuses before anything is carried)
+                }
+            }
+        }
+        assert!(checked > 1_000, "too few canonical texts: {checked}");
+    }
+
+    #[test]
+    fn with_line_agrees_with_value() {
+        let mut r = Rng(0x1234_5678_9abc_def1);
+        let mut read = 0;
+        for _ in 0..20_000 {
+            let raw = line(&mut r);
+            let v = serde_json::from_slice::<Value>(&raw)
+                .ok()
+                .filter(Value::is_object);
+            let got = std::panic::catch_unwind(|| {
+                with_line(&raw, |l| {
+                    let mut outs: Vec<(String, Option<String>)> = vec![
+                        ("kind".into(), Some(l.kind().to_owned())),
+                        ("uuid".into(), l.f.uuid.get().map(str::to_owned)),
+                        ("isMeta".into(), Some(l.f.is_meta.0.to_string())),
+                        (
+                            "tur".into(),
+                            l.f.tool_use_result.map(|x| write(&Carried::of(x))),
+                        ),
+                        ("line".into(), Some(write(&l.carried()))),
+                    ];
+                    if let Some(m) = l.message() {
+                        outs.push(("usage".into(), m.usage.map(|x| write(&Carried::of(x)))));
+                        outs.push(("mid".into(), m.id.get().map(str::to_owned)));
+                    }
+                    for (i, b) in l.blocks().iter().enumerate() {
+                        outs.push((format!("b{i}"), Some(write(&l.block_carried(b)))));
+                        outs.push((format!("bv{i}"), Some(l.block_value(b).to_string())));
+                        outs.push((format!("bt{i}"), b.f.kind.get().map(str::to_owned)));
+                        outs.push((
+                            format!("bc{i}"),
+                            b.f.content.map(|c| write(&Carried::of(c))),
+                        ));
+                        outs.push((
+                            format!("bcv{i}"),
+                            b.f.content.map(|c| super::value(c).to_string()),
+                        ));
+                    }
+                    outs
+                })
+            });
+            let got = match got {
+                Ok(g) => g,
+                Err(_) => panic!("panicked on {}", String::from_utf8_lossy(&raw)),
+            };
+            assert_eq!(
+                got.is_some(),
+                v.is_some(),
+                "{}",
+                String::from_utf8_lossy(&raw)
+            );
+            let (Some(got), Some(v)) = (got, v) else {
+                continue;
+            };
+            read += 1;
+            let s = |x: Option<&Value>| x.map(|x| serde_json::to_string(x).unwrap());
+            let msg = v.get("message").filter(|m| m.is_object());
+            let mut want: Vec<(String, Option<String>)> = vec![
+                (
+                    "kind".into(),
+                    Some(str_of(&v, "type").unwrap_or("").to_owned()),
+                ),
+                ("uuid".into(), str_of(&v, "uuid").map(str::to_owned)),
+                (
+                    "isMeta".into(),
+                    Some((v.get("isMeta").and_then(Value::as_bool) == Some(true)).to_string()),
+                ),
+                ("tur".into(), s(v.get("toolUseResult"))),
+                ("line".into(), s(Some(&v))),
+            ];
+            if let Some(m) = msg {
+                want.push(("usage".into(), s(m.get("usage"))));
+                want.push(("mid".into(), str_of(m, "id").map(str::to_owned)));
+            }
+            if let Some(Value::Array(bs)) = msg.and_then(|m| m.get("content")) {
+                for (i, b) in bs.iter().enumerate() {
+                    want.push((format!("b{i}"), s(Some(b))));
+                    want.push((format!("bv{i}"), Some(b.to_string())));
+                    want.push((format!("bt{i}"), str_of(b, "type").map(str::to_owned)));
+                    want.push((format!("bc{i}"), s(b.get("content"))));
+                    want.push((format!("bcv{i}"), b.get("content").map(|c| c.to_string())));
+                }
+            }
+            assert_eq!(got, want, "{}", String::from_utf8_lossy(&raw));
+        }
+        assert!(read > 1_000, "too few lines read: {read}");
+    }
+
+    fn str_of<'v>(v: &'v Value, k: &str) -> Option<&'v str> {
+        v.get(k).and_then(Value::as_str)
     }
 }

@@ -154,6 +154,7 @@ impl Out {
         w.write_all(b"{\"sessionId\":")?;
         serde_json::to_writer(&mut *w, session_id)?;
         w.write_all(b",\"update\":")?;
+        self.debug_check_once();
         let meta = self.update.meta_mut().take();
         scratch.clear();
         serde_json::to_writer(&mut *scratch, &self.update)?;
@@ -203,9 +204,36 @@ impl Out {
         w.write_all(b"}}")
     }
 
+    /// Each carried member must be in one place only: the typed update must not also hold
+    /// `rawInput`, `rawOutput` or `_meta.claudeCode` that a carried part gives, or
+    /// [`Out::write`] would write the key twice.
+    fn debug_check_once(&self) {
+        if let Update::ToolCall { fields, .. } | Update::ToolCallUpdate { fields, .. } =
+            &self.update
+        {
+            debug_assert!(
+                self.raw_input.is_none() || fields.raw_input.is_none(),
+                "rawInput both typed and carried"
+            );
+            debug_assert!(
+                self.raw_output.is_none() || fields.raw_output.is_none(),
+                "rawOutput both typed and carried"
+            );
+        }
+        debug_assert!(
+            self.claude.is_none()
+                || !self
+                    .update
+                    .meta()
+                    .is_some_and(|m| m.contains_key("claudeCode")),
+            "_meta.claudeCode both typed and carried"
+        );
+    }
+
     /// The update whole, as the typed form gives it (for tests).
     #[cfg(test)]
     pub fn whole(&self) -> Update {
+        self.debug_check_once();
         let mut u = self.update.clone();
         if let Update::ToolCall { fields, .. } | Update::ToolCallUpdate { fields, .. } = &mut u {
             fields.raw_input = self.raw_input.as_ref().map(Carried::to_value);

@@ -277,6 +277,22 @@ impl Update {
         })
     }
 
+    /// The update's `_meta`.
+    pub fn meta(&self) -> Option<&Meta> {
+        match self {
+            Update::UserMessageChunk(c)
+            | Update::AgentMessageChunk(c)
+            | Update::AgentThoughtChunk(c) => c.meta.as_ref(),
+            Update::ToolCall { meta, .. }
+            | Update::ToolCallUpdate { meta, .. }
+            | Update::Plan { meta, .. }
+            | Update::CurrentModeUpdate { meta, .. }
+            | Update::ConfigOptionUpdate { meta, .. }
+            | Update::SessionInfoUpdate { meta, .. }
+            | Update::UsageUpdate { meta, .. } => meta.as_ref(),
+        }
+    }
+
     /// The update's `_meta`, to add native detail to.
     pub fn meta_mut(&mut self) -> &mut Option<Meta> {
         match self {
