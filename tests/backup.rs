@@ -72,6 +72,22 @@ fn backup(home: &Path, repo: &Path) -> Value {
     v[0].clone()
 }
 
+/// Appends one more record like the transcript's last one, under the uuid numbered `n`, as
+/// a harness appends a turn; gives the whole new text.
+fn append_turn(file: &Path, n: u64) -> String {
+    let mut text = fs::read_to_string(file).unwrap();
+    let mut again = text.lines().last().unwrap().to_owned();
+    let uuid_at = again.find("\"uuid\":\"").unwrap() + 8;
+    again.replace_range(
+        uuid_at..uuid_at + 36,
+        &format!("00000000-0000-4000-8000-{n:012}"),
+    );
+    text.push_str(&again);
+    text.push('\n');
+    fs::write(file, &text).unwrap();
+    text
+}
+
 fn check(repo: &Path, read_data: bool) {
     let mut cmd = asp();
     cmd.args(["check", "-q", "--repo"]).arg(repo);
@@ -183,18 +199,7 @@ fn an_appended_turn_reads_only_that_session() {
     let repo = t.path().join("repo");
     let first = backup(&home, &repo);
     let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
-    let mut text = fs::read_to_string(&file).unwrap();
-    let last = text.lines().last().unwrap().to_owned();
-    // One more record like the last one, under a new uuid.
-    let uuid_at = last.find("\"uuid\":\"").unwrap() + 8;
-    let mut again = last.clone();
-    again.replace_range(
-        uuid_at..uuid_at + 36,
-        "00000000-0000-4000-8000-000000000001",
-    );
-    text.push_str(&again);
-    text.push('\n');
-    fs::write(&file, &text).unwrap();
+    let text = append_turn(&file, 1);
     set_mtime(&file, Duration::from_secs(3500));
 
     let o = backup(&home, &repo);
@@ -265,16 +270,7 @@ fn a_file_read_again_only_for_the_racy_rule_counts_as_unchanged() {
     // Written "now": the next backup starts within its mtime granularity, and the one after
     // reads it again to be sure, finding what it had.
     let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
-    let mut text = fs::read_to_string(&file).unwrap();
-    let mut again = text.lines().last().unwrap().to_owned();
-    let uuid_at = again.find("\"uuid\":\"").unwrap() + 8;
-    again.replace_range(
-        uuid_at..uuid_at + 36,
-        "00000000-0000-4000-8000-000000000002",
-    );
-    text.push_str(&again);
-    text.push('\n');
-    fs::write(&file, &text).unwrap();
+    append_turn(&file, 2);
     set_mtime(&file, Duration::ZERO);
     let o = backup(&home, &repo);
     assert_eq!(counts(&o), [0, 1, 3, 0], "{o}");
