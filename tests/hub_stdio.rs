@@ -195,6 +195,99 @@ fn the_hub_exits_cleanly_when_its_client_closes_stdin_with_prompts_waiting() {
     reader.join().unwrap();
 }
 
+/// The agent exits with a prompt running and one queued behind it: over stdio, the hub answers
+/// both (the agent has exited) before its stdout ends. The answers are the hub's last frames;
+/// they were once dropped when the transport finished before the hub's output was handed on.
+#[test]
+fn the_hub_answers_waiting_prompts_over_stdio_when_the_agent_exits() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_asp"))
+        .args(["hub", "--"])
+        .arg(scripted_agent())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = mpsc::channel::<Value>();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            let v: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("not JSON-RPC on stdout: {line:?}: {e}"));
+            if tx.send(v).is_err() {
+                break;
+            }
+        }
+    });
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    let wait_for = |pred: &dyn Fn(&Value) -> bool| loop {
+        let v = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("deadlock guard: the hub went silent");
+        if pred(&v) {
+            return v;
+        }
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
+    );
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}),
+    );
+    let sid = wait_for(&|v| v["id"] == 2)["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hold A"}]}}),
+    );
+    wait_for(&|v| v["params"]["update"]["content"]["text"] == "A started");
+    send(
+        json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt",
+                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hold B"}], "_meta": {"asp": {"busy": "queue"}}}}),
+    );
+    send(json!({"jsonrpc": "2.0", "id": 5, "method": "_scripted/echo", "params": {}}));
+    wait_for(&|v| v["id"] == 5);
+    send(json!({"jsonrpc": "2.0", "method": "_scripted/exit", "params": {}}));
+
+    // Everything the hub still says, up to the end of its stdout.
+    let mut rest = Vec::new();
+    while let Ok(v) = rx.recv_timeout(Duration::from_secs(120)) {
+        rest.push(v);
+    }
+    reader.join().unwrap();
+    for id in [3, 4] {
+        let answer = rest.iter().find(|v| v["id"] == id).unwrap_or_else(|| {
+            panic!("prompt {id} was not answered before stdout ended: {rest:?}")
+        });
+        assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    }
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "deadlock guard: the hub did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        !status.success(),
+        "the agent exited: the hub says so: {status:?}"
+    );
+}
+
 /// The client stops reading (closes its end of the hub's stdout) before it closes stdin, with
 /// an answer on the way: the hub's write finds no reader (`EPIPE`), and the hub still exits
 /// cleanly, since its client left rather than failed. It once exited 1 with "Broken pipe".

@@ -51,23 +51,83 @@ impl<C: ConnectTo<Agent>> ConnectTo<Agent> for MayStopListening<C> {
         let (client, driver) = self.client.into_channel_and_future();
         let (to_client, mut from_hub) = futures::channel::mpsc::unbounded::<TransportFrame>();
         let log = self.log;
-        // A task of its own, so the endpoint keeps the transport's own lifetime: it ends when
-        // the hub drops its sending half, which closes the client's in turn, in order, after
-        // every frame was handed over or found nobody to take it.
-        tokio::spawn(async move {
-            let mut unheard = 0usize;
-            while let Some(frame) = from_hub.next().await {
-                if unheard > 0 || client.tx.unbounded_send(frame).is_err() {
+        let (rx, tx) = (client.rx, client.tx);
+        // Hands each frame on in order; once one finds nobody to take it, drops the rest. At
+        // the end (`None`) it lets go of the transport's sending half, which closes it.
+        let mut tx = Some(tx);
+        let mut unheard = 0usize;
+        let mut hand_on = move |frame: Option<TransportFrame>| match frame {
+            Some(frame) => {
+                let sent = tx
+                    .as_ref()
+                    .is_some_and(|tx| tx.unbounded_send(frame).is_ok());
+                if unheard > 0 || !sent {
                     unheard += 1;
                 }
             }
-            if unheard > 0 {
-                log.debug(|| {
-                    format!("{unheard} message(s) to the client after it stopped listening")
-                });
+            None => {
+                tx = None;
+                if unheard > 0 {
+                    log.debug(|| {
+                        format!("{unheard} message(s) to the client after it stopped listening")
+                    });
+                }
             }
+        };
+        let Some(mut inner) = driver else {
+            // An in-process client: a task of its own, so the endpoint keeps the transport's
+            // own lifetime: it ends when the hub drops its sending half, which closes the
+            // client's in turn, after every frame was handed over or found nobody to take it.
+            tokio::spawn(async move {
+                while let Some(frame) = from_hub.next().await {
+                    hand_on(Some(frame));
+                }
+                hand_on(None);
+            });
+            return (Channel::new(rx, to_client), None);
+        };
+        // A transport with a driver (stdio): the forwarding is part of the driver, and asked
+        // to finish it first hands on every frame the hub gave it, then asks the transport to
+        // finish. Finishing the transport at once would close it with the hub's last frames
+        // (answers to prompts the agent left waiting, say) still queued here.
+        let (finish_tx, finish_rx) = futures::channel::oneshot::channel::<()>();
+        let work = async move {
+            let mut finish_rx = finish_rx;
+            let mut finishing = false;
+            let mut forwarding = true;
+            loop {
+                tokio::select! {
+                    result = &mut inner => return result,
+                    frame = from_hub.next(), if forwarding => {
+                        let end = frame.is_none();
+                        hand_on(frame);
+                        if end {
+                            forwarding = false;
+                            // An opaque transport ends when its sending half closes.
+                            let _ = inner.request_finish();
+                        }
+                    }
+                    asked = &mut finish_rx, if !finishing => {
+                        finishing = true;
+                        // A lost hook is not a request to finish.
+                        if asked.is_ok() && forwarding {
+                            from_hub.close();
+                            while let Some(frame) = from_hub.next().await {
+                                hand_on(Some(frame));
+                            }
+                            hand_on(None);
+                            forwarding = false;
+                            // An opaque transport ends when its sending half closes.
+                            let _ = inner.request_finish();
+                        }
+                    }
+                }
+            }
+        };
+        let driver = ConnectionDriver::with_finish(work, move || {
+            let _ = finish_tx.send(());
         });
-        (Channel::new(client.rx, to_client), driver)
+        (Channel::new(rx, to_client), Some(driver))
     }
 }
 
@@ -113,6 +173,17 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for UntilClosed<W> {
             return Poll::Ready(Ok(buf.len()));
         }
         let result = Pin::new(&mut self.out).poll_write(cx, buf);
+        if matches!(result, Poll::Ready(Ok(0))) && !buf.is_empty() {
+            // `blocking::Unblock` takes no more once its thread's write failed and tells why
+            // only from a flush: a broken pipe there is the reader gone.
+            let flushed = Pin::new(&mut self.out).poll_flush(cx);
+            return match self.unless_closed(flushed, ()) {
+                Poll::Ready(Ok(())) if self.closed => Poll::Ready(Ok(buf.len())),
+                Poll::Ready(Ok(())) => Poll::Ready(Ok(0)),
+                Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                Poll::Pending => Poll::Pending,
+            };
+        }
         self.unless_closed(result, buf.len())
     }
 
