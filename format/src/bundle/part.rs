@@ -174,6 +174,23 @@ fn sessions(
         if new.is_empty() {
             break;
         }
+        if searched.len() + new.len() > SEARCHES {
+            // Many ids (many asked, many subagents, a long chain of parents): reading every
+            // session's id and parent once costs less than a search of the whole document
+            // per id, and with all of them known the kept set is exact.
+            for (k, r) in keys.iter_mut().zip(all) {
+                if k.is_none() {
+                    *k = Some(key(text, r)?);
+                }
+            }
+            let pairs: Vec<(&str, Option<&str>)> = keys
+                .iter()
+                .flatten()
+                .map(|k| (k.id.as_ref(), k.parent.as_deref()))
+                .collect();
+            keep = kept_ids(&pairs, ids).0;
+            break;
+        }
         for id in new {
             let needle = format!("\"{id}\"");
             for at in memchr::memmem::find_iter(text.as_bytes(), needle.as_bytes()) {
@@ -200,6 +217,10 @@ fn sessions(
         .map(|(r, _)| parse(text, r))
         .collect()
 }
+
+/// How many ids the prefilter searches the document for before it reads every session's id
+/// and parent instead: each search is a pass over the whole state manifest.
+const SEARCHES: usize = 16;
 
 /// A session's id and parent, read from its text `raw`.
 fn key<'a>(text: &str, raw: &'a RawValue) -> Result<SessionKey<'a>, PartError> {
@@ -455,6 +476,37 @@ mod tests {
         assert!(got.state.instructions.is_none() && got.state.settings.is_none());
         let all = read_part(&text, &Part::ALL, ok).unwrap();
         assert_eq!(all, whole);
+    }
+
+    #[test]
+    fn a_chain_longer_than_the_searches_is_kept_whole() {
+        // s0 <- s1 <- ... <- s39, and others beside them: asking for s0 keeps the chain,
+        // which the prefilter gives up searching for id by id after SEARCHES ids.
+        let mut all = vec![session("s0", None, "s0.jsonl")];
+        for i in 1..40 {
+            let parent = Some(json!({"parent": {"sessionId": format!("s{}", i - 1)}}));
+            all.push(session(&format!("s{i}"), parent, &format!("s{i}.jsonl")));
+        }
+        all.push(session("other", None, "other.jsonl"));
+        let text = manifest(all);
+        let whole: Manifest = serde_json::from_str(&text).unwrap();
+        let kinds = KindSet::EMPTY.with(StateKind::Sessions);
+        for asked in [vec!["s0"], vec!["s20"], vec!["other"]] {
+            let asked: Vec<String> = asked.iter().map(|s| s.to_string()).collect();
+            let part = Part {
+                kinds,
+                sessions: Some(&asked),
+            };
+            let got = read_part(&text, &part, ok).unwrap();
+            let (want, _) = whole.state.select(kinds, Some(&asked));
+            assert_eq!(got.state, want, "{asked:?}");
+        }
+        let asked = ["s0".to_owned()];
+        let part = Part {
+            kinds,
+            sessions: Some(&asked),
+        };
+        assert_eq!(ids(&read_part(&text, &part, ok).unwrap()).len(), 40);
     }
 
     #[test]
