@@ -389,14 +389,9 @@ fn one_session_is_read_without_parsing_the_others() {
         .arg("export")
         .arg(&bundle)
         .args(["--session", &good])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(v["state"]["sessions"][0]["id"], good.as_str());
     assert_eq!(v["state"]["sessions"].as_array().unwrap().len(), 1);
     let to = dir.path().join("one");

@@ -119,80 +119,143 @@ async fn the_hub_binary_fronts_an_agent_binary_over_stdio() {
     .await;
 }
 
+/// `asp hub -- asp-scripted-agent` as a child process spoken to in raw JSON-RPC lines: the
+/// tests of how the hub ends, which the SDK's client would hide (it closes both directions
+/// together and answers nothing after).
+struct RawHub {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: Option<std::process::ChildStdout>,
+    lines: Option<std::sync::mpsc::Receiver<Value>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How long a test waits for the hub before it calls it a deadlock.
+const DEADLOCK: std::time::Duration = std::time::Duration::from_secs(120);
+
+impl RawHub {
+    fn start() -> RawHub {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(env!("CARGO_BIN_EXE_asp"))
+            .args(["hub", "--"])
+            .arg(scripted_agent())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        RawHub {
+            stdin: child.stdin.take(),
+            stdout: child.stdout.take(),
+            child,
+            lines: None,
+            reader: None,
+        }
+    }
+
+    /// Reads the hub's stdout on a thread of its own, line by line, into [`Self::wait_for`].
+    fn listen(mut self) -> RawHub {
+        use std::io::{BufRead, BufReader};
+        let stdout = self.stdout.take().expect("stdout not taken");
+        let (tx, rx) = std::sync::mpsc::channel::<Value>();
+        self.reader = Some(std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let line = line.unwrap();
+                let v: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("not JSON-RPC on stdout: {line:?}: {e}"));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        }));
+        self.lines = Some(rx);
+        self
+    }
+
+    fn send(&mut self, v: Value) {
+        use std::io::Write;
+        writeln!(self.stdin.as_mut().expect("stdin open"), "{v}").unwrap();
+    }
+
+    /// The next message from the hub for which `pred` holds.
+    fn wait_for(&self, pred: &dyn Fn(&Value) -> bool) -> Value {
+        loop {
+            let v = self
+                .lines
+                .as_ref()
+                .expect("listening")
+                .recv_timeout(DEADLOCK)
+                .expect("deadlock guard: the hub went silent");
+            if pred(&v) {
+                return v;
+            }
+        }
+    }
+
+    /// Everything the hub still says, up to the end of its stdout.
+    fn rest(&mut self) -> Vec<Value> {
+        let rx = self.lines.take().expect("listening");
+        let rest = std::iter::from_fn(|| rx.recv_timeout(DEADLOCK).ok()).collect();
+        self.reader.take().unwrap().join().unwrap();
+        rest
+    }
+
+    /// A session with prompt 3 running ("hold A") and prompt 4 queued behind it, the hub
+    /// having read both (an echo after them came back).
+    fn two_prompts_waiting(&mut self) {
+        self.send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
+        );
+        self.send(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}),
+        );
+        let sid = self.wait_for(&|v| v["id"] == 2)["result"]["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        self.send(
+            json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hold A"}]}}),
+        );
+        self.wait_for(&|v| v["params"]["update"]["content"]["text"] == "A started");
+        self.send(
+            json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt",
+                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hold B"}],
+                           "_meta": {"asp": {"busy": "queue"}}}}),
+        );
+        self.send(json!({"jsonrpc": "2.0", "id": 5, "method": "_scripted/echo", "params": {}}));
+        self.wait_for(&|v| v["id"] == 5);
+    }
+
+    /// Closes the hub's stdin and waits for it to exit.
+    fn exit_status(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        let deadline = std::time::Instant::now() + DEADLOCK;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "deadlock guard: the hub did not exit after stdin closed"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        status
+    }
+}
+
 /// Raw bytes this time: the hub's stdout carries only JSON-RPC lines, and closing its stdin
 /// ends it cleanly (exit status 0) with a turn running and a prompt waiting.
 #[test]
 fn the_hub_exits_cleanly_when_its_client_closes_stdin_with_prompts_waiting() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::{Command, Stdio};
-    use std::sync::mpsc;
-    use std::time::{Duration, Instant};
-
-    let mut child = Command::new(env!("CARGO_BIN_EXE_asp"))
-        .args(["hub", "--"])
-        .arg(scripted_agent())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let (tx, rx) = mpsc::channel::<Value>();
-    let stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let line = line.unwrap();
-            let v: Value = serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("not JSON-RPC on stdout: {line:?}: {e}"));
-            if tx.send(v).is_err() {
-                break;
-            }
-        }
-    });
-    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
-    let wait_for = |pred: &dyn Fn(&Value) -> bool| loop {
-        let v = rx
-            .recv_timeout(Duration::from_secs(120))
-            .expect("deadlock guard: the hub went silent");
-        if pred(&v) {
-            return v;
-        }
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
-    );
-    send(
-        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}),
-    );
-    let sid = wait_for(&|v| v["id"] == 2)["result"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    send(
-        json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hold A"}]}}),
-    );
-    wait_for(&|v| v["params"]["update"]["content"]["text"] == "A started");
-    send(
-        json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt",
-                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hold B"}], "_meta": {"asp": {"busy": "queue"}}}}),
-    );
-    send(json!({"jsonrpc": "2.0", "id": 5, "method": "_scripted/echo", "params": {}}));
-    wait_for(&|v| v["id"] == 5);
-    drop(stdin);
-
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "deadlock guard: the hub did not exit after stdin closed"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let mut hub = RawHub::start().listen();
+    hub.two_prompts_waiting();
+    let status = hub.exit_status();
     assert!(status.success(), "{status:?}");
-    reader.join().unwrap();
 }
 
 /// The agent exits with a prompt running and one queued behind it: over stdio, the hub answers
@@ -200,88 +263,17 @@ fn the_hub_exits_cleanly_when_its_client_closes_stdin_with_prompts_waiting() {
 /// they were once dropped when the transport finished before the hub's output was handed on.
 #[test]
 fn the_hub_answers_waiting_prompts_over_stdio_when_the_agent_exits() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::{Command, Stdio};
-    use std::sync::mpsc;
-    use std::time::{Duration, Instant};
-
-    let mut child = Command::new(env!("CARGO_BIN_EXE_asp"))
-        .args(["hub", "--"])
-        .arg(scripted_agent())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let (tx, rx) = mpsc::channel::<Value>();
-    let stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let line = line.unwrap();
-            let v: Value = serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("not JSON-RPC on stdout: {line:?}: {e}"));
-            if tx.send(v).is_err() {
-                break;
-            }
-        }
-    });
-    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
-    let wait_for = |pred: &dyn Fn(&Value) -> bool| loop {
-        let v = rx
-            .recv_timeout(Duration::from_secs(120))
-            .expect("deadlock guard: the hub went silent");
-        if pred(&v) {
-            return v;
-        }
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
-    );
-    send(
-        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}),
-    );
-    let sid = wait_for(&|v| v["id"] == 2)["result"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    send(
-        json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hold A"}]}}),
-    );
-    wait_for(&|v| v["params"]["update"]["content"]["text"] == "A started");
-    send(
-        json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt",
-                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hold B"}], "_meta": {"asp": {"busy": "queue"}}}}),
-    );
-    send(json!({"jsonrpc": "2.0", "id": 5, "method": "_scripted/echo", "params": {}}));
-    wait_for(&|v| v["id"] == 5);
-    send(json!({"jsonrpc": "2.0", "method": "_scripted/exit", "params": {}}));
-
-    // Everything the hub still says, up to the end of its stdout.
-    let mut rest = Vec::new();
-    while let Ok(v) = rx.recv_timeout(Duration::from_secs(120)) {
-        rest.push(v);
-    }
-    reader.join().unwrap();
+    let mut hub = RawHub::start().listen();
+    hub.two_prompts_waiting();
+    hub.send(json!({"jsonrpc": "2.0", "method": "_scripted/exit", "params": {}}));
+    let rest = hub.rest();
     for id in [3, 4] {
         let answer = rest.iter().find(|v| v["id"] == id).unwrap_or_else(|| {
             panic!("prompt {id} was not answered before stdout ended: {rest:?}")
         });
         assert_eq!(answer["error"]["code"], -32603, "{answer}");
     }
-    drop(stdin);
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "deadlock guard: the hub did not exit"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = hub.exit_status();
     assert!(
         !status.success(),
         "the agent exited: the hub says so: {status:?}"
@@ -293,23 +285,12 @@ fn the_hub_answers_waiting_prompts_over_stdio_when_the_agent_exits() {
 /// cleanly, since its client left rather than failed. It once exited 1 with "Broken pipe".
 #[test]
 fn the_hub_exits_cleanly_when_its_client_stops_reading_before_it_closes_stdin() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
-
-    let mut child = Command::new(env!("CARGO_BIN_EXE_asp"))
-        .args(["hub", "--"])
-        .arg(scripted_agent())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
-    send(
+    use std::io::{BufRead, BufReader};
+    let mut hub = RawHub::start();
+    hub.send(
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
     );
+    let mut stdout = BufReader::new(hub.stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
     let answer: Value = serde_json::from_str(&line).unwrap();
@@ -317,20 +298,8 @@ fn the_hub_exits_cleanly_when_its_client_stops_reading_before_it_closes_stdin() 
 
     drop(stdout);
     // Answered by the hub at once, before it can see its input end.
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "_asp/no-such-method", "params": {}}));
-    drop(stdin);
-
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "deadlock guard: the hub did not exit after stdin closed"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    hub.send(json!({"jsonrpc": "2.0", "id": 2, "method": "_asp/no-such-method", "params": {}}));
+    let status = hub.exit_status();
     assert!(status.success(), "{status:?}");
 }
 

@@ -161,15 +161,21 @@ pub fn backup(
         .as_ref()
         .map_or(i128::MIN, |p| p.sources.started_ns - RACY_NS);
     let home_dir = opts.home.dir.as_path();
+    // Whether an entry's files and other facts are as the parent recorded them.
+    let as_recorded = |rec: &SourceEntry, facts: &Digest, files: &[SourceFile]| {
+        rec.facts == *facts
+            && rec.files.len() == files.len()
+            && files
+                .iter()
+                .zip(&rec.files)
+                .all(|(f, r)| record(f, home_dir) == *r)
+    };
     let reuse = |entry: &Surveyed| -> Option<Vec<Session>> {
         let rec = records.get(entry.id.as_str())?;
-        if rec.facts != entry.facts || rec.files.len() != entry.files.len() {
+        if !as_recorded(rec, &entry.facts, &entry.files)
+            || entry.files.iter().any(|f| f.mtime_ns >= racy_from)
+        {
             return None;
-        }
-        for (f, r) in entry.files.iter().zip(&rec.files) {
-            if f.mtime_ns >= racy_from || record(f, home_dir) != *r {
-                return None;
-            }
         }
         rec.sessions
             .iter()
@@ -210,12 +216,7 @@ pub fn backup(
         // the parent's start (the racy-timestamp rule) is unchanged when its files' records
         // and its sessions came out as the parent had them: reading it was a check.
         let same = e.reused
-            || (rec.facts == e.facts
-                && rec.files.len() == e.files.len()
-                && e.files
-                    .iter()
-                    .zip(&rec.files)
-                    .all(|(f, r)| record(f, home_dir) == *r)
+            || (as_recorded(rec, &e.facts, &e.files)
                 && rec.sessions.len() == e.sessions.len()
                 && e.sessions
                     .iter()

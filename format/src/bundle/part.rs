@@ -418,6 +418,18 @@ mod tests {
             .collect()
     }
 
+    /// Reading only `asked` of `text` gives what `State::select` keeps of the whole.
+    fn assert_part_is_select(text: &str, whole: &Manifest, kinds: KindSet, asked: &[&str]) {
+        let asked: Vec<String> = asked.iter().map(|s| s.to_string()).collect();
+        let part = Part {
+            kinds,
+            sessions: Some(&asked),
+        };
+        let got = read_part(text, &part, ok).unwrap();
+        let (want, _) = whole.state.select(kinds, Some(&asked));
+        assert_eq!(got.state, want, "{asked:?}");
+    }
+
     #[test]
     fn a_part_is_what_select_keeps_of_the_whole() {
         let parent = |id: &str| Some(json!({"parent": {"sessionId": id}}));
@@ -446,21 +458,14 @@ mod tests {
             .with(StateKind::Sessions)
             .with(StateKind::Tools);
         for asked in [
-            vec!["a"],
-            vec!["a-sub"],
-            vec!["b", "a-sub-sub"],
-            vec!["zz", "b"],
-            vec!["f", "g"],
-            vec![],
+            &["a"][..],
+            &["a-sub"],
+            &["b", "a-sub-sub"],
+            &["zz", "b"],
+            &["f", "g"],
+            &[],
         ] {
-            let asked: Vec<String> = asked.iter().map(|s| s.to_string()).collect();
-            let part = Part {
-                kinds,
-                sessions: Some(&asked),
-            };
-            let got = read_part(&text, &part, ok).unwrap();
-            let (want, _) = whole.state.select(kinds, Some(&asked));
-            assert_eq!(got.state, want, "{asked:?}");
+            assert_part_is_select(&text, &whole, kinds, asked);
         }
         let asked = ["a".to_owned()];
         let got = read_part(
@@ -491,15 +496,8 @@ mod tests {
         let text = manifest(all);
         let whole: Manifest = serde_json::from_str(&text).unwrap();
         let kinds = KindSet::EMPTY.with(StateKind::Sessions);
-        for asked in [vec!["s0"], vec!["s20"], vec!["other"]] {
-            let asked: Vec<String> = asked.iter().map(|s| s.to_string()).collect();
-            let part = Part {
-                kinds,
-                sessions: Some(&asked),
-            };
-            let got = read_part(&text, &part, ok).unwrap();
-            let (want, _) = whole.state.select(kinds, Some(&asked));
-            assert_eq!(got.state, want, "{asked:?}");
+        for asked in [&["s0"][..], &["s20"], &["other"]] {
+            assert_part_is_select(&text, &whole, kinds, asked);
         }
         let asked = ["s0".to_owned()];
         let part = Part {
