@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use asp_format::blob::{BlobError, BlobSource};
-use asp_format::bundle::{Bundle, ImageZip, ReadError, ZipMethod, write_image_zip};
+use asp_format::bundle::{
+    Bundle, ImageZip, ReadError, ZipMethod, layout_version_of, write_image_zip,
+};
 use asp_format::digest::{Descriptor, Digest};
 use asp_format::progress::Quiet;
 
@@ -47,7 +49,7 @@ impl BundleFile {
             None => {
                 return Err(Error::Usage(format!(
                     "{p} is a layout {v} bundle, which has no OCI image manifest to push; \
-                     re-pack it with this asp (it writes layout 2): \
+                     re-pack it with this asp (it writes layout 3): \
                      `asp-unpack {p} --to-dir DIR && asp-pack --from-dir DIR -o NEW.aspstate`",
                     p = path.display(),
                     v = bundle.layout().layout_version
@@ -172,6 +174,7 @@ impl BundleSink {
         let opts = ImageZip {
             generator: self.generator.clone(),
             zip: ZipMethod::Stored,
+            layout_version: layout_version_of(artifact.bytes()),
         };
         let out = BufWriter::with_capacity(256 << 10, file);
         let (out, _) = write_image_zip(

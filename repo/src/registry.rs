@@ -31,7 +31,7 @@ use asp_convert::kit::time;
 use asp_format::blob::BlobSource;
 use asp_format::bundle::Manifest;
 use asp_format::bundle::oci::{
-    ARTIFACT_TYPE, ImageManifest as ContentManifest, LayerRef, LayerTable, STATE_LAYER, TABLE_LAYER,
+    ARTIFACT_TYPE, ImageManifest as ContentManifest, LayerRef,
 };
 use asp_format::digest::{Descriptor, Digest, VerifyingReader};
 use asp_format::name::HarnessName;
@@ -648,30 +648,7 @@ fn check_content(
     if content.artifact_type != ARTIFACT_TYPE {
         return Err(bad(format!("its artifactType is not {ARTIFACT_TYPE}")));
     }
-    let [state_layer, table_layer, ..] = content.layers.as_slice() else {
-        return Err(bad("the manifest has fewer than two layers".to_owned()));
-    };
-    let as_registry = |d: &asp_format::bundle::oci::OciDescriptor| {
-        OciDescriptor::new(d.media_type.clone(), d.descriptor())
-    };
-    let state: Manifest = serde_json::from_slice(&read_document(
-        blobs,
-        &as_registry(state_layer),
-        STATE_LAYER,
-    )?)
-    .map_err(|e| bad(format!("the state manifest is not valid: {e}")))?;
-    if state.schema_version != 1 {
-        return Err(bad(format!(
-            "state manifest schemaVersion {} is not 1",
-            state.schema_version
-        )));
-    }
-    let table: LayerTable = serde_json::from_slice(&read_document(
-        blobs,
-        &as_registry(table_layer),
-        TABLE_LAYER,
-    )?)
-    .map_err(|e| bad(format!("the layer table is not valid: {e}")))?;
+    let (state, table) = crate::snapshot::read_state(blobs, &content.layers, &bad)?;
     let listed: BTreeSet<Digest> = content.layers.iter().map(|l| l.digest).collect();
     for (body, r) in &table.blobs {
         if !listed.contains(&r.layer) {

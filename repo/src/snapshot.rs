@@ -9,6 +9,7 @@ use asp_format::bundle::oci::{
     ARTIFACT_TYPE, CREATED_ANNOTATION, Encoding, ImageManifest as ContentManifest, LayerRef,
     LayerTable, STATE_LAYER, TABLE_LAYER,
 };
+use asp_format::bundle::shards::document_layers;
 use asp_format::bundle::{Manifest, decode_layer};
 use asp_format::digest::{Descriptor, Digest};
 use asp_format::state::State;
@@ -276,32 +277,7 @@ impl Snapshot {
                 "the content manifest's artifactType is not {ARTIFACT_TYPE}"
             )));
         }
-        let [state_layer, table_layer, ..] = content_manifest.layers.as_slice() else {
-            return Err(bad(
-                "the content manifest has fewer than two layers".to_owned()
-            ));
-        };
-        let as_registry = |d: &asp_format::bundle::oci::OciDescriptor| {
-            OciDescriptor::new(d.media_type.clone(), d.descriptor())
-        };
-        let state_manifest: Manifest = serde_json::from_slice(&read_document(
-            repo,
-            &as_registry(state_layer),
-            STATE_LAYER,
-        )?)
-        .map_err(|e| bad(format!("the state manifest is not valid: {e}")))?;
-        if state_manifest.schema_version != 1 {
-            return Err(bad(format!(
-                "state manifest schemaVersion {} is not 1",
-                state_manifest.schema_version
-            )));
-        }
-        let table: LayerTable = serde_json::from_slice(&read_document(
-            repo,
-            &as_registry(table_layer),
-            TABLE_LAYER,
-        )?)
-        .map_err(|e| bad(format!("the layer table is not valid: {e}")))?;
+        let (state_manifest, table) = read_state(repo, &content_manifest.layers, &bad)?;
         Ok(Snapshot {
             info: info.clone(),
             manifest,
@@ -317,6 +293,75 @@ impl Snapshot {
     pub fn is_gone(&self, id: &str) -> bool {
         self.sources.gone.contains_key(id)
     }
+}
+
+/// The state and the layer table of a content manifest's `layers`: the head documents and,
+/// in layout 3, every part (spec/aspstate.md §3), put together; what is wrong is said by `bad`.
+pub fn read_state(
+    repo: &dyn RawBlobs,
+    layers: &[asp_format::bundle::oci::OciDescriptor],
+    bad: &dyn Fn(String) -> RepoError,
+) -> Result<(Manifest, LayerTable), RepoError> {
+    let docs = document_layers(layers, STATE_LAYER, TABLE_LAYER, true)
+        .map_err(|m| bad(format!("the content manifest: {m}")))?;
+    let as_registry = |d: &asp_format::bundle::oci::OciDescriptor| {
+        OciDescriptor::new(d.media_type.clone(), d.descriptor())
+    };
+    let state = |d| -> Result<Manifest, RepoError> {
+        let m: Manifest = serde_json::from_slice(&read_document(repo, &as_registry(d), STATE_LAYER)?)
+            .map_err(|e| bad(format!("the state manifest {} is not valid: {e}", d.digest)))?;
+        if m.schema_version != 1 {
+            return Err(bad(format!(
+                "state manifest {} has schemaVersion {}, not 1",
+                d.digest, m.schema_version
+            )));
+        }
+        Ok(m)
+    };
+    let table = |d| -> Result<LayerTable, RepoError> {
+        serde_json::from_slice(&read_document(repo, &as_registry(d), TABLE_LAYER)?)
+            .map_err(|e| bad(format!("the layer table {} is not valid: {e}", d.digest)))
+    };
+    let mut manifest = state(docs.state)?;
+    let mut blobs = table(docs.table)?;
+    let mut sessions = Vec::new();
+    for (shard, state_layer, table_layer) in &docs.parts {
+        let part = state(state_layer)?.state;
+        let only_sessions = State {
+            sessions: None,
+            ..part.clone()
+        } == State::default();
+        match part.sessions {
+            Some(list) if only_sessions => sessions.extend(list),
+            _ => {
+                return Err(bad(format!(
+                    "part {shard} of the state ({}) holds no sessions or other kinds",
+                    state_layer.digest
+                )));
+            }
+        }
+        for (body, r) in table(table_layer)?.blobs {
+            if *blobs.blobs.entry(body).or_insert(r) != r {
+                return Err(bad(format!(
+                    "the layer table's parts say different things of body {body}"
+                )));
+            }
+        }
+    }
+    match &mut manifest.state.sessions {
+        Some(head) if head.is_empty() => {
+            sessions.sort_by(|a, b| a.id.cmp(&b.id));
+            *head = sessions;
+        }
+        None if sessions.is_empty() => {}
+        _ => {
+            return Err(bad(
+                "the state's head holds sessions, or has no sessions kind while its parts do"
+                    .to_owned(),
+            ));
+        }
+    }
+    Ok((manifest, blobs))
 }
 
 /// A document layer's bytes: as stored, or one zstd frame, by its media type (`base` or

@@ -165,8 +165,28 @@ pub(crate) struct OciDescriptorRef<'a> {
     #[allow(dead_code, reason = "read to check its type only")]
     pub artifact_type: Option<Str<'a>>,
     #[serde(default)]
-    #[allow(dead_code, reason = "read to check its type only")]
     pub annotations: Option<StrMap>,
+}
+
+impl crate::bundle::shards::DocumentLayer for OciDescriptorRef<'_> {
+    fn media_type(&self) -> &str {
+        &self.media_type.0
+    }
+    fn shard(&self) -> Option<&str> {
+        self.annotations.as_ref()?.shard.as_deref()
+    }
+}
+
+impl crate::bundle::shards::DocumentLayer for OciDescriptor {
+    fn media_type(&self) -> &str {
+        &self.media_type
+    }
+    fn shard(&self) -> Option<&str> {
+        self.annotations
+            .as_ref()?
+            .get(crate::bundle::shards::SHARD_ANNOTATION)
+            .map(String::as_str)
+    }
 }
 
 impl OciDescriptorRef<'_> {
@@ -210,9 +230,12 @@ impl PartialEq<&str> for Str<'_> {
     }
 }
 
-/// A JSON object of strings (OCI annotations), checked and passed over.
+/// A JSON object of strings (OCI annotations), checked and passed over but for the one a
+/// reader needs: a layout 3 part's shard.
 #[derive(Debug)]
-pub(crate) struct StrMap;
+pub(crate) struct StrMap {
+    pub shard: Option<String>,
+}
 
 impl<'de> Deserialize<'de> for StrMap {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -223,8 +246,13 @@ impl<'de> Deserialize<'de> for StrMap {
                 f.write_str("a map")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrMap, A::Error> {
-                while map.next_entry::<Str<'de>, Str<'de>>()?.is_some() {}
-                Ok(StrMap)
+                let mut shard = None;
+                while let Some((k, v)) = map.next_entry::<Str<'de>, Str<'de>>()? {
+                    if k.0 == crate::bundle::shards::SHARD_ANNOTATION {
+                        shard = Some(v.0.into_owned());
+                    }
+                }
+                Ok(StrMap { shard })
             }
         }
         d.deserialize_map(V)
@@ -281,6 +309,22 @@ pub(crate) struct LayerTableRef<'a> {
 pub(crate) struct SortedBlobs(Vec<(Digest, LayerRef)>);
 
 impl SortedBlobs {
+    /// The entries of several tables (layout 3's head and parts) as one; `Err` names a body
+    /// whose entries disagree.
+    pub fn merge(tables: Vec<SortedBlobs>) -> Result<SortedBlobs, Digest> {
+        let mut all: Vec<(Digest, LayerRef)> = tables.into_iter().flat_map(|t| t.0).collect();
+        all.sort_by_key(|e| e.0);
+        let mut out: Vec<(Digest, LayerRef)> = Vec::with_capacity(all.len());
+        for e in all {
+            match out.last() {
+                Some(last) if last.0 == e.0 && last.1 != e.1 => return Err(e.0),
+                Some(last) if last.0 == e.0 => {}
+                _ => out.push(e),
+            }
+        }
+        Ok(SortedBlobs(out))
+    }
+
     pub fn get_key_value(&self, d: &Digest) -> Option<(&Digest, &LayerRef)> {
         let i = self.0.binary_search_by(|(k, _)| k.cmp(d)).ok()?;
         let (k, r) = &self.0[i];

@@ -36,10 +36,12 @@ use crate::bundle::oci::{
     OCI_LAYOUT_ENTRY, OciDescriptorRef, STATE_LAYER, SortedBlobs, TABLE_LAYER,
 };
 use crate::bundle::part::{Part, PartError, read_part};
+use crate::bundle::shards::{Shard, document_layers, shard_index, shard_of_each};
+use crate::kind::StateKind;
 use crate::digest::{Descriptor, Digest, Hasher, IntegrityError, VerifyingReader};
 use crate::name::SessionId;
 use crate::progress::Progress;
-use crate::state::State;
+use crate::state::{Session, State};
 use crate::update::{UpdateLines, validate_line};
 
 /// Bounds checked before anything is decompressed.
@@ -1286,11 +1288,11 @@ fn scan(
                     format!("media type {:?} is not {BUNDLE_MEDIA_TYPE:?}", l.media_type),
                 )),
                 Ok(l) => match l.major() {
-                    Some(LAYOUT_MAJOR | 2) => scan.layout = Some(l),
+                    Some(LAYOUT_MAJOR | 2 | 3) => scan.layout = Some(l),
                     Some(m) => scan.problems.push(Problem::at(
                         LAYOUT_ENTRY,
                         format!(
-                            "layout version {} has major version {m}; this asp reads {LAYOUT_MAJOR}.x and 2.x only",
+                            "layout version {} has major version {m}; this asp reads {LAYOUT_MAJOR}.x, 2.x and 3.x only",
                             l.layout_version
                         ),
                     )),
@@ -1304,14 +1306,14 @@ fn scan(
     }
 
     let major = scan.layout.as_ref().and_then(Layout::major);
-    if major == Some(2) {
+    if let Some(major @ (2 | 3)) = major {
         if manifest_entry.is_some() {
             scan.problems.push(Problem::at(
                 MANIFEST_ENTRY,
-                "a layout 2 bundle keeps its state in a layer, not in manifest.json",
+                format!("a layout {major} bundle keeps its state in a layer, not in manifest.json"),
             ));
         }
-        scan_v2(&shared, &mut scan, limits, oci_entry, index_entry, part);
+        scan_v2(&shared, &mut scan, limits, oci_entry, index_entry, part, major);
         return Ok(scan);
     }
     for (entry, name) in [(oci_entry, OCI_LAYOUT_ENTRY), (index_entry, INDEX_ENTRY)] {
@@ -1393,6 +1395,7 @@ fn scan_v2(
     oci_entry: Option<EntryData>,
     index_entry: Option<EntryData>,
     part: &Part<'_>,
+    major: u64,
 ) {
     let Some(oci) = oci_entry else {
         scan.problems
@@ -1486,26 +1489,12 @@ fn scan_v2(
             format!("it is not an asp snapshot manifest (schemaVersion 2, artifactType {ARTIFACT_TYPE}, the empty config)"),
         ));
     }
-    let find = |base: &str| -> Vec<&OciDescriptorRef<'_>> {
-        image
-            .layers
-            .iter()
-            .filter(|l| {
-                let t: &str = &l.media_type.0;
-                t == base || t.strip_suffix("+zstd") == Some(base)
-            })
-            .collect()
+    let documents = match document_layers(&image.layers, STATE_LAYER, TABLE_LAYER, major >= 3) {
+        Ok(d) => d,
+        Err(msg) => return scan.problems.push(Problem::at(root_name, msg)),
     };
-    let mut doc = |base: &str| -> Option<Vec<u8>> {
-        let found = find(base);
-        let [l] = found[..] else {
-            scan.problems.push(Problem::at(
-                root_name.clone(),
-                format!("it must have exactly one {base} layer, not {}", found.len()),
-            ));
-            return None;
-        };
-        let name = format!("{BLOB_PREFIX}{}", l.digest.hex());
+    let name_of = |l: &OciDescriptorRef<'_>| format!("{BLOB_PREFIX}{}", l.digest.hex());
+    let doc = |scan: &mut Scan, l: &OciDescriptorRef<'_>| -> Option<Vec<u8>> {
         let r =
             read_blob_entry(file, scan, &l.descriptor(), limits.max_manifest_bytes).and_then(|b| {
                 if l.media_type.0.ends_with("+zstd") {
@@ -1528,39 +1517,144 @@ fn scan_v2(
         match r {
             Ok(b) => Some(b),
             Err(msg) => {
-                scan.problems.push(Problem::at(name, msg));
+                scan.problems.push(Problem::at(name_of(l), msg));
                 None
             }
         }
     };
-    let (Some(state_bytes), Some(table_bytes)) = (doc(STATE_LAYER), doc(TABLE_LAYER)) else {
+    let table = |scan: &mut Scan, l: &OciDescriptorRef<'_>| -> Option<SortedBlobs> {
+        let bytes = doc(scan, l)?;
+        match serde_json::from_slice::<LayerTableRef<'_>>(&bytes) {
+            Ok(t) if t.schema_version == 1 && t.media_type == TABLE_LAYER => Some(t.blobs),
+            Ok(_) => {
+                scan.problems.push(Problem::at(
+                    name_of(l),
+                    "it is not a layer table of schemaVersion 1",
+                ));
+                None
+            }
+            Err(e) => {
+                scan.problems.push(Problem::at(
+                    name_of(l),
+                    format!("it is not a layer table: {e}"),
+                ));
+                None
+            }
+        }
+    };
+    // The state first (its problems are listed after the table's), so that reading part of it
+    // checks only the table entries that part needs.
+    let mut manifest_problems = Vec::new();
+    let (Some(state_bytes), Some(head_table)) =
+        (doc(scan, documents.state), table(scan, documents.table))
+    else {
         return;
     };
-    let table_name = format!("{BLOB_PREFIX}{}", find(TABLE_LAYER)[0].digest.hex());
-    let state_name = format!("{BLOB_PREFIX}{}", find(STATE_LAYER)[0].digest.hex());
-    let table: LayerTableRef<'_> = match serde_json::from_slice(&table_bytes) {
+    let mut manifest = parse_manifest(
+        &state_bytes,
+        &mut manifest_problems,
+        &name_of(documents.state),
+        part,
+    );
+    let mut tables = vec![head_table];
+    if !documents.parts.is_empty() || major >= 3 {
+        let read = parts_to_read(&documents.parts, part);
+        let mut sessions: Vec<(u32, Session)> = Vec::new();
+        let mut done = vec![false; documents.parts.len()];
+        let mut read_parts = |scan: &mut Scan,
+                              which: &[usize],
+                              problems: &mut Vec<Problem>,
+                              sessions: &mut Vec<(u32, Session)>| {
+            for &i in which {
+                if std::mem::replace(&mut done[i], true) {
+                    continue;
+                }
+                let (shard, state_l, table_l) = &documents.parts[i];
+                let name = name_of(state_l);
+                if let Some(t) = table(scan, table_l) {
+                    tables.push(t);
+                }
+                let Some(m) = doc(scan, state_l)
+                    .and_then(|b| parse_manifest(&b, problems, &name, part))
+                else {
+                    continue;
+                };
+                let st = m.state;
+                let others = st.instructions.is_some()
+                    || st.skills.is_some()
+                    || st.tools.is_some()
+                    || st.memory.is_some()
+                    || st.settings.is_some();
+                if others {
+                    problems.push(Problem::at(
+                        &name,
+                        format!("part {shard} of the state holds kinds other than sessions"),
+                    ));
+                }
+                match st.sessions {
+                    None => problems.push(Problem::at(
+                        &name,
+                        format!("part {shard} of the state has no sessions"),
+                    )),
+                    Some(list) => {
+                        if list.is_empty() && part.is_all() {
+                            problems.push(Problem::at(
+                                &name,
+                                format!("part {shard} of the state has no sessions"),
+                            ));
+                        }
+                        sessions.extend(list.into_iter().map(|s| (shard.index, s)));
+                    }
+                }
+            }
+        };
+        read_parts(scan, &read, &mut manifest_problems, &mut sessions);
+        // A session asked for by an id that is not a root (a subagent's own id) is not in the
+        // part its id hashes to: then every part is read.
+        if let Some(asked) = part.sessions.filter(|_| part.kinds.contains(StateKind::Sessions))
+            && asked
+                .iter()
+                .any(|id| !sessions.iter().any(|(_, s)| s.id.as_str() == id))
+        {
+            let all: Vec<usize> = (0..documents.parts.len()).collect();
+            read_parts(scan, &all, &mut manifest_problems, &mut sessions);
+        }
+        if let Some(m) = &mut manifest {
+            let head_name = name_of(documents.state);
+            match &mut m.state.sessions {
+                Some(head) if !head.is_empty() => manifest_problems.push(Problem::at(
+                    &head_name,
+                    "the head of a layout 3 state holds sessions; they belong in its parts",
+                )),
+                None if !sessions.is_empty() => manifest_problems.push(Problem::at(
+                    &head_name,
+                    "the state has no sessions kind, but its parts hold sessions",
+                )),
+                _ => {}
+            }
+            if part.is_all() {
+                check_shards(&sessions, &documents.parts, &mut manifest_problems, &name_of);
+            }
+            if let Some(head) = &mut m.state.sessions {
+                let mut all: Vec<Session> = sessions.into_iter().map(|(_, s)| s).collect();
+                all.sort_by(|a, b| a.id.cmp(&b.id));
+                *head = all;
+            }
+        }
+    }
+    let table = match SortedBlobs::merge(tables) {
         Ok(t) => t,
-        Err(e) => {
+        Err(d) => {
             return scan.problems.push(Problem::at(
-                table_name,
-                format!("it is not a layer table: {e}"),
+                format!("{BLOB_PREFIX}{}", d.hex()),
+                "the layer table's parts say different things of where this body is stored",
             ));
         }
     };
-    if table.schema_version != 1 || table.media_type != TABLE_LAYER {
-        return scan.problems.push(Problem::at(
-            table_name,
-            "it is not a layer table of schemaVersion 1",
-        ));
-    }
     // Sorted, for look-ups without a tree of thousands of nodes.
     let mut listed: Vec<Digest> = image.layers.iter().map(|l| l.digest).collect();
     listed.sort_unstable();
     listed.dedup();
-    // The state first (its problems are listed after the table's), so that reading part of it
-    // checks only the table entries that part needs.
-    let mut manifest_problems = Vec::new();
-    let manifest = parse_manifest(&state_bytes, &mut manifest_problems, &state_name, part);
     let needed: Option<BTreeSet<Digest>> = match (&manifest, part.is_all()) {
         (_, true) => None,
         (None, false) => Some(BTreeSet::new()),
@@ -1569,18 +1663,18 @@ fn scan_v2(
                 m.state.references().iter().map(|(d, _)| d.digest).collect();
             let dictionaries: Vec<Digest> = needed
                 .iter()
-                .filter_map(|d| table.blobs.get(d).and_then(|r| r.dictionary))
+                .filter_map(|d| table.get(d).and_then(|r| r.dictionary))
                 .collect();
             needed.extend(dictionaries);
             Some(needed)
         }
     };
     let entries: Box<dyn Iterator<Item = (&Digest, &LayerRef)>> = match &needed {
-        None => Box::new(table.blobs.iter()),
-        Some(n) => Box::new(n.iter().filter_map(|d| table.blobs.get_key_value(d))),
+        None => Box::new(table.iter()),
+        Some(n) => Box::new(n.iter().filter_map(|d| table.get_key_value(d))),
     };
     for (d, r) in entries {
-        match table_entry(scan, &table.blobs, &listed, d, r) {
+        match table_entry(scan, &table, &listed, d, r) {
             Ok(loc) => {
                 scan.blobs.insert(*d, loc);
             }
@@ -1607,7 +1701,7 @@ fn scan_v2(
                 ));
             }
         }
-        let mut used: BTreeSet<Digest> = table.blobs.iter().map(|(_, r)| r.layer).collect();
+        let mut used: BTreeSet<Digest> = table.iter().map(|(_, r)| r.layer).collect();
         used.insert(root.digest);
         used.insert(image.config.digest);
         used.extend(image.layers.iter().map(|l| l.digest));
@@ -1625,6 +1719,70 @@ fn scan_v2(
     scan.problems.extend(manifest_problems);
     if let Some(m) = manifest {
         check_references(scan, m, part);
+    }
+}
+
+/// Which of a layout 3 state's parts a read of `part` reads first: every part for the whole
+/// state or all the sessions, none when the sessions are not asked for, else the parts of the
+/// shards the asked ids hash to as roots.
+fn parts_to_read<D>(parts: &[(Shard, &D, &D)], part: &Part<'_>) -> Vec<usize> {
+    if !part.kinds.contains(StateKind::Sessions) {
+        return Vec::new();
+    }
+    let (Some(asked), Some(count)) = (part.sessions, parts.first().map(|p| p.0.count)) else {
+        return (0..parts.len()).collect();
+    };
+    let wanted: BTreeSet<u32> = asked.iter().map(|id| shard_index(id, count)).collect();
+    (0..parts.len())
+        .filter(|&i| wanted.contains(&parts[i].0.index))
+        .collect()
+}
+
+/// Checks that every session of a layout 3 state is in one part, the part of its shard.
+fn check_shards(
+    sessions: &[(u32, Session)],
+    parts: &[(Shard, &OciDescriptorRef<'_>, &OciDescriptorRef<'_>)],
+    problems: &mut Vec<Problem>,
+    name_of: &dyn Fn(&OciDescriptorRef<'_>) -> String,
+) {
+    let Some(count) = parts.first().map(|p| p.0.count) else {
+        return;
+    };
+    let name = |index: u32| {
+        parts
+            .iter()
+            .find(|p| p.0.index == index)
+            .map_or_else(String::new, |p| name_of(p.1))
+    };
+    let mut seen: BTreeMap<&str, u32> = BTreeMap::new();
+    for (index, s) in sessions {
+        if let Some(other) = seen.insert(s.id.as_str(), *index) {
+            problems.push(Problem::at(
+                name(*index),
+                format!(
+                    "session {} is also in part {other}/{count} of the state",
+                    s.id.as_str()
+                ),
+            ));
+        }
+    }
+    let expected = shard_of_each(
+        sessions
+            .iter()
+            .map(|(_, s)| (s.id.as_str(), crate::state::parent_of(s))),
+        count,
+    );
+    for (index, s) in sessions {
+        let want = expected[s.id.as_str()];
+        if want != *index {
+            problems.push(Problem::at(
+                name(*index),
+                format!(
+                    "session {} belongs in part {want}/{count} of the state (its root's shard), not {index}/{count}",
+                    s.id.as_str()
+                ),
+            ));
+        }
     }
 }
 

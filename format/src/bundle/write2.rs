@@ -30,10 +30,15 @@ use crate::bundle::oci::{
 use crate::bundle::write::{WriteError, Written};
 use crate::digest::{Descriptor, Digest};
 use crate::progress::Progress;
-use crate::state::{NoteBody, State};
+use crate::bundle::shards::{SHARD_ANNOTATION, Shard, shard_count, shards_of};
+use crate::state::{NoteBody, Session, State};
 
 /// The layout version layout-2 bundles carry.
 pub const LAYOUT2_VERSION: &str = "2.0.0";
+
+/// The layout version this asp writes: layout 2 with the state manifest and the layer table in
+/// parts by shard ([`crate::bundle::shards`]).
+pub const LAYOUT_VERSION3: &str = "3.0.0";
 
 /// How a layout 2 bundle's entries are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -132,18 +137,26 @@ pub fn annotations(state: &State, created: Option<&str>) -> BTreeMap<String, Str
 /// change the bytes of every bundle, the committed samples' included.
 pub const DOCUMENT_LEVEL: i32 = 3;
 
-/// The documents of one snapshot (layout 2's OCI side), planned from a state and where each
-/// of its bodies is stored: what a bundle holds besides its layers, and what a repository
+/// One document layer of a snapshot: the state manifest's or the layer table's head, or one of
+/// their parts (layout 3).
+#[derive(Debug, Clone)]
+pub struct Document {
+    /// Its descriptor in the image manifest (media type, and the shard of a part).
+    pub descriptor: OciDescriptor,
+    pub bytes: Vec<u8>,
+}
+
+/// The documents of one snapshot (the OCI side of layout 3), planned from a state and where
+/// each of its bodies is stored: what a bundle holds besides its layers, and what a repository
 /// stores for a snapshot. Bundles and repositories build them here, so the same state with the
 /// same layers gives the same image manifest in both.
 #[derive(Debug, Clone)]
 pub struct Documents {
     /// The state, normalised and checked.
     pub state: State,
-    /// The state-manifest layer's bytes.
-    pub state_layer: Vec<u8>,
-    /// The layer table's bytes.
-    pub table_layer: Vec<u8>,
+    /// The state manifest's and the layer table's heads, then each shard's two parts, in the
+    /// image manifest's order.
+    pub documents: Vec<Document>,
     /// Every body (and dictionary) of the state, and its layer.
     pub table: BTreeMap<Digest, LayerRef>,
     /// The image manifest's bytes, and their descriptor (the snapshot's identity).
@@ -171,40 +184,82 @@ impl Documents {
             digest,
             source: crate::blob::BlobError::Missing(digest),
         };
-        let mut table = BTreeMap::new();
-        for d in &descriptors {
-            table.insert(d.digest, layer_of(&d.digest).ok_or(missing(d.digest))?);
-        }
-        // A dictionary the state does not refer to (its kind was left out) still travels.
-        let extra: Vec<Digest> = table
-            .values()
-            .filter_map(|r| r.dictionary)
-            .filter(|x| !table.contains_key(x))
-            .collect();
-        for x in extra {
-            table.insert(x, layer_of(&x).ok_or(missing(x))?);
-        }
-        let documents = |bytes: Vec<u8>, base: &str| -> Result<(Vec<u8>, String), WriteError> {
-            if opts.zstd_documents && bytes.len() >= 64 {
-                let z = compress(&bytes, None, DOCUMENT_LEVEL).map_err(zip_io)?;
-                if z.len() < bytes.len() {
-                    return Ok((z, Encoding::Zstd.media_type(base)));
-                }
+        // The table entries of the bodies `part` refers to, and of their dictionaries (which
+        // travel even when their kind was left out).
+        let table_of = |part: &State| -> Result<BTreeMap<Digest, LayerRef>, WriteError> {
+            let mut table = BTreeMap::new();
+            for d in part.descriptors() {
+                table.insert(d.digest, layer_of(&d.digest).ok_or(missing(d.digest))?);
             }
-            Ok((bytes, base.to_owned()))
+            let extra: Vec<Digest> = table
+                .values()
+                .filter_map(|r| r.dictionary)
+                .filter(|x| !table.contains_key(x))
+                .collect();
+            for x in extra {
+                table.insert(x, layer_of(&x).ok_or(missing(x))?);
+            }
+            Ok(table)
         };
-        let (state_layer, state_type) =
-            documents(Manifest::new(state.clone(), None).to_bytes(), STATE_LAYER)?;
-        let (table_layer, table_type) =
-            documents(pretty(&LayerTable::new(table.clone())), TABLE_LAYER)?;
+        let document = |bytes: Vec<u8>, base: &str, shard: Option<Shard>| {
+            let (bytes, media_type) = match opts.zstd_documents && bytes.len() >= 64 {
+                true => match compress(&bytes, None, DOCUMENT_LEVEL).map_err(zip_io)? {
+                    z if z.len() < bytes.len() => (z, Encoding::Zstd.media_type(base)),
+                    _ => (bytes, base.to_owned()),
+                },
+                false => (bytes, base.to_owned()),
+            };
+            let mut descriptor = OciDescriptor::new(media_type, Descriptor::of(&bytes));
+            descriptor.annotations = shard
+                .map(|s| BTreeMap::from([(SHARD_ANNOTATION.to_owned(), s.to_string())]));
+            Ok::<_, WriteError>(Document { descriptor, bytes })
+        };
+
+        // The head: every kind but the sessions' entries; then the sessions by shard.
+        let head = State {
+            sessions: state.sessions.as_ref().map(|_| Vec::new()),
+            ..state.clone()
+        };
+        let mut table = table_of(&head)?;
+        let mut documents = vec![
+            document(Manifest::new(head, None).to_bytes(), STATE_LAYER, None)?,
+            document(pretty(&LayerTable::new(table.clone())), TABLE_LAYER, None)?,
+        ];
+        let sessions = state.sessions.as_deref().unwrap_or_default();
+        let count = shard_count(sessions.len());
+        let shard_of = shards_of(sessions, count);
+        let mut shards: BTreeMap<u32, Vec<Session>> = BTreeMap::new();
+        for s in sessions {
+            shards
+                .entry(shard_of[s.id.as_str()])
+                .or_default()
+                .push(s.clone());
+        }
+        for (index, sessions) in shards {
+            let shard = Shard { index, count };
+            let part = State {
+                sessions: Some(sessions),
+                ..State::default()
+            };
+            let part_table = table_of(&part)?;
+            documents.push(document(
+                Manifest::new(part, None).to_bytes(),
+                STATE_LAYER,
+                Some(shard),
+            )?);
+            documents.push(document(
+                pretty(&LayerTable::new(part_table.clone())),
+                TABLE_LAYER,
+                Some(shard),
+            )?);
+            table.extend(part_table);
+        }
 
         let kinds = kinds(&state);
         let layer_digest_of: BTreeMap<Digest, Digest> =
             table.iter().map(|(d, r)| (*d, r.layer)).collect();
-        let mut layer_list = vec![
-            OciDescriptor::new(state_type, Descriptor::of(&state_layer)),
-            OciDescriptor::new(table_type, Descriptor::of(&table_layer)),
-        ];
+        let mut layer_list: Vec<OciDescriptor> =
+            documents.iter().map(|d| d.descriptor.clone()).collect();
         let mut seen = BTreeSet::new();
         let mut by_layer: Vec<(&Digest, &LayerRef)> = table.iter().collect();
         by_layer.sort_by_key(|(_, r)| r.layer);
@@ -237,28 +292,34 @@ impl Documents {
             annotations: Some(annotations(&state, opts.created.as_deref()))
                 .filter(|a| !a.is_empty()),
         };
-        let manifest_bytes = pretty(&manifest);
+        // Compact: every snapshot of a repository writes it whole (spec/aspstate.md §13.4).
+        let manifest_bytes = serde_json::to_vec(&manifest).expect("serialises");
         Ok(Documents {
             manifest: Descriptor::of(&manifest_bytes),
             manifest_bytes,
             state,
-            state_layer,
-            table_layer,
+            documents,
             table,
             content_bytes,
             descriptors: descriptors.len(),
         })
     }
 
-    /// The in-memory blobs: the image manifest, the empty config, the state manifest and the
-    /// layer table.
-    pub fn blobs(&self) -> [&[u8]; 4] {
-        [
-            &self.manifest_bytes[..],
-            EMPTY_BYTES,
-            &self.state_layer[..],
-            &self.table_layer[..],
-        ]
+    /// The in-memory blobs: the image manifest, the empty config and the documents.
+    pub fn blobs(&self) -> impl Iterator<Item = &[u8]> {
+        [&self.manifest_bytes[..], EMPTY_BYTES]
+            .into_iter()
+            .chain(self.documents.iter().map(|d| &d.bytes[..]))
+    }
+}
+
+/// The layout version of a bundle whose image manifest is `manifest`: layout 2 wrote it as
+/// pretty JSON (its second byte a newline), layout 3 compact. A bundle pulled from a registry
+/// gets the version of the bundle that was pushed.
+pub fn layout_version_of(manifest: &[u8]) -> &'static str {
+    match manifest.get(1) {
+        Some(b'\n') => LAYOUT2_VERSION,
+        _ => LAYOUT_VERSION3,
     }
 }
 
@@ -315,6 +376,7 @@ pub fn write_layers_to<W: Write + Seek>(
     let zip = ImageZip {
         generator: opts.generator.clone(),
         zip: opts.zip,
+        layout_version: LAYOUT_VERSION3,
     };
     let (out, size) = write_image_zip(
         out,
@@ -344,6 +406,9 @@ pub struct ImageZip {
     /// Said in `aspstate-layout` (so the tool version stays out of the manifest).
     pub generator: Option<String>,
     pub zip: ZipMethod,
+    /// Said in `aspstate-layout`: [`LAYOUT_VERSION3`], or the version of a bundle pulled back
+    /// ([`layout_version_of`]).
+    pub layout_version: &'static str,
 }
 
 /// Writes the zip of a layout 2 bundle whose image manifest is `manifest`: `aspstate-layout`,
@@ -382,7 +447,7 @@ pub fn write_image_zip<W: Write + Seek>(
     };
     let mut zip = ZipWriter::new(out);
     let layout = Layout {
-        layout_version: LAYOUT2_VERSION.to_owned(),
+        layout_version: opts.layout_version.to_owned(),
         ..Layout::current(opts.generator.clone())
     }
     .to_bytes();
@@ -475,13 +540,19 @@ mod tests {
     use crate::bundle::Bundle;
     use std::io::{Cursor, Read};
 
-    /// The committed sample, written again from nothing but its image manifest and stored
-    /// blobs (what a registry holds), is the same file: what `asp pull -o` relies on.
+    /// The committed sample (layout 3) and the layout 2 one, each written again from nothing
+    /// but its image manifest and stored blobs (what a registry holds), are the same files:
+    /// what `asp pull -o` relies on.
     #[test]
     fn a_bundle_rewritten_from_its_stored_blobs_is_the_same_bytes() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/state.aspstate");
-        let original = std::fs::read(&path).unwrap();
-        let bundle = Bundle::open(&path).unwrap();
+        for path in ["../samples/state.aspstate", "../tests/fixtures/layout-2/state.aspstate"] {
+            rewritten_from_its_stored_blobs(&Path::new(env!("CARGO_MANIFEST_DIR")).join(path));
+        }
+    }
+
+    fn rewritten_from_its_stored_blobs(path: &Path) {
+        let original = std::fs::read(path).unwrap();
+        let bundle = Bundle::open(path).unwrap();
         let manifest = bundle.image_manifest_bytes().unwrap().unwrap();
         let image = bundle.image_manifest().unwrap();
         let mut sizes: BTreeMap<Digest, u64> = image
@@ -496,7 +567,9 @@ mod tests {
         let opts = ImageZip {
             generator: bundle.layout().generator.clone(),
             zip: ZipMethod::Stored,
+            layout_version: layout_version_of(&manifest),
         };
+        assert_eq!(opts.layout_version, bundle.layout().layout_version);
         let copy = &mut |d: &Digest, w: &mut dyn Write| -> io::Result<()> {
             let mut r = bundle
                 .open_stored(&Descriptor {
