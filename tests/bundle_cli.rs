@@ -1,6 +1,7 @@
 //! The bundle tools end to end: pack, unpack, inspect, export and verify through the real
 //! binaries, on the committed sample.
 
+use std::collections::BTreeMap;
 use std::fs;
 
 use crate::support::*;
@@ -435,7 +436,7 @@ fn layout_1_bundles_still_verify_inspect_export_and_unpack() {
 }
 
 #[test]
-fn layout_2_holds_the_same_state_as_layout_1() {
+fn layout_3_holds_the_same_state_as_layout_1() {
     let dir = tmp();
     let out = dir.path().join("cc.aspstate");
     asp_pack()
@@ -450,7 +451,7 @@ fn layout_2_holds_the_same_state_as_layout_1() {
         .arg(&out)
         .assert()
         .success()
-        .stdout(predicate::str::contains("layout 2.0.0"));
+        .stdout(predicate::str::contains("layout 3.0.0"));
     let export = asp().arg("export").arg(&out).output().unwrap();
     // The same state, but for one change to the Claude Code reader since layout 1: abandoned
     // rows are counted (`abandonedRows`), no longer listed (`abandonedUuids`).
@@ -483,6 +484,212 @@ fn layout_2_holds_the_same_state_as_layout_1() {
         let again = asp().arg("export").arg(&other).output().unwrap();
         assert_eq!(again.stdout, export.stdout, "{compression}");
     }
+}
+
+#[test]
+fn layout_2_bundles_still_verify_inspect_export_and_unpack() {
+    // The committed sample as layout 2 wrote it (before the state was sharded): the same state
+    // as the layout 3 sample, read alike.
+    let old = root().join("tests/fixtures/layout-2/state.aspstate");
+    asp().arg("verify").arg(&old).assert().success();
+    asp()
+        .arg("inspect")
+        .arg(&old)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("layout 2.0.0"));
+    for args in [
+        &[][..],
+        &["--session", "telegram:42"],
+        &["--kinds", "skills,tools"],
+    ] {
+        let of = |bundle: &std::path::Path| {
+            let out = asp().arg("export").arg(bundle).args(args).output().unwrap();
+            assert!(out.status.success(), "{args:?}");
+            out.stdout
+        };
+        assert!(
+            of(&old) == of(&samples().join("state.aspstate")),
+            "{args:?}: layout 2 and 3 exports differ"
+        );
+    }
+    let dir = tmp();
+    asp_unpack()
+        .arg(&old)
+        .arg("--to-dir")
+        .arg(dir.path().join("out"))
+        .assert()
+        .success();
+    assert!(
+        dir.path()
+            .join("out/sessions/telegram%3A42.jsonl")
+            .is_file()
+    );
+}
+
+/// A state directory of `n` sessions in which every fourth is a subagent of the one before it
+/// (and every twelfth a subagent of that subagent); returns each id with its parent.
+fn many_sessions(dir: &std::path::Path, n: usize) -> Vec<(String, Option<String>)> {
+    let sessions = dir.join("sessions");
+    fs::create_dir_all(&sessions).unwrap();
+    let mut out: Vec<(String, Option<String>)> = Vec::new();
+    for i in 0..n {
+        let id = format!("s{i:03}");
+        let parent = (i % 4 == 1)
+            .then(|| format!("s{:03}", i - 1))
+            .or_else(|| (i % 12 == 2).then(|| format!("s{:03}", i - 1)));
+        let mut meta = serde_json::json!({
+            "id": id, "title": format!("session {i}"), "harness": "codex", "cwd": "/home/dev/shop",
+        });
+        if let Some(p) = &parent {
+            meta["_meta"] = serde_json::json!({"asp": {"parent": {"sessionId": p}}});
+        }
+        let mut json = serde_json::to_vec_pretty(&meta).unwrap();
+        json.push(b'\n');
+        fs::write(sessions.join(format!("{id}.json")), json).unwrap();
+        let line = serde_json::json!({"sessionId": id, "update": {"sessionUpdate": "user_message_chunk",
+            "content": {"type": "text", "text": format!("question {i}")}}});
+        fs::write(sessions.join(format!("{id}.jsonl")), format!("{line}\n")).unwrap();
+        out.push((id, parent));
+    }
+    out
+}
+
+/// The image manifest's layers and the decoded documents of a layout 3 bundle, by layer digest.
+fn documents(bundle: &std::path::Path) -> (serde_json::Value, BTreeMap<String, serde_json::Value>) {
+    let mut zip = zip::ZipArchive::new(fs::File::open(bundle).unwrap()).unwrap();
+    let mut read = |name: &str| {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut zip.by_name(name).unwrap(), &mut out).unwrap();
+        out
+    };
+    let index: serde_json::Value = serde_json::from_slice(&read("index.json")).unwrap();
+    let m_digest = index["manifests"][0]["digest"].as_str().unwrap().to_owned();
+    let m_bytes = read(&format!("blobs/sha256/{}", &m_digest[7..]));
+    assert!(
+        !m_bytes.starts_with(b"{\n"),
+        "the image manifest is compact"
+    );
+    let m: serde_json::Value = serde_json::from_slice(&m_bytes).unwrap();
+    let mut docs = BTreeMap::new();
+    for l in m["layers"].as_array().unwrap() {
+        let t = l["mediaType"].as_str().unwrap();
+        if t.contains("state.manifest") || t.contains("layer-table") {
+            let d = l["digest"].as_str().unwrap().to_owned();
+            let raw = read(&format!("blobs/sha256/{}", &d[7..]));
+            let bytes = match t.ends_with("+zstd") {
+                true => zstd::decode_all(&raw[..]).unwrap(),
+                false => raw,
+            };
+            docs.insert(d, serde_json::from_slice(&bytes).unwrap());
+        }
+    }
+    (m, docs)
+}
+
+#[test]
+fn sessions_are_stored_in_parts_by_the_shard_of_their_root() {
+    let dir = tmp();
+    let ids = many_sessions(&dir.path().join("state"), 40);
+    let bundle = dir.path().join("b.aspstate");
+    asp_pack()
+        .arg("--from-dir")
+        .arg(dir.path().join("state"))
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    asp().arg("verify").arg(&bundle).assert().success();
+    let (m, docs) = documents(&bundle);
+    let layers = m["layers"].as_array().unwrap();
+    fn shard(l: &serde_json::Value) -> Option<&str> {
+        l["annotations"]["vnd.asp.state.shard"].as_str()
+    }
+    // The heads first, then a state part and a table part per shard, ascending.
+    assert!(shard(&layers[0]).is_none() && shard(&layers[1]).is_none());
+    let parts: Vec<&serde_json::Value> = layers.iter().filter(|l| shard(l).is_some()).collect();
+    assert_eq!(
+        &layers[2..2 + parts.len()],
+        &parts.iter().map(|l| (*l).clone()).collect::<Vec<_>>()[..]
+    );
+    let head = &docs[layers[0]["digest"].as_str().unwrap()];
+    assert_eq!(head["state"]["sessions"], serde_json::json!([]));
+    // 40 sessions: ceil(40 / 16) = 3, so 4 shards.
+    let root_of = |id: &str| {
+        let mut here = id.to_owned();
+        while let Some((_, Some(p))) = ids.iter().find(|(i, _)| *i == here) {
+            here = p.clone();
+        }
+        here
+    };
+    let mut seen = Vec::new();
+    for pair in parts.chunks(2) {
+        let k = shard(pair[0]).unwrap();
+        assert_eq!(shard(pair[1]), Some(k));
+        let (index, count) = k.split_once('/').unwrap();
+        assert_eq!(count, "4");
+        let state = &docs[pair[0]["digest"].as_str().unwrap()]["state"];
+        assert_eq!(
+            state.as_object().unwrap().len(),
+            1,
+            "only sessions in a part"
+        );
+        let table = &docs[pair[1]["digest"].as_str().unwrap()]["blobs"];
+        for s in state["sessions"].as_array().unwrap() {
+            let id = s["id"].as_str().unwrap();
+            let want = asp_format::bundle::shards::shard_index(&root_of(id), 4);
+            assert_eq!(index, want.to_string(), "{id} is in its root's shard");
+            assert!(
+                table
+                    .get(s["updates"]["digest"].as_str().unwrap())
+                    .is_some()
+            );
+            seen.push(id.to_owned());
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, ids.iter().map(|(i, _)| i.clone()).collect::<Vec<_>>());
+
+    // One session with its subagents, asked for by a root's id or by a subagent's own (whose
+    // shard is its root's, so that read falls back to every part).
+    for (asked, want) in [
+        ("s012", &["s012", "s013", "s014"][..]),
+        ("s013", &["s013", "s014"][..]),
+        ("s039", &["s039"][..]),
+    ] {
+        let out = asp()
+            .args(["export"])
+            .arg(&bundle)
+            .args(["--session", asked])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{asked}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let got: Vec<&str> = v["state"]["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(got, want, "--session {asked}");
+    }
+
+    // The directory written from the bundle packs back to the same bytes.
+    let again = dir.path().join("again.aspstate");
+    asp_unpack()
+        .arg(&bundle)
+        .arg("--to-dir")
+        .arg(dir.path().join("out"))
+        .assert()
+        .success();
+    asp_pack()
+        .arg("--from-dir")
+        .arg(dir.path().join("out"))
+        .arg("-o")
+        .arg(&again)
+        .assert()
+        .success();
+    assert!(fs::read(&again).unwrap() == fs::read(&bundle).unwrap());
 }
 
 #[test]
@@ -698,7 +905,11 @@ fn a_session_stream_decodes_with_zstd_and_its_native_transcript_as_dictionary() 
     let with_dict: Vec<_> = image
         .layers
         .iter()
-        .filter(|l| l.annotations.is_some())
+        .filter(|l| {
+            l.annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key("vnd.asp.layer.dictionary"))
+        })
         .collect();
     assert!(
         !with_dict.is_empty(),

@@ -30,9 +30,7 @@ use std::sync::Mutex;
 use asp_convert::kit::time;
 use asp_format::blob::BlobSource;
 use asp_format::bundle::Manifest;
-use asp_format::bundle::oci::{
-    ARTIFACT_TYPE, ImageManifest as ContentManifest, LayerRef,
-};
+use asp_format::bundle::oci::{ARTIFACT_TYPE, ImageManifest as ContentManifest, LayerRef};
 use asp_format::digest::{Descriptor, Digest, VerifyingReader};
 use asp_format::name::HarnessName;
 use asp_registry::layout::Layout;

@@ -308,8 +308,9 @@ pub fn read_state(
         OciDescriptor::new(d.media_type.clone(), d.descriptor())
     };
     let state = |d| -> Result<Manifest, RepoError> {
-        let m: Manifest = serde_json::from_slice(&read_document(repo, &as_registry(d), STATE_LAYER)?)
-            .map_err(|e| bad(format!("the state manifest {} is not valid: {e}", d.digest)))?;
+        let m: Manifest =
+            serde_json::from_slice(&read_document(repo, &as_registry(d), STATE_LAYER)?)
+                .map_err(|e| bad(format!("the state manifest {} is not valid: {e}", d.digest)))?;
         if m.schema_version != 1 {
             return Err(bad(format!(
                 "state manifest {} has schemaVersion {}, not 1",

@@ -37,8 +37,8 @@ use crate::bundle::oci::{
 };
 use crate::bundle::part::{Part, PartError, read_part};
 use crate::bundle::shards::{Shard, document_layers, shard_index, shard_of_each};
-use crate::kind::StateKind;
 use crate::digest::{Descriptor, Digest, Hasher, IntegrityError, VerifyingReader};
+use crate::kind::StateKind;
 use crate::name::SessionId;
 use crate::progress::Progress;
 use crate::state::{Session, State};
@@ -1313,7 +1313,15 @@ fn scan(
                 format!("a layout {major} bundle keeps its state in a layer, not in manifest.json"),
             ));
         }
-        scan_v2(&shared, &mut scan, limits, oci_entry, index_entry, part, major);
+        scan_v2(
+            &shared,
+            &mut scan,
+            limits,
+            oci_entry,
+            index_entry,
+            part,
+            major,
+        );
         return Ok(scan);
     }
     for (entry, name) in [(oci_entry, OCI_LAYOUT_ENTRY), (index_entry, INDEX_ENTRY)] {
@@ -1574,8 +1582,8 @@ fn scan_v2(
                 if let Some(t) = table(scan, table_l) {
                     tables.push(t);
                 }
-                let Some(m) = doc(scan, state_l)
-                    .and_then(|b| parse_manifest(&b, problems, &name, part))
+                let Some(m) =
+                    doc(scan, state_l).and_then(|b| parse_manifest(&b, problems, &name, part))
                 else {
                     continue;
                 };
@@ -1611,7 +1619,9 @@ fn scan_v2(
         read_parts(scan, &read, &mut manifest_problems, &mut sessions);
         // A session asked for by an id that is not a root (a subagent's own id) is not in the
         // part its id hashes to: then every part is read.
-        if let Some(asked) = part.sessions.filter(|_| part.kinds.contains(StateKind::Sessions))
+        if let Some(asked) = part
+            .sessions
+            .filter(|_| part.kinds.contains(StateKind::Sessions))
             && asked
                 .iter()
                 .any(|id| !sessions.iter().any(|(_, s)| s.id.as_str() == id))
@@ -1633,7 +1643,12 @@ fn scan_v2(
                 _ => {}
             }
             if part.is_all() {
-                check_shards(&sessions, &documents.parts, &mut manifest_problems, &name_of);
+                check_shards(
+                    &sessions,
+                    &documents.parts,
+                    &mut manifest_problems,
+                    &name_of,
+                );
             }
             if let Some(head) = &mut m.state.sessions {
                 let mut all: Vec<Session> = sessions.into_iter().map(|(_, s)| s).collect();

@@ -112,7 +112,10 @@ pub fn roots<'a>(parents: &BTreeMap<&'a str, Option<&'a str>>) -> BTreeMap<&'a s
 
 /// The shard of every session, by id, for `count` shards.
 pub fn shards_of(sessions: &[Session], count: u32) -> BTreeMap<&str, u32> {
-    shard_of_each(sessions.iter().map(|s| (s.id.as_str(), parent_of(s))), count)
+    shard_of_each(
+        sessions.iter().map(|s| (s.id.as_str(), parent_of(s))),
+        count,
+    )
 }
 
 /// [`shards_of`] over `(id, parent)` pairs.
@@ -251,7 +254,8 @@ mod tests {
         );
         assert_eq!(Shard::parse("0/1"), Some(Shard { index: 0, count: 1 }));
         for bad in [
-            "", "1", "/4", "1/", "4/4", "1/3", "01/4", "1/04", "-1/4", "1/0", " 1/4", "1/4 ", "+1/4",
+            "", "1", "/4", "1/", "4/4", "1/3", "01/4", "1/04", "-1/4", "1/0", " 1/4", "1/4 ",
+            "+1/4",
         ] {
             assert_eq!(Shard::parse(bad), None, "{bad:?}");
         }

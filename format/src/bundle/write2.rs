@@ -27,10 +27,10 @@ use crate::bundle::oci::{
     ImageManifest, LayerRef, LayerTable, NATIVE_LAYER, OCI_LAYOUT_BYTES, OCI_LAYOUT_ENTRY,
     OciDescriptor, SESSIONS_ANNOTATION, STATE_LAYER, TABLE_LAYER, UPDATES_LAYER, pretty,
 };
+use crate::bundle::shards::{SHARD_ANNOTATION, Shard, shard_count, shards_of};
 use crate::bundle::write::{WriteError, Written};
 use crate::digest::{Descriptor, Digest};
 use crate::progress::Progress;
-use crate::bundle::shards::{SHARD_ANNOTATION, Shard, shard_count, shards_of};
 use crate::state::{NoteBody, Session, State};
 
 /// The layout version layout-2 bundles carry.
@@ -210,8 +210,8 @@ impl Documents {
                 false => (bytes, base.to_owned()),
             };
             let mut descriptor = OciDescriptor::new(media_type, Descriptor::of(&bytes));
-            descriptor.annotations = shard
-                .map(|s| BTreeMap::from([(SHARD_ANNOTATION.to_owned(), s.to_string())]));
+            descriptor.annotations =
+                shard.map(|s| BTreeMap::from([(SHARD_ANNOTATION.to_owned(), s.to_string())]));
             Ok::<_, WriteError>(Document { descriptor, bytes })
         };
 
@@ -545,7 +545,10 @@ mod tests {
     /// what `asp pull -o` relies on.
     #[test]
     fn a_bundle_rewritten_from_its_stored_blobs_is_the_same_bytes() {
-        for path in ["../samples/state.aspstate", "../tests/fixtures/layout-2/state.aspstate"] {
+        for path in [
+            "../samples/state.aspstate",
+            "../tests/fixtures/layout-2/state.aspstate",
+        ] {
             rewritten_from_its_stored_blobs(&Path::new(env!("CARGO_MANIFEST_DIR")).join(path));
         }
     }
