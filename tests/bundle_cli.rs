@@ -692,6 +692,128 @@ fn sessions_are_stored_in_parts_by_the_shard_of_their_root() {
     assert!(fs::read(&again).unwrap() == fs::read(&bundle).unwrap());
 }
 
+/// `bundle` (layout 3) with its state documents changed by `edit` (each as JSON, by its place
+/// in the image manifest's layers) and every digest, size and entry name made right again:
+/// what a careless or hostile writer could make.
+fn with_documents(
+    bundle: &std::path::Path,
+    edit: impl FnOnce(&mut BTreeMap<usize, serde_json::Value>),
+) -> Vec<u8> {
+    let mut e = entries(&fs::read(bundle).unwrap());
+    let find = |e: &[(String, Vec<u8>)], name: &str| e.iter().position(|(n, _)| n == name).unwrap();
+    let blob = |d: &str| format!("blobs/sha256/{}", &d["sha256:".len()..]);
+    let ix = find(&e, "index.json");
+    let mut index: Value = serde_json::from_slice(&e[ix].1).unwrap();
+    let old_m = blob(index["manifests"][0]["digest"].as_str().unwrap());
+    let mi = find(&e, &old_m);
+    let mut m: Value = serde_json::from_slice(&e[mi].1).unwrap();
+    e.remove(mi);
+    let mut docs = BTreeMap::new();
+    for (i, l) in m["layers"].as_array().unwrap().iter().enumerate() {
+        let t = l["mediaType"].as_str().unwrap();
+        if t.contains("state.manifest") || t.contains("layer-table") {
+            let at = find(&e, &blob(l["digest"].as_str().unwrap()));
+            let (_, raw) = e.remove(at);
+            let bytes = match t.ends_with("+zstd") {
+                true => zstd::decode_all(&raw[..]).unwrap(),
+                false => raw,
+            };
+            docs.insert(i, serde_json::from_slice(&bytes).unwrap());
+        }
+    }
+    edit(&mut docs);
+    let put = |e: &mut Vec<(String, Vec<u8>)>, bytes: Vec<u8>| {
+        let d = asp_format::digest::Digest::of(&bytes);
+        let name = format!("blobs/sha256/{}", d.hex());
+        if !e.iter().any(|(n, _)| *n == name) {
+            e.push((name, bytes.clone()));
+        }
+        (d.to_string(), bytes.len())
+    };
+    for (i, doc) in docs {
+        let (d, size) = put(&mut e, serde_json::to_vec(&doc).unwrap());
+        let l = &mut m["layers"][i];
+        let t = l["mediaType"]
+            .as_str()
+            .unwrap()
+            .trim_end_matches("+zstd")
+            .to_owned();
+        l["mediaType"] = Value::from(t);
+        l["digest"] = Value::from(d);
+        l["size"] = Value::from(size);
+    }
+    let (d, size) = put(&mut e, serde_json::to_vec(&m).unwrap());
+    index["manifests"][0]["digest"] = Value::from(d);
+    index["manifests"][0]["size"] = Value::from(size);
+    e[ix].1 = serde_json::to_vec(&index).unwrap();
+    let mut blobs = e.split_off(3);
+    blobs.sort();
+    e.extend(blobs);
+    zip_of(&e)
+}
+
+#[test]
+fn a_session_outside_its_shard_or_in_the_head_is_refused() {
+    let dir = tmp();
+    many_sessions(&dir.path().join("state"), 40);
+    let bundle = dir.path().join("b.aspstate");
+    asp_pack()
+        .arg("--from-dir")
+        .arg(dir.path().join("state"))
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    // The unchanged documents, rewritten uncompressed, still verify: the check is not of bytes.
+    let same = dir.path().join("same.aspstate");
+    fs::write(&same, with_documents(&bundle, |_| {})).unwrap();
+    asp().arg("verify").arg(&same).assert().success();
+
+    // A root session moved into the next part (the state parts are layers 2, 4, ...).
+    let moved = dir.path().join("moved.aspstate");
+    fs::write(
+        &moved,
+        with_documents(&bundle, |docs| {
+            let s = docs.get_mut(&2).unwrap()["state"]["sessions"]
+                .as_array_mut()
+                .unwrap()
+                .remove(0);
+            docs.get_mut(&4).unwrap()["state"]["sessions"]
+                .as_array_mut()
+                .unwrap()
+                .push(s);
+        }),
+    )
+    .unwrap();
+    asp()
+        .arg("verify")
+        .arg(&moved)
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains("belongs in part"));
+
+    // A session copied into the head.
+    let head = dir.path().join("head.aspstate");
+    fs::write(
+        &head,
+        with_documents(&bundle, |docs| {
+            let s = docs[&2]["state"]["sessions"][0].clone();
+            docs.get_mut(&0).unwrap()["state"]["sessions"] = serde_json::json!([s]);
+        }),
+    )
+    .unwrap();
+    for args in [&["verify"][..], &["export"]] {
+        asp()
+            .args(args)
+            .arg(&head)
+            .assert()
+            .code(4)
+            .stderr(predicate::str::contains(
+                "head of a layout 3 state holds sessions",
+            ));
+    }
+}
+
 #[test]
 fn the_bytes_do_not_depend_on_the_number_of_threads() {
     let dir = tmp();

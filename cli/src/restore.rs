@@ -110,7 +110,10 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
     let _lock = repo.lock_shared()?;
     let home = Home::resolve(args.home.clone())?;
     let info = pick(&repo, &args.snapshot, &args.to, &home)?;
-    let snapshot = Snapshot::load_for_reading(&repo, &info)?;
+    let snapshot = match args.sessions.is_empty() {
+        true => Snapshot::load_for_reading(&repo, &info)?,
+        false => Snapshot::load_sessions(&repo, &info, &args.sessions)?,
+    };
     let shown = format!("snapshot {}", info.short_id());
     let (state, _) = crate::unpack::select(&snapshot.state, args.kinds, &args.sessions, &shown)?;
     let blobs = SnapshotBlobs::new(&repo, &snapshot.table);

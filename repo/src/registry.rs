@@ -646,7 +646,7 @@ fn check_content(
     if content.artifact_type != ARTIFACT_TYPE {
         return Err(bad(format!("its artifactType is not {ARTIFACT_TYPE}")));
     }
-    let (state, table) = crate::snapshot::read_state(blobs, &content.layers, &bad)?;
+    let (state, table) = crate::snapshot::read_state(blobs, &content.layers, None, &bad)?;
     let listed: BTreeSet<Digest> = content.layers.iter().map(|l| l.digest).collect();
     for (body, r) in &table.blobs {
         if !listed.contains(&r.layer) {

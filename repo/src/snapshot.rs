@@ -9,7 +9,7 @@ use asp_format::bundle::oci::{
     ARTIFACT_TYPE, CREATED_ANNOTATION, Encoding, ImageManifest as ContentManifest, LayerRef,
     LayerTable, STATE_LAYER, TABLE_LAYER,
 };
-use asp_format::bundle::shards::document_layers;
+use asp_format::bundle::shards::{document_layers, shard_index};
 use asp_format::bundle::{Manifest, decode_layer};
 use asp_format::digest::{Descriptor, Digest};
 use asp_format::state::State;
@@ -229,20 +229,32 @@ pub struct Snapshot {
 impl Snapshot {
     /// Reads and checks a snapshot's documents (not its bodies).
     pub fn load(repo: &Repository, info: &SnapshotInfo) -> Result<Snapshot, RepoError> {
-        Snapshot::load_with(repo, info, true)
+        Snapshot::load_with(repo, info, true, None)
     }
 
     /// Reads a snapshot's documents without the source records' entries (their shards), which
     /// only a backup comparing against its parent, forget, check and prune need: what restore,
     /// `asp sessions` and pack read.
     pub fn load_for_reading(repo: &Repository, info: &SnapshotInfo) -> Result<Snapshot, RepoError> {
-        Snapshot::load_with(repo, info, false)
+        Snapshot::load_with(repo, info, false, None)
+    }
+
+    /// [`Snapshot::load_for_reading`] for a restore of the sessions `ids` (with their subagent
+    /// sessions): of a layout 3 state only the parts that hold them are read, so the state
+    /// holds those sessions and maybe others of their shards, not every one.
+    pub fn load_sessions(
+        repo: &Repository,
+        info: &SnapshotInfo,
+        ids: &[String],
+    ) -> Result<Snapshot, RepoError> {
+        Snapshot::load_with(repo, info, false, Some(ids))
     }
 
     fn load_with(
         repo: &Repository,
         info: &SnapshotInfo,
         entries: bool,
+        only: Option<&[String]>,
     ) -> Result<Snapshot, RepoError> {
         let bad = |m: String| RepoError::Integrity(format!("snapshot {}: {m}", info.digest));
         let s_bytes = repo.read_blob(
@@ -277,7 +289,7 @@ impl Snapshot {
                 "the content manifest's artifactType is not {ARTIFACT_TYPE}"
             )));
         }
-        let (state_manifest, table) = read_state(repo, &content_manifest.layers, &bad)?;
+        let (state_manifest, table) = read_state(repo, &content_manifest.layers, only, &bad)?;
         Ok(Snapshot {
             info: info.clone(),
             manifest,
@@ -297,9 +309,12 @@ impl Snapshot {
 
 /// The state and the layer table of a content manifest's `layers`: the head documents and,
 /// in layout 3, every part (spec/aspstate.md §3), put together; what is wrong is said by `bad`.
+/// With `only`, of the parts only those of the shards these sessions are in (as roots; every
+/// part when one of them is not found there, as a partial read of a bundle does).
 pub fn read_state(
     repo: &dyn RawBlobs,
     layers: &[asp_format::bundle::oci::OciDescriptor],
+    only: Option<&[String]>,
     bad: &dyn Fn(String) -> RepoError,
 ) -> Result<(Manifest, LayerTable), RepoError> {
     let docs = document_layers(layers, STATE_LAYER, TABLE_LAYER, true)
@@ -325,28 +340,55 @@ pub fn read_state(
     };
     let mut manifest = state(docs.state)?;
     let mut blobs = table(docs.table)?;
-    let mut sessions = Vec::new();
-    for (shard, state_layer, table_layer) in &docs.parts {
-        let part = state(state_layer)?.state;
-        let only_sessions = State {
-            sessions: None,
-            ..part.clone()
-        } == State::default();
-        match part.sessions {
-            Some(list) if only_sessions => sessions.extend(list),
-            _ => {
-                return Err(bad(format!(
-                    "part {shard} of the state ({}) holds no sessions or other kinds",
-                    state_layer.digest
-                )));
+    let mut sessions: Vec<asp_format::state::Session> = Vec::new();
+    let all: Vec<usize> = (0..docs.parts.len()).collect();
+    // The parts of the shards the asked sessions hash to as roots.
+    let first: Vec<usize> = match (only, docs.parts.first()) {
+        (Some(ids), Some((shard, ..))) => {
+            let shards: Vec<u32> = ids.iter().map(|id| shard_index(id, shard.count)).collect();
+            all.iter()
+                .copied()
+                .filter(|i| shards.contains(&docs.parts[*i].0.index))
+                .collect()
+        }
+        _ => all.clone(),
+    };
+    let mut done = vec![false; docs.parts.len()];
+    for round in [first, all] {
+        for i in round {
+            if std::mem::replace(&mut done[i], true) {
+                continue;
+            }
+            let (shard, state_layer, table_layer) = &docs.parts[i];
+            let part = state(state_layer)?.state;
+            let only_sessions = State {
+                sessions: None,
+                ..part.clone()
+            } == State::default();
+            match part.sessions {
+                Some(list) if only_sessions => sessions.extend(list),
+                _ => {
+                    return Err(bad(format!(
+                        "part {shard} of the state ({}) holds no sessions or other kinds",
+                        state_layer.digest
+                    )));
+                }
+            }
+            for (body, r) in table(table_layer)?.blobs {
+                if *blobs.blobs.entry(body).or_insert(r) != r {
+                    return Err(bad(format!(
+                        "the layer table's parts say different things of body {body}"
+                    )));
+                }
             }
         }
-        for (body, r) in table(table_layer)?.blobs {
-            if *blobs.blobs.entry(body).or_insert(r) != r {
-                return Err(bad(format!(
-                    "the layer table's parts say different things of body {body}"
-                )));
-            }
+        // A subagent asked for by its own id is in its root's shard: then every part is read.
+        let found = only.is_none_or(|ids| {
+            ids.iter()
+                .all(|id| sessions.iter().any(|s| s.id.as_str() == id))
+        });
+        if found {
+            break;
         }
     }
     match &mut manifest.state.sessions {

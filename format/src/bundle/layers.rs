@@ -861,7 +861,11 @@ mod tests {
             .unwrap()
             .layers
             .iter()
-            .filter(|l| l.annotations.is_some())
+            .filter(|l| {
+                l.annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key(crate::bundle::oci::DICTIONARY_ANNOTATION))
+            })
             .count();
         assert_eq!(with_dict, 40, "every stream against its transcript");
         for s in state.sessions.iter().flatten() {
