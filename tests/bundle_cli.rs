@@ -692,6 +692,66 @@ fn sessions_are_stored_in_parts_by_the_shard_of_their_root() {
     assert!(fs::read(&again).unwrap() == fs::read(&bundle).unwrap());
 }
 
+#[test]
+fn a_restore_of_one_session_from_a_repository_brings_its_subagents_from_its_part() {
+    let dir = tmp();
+    many_sessions(&dir.path().join("state"), 40);
+    let bundle = dir.path().join("b.aspstate");
+    asp_pack()
+        .arg("--from-dir")
+        .arg(dir.path().join("state"))
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    let repo = dir.path().join("repo");
+    asp()
+        .args(["backup", "-q", "--from-bundle"])
+        .arg(&bundle)
+        .arg("--repo")
+        .arg(&repo)
+        .assert()
+        .success();
+    let out = asp()
+        .args(["snapshots", "--json", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let snapshots: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let snapshot = snapshots[0]["digest"].as_str().unwrap();
+    // By a root's id (its part), and by a subagent's own id (every part is read then).
+    for (asked, want) in [
+        ("s012", &["s012", "s013", "s014"][..]),
+        ("s013", &["s013", "s014"][..]),
+        ("s039", &["s039"][..]),
+    ] {
+        let out = asp()
+            .args([
+                "restore",
+                "--dry-run",
+                "--json",
+                "--to",
+                "codex",
+                "--snapshot",
+                snapshot,
+            ])
+            .args(["--session", asked, "--repo"])
+            .arg(&repo)
+            .arg("--home")
+            .arg(dir.path().join("home"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{asked}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let got: Vec<&String> = answer["sessions"].as_object().unwrap().keys().collect();
+        assert_eq!(got, want, "--session {asked}");
+    }
+}
+
 /// `bundle` (layout 3) with its state documents changed by `edit` (each as JSON, by its place
 /// in the image manifest's layers) and every digest, size and entry name made right again:
 /// what a careless or hostile writer could make.
