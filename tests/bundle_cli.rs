@@ -693,6 +693,43 @@ fn sessions_are_stored_in_parts_by_the_shard_of_their_root() {
 }
 
 #[test]
+fn the_parts_of_a_state_together_are_bounded_as_one_document_was() {
+    // Each document within the limit of one, all of them over what two (layout 2's state
+    // manifest and table) could expand to: refused, naming the limit.
+    let dir = tmp();
+    // Long titles make the state parts large and leave the image manifest small.
+    for (id, _) in many_sessions(&dir.path().join("state"), 40) {
+        let path = dir.path().join(format!("state/sessions/{id}.json"));
+        let mut v: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        v["title"] = Value::from("t".repeat(4000));
+        fs::write(&path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    }
+    let bundle = dir.path().join("b.aspstate");
+    asp_pack()
+        .arg("--from-dir")
+        .arg(dir.path().join("state"))
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    let (m, docs) = documents(&bundle);
+    let sizes: Vec<u64> = docs
+        .values()
+        .map(|v| serde_json::to_vec_pretty(v).unwrap().len() as u64)
+        .collect();
+    let m_size = serde_json::to_vec(&m).unwrap().len() as u64;
+    let largest = (sizes.iter().max().unwrap() + 1024).max(m_size + 1024);
+    assert!(sizes.iter().sum::<u64>() > 2 * largest, "{sizes:?}");
+    let limits = asp_format::bundle::Limits {
+        max_manifest_bytes: largest,
+        ..Default::default()
+    };
+    let err = asp_format::bundle::Bundle::open_with(&bundle, &limits).unwrap_err();
+    assert!(err.to_string().contains("expand to more than"), "{err}");
+    asp_format::bundle::Bundle::open(&bundle).unwrap();
+}
+
+#[test]
 fn a_restore_of_one_session_from_a_repository_brings_its_subagents_from_its_part() {
     let dir = tmp();
     many_sessions(&dir.path().join("state"), 40);

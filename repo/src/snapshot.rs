@@ -322,10 +322,25 @@ pub fn read_state(
     let as_registry = |d: &asp_format::bundle::oci::OciDescriptor| {
         OciDescriptor::new(d.media_type.clone(), d.descriptor())
     };
+    // The documents together, as layout 2's one state manifest and one table: parts must not
+    // let a snapshot expand to more than those two could.
+    let budget = std::cell::Cell::new(2 * MAX_DOCUMENT);
+    let read = |d: &asp_format::bundle::oci::OciDescriptor, base| {
+        let bytes = read_document(repo, &as_registry(d), base)?;
+        match budget.get().checked_sub(bytes.len() as u64) {
+            Some(left) => budget.set(left),
+            None => {
+                return Err(bad(format!(
+                    "the state's documents expand to more than {} bytes together",
+                    2 * MAX_DOCUMENT
+                )));
+            }
+        }
+        Ok(bytes)
+    };
     let state = |d| -> Result<Manifest, RepoError> {
-        let m: Manifest =
-            serde_json::from_slice(&read_document(repo, &as_registry(d), STATE_LAYER)?)
-                .map_err(|e| bad(format!("the state manifest {} is not valid: {e}", d.digest)))?;
+        let m: Manifest = serde_json::from_slice(&read(d, STATE_LAYER)?)
+            .map_err(|e| bad(format!("the state manifest {} is not valid: {e}", d.digest)))?;
         if m.schema_version != 1 {
             return Err(bad(format!(
                 "state manifest {} has schemaVersion {}, not 1",
@@ -335,7 +350,7 @@ pub fn read_state(
         Ok(m)
     };
     let table = |d| -> Result<LayerTable, RepoError> {
-        serde_json::from_slice(&read_document(repo, &as_registry(d), TABLE_LAYER)?)
+        serde_json::from_slice(&read(d, TABLE_LAYER)?)
             .map_err(|e| bad(format!("the layer table {} is not valid: {e}", d.digest)))
     };
     let mut manifest = state(docs.state)?;

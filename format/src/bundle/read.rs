@@ -1502,7 +1502,20 @@ fn scan_v2(
         Err(msg) => return scan.problems.push(Problem::at(root_name, msg)),
     };
     let name_of = |l: &OciDescriptorRef<'_>| format!("{BLOB_PREFIX}{}", l.digest.hex());
+    // The documents together, as layout 2's one state manifest and one table: parts must not
+    // let a bundle expand to more than those two could.
+    let budget = std::cell::Cell::new(limits.max_manifest_bytes.saturating_mul(2));
     let doc = |scan: &mut Scan, l: &OciDescriptorRef<'_>| -> Option<Vec<u8>> {
+        let spend = |size: u64| match budget.get().checked_sub(size) {
+            Some(left) => {
+                budget.set(left);
+                Ok(())
+            }
+            None => Err(format!(
+                "the state's documents expand to more than {} bytes together",
+                limits.max_manifest_bytes.saturating_mul(2)
+            )),
+        };
         let r =
             read_blob_entry(file, scan, &l.descriptor(), limits.max_manifest_bytes).and_then(|b| {
                 if l.media_type.0.ends_with("+zstd") {
@@ -1516,9 +1529,11 @@ fn scan_v2(
                             limits.max_manifest_bytes
                         ));
                     }
+                    spend(size)?;
                     crate::bundle::layers::decompress(&b, None, size)
                         .map_err(|e| format!("it does not decode: {e}"))
                 } else {
+                    spend(b.len() as u64)?;
                     Ok(b)
                 }
             });
