@@ -687,7 +687,7 @@ fn kept_sessions(sessions: &[Session], ids: &[String]) -> (BTreeSet<String>, Vec
 }
 
 /// The session a subagent session belongs to: `_meta.asp.parent.sessionId`.
-pub(crate) fn parent_of(s: &Session) -> Option<&str> {
+pub fn parent_of(s: &Session) -> Option<&str> {
     s.meta
         .as_ref()
         .and_then(|m| m.get("asp"))

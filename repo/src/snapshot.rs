@@ -9,10 +9,11 @@ use asp_format::bundle::oci::{
     ARTIFACT_TYPE, CREATED_ANNOTATION, Encoding, ImageManifest as ContentManifest, LayerRef,
     LayerTable, STATE_LAYER, TABLE_LAYER,
 };
-use asp_format::bundle::shards::{document_layers, shard_index};
+use asp_format::bundle::shards::{document_layers, placement_problems, shard_index};
 use asp_format::bundle::{Manifest, decode_layer};
 use asp_format::digest::{Descriptor, Digest};
 use asp_format::state::State;
+use asp_format::state::parent_of;
 use asp_registry::manifest::{ImageManifest, OciDescriptor};
 use serde::{Deserialize, Serialize};
 
@@ -369,22 +370,36 @@ pub fn read_state(
         _ => all.clone(),
     };
     let mut done = vec![false; docs.parts.len()];
+    // Each session with the shard of the part it was found in.
+    let mut found_in: Vec<u32> = Vec::new();
     for round in [first, all] {
         for i in round {
             if std::mem::replace(&mut done[i], true) {
                 continue;
             }
             let (shard, state_layer, table_layer) = &docs.parts[i];
-            let part = state(state_layer)?.state;
-            let only_sessions = State {
-                sessions: None,
-                ..part.clone()
-            } == State::default();
-            match part.sessions {
-                Some(list) if only_sessions => sessions.extend(list),
+            // Spelled out, so that a kind added to the state must be placed here too.
+            let State {
+                sessions: list,
+                instructions,
+                skills,
+                tools,
+                memory,
+                settings,
+            } = state(state_layer)?.state;
+            let others = instructions.is_some()
+                || skills.is_some()
+                || tools.is_some()
+                || memory.is_some()
+                || settings.is_some();
+            match list {
+                Some(list) if !others && !list.is_empty() => {
+                    found_in.extend(std::iter::repeat_n(shard.index, list.len()));
+                    sessions.extend(list);
+                }
                 _ => {
                     return Err(bad(format!(
-                        "part {shard} of the state ({}) holds no sessions or other kinds",
+                        "part {shard} of the state ({}) holds no sessions, or other kinds",
                         state_layer.digest
                     )));
                 }
@@ -406,12 +421,26 @@ pub fn read_state(
             break;
         }
     }
+    // Where the sessions are is checked when every part was read (a restore of some sessions
+    // trusts it, as a partial read of a bundle does; `asp check` and a pull read them all).
+    if done.iter().all(|d| *d) {
+        let ids: Vec<(u32, &str, Option<&str>)> = sessions
+            .iter()
+            .zip(&found_in)
+            .map(|(s, i)| (*i, s.id.as_str(), parent_of(s)))
+            .collect();
+        let shards: Vec<_> = docs.parts.iter().map(|p| p.0).collect();
+        if let Some((index, msg)) = placement_problems(&ids, &shards).into_iter().next() {
+            return Err(bad(format!("part {index} of the state: {msg}")));
+        }
+    }
     match &mut manifest.state.sessions {
+        // Layout 2 (and a layout 3 state without sessions): the head is the whole state.
+        _ if docs.parts.is_empty() => {}
         Some(head) if head.is_empty() => {
             sessions.sort_by(|a, b| a.id.cmp(&b.id));
             *head = sessions;
         }
-        None if sessions.is_empty() => {}
         _ => {
             return Err(bad(
                 "the state's head holds sessions, or has no sessions kind while its parts do"

@@ -36,7 +36,7 @@ use crate::bundle::oci::{
     OCI_LAYOUT_ENTRY, OciDescriptorRef, STATE_LAYER, SortedBlobs, TABLE_LAYER,
 };
 use crate::bundle::part::{Part, PartError, read_part};
-use crate::bundle::shards::{Shard, document_layers, shard_index, shard_of_each};
+use crate::bundle::shards::{Shard, document_layers, placement_problems, shard_index};
 use crate::digest::{Descriptor, Digest, Hasher, IntegrityError, VerifyingReader};
 use crate::kind::StateKind;
 use crate::name::SessionId;
@@ -1502,41 +1502,60 @@ fn scan_v2(
         Err(msg) => return scan.problems.push(Problem::at(root_name, msg)),
     };
     let name_of = |l: &OciDescriptorRef<'_>| format!("{BLOB_PREFIX}{}", l.digest.hex());
+    // Two parts never have the same bytes (their sessions differ); a bundle that names one
+    // blob as many parts would have it read and parsed again and again.
+    let mut state_parts: Vec<Digest> = documents.parts.iter().map(|p| p.1.digest).collect();
+    state_parts.sort_unstable();
+    if let Some(w) = state_parts.windows(2).find(|w| w[0] == w[1]) {
+        return scan.problems.push(Problem::at(
+            format!("{BLOB_PREFIX}{}", w[0].hex()),
+            "the image manifest names this blob as more than one part of the state",
+        ));
+    }
     // The documents together, as layout 2's one state manifest and one table: parts must not
-    // let a bundle expand to more than those two could.
-    let budget = std::cell::Cell::new(limits.max_manifest_bytes.saturating_mul(2));
+    // let a bundle expand to more than those two could. Checked against each document's
+    // stored size before it is read, and against its expanded size before it is decoded; the
+    // first document over it ends the reading.
+    let total = limits.max_manifest_bytes.saturating_mul(2);
+    let budget = std::cell::Cell::new(Some(total));
     let doc = |scan: &mut Scan, l: &OciDescriptorRef<'_>| -> Option<Vec<u8>> {
-        let spend = |size: u64| match budget.get().checked_sub(size) {
+        let spend = |size: u64| match budget.get().and_then(|b| b.checked_sub(size)) {
             Some(left) => {
-                budget.set(left);
+                budget.set(Some(left));
                 Ok(())
             }
-            None => Err(format!(
-                "the state's documents expand to more than {} bytes together",
-                limits.max_manifest_bytes.saturating_mul(2)
-            )),
+            None => {
+                budget.set(None);
+                Err(format!(
+                    "the state's documents expand to more than {total} bytes together"
+                ))
+            }
         };
-        let r =
-            read_blob_entry(file, scan, &l.descriptor(), limits.max_manifest_bytes).and_then(|b| {
-                if l.media_type.0.ends_with("+zstd") {
-                    let size = zstd::zstd_safe::get_frame_content_size(&b)
-                        .ok()
-                        .flatten()
-                        .ok_or("its zstd frame does not say its size")?;
-                    if size > limits.max_manifest_bytes {
-                        return Err(format!(
-                            "it expands to {size} bytes, over the limit of {}",
-                            limits.max_manifest_bytes
-                        ));
-                    }
-                    spend(size)?;
-                    crate::bundle::layers::decompress(&b, None, size)
-                        .map_err(|e| format!("it does not decode: {e}"))
-                } else {
-                    spend(b.len() as u64)?;
-                    Ok(b)
+        budget.get()?;
+        let r = match budget.get().is_some_and(|b| l.size <= b) {
+            false => spend(l.size).map(|_| Vec::new()),
+            true => read_blob_entry(file, scan, &l.descriptor(), limits.max_manifest_bytes),
+        }
+        .and_then(|b| {
+            if l.media_type.0.ends_with("+zstd") {
+                let size = zstd::zstd_safe::get_frame_content_size(&b)
+                    .ok()
+                    .flatten()
+                    .ok_or("its zstd frame does not say its size")?;
+                if size > limits.max_manifest_bytes {
+                    return Err(format!(
+                        "it expands to {size} bytes, over the limit of {}",
+                        limits.max_manifest_bytes
+                    ));
                 }
-            });
+                spend(size)?;
+                crate::bundle::layers::decompress(&b, None, size)
+                    .map_err(|e| format!("it does not decode: {e}"))
+            } else {
+                spend(b.len() as u64)?;
+                Ok(b)
+            }
+        });
         match r {
             Ok(b) => Some(b),
             Err(msg) => {
@@ -1579,6 +1598,24 @@ fn scan_v2(
         &name_of(documents.state),
         part,
     );
+    // Each table document holds the entries its state document needs, so that reading part
+    // of the state finds them (a whole read would not notice).
+    let complete = |problems: &mut Vec<Problem>, table: &SortedBlobs, state: &State, name| {
+        for d in missing_entries(table, state) {
+            problems.push(Problem::at(
+                &name,
+                format!("it has no entry for body {d}, which its state document refers to"),
+            ));
+        }
+    };
+    if let (Some(m), true) = (&manifest, part.is_all()) {
+        complete(
+            &mut manifest_problems,
+            &head_table,
+            &m.state,
+            name_of(documents.table),
+        );
+    }
     let mut tables = vec![head_table];
     if !documents.parts.is_empty() || major >= 3 {
         let read = parts_to_read(&documents.parts, part);
@@ -1594,40 +1631,52 @@ fn scan_v2(
                 }
                 let (shard, state_l, table_l) = &documents.parts[i];
                 let name = name_of(state_l);
-                if let Some(t) = table(scan, table_l) {
-                    tables.push(t);
-                }
+                let part_table = table(scan, table_l);
                 let Some(m) =
                     doc(scan, state_l).and_then(|b| parse_manifest(&b, problems, &name, part))
                 else {
                     continue;
                 };
-                let st = m.state;
-                let others = st.instructions.is_some()
-                    || st.skills.is_some()
-                    || st.tools.is_some()
-                    || st.memory.is_some()
-                    || st.settings.is_some();
-                if others {
+                // Spelled out, so that a kind added to the state must be placed here too.
+                let State {
+                    sessions: list,
+                    instructions,
+                    skills,
+                    tools,
+                    memory,
+                    settings,
+                } = m.state;
+                if instructions.is_some()
+                    || skills.is_some()
+                    || tools.is_some()
+                    || memory.is_some()
+                    || settings.is_some()
+                {
                     problems.push(Problem::at(
                         &name,
                         format!("part {shard} of the state holds kinds other than sessions"),
                     ));
                 }
-                match st.sessions {
-                    None => problems.push(Problem::at(
+                let Some(list) = list else {
+                    problems.push(Problem::at(
                         &name,
                         format!("part {shard} of the state has no sessions"),
-                    )),
-                    Some(list) => {
-                        if list.is_empty() && part.is_all() {
-                            problems.push(Problem::at(
-                                &name,
-                                format!("part {shard} of the state has no sessions"),
-                            ));
-                        }
+                    ));
+                    continue;
+                };
+                if let Some(t) = part_table {
+                    if part.is_all() {
+                        let st = State {
+                            sessions: Some(list),
+                            ..State::default()
+                        };
+                        complete(problems, &t, &st, name_of(table_l));
+                        sessions
+                            .extend(st.sessions.into_iter().flatten().map(|s| (shard.index, s)));
+                    } else {
                         sessions.extend(list.into_iter().map(|s| (shard.index, s)));
                     }
+                    tables.push(t);
                 }
             }
         };
@@ -1658,12 +1707,19 @@ fn scan_v2(
                 _ => {}
             }
             if part.is_all() {
-                check_shards(
-                    &sessions,
-                    &documents.parts,
-                    &mut manifest_problems,
-                    &name_of,
-                );
+                let names: BTreeMap<u32, String> = documents
+                    .parts
+                    .iter()
+                    .map(|(s, l, _)| (s.index, name_of(l)))
+                    .collect();
+                let ids: Vec<(u32, &str, Option<&str>)> = sessions
+                    .iter()
+                    .map(|(i, s)| (*i, s.id.as_str(), crate::state::parent_of(s)))
+                    .collect();
+                let shards: Vec<Shard> = documents.parts.iter().map(|p| p.0).collect();
+                for (index, msg) in placement_problems(&ids, &shards) {
+                    manifest_problems.push(Problem::at(names[&index].clone(), msg));
+                }
             }
             if let Some(head) = &mut m.state.sessions {
                 let mut all: Vec<Session> = sessions.into_iter().map(|(_, s)| s).collect();
@@ -1768,52 +1824,22 @@ fn parts_to_read<D>(parts: &[(Shard, &D, &D)], part: &Part<'_>) -> Vec<usize> {
         .collect()
 }
 
-/// Checks that every session of a layout 3 state is in one part, the part of its shard.
-fn check_shards(
-    sessions: &[(u32, Session)],
-    parts: &[(Shard, &OciDescriptorRef<'_>, &OciDescriptorRef<'_>)],
-    problems: &mut Vec<Problem>,
-    name_of: &dyn Fn(&OciDescriptorRef<'_>) -> String,
-) {
-    let Some(count) = parts.first().map(|p| p.0.count) else {
-        return;
-    };
-    let name = |index: u32| {
-        parts
-            .iter()
-            .find(|p| p.0.index == index)
-            .map_or_else(String::new, |p| name_of(p.1))
-    };
-    let mut seen: BTreeMap<&str, u32> = BTreeMap::new();
-    for (index, s) in sessions {
-        if let Some(other) = seen.insert(s.id.as_str(), *index) {
-            problems.push(Problem::at(
-                name(*index),
-                format!(
-                    "session {} is also in part {other}/{count} of the state",
-                    s.id.as_str()
-                ),
-            ));
+/// The bodies `state` refers to, and their dictionaries, that `table` has no entry for.
+fn missing_entries(table: &SortedBlobs, state: &State) -> BTreeSet<Digest> {
+    let mut missing = BTreeSet::new();
+    for (d, _) in state.references() {
+        match table.get(&d.digest) {
+            None => {
+                missing.insert(d.digest);
+            }
+            Some(r) => {
+                if let Some(x) = r.dictionary.filter(|x| table.get(x).is_none()) {
+                    missing.insert(x);
+                }
+            }
         }
     }
-    let expected = shard_of_each(
-        sessions
-            .iter()
-            .map(|(_, s)| (s.id.as_str(), crate::state::parent_of(s))),
-        count,
-    );
-    for (index, s) in sessions {
-        let want = expected[s.id.as_str()];
-        if want != *index {
-            problems.push(Problem::at(
-                name(*index),
-                format!(
-                    "session {} belongs in part {want}/{count} of the state (its root's shard), not {index}/{count}",
-                    s.id.as_str()
-                ),
-            ));
-        }
-    }
+    missing
 }
 
 /// Where the layer table stores body `d` (`r`), when that agrees with the zip entries, the

@@ -23,6 +23,10 @@ pub const SHARD_ANNOTATION: &str = "vnd.asp.state.shard";
 /// the two smallest (spec/aspstate.md §13.4).
 pub const SESSIONS_PER_SHARD: usize = 16;
 
+/// The most shards a reader accepts: what [`shard_count`] gives for 16 million sessions, far
+/// beyond a bundle's million entries, so a hostile annotation cannot ask for more parts.
+pub const MAX_SHARDS: u32 = 1 << 20;
+
 /// One shard of `count` (a power of two).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Shard {
@@ -31,8 +35,8 @@ pub struct Shard {
 }
 
 impl Shard {
-    /// Parses the annotation's `"<k>/<N>"`: decimal without leading zeros, `N` a power of two,
-    /// `k < N`.
+    /// Parses the annotation's `"<k>/<N>"`: decimal without leading zeros, `N` a power of two
+    /// of at most [`MAX_SHARDS`], `k < N`.
     pub fn parse(text: &str) -> Option<Shard> {
         let (k, n) = text.split_once('/')?;
         let number = |s: &str| -> Option<u32> {
@@ -42,7 +46,8 @@ impl Shard {
             ok.then(|| s.parse().ok()).flatten()
         };
         let (index, count) = (number(k)?, number(n)?);
-        (count.is_power_of_two() && index < count).then_some(Shard { index, count })
+        (count.is_power_of_two() && count <= MAX_SHARDS && index < count)
+            .then_some(Shard { index, count })
     }
 }
 
@@ -56,7 +61,7 @@ impl fmt::Display for Shard {
 /// least `sessions / 16` (rounded up), and at least one.
 pub fn shard_count(sessions: usize) -> u32 {
     let wanted = sessions.div_ceil(SESSIONS_PER_SHARD).max(1);
-    u32::try_from(wanted.next_power_of_two()).unwrap_or(1 << 31)
+    u32::try_from(wanted.next_power_of_two()).map_or(MAX_SHARDS, |n| n.min(MAX_SHARDS))
 }
 
 /// The shard of a family of sessions whose root is `root`, of `count`: the top bits of
@@ -153,90 +158,162 @@ fn base(media_type: &str) -> &str {
     media_type.strip_suffix("+zstd").unwrap_or(media_type)
 }
 
-/// Finds the documents among `layers`: exactly one state head and one table head (layers of
-/// the state-manifest and layer-table media types without the shard annotation), and, when
-/// `parts_allowed` (layout 3), for every shard named, one state part and one table part, all
-/// of the same shard count, each shard once, ascending. What is wrong is said as a sentence
-/// about the image manifest.
+/// Finds the documents among `layers`, which must come first and in this order: the state
+/// head, the table head (the layers of the state-manifest and layer-table media types without
+/// the shard annotation), then, when `parts_allowed` (layout 3), for every shard, ascending, its
+/// state part and its table part, all of one shard count. No other layer may be of these media
+/// types. What is wrong is said as a sentence about the image manifest.
 pub fn document_layers<'m, D: DocumentLayer>(
     layers: &'m [D],
     state_type: &str,
     table_type: &str,
     parts_allowed: bool,
 ) -> Result<DocumentLayers<'m, D>, String> {
-    let (mut states, mut tables) = (Vec::new(), Vec::new());
-    let mut state_parts: Vec<(Shard, &D)> = Vec::new();
-    let mut table_parts: Vec<(Shard, &D)> = Vec::new();
-    for l in layers {
-        let b = base(l.media_type());
-        let (heads, parts) = if b == state_type {
-            (&mut states, &mut state_parts)
-        } else if b == table_type {
-            (&mut tables, &mut table_parts)
+    let article = |t: &str| {
+        if t.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
         } else {
-            continue;
-        };
-        match l.shard() {
-            None => heads.push(l),
-            Some(_) if !parts_allowed => {
-                return Err(format!(
-                    "a {b} layer has the {SHARD_ANNOTATION} annotation, which only layout 3 has"
-                ));
-            }
-            Some(text) => {
-                let shard = Shard::parse(text).ok_or_else(|| {
-                    format!(
-                        "a {b} layer's {SHARD_ANNOTATION} {text:?} is not \"k/N\" with N a power of two and k < N"
-                    )
-                })?;
-                parts.push((shard, l));
-            }
-        }
-    }
-    let (state, table) = match (&states[..], &tables[..]) {
-        ([s], [t]) => (*s, *t),
-        _ => {
-            return Err(format!(
-                "it must have exactly one {state_type} layer and one {table_type} layer without \
-                 the {SHARD_ANNOTATION} annotation, not {} and {}",
-                states.len(),
-                tables.len()
-            ));
+            "a"
         }
     };
-    let count = state_parts.first().map(|(s, _)| s.count);
-    for (what, list) in [(state_type, &state_parts), (table_type, &table_parts)] {
-        for pair in list.windows(2) {
-            if pair[0].0.index >= pair[1].0.index {
+    let role = |l: &D| -> Result<(bool, Option<Shard>), String> {
+        let b = base(l.media_type());
+        let is_state = b == state_type;
+        let shard = match l.shard() {
+            None => None,
+            Some(_) if !parts_allowed => {
                 return Err(format!(
-                    "its {what} parts are not in ascending shard order, each once ({} before {})",
-                    pair[0].0, pair[1].0
+                    "{} {b} layer has the {SHARD_ANNOTATION} annotation, which only layout 3 has",
+                    article(b)
+                ));
+            }
+            Some(text) => Some(Shard::parse(text).ok_or_else(|| {
+                format!(
+                    "{} {b} layer's {SHARD_ANNOTATION} {text:?} is not \"k/N\" with N a power of two \
+                     of at most {MAX_SHARDS} and k < N",
+                    article(b)
+                )
+            })?),
+        };
+        Ok((is_state, shard))
+    };
+    let is_document = |l: &D| {
+        let b = base(l.media_type());
+        b == state_type || b == table_type
+    };
+    let heads = format!(
+        "its first two layers must be the {state_type} and the {table_type} layers without the \
+         {SHARD_ANNOTATION} annotation"
+    );
+    let (Some(state), Some(table)) = (layers.first(), layers.get(1)) else {
+        return Err(heads);
+    };
+    if !is_document(state)
+        || !is_document(table)
+        || role(state)? != (true, None)
+        || role(table)? != (false, None)
+    {
+        return Err(heads);
+    }
+    let mut parts: Vec<(Shard, &D, &D)> = Vec::new();
+    let mut rest = layers[2..].iter().peekable();
+    while let Some(l) = rest.next_if(|l| is_document(l)) {
+        let (true, Some(shard)) = role(l)? else {
+            return Err(format!(
+                "after the two heads come the parts, each shard's {state_type} part then its \
+                 {table_type} part; another {} layer is in the way",
+                base(l.media_type())
+            ));
+        };
+        let table = match rest.next() {
+            Some(t) if is_document(t) && role(t)? == (false, Some(shard)) => t,
+            _ => {
+                return Err(format!(
+                    "the {state_type} part of shard {shard} is not followed by the {table_type} \
+                     part of the same shard"
+                ));
+            }
+        };
+        if let Some((last, ..)) = parts.last() {
+            if last.count != shard.count {
+                return Err(format!(
+                    "its parts do not all have the same shard count ({last} and {shard})"
+                ));
+            }
+            if last.index >= shard.index {
+                return Err(format!(
+                    "its parts are not in ascending shard order, each once ({last} before {shard})"
                 ));
             }
         }
-        if let Some((s, _)) = list.iter().find(|(s, _)| Some(s.count) != count) {
-            return Err(format!(
-                "its {what} parts do not all have the same shard count ({s} against {})",
-                count.map_or_else(|| "none".to_owned(), |c| c.to_string())
-            ));
-        }
+        parts.push((shard, l, table));
     }
-    let shards = |l: &[(Shard, &D)]| l.iter().map(|(s, _)| *s).collect::<Vec<_>>();
-    if shards(&state_parts) != shards(&table_parts) {
+    if let Some(l) = rest.find(|l| is_document(l)) {
         return Err(format!(
-            "its {state_type} parts and {table_type} parts are not of the same shards"
+            "{} {} layer comes after the body layers; the documents come first",
+            article(base(l.media_type())),
+            base(l.media_type())
         ));
     }
-    let parts = state_parts
-        .into_iter()
-        .zip(table_parts)
-        .map(|((s, state), (_, table))| (s, state, table))
-        .collect();
     Ok(DocumentLayers {
         state,
         table,
         parts,
     })
+}
+
+/// What is wrong with where a layout 3 state's sessions are: `sessions` are each session's id
+/// and parent with the shard of the part it was found in, of `count` shards. A session must be
+/// in one part only, the part of its root's shard; a part must not be empty (`parts`: the
+/// shards that have one); the shard count must be [`shard_count`]'s. Each problem comes with
+/// the shard of the part it is about.
+pub fn placement_problems(
+    sessions: &[(u32, &str, Option<&str>)],
+    parts: &[Shard],
+) -> Vec<(u32, String)> {
+    let Some(count) = parts.first().map(|s| s.count) else {
+        return Vec::new();
+    };
+    let mut problems = Vec::new();
+    let wanted = shard_count(sessions.len());
+    if count != wanted {
+        problems.push((
+            parts[0].index,
+            format!(
+                "the state is in {count} shards, but {} sessions make {wanted}",
+                sessions.len()
+            ),
+        ));
+    }
+    let mut seen: BTreeMap<&str, u32> = BTreeMap::new();
+    for (index, id, _) in sessions {
+        if let Some(other) = seen.insert(id, *index) {
+            problems.push((
+                *index,
+                format!("session {id} is also in part {other}/{count} of the state"),
+            ));
+        }
+    }
+    let holding: BTreeSet<u32> = sessions.iter().map(|(i, ..)| *i).collect();
+    for s in parts {
+        if !holding.contains(&s.index) {
+            problems.push((s.index, format!("part {s} of the state has no sessions")));
+        }
+    }
+    let expected = shard_of_each(sessions.iter().map(|(_, id, p)| (*id, *p)), count);
+    for (index, id, _) in sessions {
+        let want = expected[id];
+        if want != *index {
+            problems.push((
+                *index,
+                format!(
+                    "session {id} belongs in part {want}/{count} of the state (its root's \
+                     shard), not {index}/{count}"
+                ),
+            ));
+        }
+    }
+    problems
 }
 
 #[cfg(test)]
@@ -309,5 +386,133 @@ mod tests {
         for id in ["c1", "c2", "c3", "under-cycle"] {
             assert_eq!(roots[id], "c1", "{id}");
         }
+    }
+    #[test]
+    fn placement_problems_name_misplaced_repeated_sessions_empty_parts_and_a_wrong_count() {
+        let shard = |id: &str| shard_index(id, 1);
+        assert_eq!(shard("a"), 0);
+        let one = [Shard { index: 0, count: 1 }];
+        // A family in its part: nothing wrong.
+        let ok = [(0, "a", None), (0, "b", Some("a"))];
+        assert!(placement_problems(&ok, &one).is_empty());
+        // Of four shards: "a" hashes to 3 (0xca >> 6), and its subagent goes with it.
+        let four = |i| Shard { index: i, count: 4 };
+        let misplaced = [(3, "a", None), (1, "b", Some("a"))];
+        let got = placement_problems(&misplaced, &[four(1), four(3)]);
+        assert!(
+            got.iter()
+                .any(|(i, m)| *i == 1 && m.contains("session b belongs in part 3/4")),
+            "{got:?}"
+        );
+        assert!(
+            got.iter().any(|(_, m)| m.contains("2 sessions make 1")),
+            "{got:?}"
+        );
+        let repeated = [(0, "a", None), (0, "a", None)];
+        let got = placement_problems(&repeated, &one);
+        assert!(
+            got.iter()
+                .any(|(_, m)| m.contains("session a is also in part 0/1")),
+            "{got:?}"
+        );
+        let got = placement_problems(&[(0, "a", None)], &[four(0), four(3)]);
+        assert!(
+            got.iter()
+                .any(|(i, m)| *i == 3 && m.contains("part 3/4 of the state has no sessions")),
+            "{got:?}"
+        );
+    }
+
+    /// A layer of the image manifest, for [`document_layers`].
+    #[derive(Debug)]
+    struct L(&'static str, Option<&'static str>);
+
+    impl DocumentLayer for L {
+        fn media_type(&self) -> &str {
+            self.0
+        }
+        fn shard(&self) -> Option<&str> {
+            self.1
+        }
+    }
+
+    #[test]
+    fn the_documents_come_first_heads_then_part_pairs_ascending() {
+        const S: &str = "s+zstd";
+        const T: &str = "t";
+        let find = |layers: &[L]| document_layers(layers, "s", "t", true).map(|d| d.parts.len());
+        assert_eq!(find(&[L(S, None), L(T, None), L("body", None)]), Ok(0));
+        assert_eq!(
+            find(&[
+                L(S, None),
+                L(T, None),
+                L(S, Some("0/2")),
+                L(T, Some("0/2")),
+                L(S, Some("1/2")),
+                L(T, Some("1/2")),
+                L("body", None)
+            ]),
+            Ok(2)
+        );
+        for (bad, says) in [
+            (vec![L(T, None), L(S, None)], "first two layers"),
+            (vec![L(S, None)], "first two layers"),
+            (
+                vec![
+                    L(S, None),
+                    L(T, None),
+                    L("body", None),
+                    L(S, Some("0/1")),
+                    L(T, Some("0/1")),
+                ],
+                "after the body layers",
+            ),
+            (
+                vec![
+                    L(S, None),
+                    L(T, None),
+                    L(S, Some("1/2")),
+                    L(T, Some("1/2")),
+                    L(S, Some("0/2")),
+                    L(T, Some("0/2")),
+                ],
+                "ascending",
+            ),
+            (
+                vec![
+                    L(S, None),
+                    L(T, None),
+                    L(S, Some("0/2")),
+                    L(T, Some("0/2")),
+                    L(S, Some("1/4")),
+                    L(T, Some("1/4")),
+                ],
+                "same shard count",
+            ),
+            (
+                vec![L(S, None), L(T, None), L(S, Some("0/2")), L(T, Some("1/2"))],
+                "not followed",
+            ),
+            (
+                vec![L(S, None), L(T, None), L(T, Some("0/2"))],
+                "in the way",
+            ),
+            (vec![L(S, None), L(T, None), L(S, None)], "in the way"),
+            (
+                vec![L(S, None), L(T, None), L(S, Some("0/3")), L(T, Some("0/3"))],
+                "power of two",
+            ),
+        ] {
+            let err = find(&bad).unwrap_err();
+            assert!(err.contains(says), "{err} (expected {says:?})");
+        }
+        let err = document_layers(
+            &[L(S, None), L(T, None), L(S, Some("0/1")), L(T, Some("0/1"))],
+            "s",
+            "t",
+            false,
+        )
+        .unwrap_err();
+        assert!(err.contains("only layout 3"), "{err}");
     }
 }

@@ -1,11 +1,12 @@
-//! Writing a layout 2 bundle: an OCI image layout in a zip, from staged layers.
+//! Writing a layout 3 bundle: an OCI image layout in a zip, from staged layers.
 //!
 //! ```text
-//! aspstate-layout        Stored; {"layoutVersion":"2.0.0",...}
+//! aspstate-layout        Stored; {"layoutVersion":"3.0.0",...}
 //! oci-layout             Stored; {"imageLayoutVersion":"1.0.0"}
 //! index.json             the OCI image index: one manifest, artifactType application/vnd.asp.state.v1
 //! blobs/sha256/<hex>     every blob of the layout, ascending: the image manifest, the empty
-//!                        config, the state manifest, the layer table and one layer per body
+//!                        config, the state's documents (heads and parts by shard) and one
+//!                        layer per body
 //! ```
 //!
 //! Deterministic: entries in that order, fixed zip metadata, layers as staged (their bytes do
@@ -27,7 +28,7 @@ use crate::bundle::oci::{
     ImageManifest, LayerRef, LayerTable, NATIVE_LAYER, OCI_LAYOUT_BYTES, OCI_LAYOUT_ENTRY,
     OciDescriptor, SESSIONS_ANNOTATION, STATE_LAYER, TABLE_LAYER, UPDATES_LAYER, pretty,
 };
-use crate::bundle::shards::{SHARD_ANNOTATION, Shard, shard_count, shards_of};
+use crate::bundle::shards::{DocumentLayer, SHARD_ANNOTATION, Shard, shard_count, shards_of};
 use crate::bundle::write::{WriteError, Written};
 use crate::digest::{Descriptor, Digest};
 use crate::progress::Progress;
@@ -313,12 +314,16 @@ impl Documents {
     }
 }
 
-/// The layout version of a bundle whose image manifest is `manifest`: layout 2 wrote it as
-/// pretty JSON (its second byte a newline), layout 3 compact. A bundle pulled from a registry
-/// gets the version of the bundle that was pushed.
+/// The layout version of a bundle whose image manifest is `manifest`, for a bundle written
+/// back from a registry's copy: layout 3 when a layer has the shard annotation (a state with
+/// sessions); else layout 2 when the manifest is pretty JSON (its second byte a newline: how
+/// layout 2 wrote it) and layout 3 when compact (how layout 3 writes it). The bundle pulled is
+/// then the bundle pushed, byte for byte.
 pub fn layout_version_of(manifest: &[u8]) -> &'static str {
-    match manifest.get(1) {
-        Some(b'\n') => LAYOUT2_VERSION,
+    let sharded = serde_json::from_slice::<ImageManifest>(manifest)
+        .is_ok_and(|m| m.layers.iter().any(|l| l.shard().is_some()));
+    match (sharded, manifest.get(1)) {
+        (false, Some(b'\n')) => LAYOUT2_VERSION,
         _ => LAYOUT_VERSION3,
     }
 }
@@ -346,7 +351,7 @@ impl LayerSource for Layers {
     }
 }
 
-/// Writes `state` with its `layers` as a layout 2 bundle into `out`.
+/// Writes `state` with its `layers` as a layout 3 bundle into `out`.
 pub fn write_layers_to<W: Write + Seek>(
     out: W,
     state: &State,
@@ -411,7 +416,7 @@ pub struct ImageZip {
     pub layout_version: &'static str,
 }
 
-/// Writes the zip of a layout 2 bundle whose image manifest is `manifest`: `aspstate-layout`,
+/// Writes the zip of a layout 2 or 3 bundle whose image manifest is `manifest`: `aspstate-layout`,
 /// `oci-layout`, an `index.json` naming the manifest, then one `blobs/sha256/<hex>` entry per
 /// digest of `blobs` (which holds the manifest itself), ascending, each filled by `copy` with
 /// exactly its size in bytes.
@@ -539,6 +544,30 @@ mod tests {
     use super::*;
     use crate::bundle::Bundle;
     use std::io::{Cursor, Read};
+
+    #[test]
+    fn the_layout_of_a_pulled_manifest_is_the_layout_that_wrote_it() {
+        let m = |layers: serde_json::Value| {
+            serde_json::json!({"schemaVersion": 2, "mediaType": IMAGE_MANIFEST_MEDIA_TYPE,
+                "artifactType": ARTIFACT_TYPE, "config": OciDescriptor::empty(), "layers": layers})
+        };
+        let layer = |shard: Option<&str>| {
+            let mut l = serde_json::json!({"mediaType": STATE_LAYER,
+                "digest": Descriptor::of(b"x").digest.to_string(), "size": 1});
+            if let Some(s) = shard {
+                l["annotations"] = serde_json::json!({SHARD_ANNOTATION: s});
+            }
+            l
+        };
+        let unsharded = m(serde_json::json!([layer(None)]));
+        let sharded = m(serde_json::json!([layer(None), layer(Some("0/1"))]));
+        let pretty = |v: &serde_json::Value| serde_json::to_vec_pretty(v).unwrap();
+        let compact = |v: &serde_json::Value| serde_json::to_vec(v).unwrap();
+        assert_eq!(layout_version_of(&pretty(&unsharded)), LAYOUT2_VERSION);
+        assert_eq!(layout_version_of(&compact(&unsharded)), LAYOUT_VERSION3);
+        assert_eq!(layout_version_of(&pretty(&sharded)), LAYOUT_VERSION3);
+        assert_eq!(layout_version_of(&compact(&sharded)), LAYOUT_VERSION3);
+    }
 
     /// The committed sample (layout 3) and the layout 2 one, each written again from nothing
     /// but its image manifest and stored blobs (what a registry holds), are the same files:
