@@ -6,6 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use predicates::prelude::*;
 use serde_json::Value;
 
 use crate::support::*;
@@ -879,4 +880,83 @@ fn restore_map_path_moves_sessions_and_local_mcp_projects() {
         .assert()
         .code(2);
     assert!(fs::read_dir(&none).unwrap().next().is_none());
+}
+
+#[test]
+fn a_repository_written_by_layout_2_still_checks_lists_restores_packs_and_prunes() {
+    // tests/fixtures/layout-2/repo: one snapshot of the Claude Code sample as asp wrote it
+    // before the state was sharded (its README says how).
+    let t = tmp();
+    let repo = t.path().join("repo");
+    copy_dir(&root().join("tests/fixtures/layout-2/repo"), &repo);
+    asp()
+        .args(["check", "--read-data", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("no problems"));
+    let out = asp()
+        .args(["sessions", "--json", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 5, "{listed}");
+
+    // Everything, and one session, back into homes of their own: the same transcripts as the
+    // sample's.
+    let whole = t.path().join("whole");
+    restore(&repo, &whole, &[]);
+    assert_eq!(projects(&whole), projects(&samples().join("claude-code")));
+    let one = t.path().join("one");
+    restore(&repo, &one, &["--session", A]);
+    assert_eq!(
+        fs::read(one.join(SHOP).join(format!("{A}.jsonl"))).unwrap(),
+        fs::read(
+            samples()
+                .join("claude-code")
+                .join(SHOP)
+                .join(format!("{A}.jsonl"))
+        )
+        .unwrap()
+    );
+    assert!(!one.join(GATEWAY).exists(), "only the session asked for");
+
+    // A bundle of it is the layout 3 bundle of the same state.
+    let bundle = t.path().join("p.aspstate");
+    asp()
+        .args(["pack", "-q", "--from-repo", "--repo"])
+        .arg(&repo)
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    let direct = t.path().join("d.aspstate");
+    asp_pack()
+        .args(["--from", "claude-code", "-q", "--home"])
+        .arg(samples().join("claude-code"))
+        .arg("-o")
+        .arg(&direct)
+        .assert()
+        .code(predicate::in_iter([0, 3]));
+    assert!(fs::read(&bundle).unwrap() == fs::read(&direct).unwrap());
+
+    // A new snapshot beside it, then forget and prune read every snapshot.
+    backup(&home_in(t.path()), &repo);
+    asp()
+        .args(["forget", "--keep-last", "1", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    asp()
+        .args(["prune", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    asp()
+        .args(["check", "--read-data", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
 }
