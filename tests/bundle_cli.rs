@@ -555,6 +555,19 @@ fn many_sessions(dir: &std::path::Path, n: usize) -> Vec<(String, Option<String>
     out
 }
 
+/// The state directory `state` packed into `b.aspstate` beside it.
+fn packed(state: &std::path::Path) -> std::path::PathBuf {
+    let bundle = state.with_file_name("b.aspstate");
+    asp_pack()
+        .arg("--from-dir")
+        .arg(state)
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    bundle
+}
+
 /// The image manifest's layers and the decoded documents of a layout 3 bundle, by layer digest.
 fn documents(bundle: &std::path::Path) -> (serde_json::Value, BTreeMap<String, serde_json::Value>) {
     let mut zip = zip::ZipArchive::new(fs::File::open(bundle).unwrap()).unwrap();
@@ -591,14 +604,7 @@ fn documents(bundle: &std::path::Path) -> (serde_json::Value, BTreeMap<String, s
 fn sessions_are_stored_in_parts_by_the_shard_of_their_root() {
     let dir = tmp();
     let ids = many_sessions(&dir.path().join("state"), 40);
-    let bundle = dir.path().join("b.aspstate");
-    asp_pack()
-        .arg("--from-dir")
-        .arg(dir.path().join("state"))
-        .arg("-o")
-        .arg(&bundle)
-        .assert()
-        .success();
+    let bundle = packed(&dir.path().join("state"));
     asp().arg("verify").arg(&bundle).assert().success();
     let (m, docs) = documents(&bundle);
     let layers = m["layers"].as_array().unwrap();
@@ -704,14 +710,7 @@ fn the_parts_of_a_state_together_are_bounded_as_one_document_was() {
         v["title"] = Value::from("t".repeat(4000));
         fs::write(&path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
     }
-    let bundle = dir.path().join("b.aspstate");
-    asp_pack()
-        .arg("--from-dir")
-        .arg(dir.path().join("state"))
-        .arg("-o")
-        .arg(&bundle)
-        .assert()
-        .success();
+    let bundle = packed(&dir.path().join("state"));
     let (m, docs) = documents(&bundle);
     let sizes: Vec<u64> = docs
         .values()
@@ -733,14 +732,7 @@ fn the_parts_of_a_state_together_are_bounded_as_one_document_was() {
 fn a_restore_of_one_session_from_a_repository_brings_its_subagents_from_its_part() {
     let dir = tmp();
     many_sessions(&dir.path().join("state"), 40);
-    let bundle = dir.path().join("b.aspstate");
-    asp_pack()
-        .arg("--from-dir")
-        .arg(dir.path().join("state"))
-        .arg("-o")
-        .arg(&bundle)
-        .assert()
-        .success();
+    let bundle = packed(&dir.path().join("state"));
     let repo = dir.path().join("repo");
     asp()
         .args(["backup", "-q", "--from-bundle"])
@@ -853,14 +845,7 @@ fn with_documents(
 fn a_session_outside_its_shard_or_in_the_head_is_refused() {
     let dir = tmp();
     many_sessions(&dir.path().join("state"), 40);
-    let bundle = dir.path().join("b.aspstate");
-    asp_pack()
-        .arg("--from-dir")
-        .arg(dir.path().join("state"))
-        .arg("-o")
-        .arg(&bundle)
-        .assert()
-        .success();
+    let bundle = packed(&dir.path().join("state"));
     // The unchanged documents, rewritten uncompressed, still verify: the check is not of bytes.
     let same = dir.path().join("same.aspstate");
     fs::write(&same, with_documents(&bundle, |_| {})).unwrap();

@@ -485,6 +485,24 @@ impl State {
 
     /// Puts every list in its canonical order (sessions by id, skills and tools by name, files
     /// and notes by bytewise path), so equal states serialise to equal bytes.
+    /// Whether a kind other than `sessions` is given. Spelled out, so that a kind added to the
+    /// state is counted here too (a layout 3 part may hold only sessions).
+    pub fn has_kinds_besides_sessions(&self) -> bool {
+        let State {
+            sessions: _,
+            instructions,
+            skills,
+            tools,
+            memory,
+            settings,
+        } = self;
+        instructions.is_some()
+            || skills.is_some()
+            || tools.is_some()
+            || memory.is_some()
+            || settings.is_some()
+    }
+
     pub fn normalize(&mut self) {
         if let Some(s) = &mut self.sessions {
             s.sort_by(|a, b| a.id.cmp(&b.id));

@@ -378,21 +378,9 @@ pub fn read_state(
                 continue;
             }
             let (shard, state_layer, table_layer) = &docs.parts[i];
-            // Spelled out, so that a kind added to the state must be placed here too.
-            let State {
-                sessions: list,
-                instructions,
-                skills,
-                tools,
-                memory,
-                settings,
-            } = state(state_layer)?.state;
-            let others = instructions.is_some()
-                || skills.is_some()
-                || tools.is_some()
-                || memory.is_some()
-                || settings.is_some();
-            match list {
+            let part = state(state_layer)?.state;
+            let others = part.has_kinds_besides_sessions();
+            match part.sessions {
                 Some(list) if !others && !list.is_empty() => {
                     found_in.extend(std::iter::repeat_n(shard.index, list.len()));
                     sessions.extend(list);

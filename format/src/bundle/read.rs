@@ -1637,27 +1637,13 @@ fn scan_v2(
                 else {
                     continue;
                 };
-                // Spelled out, so that a kind added to the state must be placed here too.
-                let State {
-                    sessions: list,
-                    instructions,
-                    skills,
-                    tools,
-                    memory,
-                    settings,
-                } = m.state;
-                if instructions.is_some()
-                    || skills.is_some()
-                    || tools.is_some()
-                    || memory.is_some()
-                    || settings.is_some()
-                {
+                if m.state.has_kinds_besides_sessions() {
                     problems.push(Problem::at(
                         &name,
                         format!("part {shard} of the state holds kinds other than sessions"),
                     ));
                 }
-                let Some(list) = list else {
+                let Some(list) = m.state.sessions else {
                     problems.push(Problem::at(
                         &name,
                         format!("part {shard} of the state has no sessions"),
