@@ -788,6 +788,16 @@ fn with_documents(
     bundle: &std::path::Path,
     edit: impl FnOnce(&mut BTreeMap<usize, serde_json::Value>),
 ) -> Vec<u8> {
+    with_documents_and(bundle, edit, |_, _| {})
+}
+
+/// [`with_documents`], then `layers` may change the image manifest and the entries (the blobs)
+/// before the manifest's digest is taken.
+fn with_documents_and(
+    bundle: &std::path::Path,
+    edit: impl FnOnce(&mut BTreeMap<usize, serde_json::Value>),
+    layers: impl FnOnce(&mut Value, &mut Vec<(String, Vec<u8>)>),
+) -> Vec<u8> {
     let mut e = entries(&fs::read(bundle).unwrap());
     let find = |e: &[(String, Vec<u8>)], name: &str| e.iter().position(|(n, _)| n == name).unwrap();
     let blob = |d: &str| format!("blobs/sha256/{}", &d["sha256:".len()..]);
@@ -831,6 +841,7 @@ fn with_documents(
         l["digest"] = Value::from(d);
         l["size"] = Value::from(size);
     }
+    layers(&mut m, &mut e);
     let (d, size) = put(&mut e, serde_json::to_vec(&m).unwrap());
     index["manifests"][0]["digest"] = Value::from(d);
     index["manifests"][0]["size"] = Value::from(size);
@@ -839,6 +850,64 @@ fn with_documents(
     blobs.sort();
     e.extend(blobs);
     zip_of(&e)
+}
+
+#[test]
+fn a_document_large_stored_and_small_decoded_is_charged_its_stored_size() {
+    // One table, holding every part's entries, named as every table part and stored as a zstd
+    // frame of empty blocks: 200 KiB stored, a few KB decoded. Charged only what it decodes
+    // to, it could be named thousands of times and read each time.
+    let dir = tmp();
+    many_sessions(&dir.path().join("state"), 40);
+    let bundle = packed(&dir.path().join("state"));
+    let crafted = dir.path().join("crafted.aspstate");
+    let parts: Vec<usize> = vec![3, 5, 7, 9];
+    let bytes = with_documents_and(
+        &bundle,
+        |docs| {
+            let mut all = serde_json::Map::new();
+            for i in &parts {
+                all.extend(docs[i]["blobs"].as_object().unwrap().clone());
+            }
+            for i in &parts {
+                docs.get_mut(i).unwrap()["blobs"] = Value::Object(all.clone());
+            }
+        },
+        |m, e| {
+            let digest = m["layers"][3]["digest"].as_str().unwrap().to_owned();
+            let name = format!("blobs/sha256/{}", &digest["sha256:".len()..]);
+            let table = e.iter().find(|(n, _)| *n == name).unwrap().1.clone();
+            // Frame header: single segment, a 4-byte content size; then empty raw blocks and
+            // one last raw block with the table.
+            let mut frame = vec![0x28, 0xb5, 0x2f, 0xfd, 0xa0];
+            frame.extend((table.len() as u32).to_le_bytes());
+            for _ in 0..(200 << 10) / 3 {
+                frame.extend([0, 0, 0]);
+            }
+            let last = 1 | ((table.len() as u32) << 3);
+            frame.extend(&last.to_le_bytes()[..3]);
+            frame.extend(&table);
+            assert_eq!(zstd::decode_all(&frame[..]).unwrap(), table);
+            let d = asp_format::digest::Digest::of(&frame);
+            e.push((format!("blobs/sha256/{}", d.hex()), frame.clone()));
+            for i in &parts {
+                let l = &mut m["layers"][*i];
+                l["mediaType"] = Value::from("application/vnd.asp.layer-table.v1+json+zstd");
+                l["digest"] = Value::from(d.to_string());
+                l["size"] = Value::from(frame.len());
+            }
+        },
+    );
+    fs::write(&crafted, bytes).unwrap();
+    // Read within generous limits it is a valid bundle: the same table four times.
+    asp().arg("verify").arg(&crafted).assert().success();
+    // With room for two documents of 300 KiB (600 KiB), four reads of 200 KiB are too many.
+    let limits = asp_format::bundle::Limits {
+        max_manifest_bytes: 300 << 10,
+        ..Default::default()
+    };
+    let err = asp_format::bundle::Bundle::open_with(&crafted, &limits).unwrap_err();
+    assert!(err.to_string().contains("expand to more than"), "{err}");
 }
 
 #[test]

@@ -483,8 +483,6 @@ impl State {
         (state, missing)
     }
 
-    /// Puts every list in its canonical order (sessions by id, skills and tools by name, files
-    /// and notes by bytewise path), so equal states serialise to equal bytes.
     /// Whether a kind other than `sessions` is given. Spelled out, so that a kind added to the
     /// state is counted here too (a layout 3 part may hold only sessions).
     pub fn has_kinds_besides_sessions(&self) -> bool {
@@ -503,6 +501,8 @@ impl State {
             || settings.is_some()
     }
 
+    /// Puts every list in its canonical order (sessions by id, skills and tools by name, files
+    /// and notes by bytewise path), so equal states serialise to equal bytes.
     pub fn normalize(&mut self) {
         if let Some(s) = &mut self.sessions {
             s.sort_by(|a, b| a.id.cmp(&b.id));

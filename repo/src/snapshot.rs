@@ -9,7 +9,9 @@ use asp_format::bundle::oci::{
     ARTIFACT_TYPE, CREATED_ANNOTATION, Encoding, ImageManifest as ContentManifest, LayerRef,
     LayerTable, STATE_LAYER, TABLE_LAYER,
 };
-use asp_format::bundle::shards::{document_layers, placement_problems, shard_index};
+use asp_format::bundle::shards::{
+    document_layers, missing_entries, placement_problems, shard_index,
+};
 use asp_format::bundle::{Manifest, decode_layer};
 use asp_format::digest::{Descriptor, Digest};
 use asp_format::state::State;
@@ -326,17 +328,24 @@ pub fn read_state(
     // The documents together, as layout 2's one state manifest and one table: parts must not
     // let a snapshot expand to more than those two could.
     let budget = std::cell::Cell::new(2 * MAX_DOCUMENT);
+    // Charged the larger of the stored and the decoded size (a frame of empty blocks is large
+    // stored, small decoded), the stored size before anything is read.
     let read = |d: &asp_format::bundle::oci::OciDescriptor, base| {
-        let bytes = read_document(repo, &as_registry(d), base)?;
-        match budget.get().checked_sub(bytes.len() as u64) {
-            Some(left) => budget.set(left),
-            None => {
-                return Err(bad(format!(
-                    "the state's documents expand to more than {} bytes together",
-                    2 * MAX_DOCUMENT
-                )));
-            }
+        let over = || {
+            bad(format!(
+                "the state's documents expand to more than {} bytes together",
+                2 * MAX_DOCUMENT
+            ))
+        };
+        if d.size > budget.get() {
+            return Err(over());
         }
+        let bytes = read_document(repo, &as_registry(d), base)?;
+        let left = budget
+            .get()
+            .checked_sub(d.size.max(bytes.len() as u64))
+            .ok_or_else(over)?;
+        budget.set(left);
         Ok(bytes)
     };
     let state = |d| -> Result<Manifest, RepoError> {
@@ -354,8 +363,31 @@ pub fn read_state(
         serde_json::from_slice(&read(d, TABLE_LAYER)?)
             .map_err(|e| bad(format!("the layer table {} is not valid: {e}", d.digest)))
     };
+    // Two parts never have the same sessions, so never the same bytes.
+    let mut state_parts: Vec<Digest> = docs.parts.iter().map(|p| p.1.digest).collect();
+    state_parts.sort_unstable();
+    if let Some(w) = state_parts.windows(2).find(|w| w[0] == w[1]) {
+        return Err(bad(format!(
+            "the content manifest names {} as more than one part of the state",
+            w[0]
+        )));
+    }
+    // Each table document holds the entries its own state document needs (checked when every
+    // part is read: a merged table would hide a gap that a restore of one session then meets).
+    let complete = |state: &State, table: &LayerTable, which: &str| {
+        let gap = missing_entries(state, &|d| table.blobs.get(d).map(|r| r.dictionary));
+        match gap.first() {
+            None => Ok(()),
+            Some(d) => Err(bad(format!(
+                "{which}'s layer table has no entry for body {d}, which its state refers to"
+            ))),
+        }
+    };
     let mut manifest = state(docs.state)?;
     let mut blobs = table(docs.table)?;
+    if only.is_none() {
+        complete(&manifest.state, &blobs, "the head")?;
+    }
     let mut sessions: Vec<asp_format::state::Session> = Vec::new();
     let all: Vec<usize> = (0..docs.parts.len()).collect();
     // The parts of the shards the asked sessions hash to as roots.
@@ -379,20 +411,21 @@ pub fn read_state(
             }
             let (shard, state_layer, table_layer) = &docs.parts[i];
             let part = state(state_layer)?.state;
-            let others = part.has_kinds_besides_sessions();
-            match part.sessions {
-                Some(list) if !others && !list.is_empty() => {
-                    found_in.extend(std::iter::repeat_n(shard.index, list.len()));
-                    sessions.extend(list);
-                }
-                _ => {
-                    return Err(bad(format!(
-                        "part {shard} of the state ({}) holds no sessions, or other kinds",
-                        state_layer.digest
-                    )));
-                }
+            if part.has_kinds_besides_sessions() || part.sessions.as_ref().is_none_or(Vec::is_empty)
+            {
+                return Err(bad(format!(
+                    "part {shard} of the state ({}) holds no sessions, or other kinds",
+                    state_layer.digest
+                )));
             }
-            for (body, r) in table(table_layer)?.blobs {
+            let part_table = table(table_layer)?;
+            if only.is_none() {
+                complete(&part, &part_table, &format!("part {shard}"))?;
+            }
+            let list = part.sessions.unwrap_or_default();
+            found_in.extend(std::iter::repeat_n(shard.index, list.len()));
+            sessions.extend(list);
+            for (body, r) in part_table.blobs {
                 if *blobs.blobs.entry(body).or_insert(r) != r {
                     return Err(bad(format!(
                         "the layer table's parts say different things of body {body}"
@@ -419,7 +452,8 @@ pub fn read_state(
             .collect();
         let shards: Vec<_> = docs.parts.iter().map(|p| p.0).collect();
         if let Some((index, msg)) = placement_problems(&ids, &shards).into_iter().next() {
-            return Err(bad(format!("part {index} of the state: {msg}")));
+            let count = shards.first().map_or(1, |s| s.count);
+            return Err(bad(format!("part {index}/{count} of the state: {msg}")));
         }
     }
     match &mut manifest.state.sessions {

@@ -36,7 +36,9 @@ use crate::bundle::oci::{
     OCI_LAYOUT_ENTRY, OciDescriptorRef, STATE_LAYER, SortedBlobs, TABLE_LAYER,
 };
 use crate::bundle::part::{Part, PartError, read_part};
-use crate::bundle::shards::{Shard, document_layers, placement_problems, shard_index};
+use crate::bundle::shards::{
+    Shard, document_layers, missing_entries, placement_problems, shard_index,
+};
 use crate::digest::{Descriptor, Digest, Hasher, IntegrityError, VerifyingReader};
 use crate::kind::StateKind;
 use crate::name::SessionId;
@@ -1548,7 +1550,9 @@ fn scan_v2(
                         limits.max_manifest_bytes
                     ));
                 }
-                spend(size)?;
+                // The stored bytes were read and hashed too: a frame of empty blocks is large
+                // stored and small decoded.
+                spend(size.max(b.len() as u64))?;
                 crate::bundle::layers::decompress(&b, None, size)
                     .map_err(|e| format!("it does not decode: {e}"))
             } else {
@@ -1601,7 +1605,7 @@ fn scan_v2(
     // Each table document holds the entries its state document needs, so that reading part
     // of the state finds them (a whole read would not notice).
     let complete = |problems: &mut Vec<Problem>, table: &SortedBlobs, state: &State, name| {
-        for d in missing_entries(table, state) {
+        for d in missing_entries(state, &|d| table.get(d).map(|r| r.dictionary)) {
             problems.push(Problem::at(
                 &name,
                 format!("it has no entry for body {d}, which its state document refers to"),
@@ -1643,15 +1647,11 @@ fn scan_v2(
                         format!("part {shard} of the state holds kinds other than sessions"),
                     ));
                 }
-                let Some(list) = m.state.sessions else {
-                    problems.push(Problem::at(
-                        &name,
-                        format!("part {shard} of the state has no sessions"),
-                    ));
-                    continue;
-                };
-                if let Some(t) = part_table {
-                    if part.is_all() {
+                // A part without the sessions kind is an empty part: the placement check of
+                // a whole read says so.
+                let list = m.state.sessions.unwrap_or_default();
+                match part_table {
+                    Some(t) if part.is_all() => {
                         let st = State {
                             sessions: Some(list),
                             ..State::default()
@@ -1659,10 +1659,13 @@ fn scan_v2(
                         complete(problems, &t, &st, name_of(table_l));
                         sessions
                             .extend(st.sessions.into_iter().flatten().map(|s| (shard.index, s)));
-                    } else {
-                        sessions.extend(list.into_iter().map(|s| (shard.index, s)));
+                        tables.push(t);
                     }
-                    tables.push(t);
+                    Some(t) => {
+                        sessions.extend(list.into_iter().map(|s| (shard.index, s)));
+                        tables.push(t);
+                    }
+                    None => sessions.extend(list.into_iter().map(|s| (shard.index, s))),
                 }
             }
         };
@@ -1808,24 +1811,6 @@ fn parts_to_read<D>(parts: &[(Shard, &D, &D)], part: &Part<'_>) -> Vec<usize> {
     (0..parts.len())
         .filter(|&i| wanted.contains(&parts[i].0.index))
         .collect()
-}
-
-/// The bodies `state` refers to, and their dictionaries, that `table` has no entry for.
-fn missing_entries(table: &SortedBlobs, state: &State) -> BTreeSet<Digest> {
-    let mut missing = BTreeSet::new();
-    for (d, _) in state.references() {
-        match table.get(&d.digest) {
-            None => {
-                missing.insert(d.digest);
-            }
-            Some(r) => {
-                if let Some(x) = r.dictionary.filter(|x| table.get(x).is_none()) {
-                    missing.insert(x);
-                }
-            }
-        }
-    }
-    missing
 }
 
 /// Where the layer table stores body `d` (`r`), when that agrees with the zip entries, the

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::digest::Digest;
-use crate::state::{Session, parent_of};
+use crate::state::{Session, State, parent_of};
 
 /// The annotation on a part's layer descriptor: `"<k>/<N>"`, shard `k` of `N`.
 pub const SHARD_ANNOTATION: &str = "vnd.asp.state.shard";
@@ -260,6 +260,29 @@ pub fn document_layers<'m, D: DocumentLayer>(
         table,
         parts,
     })
+}
+
+/// The bodies `state` refers to, and their dictionaries, that a table document has no entry
+/// for: `entry` gives a body's entry as its dictionary (`Some(None)`: an entry without one).
+/// In layout 3 each table document holds the entries its own state document needs, so that a
+/// partial read finds them; a table merged from all of them would hide a gap.
+pub fn missing_entries(
+    state: &State,
+    entry: &dyn Fn(&Digest) -> Option<Option<Digest>>,
+) -> BTreeSet<Digest> {
+    let mut missing = BTreeSet::new();
+    for (d, _) in state.references() {
+        match entry(&d.digest) {
+            None => {
+                missing.insert(d.digest);
+            }
+            Some(Some(x)) if entry(&x).is_none() => {
+                missing.insert(x);
+            }
+            Some(_) => {}
+        }
+    }
+    missing
 }
 
 /// What is wrong with where a layout 3 state's sessions are: `sessions` are each session's id
