@@ -549,3 +549,77 @@ fn a_local_header_that_names_another_entry() {
         "{said}"
     );
 }
+
+/// A zip of `entries`, written by hand so an entry's data can be any bytes: each is Stored,
+/// or, when it is `padded`, raw Deflate after `pad` bytes of empty fixed-Huffman blocks (ten
+/// bytes, eight blocks), as no Deflate writer makes them.
+fn zip_padded(entries: &[(String, Vec<u8>)], padded: &str, pad: usize) -> Vec<u8> {
+    use std::io::Write;
+    let (mut out, mut central) = (Vec::new(), Vec::new());
+    for (name, data) in entries {
+        let (method, body): (u16, Vec<u8>) = if name.contains(padded) {
+            let mut body =
+                [0x02, 0x08, 0x20, 0x80, 0x00, 0x02, 0x08, 0x20, 0x80, 0x00].repeat(pad / 10);
+            let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+            e.write_all(data).unwrap();
+            body.extend(e.finish().unwrap());
+            (8, body)
+        } else {
+            (0, data.clone())
+        };
+        let crc = crc32fast::hash(data);
+        let offset = out.len() as u32;
+        let sizes = |v: &mut Vec<u8>| {
+            v.extend(crc.to_le_bytes());
+            v.extend((body.len() as u32).to_le_bytes());
+            v.extend((data.len() as u32).to_le_bytes());
+            v.extend((name.len() as u16).to_le_bytes());
+            v.extend(0u16.to_le_bytes());
+        };
+        out.extend(0x0403_4b50u32.to_le_bytes());
+        for x in [20u16, 0, method, 0, 0x21] {
+            out.extend(x.to_le_bytes());
+        }
+        sizes(&mut out);
+        out.extend(name.as_bytes());
+        out.extend(&body);
+        central.extend(0x0201_4b50u32.to_le_bytes());
+        for x in [20u16, 20, 0, method, 0, 0x21] {
+            central.extend(x.to_le_bytes());
+        }
+        sizes(&mut central);
+        for x in [0u16, 0, 0, 0, 0] {
+            central.extend(x.to_le_bytes());
+        }
+        central.extend(offset.to_le_bytes());
+        central.extend(name.as_bytes());
+    }
+    let start = out.len() as u32;
+    out.extend(&central);
+    out.extend(0x0605_4b50u32.to_le_bytes());
+    for x in [0u16, 0, entries.len() as u16, entries.len() as u16] {
+        out.extend(x.to_le_bytes());
+    }
+    out.extend((central.len() as u32).to_le_bytes());
+    out.extend(start.to_le_bytes());
+    out.extend(0u16.to_le_bytes());
+    out
+}
+
+#[test]
+fn deflate_data_far_longer_than_its_content_is_refused() {
+    // The empty config blob, which every layout 2 and 3 bundle has: 2 bytes of content, and
+    // in the padded bundle 4 KB of empty Deflate blocks before them. Each read would decode
+    // the padding; a document named as thousands of parts, or a body thousands of sessions
+    // share, would cost hours.
+    let e = entries(&fs::read(samples().join("state.aspstate")).unwrap());
+    let config = "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a";
+    let dir = tmp();
+    let plain = dir.path().join("plain.aspstate");
+    fs::write(&plain, zip_padded(&e, config, 0)).unwrap();
+    asp().arg("verify").arg(&plain).assert().success();
+    refused(
+        &zip_padded(&e, config, 4000),
+        &[config, "more than any Deflate or Stored entry takes"],
+    );
+}

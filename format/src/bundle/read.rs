@@ -1187,6 +1187,21 @@ fn scan(
             ));
             bad = true;
         }
+        // The other way round: no Deflate writer makes more than 5 bytes of stored-block
+        // headers per 64 KiB. Data far longer than its content (empty blocks, 10 bits each)
+        // would be decoded in full for a few bytes, each time the entry is read: a small
+        // document named many times, or a body many sessions share, would cost hours.
+        if compressed > deflate_bound(size) {
+            scan.problems.push(Problem::at(
+                name,
+                format!(
+                    "its data is {compressed} bytes for {size} bytes of content, more than any \
+                     Deflate or Stored entry takes; refusing padding that would be decoded on \
+                     every read"
+                ),
+            ));
+            bad = true;
+        }
         // A blob's local header is read when the blob is (see [`Start`]), unless every one is
         // checked now; until then its data is taken to start right after its name, the least
         // it can, so the overlap checks below still hold for what the header could add.
@@ -1993,6 +2008,13 @@ fn check_references(scan: &mut Scan, manifest: Manifest, part: &Part<'_>) {
         }
     }
     scan.manifest = Some(manifest);
+}
+
+/// The most bytes an entry of `size` bytes of content may take in the zip: Stored takes
+/// `size`, Deflate at worst its stored blocks (5 bytes per 65,535) and a final empty block;
+/// the margin is generous so no real writer is refused.
+fn deflate_bound(size: u64) -> u64 {
+    size.saturating_add(size / 1024).saturating_add(1024)
 }
 
 /// Reads a small entry whole, checking it expands to exactly its declared size.
