@@ -123,6 +123,11 @@ fn restore(repo: &Path, to: &Path, args: &[&str]) {
         .success();
 }
 
+/// Session `id`'s transcript in the shop project of `home`.
+fn transcript(home: &Path, id: &str) -> Vec<u8> {
+    fs::read(home.join(SHOP).join(format!("{id}.jsonl"))).unwrap()
+}
+
 fn projects(home: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     files_in(&home.join(".claude/projects"))
         .into_iter()
@@ -290,7 +295,7 @@ fn a_session_the_harness_deleted_is_kept_and_comes_back() {
     let home = home_in(t.path());
     let repo = t.path().join("repo");
     backup(&home, &repo);
-    let original = fs::read(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap();
+    let original = transcript(&home, A);
     fs::remove_file(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap();
     let o = backup(&home, &repo);
     assert_eq!(counts(&o), [0, 0, 3, 1], "{o}");
@@ -314,10 +319,7 @@ fn a_session_the_harness_deleted_is_kept_and_comes_back() {
     );
 
     restore(&repo, &home, &["--session", A]);
-    assert_eq!(
-        fs::read(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap(),
-        original
-    );
+    assert_eq!(transcript(&home, A), original);
     // Back in the source: no longer gone.
     set_mtime(
         &home.join(SHOP).join(format!("{A}.jsonl")),
@@ -438,14 +440,8 @@ fn a_backup_killed_at_any_point_leaves_a_repository_that_checks_and_restores() {
         fs::create_dir_all(&fresh).unwrap();
         restore(&repo, &fresh, &["--snapshot", &first_id, "--session", A]);
         assert_eq!(
-            fs::read(fresh.join(SHOP).join(format!("{A}.jsonl"))).unwrap(),
-            fs::read(
-                samples()
-                    .join("claude-code")
-                    .join(SHOP)
-                    .join(format!("{A}.jsonl"))
-            )
-            .unwrap()
+            transcript(&fresh, A),
+            transcript(&samples().join("claude-code"), A)
         );
     }
     // A backup after the kills completes, and everything checks.
@@ -479,7 +475,7 @@ fn forget_and_prune_free_space_and_keep_every_session() {
     let home = home_in(t.path());
     let repo = t.path().join("repo");
     backup(&home, &repo);
-    let original = fs::read(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap();
+    let original = transcript(&home, A);
     fs::remove_file(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap();
     let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
     let mut text = fs::read(&file).unwrap();
@@ -507,10 +503,7 @@ fn forget_and_prune_free_space_and_keep_every_session() {
     let fresh = t.path().join("fresh");
     fs::create_dir_all(&fresh).unwrap();
     restore(&repo, &fresh, &["--session", A]);
-    assert_eq!(
-        fs::read(fresh.join(SHOP).join(format!("{A}.jsonl"))).unwrap(),
-        original
-    );
+    assert_eq!(transcript(&fresh, A), original);
 
     // Only naming it lets it go.
     asp()
@@ -889,12 +882,7 @@ fn a_repository_written_by_layout_2_still_checks_lists_restores_packs_and_prunes
     let t = tmp();
     let repo = t.path().join("repo");
     copy_dir(&root().join("tests/fixtures/layout-2/repo"), &repo);
-    asp()
-        .args(["check", "--read-data", "--repo"])
-        .arg(&repo)
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("no problems"));
+    check(&repo, true);
     let out = asp()
         .args(["sessions", "--json", "--repo"])
         .arg(&repo)
@@ -912,14 +900,8 @@ fn a_repository_written_by_layout_2_still_checks_lists_restores_packs_and_prunes
     let one = t.path().join("one");
     restore(&repo, &one, &["--session", A]);
     assert_eq!(
-        fs::read(one.join(SHOP).join(format!("{A}.jsonl"))).unwrap(),
-        fs::read(
-            samples()
-                .join("claude-code")
-                .join(SHOP)
-                .join(format!("{A}.jsonl"))
-        )
-        .unwrap()
+        transcript(&one, A),
+        transcript(&samples().join("claude-code"), A)
     );
     assert!(!one.join(GATEWAY).exists(), "only the session asked for");
 
@@ -944,19 +926,8 @@ fn a_repository_written_by_layout_2_still_checks_lists_restores_packs_and_prunes
 
     // A new snapshot beside it, then forget and prune read every snapshot.
     backup(&home_in(t.path()), &repo);
-    asp()
-        .args(["forget", "--keep-last", "1", "--repo"])
-        .arg(&repo)
-        .assert()
-        .success();
-    asp()
-        .args(["prune", "--repo"])
-        .arg(&repo)
-        .assert()
-        .success();
-    asp()
-        .args(["check", "--read-data", "--repo"])
-        .arg(&repo)
-        .assert()
-        .success();
+    for args in [&["forget", "--keep-last", "1"][..], &["prune", "-q"]] {
+        asp().args(args).arg("--repo").arg(&repo).assert().success();
+    }
+    check(&repo, true);
 }
