@@ -34,7 +34,7 @@ pub struct ExportArgs {
     pub kinds: Option<KindSet>,
 
     /// Export only this session and its subagent sessions (repeatable); no other session's
-    /// data is read
+    /// data is read, and only what is read is checked (`asp verify` checks the whole bundle)
     #[arg(long = "session", value_name = "ID")]
     pub sessions: Vec<String>,
 }

@@ -68,7 +68,8 @@ pub struct UnpackArgs {
     pub kinds: Option<KindSet>,
 
     /// Unpack only this session and its subagent sessions (repeatable; only the sessions
-    /// kind unless --kinds says more); no other session's data is read
+    /// kind unless --kinds says more); no other session's data is read, and only what is read
+    /// is checked (`asp verify` checks the whole bundle)
     #[arg(long = "session", value_name = "ID")]
     pub sessions: Vec<String>,
 
