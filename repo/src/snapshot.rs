@@ -10,7 +10,7 @@ use asp_format::bundle::oci::{
     LayerTable, STATE_LAYER, TABLE_LAYER,
 };
 use asp_format::bundle::shards::{
-    document_layers, missing_entries, placement_problems, shard_index,
+    document_layers, missing_entries, parts_holding, placement_problems,
 };
 use asp_format::bundle::{Manifest, decode_layer};
 use asp_format::digest::{Descriptor, Digest};
@@ -391,15 +391,9 @@ pub fn read_state(
     let mut sessions: Vec<asp_format::state::Session> = Vec::new();
     let all: Vec<usize> = (0..docs.parts.len()).collect();
     // The parts of the shards the asked sessions hash to as roots.
-    let first: Vec<usize> = match (only, docs.parts.first()) {
-        (Some(ids), Some((shard, ..))) => {
-            let shards: Vec<u32> = ids.iter().map(|id| shard_index(id, shard.count)).collect();
-            all.iter()
-                .copied()
-                .filter(|i| shards.contains(&docs.parts[*i].0.index))
-                .collect()
-        }
-        _ => all.clone(),
+    let first: Vec<usize> = match only {
+        Some(ids) => parts_holding(&docs.parts.iter().map(|p| p.0).collect::<Vec<_>>(), ids),
+        None => all.clone(),
     };
     let mut done = vec![false; docs.parts.len()];
     // Each session with the shard of the part it was found in.

@@ -169,6 +169,15 @@ fn sessions(
     }
     let mut searched: BTreeSet<String> = BTreeSet::new();
     let mut keep: BTreeSet<String> = ids.iter().cloned().collect();
+    // The sessions kept, of those whose id and parent have been read.
+    let kept = |keys: &[Option<SessionKey<'_>>]| {
+        let pairs: Vec<(&str, Option<&str>)> = keys
+            .iter()
+            .flatten()
+            .map(|k| (k.id.as_ref(), k.parent.as_deref()))
+            .collect();
+        kept_ids(&pairs, ids).0
+    };
     loop {
         let new: Vec<String> = keep.difference(&searched).cloned().collect();
         if new.is_empty() {
@@ -183,12 +192,7 @@ fn sessions(
                     *k = Some(key(text, r)?);
                 }
             }
-            let pairs: Vec<(&str, Option<&str>)> = keys
-                .iter()
-                .flatten()
-                .map(|k| (k.id.as_ref(), k.parent.as_deref()))
-                .collect();
-            keep = kept_ids(&pairs, ids).0;
+            keep = kept(&keys);
             break;
         }
         for id in new {
@@ -204,12 +208,7 @@ fn sessions(
             }
             searched.insert(id);
         }
-        let pairs: Vec<(&str, Option<&str>)> = keys
-            .iter()
-            .flatten()
-            .map(|k| (k.id.as_ref(), k.parent.as_deref()))
-            .collect();
-        keep = kept_ids(&pairs, ids).0;
+        keep = kept(&keys);
     }
     all.iter()
         .zip(&keys)

@@ -37,7 +37,7 @@ use crate::bundle::oci::{
 };
 use crate::bundle::part::{Part, PartError, read_part};
 use crate::bundle::shards::{
-    Shard, document_layers, missing_entries, placement_problems, shard_index,
+    Shard, document_layers, missing_entries, parts_holding, placement_problems,
 };
 use crate::digest::{Descriptor, Digest, Hasher, IntegrityError, VerifyingReader};
 use crate::kind::StateKind;
@@ -1819,13 +1819,10 @@ fn parts_to_read<D>(parts: &[(Shard, &D, &D)], part: &Part<'_>) -> Vec<usize> {
     if !part.kinds.contains(StateKind::Sessions) {
         return Vec::new();
     }
-    let (Some(asked), Some(count)) = (part.sessions, parts.first().map(|p| p.0.count)) else {
-        return (0..parts.len()).collect();
-    };
-    let wanted: BTreeSet<u32> = asked.iter().map(|id| shard_index(id, count)).collect();
-    (0..parts.len())
-        .filter(|&i| wanted.contains(&parts[i].0.index))
-        .collect()
+    match part.sessions {
+        None => (0..parts.len()).collect(),
+        Some(asked) => parts_holding(&parts.iter().map(|p| p.0).collect::<Vec<_>>(), asked),
+    }
 }
 
 /// Where the layer table stores body `d` (`r`), when that agrees with the zip entries, the

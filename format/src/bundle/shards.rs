@@ -135,6 +135,19 @@ pub fn shard_of_each<'a>(
         .collect()
 }
 
+/// Which of a layout 3 state's `parts` (their shards, ascending) to read first for the sessions
+/// `ids`: those of the shards the ids hash to as roots. A subagent asked for by its own id is
+/// in its root's shard instead; a reader that does not find an id there reads every part.
+pub fn parts_holding(parts: &[Shard], ids: &[String]) -> Vec<usize> {
+    let Some(count) = parts.first().map(|s| s.count) else {
+        return Vec::new();
+    };
+    let wanted: BTreeSet<u32> = ids.iter().map(|id| shard_index(id, count)).collect();
+    (0..parts.len())
+        .filter(|&i| wanted.contains(&parts[i].index))
+        .collect()
+}
+
 /// A descriptor of the image manifest, as the sorting of its layers needs it.
 pub trait DocumentLayer {
     /// The media type, with `+zstd` when it is compressed.
@@ -537,5 +550,20 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.contains("only layout 3"), "{err}");
+    }
+
+    #[test]
+    fn the_parts_to_read_first_are_those_of_the_asked_ids_shards() {
+        let four = |i| Shard { index: i, count: 4 };
+        // "a" hashes to shard 3 of 4; a state without a part for shard 3 has none to read.
+        assert_eq!(
+            parts_holding(&[four(0), four(3)], &["a".to_owned()]),
+            vec![1]
+        );
+        assert_eq!(
+            parts_holding(&[four(0), four(1)], &["a".to_owned()]),
+            Vec::<usize>::new()
+        );
+        assert_eq!(parts_holding(&[], &["a".to_owned()]), Vec::<usize>::new());
     }
 }

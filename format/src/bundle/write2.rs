@@ -217,10 +217,13 @@ impl Documents {
         };
 
         // The head: every kind but the sessions' entries; then the sessions by shard.
+        // (Cloned without the sessions, which the parts hold.)
+        let sessions = state.sessions.take();
         let head = State {
-            sessions: state.sessions.as_ref().map(|_| Vec::new()),
+            sessions: sessions.as_ref().map(|_| Vec::new()),
             ..state.clone()
         };
+        state.sessions = sessions;
         let mut table = table_of(&head)?;
         let mut documents = vec![
             document(Manifest::new(head, None).to_bytes(), STATE_LAYER, None)?,
