@@ -269,6 +269,7 @@ pub fn run(args: PackArgs) -> Result<Exit> {
             CompressionArg::Zstd | CompressionArg::Stored => ZipMethod::Stored,
         },
         zstd_documents: args.compression == CompressionArg::Zstd,
+        max_document: None,
     };
     let (written, shown) = if to_stdout {
         let tmp = tempfile::Builder::new()
@@ -406,8 +407,11 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
         repo: &repo,
         table: &snapshot.table,
     };
+    // A bundle: its reader's limits, not the repository's (a snapshot too large for a bundle
+    // is refused before anything is written).
     let opts = Options2 {
         created,
+        max_document: None,
         ..asp_repo::backup::content_options()
     };
     let bar = Bar::new(args.common.quiet);

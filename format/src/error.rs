@@ -42,12 +42,13 @@ pub fn io_class(e: &io::Error, otherwise: ErrorClass) -> ErrorClass {
 }
 
 impl Classify for crate::bundle::WriteError {
-    /// A state that is not valid is the input's; a file in the way (without `--force`) and the
-    /// rest is writing the bundle's, unless a blob did not match its digest.
+    /// A state that is not valid, or too large for its readers, is the input's; a file in the
+    /// way (without `--force`) and the rest is writing the bundle's, unless a blob did not
+    /// match its digest.
     fn class(&self) -> ErrorClass {
         use crate::bundle::WriteError as E;
         match self {
-            E::InvalidState(_) => ErrorClass::Source,
+            E::InvalidState(_) | E::TooLarge { .. } => ErrorClass::Source,
             E::Exists { .. } => ErrorClass::Store,
             E::Io { source, .. } => io_class(source, ErrorClass::Store),
             E::Blob { source, .. } => source.class(),

@@ -512,6 +512,7 @@ pub fn content_options() -> Options2 {
         generator: Some(format!("asp {}", env!("CARGO_PKG_VERSION"))),
         zip: asp_format::bundle::ZipMethod::Stored,
         zstd_documents: true,
+        max_document: Some(crate::snapshot::MAX_DOCUMENT),
     }
 }
 

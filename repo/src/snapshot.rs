@@ -333,14 +333,17 @@ pub fn read_state(
     let read = |d: &asp_format::bundle::oci::OciDescriptor, base| {
         let over = || {
             bad(format!(
-                "the state's documents expand to more than {} bytes together",
+                "the state's documents expand to more than {} bytes together, or one to more \
+                 than {MAX_DOCUMENT}",
                 2 * MAX_DOCUMENT
             ))
         };
         if d.size > budget.get() {
             return Err(over());
         }
-        let bytes = read_document(repo, &as_registry(d), base)?;
+        // Decoded no further than the budget left: past it, the reading ends anyway.
+        let bytes =
+            read_document_within(repo, &as_registry(d), base, budget.get())?.ok_or_else(over)?;
         let left = budget
             .get()
             .checked_sub(d.size.max(bytes.len() as u64))
@@ -468,12 +471,30 @@ pub fn read_state(
 }
 
 /// A document layer's bytes: as stored, or one zstd frame, by its media type (`base` or
-/// `base+zstd`).
+/// `base+zstd`), of at most [`MAX_DOCUMENT`] bytes either way.
 pub fn read_document(
     repo: &dyn RawBlobs,
     d: &OciDescriptor,
     base: &str,
 ) -> Result<Vec<u8>, RepoError> {
+    read_document_within(repo, d, base, MAX_DOCUMENT)?.ok_or_else(|| {
+        RepoError::Integrity(format!(
+            "layer {} has or expands to more than {MAX_DOCUMENT} bytes (the limit of a document)",
+            d.digest
+        ))
+    })
+}
+
+/// [`read_document`] of at most `limit` bytes (never above [`MAX_DOCUMENT`]), stored and
+/// decoded; `None` when the layer has or expands to more. The state reader passes what its
+/// budget has left, so no document is decoded past it.
+fn read_document_within(
+    repo: &dyn RawBlobs,
+    d: &OciDescriptor,
+    base: &str,
+    limit: u64,
+) -> Result<Option<Vec<u8>>, RepoError> {
+    let limit = limit.min(MAX_DOCUMENT);
     let encoding = if d.media_type == base {
         Encoding::Identity
     } else if d.media_type == Encoding::Zstd.media_type(base) {
@@ -484,22 +505,67 @@ pub fn read_document(
             d.digest, d.media_type
         )));
     };
-    if d.size > MAX_DOCUMENT {
-        return Err(RepoError::Integrity(format!(
-            "layer {} has {} bytes, over the limit of {MAX_DOCUMENT}",
-            d.digest, d.size
-        )));
+    if d.size > limit {
+        return Ok(None);
     }
     let raw = repo.open_raw(&d.blob())?;
     let mut out = Vec::new();
     decode_layer(raw, encoding, None, 1 << MAX_WINDOW_LOG)
-        .and_then(|r| r.take(MAX_DOCUMENT + 1).read_to_end(&mut out))
+        .and_then(|r| r.take(limit + 1).read_to_end(&mut out))
         .map_err(|e| RepoError::Integrity(format!("layer {}: {e}", d.digest)))?;
-    if out.len() as u64 > MAX_DOCUMENT {
-        return Err(RepoError::Integrity(format!(
-            "layer {} expands beyond {MAX_DOCUMENT} bytes",
-            d.digest
-        )));
+    Ok((out.len() as u64 <= limit).then_some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// Blobs in memory, by digest.
+    #[derive(Debug, Default)]
+    struct Blobs(HashMap<Digest, Vec<u8>>);
+
+    impl Blobs {
+        fn put(&mut self, bytes: Vec<u8>, media_type: &str) -> OciDescriptor {
+            let d = asp_format::digest::Descriptor::of(&bytes);
+            self.0.insert(d.digest, bytes);
+            OciDescriptor::new(media_type.to_owned(), d)
+        }
     }
-    Ok(out)
+
+    impl RawBlobs for Blobs {
+        fn open_raw(
+            &self,
+            d: &asp_format::digest::Descriptor,
+        ) -> Result<Box<dyn Read + Send>, RepoError> {
+            Ok(Box::new(std::io::Cursor::new(self.0[&d.digest].clone())))
+        }
+    }
+
+    #[test]
+    fn a_document_is_decoded_no_further_than_its_limit() {
+        let mut blobs = Blobs::default();
+        let body = vec![b'x'; 100_000];
+        let frame = asp_format::bundle::layers::compress(&body, None, 3).unwrap();
+        let zstd = Encoding::Zstd.media_type(STATE_LAYER);
+        let packed = blobs.put(frame, &zstd);
+        let plain = blobs.put(body.clone(), STATE_LAYER);
+        for d in [&packed, &plain] {
+            let got = read_document_within(&blobs, d, STATE_LAYER, 100_000).unwrap();
+            assert_eq!(got.as_deref(), Some(&body[..]));
+            assert_eq!(
+                read_document_within(&blobs, d, STATE_LAYER, 99_999).unwrap(),
+                None
+            );
+        }
+        // Never above the limit of one document, whatever is asked.
+        assert!(
+            read_document_within(&blobs, &plain, STATE_LAYER, u64::MAX)
+                .unwrap()
+                .is_some()
+        );
+        let other = OciDescriptor::new("text/plain".to_owned(), plain.blob());
+        let err = read_document(&blobs, &other, STATE_LAYER).unwrap_err();
+        assert!(err.to_string().contains("media type text/plain"), "{err}");
+    }
 }

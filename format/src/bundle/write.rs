@@ -76,6 +76,11 @@ pub enum WriteError {
     },
     #[error("zip: {0}")]
     Zip(#[from] zip::result::ZipError),
+    /// The state is too large for its readers: written, it could not be read back.
+    #[error(
+        "the state is too large to write: {what} would take {size} bytes, and readers take at most {limit}"
+    )]
+    TooLarge { what: String, size: u64, limit: u64 },
 }
 
 fn entry_options(method: CompressionMethod, size: u64) -> SimpleFileOptions {

@@ -61,6 +61,11 @@ pub struct Options2 {
     pub zip: ZipMethod,
     /// Compress the state manifest and the layer table (zstd level 3).
     pub zstd_documents: bool,
+    /// The largest document its readers accept, stored or decoded (the state's documents
+    /// together twice that): `None` for a bundle's reader
+    /// ([`crate::bundle::Limits`]'s `max_manifest_bytes`); a repository reads larger ones.
+    /// A state whose documents would be larger is refused, not written unreadable.
+    pub max_document: Option<u64>,
 }
 
 fn entry_options(method: CompressionMethod, size: u64) -> SimpleFileOptions {
@@ -145,6 +150,8 @@ pub struct Document {
     /// Its descriptor in the image manifest (media type, and the shard of a part).
     pub descriptor: OciDescriptor,
     pub bytes: Vec<u8>,
+    /// How many bytes it decodes to.
+    pub decoded: u64,
 }
 
 /// The documents of one snapshot (the OCI side of layout 3), planned from a state and where
@@ -203,6 +210,7 @@ impl Documents {
             Ok(table)
         };
         let document = |bytes: Vec<u8>, base: &str, shard: Option<Shard>| {
+            let decoded = bytes.len() as u64;
             let (bytes, media_type) = match opts.zstd_documents && bytes.len() >= 64 {
                 true => match compress(&bytes, None, DOCUMENT_LEVEL).map_err(zip_io)? {
                     z if z.len() < bytes.len() => (z, Encoding::Zstd.media_type(base)),
@@ -213,7 +221,11 @@ impl Documents {
             let mut descriptor = OciDescriptor::new(media_type, Descriptor::of(&bytes));
             descriptor.annotations =
                 shard.map(|s| BTreeMap::from([(SHARD_ANNOTATION.to_owned(), s.to_string())]));
-            Ok::<_, WriteError>(Document { descriptor, bytes })
+            Ok::<_, WriteError>(Document {
+                descriptor,
+                bytes,
+                decoded,
+            })
         };
 
         // The head: every kind but the sessions' entries; then the sessions by shard.
@@ -298,6 +310,10 @@ impl Documents {
         };
         // Compact: every snapshot of a repository writes it whole (spec/aspstate.md §13.4).
         let manifest_bytes = serde_json::to_vec(&manifest).expect("serialises");
+        let limit = opts
+            .max_document
+            .unwrap_or(crate::bundle::Limits::default().max_manifest_bytes);
+        readable_within(&documents, manifest_bytes.len() as u64, limit)?;
         Ok(Documents {
             manifest: Descriptor::of(&manifest_bytes),
             manifest_bytes,
@@ -315,6 +331,34 @@ impl Documents {
             .into_iter()
             .chain(self.documents.iter().map(|d| &d.bytes[..]))
     }
+}
+
+/// Refuses documents a reader taking at most `limit` bytes a document would refuse
+/// (spec/aspstate.md §3.5): each stored and decoded, the image manifest, and the state's
+/// documents together (each counted as the larger of its stored and decoded size) at most
+/// twice `limit`.
+fn readable_within(documents: &[Document], manifest: u64, limit: u64) -> Result<(), WriteError> {
+    let too_large =
+        |what: String, size: u64, limit: u64| Err(WriteError::TooLarge { what, size, limit });
+    if manifest > limit {
+        return too_large("the image manifest".to_owned(), manifest, limit);
+    }
+    let mut total = 0u64;
+    for d in documents {
+        let size = d.decoded.max(d.bytes.len() as u64);
+        if size > limit {
+            return too_large(format!("document {}", d.descriptor.digest), size, limit);
+        }
+        total += size;
+    }
+    if total > limit.saturating_mul(2) {
+        return too_large(
+            "the state's documents together".to_owned(),
+            total,
+            limit.saturating_mul(2),
+        );
+    }
+    Ok(())
 }
 
 /// The layout version of a bundle whose image manifest is `manifest`, for a bundle written
@@ -570,6 +614,40 @@ mod tests {
         assert_eq!(layout_version_of(&compact(&unsharded)), LAYOUT_VERSION3);
         assert_eq!(layout_version_of(&pretty(&sharded)), LAYOUT_VERSION3);
         assert_eq!(layout_version_of(&compact(&sharded)), LAYOUT_VERSION3);
+    }
+
+    /// A state whose documents a reader would refuse (spec §3.5) is refused when planned, so
+    /// no bundle or snapshot is written that cannot be read back.
+    #[test]
+    fn documents_beyond_their_readers_limits_are_not_planned() {
+        let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/state.aspstate");
+        let bundle = Bundle::open(&sample).unwrap();
+        let state = bundle.manifest().state.clone();
+        let plan = |max| {
+            let opts = Options2 {
+                zstd_documents: true,
+                max_document: Some(max),
+                ..Options2::default()
+            };
+            Documents::plan(&state, &|d| bundle.layer_ref(d), &opts)
+        };
+        let docs = plan(u64::MAX).unwrap();
+        let each = |d: &Document| d.decoded.max(d.bytes.len() as u64);
+        let largest = docs.documents.iter().map(each).max().unwrap();
+        let total: u64 = docs.documents.iter().map(each).sum();
+        let manifest = docs.manifest_bytes.len() as u64;
+        // The smallest limit the reader would take these documents within.
+        let fits = largest.max(manifest).max(total.div_ceil(2));
+        assert_eq!(plan(fits).unwrap().manifest, docs.manifest);
+        let err = plan(fits - 1).unwrap_err();
+        assert!(
+            matches!(err, WriteError::TooLarge { limit, .. } if limit == fits - 1 || limit == 2 * (fits - 1)),
+            "{err}"
+        );
+        assert!(err.to_string().contains("readers take at most"), "{err}");
+        // The bundle reader's limit by default.
+        let default = Documents::plan(&state, &|d| bundle.layer_ref(d), &Options2::default());
+        assert!(default.is_ok());
     }
 
     /// The committed sample (layout 3) and the layout 2 one, each written again from nothing
