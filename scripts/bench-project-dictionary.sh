@@ -16,7 +16,7 @@
 set -euo pipefail
 home=$(realpath "$1")
 python3 - "$home" <<'PY'
-import glob, json, os, subprocess, sys, tempfile
+import glob, json, os, shutil, subprocess, sys, tempfile
 root = os.path.join(sys.argv[1], ".claude", "projects")
 PREFIX = 1 << 20
 tmp = tempfile.mkdtemp()
@@ -76,4 +76,5 @@ for name, choose, args in [
     t = against(choose, args)
     print(f"{name:28} {mib(t):7.2f} MiB ({t / base:.3f}x)")
 print(f"all in one tar | zstd -3:    {mib(int(tar)):7.2f} MiB")
+shutil.rmtree(tmp)
 PY

@@ -376,6 +376,20 @@ pub fn describe_counts(state: &State, asked: KindSet) -> String {
 }
 
 /// `--from-repo`: a snapshot's state with its layers as the repository stores them.
+/// A snapshot a repository holds may be too large for a bundle's reader (the repository reads
+/// larger documents): say that it is safe where it is.
+fn too_large_for_a_bundle(e: bundle::WriteError) -> crate::exit::Failure {
+    let too_large = matches!(e, bundle::WriteError::TooLarge { .. });
+    let failure = crate::exit::Failure::from(e);
+    match too_large {
+        true => failure.context(
+            "this snapshot is too large for one bundle; it stays in the repository, and \
+             `asp restore` gives it back",
+        ),
+        false => failure,
+    }
+}
+
 fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Result<Exit> {
     if args.compression != CompressionArg::Zstd || args.redact_secrets || args.kinds.is_some() {
         bail_usage!(
@@ -422,7 +436,8 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
             .tempfile()
             .map_err(Failure::store)
             .context("cannot create a temporary bundle file")?;
-        let w = bundle::write_layers_file(tmp.path(), &snapshot.state, &layers, &opts, true, &bar)?;
+        let w = bundle::write_layers_file(tmp.path(), &snapshot.state, &layers, &opts, true, &bar)
+            .map_err(too_large_for_a_bundle)?;
         bar.clear();
         crate::stdio::copy_to_stdout(tmp.path())?;
         w
@@ -435,6 +450,7 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
             args.force,
             &bar,
         )
+        .map_err(too_large_for_a_bundle)
         .with_context(|| format!("cannot write {}", args.output.display()))?
     };
     bar.clear();

@@ -325,31 +325,11 @@ pub fn read_state(
     let as_registry = |d: &asp_format::bundle::oci::OciDescriptor| {
         OciDescriptor::new(d.media_type.clone(), d.descriptor())
     };
-    // The documents together, as layout 2's one state manifest and one table: parts must not
-    // let a snapshot expand to more than those two could.
-    let budget = std::cell::Cell::new(2 * MAX_DOCUMENT);
-    // Charged the larger of the stored and the decoded size (a frame of empty blocks is large
-    // stored, small decoded), the stored size before anything is read.
+    let budget = Budget::new(2 * MAX_DOCUMENT);
     let read = |d: &asp_format::bundle::oci::OciDescriptor, base| {
-        let over = || {
-            bad(format!(
-                "the state's documents expand to more than {} bytes together, or one to more \
-                 than {MAX_DOCUMENT}",
-                2 * MAX_DOCUMENT
-            ))
-        };
-        if d.size > budget.get() {
-            return Err(over());
-        }
-        // Decoded no further than the budget left: past it, the reading ends anyway.
-        let bytes =
-            read_document_within(repo, &as_registry(d), base, budget.get())?.ok_or_else(over)?;
-        let left = budget
-            .get()
-            .checked_sub(d.size.max(bytes.len() as u64))
-            .ok_or_else(over)?;
-        budget.set(left);
-        Ok(bytes)
+        budget
+            .read(repo, &as_registry(d), base)?
+            .map_err(|m| bad(format!("the state's documents: {m}")))
     };
     let state = |d| -> Result<Manifest, RepoError> {
         let m: Manifest = serde_json::from_slice(&read(d, STATE_LAYER)?)
@@ -470,6 +450,56 @@ pub fn read_state(
     Ok((manifest, blobs))
 }
 
+/// What the state's documents may expand to together, as layout 2's one state manifest and
+/// one table: parts must not let a snapshot expand to more than those two could. Each
+/// document is charged the larger of its stored and decoded size (a frame of empty blocks is
+/// large stored, small decoded), its stored size checked before it is read, and it is decoded
+/// no further than what is left.
+#[derive(Debug)]
+struct Budget {
+    total: u64,
+    left: std::cell::Cell<u64>,
+}
+
+impl Budget {
+    fn new(total: u64) -> Self {
+        Budget {
+            total,
+            left: std::cell::Cell::new(total),
+        }
+    }
+
+    /// The document's bytes, charged; `Ok(Err(why))` when it is over the budget or over the
+    /// limit of one document (saying which, and naming the layer).
+    fn read(
+        &self,
+        repo: &dyn RawBlobs,
+        d: &OciDescriptor,
+        base: &str,
+    ) -> Result<Result<Vec<u8>, String>, RepoError> {
+        let left = self.left.get();
+        let over = || {
+            if left < MAX_DOCUMENT {
+                format!(
+                    "layer {} would take them past {} bytes together",
+                    d.digest, self.total
+                )
+            } else {
+                format!(
+                    "layer {} has or expands to more than {MAX_DOCUMENT} bytes",
+                    d.digest
+                )
+            }
+        };
+        let Some(bytes) = read_document_within(repo, d, base, left)? else {
+            return Ok(Err(over()));
+        };
+        // Within `left` both ways (read_document_within checked), so this cannot underflow.
+        self.left.set(left - d.size.max(bytes.len() as u64));
+        Ok(Ok(bytes))
+    }
+}
+
 /// A document layer's bytes: as stored, or one zstd frame, by its media type (`base` or
 /// `base+zstd`), of at most [`MAX_DOCUMENT`] bytes either way.
 pub fn read_document(
@@ -558,7 +588,7 @@ mod tests {
                 None
             );
         }
-        // Never above the limit of one document, whatever is asked.
+        // Any limit above one document's is that limit (no overflow on the `+ 1`).
         assert!(
             read_document_within(&blobs, &plain, STATE_LAYER, u64::MAX)
                 .unwrap()
@@ -567,5 +597,41 @@ mod tests {
         let other = OciDescriptor::new("text/plain".to_owned(), plain.blob());
         let err = read_document(&blobs, &other, STATE_LAYER).unwrap_err();
         assert!(err.to_string().contains("media type text/plain"), "{err}");
+    }
+
+    #[test]
+    fn the_documents_budget_charges_the_larger_size_and_decodes_no_further_than_it() {
+        let mut blobs = Blobs::default();
+        let zstd = Encoding::Zstd.media_type(STATE_LAYER);
+        // 60,000 bytes decoded from a frame of about a hundred: charged 60,000.
+        let small = asp_format::bundle::layers::compress(&[b'y'; 60_000], None, 3).unwrap();
+        let doc = blobs.put(small, &zstd);
+        let budget = Budget::new(100_000);
+        assert_eq!(
+            budget
+                .read(&blobs, &doc, STATE_LAYER)
+                .unwrap()
+                .unwrap()
+                .len(),
+            60_000
+        );
+        assert_eq!(budget.left.get(), 40_000);
+        // The same document again would take it past the budget: refused, naming the layer,
+        // and the budget is not charged.
+        let err = budget.read(&blobs, &doc, STATE_LAYER).unwrap().unwrap_err();
+        assert!(err.contains(&doc.digest.to_string()), "{err}");
+        assert!(err.contains("past 100000 bytes together"), "{err}");
+        assert_eq!(budget.left.get(), 40_000);
+        // A stored document is charged its stored size.
+        let plain = blobs.put(vec![b'z'; 30_000], STATE_LAYER);
+        assert_eq!(
+            budget
+                .read(&blobs, &plain, STATE_LAYER)
+                .unwrap()
+                .unwrap()
+                .len(),
+            30_000
+        );
+        assert_eq!(budget.left.get(), 10_000);
     }
 }

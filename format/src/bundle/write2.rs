@@ -154,6 +154,26 @@ pub struct Document {
     pub decoded: u64,
 }
 
+impl Document {
+    /// What it is, for a message: "the layer table's part 3/16 (sha256:…)".
+    fn role(&self) -> String {
+        let what = match self.descriptor.media_type.starts_with(STATE_LAYER) {
+            true => "the state manifest's",
+            false => "the layer table's",
+        };
+        let which = match self
+            .descriptor
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SHARD_ANNOTATION))
+        {
+            Some(shard) => format!("part {shard}"),
+            None => "head".to_owned(),
+        };
+        format!("{what} {which} ({})", self.descriptor.digest)
+    }
+}
+
 /// The documents of one snapshot (the OCI side of layout 3), planned from a state and where
 /// each of its bodies is stored: what a bundle holds besides its layers, and what a repository
 /// stores for a snapshot. Bundles and repositories build them here, so the same state with the
@@ -347,7 +367,7 @@ fn readable_within(documents: &[Document], manifest: u64, limit: u64) -> Result<
     for d in documents {
         let size = d.decoded.max(d.bytes.len() as u64);
         if size > limit {
-            return too_large(format!("document {}", d.descriptor.digest), size, limit);
+            return too_large(d.role(), size, limit);
         }
         total += size;
     }
