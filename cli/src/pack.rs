@@ -375,7 +375,6 @@ pub fn describe_counts(state: &State, asked: KindSet) -> String {
     }
 }
 
-/// `--from-repo`: a snapshot's state with its layers as the repository stores them.
 /// A snapshot a repository holds may be too large for a bundle's reader (the repository reads
 /// larger documents): say that it is safe where it is.
 fn too_large_for_a_bundle(e: bundle::WriteError) -> crate::exit::Failure {
@@ -390,6 +389,7 @@ fn too_large_for_a_bundle(e: bundle::WriteError) -> crate::exit::Failure {
     }
 }
 
+/// `--from-repo`: a snapshot's state with its layers as the repository stores them.
 fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Result<Exit> {
     if args.compression != CompressionArg::Zstd || args.redact_secrets || args.kinds.is_some() {
         bail_usage!(
