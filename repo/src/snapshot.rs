@@ -10,7 +10,7 @@ use asp_format::bundle::oci::{
     LayerTable, STATE_LAYER, TABLE_LAYER,
 };
 use asp_format::bundle::shards::{
-    document_layers, missing_entries, parts_holding, placement_problems,
+    DocumentBudget, OverBudget, document_layers, missing_entries, parts_holding, placement_problems,
 };
 use asp_format::bundle::{Manifest, decode_layer};
 use asp_format::digest::{Descriptor, Digest};
@@ -325,7 +325,7 @@ pub fn read_state(
     let as_registry = |d: &asp_format::bundle::oci::OciDescriptor| {
         OciDescriptor::new(d.media_type.clone(), d.descriptor())
     };
-    let budget = Budget::new(2 * MAX_DOCUMENT);
+    let budget = Budget::new(MAX_DOCUMENT);
     let read = |d: &asp_format::bundle::oci::OciDescriptor, base| {
         budget
             .read(repo, &as_registry(d), base)?
@@ -450,52 +450,37 @@ pub fn read_state(
     Ok((manifest, blobs))
 }
 
-/// What the state's documents may expand to together, as layout 2's one state manifest and
-/// one table: parts must not let a snapshot expand to more than those two could. Each
-/// document is charged the larger of its stored and decoded size (a frame of empty blocks is
-/// large stored, small decoded), its stored size checked before it is read, and it is decoded
-/// no further than what is left.
+/// The state's documents, read within a [`DocumentBudget`] of [`MAX_DOCUMENT`] bytes a
+/// document: each one's stored size checked before it is read, and decoded no further than
+/// the budget has room for.
 #[derive(Debug)]
-struct Budget {
-    total: u64,
-    left: std::cell::Cell<u64>,
-}
+struct Budget(std::cell::Cell<DocumentBudget>);
 
 impl Budget {
-    fn new(total: u64) -> Self {
-        Budget {
-            total,
-            left: std::cell::Cell::new(total),
-        }
+    fn new(each: u64) -> Self {
+        Budget(std::cell::Cell::new(DocumentBudget::new(each)))
     }
 
-    /// The document's bytes, charged; `Ok(Err(why))` when it is over the budget or over the
-    /// limit of one document (saying which, and naming the layer).
+    /// The document's bytes, charged; `Ok(Err(why))` when it does not fit (naming the layer
+    /// and saying which limit).
     fn read(
         &self,
         repo: &dyn RawBlobs,
         d: &OciDescriptor,
         base: &str,
     ) -> Result<Result<Vec<u8>, String>, RepoError> {
-        let left = self.left.get();
-        let over = || {
-            if left < MAX_DOCUMENT {
-                format!(
-                    "layer {} would take them past {} bytes together",
-                    d.digest, self.total
-                )
-            } else {
-                format!(
-                    "layer {} has or expands to more than {MAX_DOCUMENT} bytes",
-                    d.digest
-                )
-            }
+        let mut budget = self.0.get();
+        let over = |o: OverBudget| format!("layer {}: {o}", d.digest);
+        if let Err(o) = budget.fits(d.size) {
+            return Ok(Err(over(o)));
+        }
+        let Some(bytes) = read_document_within(repo, d, base, budget.room())? else {
+            return Ok(Err(over(budget.past_room())));
         };
-        let Some(bytes) = read_document_within(repo, d, base, left)? else {
-            return Ok(Err(over()));
-        };
-        // Within `left` both ways (read_document_within checked), so this cannot underflow.
-        self.left.set(left - d.size.max(bytes.len() as u64));
+        if let Err(o) = budget.charge(d.size, bytes.len() as u64) {
+            return Ok(Err(over(o)));
+        }
+        self.0.set(budget);
         Ok(Ok(bytes))
     }
 }
@@ -606,32 +591,28 @@ mod tests {
         // 60,000 bytes decoded from a frame of about a hundred: charged 60,000.
         let small = asp_format::bundle::layers::compress(&[b'y'; 60_000], None, 3).unwrap();
         let doc = blobs.put(small, &zstd);
-        let budget = Budget::new(100_000);
-        assert_eq!(
-            budget
-                .read(&blobs, &doc, STATE_LAYER)
-                .unwrap()
-                .unwrap()
-                .len(),
-            60_000
-        );
-        assert_eq!(budget.left.get(), 40_000);
-        // The same document again would take it past the budget: refused, naming the layer,
-        // and the budget is not charged.
-        let err = budget.read(&blobs, &doc, STATE_LAYER).unwrap().unwrap_err();
+        let plain = blobs.put(vec![b'z'; 20_000], STATE_LAYER);
+        // Documents of at most 70,000 bytes, 140,000 together.
+        let budget = Budget::new(70_000);
+        let read = |d| budget.read(&blobs, d, STATE_LAYER).unwrap();
+        assert_eq!(read(&doc).unwrap().len(), 60_000);
+        assert_eq!(budget.0.get().room(), 70_000);
+        assert_eq!(read(&doc).unwrap().len(), 60_000);
+        assert_eq!(budget.0.get().room(), 20_000);
+        // A third would take them past 140,000: refused, naming the layer, not charged.
+        let err = read(&doc).unwrap_err();
         assert!(err.contains(&doc.digest.to_string()), "{err}");
-        assert!(err.contains("past 100000 bytes together"), "{err}");
-        assert_eq!(budget.left.get(), 40_000);
-        // A stored document is charged its stored size.
-        let plain = blobs.put(vec![b'z'; 30_000], STATE_LAYER);
-        assert_eq!(
-            budget
-                .read(&blobs, &plain, STATE_LAYER)
-                .unwrap()
-                .unwrap()
-                .len(),
-            30_000
+        assert!(err.contains("more than 140000 bytes together"), "{err}");
+        assert_eq!(budget.0.get().room(), 20_000);
+        // A stored document is charged its stored size; one over the limit of one is refused
+        // as that.
+        assert_eq!(read(&plain).unwrap().len(), 20_000);
+        assert_eq!(budget.0.get().room(), 0);
+        let fresh = Budget::new(50_000);
+        let err = fresh.read(&blobs, &doc, STATE_LAYER).unwrap().unwrap_err();
+        assert!(
+            err.contains("more than 50000 bytes, the limit of one"),
+            "{err}"
         );
-        assert_eq!(budget.left.get(), 10_000);
     }
 }

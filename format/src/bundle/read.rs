@@ -37,7 +37,8 @@ use crate::bundle::oci::{
 };
 use crate::bundle::part::{Part, PartError, read_part};
 use crate::bundle::shards::{
-    Shard, document_layers, missing_entries, parts_holding, placement_problems,
+    DocumentBudget, OverBudget, Shard, document_layers, missing_entries, parts_holding,
+    placement_problems,
 };
 use crate::digest::{Descriptor, Digest, Hasher, IntegrityError, VerifyingReader};
 use crate::kind::StateKind;
@@ -1529,29 +1530,22 @@ fn scan_v2(
             "the image manifest names this blob as more than one part of the state",
         ));
     }
-    // The documents together, as layout 2's one state manifest and one table: parts must not
-    // let a bundle expand to more than those two could. Checked against each document's
-    // stored size before it is read, and against its expanded size before it is decoded; the
-    // first document over it ends the reading.
-    let total = limits.max_manifest_bytes.saturating_mul(2);
-    let budget = std::cell::Cell::new(Some(total));
+    // The documents together, as layout 2's one state manifest and one table could
+    // (`DocumentBudget`): checked against each document's stored size before it is read, and
+    // against its expanded size before it is decoded; the first document that would take them
+    // past the total ends the reading (`None`).
+    let budget = std::cell::Cell::new(Some(DocumentBudget::new(limits.max_manifest_bytes)));
     let doc = |scan: &mut Scan, l: &OciDescriptorRef<'_>| -> Option<Vec<u8>> {
-        let spend = |size: u64| match budget.get().and_then(|b| b.checked_sub(size)) {
-            Some(left) => {
-                budget.set(Some(left));
-                Ok(())
-            }
-            None => {
+        let mut left = budget.get()?;
+        let over = |o: OverBudget| {
+            if let OverBudget::Together { .. } = o {
                 budget.set(None);
-                Err(format!(
-                    "the state's documents expand to more than {total} bytes together"
-                ))
             }
+            o.to_string()
         };
-        budget.get()?;
-        let r = match budget.get().is_some_and(|b| l.size <= b) {
-            false => spend(l.size).map(|_| Vec::new()),
-            true => read_blob_entry(file, scan, &l.descriptor(), limits.max_manifest_bytes),
+        let r = match left.fits(l.size) {
+            Err(o @ OverBudget::Together { .. }) => Err(over(o)),
+            _ => read_blob_entry(file, scan, &l.descriptor(), limits.max_manifest_bytes),
         }
         .and_then(|b| {
             if l.media_type.0.ends_with("+zstd") {
@@ -1559,19 +1553,14 @@ fn scan_v2(
                     .ok()
                     .flatten()
                     .ok_or("its zstd frame does not say its size")?;
-                if size > limits.max_manifest_bytes {
-                    return Err(format!(
-                        "it expands to {size} bytes, over the limit of {}",
-                        limits.max_manifest_bytes
-                    ));
-                }
-                // The stored bytes were read and hashed too: a frame of empty blocks is large
-                // stored and small decoded.
-                spend(size.max(b.len() as u64))?;
+                // The stored bytes were read and hashed too: charged the larger.
+                left.charge(b.len() as u64, size).map_err(over)?;
+                budget.set(Some(left));
                 crate::bundle::layers::decompress(&b, None, size)
                     .map_err(|e| format!("it does not decode: {e}"))
             } else {
-                spend(b.len() as u64)?;
+                left.charge(b.len() as u64, b.len() as u64).map_err(over)?;
+                budget.set(Some(left));
                 Ok(b)
             }
         });

@@ -27,6 +27,92 @@ pub const SESSIONS_PER_SHARD: usize = 16;
 /// beyond a bundle's million entries, so a hostile annotation cannot ask for more parts.
 pub const MAX_SHARDS: u32 = 1 << 20;
 
+/// What a snapshot's state documents (heads and parts) may take (spec/aspstate.md §3.5): each
+/// at most `each` bytes stored and decoded, and together at most twice that, as layout 2's one
+/// state manifest and one table could, each document charged the larger of its stored and
+/// decoded size (a zstd frame of empty blocks is large stored and small decoded). The bundle
+/// reader, the repository reader and the writer (which refuses what a reader would) all count
+/// with this, so they cannot disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DocumentBudget {
+    each: u64,
+    left: u64,
+}
+
+/// Why a document does not fit a [`DocumentBudget`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverBudget {
+    /// The document alone is over the limit of one.
+    Document { limit: u64 },
+    /// The documents together would be over the total.
+    Together { total: u64 },
+}
+
+impl fmt::Display for OverBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OverBudget::Document { limit } => {
+                write!(
+                    f,
+                    "it takes more than {limit} bytes, the limit of one document"
+                )
+            }
+            OverBudget::Together { total } => write!(
+                f,
+                "the state's documents expand to more than {total} bytes together"
+            ),
+        }
+    }
+}
+
+impl DocumentBudget {
+    /// A budget for documents of at most `each` bytes.
+    pub fn new(each: u64) -> Self {
+        DocumentBudget {
+            each,
+            left: each.saturating_mul(2),
+        }
+    }
+
+    /// The limit of one document.
+    pub fn each(&self) -> u64 {
+        self.each
+    }
+
+    /// The most bytes the next document may have, stored or decoded: read or decode no
+    /// further.
+    pub fn room(&self) -> u64 {
+        self.each.min(self.left)
+    }
+
+    /// Whether a document of `size` bytes (stored, or decoded) would fit, saying why not.
+    pub fn fits(&self, size: u64) -> Result<(), OverBudget> {
+        match size > self.room() {
+            true => Err(self.past_room()),
+            false => Ok(()),
+        }
+    }
+
+    /// Why a document larger than [`DocumentBudget::room`] does not fit.
+    pub fn past_room(&self) -> OverBudget {
+        match self.left < self.each {
+            true => OverBudget::Together {
+                total: self.each.saturating_mul(2),
+            },
+            false => OverBudget::Document { limit: self.each },
+        }
+    }
+
+    /// Charges a document of `stored` bytes that decodes to `decoded`; nothing is charged
+    /// when it does not fit.
+    pub fn charge(&mut self, stored: u64, decoded: u64) -> Result<(), OverBudget> {
+        let size = stored.max(decoded);
+        self.fits(size)?;
+        self.left -= size;
+        Ok(())
+    }
+}
+
 /// One shard of `count` (a power of two).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Shard {
@@ -355,6 +441,32 @@ pub fn placement_problems(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_documents_budget_is_each_document_and_twice_that_together() {
+        let mut b = DocumentBudget::new(100);
+        assert_eq!(b.room(), 100);
+        // Charged the larger of stored and decoded.
+        b.charge(10, 80).unwrap();
+        b.charge(70, 5).unwrap();
+        assert_eq!(b.room(), 50);
+        // Over one document's limit, whatever is left.
+        assert_eq!(
+            DocumentBudget::new(100).charge(101, 0),
+            Err(OverBudget::Document { limit: 100 })
+        );
+        // Over what is left: refused, and not charged.
+        assert_eq!(b.charge(51, 51), Err(OverBudget::Together { total: 200 }));
+        assert_eq!(b.room(), 50);
+        b.charge(50, 50).unwrap();
+        assert_eq!(b.room(), 0);
+        assert_eq!(b.fits(1), Err(OverBudget::Together { total: 200 }));
+        assert!(b.fits(0).is_ok());
+        // No overflow at the edges.
+        let mut huge = DocumentBudget::new(u64::MAX);
+        huge.charge(u64::MAX, 0).unwrap();
+        assert_eq!(huge.room(), 0);
+    }
 
     #[test]
     fn the_shard_annotation_parses_strictly() {

@@ -28,7 +28,9 @@ use crate::bundle::oci::{
     ImageManifest, LayerRef, LayerTable, NATIVE_LAYER, OCI_LAYOUT_BYTES, OCI_LAYOUT_ENTRY,
     OciDescriptor, SESSIONS_ANNOTATION, STATE_LAYER, TABLE_LAYER, UPDATES_LAYER, pretty,
 };
-use crate::bundle::shards::{DocumentLayer, SHARD_ANNOTATION, Shard, shard_count, shards_of};
+use crate::bundle::shards::{
+    DocumentBudget, DocumentLayer, OverBudget, SHARD_ANNOTATION, Shard, shard_count, shards_of,
+};
 use crate::bundle::write::{WriteError, Written};
 use crate::digest::{Descriptor, Digest};
 use crate::progress::Progress;
@@ -354,29 +356,35 @@ impl Documents {
 }
 
 /// Refuses documents a reader taking at most `limit` bytes a document would refuse
-/// (spec/aspstate.md §3.5): each stored and decoded, the image manifest, and the state's
-/// documents together (each counted as the larger of its stored and decoded size) at most
-/// twice `limit`.
+/// (spec/aspstate.md §3.5): the image manifest, and the state's documents counted as the
+/// readers count them ([`DocumentBudget`]).
 fn readable_within(documents: &[Document], manifest: u64, limit: u64) -> Result<(), WriteError> {
-    let too_large =
-        |what: String, size: u64, limit: u64| Err(WriteError::TooLarge { what, size, limit });
     if manifest > limit {
-        return too_large("the image manifest".to_owned(), manifest, limit);
+        return Err(WriteError::TooLarge {
+            what: "the image manifest".to_owned(),
+            size: manifest,
+            limit,
+        });
     }
-    let mut total = 0u64;
+    let mut budget = DocumentBudget::new(limit);
     for d in documents {
-        let size = d.decoded.max(d.bytes.len() as u64);
-        if size > limit {
-            return too_large(d.role(), size, limit);
-        }
-        total += size;
-    }
-    if total > limit.saturating_mul(2) {
-        return too_large(
-            "the state's documents together".to_owned(),
-            total,
-            limit.saturating_mul(2),
-        );
+        budget
+            .charge(d.bytes.len() as u64, d.decoded)
+            .map_err(|over| match over {
+                OverBudget::Document { limit } => WriteError::TooLarge {
+                    what: d.role(),
+                    size: d.decoded.max(d.bytes.len() as u64),
+                    limit,
+                },
+                OverBudget::Together { total } => WriteError::TooLarge {
+                    what: "the state's documents together".to_owned(),
+                    size: documents
+                        .iter()
+                        .map(|d| d.decoded.max(d.bytes.len() as u64))
+                        .sum(),
+                    limit: total,
+                },
+            })?;
     }
     Ok(())
 }
