@@ -724,7 +724,7 @@ fn the_parts_of_a_state_together_are_bounded_as_one_document_was() {
         ..Default::default()
     };
     let err = asp_format::bundle::Bundle::open_with(&bundle, &limits).unwrap_err();
-    assert!(err.to_string().contains("expand to more than"), "{err}");
+    assert!(err.to_string().contains("take more than"), "{err}");
     asp_format::bundle::Bundle::open(&bundle).unwrap();
 }
 
@@ -907,7 +907,7 @@ fn a_document_large_stored_and_small_decoded_is_charged_its_stored_size() {
         ..Default::default()
     };
     let err = asp_format::bundle::Bundle::open_with(&crafted, &limits).unwrap_err();
-    assert!(err.to_string().contains("expand to more than"), "{err}");
+    assert!(err.to_string().contains("take more than"), "{err}");
 }
 
 #[test]

@@ -18,12 +18,15 @@
 //! A third setting keeps what the fixed threshold costs in page faults down: glibc gives the
 //! free top of a heap back to the system once it exceeds 128 KiB (`M_TRIM_THRESHOLD`), and
 //! with the mmap threshold fixed that default stays, so every buffer of a few hundred
-//! kilobytes to 4 MiB freed at the top of a heap was mapped afresh by the next one. Raised to
-//! 64 MiB: `asp verify` of the 256 MiB bench store's bundle 0.59-0.65 s -> 0.39-0.41 s wall
-//! (system time 0.44-0.54 s -> 0.07-0.11 s, 200-250 k page faults -> 37 k), of the 1 GiB one
-//! 2.0-2.5 s -> 1.6-1.7 s; `asp-pack` of the 256 MiB store 2.11-2.23 s -> 1.84-1.87 s, of the
-//! 1 GiB one 7.9-9.1 s -> 7.5-7.8 s (system 1.6-1.8 s -> 1.15 s); peak RSS 3-17 MiB higher
-//! (`/usr/bin/time`, the same binary with `MALLOC_TRIM_THRESHOLD_` set, runs alternated).
+//! kilobytes to 4 MiB freed at the top of a heap was page-faulted afresh by the next one.
+//! Raised to 64 MiB, the size of a second arena's heap on 64-bit, so those heaps are never
+//! trimmed part way (the main heap still gives back a top over 64 MiB). Measured with the same
+//! binary and `MALLOC_TRIM_THRESHOLD_`, runs alternated, `/usr/bin/time`: `asp verify` of the
+//! 256 MiB bench store's bundle 0.59-0.65 s -> 0.39-0.41 s wall (system time 0.44-0.54 s ->
+//! 0.07-0.11 s, 200-250 k page faults -> 37 k; 8 MiB, glibc's usual pairing with a 4 MiB mmap
+//! threshold, left 60 k), of the 1 GiB one 2.0-2.5 s -> 1.6-1.7 s; `asp-pack` of the 256 MiB
+//! store 2.11-2.23 s -> 1.84-1.87 s, of the 1 GiB one 8.2-8.9 s -> 7.6-8.3 s (system time
+//! 1.6-1.7 s -> 1.1-1.2 s); peak RSS 3-20 MiB higher.
 //! A user's own `MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_` or `MALLOC_TRIM_THRESHOLD_` wins.
 
 /// Caps glibc's arenas at two, fixes its mmap threshold at 4 MiB and its trim threshold at

@@ -327,9 +327,7 @@ pub fn read_state(
     };
     let budget = Budget::new(MAX_DOCUMENT);
     let read = |d: &asp_format::bundle::oci::OciDescriptor, base| {
-        budget
-            .read(repo, &as_registry(d), base)?
-            .map_err(|m| bad(format!("the state's documents: {m}")))
+        budget.read(repo, &as_registry(d), base)?.map_err(bad)
     };
     let state = |d| -> Result<Manifest, RepoError> {
         let m: Manifest = serde_json::from_slice(&read(d, STATE_LAYER)?)
@@ -477,9 +475,9 @@ impl Budget {
         let Some(bytes) = read_document_within(repo, d, base, budget.room())? else {
             return Ok(Err(over(budget.past_room())));
         };
-        if let Err(o) = budget.charge(d.size, bytes.len() as u64) {
-            return Ok(Err(over(o)));
-        }
+        budget
+            .charge(d.size, bytes.len() as u64)
+            .expect("within the room both ways, as read_document_within checked");
         self.0.set(budget);
         Ok(Ok(bytes))
     }
@@ -493,10 +491,10 @@ pub fn read_document(
     base: &str,
 ) -> Result<Vec<u8>, RepoError> {
     read_document_within(repo, d, base, MAX_DOCUMENT)?.ok_or_else(|| {
-        RepoError::Integrity(format!(
-            "layer {} has or expands to more than {MAX_DOCUMENT} bytes (the limit of a document)",
-            d.digest
-        ))
+        let over = OverBudget::Document {
+            limit: MAX_DOCUMENT,
+        };
+        RepoError::Integrity(format!("layer {}: {over}", d.digest))
     })
 }
 
@@ -602,7 +600,10 @@ mod tests {
         // A third would take them past 140,000: refused, naming the layer, not charged.
         let err = read(&doc).unwrap_err();
         assert!(err.contains(&doc.digest.to_string()), "{err}");
-        assert!(err.contains("more than 140000 bytes together"), "{err}");
+        assert!(
+            err.contains("take more than 140000 bytes together"),
+            "{err}"
+        );
         assert_eq!(budget.0.get().room(), 20_000);
         // A stored document is charged its stored size; one over the limit of one is refused
         // as that.

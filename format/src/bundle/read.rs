@@ -1536,16 +1536,18 @@ fn scan_v2(
     // past the total ends the reading (`None`).
     let budget = std::cell::Cell::new(Some(DocumentBudget::new(limits.max_manifest_bytes)));
     let doc = |scan: &mut Scan, l: &OciDescriptorRef<'_>| -> Option<Vec<u8>> {
-        let mut left = budget.get()?;
-        let over = |o: OverBudget| {
+        let mut now = budget.get()?;
+        // Says why a document is refused; past the total, the reading ends too.
+        let refuse = |o: OverBudget| {
             if let OverBudget::Together { .. } = o {
                 budget.set(None);
             }
             o.to_string()
         };
-        let r = match left.fits(l.size) {
-            Err(o @ OverBudget::Together { .. }) => Err(over(o)),
-            _ => read_blob_entry(file, scan, &l.descriptor(), limits.max_manifest_bytes),
+        // Its stored size before it is read, its decoded size before it is decoded.
+        let r = match now.fits(l.size) {
+            Err(o) => Err(refuse(o)),
+            Ok(()) => read_blob_entry(file, scan, &l.descriptor(), limits.max_manifest_bytes),
         }
         .and_then(|b| {
             if l.media_type.0.ends_with("+zstd") {
@@ -1554,13 +1556,13 @@ fn scan_v2(
                     .flatten()
                     .ok_or("its zstd frame does not say its size")?;
                 // The stored bytes were read and hashed too: charged the larger.
-                left.charge(b.len() as u64, size).map_err(over)?;
-                budget.set(Some(left));
+                now.charge(b.len() as u64, size).map_err(refuse)?;
+                budget.set(Some(now));
                 crate::bundle::layers::decompress(&b, None, size)
                     .map_err(|e| format!("it does not decode: {e}"))
             } else {
-                left.charge(b.len() as u64, b.len() as u64).map_err(over)?;
-                budget.set(Some(left));
+                now.charge(b.len() as u64, b.len() as u64).map_err(refuse)?;
+                budget.set(Some(now));
                 Ok(b)
             }
         });

@@ -59,7 +59,7 @@ impl fmt::Display for OverBudget {
             }
             OverBudget::Together { total } => write!(
                 f,
-                "the state's documents expand to more than {total} bytes together"
+                "the state's documents take more than {total} bytes together"
             ),
         }
     }
@@ -74,26 +74,29 @@ impl DocumentBudget {
         }
     }
 
-    /// The limit of one document.
-    pub fn each(&self) -> u64 {
-        self.each
-    }
-
     /// The most bytes the next document may have, stored or decoded: read or decode no
     /// further.
     pub fn room(&self) -> u64 {
         self.each.min(self.left)
     }
 
-    /// Whether a document of `size` bytes (stored, or decoded) would fit, saying why not.
+    /// Whether a document of `size` bytes (stored, or decoded) would fit, saying why not: over
+    /// the limit of one document first, then over what is left.
     pub fn fits(&self, size: u64) -> Result<(), OverBudget> {
-        match size > self.room() {
-            true => Err(self.past_room()),
-            false => Ok(()),
+        if size > self.each {
+            Err(OverBudget::Document { limit: self.each })
+        } else if size > self.left {
+            Err(OverBudget::Together {
+                total: self.each.saturating_mul(2),
+            })
+        } else {
+            Ok(())
         }
     }
 
-    /// Why a document larger than [`DocumentBudget::room`] does not fit.
+    /// Why a document larger than [`DocumentBudget::room`] does not fit, when only that is
+    /// known (a decoder stopped at the room): past what is left when less than one document's
+    /// limit is left, else over that limit.
     pub fn past_room(&self) -> OverBudget {
         match self.left < self.each {
             true => OverBudget::Together {
@@ -455,6 +458,8 @@ mod tests {
             DocumentBudget::new(100).charge(101, 0),
             Err(OverBudget::Document { limit: 100 })
         );
+        // Over one document's limit is said as that, whatever is left.
+        assert_eq!(b.charge(101, 0), Err(OverBudget::Document { limit: 100 }));
         // Over what is left: refused, and not charged.
         assert_eq!(b.charge(51, 51), Err(OverBudget::Together { total: 200 }));
         assert_eq!(b.room(), 50);

@@ -157,6 +157,11 @@ pub struct Document {
 }
 
 impl Document {
+    /// What a reader charges it: the larger of its stored and decoded size.
+    fn charged(&self) -> u64 {
+        self.decoded.max(self.bytes.len() as u64)
+    }
+
     /// What it is, for a message: "the layer table's part 3/16 (sha256:…)".
     fn role(&self) -> String {
         let what = match self.descriptor.media_type.starts_with(STATE_LAYER) {
@@ -373,15 +378,12 @@ fn readable_within(documents: &[Document], manifest: u64, limit: u64) -> Result<
             .map_err(|over| match over {
                 OverBudget::Document { limit } => WriteError::TooLarge {
                     what: d.role(),
-                    size: d.decoded.max(d.bytes.len() as u64),
+                    size: d.charged(),
                     limit,
                 },
                 OverBudget::Together { total } => WriteError::TooLarge {
                     what: "the state's documents together".to_owned(),
-                    size: documents
-                        .iter()
-                        .map(|d| d.decoded.max(d.bytes.len() as u64))
-                        .sum(),
+                    size: documents.iter().map(Document::charged).sum(),
                     limit: total,
                 },
             })?;
@@ -660,9 +662,8 @@ mod tests {
             Documents::plan(&state, &|d| bundle.layer_ref(d), &opts)
         };
         let docs = plan(u64::MAX).unwrap();
-        let each = |d: &Document| d.decoded.max(d.bytes.len() as u64);
-        let largest = docs.documents.iter().map(each).max().unwrap();
-        let total: u64 = docs.documents.iter().map(each).sum();
+        let largest = docs.documents.iter().map(Document::charged).max().unwrap();
+        let total: u64 = docs.documents.iter().map(Document::charged).sum();
         let manifest = docs.manifest_bytes.len() as u64;
         // The smallest limit the reader would take these documents within.
         let fits = largest.max(manifest).max(total.div_ceil(2));
