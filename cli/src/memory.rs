@@ -26,12 +26,29 @@
 //! 0.07-0.11 s, 200-250 k page faults -> 37 k; 8 MiB, glibc's usual pairing with a 4 MiB mmap
 //! threshold, left 60 k), of the 1 GiB one 2.0-2.5 s -> 1.6-1.7 s; `asp-pack` of the 256 MiB
 //! store 2.11-2.23 s -> 1.84-1.87 s, of the 1 GiB one 8.2-8.9 s -> 7.6-8.3 s (system time
-//! 1.6-1.7 s -> 1.1-1.2 s); peak RSS 3-20 MiB higher.
+//! 1.6-1.7 s -> 1.1-1.2 s); peak RSS 3-20 MiB higher. Only for commands that end when their
+//! work is done: `asp hub` runs for hours, and should give back what a burst of work freed.
 //! A user's own `MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_` or `MALLOC_TRIM_THRESHOLD_` wins.
 
-/// Caps glibc's arenas at two, fixes its mmap threshold at 4 MiB and its trim threshold at
-/// 64 MiB, each unless the environment sets it; does nothing with another C library. Called
-/// first thing in `main`, before threads start.
+/// Sets glibc up for a command that does its work and ends: [`bound_arenas`], and the free
+/// top of a heap kept up to 64 MiB (see the module documentation). Called first thing in
+/// `main`, before threads start.
+pub fn for_batch_work() {
+    bound_arenas();
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_TRIM_THRESHOLD_").is_none() {
+        // SAFETY: `mallopt` takes two integers and changes a setting of the allocator; it is
+        // called before this process starts any thread.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
+        }
+    }
+}
+
+/// Caps glibc's arenas at two and fixes its mmap threshold at 4 MiB, each unless the
+/// environment sets it; does nothing with another C library. Called first thing in `main`,
+/// before threads start.
 pub fn bound_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
@@ -49,13 +66,6 @@ pub fn bound_arenas() {
             #[allow(unsafe_code)]
             unsafe {
                 libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
-            }
-        }
-        if unset("MALLOC_TRIM_THRESHOLD_") {
-            // SAFETY: as above.
-            #[allow(unsafe_code)]
-            unsafe {
-                libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
             }
         }
     }

@@ -54,8 +54,13 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    asp_cli::memory::bound_arenas();
-    let result = match Cli::parse().command {
+    let command = Cli::parse().command;
+    // Before any thread starts. The hub runs for hours: it gives back what a burst freed.
+    match command {
+        Command::Hub(_) => asp_cli::memory::bound_arenas(),
+        _ => asp_cli::memory::for_batch_work(),
+    }
+    let result = match command {
         Command::Pack(a) => pack::run(a),
         Command::Unpack(a) => unpack::run(a),
         Command::Inspect(a) => inspect::run(a),
