@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use predicates::prelude::*;
+use predicates::prelude::PredicateBooleanExt;
 use serde_json::Value;
 
 use crate::support::*;
@@ -124,6 +124,22 @@ fn restore(repo: &Path, to: &Path, args: &[&str]) {
 }
 
 /// Session `id`'s transcript in the shop project of `home`.
+/// `asp sessions --json` of a repository: one row per session ever backed up.
+fn sessions_in(repo: &Path) -> Vec<Value> {
+    let out = asp()
+        .args(["sessions", "--json", "--repo"])
+        .arg(repo)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    listed.as_array().unwrap().clone()
+}
+
 fn transcript(home: &Path, id: &str) -> Vec<u8> {
     fs::read(home.join(SHOP).join(format!("{id}.jsonl"))).unwrap()
 }
@@ -303,13 +319,7 @@ fn a_session_the_harness_deleted_is_kept_and_comes_back() {
     let again = backup(&home, &repo);
     assert!(again["snapshot"].is_null(), "{again}");
 
-    let listed = asp()
-        .args(["sessions", "--json", "--repo"])
-        .arg(&repo)
-        .output()
-        .unwrap();
-    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
-    let rows = listed.as_array().unwrap();
+    let rows = sessions_in(&repo);
     assert_eq!(rows.len(), 5);
     let a = rows.iter().find(|r| r["id"] == A).unwrap();
     assert_eq!(a["goneFromSource"], true);
@@ -522,14 +532,9 @@ fn forget_and_prune_free_space_and_keep_every_session() {
         .assert()
         .success();
     check(&repo, true);
-    let listed = asp()
-        .args(["sessions", "--json", "--repo"])
-        .arg(&repo)
-        .output()
-        .unwrap();
-    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
-    assert_eq!(listed.as_array().unwrap().len(), 4);
-    assert!(listed.as_array().unwrap().iter().all(|r| r["id"] != A));
+    let listed = sessions_in(&repo);
+    assert_eq!(listed.len(), 4);
+    assert!(listed.iter().all(|r| r["id"] != A));
 }
 
 #[test]
@@ -596,8 +601,6 @@ fn pack_repo_to(repo: &Path, out: &Path, snapshot: &str) -> Vec<u8> {
         .success();
     fs::read(out).unwrap()
 }
-
-use predicates::prelude::PredicateBooleanExt;
 
 #[test]
 fn pack_from_repo_gives_the_bundle_asp_pack_makes_byte_for_byte() {
@@ -883,14 +886,7 @@ fn a_repository_written_by_layout_2_still_checks_lists_restores_packs_and_prunes
     let repo = t.path().join("repo");
     copy_dir(&root().join("tests/fixtures/layout-2/repo"), &repo);
     check(&repo, true);
-    let out = asp()
-        .args(["sessions", "--json", "--repo"])
-        .arg(&repo)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(listed.as_array().unwrap().len(), 5, "{listed}");
+    assert_eq!(sessions_in(&repo).len(), 5);
 
     // Everything, and one session, back into homes of their own: the same transcripts as the
     // sample's.
@@ -906,23 +902,9 @@ fn a_repository_written_by_layout_2_still_checks_lists_restores_packs_and_prunes
     assert!(!one.join(GATEWAY).exists(), "only the session asked for");
 
     // A bundle of it is the layout 3 bundle of the same state.
-    let bundle = t.path().join("p.aspstate");
-    asp()
-        .args(["pack", "-q", "--from-repo", "--repo"])
-        .arg(&repo)
-        .arg("-o")
-        .arg(&bundle)
-        .assert()
-        .success();
-    let direct = t.path().join("d.aspstate");
-    asp_pack()
-        .args(["--from", "claude-code", "-q", "--home"])
-        .arg(samples().join("claude-code"))
-        .arg("-o")
-        .arg(&direct)
-        .assert()
-        .code(predicate::in_iter([0, 3]));
-    assert!(fs::read(&bundle).unwrap() == fs::read(&direct).unwrap());
+    let from_repo = pack_repo_to(&repo, &t.path().join("p.aspstate"), "latest");
+    let direct = pack_home_to(&samples().join("claude-code"), &t.path().join("d.aspstate"));
+    assert!(from_repo == direct);
 
     // A new snapshot beside it, then forget and prune read every snapshot.
     backup(&home_in(t.path()), &repo);

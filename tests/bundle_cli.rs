@@ -853,6 +853,33 @@ fn with_documents_and(
 }
 
 #[test]
+fn one_blob_named_as_two_state_parts_is_refused() {
+    // Two parts never hold the same sessions; a blob named as many parts would be read and
+    // parsed again for each.
+    let dir = tmp();
+    many_sessions(&dir.path().join("state"), 40);
+    let bundle = packed(&dir.path().join("state"));
+    let crafted = dir.path().join("crafted.aspstate");
+    // Layers 2 and 4: the state parts of the first two shards.
+    fs::write(
+        &crafted,
+        with_documents(&bundle, |docs| {
+            let first = docs[&2].clone();
+            docs.insert(4, first);
+        }),
+    )
+    .unwrap();
+    asp()
+        .arg("verify")
+        .arg(&crafted)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "names this blob as more than one part of the state",
+        ));
+}
+
+#[test]
 fn a_document_large_stored_and_small_decoded_is_charged_its_stored_size() {
     // One table, holding every part's entries, named as every table part and stored as a zstd
     // frame of empty blocks: 200 KiB stored, a few KB decoded. Charged only what it decodes

@@ -10,7 +10,8 @@ use asp_format::bundle::oci::{
     LayerTable, STATE_LAYER, TABLE_LAYER,
 };
 use asp_format::bundle::shards::{
-    DocumentBudget, OverBudget, document_layers, missing_entries, parts_holding, placement_problems,
+    DocumentBudget, OverBudget, document_layers, missing_entries, parts_holding,
+    placement_problems, repeated_part,
 };
 use asp_format::bundle::{Manifest, decode_layer};
 use asp_format::digest::{Descriptor, Digest};
@@ -344,13 +345,9 @@ pub fn read_state(
         serde_json::from_slice(&read(d, TABLE_LAYER)?)
             .map_err(|e| bad(format!("the layer table {} is not valid: {e}", d.digest)))
     };
-    // Two parts never have the same sessions, so never the same bytes.
-    let mut state_parts: Vec<Digest> = docs.parts.iter().map(|p| p.1.digest).collect();
-    state_parts.sort_unstable();
-    if let Some(w) = state_parts.windows(2).find(|w| w[0] == w[1]) {
+    if let Some(d) = repeated_part(docs.parts.iter().map(|p| p.1.digest)) {
         return Err(bad(format!(
-            "the content manifest names {} as more than one part of the state",
-            w[0]
+            "the content manifest names {d} as more than one part of the state"
         )));
     }
     // Each table document holds the entries its own state document needs (checked when every

@@ -38,7 +38,7 @@ use crate::bundle::oci::{
 use crate::bundle::part::{Part, PartError, read_part};
 use crate::bundle::shards::{
     DocumentBudget, OverBudget, Shard, document_layers, missing_entries, parts_holding,
-    placement_problems,
+    placement_problems, repeated_part,
 };
 use crate::digest::{Descriptor, Digest, Hasher, IntegrityError, VerifyingReader};
 use crate::kind::StateKind;
@@ -1520,13 +1520,9 @@ fn scan_v2(
         Err(msg) => return scan.problems.push(Problem::at(root_name, msg)),
     };
     let name_of = |l: &OciDescriptorRef<'_>| format!("{BLOB_PREFIX}{}", l.digest.hex());
-    // Two parts never have the same bytes (their sessions differ); a bundle that names one
-    // blob as many parts would have it read and parsed again and again.
-    let mut state_parts: Vec<Digest> = documents.parts.iter().map(|p| p.1.digest).collect();
-    state_parts.sort_unstable();
-    if let Some(w) = state_parts.windows(2).find(|w| w[0] == w[1]) {
+    if let Some(d) = repeated_part(documents.parts.iter().map(|p| p.1.digest)) {
         return scan.problems.push(Problem::at(
-            format!("{BLOB_PREFIX}{}", w[0].hex()),
+            format!("{BLOB_PREFIX}{}", d.hex()),
             "the image manifest names this blob as more than one part of the state",
         ));
     }

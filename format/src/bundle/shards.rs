@@ -255,6 +255,15 @@ pub struct DocumentLayers<'m, D> {
     pub parts: Vec<(Shard, &'m D, &'m D)>,
 }
 
+/// A blob named as more than one state part, if any (the least such digest). Two parts never
+/// hold the same sessions, so never the same bytes; a bundle or snapshot that names one blob
+/// as many parts would have it read and parsed again and again (spec/aspstate.md §3.5).
+pub fn repeated_part(state_parts: impl IntoIterator<Item = Digest>) -> Option<Digest> {
+    let mut all: Vec<Digest> = state_parts.into_iter().collect();
+    all.sort_unstable();
+    all.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
+}
+
 /// Which document a layer is, by its base media type (without `+zstd`).
 fn base(media_type: &str) -> &str {
     media_type.strip_suffix("+zstd").unwrap_or(media_type)
@@ -446,6 +455,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_blob_named_as_two_state_parts_is_found() {
+        let d = |b: &[u8]| Digest::of(b);
+        assert_eq!(repeated_part([d(b"a"), d(b"b"), d(b"c")]), None);
+        assert_eq!(repeated_part([d(b"b"), d(b"a"), d(b"b")]), Some(d(b"b")));
+        assert_eq!(repeated_part([]), None);
+    }
+
+    #[test]
     fn the_documents_budget_is_each_document_and_twice_that_together() {
         let mut b = DocumentBudget::new(100);
         assert_eq!(b.room(), 100);
@@ -453,12 +470,11 @@ mod tests {
         b.charge(10, 80).unwrap();
         b.charge(70, 5).unwrap();
         assert_eq!(b.room(), 50);
-        // Over one document's limit, whatever is left.
+        // Over one document's limit is said as that, with all or part of the total left.
         assert_eq!(
             DocumentBudget::new(100).charge(101, 0),
             Err(OverBudget::Document { limit: 100 })
         );
-        // Over one document's limit is said as that, whatever is left.
         assert_eq!(b.charge(101, 0), Err(OverBudget::Document { limit: 100 }));
         // Over what is left: refused, and not charged.
         assert_eq!(b.charge(51, 51), Err(OverBudget::Together { total: 200 }));
