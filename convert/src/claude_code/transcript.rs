@@ -502,7 +502,7 @@ impl<'d, F: FnMut(&Record)> Indexer<'d, F> {
 
     /// The next bytes of the file.
     pub fn feed(&mut self, mut chunk: &[u8]) {
-        while let Some(nl) = chunk.iter().position(|b| *b == b'\n') {
+        while let Some(nl) = memchr::memchr(b'\n', chunk) {
             let at = self.pending_at;
             let len = if self.pending.is_empty() {
                 self.line(&chunk[..nl], at, false);

@@ -101,7 +101,7 @@ impl<'a> Indexer<'a> {
     }
 
     pub fn feed(&mut self, mut chunk: &[u8]) {
-        while let Some(i) = chunk.iter().position(|b| *b == b'\n') {
+        while let Some(i) = memchr::memchr(b'\n', chunk) {
             self.buf.extend_from_slice(&chunk[..i]);
             self.line(true);
             chunk = &chunk[i + 1..];
