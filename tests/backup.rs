@@ -377,6 +377,22 @@ fn check_finds_a_damaged_layer_and_a_missing_one() {
         .arg(&repo)
         .assert()
         .code(4);
+    // Packing the snapshot into a bundle meets the damage too: an integrity failure, its
+    // cause said once, and no bundle.
+    let out = t.path().join("x.aspstate");
+    let packed = asp()
+        .args(["pack", "--from-repo", "-q", "--repo"])
+        .arg(&repo)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .code(4)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(packed).unwrap();
+    assert_eq!(err.matches("does not match its digest").count(), 1, "{err}");
+    assert!(!out.exists());
     fs::remove_file(&big).unwrap();
     asp()
         .args(["check", "-q", "--repo"])

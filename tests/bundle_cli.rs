@@ -227,6 +227,60 @@ fn an_existing_output_is_not_overwritten_without_force() {
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
 }
 
+/// A bundle is made in a temporary file renamed over its output: a link is followed to the
+/// file it names (the link stays), and what a rename would replace by a file (a named pipe, a
+/// device, a directory) is refused before any work, with or without --force.
+#[cfg(unix)]
+#[test]
+fn an_output_link_is_followed_and_a_pipe_or_a_directory_is_refused() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tmp();
+    let target = dir.path().join("real.aspstate");
+    fs::write(&target, b"old").unwrap();
+    let link = dir.path().join("link.aspstate");
+    std::os::unix::fs::symlink("real.aspstate", &link).unwrap();
+    let pack_to = |out: &std::path::Path| {
+        let mut cmd = asp_pack();
+        cmd.arg("--from-dir")
+            .arg(samples().join("state"))
+            .arg("-o")
+            .arg(out)
+            .arg("--force")
+            .env_remove("SOURCE_DATE_EPOCH");
+        cmd
+    };
+    pack_to(&link).assert().success();
+    assert!(fs::symlink_metadata(&link).unwrap().is_symlink());
+    assert_eq!(
+        fs::read(&target).unwrap(),
+        fs::read(samples().join("state.aspstate")).unwrap()
+    );
+
+    let fifo = dir.path().join("fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    pack_to(&fifo)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is a named pipe"))
+        .stderr(predicate::str::contains("`-o -`"));
+    assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+
+    let sub = dir.path().join("sub");
+    fs::create_dir(&sub).unwrap();
+    pack_to(&sub)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is a directory"));
+    assert!(sub.is_dir());
+    // Only what the test made: no temporary file was left.
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 4);
+}
 #[test]
 fn unpacking_into_a_non_empty_directory_needs_force() {
     let dir = tmp();

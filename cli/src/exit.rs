@@ -145,9 +145,22 @@ impl fmt::Debug for Failure {
 }
 
 impl fmt::Display for Failure {
-    /// The message with its causes, `context: cause: cause`.
+    /// The message with its causes, `context: cause: cause`, each said once: many errors say
+    /// their cause in their own message too (`writing {path}: {source}`), and a cause a
+    /// wrapper already said is not said again.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:#}", self.error)
+        let mut said = String::new();
+        for cause in self.error.chain() {
+            let text = cause.to_string();
+            if said.contains(&text) {
+                continue;
+            }
+            if !said.is_empty() {
+                said.push_str(": ");
+            }
+            said.push_str(&text);
+        }
+        f.write_str(&said)
     }
 }
 
@@ -196,6 +209,17 @@ mod tests {
         let io = Failure::store(std::io::Error::other("disk full")).context("cannot write");
         assert_eq!(io.exit(), Exit::Error);
         assert_eq!(io.to_string(), "cannot write: disk full");
+        // A cause an error already says in its own message is not said twice.
+        let io = std::io::Error::other("disk full");
+        let wrapped: Failure = asp_format::bundle::WriteError::Io {
+            path: "x.aspstate".into(),
+            source: io,
+        }
+        .into();
+        assert_eq!(
+            wrapped.context("cannot pack").to_string(),
+            "cannot pack: writing x.aspstate: disk full"
+        );
         assert_eq!(Failure::usage("no").exit(), Exit::Usage);
     }
 }

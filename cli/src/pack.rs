@@ -196,6 +196,10 @@ pub fn run(args: PackArgs) -> Result<Exit> {
             ),
         ));
     }
+    if !to_stdout {
+        // A device, a pipe or a directory is refused before any work (a link is followed).
+        bundle::output_path(&args.output)?;
+    }
     if !to_stdout && !args.force && args.output.exists() {
         return Err(Failure::new(
             ErrorClass::Store,
@@ -396,6 +400,10 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
             "--from-repo packs a snapshot as it is stored: no --compression, --kinds or \
              --redact-secrets (unpack it, then pack what you want)"
         );
+    }
+    if !to_stdout {
+        // A device, a pipe or a directory is refused before any work (a link is followed).
+        bundle::output_path(&args.output)?;
     }
     if !to_stdout && !args.force && args.output.exists() {
         return Err(Failure::new(

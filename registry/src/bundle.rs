@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use asp_format::blob::{BlobError, BlobSource};
 use asp_format::bundle::{
-    Bundle, ImageZip, ReadError, ZipMethod, layout_version_of, write_image_zip,
+    Bundle, ImageZip, ReadError, WriteError, ZipMethod, layout_version_of, write_image_zip,
 };
 use asp_format::digest::{Descriptor, Digest};
 use asp_format::progress::Quiet;
@@ -113,14 +113,24 @@ impl BundleSink {
         force: bool,
         generator: Option<String>,
     ) -> Result<Self, Error> {
-        let path = path.into();
-        match fs::symlink_metadata(&path) {
-            Ok(m) if m.is_dir() => {
+        let given = path.into();
+        // A link is followed to the file it names; a directory, a device or a pipe is
+        // refused (the bundle is renamed over its output, which would replace them).
+        let path = match asp_format::bundle::output_path(&given) {
+            Ok(p) => p,
+            Err(WriteError::NotAFile {
+                what: "a directory",
+                ..
+            }) => {
                 return Err(Error::Usage(format!(
                     "{} is a directory; give the bundle file to write (or --layout DIR)",
-                    path.display()
+                    given.display()
                 )));
             }
+            Err(WriteError::Io { source, .. }) => return Err(Error::write(&given, source)),
+            Err(e) => return Err(Error::Usage(e.to_string())),
+        };
+        match fs::symlink_metadata(&path) {
             Ok(_) if !force => {
                 return Err(Error::Usage(format!(
                     "{} already exists (use --force to replace it)",

@@ -62,6 +62,11 @@ pub enum WriteError {
     InvalidState(Vec<StateError>),
     #[error("{path} already exists (use --force to replace it)")]
     Exists { path: PathBuf },
+    /// `-o` names something a bundle cannot replace (see [`output_path`]).
+    #[error(
+        "{path} is {what}; a bundle is written to a regular file (`-o -` writes it to standard output)"
+    )]
+    NotAFile { path: PathBuf, what: &'static str },
     #[error("writing {path}: {source}")]
     Io {
         path: PathBuf,
@@ -207,13 +212,81 @@ pub fn write_file(
     })
 }
 
+/// The file a bundle written to `path` lands in: `path` itself when it is a regular file or
+/// nothing yet, the file a symbolic link names (followed to the end, dangling or not), so the
+/// link stays and its file gets the bundle. Anything else is refused: a bundle is made in a
+/// temporary file and renamed over its output, which would replace a device, a named pipe or
+/// a socket with a file (as root, `-o /dev/full --force` once turned the device into one).
+pub fn output_path(path: &Path) -> Result<PathBuf, WriteError> {
+    /// Linux's own limit on the links one path may go through.
+    const MAX_LINKS: usize = 40;
+    let io_err = |source| WriteError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut p = path.to_path_buf();
+    for _ in 0..=MAX_LINKS {
+        let meta = match std::fs::symlink_metadata(&p) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(p),
+            Err(e) => return Err(io_err(e)),
+        };
+        let kind = meta.file_type();
+        if kind.is_file() {
+            return Ok(p);
+        }
+        if !kind.is_symlink() {
+            return Err(WriteError::NotAFile {
+                path: path.to_path_buf(),
+                what: file_kind(kind),
+            });
+        }
+        let target = std::fs::read_link(&p).map_err(io_err)?;
+        p = match p.parent() {
+            Some(dir) if target.is_relative() => dir.join(target),
+            _ => target,
+        };
+    }
+    Err(WriteError::NotAFile {
+        path: path.to_path_buf(),
+        what: "a chain of more than 40 symbolic links",
+    })
+}
+
+/// What a file that is neither a regular file nor a link is, in words.
+fn file_kind(kind: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a named pipe";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
+}
+
 /// Writes a file atomically: `write` fills a temporary file in the same directory, which is
-/// synced and renamed into place. An existing `path` is replaced only with `force`.
+/// synced and renamed into place. An existing `path` is replaced only with `force`; a link is
+/// followed and what it names is written ([`output_path`]).
 pub(crate) fn atomic(
     path: &Path,
     force: bool,
     write: impl FnOnce(File) -> Result<(File, Written), WriteError>,
 ) -> Result<Written, WriteError> {
+    let path = &output_path(path)?;
     if !force && path.exists() {
         return Err(WriteError::Exists {
             path: path.to_path_buf(),

@@ -556,8 +556,20 @@ pub fn write_image_zip<W: Write + Seek>(
             inner: &mut zip,
             progress,
             written: 0,
+            failed: false,
         };
-        copy(digest, &mut w).map_err(zip_io)?;
+        // An error of the output is writing's; any other is the blob's (one that does not
+        // match its digest, a layer missing from a repository).
+        copy(digest, &mut w).map_err(|e| {
+            if w.failed {
+                zip_io(e)
+            } else {
+                WriteError::Blob {
+                    digest: *digest,
+                    source: crate::blob::BlobError::Other(e),
+                }
+            }
+        })?;
         if w.written != *size {
             return Err(zip_io(io::Error::other(format!(
                 "blob {digest} gave {} bytes, not {size}",
@@ -575,17 +587,19 @@ struct Advance<'a, W: Write> {
     inner: &'a mut W,
     progress: &'a dyn Progress,
     written: u64,
+    /// Whether writing into the output failed.
+    failed: bool,
 }
 
 impl<W: Write> Write for Advance<'_, W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
+        let n = self.inner.write(buf).inspect_err(|_| self.failed = true)?;
         self.progress.advance(n as u64);
         self.written += n as u64;
         Ok(n)
     }
     fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
+        self.inner.flush().inspect_err(|_| self.failed = true)
     }
 }
 
