@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use predicates::prelude::PredicateBooleanExt;
+use predicates::prelude::{PredicateBooleanExt, predicate};
 use serde_json::Value;
 
 use crate::support::*;
@@ -551,6 +551,17 @@ fn forget_and_prune_free_space_and_keep_every_session() {
     let listed = sessions_in(&repo);
     assert_eq!(listed.len(), 4);
     assert!(listed.iter().all(|r| r["id"] != A));
+
+    // A session no newest snapshot holds (a typo, or one already let go) is a usage error
+    // that changes nothing, even beside one that exists.
+    let snapshots = fs::read(repo.join("index.json")).unwrap();
+    asp()
+        .args(["forget", "--session", "deadbeef", "--session", C, "--repo"])
+        .arg(&repo)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("deadbeef"));
+    assert_eq!(fs::read(repo.join("index.json")).unwrap(), snapshots);
 }
 
 #[test]

@@ -86,3 +86,78 @@ mod tests {
         assert!(!is_rfc3339("2026-11-30T00:00:00"));
     }
 }
+
+/// `s` on one line: line breaks, tabs and other control characters become spaces and runs of
+/// spaces one, so a title holding JSON or a pasted paragraph keeps a listing one row per line.
+pub fn one_line(s: &str) -> String {
+    s.split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Rows under a header, each column as wide as its widest cell (the last one is not padded),
+/// two spaces apart.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> Vec<String> {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut out = String::new();
+        for (i, cell) in cells.enumerate() {
+            if i > 0 {
+                out.push_str("  ");
+            }
+            out.push_str(cell);
+            if i + 1 < widths.len() {
+                let pad = widths[i].saturating_sub(cell.chars().count());
+                out.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        out.trim_end().to_owned()
+    };
+    let mut out = vec![line(&mut header.iter().copied())];
+    out.extend(rows.iter().map(|r| line(&mut r.iter().map(String::as_str))));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_title_over_several_lines_is_listed_on_one() {
+        assert_eq!(
+            one_line("{\n  \"a\": 1,\r\n\t\"b\"\u{7}}"),
+            "{ \"a\": 1, \"b\" }"
+        );
+        assert_eq!(one_line("plain"), "plain");
+    }
+
+    #[test]
+    fn table_columns_line_up_whatever_the_cells() {
+        let rows = vec![
+            vec![
+                "agent-a1".to_owned(),
+                "claude-code".to_owned(),
+                "x".to_owned(),
+            ],
+            vec![
+                "71958462-4bb8".to_owned(),
+                "pi".to_owned(),
+                "a title".to_owned(),
+            ],
+        ];
+        assert_eq!(
+            table(&["ID", "HARNESS", "TITLE"], &rows),
+            [
+                "ID             HARNESS      TITLE",
+                "agent-a1       claude-code  x",
+                "71958462-4bb8  pi           a title",
+            ]
+        );
+    }
+}

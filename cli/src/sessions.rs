@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::args::{Common, RepoArg, parse_harness};
 use crate::exit::{Context, EXIT_CODES_HELP, Exit, Result};
+use crate::human;
 use crate::progress::Bar;
 
 /// List every session ever backed up (or, with --from, a live store's sessions)
@@ -123,17 +124,25 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
         crate::outln!("{}", serde_json::to_string(&rows).expect("rows serialise"));
         return Ok(Exit::Ok);
     }
-    for r in &rows {
-        crate::outln!(
-            "{}  {:<24}  {:<11}  {:<8}  {:<4}  {}  {}",
-            r.id,
-            r.updated_at.as_deref().unwrap_or("-"),
-            r.harness,
-            r.snapshot.as_deref().unwrap_or("live"),
-            if r.gone_from_source { "gone" } else { "" },
-            r.cwd.as_deref().unwrap_or("-"),
-            r.title
-        );
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.clone(),
+                r.updated_at.clone().unwrap_or_else(|| "-".to_owned()),
+                r.harness.clone(),
+                r.snapshot.clone().unwrap_or_else(|| "live".to_owned()),
+                if r.gone_from_source { "gone" } else { "" }.to_owned(),
+                human::one_line(r.cwd.as_deref().unwrap_or("-")),
+                human::one_line(&r.title),
+            ]
+        })
+        .collect();
+    let header = [
+        "ID", "UPDATED", "HARNESS", "SNAPSHOT", "GONE", "CWD", "TITLE",
+    ];
+    for line in human::table(&header, &cells) {
+        crate::outln!("{line}");
     }
     Ok(Exit::Ok)
 }

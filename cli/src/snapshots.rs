@@ -4,6 +4,7 @@ use clap::Parser;
 
 use crate::args::{Common, RepoArg};
 use crate::exit::{EXIT_CODES_HELP, Exit, Result};
+use crate::human;
 
 /// List the snapshots of a repository, oldest first
 #[derive(Debug, Clone, Parser)]
@@ -39,29 +40,27 @@ pub fn run(args: SnapshotsArgs) -> Result<Exit> {
         crate::outln!("no snapshots in {}", repo.root().display());
         return Ok(Exit::Ok);
     }
-    crate::outln!(
-        "{:<8}  {:<24}  {:<12}  {:<8}  {:<12}  HOME",
-        "ID",
-        "TIME",
-        "HARNESS",
-        "SESSIONS",
-        "HOST"
-    );
-    for s in &snapshots {
-        let sessions = if s.gone > 0 {
-            format!("{} ({} gone)", s.sessions, s.gone)
-        } else {
-            s.sessions.to_string()
-        };
-        crate::outln!(
-            "{:<8}  {:<24}  {:<12}  {:<8}  {:<12}  {}",
-            s.short_id(),
-            s.created,
-            s.harness,
-            sessions,
-            s.host,
-            s.home
-        );
+    let rows: Vec<Vec<String>> = snapshots
+        .iter()
+        .map(|s| {
+            let sessions = if s.gone > 0 {
+                format!("{} ({} gone)", s.sessions, s.gone)
+            } else {
+                s.sessions.to_string()
+            };
+            vec![
+                s.short_id(),
+                s.created.clone(),
+                s.harness.to_string(),
+                sessions,
+                s.host.clone(),
+                s.home.clone(),
+            ]
+        })
+        .collect();
+    let header = ["ID", "TIME", "HARNESS", "SESSIONS", "HOST", "HOME"];
+    for line in human::table(&header, &rows) {
+        crate::outln!("{line}");
     }
     Ok(Exit::Ok)
 }

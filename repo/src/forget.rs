@@ -132,9 +132,34 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
     for s in repo.snapshots()? {
         newest.insert((s.harness.clone(), s.home.clone()), s);
     }
+    // Every snapshot is read before any is written: a session named that no newest
+    // snapshot holds (a typo, a subagent's id mistyped) is an error that changes nothing.
+    let snaps = newest
+        .values()
+        .map(|info| Snapshot::load(repo, info).map(|snap| (info, snap)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let unknown: Vec<&str> = what
+        .sessions
+        .iter()
+        .filter(|id| {
+            !snaps.iter().any(|(_, snap)| {
+                snap.state
+                    .sessions
+                    .iter()
+                    .flatten()
+                    .any(|s| s.id.as_str() == id.as_str())
+            })
+        })
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        return Err(RepoError::Usage(format!(
+            "no newest snapshot holds session {} (`asp sessions` lists them)",
+            unknown.join(", ")
+        )));
+    }
     let mut out = Dropped::default();
-    for info in newest.values() {
-        let snap = Snapshot::load(repo, info)?;
+    for (info, snap) in snaps {
         let drop: BTreeSet<String> = snap
             .state
             .sessions

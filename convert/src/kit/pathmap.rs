@@ -20,10 +20,23 @@ pub struct PathMap {
     rules: Vec<(String, String)>,
 }
 
-/// A rule that is not `OLD=NEW`.
+/// A rule that is not `OLD=NEW` with both sides absolute paths.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("--map-path {0:?} is not OLD=NEW with both sides non-empty")]
+#[error("--map-path {0:?} is not OLD=NEW with both sides absolute paths")]
 pub struct BadRule(pub String);
+
+/// Whether `s` is an absolute path, POSIX (`/home/me`) or Windows (`C:\Users\me`, `C:/x`,
+/// `\\server\share`): a session's working directory is one, and a relative NEW would make
+/// `cd relative/path` resume lines and project directories named after it.
+fn is_absolute(s: &str) -> bool {
+    let b = s.as_bytes();
+    s.starts_with('/')
+        || s.starts_with("\\\\")
+        || (b.len() >= 3
+            && b[0].is_ascii_alphabetic()
+            && b[1] == b':'
+            && matches!(b[2], b'/' | b'\\'))
+}
 
 fn trim_slash(s: &str) -> &str {
     if s.len() > 1 {
@@ -49,7 +62,7 @@ impl PathMap {
     pub fn add(&mut self, rule: &str) -> Result<(), BadRule> {
         let (old, new) = rule
             .split_once('=')
-            .filter(|(o, n)| !o.is_empty() && !n.is_empty())
+            .filter(|(o, n)| is_absolute(o) && is_absolute(n))
             .ok_or_else(|| BadRule(rule.to_owned()))?;
         self.rules
             .push((trim_slash(old).to_owned(), trim_slash(new).to_owned()));
@@ -276,10 +289,21 @@ mod tests {
     }
 
     #[test]
-    fn rules_must_have_both_sides() {
+    fn rules_must_have_both_sides_absolute() {
         let mut m = PathMap::default();
         assert!(m.add("/a").is_err());
         assert!(m.add("=/b").is_err());
         assert!(m.add("/a=").is_err());
+        assert!(m.add("/home/dev=relative/path").is_err());
+        assert!(m.add("home/dev=/b").is_err());
+        assert!(m.add("C:=/b").is_err());
+        for ok in [
+            "/home/dev=/Users/dev",
+            "C:\\Users\\dev=/home/dev",
+            "/home/dev=D:/work",
+            "\\\\server\\share=/mnt/share",
+        ] {
+            assert!(m.add(ok).is_ok(), "{ok}");
+        }
     }
 }
