@@ -214,6 +214,43 @@ fn nothing_changed_adds_no_blob_and_no_snapshot() {
     assert_eq!(fs::read(repo.join("index.json")).unwrap(), index);
 }
 
+/// A transcript that cannot be read is in no snapshot, so every backup says it is lost (also
+/// "nothing changed" ones, also with -q) and exits 3, until it is mended.
+#[cfg(unix)]
+#[test]
+fn a_file_that_cannot_be_read_is_lost_on_every_backup_until_mended() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    let broken = home
+        .join(SHOP)
+        .join("aaaaaaaa-1111-2222-3333-444444444444.jsonl");
+    std::os::unix::fs::symlink("/nonexistent/x.jsonl", &broken).unwrap();
+    let run = || {
+        asp()
+            .args(["backup", "--from", "claude-code", "-q", "--json", "--home"])
+            .arg(&home)
+            .arg("--repo")
+            .arg(&repo)
+            .output()
+            .unwrap()
+    };
+    for _ in 0..2 {
+        let out = run();
+        assert_eq!(out.status.code(), Some(3));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.starts_with("lost: "), "{stderr}");
+        assert!(stderr.contains("aaaaaaaa-1111"), "{stderr}");
+        // -q: what is left out by design is not said.
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v[0]["lost"].as_array().unwrap().len(), 1, "{v}");
+    }
+    fs::remove_file(&broken).unwrap();
+    let out = run();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stderr.is_empty());
+}
 #[test]
 fn an_appended_turn_reads_only_that_session() {
     let t = tmp();

@@ -32,6 +32,11 @@ snapshot of the same harness and home is not read again. A session the harness h
 since is kept, marked gone from source (`asp sessions` shows it; `asp restore --session ID`
 brings it back). Nothing changed: no snapshot is made and the command says so, exit 0.
 
+A file that cannot be read (a transcript the harness left broken, a dangling link) is in no
+snapshot: it is listed as lost on every run until it is mended, also with -q, and the command
+exits 3 (`--json` lists it under \"lost\"). What is left out of the portable kinds by design is
+said when a snapshot is made, but not with -q.
+
 Run it every hour: see README (\"Backups\") for a systemd user timer and a cron line.";
 
 /// Back up agent state into a snapshot repository, reading only what changed
@@ -117,16 +122,26 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
             },
         );
         bar.clear();
-        // Nothing changed: what was left out was reported when the parent was made.
-        if result.as_ref().is_ok_and(|o| o.snapshot.is_some()) || result.is_err() {
-            for d in diagnostics.items() {
-                bar.println(format!("warning: {d}"));
+        // What was lost is said on every run, `-q` or not, until it is mended: a file that
+        // cannot be read is in no snapshot, and an hourly job must not hear of it only once.
+        // What is left out by design or noted is said when a snapshot is made, unless `-q`
+        // (nothing changed: it was said when the parent was made).
+        let items = diagnostics.items();
+        let made = result.as_ref().is_ok_and(|o| o.snapshot.is_some()) || result.is_err();
+        for d in &items {
+            if d.severity.is_loss() || (made && !args.common.quiet) {
+                bar.println(format!("{}: {d}", human::severity(d.severity)));
             }
-            incomplete |= result.is_ok() && diagnostics.any_lost();
         }
+        let lost: Vec<String> = items
+            .iter()
+            .filter(|d| d.severity.is_loss())
+            .map(ToString::to_string)
+            .collect();
+        incomplete |= result.is_ok() && !lost.is_empty();
         match result {
             Ok(o) if o.absent => continue,
-            Ok(o) => outcomes.push(o),
+            Ok(o) => outcomes.push((o, lost)),
             // `all` takes the harnesses whose store is there.
             Err(RepoError::Convert(ConvertError::NoStore { .. })) if all => continue,
             Err(e) => return Err(e.into()),
@@ -140,13 +155,27 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
         );
     }
     if args.common.json {
+        // Each harness's outcome, with what it lost (empty when nothing was).
+        let outcomes: Vec<serde_json::Value> = outcomes
+            .iter()
+            .map(|(o, lost)| {
+                let mut v = serde_json::to_value(o).expect("outcome serialises");
+                v["lost"] = serde_json::json!(lost);
+                v
+            })
+            .collect();
         crate::outln!(
             "{}",
             serde_json::to_string(&outcomes).expect("outcomes serialise")
         );
     } else {
-        for o in &outcomes {
-            crate::outln!("{}", summary(o));
+        for (o, lost) in &outcomes {
+            let lost = if lost.is_empty() {
+                String::new()
+            } else {
+                format!("; {} LOST (listed above)", lost.len())
+            };
+            crate::outln!("{}{lost}", summary(o));
         }
     }
     Ok(if incomplete {
