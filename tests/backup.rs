@@ -666,6 +666,54 @@ fn pack_repo_to(repo: &Path, out: &Path, snapshot: &str) -> Vec<u8> {
     fs::read(out).unwrap()
 }
 
+/// A restore run again writes nothing and says so: in its summary, and in `--json` under
+/// `_meta.asp.alreadyThere` (the protocol's answer maps each session to itself either way);
+/// a dry run does not say how to resume what it did not write.
+#[test]
+fn a_restore_run_again_says_every_session_is_already_there() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    let run = |args: &[&str]| {
+        let out = asp()
+            .args(["restore", "--to", "claude-code", "--home"])
+            .arg(&fresh)
+            .arg("--repo")
+            .arg(&repo)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let dry = run(&["--dry-run"]);
+    assert!(!dry.contains("to continue"), "{dry}");
+    let first = run(&[]);
+    assert!(!first.contains("already there"), "{first}");
+    assert!(first.contains("to continue"), "{first}");
+    let files = files_under(&fresh);
+    let again = run(&[]);
+    assert!(
+        again.contains("5 sessions already there, nothing new"),
+        "{again}"
+    );
+    assert_eq!(files_under(&fresh), files);
+    let v: Value = serde_json::from_str(&run(&["--json"])).unwrap();
+    assert_eq!(
+        v["_meta"]["asp"]["alreadyThere"].as_array().unwrap().len(),
+        5,
+        "{v}"
+    );
+}
+
 #[test]
 fn pack_from_repo_gives_the_bundle_asp_pack_makes_byte_for_byte() {
     let t = tmp();

@@ -351,6 +351,16 @@ fn importing_twice_changes_nothing(h: &str) {
             "{from} into {h}: every session is found where the first import put it"
         );
         assert_eq!(first.taken, second.taken, "{from} into {h}");
+        // And says so: every session of the second import was there already.
+        assert_eq!(
+            second.already_there.iter().collect::<Vec<_>>(),
+            second.sessions.keys().collect::<Vec<_>>(),
+            "{from} into {h}: the second import finds every session already there"
+        );
+        assert!(
+            first.already_there.is_empty(),
+            "{from} into {h}: nothing was there before the first import"
+        );
     }
 }
 

@@ -59,34 +59,6 @@ pub fn not_carried(left_out: usize, lost: usize) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_use_binary_units() {
-        assert_eq!(bytes(0), "0 B");
-        assert_eq!(bytes(1023), "1023 B");
-        assert_eq!(bytes(1536), "1.5 KiB");
-        assert_eq!(bytes(5 << 30), "5.0 GiB");
-    }
-
-    #[test]
-    fn epoch_seconds_format_as_utc() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_796_021_315), "2026-11-30T06:48:35Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-    }
-
-    #[test]
-    fn rfc3339_shapes() {
-        assert!(is_rfc3339("2026-11-30T00:00:00Z"));
-        assert!(is_rfc3339("2026-11-30T00:00:00.123+01:00"));
-        assert!(!is_rfc3339("2026-11-30"));
-        assert!(!is_rfc3339("2026-11-30T00:00:00"));
-    }
-}
-
 /// `s` on one line: line breaks, tabs and other control characters become spaces and runs of
 /// spaces one, so a title holding JSON or a pasted paragraph keeps a listing one row per line.
 pub fn one_line(s: &str) -> String {
@@ -127,6 +99,29 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_use_binary_units() {
+        assert_eq!(bytes(0), "0 B");
+        assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(5 << 30), "5.0 GiB");
+    }
+
+    #[test]
+    fn epoch_seconds_format_as_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_796_021_315), "2026-11-30T06:48:35Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn rfc3339_shapes() {
+        assert!(is_rfc3339("2026-11-30T00:00:00Z"));
+        assert!(is_rfc3339("2026-11-30T00:00:00.123+01:00"));
+        assert!(!is_rfc3339("2026-11-30"));
+        assert!(!is_rfc3339("2026-11-30T00:00:00"));
+    }
 
     #[test]
     fn a_title_over_several_lines_is_listed_on_one() {

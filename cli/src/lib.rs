@@ -12,6 +12,7 @@ pub mod export;
 pub mod forget;
 pub mod hub;
 pub mod human;
+pub mod imported;
 pub mod inspect;
 pub mod mapped;
 pub mod memory;

@@ -17,6 +17,7 @@ use clap::Parser;
 use crate::args::{Common, RepoArg, Strict, parse_harness, parse_kinds};
 use crate::bail_usage;
 use crate::exit::{Context, EXIT_CODES_HELP, Exit, Failure, Result};
+use crate::imported::Imported;
 use crate::mapped::{MapPathArg, Mapped};
 use crate::progress::Bar;
 
@@ -38,7 +39,8 @@ Examples:
       longest OLD wins; prose that merely mentions a path is left alone).
 
 `latest` (the default) is the newest snapshot of the --to harness in the --home; when there
-is none, the newest snapshot of that harness. --json prints the _asp/state/import answer.";
+is none, the newest snapshot of that harness. --json prints the _asp/state/import answer, as asp-unpack --json does (with _meta.asp.resume,
+alreadyThere and findings).";
 
 /// Restore a snapshot, or sessions of it, into an agent's store
 #[derive(Debug, Clone, Parser)]
@@ -186,61 +188,35 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
         )
         .with_context(|| format!("cannot write into {}", store.describe_location()))?;
     bar.clear();
-    let answer = written.answer;
-    let resume = written.resume;
-    let items = diagnostics.items();
-    for d in &items {
-        bar.println(format!("{}: {d}", crate::human::severity(d.severity)));
-    }
-    for n in &answer.not_taken {
-        let what = if n.lost { "lost" } else { "not taken" };
-        bar.println(format!("{what}: {}: {}", n.kind, n.reason));
-    }
-    let lost = answer.any_lost() || items.iter().any(|d| d.severity.is_loss());
-    let not_taken = !answer.not_taken.is_empty()
-        || items
-            .iter()
-            .any(|d| d.severity.is_not_carried() && !d.severity.is_loss());
+    let imported = Imported::new(written.answer, written.resume, &diagnostics);
+    imported.print_findings(&bar);
     for line in &config_lines {
         bar.println(line);
     }
     if args.common.json {
-        // The protocol's answer, with how to resume each session under `_meta.asp.resume`.
-        let mut out = serde_json::to_value(&answer).expect("an answer serialises");
-        if !resume.is_empty() {
-            out["_meta"] = serde_json::json!({"asp": {"resume": resume}});
-        }
-        crate::outln!("{out}");
+        crate::outln!("{}", imported.json());
     } else {
         let verb = if args.dry_run {
             "would restore"
         } else {
             "restored"
         };
-        let taken = if answer.taken.is_empty() {
+        let taken = &imported.answer.taken;
+        let taken = if taken.is_empty() {
             "nothing".to_owned()
         } else {
-            answer.taken.to_string().replace(',', ", ")
+            taken.to_string().replace(',', ", ")
         };
-        let mut line = format!(
-            "{verb} {taken} from {shown} ({} of {}) into {}",
+        crate::outln!(
+            "{verb} {taken} from {shown} ({} of {}) into {}{}",
             info.created,
             info.harness,
-            store.describe_location()
+            store.describe_location(),
+            imported.summary_tail()
         );
-        if !answer.not_taken.is_empty() {
-            line.push_str(&format!("; {} not taken", answer.not_taken.len()));
-        }
-        crate::outln!("{line}");
-        for (old, new) in answer.sessions.iter().filter(|(o, n)| o != n) {
-            crate::outln!("  session {old} → {new}");
-        }
-        if !resume.is_empty() {
-            crate::outln!("to continue:");
-            for cmd in resume.values() {
-                crate::outln!("  {cmd}");
-            }
+        for line in imported.detail_lines(args.dry_run) {
+            crate::outln!("{line}");
         }
     }
-    Ok(crate::exit::carried(lost, not_taken, args.strict.strict))
+    Ok(imported.exit(args.strict.strict))
 }

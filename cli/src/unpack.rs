@@ -13,6 +13,7 @@ use crate::args::{Common, Strict, parse_harness, parse_kinds};
 use crate::bail_usage;
 use crate::exit::{Context, EXIT_CODES_HELP, Exit, Result};
 use crate::human;
+use crate::imported::Imported;
 use crate::mapped::{MapPathArg, Mapped};
 use crate::progress::Bar;
 use crate::stdio::Input;
@@ -39,7 +40,9 @@ resumes it there: `cd <cwd> && claude --resume <id>`, `codex resume <id>`,
 
 --json prints the _asp/state/import answer: {\"taken\": [kinds], \"notTaken\": [{\"kind\",
 \"reason\"}], \"sessions\": {\"old id\": \"new id\"}}, and under
-_meta.asp.resume each new id's resume command.";
+_meta.asp.resume each new id's resume command, under _meta.asp.alreadyThere the sessions
+that were there already (nothing written), under _meta.asp.findings what was left out of a
+session or lost (spec/aspstate.md).";
 
 /// Unpack a .aspstate bundle into an agent's store or a plain directory
 #[derive(Debug, Clone, Parser)]
@@ -155,8 +158,7 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
             ),
             Store::Dir(d) => format!("cannot write {}", d.display()),
         })?;
-    let answer = written.answer;
-    let resume = written.resume;
+    let imported = Imported::new(written.answer, written.resume, &diagnostics);
     let target = match (&store, written.files) {
         (Store::Dir(d), Some(files)) => format!(
             "{} ({} files, {})",
@@ -167,65 +169,31 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
         _ => store.describe_location(),
     };
     bar.clear();
-
-    let items = diagnostics.items();
-    for d in &items {
-        bar.println(format!("{}: {d}", human::severity(d.severity)));
-    }
-    for n in &answer.not_taken {
-        let what = if n.lost { "lost" } else { "not taken" };
-        bar.println(format!("{what}: {}: {}", n.kind, n.reason));
-    }
-    let lost = answer.any_lost() || items.iter().any(|d| d.severity.is_loss());
-    let lost_count = answer.not_taken.iter().filter(|n| n.lost).count()
-        + items.iter().filter(|d| d.severity.is_loss()).count();
-    let left_out_count = answer.not_taken.iter().filter(|n| !n.lost).count()
-        + items
-            .iter()
-            .filter(|d| d.severity.is_not_carried() && !d.severity.is_loss())
-            .count();
+    imported.print_findings(&bar);
     if args.common.json {
-        // The protocol's answer, with how to resume each session under `_meta.asp.resume`.
-        let mut out = serde_json::to_value(&answer).expect("an answer serialises");
-        if !resume.is_empty() {
-            out["_meta"] = serde_json::json!({"asp": {"resume": resume}});
-        }
-        crate::outln!("{out}");
+        crate::outln!("{}", imported.json());
     } else {
         let verb = if args.dry_run {
             "would unpack"
         } else {
             "unpacked"
         };
-        let renamed: Vec<String> = answer
-            .sessions
-            .iter()
-            .filter(|(old, new)| old != new)
-            .map(|(old, new)| format!("{old} → {new}"))
-            .collect();
-        let taken = if answer.taken.is_empty() {
+        let taken = &imported.answer.taken;
+        let taken = if taken.is_empty() {
             "nothing".to_owned()
         } else {
-            answer.taken.to_string().replace(',', ", ")
+            taken.to_string().replace(',', ", ")
         };
-        let mut line = format!("{verb} {taken} from {} into {target}", input.display());
-        line.push_str(&human::not_carried(left_out_count, lost_count));
-        crate::outln!("{line}");
-        for r in renamed {
-            crate::outln!("  session {r}");
-        }
-        if !resume.is_empty() {
-            crate::outln!("to continue:");
-            for cmd in resume.values() {
-                crate::outln!("  {cmd}");
-            }
+        crate::outln!(
+            "{verb} {taken} from {} into {target}{}",
+            input.display(),
+            imported.summary_tail()
+        );
+        for line in imported.detail_lines(args.dry_run) {
+            crate::outln!("{line}");
         }
     }
-    Ok(crate::exit::carried(
-        lost,
-        left_out_count > 0,
-        args.strict.strict,
-    ))
+    Ok(imported.exit(args.strict.strict))
 }
 
 /// The part of a bundle's state a command works on: the kinds asked for (all, or only

@@ -1,6 +1,6 @@
 //! What a destination says about a state it was handed: the `_asp/state/import` answer.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +18,12 @@ pub struct ImportAnswer {
     /// For every session taken: its id in the state → its id in the destination. A session
     /// already there maps to itself.
     pub sessions: BTreeMap<String, String>,
+    /// The sessions (by id in the state) that were there already with the same content, so
+    /// nothing was written for them. Not part of the protocol's answer, which maps them to
+    /// themselves as it maps a session written under its own id; a person running an import
+    /// again is told.
+    #[serde(skip)]
+    pub already_there: BTreeSet<String>,
 }
 
 /// One thing a destination did not take.

@@ -103,6 +103,9 @@ impl<'a> Tally<'a> {
             // A session that could not be written is a loss, whatever the reason.
             Placement::Refused(reason) => self.answer.lose(self.kind, reason),
             p => {
+                if p == Placement::AlreadyThere {
+                    self.answer.already_there.insert(from.to_owned());
+                }
                 self.answer.sessions.insert(from.to_owned(), placed.id);
                 self.place(p);
             }
@@ -158,5 +161,14 @@ mod tests {
         t.finish();
         assert!(answer.any_lost(), "a session not written is lost");
         assert_eq!(answer.sessions["a"], "b");
+        let mut t = Tally::new(&mut answer, StateKind::Sessions, 1);
+        t.session("d", SessionPlaced::already_there("d"));
+        t.finish();
+        assert_eq!(answer.sessions["d"], "d");
+        assert_eq!(
+            answer.already_there.iter().collect::<Vec<_>>(),
+            ["d"],
+            "only d was there already"
+        );
     }
 }

@@ -1,0 +1,173 @@
+//! What an import says, the same for `asp-unpack` and `asp restore`: the findings on stderr,
+//! one summary, the sessions renamed and how to resume them, the `--json` answer and the exit
+//! code, all counted from the same two sources (the import answer and the diagnostics).
+
+use std::collections::BTreeMap;
+
+use asp_convert::kit::report::{Diagnostic, Diagnostics};
+use asp_format::answer::ImportAnswer;
+use serde_json::{Value, json};
+
+use crate::exit::Exit;
+use crate::human;
+use crate::progress::Bar;
+
+/// An import's answer, resume commands and findings.
+#[derive(Debug)]
+pub struct Imported {
+    pub answer: ImportAnswer,
+    /// Each new id's resume command (`_meta.asp.resume`).
+    pub resume: BTreeMap<String, String>,
+    findings: Vec<Diagnostic>,
+}
+
+impl Imported {
+    pub fn new(
+        answer: ImportAnswer,
+        resume: BTreeMap<String, String>,
+        diagnostics: &Diagnostics,
+    ) -> Self {
+        Imported {
+            answer,
+            resume,
+            findings: diagnostics.items(),
+        }
+    }
+
+    /// Every finding and every `notTaken` on stderr, labelled by what it cost.
+    pub fn print_findings(&self, bar: &Bar) {
+        for d in &self.findings {
+            bar.println(format!("{}: {d}", human::severity(d.severity)));
+        }
+        for n in &self.answer.not_taken {
+            let what = if n.lost { "lost" } else { "not taken" };
+            bar.println(format!("{what}: {}: {}", n.kind, n.reason));
+        }
+    }
+
+    fn lost(&self) -> usize {
+        self.answer.not_taken.iter().filter(|n| n.lost).count()
+            + self
+                .findings
+                .iter()
+                .filter(|d| d.severity.is_loss())
+                .count()
+    }
+
+    fn left_out(&self) -> usize {
+        self.answer.not_taken.iter().filter(|n| !n.lost).count()
+            + self
+                .findings
+                .iter()
+                .filter(|d| d.severity.is_not_carried() && !d.severity.is_loss())
+                .count()
+    }
+
+    /// The `--json` answer: the protocol's, and under `_meta.asp` the resume commands, the
+    /// sessions that were there already, and every finding (what `--strict` counts besides
+    /// `notTaken`), so a script sees all the human output says.
+    pub fn json(&self) -> Value {
+        let mut out = serde_json::to_value(&self.answer).expect("an answer serialises");
+        let mut asp = serde_json::Map::new();
+        if !self.resume.is_empty() {
+            asp.insert("resume".into(), json!(self.resume));
+        }
+        if !self.answer.already_there.is_empty() {
+            asp.insert("alreadyThere".into(), json!(self.answer.already_there));
+        }
+        if !self.findings.is_empty() {
+            let findings: Vec<Value> = self
+                .findings
+                .iter()
+                .map(|d| {
+                    json!({
+                        "severity": human::severity(d.severity),
+                        "file": d.file,
+                        "line": d.line,
+                        "message": d.message,
+                    })
+                })
+                .collect();
+            asp.insert("findings".into(), Value::Array(findings));
+        }
+        if !asp.is_empty() {
+            out["_meta"] = json!({ "asp": asp });
+        }
+        out
+    }
+
+    /// What the summary line adds: the sessions there already, then what was not carried.
+    pub fn summary_tail(&self) -> String {
+        let mut tail = String::new();
+        let there = self.answer.already_there.len();
+        if there > 0 {
+            let all = there == self.answer.sessions.len();
+            tail.push_str(&format!(
+                "; {} already there{}",
+                human::count(there as u64, "session", "sessions"),
+                if all { ", nothing new" } else { "" }
+            ));
+        }
+        tail.push_str(&human::not_carried(self.left_out(), self.lost()));
+        tail
+    }
+
+    /// The lines after the summary: each session written under a new id and, unless nothing
+    /// was written (a dry run), how to resume each one.
+    pub fn detail_lines(&self, dry_run: bool) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .answer
+            .sessions
+            .iter()
+            .filter(|(old, new)| old != new)
+            .map(|(old, new)| format!("  session {old} → {new}"))
+            .collect();
+        if !dry_run && !self.resume.is_empty() {
+            lines.push("to continue:".to_owned());
+            lines.extend(self.resume.values().map(|cmd| format!("  {cmd}")));
+        }
+        lines
+    }
+
+    /// 3 when something was lost, or with `--strict` when anything was not carried.
+    pub fn exit(&self, strict: bool) -> Exit {
+        crate::exit::carried(self.lost() > 0, self.left_out() > 0, strict)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use asp_convert::kit::report::Severity;
+    use asp_format::StateKind;
+
+    #[test]
+    fn json_says_what_the_summary_says() {
+        let mut answer = ImportAnswer::default();
+        answer.take(StateKind::Sessions);
+        answer.sessions.insert("a".into(), "a".into());
+        answer.sessions.insert("b".into(), "c".into());
+        answer.already_there.insert("a".into());
+        answer.refuse(StateKind::Memory, "no memory here");
+        let diagnostics = Diagnostics::new();
+        diagnostics.push(Diagnostic {
+            severity: Severity::LeftOut,
+            file: None,
+            line: None,
+            message: "usage_update updates have no place here".into(),
+        });
+        let imported = Imported::new(answer, BTreeMap::new(), &diagnostics);
+        let v = imported.json();
+        assert_eq!(v["_meta"]["asp"]["alreadyThere"], json!(["a"]));
+        assert_eq!(v["_meta"]["asp"]["findings"][0]["severity"], "left out");
+        assert_eq!(v["notTaken"][0]["kind"], "memory");
+        let tail = imported.summary_tail();
+        assert!(
+            tail.starts_with("; 1 session already there; 2 not taken"),
+            "{tail}"
+        );
+        assert_eq!(imported.exit(false), Exit::Ok);
+        assert_eq!(imported.exit(true), Exit::Incomplete);
+        assert_eq!(imported.detail_lines(true), ["  session b → c"]);
+    }
+}
