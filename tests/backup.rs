@@ -436,6 +436,27 @@ fn check_finds_a_damaged_layer_and_a_missing_one() {
         .arg(&repo)
         .assert()
         .code(4);
+
+    // The next backup that has something to store mends it: the sessions that need the
+    // missing layer are read again from the source (it still has them) and their layers
+    // stored anew, with a note; the repository checks again.
+    let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
+    append_turn(&file, 1);
+    set_mtime(&file, Duration::from_secs(3000));
+    let out = asp()
+        .args(["backup", "--from", "claude-code", "--home"])
+        .arg(&home)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("were read again from the source"),
+        "{stderr}"
+    );
+    check(&repo, true);
 }
 
 /// A home with `n` more copies of session A under new ids: enough work for a backup to be

@@ -19,7 +19,7 @@ use std::num::NonZeroUsize;
 use std::path::Path;
 
 use asp_convert::harness::{ReadOptions, Surveyed};
-use asp_convert::kit::report::Diagnostics;
+use asp_convert::kit::report::{Diagnostic, Diagnostics, Severity};
 use asp_convert::kit::source::SourceFile;
 use asp_convert::kit::time;
 use asp_convert::store::{ReadRequest, Sessions};
@@ -124,13 +124,99 @@ fn record(f: &SourceFile, home: &Path) -> FileRecord {
     }
 }
 
+/// One pass of a backup: done, or stopped before writing anything because layers the parent
+/// snapshot names are missing from the repository.
+enum Attempt {
+    Done(BackupOutcome),
+    Missing {
+        layers: HashSet<Digest>,
+        /// The parent's sessions that need them.
+        sessions: Vec<String>,
+    },
+}
+
 /// Backs up one harness's store into `repo`.
+///
+/// A layer the parent names but the repository lacks (a blob deleted by hand, a disk that
+/// lost it: `asp check` says which) does not stop every later backup: the sessions that need
+/// it are read again from the source, and the backup stores their layers anew. Only a session
+/// the source no longer has cannot be mended that way; the error names it.
 pub fn backup(
     repo: &Repository,
     opts: &BackupOptions,
     ctx: &BackupContext<'_>,
 ) -> Result<BackupOutcome, RepoError> {
     let _lock = repo.lock_shared()?;
+    // Each pass reports into its own diagnostics, so a second pass does not say things twice.
+    let pass = |avoid: &HashSet<Digest>| -> Result<(Attempt, Diagnostics), RepoError> {
+        let diagnostics = Diagnostics::new();
+        let ctx = BackupContext {
+            diagnostics: &diagnostics,
+            progress: ctx.progress,
+        };
+        backup_once(repo, opts, &ctx, avoid).map(|a| (a, diagnostics))
+    };
+    let forward = |from: Diagnostics| {
+        for d in from.items() {
+            ctx.diagnostics.push(d);
+        }
+    };
+    let missing = match pass(&HashSet::new())? {
+        (Attempt::Done(outcome), diagnostics) => {
+            forward(diagnostics);
+            return Ok(outcome);
+        }
+        (Attempt::Missing { layers, .. }, _) => layers,
+    };
+    match pass(&missing)? {
+        (Attempt::Done(outcome), diagnostics) => {
+            forward(diagnostics);
+            ctx.diagnostics.push(Diagnostic {
+                severity: Severity::Note,
+                file: None,
+                line: None,
+                message: format!(
+                    "{} of the parent snapshot were missing from {}; the sessions that need \
+                     them were read again from the source and stored anew",
+                    count(missing.len(), "layer", "layers"),
+                    repo.root().display()
+                ),
+            });
+            Ok(outcome)
+        }
+        (Attempt::Missing { layers, sessions }, _) => Err(RepoError::Integrity(format!(
+            "{} of the parent snapshot {} missing from {}, and the source no longer has \
+             what {} (sessions {}): run `asp check`; `asp forget --session ID` lets a session go",
+            count(layers.len(), "layer", "layers"),
+            if layers.len() == 1 { "is" } else { "are" },
+            repo.root().display(),
+            if layers.len() == 1 {
+                "it held"
+            } else {
+                "they held"
+            },
+            sessions.join(", ")
+        ))),
+    }
+}
+
+/// `1 layer`, `3 layers`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// One pass of [`backup`]; a surveyed entry whose sessions need a layer in `avoid` is read
+/// again instead of taken from the parent.
+fn backup_once(
+    repo: &Repository,
+    opts: &BackupOptions,
+    ctx: &BackupContext<'_>,
+    avoid: &HashSet<Digest>,
+) -> Result<Attempt, RepoError> {
     let store = Store::harness(&opts.harness, opts.home.clone())
         .ok_or_else(|| RepoError::Usage(format!("this build knows no harness {}", opts.harness)))?;
     let home = home_name(&opts.home);
@@ -170,6 +256,16 @@ pub fn backup(
                 .zip(&rec.files)
                 .all(|(f, r)| record(f, home_dir) == *r)
     };
+    // Whether a session of the parent needs a layer of `avoid`.
+    let needs_avoided = |s: &Session| {
+        !avoid.is_empty()
+            && session_bodies(s).any(|d| {
+                parent
+                    .as_ref()
+                    .and_then(|p| p.table.get(&d))
+                    .is_some_and(|r| avoid.contains(&r.layer))
+            })
+    };
     let reuse = |entry: &Surveyed| -> Option<Vec<Session>> {
         let rec = records.get(entry.id.as_str())?;
         if !as_recorded(rec, &entry.facts, &entry.files)
@@ -179,7 +275,12 @@ pub fn backup(
         }
         rec.sessions
             .iter()
-            .map(|id| parent_sessions.get(id.as_str()).map(|s| (*s).clone()))
+            .map(|id| {
+                parent_sessions
+                    .get(id.as_str())
+                    .filter(|s| !needs_avoided(s))
+                    .map(|s| (*s).clone())
+            })
             .collect()
     };
     let read = store.read_reusing(
@@ -255,18 +356,20 @@ pub fn backup(
     let config = store.read_config(&staging)?;
     if opts.skip_absent && parent.is_none() && state.kinds().is_empty() && config.is_none() {
         outcome.absent = true;
-        return Ok(outcome);
+        return Ok(Attempt::Done(outcome));
     }
     // The parent's state is stored normalised; the same state normalised is the same content
     // manifest, found without serialising and compressing the documents (most of the time a
     // backup with nothing to store took).
     state.normalize();
+    // (A pass mending missing layers goes on: the layers read again are to be stored.)
     if let Some(p) = &parent
+        && avoid.is_empty()
         && p.sources.gone.keys().eq(gone.keys())
         && p.sources.config == config
         && p.state == state
     {
-        return Ok(outcome);
+        return Ok(Attempt::Done(outcome));
     }
     let layers = staging.finish()?;
     let parent_table = parent.as_ref().map(|p| &p.table);
@@ -283,17 +386,19 @@ pub fn backup(
         .flat_map(|c| &c.files)
         .filter_map(|f| layer_of(&f.content.digest).map(|r| (f.content.digest, r)))
         .collect();
-    if let Some(p) = &parent
-        && p.content.digest == docs.manifest.digest
-        && p.sources.gone.keys().eq(gone.keys())
-        && p.sources.config == config
-    {
-        return Ok(outcome);
+    let same_as_parent = parent.as_ref().is_some_and(|p| {
+        p.content.digest == docs.manifest.digest
+            && p.sources.gone.keys().eq(gone.keys())
+            && p.sources.config == config
+    });
+    if same_as_parent && avoid.is_empty() {
+        return Ok(Attempt::Done(outcome));
     }
 
     // Layers first: new ones from staging; the parent's must already be there.
     let mut written = HashSet::new();
     let mut to_write = Vec::new();
+    let mut missing = HashSet::new();
     for (body, r) in docs.table.iter().chain(&config_layers) {
         if !written.insert(r.layer) {
             continue;
@@ -306,18 +411,35 @@ pub fn backup(
                     size: r.size,
                 };
                 if !repo.has_blob(&d) {
-                    return Err(RepoError::Integrity(format!(
-                        "layer {} of the parent snapshot is missing from {} (run `asp check`)",
-                        r.layer,
-                        repo.root().display()
-                    )));
+                    missing.insert(r.layer);
                 }
             }
         }
     }
+    if !missing.is_empty() {
+        let table = &docs.table;
+        let sessions = docs
+            .state
+            .sessions
+            .iter()
+            .flatten()
+            .filter(|s| {
+                session_bodies(s).any(|d| table.get(&d).is_some_and(|r| missing.contains(&r.layer)))
+            })
+            .map(|s| s.id.to_string())
+            .collect();
+        return Ok(Attempt::Missing {
+            layers: missing,
+            sessions,
+        });
+    }
     let (n, bytes) = write_layers(repo, &layers, &to_write)?;
     outcome.blobs_added += n;
     outcome.bytes_added += bytes;
+    if same_as_parent {
+        // Missing layers stored again; the parent says all there is to say.
+        return Ok(Attempt::Done(outcome));
+    }
     let sources = Sources {
         started_ns: started,
         entries: read
@@ -347,7 +469,17 @@ pub fn backup(
         gone: outcome.gone as u64,
     };
     outcome.snapshot = Some(write_snapshot(repo, &docs, &sources, info, &mut outcome)?);
-    Ok(outcome)
+    Ok(Attempt::Done(outcome))
+}
+
+/// The bodies a session's blobs hold: its updates and its native files.
+fn session_bodies(s: &Session) -> impl Iterator<Item = Digest> + '_ {
+    std::iter::once(s.updates.digest).chain(
+        s.native
+            .iter()
+            .flat_map(|n| &n.files)
+            .map(|f| f.content.digest),
+    )
 }
 
 /// Threads writing layers: each layer is its own file; writing many at once keeps the disk
