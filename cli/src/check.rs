@@ -6,6 +6,7 @@ use clap::Parser;
 
 use crate::args::{Common, RepoArg};
 use crate::exit::{EXIT_CODES_HELP, Exit, Failure, Result};
+use crate::human;
 use crate::progress::Bar;
 
 /// Check a snapshot repository: every snapshot's manifests and the layers they name
@@ -56,9 +57,9 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
             crate::outln!("problem: {p}");
         }
         crate::outln!(
-            "checked {} snapshots, {} blobs{}; {} unreferenced; {}",
-            report.snapshots,
-            report.blobs,
+            "checked {}, {}{}; {} unreferenced; {}",
+            human::count(report.snapshots as u64, "snapshot", "snapshots"),
+            human::count(report.blobs as u64, "blob", "blobs"),
             if args.read_data {
                 format!(" ({} bodies read)", report.bodies_read)
             } else {
@@ -68,7 +69,7 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
             if report.is_ok() {
                 "no problems".to_owned()
             } else {
-                format!("{} problems", report.problems.len())
+                human::count(report.problems.len() as u64, "problem", "problems")
             }
         );
     }
@@ -78,9 +79,9 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
         Err(Failure::new(
             ErrorClass::Integrity,
             format!(
-                "{} has {} problems",
+                "{} has {}",
                 repo.root().display(),
-                report.problems.len()
+                human::count(report.problems.len() as u64, "problem", "problems")
             ),
         ))
     }

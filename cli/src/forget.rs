@@ -7,6 +7,7 @@ use clap::Parser;
 use crate::args::{Common, RepoArg};
 use crate::bail_usage;
 use crate::exit::{EXIT_CODES_HELP, Exit, Result};
+use crate::human;
 
 /// Forget snapshots by a keep policy (then `asp prune` frees their space)
 #[derive(Debug, Clone, Parser)]
@@ -100,8 +101,8 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
                 "dropped"
             };
             crate::outln!(
-                "{verb} {} sessions{}",
-                dropped.sessions.len(),
+                "{verb} {}{}",
+                human::count(dropped.sessions.len() as u64, "session", "sessions"),
                 dropped
                     .snapshots
                     .iter()
@@ -129,8 +130,8 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
                 "forgot"
             };
             crate::outln!(
-                "{verb} {} snapshots, keeping {}{}",
-                p.remove.len(),
+                "{verb} {}, keeping {}{}",
+                human::count(p.remove.len() as u64, "snapshot", "snapshots"),
                 p.keep.len(),
                 if p.remove.is_empty() || args.dry_run {
                     ""

@@ -98,10 +98,17 @@ impl Repository {
     /// Opens the repository at `root`, which must exist.
     pub fn open(root: &Path) -> Result<Self, RepoError> {
         if !root.join("oci-layout").exists() {
+            // `asp backup` makes a repository only where nothing is: say so only there.
+            let empty = std::fs::read_dir(root).map_or(true, |mut d| d.next().is_none());
+            let hint = if root.is_dir() && !empty {
+                " (a directory with other files: give another --repo)".to_owned()
+            } else if root.exists() && !root.is_dir() {
+                " (it is a file: give a directory)".to_owned()
+            } else {
+                format!("; `asp backup --repo {}` creates one", root.display())
+            };
             return Err(RepoError::Usage(format!(
-                "{} is not an asp repository (no oci-layout file); `asp backup --repo {}` \
-                 creates one",
-                root.display(),
+                "{} is not an asp repository (no oci-layout file){hint}",
                 root.display()
             )));
         }
