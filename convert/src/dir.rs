@@ -195,9 +195,14 @@ pub fn read(
     let mut state = read_kinds(dir, rest, sink)?;
     if kinds.contains(StateKind::Sessions) && exists(&dir.join(SESSIONS))? {
         let mut sessions = Vec::new();
-        for entry in survey(dir)?.sessions {
-            sessions.extend(read_session(&entry, sink, progress)?);
+        let entries = survey(dir)?.sessions;
+        let size = |e: &Surveyed| e.files.iter().map(|f| f.size).sum::<u64>();
+        progress.begin("reading sessions", Some(entries.iter().map(size).sum()));
+        for entry in entries {
+            sessions.extend(read_session(&entry, sink)?);
+            progress.advance(size(&entry));
         }
+        progress.finish();
         state.sessions = Some(sessions);
     }
     state.normalize();
@@ -330,11 +335,7 @@ pub fn survey(dir: &Path) -> Result<Survey, ConvertError> {
 }
 
 /// Reads one surveyed session of a state directory.
-pub fn read_session(
-    entry: &Surveyed,
-    sink: &dyn BlobSink,
-    progress: &dyn Progress,
-) -> Result<Vec<Session>, ConvertError> {
+pub fn read_session(entry: &Surveyed, sink: &dyn BlobSink) -> Result<Vec<Session>, ConvertError> {
     let Plan { dir, stem, meta } = entry.plan::<Plan>();
     let jsonl = dir.join(format!("{stem}.jsonl"));
     regular_file(&jsonl)?;
@@ -350,7 +351,6 @@ pub fn read_session(
         let line = check_line(&line, &meta.id)
             .map_err(|e| ConvertError::invalid(&jsonl, format!("line {n}: {e}")))?;
         w.push_raw(&line)?;
-        progress.advance(line.len() as u64 + 1);
     }
     let updates = w.finish()?;
     let native = match &meta.native {

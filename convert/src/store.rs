@@ -397,7 +397,7 @@ impl Store {
                 },
                 entry,
             ),
-            Store::Dir(_) => dir::read_session(entry, req.blobs, req.progress),
+            Store::Dir(_) => dir::read_session(entry, req.blobs),
         }
     }
 
@@ -418,7 +418,13 @@ impl Store {
         let slots: Vec<Mutex<Slot>> = entries.iter().map(|_| Mutex::new(None)).collect();
         let next = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
-        req.progress.begin("reading sessions", None);
+        // Progress in the bytes of the entries' files, as the survey found them: an entry
+        // taken from an earlier backup counts at once, one read when it is done.
+        let size = |e: &Surveyed| e.files.iter().map(|f| f.size).sum::<u64>();
+        req.progress.begin(
+            "reading sessions",
+            Some(entries.iter().map(|e| size(e)).sum()),
+        );
         let work = || {
             loop {
                 if failed.load(Ordering::Relaxed) {
@@ -432,10 +438,12 @@ impl Store {
                 if let Some(known) = reuse(entry) {
                     *slots[i].lock().expect("a slot is written once") =
                         Some((Ok(known), diagnostics, true));
+                    req.progress.advance(size(entry));
                     continue;
                 }
                 req.progress.item(entry.id.as_str());
                 let read = self.read_one(entry, req, &diagnostics);
+                req.progress.advance(size(entry));
                 if read.is_err() {
                     failed.store(true, Ordering::Relaxed);
                 }
