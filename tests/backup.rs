@@ -245,6 +245,14 @@ fn a_file_that_cannot_be_read_is_lost_on_every_backup_until_mended() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v[0]["lost"].as_array().unwrap().len(), 1, "{v}");
+        assert_eq!(v[0]["lost"][0]["severity"], "lost", "{v}");
+        assert!(
+            v[0]["lost"][0]["file"]
+                .as_str()
+                .unwrap()
+                .contains("aaaaaaaa-1111"),
+            "{v}"
+        );
     }
     fs::remove_file(&broken).unwrap();
     let out = run();
@@ -436,6 +444,16 @@ fn check_finds_a_damaged_layer_and_a_missing_one() {
         .arg(&repo)
         .assert()
         .code(4);
+    // A missing layer is an integrity failure for packing too.
+    asp()
+        .args(["pack", "--from-repo", "-q", "--repo"])
+        .arg(&repo)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains("is missing"));
+    assert!(!out.exists());
 
     // The next backup that has something to store mends it: the sessions that need the
     // missing layer are read again from the source (it still has them) and their layers

@@ -280,6 +280,25 @@ fn an_output_link_is_followed_and_a_pipe_or_a_directory_is_refused() {
     assert!(sub.is_dir());
     // Only what the test made: no temporary file was left.
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 4);
+
+    // A link another user planted in a sticky directory anyone writes to (as /tmp) is not
+    // followed, as the kernel does not: its maker would choose the file replaced. Making a
+    // link another user's needs root; elsewhere this part has nothing to show.
+    use std::os::unix::fs::PermissionsExt;
+    let shared = dir.path().join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    let planted = shared.join("x.aspstate");
+    std::os::unix::fs::symlink(&target, &planted).unwrap();
+    if std::os::unix::fs::lchown(&planted, Some(65534), Some(65534)).is_ok() {
+        let before = fs::read(&target).unwrap();
+        pack_to(&planted)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("another user made"));
+        assert_eq!(fs::read(&target).unwrap(), before);
+        assert!(fs::symlink_metadata(&planted).unwrap().is_symlink());
+    }
 }
 #[test]
 fn unpacking_into_a_non_empty_directory_needs_force() {

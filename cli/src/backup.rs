@@ -34,7 +34,8 @@ brings it back). Nothing changed: no snapshot is made and the command says so, e
 
 A file that cannot be read (a transcript the harness left broken, a dangling link) is in no
 snapshot: it is listed as lost on every run until it is mended, also with -q, and the command
-exits 3 (`--json` lists it under \"lost\"). What is left out of the portable kinds by design is
+exits 3 (`--json` lists it under \"lost\" as {severity, file, line, message}). What is left
+out of the portable kinds by design is
 said when a snapshot is made, but not with -q.
 
 Run it every hour: see README (\"Backups\") for a systemd user timer and a cron line.";
@@ -133,10 +134,10 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
                 bar.println(format!("{}: {d}", human::severity(d.severity)));
             }
         }
-        let lost: Vec<String> = items
+        let lost: Vec<serde_json::Value> = items
             .iter()
             .filter(|d| d.severity.is_loss())
-            .map(ToString::to_string)
+            .map(human::finding_json)
             .collect();
         incomplete |= result.is_ok() && !lost.is_empty();
         match result {

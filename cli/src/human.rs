@@ -38,10 +38,21 @@ pub fn is_rfc3339(s: &str) -> bool {
 pub fn severity(s: asp_convert::kit::report::Severity) -> &'static str {
     use asp_convert::kit::report::Severity as S;
     match s {
-        S::Note | S::KeptNatively => "note",
+        S::Note => "note",
+        S::KeptNatively => "kept natively",
         S::LeftOut => "left out",
         S::Damaged | S::Lost => "lost",
     }
+}
+
+/// A finding as `--json` gives it: `{severity, file, line, message}`.
+pub fn finding_json(d: &asp_convert::kit::report::Diagnostic) -> serde_json::Value {
+    serde_json::json!({
+        "severity": severity(d.severity),
+        "file": d.file,
+        "line": d.line,
+        "message": d.message,
+    })
 }
 
 /// `; 3 left out by design (listed above)`, `; 1 lost (listed above)`: what the summary line

@@ -76,18 +76,7 @@ impl Imported {
             asp.insert("alreadyThere".into(), json!(self.answer.already_there));
         }
         if !self.findings.is_empty() {
-            let findings: Vec<Value> = self
-                .findings
-                .iter()
-                .map(|d| {
-                    json!({
-                        "severity": human::severity(d.severity),
-                        "file": d.file,
-                        "line": d.line,
-                        "message": d.message,
-                    })
-                })
-                .collect();
+            let findings: Vec<Value> = self.findings.iter().map(human::finding_json).collect();
             asp.insert("findings".into(), Value::Array(findings));
         }
         if !asp.is_empty() {

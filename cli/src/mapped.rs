@@ -14,7 +14,7 @@ use crate::exit::{Context, Result};
 #[derive(Debug, Clone, Default, Args)]
 pub struct MapPathArg {
     /// Rewrite paths under OLD to NEW (session working directories and paths inside the
-    /// state); repeatable, longest OLD wins
+    /// state); both absolute paths; repeatable, longest OLD wins
     #[arg(long = "map-path", value_name = "OLD=NEW")]
     pub map_path: Vec<String>,
 }

@@ -161,14 +161,52 @@ fn created(args: &PackArgs) -> Result<Option<String>> {
 
 /// Where the staging directory goes: next to the output, so spooled bodies stay on the same
 /// filesystem (and out of a memory-backed /tmp).
-fn staging_parent(output: &Path, to_stdout: bool) -> PathBuf {
-    if to_stdout {
+fn staging_parent(output: Option<&Path>) -> PathBuf {
+    let Some(output) = output else {
         return std::env::temp_dir();
-    }
+    };
     match output.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     }
+}
+
+/// The file [`output_file`] found (not standard output).
+fn file(output: &Option<PathBuf>) -> &Path {
+    output
+        .as_deref()
+        .expect("a file unless the bundle goes to standard output")
+}
+
+/// The file `-o` names, checked before any work: `None` for standard output; a link followed
+/// to its file, and a device, a pipe or a directory refused (`bundle::output_path`); an
+/// existing file only with --force; its directory there.
+fn output_file(args: &PackArgs, to_stdout: bool) -> Result<Option<PathBuf>> {
+    if to_stdout {
+        return Ok(None);
+    }
+    let file = bundle::output_path(&args.output)?;
+    if !args.force && file.exists() {
+        return Err(Failure::new(
+            ErrorClass::Store,
+            format!(
+                "{} already exists (use --force to replace it)",
+                args.output.display()
+            ),
+        ));
+    }
+    let dir = staging_parent(Some(&file));
+    if !dir.is_dir() {
+        return Err(Failure::new(
+            ErrorClass::Store,
+            format!(
+                "cannot write {}: {} is not a directory",
+                args.output.display(),
+                dir.display()
+            ),
+        ));
+    }
+    Ok(Some(file))
 }
 
 pub fn run(args: PackArgs) -> Result<Exit> {
@@ -185,30 +223,8 @@ pub fn run(args: PackArgs) -> Result<Exit> {
         KindSet::EMPTY.with(asp_format::StateKind::Sessions)
     });
     let bar = Bar::new(args.common.quiet);
-    let parent = staging_parent(&args.output, to_stdout);
-    if !parent.is_dir() {
-        return Err(Failure::new(
-            ErrorClass::Store,
-            format!(
-                "cannot write {}: {} is not a directory",
-                args.output.display(),
-                parent.display()
-            ),
-        ));
-    }
-    if !to_stdout {
-        // A device, a pipe or a directory is refused before any work (a link is followed).
-        bundle::output_path(&args.output)?;
-    }
-    if !to_stdout && !args.force && args.output.exists() {
-        return Err(Failure::new(
-            ErrorClass::Store,
-            format!(
-                "{} already exists (use --force to replace it)",
-                args.output.display()
-            ),
-        ));
-    }
+    let output = output_file(&args, to_stdout)?;
+    let parent = staging_parent(output.as_deref());
     if args.redact_secrets && args.from_dir.is_some() {
         bail_usage!(
             "--redact-secrets works with --from; edit tools.json to redact a state directory"
@@ -289,7 +305,7 @@ pub fn run(args: PackArgs) -> Result<Exit> {
         (written, "<stdout>".to_owned())
     } else {
         let written =
-            bundle::write_layers_file(&args.output, &state, &layers, &opts, args.force, &bar)
+            bundle::write_layers_file(file(&output), &state, &layers, &opts, args.force, &bar)
                 .with_context(|| format!("cannot write {}", args.output.display()))?;
         (written, args.output.display().to_string())
     };
@@ -401,19 +417,7 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
              --redact-secrets (unpack it, then pack what you want)"
         );
     }
-    if !to_stdout {
-        // A device, a pipe or a directory is refused before any work (a link is followed).
-        bundle::output_path(&args.output)?;
-    }
-    if !to_stdout && !args.force && args.output.exists() {
-        return Err(Failure::new(
-            ErrorClass::Store,
-            format!(
-                "{} already exists (use --force to replace it)",
-                args.output.display()
-            ),
-        ));
-    }
+    let output = output_file(args, to_stdout)?;
     let repo = args.repo.open()?;
     let _lock = repo.lock_shared()?;
     let info = if args.snapshot == "latest" {
@@ -451,7 +455,7 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
         w
     } else {
         bundle::write_layers_file(
-            &args.output,
+            file(&output),
             &snapshot.state,
             &layers,
             &opts,

@@ -39,8 +39,8 @@ Examples:
       longest OLD wins; prose that merely mentions a path is left alone).
 
 `latest` (the default) is the newest snapshot of the --to harness in the --home; when there
-is none, the newest snapshot of that harness. --json prints the _asp/state/import answer, as asp-unpack --json does (with _meta.asp.resume,
-alreadyThere and findings).";
+is none, the newest snapshot of that harness. --json prints the _asp/state/import answer, as
+asp-unpack --json does (with _meta.asp.resume, alreadyThere and findings).";
 
 /// Restore a snapshot, or sessions of it, into an agent's store
 #[derive(Debug, Clone, Parser)]

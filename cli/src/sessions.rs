@@ -81,6 +81,8 @@ fn row(s: &Session, harness: &str, snapshot: Option<String>, gone: bool) -> Row 
 
 pub fn run(args: SessionsArgs) -> Result<Exit> {
     let mut rows = Vec::new();
+    // Where the sessions were looked for, for "no sessions in ...".
+    let looked_in;
     if let Some(name) = &args.from {
         let home = Home::resolve(args.home.clone())?;
         let store = Store::harness(name, home).expect("validated by the argument parser");
@@ -92,9 +94,10 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
             native: false,
             ..ReadOptions::default()
         };
+        looked_in = store.describe_location();
         let state = store
             .read(&req)
-            .with_context(|| format!("cannot read {}", store.describe_location()))?;
+            .with_context(|| format!("cannot read {looked_in}"))?;
         bar.clear();
         for s in state.sessions.iter().flatten() {
             rows.push(row(s, name, None, false));
@@ -102,6 +105,7 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
     } else {
         let repo = args.repo.open()?;
         let _lock = repo.lock_shared()?;
+        looked_in = repo.root().display().to_string();
         // The newest snapshot of each harness and home holds every session of that series.
         let mut newest = BTreeMap::new();
         for s in repo.snapshots()? {
@@ -122,6 +126,10 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
     rows.sort_by(|a, b| (b.updated_at.as_deref(), &a.id).cmp(&(a.updated_at.as_deref(), &b.id)));
     if args.common.json {
         crate::outln!("{}", serde_json::to_string(&rows).expect("rows serialise"));
+        return Ok(Exit::Ok);
+    }
+    if rows.is_empty() {
+        crate::outln!("no sessions in {looked_in}");
         return Ok(Exit::Ok);
     }
     let cells: Vec<Vec<String>> = rows

@@ -196,11 +196,13 @@ pub fn read(
     if kinds.contains(StateKind::Sessions) && exists(&dir.join(SESSIONS))? {
         let mut sessions = Vec::new();
         let entries = survey(dir)?.sessions;
-        let size = |e: &Surveyed| e.files.iter().map(|f| f.size).sum::<u64>();
-        progress.begin("reading sessions", Some(entries.iter().map(size).sum()));
+        progress.begin(
+            "reading sessions",
+            Some(entries.iter().map(Surveyed::size).sum()),
+        );
         for entry in entries {
             sessions.extend(read_session(&entry, sink)?);
-            progress.advance(size(&entry));
+            progress.advance(entry.size());
         }
         progress.finish();
         state.sessions = Some(sessions);

@@ -161,6 +161,12 @@ impl Surveyed {
     }
 
     #[must_use]
+    /// The bytes of its files, as the survey found them (what reading it goes through, for
+    /// progress).
+    pub fn size(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+
     pub fn with_parent(mut self, parent: Option<SessionId>) -> Self {
         self.parent = parent;
         self

@@ -420,10 +420,9 @@ impl Store {
         let failed = AtomicBool::new(false);
         // Progress in the bytes of the entries' files, as the survey found them: an entry
         // taken from an earlier backup counts at once, one read when it is done.
-        let size = |e: &Surveyed| e.files.iter().map(|f| f.size).sum::<u64>();
         req.progress.begin(
             "reading sessions",
-            Some(entries.iter().map(|e| size(e)).sum()),
+            Some(entries.iter().map(|e| e.size()).sum()),
         );
         let work = || {
             loop {
@@ -438,12 +437,12 @@ impl Store {
                 if let Some(known) = reuse(entry) {
                     *slots[i].lock().expect("a slot is written once") =
                         Some((Ok(known), diagnostics, true));
-                    req.progress.advance(size(entry));
+                    req.progress.advance(entry.size());
                     continue;
                 }
                 req.progress.item(entry.id.as_str());
                 let read = self.read_one(entry, req, &diagnostics);
-                req.progress.advance(size(entry));
+                req.progress.advance(entry.size());
                 if read.is_err() {
                     failed.store(true, Ordering::Relaxed);
                 }

@@ -15,7 +15,8 @@ use std::sync::Mutex;
 
 use asp_format::blob::{BlobError, BlobSource};
 use asp_format::bundle::{
-    Bundle, ImageZip, ReadError, WriteError, ZipMethod, layout_version_of, write_image_zip,
+    Bundle, ImageZip, NotAFile, ReadError, WriteError, ZipMethod, layout_version_of,
+    write_image_zip,
 };
 use asp_format::digest::{Descriptor, Digest};
 use asp_format::progress::Quiet;
@@ -119,7 +120,7 @@ impl BundleSink {
         let path = match asp_format::bundle::output_path(&given) {
             Ok(p) => p,
             Err(WriteError::NotAFile {
-                what: "a directory",
+                what: NotAFile::Directory,
                 ..
             }) => {
                 return Err(Error::Usage(format!(

@@ -127,7 +127,7 @@ fn record(f: &SourceFile, home: &Path) -> FileRecord {
 /// One pass of a backup: done, or stopped before writing anything because layers the parent
 /// snapshot names are missing from the repository.
 enum Attempt {
-    Done(BackupOutcome),
+    Done(Box<BackupOutcome>),
     Missing {
         layers: HashSet<Digest>,
         /// The parent's sessions that need them.
@@ -147,65 +147,57 @@ pub fn backup(
     ctx: &BackupContext<'_>,
 ) -> Result<BackupOutcome, RepoError> {
     let _lock = repo.lock_shared()?;
-    // Each pass reports into its own diagnostics, so a second pass does not say things twice.
-    let pass = |avoid: &HashSet<Digest>| -> Result<(Attempt, Diagnostics), RepoError> {
+    // Each pass reports into its own diagnostics, passed on when the pass ends (an error
+    // included: they often say why) but for a first pass that a second one does again.
+    let pass = |avoid: &HashSet<Digest>| -> (Result<Attempt, RepoError>, Diagnostics) {
         let diagnostics = Diagnostics::new();
         let ctx = BackupContext {
             diagnostics: &diagnostics,
             progress: ctx.progress,
         };
-        backup_once(repo, opts, &ctx, avoid).map(|a| (a, diagnostics))
+        (backup_once(repo, opts, &ctx, avoid), diagnostics)
     };
     let forward = |from: Diagnostics| {
         for d in from.items() {
             ctx.diagnostics.push(d);
         }
     };
-    let missing = match pass(&HashSet::new())? {
-        (Attempt::Done(outcome), diagnostics) => {
+    let missing = match pass(&HashSet::new()) {
+        (Ok(Attempt::Missing { layers, .. }), _) => layers,
+        (Ok(Attempt::Done(outcome)), diagnostics) => {
             forward(diagnostics);
-            return Ok(outcome);
+            return Ok(*outcome);
         }
-        (Attempt::Missing { layers, .. }, _) => layers,
-    };
-    match pass(&missing)? {
-        (Attempt::Done(outcome), diagnostics) => {
+        (Err(e), diagnostics) => {
             forward(diagnostics);
+            return Err(e);
+        }
+    };
+    let (again, diagnostics) = pass(&missing);
+    forward(diagnostics);
+    match again? {
+        Attempt::Done(outcome) => {
             ctx.diagnostics.push(Diagnostic {
                 severity: Severity::Note,
                 file: None,
                 line: None,
                 message: format!(
-                    "{} of the parent snapshot were missing from {}; the sessions that need \
-                     them were read again from the source and stored anew",
-                    count(missing.len(), "layer", "layers"),
-                    repo.root().display()
+                    "layers of the parent snapshot were missing from {} ({}); the sessions that \
+                     need them were read again from the source and stored anew",
+                    repo.root().display(),
+                    missing.len()
                 ),
             });
-            Ok(outcome)
+            Ok(*outcome)
         }
-        (Attempt::Missing { layers, sessions }, _) => Err(RepoError::Integrity(format!(
-            "{} of the parent snapshot {} missing from {}, and the source no longer has \
-             what {} (sessions {}): run `asp check`; `asp forget --session ID` lets a session go",
-            count(layers.len(), "layer", "layers"),
-            if layers.len() == 1 { "is" } else { "are" },
+        Attempt::Missing { layers, sessions } => Err(RepoError::Integrity(format!(
+            "layers of the parent snapshot are missing from {} ({}), and the source no longer \
+             has the sessions that need them ({}): run `asp check`; `asp forget --session ID` \
+             lets a session go",
             repo.root().display(),
-            if layers.len() == 1 {
-                "it held"
-            } else {
-                "they held"
-            },
+            layers.len(),
             sessions.join(", ")
         ))),
-    }
-}
-
-/// `1 layer`, `3 layers`.
-fn count(n: usize, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {many}")
     }
 }
 
@@ -356,7 +348,7 @@ fn backup_once(
     let config = store.read_config(&staging)?;
     if opts.skip_absent && parent.is_none() && state.kinds().is_empty() && config.is_none() {
         outcome.absent = true;
-        return Ok(Attempt::Done(outcome));
+        return Ok(Attempt::Done(Box::new(outcome)));
     }
     // The parent's state is stored normalised; the same state normalised is the same content
     // manifest, found without serialising and compressing the documents (most of the time a
@@ -369,7 +361,7 @@ fn backup_once(
         && p.sources.config == config
         && p.state == state
     {
-        return Ok(Attempt::Done(outcome));
+        return Ok(Attempt::Done(Box::new(outcome)));
     }
     let layers = staging.finish()?;
     let parent_table = parent.as_ref().map(|p| &p.table);
@@ -392,7 +384,7 @@ fn backup_once(
             && p.sources.config == config
     });
     if same_as_parent && avoid.is_empty() {
-        return Ok(Attempt::Done(outcome));
+        return Ok(Attempt::Done(Box::new(outcome)));
     }
 
     // Layers first: new ones from staging; the parent's must already be there.
@@ -438,7 +430,7 @@ fn backup_once(
     outcome.bytes_added += bytes;
     if same_as_parent {
         // Missing layers stored again; the parent says all there is to say.
-        return Ok(Attempt::Done(outcome));
+        return Ok(Attempt::Done(Box::new(outcome)));
     }
     let sources = Sources {
         started_ns: started,
@@ -469,7 +461,7 @@ fn backup_once(
         gone: outcome.gone as u64,
     };
     outcome.snapshot = Some(write_snapshot(repo, &docs, &sources, info, &mut outcome)?);
-    Ok(Attempt::Done(outcome))
+    Ok(Attempt::Done(Box::new(outcome)))
 }
 
 /// The bodies a session's blobs hold: its updates and its native files.

@@ -117,13 +117,18 @@ impl asp_format::bundle::LayerSource for RepoLayers<'_> {
             .table
             .get(body)
             .ok_or_else(|| std::io::Error::other(format!("no layer for {body}")))?;
+        // A layer missing or of the wrong size is the repository's data not matching what its
+        // snapshot promised: an integrity error, whatever carries it.
         let mut raw = self
             .repo
             .open_raw(&Descriptor {
                 digest: r.layer,
                 size: r.size,
             })
-            .map_err(std::io::Error::other)?;
+            .map_err(|e| match e {
+                RepoError::Integrity(m) => asp_format::digest::IntegrityError(m).into_io(),
+                other => std::io::Error::other(other),
+            })?;
         std::io::copy(&mut raw, out)
     }
 }

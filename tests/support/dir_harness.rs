@@ -68,7 +68,7 @@ impl Harness for DirHarness {
         ctx: &SessionContext<'_>,
         entry: &Surveyed,
     ) -> Result<Vec<Session>, ConvertError> {
-        dir::read_session(entry, ctx.blobs, ctx.progress)
+        dir::read_session(entry, ctx.blobs)
     }
 
     fn read_kinds(&self, ctx: &ReadContext<'_>) -> Result<State, ConvertError> {

@@ -24,7 +24,7 @@ pub use layout::{
 pub use part::Part;
 pub use read::{Bundle, Limits, Problem, ReadError, VerifyReport, decode_layer, verify_file};
 pub use write::{
-    Compression, WriteError, WriteOptions, Written, output_path, write_file, write_to,
+    Compression, NotAFile, WriteError, WriteOptions, Written, output_path, write_file, write_to,
 };
 pub use write2::{
     Document, Documents, ImageZip, LAYOUT_VERSION3, LAYOUT2_VERSION, LayerSource, Options2,

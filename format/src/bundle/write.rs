@@ -66,7 +66,7 @@ pub enum WriteError {
     #[error(
         "{path} is {what}; a bundle is written to a regular file (`-o -` writes it to standard output)"
     )]
-    NotAFile { path: PathBuf, what: &'static str },
+    NotAFile { path: PathBuf, what: NotAFile },
     #[error("writing {path}: {source}")]
     Io {
         path: PathBuf,
@@ -212,6 +212,41 @@ pub fn write_file(
     })
 }
 
+/// What `-o` names when it is not a file a bundle can replace ([`WriteError::NotAFile`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotAFile {
+    Directory,
+    NamedPipe,
+    CharacterDevice,
+    BlockDevice,
+    Socket,
+    /// Something else that is not a regular file.
+    Other,
+    /// More links than Linux follows in one path.
+    LinkLoop,
+    /// A link in a sticky directory anyone may write to (`/tmp`), made by another user: not
+    /// followed, as the kernel does not (`fs.protected_symlinks`), since whoever planted it
+    /// would choose the file the bundle replaces.
+    ForeignLink,
+}
+
+impl std::fmt::Display for NotAFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NotAFile::Directory => "a directory",
+            NotAFile::NamedPipe => "a named pipe",
+            NotAFile::CharacterDevice => "a character device",
+            NotAFile::BlockDevice => "a block device",
+            NotAFile::Socket => "a socket",
+            NotAFile::Other => "not a regular file",
+            NotAFile::LinkLoop => "a chain of more than 40 symbolic links",
+            NotAFile::ForeignLink => {
+                "a symbolic link another user made in a shared directory (not followed)"
+            }
+        })
+    }
+}
+
 /// The file a bundle written to `path` lands in: `path` itself when it is a regular file or
 /// nothing yet, the file a symbolic link names (followed to the end, dangling or not), so the
 /// link stays and its file gets the bundle. Anything else is refused: a bundle is made in a
@@ -223,6 +258,10 @@ pub fn output_path(path: &Path) -> Result<PathBuf, WriteError> {
     let io_err = |source| WriteError::Io {
         path: path.to_path_buf(),
         source,
+    };
+    let refuse = |what| WriteError::NotAFile {
+        path: path.to_path_buf(),
+        what,
     };
     let mut p = path.to_path_buf();
     for _ in 0..=MAX_LINKS {
@@ -236,45 +275,73 @@ pub fn output_path(path: &Path) -> Result<PathBuf, WriteError> {
             return Ok(p);
         }
         if !kind.is_symlink() {
-            return Err(WriteError::NotAFile {
-                path: path.to_path_buf(),
-                what: file_kind(kind),
-            });
+            return Err(refuse(file_kind(kind)));
+        }
+        let dir = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if !may_follow(&meta, &dir) {
+            return Err(refuse(NotAFile::ForeignLink));
         }
         let target = std::fs::read_link(&p).map_err(io_err)?;
-        p = match p.parent() {
-            Some(dir) if target.is_relative() => dir.join(target),
-            _ => target,
+        p = if target.is_relative() {
+            dir.join(target)
+        } else {
+            target
         };
     }
-    Err(WriteError::NotAFile {
-        path: path.to_path_buf(),
-        what: "a chain of more than 40 symbolic links",
-    })
+    Err(refuse(NotAFile::LinkLoop))
 }
 
-/// What a file that is neither a regular file nor a link is, in words.
-fn file_kind(kind: std::fs::FileType) -> &'static str {
+/// The kernel's rule for links in sticky directories anyone may write to: followed only when
+/// the link's owner is the directory's or ours.
+#[cfg(unix)]
+fn may_follow(link: &std::fs::Metadata, dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(d) = std::fs::metadata(dir) else {
+        return false;
+    };
+    let shared = d.mode() & 0o1002 == 0o1002;
+    !shared || link.uid() == d.uid() || Some(link.uid()) == effective_uid()
+}
+
+#[cfg(not(unix))]
+fn may_follow(_link: &std::fs::Metadata, _dir: &Path) -> bool {
+    true
+}
+
+/// This process's effective user id, from `/proc/self/status` (no `libc` call, no `unsafe`);
+/// `None` where there is no such file.
+#[cfg(unix)]
+fn effective_uid() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let uids = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    uids.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// What a file that is neither a regular file nor a link is.
+fn file_kind(kind: std::fs::FileType) -> NotAFile {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
         if kind.is_fifo() {
-            return "a named pipe";
+            return NotAFile::NamedPipe;
         }
         if kind.is_char_device() {
-            return "a character device";
+            return NotAFile::CharacterDevice;
         }
         if kind.is_block_device() {
-            return "a block device";
+            return NotAFile::BlockDevice;
         }
         if kind.is_socket() {
-            return "a socket";
+            return NotAFile::Socket;
         }
     }
     if kind.is_dir() {
-        "a directory"
+        NotAFile::Directory
     } else {
-        "not a regular file"
+        NotAFile::Other
     }
 }
 

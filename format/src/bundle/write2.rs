@@ -559,7 +559,7 @@ pub fn write_image_zip<W: Write + Seek>(
             failed: false,
         };
         // An error of the output is writing's; any other is the blob's (one that does not
-        // match its digest, a layer missing from a repository).
+        // match its digest, a layer missing from a repository: its class says which).
         copy(digest, &mut w).map_err(|e| {
             if w.failed {
                 zip_io(e)
@@ -571,10 +571,14 @@ pub fn write_image_zip<W: Write + Seek>(
             }
         })?;
         if w.written != *size {
-            return Err(zip_io(io::Error::other(format!(
-                "blob {digest} gave {} bytes, not {size}",
-                w.written
-            ))));
+            return Err(WriteError::Blob {
+                digest: *digest,
+                source: crate::blob::BlobError::SizeMismatch {
+                    digest: *digest,
+                    expected: *size,
+                    actual: w.written,
+                },
+            });
         }
     }
     progress.finish();
