@@ -2086,3 +2086,34 @@ pub(crate) fn validate(home: &Path) -> Vec<String> {
     }
     problems
 }
+
+/// A Gemini backup keeps the CLI's own configuration: settings, folder trust, policy rules,
+/// commands, subagents and extension settings; never the account, the machine's id or the
+/// TUI's counters.
+#[test]
+fn the_own_configuration_is_the_settings_trust_policies_commands_and_agents() {
+    let home = tmp();
+    crate::support::copy_dir(&samples().join("gemini"), home.path());
+    let g = home.path().join(".gemini");
+    for f in ["commands/review.toml", "agents/tester.md", "oauth_creds.json"] {
+        let p = g.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "x").unwrap();
+    }
+    let kept: Vec<String> = asp_convert::harness("gemini")
+        .unwrap()
+        .config_files(&asp_convert::Home::at(home.path()))
+        .into_iter()
+        .map(|(rel, _)| rel)
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            ".gemini/agents/tester.md",
+            ".gemini/commands/review.toml",
+            ".gemini/policies/guardrails.toml",
+            ".gemini/settings.json",
+            ".gemini/trustedFolders.json",
+        ]
+    );
+}

@@ -144,18 +144,20 @@ impl Harness for Gemini {
         Ok(state)
     }
 
-    /// `settings.json`, `commands/` and the extension settings
-    /// (`extensions/extension-enablement.json`); never `oauth_creds.json` or
-    /// `google_accounts.json`.
+    /// `settings.json`, the folder trust decisions (`trustedFolders.json`), the user's policy
+    /// rules (`policies/`), custom commands (`commands/`) and subagents (`agents/`), and the
+    /// extension settings (`extensions/extension-enablement.json`); never `oauth_creds.json`,
+    /// `google_accounts.json`, nor the machine's `installation_id` or the TUI's `state.json`.
     fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
         let g = layout::Layout::of(home).gemini;
         crate::kit::config::collect(
             &home.dir,
             &[
                 g.join("settings.json"),
+                g.join("trustedFolders.json"),
                 g.join("extensions").join("extension-enablement.json"),
             ],
-            &[g.join("commands")],
+            &[g.join("policies"), g.join("commands"), g.join("agents")],
         )
     }
 
