@@ -2095,7 +2095,11 @@ fn the_own_configuration_is_the_settings_trust_policies_commands_and_agents() {
     let home = tmp();
     crate::support::copy_dir(&samples().join("gemini"), home.path());
     let g = home.path().join(".gemini");
-    for f in ["commands/review.toml", "agents/tester.md", "oauth_creds.json"] {
+    for f in [
+        "commands/review.toml",
+        "agents/tester.md",
+        "oauth_creds.json",
+    ] {
         let p = g.join(f);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, "x").unwrap();

@@ -100,9 +100,10 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
         h.dedup();
         h
     };
+    // The home first: a mistyped --home makes no repository.
+    let home = Home::resolve(args.home.clone())?;
     let path = args.repo.path()?;
     let repo = asp_repo::Repository::open_or_init(&path)?;
-    let home = Home::resolve(args.home.clone())?;
     let bar = Bar::new(args.common.quiet);
     let mut outcomes = Vec::new();
     let mut incomplete = false;

@@ -85,7 +85,12 @@ pub struct PackArgs {
 
     /// Home directory holding the harness's store [default: your home; CODEX_HOME and the
     /// like are honoured when this is not given]
-    #[arg(long, value_name = "DIR", requires = "from")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        requires = "from",
+        conflicts_with = "from_repo"
+    )]
     pub home: Option<PathBuf>,
 
     /// Pack only these kinds, comma-separated: sessions, instructions, skills, tools, memory,
@@ -210,6 +215,9 @@ fn output_file(args: &PackArgs, to_stdout: bool) -> Result<Option<PathBuf>> {
 }
 
 pub fn run(args: PackArgs) -> Result<Exit> {
+    if !args.from_repo && args.repo.repo.is_some() {
+        bail_usage!("--repo names the repository of --from-repo; without it, it means nothing");
+    }
     let to_stdout = args.output.as_os_str() == "-";
     let created = created(&args)?;
     if args.from_repo {

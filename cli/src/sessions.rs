@@ -80,6 +80,12 @@ fn row(s: &Session, harness: &str, snapshot: Option<String>, gone: bool) -> Row 
 }
 
 pub fn run(args: SessionsArgs) -> Result<Exit> {
+    if args.from.is_some() && args.repo.repo.is_some() {
+        crate::bail_usage!(
+            "--from lists a live store, --repo a repository: give one (`asp sessions` alone \
+             lists the repository)"
+        );
+    }
     let mut rows = Vec::new();
     // Where the sessions were looked for, for "no sessions in ...".
     let looked_in;
