@@ -437,23 +437,17 @@ fn custom_agents_come_back_into_copilot_byte_for_byte() {
 #[test]
 fn only_markdown_under_agents_is_configuration() {
     let home = crate::support::tmp();
-    let a = home.path().join(".copilot/agents");
-    for f in [
-        "reviewer.agent.md",
-        "nested/deep.agent.md",
-        "README.txt",
-        "x.md.bak",
-    ] {
-        let p = a.join(f);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, "x").unwrap();
-    }
-    let kept: Vec<String> = asp_convert::harness("copilot")
-        .unwrap()
-        .config_files(&asp_convert::Home::at(home.path()))
-        .into_iter()
-        .map(|(rel, _)| rel)
-        .collect();
+    let kept = crate::support::config_kept(
+        "copilot",
+        home.path(),
+        ".copilot/agents",
+        &[
+            "reviewer.agent.md",
+            "nested/deep.agent.md",
+            "README.txt",
+            "x.md.bak",
+        ],
+    );
     assert_eq!(
         kept,
         [

@@ -2094,22 +2094,16 @@ pub(crate) fn validate(home: &Path) -> Vec<String> {
 fn the_own_configuration_is_the_settings_trust_policies_commands_and_agents() {
     let home = tmp();
     crate::support::copy_dir(&samples().join("gemini"), home.path());
-    let g = home.path().join(".gemini");
-    for f in [
-        "commands/review.toml",
-        "agents/tester.md",
-        "oauth_creds.json",
-    ] {
-        let p = g.join(f);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, "x").unwrap();
-    }
-    let kept: Vec<String> = asp_convert::harness("gemini")
-        .unwrap()
-        .config_files(&asp_convert::Home::at(home.path()))
-        .into_iter()
-        .map(|(rel, _)| rel)
-        .collect();
+    let kept = crate::support::config_kept(
+        "gemini",
+        home.path(),
+        ".gemini",
+        &[
+            "commands/review.toml",
+            "agents/tester.md",
+            "oauth_creds.json",
+        ],
+    );
     assert_eq!(
         kept,
         [

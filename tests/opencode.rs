@@ -556,23 +556,17 @@ fn a_skill_whose_name_another_skills_folder_holds_differently_is_refused() {
 #[test]
 fn only_markdown_under_the_agent_and_command_folders_is_configuration() {
     let home = tmp();
-    let c = home.path().join(".config/opencode");
-    for f in [
-        "agent/review.md",
-        "agent/review.md~",
-        "commands/ship.md",
-        "commands/notes.txt",
-    ] {
-        let p = c.join(f);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, "x").unwrap();
-    }
-    let kept: Vec<String> = asp_convert::harness("opencode")
-        .unwrap()
-        .config_files(&asp_convert::Home::at(home.path()))
-        .into_iter()
-        .map(|(rel, _)| rel)
-        .collect();
+    let kept = crate::support::config_kept(
+        "opencode",
+        home.path(),
+        ".config/opencode",
+        &[
+            "agent/review.md",
+            "agent/review.md~",
+            "commands/ship.md",
+            "commands/notes.txt",
+        ],
+    );
     assert_eq!(
         kept,
         [

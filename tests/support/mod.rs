@@ -286,3 +286,20 @@ pub fn copy_dir(src: &Path, dst: &Path) {
         }
     }
 }
+
+/// The harness's own configuration a backup would keep in `home`, after writing `files` (each
+/// `"x"`) under `dir` of it: the paths, relative to the home, as `Harness::config_files`
+/// gives them.
+pub fn config_kept(harness: &str, home: &Path, dir: &str, files: &[&str]) -> Vec<String> {
+    for f in files {
+        let p = home.join(dir).join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "x").unwrap();
+    }
+    asp_convert::harness(harness)
+        .unwrap()
+        .config_files(&asp_convert::Home::at(home))
+        .into_iter()
+        .map(|(rel, _)| rel)
+        .collect()
+}
