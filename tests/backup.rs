@@ -391,14 +391,20 @@ fn sessions_lists_a_live_store_without_a_repository() {
     let out = asp()
         .args(["sessions", "--json", "--from", "claude-code", "--home"])
         .arg(samples().join("claude-code"))
-        .arg("--repo")
-        .arg(t.path().join("none"))
+        .env("ASP_REPO", t.path().join("none"))
         .output()
         .unwrap();
     assert!(out.status.success());
     let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows.as_array().unwrap().len(), 5);
     assert!(rows[0]["snapshot"].is_null());
+    assert!(!t.path().join("none").exists(), "no repository was made");
+    // --repo beside --from would mean nothing: refused.
+    asp()
+        .args(["sessions", "--from", "claude-code", "--repo"])
+        .arg(t.path().join("none"))
+        .assert()
+        .code(2);
 }
 
 #[test]
