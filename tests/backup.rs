@@ -399,12 +399,27 @@ fn sessions_lists_a_live_store_without_a_repository() {
     assert_eq!(rows.as_array().unwrap().len(), 5);
     assert!(rows[0]["snapshot"].is_null());
     assert!(!t.path().join("none").exists(), "no repository was made");
-    // --repo beside --from would mean nothing: refused.
+    // --repo beside --from would mean nothing: refused, as asp-pack --repo without
+    // --from-repo is.
     asp()
-        .args(["sessions", "--from", "claude-code", "--repo"])
+        .args(["sessions", "--from", "claude-code", "--home"])
+        .arg(samples().join("claude-code"))
+        .arg("--repo")
         .arg(t.path().join("none"))
         .assert()
-        .code(2);
+        .code(2)
+        .stderr(predicate::str::contains("--repo"));
+    asp_pack()
+        .args(["--from", "claude-code", "--home"])
+        .arg(samples().join("claude-code"))
+        .arg("--repo")
+        .arg(t.path().join("none"))
+        .arg("-o")
+        .arg(t.path().join("x.aspstate"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--from-repo"));
+    assert!(!t.path().join("x.aspstate").exists());
 }
 
 #[test]

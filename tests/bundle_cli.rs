@@ -295,9 +295,19 @@ fn an_output_link_is_followed_and_a_pipe_or_a_directory_is_refused() {
         pack_to(&planted)
             .assert()
             .code(2)
-            .stderr(predicate::str::contains("another user made"));
+            .stderr(predicate::str::contains("another user (uid 65534) made"));
         assert_eq!(fs::read(&target).unwrap(), before);
         assert!(fs::symlink_metadata(&planted).unwrap().is_symlink());
+        // Our own link there is followed, even in a shared directory another user owns.
+        fs::remove_file(&planted).unwrap();
+        std::os::unix::fs::symlink(&target, &planted).unwrap();
+        std::os::unix::fs::chown(&shared, Some(65534), Some(65534)).unwrap();
+        pack_to(&planted).assert().success();
+        assert!(fs::symlink_metadata(&planted).unwrap().is_symlink());
+        assert_eq!(
+            fs::read(&target).unwrap(),
+            fs::read(samples().join("state.aspstate")).unwrap()
+        );
     }
 }
 #[test]

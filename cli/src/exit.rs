@@ -147,12 +147,12 @@ impl fmt::Debug for Failure {
 impl fmt::Display for Failure {
     /// The message with its causes, `context: cause: cause`, each said once: many errors end
     /// their own message with their cause (`writing {path}: {source}`), and a cause the message
-    /// before it ends with is not said again.
+    /// before it ends with (after a `: `) is not said again.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut said = String::new();
         for cause in self.error.chain() {
             let text = cause.to_string();
-            if said.ends_with(&text) {
+            if said == text || said.ends_with(&format!(": {text}")) {
                 continue;
             }
             if !said.is_empty() {

@@ -160,13 +160,13 @@ impl Surveyed {
         }
     }
 
-    #[must_use]
     /// The bytes of its files, as the survey found them (what reading it goes through, for
     /// progress).
     pub fn size(&self) -> u64 {
         self.files.iter().map(|f| f.size).sum()
     }
 
+    #[must_use]
     pub fn with_parent(mut self, parent: Option<SessionId>) -> Self {
         self.parent = parent;
         self

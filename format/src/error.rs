@@ -50,7 +50,7 @@ impl Classify for crate::bundle::WriteError {
         match self {
             E::InvalidState(_) | E::TooLarge { .. } => ErrorClass::Source,
             E::Exists { .. } => ErrorClass::Store,
-            E::NotAFile { .. } => ErrorClass::Usage,
+            E::NotAFile { .. } | E::ForeignLink { .. } => ErrorClass::Usage,
             E::Io { source, .. } => io_class(source, ErrorClass::Store),
             E::Blob { source, .. } => source.class(),
             E::Zip(zip::result::ZipError::Io(e)) => io_class(e, ErrorClass::Store),

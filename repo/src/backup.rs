@@ -182,22 +182,36 @@ pub fn backup(
                 file: None,
                 line: None,
                 message: format!(
-                    "layers of the parent snapshot were missing from {} ({}); the sessions that \
-                     need them were read again from the source and stored anew",
-                    repo.root().display(),
-                    missing.len()
+                    "{} of the parent snapshot {} missing from {}; the sessions that need them \
+                     were read again from the source and stored anew",
+                    count_layers(missing.len()),
+                    if missing.len() == 1 { "was" } else { "were" },
+                    repo.root().display()
                 ),
             });
             Ok(*outcome)
         }
-        Attempt::Missing { layers, sessions } => Err(RepoError::Integrity(format!(
-            "layers of the parent snapshot are missing from {} ({}), and the source no longer \
-             has the sessions that need them ({}): run `asp check`; `asp forget --session ID` \
-             lets a session go",
+        Attempt::Missing {
+            layers: missing,
+            sessions,
+        } => Err(RepoError::Integrity(format!(
+            "{} of the parent snapshot {} missing from {}, and the source no longer has the \
+             sessions that need them ({}): run `asp check`; `asp forget --session ID` lets a \
+             session go",
+            count_layers(missing.len()),
+            if missing.len() == 1 { "is" } else { "are" },
             repo.root().display(),
-            layers.len(),
             sessions.join(", ")
         ))),
+    }
+}
+
+/// `1 layer`, `3 layers`.
+fn count_layers(n: usize) -> String {
+    if n == 1 {
+        "1 layer".to_owned()
+    } else {
+        format!("{n} layers")
     }
 }
 

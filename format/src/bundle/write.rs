@@ -62,6 +62,12 @@ pub enum WriteError {
     InvalidState(Vec<StateError>),
     #[error("{path} already exists (use --force to replace it)")]
     Exists { path: PathBuf },
+    /// `-o` goes through a link another user made in a shared sticky directory, which is not
+    /// followed (see [`output_path`]).
+    #[error(
+        "{link} is a symbolic link that another user (uid {owner}) made in a directory anyone can write to; it is not followed, as the kernel would not follow it: remove it or give another -o"
+    )]
+    ForeignLink { link: PathBuf, owner: u32 },
     /// `-o` names something a bundle cannot replace (see [`output_path`]).
     #[error(
         "{path} is {what}; a bundle is written to a regular file (`-o -` writes it to standard output)"
@@ -224,10 +230,6 @@ pub enum NotAFile {
     Other,
     /// More links than Linux follows in one path.
     LinkLoop,
-    /// A link in a sticky directory anyone may write to (`/tmp`), made by another user: not
-    /// followed, as the kernel does not (`fs.protected_symlinks`), since whoever planted it
-    /// would choose the file the bundle replaces.
-    ForeignLink,
 }
 
 impl std::fmt::Display for NotAFile {
@@ -240,9 +242,6 @@ impl std::fmt::Display for NotAFile {
             NotAFile::Socket => "a socket",
             NotAFile::Other => "not a regular file",
             NotAFile::LinkLoop => "a chain of more than 40 symbolic links",
-            NotAFile::ForeignLink => {
-                "a symbolic link another user made in a shared directory (not followed)"
-            }
         })
     }
 }
@@ -281,8 +280,8 @@ pub fn output_path(path: &Path) -> Result<PathBuf, WriteError> {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        if !may_follow(&meta, &dir) {
-            return Err(refuse(NotAFile::ForeignLink));
+        if let Some(owner) = foreign_link(&meta, &dir) {
+            return Err(WriteError::ForeignLink { link: p, owner });
         }
         let target = std::fs::read_link(&p).map_err(io_err)?;
         p = if target.is_relative() {
@@ -294,30 +293,36 @@ pub fn output_path(path: &Path) -> Result<PathBuf, WriteError> {
     Err(refuse(NotAFile::LinkLoop))
 }
 
-/// The kernel's rule for links in sticky directories anyone may write to: followed only when
-/// the link's owner is the directory's or ours.
+/// The kernel's rule for links in sticky directories anyone may write to (`/tmp`): one is
+/// followed only when its owner is the directory's or ours, since whoever planted it would
+/// choose the file the bundle replaces (`fs.protected_symlinks`). The owner of a link not to
+/// be followed.
 #[cfg(unix)]
-fn may_follow(link: &std::fs::Metadata, dir: &Path) -> bool {
+fn foreign_link(link: &std::fs::Metadata, dir: &Path) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
-    let Ok(d) = std::fs::metadata(dir) else {
-        return false;
-    };
+    let d = std::fs::metadata(dir).ok()?;
     let shared = d.mode() & 0o1002 == 0o1002;
-    !shared || link.uid() == d.uid() || Some(link.uid()) == effective_uid()
+    let ours = || effective_uid().is_some_and(|me| me == link.uid());
+    (shared && link.uid() != d.uid() && !ours()).then_some(link.uid())
 }
 
 #[cfg(not(unix))]
-fn may_follow(_link: &std::fs::Metadata, _dir: &Path) -> bool {
-    true
+fn foreign_link(_link: &std::fs::Metadata, _dir: &Path) -> Option<u32> {
+    None
 }
 
-/// This process's effective user id, from `/proc/self/status` (no `libc` call, no `unsafe`);
-/// `None` where there is no such file.
+/// This process's effective user id, without `unsafe`: from `/proc/self/status` on Linux,
+/// else the owner of a file it has just made (which is the effective user, on every Unix).
 #[cfg(unix)]
 fn effective_uid() -> Option<u32> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let uids = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
-    uids.split_whitespace().nth(1)?.parse().ok()
+    use std::os::unix::fs::MetadataExt;
+    let proc = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let uids = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+            uids.split_whitespace().nth(1)?.parse().ok()
+        });
+    proc.or_else(|| Some(tempfile::tempfile().ok()?.metadata().ok()?.uid()))
 }
 
 /// What a file that is neither a regular file nor a link is.
@@ -401,4 +406,16 @@ fn sync_dir(dir: &Path) {
     }
     #[cfg(not(unix))]
     let _ = dir;
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_effective_user_is_the_owner_of_what_it_makes() {
+        use std::os::unix::fs::MetadataExt;
+        let made = tempfile::tempfile().unwrap().metadata().unwrap().uid();
+        assert_eq!(effective_uid(), Some(made));
+    }
 }
