@@ -922,6 +922,32 @@ fn from_all_takes_only_the_harnesses_whose_store_is_there() {
     assert_eq!(harnesses, ["claude-code"]);
 }
 
+#[test]
+fn a_backup_of_a_store_that_is_not_there_makes_no_repository() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    // Codex has no store in this home; no harness has one in an empty directory.
+    let empty = t.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    for (from, home, code, said) in [
+        ("codex", &home, 1, "holds no codex store"),
+        ("all", &empty, 2, "no harness store"),
+    ] {
+        let out = asp()
+            .args(["backup", "--from", from, "--home"])
+            .arg(home)
+            .arg("--repo")
+            .arg(&repo)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{err}");
+        assert!(err.contains(said), "{err}");
+        assert!(!repo.exists(), "--from {from} made a repository");
+    }
+}
+
 fn local_mcp(home: &Path) -> Value {
     let v: Value = serde_json::from_slice(&fs::read(home.join(".claude.json")).unwrap()).unwrap();
     let mut out = serde_json::Map::new();

@@ -913,6 +913,31 @@ fn sessions_from_another_harness_are_written_as_codex_lists_and_resumes_them() {
 }
 
 #[test]
+fn sessions_alone_into_a_new_home_leave_no_config_toml_behind() {
+    // Nothing goes into config.toml when only sessions come: a missing file stays missing
+    // (an empty one was written before).
+    let dir = tmp();
+    let home = dir.path().join("home");
+    let answer = unpack_json(
+        &samples().join("state.aspstate"),
+        &home,
+        &["--kinds", "sessions"],
+    );
+    assert_eq!(answer["taken"], json!(["sessions"]), "{answer}");
+    assert_eq!(rollouts(&home).len(), 2);
+    assert!(!home.join(".codex/config.toml").exists());
+    // The settings kind does write it.
+    let other = dir.path().join("other");
+    unpack_json(
+        &samples().join("state.aspstate"),
+        &other,
+        &["--kinds", "settings"],
+    );
+    let text = fs::read_to_string(other.join(".codex/config.toml")).unwrap();
+    assert!(!text.trim().is_empty());
+}
+
+#[test]
 fn the_thread_index_gets_one_row_per_new_thread_with_only_its_columns() {
     let dir = tmp();
     let home = dir.path().join("home");

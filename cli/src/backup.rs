@@ -100,8 +100,29 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
         h.dedup();
         h
     };
-    // The home first: a mistyped --home makes no repository.
+    // The stores first: a mistyped --home, or a harness with no store there, makes no
+    // repository.
     let home = Home::resolve(args.home.clone())?;
+    let mut harnesses = harnesses;
+    let present = |h: &str| {
+        asp_convert::Store::harness(h, home.clone())
+            .expect("a harness this build knows")
+            .check_present()
+    };
+    if all {
+        harnesses.retain(|h| present(h).is_ok());
+        if harnesses.is_empty() {
+            bail_usage!(
+                "no harness store in {} (this build knows: {})",
+                home.dir.display(),
+                known.join(", ")
+            );
+        }
+    } else {
+        for h in &harnesses {
+            present(h)?;
+        }
+    }
     let path = args.repo.path()?;
     let repo = asp_repo::Repository::open_or_init(&path)?;
     let bar = Bar::new(args.common.quiet);

@@ -259,9 +259,14 @@ impl Config {
         })
     }
 
-    /// Whether edits changed the file.
+    /// Whether edits changed the file. A missing file nothing was put in is unchanged: an
+    /// import of sessions alone must not leave an empty `config.toml` behind.
     pub fn changed(&self) -> bool {
-        self.original.as_deref() != Some(self.doc.to_string().as_str())
+        let now = self.doc.to_string();
+        match &self.original {
+            Some(was) => *was != now,
+            None => !now.trim().is_empty(),
+        }
     }
 
     pub fn existed(&self) -> bool {
