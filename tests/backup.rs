@@ -887,6 +887,39 @@ fn the_harness_configuration_comes_back_into_the_same_harness_only() {
     assert!(!codex.join(".claude").exists());
 }
 
+#[test]
+fn what_the_configuration_keeps_is_not_said_to_be_left_out() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let out = asp()
+        .args(["backup", "--from", "claude-code", "--home"])
+        .arg(&home)
+        .arg("--repo")
+        .arg(repo_of(&t))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let about = |label: &str| {
+        err.lines()
+            .any(|l| l.starts_with(label) && l.contains("rules/security.md"))
+    };
+    assert!(about("kept natively:"), "{err}");
+    assert!(!about("left out:"), "{err}");
+    // asp-pack keeps no configuration: there the rule is left out.
+    let out = asp_pack()
+        .args(["--from", "claude-code", "-o", "-", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("left out:") && l.contains("rules/security.md")),
+        "{err}"
+    );
+}
+
 fn asp_snapshots_latest(repo: &Path) -> String {
     let out = asp()
         .args(["snapshots", "--json", "--repo"])
@@ -946,6 +979,99 @@ fn a_backup_of_a_store_that_is_not_there_makes_no_repository() {
         assert!(err.contains(said), "{err}");
         assert!(!repo.exists(), "--from {from} made a repository");
     }
+    // Of two harnesses named, the one there is backed up; the run fails for the other.
+    let out = asp()
+        .args([
+            "backup",
+            "--from",
+            "codex",
+            "--from",
+            "claude-code",
+            "--json",
+            "--home",
+        ])
+        .arg(&home)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("holds no codex store"), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["harness"], "claude-code", "{v}");
+    assert!(v[0]["snapshot"].is_object(), "{v}");
+    assert!(!sessions_in(&repo).is_empty());
+}
+
+#[test]
+fn every_spelling_of_one_home_is_one_chain_of_snapshots() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = repo_of(&t);
+    assert!(backup(&home, &repo)["snapshot"].is_object());
+    let link = t.path().join("link");
+    std::os::unix::fs::symlink(&home, &link).unwrap();
+    let dotted = t
+        .path()
+        .join("x")
+        .join("..")
+        .join(home.file_name().unwrap());
+    fs::create_dir(t.path().join("x")).unwrap();
+    let slashed = PathBuf::from(format!("{}/", home.display()));
+    for spelling in [&slashed, &dotted, &link] {
+        let o = backup(spelling, &repo);
+        assert!(o["snapshot"].is_null(), "{}: {o}", spelling.display());
+    }
+    let listed = asp()
+        .args(["snapshots", "--json", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(
+        v[0]["home"].as_str().unwrap(),
+        fs::canonicalize(&home).unwrap().to_str().unwrap()
+    );
+}
+
+#[test]
+fn latest_into_another_harness_is_the_one_chain_there_is_and_never_a_guess() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = repo_of(&t);
+    backup(&home, &repo);
+    let into_codex = |to: &Path| {
+        fs::create_dir_all(to.join(".codex")).unwrap();
+        asp()
+            .args(["restore", "-q", "--to", "codex", "--home"])
+            .arg(to)
+            .arg("--repo")
+            .arg(&repo)
+            .output()
+            .unwrap()
+    };
+    let one = t.path().join("codex-one");
+    let out = into_codex(&one);
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(one.join(".codex/sessions").is_dir());
+    // A second home's chain: which one to carry is the user's to say.
+    let other = t.path().join("other");
+    fs::create_dir(&other).unwrap();
+    copy_tree(&home, &other);
+    backup(&other, &repo);
+    let out = into_codex(&t.path().join("codex-two"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--snapshot ID") && err.matches("claude-code in").count() == 2,
+        "{err}"
+    );
 }
 
 fn local_mcp(home: &Path) -> Value {

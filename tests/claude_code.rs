@@ -792,6 +792,45 @@ fn a_session_that_changed_since_is_kept_and_the_carried_one_written_beside_it() 
     );
 }
 
+#[test]
+fn each_further_version_of_a_session_gets_a_copy_of_its_own() {
+    let r = read(&sample_home());
+    let home = tmp();
+    write_to(home.path(), &r.state, &r.store, false);
+    let line =
+        |n: u32| format!("{{\"type\":\"ai-title\",\"aiTitle\":\"v{n}\",\"sessionId\":\"{A}\"}}\n");
+    let transcript = format!(".claude/projects/-home-dev-shop/{A}.jsonl");
+    // The user goes on in the live one: the sample's version is kept beside it.
+    let live = home.path().join(&transcript);
+    let mut continued = fs::read(&live).unwrap();
+    continued.extend_from_slice(line(1).as_bytes());
+    fs::write(&live, &continued).unwrap();
+    assert_eq!(
+        write_to(home.path(), &r.state, &r.store, false).sessions[A],
+        copy_id(A, "claude-code")
+    );
+    // A third version, from another machine, goes under the next name, and only once.
+    let other = tmp();
+    crate::support::copy_dir(&sample_home(), other.path());
+    let theirs = other.path().join(&transcript);
+    let mut text = fs::read(&theirs).unwrap();
+    text.extend_from_slice(line(2).as_bytes());
+    fs::write(&theirs, &text).unwrap();
+    let r3 = read(other.path());
+    let third = name_uuid(&format!("{A}~claude-code~2"));
+    for _ in 0..2 {
+        let answer = write_to(home.path(), &r3.state, &r3.store, false);
+        assert_eq!(answer.sessions[A], third, "{answer:?}");
+        assert!(answer.not_taken.is_empty(), "{answer:?}");
+    }
+    assert_eq!(fs::read(&live).unwrap(), continued);
+    assert!(
+        home.path()
+            .join(format!(".claude/projects/-home-dev-shop/{third}.jsonl"))
+            .is_file()
+    );
+}
+
 fn sample_state() -> (State, Bundle) {
     let bundle = Bundle::open(&samples().join("state.aspstate")).unwrap();
     (bundle.manifest().state.clone(), bundle)
@@ -1528,14 +1567,19 @@ fn a_subagent_is_not_taken_when_its_parent_is_not_written() {
     let r = read(&sample_home());
     let home = tmp();
     write_to(home.path(), &r.state, &r.store, false);
-    // Session B changed since, and so did the copy an earlier import left beside it: B cannot
+    // Session B changed since, and so did every copy earlier imports left beside it: B cannot
     // be written, and neither can the subagent that travels in its files.
     let bucket = home.path().join(".claude/projects/-home-dev-shop");
     let mut changed = fs::read(bucket.join(format!("{B}.jsonl"))).unwrap();
     changed.extend_from_slice(b"{\"type\":\"ai-title\",\"aiTitle\":\"later\"}\n");
     fs::write(bucket.join(format!("{B}.jsonl")), changed).unwrap();
-    let copy = copy_id(B, "claude-code");
-    fs::write(bucket.join(format!("{copy}.jsonl")), "{}\n").unwrap();
+    for n in 1..=asp_convert::kit::beside::MAX_COPIES {
+        let copy = match n {
+            1 => copy_id(B, "claude-code"),
+            n => name_uuid(&format!("{B}~claude-code~{n}")),
+        };
+        fs::write(bucket.join(format!("{copy}.jsonl")), "{}\n").unwrap();
+    }
 
     let answer = write_to(home.path(), &r.state, &r.store, false);
     assert_eq!(answer.sessions[A], A);

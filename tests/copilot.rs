@@ -386,7 +386,7 @@ fn custom_agents_come_back_into_copilot_byte_for_byte() {
     .unwrap();
     let blobs = asp_format::blob::MemoryStore::new();
     let config = crate::support::store_of(HARNESS, home.path())
-        .read_config(&blobs)
+        .read_config(&blobs, &asp_convert::kit::report::Diagnostics::new())
         .unwrap()
         .expect("the agents are configuration");
     let paths: Vec<&str> = config.files.iter().map(|f| f.path.as_str()).collect();

@@ -45,7 +45,8 @@ Run it every hour: see README (\"Backups\") for a systemd user timer and a cron 
 #[command(after_help = format!("{AFTER_HELP}\n\n{EXIT_CODES_HELP}"))]
 pub struct BackupArgs {
     /// The harness to back up (claude-code, codex, gemini, ...; repeatable), or `all` for every
-    /// harness whose store exists in the home
+    /// harness whose store exists in the home. A harness named whose store is not there is an
+    /// error (exit 1) once the others are backed up
     #[arg(
         long,
         value_name = "HARNESS",
@@ -96,8 +97,9 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
                 bail_usage!("--from {f}: {e}");
             }
         }
+        let mut seen = std::collections::HashSet::new();
         let mut h = args.from.clone();
-        h.dedup();
+        h.retain(|f| seen.insert(f.clone()));
         h
     };
     // The stores first: a mistyped --home, or a harness with no store there, makes no
@@ -109,19 +111,28 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
             .expect("a harness this build knows")
             .check_present()
     };
-    if all {
-        harnesses.retain(|h| present(h).is_ok());
-        if harnesses.is_empty() {
+    // With `all`, the harnesses whose store is there. A harness named whose store is not there
+    // fails the run after the others are backed up (an hourly job naming two must not stop
+    // keeping one because the other went), and before any repository is made when none is.
+    let mut missing = Vec::new();
+    harnesses.retain(|h| match present(h) {
+        Ok(()) => true,
+        Err(e) => {
+            if !all {
+                missing.push(e);
+            }
+            false
+        }
+    });
+    if harnesses.is_empty() {
+        if all {
             bail_usage!(
                 "no harness store in {} (this build knows: {})",
                 home.dir.display(),
                 known.join(", ")
             );
         }
-    } else {
-        for h in &harnesses {
-            present(h)?;
-        }
+        return Err(missing.remove(0).into());
     }
     let path = args.repo.path()?;
     let repo = asp_repo::Repository::open_or_init(&path)?;
@@ -200,6 +211,9 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
             };
             crate::outln!("{}{lost}", summary(o));
         }
+    }
+    if !missing.is_empty() {
+        return Err(missing.remove(0).into());
     }
     Ok(if incomplete {
         Exit::Incomplete

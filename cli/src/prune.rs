@@ -38,17 +38,21 @@ pub fn run(args: PruneArgs) -> Result<Exit> {
         crate::outln!("{}", serde_json::to_string(&r).expect("serialises"));
     } else {
         crate::outln!(
-            "{} {} unreferenced blobs ({}) and {} leftovers of interrupted writes; {} blobs of {} snapshots kept",
+            "{} {} ({}) and {} of interrupted writes; {} of {} kept",
             if args.dry_run {
                 "would remove"
             } else {
                 "removed"
             },
-            r.removed_blobs,
+            human::count(
+                r.removed_blobs as u64,
+                "unreferenced blob",
+                "unreferenced blobs"
+            ),
             human::bytes(r.removed_bytes),
-            r.removed_leftovers,
-            r.kept_blobs,
-            r.snapshots
+            human::count(r.removed_leftovers as u64, "leftover", "leftovers"),
+            human::count(r.kept_blobs as u64, "blob", "blobs"),
+            human::count(r.snapshots as u64, "snapshot", "snapshots")
         );
     }
     Ok(Exit::Ok)

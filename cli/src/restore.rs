@@ -39,7 +39,8 @@ Examples:
       longest OLD wins; prose that merely mentions a path is left alone).
 
 `latest` (the default) is the newest snapshot of the --to harness in the --home; when there
-is none, the newest snapshot of that harness. --json prints the _asp/state/import answer, as
+is none, the newest snapshot of that harness; when the repository holds none of that harness,
+its newest snapshot if all its snapshots are of one harness and home (else name one). --json prints the _asp/state/import answer, as
 asp-unpack --json does (with _meta.asp.resume, alreadyThere and findings).";
 
 /// Restore a snapshot, or sessions of it, into an agent's store
@@ -92,17 +93,34 @@ pub fn pick(repo: &Repository, id: &str, harness: &str, home: &Home) -> Result<S
     if let Some(s) = repo.latest(harness, &home_name(home))? {
         return Ok(s);
     }
-    match repo
-        .snapshots()?
-        .into_iter()
-        .rev()
-        .find(|s| s.harness == harness)
-    {
-        Some(s) => Ok(s),
-        None => bail_usage!(
-            "{} has no snapshot of {harness}; name one with --snapshot ID (`asp snapshots` lists them)",
+    let all = repo.snapshots()?;
+    if let Some(s) = all.iter().rev().find(|s| s.harness == harness) {
+        return Ok(s.clone());
+    }
+    // Carrying into another harness: the newest snapshot of each harness and home there is.
+    // One is taken; of several, none is guessed.
+    let mut newest = std::collections::BTreeMap::new();
+    for s in all {
+        newest.insert((s.harness.clone(), s.home.clone()), s);
+    }
+    let mut chains = newest.into_values();
+    match (chains.next(), chains.len()) {
+        (None, _) => bail_usage!(
+            "{} has no snapshot yet (asp backup makes them)",
             repo.root().display()
         ),
+        (Some(only), 0) => Ok(only),
+        (Some(first), _) => {
+            let named: Vec<String> = std::iter::once(first)
+                .chain(chains)
+                .map(|s| format!("{} ({} in {})", s.short_id(), s.harness, s.home))
+                .collect();
+            bail_usage!(
+                "{} has no snapshot of {harness}; name the one to carry with --snapshot ID, the newest of each: {}",
+                repo.root().display(),
+                named.join(", ")
+            )
+        }
     }
 }
 

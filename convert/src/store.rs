@@ -418,6 +418,7 @@ impl Store {
         let next = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
         let reading = ReadingBudget::new(READING_BUDGET);
+        let weights = reading_weights(entries);
         // Progress in the bytes of the entries' files, as the survey found them: an entry
         // taken from an earlier backup counts at once, one read when it is done.
         req.progress.begin(
@@ -440,7 +441,10 @@ impl Store {
                     req.progress.advance(entry.size());
                     continue;
                 }
-                let admitted = reading.admit(entry.size());
+                let admitted = reading.admit(weights[i]);
+                if failed.load(Ordering::Relaxed) {
+                    return;
+                }
                 req.progress.item(entry.id.as_str());
                 let read = self.read_one(entry, req, &diagnostics);
                 drop(admitted);
@@ -589,7 +593,15 @@ fn resolve_damage(mut d: Diagnostic, entry: &Surveyed, native: bool) -> Diagnost
 impl Store {
     /// The harness's own configuration, read whole into `blobs` (issue 13's native layer);
     /// `None` for a state directory or a harness that names none.
-    pub fn read_config(&self, blobs: &dyn BlobSink) -> Result<Option<Native>, ConvertError> {
+    ///
+    /// What the read of the kinds reported left out (into `diagnostics`) is said to be kept
+    /// natively when it is one of these files: a Claude Code `rules/` file is not carried as
+    /// instructions, but a backup keeps it with the configuration.
+    pub fn read_config(
+        &self,
+        blobs: &dyn BlobSink,
+        diagnostics: &Diagnostics,
+    ) -> Result<Option<Native>, ConvertError> {
         let Store::Harness { harness, home } = self else {
             return Ok(None);
         };
@@ -599,6 +611,22 @@ impl Store {
             return Ok(None);
         }
         let mut config = crate::kit::config::read(harness.name(), &files, blobs)?;
+        let name = harness.name();
+        diagnostics.revise(|d| {
+            let kept = d.severity == Severity::LeftOut
+                && d.file.as_deref().is_some_and(|f| {
+                    config
+                        .files
+                        .iter()
+                        .any(|c| home.dir.join(c.path.as_str()) == f)
+                });
+            if kept {
+                d.severity = Severity::KeptNatively;
+                d.message.push_str(&format!(
+                    " (kept byte for byte with {name}'s own configuration, restored into {name} only)"
+                ));
+            }
+        });
         for (name, bytes) in parts {
             let Ok(path) = asp_format::name::RelPath::new(&name) else {
                 continue;
@@ -687,8 +715,7 @@ fn drop_empty_kinds(state: &mut State) {
     }
 }
 
-/// How many bytes of sessions (their files, as surveyed) are read at once, at most; a larger
-/// session is read alone.
+/// How many bytes of sessions are read at once, at most; a larger session is read alone.
 ///
 /// What a read holds follows the size of what it reads (a 34 MB Claude Code transcript: its
 /// 14 MB index, its update stream buffered for the compressor, the native body waiting for a
@@ -698,12 +725,47 @@ fn drop_empty_kinds(state: &mut State) {
 /// size (250 KB) are read on every thread as before.
 pub const READING_BUDGET: u64 = 32 << 20;
 
-/// Bytes being read, shared by the reading threads: [`ReadingBudget::admit`] waits until the
-/// session fits beside the ones being read, or until none is.
+/// What each entry weighs in the [`ReadingBudget`]: the sizes of the files only it reads. A
+/// file many entries list (OpenCode's database, which every session's read queries for its
+/// own rows) says nothing of what one read holds, and counted whole it would make every read
+/// wait for the others.
+fn reading_weights(entries: &[&Surveyed]) -> Vec<u64> {
+    let mut listed: std::collections::HashMap<&std::path::Path, usize> =
+        std::collections::HashMap::new();
+    for e in entries {
+        for f in &e.files {
+            *listed.entry(f.path.as_path()).or_default() += 1;
+        }
+    }
+    entries
+        .iter()
+        .map(|e| {
+            e.files
+                .iter()
+                .filter(|f| listed[f.path.as_path()] == 1)
+                .map(|f| f.size)
+                .sum()
+        })
+        .collect()
+}
+
+/// Bytes being read, shared by the reading threads. Sessions are let in in the order they
+/// ask ([`ReadingBudget::admit`] takes a ticket), each when it fits beside the ones being
+/// read or when none is: a large session waits for the ones before it, never for the ones
+/// after it (which would put every large session at the end, read alone).
 struct ReadingBudget {
     limit: u64,
-    reading: Mutex<u64>,
+    state: Mutex<Reading>,
     room: Condvar,
+}
+
+#[derive(Default)]
+struct Reading {
+    /// Bytes being read.
+    bytes: u64,
+    /// The next ticket to hand out, and the ticket let in next.
+    next_ticket: u64,
+    serving: u64,
 }
 
 /// A session's place in the [`ReadingBudget`], given back when dropped.
@@ -716,17 +778,33 @@ impl ReadingBudget {
     fn new(limit: u64) -> Self {
         ReadingBudget {
             limit,
-            reading: Mutex::new(0),
+            state: Mutex::new(Reading::default()),
             room: Condvar::new(),
         }
     }
 
+    /// The counts stay right whatever a reader did: none panics while holding the lock.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Reading> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn admit(&self, bytes: u64) -> Admitted<'_> {
-        let mut reading = self.reading.lock().expect("no reader panicked");
-        while *reading > 0 && reading.saturating_add(bytes) > self.limit {
-            reading = self.room.wait(reading).expect("no reader panicked");
+        let mut st = self.lock();
+        let ticket = st.next_ticket;
+        st.next_ticket += 1;
+        while st.serving != ticket || (st.bytes > 0 && st.bytes.saturating_add(bytes) > self.limit)
+        {
+            st = self
+                .room
+                .wait(st)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
-        *reading += bytes;
+        st.serving += 1;
+        st.bytes = st.bytes.saturating_add(bytes);
+        // The next ticket may fit too.
+        self.room.notify_all();
         Admitted {
             budget: self,
             bytes,
@@ -736,10 +814,9 @@ impl ReadingBudget {
 
 impl Drop for Admitted<'_> {
     fn drop(&mut self) {
-        // Never poisoned by a panicking reader: the lock is held only for these counts.
-        if let Ok(mut reading) = self.budget.reading.lock() {
-            *reading -= self.bytes;
-        }
+        let mut st = self.budget.lock();
+        st.bytes -= self.bytes;
+        drop(st);
         self.budget.room.notify_all();
     }
 }
@@ -747,46 +824,77 @@ impl Drop for Admitted<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicBool;
+    use std::sync::mpsc;
     use std::time::Duration;
+
+    /// Admits `bytes` on another thread; the receiver hears once it is let in, and the
+    /// sender drops its place.
+    fn admit_aside<'s>(
+        s: &'s std::thread::Scope<'s, '_>,
+        budget: &'s ReadingBudget,
+        bytes: u64,
+    ) -> (mpsc::Receiver<()>, mpsc::Sender<()>) {
+        let (in_tx, in_rx) = mpsc::channel();
+        let (out_tx, out_rx) = mpsc::channel::<()>();
+        s.spawn(move || {
+            let _held = budget.admit(bytes);
+            in_tx.send(()).unwrap();
+            let _ = out_rx.recv();
+        });
+        (in_rx, out_tx)
+    }
+
+    const WAIT: Duration = Duration::from_millis(50);
+    const LONG: Duration = Duration::from_secs(10);
 
     #[test]
     fn a_session_waits_until_it_fits_beside_the_ones_being_read() {
         let budget = ReadingBudget::new(10);
-        let small = budget.admit(4);
-        let large = budget.admit(6);
-        let third_in = AtomicBool::new(false);
         std::thread::scope(|s| {
-            s.spawn(|| {
-                let _third = budget.admit(1);
-                third_in.store(true, Ordering::SeqCst);
-            });
-            std::thread::sleep(Duration::from_millis(50));
-            assert!(!third_in.load(Ordering::SeqCst), "10 bytes are being read");
-            drop(small);
+            let (small_in, small_out) = admit_aside(s, &budget, 4);
+            small_in.recv_timeout(LONG).expect("4 of 10 fits");
+            let (large_in, large_out) = admit_aside(s, &budget, 6);
+            large_in.recv_timeout(LONG).expect("4 + 6 fits");
+            let (third_in, third_out) = admit_aside(s, &budget, 1);
+            assert!(
+                third_in.recv_timeout(WAIT).is_err(),
+                "10 bytes are being read"
+            );
+            drop(small_out);
+            third_in
+                .recv_timeout(LONG)
+                .expect("4 bytes were given back");
+            drop((large_out, third_out));
         });
-        assert!(third_in.load(Ordering::SeqCst));
-        drop(large);
-        assert_eq!(*budget.reading.lock().unwrap(), 0);
+        assert_eq!(budget.lock().bytes, 0);
     }
 
     #[test]
-    fn a_session_larger_than_the_budget_is_read_alone() {
+    fn a_session_larger_than_the_budget_waits_for_the_ones_before_it_and_is_read_alone() {
         let budget = ReadingBudget::new(10);
-        let huge = budget.admit(100);
-        let next_in = AtomicBool::new(false);
         std::thread::scope(|s| {
-            s.spawn(|| {
-                let _next = budget.admit(1);
-                next_in.store(true, Ordering::SeqCst);
-            });
-            std::thread::sleep(Duration::from_millis(50));
+            let (small_in, small_out) = admit_aside(s, &budget, 1);
+            small_in.recv_timeout(LONG).unwrap();
+            let (huge_in, huge_out) = admit_aside(s, &budget, 100);
+            assert!(huge_in.recv_timeout(WAIT).is_err(), "1 byte is being read");
+            // One that asks later waits behind the huge one, though it would fit.
+            let asked = std::time::Instant::now();
+            while budget.lock().next_ticket < 2 {
+                assert!(asked.elapsed() < LONG, "the huge one never asked");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let (next_in, next_out) = admit_aside(s, &budget, 1);
+            assert!(next_in.recv_timeout(WAIT).is_err(), "the huge one is first");
+            drop(small_out);
+            huge_in.recv_timeout(LONG).expect("nothing else is read");
             assert!(
-                !next_in.load(Ordering::SeqCst),
+                next_in.recv_timeout(WAIT).is_err(),
                 "the huge one is read alone"
             );
-            drop(huge);
+            drop(huge_out);
+            next_in.recv_timeout(LONG).unwrap();
+            drop(next_out);
         });
-        assert!(next_in.load(Ordering::SeqCst));
+        assert_eq!(budget.lock().bytes, 0);
     }
 }

@@ -106,9 +106,12 @@ pub fn host_name() -> String {
         .unwrap_or_else(|| "localhost".to_owned())
 }
 
-/// How a home is named in snapshots: its absolute path.
+/// How a home is named in snapshots: its canonical path (symbolic links, `.` and `..` resolved,
+/// no trailing slash), so every spelling of one home names one chain of snapshots; its absolute
+/// path when it cannot be resolved.
 pub fn home_name(home: &Home) -> String {
-    std::path::absolute(&home.dir)
+    std::fs::canonicalize(&home.dir)
+        .or_else(|_| std::path::absolute(&home.dir))
         .unwrap_or_else(|_| home.dir.clone())
         .display()
         .to_string()
@@ -359,7 +362,7 @@ fn backup_once(
     }
     outcome.gone = gone.len();
 
-    let config = store.read_config(&staging)?;
+    let config = store.read_config(&staging, ctx.diagnostics)?;
     if opts.skip_absent && parent.is_none() && state.kinds().is_empty() && config.is_none() {
         outcome.absent = true;
         return Ok(Attempt::Done(Box::new(outcome)));

@@ -37,7 +37,7 @@ use super::layout::{self, Layout, bucket_matches};
 use super::survey::{SUBAGENTS, TOOL_RESULTS, owner_of};
 use crate::error::ConvertError;
 use crate::harness::WriteContext;
-use crate::kit::beside::{kept_beside, marked_title};
+use crate::kit::beside::{MAX_COPIES, kept_beside, marked_title};
 use crate::kit::conversation::Folder;
 use crate::kit::fsops::{Created, Writer};
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
@@ -86,10 +86,19 @@ fn file_is(path: &Path, d: &Descriptor) -> bool {
     fs::metadata(path).is_ok_and(|m| m.len() == d.size) && file_descriptor(path) == Some(*d)
 }
 
-/// The id a copy kept beside a different version gets: the name-based UUID of its
-/// [`kept_beside`] name.
-pub fn copy_id(s: &Session) -> String {
-    name_uuid(&kept_beside(s.id.as_str(), &s.title, Some(harness_of(s)), 1).name)
+/// The id the `attempt`-th copy (from 1) kept beside a different version gets: the
+/// name-based UUID of its [`kept_beside`] name.
+pub fn copy_id(s: &Session, attempt: u32) -> String {
+    name_uuid(&kept_beside(s.id.as_str(), &s.title, Some(harness_of(s)), attempt).name)
+}
+
+/// What `MAX_COPIES` different versions already there say.
+fn no_name_left(s: &Session, projects: &Path) -> String {
+    format!(
+        "session {}: {MAX_COPIES} different versions of it are already in {}; not written",
+        s.id,
+        projects.display()
+    )
 }
 
 /// The record that titles a copy kept beside a different version (`/rename` writes the same):
@@ -471,33 +480,34 @@ fn write_native(
             });
         }
         Some(_) => {
-            let copy = copy_id(s);
-            match find_transcript(layout, &bucket, &copy) {
-                Some(p) => {
-                    let carried = descriptor_of(
-                        Renamed::new(ctx.blobs.open(&main.content)?, stem, &copy)
-                            .chain(io::Cursor::new(copy_title_line(s, &copy))),
-                    )
-                    .map_err(|e| ConvertError::carried(format!("session {}", s.id), e))?;
-                    if !file_is(&p, &carried) {
-                        let why = format!(
-                            "session {} is already in {} with different content, and so is its copy {}; not written",
-                            s.id,
-                            layout.projects().display(),
-                            p.display()
-                        );
-                        return Ok(Outcome {
-                            result: Some(SessionPlaced::refused(why)),
-                            refused,
-                            placed: HashSet::new(),
-                        });
-                    }
-                    // The copy is there from an earlier import: complete it where it is.
+            // The first name of a copy that is free, or that holds this very copy from an
+            // earlier import (then it is completed where it is).
+            let mut free = None;
+            for attempt in 1..=MAX_COPIES {
+                let copy = copy_id(s, attempt);
+                let Some(p) = find_transcript(layout, &bucket, &copy) else {
+                    free = Some(copy);
+                    break;
+                };
+                let carried = descriptor_of(
+                    Renamed::new(ctx.blobs.open(&main.content)?, stem, &copy)
+                        .chain(io::Cursor::new(copy_title_line(s, &copy))),
+                )
+                .map_err(|e| ConvertError::carried(format!("session {}", s.id), e))?;
+                if file_is(&p, &carried) {
                     bucket = bucket_of(&p).unwrap_or(&bucket).to_owned();
-                    copy
+                    free = Some(copy);
+                    break;
                 }
-                None => copy,
             }
+            let Some(copy) = free else {
+                return Ok(Outcome {
+                    result: Some(SessionPlaced::refused(no_name_left(s, &layout.projects()))),
+                    refused,
+                    placed: HashSet::new(),
+                });
+            };
+            copy
         }
     };
     let placed = place(
@@ -684,18 +694,21 @@ fn write_composed(
         if file_is(&p, &Descriptor::of(&composed.bytes)) {
             return Ok(SessionPlaced::already_there(id));
         }
-        id = copy_id(s);
         beside = true;
-        composed = compose_as(&id);
-        if let Some(p) = find_transcript(layout, &bucket, &id) {
+        let mut free = false;
+        for attempt in 1..=MAX_COPIES {
+            id = copy_id(s, attempt);
+            composed = compose_as(&id);
+            let Some(p) = find_transcript(layout, &bucket, &id) else {
+                free = true;
+                break;
+            };
             if file_is(&p, &Descriptor::of(&composed.bytes)) {
                 return Ok(SessionPlaced::beside(id));
             }
-            return Ok(SessionPlaced::refused(format!(
-                "session {} is already in Claude Code with different content, and so is its copy {}; not written",
-                s.id,
-                p.display()
-            )));
+        }
+        if !free {
+            return Ok(SessionPlaced::refused(no_name_left(s, &layout.projects())));
         }
     }
     let target = layout.projects().join(&bucket).join(format!("{id}.jsonl"));

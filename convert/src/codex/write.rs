@@ -35,15 +35,12 @@ use super::settings::TurnSettings;
 use super::state_db::{self, Insert, Row};
 use super::time::{self, Nanos};
 use crate::error::ConvertError;
-use crate::kit::beside::{kept_beside, marked_title};
+use crate::kit::beside::{MAX_COPIES, kept_beside, marked_title};
 use crate::kit::conversation::Folder;
 use crate::kit::fsops::{Created, Writer};
 use crate::kit::pathmap::PathMap;
 use crate::kit::placement::SessionPlaced;
 use crate::kit::report::Diagnostics;
-
-/// How many `<thread>~<harness>` copies of one thread are tried before giving up.
-const MAX_COPIES: u32 = 50;
 
 /// Facts for the thread index row.
 #[derive(Debug, Clone, Default)]

@@ -25,13 +25,11 @@ use super::layout::Layout;
 use super::workspace::Workspace;
 use crate::error::ConvertError;
 use crate::harness::WriteContext;
-use crate::kit::beside::kept_beside;
+use crate::kit::beside::{MAX_COPIES, kept_beside};
 use crate::kit::conversation::{Folder, Item};
 use crate::kit::fsops::{Writer, rename_noclobber_dir};
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
 use crate::kit::{time, uuid};
-
-const MAX_COPIES: u32 = 100;
 
 /// A session directory to place: file paths inside it, with their bytes.
 type Files = BTreeMap<String, (Vec<u8>, bool)>;

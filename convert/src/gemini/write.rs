@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use crate::error::ConvertError;
 use crate::harness::WriteContext;
-use crate::kit::beside::{kept_beside, marked_title};
+use crate::kit::beside::{MAX_COPIES, kept_beside, marked_title};
 use crate::kit::conversation::Folder;
 use crate::kit::fsops::Writer;
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
@@ -153,16 +153,14 @@ struct NativeFile {
 
 /// The `n`-th name for a session: its id, then [`kept_beside`]'s `<id>~<harness>`,
 /// `<id>~<harness>~2`, ... with their name-based UUIDs.
-fn candidate(id: &str, harness: &str, n: usize) -> (String, String) {
+fn candidate(id: &str, harness: &str, n: u32) -> (String, String) {
     if n == 0 {
         return (id.to_owned(), gemini_id(id));
     }
-    let name = kept_beside(id, "", Some(harness), n as u32).name;
+    let name = kept_beside(id, "", Some(harness), n).name;
     let gid = name_uuid(&name);
     (name, gid)
 }
-
-const MAX_COPIES: usize = 100;
 
 /// A chat's bytes with its title (`summary`) set: a `$set` record appended to a JSONL log (the
 /// store's own title event, last write wins), or the key set in a legacy JSON document.

@@ -10,6 +10,10 @@
 //! Harnesses that find sessions only by UUID turn the name into one of their own (a name-based
 //! UUID, see each converter's `ids.rs`); the answer maps the old id to whatever id that is.
 
+/// How many names a thread's copies are tried under (the thread's own, then its copies')
+/// before a converter gives up and refuses the version, naming the limit.
+pub const MAX_COPIES: u32 = 100;
+
 /// The harness named in the marker when a session does not say where it came from.
 pub const UNKNOWN_HARNESS: &str = "asp";
 

@@ -77,6 +77,15 @@ impl Diagnostics {
         self.items.lock().expect("diagnostics poisoned").push(d);
     }
 
+    /// Changes findings in place: the porcelain's second look, once it knows more than the
+    /// converter that reported them (that a file left out of the portable kinds is kept
+    /// natively after all).
+    pub fn revise(&self, mut f: impl FnMut(&mut Diagnostic)) {
+        for d in self.items.lock().expect("diagnostics poisoned").iter_mut() {
+            f(d);
+        }
+    }
+
     /// Something in `file` (at `line`) was not carried and is kept nowhere: a loss.
     pub fn lost(&self, file: &Path, line: Option<u64>, message: impl Into<String>) {
         self.at(Severity::Lost, file, line, message);

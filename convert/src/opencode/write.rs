@@ -25,13 +25,11 @@ use super::survey::explain;
 use crate::error::ConvertError;
 use crate::harness::WriteContext;
 use crate::kit::acp::ToolKind;
-use crate::kit::beside::kept_beside;
+use crate::kit::beside::{MAX_COPIES, kept_beside};
 use crate::kit::conversation::{Folder, Item, ToolCall};
 use crate::kit::fsops::Writer;
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
 use crate::kit::time;
-
-const MAX_COPIES: u32 = 100;
 
 /// The OpenCode version a composed session says made it (the pinned one).
 const VERSION: &str = "1.18.33";

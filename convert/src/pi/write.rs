@@ -27,13 +27,11 @@ use super::settings::LEVELS;
 use super::survey::session_files;
 use crate::error::ConvertError;
 use crate::harness::WriteContext;
-use crate::kit::beside::kept_beside;
+use crate::kit::beside::{MAX_COPIES, kept_beside};
 use crate::kit::conversation::{Folder, Item};
 use crate::kit::fsops::Created;
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
 use crate::kit::time;
-
-const MAX_COPIES: u32 = 100;
 
 /// The sessions already in the agent dir, by header id.
 fn existing(layout: &Layout) -> HashMap<String, PathBuf> {

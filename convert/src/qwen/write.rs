@@ -23,13 +23,11 @@ use super::layout::{Layout, sanitize_cwd};
 use super::read::subagent_id;
 use crate::error::ConvertError;
 use crate::harness::WriteContext;
-use crate::kit::beside::kept_beside;
+use crate::kit::beside::{MAX_COPIES, kept_beside};
 use crate::kit::conversation::Folder;
 use crate::kit::fsops::Created;
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
 use crate::kit::time;
-
-const MAX_COPIES: u32 = 100;
 
 /// One file to write.
 struct Planned {

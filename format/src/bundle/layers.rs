@@ -88,6 +88,11 @@ struct Entry {
     spilled: bool,
     /// Whether the body's bytes can be read as a raw-content dictionary.
     dict_ok: bool,
+    /// The body's bytes until its layer is stored: a body waiting for room in [`BUDGET`] is
+    /// already known (a second write of it returns at once), so a stream derived from it can
+    /// reach a worker first, and the worker must find its dictionary here rather than wait
+    /// for a layer that waits for that worker's room.
+    pending: Option<Arc<Vec<u8>>>,
 }
 
 struct Job {
@@ -527,6 +532,9 @@ fn body_of(shared: &Shared, digest: &Digest) -> Result<Arc<Vec<u8>>, BlobError> 
             if let Some((_, b)) = st.cache.iter().find(|(d, _)| d == digest) {
                 return Ok(Arc::clone(b));
             }
+            if let Some(b) = st.blobs.get(digest).and_then(|e| e.pending.as_ref()) {
+                return Ok(Arc::clone(b));
+            }
             match st.blobs.get(digest) {
                 None => return Err(BlobError::Missing(*digest)),
                 Some(Entry {
@@ -579,6 +587,7 @@ fn worker(shared: &Shared) {
             Ok(s) => {
                 if let Some(e) = st.blobs.get_mut(&job.blob.digest) {
                     e.stored = Some(s);
+                    e.pending = None;
                 }
             }
             Err(e) => {
@@ -700,6 +709,7 @@ impl BlobWrite for LayerWriter<'_> {
         let dictionary =
             hint.filter(|h| !is_spilled && *h != blob.digest && plain_candidate(&st, h));
         let dict_ok = !is_spilled && blob.size >= TINY as u64 && !buf.starts_with(&DICT_MAGIC);
+        let bytes = Arc::new(buf);
         st.blobs.insert(
             blob.digest,
             Entry {
@@ -708,12 +718,12 @@ impl BlobWrite for LayerWriter<'_> {
                 stored: spilled,
                 spilled: is_spilled,
                 dict_ok,
+                pending: (!is_spilled).then(|| Arc::clone(&bytes)),
             },
         );
         if is_spilled {
             return Ok(blob);
         }
-        let bytes = Arc::new(buf);
         if shared.opts.encoding == Encoding::Zstd && dict_ok && blob.size <= CACHE {
             st.cache.push_back((blob.digest, Arc::clone(&bytes)));
             st.cache_bytes += blob.size;
