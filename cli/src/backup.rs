@@ -132,7 +132,7 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
                 known.join(", ")
             );
         }
-        return Err(missing.remove(0).into());
+        return Err(no_store(missing));
     }
     let path = args.repo.path()?;
     let repo = asp_repo::Repository::open_or_init(&path)?;
@@ -213,13 +213,22 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
         }
     }
     if !missing.is_empty() {
-        return Err(missing.remove(0).into());
+        return Err(no_store(missing));
     }
     Ok(if incomplete {
         Exit::Incomplete
     } else {
         Exit::Ok
     })
+}
+
+/// The failure of the harnesses named whose store is not there, each said.
+fn no_store(mut missing: Vec<ConvertError>) -> crate::exit::Failure {
+    if missing.len() == 1 {
+        return missing.remove(0).into();
+    }
+    let said: Vec<String> = missing.iter().map(ToString::to_string).collect();
+    crate::exit::Failure::new(asp_format::error::ErrorClass::Source, said.join("; and "))
 }
 
 /// `claude-code (/home/me): snapshot 1a2b3c4d: 2 new, 1 changed, 1997 unchanged, 3 gone

@@ -39,8 +39,9 @@ Examples:
       longest OLD wins; prose that merely mentions a path is left alone).
 
 `latest` (the default) is the newest snapshot of the --to harness in the --home; when there
-is none, the newest snapshot of that harness; when the repository holds none of that harness,
-its newest snapshot if all its snapshots are of one harness and home (else name one). --json prints the _asp/state/import answer, as
+is none, the newest snapshot of that harness; when the repository holds none of that harness
+(carrying into another one), its newest snapshot if all its snapshots are of one harness and
+home, else name one with --snapshot. --json prints the _asp/state/import answer, as
 asp-unpack --json does (with _meta.asp.resume, alreadyThere and findings).";
 
 /// Restore a snapshot, or sessions of it, into an agent's store
@@ -85,7 +86,8 @@ pub struct RestoreArgs {
     pub common: Common,
 }
 
-/// The snapshot `id` names (`latest`: of `harness` in `home`, else of `harness`).
+/// The snapshot `id` names. `latest`: the newest of `harness` in `home`, else of `harness`,
+/// else of the one harness and home the repository holds (carrying into another harness).
 pub fn pick(repo: &Repository, id: &str, harness: &str, home: &Home) -> Result<SnapshotInfo> {
     if id != "latest" {
         return Ok(repo.find(id)?);

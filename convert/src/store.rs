@@ -733,8 +733,10 @@ fn reading_weights(entries: &[&Surveyed]) -> Vec<u64> {
     let mut listed: std::collections::HashMap<&std::path::Path, usize> =
         std::collections::HashMap::new();
     for e in entries {
-        for f in &e.files {
-            *listed.entry(f.path.as_path()).or_default() += 1;
+        let own: std::collections::HashSet<&std::path::Path> =
+            e.files.iter().map(|f| f.path.as_path()).collect();
+        for path in own {
+            *listed.entry(path).or_default() += 1;
         }
     }
     entries

@@ -10,7 +10,6 @@
 //! dies: a backup, restore or check holds `locks/repo` shared, prune holds it exclusive, so
 //! prune never deletes a blob a running backup is about to name.
 
-use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -268,21 +267,16 @@ impl Repository {
         Ok(out)
     }
 
-    /// The newest snapshot of `harness` in `home`. A home recorded under another name of the
-    /// same directory here (a trailing slash, `..`, a symbolic link on the way: backups
-    /// recorded the path as typed, made absolute, before [`crate::backup::home_name`]
-    /// resolved it) is the same home, so that one home keeps one chain of snapshots and its
-    /// newest snapshot every session ever backed up.
+    /// The newest snapshot of `harness` in `home` (as [`crate::backup::home_name`] names it).
+    /// The name is compared as it is recorded, as `forget` and `asp sessions` group snapshots:
+    /// a chain recorded under another spelling of the same directory by an earlier version
+    /// stays a chain of its own, so that no keep policy ever sees one home as two.
     pub fn latest(&self, harness: &str, home: &str) -> Result<Option<SnapshotInfo>, RepoError> {
-        let here = fs::canonicalize(home).ok();
-        let mut same_dir: HashMap<String, bool> = HashMap::new();
-        Ok(self.snapshots()?.into_iter().rev().find(|s| {
-            s.harness == harness
-                && (s.home == home
-                    || *same_dir.entry(s.home.clone()).or_insert_with(|| {
-                        here.is_some() && fs::canonicalize(&s.home).ok() == here
-                    }))
-        }))
+        Ok(self
+            .snapshots()?
+            .into_iter()
+            .rev()
+            .find(|s| s.harness == harness && s.home == home))
     }
 
     /// The snapshot an id names: its digest (`sha256:…` or hex) or a unique prefix of the hex

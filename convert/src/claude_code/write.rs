@@ -483,7 +483,7 @@ fn write_native(
             // The first name of a copy that is free, or that holds this very copy from an
             // earlier import (then it is completed where it is).
             let mut free = None;
-            for attempt in 1..=MAX_COPIES {
+            for attempt in 1..MAX_COPIES {
                 let copy = copy_id(s, attempt);
                 let Some(p) = find_transcript(layout, &bucket, &copy) else {
                     free = Some(copy);
@@ -696,7 +696,7 @@ fn write_composed(
         }
         beside = true;
         let mut free = false;
-        for attempt in 1..=MAX_COPIES {
+        for attempt in 1..MAX_COPIES {
             id = copy_id(s, attempt);
             composed = compose_as(&id);
             let Some(p) = find_transcript(layout, &bucket, &id) else {
