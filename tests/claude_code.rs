@@ -996,6 +996,21 @@ fn a_foreign_session_is_written_once_and_a_different_one_beside_it() {
         dir.join(format!("{}.jsonl", name_uuid("telegram:42")))
             .is_file()
     );
+    // A third version goes under the next name, and is found there when it comes again.
+    body.extend_from_slice(b"{\"sessionId\":\"telegram:42\",\"update\":{\"sessionUpdate\":\"user_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"And one more.\"}}}\n");
+    let sessions = changed.sessions.as_mut().unwrap();
+    let s = sessions
+        .iter_mut()
+        .find(|s| s.id.as_str() == "telegram:42")
+        .unwrap();
+    s.updates = store.put(&body).unwrap();
+    let third = name_uuid("telegram:42~codex~2");
+    for _ in 0..2 {
+        let blobs = Overlay::new(vec![&store as &dyn BlobSource, &bundle]);
+        let answer = write_to(home.path(), &changed, &blobs, false);
+        assert_eq!(answer.sessions["telegram:42"], third, "{answer:?}");
+    }
+    assert!(dir.join(format!("{third}.jsonl")).is_file());
 }
 
 #[test]
