@@ -56,14 +56,21 @@ fn set_mtime(file: &Path, ago: Duration) {
         .unwrap();
 }
 
-fn backup(home: &Path, repo: &Path) -> Value {
-    let out = asp()
-        .args(["backup", "--from", "claude-code", "--json", "-q", "--home"])
+/// `asp backup --home HOME --repo REPO ARGS...`, as it ran.
+fn backup_run(home: &Path, repo: &Path, args: &[&str]) -> std::process::Output {
+    asp()
+        .arg("backup")
+        .args(args)
+        .arg("--home")
         .arg(home)
         .arg("--repo")
         .arg(repo)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+fn backup(home: &Path, repo: &Path) -> Value {
+    let out = backup_run(home, repo, &["--from", "claude-code", "--json", "-q"]);
     assert!(
         matches!(out.status.code(), Some(0 | 3)),
         "backup failed: {}",
@@ -226,15 +233,7 @@ fn a_file_that_cannot_be_read_is_lost_on_every_backup_until_mended() {
         .join(SHOP)
         .join("aaaaaaaa-1111-2222-3333-444444444444.jsonl");
     std::os::unix::fs::symlink("/nonexistent/x.jsonl", &broken).unwrap();
-    let run = || {
-        asp()
-            .args(["backup", "--from", "claude-code", "-q", "--json", "--home"])
-            .arg(&home)
-            .arg("--repo")
-            .arg(&repo)
-            .output()
-            .unwrap()
-    };
+    let run = || backup_run(&home, &repo, &["--from", "claude-code", "-q", "--json"]);
     for _ in 0..2 {
         let out = run();
         assert_eq!(out.status.code(), Some(3));
@@ -891,13 +890,7 @@ fn the_harness_configuration_comes_back_into_the_same_harness_only() {
 fn what_the_configuration_keeps_is_not_said_to_be_left_out() {
     let t = tmp();
     let home = home_in(t.path());
-    let out = asp()
-        .args(["backup", "--from", "claude-code", "--home"])
-        .arg(&home)
-        .arg("--repo")
-        .arg(repo_of(&t))
-        .output()
-        .unwrap();
+    let out = backup_run(&home, &repo_of(&t), &["--from", "claude-code"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let about = |label: &str| {
@@ -938,13 +931,7 @@ fn from_all_takes_only_the_harnesses_whose_store_is_there() {
     let t = tmp();
     let home = home_in(t.path());
     let repo = t.path().join("repo");
-    let out = asp()
-        .args(["backup", "--from", "all", "--json", "-q", "--home"])
-        .arg(&home)
-        .arg("--repo")
-        .arg(&repo)
-        .output()
-        .unwrap();
+    let out = backup_run(&home, &repo, &["--from", "all", "--json", "-q"]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let harnesses: Vec<&str> = v
         .as_array()
@@ -967,13 +954,7 @@ fn a_backup_of_a_store_that_is_not_there_makes_no_repository() {
         ("codex", &home, 1, "holds no codex store"),
         ("all", &empty, 2, "no harness store"),
     ] {
-        let out = asp()
-            .args(["backup", "--from", from, "--home"])
-            .arg(home)
-            .arg("--repo")
-            .arg(&repo)
-            .output()
-            .unwrap();
+        let out = backup_run(home, &repo, &["--from", from]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(code), "{err}");
         assert!(err.contains(said), "{err}");
@@ -981,14 +962,16 @@ fn a_backup_of_a_store_that_is_not_there_makes_no_repository() {
     }
     // Of the harnesses named, the one there is backed up (once); the run fails for the others,
     // each named.
-    let out = asp()
-        .args(["backup", "--json", "--repo"])
-        .arg(&repo)
-        .args(["--from", "codex", "--from", "claude-code"])
-        .args(["--from", "gemini", "--from", "claude-code", "--home"])
-        .arg(&home)
-        .output()
-        .unwrap();
+    let named = [
+        "--from",
+        "codex",
+        "--from",
+        "claude-code",
+        "--from",
+        "gemini",
+    ];
+    let again = ["--from", "claude-code", "--json"];
+    let out = backup_run(&home, &repo, &[&named[..], &again].concat());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(

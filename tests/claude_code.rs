@@ -57,9 +57,13 @@ fn name_uuid(name: &str) -> String {
     asp_convert::kit::uuid::name_based("asp/claude-code/", name)
 }
 
-/// The id of the copy of `id` (from `harness`) kept beside a different version.
-fn copy_id(id: &str, harness: &str) -> String {
-    name_uuid(&format!("{id}~{harness}"))
+/// The id of the `n`-th copy (from 1) of `id` (from `harness`) kept beside a different
+/// version: `<id>~<harness>`, then `<id>~<harness>~2`, ...
+fn copy_id(id: &str, harness: &str, n: u32) -> String {
+    match n {
+        1 => name_uuid(&format!("{id}~{harness}")),
+        n => name_uuid(&format!("{id}~{harness}~{n}")),
+    }
 }
 
 fn read(home: &Path) -> Read {
@@ -755,7 +759,7 @@ fn a_session_that_changed_since_is_kept_and_the_carried_one_written_beside_it() 
     fs::write(&live, &continued).unwrap();
 
     let answer = write_to(home.path(), &r.state, &r.store, false);
-    let copy = copy_id(A, "claude-code");
+    let copy = copy_id(A, "claude-code", 1);
     assert!(is_uuid(&copy));
     assert_eq!(answer.sessions[A], copy);
     assert_eq!(answer.sessions[B], B);
@@ -807,7 +811,7 @@ fn each_further_version_of_a_session_gets_a_copy_of_its_own() {
     fs::write(&live, &continued).unwrap();
     assert_eq!(
         write_to(home.path(), &r.state, &r.store, false).sessions[A],
-        copy_id(A, "claude-code")
+        copy_id(A, "claude-code", 1)
     );
     // A third version, from another machine, goes under the next name, and only once.
     let other = tmp();
@@ -817,7 +821,7 @@ fn each_further_version_of_a_session_gets_a_copy_of_its_own() {
     text.extend_from_slice(line(2).as_bytes());
     fs::write(&theirs, &text).unwrap();
     let r3 = read(other.path());
-    let third = name_uuid(&format!("{A}~claude-code~2"));
+    let third = copy_id(A, "claude-code", 2);
     for _ in 0..2 {
         let answer = write_to(home.path(), &r3.state, &r3.store, false);
         assert_eq!(answer.sessions[A], third, "{answer:?}");
@@ -988,7 +992,7 @@ fn a_foreign_session_is_written_once_and_a_different_one_beside_it() {
     s.updates = store.put(&body).unwrap();
     let blobs = Overlay::new(vec![&store as &dyn BlobSource, &bundle]);
     let answer = write_to(home.path(), &changed, &blobs, false);
-    let copy = copy_id("telegram:42", "codex");
+    let copy = copy_id("telegram:42", "codex", 1);
     assert_eq!(answer.sessions["telegram:42"], copy);
     let dir = home.path().join(".claude/projects/-home-dev-shop");
     assert!(dir.join(format!("{copy}.jsonl")).is_file());
@@ -1004,7 +1008,7 @@ fn a_foreign_session_is_written_once_and_a_different_one_beside_it() {
         .find(|s| s.id.as_str() == "telegram:42")
         .unwrap();
     s.updates = store.put(&body).unwrap();
-    let third = name_uuid("telegram:42~codex~2");
+    let third = copy_id("telegram:42", "codex", 2);
     for _ in 0..2 {
         let blobs = Overlay::new(vec![&store as &dyn BlobSource, &bundle]);
         let answer = write_to(home.path(), &changed, &blobs, false);
@@ -1582,17 +1586,15 @@ fn a_subagent_is_not_taken_when_its_parent_is_not_written() {
     let r = read(&sample_home());
     let home = tmp();
     write_to(home.path(), &r.state, &r.store, false);
-    // Session B changed since, and so did every copy earlier imports left beside it: B cannot
-    // be written, and neither can the subagent that travels in its files.
+    // Session B changed since, and so did every copy earlier imports left beside it (all the
+    // names there are: B's own and MAX_COPIES - 1 copies): B cannot be written, and neither
+    // can the subagent that travels in its files.
     let bucket = home.path().join(".claude/projects/-home-dev-shop");
     let mut changed = fs::read(bucket.join(format!("{B}.jsonl"))).unwrap();
     changed.extend_from_slice(b"{\"type\":\"ai-title\",\"aiTitle\":\"later\"}\n");
     fs::write(bucket.join(format!("{B}.jsonl")), changed).unwrap();
-    for n in 1..=asp_convert::kit::beside::MAX_COPIES {
-        let copy = match n {
-            1 => copy_id(B, "claude-code"),
-            n => name_uuid(&format!("{B}~claude-code~{n}")),
-        };
+    for n in 1..asp_convert::kit::beside::MAX_COPIES {
+        let copy = copy_id(B, "claude-code", n);
         fs::write(bucket.join(format!("{copy}.jsonl")), "{}\n").unwrap();
     }
 

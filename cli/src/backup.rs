@@ -89,7 +89,7 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
     }
     let known = asp_convert::harness_names();
     let all = args.from.iter().any(|f| f == "all");
-    let harnesses: Vec<String> = if all {
+    let mut harnesses: Vec<String> = if all {
         known.clone()
     } else {
         for f in &args.from {
@@ -105,7 +105,6 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
     // The stores first: a mistyped --home, or a harness with no store there, makes no
     // repository.
     let home = Home::resolve(args.home.clone())?;
-    let mut harnesses = harnesses;
     let present = |h: &str| {
         asp_convert::Store::harness(h, home.clone())
             .expect("a harness this build knows")
@@ -182,10 +181,10 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
         }
     }
     if all && outcomes.is_empty() {
+        // The stores there hold nothing yet (no session, no configuration).
         bail_usage!(
-            "no harness store in {} (this build knows: {})",
-            home.dir.display(),
-            known.join(", ")
+            "the harness stores in {} hold nothing to back up yet",
+            home.dir.display()
         );
     }
     if args.common.json {

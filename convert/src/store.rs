@@ -21,7 +21,7 @@
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 
 use asp_format::answer::ImportAnswer;
 use asp_format::blob::{BlobSink, BlobSource, Discard};
@@ -42,6 +42,7 @@ use crate::kit::pathmap::PathMap;
 use crate::kit::placement::Placement;
 use crate::kit::report::{Diagnostic, Diagnostics, Severity};
 use crate::kit::source::SourceFile;
+use crate::reading::{self, READING_BUDGET, ReadingBudget};
 
 /// Where agent state is kept.
 #[derive(Clone)]
@@ -418,7 +419,7 @@ impl Store {
         let next = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
         let reading = ReadingBudget::new(READING_BUDGET);
-        let weights = reading_weights(entries);
+        let weights = reading::weights(entries);
         // Progress in the bytes of the entries' files, as the survey found them: an entry
         // taken from an earlier backup counts at once, one read when it is done.
         req.progress.begin(
@@ -712,191 +713,5 @@ fn drop_empty_kinds(state: &mut State) {
     }
     if state.settings.as_ref().is_some_and(|s| s.is_empty()) {
         state.settings = None;
-    }
-}
-
-/// How many bytes of sessions are read at once, at most; a larger session is read alone.
-///
-/// What a read holds follows the size of what it reads (a 34 MB Claude Code transcript: its
-/// 14 MB index, its update stream buffered for the compressor, the native body waiting for a
-/// worker; about 110 MB of heap), so without a bound peak memory grew with the number of
-/// threads: packing the 1 GiB bench store took 187 / 257 / 315 MiB with 2 / 4 / 8 threads,
-/// as often as two or more of its 20-35 MB sessions were read at once. Sessions of the median
-/// size (250 KB) are read on every thread as before.
-pub const READING_BUDGET: u64 = 32 << 20;
-
-/// What each entry weighs in the [`ReadingBudget`]: the sizes of the files only it reads. A
-/// file many entries list (OpenCode's database, which every session's read queries for its
-/// own rows) says nothing of what one read holds, and counted whole it would make every read
-/// wait for the others.
-fn reading_weights(entries: &[&Surveyed]) -> Vec<u64> {
-    let mut listed: std::collections::HashMap<&std::path::Path, usize> =
-        std::collections::HashMap::new();
-    for e in entries {
-        let own: std::collections::HashSet<&std::path::Path> =
-            e.files.iter().map(|f| f.path.as_path()).collect();
-        for path in own {
-            *listed.entry(path).or_default() += 1;
-        }
-    }
-    entries
-        .iter()
-        .map(|e| {
-            e.files
-                .iter()
-                .filter(|f| listed[f.path.as_path()] == 1)
-                .map(|f| f.size)
-                .sum()
-        })
-        .collect()
-}
-
-/// Bytes being read, shared by the reading threads. Sessions are let in in the order they
-/// ask ([`ReadingBudget::admit`] takes a ticket), each when it fits beside the ones being
-/// read or when none is: a large session waits for the ones before it, never for the ones
-/// after it (which would put every large session at the end, read alone).
-struct ReadingBudget {
-    limit: u64,
-    state: Mutex<Reading>,
-    room: Condvar,
-}
-
-#[derive(Default)]
-struct Reading {
-    /// Bytes being read.
-    bytes: u64,
-    /// The next ticket to hand out, and the ticket let in next.
-    next_ticket: u64,
-    serving: u64,
-}
-
-/// A session's place in the [`ReadingBudget`], given back when dropped.
-struct Admitted<'a> {
-    budget: &'a ReadingBudget,
-    bytes: u64,
-}
-
-impl ReadingBudget {
-    fn new(limit: u64) -> Self {
-        ReadingBudget {
-            limit,
-            state: Mutex::new(Reading::default()),
-            room: Condvar::new(),
-        }
-    }
-
-    /// The counts stay right whatever a reader did: none panics while holding the lock.
-    fn lock(&self) -> std::sync::MutexGuard<'_, Reading> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn admit(&self, bytes: u64) -> Admitted<'_> {
-        let mut st = self.lock();
-        let ticket = st.next_ticket;
-        st.next_ticket += 1;
-        while st.serving != ticket || (st.bytes > 0 && st.bytes.saturating_add(bytes) > self.limit)
-        {
-            st = self
-                .room
-                .wait(st)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
-        st.serving += 1;
-        st.bytes = st.bytes.saturating_add(bytes);
-        // The next ticket may fit too.
-        self.room.notify_all();
-        Admitted {
-            budget: self,
-            bytes,
-        }
-    }
-}
-
-impl Drop for Admitted<'_> {
-    fn drop(&mut self) {
-        let mut st = self.budget.lock();
-        st.bytes -= self.bytes;
-        drop(st);
-        self.budget.room.notify_all();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::mpsc;
-    use std::time::Duration;
-
-    /// Admits `bytes` on another thread; the receiver hears once it is let in, and the
-    /// sender drops its place.
-    fn admit_aside<'s>(
-        s: &'s std::thread::Scope<'s, '_>,
-        budget: &'s ReadingBudget,
-        bytes: u64,
-    ) -> (mpsc::Receiver<()>, mpsc::Sender<()>) {
-        let (in_tx, in_rx) = mpsc::channel();
-        let (out_tx, out_rx) = mpsc::channel::<()>();
-        s.spawn(move || {
-            let _held = budget.admit(bytes);
-            in_tx.send(()).unwrap();
-            let _ = out_rx.recv();
-        });
-        (in_rx, out_tx)
-    }
-
-    const WAIT: Duration = Duration::from_millis(50);
-    const LONG: Duration = Duration::from_secs(10);
-
-    #[test]
-    fn a_session_waits_until_it_fits_beside_the_ones_being_read() {
-        let budget = ReadingBudget::new(10);
-        std::thread::scope(|s| {
-            let (small_in, small_out) = admit_aside(s, &budget, 4);
-            small_in.recv_timeout(LONG).expect("4 of 10 fits");
-            let (large_in, large_out) = admit_aside(s, &budget, 6);
-            large_in.recv_timeout(LONG).expect("4 + 6 fits");
-            let (third_in, third_out) = admit_aside(s, &budget, 1);
-            assert!(
-                third_in.recv_timeout(WAIT).is_err(),
-                "10 bytes are being read"
-            );
-            drop(small_out);
-            third_in
-                .recv_timeout(LONG)
-                .expect("4 bytes were given back");
-            drop((large_out, third_out));
-        });
-        assert_eq!(budget.lock().bytes, 0);
-    }
-
-    #[test]
-    fn a_session_larger_than_the_budget_waits_for_the_ones_before_it_and_is_read_alone() {
-        let budget = ReadingBudget::new(10);
-        std::thread::scope(|s| {
-            let (small_in, small_out) = admit_aside(s, &budget, 1);
-            small_in.recv_timeout(LONG).unwrap();
-            let (huge_in, huge_out) = admit_aside(s, &budget, 100);
-            assert!(huge_in.recv_timeout(WAIT).is_err(), "1 byte is being read");
-            // One that asks later waits behind the huge one, though it would fit.
-            let asked = std::time::Instant::now();
-            while budget.lock().next_ticket < 2 {
-                assert!(asked.elapsed() < LONG, "the huge one never asked");
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            let (next_in, next_out) = admit_aside(s, &budget, 1);
-            assert!(next_in.recv_timeout(WAIT).is_err(), "the huge one is first");
-            drop(small_out);
-            huge_in.recv_timeout(LONG).expect("nothing else is read");
-            assert!(
-                next_in.recv_timeout(WAIT).is_err(),
-                "the huge one is read alone"
-            );
-            drop(huge_out);
-            next_in.recv_timeout(LONG).unwrap();
-            drop(next_out);
-        });
-        assert_eq!(budget.lock().bytes, 0);
     }
 }

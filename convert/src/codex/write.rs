@@ -185,7 +185,7 @@ impl<'a> SessionWriter<'a> {
         // What a copy's id is derived from: never the time of the import.
         let digest = Digest::of(&jsonl);
         let mut copy_ms = ids::v7_millis(&name_id);
-        for attempt in 0..=MAX_COPIES {
+        for attempt in 0..MAX_COPIES {
             let (id, rel, bytes, text) = if attempt == 0 {
                 let rel = if rewritten {
                     stored_rel.trim_end_matches(".zst").to_owned()
@@ -262,7 +262,7 @@ impl<'a> SessionWriter<'a> {
             });
         }
         Ok(SessionPlaced::refused(format!(
-            "thread {name_id}: too many different versions are already in this Codex home"
+            "thread {name_id}: {MAX_COPIES} different versions of it are already in this Codex home; not written"
         )))
     }
 
@@ -350,9 +350,9 @@ impl<'a> SessionWriter<'a> {
                 None => break built,
                 Some(false) => {
                     attempt += 1;
-                    if attempt > MAX_COPIES {
+                    if attempt >= MAX_COPIES {
                         return Ok(SessionPlaced::refused(format!(
-                            "session {sid}: too many different versions are already in this Codex home"
+                            "session {sid}: {MAX_COPIES} different versions of it are already in this Codex home; not written"
                         )));
                     }
                     id = copy_id(&base, &harness, &session.updates.digest, copy_ms, attempt);

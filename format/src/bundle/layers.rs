@@ -532,11 +532,11 @@ fn body_of(shared: &Shared, digest: &Digest) -> Result<Arc<Vec<u8>>, BlobError> 
             if let Some((_, b)) = st.cache.iter().find(|(d, _)| d == digest) {
                 return Ok(Arc::clone(b));
             }
-            if let Some(b) = st.blobs.get(digest).and_then(|e| e.pending.as_ref()) {
-                return Ok(Arc::clone(b));
-            }
             match st.blobs.get(digest) {
                 None => return Err(BlobError::Missing(*digest)),
+                Some(Entry {
+                    pending: Some(b), ..
+                }) => return Ok(Arc::clone(b)),
                 Some(Entry {
                     stored: Some(s),
                     size,
