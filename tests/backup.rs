@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use predicates::prelude::{PredicateBooleanExt, predicate};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::*;
 
@@ -840,6 +840,12 @@ fn the_harness_configuration_comes_back_into_the_same_harness_only() {
     .unwrap();
     fs::create_dir_all(home.join(".claude/agents")).unwrap();
     fs::write(home.join(".claude/agents/reviewer.md"), b"# reviewer\n").unwrap();
+    fs::create_dir_all(home.join(".claude/plans")).unwrap();
+    fs::write(
+        home.join(".claude/plans/quiet-drifting-lantern.md"),
+        b"# Plan\n1. Parse --dry-run\n",
+    )
+    .unwrap();
     let repo = t.path().join("repo");
     backup(&home, &repo);
     check(&repo, true);
@@ -851,6 +857,10 @@ fn the_harness_configuration_comes_back_into_the_same_harness_only() {
         ".claude/settings.json",
         ".claude/rules/security.md",
         ".claude/agents/reviewer.md",
+        ".claude/history.jsonl",
+        ".claude/plans/quiet-drifting-lantern.md",
+        ".claude/file-history/71958462-4bb8-46b6-a36a-1becf56c22dc/b5276ea0bd7f01a0@v2",
+        ".claude/todos/71958462-4bb8-46b6-a36a-1becf56c22dc-agent-71958462-4bb8-46b6-a36a-1becf56c22dc.json",
     ] {
         assert_eq!(
             fs::read(fresh.join(f)).unwrap(),
@@ -884,6 +894,101 @@ fn the_harness_configuration_comes_back_into_the_same_harness_only() {
         .assert()
         .code(predicates::ord::eq(0).or(predicates::ord::eq(3)));
     assert!(!codex.join(".claude").exists());
+}
+
+/// Each harness's prompt history (what ↑ recalls) comes back whole into a fresh home, and is
+/// merged, in time order and each record once, into one the new machine already has.
+#[test]
+fn prompt_histories_come_back_and_merge_into_the_ones_there() {
+    // (harness, its history in the sample, the time member, a record typed on the new machine)
+    let cases = [
+        (
+            "claude-code",
+            ".claude/history.jsonl",
+            "timestamp",
+            json!({"display": "on the new machine", "pastedContents": {}, "timestamp": 1795300000000_u64, "project": "/home/dev/shop", "sessionId": "aaaaaaaa-0000-4000-8000-000000000001"}),
+        ),
+        (
+            "codex",
+            ".codex/history.jsonl",
+            "ts",
+            json!({"session_id": "01a20000-0000-7000-8000-000000000001", "ts": 1795200000_u64, "text": "on the new machine"}),
+        ),
+        (
+            "gemini",
+            ".gemini/tmp/shop/logs.json",
+            "timestamp",
+            json!({"sessionId": "5f877e48-0000-4000-8000-000000000001", "messageId": 0, "type": "user", "message": "on the new machine", "timestamp": "2026-11-25T16:41:20.000Z"}),
+        ),
+    ];
+    let array = |log: &str| log.ends_with(".json");
+    let records = |log: &str, bytes: &[u8]| -> Vec<Value> {
+        if array(log) {
+            serde_json::from_slice::<Vec<Value>>(bytes).unwrap()
+        } else {
+            bytes
+                .split(|b| *b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(|l| serde_json::from_slice(l).unwrap())
+                .collect()
+        }
+    };
+    let written = |log: &str, items: &[Value]| -> Vec<u8> {
+        if array(log) {
+            serde_json::to_vec_pretty(items).unwrap()
+        } else {
+            items
+                .iter()
+                .map(|v| format!("{v}\n"))
+                .collect::<String>()
+                .into_bytes()
+        }
+    };
+    for (harness, log, time, typed) in cases {
+        let t = tmp();
+        let home = t.path().join("home");
+        copy_tree(&samples().join(harness), &home);
+        let repo = t.path().join("repo");
+        let out = backup_run(&home, &repo, &["--from", harness, "-q"]);
+        assert_eq!(out.status.code(), Some(0), "{harness}: {out:?}");
+        let sample = fs::read(home.join(log)).unwrap();
+        let restore_into = |to: &Path| {
+            asp()
+                .args(["restore", "-q", "--to", harness, "--home"])
+                .arg(to)
+                .arg("--repo")
+                .arg(&repo)
+                .assert()
+                .success();
+        };
+
+        let fresh = t.path().join("fresh");
+        fs::create_dir_all(&fresh).unwrap();
+        restore_into(&fresh);
+        assert!(fs::read(fresh.join(log)).unwrap() == sample, "{harness}");
+
+        // The new machine has one prompt of its own, and one the backup has too.
+        let used = t.path().join("used");
+        let first = records(log, &sample)[0].clone();
+        fs::create_dir_all(used.join(log).parent().unwrap()).unwrap();
+        fs::write(used.join(log), written(log, &[first, typed.clone()])).unwrap();
+        restore_into(&used);
+        let mut want = records(log, &sample);
+        want.push(typed);
+        let key = |v: &Value| v[time].to_string().trim_matches('"').to_owned();
+        want.sort_by(|a, b| {
+            if a[time].is_number() {
+                a[time].as_u64().cmp(&b[time].as_u64())
+            } else {
+                key(a).cmp(&key(b))
+            }
+        });
+        let merged = fs::read(used.join(log)).unwrap();
+        assert_eq!(records(log, &merged), want, "{harness}");
+        // Again: it has every record now, and stays as it is.
+        restore_into(&used);
+        assert!(fs::read(used.join(log)).unwrap() == merged, "{harness}");
+    }
 }
 
 #[test]
@@ -1207,9 +1312,15 @@ fn a_repository_written_by_layout_2_still_checks_lists_restores_packs_and_prunes
     );
     assert!(!one.join(GATEWAY).exists(), "only the session asked for");
 
-    // A bundle of it is the layout 3 bundle of the same state.
+    // A bundle of it is the layout 3 bundle of the same state: the sample as it was then,
+    // before a session's checkpoints and todo lists were its files too.
     let from_repo = pack_repo_to(&repo, &t.path().join("p.aspstate"), "latest");
-    let direct = pack_home_to(&samples().join("claude-code"), &t.path().join("d.aspstate"));
+    let then = t.path().join("then");
+    copy_dir(&samples().join("claude-code"), &then);
+    for dir in ["file-history", "todos"] {
+        fs::remove_dir_all(then.join(".claude").join(dir)).unwrap();
+    }
+    let direct = pack_home_to(&then, &t.path().join("d.aspstate"));
     assert!(from_repo == direct);
 
     // A new snapshot beside it, then forget and prune read every snapshot.

@@ -341,6 +341,26 @@ fn every_session_has_its_harness_cwd_time_and_native_files() {
             ".claude/projects/-home-dev-shop/12821015-852a-451b-911f-ba64553fbf57/subagents/agent-a44a1a1a1ce6520e9.meta.json",
         ]
     );
+    // Its rewind checkpoints and todo list are a session's files too: Claude Code's cleanup
+    // deletes them with the transcript.
+    let native: Vec<&str> = r
+        .session(A)
+        .native
+        .as_ref()
+        .unwrap()
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(
+        native,
+        [
+            ".claude/file-history/71958462-4bb8-46b6-a36a-1becf56c22dc/b5276ea0bd7f01a0@v1",
+            ".claude/file-history/71958462-4bb8-46b6-a36a-1becf56c22dc/b5276ea0bd7f01a0@v2",
+            ".claude/projects/-home-dev-shop/71958462-4bb8-46b6-a36a-1becf56c22dc.jsonl",
+            ".claude/todos/71958462-4bb8-46b6-a36a-1becf56c22dc-agent-71958462-4bb8-46b6-a36a-1becf56c22dc.json",
+        ]
+    );
 }
 
 #[test]
@@ -710,8 +730,12 @@ fn a_packed_home_restores_byte_for_byte_and_packs_to_the_same_state() {
     }
     // Files carried whole come back whole; settings.json and .claude.json are merged, not
     // copied (only their agent state travels).
-    let carried =
-        |p: &String| p.starts_with("projects/") || p.starts_with("skills/") || p == "CLAUDE.md";
+    let carried = |p: &String| {
+        ["projects/", "skills/", "file-history/", "todos/"]
+            .iter()
+            .any(|d| p.starts_with(d))
+            || p == "CLAUDE.md"
+    };
     let original: BTreeMap<String, Vec<u8>> = files_in(&sample_home().join(".claude"))
         .into_iter()
         .filter(|(p, _)| carried(p))
@@ -789,6 +813,24 @@ fn a_session_that_changed_since_is_kept_and_the_carried_one_written_beside_it() 
         "{{\"type\":\"custom-title\",\"customTitle\":\"{} ~claude-code\",\"sessionId\":\"{copy}\"}}\n",
         r.session(A).title
     )));
+    // The copy's checkpoints and todo list are under its own name; the user's stay.
+    let claude = home.path().join(".claude");
+    for (theirs, copied) in [
+        (
+            format!("file-history/{A}/b5276ea0bd7f01a0@v2"),
+            format!("file-history/{copy}/b5276ea0bd7f01a0@v2"),
+        ),
+        (
+            format!("todos/{A}-agent-{A}.json"),
+            format!("todos/{copy}-agent-{copy}.json"),
+        ),
+    ] {
+        assert_eq!(
+            fs::read(claude.join(&copied)).unwrap(),
+            fs::read(claude.join(&theirs)).unwrap(),
+            "{copied}"
+        );
+    }
     // A third time, the copy is recognised.
     assert_eq!(
         write_to(home.path(), &r.state, &r.store, false).sessions[A],
@@ -1485,6 +1527,16 @@ fn a_restore_writes_only_the_files_claude_code_keeps_for_that_session() {
         p(&format!("{U}/tool-results/toolu_1.txt")),
         p("agent-old.jsonl"),
     );
+    let (checkpoint, todos, sub_todos) = (
+        format!(".claude/file-history/{U}/0123456789abcdef@v1"),
+        format!(".claude/todos/{U}-agent-{U}.json"),
+        format!(".claude/todos/{U}-agent-x.json"),
+    );
+    let (planted_checkpoint, planted_deep_checkpoint, planted_todos) = (
+        format!(".claude/file-history/{OTHER}/0123456789abcdef@v1"),
+        format!(".claude/file-history/{U}/deeper/0123456789abcdef@v1"),
+        format!(".claude/todos/{OTHER}-agent-{OTHER}.json"),
+    );
     let (planted_memory, planted_session, planted_other, planted_foreign_agent, planted_deep) = (
         p("memory/MEMORY.md"),
         p(&format!("{OTHER}.jsonl")),
@@ -1512,6 +1564,12 @@ fn a_restore_writes_only_the_files_claude_code_keeps_for_that_session() {
                 (&planted_foreign_agent, theirs.as_bytes(), false),
                 (&planted_deep, b"x", false),
                 (".claude/settings.json", b"{}", false),
+                (&checkpoint, b"export const total = 1;\n", false),
+                (&todos, b"[]", false),
+                (&sub_todos, b"[]", false),
+                (&planted_checkpoint, b"x", false),
+                (&planted_deep_checkpoint, b"x", false),
+                (&planted_todos, b"[]", false),
             ],
         )]),
         ..State::default()
@@ -1522,7 +1580,16 @@ fn a_restore_writes_only_the_files_claude_code_keeps_for_that_session() {
     // The session is restored, under its own id, with its own files.
     assert_eq!(answer.sessions[U], U);
     assert!(answer.taken.contains(StateKind::Sessions));
-    for f in [p(&format!("{U}.jsonl")), sub, meta, result, legacy] {
+    for f in [
+        p(&format!("{U}.jsonl")),
+        sub,
+        meta,
+        result,
+        legacy,
+        checkpoint,
+        todos,
+        sub_todos,
+    ] {
         let path = home.path().join(&f);
         assert!(path.is_file(), "{f} restored");
         #[cfg(unix)]
@@ -1541,6 +1608,9 @@ fn a_restore_writes_only_the_files_claude_code_keeps_for_that_session() {
         planted_foreign_agent,
         planted_deep,
         ".claude/settings.json".to_owned(),
+        planted_checkpoint,
+        planted_deep_checkpoint,
+        planted_todos,
     ] {
         assert!(!home.path().join(&f).exists(), "{f} must not be written");
         assert!(
@@ -1548,7 +1618,7 @@ fn a_restore_writes_only_the_files_claude_code_keeps_for_that_session() {
             "{f} not reported: {why:?}"
         );
     }
-    assert_eq!(why.len(), 6, "{why:?}");
+    assert_eq!(why.len(), 9, "{why:?}");
     assert!(!home.path().join(".claude/settings.json").exists());
 }
 

@@ -2088,8 +2088,9 @@ pub(crate) fn validate(home: &Path) -> Vec<String> {
 }
 
 /// A Gemini backup keeps the CLI's own configuration: settings, folder trust, policy rules,
-/// commands, subagents and extension settings; never the account, the machine's id or the
-/// TUI's counters.
+/// commands, subagents and extension settings, and each project's prompt log and `/chat save`
+/// checkpoints; never the account, the machine's id or the TUI's counters, nor the project's
+/// other files.
 #[test]
 fn the_own_configuration_is_the_settings_trust_policies_commands_and_agents() {
     let home = tmp();
@@ -2102,6 +2103,9 @@ fn the_own_configuration_is_the_settings_trust_policies_commands_and_agents() {
             "commands/review.toml",
             "agents/tester.md",
             "oauth_creds.json",
+            "tmp/shop/checkpoint-before-refactor.json",
+            "tmp/shop/shell_history",
+            "tmp/shop/checkpoint-notes.txt",
         ],
     );
     assert_eq!(
@@ -2111,6 +2115,8 @@ fn the_own_configuration_is_the_settings_trust_policies_commands_and_agents() {
             ".gemini/commands/review.toml",
             ".gemini/policies/guardrails.toml",
             ".gemini/settings.json",
+            ".gemini/tmp/shop/checkpoint-before-refactor.json",
+            ".gemini/tmp/shop/logs.json",
             ".gemini/trustedFolders.json",
         ]
     );

@@ -358,6 +358,15 @@ pub trait Harness: Send + Sync {
         Vec::new()
     }
 
+    /// Whether the configuration file at `rel` (relative to the home, as
+    /// [`Harness::config_files`] names it) is the harness's prompt history, and its shape: a
+    /// restore merges it into one already there ([`crate::kit::prompt_log`]) instead of
+    /// keeping that one as it is. None by default.
+    fn prompt_log(&self, home: &Home, rel: &str) -> Option<crate::kit::prompt_log::PromptLog> {
+        let _ = (home, rel);
+        None
+    }
+
     /// Parts of files that cannot be kept whole because the rest of the file holds
     /// credentials or caches (Claude Code's `.claude.json`): each a name, the file's path
     /// relative to the home, `#`, and which part (`.claude.json#projects.mcpServers`), with

@@ -689,8 +689,9 @@ impl Store {
             }
             whole.files.push(f.clone());
         }
+        let log = |rel: &str| harness.prompt_log(home, rel);
         out.extend(crate::kit::config::write(
-            &home.dir, &whole, blobs, &writer,
+            &home.dir, &whole, blobs, &writer, &log,
         )?);
         Ok(out)
     }

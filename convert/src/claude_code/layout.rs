@@ -15,6 +15,11 @@ pub const CONFIG: &str = ".claude";
 /// The global state file's name in the virtual home.
 pub const GLOBAL: &str = ".claude.json";
 
+/// The config dir's folder of rewind checkpoints, `<FILE_HISTORY>/<session id>/<file>`.
+pub const FILE_HISTORY: &str = "file-history";
+/// The config dir's folder of todo lists, `<TODOS>/<session id>-agent-<agent id>.json`.
+pub const TODOS: &str = "todos";
+
 /// The real locations of one Claude Code install.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
@@ -60,6 +65,17 @@ impl Layout {
     /// `<config>/projects`.
     pub fn projects(&self) -> PathBuf {
         self.config.join("projects")
+    }
+
+    /// `<config>/file-history`: a folder per session of the files as they were before each
+    /// edit (what `/rewind` puts back).
+    pub fn file_history(&self) -> PathBuf {
+        self.config.join(FILE_HISTORY)
+    }
+
+    /// `<config>/todos`: each session's (and subagent's) last todo list.
+    pub fn todos(&self) -> PathBuf {
+        self.config.join(TODOS)
     }
 
     /// The virtual path of a real path under the config dir.

@@ -118,8 +118,9 @@ impl Harness for ClaudeCode {
     }
 
     /// `settings.json` (permissions, hooks, env), `keybindings.json`, `rules/`, `agents/`,
-    /// `commands/`, and the plugin settings (`plugins/*.json`, not the plugin caches); never
-    /// `.credentials.json`.
+    /// `commands/`, the plugin settings (`plugins/*.json`, not the plugin caches), the prompt
+    /// history `history.jsonl` (what ↑ recalls) and the plan-mode plans `plans/`; never
+    /// `.credentials.json`. (A session's checkpoints and todo lists travel with the session.)
     fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
         let c = Layout::of(home).config;
         crate::kit::config::collect(
@@ -127,11 +128,33 @@ impl Harness for ClaudeCode {
             &[
                 c.join("settings.json"),
                 c.join("keybindings.json"),
+                c.join("history.jsonl"),
                 c.join("plugins").join("config.json"),
                 c.join("plugins").join("installed_plugins.json"),
                 c.join("plugins").join("known_marketplaces.json"),
             ],
-            &[c.join("rules"), c.join("agents"), c.join("commands")],
+            &[
+                c.join("rules"),
+                c.join("agents"),
+                c.join("commands"),
+                c.join("plans"),
+            ],
+        )
+    }
+
+    /// `history.jsonl`: `{display, pastedContents, timestamp (epoch ms), project, sessionId}`
+    /// per line.
+    fn prompt_log(
+        &self,
+        home: &crate::Home,
+        rel: &str,
+    ) -> Option<crate::kit::prompt_log::PromptLog> {
+        let history = Layout::of(home).config.join("history.jsonl");
+        (crate::kit::config::relative(&home.dir, &history).as_deref() == Some(rel)).then_some(
+            crate::kit::prompt_log::PromptLog {
+                shape: crate::kit::prompt_log::Shape::Lines,
+                time: "timestamp",
+            },
         )
     }
 

@@ -5,7 +5,8 @@
 //! beside the session, owned by the session its first line names) become sessions of their
 //! own, read together with it. A session's files are its transcript, its subagents'
 //! transcripts and `.meta.json`, and its `tool-results/`; anything else in `<bucket>/<id>/` is
-//! reported and left out.
+//! reported and left out. Outside the project folder, its rewind checkpoints
+//! (`file-history/<id>/`) and todo lists (`todos/<id>-agent-*.json`) are its files too.
 //!
 //! What the survey reads: folder listings, and one line of each 2.0-era subagent file (the one
 //! naming its session). Only when one session id is in two project folders are those two
@@ -36,8 +37,9 @@ pub const TOOL_RESULTS: &str = "tool-results";
 pub struct Found {
     pub stem: String,
     pub file: PathBuf,
-    /// The files of `<bucket>/<stem>/` that travel with the session (subagent transcripts and
-    /// their `.meta.json`, tool results), sorted by path.
+    /// The files that travel with the session besides its transcript: those of
+    /// `<bucket>/<stem>/` (subagent transcripts and their `.meta.json`, tool results), its
+    /// rewind checkpoints and its todo lists; sorted by path.
     pub side: Vec<PathBuf>,
     pub subagents: Vec<Subagent>,
 }
@@ -260,7 +262,51 @@ fn discover(layout: &Layout, diagnostics: &Diagnostics) -> Vec<Found> {
         sessions.sort_by(|a, b| a.stem.cmp(&b.stem));
         found.extend(sessions);
     }
-    one_per_session(found, diagnostics)
+    let mut found = one_per_session(found, diagnostics);
+    attach_config_files(layout, &mut found, diagnostics);
+    found
+}
+
+/// Adds the files Claude Code keeps for a session outside its project folder: its rewind
+/// checkpoints (`file-history/<id>/<file>`, what `/rewind` puts back) and its todo lists
+/// (`todos/<id>-agent-<agent id>.json`, the session's own and one per subagent). They travel
+/// with the session, not with the home's configuration, because Claude Code's cleanup deletes
+/// them with the transcript: a backup keeps them as long as it keeps the session, and a
+/// restore of one session gives them back with it.
+fn attach_config_files(layout: &Layout, found: &mut [Found], diagnostics: &Diagnostics) {
+    let mut todos: HashMap<String, Vec<PathBuf>> = HashMap::new();
+    for e in read_dir_sorted(&layout.todos(), diagnostics) {
+        let name = e.file_name();
+        if let Some(owner) = name.to_str().and_then(todo_owner)
+            && is_regular(&e)
+        {
+            todos.entry(owner.to_owned()).or_default().push(e.path());
+        }
+    }
+    for f in found.iter_mut() {
+        let before = f.side.len();
+        for e in read_dir_sorted(&layout.file_history().join(&f.stem), diagnostics) {
+            if is_regular(&e) {
+                f.side.push(e.path());
+            } else {
+                diagnostics.left_out(
+                    &e.path(),
+                    None,
+                    "not a regular file; not carried (a session's rewind checkpoints are the files directly in its file-history folder)",
+                );
+            }
+        }
+        f.side.extend(todos.remove(&f.stem).unwrap_or_default());
+        if f.side.len() > before {
+            f.side.sort();
+        }
+    }
+}
+
+/// The session a todo list belongs to: `<session>` of `<session>-agent-<agent>.json`.
+pub fn todo_owner(name: &str) -> Option<&str> {
+    let (session, agent) = name.strip_suffix(".json")?.split_once("-agent-")?;
+    (!session.is_empty() && !agent.is_empty() && !agent.contains('/')).then_some(session)
 }
 
 /// The newest row timestamp of a transcript (empty when it has none or cannot be read).

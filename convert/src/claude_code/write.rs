@@ -33,8 +33,8 @@ use serde_json::{Value, json};
 use super::NAME;
 use super::compose::{self, Target, Timeline};
 use super::ids::{is_uuid, name_uuid};
-use super::layout::{self, Layout, bucket_matches};
-use super::survey::{SUBAGENTS, TOOL_RESULTS, owner_of};
+use super::layout::{self, FILE_HISTORY, Layout, TODOS, bucket_matches};
+use super::survey::{SUBAGENTS, TOOL_RESULTS, owner_of, todo_owner};
 use crate::error::ConvertError;
 use crate::harness::WriteContext;
 use crate::kit::beside::{MAX_COPIES, kept_beside, marked_title};
@@ -328,36 +328,68 @@ fn classify(rest: &str, stem: &str) -> Option<Part> {
     (!rest.contains('/') && agent_file(rest, ".jsonl")).then_some(Part::Legacy)
 }
 
-/// The native files of session `s` that may be restored with it, as `(file, path inside the
-/// project folder)`; every other one is refused with its reason.
+/// Where a native file of a session is written, named for the session as it was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Place {
+    /// This path inside the project folder: `<stem>.jsonl`, `<stem>/…`, `agent-<id>.jsonl`.
+    Project(String),
+    /// `file-history/<stem>/<this name>`: a rewind checkpoint.
+    Checkpoint(String),
+    /// `todos/<stem>-agent-<this agent id>.json`: a todo list.
+    Todos(String),
+}
+
+/// A session's file outside its project folder (`.claude/file-history/<stem>/<name>`,
+/// `.claude/todos/<stem>-agent-<agent>.json`), exactly what the survey carries.
+fn config_place(path: &str, stem: &str) -> Option<Place> {
+    let (folder, name) = path.strip_prefix(".claude/")?.split_once('/')?;
+    match folder {
+        FILE_HISTORY => {
+            let name = name.strip_prefix(stem)?.strip_prefix('/')?;
+            (!name.is_empty() && !name.contains('/')).then(|| Place::Checkpoint(name.to_owned()))
+        }
+        TODOS if todo_owner(name) == Some(stem) => {
+            let agent = name.strip_prefix(stem)?.strip_prefix("-agent-")?;
+            Some(Place::Todos(agent.strip_suffix(".json")?.to_owned()))
+        }
+        _ => None,
+    }
+}
+
+/// The native files of session `s` that may be restored with it, each with where it goes;
+/// every other one is refused with its reason.
 fn restorable<'f>(
     s: &Session,
     files: &'f [FileEntry],
     src_bucket: &str,
     blobs: &dyn BlobSource,
     refused: &mut Vec<String>,
-) -> Vec<(&'f FileEntry, String)> {
+) -> Vec<(&'f FileEntry, Place)> {
     let stem = s.id.as_str();
     let mut out = Vec::new();
     for f in files {
+        if let Some(place) = config_place(f.path.as_str(), stem) {
+            out.push((f, place));
+            continue;
+        }
         let part = split_native(f.path.as_str())
             .filter(|(b, _)| *b == src_bucket)
             .and_then(|(_, rest)| classify(rest, stem).map(|p| (p, rest)));
         let why = match part {
             Some((Part::Main | Part::Side, rest)) => {
-                out.push((f, rest.to_owned()));
+                out.push((f, Place::Project(rest.to_owned())));
                 continue;
             }
             Some((Part::Legacy, rest)) => {
                 let owner = blobs.open(&f.content).ok().and_then(owner_of);
                 if owner.as_deref() == Some(stem) {
-                    out.push((f, rest.to_owned()));
+                    out.push((f, Place::Project(rest.to_owned())));
                     continue;
                 }
                 "is a subagent transcript of another session"
             }
             None => {
-                "is not one of the session's own files (its transcript, subagents/agent-*.jsonl and .meta.json, tool-results/, 2.0-era agent-*.jsonl beside it, all in one project folder)"
+                "is not one of the session's own files (its transcript, subagents/agent-*.jsonl and .meta.json, tool-results/, 2.0-era agent-*.jsonl beside it, all in one project folder; its file-history/ folder and todos/ lists)"
             }
         };
         refused.push(format!(
@@ -541,8 +573,8 @@ fn harness_of(s: &Session) -> &str {
     s.harness.as_ref().map_or("asp", |h| h.as_str())
 }
 
-/// Writes native files into `bucket`, renaming the session `stem` → `new_stem` (paths and the
-/// ids inside `.jsonl` lines). Files already there are left alone; nothing is made executable.
+/// Writes native files into `bucket` (checkpoints and todo lists into their folders), renaming
+/// the session `stem` → `new_stem` (paths and the ids inside `.jsonl` lines). Files already there are left alone; nothing is made executable.
 /// Returns the native paths whose bytes are now there; a different file already in the way is
 /// refused with its reason.
 #[allow(clippy::too_many_arguments)]
@@ -551,7 +583,7 @@ fn place(
     writer: &Writer,
     blobs: &dyn BlobSource,
     s: &Session,
-    files: &[(&FileEntry, String)],
+    files: &[(&FileEntry, Place)],
     bucket: &str,
     new_stem: &str,
     refused: &mut Vec<String>,
@@ -559,18 +591,38 @@ fn place(
     let stem = s.id.as_str();
     let renamed = stem != new_stem;
     let mut placed = HashSet::new();
-    for (f, rest) in files {
-        let rest = if *rest == format!("{stem}.jsonl") {
-            format!("{new_stem}.jsonl")
-        } else if let Some(r) = rest.strip_prefix(&format!("{stem}/")) {
-            format!("{new_stem}/{r}")
-        } else {
-            rest.clone()
+    for (f, place) in files {
+        let (target, rename, main) = match place {
+            Place::Project(rest) => {
+                let rest = if *rest == format!("{stem}.jsonl") {
+                    format!("{new_stem}.jsonl")
+                } else if let Some(r) = rest.strip_prefix(&format!("{stem}/")) {
+                    format!("{new_stem}/{r}")
+                } else {
+                    rest.clone()
+                };
+                let main = rest == format!("{new_stem}.jsonl");
+                let rename = renamed && rest.ends_with(".jsonl");
+                (layout.projects().join(bucket).join(rest), rename, main)
+            }
+            // Checkpoints and todo lists hold no session id: only their names change.
+            Place::Checkpoint(name) => (
+                layout.file_history().join(new_stem).join(name),
+                false,
+                false,
+            ),
+            Place::Todos(agent) => {
+                let agent = if agent == stem {
+                    new_stem
+                } else {
+                    agent.as_str()
+                };
+                let name = format!("{new_stem}-agent-{agent}.json");
+                (layout.todos().join(name), false, false)
+            }
         };
-        let target = layout.projects().join(bucket).join(&rest);
-        let rename = renamed && rest.ends_with(".jsonl");
         // The copy's own transcript ends with its marked title, so the two can be told apart.
-        let title = if renamed && rest == format!("{new_stem}.jsonl") {
+        let title = if renamed && main {
             copy_title_line(s, new_stem)
         } else {
             Vec::new()
@@ -776,6 +828,38 @@ mod tests {
             "T/subagents/agent-a.jsonl",
         ] {
             assert_eq!(classify(other, s), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_sessions_checkpoints_and_todo_lists_are_its_own_files() {
+        let s = "S";
+        assert_eq!(
+            config_place(".claude/file-history/S/0123abcd@v2", s),
+            Some(Place::Checkpoint("0123abcd@v2".into()))
+        );
+        assert_eq!(
+            config_place(".claude/todos/S-agent-S.json", s),
+            Some(Place::Todos("S".into()))
+        );
+        assert_eq!(
+            config_place(".claude/todos/S-agent-a1.json", s),
+            Some(Place::Todos("a1".into()))
+        );
+        for other in [
+            ".claude/file-history/T/0123abcd@v2",
+            ".claude/file-history/S/deeper/0123abcd@v2",
+            ".claude/file-history/S/",
+            ".claude/file-history/S",
+            ".claude/file-history/SS/x",
+            ".claude/todos/T-agent-T.json",
+            ".claude/todos/S-agent-.json",
+            ".claude/todos/S-agent-S.txt",
+            ".claude/todos/S.json",
+            ".claude/plans/S.md",
+            "file-history/S/x",
+        ] {
+            assert_eq!(config_place(other, s), None, "{other}");
         }
     }
 }

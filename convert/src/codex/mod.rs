@@ -136,13 +136,29 @@ impl Harness for Codex {
         Ok(state)
     }
 
-    /// `config.toml`, `rules/` and `prompts/`; never `auth.json`.
+    /// `config.toml`, `rules/`, `prompts/` and the prompt history `history.jsonl` (what ↑
+    /// recalls); never `auth.json`.
     fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
         let c = layout::Layout::of(home).codex;
         crate::kit::config::collect(
             &home.dir,
-            &[c.join("config.toml")],
+            &[c.join("config.toml"), c.join("history.jsonl")],
             &[c.join("rules"), c.join("prompts")],
+        )
+    }
+
+    /// `history.jsonl`: `{session_id, ts (epoch s), text}` per line.
+    fn prompt_log(
+        &self,
+        home: &crate::Home,
+        rel: &str,
+    ) -> Option<crate::kit::prompt_log::PromptLog> {
+        let history = layout::Layout::of(home).codex.join("history.jsonl");
+        (crate::kit::config::relative(&home.dir, &history).as_deref() == Some(rel)).then_some(
+            crate::kit::prompt_log::PromptLog {
+                shape: crate::kit::prompt_log::Shape::Lines,
+                time: "ts",
+            },
         )
     }
 

@@ -17,6 +17,7 @@ use asp_format::state::{FileEntry, Native};
 use crate::error::ConvertError;
 use crate::kit::fsops::{Created, Writer, is_executable};
 use crate::kit::placement::Placement;
+use crate::kit::prompt_log::{self, PromptLog};
 
 /// File names that hold credentials, never backed up whatever folder they are in.
 const CREDENTIALS: &[&str] = &[
@@ -38,12 +39,8 @@ pub fn collect(home: &Path, files: &[PathBuf], dirs: &[PathBuf]) -> Vec<(String,
         if !m.is_file() || CREDENTIALS.contains(&name) || name.contains("token") {
             return;
         }
-        if let Ok(rel) = p.strip_prefix(home) {
-            let rel: Vec<String> = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            out.push((rel.join("/"), p.to_path_buf()));
+        if let Some(rel) = relative(home, p) {
+            out.push((rel, p.to_path_buf()));
         }
     };
     for f in files {
@@ -62,6 +59,16 @@ pub fn collect(home: &Path, files: &[PathBuf], dirs: &[PathBuf]) -> Vec<(String,
     out.sort();
     out.dedup();
     out
+}
+
+/// `path` relative to `home`, `/`-separated, as configuration files are named; `None` outside it.
+pub fn relative(home: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(home).ok()?;
+    let rel: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    Some(rel.join("/"))
 }
 
 /// Reads the files into `blobs`.
@@ -92,12 +99,14 @@ pub fn read(
 }
 
 /// Restores every file that is not there; one already there with the same bytes is already
-/// there, a different one is kept as it is (the user's).
+/// there, a different one is kept as it is (the user's), but for the harness's prompt history
+/// (`log` says which file is one), into which the carried records are merged.
 pub fn write(
     home: &Path,
     config: &Native,
     blobs: &dyn BlobSource,
     writer: &Writer,
+    log: &dyn Fn(&str) -> Option<PromptLog>,
 ) -> Result<Vec<(String, Placement)>, ConvertError> {
     let mut out = Vec::new();
     for f in &config.files {
@@ -111,8 +120,11 @@ pub fn write(
                     .open(&f.content)?
                     .read_to_end(&mut want)
                     .map_err(ConvertError::io(&path))?;
-                if fs::read(&path).ok().as_deref() == Some(&want[..]) {
+                let there = fs::read(&path).ok();
+                if there.as_deref() == Some(&want[..]) {
                     Placement::AlreadyThere
+                } else if let (Some(log), Some(there)) = (log(f.path.as_str()), there) {
+                    merge_log(&path, &log, &there, &want, writer)?
                 } else {
                     Placement::Refused(format!(
                         "{} is there with other content; kept as it is",
@@ -124,4 +136,40 @@ pub fn write(
         out.push((f.path.to_string(), placed));
     }
     Ok(out)
+}
+
+/// Merges the carried prompt history `want` into `there`, the file at `path` as it was read,
+/// and replaces the file atomically. The harness may be appending a prompt meanwhile: the file
+/// is read again just before it is replaced, and the merge done again if it changed (a few
+/// times; then it is kept as it is).
+fn merge_log(
+    path: &Path,
+    log: &PromptLog,
+    there: &[u8],
+    want: &[u8],
+    writer: &Writer,
+) -> Result<Placement, ConvertError> {
+    let mut there = there.to_vec();
+    for _ in 0..3 {
+        let merged = match prompt_log::merge(log, &there, want) {
+            Ok(Some(merged)) => merged,
+            Ok(None) => return Ok(Placement::AlreadyThere),
+            Err(why) => {
+                return Ok(Placement::Refused(format!(
+                    "{} is there and cannot be merged with the backed-up prompt history ({why}); kept as it is",
+                    path.display()
+                )));
+            }
+        };
+        let now = fs::read(path).map_err(ConvertError::io(path))?;
+        if now == there {
+            writer.replace(path, &merged)?;
+            return Ok(Placement::New);
+        }
+        there = now;
+    }
+    Ok(Placement::Refused(format!(
+        "{} kept changing while the backed-up prompt history was merged into it; kept as it is",
+        path.display()
+    )))
 }

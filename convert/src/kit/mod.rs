@@ -17,6 +17,7 @@
 //! | [`settings_json`], [`mcp_json`] | JSONC config files (Gemini's and Qwen's `settings.json`, OpenCode's `opencode.json`): read, merged write, and their MCP server entries ↔ ACP `McpServer` |
 //! | [`instructions_file`] | instructions kept in one Markdown file, written only where there is none |
 //! | [`pathmap`] | `--map-path OLD=NEW` |
+//! | [`config`], [`prompt_log`] | a harness's own configuration kept whole by a backup and restored into that harness; its prompt history merged into one already there |
 //! | [`escape`], [`time`], [`uuid`] | file-name escaping, RFC 3339 times, name-based UUIDs |
 //!
 //! Converters never import each other; what two of them need goes here.
@@ -36,6 +37,7 @@ pub mod memory_section;
 pub mod meta;
 pub mod pathmap;
 pub mod placement;
+pub mod prompt_log;
 pub mod report;
 pub mod resume;
 pub mod secrets;
