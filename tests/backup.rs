@@ -497,6 +497,70 @@ fn check_finds_a_damaged_layer_and_a_missing_one() {
     check(&repo, true);
 }
 
+/// One damaged blob does not keep the other sessions from coming back: a restore leaves out
+/// what needs it, restores the rest, names what it left out and exits 4.
+#[test]
+fn a_restore_brings_back_every_session_a_damaged_blob_does_not_touch() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    // The largest blob is a transcript's layer.
+    let mut blobs = files_under(&repo.join("blobs/sha256"));
+    blobs.sort_by_key(|p| fs::metadata(p).unwrap().len());
+    let big = blobs.last().unwrap().clone();
+    let mut bytes = fs::read(&big).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    fs::write(&big, &bytes).unwrap();
+
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    let out = asp()
+        .args(["restore", "--to", "claude-code", "--json", "--home"])
+        .arg(&fresh)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("does not match its digest"), "{err}");
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        !answer["_meta"]["asp"]["damaged"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    // Exactly one top-level session is named as not restored; every other one is back, byte
+    // for byte, and that one is not there at all.
+    let summary = err
+        .lines()
+        .find(|l| l.starts_with("not restored"))
+        .unwrap_or_else(|| panic!("{err}"));
+    let top = [
+        A,
+        "12821015-852a-451b-911f-ba64553fbf57",
+        C,
+        "0e06340e-3c10-486d-a4a9-8763cc8a6c00",
+    ];
+    let lost: Vec<&str> = top.into_iter().filter(|id| summary.contains(id)).collect();
+    assert_eq!(lost.len(), 1, "{summary}");
+    let restored = projects(&fresh);
+    let mut back = 0;
+    for (path, bytes) in projects(&home) {
+        let top_level = path.matches('/').count() == 1;
+        if path.contains(lost[0]) {
+            assert!(!restored.contains_key(&path), "{path} is not half-written");
+        } else if top_level {
+            assert!(restored.get(&path) == Some(&bytes), "{path} restored");
+            back += 1;
+        }
+    }
+    assert_eq!(back, top.len() - 1);
+}
+
 /// A home with `n` more copies of session A under new ids: enough work for a backup to be
 /// killed in the middle of.
 fn big_home(dir: &Path, n: usize) -> PathBuf {

@@ -21,6 +21,7 @@ pub mod progress;
 pub mod prune;
 pub mod registry;
 pub mod restore;
+pub mod salvage;
 pub mod sessions;
 pub mod snapshots;
 pub mod stdio;

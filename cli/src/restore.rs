@@ -1,6 +1,5 @@
 //! `asp restore`: a snapshot (or some of its sessions) back into a harness's store.
 
-use std::io::Read;
 use std::path::PathBuf;
 
 use asp_convert::kit::placement::Placement;
@@ -8,7 +7,6 @@ use asp_convert::kit::report::Diagnostics;
 use asp_convert::store::WriteRequest;
 use asp_convert::{Home, Store};
 use asp_format::KindSet;
-use asp_format::blob::BlobSource;
 use asp_repo::backup::home_name;
 use asp_repo::blobs::SnapshotBlobs;
 use asp_repo::{Repository, Snapshot, SnapshotInfo};
@@ -16,7 +14,7 @@ use clap::Parser;
 
 use crate::args::{Common, RepoArg, Strict, parse_harness, parse_kinds};
 use crate::bail_usage;
-use crate::exit::{Context, EXIT_CODES_HELP, Exit, Failure, Result};
+use crate::exit::{Context, EXIT_CODES_HELP, Exit, Result};
 use crate::imported::Imported;
 use crate::mapped::{MapPathArg, Mapped};
 use crate::progress::Bar;
@@ -42,7 +40,12 @@ Examples:
 is none, the newest snapshot of that harness; when the repository holds none of that harness
 (carrying into another one), its newest snapshot if all its snapshots are of one harness and
 home, else name one with --snapshot. --json prints the _asp/state/import answer, as
-asp-unpack --json does (with _meta.asp.resume, alreadyThere and findings).";
+asp-unpack --json does (with _meta.asp.resume, alreadyThere and findings).
+
+Every body is read and checked before anything is written. A session (skill, note) whose data
+in the repository is damaged or missing is left out and named, the rest is restored, and the
+exit code is 4 (_meta.asp.damaged in --json); `asp check --read-data` lists the damaged
+blobs.";
 
 /// Restore a snapshot, or sessions of it, into an agent's store
 #[derive(Debug, Clone, Parser)]
@@ -137,19 +140,14 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
         false => Snapshot::load_sessions(&repo, &info, &args.sessions)?,
     };
     let shown = format!("snapshot {}", info.short_id());
-    let (state, _) = crate::unpack::select(&snapshot.state, args.kinds, &args.sessions, &shown)?;
+    let (mut state, _) =
+        crate::unpack::select(&snapshot.state, args.kinds, &args.sessions, &shown)?;
     let blobs = SnapshotBlobs::new(&repo, &snapshot.table);
     let bar = Bar::new(args.common.quiet);
 
-    // Every body is read and checked before anything is written.
-    for (d, what) in state.references() {
-        let mut r = blobs
-            .open(&d)
-            .with_context(|| format!("{shown}: cannot read {what}"))?;
-        std::io::copy(&mut r.by_ref(), &mut std::io::sink())
-            .map_err(|e| Failure::from(asp_format::blob::BlobError::Other(e)))
-            .with_context(|| format!("{shown}: {what} is damaged"))?;
-    }
+    // Every body is read and checked before anything is written; what a damaged one belongs
+    // to is left out, and the rest restored (crate::salvage).
+    let mut damaged = crate::salvage::check(&mut state, &blobs, &shown)?;
 
     let staging_parent = Some(home.dir.clone())
         .filter(|d| d.is_dir())
@@ -168,8 +166,10 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
     {
         if config.harness.as_str() == args.to {
             let config_blobs = SnapshotBlobs::new(&repo, &snapshot.sources.config_layers);
+            let mut config = config.clone();
+            crate::salvage::check_config(&mut config, &config_blobs, &shown, &mut damaged)?;
             let placed = store
-                .write_config(config, &config_blobs, &path_map, args.dry_run)
+                .write_config(&config, &config_blobs, &path_map, args.dry_run)
                 .context("cannot restore the harness's configuration")?;
             let new = placed.iter().filter(|(_, p)| *p == Placement::New).count();
             config_lines.push(format!(
@@ -213,8 +213,21 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
     for line in &config_lines {
         bar.println(line);
     }
+    for line in &damaged.lines {
+        bar.println(format!("damaged: {shown}: {line}"));
+    }
+    if !damaged.is_empty() {
+        bar.println(format!(
+            "not restored, their data in the repository being damaged: {}; `asp check --read-data` lists every damaged blob",
+            damaged.summary()
+        ));
+    }
     if args.common.json {
-        crate::outln!("{}", imported.json());
+        let mut json = imported.json();
+        if !damaged.is_empty() {
+            json["_meta"]["asp"]["damaged"] = serde_json::json!(damaged.lines);
+        }
+        crate::outln!("{json}");
     } else {
         let verb = if args.dry_run {
             "would restore"
@@ -237,6 +250,9 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
         for line in imported.detail_lines(args.dry_run) {
             crate::outln!("{line}");
         }
+    }
+    if !damaged.is_empty() {
+        return Ok(Exit::Integrity);
     }
     Ok(imported.exit(args.strict.strict))
 }
