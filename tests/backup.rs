@@ -1055,6 +1055,91 @@ fn prompt_histories_come_back_and_merge_into_the_ones_there() {
     }
 }
 
+/// Pi's and Qwen Code's own configuration comes back into the same harness, and a file that
+/// holds credentials (Pi's `models.json` with provider keys, Qwen's `settings.json` with an API
+/// key or an `env` block) comes back without them and with everything else.
+#[test]
+fn pi_and_qwen_configuration_comes_back_without_its_credentials() {
+    // (harness, the file with credentials, the members they are, a file kept whole)
+    let cases = [
+        (
+            "pi",
+            ".pi/agent/models.json",
+            &[
+                &["providers", "ollama", "apiKey"][..],
+                &["providers", "ollama", "headers"],
+            ][..],
+            ".pi/agent/prompts/review.md",
+        ),
+        (
+            "qwen",
+            ".qwen/settings.json",
+            &[&["security", "auth", "apiKey"][..], &["env"]][..],
+            ".qwen/extensions/extension-enablement.json",
+        ),
+    ];
+    for (harness, file, secrets, whole) in cases {
+        let t = tmp();
+        let home = t.path().join("home");
+        copy_tree(&samples().join(harness), &home);
+        let mut doc: Value = serde_json::from_slice(&fs::read(home.join(file)).unwrap()).unwrap();
+        let clean = {
+            let mut clean = doc.clone();
+            for path in secrets {
+                let (last, parents) = path.split_last().unwrap();
+                let mut at = &mut clean;
+                for p in parents {
+                    at = &mut at[*p];
+                }
+                at.as_object_mut().unwrap().remove(*last);
+            }
+            clean
+        };
+        for path in secrets {
+            let (last, parents) = path.split_last().unwrap();
+            let mut at = &mut doc;
+            for p in parents {
+                at = &mut at[*p];
+            }
+            at[*last] = json!({"SECRET_TOKEN_VALUE": "sk-live-0123456789"});
+        }
+        fs::write(home.join(file), serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+        let repo = t.path().join("repo");
+        let out = backup_run(&home, &repo, &["--from", harness, "-q"]);
+        assert_eq!(out.status.code(), Some(0), "{harness}: {out:?}");
+
+        let fresh = t.path().join("fresh");
+        fs::create_dir_all(&fresh).unwrap();
+        asp()
+            .args(["restore", "-q", "--to", harness, "--home"])
+            .arg(&fresh)
+            .arg("--repo")
+            .arg(&repo)
+            .assert()
+            .success();
+        let restored = fs::read_to_string(fresh.join(file)).unwrap();
+        assert!(!restored.contains("sk-live"), "{harness}: {restored}");
+        let restored: Value = serde_json::from_str(&restored).unwrap();
+        assert_eq!(restored, clean, "{harness}: everything but the credentials");
+        assert!(
+            fs::read(fresh.join(whole)).unwrap() == fs::read(home.join(whole)).unwrap(),
+            "{harness}: {whole}"
+        );
+        // No blob of the repository holds the key, compressed or not.
+        for blob in files_under(&repo.join("blobs/sha256")) {
+            let bytes = fs::read(&blob).unwrap();
+            let plain = zstd::decode_all(&bytes[..]).unwrap_or_default();
+            for b in [&bytes, &plain] {
+                assert!(
+                    !b.windows(7).any(|w| w == b"sk-live"),
+                    "{harness}: {} holds the key",
+                    blob.display()
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn what_the_configuration_keeps_is_not_said_to_be_left_out() {
     let t = tmp();

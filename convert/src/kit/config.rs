@@ -71,6 +71,84 @@ pub fn relative(home: &Path, path: &Path) -> Option<String> {
     Some(rel.join("/"))
 }
 
+/// How a JSON configuration file that may hold credentials is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Keep {
+    /// It holds none: kept whole, byte for byte, with the other files.
+    Whole,
+    /// It holds some: kept as a part, this document without them (two-space indents).
+    Part(Vec<u8>),
+    /// Not there, or not a JSON object: not kept (the kinds' read reports a broken file).
+    Not,
+}
+
+/// How to keep the JSON (or JSONC) file at `path` whose members at `secrets` are credentials
+/// (each a member path; `*` stands for any member name: `["providers", "*", "apiKey"]`).
+pub fn keep_json(path: &Path, secrets: &[&[&str]]) -> Keep {
+    let Ok(file) = crate::kit::settings_json::File::load(path) else {
+        return Keep::Not;
+    };
+    if !path.is_file() {
+        return Keep::Not;
+    }
+    let mut doc = serde_json::Value::Object(file.doc);
+    let mut removed = false;
+    for secret in secrets {
+        removed |= remove_at(&mut doc, secret);
+    }
+    if !removed {
+        return Keep::Whole;
+    }
+    let mut bytes = serde_json::to_vec_pretty(&doc).expect("values serialize");
+    bytes.push(b'\n');
+    Keep::Part(bytes)
+}
+
+/// Removes the members at `path` (`*`: any name); whether any was there.
+fn remove_at(v: &mut serde_json::Value, path: &[&str]) -> bool {
+    let Some(map) = v.as_object_mut() else {
+        return false;
+    };
+    match path {
+        [] => false,
+        [last] if *last == "*" => {
+            let had = !map.is_empty();
+            map.clear();
+            had
+        }
+        [last] => map.remove(*last).is_some(),
+        ["*", rest @ ..] => map
+            .values_mut()
+            .fold(false, |any, child| remove_at(child, rest) | any),
+        [name, rest @ ..] => map
+            .get_mut(*name)
+            .is_some_and(|child| remove_at(child, rest)),
+    }
+}
+
+/// Restores a part [`keep_json`] made as the file at `home`/`rel`, where there is none; the
+/// same bytes there are already there, a different file is the user's and is kept.
+pub fn write_part_as_file(
+    home: &Path,
+    name: &str,
+    rel: &str,
+    bytes: &[u8],
+    writer: &Writer,
+) -> Result<Vec<(String, Placement)>, ConvertError> {
+    let path = home.join(rel);
+    let placed = match writer.create_new(&path, bytes, false)? {
+        Created::New => Placement::New,
+        Created::AlreadyExists if fs::read(&path).ok().as_deref() == Some(bytes) => {
+            Placement::AlreadyThere
+        }
+        Created::AlreadyExists => Placement::Refused(format!(
+            "{} is there; kept as it is (the backup kept it without its credentials)",
+            path.display()
+        )),
+    };
+    Ok(vec![(name.to_owned(), placed)])
+}
+
 /// Reads the files into `blobs`.
 pub fn read(
     harness: HarnessName,
@@ -172,4 +250,43 @@ fn merge_log(
         "{} kept changing while the backed-up prompt history was merged into it; kept as it is",
         path.display()
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keep(text: &str, secrets: &[&[&str]]) -> Keep {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        fs::write(&path, text).unwrap();
+        keep_json(&path, secrets)
+    }
+
+    #[test]
+    fn a_file_without_credentials_is_kept_whole_and_one_with_them_without_them() {
+        let secrets: &[&[&str]] = &[&["providers", "*", "apiKey"], &["env"]];
+        // Comments and all: the file itself.
+        assert_eq!(
+            keep(
+                "// mine\n{\"providers\": {\"a\": {\"baseUrl\": \"u\"}}}\n",
+                secrets
+            ),
+            Keep::Whole
+        );
+        let Keep::Part(bytes) = keep(
+            r#"{"providers": {"a": {"baseUrl": "u", "apiKey": "sk-1"}, "b": {"apiKey": "sk-2"}}, "env": {"K": "v"}, "theme": "dark"}"#,
+            secrets,
+        ) else {
+            panic!("a part");
+        };
+        let doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            doc,
+            serde_json::json!({"providers": {"a": {"baseUrl": "u"}, "b": {}}, "theme": "dark"})
+        );
+        assert_eq!(keep("not json", secrets), Keep::Not);
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(keep_json(&dir.path().join("none.json"), secrets), Keep::Not);
+    }
 }

@@ -56,6 +56,17 @@ fn kinds() -> KindSet {
         .with(StateKind::Settings)
 }
 
+/// `models.json` as a backup names it, relative to the home.
+const MODELS_FILE: &str = ".pi/agent/models.json";
+/// What a backup keeps of a `models.json` that holds credentials: the rest of it.
+const MODELS_PART: &str = ".pi/agent/models.json#withoutCredentials";
+/// The members of `models.json` that hold credentials: a provider's `apiKey` (a key, an
+/// environment variable's name or a `!command`) and `headers` (spec §1.1).
+const MODELS_SECRETS: &[&[&str]] = &[
+    &["providers", "*", "apiKey"],
+    &["providers", "*", "headers"],
+];
+
 impl Harness for Pi {
     fn name(&self) -> HarnessName {
         HarnessName::new(NAME).expect("a valid harness name")
@@ -110,6 +121,66 @@ impl Harness for Pi {
             state.settings = settings::read(&layout, ctx);
         }
         Ok(state)
+    }
+
+    /// `settings.json`, the prompt templates `prompts/*.md`, the themes `themes/*.json`, the
+    /// user's own extensions `extensions/**` (not their installed packages, `node_modules/`),
+    /// and the custom model providers `models.json` (whole when it holds no credential, else
+    /// as a part without each provider's `apiKey` and `headers`); never `auth.json`, nor the
+    /// managed tools `bin/` or the installed packages `npm/` and `git/`.
+    fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
+        let a = Layout::of(home).agent;
+        let mut files = vec![a.join("settings.json")];
+        let models = a.join("models.json");
+        if crate::kit::config::keep_json(&models, MODELS_SECRETS) == crate::kit::config::Keep::Whole
+        {
+            files.push(models);
+        }
+        let in_dir = |dir: &str, ext: &str| {
+            let listed = std::fs::read_dir(a.join(dir))
+                .into_iter()
+                .flatten()
+                .flatten();
+            listed
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == ext))
+                .collect::<Vec<_>>()
+        };
+        files.extend(in_dir("prompts", "md"));
+        files.extend(in_dir("themes", "json"));
+        crate::kit::config::collect(&home.dir, &files, &[a.join("extensions")])
+            .into_iter()
+            .filter(|(rel, _)| !rel.split('/').any(|c| c == "node_modules" || c == ".git"))
+            .collect()
+    }
+
+    fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {
+        let models = Layout::of(home).agent.join("models.json");
+        let at_home =
+            crate::kit::config::relative(&home.dir, &models).as_deref() == Some(MODELS_FILE);
+        match crate::kit::config::keep_json(&models, MODELS_SECRETS) {
+            crate::kit::config::Keep::Part(bytes) if at_home => {
+                vec![(MODELS_PART.to_owned(), bytes)]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn config_part_names(&self) -> &'static [&'static str] {
+        &[MODELS_PART]
+    }
+
+    fn merge_config_part(
+        &self,
+        home: &crate::Home,
+        name: &str,
+        bytes: &[u8],
+        _path_map: &crate::kit::pathmap::PathMap,
+        writer: &crate::kit::fsops::Writer,
+    ) -> Option<Result<Vec<(String, crate::kit::placement::Placement)>, ConvertError>> {
+        (name == MODELS_PART).then(|| {
+            crate::kit::config::write_part_as_file(&home.dir, name, MODELS_FILE, bytes, writer)
+        })
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {

@@ -45,6 +45,13 @@ use layout::Layout;
 /// The harness's name.
 pub const NAME: &str = "qwen";
 
+/// `settings.json` as a backup names it, relative to the home.
+const SETTINGS_FILE: &str = ".qwen/settings.json";
+/// What a backup keeps of a `settings.json` that holds credentials: the rest of it.
+const SETTINGS_PART: &str = ".qwen/settings.json#withoutCredentials";
+/// The members of `settings.json` that hold credentials (the spec's §1 table).
+const SETTINGS_SECRETS: &[&[&str]] = &[&["security", "auth", "apiKey"], &["env"]];
+
 /// The Qwen Code converter.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Qwen;
@@ -135,6 +142,55 @@ impl Harness for Qwen {
             }
         }
         Ok(state)
+    }
+
+    /// `settings.json` (permissions, hooks, model providers, MCP servers: whole when it holds
+    /// no credential, else as a part without `security.auth.apiKey` and `env`), the folder
+    /// trust decisions `trustedFolders.json`, subagents `agents/`, custom commands
+    /// `commands/`, and the extension settings `extensions/extension-enablement.json`; never
+    /// `oauth_creds.json`, `mcp-oauth-tokens.json`, `.env`, nor the machine's `installation_id`.
+    fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
+        let q = Layout::of(home).qwen;
+        let mut files = vec![
+            q.join("trustedFolders.json"),
+            q.join("extensions").join("extension-enablement.json"),
+        ];
+        let settings = q.join("settings.json");
+        if crate::kit::config::keep_json(&settings, SETTINGS_SECRETS)
+            == crate::kit::config::Keep::Whole
+        {
+            files.push(settings);
+        }
+        crate::kit::config::collect(&home.dir, &files, &[q.join("agents"), q.join("commands")])
+    }
+
+    fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {
+        let settings = Layout::of(home).qwen.join("settings.json");
+        let at_home =
+            crate::kit::config::relative(&home.dir, &settings).as_deref() == Some(SETTINGS_FILE);
+        match crate::kit::config::keep_json(&settings, SETTINGS_SECRETS) {
+            crate::kit::config::Keep::Part(bytes) if at_home => {
+                vec![(SETTINGS_PART.to_owned(), bytes)]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn config_part_names(&self) -> &'static [&'static str] {
+        &[SETTINGS_PART]
+    }
+
+    fn merge_config_part(
+        &self,
+        home: &crate::Home,
+        name: &str,
+        bytes: &[u8],
+        _path_map: &crate::kit::pathmap::PathMap,
+        writer: &crate::kit::fsops::Writer,
+    ) -> Option<Result<Vec<(String, crate::kit::placement::Placement)>, ConvertError>> {
+        (name == SETTINGS_PART).then(|| {
+            crate::kit::config::write_part_as_file(&home.dir, name, SETTINGS_FILE, bytes, writer)
+        })
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {
