@@ -350,9 +350,29 @@ fn bundles_flow_through_pipes() {
     assert!(String::from_utf8_lossy(&packed.stderr).contains("packed 2 sessions"));
     asp()
         .args(["verify", "-"])
-        .write_stdin(packed.stdout)
+        .write_stdin(packed.stdout.clone())
         .assert()
         .success();
+    // A bundle cut short on its way in is named as what the user gave: standard input, not
+    // the temporary file it was spooled to.
+    let cut = packed.stdout[..packed.stdout.len() / 2].to_vec();
+    for args in [
+        &["verify", "-"][..],
+        &["inspect", "-"],
+        &["export", "-"],
+        &["unpack", "-", "--to-dir", "unused", "--dry-run"],
+    ] {
+        let cmd = if args[0] == "unpack" {
+            asp_unpack().args(&args[1..]).write_stdin(cut.clone()).output()
+        } else {
+            asp().args(args).write_stdin(cut.clone()).output()
+        };
+        let out = cmd.unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {err}");
+        assert!(err.contains("<stdin> is not a usable bundle"), "{args:?}: {err}");
+        assert!(!err.contains("asp-stdin-"), "{args:?}: {err}");
+    }
 }
 
 #[test]

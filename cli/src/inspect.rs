@@ -33,8 +33,9 @@ pub struct InspectArgs {
 
 pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
     let input = Input::open(&args.bundle)?;
-    let bundle =
-        Bundle::open(input.path()).with_context(|| format!("cannot open {}", input.display()))?;
+    let bundle = Bundle::open(input.path())
+        .map_err(|e| input.own(e))
+        .with_context(|| format!("cannot open {}", input.display()))?;
     let size = std::fs::metadata(input.path())
         .map_err(Failure::source)?
         .len();

@@ -41,6 +41,14 @@ impl Input {
         }
     }
 
+    /// `e`, naming the bundle as [`Input::display`] does (not the spooled copy's path).
+    pub fn own(&self, e: asp_format::bundle::ReadError) -> asp_format::bundle::ReadError {
+        match self {
+            Input::File(_) => e,
+            Input::Spooled(_) => e.named(self.display()),
+        }
+    }
+
     /// The name to show in messages.
     pub fn display(&self) -> String {
         match self {

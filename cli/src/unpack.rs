@@ -233,6 +233,7 @@ pub fn select(
 /// error.
 pub fn open_part(input: &Input, part: &Part<'_>) -> Result<(Bundle, asp_format::State)> {
     let bundle = Bundle::open_part(input.path(), &Limits::default(), part)
+        .map_err(|e| input.own(e))
         .with_context(|| format!("cannot open {}", input.display()))?;
     let (state, missing) = bundle.manifest().state.select(part.kinds, part.sessions);
     if !missing.is_empty() {

@@ -36,7 +36,7 @@ pub struct VerifyArgs {
 pub fn run(args: VerifyArgs) -> crate::exit::Result<Exit> {
     let input = Input::open(&args.bundle)?;
     let bar = Bar::new(args.common.quiet);
-    let report = verify_file(input.path(), &Limits::default(), &bar)?;
+    let report = verify_file(input.path(), &Limits::default(), &bar).map_err(|e| input.own(e))?;
     bar.clear();
     if args.common.json {
         let list = |ps: &[asp_format::bundle::Problem]| -> Vec<serde_json::Value> {

@@ -205,7 +205,7 @@ pub fn write(
                     merge_log(&path, &log, &there, &want, writer)?
                 } else {
                     Placement::Refused(format!(
-                        "{} is there with other content; kept as it is",
+                        "{} is there with other content; the backed-up copy was not written over it",
                         path.display()
                     ))
                 }

@@ -127,6 +127,21 @@ pub enum ReadError {
 }
 
 impl ReadError {
+    /// The same error naming the bundle `name` instead of the file read: standard input
+    /// spooled to a temporary file is `<stdin>` to the person who piped it.
+    pub fn named(self, name: impl Into<PathBuf>) -> ReadError {
+        match self {
+            ReadError::Io { source, .. } => ReadError::Io {
+                path: name.into(),
+                source,
+            },
+            ReadError::Invalid { problems, .. } => ReadError::Invalid {
+                path: name.into(),
+                problems,
+            },
+        }
+    }
+
     /// True when the bundle itself is at fault (corrupt, truncated, hostile), as opposed to the
     /// file not being readable at all.
     pub fn is_integrity(&self) -> bool {
