@@ -537,7 +537,7 @@ fn a_restore_brings_back_every_session_a_damaged_blob_does_not_touch() {
     // for byte, and that one is not there at all.
     let summary = err
         .lines()
-        .find(|l| l.starts_with("not restored"))
+        .find(|l| l.starts_with("left out, their data"))
         .unwrap_or_else(|| panic!("{err}"));
     let top = [
         A,
@@ -559,6 +559,57 @@ fn a_restore_brings_back_every_session_a_damaged_blob_does_not_touch() {
         }
     }
     assert_eq!(back, top.len() - 1);
+}
+
+/// A damaged rewind checkpoint leaves out that file alone: its session (transcript, todo
+/// list, the other checkpoint) is restored, and the checkpoint is named as lost.
+#[test]
+fn a_damaged_checkpoint_leaves_out_only_itself() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let checkpoints = format!(".claude/file-history/{A}");
+    let v1 = fs::read(home.join(&checkpoints).join("b5276ea0bd7f01a0@v1")).unwrap();
+    let layer = files_under(&repo.join("blobs/sha256"))
+        .into_iter()
+        .find(|p| {
+            let bytes = fs::read(p).unwrap();
+            bytes == v1 || zstd::decode_all(&bytes[..]).is_ok_and(|d| d == v1)
+        })
+        .expect("the checkpoint's layer");
+    let mut bytes = fs::read(&layer).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    fs::write(&layer, &bytes).unwrap();
+
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    let out = asp()
+        .args(["restore", "--to", "claude-code", "--json", "--home"])
+        .arg(&fresh)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert_eq!(transcript(&fresh, A), transcript(&home, A), "{err}");
+    assert!(!fresh.join(&checkpoints).join("b5276ea0bd7f01a0@v1").exists());
+    assert_eq!(
+        fs::read(fresh.join(&checkpoints).join("b5276ea0bd7f01a0@v2")).unwrap(),
+        fs::read(home.join(&checkpoints).join("b5276ea0bd7f01a0@v2")).unwrap()
+    );
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lost: Vec<&str> = answer["notTaken"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["reason"].as_str())
+        .collect();
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert!(lost[0].contains("b5276ea0bd7f01a0@v1"), "{lost:?}");
+    assert_eq!(answer["sessions"][A], A);
 }
 
 /// A home with `n` more copies of session A under new ids: enough work for a backup to be

@@ -363,14 +363,20 @@ fn bundles_flow_through_pipes() {
         &["unpack", "-", "--to-dir", "unused", "--dry-run"],
     ] {
         let cmd = if args[0] == "unpack" {
-            asp_unpack().args(&args[1..]).write_stdin(cut.clone()).output()
+            asp_unpack()
+                .args(&args[1..])
+                .write_stdin(cut.clone())
+                .output()
         } else {
             asp().args(args).write_stdin(cut.clone()).output()
         };
         let out = cmd.unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(4), "{args:?}: {err}");
-        assert!(err.contains("<stdin> is not a usable bundle"), "{args:?}: {err}");
+        assert!(
+            err.contains("<stdin> is not a usable bundle"),
+            "{args:?}: {err}"
+        );
         assert!(!err.contains("asp-stdin-"), "{args:?}: {err}");
     }
 }

@@ -174,7 +174,7 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
             let new = placed.iter().filter(|(_, p)| *p == Placement::New).count();
             config_lines.push(format!(
                 "configuration: {new} of {} files {}",
-                placed.len(),
+                placed.len() + damaged.config_files(),
                 if args.dry_run {
                     "would be restored"
                 } else {
@@ -208,24 +208,26 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
         )
         .with_context(|| format!("cannot write into {}", store.describe_location()))?;
     bar.clear();
-    let imported = Imported::new(written.answer, written.resume, &diagnostics);
+    let mut answer = written.answer;
+    damaged.into_answer(&mut answer);
+    let imported = Imported::new(answer, written.resume, &diagnostics);
     imported.print_findings(&bar);
     for line in &config_lines {
         bar.println(line);
     }
-    for line in &damaged.lines {
+    for line in damaged.lines() {
         bar.println(format!("damaged: {shown}: {line}"));
     }
     if !damaged.is_empty() {
         bar.println(format!(
-            "not restored, their data in the repository being damaged: {}; `asp check --read-data` lists every damaged blob",
+            "left out, their data in the repository being damaged: {}; `asp check --read-data` lists every damaged blob",
             damaged.summary()
         ));
     }
     if args.common.json {
         let mut json = imported.json();
         if !damaged.is_empty() {
-            json["_meta"]["asp"]["damaged"] = serde_json::json!(damaged.lines);
+            json["_meta"]["asp"]["damaged"] = serde_json::json!(damaged.blobs);
         }
         crate::outln!("{json}");
     } else {

@@ -2,51 +2,99 @@
 //!
 //! A backup is read when something was lost, and one bad blob (a disk error, a file changed by
 //! hand) must not keep the other sessions from coming back. So, as restic restores what it can,
-//! `asp restore` reads every body it needs first; the sessions, skills, instructions and notes
-//! whose bodies cannot be read back intact are left out, everything else is restored, and the
-//! command ends with the integrity exit code (4), naming each item left out and the blob. The
-//! items left out are never half-written, and restoring again once the repository is mended
-//! adds them beside what is there (the rest is already there).
+//! `asp restore` reads every body it needs first; what needs a body that cannot be read back
+//! intact is left out: a damaged native file alone (a rewind checkpoint, a subagent's
+//! transcript: the rest of its session is restored), a session whose update stream is damaged
+//! (also when its transcript is, the stream being compressed against it), a skill, the
+//! instructions, a note, a configuration file. Everything else is restored, and the command
+//! ends with the integrity exit code (4), naming each damaged blob and what needed it (also as
+//! `notTaken` losses in the answer). Nothing left out is half-written, and restoring again once
+//! the repository is mended adds it (the rest is already there).
 //!
 //! Only integrity failures (a missing blob, a digest or size that does not match) are
-//! salvaged; any other error reading the repository stops the restore before anything is
-//! written, as before.
+//! salvaged; any other error reading the repository (an I/O error included) stops the restore
+//! before anything is written.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::Read;
 
+use asp_format::answer::{ImportAnswer, NotTaken};
 use asp_format::blob::{BlobError, BlobSource};
 use asp_format::error::{Classify, ErrorClass};
 use asp_format::state::{Native, NoteBody, Reference};
-use asp_format::{Descriptor, State};
+use asp_format::{Descriptor, State, StateKind};
 
 use crate::exit::{Context, Failure, Result};
 
 /// The items of a state left out because a body they need is damaged.
 #[derive(Debug, Default)]
 pub struct Damaged {
-    /// One line per damaged body: what refers to it and what is wrong.
-    pub lines: Vec<String>,
+    /// Each damaged body, with what is wrong and what needs it, in the order first met.
+    pub blobs: Vec<DamagedBlob>,
     sessions: BTreeSet<String>,
+    /// Native files left out of sessions that are otherwise restored: `(session, path)`.
+    files: BTreeSet<(String, String)>,
     skills: BTreeSet<String>,
     notes: BTreeSet<String>,
     config: BTreeSet<String>,
     instructions: bool,
 }
 
+/// One damaged body.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DamagedBlob {
+    /// The body's digest.
+    pub blob: String,
+    /// What is wrong with it.
+    pub problem: String,
+    /// What refers to it (`native file … of session …`).
+    pub needed_by: Vec<String>,
+}
+
 impl Damaged {
     pub fn is_empty(&self) -> bool {
-        self.lines.is_empty()
+        self.blobs.is_empty()
+    }
+
+    /// One line per damaged body.
+    pub fn lines(&self) -> Vec<String> {
+        self.blobs
+            .iter()
+            .map(|b| format!("{}; needed by {}", b.problem, b.needed_by.join(", ")))
+            .collect()
     }
 
     /// What was left out, for the summary: `2 sessions (a, b), the instructions`.
     pub fn summary(&self) -> String {
         let mut parts = Vec::new();
         let list = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(", ");
+        let counted = |n: usize, one: &str, many: &str| {
+            if n == 1 {
+                one.to_owned()
+            } else {
+                format!("{n} {many}")
+            }
+        };
         if !self.sessions.is_empty() {
             let n = self.sessions.len();
-            let noun = if n == 1 { "session" } else { "sessions" };
-            parts.push(format!("{n} {noun} ({})", list(&self.sessions)));
+            parts.push(format!(
+                "{} ({})",
+                counted(n, "1 session", "sessions"),
+                list(&self.sessions)
+            ));
+        }
+        if !self.files.is_empty() {
+            let files: Vec<String> = self
+                .files
+                .iter()
+                .map(|(s, p)| format!("{p} of session {s}"))
+                .collect();
+            parts.push(format!(
+                "{} ({}; the rest of each session is restored)",
+                counted(files.len(), "1 native file", "native files"),
+                files.join(", ")
+            ));
         }
         if !self.skills.is_empty() {
             parts.push(format!("skills {}", list(&self.skills)));
@@ -62,10 +110,46 @@ impl Damaged {
         }
         parts.join(", ")
     }
+
+    /// How many configuration files were left out.
+    pub fn config_files(&self) -> usize {
+        self.config.len()
+    }
+
+    /// Each item left out as a loss in the import answer (`notTaken`), so a client reads it
+    /// where it reads every other thing not written.
+    pub fn into_answer(&self, answer: &mut ImportAnswer) {
+        let why = "its data in the repository is damaged (asp check --read-data names the blob)";
+        let mut lost = |kind: StateKind, what: String| {
+            answer.not_taken.push(NotTaken {
+                kind,
+                reason: format!("{what}: {why}; not written"),
+                lost: true,
+            });
+        };
+        for s in &self.sessions {
+            lost(StateKind::Sessions, format!("session {s}"));
+        }
+        for (s, p) in &self.files {
+            lost(StateKind::Sessions, format!("session {s}: native file {p}"));
+        }
+        for s in &self.skills {
+            lost(StateKind::Skills, format!("skill {s}"));
+        }
+        if self.instructions {
+            lost(StateKind::Instructions, "the instructions".to_owned());
+        }
+        for n in &self.notes {
+            lost(StateKind::Memory, format!("memory note {n}"));
+        }
+    }
 }
 
 /// Reads every body `state` refers to through `blobs` (each once) and takes out of `state`
-/// what refers to a damaged one. `shown` names the snapshot in errors.
+/// what refers to a damaged one: a session whose update stream is damaged (a stream
+/// compressed against its transcript is damaged with it), a native file alone (the rest of
+/// its session is restored), a skill, the instructions, a note. `shown` names the snapshot in
+/// errors.
 pub fn check(state: &mut State, blobs: &dyn BlobSource, shown: &str) -> Result<Damaged> {
     // What is wrong with each damaged body, by digest.
     let mut wrong: HashMap<Descriptor, String> = HashMap::new();
@@ -86,14 +170,28 @@ pub fn check(state: &mut State, blobs: &dyn BlobSource, shown: &str) -> Result<D
         }
     }
     let mut damaged = Damaged::default();
+    let mut at: HashMap<Descriptor, usize> = HashMap::new();
     for (d, what) in state.references() {
         let Some(why) = wrong.get(&d) else {
             continue;
         };
-        damaged.lines.push(format!("{what}: {why}"));
+        let i = *at.entry(d).or_insert_with(|| {
+            damaged.blobs.push(DamagedBlob {
+                blob: d.digest.to_string(),
+                problem: why.clone(),
+                needed_by: Vec::new(),
+            });
+            damaged.blobs.len() - 1
+        });
+        damaged.blobs[i].needed_by.push(what.to_string());
         match what {
-            Reference::Updates(id) | Reference::Native { session: id, .. } => {
+            Reference::Updates(id) => {
                 damaged.sessions.insert(id.to_string());
+            }
+            Reference::Native { session, path } => {
+                damaged
+                    .files
+                    .insert((session.to_string(), path.to_string()));
             }
             Reference::SkillFile { skill, .. } => {
                 damaged.skills.insert(skill.to_string());
@@ -104,8 +202,19 @@ pub fn check(state: &mut State, blobs: &dyn BlobSource, shown: &str) -> Result<D
             Reference::Instructions => damaged.instructions = true,
         }
     }
+    // A session left out whole does not also lose its files one by one.
+    let sessions = damaged.sessions.clone();
+    damaged.files.retain(|(s, _)| !sessions.contains(s));
     if let Some(list) = &mut state.sessions {
         list.retain(|s| !damaged.sessions.contains(s.id.as_str()));
+        for s in list.iter_mut() {
+            if let Some(native) = &mut s.native {
+                let id = s.id.to_string();
+                native
+                    .files
+                    .retain(|f| !damaged.files.contains(&(id.clone(), f.path.to_string())));
+            }
+        }
     }
     if let Some(list) = &mut state.skills {
         list.retain(|s| !damaged.skills.contains(s.name.as_str()));
@@ -134,9 +243,11 @@ pub fn check_config(
         match read_through(blobs, &f.content) {
             Ok(()) => kept.push(f),
             Err(e) if e.class() == ErrorClass::Integrity => {
-                damaged
-                    .lines
-                    .push(format!("configuration file {}: {e}", f.path));
+                damaged.blobs.push(DamagedBlob {
+                    blob: f.content.digest.to_string(),
+                    problem: e.to_string(),
+                    needed_by: vec![format!("configuration file {}", f.path)],
+                });
                 damaged.config.insert(f.path.to_string());
             }
             Err(e) => {
