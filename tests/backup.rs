@@ -595,7 +595,12 @@ fn a_damaged_checkpoint_leaves_out_only_itself() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
     assert_eq!(transcript(&fresh, A), transcript(&home, A), "{err}");
-    assert!(!fresh.join(&checkpoints).join("b5276ea0bd7f01a0@v1").exists());
+    assert!(
+        !fresh
+            .join(&checkpoints)
+            .join("b5276ea0bd7f01a0@v1")
+            .exists()
+    );
     assert_eq!(
         fs::read(fresh.join(&checkpoints).join("b5276ea0bd7f01a0@v2")).unwrap(),
         fs::read(home.join(&checkpoints).join("b5276ea0bd7f01a0@v2")).unwrap()
@@ -1109,23 +1114,42 @@ fn prompt_histories_come_back_and_merge_into_the_ones_there() {
 /// Pi's and Qwen Code's own configuration comes back into the same harness, and a file that
 /// holds credentials (Pi's `models.json` with provider keys, Qwen's `settings.json` with an API
 /// key or an `env` block) comes back without them and with everything else.
+/// The member at `path` of `v` (an array's element by its index).
+fn member_mut<'v>(v: &'v mut Value, path: &[&str]) -> &'v mut Value {
+    match path.split_first() {
+        None => v,
+        Some((p, rest)) => {
+            let next = match v {
+                Value::Array(items) => &mut items[p.parse::<usize>().unwrap()],
+                v => &mut v[*p],
+            };
+            member_mut(next, rest)
+        }
+    }
+}
+
 #[test]
 fn pi_and_qwen_configuration_comes_back_without_its_credentials() {
-    // (harness, the file with credentials, the members they are, a file kept whole)
+    // (harness, the file with credentials, the members they are and whether the restored
+    // file has the placeholder there, a file kept whole)
     let cases = [
         (
             "pi",
             ".pi/agent/models.json",
             &[
-                &["providers", "ollama", "apiKey"][..],
-                &["providers", "ollama", "headers"],
+                (&["providers", "ollama", "apiKey"][..], true),
+                (&["providers", "ollama", "headers"], false),
+                (&["providers", "ollama", "models", "0", "headers"], false),
             ][..],
             ".pi/agent/prompts/review.md",
         ),
         (
             "qwen",
             ".qwen/settings.json",
-            &[&["security", "auth", "apiKey"][..], &["env"]][..],
+            &[
+                (&["security", "auth", "apiKey"][..], false),
+                (&["env"], false),
+            ][..],
             ".qwen/extensions/extension-enablement.json",
         ),
     ];
@@ -1134,25 +1158,17 @@ fn pi_and_qwen_configuration_comes_back_without_its_credentials() {
         let home = t.path().join("home");
         copy_tree(&samples().join(harness), &home);
         let mut doc: Value = serde_json::from_slice(&fs::read(home.join(file)).unwrap()).unwrap();
-        let clean = {
-            let mut clean = doc.clone();
-            for path in secrets {
-                let (last, parents) = path.split_last().unwrap();
-                let mut at = &mut clean;
-                for p in parents {
-                    at = &mut at[*p];
-                }
-                at.as_object_mut().unwrap().remove(*last);
-            }
-            clean
-        };
-        for path in secrets {
+        let mut clean = doc.clone();
+        for (path, masked) in secrets {
             let (last, parents) = path.split_last().unwrap();
-            let mut at = &mut doc;
-            for p in parents {
-                at = &mut at[*p];
+            let parent = member_mut(&mut clean, parents);
+            if *masked {
+                parent[*last] = json!("REMOVED-BY-ASP-BACKUP-set-your-key-again");
+            } else {
+                parent.as_object_mut().unwrap().shift_remove(*last);
             }
-            at[*last] = json!({"SECRET_TOKEN_VALUE": "sk-live-0123456789"});
+            member_mut(&mut doc, parents)[*last] =
+                json!({"SECRET_TOKEN_VALUE": "sk-live-0123456789"});
         }
         fs::write(home.join(file), serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
         let repo = t.path().join("repo");

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use asp_convert::kit::config::{PLACEHOLDER, WITHOUT_CREDENTIALS, is_without_credentials};
 use asp_convert::kit::placement::Placement;
 use asp_convert::kit::report::Diagnostics;
 use asp_convert::store::WriteRequest;
@@ -182,8 +183,17 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
                 }
             ));
             for (path, p) in placed {
-                if let Placement::Refused(why) = p {
-                    config_lines.push(format!("configuration: {path}: {why}"));
+                match p {
+                    Placement::Refused(why) => {
+                        config_lines.push(format!("configuration: {path}: {why}"))
+                    }
+                    Placement::New if is_without_credentials(&path) => {
+                        config_lines.push(format!(
+                            "configuration: {} was backed up without its credentials: set them again (a key that must be there reads {PLACEHOLDER})",
+                            path.trim_end_matches(WITHOUT_CREDENTIALS)
+                        ))
+                    }
+                    _ => {}
                 }
             }
         } else {

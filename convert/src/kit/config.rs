@@ -76,27 +76,49 @@ pub fn relative(home: &Path, path: &Path) -> Option<String> {
 pub enum Keep {
     /// It holds none: kept whole, byte for byte, with the other files.
     Whole,
-    /// It holds some: kept as a part, this document without them (two-space indents).
+    /// It holds some (or has comments, which may hold an old one): kept as a part, this
+    /// document with them masked or removed (two-space indents, members in their order).
     Part(Vec<u8>),
     /// Not there, or not a JSON object: not kept (the kinds' read reports a broken file).
     Not,
 }
 
-/// How to keep the JSON (or JSONC) file at `path` whose members at `secrets` are credentials
-/// (each a member path; `*` stands for any member name: `["providers", "*", "apiKey"]`).
-pub fn keep_json(path: &Path, secrets: &[&[&str]]) -> Keep {
-    let Ok(file) = crate::kit::settings_json::File::load(path) else {
-        return Keep::Not;
-    };
+/// A member of a JSON configuration file that holds a credential.
+#[derive(Debug, Clone, Copy)]
+pub struct Secret {
+    /// Its member path; `*` stands for any member name or array element.
+    pub at: &'static [&'static str],
+    /// Kept as [`PLACEHOLDER`] rather than removed, where the harness refuses the file
+    /// without the member (Pi: a provider that defines models must have an `apiKey`).
+    pub masked: bool,
+}
+
+/// What a masked credential reads in a backup, and so in the file a restore writes.
+pub const PLACEHOLDER: &str = "REMOVED-BY-ASP-BACKUP-set-your-key-again";
+
+/// The suffix of a part [`keep_json`] made: `<file>#withoutCredentials`.
+pub const WITHOUT_CREDENTIALS: &str = "#withoutCredentials";
+
+/// Whether configuration file `name` is a part kept without its credentials.
+pub fn is_without_credentials(name: &str) -> bool {
+    name.ends_with(WITHOUT_CREDENTIALS)
+}
+
+/// How to keep the JSON (or JSONC) file at `path` whose `secrets` are credentials. A file
+/// with comments is never kept whole: a commented-out key is still a key.
+pub fn keep_json(path: &Path, secrets: &[Secret]) -> Keep {
     if !path.is_file() {
         return Keep::Not;
     }
+    let Ok(file) = crate::kit::settings_json::File::load(path) else {
+        return Keep::Not;
+    };
     let mut doc = serde_json::Value::Object(file.doc);
-    let mut removed = false;
+    let mut found = file.has_comments;
     for secret in secrets {
-        removed |= remove_at(&mut doc, secret);
+        found |= hide_at(&mut doc, secret.at, secret.masked);
     }
-    if !removed {
+    if !found {
         return Keep::Whole;
     }
     let mut bytes = serde_json::to_vec_pretty(&doc).expect("values serialize");
@@ -104,26 +126,40 @@ pub fn keep_json(path: &Path, secrets: &[&[&str]]) -> Keep {
     Keep::Part(bytes)
 }
 
-/// Removes the members at `path` (`*`: any name); whether any was there.
-fn remove_at(v: &mut serde_json::Value, path: &[&str]) -> bool {
-    let Some(map) = v.as_object_mut() else {
-        return false;
-    };
-    match path {
-        [] => false,
-        [last] if *last == "*" => {
-            let had = !map.is_empty();
-            map.clear();
-            had
+/// Masks or removes the members at `path` (`*`: any member or element); whether any was
+/// there.
+fn hide_at(v: &mut serde_json::Value, path: &[&str], masked: bool) -> bool {
+    use serde_json::Value;
+    let children: Vec<&mut Value> = match (v, path.first()) {
+        (_, None) => return false,
+        (Value::Array(items), Some(&"*")) if path.len() > 1 => items.iter_mut().collect(),
+        (Value::Object(map), Some(&"*")) if path.len() > 1 => map.values_mut().collect(),
+        (Value::Object(map), Some(name)) if path.len() > 1 => {
+            map.get_mut(*name).into_iter().collect()
         }
-        [last] => map.remove(*last).is_some(),
-        ["*", rest @ ..] => map
-            .values_mut()
-            .fold(false, |any, child| remove_at(child, rest) | any),
-        [name, rest @ ..] => map
-            .get_mut(*name)
-            .is_some_and(|child| remove_at(child, rest)),
-    }
+        (Value::Object(map), Some(name)) => {
+            let names: Vec<String> = if *name == "*" {
+                map.keys().cloned().collect()
+            } else {
+                map.contains_key(*name)
+                    .then(|| (*name).to_owned())
+                    .into_iter()
+                    .collect()
+            };
+            for n in &names {
+                if masked {
+                    map[n.as_str()] = Value::String(PLACEHOLDER.to_owned());
+                } else {
+                    map.shift_remove(n.as_str());
+                }
+            }
+            return !names.is_empty();
+        }
+        _ => return false,
+    };
+    children
+        .into_iter()
+        .fold(false, |any, child| hide_at(child, &path[1..], masked) | any)
 }
 
 /// Restores a part [`keep_json`] made as the file at `home`/`rel`, where there is none; the
@@ -142,7 +178,7 @@ pub fn write_part_as_file(
             Placement::AlreadyThere
         }
         Created::AlreadyExists => Placement::Refused(format!(
-            "{} is there; kept as it is (the backup kept it without its credentials)",
+            "{} is there; kept as it is (the backup kept it without its credentials, which yours has)",
             path.display()
         )),
     };
@@ -256,37 +292,62 @@ fn merge_log(
 mod tests {
     use super::*;
 
-    fn keep(text: &str, secrets: &[&[&str]]) -> Keep {
+    fn keep(text: &str, secrets: &[Secret]) -> Keep {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("settings.json");
         fs::write(&path, text).unwrap();
         keep_json(&path, secrets)
     }
 
+    const SECRETS: &[Secret] = &[
+        Secret {
+            at: &["providers", "*", "apiKey"],
+            masked: true,
+        },
+        Secret {
+            at: &["providers", "*", "models", "*", "headers"],
+            masked: false,
+        },
+        Secret {
+            at: &["env"],
+            masked: false,
+        },
+    ];
+
     #[test]
     fn a_file_without_credentials_is_kept_whole_and_one_with_them_without_them() {
-        let secrets: &[&[&str]] = &[&["providers", "*", "apiKey"], &["env"]];
-        // Comments and all: the file itself.
         assert_eq!(
-            keep(
-                "// mine\n{\"providers\": {\"a\": {\"baseUrl\": \"u\"}}}\n",
-                secrets
-            ),
+            keep("{\"providers\": {\"a\": {\"baseUrl\": \"u\"}}}\n", SECRETS),
             Keep::Whole
         );
         let Keep::Part(bytes) = keep(
-            r#"{"providers": {"a": {"baseUrl": "u", "apiKey": "sk-1"}, "b": {"apiKey": "sk-2"}}, "env": {"K": "v"}, "theme": "dark"}"#,
-            secrets,
+            r#"{"env": {"K": "v"}, "providers": {"a": {"baseUrl": "u", "apiKey": "sk-1", "models": [{"id": "m", "headers": {"X-Key": "sk-3"}}]}, "b": {"apiKey": "sk-2"}}, "theme": "dark"}"#,
+            SECRETS,
         ) else {
             panic!("a part");
         };
-        let doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(!text.contains("sk-"), "{text}");
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(
             doc,
-            serde_json::json!({"providers": {"a": {"baseUrl": "u"}, "b": {}}, "theme": "dark"})
+            serde_json::json!({"providers": {"a": {"baseUrl": "u", "apiKey": PLACEHOLDER, "models": [{"id": "m"}]}, "b": {"apiKey": PLACEHOLDER}}, "theme": "dark"})
         );
-        assert_eq!(keep("not json", secrets), Keep::Not);
+        // The members keep their order.
+        assert!(text.find("\"providers\"").unwrap() < text.find("\"theme\"").unwrap());
+        assert_eq!(keep("not json", SECRETS), Keep::Not);
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(keep_json(&dir.path().join("none.json"), secrets), Keep::Not);
+        assert_eq!(keep_json(&dir.path().join("none.json"), SECRETS), Keep::Not);
+    }
+
+    #[test]
+    fn a_file_with_comments_is_never_kept_whole() {
+        let Keep::Part(bytes) = keep(
+            "{\n  // \"apiKey\": \"sk-old-key\",\n  \"theme\": \"dark\"\n}\n",
+            SECRETS,
+        ) else {
+            panic!("a part");
+        };
+        assert!(!String::from_utf8(bytes).unwrap().contains("sk-old"));
     }
 }

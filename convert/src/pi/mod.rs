@@ -37,6 +37,7 @@ use crate::harness::{
     Capabilities, Harness, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
     WriteContext,
 };
+use crate::kit::config::Secret;
 use crate::kit::placement::Tally;
 use layout::Layout;
 
@@ -61,10 +62,21 @@ const MODELS_FILE: &str = ".pi/agent/models.json";
 /// What a backup keeps of a `models.json` that holds credentials: the rest of it.
 const MODELS_PART: &str = ".pi/agent/models.json#withoutCredentials";
 /// The members of `models.json` that hold credentials: a provider's `apiKey` (a key, an
-/// environment variable's name or a `!command`) and `headers` (spec §1.1).
-const MODELS_SECRETS: &[&[&str]] = &[
-    &["providers", "*", "apiKey"],
-    &["providers", "*", "headers"],
+/// environment variable's name or a `!command`; masked, as Pi refuses a provider that defines
+/// models without one) and the `headers` of a provider or a model (spec §1.1).
+const MODELS_SECRETS: &[Secret] = &[
+    Secret {
+        at: &["providers", "*", "apiKey"],
+        masked: true,
+    },
+    Secret {
+        at: &["providers", "*", "headers"],
+        masked: false,
+    },
+    Secret {
+        at: &["providers", "*", "models", "*", "headers"],
+        masked: false,
+    },
 ];
 
 impl Harness for Pi {

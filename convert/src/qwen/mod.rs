@@ -38,6 +38,7 @@ use crate::harness::{
     Capabilities, Harness, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
     WriteContext,
 };
+use crate::kit::config::Secret;
 use crate::kit::placement::Tally;
 use crate::kit::settings_json::{File, report_unreadable, write_merged};
 use layout::Layout;
@@ -49,8 +50,18 @@ pub const NAME: &str = "qwen";
 const SETTINGS_FILE: &str = ".qwen/settings.json";
 /// What a backup keeps of a `settings.json` that holds credentials: the rest of it.
 const SETTINGS_PART: &str = ".qwen/settings.json#withoutCredentials";
-/// The members of `settings.json` that hold credentials (the spec's §1 table).
-const SETTINGS_SECRETS: &[&[&str]] = &[&["security", "auth", "apiKey"], &["env"]];
+/// The members of `settings.json` that hold credentials (the spec's §1 table); Qwen falls
+/// back to the environment without them.
+const SETTINGS_SECRETS: &[Secret] = &[
+    Secret {
+        at: &["security", "auth", "apiKey"],
+        masked: false,
+    },
+    Secret {
+        at: &["env"],
+        masked: false,
+    },
+];
 
 /// The Qwen Code converter.
 #[derive(Debug, Default, Clone, Copy)]
