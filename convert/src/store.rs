@@ -679,6 +679,10 @@ impl Store {
                 )),
             )]);
         }
+        // A backup names its files, and a repository is only as trusted as the disk it is
+        // on: nothing is written outside the harness's own folders (a tampered record naming
+        // `.bashrc` is refused), whatever the path says.
+        let folders = harness.store_paths(home);
         let writer = Writer::new(dry_run);
         let mut whole = Native {
             harness: config.harness.clone(),
@@ -687,6 +691,18 @@ impl Store {
         let mut out = Vec::new();
         for f in &config.files {
             let name = f.path.as_str();
+            let file = name.split('#').next().unwrap_or(name);
+            if !folders.iter().any(|d| home.dir.join(file).starts_with(d)) {
+                out.push((
+                    name.to_owned(),
+                    Placement::Refused(format!(
+                        "{} is not in {}'s folders; not written",
+                        home.dir.join(file).display(),
+                        harness.name()
+                    )),
+                ));
+                continue;
+            }
             if name.contains('#') {
                 let mut bytes = Vec::new();
                 std::io::Read::read_to_end(&mut blobs.open(&f.content)?, &mut bytes)

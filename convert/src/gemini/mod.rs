@@ -146,54 +146,21 @@ impl Harness for Gemini {
 
     /// `settings.json`, the folder trust decisions (`trustedFolders.json`), the user's policy
     /// rules (`policies/`), custom commands (`commands/`) and subagents (`agents/`), and the
-    /// extension settings (`extensions/extension-enablement.json`), and in each project's
-    /// folder `tmp/<project>/` its prompt log `logs.json` (what ↑ recalls) and the
-    /// conversations saved with `/chat save` (`checkpoint-<tag>.json`, which `/chat resume`
-    /// loads); never `oauth_creds.json`, `google_accounts.json`, nor the machine's
-    /// `installation_id` or the TUI's `state.json`.
+    /// extension settings (`extensions/extension-enablement.json`); never `oauth_creds.json`,
+    /// `google_accounts.json`, nor the machine's `installation_id` or the TUI's `state.json`.
+    /// (Not the per-project `tmp/<project>/` files, prompt log and saved chats: a restore would
+    /// have to place them by the project's root after the sessions made its folder, and
+    /// writing into a folder first can stop Gemini CLI from adopting a legacy one; spec.)
     fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
         let g = layout::Layout::of(home).gemini;
-        let mut files = vec![
-            g.join("settings.json"),
-            g.join("trustedFolders.json"),
-            g.join("extensions").join("extension-enablement.json"),
-        ];
-        let projects = std::fs::read_dir(g.join("tmp")).into_iter().flatten();
-        for project in projects.flatten() {
-            let dir = project.path();
-            files.push(dir.join("logs.json"));
-            let saved = std::fs::read_dir(&dir).into_iter().flatten().flatten();
-            files.extend(saved.map(|e| e.path()).filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("checkpoint-") && n.ends_with(".json"))
-            }));
-        }
         crate::kit::config::collect(
             &home.dir,
-            &files,
+            &[
+                g.join("settings.json"),
+                g.join("trustedFolders.json"),
+                g.join("extensions").join("extension-enablement.json"),
+            ],
             &[g.join("policies"), g.join("commands"), g.join("agents")],
-        )
-    }
-
-    /// `tmp/<project>/logs.json`: `[{sessionId, messageId, type, message, timestamp (RFC
-    /// 3339)}]`.
-    fn prompt_log(
-        &self,
-        home: &crate::Home,
-        rel: &str,
-    ) -> Option<crate::kit::prompt_log::PromptLog> {
-        let tmp = layout::Layout::of(home).gemini.join("tmp");
-        let tmp = crate::kit::config::relative(&home.dir, &tmp)?;
-        let project = rel
-            .strip_prefix(&tmp)?
-            .strip_prefix('/')?
-            .strip_suffix("/logs.json")?;
-        (!project.is_empty() && !project.contains('/')).then_some(
-            crate::kit::prompt_log::PromptLog {
-                shape: crate::kit::prompt_log::Shape::Array,
-                time: "timestamp",
-            },
         )
     }
 

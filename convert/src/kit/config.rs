@@ -253,9 +253,12 @@ pub fn write(
 }
 
 /// Merges the carried prompt history `want` into `there`, the file at `path` as it was read,
-/// and replaces the file atomically. The harness may be appending a prompt meanwhile: the file
-/// is read again just before it is replaced, and the merge done again if it changed (a few
-/// times; then it is kept as it is).
+/// and replaces the file atomically. The harness may be appending a prompt meanwhile: the
+/// file is read again just before it is replaced (through a handle kept open on it) and the
+/// merge redone if it changed; after the replace, whatever was appended to the old file
+/// through that handle's inode since is appended to the new one. (A harness that opened the
+/// file before the rename and writes to it after that last read still writes to the old
+/// inode: restore with the harness closed to be sure.)
 fn merge_log(
     path: &Path,
     log: &PromptLog,
@@ -263,29 +266,42 @@ fn merge_log(
     want: &[u8],
     writer: &Writer,
 ) -> Result<Placement, ConvertError> {
+    let kept = |why: String| Placement::Refused(format!("{} {why}; kept as it is", path.display()));
     let mut there = there.to_vec();
     for _ in 0..3 {
         let merged = match prompt_log::merge(log, &there, want) {
             Ok(Some(merged)) => merged,
             Ok(None) => return Ok(Placement::AlreadyThere),
             Err(why) => {
-                return Ok(Placement::Refused(format!(
-                    "{} is there and cannot be merged with the backed-up prompt history ({why}); kept as it is",
-                    path.display()
+                return Ok(kept(format!(
+                    "is there and cannot be merged with the backed-up prompt history ({why})"
                 )));
             }
         };
-        let now = fs::read(path).map_err(ConvertError::io(path))?;
-        if now == there {
-            writer.replace(path, &merged)?;
-            return Ok(Placement::New);
+        let mut old = match fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) => return Ok(kept(format!("cannot be read again ({e})"))),
+        };
+        let mut now = Vec::new();
+        if let Err(e) = old.read_to_end(&mut now) {
+            return Ok(kept(format!("cannot be read again ({e})")));
         }
-        there = now;
+        if now != there {
+            there = now;
+            continue;
+        }
+        writer.replace(path, &merged)?;
+        if !writer.is_dry_run() && log.shape == prompt_log::Shape::Lines {
+            let mut late = Vec::new();
+            if old.read_to_end(&mut late).is_ok() && !late.is_empty() {
+                writer.append(path, &late)?;
+            }
+        }
+        return Ok(Placement::New);
     }
-    Ok(Placement::Refused(format!(
-        "{} kept changing while the backed-up prompt history was merged into it; kept as it is",
-        path.display()
-    )))
+    Ok(kept(
+        "kept changing while the backed-up prompt history was merged into it".to_owned(),
+    ))
 }
 
 #[cfg(test)]

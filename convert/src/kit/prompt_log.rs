@@ -1,16 +1,17 @@
 //! A harness's prompt history (what ↑ recalls) merged into one that is already there.
 //!
 //! Prompt histories are logs the harness appends to: Claude Code's and Codex's `history.jsonl`
-//! (a JSON object per line) and Gemini CLI's per-project `logs.json` (one JSON array). A
-//! backup keeps them with the harness's configuration. Restored onto a machine where the
+//! (a JSON object per line), or one JSON array rewritten whole (Gemini CLI's per-project
+//! `logs.json`, which backups do not keep yet: spec/harnesses/gemini.md). A backup keeps them with the harness's configuration. Restored onto a machine where the
 //! harness already ran, one is there: keeping it would leave the backup's prompts out, and
 //! replacing it would lose the new machine's. So the two are merged: every record of both,
 //! each once, in time order, the file's own records in their order (a record the backup
 //! also has is not added again; on equal times the file's record comes first).
 //!
 //! A record without a time (or whose time is not comparable with its neighbour's) keeps its
-//! place after the records before it. A file that is not a log of that shape is not touched:
-//! [`merge`] gives `None` and the caller keeps it as it is.
+//! place after the records before it. A file that is not a log of that shape (not a JSON
+//! array; JSON lines none of which is JSON) is not touched: [`merge`] gives the reason and the
+//! caller keeps the file as it is.
 
 use serde_json::Value;
 
@@ -45,10 +46,12 @@ impl Record {
             .filter(|t| t.is_number() || t.is_string())
     }
 
-    fn same(&self, other: &Record) -> bool {
-        match (&self.value, &other.value) {
-            (Some(a), Some(b)) => a == b,
-            _ => self.text == other.text,
+    /// What makes two records the same: the value as serde_json writes it (members in their
+    /// order), or the bytes of a line that is not JSON.
+    fn key(&self) -> Vec<u8> {
+        match &self.value {
+            Some(v) => serde_json::to_vec(v).expect("values serialize"),
+            None => self.text.clone(),
         }
     }
 }
@@ -66,16 +69,18 @@ fn before(a: Option<&Value>, b: Option<&Value>) -> bool {
 
 fn records(log: &PromptLog, bytes: &[u8]) -> Option<Vec<Record>> {
     match log.shape {
-        Shape::Lines => Some(
-            bytes
+        Shape::Lines => {
+            let records: Vec<Record> = bytes
                 .split(|b| *b == b'\n')
                 .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
                 .map(|l| Record {
                     text: l.to_vec(),
                     value: serde_json::from_slice(l).ok(),
                 })
-                .collect(),
-        ),
+                .collect();
+            // Damaged lines are kept, but a file none of whose lines is JSON is no log.
+            (records.is_empty() || records.iter().any(|r| r.value.is_some())).then_some(records)
+        }
         Shape::Array => match serde_json::from_slice::<Value>(bytes).ok()? {
             Value::Array(items) => Some(
                 items
@@ -105,12 +110,11 @@ pub fn merge(log: &PromptLog, there: &[u8], carried: &[u8]) -> Result<Option<Vec
     let Some(theirs) = records(log, carried) else {
         return Err(format!("the backed-up file is not {shape}"));
     };
-    let mut added: Vec<Record> = Vec::new();
-    for r in theirs {
-        if !mine.iter().chain(&added).any(|m| m.same(&r)) {
-            added.push(r);
-        }
-    }
+    let mut seen: std::collections::HashSet<Vec<u8>> = mine.iter().map(Record::key).collect();
+    let added: Vec<Record> = theirs
+        .into_iter()
+        .filter(|r| seen.insert(r.key()))
+        .collect();
     if added.is_empty() {
         return Ok(None);
     }
@@ -231,5 +235,19 @@ mod tests {
     fn what_is_not_a_log_is_not_merged() {
         assert!(merge(&GEMINI, b"{}", b"[]").is_err());
         assert!(merge(&GEMINI, b"[]", b"not json").is_err());
+        assert!(merge(&CLAUDE, b"\x00\x01binary\n", line("a", 1).as_bytes()).is_err());
+        assert!(merge(&CLAUDE, line("a", 1).as_bytes(), b"garbage\nmore\n").is_err());
+        // An empty file is a log with no record yet.
+        assert!(merge(&CLAUDE, b"", line("a", 1).as_bytes()).is_ok_and(|m| m.is_some()));
+    }
+
+    #[test]
+    fn a_large_history_merges_in_linear_time() {
+        let there: String = (0..50_000).map(|i| line("mine", i)).collect();
+        let carried: String = (0..50_000).map(|i| line("theirs", i)).collect();
+        let merged = merge(&CLAUDE, there.as_bytes(), carried.as_bytes())
+            .unwrap()
+            .unwrap();
+        assert_eq!(merged.iter().filter(|b| **b == b'\n').count(), 100_000);
     }
 }
