@@ -361,6 +361,8 @@ fn bundles_flow_through_pipes() {
         &["inspect", "-"],
         &["export", "-"],
         &["unpack", "-", "--to-dir", "unused", "--dry-run"],
+        // Refused before any connection is tried.
+        &["push", "-", "127.0.0.1:9/none/state:x"],
     ] {
         let cmd = if args[0] == "unpack" {
             asp_unpack()

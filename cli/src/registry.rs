@@ -304,7 +304,8 @@ fn push_source(args: &PushArgs) -> Result<(Box<dyn PushSource>, Reference, Strin
             // A bundle from a pipe is spooled to a temporary file (a zip is read from its
             // end); the open bundle keeps reading it after the file's name is gone.
             let input = Input::open(std::path::Path::new(&args.first))?;
-            let bundle = BundleFile::open(input.path())?;
+            let shown = std::path::PathBuf::from(input.display());
+            let bundle = BundleFile::open_as(input.path(), &shown)?;
             Ok((Box::new(bundle), reference, input.display()))
         }
         (None, None) => unreachable!("a snapshot push, above"),

@@ -39,7 +39,14 @@ impl BundleFile {
     /// Opens `path` and checks its structure (the bundle reader's checks and limits). A
     /// layout 1 bundle has no OCI image manifest and is refused with the way to re-pack it.
     pub fn open(path: &Path) -> Result<Self, Error> {
-        let bundle = Bundle::open(path).map_err(|e| read_error(path, e))?;
+        BundleFile::open_as(path, path)
+    }
+
+    /// [`BundleFile::open`], naming the bundle `shown` in errors (standard input spooled to
+    /// a temporary file is `<stdin>` to the person who piped it).
+    pub fn open_as(path: &Path, shown: &Path) -> Result<Self, Error> {
+        let bundle = Bundle::open(path).map_err(|e| read_error(shown, e.named(shown)))?;
+        let path = shown;
         let manifest = match bundle.image_manifest_bytes() {
             Some(r) => r.map_err(|e| {
                 Error::Integrity(format!(

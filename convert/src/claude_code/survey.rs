@@ -263,7 +263,7 @@ fn discover(layout: &Layout, diagnostics: &Diagnostics) -> Vec<Found> {
         found.extend(sessions);
     }
     let mut found = one_per_session(found, diagnostics);
-    attach_config_files(layout, &mut found, diagnostics);
+    attach_outside_files(layout, &mut found, diagnostics);
     found
 }
 
@@ -273,7 +273,7 @@ fn discover(layout: &Layout, diagnostics: &Diagnostics) -> Vec<Found> {
 /// with the session, not with the home's configuration, because Claude Code's cleanup deletes
 /// them with the transcript: a backup keeps them as long as it keeps the session, and a
 /// restore of one session gives them back with it.
-fn attach_config_files(layout: &Layout, found: &mut [Found], diagnostics: &Diagnostics) {
+fn attach_outside_files(layout: &Layout, found: &mut [Found], diagnostics: &Diagnostics) {
     let mut todos: HashMap<String, Vec<PathBuf>> = HashMap::new();
     for e in read_dir_sorted(&layout.todos(), diagnostics) {
         let name = e.file_name();

@@ -341,7 +341,7 @@ enum Place {
 
 /// A session's file outside its project folder (`.claude/file-history/<stem>/<name>`,
 /// `.claude/todos/<stem>-agent-<agent>.json`), exactly what the survey carries.
-fn config_place(path: &str, stem: &str) -> Option<Place> {
+fn outside_place(path: &str, stem: &str) -> Option<Place> {
     let (folder, name) = path.strip_prefix(".claude/")?.split_once('/')?;
     match folder {
         FILE_HISTORY => {
@@ -368,7 +368,7 @@ fn restorable<'f>(
     let stem = s.id.as_str();
     let mut out = Vec::new();
     for f in files {
-        if let Some(place) = config_place(f.path.as_str(), stem) {
+        if let Some(place) = outside_place(f.path.as_str(), stem) {
             out.push((f, place));
             continue;
         }
@@ -835,15 +835,15 @@ mod tests {
     fn a_sessions_checkpoints_and_todo_lists_are_its_own_files() {
         let s = "S";
         assert_eq!(
-            config_place(".claude/file-history/S/0123abcd@v2", s),
+            outside_place(".claude/file-history/S/0123abcd@v2", s),
             Some(Place::Checkpoint("0123abcd@v2".into()))
         );
         assert_eq!(
-            config_place(".claude/todos/S-agent-S.json", s),
+            outside_place(".claude/todos/S-agent-S.json", s),
             Some(Place::Todos("S".into()))
         );
         assert_eq!(
-            config_place(".claude/todos/S-agent-a1.json", s),
+            outside_place(".claude/todos/S-agent-a1.json", s),
             Some(Place::Todos("a1".into()))
         );
         for other in [
@@ -859,7 +859,7 @@ mod tests {
             ".claude/plans/S.md",
             "file-history/S/x",
         ] {
-            assert_eq!(config_place(other, s), None, "{other}");
+            assert_eq!(outside_place(other, s), None, "{other}");
         }
     }
 }

@@ -162,9 +162,52 @@ fn hide_at(v: &mut serde_json::Value, path: &[&str], masked: bool) -> bool {
         .fold(false, |any, child| hide_at(child, &path[1..], masked) | any)
 }
 
+/// A JSON configuration file that may hold credentials (Pi's `models.json`, Qwen Code's
+/// `settings.json`): kept whole when it holds none, else as the part `part`, the document
+/// without them ([`keep_json`]), restored as the file where there is none.
+#[derive(Debug, Clone, Copy)]
+pub struct CredentialedJson {
+    /// The file's name relative to the home, where the part is restored.
+    pub file: &'static str,
+    /// The part's name: `file` and [`WITHOUT_CREDENTIALS`].
+    pub part: &'static str,
+    pub secrets: &'static [Secret],
+}
+
+impl CredentialedJson {
+    /// `path` (the file where the harness has it), to be kept whole: when it holds no
+    /// credential.
+    pub fn whole(&self, path: PathBuf) -> Option<PathBuf> {
+        (keep_json(&path, self.secrets) == Keep::Whole).then_some(path)
+    }
+
+    /// The part, when the file at `path` holds credentials and is where the part is restored
+    /// (`home`/`file`; elsewhere it is not the home's to restore).
+    pub fn part(&self, home: &Path, path: &Path) -> Option<(String, Vec<u8>)> {
+        if relative(home, path).as_deref() != Some(self.file) {
+            return None;
+        }
+        match keep_json(path, self.secrets) {
+            Keep::Part(bytes) => Some((self.part.to_owned(), bytes)),
+            Keep::Whole | Keep::Not => None,
+        }
+    }
+
+    /// Restores part `name`, if it is this file's, as the file where there is none.
+    pub fn restore(
+        &self,
+        home: &Path,
+        name: &str,
+        bytes: &[u8],
+        writer: &Writer,
+    ) -> Option<Result<Vec<(String, Placement)>, ConvertError>> {
+        (name == self.part).then(|| write_part_as_file(home, name, self.file, bytes, writer))
+    }
+}
+
 /// Restores a part [`keep_json`] made as the file at `home`/`rel`, where there is none; the
 /// same bytes there are already there, a different file is the user's and is kept.
-pub fn write_part_as_file(
+fn write_part_as_file(
     home: &Path,
     name: &str,
     rel: &str,

@@ -37,7 +37,7 @@ use crate::harness::{
     Capabilities, Harness, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
     WriteContext,
 };
-use crate::kit::config::Secret;
+use crate::kit::config::{CredentialedJson, Secret};
 use crate::kit::placement::Tally;
 use layout::Layout;
 
@@ -57,27 +57,27 @@ fn kinds() -> KindSet {
         .with(StateKind::Settings)
 }
 
-/// `models.json` as a backup names it, relative to the home.
-const MODELS_FILE: &str = ".pi/agent/models.json";
-/// What a backup keeps of a `models.json` that holds credentials: the rest of it.
-const MODELS_PART: &str = ".pi/agent/models.json#withoutCredentials";
-/// The members of `models.json` that hold credentials: a provider's `apiKey` (a key, an
-/// environment variable's name or a `!command`; masked, as Pi refuses a provider that defines
-/// models without one) and the `headers` of a provider or a model (spec §1.1).
-const MODELS_SECRETS: &[Secret] = &[
-    Secret {
-        at: &["providers", "*", "apiKey"],
-        masked: true,
-    },
-    Secret {
-        at: &["providers", "*", "headers"],
-        masked: false,
-    },
-    Secret {
-        at: &["providers", "*", "models", "*", "headers"],
-        masked: false,
-    },
-];
+/// `models.json`: its providers' `apiKey` (a key, an environment variable's name or a
+/// `!command`; masked, as Pi refuses a provider that defines models without one) and the
+/// `headers` of a provider or a model are credentials (spec §1.1).
+const MODELS: CredentialedJson = CredentialedJson {
+    file: ".pi/agent/models.json",
+    part: ".pi/agent/models.json#withoutCredentials",
+    secrets: &[
+        Secret {
+            at: &["providers", "*", "apiKey"],
+            masked: true,
+        },
+        Secret {
+            at: &["providers", "*", "headers"],
+            masked: false,
+        },
+        Secret {
+            at: &["providers", "*", "models", "*", "headers"],
+            masked: false,
+        },
+    ],
+};
 
 impl Harness for Pi {
     fn name(&self) -> HarnessName {
@@ -143,11 +143,7 @@ impl Harness for Pi {
     fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
         let a = Layout::of(home).agent;
         let mut files = vec![a.join("settings.json")];
-        let models = a.join("models.json");
-        if crate::kit::config::keep_json(&models, MODELS_SECRETS) == crate::kit::config::Keep::Whole
-        {
-            files.push(models);
-        }
+        files.extend(MODELS.whole(a.join("models.json")));
         let in_dir = |dir: &str, ext: &str| {
             let listed = std::fs::read_dir(a.join(dir))
                 .into_iter()
@@ -168,18 +164,11 @@ impl Harness for Pi {
 
     fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {
         let models = Layout::of(home).agent.join("models.json");
-        let at_home =
-            crate::kit::config::relative(&home.dir, &models).as_deref() == Some(MODELS_FILE);
-        match crate::kit::config::keep_json(&models, MODELS_SECRETS) {
-            crate::kit::config::Keep::Part(bytes) if at_home => {
-                vec![(MODELS_PART.to_owned(), bytes)]
-            }
-            _ => Vec::new(),
-        }
+        MODELS.part(&home.dir, &models).into_iter().collect()
     }
 
     fn config_part_names(&self) -> &'static [&'static str] {
-        &[MODELS_PART]
+        &[MODELS.part]
     }
 
     fn merge_config_part(
@@ -190,9 +179,7 @@ impl Harness for Pi {
         _path_map: &crate::kit::pathmap::PathMap,
         writer: &crate::kit::fsops::Writer,
     ) -> Option<Result<Vec<(String, crate::kit::placement::Placement)>, ConvertError>> {
-        (name == MODELS_PART).then(|| {
-            crate::kit::config::write_part_as_file(&home.dir, name, MODELS_FILE, bytes, writer)
-        })
+        MODELS.restore(&home.dir, name, bytes, writer)
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {

@@ -38,7 +38,7 @@ use crate::harness::{
     Capabilities, Harness, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
     WriteContext,
 };
-use crate::kit::config::Secret;
+use crate::kit::config::{CredentialedJson, Secret};
 use crate::kit::placement::Tally;
 use crate::kit::settings_json::{File, report_unreadable, write_merged};
 use layout::Layout;
@@ -46,22 +46,22 @@ use layout::Layout;
 /// The harness's name.
 pub const NAME: &str = "qwen";
 
-/// `settings.json` as a backup names it, relative to the home.
-const SETTINGS_FILE: &str = ".qwen/settings.json";
-/// What a backup keeps of a `settings.json` that holds credentials: the rest of it.
-const SETTINGS_PART: &str = ".qwen/settings.json#withoutCredentials";
-/// The members of `settings.json` that hold credentials (the spec's §1 table); Qwen falls
-/// back to the environment without them.
-const SETTINGS_SECRETS: &[Secret] = &[
-    Secret {
-        at: &["security", "auth", "apiKey"],
-        masked: false,
-    },
-    Secret {
-        at: &["env"],
-        masked: false,
-    },
-];
+/// `settings.json`: `security.auth.apiKey` and the `env` block are credentials (the spec's §1
+/// table); Qwen falls back to the environment without them.
+const SETTINGS: CredentialedJson = CredentialedJson {
+    file: ".qwen/settings.json",
+    part: ".qwen/settings.json#withoutCredentials",
+    secrets: &[
+        Secret {
+            at: &["security", "auth", "apiKey"],
+            masked: false,
+        },
+        Secret {
+            at: &["env"],
+            masked: false,
+        },
+    ],
+};
 
 /// The Qwen Code converter.
 #[derive(Debug, Default, Clone, Copy)]
@@ -166,29 +166,17 @@ impl Harness for Qwen {
             q.join("trustedFolders.json"),
             q.join("extensions").join("extension-enablement.json"),
         ];
-        let settings = q.join("settings.json");
-        if crate::kit::config::keep_json(&settings, SETTINGS_SECRETS)
-            == crate::kit::config::Keep::Whole
-        {
-            files.push(settings);
-        }
+        files.extend(SETTINGS.whole(q.join("settings.json")));
         crate::kit::config::collect(&home.dir, &files, &[q.join("agents"), q.join("commands")])
     }
 
     fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {
         let settings = Layout::of(home).qwen.join("settings.json");
-        let at_home =
-            crate::kit::config::relative(&home.dir, &settings).as_deref() == Some(SETTINGS_FILE);
-        match crate::kit::config::keep_json(&settings, SETTINGS_SECRETS) {
-            crate::kit::config::Keep::Part(bytes) if at_home => {
-                vec![(SETTINGS_PART.to_owned(), bytes)]
-            }
-            _ => Vec::new(),
-        }
+        SETTINGS.part(&home.dir, &settings).into_iter().collect()
     }
 
     fn config_part_names(&self) -> &'static [&'static str] {
-        &[SETTINGS_PART]
+        &[SETTINGS.part]
     }
 
     fn merge_config_part(
@@ -199,9 +187,7 @@ impl Harness for Qwen {
         _path_map: &crate::kit::pathmap::PathMap,
         writer: &crate::kit::fsops::Writer,
     ) -> Option<Result<Vec<(String, crate::kit::placement::Placement)>, ConvertError>> {
-        (name == SETTINGS_PART).then(|| {
-            crate::kit::config::write_part_as_file(&home.dir, name, SETTINGS_FILE, bytes, writer)
-        })
+        SETTINGS.restore(&home.dir, name, bytes, writer)
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {
