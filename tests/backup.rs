@@ -1080,6 +1080,12 @@ fn prompt_histories_come_back_and_merge_into_the_ones_there() {
         fs::create_dir_all(&fresh).unwrap();
         restore_into(&fresh);
         assert!(fs::read(fresh.join(log)).unwrap() == sample, "{harness}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(fresh.join(log)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o077, 0, "{harness}: the prompts are the owner's alone");
+        }
 
         // The new machine has one prompt of its own, and one the backup has too.
         let used = t.path().join("used");
@@ -1180,6 +1186,12 @@ fn pi_and_qwen_configuration_comes_back_without_its_credentials() {
             .success();
         let restored = fs::read_to_string(fresh.join(file)).unwrap();
         assert!(!restored.contains("sk-live"), "{harness}: {restored}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(fresh.join(file)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o077, 0, "{harness}: where the keys go back, 0600");
+        }
         let restored: Value = serde_json::from_str(&restored).unwrap();
         assert_eq!(restored, clean, "{harness}: everything but the credentials");
         assert!(

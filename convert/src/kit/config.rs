@@ -215,7 +215,7 @@ fn write_part_as_file(
     writer: &Writer,
 ) -> Result<Vec<(String, Placement)>, ConvertError> {
     let path = home.join(rel);
-    let placed = match writer.create_new(&path, bytes, false)? {
+    let placed = match writer.create_private_from(&path, &mut &bytes[..])? {
         Created::New => Placement::New,
         Created::AlreadyExists if fs::read(&path).ok().as_deref() == Some(bytes) => {
             Placement::AlreadyThere
@@ -269,7 +269,13 @@ pub fn write(
     for f in &config.files {
         let path = home.join(f.path.as_str());
         let mut r = blobs.open(&f.content)?;
-        let placed = match writer.create_new_from(&path, &mut r, f.executable)? {
+        let log = log(f.path.as_str());
+        // A prompt history holds what the person typed and pasted: theirs alone to read.
+        let created = match log {
+            Some(_) => writer.create_private_from(&path, &mut r)?,
+            None => writer.create_new_from(&path, &mut r, f.executable)?,
+        };
+        let placed = match created {
             Created::New => Placement::New,
             Created::AlreadyExists => {
                 let mut want = Vec::new();
@@ -280,7 +286,7 @@ pub fn write(
                 let there = fs::read(&path).ok();
                 if there.as_deref() == Some(&want[..]) {
                     Placement::AlreadyThere
-                } else if let (Some(log), Some(there)) = (log(f.path.as_str()), there) {
+                } else if let (Some(log), Some(there)) = (log, there) {
                     merge_log(&path, &log, &there, &want, writer)?
                 } else {
                     Placement::Refused(format!(

@@ -107,6 +107,26 @@ impl Writer {
         reader: &mut dyn Read,
         executable: bool,
     ) -> Result<Created, ConvertError> {
+        self.create_new_as(path, reader, Mode::New { executable })
+    }
+
+    /// [`Writer::create_new_from`] for a file only its owner may read (mode 0600): what a
+    /// person typed or pasted (a prompt history), a configuration file kept without its keys
+    /// (the user puts them back).
+    pub fn create_private_from(
+        &self,
+        path: &Path,
+        reader: &mut dyn Read,
+    ) -> Result<Created, ConvertError> {
+        self.create_new_as(path, reader, Mode::Private)
+    }
+
+    fn create_new_as(
+        &self,
+        path: &Path,
+        reader: &mut dyn Read,
+        mode: Mode,
+    ) -> Result<Created, ConvertError> {
         self.inside(path)?;
         if fs::symlink_metadata(path).is_ok() {
             return Ok(Created::AlreadyExists);
@@ -119,7 +139,7 @@ impl Writer {
         }
         let dir = parent_of(path);
         fs::create_dir_all(dir).map_err(ConvertError::write(dir))?;
-        let mut tmp = temp_in(dir, Mode::New { executable })?;
+        let mut tmp = temp_in(dir, mode)?;
         io::copy(reader, tmp.as_file_mut()).map_err(ConvertError::write(path))?;
         finish_file(tmp.as_file(), path, None)?;
         match tmp.persist_noclobber(path) {
@@ -391,6 +411,8 @@ enum Mode {
     /// creates: tempfile's own default, 0600, would hide the user's files from themselves
     /// across tools, and a fixed 0644 would ignore a umask of 077.
     New { executable: bool },
+    /// 0600, whatever the umask.
+    Private,
 }
 
 /// `bytes` written and synced under a temporary name in `path`'s directory, which is created
@@ -430,11 +452,10 @@ fn temp_in(dir: &Path, mode: Mode) -> Result<tempfile::NamedTempFile, ConvertErr
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let Mode::New { executable } = mode;
-        b.permissions(fs::Permissions::from_mode(if executable {
-            0o777
-        } else {
-            0o666
+        b.permissions(fs::Permissions::from_mode(match mode {
+            Mode::New { executable: true } => 0o777,
+            Mode::New { executable: false } => 0o666,
+            Mode::Private => 0o600,
         }));
     }
     #[cfg(not(unix))]
