@@ -1084,7 +1084,11 @@ fn prompt_histories_come_back_and_merge_into_the_ones_there() {
         {
             use std::os::unix::fs::PermissionsExt;
             let mode = fs::metadata(fresh.join(log)).unwrap().permissions().mode();
-            assert_eq!(mode & 0o077, 0, "{harness}: the prompts are the owner's alone");
+            assert_eq!(
+                mode & 0o077,
+                0,
+                "{harness}: the prompts are the owner's alone"
+            );
         }
 
         // The new machine has one prompt of its own, and one the backup has too.

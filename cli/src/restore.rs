@@ -219,7 +219,10 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
         .with_context(|| format!("cannot write into {}", store.describe_location()))?;
     bar.clear();
     let mut answer = written.answer;
-    damaged.into_answer(&mut answer);
+    damaged.into_answer(
+        &mut answer,
+        "the repository (asp check --read-data names the blob)",
+    );
     let imported = Imported::new(answer, written.resume, &diagnostics);
     imported.print_findings(&bar);
     for line in &config_lines {

@@ -11,6 +11,8 @@
 //! `notTaken` losses in the answer). Nothing left out is half-written, and restoring again once
 //! the repository is mended adds it (the rest is already there).
 //!
+//! `asp-unpack` does the same for a bundle whose bodies do not all check out.
+//!
 //! Only integrity failures (a missing blob, a digest or size that does not match) are
 //! salvaged; any other error reading the repository (an I/O error included) stops the restore
 //! before anything is written.
@@ -61,7 +63,15 @@ impl Damaged {
     pub fn lines(&self) -> Vec<String> {
         self.blobs
             .iter()
-            .map(|b| format!("{}; needed by {}", b.problem, b.needed_by.join(", ")))
+            .map(|b| {
+                // The problem names the blob already when it is about its stored bytes.
+                let blob = if b.problem.contains(&b.blob) {
+                    String::new()
+                } else {
+                    format!("blob {}: ", b.blob)
+                };
+                format!("{blob}{}; needed by {}", b.problem, b.needed_by.join(", "))
+            })
             .collect()
     }
 
@@ -117,9 +127,10 @@ impl Damaged {
     }
 
     /// Each item left out as a loss in the import answer (`notTaken`), so a client reads it
-    /// where it reads every other thing not written.
-    pub fn into_answer(&self, answer: &mut ImportAnswer) {
-        let why = "its data in the repository is damaged (asp check --read-data names the blob)";
+    /// where it reads every other thing not written. `source`: where the data is damaged and
+    /// what names it (`the repository (asp check --read-data names the blob)`).
+    pub fn into_answer(&self, answer: &mut ImportAnswer, source: &str) {
+        let why = format!("its data in {source} is damaged");
         let mut lost = |kind: StateKind, what: String| {
             answer.not_taken.push(NotTaken {
                 kind,

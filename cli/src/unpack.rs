@@ -105,10 +105,26 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
         bar.println(format!("warning: {}: {w}", input.display()));
     }
 
-    // Everything is checked before anything is written: an unusable bundle writes nothing.
-    bundle
-        .check_data(&state, &bar)
-        .with_context(|| format!("{} is damaged", input.display()))?;
+    // Everything is checked before anything is written. A body that does not check out
+    // leaves out what needs it, and the rest is unpacked (crate::salvage); a bundle damaged
+    // otherwise writes nothing.
+    let mut state = state;
+    let damaged = match bundle.check_data(&state, &bar) {
+        Ok(()) => crate::salvage::Damaged::default(),
+        Err(e) => {
+            let damaged = match e {
+                asp_format::bundle::ReadError::Invalid { .. } => {
+                    crate::salvage::check(&mut state, &bundle, &input.display())?
+                }
+                _ => crate::salvage::Damaged::default(),
+            };
+            if damaged.is_empty() {
+                return Err(crate::exit::Failure::from(input.own(e)))
+                    .with_context(|| format!("{} is damaged", input.display()));
+            }
+            damaged
+        }
+    };
 
     // Rewritten bodies go into a staging store read before the bundle, on the destination's
     // file system (the system temporary directory may be memory-backed).
@@ -158,7 +174,9 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
             ),
             Store::Dir(d) => format!("cannot write {}", d.display()),
         })?;
-    let imported = Imported::new(written.answer, written.resume, &diagnostics);
+    let mut answer = written.answer;
+    damaged.into_answer(&mut answer, "the bundle (asp verify names it)");
+    let imported = Imported::new(answer, written.resume, &diagnostics);
     let target = match (&store, written.files) {
         (Store::Dir(d), Some(files)) => format!(
             "{} ({} files, {})",
@@ -170,8 +188,21 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
     };
     bar.clear();
     imported.print_findings(&bar);
+    for line in damaged.lines() {
+        bar.println(format!("damaged: {}: {line}", input.display()));
+    }
+    if !damaged.is_empty() {
+        bar.println(format!(
+            "left out, their data in the bundle being damaged: {}",
+            damaged.summary()
+        ));
+    }
     if args.common.json {
-        crate::outln!("{}", imported.json());
+        let mut json = imported.json();
+        if !damaged.is_empty() {
+            json["_meta"]["asp"]["damaged"] = serde_json::json!(damaged.blobs);
+        }
+        crate::outln!("{json}");
     } else {
         let verb = if args.dry_run {
             "would unpack"
@@ -192,6 +223,9 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
         for line in imported.detail_lines(args.dry_run) {
             crate::outln!("{line}");
         }
+    }
+    if !damaged.is_empty() {
+        return Ok(Exit::Integrity);
     }
     Ok(imported.exit(args.strict.strict))
 }
