@@ -561,6 +561,34 @@ fn a_restore_brings_back_every_session_a_damaged_blob_does_not_touch() {
     assert_eq!(back, top.len() - 1);
 }
 
+/// A layer gone from the repository is stored again by the next backup even when nothing
+/// else changed: the sessions that need it are read again from the source.
+#[test]
+fn a_missing_layer_is_mended_by_the_next_backup_even_when_nothing_changed() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let mut blobs = files_under(&repo.join("blobs/sha256"));
+    blobs.sort_by_key(|p| fs::metadata(p).unwrap().len());
+    fs::remove_file(blobs.last().unwrap()).unwrap();
+    asp()
+        .args(["check", "-q", "--repo"])
+        .arg(&repo)
+        .assert()
+        .code(4);
+    let out = backup_run(&home, &repo, &["--from", "claude-code"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("were read again from the source"), "{err}");
+    check(&repo, true);
+    // And then it is nothing changed again.
+    let out = backup_run(&home, &repo, &["--from", "claude-code", "--json", "-q"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v[0]["snapshot"].is_null(), "{v}");
+    assert_eq!(v[0]["blobsAdded"], 0, "{v}");
+}
+
 /// A damaged rewind checkpoint leaves out that file alone: its session (transcript, todo
 /// list, the other checkpoint) is restored, and the checkpoint is named as lost.
 #[test]

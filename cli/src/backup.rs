@@ -160,7 +160,11 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
         // What is left out by design or noted is said when a snapshot is made, unless `-q`
         // (nothing changed: it was said when the parent was made).
         let items = diagnostics.items();
-        let made = result.as_ref().is_ok_and(|o| o.snapshot.is_some()) || result.is_err();
+        // (A backup that stored layers the repository had lost says how it mended it.)
+        let made = result
+            .as_ref()
+            .is_ok_and(|o| o.snapshot.is_some() || o.blobs_added > 0)
+            || result.is_err();
         for d in &items {
             if d.severity.is_loss() || (made && !args.common.quiet) {
                 bar.println(format!("{}: {d}", human::severity(d.severity)));
@@ -234,6 +238,15 @@ fn no_store(mut missing: Vec<ConvertError>) -> crate::exit::Failure {
 /// from source; 5 blobs, 1.2 MiB added`, or `...: nothing changed`.
 pub fn summary(o: &BackupOutcome) -> String {
     let Some(s) = &o.snapshot else {
+        if o.blobs_added > 0 {
+            return format!(
+                "{} ({}): nothing changed; {}, {} the repository had lost stored again",
+                o.harness,
+                o.home,
+                human::count(o.blobs_added as u64, "blob", "blobs"),
+                human::bytes(o.bytes_added)
+            );
+        }
         return format!("{} ({}): nothing changed", o.harness, o.home);
     };
     format!(

@@ -209,6 +209,23 @@ pub fn backup(
     }
 }
 
+/// The ids of the sessions of `state` a body of which is stored in one of `layers`.
+fn needing(
+    state: &State,
+    table: &BTreeMap<Digest, LayerRef>,
+    layers: &HashSet<Digest>,
+) -> Vec<String> {
+    state
+        .sessions
+        .iter()
+        .flatten()
+        .filter(|s| {
+            session_bodies(s).any(|d| table.get(&d).is_some_and(|r| layers.contains(&r.layer)))
+        })
+        .map(|s| s.id.to_string())
+        .collect()
+}
+
 /// `1 layer`, `3 layers`.
 fn count_layers(n: usize) -> String {
     if n == 1 {
@@ -378,7 +395,30 @@ fn backup_once(
         && p.sources.config == config
         && p.state == state
     {
-        return Ok(Attempt::Done(Box::new(outcome)));
+        // Nothing changed, but a layer the snapshot needs may have gone from the repository
+        // (deleted by hand, moved aside by `asp check --read-data --repair`): then the
+        // sessions that need it are read again and it is stored anew, as when something
+        // changed. A stat per layer: milliseconds.
+        let missing: HashSet<Digest> = p
+            .table
+            .values()
+            .chain(p.sources.config_layers.values())
+            .filter(|r| {
+                !repo.has_blob(&Descriptor {
+                    digest: r.layer,
+                    size: r.size,
+                })
+            })
+            .map(|r| r.layer)
+            .collect();
+        if missing.is_empty() {
+            return Ok(Attempt::Done(Box::new(outcome)));
+        }
+        let sessions = needing(&p.state, &p.table, &missing);
+        return Ok(Attempt::Missing {
+            layers: missing,
+            sessions,
+        });
     }
     let layers = staging.finish()?;
     let parent_table = parent.as_ref().map(|p| &p.table);
@@ -426,17 +466,7 @@ fn backup_once(
         }
     }
     if !missing.is_empty() {
-        let table = &docs.table;
-        let sessions = docs
-            .state
-            .sessions
-            .iter()
-            .flatten()
-            .filter(|s| {
-                session_bodies(s).any(|d| table.get(&d).is_some_and(|r| missing.contains(&r.layer)))
-            })
-            .map(|s| s.id.to_string())
-            .collect();
+        let sessions = needing(&docs.state, &docs.table, &missing);
         return Ok(Attempt::Missing {
             layers: missing,
             sessions,

@@ -17,7 +17,7 @@
 //! | [`settings_json`], [`mcp_json`] | JSONC config files (Gemini's and Qwen's `settings.json`, OpenCode's `opencode.json`): read, merged write, and their MCP server entries ↔ ACP `McpServer` |
 //! | [`instructions_file`] | instructions kept in one Markdown file, written only where there is none |
 //! | [`pathmap`] | `--map-path OLD=NEW` |
-//! | [`config`], [`prompt_log`] | a harness's own configuration kept whole by a backup and restored into that harness; its prompt history merged into one already there |
+//! | [`config`], [`prompt_log`], `credentialed_json` | a harness's own configuration kept whole by a backup and restored into that harness; its prompt history merged into one already there; a JSON file with credentials in it kept without them |
 //! | [`escape`], [`time`], [`uuid`] | file-name escaping, RFC 3339 times, name-based UUIDs |
 //!
 //! Converters never import each other; what two of them need goes here.
@@ -27,6 +27,8 @@ pub mod acp;
 pub mod beside;
 pub mod config;
 pub mod conversation;
+#[cfg(any(feature = "pi", feature = "qwen"))]
+pub mod credentialed_json;
 pub mod escape;
 pub mod fsops;
 pub mod instructions_file;

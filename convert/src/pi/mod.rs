@@ -37,7 +37,7 @@ use crate::harness::{
     Capabilities, Harness, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
     WriteContext,
 };
-use crate::kit::config::{CredentialedJson, Secret};
+use crate::kit::credentialed_json::{CredentialedJson, Secret};
 use crate::kit::placement::Tally;
 use layout::Layout;
 

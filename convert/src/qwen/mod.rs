@@ -38,7 +38,7 @@ use crate::harness::{
     Capabilities, Harness, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
     WriteContext,
 };
-use crate::kit::config::{CredentialedJson, Secret};
+use crate::kit::credentialed_json::{CredentialedJson, Secret};
 use crate::kit::placement::Tally;
 use crate::kit::settings_json::{File, report_unreadable, write_merged};
 use layout::Layout;
