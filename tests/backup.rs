@@ -589,6 +589,40 @@ fn a_missing_layer_is_mended_by_the_next_backup_even_when_nothing_changed() {
     assert_eq!(v[0]["blobsAdded"], 0, "{v}");
 }
 
+/// Bit rot is mended in two steps: `asp check --read-data --repair` moves the damaged layer
+/// aside (nothing deleted), and the next backup stores it again from the source.
+#[test]
+fn a_damaged_layer_moved_aside_is_stored_again_by_the_next_backup() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let mut blobs = files_under(&repo.join("blobs/sha256"));
+    blobs.sort_by_key(|p| fs::metadata(p).unwrap().len());
+    let big = blobs.last().unwrap().clone();
+    let mut bytes = fs::read(&big).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    fs::write(&big, &bytes).unwrap();
+    asp()
+        .args(["check", "-q", "--read-data", "--repair", "--repo"])
+        .arg(&repo)
+        .assert()
+        .code(4)
+        .stdout(predicate::str::contains("moved aside"));
+    let aside = repo.join("damaged").join(big.file_name().unwrap());
+    assert_eq!(fs::read(&aside).unwrap(), bytes, "kept, not deleted");
+    let out = backup_run(&home, &repo, &["--from", "claude-code"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    check(&repo, true);
+    // --repair without --read-data is a usage error: only reading finds bit rot.
+    asp()
+        .args(["check", "--repair", "--repo"])
+        .arg(&repo)
+        .assert()
+        .code(2);
+}
+
 /// A damaged rewind checkpoint leaves out that file alone: its session (transcript, todo
 /// list, the other checkpoint) is restored, and the checkpoint is named as lost.
 #[test]

@@ -19,6 +19,10 @@ Examples:
   asp check --read-data
       Also read every layer (its sha256 against its name) and decode every body (its sha256
       against the state): finds bit rot.
+  asp check --read-data --repair && asp backup --from claude-code
+      Move each layer whose bytes no longer match its name into <repo>/damaged/ (nothing is
+      deleted); the next backup finds it missing and stores it again from the source, for
+      the sessions the source still has. (`asp restore` meanwhile restores everything else.)
 
 Blobs no snapshot names (left by an interrupted backup, or by forget) are counted, not
 problems; `asp prune` removes them. Problems exit 4.
@@ -28,6 +32,10 @@ pub struct CheckArgs {
     /// Read all data, not only the documents
     #[arg(long)]
     pub read_data: bool,
+
+    /// Move damaged layers aside (into <repo>/damaged/) for the next backup to store again
+    #[arg(long, requires = "read_data")]
+    pub repair: bool,
 
     #[command(flatten)]
     pub repo: RepoArg,
@@ -43,6 +51,7 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
         &repo,
         &CheckOptions {
             read_data: args.read_data,
+            repair: args.repair,
         },
         &bar,
     )?;
@@ -55,6 +64,12 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
     } else {
         for p in &report.problems {
             crate::outln!("problem: {p}");
+        }
+        for d in &report.moved_aside {
+            crate::outln!(
+                "moved aside: {d} into {}; the next `asp backup` stores it again from the source",
+                repo.root().join("damaged").display()
+            );
         }
         crate::outln!(
             "checked {}, {}{}; {} unreferenced; {}",

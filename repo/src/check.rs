@@ -18,6 +18,10 @@ use crate::snapshot::Snapshot;
 pub struct CheckOptions {
     /// Read every layer and decode every body (else: documents and sizes only).
     pub read_data: bool,
+    /// Move each layer whose bytes do not match its name (found with `read_data`) into
+    /// `<repo>/damaged/`, so that the next backup, finding it missing, stores it again from
+    /// the source that still has its sessions. Nothing is deleted.
+    pub repair: bool,
 }
 
 /// What a check found.
@@ -32,6 +36,8 @@ pub struct CheckReport {
     /// Blobs nothing names (left by an interrupted backup or by forget; prune removes them).
     pub unreferenced: usize,
     pub problems: Vec<String>,
+    /// Layers moved into `<repo>/damaged/` (with `repair`).
+    pub moved_aside: Vec<String>,
 }
 
 impl CheckReport {
@@ -46,7 +52,12 @@ pub fn check(
     opts: &CheckOptions,
     progress: &dyn Progress,
 ) -> Result<CheckReport, RepoError> {
-    let _lock = repo.lock_shared()?;
+    // Repairing moves blobs: no backup may count on one meanwhile.
+    let _lock = if opts.repair {
+        repo.lock_exclusive()?
+    } else {
+        repo.lock_shared()?
+    };
     let mut report = CheckReport::default();
     let infos = match repo.snapshots() {
         Ok(i) => i,
@@ -128,7 +139,15 @@ pub fn check(
         } else if opts.read_data {
             let mut r = repo.open_raw(&blob)?;
             if let Err(e) = std::io::copy(&mut r, &mut std::io::sink()) {
-                report.problems.push(format!("blob {d}: {e}"));
+                report.problems.push(format!("{e}"));
+                if opts.repair {
+                    drop(r);
+                    let aside = repo.root().join("damaged");
+                    std::fs::create_dir_all(&aside).map_err(RepoError::io(&aside))?;
+                    let to = aside.join(d.hex());
+                    std::fs::rename(repo.blob_path(d), &to).map_err(RepoError::io(&to))?;
+                    report.moved_aside.push(d.to_string());
+                }
             }
         }
     }
