@@ -1556,6 +1556,22 @@ fn restore_map_path_moves_sessions_and_local_mcp_projects() {
         mcp["/Users/dev/shop"]["design-system"]["args"][0],
         "/Users/dev/shop/tools/design-mcp/server.js"
     );
+    // The prompt history's projects move too, so ↑ finds the prompts there.
+    let history = fs::read_to_string(fresh.join(".claude/history.jsonl")).unwrap();
+    let projects: Vec<String> = history
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["project"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(!projects.is_empty());
+    assert!(
+        projects.iter().all(|p| p.starts_with("/Users/dev/")),
+        "{projects:?}"
+    );
     // A rule that is not OLD=NEW is a usage error, before anything is written.
     let none = t.path().join("none");
     fs::create_dir_all(&none).unwrap();
