@@ -96,6 +96,47 @@ fn append_turn(file: &Path, n: u64) -> String {
     text
 }
 
+/// The repository's largest blob: a transcript's layer.
+fn largest_blob(repo: &Path) -> PathBuf {
+    let mut blobs = files_under(&repo.join("blobs/sha256"));
+    blobs.sort_by_key(|p| fs::metadata(p).unwrap().len());
+    blobs.pop().unwrap()
+}
+
+/// Flips one bit of the file at `path`, at byte `at` (counted from the end when negative), as
+/// bit rot would; gives the damaged bytes.
+fn rot(path: &Path, at: isize) -> Vec<u8> {
+    let mut bytes = fs::read(path).unwrap();
+    let i = if at < 0 {
+        bytes.len() - at.unsigned_abs()
+    } else {
+        at as usize
+    };
+    bytes[i] ^= 0x40;
+    fs::write(path, &bytes).unwrap();
+    bytes
+}
+
+/// [`rot`] in the middle of the repository's largest blob: its path and damaged bytes.
+fn rot_largest_blob(repo: &Path) -> (PathBuf, Vec<u8>) {
+    let big = largest_blob(repo);
+    let len = fs::metadata(&big).unwrap().len() as isize;
+    let bytes = rot(&big, len / 2);
+    (big, bytes)
+}
+
+/// `asp restore --to claude-code --json` of the newest snapshot in `repo` into a new home `to`.
+fn restore_json(repo: &Path, to: &Path) -> std::process::Output {
+    fs::create_dir_all(to).unwrap();
+    asp()
+        .args(["restore", "--to", "claude-code", "--json", "--home"])
+        .arg(to)
+        .arg("--repo")
+        .arg(repo)
+        .output()
+        .unwrap()
+}
+
 fn check(repo: &Path, read_data: bool) {
     let mut cmd = asp();
     cmd.args(["check", "-q", "--repo"]).arg(repo);
@@ -428,14 +469,7 @@ fn check_finds_a_damaged_layer_and_a_missing_one() {
     let repo = t.path().join("repo");
     backup(&home, &repo);
     check(&repo, true);
-    // The largest blob is a transcript's layer.
-    let mut blobs = files_under(&repo.join("blobs/sha256"));
-    blobs.sort_by_key(|p| fs::metadata(p).unwrap().len());
-    let big = blobs.last().unwrap().clone();
-    let mut bytes = fs::read(&big).unwrap();
-    let mid = bytes.len() / 2;
-    bytes[mid] ^= 0x40;
-    fs::write(&big, &bytes).unwrap();
+    let (big, _) = rot_largest_blob(&repo);
     check(&repo, false);
     asp()
         .args(["check", "-q", "--read-data", "--repo"])
@@ -505,24 +539,10 @@ fn a_restore_brings_back_every_session_a_damaged_blob_does_not_touch() {
     let home = home_in(t.path());
     let repo = t.path().join("repo");
     backup(&home, &repo);
-    // The largest blob is a transcript's layer.
-    let mut blobs = files_under(&repo.join("blobs/sha256"));
-    blobs.sort_by_key(|p| fs::metadata(p).unwrap().len());
-    let big = blobs.last().unwrap().clone();
-    let mut bytes = fs::read(&big).unwrap();
-    let mid = bytes.len() / 2;
-    bytes[mid] ^= 0x40;
-    fs::write(&big, &bytes).unwrap();
+    rot_largest_blob(&repo);
 
     let fresh = t.path().join("fresh");
-    fs::create_dir_all(&fresh).unwrap();
-    let out = asp()
-        .args(["restore", "--to", "claude-code", "--json", "--home"])
-        .arg(&fresh)
-        .arg("--repo")
-        .arg(&repo)
-        .output()
-        .unwrap();
+    let out = restore_json(&repo, &fresh);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(err.contains("does not match its digest"), "{err}");
@@ -569,9 +589,7 @@ fn a_missing_layer_is_mended_by_the_next_backup_even_when_nothing_changed() {
     let home = home_in(t.path());
     let repo = t.path().join("repo");
     backup(&home, &repo);
-    let mut blobs = files_under(&repo.join("blobs/sha256"));
-    blobs.sort_by_key(|p| fs::metadata(p).unwrap().len());
-    fs::remove_file(blobs.last().unwrap()).unwrap();
+    fs::remove_file(largest_blob(&repo)).unwrap();
     asp()
         .args(["check", "-q", "--repo"])
         .arg(&repo)
@@ -597,13 +615,7 @@ fn a_damaged_layer_moved_aside_is_stored_again_by_the_next_backup() {
     let home = home_in(t.path());
     let repo = t.path().join("repo");
     backup(&home, &repo);
-    let mut blobs = files_under(&repo.join("blobs/sha256"));
-    blobs.sort_by_key(|p| fs::metadata(p).unwrap().len());
-    let big = blobs.last().unwrap().clone();
-    let mut bytes = fs::read(&big).unwrap();
-    let mid = bytes.len() / 2;
-    bytes[mid] ^= 0x40;
-    fs::write(&big, &bytes).unwrap();
+    let (big, bytes) = rot_largest_blob(&repo);
     asp()
         .args(["check", "-q", "--read-data", "--repair", "--repo"])
         .arg(&repo)
@@ -640,20 +652,10 @@ fn a_damaged_checkpoint_leaves_out_only_itself() {
             bytes == v1 || zstd::decode_all(&bytes[..]).is_ok_and(|d| d == v1)
         })
         .expect("the checkpoint's layer");
-    let mut bytes = fs::read(&layer).unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 0x01;
-    fs::write(&layer, &bytes).unwrap();
+    rot(&layer, -1);
 
     let fresh = t.path().join("fresh");
-    fs::create_dir_all(&fresh).unwrap();
-    let out = asp()
-        .args(["restore", "--to", "claude-code", "--json", "--home"])
-        .arg(&fresh)
-        .arg("--repo")
-        .arg(&repo)
-        .output()
-        .unwrap();
+    let out = restore_json(&repo, &fresh);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
     assert_eq!(transcript(&fresh, A), transcript(&home, A), "{err}");

@@ -298,6 +298,12 @@ fn titles_follow_custom_then_ai_then_summary_then_first_prompt() {
     assert!(infos(D).is_empty(), "no title record, no title event");
 }
 
+/// The paths of session `id`'s native files, as the state lists them.
+fn native_paths<'r>(r: &'r Read, id: &str) -> Vec<&'r str> {
+    let files = &r.session(id).native.as_ref().unwrap().files;
+    files.iter().map(|f| f.path.as_str()).collect()
+}
+
 #[test]
 fn every_session_has_its_harness_cwd_time_and_native_files() {
     let r = read(&sample_home());
@@ -324,17 +330,8 @@ fn every_session_has_its_harness_cwd_time_and_native_files() {
         r.session(D).updated_at.as_deref(),
         Some("2026-11-28T15:31:40.970Z")
     );
-    let native: Vec<&str> = r
-        .session(B)
-        .native
-        .as_ref()
-        .unwrap()
-        .files
-        .iter()
-        .map(|f| f.path.as_str())
-        .collect();
     assert_eq!(
-        native,
+        native_paths(&r, B),
         [
             ".claude/projects/-home-dev-shop/12821015-852a-451b-911f-ba64553fbf57.jsonl",
             ".claude/projects/-home-dev-shop/12821015-852a-451b-911f-ba64553fbf57/subagents/agent-a44a1a1a1ce6520e9.jsonl",
@@ -343,17 +340,8 @@ fn every_session_has_its_harness_cwd_time_and_native_files() {
     );
     // Its rewind checkpoints and todo list are a session's files too: Claude Code's cleanup
     // deletes them with the transcript.
-    let native: Vec<&str> = r
-        .session(A)
-        .native
-        .as_ref()
-        .unwrap()
-        .files
-        .iter()
-        .map(|f| f.path.as_str())
-        .collect();
     assert_eq!(
-        native,
+        native_paths(&r, A),
         [
             ".claude/file-history/71958462-4bb8-46b6-a36a-1becf56c22dc/b5276ea0bd7f01a0@v1",
             ".claude/file-history/71958462-4bb8-46b6-a36a-1becf56c22dc/b5276ea0bd7f01a0@v2",

@@ -23,6 +23,30 @@ fn layout1(name: &str) -> std::path::PathBuf {
 /// Asserts that unpacking `bytes` fails with exit 4, that stderr mentions every `needle`, and
 /// that nothing was written; `asp verify` must fail the same way.
 fn refused(bytes: &[u8], needles: &[&str]) {
+    let (_dir, out) = unpacked_with_damage(bytes, needles);
+    assert!(
+        nothing_in(&out),
+        "something was written into {}",
+        out.display()
+    );
+}
+
+/// A bundle one of whose bodies does not check out: `asp-unpack` leaves out what needs it,
+/// unpacks the rest, names the damage (the body by its digest, as wherever it is stored) and
+/// exits 4; nothing unchecked is written; `asp verify` refuses the bundle.
+fn salvaged(bytes: &[u8], needles: &[&str]) {
+    let mut needles: Vec<String> = needles
+        .iter()
+        .map(|n| n.replace("blobs/sha256/", "sha256:"))
+        .collect();
+    needles.push("left out, their data in the bundle being damaged".to_owned());
+    let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+    unpacked_with_damage(bytes, &needles);
+}
+
+/// Unpacks `bytes` into a new directory, which it gives (with the scratch directory holding
+/// it), asserting exit 4, every `needle` on stderr, and that `asp verify` exits 4 too.
+fn unpacked_with_damage(bytes: &[u8], needles: &[&str]) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tmp();
     let bundle = dir.path().join("bad.aspstate");
     fs::write(&bundle, bytes).unwrap();
@@ -33,38 +57,10 @@ fn refused(bytes: &[u8], needles: &[&str]) {
     for n in needles {
         assert = assert.stderr(predicate::str::contains(*n));
     }
-    assert!(
-        nothing_in(&out),
-        "something was written into {}",
-        out.display()
-    );
     let mut v = asp();
     v.arg("verify").arg(&bundle);
     v.assert().code(4);
-}
-
-/// A bundle one of whose bodies does not check out: `asp-unpack` leaves out what needs it,
-/// unpacks the rest, names the damage and exits 4; nothing unchecked is written (the damaged
-/// body is not among the files); `asp verify` refuses the bundle.
-fn salvaged(bytes: &[u8], needles: &[&str]) {
-    let dir = tmp();
-    let bundle = dir.path().join("bad.aspstate");
-    fs::write(&bundle, bytes).unwrap();
-    let out = dir.path().join("out");
-    let mut cmd = asp_unpack();
-    cmd.arg(&bundle).arg("--to-dir").arg(&out);
-    let mut assert = cmd.assert().code(4);
-    for n in needles
-        .iter()
-        .chain(&["left out, their data in the bundle being damaged"])
-    {
-        // Named by its digest, as a body is wherever it is stored.
-        let n = n.replace("blobs/sha256/", "sha256:");
-        assert = assert.stderr(predicate::str::contains(n));
-    }
-    let mut v = asp();
-    v.arg("verify").arg(&bundle);
-    v.assert().code(4);
+    (dir, out)
 }
 
 fn blob_names(entries: &[(String, Vec<u8>)]) -> Vec<String> {
