@@ -681,6 +681,54 @@ fn a_damaged_checkpoint_leaves_out_only_itself() {
     assert_eq!(answer["sessions"][A], A);
 }
 
+/// A damaged subagent transcript leaves out its session and the subagent's (restored without
+/// it, the parent would lose a file its conversation needs, and the subagent would come back
+/// as a session of its own); every other session is restored.
+#[test]
+fn a_damaged_subagent_transcript_leaves_out_its_session_and_subagent() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let (parent, agent) = (
+        "12821015-852a-451b-911f-ba64553fbf57",
+        "agent-a44a1a1a1ce6520e9",
+    );
+    let sub = fs::read(
+        home.join(SHOP)
+            .join(parent)
+            .join(format!("subagents/{agent}.jsonl")),
+    )
+    .unwrap();
+    let layer = files_under(&repo.join("blobs/sha256"))
+        .into_iter()
+        .find(|p| {
+            let bytes = fs::read(p).unwrap();
+            bytes == sub || zstd::decode_all(&bytes[..]).is_ok_and(|d| d == sub)
+        })
+        .expect("the subagent transcript's layer");
+    rot(&layer, -1);
+    let fresh = t.path().join("fresh");
+    let out = restore_json(&repo, &fresh);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lost: Vec<&str> = answer["notTaken"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["reason"].as_str())
+        .collect();
+    assert_eq!(lost.len(), 2, "{lost:?}");
+    for id in [parent, agent] {
+        assert!(lost.iter().any(|l| l.contains(id)), "{id}: {lost:?}");
+    }
+    assert!(!fresh.join(SHOP).join(format!("{parent}.jsonl")).exists());
+    assert!(!fresh.join(SHOP).join(format!("{agent}.jsonl")).exists());
+    assert_eq!(transcript(&fresh, A), transcript(&home, A));
+    assert!(fresh.join(GATEWAY).join(format!("{C}.jsonl")).is_file());
+}
+
 /// A home with `n` more copies of session A under new ids: enough work for a backup to be
 /// killed in the middle of.
 fn big_home(dir: &Path, n: usize) -> PathBuf {

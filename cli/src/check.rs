@@ -22,7 +22,9 @@ Examples:
   asp check --read-data --repair && asp backup --from claude-code
       Move each layer whose bytes no longer match its name into <repo>/damaged/ (nothing is
       deleted); the next backup finds it missing and stores it again from the source, for
-      the sessions the source still has. (`asp restore` meanwhile restores everything else.)
+      the sessions the source still has. A layer only sessions gone from the source need
+      cannot be stored again: backups then fail, naming those sessions, until
+      `asp forget --session ID` lets them go. (`asp restore` restores everything else.)
 
 Blobs no snapshot names (left by an interrupted backup, or by forget) are counted, not
 problems; `asp prune` removes them. Problems exit 4.

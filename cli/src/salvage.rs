@@ -3,10 +3,10 @@
 //! A backup is read when something was lost, and one bad blob (a disk error, a file changed by
 //! hand) must not keep the other sessions from coming back. So, as restic restores what it can,
 //! `asp restore` reads every body it needs first; what needs a body that cannot be read back
-//! intact is left out: a damaged native file alone (a rewind checkpoint, a subagent's
-//! transcript: the rest of its session is restored), a session whose update stream is damaged
-//! (also when its transcript is, the stream being compressed against it), a skill, the
-//! instructions, a note, a configuration file. Everything else is restored, and the command
+//! intact is left out: a damaged side file alone (a rewind checkpoint, a todo list, a tool
+//! result: `Harness::side_file`; the rest of its session is restored), a session whose update
+//! stream or any other native file is damaged (its transcript, a subagent's), with its
+//! subagent sessions; a skill, the instructions, a note, a configuration file. Everything else is restored, and the command
 //! ends with the integrity exit code (4), naming each damaged blob and what needed it (also as
 //! `notTaken` losses in the answer). Nothing left out is half-written, and restoring again once
 //! the repository is mended adds it (the rest is already there).
@@ -23,7 +23,7 @@ use std::io::Read;
 use asp_format::answer::{ImportAnswer, NotTaken};
 use asp_format::blob::{BlobError, BlobSource};
 use asp_format::error::{Classify, ErrorClass};
-use asp_format::state::{Native, NoteBody, Reference};
+use asp_format::state::{Native, NoteBody, Reference, parent_of};
 use asp_format::{Descriptor, State, StateKind};
 
 use crate::exit::{Context, Failure, Result};
@@ -126,8 +126,9 @@ impl Damaged {
         self.config.len()
     }
 
-    /// Each item left out as a loss in the import answer (`notTaken`), so a client reads it
-    /// where it reads every other thing not written. `source`: where the data is damaged and
+    /// Each item of the state left out as a loss in the import answer (`notTaken`), so a
+    /// client reads it where it reads every other thing not written. (Configuration files are
+    /// no kind of the state: they are in [`Damaged::blobs`] only.) `source`: where the data is damaged and
     /// what names it (`the repository (asp check --read-data names the blob)`).
     pub fn into_answer(&self, answer: &mut ImportAnswer, source: &str) {
         let why = format!("its data in {source} is damaged");
@@ -180,6 +181,20 @@ pub fn check(state: &mut State, blobs: &dyn BlobSource, shown: &str) -> Result<D
             }
         }
     }
+    // Which harness made each session's native files: it says which of them a session can
+    // lose and still be restored natively.
+    let harness_of: HashMap<String, String> = state
+        .sessions
+        .iter()
+        .flatten()
+        .filter_map(|s| Some((s.id.to_string(), s.native.as_ref()?.harness.to_string())))
+        .collect();
+    let side_file = |session: &str, path: &str| {
+        harness_of
+            .get(session)
+            .and_then(|h| asp_convert::harness(h))
+            .is_some_and(|h| h.side_file(path))
+    };
     let mut damaged = Damaged::default();
     let mut at: HashMap<Descriptor, usize> = HashMap::new();
     for (d, what) in state.references() {
@@ -199,10 +214,16 @@ pub fn check(state: &mut State, blobs: &dyn BlobSource, shown: &str) -> Result<D
             Reference::Updates(id) => {
                 damaged.sessions.insert(id.to_string());
             }
-            Reference::Native { session, path } => {
+            // A side file alone; the transcript (or a subagent's) takes its session with it:
+            // restored without it, the session would be composed anew from its stream and
+            // lose its other files, and come back twice once the repository is mended.
+            Reference::Native { session, path } if side_file(session.as_str(), path.as_str()) => {
                 damaged
                     .files
                     .insert((session.to_string(), path.to_string()));
+            }
+            Reference::Native { session, .. } => {
+                damaged.sessions.insert(session.to_string());
             }
             Reference::SkillFile { skill, .. } => {
                 damaged.skills.insert(skill.to_string());
@@ -211,6 +232,22 @@ pub fn check(state: &mut State, blobs: &dyn BlobSource, shown: &str) -> Result<D
                 damaged.notes.insert(path.to_string());
             }
             Reference::Instructions => damaged.instructions = true,
+        }
+    }
+    // The subagent sessions of a session left out go with it (alone they would be written
+    // as sessions of their own, and twice once the repository is mended).
+    if let Some(list) = &state.sessions {
+        loop {
+            let more: Vec<String> = list
+                .iter()
+                .filter(|s| !damaged.sessions.contains(s.id.as_str()))
+                .filter(|s| parent_of(s).is_some_and(|p| damaged.sessions.contains(p)))
+                .map(|s| s.id.to_string())
+                .collect();
+            if more.is_empty() {
+                break;
+            }
+            damaged.sessions.extend(more);
         }
     }
     // A session left out whole does not also lose its files one by one.

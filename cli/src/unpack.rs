@@ -118,7 +118,13 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
                 }
                 _ => crate::salvage::Damaged::default(),
             };
-            if damaged.is_empty() {
+            // What is left must pass every check (update lines, dictionaries), not only its
+            // digests: else nothing is written, as before.
+            let rest = match damaged.is_empty() {
+                true => Err(e),
+                false => bundle.check_data(&state, &bar),
+            };
+            if let Err(e) = rest {
                 return Err(crate::exit::Failure::from(input.own(e)))
                     .with_context(|| format!("{} is damaged", input.display()));
             }

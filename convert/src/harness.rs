@@ -358,6 +358,16 @@ pub trait Harness: Send + Sync {
         Vec::new()
     }
 
+    /// Whether native file `path` of a session (as the state names it) can be left out while
+    /// the session is still restored natively: a file beside the conversation, not one the
+    /// conversation or a subagent is read from (Claude Code's rewind checkpoints, todo lists
+    /// and tool results). A restore from a damaged backup leaves out such a file alone; any
+    /// other damaged native file leaves out its whole session. None by default.
+    fn side_file(&self, path: &str) -> bool {
+        let _ = path;
+        false
+    }
+
     /// Whether the configuration file at `rel` (relative to the home, as
     /// [`Harness::config_files`] names it) is the harness's prompt history, and its shape: a
     /// restore merges it into one already there ([`crate::kit::prompt_log`]) instead of

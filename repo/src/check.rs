@@ -144,7 +144,13 @@ pub fn check(
                     drop(r);
                     let aside = repo.root().join("damaged");
                     std::fs::create_dir_all(&aside).map_err(RepoError::io(&aside))?;
-                    let to = aside.join(d.hex());
+                    // A name of its own: an earlier copy moved aside stays.
+                    let mut to = aside.join(d.hex());
+                    let mut n = 1;
+                    while to.exists() {
+                        to = aside.join(format!("{}.{n}", d.hex()));
+                        n += 1;
+                    }
                     std::fs::rename(repo.blob_path(d), &to).map_err(RepoError::io(&to))?;
                     report.moved_aside.push(d.to_string());
                 }

@@ -142,6 +142,14 @@ impl Harness for ClaudeCode {
         )
     }
 
+    /// Rewind checkpoints, todo lists and tool results: the conversation is whole without
+    /// them.
+    fn side_file(&self, path: &str) -> bool {
+        path.starts_with(".claude/file-history/")
+            || path.starts_with(".claude/todos/")
+            || path.contains("/tool-results/")
+    }
+
     /// `history.jsonl`: `{display, pastedContents, timestamp (epoch ms), project, sessionId}`
     /// per line.
     fn prompt_log(

@@ -190,8 +190,12 @@ fn merge_log(
         if let Err(e) = old.read_to_end(&mut now) {
             return Ok(kept(format!("cannot be read again ({e})")));
         }
-        if now != there {
+        // A record being appended right now (the file ends mid-line): wait for its end.
+        let mid_line =
+            log.shape == prompt_log::Shape::Lines && now.last().is_some_and(|b| *b != b'\n');
+        if now != there || mid_line {
             there = now;
+            std::thread::sleep(std::time::Duration::from_millis(50));
             continue;
         }
         writer.replace(path, &merged)?;

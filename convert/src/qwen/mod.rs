@@ -46,8 +46,9 @@ use layout::Layout;
 /// The harness's name.
 pub const NAME: &str = "qwen";
 
-/// `settings.json`: `security.auth.apiKey` and the `env` block are credentials (the spec's §1
-/// table); Qwen falls back to the environment without them.
+/// `settings.json`: `security.auth.apiKey`, the `env` block and the web search providers'
+/// keys are credentials (the spec's §1 table); Qwen falls back to the environment without
+/// them.
 const SETTINGS: CredentialedJson = CredentialedJson {
     file: ".qwen/settings.json",
     part: ".qwen/settings.json#withoutCredentials",
@@ -58,6 +59,15 @@ const SETTINGS: CredentialedJson = CredentialedJson {
         },
         Secret {
             at: &["env"],
+            masked: false,
+        },
+        // Web search providers' keys (Tavily, Google), which Qwen keeps in settings too.
+        Secret {
+            at: &["webSearch", "provider", "*", "apiKey"],
+            masked: false,
+        },
+        Secret {
+            at: &["advanced", "tavilyApiKey"],
             masked: false,
         },
     ],
