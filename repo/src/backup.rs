@@ -399,8 +399,9 @@ fn backup_once(
         // (deleted by hand, moved aside by `asp check --read-data --repair`): then the
         // sessions that need it are read again and it is stored anew, as when something
         // changed. A stat per layer of the parent (its gone sessions' and checkpoints'
-        // included): about 10 ms for the 4,757 layers of the 1 GiB bench home on a local
-        // disk, more on a network file system.
+        // included): 10-15 ms for the 5,338 blobs of a 1 GiB bench home's repository on a
+        // local disk (a whole nothing-changed backup of it: 0.20 s), more on a network file
+        // system.
         let missing: HashSet<Digest> = p
             .table
             .values()
