@@ -125,6 +125,17 @@ fn rot_largest_blob(repo: &Path) -> (PathBuf, Vec<u8>) {
     (big, bytes)
 }
 
+/// The blob of `repo` that stores `body` (as it is, or as one zstd frame of its own).
+fn layer_holding(repo: &Path, body: &[u8]) -> PathBuf {
+    files_under(&repo.join("blobs/sha256"))
+        .into_iter()
+        .find(|p| {
+            let bytes = fs::read(p).unwrap();
+            bytes == body || zstd::decode_all(&bytes[..]).is_ok_and(|d| d == body)
+        })
+        .expect("a layer holding the body")
+}
+
 /// `asp restore --to claude-code --json` of the newest snapshot in `repo` into a new home `to`.
 fn restore_json(repo: &Path, to: &Path) -> std::process::Output {
     fs::create_dir_all(to).unwrap();
@@ -645,13 +656,7 @@ fn a_damaged_checkpoint_leaves_out_only_itself() {
     backup(&home, &repo);
     let checkpoints = format!(".claude/file-history/{A}");
     let v1 = fs::read(home.join(&checkpoints).join("b5276ea0bd7f01a0@v1")).unwrap();
-    let layer = files_under(&repo.join("blobs/sha256"))
-        .into_iter()
-        .find(|p| {
-            let bytes = fs::read(p).unwrap();
-            bytes == v1 || zstd::decode_all(&bytes[..]).is_ok_and(|d| d == v1)
-        })
-        .expect("the checkpoint's layer");
+    let layer = layer_holding(&repo, &v1);
     rot(&layer, -1);
 
     let fresh = t.path().join("fresh");
@@ -700,13 +705,7 @@ fn a_damaged_subagent_transcript_leaves_out_its_session_and_subagent() {
             .join(format!("subagents/{agent}.jsonl")),
     )
     .unwrap();
-    let layer = files_under(&repo.join("blobs/sha256"))
-        .into_iter()
-        .find(|p| {
-            let bytes = fs::read(p).unwrap();
-            bytes == sub || zstd::decode_all(&bytes[..]).is_ok_and(|d| d == sub)
-        })
-        .expect("the subagent transcript's layer");
+    let layer = layer_holding(&repo, &sub);
     rot(&layer, -1);
     let fresh = t.path().join("fresh");
     let out = restore_json(&repo, &fresh);
