@@ -136,6 +136,15 @@ fn layer_holding(repo: &Path, body: &[u8]) -> PathBuf {
         .expect("a layer holding the body")
 }
 
+/// The reasons of an import answer's `notTaken` entries.
+fn reasons_not_taken(answer: &Value) -> Vec<&str> {
+    let not_taken = answer["notTaken"].as_array().unwrap();
+    not_taken
+        .iter()
+        .filter_map(|n| n["reason"].as_str())
+        .collect()
+}
+
 /// `asp restore --to claude-code --json` of the newest snapshot in `repo` into a new home `to`.
 fn restore_json(repo: &Path, to: &Path) -> std::process::Output {
     fs::create_dir_all(to).unwrap();
@@ -675,12 +684,7 @@ fn a_damaged_checkpoint_leaves_out_only_itself() {
         fs::read(home.join(&checkpoints).join("b5276ea0bd7f01a0@v2")).unwrap()
     );
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let lost: Vec<&str> = answer["notTaken"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|n| n["reason"].as_str())
-        .collect();
+    let lost = reasons_not_taken(&answer);
     assert_eq!(lost.len(), 1, "{lost:?}");
     assert!(lost[0].contains("b5276ea0bd7f01a0@v1"), "{lost:?}");
     assert_eq!(answer["sessions"][A], A);
@@ -712,12 +716,7 @@ fn a_damaged_subagent_transcript_leaves_out_its_session_and_subagent() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let lost: Vec<&str> = answer["notTaken"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|n| n["reason"].as_str())
-        .collect();
+    let lost = reasons_not_taken(&answer);
     assert_eq!(lost.len(), 2, "{lost:?}");
     for id in [parent, agent] {
         assert!(lost.iter().any(|l| l.contains(id)), "{id}: {lost:?}");
