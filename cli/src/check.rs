@@ -19,7 +19,7 @@ Examples:
   asp check --read-data
       Also read every layer (its sha256 against its name) and decode every body (its sha256
       against the state): finds bit rot.
-  asp check --read-data --repair && asp backup --from claude-code
+  asp check --read-data --repair; asp backup --from claude-code
       Move each layer whose bytes no longer match its name into <repo>/damaged/ (nothing is
       deleted); the next backup finds it missing and stores it again from the source, for
       the sessions the source still has. A layer only sessions gone from the source need

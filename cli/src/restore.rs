@@ -43,10 +43,11 @@ is none, the newest snapshot of that harness; when the repository holds none of 
 home, else name one with --snapshot. --json prints the _asp/state/import answer, as
 asp-unpack --json does (with _meta.asp.resume, alreadyThere and findings).
 
-Every body is read and checked before anything is written. A session (skill, note) whose data
-in the repository is damaged or missing is left out and named, the rest is restored, and the
-exit code is 4 (_meta.asp.damaged in --json); `asp check --read-data` lists the damaged
-blobs.";
+Every body is read and checked before anything is written. What needs data the repository
+has lost or damaged is left out and named (a rewind checkpoint or todo list alone; else the
+whole session with its subagents; a skill, a note), the rest is restored, and the exit code
+is 4 (notTaken and _meta.asp.damaged in --json). `asp check --read-data --repair`, then
+`asp backup`, stores such data again from the source.";
 
 /// Restore a snapshot, or sessions of it, into an agent's store
 #[derive(Debug, Clone, Parser)]
