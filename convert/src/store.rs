@@ -40,7 +40,6 @@ use crate::harness::{
 use crate::kit::fsops::Writer;
 use crate::kit::pathmap::PathMap;
 use crate::kit::placement::Placement;
-use crate::kit::prompt_log::Shape;
 use crate::kit::report::{Diagnostic, Diagnostics, Severity};
 use crate::kit::source::SourceFile;
 use crate::reading::{self, READING_BUDGET, ReadingBudget};
@@ -723,25 +722,8 @@ impl Store {
         let staged = asp_format::blob::MemoryStore::new();
         if !path_map.is_empty() {
             for f in &mut whole.files {
-                if log(f.path.as_str()).is_some_and(|l| l.shape == Shape::Lines) {
-                    let mut bytes = Vec::new();
-                    std::io::Read::read_to_end(&mut blobs.open(&f.content)?, &mut bytes)
-                        .map_err(ConvertError::io(f.path.as_str()))?;
-                    let mut mapped = Vec::with_capacity(bytes.len());
-                    for line in bytes.split_inclusive(|b| *b == b'\n') {
-                        let (body, end) = match line.strip_suffix(b"\n") {
-                            Some(b) => (b, &b"\n"[..]),
-                            None => (line, &b""[..]),
-                        };
-                        match std::str::from_utf8(body) {
-                            Ok(text) => {
-                                mapped.extend_from_slice(path_map.map_json_line(text).as_bytes())
-                            }
-                            Err(_) => mapped.extend_from_slice(body),
-                        }
-                        mapped.extend_from_slice(end);
-                    }
-                    f.content = staged.put(&mapped)?;
+                if log(f.path.as_str()).is_some() {
+                    *f = path_map.rewrite_file(blobs, &staged, f)?;
                 }
             }
         }

@@ -150,7 +150,7 @@ impl PathMap {
                     files: native
                         .files
                         .iter()
-                        .map(|f| self.rewrite_native(source, sink, f))
+                        .map(|f| self.rewrite_file(source, sink, f))
                         .collect::<Result<_, _>>()?,
                 };
             }
@@ -180,7 +180,10 @@ impl PathMap {
         Ok(w.finish()?)
     }
 
-    fn rewrite_native(
+    /// File `f` with its paths rewritten into `sink` (streamed line by line for `.jsonl`, a
+    /// `.json` document whole, anything else as it is): a session's native file, a prompt
+    /// history restored with the configuration.
+    pub fn rewrite_file(
         &self,
         source: &dyn BlobSource,
         sink: &dyn BlobSink,
