@@ -158,12 +158,8 @@ impl Harness for ClaudeCode {
         rel: &str,
     ) -> Option<crate::kit::prompt_log::PromptLog> {
         let history = Layout::of(home).config.join("history.jsonl");
-        (crate::kit::config::relative(&home.dir, &history).as_deref() == Some(rel)).then_some(
-            crate::kit::prompt_log::PromptLog {
-                shape: crate::kit::prompt_log::Shape::Lines,
-                time: "timestamp",
-            },
-        )
+        (crate::kit::config::relative(&home.dir, &history).as_deref() == Some(rel))
+            .then_some(crate::kit::prompt_log::PromptLog { time: "timestamp" })
     }
 
     /// The per-project (local-scope) MCP servers of `.claude.json` ([`local_mcp`]): the rest

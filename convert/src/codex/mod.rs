@@ -154,12 +154,8 @@ impl Harness for Codex {
         rel: &str,
     ) -> Option<crate::kit::prompt_log::PromptLog> {
         let history = layout::Layout::of(home).codex.join("history.jsonl");
-        (crate::kit::config::relative(&home.dir, &history).as_deref() == Some(rel)).then_some(
-            crate::kit::prompt_log::PromptLog {
-                shape: crate::kit::prompt_log::Shape::Lines,
-                time: "ts",
-            },
-        )
+        (crate::kit::config::relative(&home.dir, &history).as_deref() == Some(rel))
+            .then_some(crate::kit::prompt_log::PromptLog { time: "ts" })
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {

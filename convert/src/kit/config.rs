@@ -191,15 +191,14 @@ fn merge_log(
             return Ok(kept(format!("cannot be read again ({e})")));
         }
         // A record being appended right now (the file ends mid-line): wait for its end.
-        let mid_line =
-            log.shape == prompt_log::Shape::Lines && now.last().is_some_and(|b| *b != b'\n');
+        let mid_line = now.last().is_some_and(|b| *b != b'\n');
         if now != there || mid_line {
             there = now;
             std::thread::sleep(std::time::Duration::from_millis(50));
             continue;
         }
         writer.replace(path, &merged)?;
-        if !writer.is_dry_run() && log.shape == prompt_log::Shape::Lines {
+        if !writer.is_dry_run() {
             let mut late = Vec::new();
             if old.read_to_end(&mut late).is_ok() && !late.is_empty() {
                 writer.append(path, &late)?;
