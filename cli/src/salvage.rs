@@ -6,9 +6,9 @@
 //! intact is left out: a damaged side file alone (a rewind checkpoint, a todo list, a tool
 //! result: `Harness::side_file`; the rest of its session is restored), a session whose update
 //! stream or any other native file is damaged (its transcript, a subagent's), with its
-//! subagent sessions; a skill, the instructions, a note, a configuration file. Everything else is restored, and the command
-//! ends with the integrity exit code (4), naming each damaged blob and what needed it (also as
-//! `notTaken` losses in the answer). Nothing left out is half-written, and restoring again once
+//! subagent sessions; a skill, the instructions, a note, a configuration file. Everything
+//! else is restored, and the command ends with the integrity exit code (4), naming each
+//! damaged blob and what needed it (also as `notTaken` losses in the answer). Nothing left out is half-written, and restoring again once
 //! the repository is mended adds it (the rest is already there).
 //!
 //! `asp-unpack` does the same for a bundle whose bodies do not all check out.
@@ -158,9 +158,8 @@ impl Damaged {
 }
 
 /// Reads every body `state` refers to through `blobs` (each once) and takes out of `state`
-/// what refers to a damaged one: a session whose update stream is damaged (a stream
-/// compressed against its transcript is damaged with it), a native file alone (the rest of
-/// its session is restored), a skill, the instructions, a note. `shown` names the snapshot in
+/// what refers to a damaged one, as the module says: a side file alone, else its session with
+/// the session's subagents; a skill, the instructions, a note. `shown` names the snapshot in
 /// errors.
 pub fn check(state: &mut State, blobs: &dyn BlobSource, shown: &str) -> Result<Damaged> {
     // What is wrong with each damaged body, by digest.

@@ -283,9 +283,20 @@ fn attach_outside_files(layout: &Layout, found: &mut [Found], diagnostics: &Diag
             todos.entry(owner.to_owned()).or_default().push(e.path());
         }
     }
+    // The checkpoint folders there are, listed once (most sessions have none).
+    let checkpointed: HashSet<std::ffi::OsString> =
+        read_dir_sorted(&layout.file_history(), diagnostics)
+            .iter()
+            .map(fs::DirEntry::file_name)
+            .collect();
     for f in found.iter_mut() {
         let before = f.side.len();
-        for e in read_dir_sorted(&layout.file_history().join(&f.stem), diagnostics) {
+        let dir = layout.file_history().join(&f.stem);
+        let listed = match checkpointed.contains(std::ffi::OsStr::new(&f.stem)) {
+            true => read_dir_sorted(&dir, diagnostics),
+            false => Vec::new(),
+        };
+        for e in listed {
             if is_regular(&e) {
                 f.side.push(e.path());
             } else {
