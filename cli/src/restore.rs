@@ -27,7 +27,8 @@ Examples:
       since included). Existing sessions are never overwritten: the same one is reported as
       already there, a different one is kept beside it as <id>~<harness>.
   asp restore --session 71958462-4bb8-46b6-a36a-1becf56c22dc --to claude-code
-      Bring back one session (with its subagents), byte for byte.
+      Bring back one session (with its subagents; for Claude Code also its rewind
+      checkpoints and todo lists), byte for byte.
   asp restore --snapshot 1a2b3c4d --to codex --dry-run --json
       Say what restoring that snapshot into Codex would take and leave behind; write nothing.
   asp restore --to claude-code --home /mnt/new-machine/home/me
