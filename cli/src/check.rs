@@ -23,8 +23,9 @@ Examples:
       Move each layer whose bytes no longer match its name into <repo>/damaged/ (nothing is
       deleted); the next backup finds it missing and stores it again from the source, for
       the sessions the source still has. A layer only sessions gone from the source need
-      cannot be stored again: backups then fail, naming those sessions, until
-      `asp forget --session ID` lets them go. (`asp restore` restores everything else.)
+      cannot be stored again: backups go on, keep those sessions as they are and name them
+      as lost (exit 3) on every run, until `asp forget --session ID` lets them go. (`asp
+      restore` restores everything that does not need a lost layer.)
 
 Blobs no snapshot names (left by an interrupted backup, or by forget) are counted, not
 problems; `asp prune` removes them. Problems exit 4.

@@ -89,6 +89,15 @@ pub struct BackupOutcome {
     pub absent: bool,
     pub blobs_added: usize,
     pub bytes_added: u64,
+    /// Layers the parent names that the repository has lost and nothing could store again,
+    /// because only sessions gone from the source need them (each such session is reported
+    /// as lost).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub layers_lost: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// This machine's host name, as the kernel has it.
@@ -180,31 +189,38 @@ pub fn backup(
     forward(diagnostics);
     match again? {
         Attempt::Done(outcome) => {
-            ctx.diagnostics.push(Diagnostic {
-                severity: Severity::Note,
-                file: None,
-                line: None,
-                message: format!(
-                    "{} of the parent snapshot {} missing from {}; the sessions that need them \
-                     were read again from the source and stored anew",
-                    count_layers(missing.len()),
-                    if missing.len() == 1 { "was" } else { "were" },
-                    repo.root().display()
-                ),
-            });
+            let mended = missing.len().saturating_sub(outcome.layers_lost);
+            if mended > 0 {
+                ctx.diagnostics.push(Diagnostic {
+                    severity: Severity::Note,
+                    file: None,
+                    line: None,
+                    message: format!(
+                        "{} of the parent snapshot {} missing from {}; the sessions that need \
+                         {} were read again from the source and stored anew",
+                        count_layers(mended),
+                        if mended == 1 { "was" } else { "were" },
+                        repo.root().display(),
+                        if mended == 1 { "it" } else { "them" },
+                    ),
+                });
+            }
             Ok(*outcome)
         }
         Attempt::Missing {
             layers: missing,
             sessions,
         } => Err(RepoError::Integrity(format!(
-            "{} of the parent snapshot {} missing from {}, and the source no longer has the \
-             sessions that need them ({}): run `asp check`; `asp forget --session ID` lets a \
-             session go",
+            "{} of the parent snapshot {} missing from {} and could not be stored again{}: \
+             run `asp check`",
             count_layers(missing.len()),
             if missing.len() == 1 { "is" } else { "are" },
             repo.root().display(),
-            sessions.join(", ")
+            if sessions.is_empty() {
+                String::new()
+            } else {
+                format!(" (needed by {})", sessions.join(", "))
+            }
         ))),
     }
 }
@@ -224,6 +240,16 @@ fn needing(
         })
         .map(|s| s.id.to_string())
         .collect()
+}
+
+/// The session of `state` with id `id` (one [`needing`] named).
+fn session_named<'s>(state: &'s State, id: &str) -> &'s Session {
+    state
+        .sessions
+        .iter()
+        .flatten()
+        .find(|s| s.id.as_str() == id)
+        .expect("a session needing() named")
 }
 
 /// `1 layer`, `3 layers`.
@@ -470,10 +496,42 @@ fn backup_once(
     }
     if !missing.is_empty() {
         let sessions = needing(&docs.state, &docs.table, &missing);
-        return Ok(Attempt::Missing {
-            layers: missing,
-            sessions,
-        });
+        // The second pass read again every session the source still has that needed a missing
+        // layer. What is still missing is needed by sessions the source no longer has: nothing
+        // can store it again. They are carried as they are (their other layers stay kept, and
+        // `asp restore` leaves out only what needs the lost ones), said as lost on every run
+        // until `asp forget --session` lets them go; the backup goes on, so one damaged
+        // session of the past does not stop every session of the present from being kept.
+        let only_gone = !sessions.is_empty() && sessions.iter().all(|s| gone.contains_key(s));
+        if avoid.is_empty() || !only_gone {
+            return Ok(Attempt::Missing {
+                layers: missing,
+                sessions,
+            });
+        }
+        outcome.layers_lost = missing.len();
+        for id in &sessions {
+            let lost = session_bodies(session_named(&docs.state, id))
+                .filter_map(|d| docs.table.get(&d))
+                .filter(|r| missing.contains(&r.layer))
+                .map(|r| r.layer)
+                .collect::<HashSet<_>>()
+                .len();
+            ctx.diagnostics.push(Diagnostic {
+                severity: Severity::Lost,
+                file: None,
+                line: None,
+                message: format!(
+                    "session {id} (gone from the source since {}) needs {} the repository has \
+                     lost ({}): it is kept as it is, and `asp restore` gives back what does not \
+                     need {}; `asp forget --session {id}` lets it go",
+                    gone[id],
+                    count_layers(lost),
+                    repo.root().display(),
+                    if lost == 1 { "it" } else { "them" },
+                ),
+            });
+        }
     }
     let (n, bytes) = write_layers(repo, &layers, &to_write)?;
     outcome.blobs_added += n;
