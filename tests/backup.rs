@@ -655,6 +655,55 @@ fn a_damaged_layer_moved_aside_is_stored_again_by_the_next_backup() {
         .code(2);
 }
 
+/// A layer that only a session gone from the source needs cannot be stored again. Backups
+/// go on (what changed elsewhere is kept), carry that session as it is and name it as lost,
+/// exit 3, on every run, until `asp forget --session` lets it go.
+#[test]
+fn a_lost_layer_of_a_gone_session_does_not_stop_later_backups() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let original = transcript(&home, A);
+    fs::remove_file(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap();
+    backup(&home, &repo);
+    fs::remove_file(layer_holding(&repo, &original)).unwrap();
+    let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
+    let grown = append_turn(&file, 7);
+
+    let out = backup_run(&home, &repo, &["--from", "claude-code", "--json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let said = format!("session {A} (gone from the source since");
+    assert!(err.contains(&said), "{err}");
+    assert!(!err.contains("read again from the source"), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!v[0]["snapshot"].is_null(), "the backup went on: {v}");
+    assert_eq!(counts(&v[0]), [0, 1, 2, 1], "{v}");
+    assert_eq!(v[0]["layersLost"], 1, "{v}");
+    assert_eq!(v[0]["lost"].as_array().unwrap().len(), 1, "{v}");
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    restore(&repo, &fresh, &["--session", C]);
+    let back = fs::read(fresh.join(GATEWAY).join(format!("{C}.jsonl"))).unwrap();
+    assert_eq!(back, grown.as_bytes(), "the new turn is kept");
+
+    // Nothing changed: still said, still exit 3.
+    let out = backup_run(&home, &repo, &["--from", "claude-code", "-q"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains(&said), "{err}");
+
+    asp()
+        .args(["forget", "-q", "--session", A, "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    let out = backup_run(&home, &repo, &["--from", "claude-code", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(out.stderr.is_empty(), "{out:?}");
+}
+
 /// A damaged rewind checkpoint leaves out that file alone: its session (transcript, todo
 /// list, the other checkpoint) is restored, and the checkpoint is named as lost.
 #[test]
@@ -1352,6 +1401,62 @@ fn what_the_configuration_keeps_is_not_said_to_be_left_out() {
             .any(|l| l.starts_with("left out:") && l.contains("rules/security.md")),
         "{err}"
     );
+}
+
+/// A configuration file kept in a dotfiles folder and linked into place is kept (its
+/// content; a restore writes it as a file). What is found and not kept (a link that leads
+/// nowhere, a file named as holding a token) is said, never left out silently; a Markdown
+/// command is a command whatever its name.
+#[cfg(unix)]
+#[test]
+fn linked_configuration_is_kept_and_what_is_not_kept_is_said() {
+    use std::os::unix::fs::symlink;
+    let t = tmp();
+    let home = home_in(t.path());
+    let dotfiles = home.join("dotfiles/claude-settings.json");
+    fs::create_dir_all(dotfiles.parent().unwrap()).unwrap();
+    fs::write(&dotfiles, b"{\"model\": \"opus\"}\n").unwrap();
+    fs::remove_file(home.join(".claude/settings.json")).unwrap();
+    symlink(&dotfiles, home.join(".claude/settings.json")).unwrap();
+    fs::create_dir_all(home.join(".claude/commands")).unwrap();
+    fs::write(
+        home.join(".claude/commands/tokenize.md"),
+        b"Split $ARGUMENTS\n",
+    )
+    .unwrap();
+    fs::write(home.join(".claude/commands/api-token"), b"sk-ant-0000\n").unwrap();
+    symlink(
+        home.join("nowhere.md"),
+        home.join(".claude/commands/gone.md"),
+    )
+    .unwrap();
+    let repo = repo_of(&t);
+    let out = backup_run(&home, &repo, &["--from", "claude-code"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let said = |file: &str, why: &str| {
+        err.lines()
+            .any(|l| l.starts_with("left out:") && l.contains(file) && l.contains(why))
+    };
+    assert!(said("commands/api-token", "holds credentials"), "{err}");
+    assert!(
+        said("commands/gone.md", "leads to no regular file"),
+        "{err}"
+    );
+    assert!(!err.contains("tokenize.md"), "{err}");
+
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    restore(&repo, &fresh, &[]);
+    let settings = fresh.join(".claude/settings.json");
+    assert!(fs::symlink_metadata(&settings).unwrap().is_file());
+    assert_eq!(fs::read(&settings).unwrap(), fs::read(&dotfiles).unwrap());
+    assert_eq!(
+        fs::read(fresh.join(".claude/commands/tokenize.md")).unwrap(),
+        b"Split $ARGUMENTS\n"
+    );
+    assert!(!fresh.join(".claude/commands/api-token").exists());
+    assert!(!fresh.join(".claude/commands/gone.md").exists());
 }
 
 fn asp_snapshots_latest(repo: &Path) -> String {

@@ -353,9 +353,9 @@ pub trait Harness: Send + Sync {
     /// home, where it is): what a backup keeps besides the kinds and restores only into the
     /// same harness, through `kit::config`. Never credentials, never caches; each converter's
     /// list is in its `spec/harnesses/<harness>.md`. None by default.
-    fn config_files(&self, home: &Home) -> Vec<(String, PathBuf)> {
+    fn config_files(&self, home: &Home) -> crate::kit::config::ConfigFiles {
         let _ = home;
-        Vec::new()
+        crate::kit::config::ConfigFiles::default()
     }
 
     /// Whether native file `path` of a session (as the state names it) can be left out while

@@ -608,10 +608,13 @@ impl Store {
         };
         let files = harness.config_files(home);
         let parts = harness.config_parts(home);
-        if files.is_empty() && parts.is_empty() {
+        for (path, why) in &files.withheld {
+            diagnostics.left_out(path, None, *why);
+        }
+        if files.keep.is_empty() && parts.is_empty() {
             return Ok(None);
         }
-        let mut config = crate::kit::config::read(harness.name(), &files, blobs)?;
+        let mut config = crate::kit::config::read(harness.name(), &files.keep, blobs)?;
         let name = harness.name();
         diagnostics.revise(|d| {
             let kept = d.severity == Severity::LeftOut

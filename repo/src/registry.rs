@@ -615,6 +615,7 @@ fn check_config_paths(
     }
     let kept: BTreeSet<String> = harness
         .config_files(&asp_convert::Home::at(scratch.path()))
+        .keep
         .into_iter()
         .map(|(rel, _)| rel)
         .chain(parts.iter().map(|p| (*p).to_owned()))

@@ -299,6 +299,7 @@ pub fn config_kept(harness: &str, home: &Path, dir: &str, files: &[&str]) -> Vec
     asp_convert::harness(harness)
         .unwrap()
         .config_files(&asp_convert::Home::at(home))
+        .keep
         .into_iter()
         .map(|(rel, _)| rel)
         .collect()

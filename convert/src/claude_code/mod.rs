@@ -121,7 +121,7 @@ impl Harness for ClaudeCode {
     /// `commands/`, the plugin settings (`plugins/*.json`, not the plugin caches), the prompt
     /// history `history.jsonl` (what ↑ recalls) and the plan-mode plans `plans/`; never
     /// `.credentials.json`. (A session's checkpoints and todo lists travel with the session.)
-    fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
+    fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
         let c = Layout::of(home).config;
         crate::kit::config::collect(
             &home.dir,

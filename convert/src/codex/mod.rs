@@ -138,7 +138,7 @@ impl Harness for Codex {
 
     /// `config.toml`, `rules/`, `prompts/` and the prompt history `history.jsonl` (what ↑
     /// recalls); never `auth.json`.
-    fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
+    fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
         let c = layout::Layout::of(home).codex;
         crate::kit::config::collect(
             &home.dir,

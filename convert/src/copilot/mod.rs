@@ -90,12 +90,9 @@ impl Harness for Copilot {
     /// `plain.md`, `reviewer.agent.md` and `nested/deep.agent.md`, measured with
     /// `copilot --agent`). Nothing else there is read by Copilot, so nothing else is kept. Restored
     /// into Copilot only, never over a file that is there.
-    fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
+    fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
         let agents = Layout::of(home).root.join("agents");
-        crate::kit::config::collect(&home.dir, &[], &[agents])
-            .into_iter()
-            .filter(|(rel, _)| rel.ends_with(".md"))
-            .collect()
+        crate::kit::config::collect(&home.dir, &[], &[agents]).only(|rel| rel.ends_with(".md"))
     }
 
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {

@@ -151,7 +151,7 @@ impl Harness for Gemini {
     /// (Not the per-project `tmp/<project>/` files, prompt log and saved chats: a restore would
     /// have to place them by the project's root after the sessions made its folder, and
     /// writing into a folder first can stop Gemini CLI from adopting a legacy one; spec.)
-    fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
+    fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
         let g = layout::Layout::of(home).gemini;
         crate::kit::config::collect(
             &home.dir,

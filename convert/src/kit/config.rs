@@ -2,9 +2,10 @@
 //! blobs, and restored whole into the same harness, never over a file that is there.
 //!
 //! Each converter names its files and folders ([`crate::Harness::config_files`]); this module
-//! walks them the same way for every harness: regular files only (no symlinks), never a file
-//! whose name says it holds credentials, and only files under the home (a store the
-//! environment moved elsewhere is not the home's to restore).
+//! walks them the same way for every harness: regular files, and symbolic links to regular
+//! files (read through), never a file whose name says it holds credentials, and only files
+//! under the home (a store the environment moved elsewhere is not the home's to restore).
+//! What is found and not kept is returned with why, for the backup to say.
 
 use std::fs;
 use std::io::Read;
@@ -28,37 +29,119 @@ const CREDENTIALS: &[&str] = &[
     ".env",
 ];
 
+/// The configuration files a harness keeps under a home, and the ones found among them that
+/// are left out, each with why (a backup says so rather than leave them out silently).
+#[derive(Debug, Default)]
+pub struct ConfigFiles {
+    /// Each file kept: its path relative to the home (`/`-separated) and where it is.
+    pub keep: Vec<(String, PathBuf)>,
+    /// Each file found and left out: where it is, and why.
+    pub withheld: Vec<(PathBuf, &'static str)>,
+    /// The relative paths of `withheld` (`None` outside the home), for [`ConfigFiles::only`].
+    withheld_rel: Vec<Option<String>>,
+}
+
+impl ConfigFiles {
+    /// Keeps only the files whose relative path `keep` accepts; the others are not
+    /// configuration (a converter's finer rule: Markdown files only, no `node_modules/`) and
+    /// are not reported.
+    pub fn only(mut self, keep: impl Fn(&str) -> bool) -> Self {
+        self.keep.retain(|(rel, _)| keep(rel));
+        let mut rel = std::mem::take(&mut self.withheld_rel).into_iter();
+        self.withheld
+            .retain(|_| rel.next().flatten().is_none_or(|r| keep(&r)));
+        self
+    }
+
+    /// The relative paths kept.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.keep.iter().map(|(rel, _)| rel.as_str())
+    }
+}
+
+/// Why a file whose name says it holds credentials is left out.
+pub const HOLDS_CREDENTIALS: &str =
+    "its name says it holds credentials: never backed up (set them again after a restore)";
+
 /// Every configuration file of `files` (single files) and `dirs` (walked), under `home`.
-pub fn collect(home: &Path, files: &[PathBuf], dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
-    let mut out = Vec::new();
+///
+/// A symbolic link is followed to the regular file it leads to (people keep `settings.json`
+/// in a dotfiles repository and link it), and the file's content is kept; a restore writes
+/// it as a file. A link that leads nowhere or to something else, a file outside the home and
+/// a file whose name says it holds credentials are withheld and reported. Links to folders
+/// below `dirs` are not walked.
+pub fn collect(home: &Path, files: &[PathBuf], dirs: &[PathBuf]) -> ConfigFiles {
+    let mut out = ConfigFiles::default();
     let mut take = |p: &Path| {
         let Ok(m) = fs::symlink_metadata(p) else {
             return;
         };
-        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if !m.is_file() || CREDENTIALS.contains(&name) || name.contains("token") {
+        if m.is_dir() {
             return;
         }
-        if let Some(rel) = relative(home, p) {
-            out.push((rel, p.to_path_buf()));
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let target = fs::metadata(p);
+        let why = if holds_credentials(name) {
+            Some(HOLDS_CREDENTIALS)
+        } else if m.is_symlink() {
+            match &target {
+                Ok(t) if t.is_file() => fs::canonicalize(p)
+                    .ok()
+                    .and_then(|t| {
+                        t.file_name()
+                            .and_then(|n| n.to_str())
+                            .map(holds_credentials)
+                    })
+                    .unwrap_or(false)
+                    .then_some(HOLDS_CREDENTIALS),
+                Ok(t) if t.is_dir() => {
+                    Some("a symbolic link to a folder: not followed, not backed up")
+                }
+                _ => Some("a symbolic link that leads to no regular file: not backed up"),
+            }
+        } else if !m.is_file() {
+            Some("not a regular file: not backed up")
+        } else {
+            None
+        };
+        let rel = relative(home, p);
+        match (why, rel) {
+            (None, Some(rel)) => out.keep.push((rel, p.to_path_buf())),
+            (why, rel) => {
+                out.withheld.push((
+                    p.to_path_buf(),
+                    why.unwrap_or("outside the home: not backed up"),
+                ));
+                out.withheld_rel.push(rel);
+            }
         }
     };
     for f in files {
         take(f);
     }
     for d in dirs {
+        // (The folder itself, link or not, is walked.)
         for e in walkdir::WalkDir::new(d)
             .follow_links(false)
             .sort_by_file_name()
+            .min_depth(1)
             .into_iter()
             .flatten()
         {
             take(e.path());
         }
     }
-    out.sort();
-    out.dedup();
+    out.keep.sort();
+    out.keep.dedup();
     out
+}
+
+/// Whether a file named `name` holds credentials by its name (`auth.json`,
+/// `mcp-oauth-tokens.json`, ...). A Markdown file is a prompt, a command or a rule, whatever
+/// its name (`commands/tokenize.md`).
+fn holds_credentials(name: &str) -> bool {
+    CREDENTIALS.contains(&name)
+        || (name.to_ascii_lowercase().contains("token") && !name.ends_with(".md"))
 }
 
 /// `path` relative to `home`, `/`-separated, as configuration files are named; `None` outside it.

@@ -147,13 +147,10 @@ impl Harness for OpenCode {
     /// Custom agents, modes and commands (Markdown with front matter, `*.md`: nothing else
     /// there is read by OpenCode, so nothing else is kept): OpenCode's own, restored into
     /// OpenCode only.
-    fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
+    fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
         let c = Layout::of(home).config;
         let dirs = ["agent", "agents", "mode", "modes", "command", "commands"].map(|d| c.join(d));
-        crate::kit::config::collect(&home.dir, &[], &dirs)
-            .into_iter()
-            .filter(|(rel, _)| rel.ends_with(".md"))
-            .collect()
+        crate::kit::config::collect(&home.dir, &[], &dirs).only(|rel| rel.ends_with(".md"))
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {

@@ -140,7 +140,7 @@ impl Harness for Pi {
     /// and the custom model providers `models.json` (whole when it holds no credential, else
     /// as a part without each provider's `apiKey` and `headers`); never `auth.json`, nor the
     /// managed tools `bin/` or the installed packages `npm/` and `git/`.
-    fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
+    fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
         let a = Layout::of(home).agent;
         let mut files = vec![a.join("settings.json")];
         files.extend(MODELS.whole(a.join("models.json")));
@@ -157,9 +157,7 @@ impl Harness for Pi {
         files.extend(in_dir("prompts", "md"));
         files.extend(in_dir("themes", "json"));
         crate::kit::config::collect(&home.dir, &files, &[a.join("extensions")])
-            .into_iter()
-            .filter(|(rel, _)| !rel.split('/').any(|c| c == "node_modules" || c == ".git"))
-            .collect()
+            .only(|rel| !rel.split('/').any(|c| c == "node_modules" || c == ".git"))
     }
 
     fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {

@@ -170,7 +170,7 @@ impl Harness for Qwen {
     /// trust decisions `trustedFolders.json`, subagents `agents/`, custom commands
     /// `commands/`, and the extension settings `extensions/extension-enablement.json`; never
     /// `oauth_creds.json`, `mcp-oauth-tokens.json`, `.env`, nor the machine's `installation_id`.
-    fn config_files(&self, home: &crate::Home) -> Vec<(String, std::path::PathBuf)> {
+    fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
         let q = Layout::of(home).qwen;
         let mut files = vec![
             q.join("trustedFolders.json"),
