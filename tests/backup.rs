@@ -1628,8 +1628,23 @@ fn local_scope_mcp_servers_come_back_into_the_same_harness_without_the_account()
     restore(&repo, &fresh, &[]);
     assert_eq!(local_mcp(&fresh), kept);
     let text = fs::read_to_string(fresh.join(".claude.json")).unwrap();
-    for never in ["oauthAccount", "userID", "cachedGrowthBookFeatures"] {
+    for never in [
+        "oauthAccount",
+        "userID",
+        "cachedGrowthBookFeatures",
+        "customApiKeyResponses",
+        "tipsHistory",
+        "installMethod",
+    ] {
         assert!(!text.contains(never), "{never} was restored");
+    }
+    // The preferences come back with the servers.
+    let g = |home: &Path| -> Value {
+        serde_json::from_slice(&fs::read(home.join(".claude.json")).unwrap()).unwrap()
+    };
+    for key in ["theme", "editorMode", "verbose", "autoCompactEnabled"] {
+        assert!(g(&home).get(key).is_some(), "the sample sets {key}");
+        assert_eq!(g(&fresh)[key], g(&home)[key], "{key}");
     }
 
     // Into a home that has its own .claude.json: everything in it stays, a server of the same
@@ -1638,6 +1653,7 @@ fn local_scope_mcp_servers_come_back_into_the_same_harness_without_the_account()
     fs::create_dir_all(&mine).unwrap();
     let theirs = serde_json::json!({
         "userID": "someone-else",
+        "theme": "light-ansi",
         "projects": {"/home/dev/shop": {"allowedTools": ["Bash"],
             "mcpServers": {"design-system": {"type": "stdio", "command": "mine"}}},
             "/home/dev/other": {"mcpServers": {"x": {"command": "x"}}}}});
@@ -1650,6 +1666,8 @@ fn local_scope_mcp_servers_come_back_into_the_same_harness_without_the_account()
     let after: Value =
         serde_json::from_slice(&fs::read(mine.join(".claude.json")).unwrap()).unwrap();
     assert_eq!(after["userID"], "someone-else");
+    assert_eq!(after["theme"], "light-ansi", "this machine's choice stays");
+    assert_eq!(after["editorMode"], g(&home)["editorMode"]);
     assert_eq!(
         after["projects"]["/home/dev/shop"]["allowedTools"][0],
         "Bash"

@@ -7,6 +7,7 @@
 //! | skills | `skills/<name>/` | [`skills`] |
 //! | tools | `.claude.json` user-scope `mcpServers` | [`tools`] |
 //! | (backup only) | `.claude.json` `projects.*.mcpServers` | [`local_mcp`] |
+//! | (backup only) | `.claude.json` preferences (`theme`, `editorMode`, ...) | [`preferences`] |
 //! | memory | `projects/<bucket>/memory/*.md` | [`memory`] |
 //! | settings | `settings.json` `model`, `permissions.defaultMode`, `effortLevel` | [`settings`] |
 //!
@@ -23,6 +24,7 @@ mod layout;
 mod line;
 mod local_mcp;
 mod memory;
+mod preferences;
 mod read;
 mod replay;
 mod settings;
@@ -162,17 +164,18 @@ impl Harness for ClaudeCode {
             .then_some(crate::kit::prompt_log::PromptLog { time: "timestamp" })
     }
 
-    /// The per-project (local-scope) MCP servers of `.claude.json` ([`local_mcp`]): the rest
-    /// of that file holds the account and caches, so it is never kept whole.
+    /// The per-project (local-scope) MCP servers of `.claude.json` ([`local_mcp`]) and the
+    /// preferences set there ([`preferences`]): the rest of that file holds the account and
+    /// caches, so it is never kept whole.
     fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {
-        local_mcp::extract(&Layout::of(home))
-            .map(|bytes| (local_mcp::PART.to_owned(), bytes))
-            .into_iter()
-            .collect()
+        let layout = Layout::of(home);
+        let servers = local_mcp::extract(&layout).map(|b| (local_mcp::PART.to_owned(), b));
+        let chosen = preferences::extract(&layout).map(|b| (preferences::PART.to_owned(), b));
+        servers.into_iter().chain(chosen).collect()
     }
 
     fn config_part_names(&self) -> &'static [&'static str] {
-        &[local_mcp::PART]
+        &[local_mcp::PART, preferences::PART]
     }
 
     fn merge_config_part(
@@ -183,8 +186,12 @@ impl Harness for ClaudeCode {
         path_map: &crate::kit::pathmap::PathMap,
         writer: &crate::kit::fsops::Writer,
     ) -> Option<Result<Vec<(String, crate::kit::placement::Placement)>, ConvertError>> {
-        (name == local_mcp::PART)
-            .then(|| local_mcp::merge(&Layout::of(home), bytes, path_map, writer))
+        let layout = Layout::of(home);
+        match name {
+            local_mcp::PART => Some(local_mcp::merge(&layout, bytes, path_map, writer)),
+            preferences::PART => Some(preferences::merge(&layout, bytes, writer)),
+            _ => None,
+        }
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {

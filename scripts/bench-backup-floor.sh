@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The least work a full `asp backup` must do, beside `restic backup` and `asp backup` of the
+# same Claude Code home (issue 13's "a full backup in at most half restic's time"; spec
+# repository.md §8.2).
+#
+# A snapshot stores two bodies per session: the native transcript (for a byte-exact restore)
+# and its ACP update stream (the portable form), each hashed and compressed. The floor below
+# reads, hashes (sha256, `openssl dgst`, which uses the CPU's SHA extensions as asp does) and
+# compresses exactly those bytes, the native files of the home and the update streams
+# `asp-unpack --to-dir` writes from a bundle of it, as one tar stream: no parsing, no
+# conversion, no dictionary, no file per blob. Its CPU time (user and system of
+# `openssl dgst -sha256` and of `zstd -L` reading the tar stream) over the cores is the floor: the wall
+# time of a backup that did only that, perfectly spread. It is given for zstd -3 (the level
+# asp stores at) and -1 (the fastest regular level). Whatever a backup does beyond it (parse
+# the transcripts, write the streams, compress them against their transcripts, a file per
+# blob) only adds to it.
+#
+# Each tool runs RUNS times (default 3), alternating; a fresh repository each time. Prints
+# every wall time, then medians and ratios.
+# Usage: scripts/bench-backup-floor.sh HOME [RUNS]   (HOME holds .claude; needs restic, zstd,
+#        and target/release/{asp,asp-pack,asp-unpack})
+set -euo pipefail
+home=$(realpath "$1")
+runs=${2:-3}
+bin=$(realpath "$(dirname "$0")/../target/release")
+work=$(mktemp -d "${TMPDIR:-/tmp}/asp-floor.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+echo "preparing the update streams of $home …" >&2
+"$bin/asp-pack" --from claude-code --home "$home" -q -o "$work/bundle.aspstate" >/dev/null
+"$bin/asp-unpack" "$work/bundle.aspstate" --to-dir "$work/dir" >/dev/null
+rm "$work/bundle.aspstate"
+( cd "$home" && find .claude -type f ) | sed "s|^|$home/|" > "$work/files"
+find "$work/dir/sessions" -maxdepth 1 -name '*.jsonl' -type f >> "$work/files"
+bytes=$(tr '\n' '\0' < "$work/files" | du -cb --files0-from=- | tail -1 | cut -f1)
+echo "floor input: $(wc -l < "$work/files") files, $((bytes >> 20)) MiB (natives and update streams)" >&2
+
+wall() { /usr/bin/time -f %e "$@" 2>&1 >/dev/null | tail -1; }
+# consumer FILES CMD...: the CPU seconds of CMD reading the files as one tar stream (tar's own
+# copying not counted: a backup reads each file once, as the consumer does from the pipe).
+consumer() {
+  local files=$1; shift
+  tar -cf - -P --files-from="$files" | /usr/bin/time -f '%U %S' "$@" 2>&1 >/dev/null \
+    | tail -1 | awk '{print $1 + $2}'
+}
+cores=$(nproc)
+# floor LEVEL: seconds
+floor() {
+  local h z
+  h=$(consumer "$work/files" openssl dgst -sha256)
+  z=$(consumer "$work/files" zstd "-$1" -T1 -q)
+  echo "  zstd -$1: hashing $h CPU s, compressing $z CPU s" >&2
+  echo "($h + $z) / $cores" | bc -l | xargs printf %.2f
+}
+declare -a F R A F1
+for i in $(seq "$runs"); do
+  F+=("$(floor 3)")
+  F1+=("$(floor 1)")
+  rm -rf "$work/restic"
+  RESTIC_PASSWORD=bench restic init -q -r "$work/restic" >/dev/null
+  R+=("$(cd "$home" && RESTIC_PASSWORD=bench wall restic backup -q -r "$work/restic" .claude)")
+  rm -rf "$work/asp"
+  A+=("$(wall "$bin/asp" backup --from claude-code --home "$home" --repo "$work/asp" -q)")
+  echo "run $i: floor ${F[-1]} s (zstd -1: ${F1[-1]} s), restic backup ${R[-1]} s, asp backup ${A[-1]} s" >&2
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+f=$(median "${F[@]}"); f1=$(median "${F1[@]}"); r=$(median "${R[@]}"); a=$(median "${A[@]}")
+echo "| full backup, $(basename "$home") | wall (median of $runs) | / restic |"
+echo "|---|---|---|"
+ratio() { echo "$1 / $2" | bc -l | xargs printf %.2f; }
+echo "| floor: hash and zstd -3 every byte of natives and streams, CPU over $cores cores | $f s | $(ratio "$f" "$r")x |"
+echo "| floor: hash and zstd -1 every byte of natives and streams, CPU over $cores cores | $f1 s | $(ratio "$f1" "$r")x |"
+echo "| restic backup | $r s | 1.00x |"
+echo "| asp backup | $a s | $(ratio "$a" "$r")x |"
