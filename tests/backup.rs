@@ -1125,6 +1125,14 @@ fn the_harness_configuration_comes_back_into_the_same_harness_only() {
         b"# Plan\n1. Parse --dry-run\n",
     )
     .unwrap();
+    // A text pasted into a prompt, over 1,024 characters: Claude Code keeps it apart, named by
+    // the first 16 hex digits of its sha256, and history.jsonl names it by that hash.
+    let pasted = "error[E0502]: cannot borrow `cart` as mutable\n".repeat(30);
+    let hash = &format!("{}", asp_format::digest::Digest::of(pasted.as_bytes()))[7..23];
+    let paste = format!(".claude/paste-cache/{hash}.txt");
+    fs::create_dir_all(home.join(".claude/paste-cache")).unwrap();
+    fs::write(home.join(&paste), &pasted).unwrap();
+    fs::write(home.join(".claude/paste-cache/notes.bak"), b"not a paste").unwrap();
     let repo = t.path().join("repo");
     backup(&home, &repo);
     check(&repo, true);
@@ -1138,6 +1146,7 @@ fn the_harness_configuration_comes_back_into_the_same_harness_only() {
         ".claude/agents/reviewer.md",
         ".claude/history.jsonl",
         ".claude/plans/quiet-drifting-lantern.md",
+        &paste,
         ".claude/file-history/71958462-4bb8-46b6-a36a-1becf56c22dc/b5276ea0bd7f01a0@v2",
         ".claude/todos/71958462-4bb8-46b6-a36a-1becf56c22dc-agent-71958462-4bb8-46b6-a36a-1becf56c22dc.json",
     ] {
@@ -1148,6 +1157,18 @@ fn the_harness_configuration_comes_back_into_the_same_harness_only() {
         );
     }
     assert!(!fresh.join(".claude/.credentials.json").exists());
+    assert!(!fresh.join(".claude/paste-cache/notes.bak").exists());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for private in [".claude/history.jsonl", paste.as_str()] {
+            let mode = fs::metadata(fresh.join(private))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{private}");
+        }
+    }
     // Changing it makes a snapshot; a restore keeps the user's different file.
     fs::write(home.join(".claude/agents/reviewer.md"), b"# reviewer v2\n").unwrap();
     set_mtime(

@@ -377,6 +377,13 @@ pub trait Harness: Send + Sync {
         None
     }
 
+    /// Whether the configuration file at `rel` holds what the person typed or pasted (a
+    /// prompt history, a pasted text): a restore creates it readable by its owner alone
+    /// (mode 0600), as the harness does. The prompt history by default.
+    fn private_config(&self, home: &Home, rel: &str) -> bool {
+        self.prompt_log(home, rel).is_some()
+    }
+
     /// Parts of files that cannot be kept whole because the rest of the file holds
     /// credentials or caches (Claude Code's `.claude.json`): each a name, the file's path
     /// relative to the home, `#`, and which part (`.claude.json#projects.mcpServers`), with

@@ -731,8 +731,9 @@ impl Store {
             }
         }
         let blobs = asp_format::blob::Overlay::new(vec![&staged as &dyn BlobSource, blobs]);
+        let private = |rel: &str| harness.private_config(home, rel);
         out.extend(crate::kit::config::write(
-            &home.dir, &whole, &blobs, &writer, &log,
+            &home.dir, &whole, &blobs, &writer, &log, &private,
         )?);
         Ok(out)
     }

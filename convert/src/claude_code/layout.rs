@@ -19,6 +19,9 @@ pub const GLOBAL: &str = ".claude.json";
 pub const FILE_HISTORY: &str = "file-history";
 /// The config dir's folder of todo lists, `<TODOS>/<session id>-agent-<agent id>.json`.
 pub const TODOS: &str = "todos";
+/// The config dir's folder of pasted texts over 1,024 characters, `<PASTE_CACHE>/<the first 16
+/// hex digits of the text's sha256>.txt`, which `history.jsonl` names by `contentHash`.
+pub const PASTE_CACHE: &str = "paste-cache";
 
 /// The real locations of one Claude Code install.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +79,11 @@ impl Layout {
     /// `<config>/todos`: each session's (and subagent's) last todo list.
     pub fn todos(&self) -> PathBuf {
         self.config.join(TODOS)
+    }
+
+    /// `<config>/paste-cache`: the long texts pasted into prompts the prompt history names.
+    pub fn paste_cache(&self) -> PathBuf {
+        self.config.join(PASTE_CACHE)
     }
 
     /// The virtual path of a real path under the config dir.

@@ -54,6 +54,15 @@ pub const NAME: &str = "claude-code";
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ClaudeCode;
 
+/// Whether configuration file `rel` (relative to the home) is a pasted text of `paste-cache/`.
+fn in_paste_cache(home: &crate::Home, rel: &str) -> bool {
+    let dir = crate::kit::config::relative(&home.dir, &Layout::of(home).paste_cache());
+    dir.is_some_and(|d| {
+        rel.strip_prefix(d.as_str())
+            .is_some_and(|r| r.starts_with('/'))
+    })
+}
+
 impl Harness for ClaudeCode {
     fn name(&self) -> HarnessName {
         HarnessName::new(NAME).expect("a valid harness name")
@@ -121,10 +130,13 @@ impl Harness for ClaudeCode {
 
     /// `settings.json` (permissions, hooks, env), `keybindings.json`, `rules/`, `agents/`,
     /// `commands/`, the plugin settings (`plugins/*.json`, not the plugin caches), the prompt
-    /// history `history.jsonl` (what ↑ recalls) and the plan-mode plans `plans/`; never
-    /// `.credentials.json`. (A session's checkpoints and todo lists travel with the session.)
+    /// history `history.jsonl` (what ↑ recalls) with the long pasted texts it names
+    /// (`paste-cache/*.txt`, deleted by Claude Code after `cleanupPeriodDays` as transcripts
+    /// are) and the plan-mode plans `plans/`; never `.credentials.json`. (A session's
+    /// checkpoints and todo lists travel with the session.)
     fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
-        let c = Layout::of(home).config;
+        let layout = Layout::of(home);
+        let c = &layout.config;
         crate::kit::config::collect(
             &home.dir,
             &[
@@ -140,8 +152,10 @@ impl Harness for ClaudeCode {
                 c.join("agents"),
                 c.join("commands"),
                 c.join("plans"),
+                layout.paste_cache(),
             ],
         )
+        .only(|rel| !in_paste_cache(home, rel) || rel.ends_with(".txt"))
     }
 
     /// Rewind checkpoints, todo lists and tool results: the conversation is whole without
@@ -167,6 +181,12 @@ impl Harness for ClaudeCode {
     /// The per-project (local-scope) MCP servers of `.claude.json` ([`local_mcp`]) and the
     /// preferences set there ([`preferences`]): the rest of that file holds the account and
     /// caches, so it is never kept whole.
+    /// The prompt history, and the texts it refers to by hash (`paste-cache/`), which Claude
+    /// Code writes with mode 0600.
+    fn private_config(&self, home: &crate::Home, rel: &str) -> bool {
+        self.prompt_log(home, rel).is_some() || in_paste_cache(home, rel)
+    }
+
     fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {
         let layout = Layout::of(home);
         let servers = local_mcp::extract(&layout).map(|b| (local_mcp::PART.to_owned(), b));

@@ -195,23 +195,25 @@ pub fn read(
 
 /// Restores every file that is not there; one already there with the same bytes is already
 /// there, a different one is kept as it is (the user's), but for the harness's prompt history
-/// (`log` says which file is one), into which the carried records are merged.
+/// (`log` says which file is one), into which the carried records are merged. A file
+/// `private` names holds what the person typed or pasted: it is created theirs alone to read.
 pub fn write(
     home: &Path,
     config: &Native,
     blobs: &dyn BlobSource,
     writer: &Writer,
     log: &dyn Fn(&str) -> Option<PromptLog>,
+    private: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<(String, Placement)>, ConvertError> {
     let mut out = Vec::new();
     for f in &config.files {
         let path = home.join(f.path.as_str());
         let mut r = blobs.open(&f.content)?;
         let log = log(f.path.as_str());
-        // A prompt history holds what the person typed and pasted: theirs alone to read.
-        let created = match log {
-            Some(_) => writer.create_private_from(&path, &mut r)?,
-            None => writer.create_new_from(&path, &mut r, f.executable)?,
+        let created = if private(f.path.as_str()) {
+            writer.create_private_from(&path, &mut r)?
+        } else {
+            writer.create_new_from(&path, &mut r, f.executable)?
         };
         let placed = match created {
             Created::New => Placement::New,
