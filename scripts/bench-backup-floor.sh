@@ -6,8 +6,8 @@
 # A snapshot stores two bodies per session: the native transcript (for a byte-exact restore)
 # and its ACP update stream (the portable form), each hashed and compressed. The floor below
 # reads, hashes (sha256, `openssl dgst`, which uses the CPU's SHA extensions as asp does) and
-# compresses exactly those bytes, the native files of the home and the update streams
-# `asp-unpack --to-dir` writes from a bundle of it, as one tar stream: no parsing, no
+# compresses exactly those bytes, the sessions' native files and update streams as
+# `asp-unpack --to-dir` writes them from a bundle of the home, as one tar stream: no parsing, no
 # conversion, no dictionary, no file per blob. Its CPU time (user and system of
 # `openssl dgst -sha256` and of `zstd -L` reading the tar stream) over the cores is the floor: the wall
 # time of a backup that did only that, perfectly spread. It is given for zstd -3 (the level
@@ -18,8 +18,13 @@
 # Each tool runs RUNS times (default 3), alternating; a fresh repository each time. Prints
 # every wall time, then medians and ratios.
 # Usage: scripts/bench-backup-floor.sh HOME [RUNS]   (HOME holds .claude; needs restic, zstd,
-#        and target/release/{asp,asp-pack,asp-unpack})
+#        openssl, GNU tar and /usr/bin/time, bc, and target/release/{asp,asp-pack,asp-unpack})
 set -euo pipefail
+export LC_ALL=C
+[ $# -ge 1 ] || { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2; }
+for tool in restic zstd openssl tar bc /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 2; }
+done
 home=$(realpath "$1")
 runs=${2:-3}
 bin=$(realpath "$(dirname "$0")/../target/release")
@@ -30,12 +35,24 @@ echo "preparing the update streams of $home …" >&2
 "$bin/asp-pack" --from claude-code --home "$home" -q -o "$work/bundle.aspstate" >/dev/null
 "$bin/asp-unpack" "$work/bundle.aspstate" --to-dir "$work/dir" >/dev/null
 rm "$work/bundle.aspstate"
-( cd "$home" && find .claude -type f ) | sed "s|^|$home/|" > "$work/files"
+# Exactly the bodies the snapshot's sessions hold: each native file as the state names it
+# (`<id>.native/**`) and each update stream (`<id>.jsonl`).
+find "$work/dir/sessions" -path '*.native/*' -type f > "$work/files"
 find "$work/dir/sessions" -maxdepth 1 -name '*.jsonl' -type f >> "$work/files"
 bytes=$(tr '\n' '\0' < "$work/files" | du -cb --files0-from=- | tail -1 | cut -f1)
 echo "floor input: $(wc -l < "$work/files") files, $((bytes >> 20)) MiB (natives and update streams)" >&2
 
-wall() { /usr/bin/time -f %e "$@" 2>&1 >/dev/null | tail -1; }
+# wall CMD...: its wall time; it must exit 0 or 3 (something the source had could not be
+# kept, which a real home may give), else the script stops saying so.
+wall() {
+  local rc=0 out
+  out=$(/usr/bin/time -f %e "$@" 2>&1 >/dev/null) || rc=$?
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then
+    echo "$* exited $rc: $out" >&2
+    exit 1
+  fi
+  echo "$out" | tail -1
+}
 # consumer FILES CMD...: the CPU seconds of CMD reading the files as one tar stream (tar's own
 # copying not counted: a backup reads each file once, as the consumer does from the pipe).
 consumer() {

@@ -688,11 +688,22 @@ fn a_lost_layer_of_a_gone_session_does_not_stop_later_backups() {
     let back = fs::read(fresh.join(GATEWAY).join(format!("{C}.jsonl"))).unwrap();
     assert_eq!(back, grown.as_bytes(), "the new turn is kept");
 
-    // Nothing changed: still said, still exit 3.
-    let out = backup_run(&home, &repo, &["--from", "claude-code", "-q"]);
+    // A whole restore gives back every other session.
+    let all = t.path().join("all");
+    let out = restore_json(&repo, &all);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    assert!(!all.join(SHOP).join(format!("{A}.jsonl")).exists());
+    let back = fs::read(all.join(GATEWAY).join(format!("{C}.jsonl"))).unwrap();
+    assert_eq!(back, grown.as_bytes());
+
+    // Nothing changed: still said, still exit 3, no snapshot.
+    let out = backup_run(&home, &repo, &["--from", "claude-code", "--json"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains(&said), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v[0]["snapshot"].is_null(), "{v}");
+    assert_eq!(v[0]["blobsAdded"], 0, "{v}");
 
     asp()
         .args(["forget", "-q", "--session", A, "--repo"])
@@ -1158,6 +1169,15 @@ fn the_harness_configuration_comes_back_into_the_same_harness_only() {
     }
     assert!(!fresh.join(".claude/.credentials.json").exists());
     assert!(!fresh.join(".claude/paste-cache/notes.bak").exists());
+    // Claude Code's cleanup deletes the pasted text by age; the history that names it stays,
+    // and so does the text in the backup.
+    fs::remove_file(home.join(&paste)).unwrap();
+    let o = backup(&home, &repo);
+    assert!(o["snapshot"].is_null(), "carried, nothing changed: {o}");
+    let later = t.path().join("later");
+    fs::create_dir_all(&later).unwrap();
+    restore(&repo, &later, &[]);
+    assert_eq!(fs::read_to_string(later.join(&paste)).unwrap(), pasted);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

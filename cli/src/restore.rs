@@ -176,7 +176,8 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
                 .context("cannot restore the harness's configuration")?;
             let new = placed.iter().filter(|(_, p)| *p == Placement::New).count();
             config_lines.push(format!(
-                "configuration: {new} of {} files {}",
+                "configuration: {new} of {} {} (files, and entries merged into files: MCP \
+                 servers, preferences)",
                 placed.len() + damaged.config_files(),
                 if args.dry_run {
                     "would be restored"
@@ -184,11 +185,23 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
                     "restored"
                 }
             ));
+            // Refusals for one reason on one line: a configured machine keeps many of its own
+            // preferences.
+            let mut refused: Vec<(String, Vec<String>)> = Vec::new();
+            for (path, p) in &placed {
+                if let Placement::Refused(why) = p {
+                    match refused.iter_mut().find(|(w, _)| w == why) {
+                        Some((_, paths)) => paths.push(path.clone()),
+                        None => refused.push((why.clone(), vec![path.clone()])),
+                    }
+                }
+            }
+            for (why, paths) in refused {
+                config_lines.push(format!("configuration: {}: {why}", paths.join(", ")));
+            }
             for (path, p) in placed {
                 match p {
-                    Placement::Refused(why) => {
-                        config_lines.push(format!("configuration: {path}: {why}"))
-                    }
+                    Placement::Refused(_) => {}
                     Placement::New if is_without_credentials(&path) => {
                         config_lines.push(format!(
                             "configuration: {} was backed up without its credentials: set them again (a key that must be there reads {PLACEHOLDER})",

@@ -377,6 +377,16 @@ pub trait Harness: Send + Sync {
         None
     }
 
+    /// Whether the configuration file at `rel` is one the harness deletes on its own
+    /// schedule while what names it stays (Claude Code's pasted texts, deleted by age with the
+    /// transcripts, named by the prompt history): a backup carries it from its parent
+    /// snapshot once the source no longer has it, as it carries sessions gone from the source.
+    /// None by default.
+    fn config_outlives_source(&self, home: &Home, rel: &str) -> bool {
+        let _ = (home, rel);
+        false
+    }
+
     /// Whether the configuration file at `rel` holds what the person typed or pasted (a
     /// prompt history, a pasted text): a restore creates it readable by its owner alone
     /// (mode 0600), as the harness does. The prompt history by default.

@@ -608,13 +608,23 @@ impl Store {
         };
         let files = harness.config_files(home);
         let parts = harness.config_parts(home);
-        for (path, why) in &files.withheld {
-            diagnostics.left_out(path, None, *why);
+        for w in &files.withheld {
+            diagnostics.left_out(&w.path, None, w.why);
+        }
+        for (link, target) in &files.followed {
+            diagnostics.note(
+                link,
+                None,
+                format!(
+                    "a symbolic link: kept as the file it leads to, {} (a restore writes it as a file)",
+                    target.display()
+                ),
+            );
         }
         if files.keep.is_empty() && parts.is_empty() {
             return Ok(None);
         }
-        let mut config = crate::kit::config::read(harness.name(), &files.keep, blobs)?;
+        let mut config = crate::kit::config::read(harness.name(), &files.keep, blobs, diagnostics)?;
         let name = harness.name();
         diagnostics.revise(|d| {
             let kept = d.severity == Severity::LeftOut
@@ -654,6 +664,14 @@ impl Store {
         }
         config.files.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(Some(config))
+    }
+
+    /// Whether configuration file `rel` outlives its source ([`Harness::config_outlives_source`]).
+    pub fn config_outlives_source(&self, rel: &str) -> bool {
+        match self {
+            Store::Harness { harness, home } => harness.config_outlives_source(home, rel),
+            Store::Dir(_) => false,
+        }
     }
 
     /// Restores a configuration read by [`Store::read_config`] into the same harness: every

@@ -30,7 +30,7 @@ use asp_format::bundle::oci::{ARTIFACT_TYPE, Encoding, LayerRef};
 use asp_format::bundle::{Documents, Options2};
 use asp_format::digest::{Descriptor, Digest};
 use asp_format::progress::Progress;
-use asp_format::state::{Session, State};
+use asp_format::state::{FileEntry, Native, Session, State};
 use asp_registry::manifest::{IMAGE_MANIFEST, ImageManifest, OciDescriptor};
 
 use crate::error::RepoError;
@@ -151,8 +151,9 @@ enum Attempt {
 ///
 /// A layer the parent names but the repository lacks (a blob deleted by hand, a disk that
 /// lost it: `asp check` says which) does not stop every later backup: the sessions that need
-/// it are read again from the source, and the backup stores their layers anew. Only a session
-/// the source no longer has cannot be mended that way; the error names it.
+/// it are read again from the source, and the backup stores their layers anew. A session the
+/// source no longer has cannot be mended that way: it is carried as it is and reported as
+/// lost on every run ([`lost_to_gone`]).
 pub fn backup(
     repo: &Repository,
     opts: &BackupOptions,
@@ -242,14 +243,121 @@ fn needing(
         .collect()
 }
 
-/// The session of `state` with id `id` (one [`needing`] named).
-fn session_named<'s>(state: &'s State, id: &str) -> &'s Session {
-    state
-        .sessions
+/// Carries into `config` each file of the parent's configuration `old` that the harness
+/// deletes on its own schedule ([`Store::config_outlives_source`]) and the source no longer
+/// has, as gone sessions are carried. One whose layer the repository has lost cannot be
+/// carried: it is said as lost.
+fn carry_config(
+    repo: &Repository,
+    ctx: &BackupContext<'_>,
+    store: &Store,
+    old: &Native,
+    old_layers: &BTreeMap<Digest, LayerRef>,
+    config: &mut Option<Native>,
+) {
+    let have: HashSet<String> = config
         .iter()
-        .flatten()
-        .find(|s| s.id.as_str() == id)
-        .expect("a session needing() named")
+        .flat_map(|c| &c.files)
+        .map(|f| f.path.to_string())
+        .collect();
+    let present = |f: &FileEntry| {
+        old_layers.get(&f.content.digest).is_some_and(|r| {
+            repo.has_blob(&Descriptor {
+                digest: r.layer,
+                size: r.size,
+            })
+        })
+    };
+    let mut carried = Vec::new();
+    for f in &old.files {
+        if !store.config_outlives_source(f.path.as_str()) || have.contains(f.path.as_str()) {
+            continue;
+        }
+        if present(f) {
+            carried.push(f.clone());
+        } else {
+            ctx.diagnostics.push(Diagnostic {
+                severity: Severity::Lost,
+                file: None,
+                line: None,
+                message: format!(
+                    "{} (gone from the source) is no longer kept: the repository has lost its \
+                     layer ({})",
+                    f.path,
+                    repo.root().display()
+                ),
+            });
+        }
+    }
+    if carried.is_empty() {
+        return;
+    }
+    let config = config.get_or_insert_with(|| Native {
+        harness: old.harness.clone(),
+        files: Vec::new(),
+    });
+    config.files.extend(carried);
+    config.files.sort_by(|a, b| a.path.cmp(&b.path));
+}
+
+/// When every layer of `missing` is needed by sessions gone from the source alone, those
+/// sessions, each with how many of the missing layers it needs; `None` when a session the
+/// source still has needs one (read again, it stores the layer anew) or none does.
+///
+/// Nothing can store such a layer again. The sessions are carried as they are: their other
+/// layers stay kept, `asp restore` leaves out only what needs the lost ones, and they are
+/// said as lost on every run until `asp forget --session` lets them go. The backup goes on,
+/// so one damaged session of the past does not stop every session of the present from being
+/// kept.
+fn lost_to_gone(
+    state: &State,
+    table: &BTreeMap<Digest, LayerRef>,
+    missing: &HashSet<Digest>,
+    gone: &BTreeMap<String, String>,
+) -> Option<Vec<(String, usize)>> {
+    let mut covered = HashSet::new();
+    let mut lost = Vec::new();
+    for s in state.sessions.iter().flatten() {
+        let needs: HashSet<Digest> = session_bodies(s)
+            .filter_map(|d| table.get(&d))
+            .map(|r| r.layer)
+            .filter(|l| missing.contains(l))
+            .collect();
+        if needs.is_empty() {
+            continue;
+        }
+        if !gone.contains_key(s.id.as_str()) {
+            return None;
+        }
+        lost.push((s.id.to_string(), needs.len()));
+        covered.extend(needs);
+    }
+    (covered.len() == missing.len()).then_some(lost)
+}
+
+/// Says each session [`lost_to_gone`] found, as lost.
+fn report_lost_to_gone(
+    repo: &Repository,
+    ctx: &BackupContext<'_>,
+    lost: &[(String, usize)],
+    gone: &BTreeMap<String, String>,
+) {
+    for (id, n) in lost {
+        ctx.diagnostics.push(Diagnostic {
+            severity: Severity::Lost,
+            file: None,
+            line: None,
+            message: format!(
+                "session {id} (gone from the source since {}) needs {} the repository has lost \
+                 ({}): it is kept as it is, and `asp restore` gives back what does not need {}; \
+                 `asp forget --session {id}` lets it go",
+                gone[id],
+                count_layers(*n),
+                repo.root().display(),
+                if *n == 1 { "it" } else { "them" },
+            ),
+        });
+    }
 }
 
 /// `1 layer`, `3 layers`.
@@ -405,7 +513,19 @@ fn backup_once(
     }
     outcome.gone = gone.len();
 
-    let config = store.read_config(&staging, ctx.diagnostics)?;
+    let mut config = store.read_config(&staging, ctx.diagnostics)?;
+    if let Some(p) = &parent
+        && let Some(old) = &p.sources.config
+    {
+        carry_config(
+            repo,
+            ctx,
+            &store,
+            old,
+            &p.sources.config_layers,
+            &mut config,
+        );
+    }
     if opts.skip_absent && parent.is_none() && state.kinds().is_empty() && config.is_none() {
         outcome.absent = true;
         return Ok(Attempt::Done(Box::new(outcome)));
@@ -443,6 +563,11 @@ fn backup_once(
         if missing.is_empty() {
             return Ok(Attempt::Done(Box::new(outcome)));
         }
+        if let Some(lost) = lost_to_gone(&p.state, &p.table, &missing, &gone) {
+            report_lost_to_gone(repo, ctx, &lost, &gone);
+            outcome.layers_lost = missing.len();
+            return Ok(Attempt::Done(Box::new(outcome)));
+        }
         let sessions = needing(&p.state, &p.table, &missing);
         return Ok(Attempt::Missing {
             layers: missing,
@@ -459,10 +584,13 @@ fn backup_once(
             .or_else(|| parent_table.and_then(|t| t.get(d).copied()))
     };
     let docs = Documents::plan(&state, &layer_of, &content_options())?;
+    // (A file carried from the parent has its layer in the parent's configuration layers.)
+    let config_layer =
+        |d: &Digest| layer_of(d).or_else(|| parent.as_ref()?.sources.config_layers.get(d).copied());
     let config_layers: BTreeMap<Digest, LayerRef> = config
         .iter()
         .flat_map(|c| &c.files)
-        .filter_map(|f| layer_of(&f.content.digest).map(|r| (f.content.digest, r)))
+        .filter_map(|f| config_layer(&f.content.digest).map(|r| (f.content.digest, r)))
         .collect();
     let same_as_parent = parent.as_ref().is_some_and(|p| {
         p.content.digest == docs.manifest.digest
@@ -495,42 +623,18 @@ fn backup_once(
         }
     }
     if !missing.is_empty() {
-        let sessions = needing(&docs.state, &docs.table, &missing);
-        // The second pass read again every session the source still has that needed a missing
-        // layer. What is still missing is needed by sessions the source no longer has: nothing
-        // can store it again. They are carried as they are (their other layers stay kept, and
-        // `asp restore` leaves out only what needs the lost ones), said as lost on every run
-        // until `asp forget --session` lets them go; the backup goes on, so one damaged
-        // session of the past does not stop every session of the present from being kept.
-        let only_gone = !sessions.is_empty() && sessions.iter().all(|s| gone.contains_key(s));
-        if avoid.is_empty() || !only_gone {
-            return Ok(Attempt::Missing {
-                layers: missing,
-                sessions,
-            });
-        }
-        outcome.layers_lost = missing.len();
-        for id in &sessions {
-            let lost = session_bodies(session_named(&docs.state, id))
-                .filter_map(|d| docs.table.get(&d))
-                .filter(|r| missing.contains(&r.layer))
-                .map(|r| r.layer)
-                .collect::<HashSet<_>>()
-                .len();
-            ctx.diagnostics.push(Diagnostic {
-                severity: Severity::Lost,
-                file: None,
-                line: None,
-                message: format!(
-                    "session {id} (gone from the source since {}) needs {} the repository has \
-                     lost ({}): it is kept as it is, and `asp restore` gives back what does not \
-                     need {}; `asp forget --session {id}` lets it go",
-                    gone[id],
-                    count_layers(lost),
-                    repo.root().display(),
-                    if lost == 1 { "it" } else { "them" },
-                ),
-            });
+        match lost_to_gone(&docs.state, &docs.table, &missing, &gone) {
+            Some(lost) => {
+                report_lost_to_gone(repo, ctx, &lost, &gone);
+                outcome.layers_lost = missing.len();
+            }
+            None => {
+                let sessions = needing(&docs.state, &docs.table, &missing);
+                return Ok(Attempt::Missing {
+                    layers: missing,
+                    sessions,
+                });
+            }
         }
     }
     let (n, bytes) = write_layers(repo, &layers, &to_write)?;

@@ -178,15 +178,21 @@ impl Harness for ClaudeCode {
             .then_some(crate::kit::prompt_log::PromptLog { time: "timestamp" })
     }
 
-    /// The per-project (local-scope) MCP servers of `.claude.json` ([`local_mcp`]) and the
-    /// preferences set there ([`preferences`]): the rest of that file holds the account and
-    /// caches, so it is never kept whole.
+    /// The pasted texts: Claude Code's cleanup deletes them by age, but the prompt history
+    /// a backup keeps still names them.
+    fn config_outlives_source(&self, home: &crate::Home, rel: &str) -> bool {
+        in_paste_cache(home, rel)
+    }
+
     /// The prompt history, and the texts it refers to by hash (`paste-cache/`), which Claude
     /// Code writes with mode 0600.
     fn private_config(&self, home: &crate::Home, rel: &str) -> bool {
         self.prompt_log(home, rel).is_some() || in_paste_cache(home, rel)
     }
 
+    /// The per-project (local-scope) MCP servers of `.claude.json` ([`local_mcp`]) and the
+    /// preferences set there ([`preferences`]): the rest of that file holds the account and
+    /// caches, so it is never kept whole.
     fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {
         let layout = Layout::of(home);
         let servers = local_mcp::extract(&layout).map(|b| (local_mcp::PART.to_owned(), b));

@@ -35,21 +35,34 @@ const CREDENTIALS: &[&str] = &[
 pub struct ConfigFiles {
     /// Each file kept: its path relative to the home (`/`-separated) and where it is.
     pub keep: Vec<(String, PathBuf)>,
-    /// Each file found and left out: where it is, and why.
-    pub withheld: Vec<(PathBuf, &'static str)>,
-    /// The relative paths of `withheld` (`None` outside the home), for [`ConfigFiles::only`].
-    withheld_rel: Vec<Option<String>>,
+    /// Each file found and left out.
+    pub withheld: Vec<Withheld>,
+    /// Each symbolic link kept as the file it leads to: the link, and that file.
+    pub followed: Vec<(PathBuf, PathBuf)>,
+}
+
+/// A file found where a harness keeps its configuration and left out.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Withheld {
+    /// Where it is.
+    pub path: PathBuf,
+    /// Its path relative to the home (its whole path outside the home; empty for a folder
+    /// outside the home): what [`ConfigFiles::only`] looks at.
+    rel: String,
+    /// Why it is left out.
+    pub why: &'static str,
 }
 
 impl ConfigFiles {
     /// Keeps only the files whose relative path `keep` accepts; the others are not
     /// configuration (a converter's finer rule: Markdown files only, no `node_modules/`) and
-    /// are not reported.
+    /// are neither kept nor reported.
     pub fn only(mut self, keep: impl Fn(&str) -> bool) -> Self {
         self.keep.retain(|(rel, _)| keep(rel));
-        let mut rel = std::mem::take(&mut self.withheld_rel).into_iter();
-        self.withheld
-            .retain(|_| rel.next().flatten().is_none_or(|r| keep(&r)));
+        // (A folder outside the home, reported once, is about every file in it.)
+        self.withheld.retain(|w| w.rel.is_empty() || keep(&w.rel));
+        self.followed
+            .retain(|(link, _)| self.keep.iter().any(|(_, p)| p == link));
         self
     }
 
@@ -63,63 +76,47 @@ impl ConfigFiles {
 pub const HOLDS_CREDENTIALS: &str =
     "its name says it holds credentials: never backed up (set them again after a restore)";
 
+/// Folders whose files hold keys (a link into one is never followed), as path components of
+/// the file a link leads to.
+const SECRET_FOLDERS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".password-store",
+    "gh",
+    "gcloud",
+];
+
 /// Every configuration file of `files` (single files) and `dirs` (walked), under `home`.
 ///
 /// A symbolic link is followed to the regular file it leads to (people keep `settings.json`
-/// in a dotfiles repository and link it), and the file's content is kept; a restore writes
-/// it as a file. A link that leads nowhere or to something else, a file outside the home and
-/// a file whose name says it holds credentials are withheld and reported. Links to folders
-/// below `dirs` are not walked.
+/// in a dotfiles repository, or home-manager links it from the Nix store), and that file's
+/// content is kept; a restore writes it as a file. Not when the file it leads to is readable
+/// by its owner alone (a key), is named as holding credentials, lies in a folder of keys
+/// (`~/.ssh`, `~/.aws`, ...) or under `/proc`, `/sys`, `/dev` or `/run`, or cannot be
+/// resolved. Such links, links that lead nowhere or to a folder, files whose name says they
+/// hold credentials and files outside the home are withheld and reported; a folder of `dirs`
+/// outside the home is reported once, not walked. Links to folders below `dirs` are not
+/// walked.
 pub fn collect(home: &Path, files: &[PathBuf], dirs: &[PathBuf]) -> ConfigFiles {
     let mut out = ConfigFiles::default();
-    let mut take = |p: &Path| {
-        let Ok(m) = fs::symlink_metadata(p) else {
-            return;
-        };
-        if m.is_dir() {
-            return;
-        }
-        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let target = fs::metadata(p);
-        let why = if holds_credentials(name) {
-            Some(HOLDS_CREDENTIALS)
-        } else if m.is_symlink() {
-            match &target {
-                Ok(t) if t.is_file() => fs::canonicalize(p)
-                    .ok()
-                    .and_then(|t| {
-                        t.file_name()
-                            .and_then(|n| n.to_str())
-                            .map(holds_credentials)
-                    })
-                    .unwrap_or(false)
-                    .then_some(HOLDS_CREDENTIALS),
-                Ok(t) if t.is_dir() => {
-                    Some("a symbolic link to a folder: not followed, not backed up")
-                }
-                _ => Some("a symbolic link that leads to no regular file: not backed up"),
-            }
-        } else if !m.is_file() {
-            Some("not a regular file: not backed up")
-        } else {
-            None
-        };
-        let rel = relative(home, p);
-        match (why, rel) {
-            (None, Some(rel)) => out.keep.push((rel, p.to_path_buf())),
-            (why, rel) => {
-                out.withheld.push((
-                    p.to_path_buf(),
-                    why.unwrap_or("outside the home: not backed up"),
-                ));
-                out.withheld_rel.push(rel);
-            }
-        }
-    };
     for f in files {
-        take(f);
+        take(&mut out, f, relative(home, f));
     }
     for d in dirs {
+        if relative(home, d).is_none() {
+            if d.exists() {
+                out.withheld.push(Withheld {
+                    path: d.clone(),
+                    rel: String::new(),
+                    why: "a folder outside the home: not backed up",
+                });
+            }
+            continue;
+        }
         // (The folder itself, link or not, is walked.)
         for e in walkdir::WalkDir::new(d)
             .follow_links(false)
@@ -128,20 +125,112 @@ pub fn collect(home: &Path, files: &[PathBuf], dirs: &[PathBuf]) -> ConfigFiles 
             .into_iter()
             .flatten()
         {
-            take(e.path());
+            take(&mut out, e.path(), relative(home, e.path()));
         }
     }
     out.keep.sort();
     out.keep.dedup();
+    out.withheld.sort();
+    out.withheld.dedup();
+    out.followed.sort();
+    out.followed.dedup();
     out
 }
 
-/// Whether a file named `name` holds credentials by its name (`auth.json`,
-/// `mcp-oauth-tokens.json`, ...). A Markdown file is a prompt, a command or a rule, whatever
-/// its name (`commands/tokenize.md`).
+/// Keeps or withholds the file at `p` (`rel` relative to the home, `None` outside it).
+fn take(out: &mut ConfigFiles, p: &Path, rel: Option<String>) {
+    let Ok(m) = fs::symlink_metadata(p) else {
+        return;
+    };
+    if m.is_dir() {
+        return;
+    }
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let mut followed = None;
+    let why = if holds_credentials(name) {
+        Some(HOLDS_CREDENTIALS)
+    } else if m.is_symlink() {
+        match fs::metadata(p) {
+            Ok(t) if t.is_file() => match fs::canonicalize(p) {
+                Ok(target) => {
+                    let why = link_withheld(&target, &t);
+                    if why.is_none() {
+                        followed = Some(target);
+                    }
+                    why
+                }
+                Err(_) => Some("a symbolic link that cannot be resolved: not backed up"),
+            },
+            Ok(t) if t.is_dir() => Some("a symbolic link to a folder: not followed, not backed up"),
+            _ => Some("a symbolic link that leads to no regular file: not backed up"),
+        }
+    } else if !m.is_file() {
+        Some("not a regular file: not backed up")
+    } else {
+        None
+    };
+    match (why, rel) {
+        (None, Some(rel)) => {
+            if let Some(target) = followed {
+                out.followed.push((p.to_path_buf(), target));
+            }
+            out.keep.push((rel, p.to_path_buf()));
+        }
+        (why, rel) => out.withheld.push(Withheld {
+            path: p.to_path_buf(),
+            rel: rel.unwrap_or_else(|| p.to_string_lossy().into_owned()),
+            why: why.unwrap_or("outside the home: not backed up"),
+        }),
+    }
+}
+
+/// Why a symbolic link to the regular file `target` (canonical, with metadata `m`) is not
+/// followed, if it is not.
+fn link_withheld(target: &Path, m: &fs::Metadata) -> Option<&'static str> {
+    let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let in_secrets = target.components().any(|c| {
+        c.as_os_str()
+            .to_str()
+            .is_some_and(|c| SECRET_FOLDERS.contains(&c))
+    });
+    let system = ["/proc", "/sys", "/dev", "/run"]
+        .iter()
+        .any(|d| target.starts_with(d));
+    if holds_credentials(name) || in_secrets || system {
+        return Some(
+            "a symbolic link to a file that holds keys or is the system's: not followed, not backed up",
+        );
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if m.permissions().mode() & 0o077 == 0 {
+            return Some(
+                "a symbolic link to a file only its owner may read (a key, as like as not): not followed, not backed up",
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = m;
+    None
+}
+
+/// Whether a file named `name` holds credentials by its name: one of [`CREDENTIALS`], or a
+/// data file named like a token (`mcp-oauth-tokens.json`). A prompt, a command, a rule or
+/// source code (`commands/tokenize.md`, `commands/count-tokens.toml`,
+/// `extensions/x/tokenizer.ts`) is what it is whatever its name.
 fn holds_credentials(name: &str) -> bool {
-    CREDENTIALS.contains(&name)
-        || (name.to_ascii_lowercase().contains("token") && !name.ends_with(".md"))
+    let data = match name.rsplit_once('.') {
+        Some((_, ext)) => {
+            let ext = ext.to_ascii_lowercase();
+            [
+                "json", "txt", "yaml", "yml", "key", "dat", "db", "sqlite", "cache",
+            ]
+            .contains(&ext.as_str())
+        }
+        None => true,
+    };
+    CREDENTIALS.contains(&name) || (name.contains("token") && data)
 }
 
 /// `path` relative to `home`, `/`-separated, as configuration files are named; `None` outside it.
@@ -166,19 +255,37 @@ pub fn is_without_credentials(name: &str) -> bool {
     name.ends_with(WITHOUT_CREDENTIALS)
 }
 
-/// Reads the files into `blobs`.
+/// Reads the files into `blobs`. A file gone since it was listed (the harness deleted it)
+/// is not there to keep; one that cannot be read is reported as lost and the others are
+/// read: one unreadable file must not stop the backup of everything else.
 pub fn read(
     harness: HarnessName,
     files: &[(String, PathBuf)],
     blobs: &dyn BlobSink,
+    diagnostics: &crate::kit::report::Diagnostics,
 ) -> Result<Native, ConvertError> {
     let mut entries = Vec::new();
     for (rel, path) in files {
-        let mut f = fs::File::open(path).map_err(ConvertError::io(path))?;
-        let executable = is_executable(&f.metadata().map_err(ConvertError::io(path))?);
-        let mut bytes = Vec::new();
-        f.read_to_end(&mut bytes).map_err(ConvertError::io(path))?;
+        let read = fs::File::open(path).and_then(|mut f| {
+            let m = f.metadata()?;
+            let mut bytes = Vec::new();
+            f.read_to_end(&mut bytes)?;
+            Ok((is_executable(&m), bytes))
+        });
+        let (executable, bytes) = match read {
+            Ok(read) => read,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                diagnostics.lost(path, None, format!("cannot be read ({e}): not backed up"));
+                continue;
+            }
+        };
         let Ok(path_name) = RelPath::new(rel) else {
+            diagnostics.lost(
+                path,
+                None,
+                "its name cannot be a file name in every file system: not backed up",
+            );
             continue;
         };
         entries.push(FileEntry {
@@ -294,4 +401,99 @@ fn merge_log(
     Ok(kept(
         "kept changing while the backed-up prompt history was merged into it".to_owned(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_holds_credentials_when_it_is_a_data_file_named_so() {
+        for yes in [
+            ".credentials.json",
+            "auth.json",
+            "mcp-oauth-tokens.json",
+            "github-token",
+            "token.txt",
+        ] {
+            assert!(holds_credentials(yes), "{yes}");
+        }
+        for no in [
+            "tokenize.md",
+            "count-tokens.toml",
+            "tokenizer.ts",
+            "settings.json",
+            "Token.json",
+        ] {
+            assert!(!holds_credentials(no), "{no}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_are_followed_to_configuration_and_never_to_keys() {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let c = home.join(".tool");
+        fs::create_dir_all(c.join("commands")).unwrap();
+        fs::create_dir_all(home.join("dotfiles")).unwrap();
+        fs::create_dir_all(home.join(".ssh")).unwrap();
+        let write = |p: &Path, mode: u32| {
+            fs::write(p, b"x").unwrap();
+            fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
+        };
+        write(&home.join("dotfiles/settings.json"), 0o644);
+        write(&home.join("dotfiles/secret.json"), 0o600);
+        write(&home.join(".ssh/config"), 0o644);
+        write(&home.join("dotfiles/.credentials.json"), 0o644);
+        symlink(home.join("dotfiles/settings.json"), c.join("settings.json")).unwrap();
+        let cmd = |n: &str| c.join("commands").join(n);
+        symlink(home.join("dotfiles/secret.json"), cmd("a.md")).unwrap();
+        symlink(home.join(".ssh/config"), cmd("b.md")).unwrap();
+        symlink(home.join("dotfiles/.credentials.json"), cmd("c.md")).unwrap();
+        symlink(home.join("nowhere"), cmd("d.md")).unwrap();
+        symlink(home.join("dotfiles"), cmd("e")).unwrap();
+        symlink("/proc/self/environ", cmd("f.md")).unwrap();
+        write(&cmd("g.md"), 0o644);
+        write(&cmd("notes.txt"), 0o644);
+
+        let found = collect(&home, &[c.join("settings.json")], &[c.join("commands")]);
+        let kept: Vec<&str> = found.names().collect();
+        assert_eq!(
+            kept,
+            [
+                ".tool/commands/g.md",
+                ".tool/commands/notes.txt",
+                ".tool/settings.json"
+            ]
+        );
+        assert_eq!(
+            found.followed,
+            [(
+                c.join("settings.json"),
+                fs::canonicalize(home.join("dotfiles/settings.json")).unwrap()
+            )]
+        );
+        let withheld: Vec<String> = found
+            .withheld
+            .iter()
+            .map(|w| w.path.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(withheld, ["a.md", "b.md", "c.md", "d.md", "e", "f.md"]);
+
+        // A finer rule drops what is not configuration from both lists.
+        let md = collect(&home, &[], &[c.join("commands")]).only(|rel| rel.ends_with(".md"));
+        assert_eq!(md.names().collect::<Vec<_>>(), [".tool/commands/g.md"]);
+        assert!(
+            md.withheld
+                .iter()
+                .all(|w| w.path.extension().is_some_and(|e| e == "md"))
+        );
+
+        // A folder outside the home is said once, not walked.
+        let outside = collect(&c.join("commands"), &[], &[home.join("dotfiles")]);
+        assert_eq!(outside.withheld.len(), 1);
+        assert!(outside.keep.is_empty());
+    }
 }
