@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The least work a full `asp backup` must do, beside `restic backup` and `asp backup` of the
-# same Claude Code home (issue 13's "a full backup in at most half restic's time"; spec
-# repository.md §8.2).
+# The least work a full `asp backup` or `asp-pack` must do, beside `restic backup`,
+# `tar | zstd -3`, `asp backup` and `asp-pack` of the same Claude Code home (issue 13's "a
+# full backup in at most half restic's time", issue 12's "asp-pack at most 2x tar | zstd";
+# spec repository.md §8.2).
 #
 # A snapshot stores two bodies per session: the native transcript (for a byte-exact restore)
 # and its ACP update stream (the portable form), each hashed and compressed. The floor below
@@ -69,23 +70,31 @@ floor() {
   echo "  zstd -$1: hashing $h CPU s, compressing $z CPU s" >&2
   echo "($h + $z) / $cores" | bc -l | xargs printf %.2f
 }
-declare -a F R A F1
+declare -a F R A F1 T P
 for i in $(seq "$runs"); do
   F+=("$(floor 3)")
   F1+=("$(floor 1)")
-  rm -rf "$work/restic"
-  RESTIC_PASSWORD=bench restic init -q -r "$work/restic" >/dev/null
-  R+=("$(cd "$home" && RESTIC_PASSWORD=bench wall restic backup -q -r "$work/restic" .claude)")
-  rm -rf "$work/asp"
-  A+=("$(wall "$bin/asp" backup --from claude-code --home "$home" --repo "$work/asp" -q)")
-  echo "run $i: floor ${F[-1]} s (zstd -1: ${F1[-1]} s), restic backup ${R[-1]} s, asp backup ${A[-1]} s" >&2
+  T+=("$(wall bash -c 'tar -C "$0" -cf - .claude | zstd -3 -q >/dev/null' "$home")")
+  P+=("$(wall "$bin/asp-pack" --from claude-code --home "$home" -q -o "$work/bundle.aspstate")")
+  rm -f "$work/bundle.aspstate"
+  # A fresh repository per run, all removed at the end: right after thousands of files were
+  # deleted, ext4 takes seconds of system time to create the next thousands (asp writes a
+  # file per blob), which would charge one run's cleanup to the next.
+  RESTIC_PASSWORD=bench restic init -q -r "$work/restic-$i" >/dev/null
+  R+=("$(cd "$home" && RESTIC_PASSWORD=bench wall restic backup -q -r "$work/restic-$i" .claude)")
+  A+=("$(wall "$bin/asp" backup --from claude-code --home "$home" --repo "$work/asp-$i" -q)")
+  echo "run $i: floor ${F[-1]} s (zstd -1: ${F1[-1]} s), tar | zstd -3 ${T[-1]} s, asp-pack ${P[-1]} s, restic backup ${R[-1]} s, asp backup ${A[-1]} s" >&2
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 f=$(median "${F[@]}"); f1=$(median "${F1[@]}"); r=$(median "${R[@]}"); a=$(median "${A[@]}")
-echo "| full backup, $(basename "$home") | wall (median of $runs) | / restic |"
-echo "|---|---|---|"
+t=$(median "${T[@]}"); p=$(median "${P[@]}")
 ratio() { echo "$1 / $2" | bc -l | xargs printf %.2f; }
-echo "| floor: hash and zstd -3 every byte of natives and streams, CPU over $cores cores | $f s | $(ratio "$f" "$r")x |"
-echo "| floor: hash and zstd -1 every byte of natives and streams, CPU over $cores cores | $f1 s | $(ratio "$f1" "$r")x |"
-echo "| restic backup | $r s | 1.00x |"
-echo "| asp backup | $a s | $(ratio "$a" "$r")x |"
+echo "| $(basename "$home") | wall (median of $runs) | / restic backup | / tar \| zstd -3 |"
+echo "|---|---|---|---|"
+row() { echo "| $1 | $2 s | $(ratio "$2" "$r")x | $(ratio "$2" "$t")x |"; }
+row "floor: hash and zstd -3 every byte of natives and streams, CPU over $cores cores" "$f"
+row "floor: hash and zstd -1 every byte of natives and streams, CPU over $cores cores" "$f1"
+row "\`restic backup\` (fresh repository)" "$r"
+row "\`tar -cf - .claude \| zstd -3\`" "$t"
+row "\`asp backup\` (fresh repository)" "$a"
+row "\`asp-pack\`" "$p"
