@@ -670,6 +670,14 @@ fn a_lost_layer_of_a_gone_session_does_not_stop_later_backups() {
     fs::remove_file(layer_holding(&repo, &original)).unwrap();
     let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
     let grown = append_turn(&file, 7);
+    // `asp check` says whose the blob was.
+    let out = asp().args(["check", "--repo"]).arg(&repo).output().unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("needed by session {A} (snapshots ")),
+        "{said}"
+    );
 
     let out = backup_run(&home, &repo, &["--from", "claude-code", "--json"]);
     let err = String::from_utf8_lossy(&out.stderr);

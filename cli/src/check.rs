@@ -27,6 +27,12 @@ Examples:
       as lost (exit 3) on every run, until `asp forget --session ID` lets them go. (`asp
       restore` restores everything that does not need a lost layer.)
 
+A missing or damaged blob is named with the sessions (and the snapshots holding them) or the
+configuration files that need it. The next backup stores it again for a session the source
+still has; for one gone from the source it is lost: `asp forget --session ID` lets that
+session go from the newest snapshot, and the older snapshots that still hold it keep naming the
+blob until a forget policy and `asp prune` let them go.
+
 Blobs no snapshot names (left by an interrupted backup, or by forget) are counted, not
 problems; `asp prune` removes them. Problems exit 4.
 

@@ -175,9 +175,13 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
                 .write_config(&config, &config_blobs, &path_map, args.dry_run)
                 .context("cannot restore the harness's configuration")?;
             let new = placed.iter().filter(|(_, p)| *p == Placement::New).count();
+            let there = placed
+                .iter()
+                .filter(|(_, p)| *p == Placement::AlreadyThere)
+                .count();
             config_lines.push(format!(
-                "configuration: {new} of {} {} (files, and entries merged into files: MCP \
-                 servers, preferences)",
+                "configuration: {new} of {} {}, {there} already there (files, and entries \
+                 merged into files: MCP servers, preferences)",
                 placed.len() + damaged.config_files(),
                 if args.dry_run {
                     "would be restored"

@@ -677,7 +677,7 @@ fn backup_once(
 }
 
 /// The bodies a session's blobs hold: its updates and its native files.
-fn session_bodies(s: &Session) -> impl Iterator<Item = Digest> + '_ {
+pub(crate) fn session_bodies(s: &Session) -> impl Iterator<Item = Digest> + '_ {
     std::iter::once(s.updates.digest).chain(
         s.native
             .iter()

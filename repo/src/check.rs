@@ -46,6 +46,37 @@ impl CheckReport {
     }
 }
 
+/// What needs one layer.
+#[derive(Debug, Default)]
+struct Needers {
+    /// Session id → the snapshots (short ids) that hold it.
+    sessions: BTreeMap<String, BTreeSet<String>>,
+    /// Configuration files (paths as kept).
+    files: BTreeSet<String>,
+}
+
+impl Needers {
+    /// `; needed by session ID (snapshots a1b2c3d4, e5f6a7b8)`, for a problem's message, so a
+    /// person knows what was lost and what to forget.
+    fn describe(&self) -> String {
+        let mut said: Vec<String> = self
+            .sessions
+            .iter()
+            .map(|(id, snaps)| {
+                let snaps: Vec<&str> = snaps.iter().map(String::as_str).collect();
+                let n = if snaps.len() == 1 { "" } else { "s" };
+                format!("session {id} (snapshot{n} {})", snaps.join(", "))
+            })
+            .collect();
+        said.extend(self.files.iter().map(|f| format!("configuration file {f}")));
+        if said.is_empty() {
+            String::new()
+        } else {
+            format!("; needed by {}", said.join(", "))
+        }
+    }
+}
+
 /// Checks the repository; problems are reported, not returned as errors.
 pub fn check(
     repo: &Repository,
@@ -71,6 +102,9 @@ pub fn check(
     let mut sized: BTreeMap<Digest, u64> = BTreeMap::new();
     let mut bodies: BTreeMap<Digest, (u64, usize)> = BTreeMap::new();
     let mut loaded: Vec<Snapshot> = Vec::new();
+    // Who needs each layer, to say it when one is missing or damaged: the sessions (with the
+    // snapshots that hold them) and the configuration files.
+    let mut needed_by: BTreeMap<Digest, Needers> = BTreeMap::new();
     progress.begin("checking snapshots", Some(infos.len() as u64));
     for info in &infos {
         progress.advance(1);
@@ -118,6 +152,28 @@ pub fn check(
                 ));
             }
         }
+        for session in snap.state.sessions.iter().flatten() {
+            for body in crate::backup::session_bodies(session) {
+                if let Some(r) = snap.table.get(&body) {
+                    needed_by
+                        .entry(r.layer)
+                        .or_default()
+                        .sessions
+                        .entry(session.id.to_string())
+                        .or_default()
+                        .insert(info.short_id());
+                }
+            }
+        }
+        for f in snap.sources.config.iter().flat_map(|c| &c.files) {
+            if let Some(r) = snap.sources.config_layers.get(&f.content.digest) {
+                needed_by
+                    .entry(r.layer)
+                    .or_default()
+                    .files
+                    .insert(f.path.to_string());
+            }
+        }
         if opts.read_data {
             for d in snap.state.descriptors() {
                 bodies.entry(d.digest).or_insert((d.size, loaded.len()));
@@ -132,14 +188,15 @@ pub fn check(
             digest: *d,
             size: *size,
         };
+        let who = needed_by.get(d).map(Needers::describe).unwrap_or_default();
         if !repo.has_blob(&blob) {
             report.problems.push(format!(
-                "blob {d} ({size} bytes) is missing or has another size"
+                "blob {d} ({size} bytes) is missing or has another size{who}"
             ));
         } else if opts.read_data {
             let mut r = repo.open_raw(&blob)?;
             if let Err(e) = std::io::copy(&mut r, &mut std::io::sink()) {
-                report.problems.push(format!("{e}"));
+                report.problems.push(format!("{e}{who}"));
                 if opts.repair {
                     drop(r);
                     let aside = repo.root().join("damaged");
