@@ -74,7 +74,7 @@ declare -a F R A F1 T P
 for i in $(seq "$runs"); do
   F+=("$(floor 3)")
   F1+=("$(floor 1)")
-  T+=("$(wall bash -c 'tar -C "$0" -cf - .claude | zstd -3 -q >/dev/null' "$home")")
+  T+=("$(wall bash -o pipefail -c 'tar -C "$0" -cf - .claude | zstd -3 -q >/dev/null' "$home")")
   P+=("$(wall "$bin/asp-pack" --from claude-code --home "$home" -q -o "$work/bundle.aspstate")")
   rm -f "$work/bundle.aspstate"
   # A fresh repository per run, all removed at the end: right after thousands of files were

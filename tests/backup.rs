@@ -1151,7 +1151,16 @@ fn the_harness_configuration_comes_back_into_the_same_harness_only() {
     let paste = format!(".claude/paste-cache/{hash}.txt");
     fs::create_dir_all(home.join(".claude/paste-cache")).unwrap();
     fs::write(home.join(&paste), &pasted).unwrap();
+    let mut history = fs::read_to_string(home.join(".claude/history.jsonl")).unwrap();
+    history.push_str(&format!(
+        "{{\"display\":\"Why does this not build? [Pasted text #1 +29 lines]\",\"pastedContents\":{{\"1\":{{\"id\":1,\"type\":\"text\",\"contentHash\":\"{hash}\"}}}},\"timestamp\":1795880000000,\"project\":\"/home/dev/shop\",\"sessionId\":\"{A}\"}}\n"
+    ));
+    fs::write(home.join(".claude/history.jsonl"), history).unwrap();
+    // A pasted text no prompt of the history names any more.
+    let unnamed = ".claude/paste-cache/fedcba9876543210.txt";
+    fs::write(home.join(unnamed), "x".repeat(2000)).unwrap();
     fs::write(home.join(".claude/paste-cache/notes.bak"), b"not a paste").unwrap();
+    age(&home.join(".claude"), Duration::from_secs(3600));
     let repo = t.path().join("repo");
     backup(&home, &repo);
     check(&repo, true);
@@ -1177,15 +1186,23 @@ fn the_harness_configuration_comes_back_into_the_same_harness_only() {
     }
     assert!(!fresh.join(".claude/.credentials.json").exists());
     assert!(!fresh.join(".claude/paste-cache/notes.bak").exists());
-    // Claude Code's cleanup deletes the pasted text by age; the history that names it stays,
-    // and so does the text in the backup.
+    assert!(fresh.join(unnamed).exists());
+    // Claude Code's cleanup deletes the pasted texts by age; the history that names one
+    // stays, and so does that text in the backup; one no prompt names goes.
     fs::remove_file(home.join(&paste)).unwrap();
+    fs::remove_file(home.join(unnamed)).unwrap();
     let o = backup(&home, &repo);
-    assert!(o["snapshot"].is_null(), "carried, nothing changed: {o}");
+    assert!(o["snapshot"].is_object(), "{o}");
     let later = t.path().join("later");
     fs::create_dir_all(&later).unwrap();
     restore(&repo, &later, &[]);
     assert_eq!(fs::read_to_string(later.join(&paste)).unwrap(), pasted);
+    assert!(!later.join(unnamed).exists());
+    let o = backup(&home, &repo);
+    assert!(
+        o["snapshot"].is_null(),
+        "carried again, nothing changed: {o}"
+    );
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

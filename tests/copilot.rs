@@ -388,7 +388,8 @@ fn custom_agents_come_back_into_copilot_byte_for_byte() {
     let config = crate::support::store_of(HARNESS, home.path())
         .read_config(&blobs, &asp_convert::kit::report::Diagnostics::new())
         .unwrap()
-        .expect("the agents are configuration");
+        .expect("the agents are configuration")
+        .native;
     let paths: Vec<&str> = config.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(
         paths,
@@ -421,7 +422,7 @@ fn custom_agents_come_back_into_copilot_byte_for_byte() {
     assert!(
         matches!(
             of(".copilot/agents/reviewer.agent.md"),
-            Some(Placement::Refused(why)) if why.contains("reviewer.agent.md")
+            Some(Placement::Refused(why)) if why.contains("other content")
         ),
         "{placed:?}"
     );

@@ -377,14 +377,15 @@ pub trait Harness: Send + Sync {
         None
     }
 
-    /// Whether the configuration file at `rel` is one the harness deletes on its own
-    /// schedule while what names it stays (Claude Code's pasted texts, deleted by age with the
-    /// transcripts, named by the prompt history): a backup carries it from its parent
-    /// snapshot once the source no longer has it, as it carries sessions gone from the source.
-    /// None by default.
-    fn config_outlives_source(&self, home: &Home, rel: &str) -> bool {
-        let _ = (home, rel);
-        false
+    /// Of the configuration files a backup's parent snapshot kept that the source no longer
+    /// has (`gone`, paths relative to the home), those the harness deleted on its own schedule
+    /// while what names them stays (Claude Code's pasted texts, deleted by age with the
+    /// transcripts, named by the prompt history a backup keeps): a backup carries them from
+    /// its parent, as it carries sessions gone from the source, for as long as they are
+    /// named. None by default.
+    fn config_to_carry(&self, home: &Home, gone: &[&str]) -> Vec<String> {
+        let _ = (home, gone);
+        Vec::new()
     }
 
     /// Whether the configuration file at `rel` holds what the person typed or pasted (a

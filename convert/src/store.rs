@@ -602,7 +602,7 @@ impl Store {
         &self,
         blobs: &dyn BlobSink,
         diagnostics: &Diagnostics,
-    ) -> Result<Option<Native>, ConvertError> {
+    ) -> Result<Option<crate::kit::config::ConfigRead>, ConvertError> {
         let Store::Harness { harness, home } = self else {
             return Ok(None);
         };
@@ -611,20 +611,27 @@ impl Store {
         for w in &files.withheld {
             diagnostics.left_out(&w.path, None, w.why);
         }
-        for (link, target) in &files.followed {
-            diagnostics.note(
-                link,
-                None,
-                format!(
-                    "a symbolic link: kept as the file it leads to, {} (a restore writes it as a file)",
-                    target.display()
-                ),
-            );
-        }
         if files.keep.is_empty() && parts.is_empty() {
             return Ok(None);
         }
-        let mut config = crate::kit::config::read(harness.name(), &files.keep, blobs, diagnostics)?;
+        let read = crate::kit::config::read(harness.name(), &files, blobs, diagnostics)?;
+        let mut config = read.native;
+        for (link, target) in &files.followed {
+            if config
+                .files
+                .iter()
+                .any(|c| home.dir.join(c.path.as_str()) == *link)
+            {
+                diagnostics.note(
+                    link,
+                    None,
+                    format!(
+                        "a symbolic link: kept as the file it leads to, {} (a restore writes it as a file)",
+                        target.display()
+                    ),
+                );
+            }
+        }
         let name = harness.name();
         diagnostics.revise(|d| {
             let kept = d.severity == Severity::LeftOut
@@ -663,14 +670,18 @@ impl Store {
             });
         }
         config.files.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(Some(config))
+        Ok(Some(crate::kit::config::ConfigRead {
+            native: config,
+            unreadable: read.unreadable,
+        }))
     }
 
-    /// Whether configuration file `rel` outlives its source ([`Harness::config_outlives_source`]).
-    pub fn config_outlives_source(&self, rel: &str) -> bool {
+    /// Of the configuration files an earlier backup kept that the source no longer has
+    /// (`gone`), those to carry from it ([`Harness::config_to_carry`]).
+    pub fn config_to_carry(&self, gone: &[&str]) -> Vec<String> {
         match self {
-            Store::Harness { harness, home } => harness.config_outlives_source(home, rel),
-            Store::Dir(_) => false,
+            Store::Harness { harness, home } => harness.config_to_carry(home, gone),
+            Store::Dir(_) => Vec::new(),
         }
     }
 

@@ -243,23 +243,34 @@ fn needing(
         .collect()
 }
 
-/// Carries into `config` each file of the parent's configuration `old` that the harness
-/// deletes on its own schedule ([`Store::config_outlives_source`]) and the source no longer
-/// has, as gone sessions are carried. One whose layer the repository has lost cannot be
-/// carried: it is said as lost.
+/// Carries into `config` files of the parent's configuration `old` that the source has no
+/// copy of in this backup: those the harness deleted on its own schedule while what names
+/// them stays ([`Store::config_to_carry`], as gone sessions are carried), and those that could
+/// not be read this time (`unreadable`: the last copy that could is kept). One whose layer the
+/// repository has lost cannot be carried: it is said as lost, and is then in no later
+/// snapshot.
 fn carry_config(
     repo: &Repository,
     ctx: &BackupContext<'_>,
     store: &Store,
     old: &Native,
     old_layers: &BTreeMap<Digest, LayerRef>,
+    unreadable: &[String],
     config: &mut Option<Native>,
 ) {
-    let have: HashSet<String> = config
+    let have: HashSet<&str> = config
         .iter()
         .flat_map(|c| &c.files)
-        .map(|f| f.path.to_string())
+        .map(|f| f.path.as_str())
         .collect();
+    let gone: Vec<&str> = old
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .filter(|p| !have.contains(p) && !unreadable.iter().any(|u| u == p))
+        .collect();
+    let mut wanted: HashSet<String> = store.config_to_carry(&gone).into_iter().collect();
+    wanted.extend(unreadable.iter().cloned());
     let present = |f: &FileEntry| {
         old_layers.get(&f.content.digest).is_some_and(|r| {
             repo.has_blob(&Descriptor {
@@ -269,25 +280,34 @@ fn carry_config(
         })
     };
     let mut carried = Vec::new();
-    for f in &old.files {
-        if !store.config_outlives_source(f.path.as_str()) || have.contains(f.path.as_str()) {
-            continue;
-        }
-        if present(f) {
-            carried.push(f.clone());
-        } else {
+    for f in old
+        .files
+        .iter()
+        .filter(|f| wanted.contains(f.path.as_str()))
+    {
+        let file = Some(std::path::PathBuf::from(f.path.as_str()));
+        if !present(f) {
             ctx.diagnostics.push(Diagnostic {
                 severity: Severity::Lost,
-                file: None,
+                file,
                 line: None,
                 message: format!(
-                    "{} (gone from the source) is no longer kept: the repository has lost its \
-                     layer ({})",
-                    f.path,
+                    "the copy an earlier backup kept is no longer kept: the repository has lost \
+                     its layer ({})",
                     repo.root().display()
                 ),
             });
+            continue;
         }
+        if unreadable.iter().any(|u| u == f.path.as_str()) {
+            ctx.diagnostics.push(Diagnostic {
+                severity: Severity::Note,
+                file,
+                line: None,
+                message: "the copy an earlier backup kept is kept".to_owned(),
+            });
+        }
+        carried.push(f.clone());
     }
     if carried.is_empty() {
         return;
@@ -513,7 +533,12 @@ fn backup_once(
     }
     outcome.gone = gone.len();
 
-    let mut config = store.read_config(&staging, ctx.diagnostics)?;
+    let read_config = store.read_config(&staging, ctx.diagnostics)?;
+    let unreadable = read_config
+        .as_ref()
+        .map(|r| r.unreadable.clone())
+        .unwrap_or_default();
+    let mut config = read_config.map(|r| r.native);
     if let Some(p) = &parent
         && let Some(old) = &p.sources.config
     {
@@ -523,6 +548,7 @@ fn backup_once(
             &store,
             old,
             &p.sources.config_layers,
+            &unreadable,
             &mut config,
         );
     }
@@ -563,7 +589,14 @@ fn backup_once(
         if missing.is_empty() {
             return Ok(Attempt::Done(Box::new(outcome)));
         }
-        if let Some(lost) = lost_to_gone(&p.state, &p.table, &missing, &gone) {
+        // (A layer that a configuration file also needs is stored again from the source by
+        // the pass that mends.)
+        let config_needs = p
+            .sources
+            .config_layers
+            .values()
+            .any(|r| missing.contains(&r.layer));
+        if !config_needs && let Some(lost) = lost_to_gone(&p.state, &p.table, &missing, &gone) {
             report_lost_to_gone(repo, ctx, &lost, &gone);
             outcome.layers_lost = missing.len();
             return Ok(Attempt::Done(Box::new(outcome)));

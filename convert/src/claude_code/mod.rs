@@ -24,6 +24,7 @@ mod layout;
 mod line;
 mod local_mcp;
 mod memory;
+mod pasted;
 mod preferences;
 mod read;
 mod replay;
@@ -54,13 +55,20 @@ pub const NAME: &str = "claude-code";
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ClaudeCode;
 
+/// `paste-cache/` relative to the home (`None` outside it).
+fn paste_cache_rel(home: &crate::Home) -> Option<String> {
+    crate::kit::config::relative(&home.dir, &Layout::of(home).paste_cache())
+}
+
+/// Whether configuration file `rel` (relative to the home) is in `dir`, the pasted texts'
+/// folder relative to the home.
+fn in_paste_cache_of(dir: Option<&str>, rel: &str) -> bool {
+    dir.is_some_and(|d| rel.strip_prefix(d).is_some_and(|r| r.starts_with('/')))
+}
+
 /// Whether configuration file `rel` (relative to the home) is a pasted text of `paste-cache/`.
 fn in_paste_cache(home: &crate::Home, rel: &str) -> bool {
-    let dir = crate::kit::config::relative(&home.dir, &Layout::of(home).paste_cache());
-    dir.is_some_and(|d| {
-        rel.strip_prefix(d.as_str())
-            .is_some_and(|r| r.starts_with('/'))
-    })
+    in_paste_cache_of(paste_cache_rel(home).as_deref(), rel)
 }
 
 impl Harness for ClaudeCode {
@@ -178,10 +186,36 @@ impl Harness for ClaudeCode {
             .then_some(crate::kit::prompt_log::PromptLog { time: "timestamp" })
     }
 
-    /// The pasted texts: Claude Code's cleanup deletes them by age, but the prompt history
-    /// a backup keeps still names them.
-    fn config_outlives_source(&self, home: &crate::Home, rel: &str) -> bool {
-        in_paste_cache(home, rel)
+    /// The pasted texts the prompt history still names (`pastedContents.*.contentHash`):
+    /// Claude Code's cleanup deletes them by age, but the history a backup keeps outlives it.
+    /// All of them when the history cannot be read: never fewer than named.
+    fn config_to_carry(&self, home: &crate::Home, gone: &[&str]) -> Vec<String> {
+        let dir = paste_cache_rel(home);
+        let pasted: Vec<&str> = gone
+            .iter()
+            .copied()
+            .filter(|rel| in_paste_cache_of(dir.as_deref(), rel))
+            .collect();
+        if pasted.is_empty() {
+            return Vec::new();
+        }
+        let history = Layout::of(home).config.join("history.jsonl");
+        let Ok(text) = std::fs::read(&history) else {
+            return pasted.into_iter().map(str::to_owned).collect();
+        };
+        let named = pasted::named_in_history(&text);
+        pasted
+            .into_iter()
+            .filter(|rel| {
+                let stem = rel
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or("")
+                    .trim_end_matches(".txt");
+                named.contains(stem)
+            })
+            .map(str::to_owned)
+            .collect()
     }
 
     /// The prompt history, and the texts it refers to by hash (`paste-cache/`), which Claude

@@ -39,6 +39,11 @@ pub struct ConfigFiles {
     pub withheld: Vec<Withheld>,
     /// Each symbolic link kept as the file it leads to: the link, and that file.
     pub followed: Vec<(PathBuf, PathBuf)>,
+    /// What each kept path was when it was screened (device and inode of the file itself, or
+    /// of the file a link leads to): [`read`] reads only that file, so a link retargeted, or a
+    /// file swapped for a link, a FIFO or a device, between the screening and the reading
+    /// is not read.
+    identity: std::collections::BTreeMap<PathBuf, (u64, u64)>,
 }
 
 /// A file found where a harness keeps its configuration and left out.
@@ -86,9 +91,14 @@ const SECRET_FOLDERS: &[&str] = &[
     ".kube",
     ".docker",
     ".password-store",
-    "gh",
-    "gcloud",
 ];
+
+/// The same, under `.config/`.
+const SECRET_CONFIG_FOLDERS: &[&str] = &["gh", "gcloud"];
+
+/// Names of files that hold keys wherever they are (a link to one is never followed), besides
+/// `id_*` and certificate and key files.
+const SECRET_NAMES: &[&str] = &[".netrc", ".git-credentials", ".npmrc", ".pypirc"];
 
 /// Every configuration file of `files` (single files) and `dirs` (walked), under `home`.
 ///
@@ -174,6 +184,9 @@ fn take(out: &mut ConfigFiles, p: &Path, rel: Option<String>) {
             if let Some(target) = followed {
                 out.followed.push((p.to_path_buf(), target));
             }
+            if let Some(id) = identity(p) {
+                out.identity.insert(p.to_path_buf(), id);
+            }
             out.keep.push((rel, p.to_path_buf()));
         }
         (why, rel) => out.withheld.push(Withheld {
@@ -184,19 +197,70 @@ fn take(out: &mut ConfigFiles, p: &Path, rel: Option<String>) {
     }
 }
 
+/// The device and inode of the file at `p` (through a link), where the platform has them.
+fn identity(p: &Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = p;
+        None
+    }
+}
+
+/// Opens the file at `p` for reading without blocking (a FIFO swapped in must not hang the
+/// backup) and checks that it is a regular file and, where screened, the one screened.
+fn open_screened(p: &Path, screened: Option<(u64, u64)>) -> std::io::Result<fs::File> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    let f = options.open(p)?;
+    let m = f.metadata()?;
+    let changed = || std::io::Error::other("it changed while it was being backed up");
+    if !m.is_file() {
+        return Err(changed());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if screened.is_some_and(|id| id != (m.dev(), m.ino())) {
+            return Err(changed());
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = screened;
+    Ok(f)
+}
+
 /// Why a symbolic link to the regular file `target` (canonical, with metadata `m`) is not
 /// followed, if it is not.
 fn link_withheld(target: &Path, m: &fs::Metadata) -> Option<&'static str> {
     let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let in_secrets = target.components().any(|c| {
-        c.as_os_str()
-            .to_str()
-            .is_some_and(|c| SECRET_FOLDERS.contains(&c))
-    });
+    let parts: Vec<&str> = target
+        .components()
+        .filter_map(|c| c.as_os_str().to_str())
+        .collect();
+    let in_secrets = parts.iter().any(|c| SECRET_FOLDERS.contains(c))
+        || parts
+            .windows(2)
+            .any(|w| w[0] == ".config" && SECRET_CONFIG_FOLDERS.contains(&w[1]));
+    let lower = name.to_ascii_lowercase();
+    let key_name = SECRET_NAMES.contains(&name)
+        || name.starts_with("id_")
+        || [".pem", ".p12", ".pfx", ".key"]
+            .iter()
+            .any(|e| lower.ends_with(e));
     let system = ["/proc", "/sys", "/dev", "/run"]
         .iter()
         .any(|d| target.starts_with(d));
-    if holds_credentials(name) || in_secrets || system {
+    if holds_credentials(name) || key_name || in_secrets || system {
         return Some(
             "a symbolic link to a file that holds keys or is the system's: not followed, not backed up",
         );
@@ -204,7 +268,7 @@ fn link_withheld(target: &Path, m: &fs::Metadata) -> Option<&'static str> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        if m.permissions().mode() & 0o077 == 0 {
+        if m.permissions().mode() & 0o044 == 0 {
             return Some(
                 "a symbolic link to a file only its owner may read (a key, as like as not): not followed, not backed up",
             );
@@ -216,21 +280,21 @@ fn link_withheld(target: &Path, m: &fs::Metadata) -> Option<&'static str> {
 }
 
 /// Whether a file named `name` holds credentials by its name: one of [`CREDENTIALS`], or a
-/// data file named like a token (`mcp-oauth-tokens.json`). A prompt, a command, a rule or
+/// data file (no extension, or a data one) named like a token, in any case
+/// (`mcp-oauth-tokens.json`, `GITHUB_TOKEN`, `.github-token`). A prompt, a command, a rule or
 /// source code (`commands/tokenize.md`, `commands/count-tokens.toml`,
 /// `extensions/x/tokenizer.ts`) is what it is whatever its name.
 fn holds_credentials(name: &str) -> bool {
-    let data = match name.rsplit_once('.') {
-        Some((_, ext)) => {
-            let ext = ext.to_ascii_lowercase();
-            [
-                "json", "txt", "yaml", "yml", "key", "dat", "db", "sqlite", "cache",
-            ]
-            .contains(&ext.as_str())
-        }
+    let lower = name.to_ascii_lowercase();
+    // As `Path::extension` reads it: `.github-token` has none.
+    let data = match Path::new(&lower).extension().and_then(|e| e.to_str()) {
+        Some(ext) => [
+            "json", "txt", "yaml", "yml", "key", "dat", "db", "sqlite", "cache",
+        ]
+        .contains(&ext),
         None => true,
     };
-    CREDENTIALS.contains(&name) || (name.contains("token") && data)
+    CREDENTIALS.contains(&name) || (lower.contains("token") && data)
 }
 
 /// `path` relative to `home`, `/`-separated, as configuration files are named; `None` outside it.
@@ -255,18 +319,38 @@ pub fn is_without_credentials(name: &str) -> bool {
     name.ends_with(WITHOUT_CREDENTIALS)
 }
 
-/// Reads the files into `blobs`. A file gone since it was listed (the harness deleted it)
-/// is not there to keep; one that cannot be read is reported as lost and the others are
-/// read: one unreadable file must not stop the backup of everything else.
+/// What [`read`] read.
+#[derive(Debug)]
+pub struct ConfigRead {
+    pub native: Native,
+    /// The files that could not be read (relative paths), each reported as lost: a backup
+    /// keeps the copy its parent snapshot has.
+    pub unreadable: Vec<String>,
+}
+
+/// Reads the files `collect` kept into `blobs`. A file gone since it was listed (the harness
+/// deleted it) is not there to keep; one that cannot be read, or is no longer the file that
+/// was screened, is reported as lost and the others are read: one unreadable file must not
+/// stop the backup of everything else. A name that cannot be a file name everywhere is left
+/// out by design.
 pub fn read(
     harness: HarnessName,
-    files: &[(String, PathBuf)],
+    files: &ConfigFiles,
     blobs: &dyn BlobSink,
     diagnostics: &crate::kit::report::Diagnostics,
-) -> Result<Native, ConvertError> {
+) -> Result<ConfigRead, ConvertError> {
     let mut entries = Vec::new();
-    for (rel, path) in files {
-        let read = fs::File::open(path).and_then(|mut f| {
+    let mut unreadable = Vec::new();
+    for (rel, path) in &files.keep {
+        let Ok(path_name) = RelPath::new(rel) else {
+            diagnostics.left_out(
+                path,
+                None,
+                "its name cannot be a file name on every system: not backed up",
+            );
+            continue;
+        };
+        let read = open_screened(path, files.identity.get(path).copied()).and_then(|mut f| {
             let m = f.metadata()?;
             let mut bytes = Vec::new();
             f.read_to_end(&mut bytes)?;
@@ -276,17 +360,10 @@ pub fn read(
             Ok(read) => read,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {
-                diagnostics.lost(path, None, format!("cannot be read ({e}): not backed up"));
+                diagnostics.lost(path, None, format!("cannot be read ({e})"));
+                unreadable.push(rel.clone());
                 continue;
             }
-        };
-        let Ok(path_name) = RelPath::new(rel) else {
-            diagnostics.lost(
-                path,
-                None,
-                "its name cannot be a file name in every file system: not backed up",
-            );
-            continue;
         };
         entries.push(FileEntry {
             path: path_name,
@@ -294,9 +371,12 @@ pub fn read(
             content: blobs.put(&bytes)?,
         });
     }
-    Ok(Native {
-        harness,
-        files: entries,
+    Ok(ConfigRead {
+        native: Native {
+            harness,
+            files: entries,
+        },
+        unreadable,
     })
 }
 
@@ -336,10 +416,11 @@ pub fn write(
                 } else if let (Some(log), Some(there)) = (log, there) {
                     merge_log(&path, &log, &there, &want, writer)?
                 } else {
-                    Placement::Refused(format!(
-                        "{} is there with other content; the backed-up copy was not written over it",
-                        path.display()
-                    ))
+                    // (The file is named with the refusal: one reason for many files.)
+                    Placement::Refused(
+                        "there with other content; the backed-up copy was not written over it"
+                            .to_owned(),
+                    )
                 }
             }
         };
@@ -415,6 +496,9 @@ mod tests {
             "mcp-oauth-tokens.json",
             "github-token",
             "token.txt",
+            "Token.json",
+            "GITHUB_TOKEN",
+            ".github-token",
         ] {
             assert!(holds_credentials(yes), "{yes}");
         }
@@ -423,7 +507,7 @@ mod tests {
             "count-tokens.toml",
             "tokenizer.ts",
             "settings.json",
-            "Token.json",
+            "Tokenize.MD",
         ] {
             assert!(!holds_credentials(no), "{no}");
         }
@@ -454,7 +538,11 @@ mod tests {
         symlink(home.join("dotfiles/.credentials.json"), cmd("c.md")).unwrap();
         symlink(home.join("nowhere"), cmd("d.md")).unwrap();
         symlink(home.join("dotfiles"), cmd("e")).unwrap();
-        symlink("/proc/self/environ", cmd("f.md")).unwrap();
+        symlink("/proc/version", cmd("f.md")).unwrap();
+        write(&home.join("dotfiles/id_ed25519.pub"), 0o644);
+        symlink(home.join("dotfiles/id_ed25519.pub"), cmd("h.md")).unwrap();
+        write(&home.join("dotfiles/others-cannot-read"), 0o611);
+        symlink(home.join("dotfiles/others-cannot-read"), cmd("i.md")).unwrap();
         write(&cmd("g.md"), 0o644);
         write(&cmd("notes.txt"), 0o644);
 
@@ -480,20 +568,60 @@ mod tests {
             .iter()
             .map(|w| w.path.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(withheld, ["a.md", "b.md", "c.md", "d.md", "e", "f.md"]);
+        assert_eq!(
+            withheld,
+            ["a.md", "b.md", "c.md", "d.md", "e", "f.md", "h.md", "i.md"]
+        );
 
         // A finer rule drops what is not configuration from both lists.
         let md = collect(&home, &[], &[c.join("commands")]).only(|rel| rel.ends_with(".md"));
         assert_eq!(md.names().collect::<Vec<_>>(), [".tool/commands/g.md"]);
-        assert!(
-            md.withheld
-                .iter()
-                .all(|w| w.path.extension().is_some_and(|e| e == "md"))
+        let withheld: Vec<String> = md
+            .withheld
+            .iter()
+            .map(|w| w.path.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            withheld,
+            ["a.md", "b.md", "c.md", "d.md", "f.md", "h.md", "i.md"]
         );
 
         // A folder outside the home is said once, not walked.
         let outside = collect(&c.join("commands"), &[], &[home.join("dotfiles")]);
         assert_eq!(outside.withheld.len(), 1);
         assert!(outside.keep.is_empty());
+    }
+
+    /// A file swapped between the screening and the reading (a link retargeted at a key, a
+    /// file replaced) is not read: lost this time, the others read.
+    #[cfg(unix)]
+    #[test]
+    fn a_file_swapped_after_screening_is_not_read() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path();
+        let c = home.join(".tool");
+        fs::create_dir_all(&c).unwrap();
+        fs::write(home.join("settings.real"), b"{}").unwrap();
+        symlink(home.join("settings.real"), c.join("settings.json")).unwrap();
+        fs::write(c.join("keybindings.json"), b"[]").unwrap();
+        let found = collect(
+            home,
+            &[c.join("settings.json"), c.join("keybindings.json")],
+            &[],
+        );
+        assert_eq!(found.keep.len(), 2);
+        // Retargeted at a key after the screening.
+        fs::write(home.join("key"), b"secret").unwrap();
+        fs::remove_file(c.join("settings.json")).unwrap();
+        symlink(home.join("key"), c.join("settings.json")).unwrap();
+        let blobs = asp_format::blob::MemoryStore::new();
+        let diagnostics = crate::kit::report::Diagnostics::new();
+        let harness = HarnessName::new("claude-code").unwrap();
+        let read = read(harness, &found, &blobs, &diagnostics).unwrap();
+        assert_eq!(read.unreadable, [".tool/settings.json"]);
+        let kept: Vec<&str> = read.native.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(kept, [".tool/keybindings.json"]);
+        assert!(diagnostics.any_lost());
     }
 }
