@@ -563,26 +563,20 @@ mod tests {
                 fs::canonicalize(home.join("dotfiles/settings.json")).unwrap()
             )]
         );
-        let withheld: Vec<String> = found
-            .withheld
-            .iter()
-            .map(|w| w.path.file_name().unwrap().to_string_lossy().into_owned())
-            .collect();
+        let names = |withheld: &[Withheld]| -> Vec<String> {
+            let name = |w: &Withheld| w.path.file_name().unwrap().to_string_lossy().into_owned();
+            withheld.iter().map(name).collect()
+        };
         assert_eq!(
-            withheld,
+            names(&found.withheld),
             ["a.md", "b.md", "c.md", "d.md", "e", "f.md", "h.md", "i.md"]
         );
 
         // A finer rule drops what is not configuration from both lists.
         let md = collect(&home, &[], &[c.join("commands")]).only(|rel| rel.ends_with(".md"));
         assert_eq!(md.names().collect::<Vec<_>>(), [".tool/commands/g.md"]);
-        let withheld: Vec<String> = md
-            .withheld
-            .iter()
-            .map(|w| w.path.file_name().unwrap().to_string_lossy().into_owned())
-            .collect();
         assert_eq!(
-            withheld,
+            names(&md.withheld),
             ["a.md", "b.md", "c.md", "d.md", "f.md", "h.md", "i.md"]
         );
 
