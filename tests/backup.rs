@@ -1704,6 +1704,15 @@ fn local_scope_mcp_servers_come_back_into_the_same_harness_without_the_account()
     ] {
         assert!(!text.contains(never), "{never} was restored");
     }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(fresh.join(".claude.json"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "created as Claude Code creates it");
+    }
     // The preferences come back with the servers.
     let g = |home: &Path| -> Value {
         serde_json::from_slice(&fs::read(home.join(".claude.json")).unwrap()).unwrap()

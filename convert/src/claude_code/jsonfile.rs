@@ -73,14 +73,36 @@ pub fn read(path: &Path) -> Result<ObjectFile, NotEditable> {
 
 /// Writes the object back atomically (a new file if there was none).
 pub fn write(writer: &Writer, path: &Path, file: &ObjectFile) -> Result<(), ConvertError> {
+    write_as(writer, path, file, false)
+}
+
+/// [`write`], a new file readable by its owner alone, as Claude Code creates `.claude.json`
+/// (mode 0600: the account, and MCP servers' keys).
+pub fn write_private(writer: &Writer, path: &Path, file: &ObjectFile) -> Result<(), ConvertError> {
+    write_as(writer, path, file, true)
+}
+
+fn write_as(
+    writer: &Writer,
+    path: &Path,
+    file: &ObjectFile,
+    private: bool,
+) -> Result<(), ConvertError> {
     let mut text = serde_json::to_vec_pretty(&Value::Object(file.object.clone()))
         .expect("JSON values serialise");
     if file.trailing_newline || !file.existed {
         text.push(b'\n');
     }
+    let created = |text: &[u8]| {
+        if private {
+            writer.create_private_from(path, &mut &text[..])
+        } else {
+            writer.create_new(path, text, false)
+        }
+    };
     if file.existed {
         writer.replace(path, &text)
-    } else if writer.create_new(path, &text, false)? == Created::AlreadyExists {
+    } else if created(&text)? == Created::AlreadyExists {
         Err(ConvertError::invalid(
             path,
             "appeared while it was being written; not replaced",

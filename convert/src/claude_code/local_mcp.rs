@@ -126,7 +126,7 @@ pub fn merge(
         }
     }
     if changed {
-        jsonfile::write(writer, &layout.global, &file)?;
+        jsonfile::write_private(writer, &layout.global, &file)?;
     }
     Ok(out)
 }

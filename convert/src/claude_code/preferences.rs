@@ -117,7 +117,7 @@ pub fn merge(
         out.push((label, placed));
     }
     if changed {
-        jsonfile::write(writer, &layout.global, &file)?;
+        jsonfile::write_private(writer, &layout.global, &file)?;
     }
     Ok(out)
 }

@@ -277,7 +277,7 @@ pub fn write(
         });
     }
     if changed {
-        jsonfile::write(ctx.writer, &layout.global, &file)?;
+        jsonfile::write_private(ctx.writer, &layout.global, &file)?;
     }
     tally.finish();
     Ok(())
