@@ -1226,6 +1226,17 @@ fn the_harness_configuration_comes_back_into_the_same_harness_only() {
         fs::read(fresh.join(".claude/agents/reviewer.md")).unwrap(),
         b"# reviewer\n"
     );
+    // The backed-up copy is beside it, where Claude Code does not read it, and a backup does
+    // not keep it as configuration.
+    let side = fresh.join(".claude/agents/reviewer.md.asp-restored");
+    assert_eq!(fs::read(&side).unwrap(), b"# reviewer v2\n");
+    restore(&repo, &fresh, &[]);
+    assert_eq!(fs::read(&side).unwrap(), b"# reviewer v2\n", "once");
+    let names = crate::support::config_kept("claude-code", &fresh, ".claude", &[]);
+    assert!(
+        !names.iter().any(|n| n.ends_with(".asp-restored")),
+        "{names:?}"
+    );
     // Another harness takes only the portable kinds.
     let codex = t.path().join("codex");
     fs::create_dir_all(codex.join(".codex")).unwrap();

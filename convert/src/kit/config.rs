@@ -156,6 +156,10 @@ fn take(out: &mut ConfigFiles, p: &Path, rel: Option<String>) {
         return;
     }
     let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    // A backed-up copy a restore left beside the user's file is not configuration.
+    if name.ends_with(RESTORED_BESIDE) {
+        return;
+    }
     let mut followed = None;
     let why = if holds_credentials(name) {
         Some(HOLDS_CREDENTIALS)
@@ -416,17 +420,56 @@ pub fn write(
                 } else if let (Some(log), Some(there)) = (log, there) {
                     merge_log(&path, &log, &there, &want, writer)?
                 } else {
-                    // (The file is named with the refusal: one reason for many files.)
-                    Placement::Refused(
-                        "there with other content; the backed-up copy was not written over it"
-                            .to_owned(),
-                    )
+                    beside(&path, &want, f.executable, private(f.path.as_str()), writer)?
                 }
             }
         };
         out.push((f.path.to_string(), placed));
     }
     Ok(out)
+}
+
+/// The suffix of the backed-up copy of a configuration file written beside the user's own
+/// different one, as package managers leave `.rpmnew` and `.dpkg-dist`: the harness does not
+/// read it (`commands/x.md.asp-restored` is not a command), the person merges what they want.
+pub const RESTORED_BESIDE: &str = ".asp-restored";
+
+/// A file of a backup whose place holds the user's own different file: that one is kept, and
+/// the backed-up copy is written beside it as `<file>.asp-restored` (once: one there already
+/// is kept as it is), so nothing of the backup is out of reach.
+fn beside(
+    path: &Path,
+    want: &[u8],
+    executable: bool,
+    private: bool,
+    writer: &Writer,
+) -> Result<Placement, ConvertError> {
+    let mut side = path.as_os_str().to_owned();
+    side.push(RESTORED_BESIDE);
+    let side = PathBuf::from(side);
+    let created = if private {
+        writer.create_private_from(&side, &mut &want[..])?
+    } else {
+        writer.create_new_from(&side, &mut &want[..], executable)?
+    };
+    // (The file is named with the refusal: one reason for many files.)
+    Ok(Placement::Refused(
+        match created {
+            Created::New => {
+                "there with other content, kept; the backed-up copy is written beside it as \
+             <file>.asp-restored"
+            }
+            Created::AlreadyExists if fs::read(&side).ok().as_deref() == Some(want) => {
+                "there with other content, kept; the backed-up copy is beside it as \
+             <file>.asp-restored"
+            }
+            Created::AlreadyExists => {
+                "there with other content, kept; the backed-up copy was not written (a different \
+             <file>.asp-restored is there)"
+            }
+        }
+        .to_owned(),
+    ))
 }
 
 /// Merges the carried prompt history `want` into `there`, the file at `path` as it was read,
