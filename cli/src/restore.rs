@@ -25,7 +25,9 @@ Examples:
   asp restore --to claude-code
       Restore the newest snapshot of Claude Code in your home (sessions the harness deleted
       since included). Existing sessions are never overwritten: the same one is reported as
-      already there, a different one is kept beside it as <id>~<harness>.
+      already there, a different one is kept beside it as <id>~<harness>. The harness's own
+      configuration comes back where none is; where your machine has its own different
+      file, that is kept and the backed-up copy is written beside it as <file>.asp-restored.
   asp restore --session 71958462-4bb8-46b6-a36a-1becf56c22dc --to claude-code
       Bring back one session (with its subagents; for Claude Code also its rewind
       checkpoints and todo lists), byte for byte.
