@@ -63,9 +63,14 @@ impl Needers {
             .sessions
             .iter()
             .map(|(id, snaps)| {
-                let snaps: Vec<&str> = snaps.iter().map(String::as_str).collect();
+                // (Snapshot ids sort as hex, not by time: the first three and how many.)
+                let shown: Vec<&str> = snaps.iter().take(3).map(String::as_str).collect();
+                let more = match snaps.len() {
+                    n if n > 3 => format!(", … {n} in all"),
+                    _ => String::new(),
+                };
                 let n = if snaps.len() == 1 { "" } else { "s" };
-                format!("session {id} (snapshot{n} {})", snaps.join(", "))
+                format!("session {id} (snapshot{n} {}{more})", shown.join(", "))
             })
             .collect();
         said.extend(self.files.iter().map(|f| format!("configuration file {f}")));
@@ -75,6 +80,53 @@ impl Needers {
             format!("; needed by {}", said.join(", "))
         }
     }
+}
+
+/// Who needs each layer of `bad`, over every snapshot (read again unless `loaded` holds them
+/// all): only when something is missing or damaged, so a sound repository's check keeps no
+/// map of every session of every snapshot.
+fn needers(
+    repo: &Repository,
+    infos: &[crate::snapshot::SnapshotInfo],
+    loaded: &[Snapshot],
+    bad: &BTreeSet<Digest>,
+) -> BTreeMap<Digest, Needers> {
+    let mut out: BTreeMap<Digest, Needers> = BTreeMap::new();
+    let mut note = |snap: &Snapshot| {
+        let short = snap.info.short_id();
+        for session in snap.state.sessions.iter().flatten() {
+            for body in crate::backup::session_bodies(session) {
+                if let Some(r) = snap.table.get(&body).filter(|r| bad.contains(&r.layer)) {
+                    let n = out.entry(r.layer).or_default();
+                    let snaps = n.sessions.entry(session.id.to_string()).or_default();
+                    snaps.insert(short.clone());
+                }
+            }
+        }
+        for f in snap.sources.config.iter().flat_map(|c| &c.files) {
+            if let Some(r) = snap
+                .sources
+                .config_layers
+                .get(&f.content.digest)
+                .filter(|r| bad.contains(&r.layer))
+            {
+                out.entry(r.layer)
+                    .or_default()
+                    .files
+                    .insert(f.path.to_string());
+            }
+        }
+    };
+    if loaded.len() == infos.len() {
+        loaded.iter().for_each(&mut note);
+    } else {
+        for info in infos {
+            if let Ok(snap) = Snapshot::load(repo, info) {
+                note(&snap);
+            }
+        }
+    }
+    out
 }
 
 /// Checks the repository; problems are reported, not returned as errors.
@@ -102,9 +154,9 @@ pub fn check(
     let mut sized: BTreeMap<Digest, u64> = BTreeMap::new();
     let mut bodies: BTreeMap<Digest, (u64, usize)> = BTreeMap::new();
     let mut loaded: Vec<Snapshot> = Vec::new();
-    // Who needs each layer, to say it when one is missing or damaged: the sessions (with the
-    // snapshots that hold them) and the configuration files.
-    let mut needed_by: BTreeMap<Digest, Needers> = BTreeMap::new();
+    // Problems about a layer, by their index in `report.problems`: who needs the layer is
+    // added to them at the end.
+    let mut about_layer: Vec<(usize, Digest)> = Vec::new();
     progress.begin("checking snapshots", Some(infos.len() as u64));
     for info in &infos {
         progress.advance(1);
@@ -152,28 +204,6 @@ pub fn check(
                 ));
             }
         }
-        for session in snap.state.sessions.iter().flatten() {
-            for body in crate::backup::session_bodies(session) {
-                if let Some(r) = snap.table.get(&body) {
-                    needed_by
-                        .entry(r.layer)
-                        .or_default()
-                        .sessions
-                        .entry(session.id.to_string())
-                        .or_default()
-                        .insert(info.short_id());
-                }
-            }
-        }
-        for f in snap.sources.config.iter().flat_map(|c| &c.files) {
-            if let Some(r) = snap.sources.config_layers.get(&f.content.digest) {
-                needed_by
-                    .entry(r.layer)
-                    .or_default()
-                    .files
-                    .insert(f.path.to_string());
-            }
-        }
         if opts.read_data {
             for d in snap.state.descriptors() {
                 bodies.entry(d.digest).or_insert((d.size, loaded.len()));
@@ -188,15 +218,16 @@ pub fn check(
             digest: *d,
             size: *size,
         };
-        let who = needed_by.get(d).map(Needers::describe).unwrap_or_default();
         if !repo.has_blob(&blob) {
+            about_layer.push((report.problems.len(), *d));
             report.problems.push(format!(
-                "blob {d} ({size} bytes) is missing or has another size{who}"
+                "blob {d} ({size} bytes) is missing or has another size"
             ));
         } else if opts.read_data {
             let mut r = repo.open_raw(&blob)?;
             if let Err(e) = std::io::copy(&mut r, &mut std::io::sink()) {
-                report.problems.push(format!("{e}{who}"));
+                about_layer.push((report.problems.len(), *d));
+                report.problems.push(format!("{e}"));
                 if opts.repair {
                     drop(r);
                     let aside = repo.root().join("damaged");
@@ -215,6 +246,15 @@ pub fn check(
         }
     }
     report.blobs = named.len();
+    if !about_layer.is_empty() {
+        let bad: BTreeSet<Digest> = about_layer.iter().map(|(_, d)| *d).collect();
+        let needed_by = needers(repo, &infos, &loaded, &bad);
+        for (i, d) in &about_layer {
+            if let Some(who) = needed_by.get(d) {
+                report.problems[*i].push_str(&who.describe());
+            }
+        }
+    }
     if opts.read_data {
         progress.begin("reading bodies", Some(bodies.len() as u64));
         for (digest, (size, i)) in &bodies {

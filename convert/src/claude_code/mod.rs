@@ -188,7 +188,8 @@ impl Harness for ClaudeCode {
 
     /// The pasted texts the prompt history still names (`pastedContents.*.contentHash`):
     /// Claude Code's cleanup deletes them by age, but the history a backup keeps outlives it.
-    /// All of them when the history cannot be read: never fewer than named.
+    /// None when there is no history; all of them when it cannot be read (the backup then
+    /// keeps the history's earlier copy): never fewer than named.
     fn config_to_carry(&self, home: &crate::Home, gone: &[&str]) -> Vec<String> {
         let dir = paste_cache_rel(home);
         let pasted: Vec<&str> = gone
@@ -200,8 +201,12 @@ impl Harness for ClaudeCode {
             return Vec::new();
         }
         let history = Layout::of(home).config.join("history.jsonl");
-        let Ok(text) = std::fs::read(&history) else {
-            return pasted.into_iter().map(str::to_owned).collect();
+        let text = match crate::kit::config::read_regular(&history) {
+            Ok(text) => text,
+            // No history: nothing names them.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+            // One that cannot be read (the backup keeps its earlier copy): never fewer.
+            Err(_) => return pasted.into_iter().map(str::to_owned).collect(),
         };
         let named = pasted::named_in_history(&text);
         pasted

@@ -161,7 +161,9 @@ fn take(out: &mut ConfigFiles, p: &Path, rel: Option<String>) {
         return;
     }
     let mut followed = None;
-    let why = if holds_credentials(name) {
+    // The file as screened: the one `read` may read.
+    let mut screened_identity = identity(&m);
+    let why = if holds_credentials(name) || holds_keys(name) {
         Some(HOLDS_CREDENTIALS)
     } else if m.is_symlink() {
         match fs::metadata(p) {
@@ -170,6 +172,7 @@ fn take(out: &mut ConfigFiles, p: &Path, rel: Option<String>) {
                     let why = link_withheld(&target, &t);
                     if why.is_none() {
                         followed = Some(target);
+                        screened_identity = identity(&t);
                     }
                     why
                 }
@@ -188,7 +191,7 @@ fn take(out: &mut ConfigFiles, p: &Path, rel: Option<String>) {
             if let Some(target) = followed {
                 out.followed.push((p.to_path_buf(), target));
             }
-            if let Some(id) = identity(p) {
+            if let Some(id) = screened_identity {
                 out.identity.insert(p.to_path_buf(), id);
             }
             out.keep.push((rel, p.to_path_buf()));
@@ -201,18 +204,26 @@ fn take(out: &mut ConfigFiles, p: &Path, rel: Option<String>) {
     }
 }
 
-/// The device and inode of the file at `p` (through a link), where the platform has them.
-fn identity(p: &Path) -> Option<(u64, u64)> {
+/// The device and inode of a file, where the platform has them.
+fn identity(m: &fs::Metadata) -> Option<(u64, u64)> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+        Some((m.dev(), m.ino()))
     }
     #[cfg(not(unix))]
     {
-        let _ = p;
+        let _ = m;
         None
     }
+}
+
+/// The bytes of the regular file at `p` (through a link), opened without blocking: a FIFO or
+/// a device there is an error, not a hang.
+pub fn read_regular(p: &Path) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    open_screened(p, None)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Opens the file at `p` for reading without blocking (a FIFO swapped in must not hang the
@@ -255,12 +266,8 @@ fn link_withheld(target: &Path, m: &fs::Metadata) -> Option<&'static str> {
         || parts
             .windows(2)
             .any(|w| w[0] == ".config" && SECRET_CONFIG_FOLDERS.contains(&w[1]));
-    let lower = name.to_ascii_lowercase();
-    let key_name = SECRET_NAMES.contains(&name)
-        || name.starts_with("id_")
-        || [".pem", ".p12", ".pfx", ".key"]
-            .iter()
-            .any(|e| lower.ends_with(e));
+    let key_name = holds_keys(name)
+        || (name.starts_with("id_") && !name.ends_with(".md") && !name.ends_with(".toml"));
     let system = ["/proc", "/sys", "/dev", "/run"]
         .iter()
         .any(|d| target.starts_with(d));
@@ -283,6 +290,17 @@ fn link_withheld(target: &Path, m: &fs::Metadata) -> Option<&'static str> {
     None
 }
 
+/// Whether a file named `name` holds keys by its name wherever it is: [`SECRET_NAMES`], or a
+/// key or certificate file. (An SSH key `id_*` too, for the file a link leads to; a command
+/// may well be named `id_generator.md`.)
+fn holds_keys(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    SECRET_NAMES.contains(&name)
+        || [".pem", ".p12", ".pfx", ".key"]
+            .iter()
+            .any(|e| lower.ends_with(e))
+}
+
 /// Whether a file named `name` holds credentials by its name: one of [`CREDENTIALS`], or a
 /// data file (no extension, or a data one) named like a token, in any case
 /// (`mcp-oauth-tokens.json`, `GITHUB_TOKEN`, `.github-token`). A prompt, a command, a rule or
@@ -292,10 +310,13 @@ fn holds_credentials(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     // As `Path::extension` reads it: `.github-token` has none.
     let data = match Path::new(&lower).extension().and_then(|e| e.to_str()) {
-        Some(ext) => [
-            "json", "txt", "yaml", "yml", "key", "dat", "db", "sqlite", "cache",
-        ]
-        .contains(&ext),
+        Some(ext) => {
+            ext.contains("token")
+                || [
+                    "json", "txt", "yaml", "yml", "key", "dat", "db", "sqlite", "cache",
+                ]
+                .contains(&ext)
+        }
         None => true,
     };
     CREDENTIALS.contains(&name) || (lower.contains("token") && data)
@@ -354,12 +375,27 @@ pub fn read(
             );
             continue;
         };
-        let read = open_screened(path, files.identity.get(path).copied()).and_then(|mut f| {
-            let m = f.metadata()?;
-            let mut bytes = Vec::new();
-            f.read_to_end(&mut bytes)?;
-            Ok((is_executable(&m), bytes))
-        });
+        let read_as = |screened: Option<(u64, u64)>| {
+            open_screened(path, screened).and_then(|mut f| {
+                let m = f.metadata()?;
+                let mut bytes = Vec::new();
+                f.read_to_end(&mut bytes)?;
+                Ok((is_executable(&m), bytes))
+            })
+        };
+        let mut read = read_as(files.identity.get(path).copied());
+        if read
+            .as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::Other)
+        {
+            // Replaced since it was screened (a harness rewrites a file by renaming a new one
+            // over it): screened again, and read if it passes.
+            let mut again = ConfigFiles::default();
+            take(&mut again, path, Some(rel.clone()));
+            if !again.keep.is_empty() {
+                read = read_as(again.identity.get(path).copied());
+            }
+        }
         let (executable, bytes) = match read {
             Ok(read) => read,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -418,9 +454,20 @@ pub fn write(
                 if there.as_deref() == Some(&want[..]) {
                     Placement::AlreadyThere
                 } else if let (Some(log), Some(there)) = (log, there) {
-                    merge_log(&path, &log, &there, &want, writer)?
+                    match merge_log(&path, &log, &there, &want, writer)? {
+                        // Not merged: the backed-up history is beside it, whole.
+                        Placement::Refused(why) => {
+                            let Placement::Refused(side) =
+                                beside(&path, &want, false, true, writer)
+                            else {
+                                unreachable!("beside always refuses the place itself")
+                            };
+                            Placement::Refused(format!("{why}; {side}"))
+                        }
+                        placed => placed,
+                    }
                 } else {
-                    beside(&path, &want, f.executable, private(f.path.as_str()), writer)?
+                    beside(&path, &want, f.executable, private(f.path.as_str()), writer)
                 }
             }
         };
@@ -437,39 +484,34 @@ pub const RESTORED_BESIDE: &str = ".asp-restored";
 /// A file of a backup whose place holds the user's own different file: that one is kept, and
 /// the backed-up copy is written beside it as `<file>.asp-restored` (once: one there already
 /// is kept as it is), so nothing of the backup is out of reach.
-fn beside(
-    path: &Path,
-    want: &[u8],
-    executable: bool,
-    private: bool,
-    writer: &Writer,
-) -> Result<Placement, ConvertError> {
+fn beside(path: &Path, want: &[u8], executable: bool, private: bool, writer: &Writer) -> Placement {
     let mut side = path.as_os_str().to_owned();
     side.push(RESTORED_BESIDE);
     let side = PathBuf::from(side);
     let created = if private {
-        writer.create_private_from(&side, &mut &want[..])?
+        writer.create_private_from(&side, &mut &want[..])
     } else {
-        writer.create_new_from(&side, &mut &want[..], executable)?
+        writer.create_new_from(&side, &mut &want[..], executable)
     };
     // (The file is named with the refusal: one reason for many files.)
-    Ok(Placement::Refused(
-        match created {
-            Created::New => {
-                "there with other content, kept; the backed-up copy is written beside it as \
-             <file>.asp-restored"
-            }
-            Created::AlreadyExists if fs::read(&side).ok().as_deref() == Some(want) => {
-                "there with other content, kept; the backed-up copy is beside it as \
-             <file>.asp-restored"
-            }
-            Created::AlreadyExists => {
-                "there with other content, kept; the backed-up copy was not written (a different \
-             <file>.asp-restored is there)"
-            }
+    let said = match created {
+        Ok(Created::New) if writer.is_dry_run() => {
+            "kept; the backed-up copy would be written beside it as <file>.asp-restored".to_owned()
         }
-        .to_owned(),
-    ))
+        Ok(Created::New) => {
+            "kept; the backed-up copy is written beside it as <file>.asp-restored".to_owned()
+        }
+        Ok(Created::AlreadyExists) if fs::read(&side).ok().as_deref() == Some(want) => {
+            "kept; the backed-up copy is beside it as <file>.asp-restored".to_owned()
+        }
+        Ok(Created::AlreadyExists) => "kept; the backed-up copy was not written (a different \
+                                        <file>.asp-restored is there)"
+            .to_owned(),
+        // A folder that cannot be written to (linked from a read-only store) costs this file
+        // its copy, not the restore.
+        Err(e) => format!("kept; the backed-up copy could not be written beside it ({e})"),
+    };
+    Placement::Refused(format!("there with other content, {said}"))
 }
 
 /// Merges the carried prompt history `want` into `there`, the file at `path` as it was read,
@@ -542,6 +584,7 @@ mod tests {
             "Token.json",
             "GITHUB_TOKEN",
             ".github-token",
+            "github.token",
         ] {
             assert!(holds_credentials(yes), "{yes}");
         }
@@ -587,6 +630,8 @@ mod tests {
         write(&home.join("dotfiles/others-cannot-read"), 0o611);
         symlink(home.join("dotfiles/others-cannot-read"), cmd("i.md")).unwrap();
         write(&cmd("g.md"), 0o644);
+        write(&cmd(".npmrc"), 0o644);
+        write(&cmd("deploy.pem"), 0o644);
         write(&cmd("notes.txt"), 0o644);
 
         let found = collect(&home, &[c.join("settings.json")], &[c.join("commands")]);
@@ -612,7 +657,18 @@ mod tests {
         };
         assert_eq!(
             names(&found.withheld),
-            ["a.md", "b.md", "c.md", "d.md", "e", "f.md", "h.md", "i.md"]
+            [
+                ".npmrc",
+                "a.md",
+                "b.md",
+                "c.md",
+                "d.md",
+                "deploy.pem",
+                "e",
+                "f.md",
+                "h.md",
+                "i.md"
+            ]
         );
 
         // A finer rule drops what is not configuration from both lists.
@@ -648,8 +704,13 @@ mod tests {
             &[],
         );
         assert_eq!(found.keep.len(), 2);
-        // Retargeted at a key after the screening.
+        // Retargeted at a key after the screening (screened again: a file only its owner
+        // may read is not followed).
         fs::write(home.join("key"), b"secret").unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(home.join("key"), fs::Permissions::from_mode(0o600)).unwrap();
+        }
         fs::remove_file(c.join("settings.json")).unwrap();
         symlink(home.join("key"), c.join("settings.json")).unwrap();
         let blobs = asp_format::blob::MemoryStore::new();
