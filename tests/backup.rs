@@ -410,15 +410,23 @@ fn repo_of(t: &tempfile::TempDir) -> PathBuf {
     t.path().join("repo")
 }
 
-#[test]
-fn a_session_the_harness_deleted_is_kept_and_comes_back() {
-    let t = tmp();
+/// A home and repository in `t` where session A was backed up, then deleted by the harness
+/// and backed up again as gone: the home, the repository, A's transcript, and that second
+/// backup's outcome.
+fn with_a_gone(t: &tempfile::TempDir) -> (PathBuf, PathBuf, Vec<u8>, Value) {
     let home = home_in(t.path());
     let repo = t.path().join("repo");
     backup(&home, &repo);
     let original = transcript(&home, A);
     fs::remove_file(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap();
     let o = backup(&home, &repo);
+    (home, repo, original, o)
+}
+
+#[test]
+fn a_session_the_harness_deleted_is_kept_and_comes_back() {
+    let t = tmp();
+    let (home, repo, original, o) = with_a_gone(&t);
     assert_eq!(counts(&o), [0, 0, 3, 1], "{o}");
     // Still gone: carried again, and nothing else changed.
     let again = backup(&home, &repo);
@@ -661,12 +669,7 @@ fn a_damaged_layer_moved_aside_is_stored_again_by_the_next_backup() {
 #[test]
 fn a_lost_layer_of_a_gone_session_does_not_stop_later_backups() {
     let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
-    backup(&home, &repo);
-    let original = transcript(&home, A);
-    fs::remove_file(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap();
-    backup(&home, &repo);
+    let (home, repo, original, _) = with_a_gone(&t);
     fs::remove_file(layer_holding(&repo, &original)).unwrap();
     let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
     let grown = append_turn(&file, 7);
