@@ -33,8 +33,9 @@ since is kept, marked gone from source (`asp sessions` shows it; `asp restore --
 brings it back). Nothing changed: no snapshot is made and the command says so, exit 0.
 
 A file that cannot be read (a transcript the harness left broken, a configuration file the
-user cannot read) is in no snapshot: it is listed as lost on every run until it is mended,
-also with -q, and the command exits 3 (`--json` lists it under \"lost\" as {severity, file,
+user cannot read) is in no snapshot as it is now (of a configuration file, the copy an
+earlier backup made is kept): it is listed as lost on every run until it is mended, also
+with -q, and the command exits 3 (`--json` lists it under \"lost\" as {severity, file,
 line, message}). So is a session gone from the source whose data the repository has lost
 (`asp check` says which): it is kept as it is until `asp forget --session ID` lets it go.
 What is left out by design (of the portable kinds; a configuration file named as holding
