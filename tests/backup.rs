@@ -1274,28 +1274,20 @@ fn prompt_histories_come_back_and_merge_into_the_ones_there() {
             json!({"session_id": "01a20000-0000-7000-8000-000000000001", "ts": 1795200000_u64, "text": "on the new machine"}),
         ),
     ];
-    let array = |log: &str| log.ends_with(".json");
-    let records = |log: &str, bytes: &[u8]| -> Vec<Value> {
-        if array(log) {
-            serde_json::from_slice::<Vec<Value>>(bytes).unwrap()
-        } else {
-            bytes
-                .split(|b| *b == b'\n')
-                .filter(|l| !l.is_empty())
-                .map(|l| serde_json::from_slice(l).unwrap())
-                .collect()
-        }
+    // Both are JSON lines.
+    let records = |bytes: &[u8]| -> Vec<Value> {
+        bytes
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect()
     };
-    let written = |log: &str, items: &[Value]| -> Vec<u8> {
-        if array(log) {
-            serde_json::to_vec_pretty(items).unwrap()
-        } else {
-            items
-                .iter()
-                .map(|v| format!("{v}\n"))
-                .collect::<String>()
-                .into_bytes()
-        }
+    let written = |items: &[Value]| -> Vec<u8> {
+        items
+            .iter()
+            .map(|v| format!("{v}\n"))
+            .collect::<String>()
+            .into_bytes()
     };
     for (harness, log, time, typed) in cases {
         let t = tmp();
@@ -1332,11 +1324,11 @@ fn prompt_histories_come_back_and_merge_into_the_ones_there() {
 
         // The new machine has one prompt of its own, and one the backup has too.
         let used = t.path().join("used");
-        let first = records(log, &sample)[0].clone();
+        let first = records(&sample)[0].clone();
         fs::create_dir_all(used.join(log).parent().unwrap()).unwrap();
-        fs::write(used.join(log), written(log, &[first, typed.clone()])).unwrap();
+        fs::write(used.join(log), written(&[first, typed.clone()])).unwrap();
         restore_into(&used);
-        let mut want = records(log, &sample);
+        let mut want = records(&sample);
         want.push(typed);
         let key = |v: &Value| v[time].to_string().trim_matches('"').to_owned();
         want.sort_by(|a, b| {
@@ -1347,7 +1339,7 @@ fn prompt_histories_come_back_and_merge_into_the_ones_there() {
             }
         });
         let merged = fs::read(used.join(log)).unwrap();
-        assert_eq!(records(log, &merged), want, "{harness}");
+        assert_eq!(records(&merged), want, "{harness}");
         // Again: it has every record now, and stays as it is.
         restore_into(&used);
         assert!(fs::read(used.join(log)).unwrap() == merged, "{harness}");

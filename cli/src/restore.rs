@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use asp_convert::kit::config::{PLACEHOLDER, WITHOUT_CREDENTIALS, is_without_credentials};
+use asp_convert::kit::config::{without_credentials, without_credentials_said};
 use asp_convert::kit::placement::Placement;
 use asp_convert::kit::report::Diagnostics;
 use asp_convert::store::WriteRequest;
@@ -47,8 +47,8 @@ home, else name one with --snapshot. --json prints the _asp/state/import answer,
 asp-unpack --json does (with _meta.asp.resume, alreadyThere and findings).
 
 Every body is read and checked before anything is written. What needs data the repository
-has lost or damaged is left out and named (a rewind checkpoint or todo list alone; else the
-whole session with its subagents; a skill, a note), the rest is restored, and the exit code
+has lost or damaged is left out and named (a rewind checkpoint, todo list or tool result
+alone; else the whole session with its subagents; a skill, a note), the rest is restored, and the exit code
 is 4 (notTaken and _meta.asp.damaged in --json). `asp check --read-data --repair`, then
 `asp backup`, stores such data again from the source.";
 
@@ -208,11 +208,13 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
             for (path, p) in placed {
                 match p {
                     Placement::Refused(_) => {}
-                    Placement::New if is_without_credentials(&path) => {
-                        config_lines.push(format!(
-                            "configuration: {} was backed up without its credentials: set them again (a key that must be there reads {PLACEHOLDER})",
-                            path.trim_end_matches(WITHOUT_CREDENTIALS)
-                        ))
+                    Placement::New => {
+                        if let Some(file) = without_credentials(&path) {
+                            config_lines.push(format!(
+                                "configuration: {file}: {}",
+                                without_credentials_said()
+                            ))
+                        }
                     }
                     _ => {}
                 }

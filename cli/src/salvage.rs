@@ -79,18 +79,11 @@ impl Damaged {
     pub fn summary(&self) -> String {
         let mut parts = Vec::new();
         let list = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(", ");
-        let counted = |n: usize, one: &str, many: &str| {
-            if n == 1 {
-                one.to_owned()
-            } else {
-                format!("{n} {many}")
-            }
-        };
         if !self.sessions.is_empty() {
             let n = self.sessions.len();
             parts.push(format!(
                 "{} ({})",
-                counted(n, "1 session", "sessions"),
+                crate::human::count(n as u64, "session", "sessions"),
                 list(&self.sessions)
             ));
         }
@@ -102,7 +95,7 @@ impl Damaged {
                 .collect();
             parts.push(format!(
                 "{} ({}; the rest of each session is restored)",
-                counted(files.len(), "1 native file", "native files"),
+                crate::human::count(files.len() as u64, "native file", "native files"),
                 files.join(", ")
             ));
         }

@@ -649,15 +649,11 @@ impl Store {
             }
         });
         for (name, bytes) in parts {
-            if crate::kit::config::is_without_credentials(&name) {
-                let file = name.trim_end_matches(crate::kit::config::WITHOUT_CREDENTIALS);
+            if let Some(file) = crate::kit::config::without_credentials(&name) {
                 diagnostics.note(
                     &home.dir.join(file),
                     None,
-                    format!(
-                        "holds credentials: kept without them (a key that must be there reads {}); set them again after a restore",
-                        crate::kit::config::PLACEHOLDER
-                    ),
+                    crate::kit::config::without_credentials_said(),
                 );
             }
             let Ok(path) = asp_format::name::RelPath::new(&name) else {

@@ -65,6 +65,18 @@ pub struct Session {
     pub meta: Option<Meta>,
 }
 
+impl Session {
+    /// Every body the session refers to: its update stream, then its native files.
+    pub fn bodies(&self) -> impl Iterator<Item = &Descriptor> + '_ {
+        std::iter::once(&self.updates).chain(
+            self.native
+                .iter()
+                .flat_map(|n| &n.files)
+                .map(|f| &f.content),
+        )
+    }
+}
+
 /// A harness's native files for one session, by path relative to the harness's home directory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -643,10 +655,7 @@ impl State {
     pub fn descriptors(&self) -> Vec<Descriptor> {
         let mut all = BTreeSet::new();
         for s in self.sessions.iter().flatten() {
-            all.insert(s.updates);
-            for f in s.native.iter().flat_map(|n| &n.files) {
-                all.insert(f.content);
-            }
+            all.extend(s.bodies().copied());
         }
         if let Some(i) = &self.instructions {
             all.insert(i.text);

@@ -14,7 +14,7 @@
 //! - Layers are written before the manifests that name them, the index last (see
 //!   [`crate::repository`]).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::num::NonZeroUsize;
 use std::path::Path;
 
@@ -232,14 +232,8 @@ fn needing(
     table: &BTreeMap<Digest, LayerRef>,
     layers: &HashSet<Digest>,
 ) -> Vec<String> {
-    state
-        .sessions
-        .iter()
-        .flatten()
-        .filter(|s| {
-            session_bodies(s).any(|d| table.get(&d).is_some_and(|r| layers.contains(&r.layer)))
-        })
-        .map(|s| s.id.to_string())
+    sessions_needing(state, table, |l| layers.contains(l))
+        .map(|(s, _)| s.id.to_string())
         .collect()
 }
 
@@ -337,15 +331,7 @@ fn lost_to_gone(
 ) -> Option<Vec<(String, usize)>> {
     let mut covered = HashSet::new();
     let mut lost = Vec::new();
-    for s in state.sessions.iter().flatten() {
-        let needs: HashSet<Digest> = session_bodies(s)
-            .filter_map(|d| table.get(&d))
-            .map(|r| r.layer)
-            .filter(|l| missing.contains(l))
-            .collect();
-        if needs.is_empty() {
-            continue;
-        }
+    for (s, needs) in sessions_needing(state, table, |l| missing.contains(l)) {
         if !gone.contains_key(s.id.as_str()) {
             return None;
         }
@@ -439,12 +425,9 @@ fn backup_once(
     // Whether a session of the parent needs a layer of `avoid`.
     let needs_avoided = |s: &Session| {
         !avoid.is_empty()
-            && session_bodies(s).any(|d| {
-                parent
-                    .as_ref()
-                    .and_then(|p| p.table.get(&d))
-                    .is_some_and(|r| avoid.contains(&r.layer))
-            })
+            && parent
+                .as_ref()
+                .is_some_and(|p| !layers_of(s, &p.table, |l| avoid.contains(l)).is_empty())
     };
     let reuse = |entry: &Surveyed| -> Option<Vec<Session>> {
         let rec = records.get(entry.id.as_str())?;
@@ -709,14 +692,30 @@ fn backup_once(
     Ok(Attempt::Done(Box::new(outcome)))
 }
 
-/// The bodies a session's blobs hold: its updates and its native files.
-pub(crate) fn session_bodies(s: &Session) -> impl Iterator<Item = Digest> + '_ {
-    std::iter::once(s.updates.digest).chain(
-        s.native
-            .iter()
-            .flat_map(|n| &n.files)
-            .map(|f| f.content.digest),
-    )
+/// The layers of `table` that store a body of session `s` and that `wanted` accepts.
+pub(crate) fn layers_of(
+    s: &Session,
+    table: &BTreeMap<Digest, LayerRef>,
+    wanted: impl Fn(&Digest) -> bool,
+) -> BTreeSet<Digest> {
+    s.bodies()
+        .filter_map(|d| table.get(&d.digest))
+        .map(|r| r.layer)
+        .filter(|l| wanted(l))
+        .collect()
+}
+
+/// Each session of `state` with the layers of `table` storing its bodies that `wanted`
+/// accepts, when there are any: who needs a missing or damaged layer.
+pub(crate) fn sessions_needing<'s>(
+    state: &'s State,
+    table: &'s BTreeMap<Digest, LayerRef>,
+    wanted: impl Fn(&Digest) -> bool + 's,
+) -> impl Iterator<Item = (&'s Session, BTreeSet<Digest>)> + 's {
+    state.sessions.iter().flatten().filter_map(move |s| {
+        let layers = layers_of(s, table, &wanted);
+        (!layers.is_empty()).then_some((s, layers))
+    })
 }
 
 /// Threads writing layers: each layer is its own file; writing many at once keeps the disk

@@ -94,13 +94,13 @@ fn needers(
     let mut out: BTreeMap<Digest, Needers> = BTreeMap::new();
     let mut note = |snap: &Snapshot| {
         let short = snap.info.short_id();
-        for session in snap.state.sessions.iter().flatten() {
-            for body in crate::backup::session_bodies(session) {
-                if let Some(r) = snap.table.get(&body).filter(|r| bad.contains(&r.layer)) {
-                    let n = out.entry(r.layer).or_default();
-                    let snaps = n.sessions.entry(session.id.to_string()).or_default();
-                    snaps.insert(short.clone());
-                }
+        let needing =
+            crate::backup::sessions_needing(&snap.state, &snap.table, |l| bad.contains(l));
+        for (session, layers) in needing {
+            for layer in layers {
+                let n = out.entry(layer).or_default();
+                let snaps = n.sessions.entry(session.id.to_string()).or_default();
+                snaps.insert(short.clone());
             }
         }
         for f in snap.sources.config.iter().flat_map(|c| &c.files) {

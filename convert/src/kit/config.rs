@@ -339,9 +339,20 @@ pub const PLACEHOLDER: &str = "REMOVED-BY-ASP-BACKUP-set-your-key-again";
 /// The suffix of a part kept without its credentials: `<file>#withoutCredentials`.
 pub const WITHOUT_CREDENTIALS: &str = "#withoutCredentials";
 
-/// Whether configuration file `name` is a part kept without its credentials.
-pub fn is_without_credentials(name: &str) -> bool {
-    name.ends_with(WITHOUT_CREDENTIALS)
+/// The file a part kept without its credentials is of (`models.json` of
+/// `models.json#withoutCredentials`); `None` for any other configuration file.
+pub fn without_credentials(name: &str) -> Option<&str> {
+    name.strip_suffix(WITHOUT_CREDENTIALS)
+}
+
+/// What a backup and a restore say of a file kept without its credentials. (Pi's provider
+/// keys are replaced by [`PLACEHOLDER`], as Pi refuses a provider without one; Qwen's are
+/// removed.)
+pub fn without_credentials_said() -> String {
+    format!(
+        "kept without the credentials it holds (removed, or, where the harness needs one, \
+         replaced by {PLACEHOLDER}): set them again after a restore"
+    )
 }
 
 /// What [`read`] read.
@@ -530,6 +541,7 @@ fn merge_log(
 ) -> Result<Placement, ConvertError> {
     let kept = |why: String| Placement::Refused(format!("{} {why}; kept as it is", path.display()));
     let mut there = there.to_vec();
+    let mut waited = false;
     for _ in 0..3 {
         let merged = match prompt_log::merge(log, &there, want) {
             Ok(Some(merged)) => merged,
@@ -548,9 +560,11 @@ fn merge_log(
         if let Err(e) = old.read_to_end(&mut now) {
             return Ok(kept(format!("cannot be read again ({e})")));
         }
-        // A record being appended right now (the file ends mid-line): wait for its end.
+        // A record being appended right now (the file ends mid-line): wait for its end, once;
+        // a file that stays as it is simply has no final newline.
         let mid_line = now.last().is_some_and(|b| *b != b'\n');
-        if now != there || mid_line {
+        if now != there || (mid_line && !waited) {
+            waited = mid_line;
             there = now;
             std::thread::sleep(std::time::Duration::from_millis(50));
             continue;
@@ -721,5 +735,24 @@ mod tests {
         let kept: Vec<&str> = read.native.files.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(kept, [".tool/keybindings.json"]);
         assert!(diagnostics.any_lost());
+    }
+
+    /// A prompt history that ends without a newline and stays so is merged, not taken for
+    /// one being written forever.
+    #[test]
+    fn a_history_without_a_final_newline_is_merged() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("history.jsonl");
+        let there = b"{\"display\":\"a\",\"timestamp\":1}";
+        fs::write(&path, there).unwrap();
+        let want = b"{\"display\":\"b\",\"timestamp\":2}\n";
+        let log = PromptLog { time: "timestamp" };
+        let placed = merge_log(&path, &log, there, want, &Writer::new(false)).unwrap();
+        assert_eq!(placed, Placement::New);
+        let merged = fs::read_to_string(&path).unwrap();
+        assert!(
+            merged.contains("\"a\"") && merged.contains("\"b\""),
+            "{merged}"
+        );
     }
 }

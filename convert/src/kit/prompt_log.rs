@@ -156,7 +156,7 @@ mod tests {
     }
 
     #[test]
-    fn a_large_history_merges_in_linear_time() {
+    fn two_histories_of_50_000_lines_merge_whole() {
         let there: String = (0..50_000).map(|i| line("mine", i)).collect();
         let carried: String = (0..50_000).map(|i| line("theirs", i)).collect();
         let merged = merge(&CLAUDE, there.as_bytes(), carried.as_bytes())
