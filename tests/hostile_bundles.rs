@@ -41,7 +41,20 @@ fn salvaged(bytes: &[u8], needles: &[&str]) {
         .collect();
     needles.push("left out, their data in the bundle being damaged".to_owned());
     let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
-    unpacked_with_damage(bytes, &needles);
+    let (dir, out) = unpacked_with_damage(bytes, &needles);
+    assert!(
+        !nothing_in(&out),
+        "the rest is unpacked into {}",
+        out.display()
+    );
+    // What was written is a whole, checked state: it packs again.
+    asp_pack()
+        .arg("--from-dir")
+        .arg(&out)
+        .arg("-o")
+        .arg(dir.path().join("again.aspstate"))
+        .assert()
+        .code(predicate::in_iter([0, 3]));
 }
 
 /// Unpacks `bytes` into a new directory, which it gives (with the scratch directory holding
