@@ -71,6 +71,41 @@ pub fn read(path: &Path) -> Result<ObjectFile, NotEditable> {
     }
 }
 
+/// Places `value` under `key` of `object` for a restore: set where absent (`New`), already
+/// there when equal, and else the user's, kept (`Refused` with `differs`).
+pub fn place(
+    object: &mut Map<String, Value>,
+    key: &str,
+    value: Value,
+    differs: impl FnOnce() -> String,
+) -> crate::kit::placement::Placement {
+    use crate::kit::placement::Placement;
+    match object.get(key) {
+        Some(old) if *old == value => Placement::AlreadyThere,
+        Some(_) => Placement::Refused(differs()),
+        None => {
+            object.insert(key.to_owned(), value);
+            Placement::New
+        }
+    }
+}
+
+/// Writes `file` back to `path`, 0600 when new, if any of `placed` is new.
+pub fn write_placed(
+    writer: &Writer,
+    path: &Path,
+    file: &ObjectFile,
+    placed: &[(String, crate::kit::placement::Placement)],
+) -> Result<(), ConvertError> {
+    if placed
+        .iter()
+        .any(|(_, p)| *p == crate::kit::placement::Placement::New)
+    {
+        write_private(writer, path, file)?;
+    }
+    Ok(())
+}
+
 /// Writes the object back atomically (a new file if there was none).
 pub fn write(writer: &Writer, path: &Path, file: &ObjectFile) -> Result<(), ConvertError> {
     write_as(writer, path, file, false)

@@ -82,7 +82,6 @@ pub fn merge(
         return refuse_all(format!("`projects` in {global} is not an object"));
     };
     let mut out = Vec::new();
-    let mut changed = false;
     for (project, entry) in wanted {
         let project = path_map
             .map_path(project)
@@ -111,23 +110,13 @@ pub fn merge(
             };
             let mut server = server.clone();
             path_map.map_json(&mut server);
-            let placed = match slot.get(name) {
-                Some(old) if *old == server => Placement::AlreadyThere,
-                Some(_) => {
-                    Placement::Refused(format!("configured differently in {global}; kept yours"))
-                }
-                None => {
-                    slot.insert(name.clone(), server);
-                    changed = true;
-                    Placement::New
-                }
-            };
+            let placed = jsonfile::place(slot, name, server, || {
+                format!("configured differently in {global}; kept yours")
+            });
             out.push((label, placed));
         }
     }
-    if changed {
-        jsonfile::write_private(writer, &layout.global, &file)?;
-    }
+    jsonfile::write_placed(writer, &layout.global, &file, &out)?;
     Ok(out)
 }
 

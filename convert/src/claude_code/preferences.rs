@@ -98,27 +98,18 @@ pub fn merge(
         }
     };
     let mut out = Vec::new();
-    let mut changed = false;
     for (key, value) in wanted {
         let label = format!("Claude Code preference {key}");
         let placed = if !KEYS.contains(&key.as_str()) {
             Placement::Refused("not a preference a backup keeps".to_owned())
         } else {
-            match file.object.get(key) {
-                Some(old) if old == value => Placement::AlreadyThere,
-                Some(_) => Placement::Refused(format!("set differently in {global}; kept yours")),
-                None => {
-                    file.object.insert(key.clone(), value.clone());
-                    changed = true;
-                    Placement::New
-                }
-            }
+            jsonfile::place(&mut file.object, key, value.clone(), || {
+                format!("set differently in {global}; kept yours")
+            })
         };
         out.push((label, placed));
     }
-    if changed {
-        jsonfile::write_private(writer, &layout.global, &file)?;
-    }
+    jsonfile::write_placed(writer, &layout.global, &file, &out)?;
     Ok(out)
 }
 
