@@ -56,6 +56,13 @@ pub trait BlobSink: Send + Sync {
     /// Starts a new blob. Write its bytes, then call [`BlobWrite::finish`] for its descriptor.
     fn begin(&self) -> Result<Box<dyn BlobWrite + '_>, BlobError>;
 
+    /// Starts a new blob of about `size` bytes (a file whose length is known): a store that
+    /// buffers bodies makes room once instead of growing by copies. The default ignores it.
+    fn begin_sized(&self, size: u64) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
+        let _ = size;
+        self.begin()
+    }
+
     /// Starts a new blob whose bytes derive from `base`, a blob already written into this
     /// sink: a session's update stream from its native transcript, which shares most of its
     /// text. A store may compress the new blob against `base` (a dictionary); the default

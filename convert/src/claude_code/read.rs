@@ -79,7 +79,11 @@ fn stream_file(
         .metadata()
         .map(|m| is_executable(&m))
         .unwrap_or(false);
-    let mut blob = if keep { Some(ctx.blobs.begin()?) } else { None };
+    let mut blob = if keep {
+        Some(ctx.blobs.begin_sized(file.len())?)
+    } else {
+        None
+    };
     let mut buf = vec![0; 1 << 16];
     loop {
         let n = match file.read(&mut buf) {
@@ -140,19 +144,10 @@ pub fn read_session(
     let mut tool_names: HashMap<String, String> = HashMap::new();
     let Some(mut t) = read_transcript(ctx, plan, &f.file, keep, |r| {
         replay::note_tool_names(r, &mut tool_names);
-        let Some(agent) = r
-            .value
-            .pointer("/toolUseResult/agentId")
-            .and_then(Value::as_str)
-        else {
+        let Some(agent) = r.agent_id() else {
             return;
         };
-        let tool = r
-            .content()
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .find_map(|b| str_at(b, "tool_use_id"));
+        let tool = r.blocks().iter().find_map(|b| b.str("tool_use_id"));
         if let Some(t) = tool {
             agent_tool.insert(agent.to_owned(), t.to_owned());
         }
@@ -321,14 +316,12 @@ fn build(
     let tree = Tree::new(records);
     let leaf = tree.leaf(subagent);
     let chain = tree.chain(leaf, subagent);
-    let mut cwd = records
-        .iter()
-        .find_map(|r| str_at(&r.value, "cwd").map(str::to_owned));
+    let mut cwd = records.iter().find_map(|r| r.str("cwd").map(str::to_owned));
     if let Some(moved) = records
         .iter()
         .rev()
         .find(|r| r.kind() == "relocated")
-        .and_then(|r| str_at(&r.value, "relocatedCwd"))
+        .and_then(|r| r.str("relocatedCwd"))
     {
         cwd = Some(moved.to_owned());
     }
@@ -366,7 +359,7 @@ fn build(
         records
             .iter()
             .rev()
-            .find_map(|r| str_at(&r.value, key).map(str::to_owned))
+            .find_map(|r| r.str(key).map(str::to_owned))
     };
     let mut cc = BTreeMap::new();
     if let Some(t) = transcript {

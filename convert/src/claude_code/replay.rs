@@ -79,11 +79,11 @@ pub struct Source<'a> {
 
 /// Adds the tool calls of one record to a `tool_use` id → tool name map.
 pub fn note_tool_names(r: &Record, names: &mut HashMap<String, String>) {
-    for b in r.content().and_then(Value::as_array).into_iter().flatten() {
+    for b in r.blocks() {
         if matches!(
-            str_at(b, "type"),
+            b.str("type"),
             Some("tool_use" | "server_tool_use" | "mcp_tool_use")
-        ) && let (Some(id), Some(name)) = (str_at(b, "id"), str_at(b, "name"))
+        ) && let (Some(id), Some(name)) = (b.str("id"), b.str("name"))
         {
             names.insert(id.to_owned(), name.to_owned());
         }

@@ -13,33 +13,126 @@ use serde_json::Value;
 
 use crate::kit::report::Diagnostics;
 
-/// One parsed line.
+/// One line as the first pass keeps it: its number and its [`Skeleton`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
     /// 1-based line number in the file.
     pub line: u64,
-    pub value: Value,
+    pub skeleton: Skeleton,
+}
+
+/// The small part of a line the tree, the leaf, the chain and the session facts read:
+/// [`SKELETON_KEYS`], `snipMetadata.removedUuids`, `compactMetadata.preservedSegment`,
+/// `toolUseResult.agentId`, `message.id`, and [`BLOCK_KEYS`] of each content block. Each is
+/// the member's value when the line has it (`null` included); a nested one only when what
+/// holds it is an object, as `Value::get` and `Value::pointer` see them.
+///
+/// Typed rather than a `Value` tree: every line of every transcript gets one, and a tree
+/// spent an object map and an owned key per member on it, built and freed again (a tenth
+/// of the CPU time of packing, spec/aspstate.md §13.3).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Skeleton {
+    /// [`SKELETON_KEYS`]' members, in that order.
+    members: [Option<Value>; SKELETON_KEYS.len()],
+    removed_uuids: Option<Value>,
+    preserved_segment: Option<Value>,
+    agent_id: Option<Value>,
+    /// `message`, when it is an object.
+    message: Option<MessageSkeleton>,
+}
+
+/// What a [`Skeleton`] keeps of `message`.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct MessageSkeleton {
+    id: Option<Value>,
+    /// `content`, when it is an array.
+    blocks: Option<Vec<Block>>,
+}
+
+/// [`BLOCK_KEYS`]' members of one content block (none for a block that is not an object).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Block([Option<Value>; BLOCK_KEYS.len()]);
+
+impl Block {
+    fn of(b: &Value) -> Block {
+        Block(BLOCK_KEYS.map(|k| b.get(k).cloned()))
+    }
+
+    /// The block's member `key` (one of [`BLOCK_KEYS`]) when it is a string.
+    pub fn str(&self, key: &str) -> Option<&str> {
+        let i = BLOCK_KEYS.iter().position(|k| *k == key)?;
+        self.0[i].as_ref().and_then(Value::as_str)
+    }
+}
+
+impl Skeleton {
+    /// The skeleton of a whole parsed line.
+    pub fn of(v: &Value) -> Skeleton {
+        Skeleton {
+            members: SKELETON_KEYS.map(|k| v.get(k).cloned()),
+            removed_uuids: v.pointer("/snipMetadata/removedUuids").cloned(),
+            preserved_segment: v.pointer("/compactMetadata/preservedSegment").cloned(),
+            agent_id: v.pointer("/toolUseResult/agentId").cloned(),
+            message: v
+                .get("message")
+                .and_then(Value::as_object)
+                .map(|m| MessageSkeleton {
+                    id: m.get("id").cloned(),
+                    blocks: m
+                        .get("content")
+                        .and_then(Value::as_array)
+                        .map(|blocks| blocks.iter().map(Block::of).collect()),
+                }),
+        }
+    }
 }
 
 impl Record {
+    /// The line's member `key`, one of [`SKELETON_KEYS`] (any other is never kept).
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        let i = SKELETON_KEYS.iter().position(|k| *k == key);
+        debug_assert!(i.is_some(), "{key} is not kept in a skeleton");
+        self.skeleton.members[i?].as_ref()
+    }
+
+    /// The line's member `key` (one of [`SKELETON_KEYS`]) when it is a string.
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(Value::as_str)
+    }
+
     pub fn kind(&self) -> &str {
-        str_at(&self.value, "type").unwrap_or("")
+        self.str("type").unwrap_or("")
     }
 
     pub fn uuid(&self) -> Option<&str> {
-        str_at(&self.value, "uuid")
+        self.str("uuid")
     }
 
     pub fn parent_uuid(&self) -> Option<&str> {
-        str_at(&self.value, "parentUuid")
+        self.str("parentUuid")
     }
 
     pub fn timestamp(&self) -> &str {
-        str_at(&self.value, "timestamp").unwrap_or("")
+        self.str("timestamp").unwrap_or("")
     }
 
     pub fn flag(&self, key: &str) -> bool {
-        self.value.get(key).and_then(Value::as_bool) == Some(true)
+        self.get(key).and_then(Value::as_bool) == Some(true)
+    }
+
+    /// `snipMetadata.removedUuids`: the rows a snip took out.
+    pub fn removed_uuids(&self) -> Option<&Value> {
+        self.skeleton.removed_uuids.as_ref()
+    }
+
+    /// `compactMetadata.preservedSegment` of a partial compaction.
+    pub fn preserved_segment(&self) -> Option<&Value> {
+        self.skeleton.preserved_segment.as_ref()
+    }
+
+    /// `toolUseResult.agentId`: the subagent a Task/Agent call's result names.
+    pub fn agent_id(&self) -> Option<&str> {
+        self.skeleton.agent_id.as_ref().and_then(Value::as_str)
     }
 
     /// Whether this is a row of the conversation tree.
@@ -55,23 +148,24 @@ impl Record {
         if self.kind() != "assistant" {
             return None;
         }
-        self.value.pointer("/message/id").and_then(Value::as_str)
+        let m = self.skeleton.message.as_ref()?;
+        m.id.as_ref().and_then(Value::as_str)
     }
 
-    /// `message.content` as blocks: a string content is one text block.
-    pub fn content(&self) -> Option<&Value> {
-        self.value.pointer("/message/content")
+    /// `message.content`'s blocks, when it is an array (none otherwise).
+    pub fn blocks(&self) -> &[Block] {
+        self.skeleton
+            .message
+            .as_ref()
+            .and_then(|m| m.blocks.as_deref())
+            .unwrap_or_default()
     }
 
     /// Whether a user row carries tool results.
     pub fn has_tool_result(&self) -> bool {
-        self.content()
-            .and_then(Value::as_array)
-            .is_some_and(|blocks| {
-                blocks
-                    .iter()
-                    .any(|b| str_at(b, "type") == Some("tool_result"))
-            })
+        self.blocks()
+            .iter()
+            .any(|b| b.str("type") == Some("tool_result"))
     }
 }
 
@@ -79,12 +173,13 @@ pub fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-/// Parses a transcript held in memory. Lines that are not JSON objects (a truncated last line,
-/// binary garbage) are reported with file and line and skipped; blank lines are ignored, as
-/// Claude Code itself does. Readers of real stores use [`Indexer`] and [`Lines`], which keep
-/// only what the tree needs; this is the same two passes, keeping every record whole.
+/// Parses a transcript held in memory into its lines whole, with their numbers. Lines that
+/// are not JSON objects (a truncated last line, binary garbage) are reported with file and
+/// line and skipped; blank lines are ignored, as Claude Code itself does. Readers of real
+/// stores use [`Indexer`] and [`Lines`], which keep only what the tree needs; this is the
+/// same two passes, keeping every line whole.
 #[cfg(test)]
-pub fn parse(bytes: &[u8], file: &Path, diagnostics: &Diagnostics) -> Vec<Record> {
+pub fn parse(bytes: &[u8], file: &Path, diagnostics: &Diagnostics) -> Vec<(u64, Value)> {
     let mut ix = Indexer::new(file, diagnostics, |_: &Record| {});
     ix.feed(bytes);
     let index = ix.finish();
@@ -138,7 +233,7 @@ pub struct Span {
 }
 
 /// Keys of a record the tree, the leaf, the chain and the session facts read.
-const SKELETON_KEYS: &[&str] = &[
+const SKELETON_KEYS: [&str; 14] = [
     "type",
     "subtype",
     "uuid",
@@ -157,63 +252,13 @@ const SKELETON_KEYS: &[&str] = &[
 
 /// Keys of a content block the skeleton keeps: its type, and what ties a tool call to its
 /// name and its result (the first pass learns tool names and subagent calls from them).
-const BLOCK_KEYS: &[&str] = &["type", "id", "name", "tool_use_id"];
-
-/// The small part of a record: [`SKELETON_KEYS`], `snipMetadata.removedUuids`,
-/// `compactMetadata.preservedSegment`, `toolUseResult.agentId`, `message.id`, and
-/// [`BLOCK_KEYS`] of each content block.
-pub fn skeleton(v: &Value) -> Value {
-    let mut out = serde_json::Map::new();
-    for k in SKELETON_KEYS {
-        if let Some(x) = v.get(*k) {
-            out.insert((*k).to_owned(), x.clone());
-        }
-    }
-    if let Some(x) = v.pointer("/snipMetadata/removedUuids") {
-        out.insert(
-            "snipMetadata".into(),
-            serde_json::json!({ "removedUuids": x }),
-        );
-    }
-    if let Some(x) = v.pointer("/compactMetadata/preservedSegment") {
-        out.insert(
-            "compactMetadata".into(),
-            serde_json::json!({ "preservedSegment": x }),
-        );
-    }
-    if let Some(x) = v.pointer("/toolUseResult/agentId") {
-        out.insert("toolUseResult".into(), serde_json::json!({ "agentId": x }));
-    }
-    if let Some(m) = v.get("message").and_then(Value::as_object) {
-        let mut msg = serde_json::Map::new();
-        if let Some(id) = m.get("id") {
-            msg.insert("id".into(), id.clone());
-        }
-        if let Some(blocks) = m.get("content").and_then(Value::as_array) {
-            let kept = blocks
-                .iter()
-                .map(|b| {
-                    let mut o = serde_json::Map::new();
-                    for k in BLOCK_KEYS {
-                        if let Some(x) = b.get(*k) {
-                            o.insert((*k).to_owned(), x.clone());
-                        }
-                    }
-                    Value::Object(o)
-                })
-                .collect();
-            msg.insert("content".into(), Value::Array(kept));
-        }
-        out.insert("message".into(), Value::Object(msg));
-    }
-    Value::Object(out)
-}
+const BLOCK_KEYS: [&str; 4] = ["type", "id", "name", "tool_use_id"];
 
 /// The skeleton of one line, parsed straight from its bytes: serde skips every other member
 /// without building it, so the first pass never allocates a tool result or an image. `None`
 /// when the fast form does not apply (not an object, a member given twice, invalid JSON): the
 /// caller then parses the line whole, which gives the same skeleton or the same error.
-fn skim(raw: &[u8]) -> Option<Value> {
+fn skim(raw: &[u8]) -> Option<Skeleton> {
     if raw.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return None;
     }
@@ -228,7 +273,9 @@ fn skim(raw: &[u8]) -> Option<Value> {
 pub(super) mod skim {
     use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
     use serde::{Deserialize, de};
-    use serde_json::{Map, Value};
+    use serde_json::Value;
+
+    use super::{Block as Kept, MessageSkeleton, Skeleton};
 
     fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
         Value::deserialize(d).map(Some)
@@ -405,84 +452,50 @@ pub(super) mod skim {
     }
 
     impl Line {
-        pub fn into_skeleton(self) -> Value {
-            let mut out = Map::new();
-            let scalars = [
-                self.kind,
-                self.subtype,
-                self.uuid,
-                self.parent_uuid,
-                self.logical_parent_uuid,
-                self.timestamp,
-                self.is_meta,
-                self.is_sidechain,
-                self.cwd,
-                self.relocated_cwd,
-                self.version,
-                self.git_branch,
-                self.leaf_uuid,
-                self.explicit,
-            ];
-            for (k, v) in super::SKELETON_KEYS.iter().zip(scalars) {
-                if let Some(v) = v {
-                    out.insert((*k).to_owned(), v);
-                }
+        pub fn into_skeleton(self) -> Skeleton {
+            Skeleton {
+                members: [
+                    self.kind,
+                    self.subtype,
+                    self.uuid,
+                    self.parent_uuid,
+                    self.logical_parent_uuid,
+                    self.timestamp,
+                    self.is_meta,
+                    self.is_sidechain,
+                    self.cwd,
+                    self.relocated_cwd,
+                    self.version,
+                    self.git_branch,
+                    self.leaf_uuid,
+                    self.explicit,
+                ],
+                removed_uuids: self
+                    .snip_metadata
+                    .and_then(|o| o.0)
+                    .and_then(|s| s.removed_uuids),
+                preserved_segment: self
+                    .compact_metadata
+                    .and_then(|o| o.0)
+                    .and_then(|c| c.preserved_segment),
+                agent_id: self
+                    .tool_use_result
+                    .and_then(|o| o.0)
+                    .and_then(|t| t.agent_id),
+                message: self.message.and_then(|o| o.0).map(|m| MessageSkeleton {
+                    id: m.id,
+                    blocks: m.content.and_then(|b| b.0).map(|blocks| {
+                        blocks
+                            .into_iter()
+                            .map(|b| {
+                                Kept(b.0.map_or_else(Default::default, |b| {
+                                    [b.kind, b.id, b.name, b.tool_use_id]
+                                }))
+                            })
+                            .collect()
+                    }),
+                }),
             }
-            let nested = |outer: &str, inner: &str, v: Value| {
-                let mut o = Map::new();
-                o.insert(inner.to_owned(), v);
-                (outer.to_owned(), Value::Object(o))
-            };
-            if let Some(v) = self
-                .snip_metadata
-                .and_then(|o| o.0)
-                .and_then(|s| s.removed_uuids)
-            {
-                let (k, v) = nested("snipMetadata", "removedUuids", v);
-                out.insert(k, v);
-            }
-            if let Some(v) = self
-                .compact_metadata
-                .and_then(|o| o.0)
-                .and_then(|c| c.preserved_segment)
-            {
-                let (k, v) = nested("compactMetadata", "preservedSegment", v);
-                out.insert(k, v);
-            }
-            if let Some(v) = self
-                .tool_use_result
-                .and_then(|o| o.0)
-                .and_then(|t| t.agent_id)
-            {
-                let (k, v) = nested("toolUseResult", "agentId", v);
-                out.insert(k, v);
-            }
-            if let Some(m) = self.message.and_then(|o| o.0) {
-                let mut msg = Map::new();
-                if let Some(id) = m.id {
-                    msg.insert("id".into(), id);
-                }
-                if let Some(blocks) = m.content.and_then(|b| b.0) {
-                    let kept = blocks
-                        .into_iter()
-                        .map(|b| {
-                            let mut o = Map::new();
-                            if let Some(b) = b.0 {
-                                let fields = [b.kind, b.id, b.name, b.tool_use_id];
-                                for (k, v) in super::BLOCK_KEYS.iter().zip(fields) {
-                                    if let Some(v) = v {
-                                        o.insert((*k).to_owned(), v);
-                                    }
-                                }
-                            }
-                            Value::Object(o)
-                        })
-                        .collect();
-                    msg.insert("content".into(), Value::Array(kept));
-                }
-                out.insert("message".into(), Value::Object(msg));
-            }
-            Value::Object(out)
         }
     }
 }
@@ -536,16 +549,15 @@ impl<'d, F: FnMut(&Record)> Indexer<'d, F> {
         if raw.iter().all(u8::is_ascii_whitespace) {
             return;
         }
+        // `None`: JSON, but not an object.
         let parsed = match skim(raw) {
-            Some(skel) => Ok(skel),
-            None => serde_json::from_slice::<Value>(raw).map(|v| match v {
-                Value::Object(_) => skeleton(&v),
-                other => other,
-            }),
+            Some(skeleton) => Ok(Some(skeleton)),
+            None => serde_json::from_slice::<Value>(raw)
+                .map(|v| v.is_object().then(|| Skeleton::of(&v))),
         };
         match parsed {
-            Ok(v @ Value::Object(_)) => {
-                let r = Record { line, value: v };
+            Ok(Some(skeleton)) => {
+                let r = Record { line, skeleton };
                 (self.on_record)(&r);
                 self.index.records.push(r);
                 self.index.spans.push(Span {
@@ -554,7 +566,7 @@ impl<'d, F: FnMut(&Record)> Indexer<'d, F> {
                     crc: crc32fast::hash(raw),
                 });
             }
-            Ok(_) => self.diagnostics.damaged(
+            Ok(None) => self.diagnostics.damaged(
                 file,
                 Some(line),
                 "a line that is a JSON value but not an object; skipped",
@@ -675,13 +687,14 @@ impl<'d> Lines<'d> {
         Ok(&self.window[from..from + span.len])
     }
 
-    /// Record `i` of `index`, whole; `None` (reported) when its line cannot be read back.
+    /// Record `i` of `index`, whole, with its line number; `None` (reported) when its line
+    /// cannot be read back.
     #[cfg(test)]
-    pub fn load(&mut self, index: &Index, i: usize) -> Option<Record> {
+    pub fn load(&mut self, index: &Index, i: usize) -> Option<(u64, Value)> {
         let line = index.records[i].line;
         let value = serde_json::from_slice::<Value>(self.raw(index, i)?);
         match value {
-            Ok(value @ Value::Object(_)) => Some(Record { line, value }),
+            Ok(value @ Value::Object(_)) => Some((line, value)),
             _ => {
                 self.changed(index, i);
                 None
@@ -755,7 +768,7 @@ impl<'a> Tree<'a> {
         // Snipped rows disappear and their children hang off the snipped row's parent.
         let removed: HashSet<&str> = rows
             .iter()
-            .filter_map(|&i| records[i].value.pointer("/snipMetadata/removedUuids"))
+            .filter_map(|&i| records[i].removed_uuids())
             .filter_map(Value::as_array)
             .flatten()
             .filter_map(Value::as_str)
@@ -767,7 +780,7 @@ impl<'a> Tree<'a> {
         let mut relink: HashMap<&str, &str> = HashMap::new();
         for &i in &rows {
             let r = &records[i];
-            if let Some(seg) = r.value.pointer("/compactMetadata/preservedSegment") {
+            if let Some(seg) = r.preserved_segment() {
                 let (Some(head), Some(anchor), Some(tail)) = (
                     str_at(seg, "headUuid"),
                     str_at(seg, "anchorUuid"),
@@ -829,9 +842,9 @@ impl<'a> Tree<'a> {
             .records
             .iter()
             .rev()
-            .find(|r| r.kind() == "last-prompt" && r.value.get("leafUuid").is_some());
+            .find(|r| r.kind() == "last-prompt" && r.get("leafUuid").is_some());
         if let Some(cp) = checkpoint {
-            match cp.value.get("leafUuid") {
+            match cp.get("leafUuid") {
                 Some(Value::String(u)) => {
                     if let Some(i) = self.index_of(u).filter(|i| self.rows.contains(i)) {
                         return Some(i);
@@ -877,11 +890,7 @@ impl<'a> Tree<'a> {
             cur = match self.parent.get(&i) {
                 Some(&p) => Some(p),
                 None => {
-                    let logical = r
-                        .value
-                        .get("logicalParentUuid")
-                        .and_then(Value::as_str)
-                        .and_then(|u| self.index_of(u));
+                    let logical = r.str("logicalParentUuid").and_then(|u| self.index_of(u));
                     match (r.parent_uuid(), logical) {
                         (_, Some(l)) if r.parent_uuid().is_none() => Some(l),
                         (Some(_), _) => {
@@ -970,7 +979,10 @@ mod tests {
     use serde_json::json;
 
     fn rec(line: u64, v: Value) -> Record {
-        Record { line, value: v }
+        Record {
+            line,
+            skeleton: Skeleton::of(&v),
+        }
     }
 
     fn row(line: u64, kind: &str, uuid: &str, parent: Option<&str>, ts: &str) -> Record {
@@ -986,7 +998,7 @@ mod tests {
         let bytes =
             b"{\"type\":\"a\"}\n\x00\x01 garbage\n\n[1]\n{\"type\":\"b\"}\n{\"type\":\"c\",\"x\":";
         let recs = parse(bytes, Path::new("t.jsonl"), &d);
-        assert_eq!(recs.iter().map(|r| r.line).collect::<Vec<_>>(), vec![1, 5]);
+        assert_eq!(recs.iter().map(|r| r.0).collect::<Vec<_>>(), vec![1, 5]);
         let lines: Vec<_> = d.items().iter().map(|i| i.line).collect();
         assert_eq!(lines, vec![Some(2), Some(4), Some(6)]);
         assert!(d.items()[2].message.contains("cut off"), "{}", d.items()[2]);
@@ -1011,21 +1023,23 @@ mod tests {
         // Skeletons keep what the tree needs and drop the bodies; the typed skim gives what
         // the whole parse gives.
         assert_eq!(
-            index.records[0].value,
-            json!({"type": "user", "uuid": "a", "parentUuid": null, "message": {"content": [{"type": "image"}]}})
+            index.records[0].skeleton,
+            Skeleton::of(
+                &json!({"type": "user", "uuid": "a", "parentUuid": null, "message": {"content": [{"type": "image"}]}})
+            )
         );
         assert_eq!(index.records[1].message_id(), Some("msg_1"));
         for (i, line) in [0usize, 3].into_iter().enumerate() {
             let raw = bytes.split(|b| *b == b'\n').nth(line).unwrap();
             let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
             let whole: Value = serde_json::from_slice(raw).unwrap();
-            assert_eq!(index.records[i].value, skeleton(&whole));
+            assert_eq!(index.records[i].skeleton, Skeleton::of(&whole));
         }
         // The second pass gives the records back whole, one at a time.
         let whole = parse(bytes, Path::new("t.jsonl"), &Diagnostics::new());
         assert_eq!(whole.len(), 2);
         assert_eq!(
-            whole[0].value.pointer("/message/content/0/source/data"),
+            whole[0].1.pointer("/message/content/0/source/data"),
             Some(&json!("AAAA"))
         );
         let mut lines = Lines::new(Path::new("t.jsonl"), bytes, &d);
@@ -1067,7 +1081,7 @@ mod tests {
             ix.feed(line.as_bytes());
             let index = ix.finish();
             assert!(d.items().is_empty(), "{line}: {:?}", d.items());
-            assert_eq!(index.records[0].value, skeleton(&whole), "{line}");
+            assert_eq!(index.records[0].skeleton, Skeleton::of(&whole), "{line}");
         }
         assert!(skim(br#"{"type":"user","type":"assistant"}"#).is_none());
     }

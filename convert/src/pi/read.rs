@@ -40,7 +40,7 @@ pub fn read_session(
         .map(|m| is_executable(&m))
         .unwrap_or(false);
     let mut blob = if ctx.options.native {
-        Some(ctx.blobs.begin()?)
+        Some(ctx.blobs.begin_sized(file.len())?)
     } else {
         None
     };

@@ -230,6 +230,11 @@ pub fn compress(src: &[u8], dict: Option<&[u8]>, level: i32) -> io::Result<Vec<u
         // level 3's own tables keep too few positions of a large prefix (spec §13.2).
         cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
             .map_err(zstd_err)?;
+        // zstd matches differently when the prefix happens to end where `src` starts in
+        // memory, so without this the layer's bytes would depend on where the allocator put
+        // the two buffers. Free when they are apart, as they almost always are.
+        cctx.set_parameter(CParameter::DeterministicRefPrefix(true))
+            .map_err(zstd_err)?;
         cctx.ref_prefix(d).map_err(zstd_err)?;
     }
     // No more room than the body itself: a frame that would not be smaller is not kept.
@@ -746,25 +751,35 @@ impl BlobWrite for LayerWriter<'_> {
     }
 }
 
+impl LayerStore {
+    /// A writer whose buffer has room for `expected` bytes, up to [`SPILL`] (a larger body
+    /// spills to a file): growing a buffer of a few hundred kilobytes by doubling copies it
+    /// about once more.
+    fn writer(&self, hint: Option<Digest>, expected: u64) -> Box<dyn BlobWrite + '_> {
+        let room = usize::try_from(expected.min(SPILL)).unwrap_or(0);
+        Box::new(LayerWriter {
+            store: self,
+            hint,
+            hasher: Hasher::new(),
+            buf: Vec::with_capacity(room),
+            spill: None,
+        })
+    }
+}
+
 impl BlobSink for LayerStore {
     fn begin(&self) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
-        Ok(Box::new(LayerWriter {
-            store: self,
-            hint: None,
-            hasher: Hasher::new(),
-            buf: Vec::new(),
-            spill: None,
-        }))
+        Ok(self.writer(None, 0))
     }
 
+    fn begin_sized(&self, size: u64) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
+        Ok(self.writer(None, size))
+    }
+
+    /// The derived body (an update stream) is usually about as long as its base (the
+    /// transcript): room for that and an eighth more.
     fn begin_derived(&self, base: &Descriptor) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
-        Ok(Box::new(LayerWriter {
-            store: self,
-            hint: Some(base.digest),
-            hasher: Hasher::new(),
-            buf: Vec::new(),
-            spill: None,
-        }))
+        Ok(self.writer(Some(base.digest), base.size + base.size / 8))
     }
 }
 
@@ -900,5 +915,20 @@ mod tests {
         let back = decompress(&with, Some(native.as_bytes()), stream.len() as u64).unwrap();
         assert_eq!(back, stream.as_bytes());
         assert!(decompress(&with, None, stream.len() as u64).is_err());
+    }
+
+    #[test]
+    fn a_layer_does_not_depend_on_where_its_dictionary_sits_in_memory() {
+        let native = native_text(1);
+        let stream = derived_text(&native, 1);
+        let apart = compress(stream.as_bytes(), Some(native.as_bytes()), 3).unwrap();
+        // The dictionary ending exactly where the body starts, as two buffers can.
+        let joined = [native.as_bytes(), stream.as_bytes()].concat();
+        let (dict, body) = joined.split_at(native.len());
+        let adjacent = compress(body, Some(dict), 3).unwrap();
+        assert!(
+            adjacent == apart,
+            "the frame depends on where the buffers are"
+        );
     }
 }
