@@ -64,8 +64,8 @@ pub struct Summary {
 /// Inputs of one replay.
 #[derive(Debug)]
 pub struct Source<'a> {
-    /// Every record of the transcript, in file order. These may be skeletons
-    /// ([`super::transcript::skeleton`]): the replay reads each record it replays whole
+    /// Every record of the transcript, in file order, as the first pass keeps them
+    /// ([`super::transcript::Skeleton`]): the replay reads each record it replays whole
     /// through the loader handed to [`replay`].
     pub records: &'a [Record],
     pub chain: &'a Chain,

@@ -60,8 +60,9 @@ impl Block {
 
     /// The block's member `key` (one of [`BLOCK_KEYS`]) when it is a string.
     pub fn str(&self, key: &str) -> Option<&str> {
-        let i = BLOCK_KEYS.iter().position(|k| *k == key)?;
-        self.0[i].as_ref().and_then(Value::as_str)
+        let i = BLOCK_KEYS.iter().position(|k| *k == key);
+        debug_assert!(i.is_some(), "{key} is not kept in a block's skeleton");
+        self.0[i?].as_ref().and_then(Value::as_str)
     }
 }
 
@@ -217,7 +218,7 @@ impl<F: FnMut(&Record)> std::fmt::Debug for Indexer<'_, F> {
 /// What the first pass keeps.
 #[derive(Debug, Default)]
 pub struct Index {
-    /// One skeleton per record, in file order (see [`skeleton`]).
+    /// One record per line that is a JSON object, in file order (see [`Skeleton`]).
     pub records: Vec<Record>,
     /// Where each record's line is in the file.
     pub spans: Vec<Span>,

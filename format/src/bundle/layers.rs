@@ -779,7 +779,7 @@ impl BlobSink for LayerStore {
     /// The derived body (an update stream) is usually about as long as its base (the
     /// transcript): room for that and an eighth more.
     fn begin_derived(&self, base: &Descriptor) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
-        Ok(self.writer(Some(base.digest), base.size + base.size / 8))
+        Ok(self.writer(Some(base.digest), base.size.saturating_add(base.size / 8)))
     }
 }
 
