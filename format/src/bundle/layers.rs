@@ -15,7 +15,12 @@
 //! Memory stays bounded: at most [`BUDGET`] bytes of bodies wait for a worker (a writer blocks
 //! beyond that), recently finished bodies are cached for use as dictionaries up to [`CACHE`]
 //! bytes (older ones are read back from their layer), and a body larger than [`SPILL`] is
-//! compressed as it streams, on the writer's thread, into a file of its own.
+//! compressed as it streams, on the writer's thread, into a file of its own. A body still in
+//! memory when a body derived from it begins is *pinned* there until that one is compressed:
+//! the stream of a transcript larger than the cache, or of one the cache let go while its
+//! session was replayed (which happens more, the more sessions are read at once), is then
+//! compressed against the bytes already held, instead of each worker decoding its own copy
+//! of the transcript from its layer.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fs::File;
@@ -99,6 +104,8 @@ struct Job {
     blob: Descriptor,
     bytes: Arc<Vec<u8>>,
     dictionary: Option<Digest>,
+    /// The base pinned for this body, let go once it is compressed.
+    pinned: Option<Digest>,
 }
 
 struct St {
@@ -108,8 +115,48 @@ struct St {
     blobs: HashMap<Digest, Entry>,
     cache: VecDeque<(Digest, Arc<Vec<u8>>)>,
     cache_bytes: u64,
+    /// Bodies held for the derived bodies being written or compressed: how many, and the bytes.
+    pinned: HashMap<Digest, (usize, Arc<Vec<u8>>)>,
+    /// Bodies read back from their layer to serve as a dictionary (for tests of pinning).
+    read_back: usize,
     error: Option<String>,
     closing: bool,
+}
+
+impl St {
+    /// The bytes of `digest` if they are in memory: pinned, waiting for a worker, or cached.
+    fn held(&self, digest: &Digest) -> Option<Arc<Vec<u8>>> {
+        if let Some((_, b)) = self.pinned.get(digest) {
+            return Some(Arc::clone(b));
+        }
+        if let Some(b) = self.blobs.get(digest).and_then(|e| e.pending.as_ref()) {
+            return Some(Arc::clone(b));
+        }
+        self.cache
+            .iter()
+            .find(|(d, _)| d == digest)
+            .map(|(_, b)| Arc::clone(b))
+    }
+
+    /// Holds `digest`'s bytes for one more derived body; `false` when they are not in memory.
+    fn pin(&mut self, digest: &Digest) -> bool {
+        match self.held(digest) {
+            Some(bytes) => {
+                self.pinned.entry(*digest).or_insert((0, bytes)).0 += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn unpin(&mut self, digest: &Digest) {
+        if let Some(p) = self.pinned.get_mut(digest) {
+            p.0 -= 1;
+            if p.0 == 0 {
+                self.pinned.remove(digest);
+            }
+        }
+    }
 }
 
 struct Shared {
@@ -332,6 +379,8 @@ impl LayerStore {
                 blobs: HashMap::new(),
                 cache: VecDeque::new(),
                 cache_bytes: 0,
+                pinned: HashMap::new(),
+                read_back: 0,
                 error: None,
                 closing: false,
             }),
@@ -352,6 +401,17 @@ impl LayerStore {
             workers: Mutex::new(workers),
             _dir: dir,
         })
+    }
+
+    /// Once every queued body is compressed: how many bodies were read back from their layer
+    /// to serve as a dictionary, and how many are still pinned.
+    #[cfg(test)]
+    fn when_idle(&self) -> (usize, usize) {
+        let mut st = self.shared.lock();
+        while st.in_flight > 0 {
+            st = self.shared.done.wait(st).expect("layer store poisoned");
+        }
+        (st.read_back, st.pinned.len())
     }
 
     /// Waits for every layer, settles dictionaries, and hands over the staged layers.
@@ -534,19 +594,20 @@ fn body_of(shared: &Shared, digest: &Digest) -> Result<Arc<Vec<u8>>, BlobError> 
     let (stored, size) = {
         let mut st = shared.lock();
         loop {
-            if let Some((_, b)) = st.cache.iter().find(|(d, _)| d == digest) {
-                return Ok(Arc::clone(b));
+            if let Some(b) = st.held(digest) {
+                return Ok(b);
             }
             match st.blobs.get(digest) {
                 None => return Err(BlobError::Missing(*digest)),
                 Some(Entry {
-                    pending: Some(b), ..
-                }) => return Ok(Arc::clone(b)),
-                Some(Entry {
                     stored: Some(s),
                     size,
                     ..
-                }) => break (s.clone(), *size),
+                }) => {
+                    let found = (s.clone(), *size);
+                    st.read_back += 1;
+                    break found;
+                }
                 Some(_) if st.error.is_some() => {
                     return Err(BlobError::Other(io::Error::other("compression failed")));
                 }
@@ -588,6 +649,9 @@ fn worker(shared: &Shared) {
         })();
         let mut st = shared.lock();
         st.in_flight -= job.blob.size;
+        if let Some(p) = &job.pinned {
+            st.unpin(p);
+        }
         match result {
             Ok(s) => {
                 if let Some(e) = st.blobs.get_mut(&job.blob.digest) {
@@ -610,9 +674,22 @@ fn worker(shared: &Shared) {
 struct LayerWriter<'a> {
     store: &'a LayerStore,
     hint: Option<Digest>,
+    /// The hint's bytes, pinned in memory for this body's compression (see [`St::pin`]).
+    pinned: Option<Digest>,
     hasher: Hasher,
     buf: Vec<u8>,
     spill: Option<Spill>,
+}
+
+/// A writer dropped unfinished (its converter failed) lets go of its pin.
+impl Drop for LayerWriter<'_> {
+    fn drop(&mut self) {
+        if let Some(p) = self.pinned.take()
+            && let Ok(mut st) = self.store.shared.st.lock()
+        {
+            st.unpin(&p);
+        }
+    }
 }
 
 struct Spill {
@@ -672,14 +749,14 @@ impl LayerWriter<'_> {
 }
 
 impl BlobWrite for LayerWriter<'_> {
-    fn finish(self: Box<Self>) -> Result<Descriptor, BlobError> {
-        let LayerWriter {
-            store,
-            hint,
-            hasher,
-            buf,
-            spill,
-        } = *self;
+    fn finish(mut self: Box<Self>) -> Result<Descriptor, BlobError> {
+        // Taken apart field by field: the writer's `Drop` still lets go of its pin on any
+        // early return below.
+        let store = self.store;
+        let hint = self.hint;
+        let hasher = std::mem::replace(&mut self.hasher, Hasher::new());
+        let buf = std::mem::take(&mut self.buf);
+        let spill = self.spill.take();
         let blob = hasher.finish();
         let shared = &store.shared;
         let spilled = match spill {
@@ -713,6 +790,15 @@ impl BlobWrite for LayerWriter<'_> {
         // The dictionary to compress with now; `finish` settles the final choice.
         let dictionary =
             hint.filter(|h| !is_spilled && *h != blob.digest && plain_candidate(&st, h));
+        // The pin serves the job below only when it compresses against the pinned body.
+        let pinned = self.pinned.take().and_then(|p| {
+            if dictionary == Some(p) {
+                Some(p)
+            } else {
+                st.unpin(&p);
+                None
+            }
+        });
         let dict_ok = !is_spilled && blob.size >= TINY as u64 && !buf.starts_with(&DICT_MAGIC);
         let bytes = Arc::new(buf);
         st.blobs.insert(
@@ -745,6 +831,7 @@ impl BlobWrite for LayerWriter<'_> {
             blob,
             bytes,
             dictionary,
+            pinned,
         });
         shared.work.notify_one();
         Ok(blob)
@@ -757,9 +844,11 @@ impl LayerStore {
     /// about once more.
     fn writer(&self, hint: Option<Digest>, expected: u64) -> Box<dyn BlobWrite + '_> {
         let room = usize::try_from(expected.min(SPILL)).unwrap_or(0);
+        let pinned = hint.filter(|h| self.shared.lock().pin(h));
         Box::new(LayerWriter {
             store: self,
             hint,
+            pinned,
             hasher: Hasher::new(),
             buf: Vec::with_capacity(room),
             spill: None,
@@ -915,6 +1004,41 @@ mod tests {
         let back = decompress(&with, Some(native.as_bytes()), stream.len() as u64).unwrap();
         assert_eq!(back, stream.as_bytes());
         assert!(decompress(&with, None, stream.len() as u64).is_err());
+    }
+
+    /// A transcript the cache lets go of while its session is replayed (here: other bodies
+    /// pass through in between) is still in memory when its update stream is compressed, and
+    /// nothing is decoded again; once the stream is compressed it is let go.
+    #[test]
+    fn a_base_stays_in_memory_until_what_derives_from_it_is_compressed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LayerStore::new_in(
+            dir.path(),
+            LayerOptions {
+                threads: 1,
+                ..LayerOptions::default()
+            },
+        )
+        .unwrap();
+        let native = native_text(7);
+        let nd = store.put(native.as_bytes()).unwrap();
+        let mut w = store.begin_derived(&nd).unwrap();
+        // More than the cache holds, compressed before the stream is.
+        let mut n = 0;
+        let mut passed = 0;
+        while passed <= CACHE {
+            let other = native_text(1000 + n).repeat(40);
+            passed += other.len() as u64;
+            store.put(other.as_bytes()).unwrap();
+            n += 1;
+        }
+        w.write_all(derived_text(&native, 7).as_bytes()).unwrap();
+        let ud = w.finish().unwrap();
+        // A writer dropped unfinished lets go of its pin too.
+        drop(store.begin_derived(&nd).unwrap());
+        assert_eq!(store.when_idle(), (0, 0), "(read back, still pinned)");
+        let layers = store.finish().unwrap();
+        assert_eq!(layers.blobs[&ud.digest].layer.dictionary, Some(nd.digest));
     }
 
     #[test]
