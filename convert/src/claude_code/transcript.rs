@@ -28,10 +28,11 @@ pub struct Record {
 /// holds it is an object, as `Value::get` and `Value::pointer` see them.
 ///
 /// Typed rather than a `Value` tree: every line of every transcript gets one, and a tree
-/// spent an object map and an owned key per member on it, built and freed again (a tenth
-/// of the CPU time of packing, spec/aspstate.md §13.3). Members are [`Kept`] rather than
-/// `Value`s (72 bytes each), and the rarer parts boxed, so a record takes 392 bytes rather than
-/// 1.3 KB: the 11,500 records of a 34 MB transcript take 4.5 MB of its index instead of 15.
+/// spent an object map and an owned key per member on it, built, looked up and freed again
+/// (some 8 % of packing's CPU time in a profile before; spec/aspstate.md §13.3 has what
+/// changed). Members are [`Kept`] rather than `Value`s (72 bytes each), and the rarer parts
+/// boxed, so a record takes 392 bytes rather than 1.3 KB: the 11,500 records of a 34 MB
+/// transcript take 4.5 MB of its index instead of 15.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Skeleton {
     /// [`SKELETON_KEYS`]' members, in that order.
