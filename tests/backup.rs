@@ -1233,8 +1233,14 @@ fn the_harness_configuration_comes_back_into_the_same_harness_only() {
     // not keep it as configuration.
     let side = fresh.join(".claude/agents/reviewer.md.asp-restored");
     assert_eq!(fs::read(&side).unwrap(), b"# reviewer v2\n");
+    // Written once: one the user has begun to merge is left as it is by the next restore.
+    fs::write(&side, b"# reviewer, half merged\n").unwrap();
     restore(&repo, &fresh, &[]);
-    assert_eq!(fs::read(&side).unwrap(), b"# reviewer v2\n", "once");
+    assert_eq!(
+        fs::read(&side).unwrap(),
+        b"# reviewer, half merged\n",
+        "once"
+    );
     let names = crate::support::config_kept("claude-code", &fresh, ".claude", &[]);
     assert!(
         !names.iter().any(|n| n.ends_with(".asp-restored")),

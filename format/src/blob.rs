@@ -74,7 +74,7 @@ pub trait BlobSink: Send + Sync {
 
     /// Stores `bytes` whole.
     fn put(&self, bytes: &[u8]) -> Result<Descriptor, BlobError> {
-        let mut w = self.begin()?;
+        let mut w = self.begin_sized(bytes.len() as u64)?;
         w.write_all(bytes)?;
         w.finish()
     }

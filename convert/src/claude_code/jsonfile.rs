@@ -12,7 +12,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::error::ConvertError;
-use crate::kit::fsops::{Created, Writer};
+use crate::kit::fsops::{Created, Mode, Writer};
 
 /// A JSON object file as read.
 #[derive(Debug, Clone, PartialEq)]
@@ -128,16 +128,11 @@ fn write_as(
     if file.trailing_newline || !file.existed {
         text.push(b'\n');
     }
-    let created = |text: &[u8]| {
-        if private {
-            writer.create_private_from(path, &mut &text[..])
-        } else {
-            writer.create_new(path, text, false)
-        }
-    };
     if file.existed {
         writer.replace(path, &text)
-    } else if created(&text)? == Created::AlreadyExists {
+    } else if writer.create_new_as(path, &mut &text[..], Mode::of(false, private))?
+        == Created::AlreadyExists
+    {
         Err(ConvertError::invalid(
             path,
             "appeared while it was being written; not replaced",

@@ -16,7 +16,7 @@ use asp_format::name::{HarnessName, RelPath};
 use asp_format::state::{FileEntry, Native};
 
 use crate::error::ConvertError;
-use crate::kit::fsops::{Created, Writer, is_executable};
+use crate::kit::fsops::{Created, Mode, Writer, is_executable};
 use crate::kit::placement::Placement;
 use crate::kit::prompt_log::{self, PromptLog};
 
@@ -448,11 +448,8 @@ pub fn write(
         let path = home.join(f.path.as_str());
         let mut r = blobs.open(&f.content)?;
         let log = log(f.path.as_str());
-        let created = if private(f.path.as_str()) {
-            writer.create_private_from(&path, &mut r)?
-        } else {
-            writer.create_new_from(&path, &mut r, f.executable)?
-        };
+        let mode = Mode::of(f.executable, private(f.path.as_str()));
+        let created = writer.create_new_as(&path, &mut r, mode)?;
         let placed = match created {
             Created::New => Placement::New,
             Created::AlreadyExists => {
@@ -468,17 +465,16 @@ pub fn write(
                     match merge_log(&path, &log, &there, &want, writer)? {
                         // Not merged: the backed-up history is beside it, whole.
                         Placement::Refused(why) => {
-                            let Placement::Refused(side) =
-                                beside(&path, &want, false, true, writer)
-                            else {
-                                unreachable!("beside always refuses the place itself")
-                            };
+                            let side = beside(&path, &want, Mode::Private, writer);
                             Placement::Refused(format!("{why}; {side}"))
                         }
                         placed => placed,
                     }
                 } else {
-                    beside(&path, &want, f.executable, private(f.path.as_str()), writer)
+                    Placement::Refused(format!(
+                        "there with other content, {}",
+                        beside(&path, &want, mode, writer)
+                    ))
                 }
             }
         };
@@ -494,18 +490,15 @@ pub const RESTORED_BESIDE: &str = ".asp-restored";
 
 /// A file of a backup whose place holds the user's own different file: that one is kept, and
 /// the backed-up copy is written beside it as `<file>.asp-restored` (once: one there already
-/// is kept as it is), so nothing of the backup is out of reach.
-fn beside(path: &Path, want: &[u8], executable: bool, private: bool, writer: &Writer) -> Placement {
+/// is kept as it is), so nothing of the backup is out of reach. What became of the copy, said
+/// after the refusal of the place itself.
+fn beside(path: &Path, want: &[u8], mode: Mode, writer: &Writer) -> String {
     let mut side = path.as_os_str().to_owned();
     side.push(RESTORED_BESIDE);
     let side = PathBuf::from(side);
-    let created = if private {
-        writer.create_private_from(&side, &mut &want[..])
-    } else {
-        writer.create_new_from(&side, &mut &want[..], executable)
-    };
+    let created = writer.create_new_as(&side, &mut &want[..], mode);
     // (The file is named with the refusal: one reason for many files.)
-    let said = match created {
+    match created {
         Ok(Created::New) if writer.is_dry_run() => {
             "kept; the backed-up copy would be written beside it as <file>.asp-restored".to_owned()
         }
@@ -521,8 +514,7 @@ fn beside(path: &Path, want: &[u8], executable: bool, private: bool, writer: &Wr
         // A folder that cannot be written to (linked from a read-only store) costs this file
         // its copy, not the restore.
         Err(e) => format!("kept; the backed-up copy could not be written beside it ({e})"),
-    };
-    Placement::Refused(format!("there with other content, {said}"))
+    }
 }
 
 /// Merges the carried prompt history `want` into `there`, the file at `path` as it was read,

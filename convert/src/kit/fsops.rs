@@ -121,7 +121,8 @@ impl Writer {
         self.create_new_as(path, reader, Mode::Private)
     }
 
-    fn create_new_as(
+    /// [`Writer::create_new_from`] with the file's [`Mode`] chosen by the caller.
+    pub fn create_new_as(
         &self,
         path: &Path,
         reader: &mut dyn Read,
@@ -406,13 +407,26 @@ fn parent_of(path: &Path) -> &Path {
 }
 
 /// How a file being written gets its permissions.
-enum Mode {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
     /// Created as 0666 (0777 if executable) less the process umask, like any file a program
     /// creates: tempfile's own default, 0600, would hide the user's files from themselves
     /// across tools, and a fixed 0644 would ignore a umask of 077.
     New { executable: bool },
     /// 0600, whatever the umask.
     Private,
+}
+
+impl Mode {
+    /// A private file (one the harness itself keeps owner-only) is 0600; any other is made
+    /// as a program makes files, executable or not.
+    pub fn of(executable: bool, private: bool) -> Mode {
+        if private {
+            Mode::Private
+        } else {
+            Mode::New { executable }
+        }
+    }
 }
 
 /// `bytes` written and synced under a temporary name in `path`'s directory, which is created
