@@ -226,6 +226,16 @@ pub fn read_regular(p: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The error [`open_screened`] gives for a file that is no longer the regular file screened:
+/// told apart from other I/O errors by its type, so only it is screened again.
+#[derive(Debug, thiserror::Error)]
+#[error("it changed while it was being backed up")]
+struct Changed;
+
+fn is_changed(e: &std::io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Changed>())
+}
+
 /// Opens the file at `p` for reading without blocking (a FIFO swapped in must not hang the
 /// backup) and checks that it is a regular file and, where screened, the one screened.
 fn open_screened(p: &Path, screened: Option<(u64, u64)>) -> std::io::Result<fs::File> {
@@ -238,7 +248,7 @@ fn open_screened(p: &Path, screened: Option<(u64, u64)>) -> std::io::Result<fs::
     }
     let f = options.open(p)?;
     let m = f.metadata()?;
-    let changed = || std::io::Error::other("it changed while it was being backed up");
+    let changed = || std::io::Error::other(Changed);
     if !m.is_file() {
         return Err(changed());
     }
@@ -395,14 +405,16 @@ pub fn read(
             })
         };
         let mut read = read_as(files.identity.get(path).copied());
-        if read
-            .as_ref()
-            .is_err_and(|e| e.kind() == std::io::ErrorKind::Other)
-        {
+        if read.as_ref().is_err_and(is_changed) {
             // Replaced since it was screened (a harness rewrites a file by renaming a new one
-            // over it): screened again, and read if it passes.
+            // over it): screened again, and read if it passes; left out, with the screen's
+            // reason, if it does not (a link turned towards a key).
             let mut again = ConfigFiles::default();
             take(&mut again, path, Some(rel.clone()));
+            if let Some(w) = again.withheld.first() {
+                diagnostics.left_out(path, None, w.why);
+                continue;
+            }
             if !again.keep.is_empty() {
                 read = read_as(again.identity.get(path).copied());
             }
@@ -691,8 +703,8 @@ mod tests {
         assert!(outside.keep.is_empty());
     }
 
-    /// A file swapped between the screening and the reading (a link retargeted at a key, a
-    /// file replaced) is not read: lost this time, the others read.
+    /// A file swapped between the screening and the reading is not read: a link retargeted at
+    /// a key is screened again and left out with the screen's reason, and the others read.
     #[cfg(unix)]
     #[test]
     fn a_file_swapped_after_screening_is_not_read() {
@@ -723,10 +735,19 @@ mod tests {
         let diagnostics = crate::kit::report::Diagnostics::new();
         let harness = HarnessName::new("claude-code").unwrap();
         let read = read(harness, &found, &blobs, &diagnostics).unwrap();
-        assert_eq!(read.unreadable, [".tool/settings.json"]);
+        assert!(read.unreadable.is_empty(), "{:?}", read.unreadable);
         let kept: Vec<&str> = read.native.files.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(kept, [".tool/keybindings.json"]);
-        assert!(diagnostics.any_lost());
+        assert!(!diagnostics.any_lost());
+        let said: Vec<String> = diagnostics
+            .items()
+            .iter()
+            .map(|i| i.message.clone())
+            .collect();
+        assert!(
+            said.len() == 1 && said[0].contains("only its owner may read"),
+            "{said:?}"
+        );
     }
 
     /// A prompt history that ends without a newline and stays so is merged, not taken for
