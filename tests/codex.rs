@@ -15,6 +15,7 @@ use asp_format::answer::ImportAnswer;
 use asp_format::blob::{BlobSource, MemoryStore};
 use asp_format::bundle::Bundle;
 use asp_format::state::{McpServer, NoteBody, Session, SettingValue, State};
+use predicates::prelude::PredicateBooleanExt;
 use serde_json::{Value, json};
 
 const A: &str = "01a1fe6b-30a4-77a2-b12a-76a63dd1d7e5";
@@ -1123,6 +1124,19 @@ fn secrets_in_mcp_servers_are_blanked_on_request_and_never_written_back_blank() 
     )
     .unwrap();
     let bundle = dir.path().join("r.aspstate");
+    // Packed as it is, the literal key is named (and only it: LEVEL is a reference), so the
+    // user knows what the bundle holds before sharing it.
+    asp_pack()
+        .args(["--from", "codex", "--kinds", "tools", "--home"])
+        .arg(&home)
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .code(0)
+        .stderr(predicates::str::contains("note: "))
+        .stderr(predicates::str::contains(
+            "config.toml: MCP server \"api\" holds a credential written out in full (env.API_KEY): carried as it is (asp-pack --redact-secrets blanks such values)",
+        ));
     asp_pack()
         .args([
             "--from",
@@ -1130,13 +1144,15 @@ fn secrets_in_mcp_servers_are_blanked_on_request_and_never_written_back_blank() 
             "--kinds",
             "tools",
             "--redact-secrets",
+            "--force",
             "--home",
         ])
         .arg(&home)
         .arg("-o")
         .arg(&bundle)
         .assert()
-        .success();
+        .success()
+        .stderr(predicates::str::contains("written out in full").not());
     let b = Bundle::open(&bundle).unwrap();
     let tools = b.manifest().state.tools.clone().unwrap();
     let McpServer::Stdio(s) = &tools[0] else {

@@ -46,8 +46,10 @@ the paths looked for: a typo in --home never gives an empty backup. A store that
 holds nothing packs as \"0 sessions\".
 
 Secrets: MCP server descriptors (env values, HTTP headers) often contain API tokens, and they
-are packed as they are. Use --redact-secrets to blank them; the bundle then lists which
-values were blanked. Treat a bundle packed without it like a password file.
+are packed as they are; a note names each value whose name says it is a credential
+(GITHUB_TOKEN, Authorization, --api-key). Use --redact-secrets to blank them (and every other
+literal env and header value); the bundle then lists which values were blanked. Treat a
+bundle packed without it like a password file.
 
 Bundles are deterministic: the same state packs to the same bytes. The creation time is left
 out unless --created or SOURCE_DATE_EPOCH gives one.";

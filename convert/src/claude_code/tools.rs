@@ -191,9 +191,12 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
         for (name, entry) in servers {
             match from_claude(name, entry) {
                 Ok(mut s) => {
-                    if ctx.options.redact_secrets {
-                        secrets::redact(&mut s);
-                    }
+                    secrets::carry(
+                        &mut s,
+                        ctx.options.redact_secrets,
+                        &layout.global,
+                        ctx.diagnostics,
+                    );
                     out.push(s);
                 }
                 Err(why) => ctx.diagnostics.lost(&layout.global, None, why),

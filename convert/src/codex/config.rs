@@ -389,9 +389,7 @@ impl Config {
                 meta.insert("codex".into(), Json::Object(cfg));
                 *server.meta_mut() = Some(meta);
             }
-            if redact {
-                secrets::redact(&mut server);
-            }
+            secrets::carry(&mut server, redact, &self.path, diagnostics);
             out.push(server);
         }
         out

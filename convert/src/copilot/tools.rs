@@ -109,9 +109,12 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
     {
         match server(name, v) {
             Some(mut s) => {
-                if ctx.options.redact_secrets {
-                    crate::kit::secrets::redact(&mut s);
-                }
+                crate::kit::secrets::carry(
+                    &mut s,
+                    ctx.options.redact_secrets,
+                    &path,
+                    ctx.diagnostics,
+                );
                 out.push(s);
             }
             None => ctx.diagnostics.lost(

@@ -343,9 +343,7 @@ impl Dialect {
             };
             match self.server_from(name, cfg) {
                 Some(mut s) => {
-                    if redact {
-                        secrets::redact(&mut s);
-                    }
+                    secrets::carry(&mut s, redact, &file.path, diagnostics);
                     out.push(s);
                 }
                 None => diagnostics.left_out(

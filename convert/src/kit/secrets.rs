@@ -7,7 +7,11 @@
 //! destination still knows what to set; every other such value is blanked and listed under
 //! `_meta.asp.redacted` (`env.NAME`, `headers.NAME`, `args.INDEX`, `url.NAME`).
 
+use std::path::Path;
+
 use asp_format::state::{McpServer, NameValue};
+
+use crate::kit::report::Diagnostics;
 
 /// Whether `value` is nothing but a variable reference.
 pub fn is_reference(value: &str) -> bool {
@@ -66,25 +70,42 @@ fn blank(list: &mut [NameValue], prefix: &str, out: &mut Vec<String>) {
     }
 }
 
-/// Whether an option or parameter name says its value is a credential.
+/// Whether an option, parameter, variable or header name says its value is a credential,
+/// read word by word (`-`, `_`, `.` and a lower-to-upper case change part words): a word that
+/// is or ends in `token`, `secret`, `password`, `passwd` or `apikey` (`GH_TOKEN`,
+/// `clientSecret`, `--slacktoken`), `auth`, `authorization` or `credential(s)`, or a last word
+/// `key` (`OPENAI_API_KEY`, `--key`). Whole words, so that `--max-tokens 4096` and
+/// `--tokens design/tokens.json` are not taken for credentials (substrings were).
 fn names_a_secret(name: &str) -> bool {
-    let n = name.trim_start_matches('-').to_ascii_lowercase();
-    [
-        "token",
-        "secret",
-        "password",
-        "passwd",
-        "apikey",
-        "api-key",
-        "api_key",
-        "auth",
-        "credential",
-    ]
-    .iter()
-    .any(|w| n.contains(w))
-        || n == "key"
-        || n.ends_with("-key")
-        || n.ends_with("_key")
+    let words = words(name);
+    words.iter().any(|w| {
+        ["token", "secret", "password", "passwd", "apikey"]
+            .iter()
+            .any(|s| w.ends_with(s))
+            || ["auth", "authorization", "credential", "credentials"].contains(&w.as_str())
+    }) || words.last().is_some_and(|w| w == "key")
+}
+
+/// The lower-case words of a name: parted at every character other than a letter or a digit,
+/// and where a lower-case letter is followed by an upper-case one (`apiKey`: `api`, `key`).
+fn words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut lower_before = false;
+    for c in name.chars() {
+        if !c.is_alphanumeric() {
+            out.extend((!word.is_empty()).then(|| std::mem::take(&mut word)));
+            lower_before = false;
+            continue;
+        }
+        if c.is_uppercase() && lower_before {
+            out.push(std::mem::take(&mut word));
+        }
+        lower_before = c.is_lowercase() || c.is_ascii_digit();
+        word.extend(c.to_lowercase());
+    }
+    out.extend((!word.is_empty()).then_some(word));
+    out
 }
 
 /// Blanks `--name=value` and `--name value` arguments whose name says they hold a secret.
@@ -168,11 +189,149 @@ pub fn redact(server: &mut McpServer) -> Vec<String> {
     blanked
 }
 
+/// The values of `server` that are literal credentials by their names (an env variable or a
+/// header named like a token or a key, and the options and query parameters [`redact`]
+/// blanks), as [`redact`] names them. Narrower than what [`redact`] blanks, which is every
+/// literal env and header value: this is what a note may call a credential without crying
+/// wolf over `LOG_LEVEL=debug`.
+pub fn literal_credentials(server: &McpServer) -> Vec<String> {
+    let named = |list: &[NameValue], prefix: &str, out: &mut Vec<String>| {
+        for nv in list {
+            if names_a_secret(&nv.name) && !holds_no_secret(&nv.value) {
+                out.push(format!("{prefix}.{}", nv.name));
+            }
+        }
+    };
+    let mut found = Vec::new();
+    match server {
+        McpServer::Stdio(s) => {
+            named(&s.env, "env", &mut found);
+            blank_args(&mut s.args.clone(), &mut found);
+        }
+        McpServer::Http(r) | McpServer::Sse(r) => {
+            named(&r.headers, "headers", &mut found);
+            blank_url(&mut r.url.clone(), &mut found);
+        }
+    }
+    found
+}
+
+/// Carries `server`, read from `file`: with `redact`, its secrets blanked ([`redact`]);
+/// without, as it is, with a note naming the values that are credentials by their names, so
+/// that whoever packs or backs it up knows the bundle or repository holds them (and that
+/// `--redact-secrets` would blank them) before sharing it.
+pub fn carry(server: &mut McpServer, redact_secrets: bool, file: &Path, diagnostics: &Diagnostics) {
+    if redact_secrets {
+        redact(server);
+        return;
+    }
+    let found = literal_credentials(server);
+    let (what, carried) = match found.len() {
+        0 => return,
+        1 => ("a credential", "it is"),
+        _ => ("credentials", "they are"),
+    };
+    diagnostics.note(
+        file,
+        None,
+        format!(
+            "MCP server {:?} holds {what} written out in full ({}): carried as {carried} \
+             (asp-pack --redact-secrets blanks such values)",
+            server.name(),
+            found.join(", "),
+        ),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use asp_format::state::McpStdio;
     use serde_json::json;
+
+    #[test]
+    fn names_say_credential_word_by_word() {
+        for name in [
+            "GITHUB_TOKEN",
+            "GITHUB_PERSONAL_ACCESS_TOKEN",
+            "OPENAI_API_KEY",
+            "apiKey",
+            "x-api-key",
+            "--api-key",
+            "--token",
+            "--slacktoken",
+            "clientSecret",
+            "DB_PASSWORD",
+            "Authorization",
+            "X-Auth-Token",
+            "--key",
+            "AWS_SECRET_ACCESS_KEY",
+            "credentials",
+        ] {
+            assert!(names_a_secret(name), "{name}");
+        }
+        for name in [
+            "--max-tokens",
+            "--tokens",
+            "LOG_LEVEL",
+            "--port",
+            "keyboard",
+            "KEY_FILE",
+            "--author",
+            "monkey",
+            "PATH",
+        ] {
+            assert!(!names_a_secret(name), "{name}");
+        }
+        assert_eq!(words("myAPIKey_v2.Token"), ["my", "apikey", "v2", "token"]);
+    }
+
+    #[test]
+    fn a_note_names_only_what_is_a_credential_by_its_name() {
+        let mut s = McpServer::Stdio(McpStdio {
+            name: "docs".into(),
+            command: "npx".into(),
+            args: vec!["--max-tokens".into(), "4096".into(), "--token=abc".into()],
+            env: vec![
+                NameValue {
+                    name: "DOCS_API_KEY".into(),
+                    value: "sk-live-1".into(),
+                },
+                NameValue {
+                    name: "LOG_LEVEL".into(),
+                    value: "debug".into(),
+                },
+                NameValue {
+                    name: "GH_TOKEN".into(),
+                    value: "${GH_TOKEN}".into(),
+                },
+            ],
+            meta: None,
+        });
+        assert_eq!(literal_credentials(&s), ["env.DOCS_API_KEY", "args.2"]);
+        let diagnostics = Diagnostics::new();
+        carry(&mut s, false, Path::new("/h/.claude.json"), &diagnostics);
+        let items = diagnostics.items();
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0].severity, crate::kit::report::Severity::Note);
+        assert!(
+            items[0].message.starts_with(
+                "MCP server \"docs\" holds credentials written out in full (env.DOCS_API_KEY, args.2)"
+            ),
+            "{}",
+            items[0].message
+        );
+        // Carried as it is: nothing blanked.
+        let McpServer::Stdio(st) = &s else { panic!() };
+        assert_eq!(st.env[0].value, "sk-live-1");
+        // With --redact-secrets: blanked, and no note.
+        let quiet = Diagnostics::new();
+        carry(&mut s, true, Path::new("/h/.claude.json"), &quiet);
+        assert!(quiet.items().is_empty());
+        let McpServer::Stdio(st) = &s else { panic!() };
+        assert_eq!(st.env[0].value, "");
+        assert_eq!(st.args, ["--max-tokens", "4096", "--token="]);
+    }
 
     #[test]
     fn opencode_substitutions_are_references() {
