@@ -499,11 +499,29 @@ fn check_finds_a_damaged_layer_and_a_missing_one() {
     check(&repo, true);
     let (big, _) = rot_largest_blob(&repo);
     check(&repo, false);
-    asp()
-        .args(["check", "-q", "--read-data", "--repo"])
+    let checked = asp()
+        .args(["check", "-q", "--json", "--read-data", "--repo"])
         .arg(&repo)
         .assert()
-        .code(4);
+        .code(4)
+        .get_output()
+        .stdout
+        .clone();
+    // The largest layer is a transcript's, the dictionary of its update stream: the stream is
+    // named too, as unreadable without it.
+    let report: Value = serde_json::from_slice(&checked).unwrap();
+    let problems: Vec<&str> = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(
+        problems.iter().any(|p| p.starts_with("body ")
+            && p.contains("its dictionary")
+            && p.ends_with("cannot be read")),
+        "{problems:?}"
+    );
     // Packing the snapshot into a bundle meets the damage too: an integrity failure, its
     // cause said once, and no bundle.
     let out = t.path().join("x.aspstate");

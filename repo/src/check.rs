@@ -3,12 +3,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use asp_format::blob::BlobSource;
-use asp_format::digest::{Descriptor, Digest};
+use asp_format::bundle::decode_layer;
+use asp_format::bundle::oci::LayerRef;
+use asp_format::digest::{Descriptor, Digest, VerifyingReader};
 use asp_format::progress::Progress;
 
-use crate::blobs::SnapshotBlobs;
 use crate::error::RepoError;
 use crate::repository::Repository;
 use crate::snapshot::Snapshot;
@@ -82,13 +84,12 @@ impl Needers {
     }
 }
 
-/// Who needs each layer of `bad`, over every snapshot (read again unless `loaded` holds them
-/// all): only when something is missing or damaged, so a sound repository's check keeps no
-/// map of every session of every snapshot.
+/// Who needs each layer of `bad`, over every snapshot, read again: only when something is
+/// missing or damaged, so a sound repository's check keeps neither the snapshots nor a map of
+/// every session of every snapshot.
 fn needers(
     repo: &Repository,
     infos: &[crate::snapshot::SnapshotInfo],
-    loaded: &[Snapshot],
     bad: &BTreeSet<Digest>,
 ) -> BTreeMap<Digest, Needers> {
     let mut out: BTreeMap<Digest, Needers> = BTreeMap::new();
@@ -117,13 +118,9 @@ fn needers(
             }
         }
     };
-    if loaded.len() == infos.len() {
-        loaded.iter().for_each(&mut note);
-    } else {
-        for info in infos {
-            if let Ok(snap) = Snapshot::load(repo, info) {
-                note(&snap);
-            }
+    for info in infos {
+        if let Ok(snap) = Snapshot::load(repo, info) {
+            note(&snap);
         }
     }
     out
@@ -152,8 +149,7 @@ pub fn check(
     report.snapshots = infos.len();
     let mut named: BTreeSet<Digest> = BTreeSet::new();
     let mut sized: BTreeMap<Digest, u64> = BTreeMap::new();
-    let mut bodies: BTreeMap<Digest, (u64, usize)> = BTreeMap::new();
-    let mut loaded: Vec<Snapshot> = Vec::new();
+    let mut bodies = Bodies::default();
     // Problems about a layer, by their index in `report.problems`: who needs the layer is
     // added to them at the end.
     let mut about_layer: Vec<(usize, Digest)> = Vec::new();
@@ -205,10 +201,7 @@ pub fn check(
             }
         }
         if opts.read_data {
-            for d in snap.state.descriptors() {
-                bodies.entry(d.digest).or_insert((d.size, loaded.len()));
-            }
-            loaded.push(snap);
+            bodies.add(&snap);
         }
     }
     progress.finish();
@@ -248,7 +241,7 @@ pub fn check(
     report.blobs = named.len();
     if !about_layer.is_empty() {
         let bad: BTreeSet<Digest> = about_layer.iter().map(|(_, d)| *d).collect();
-        let needed_by = needers(repo, &infos, &loaded, &bad);
+        let needed_by = needers(repo, &infos, &bad);
         for (i, d) in &about_layer {
             if let Some(who) = needed_by.get(d) {
                 report.problems[*i].push_str(&who.describe());
@@ -256,27 +249,9 @@ pub fn check(
         }
     }
     if opts.read_data {
-        progress.begin("reading bodies", Some(bodies.len() as u64));
-        for (digest, (size, i)) in &bodies {
-            progress.advance(1);
-            let src = SnapshotBlobs::new(repo, &loaded[*i].table);
-            let blob = Descriptor {
-                digest: *digest,
-                size: *size,
-            };
-            let res = src
-                .open(&blob)
-                .map_err(|e| e.to_string())
-                .and_then(|mut r| {
-                    let mut sink = std::io::sink();
-                    std::io::copy(&mut r.by_ref(), &mut sink).map_err(|e| e.to_string())
-                });
-            match res {
-                Ok(_) => report.bodies_read += 1,
-                Err(e) => report.problems.push(format!("body {digest}: {e}")),
-            }
-        }
-        progress.finish();
+        let (read, problems) = bodies.read(repo, progress);
+        report.bodies_read = read;
+        report.problems.extend(problems);
     }
     let dir = repo.blobs_dir();
     for entry in std::fs::read_dir(&dir).map_err(RepoError::io(&dir))? {
@@ -295,4 +270,187 @@ pub fn check(
         }
     }
     Ok(report)
+}
+
+/// The bodies every snapshot names, each once, for `--read-data`: what a body is checked
+/// against (its size, from the state; a dictionary only a layer table names has none, and its
+/// layer bounds it) and the layer it is stored in (the first snapshot's entry). Only these are
+/// kept, not the snapshots, so a check of many snapshots holds one entry per distinct body.
+#[derive(Debug, Default)]
+struct Bodies {
+    bodies: BTreeMap<Digest, (Option<u64>, LayerRef)>,
+    /// The layer of each dictionary, as the table of the snapshot that named it first gives
+    /// it (`None`: that table has no entry for it).
+    dictionaries: BTreeMap<Digest, Option<LayerRef>>,
+}
+
+impl Bodies {
+    fn add(&mut self, snap: &Snapshot) {
+        for d in snap.state.descriptors() {
+            // A body without an entry was reported with the snapshot's documents.
+            let Some(r) = snap.table.get(&d.digest) else {
+                continue;
+            };
+            self.bodies.entry(d.digest).or_insert((Some(d.size), *r));
+            if let Some(dict) = r.dictionary {
+                self.dictionaries
+                    .entry(dict)
+                    .or_insert_with(|| snap.table.get(&dict).copied());
+            }
+        }
+    }
+
+    /// Decodes every body and checks it against its digest, on every core: a dictionary once,
+    /// kept in memory while the bodies compressed against it are decoded (a transcript is not
+    /// decoded again for its update stream), every other body as it streams. The number of
+    /// bodies read whole, and the problems, by body.
+    fn read(mut self, repo: &Repository, progress: &dyn Progress) -> (usize, Vec<String>) {
+        let mut problems: Vec<(Digest, String)> = Vec::new();
+        for (d, r) in std::mem::take(&mut self.dictionaries) {
+            match r {
+                Some(r) => {
+                    self.bodies.entry(d).or_insert((None, r));
+                }
+                None => problems.push((
+                    d,
+                    format!("dictionary body {d}: no layer table names its layer"),
+                )),
+            }
+        }
+        // Each body that compresses against no other, with the ones compressed against it.
+        let mut groups: BTreeMap<Digest, Vec<Digest>> = BTreeMap::new();
+        for (d, (_, r)) in &self.bodies {
+            match r.dictionary {
+                None => groups.entry(*d).or_default().push(*d),
+                Some(dict) => match self.bodies.get(&dict) {
+                    Some((_, base)) if base.dictionary.is_none() => {
+                        groups.entry(dict).or_default().push(*d);
+                    }
+                    Some(_) => problems.push((
+                        *d,
+                        format!("body {d}: its dictionary {dict} has a dictionary itself"),
+                    )),
+                    None => problems.push((
+                        *d,
+                        format!("body {d}: its dictionary {dict} cannot be read"),
+                    )),
+                },
+            }
+        }
+        let groups: Vec<(Digest, Vec<Digest>)> = groups.into_iter().collect();
+        progress.begin("reading bodies", Some(self.bodies.len() as u64));
+        let next = AtomicUsize::new(0);
+        let read = AtomicUsize::new(0);
+        let found = Mutex::new(problems);
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(groups.len().max(1));
+        let bodies = &self.bodies;
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    while let Some((base, members)) =
+                        groups.get(next.fetch_add(1, Ordering::Relaxed))
+                    {
+                        let mut local = Vec::new();
+                        // The base's bytes are kept only when something decodes against them.
+                        let keep = members.iter().any(|m| m != base);
+                        let dict = match decode(repo, base, &bodies[base], None, keep) {
+                            Ok(kept) => {
+                                read.fetch_add(
+                                    usize::from(bodies[base].0.is_some()),
+                                    Ordering::Relaxed,
+                                );
+                                kept
+                            }
+                            Err(e) => {
+                                local.push((*base, e));
+                                None
+                            }
+                        };
+                        progress.advance(1);
+                        for m in members.iter().filter(|m| *m != base) {
+                            match &dict {
+                                Some(dict) => {
+                                    match decode(repo, m, &bodies[m], Some(dict), false) {
+                                        Ok(_) => {
+                                            read.fetch_add(1, Ordering::Relaxed);
+                                        }
+                                        Err(e) => local.push((*m, e)),
+                                    }
+                                }
+                                None => local.push((
+                                    *m,
+                                    format!("body {m}: its dictionary {base} cannot be read"),
+                                )),
+                            }
+                            progress.advance(1);
+                        }
+                        found.lock().expect("problems").extend(local);
+                    }
+                });
+            }
+        });
+        progress.finish();
+        let mut problems = found.into_inner().expect("problems");
+        problems.sort();
+        (
+            read.into_inner(),
+            problems.into_iter().map(|(_, m)| m).collect(),
+        )
+    }
+}
+
+/// Decodes body `d` from its layer `r` (against `dict`) and checks it against its digest and
+/// its size, or, for a dictionary no state names, its digest within the largest window a
+/// layer may use; its bytes when `keep`.
+fn decode(
+    repo: &Repository,
+    d: &Digest,
+    (size, r): &(Option<u64>, LayerRef),
+    dict: Option<&[u8]>,
+    keep: bool,
+) -> Result<Option<Vec<u8>>, String> {
+    let what = match size {
+        Some(_) => "body",
+        None => "dictionary body",
+    };
+    let fail = |e: &dyn std::fmt::Display| format!("{what} {d}: {e}");
+    let raw = repo
+        .open_raw(&Descriptor {
+            digest: r.layer,
+            size: r.size,
+        })
+        .map_err(|e| fail(&e))?;
+    let limit = size.unwrap_or(1 << 27);
+    let mut decoded = decode_layer(raw, r.encoding, dict, limit)
+        .map_err(|e| fail(&e))?
+        .take(limit + 1);
+    let mut kept = keep.then(Vec::new);
+    match (size, &mut kept) {
+        (Some(size), buf) => {
+            let expected = Descriptor {
+                digest: *d,
+                size: *size,
+            };
+            let mut reader = VerifyingReader::new(decoded, expected);
+            match buf {
+                Some(buf) => reader.read_to_end(buf).map(drop),
+                None => std::io::copy(&mut reader, &mut std::io::sink()).map(drop),
+            }
+            .map_err(|e| fail(&e))?;
+        }
+        (None, buf) => {
+            // No size to check: read it whole (within the window) and compare its digest.
+            let buf = buf.get_or_insert_with(Vec::new);
+            decoded.read_to_end(buf).map_err(|e| fail(&e))?;
+            if buf.len() as u64 > limit {
+                return Err(fail(&"it is larger than a layer's largest window"));
+            }
+            if Digest::of(buf) != *d {
+                return Err(fail(&"it does not hash to its name"));
+            }
+        }
+    }
+    Ok(kept)
 }
