@@ -1910,3 +1910,68 @@ fn a_repository_written_by_layout_2_still_checks_lists_restores_packs_and_prunes
     }
     check(&repo, true);
 }
+
+/// `asp restore --session ID --to codex` carries a session backed up from Claude Code without
+/// being told which snapshot holds it, though the repository's newest Codex snapshot does not
+/// have it; an id no snapshot holds is a usage error, and sessions in different snapshots
+/// are named with where each one is.
+#[test]
+fn restoring_a_session_finds_the_snapshot_that_holds_it() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let codex = t.path().join("codex");
+    copy_tree(&samples().join("codex"), &codex);
+    let out = backup_run(&codex, &repo, &["--from", "codex", "-q"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let codex_session = sessions_in(&repo)
+        .into_iter()
+        .find(|s| s["harness"] == "codex")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    let restore_sessions = |ids: &[&str]| {
+        let mut cmd = asp();
+        cmd.args(["restore", "--json", "--to", "codex", "--home"])
+            .arg(&fresh)
+            .arg("--repo")
+            .arg(&repo);
+        for id in ids {
+            cmd.args(["--session", id]);
+        }
+        cmd.output().unwrap()
+    };
+    let out = restore_sessions(&[A]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{err}");
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(answer["sessions"].get(A).is_some(), "{answer}");
+
+    let out = restore_sessions(&["00000000-0000-4000-8000-000000000000"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("holds session 00000000-0000-4000-8000-000000000000"),
+        "{err}"
+    );
+
+    let out = restore_sessions(&[A, &codex_session]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no one snapshot holds all these sessions")
+            && err.contains(&format!("{A} in "))
+            && err.contains(&format!("{codex_session} in ")),
+        "{err}"
+    );
+}

@@ -43,7 +43,9 @@ Examples:
 `latest` (the default) is the newest snapshot of the --to harness in the --home; when there
 is none, the newest snapshot of that harness; when the repository holds none of that harness
 (carrying into another one), its newest snapshot if all its snapshots are of one harness and
-home, else name one with --snapshot. --json prints the _asp/state/import answer, as
+home, else name one with --snapshot. With --session, it is the newest snapshot that holds
+the sessions, looked for in that order and then in every other harness and home (so
+`--session ID --to codex` finds a session backed up from Claude Code). --json prints the _asp/state/import answer, as
 asp-unpack --json does (with _meta.asp.resume, alreadyThere and findings).
 
 Every body is read and checked before anything is written. What needs data the repository
@@ -134,15 +136,92 @@ pub fn pick(repo: &Repository, id: &str, harness: &str, home: &Home) -> Result<S
     }
 }
 
+/// The snapshot to restore the sessions `ids` from, loaded with them. `latest`: the newest
+/// snapshot that holds them all, preferring what [`pick`] prefers (the --to harness in the
+/// home, then that harness anywhere), then the newest of every other harness and home, so
+/// that `asp restore --session ID --to codex` carries a Claude Code session without being
+/// told which snapshot holds it. Sessions that no one snapshot holds together are a usage
+/// error naming where each one is.
+fn pick_for_sessions(
+    repo: &Repository,
+    id: &str,
+    harness: &str,
+    home: &Home,
+    ids: &[String],
+) -> Result<(SnapshotInfo, Snapshot)> {
+    if id != "latest" {
+        let info = repo.find(id)?;
+        let snap = Snapshot::load_sessions(repo, &info, ids)?;
+        return Ok((info, snap));
+    }
+    let all = repo.snapshots()?;
+    if all.is_empty() {
+        bail_usage!(
+            "{} has no snapshot yet (asp backup makes them)",
+            repo.root().display()
+        );
+    }
+    // The newest snapshot of each harness and home holds every session of that series (a
+    // session the source deleted is kept in it as gone).
+    let mut newest = std::collections::BTreeMap::new();
+    for s in &all {
+        newest.insert((s.harness.clone(), s.home.clone()), s.clone());
+    }
+    let mut candidates: Vec<SnapshotInfo> = newest.into_values().collect();
+    let here = home_name(home);
+    // Newest first, then the --to harness in this home, then that harness anywhere.
+    candidates.sort_by_key(|s| std::cmp::Reverse(s.created_ns()));
+    candidates.sort_by_key(|s| (s.harness != harness || s.home != here, s.harness != harness));
+    let mut holder: std::collections::BTreeMap<&str, String> = std::collections::BTreeMap::new();
+    for info in &candidates {
+        let snap = Snapshot::load_sessions(repo, info, ids)?;
+        let (_, missing) = snap.state.select(
+            KindSet::EMPTY.with(asp_format::StateKind::Sessions),
+            Some(ids),
+        );
+        if missing.is_empty() {
+            return Ok((info.clone(), snap));
+        }
+        for asked in ids.iter().filter(|i| !missing.contains(i)) {
+            holder.entry(asked.as_str()).or_insert_with(|| {
+                format!("{} ({} in {})", info.short_id(), info.harness, info.home)
+            });
+        }
+    }
+    let nowhere: Vec<&str> = ids
+        .iter()
+        .map(String::as_str)
+        .filter(|i| !holder.contains_key(i))
+        .collect();
+    if !nowhere.is_empty() {
+        bail_usage!(
+            "no snapshot in {} holds session {} (asp sessions lists them)",
+            repo.root().display(),
+            nowhere.join(", ")
+        );
+    }
+    let said: Vec<String> = holder
+        .iter()
+        .map(|(id, snap)| format!("{id} in {snap}"))
+        .collect();
+    bail_usage!(
+        "no one snapshot holds all these sessions: {}; restore them one --snapshot at a time",
+        said.join(", ")
+    )
+}
+
 pub fn run(args: RestoreArgs) -> Result<Exit> {
     let path_map = args.map_path.path_map()?;
     let repo = args.repo.open()?;
     let _lock = repo.lock_shared()?;
     let home = Home::resolve(args.home.clone())?;
-    let info = pick(&repo, &args.snapshot, &args.to, &home)?;
-    let snapshot = match args.sessions.is_empty() {
-        true => Snapshot::load_for_reading(&repo, &info)?,
-        false => Snapshot::load_sessions(&repo, &info, &args.sessions)?,
+    let (info, snapshot) = match args.sessions.is_empty() {
+        true => {
+            let info = pick(&repo, &args.snapshot, &args.to, &home)?;
+            let snap = Snapshot::load_for_reading(&repo, &info)?;
+            (info, snap)
+        }
+        false => pick_for_sessions(&repo, &args.snapshot, &args.to, &home, &args.sessions)?,
     };
     let shown = format!("snapshot {}", info.short_id());
     let (mut state, _) =
