@@ -556,6 +556,42 @@ fn damaged_transcripts_are_carried_and_the_damage_reported_with_file_and_line() 
     );
 }
 
+/// A damaged line that was the parent of the next row cuts the chain there, as Claude Code
+/// resumes it; the rows before the cut are named with the damage, not dropped silently.
+#[test]
+fn a_damaged_parent_row_is_reported_with_the_rows_it_cuts_off() {
+    let t = tmp();
+    let home = t.path().join("home");
+    crate::support::copy_dir(&sample_home(), &home);
+    let file = home
+        .join(".claude/projects/-home-dev-api-gateway/0e06340e-3c10-486d-a4a9-8763cc8a6c00.jsonl");
+    let text = fs::read_to_string(&file).unwrap();
+    let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
+    lines[3] = format!("{}<<garbage", &lines[3][..50]);
+    fs::write(&file, lines.join("\n")).unwrap();
+    let r = read(&home);
+    let found: Vec<_> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.file.as_deref() == Some(file.as_path()))
+        .collect();
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found[0].line, Some(4));
+    assert_eq!(found[1].line, Some(5));
+    // The native file travels with the session: kept there, not lost.
+    assert_eq!(found[1].severity, Severity::KeptNatively);
+    assert!(
+        found[1]
+            .message
+            .contains("is not in the file (line 4 before it could not be read)")
+            && found[1]
+                .message
+                .contains("the 1 row before it is not carried"),
+        "{}",
+        found[1].message
+    );
+}
+
 #[test]
 fn a_skill_with_invalid_yaml_is_carried_byte_for_byte_with_a_note() {
     let home = fixture("invalid-skill-frontmatter");

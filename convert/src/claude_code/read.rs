@@ -24,11 +24,12 @@ use super::NAME;
 use super::layout::Layout;
 use super::replay::{self, Source};
 use super::survey::Plan;
-use super::transcript::{Index, Indexer, Lines, Record, Tree, str_at};
+use super::transcript::{Chain, Index, Indexer, Lines, Record, Tree, str_at};
 use crate::error::ConvertError;
 use crate::harness::{SessionContext, Surveyed};
 use crate::kit::fsops::is_executable;
 use crate::kit::meta::{self, Parent};
+use crate::kit::report::Diagnostics;
 use crate::kit::source::SourceFile;
 
 /// A transcript after the first pass: its index, the open file the second pass reads from,
@@ -299,6 +300,48 @@ fn native_entries(
     out
 }
 
+/// Says that the chain stops at row `i`, whose parent is not in the file: the rows before it
+/// are not replayed (Claude Code, resuming, shows the conversation from there too, spec §3.3),
+/// though the native file keeps them. Right after a line that could not be read, that line was
+/// as like as not the parent, and the rows are reported as the damage's (kept natively when
+/// the native file travels, else lost); otherwise it is a note.
+fn report_cut(diagnostics: &Diagnostics, path: &Path, records: &[Record], i: usize, chain: &Chain) {
+    let r = &records[i];
+    let before = chain.abandoned.iter().filter(|&&j| j < i).count();
+    if before == 0 {
+        return;
+    }
+    let parent = r.parent_uuid().unwrap_or("");
+    let previous_line = i.checked_sub(1).map_or(0, |p| records[p].line);
+    let (rows, are) = if before == 1 {
+        ("row", "is")
+    } else {
+        ("rows", "are")
+    };
+    if previous_line + 1 < r.line {
+        diagnostics.damaged(
+            path,
+            Some(r.line),
+            format!(
+                "its parent row {parent} is not in the file (line {} before it could not be \
+                 read): the conversation starts here, as Claude Code resumes it, and the \
+                 {before} {rows} before it {are} not carried as updates",
+                r.line - 1
+            ),
+        );
+    } else {
+        diagnostics.note(
+            path,
+            Some(r.line),
+            format!(
+                "its parent row {parent} is not in the file: the conversation starts here, as \
+                 Claude Code resumes it, and the {before} {rows} before it {are} not carried as \
+                 updates (in the session's native file)"
+            ),
+        );
+    }
+}
+
 /// Builds one session from its transcript's index: replays the chain into a blob, reading the
 /// records it replays back from the file one at a time, and gathers the facts.
 #[allow(clippy::too_many_arguments)]
@@ -316,6 +359,9 @@ fn build(
     let tree = Tree::new(records);
     let leaf = tree.leaf(subagent);
     let chain = tree.chain(leaf, subagent);
+    if let Some(i) = chain.broken_at {
+        report_cut(ctx.diagnostics, &t.path, records, i, &chain);
+    }
     let mut cwd = records.iter().find_map(|r| r.str("cwd").map(str::to_owned));
     if let Some(moved) = records
         .iter()
