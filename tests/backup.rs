@@ -183,7 +183,7 @@ fn counts(o: &Value) -> [u64; 4] {
 fn restore(repo: &Path, to: &Path, args: &[&str]) {
     asp()
         .args(["restore", "-q", "--to", "claude-code", "--home"])
-        .arg(to)
+        .arg(new_home(to))
         .arg("--repo")
         .arg(repo)
         .args(args)

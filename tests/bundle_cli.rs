@@ -878,7 +878,7 @@ fn a_restore_of_one_session_from_a_repository_brings_its_subagents_from_its_part
             .args(["--session", asked, "--repo"])
             .arg(&repo)
             .arg("--home")
-            .arg(dir.path().join("home"))
+            .arg(new_home(dir.path().join("home")))
             .output()
             .unwrap();
         assert!(

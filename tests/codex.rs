@@ -125,7 +125,7 @@ fn unpack_json(bundle: &Path, home: &Path, extra: &[&str]) -> Value {
     let out = asp_unpack()
         .arg(bundle)
         .args(["--to", "codex", "--home"])
-        .arg(home)
+        .arg(new_home(home))
         .arg("--json")
         .args(extra)
         .output()

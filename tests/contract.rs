@@ -1184,7 +1184,7 @@ fn resume_commands(h: &str) {
     let o = crate::support::asp_unpack()
         .arg(samples().join("state.aspstate"))
         .args(["--to", h, "--home"])
-        .arg(dir.path().join("again"))
+        .arg(crate::support::new_home(dir.path().join("again")))
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&o.stdout);

@@ -73,7 +73,7 @@ fn a_crash_cut_last_line_kept_natively_is_not_a_loss() {
         "{err}"
     );
     // Restored into the same harness, the cut line is back.
-    let restored = dir.path().join("restored");
+    let restored = new_home(dir.path().join("restored"));
     asp_unpack()
         .arg(&out)
         .args(["--to", "claude-code", "--home"])
@@ -119,7 +119,7 @@ fn an_import_into_another_harness_exits_0_unless_strict() {
     let o = asp_unpack()
         .arg(&bundle)
         .args(["--to", "claude-code", "--home"])
-        .arg(dir.path().join("a"))
+        .arg(new_home(dir.path().join("a")))
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
@@ -132,7 +132,46 @@ fn an_import_into_another_harness_exits_0_unless_strict() {
     asp_unpack()
         .arg(&bundle)
         .args(["--to", "claude-code", "--strict", "--home"])
-        .arg(dir.path().join("b"))
+        .arg(new_home(dir.path().join("b")))
         .assert()
         .code(3);
+}
+
+/// A `--home` to write into that does not exist is an error (exit 1) before anything is read
+/// or written, as it is for pack: a typo must not make a new tree that looks like a restore.
+#[test]
+fn unpacking_or_restoring_into_a_home_that_is_not_there_is_an_error() {
+    let dir = tmp();
+    let bundle = dir.path().join("codex.aspstate");
+    pack_home("codex", samples().join("codex"), &bundle)
+        .assert()
+        .code(0);
+    let typo = dir.path().join("hmoe/dev");
+    asp_unpack()
+        .arg(&bundle)
+        .args(["--to", "claude-code", "--home"])
+        .arg(&typo)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(format!(
+            "the home {} does not exist",
+            typo.display()
+        )));
+    let repo = dir.path().join("repo");
+    asp()
+        .args(["backup", "-q", "--from", "codex", "--home"])
+        .arg(samples().join("codex"))
+        .arg("--repo")
+        .arg(&repo)
+        .assert()
+        .code(0);
+    asp()
+        .args(["restore", "--to", "codex", "--repo"])
+        .arg(&repo)
+        .arg("--home")
+        .arg(&typo)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("does not exist"));
+    assert!(!dir.path().join("hmoe").exists());
 }

@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::support::ReadBack as Read;
-use crate::support::{asp_pack, asp_unpack, pack_home, samples, tmp};
+use crate::support::{asp_pack, asp_unpack, new_home, pack_home, samples, tmp};
 use asp_convert::harness::ReadOptions;
 use asp_convert::kit::conversation::{Item, fold};
 use asp_convert::kit::pathmap::PathMap;
@@ -1487,7 +1487,7 @@ fn the_binaries_pack_a_gemini_home_and_restore_it_byte_for_byte() {
     pack_home("gemini", sample_home(), &bundle)
         .assert()
         .success();
-    let home = work.path().join("home");
+    let home = new_home(work.path().join("home"));
     let out = asp_unpack()
         .arg(&bundle)
         .args(["--to", "gemini", "--json", "--home"])
@@ -1558,7 +1558,7 @@ fn map_path_files_sessions_under_the_new_project_roots() {
         .arg(&bundle)
         .assert()
         .success();
-    let home = work.path().join("home");
+    let home = new_home(work.path().join("home"));
     asp_unpack()
         .arg(&bundle)
         .args([

@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::support::{read_home, samples, tmp, write_home};
+use crate::support::{new_home, read_home, samples, tmp, write_home};
 use asp_convert::harness::ReadOptions;
 use asp_convert::kit::pathmap::PathMap;
 use asp_format::kind::KindSet;
@@ -520,7 +520,7 @@ fn map_path_files_chats_and_project_memory_under_the_new_project() {
         .arg(&bundle)
         .assert()
         .success();
-    let home = work.path().join("home");
+    let home = new_home(work.path().join("home"));
     crate::support::asp_unpack()
         .arg(&bundle)
         .args([

@@ -34,7 +34,8 @@ Examples:
   asp restore --snapshot 1a2b3c4d --to codex --dry-run --json
       Say what restoring that snapshot into Codex would take and leave behind; write nothing.
   asp restore --to claude-code --home /mnt/new-machine/home/me
-      Restore into another home (a fresh machine).
+      Restore into another home (a fresh machine); the directory must exist, so that a typo
+      is an error rather than a new tree.
   asp restore --to claude-code --map-path /home/me=/Users/me --map-path /srv/work=/Users/me/work
       Restore onto a machine where the projects live elsewhere: working directories, paths
       inside the sessions and the projects of local-scope MCP servers are rewritten (the
@@ -71,7 +72,8 @@ pub struct RestoreArgs {
     #[arg(long, value_name = "HARNESS", value_parser = parse_harness, required = true)]
     pub to: String,
 
-    /// Home directory holding the harness's store [default: your home]
+    /// Home directory holding the harness's store, which must exist (its harness folder need
+    /// not) [default: your home]
     #[arg(long, value_name = "DIR")]
     pub home: Option<PathBuf>,
 
@@ -214,7 +216,7 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
     let path_map = args.map_path.path_map()?;
     let repo = args.repo.open()?;
     let _lock = repo.lock_shared()?;
-    let home = Home::resolve(args.home.clone())?;
+    let home = Home::resolve_to_write(args.home.clone())?;
     let (info, snapshot) = match args.sessions.is_empty() {
         true => {
             let info = pick(&repo, &args.snapshot, &args.to, &home)?;

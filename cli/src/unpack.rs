@@ -61,8 +61,8 @@ pub struct UnpackArgs {
     #[arg(long, value_name = "DIR")]
     pub to_dir: Option<PathBuf>,
 
-    /// Home directory holding the harness's store [default: your home; CODEX_HOME and the
-    /// like are honoured when this is not given]
+    /// Home directory holding the harness's store, which must exist (its harness folder need
+    /// not) [default: your home; CODEX_HOME and the like are honoured when this is not given]
     #[arg(long, value_name = "DIR", requires = "to")]
     pub home: Option<PathBuf>,
 
@@ -97,6 +97,11 @@ pub struct UnpackArgs {
 
 pub fn run(args: UnpackArgs) -> Result<Exit> {
     let path_map = args.map_path.path_map()?;
+    // Before the bundle is read: a mistyped --home is said at once.
+    let home = match &args.to {
+        Some(_) => Some(Home::resolve_to_write(args.home.clone())?),
+        None => None,
+    };
     let input = Input::open(&args.bundle)?;
     let part = part(args.kinds, &args.sessions)?;
     let (bundle, state) = open_part(&input, &part)?;
@@ -134,10 +139,6 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
 
     // Rewritten bodies go into a staging store read before the bundle, on the destination's
     // file system (the system temporary directory may be memory-backed).
-    let home = match &args.to {
-        Some(_) => Some(Home::resolve(args.home.clone())?),
-        None => None,
-    };
     let staging_parent = match (&args.to_dir, &home) {
         (Some(d), _) => d
             .parent()

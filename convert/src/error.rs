@@ -14,6 +14,13 @@ use asp_format::error::{Classify, ErrorClass, io_class};
 pub enum ConvertError {
     #[error("no home directory: set HOME or pass --home")]
     NoHome,
+    /// A `--home` to write into that is not a directory: a typo must not make a new tree
+    /// the person then takes for the home they restored into.
+    #[error(
+        "the home {} does not exist (create it first to write into a new home)",
+        .0.display()
+    )]
+    NoSuchHome(PathBuf),
     /// A harness store that is not there: the home does not exist, or holds no store of the
     /// harness. `looked_for` names what was looked for, for the person who typed the path.
     #[error("{}", no_store_message(.harness, .home, .looked_for))]
@@ -118,9 +125,10 @@ impl ConvertError {
 impl Classify for ConvertError {
     fn class(&self) -> ErrorClass {
         match self {
-            ConvertError::NoHome | ConvertError::NoStore { .. } | ConvertError::Invalid { .. } => {
-                ErrorClass::Source
-            }
+            ConvertError::NoHome
+            | ConvertError::NoSuchHome(_)
+            | ConvertError::NoStore { .. }
+            | ConvertError::Invalid { .. } => ErrorClass::Source,
             ConvertError::Io { source, .. } => io_class(source, ErrorClass::Source),
             ConvertError::Write { source, .. } => io_class(source, ErrorClass::Store),
             ConvertError::Carried { source, .. } => io_class(source, ErrorClass::Source),

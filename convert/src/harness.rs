@@ -57,6 +57,17 @@ impl Home {
         }
     }
 
+    /// [`Home::resolve`] for a command that writes into the home (unpack, restore): a named
+    /// directory must exist, as for one read from (a missing harness folder in it is fine: a
+    /// fresh machine has none), so that `--home /home/dve` is an error rather than a new tree.
+    pub fn resolve_to_write(dir: Option<PathBuf>) -> Result<Self, ConvertError> {
+        let home = Home::resolve(dir)?;
+        if home.explicit && !home.dir.is_dir() {
+            return Err(ConvertError::NoSuchHome(home.dir));
+        }
+        Ok(home)
+    }
+
     /// `dir/rel`.
     pub fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
         self.dir.join(rel)

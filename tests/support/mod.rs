@@ -274,6 +274,14 @@ pub fn pack_home(harness: &str, home: impl AsRef<Path>, out: impl AsRef<Path>) -
     cmd
 }
 
+/// `dir`, made (empty) if it is not there: a home to unpack or restore into, which must
+/// exist (a `--home` that does not is refused as a typo).
+pub fn new_home(dir: impl Into<PathBuf>) -> PathBuf {
+    let dir = dir.into();
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// Copies the tree `src` to `dst` (a sample home into a temporary one a test may change).
 pub fn copy_dir(src: &Path, dst: &Path) {
     for entry in walkdir::WalkDir::new(src) {
