@@ -387,6 +387,7 @@ fn a_diverged_thread_is_kept_beside(h: &str) {
         );
         let again = write(h, home.path(), &packed, false);
         assert_eq!(&again.sessions[&id], copy, "{h}");
+        assert!(again.already_there.contains(&id), "{h}: {again:?}");
         return;
     }
     let (id, log) = main_log(&packed.state, home.path());
@@ -413,6 +414,10 @@ fn a_diverged_thread_is_kept_beside(h: &str) {
         changed,
         "{h}: the one there is kept"
     );
+    // Carried again, the copy is found where it was kept: already there, under its id.
+    let again = write(h, home.path(), &packed, false);
+    assert_eq!(&again.sessions[&id], copy, "{h}");
+    assert!(again.already_there.contains(&id), "{h}: {again:?}");
     let back = read(h, home.path());
     let ids: Vec<&str> = back
         .state

@@ -490,6 +490,7 @@ fn write_native(
         _ => src_bucket.to_owned(),
     };
     let mut bucket = bucket;
+    let mut copy_there = false;
     let new_stem = match find_transcript(layout, &bucket, stem) {
         None => stem.to_owned(),
         Some(p) if file_is(&p, &main.content) => {
@@ -513,7 +514,7 @@ fn write_native(
         }
         Some(_) => {
             // The first name of a copy that is free, or that holds this very copy from an
-            // earlier import (then it is completed where it is).
+            // earlier import (then it is completed where it is, and already there).
             let mut free = None;
             for attempt in 1..MAX_COPIES {
                 let copy = copy_id(s, attempt);
@@ -528,6 +529,7 @@ fn write_native(
                 .map_err(|e| ConvertError::carried(format!("session {}", s.id), e))?;
                 if file_is(&p, &carried) {
                     bucket = bucket_of(&p).unwrap_or(&bucket).to_owned();
+                    copy_there = true;
                     free = Some(copy);
                     break;
                 }
@@ -554,6 +556,8 @@ fn write_native(
     )?;
     let result = if new_stem == stem {
         SessionPlaced::new(stem)
+    } else if copy_there {
+        SessionPlaced::already_there(new_stem)
     } else {
         SessionPlaced::beside(new_stem)
     };
@@ -756,7 +760,8 @@ fn write_composed(
                 break;
             };
             if file_is(&p, &Descriptor::of(&composed.bytes)) {
-                return Ok(SessionPlaced::beside(id));
+                // This very copy, from an earlier import.
+                return Ok(SessionPlaced::already_there(id));
             }
         }
         if !free {
