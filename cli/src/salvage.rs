@@ -64,11 +64,13 @@ impl Damaged {
         self.blobs
             .iter()
             .map(|b| {
-                // The problem names the blob already when it is about its stored bytes.
+                // The problem names the body already when it is about its stored bytes. A
+                // body, by the digest of its bytes: `asp verify` names the layer (the stored
+                // blob) that holds it, and both name who needs it.
                 let blob = if b.problem.contains(&b.blob) {
                     String::new()
                 } else {
-                    format!("blob {}: ", b.blob)
+                    format!("body {}: ", b.blob)
                 };
                 format!("{blob}{}; needed by {}", b.problem, b.needed_by.join(", "))
             })

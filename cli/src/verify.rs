@@ -74,9 +74,9 @@ pub fn run(args: VerifyArgs) -> crate::exit::Result<Exit> {
             );
         } else {
             crate::outln!(
-                "FAILED {}: {} problem(s)",
+                "FAILED {}: {}",
                 input.display(),
-                report.problems.len()
+                human::count(report.problems.len() as u64, "problem", "problems")
             );
         }
     }
