@@ -1650,6 +1650,44 @@ fn migrate(name: &str) {
     }
 }
 
+/// A skill carried into a Gemini home that has a different skill of that name in the other
+/// root is refused: `.agents/skills` wins over `.gemini/skills`, so writing it would hide the
+/// user's own skill (or be hidden by it).
+#[cfg(feature = "qwen")]
+#[test]
+fn a_skill_that_would_hide_one_of_the_same_name_is_not_taken() {
+    let work = tmp();
+    let bundle = work.path().join("qwen.aspstate");
+    pack_home("qwen", samples().join("qwen"), &bundle)
+        .assert()
+        .success();
+    let home = work.path().join("home");
+    support_copy(&sample_home(), &home);
+    let own = home.join(".gemini/skills/release-notes/SKILL.md");
+    let before = fs::read(&own).unwrap();
+    let out = asp_unpack()
+        .arg(&bundle)
+        .args(["--to", "gemini", "--kinds", "skills", "--json", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reasons: Vec<&str> = answer["notTaken"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["reason"].as_str().unwrap())
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r.contains(
+            "skill release-notes: a different skill of that name is already in ~/.gemini/skills"
+        )),
+        "{answer}"
+    );
+    assert!(!home.join(".agents/skills/release-notes").exists());
+    assert_eq!(fs::read(&own).unwrap(), before);
+}
+
 #[cfg(feature = "claude-code")]
 #[test]
 fn the_claude_code_sample_survives_a_trip_through_gemini_and_back() {

@@ -71,12 +71,24 @@ pub fn write(
         } else {
             (AGENTS_SKILLS, GEMINI_SKILLS)
         };
-        // Already in the other location, file for file: nothing to do.
+        // Already in the other location, file for file: nothing to do. A different skill of
+        // that name there is refused: Gemini lets `.agents` win over `.gemini`, so writing
+        // this one would hide the user's own, or be hidden by it.
         let probe = Writer::new(true);
-        if skills::write_skill(&probe, &root.join(other), s, ctx.blobs)? == Placement::AlreadyThere
-        {
-            tally.place(Placement::AlreadyThere);
-            continue;
+        match skills::write_skill(&probe, &root.join(other), s, ctx.blobs)? {
+            Placement::AlreadyThere => {
+                tally.place(Placement::AlreadyThere);
+                continue;
+            }
+            Placement::Refused(_) => {
+                tally.place(Placement::Refused(format!(
+                    "skill {}: a different skill of that name is already in ~/{other}, and \
+                     Gemini would see only one of the two; it was left as it is",
+                    s.name
+                )));
+                continue;
+            }
+            _ => {}
         }
         tally.place(
             match skills::write_skill(ctx.writer, &root.join(home_dir), s, ctx.blobs)? {
