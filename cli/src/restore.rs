@@ -39,7 +39,8 @@ Examples:
   asp restore --to claude-code --map-path /home/me=/Users/me --map-path /srv/work=/Users/me/work
       Restore onto a machine where the projects live elsewhere: working directories, paths
       inside the sessions and the projects of local-scope MCP servers are rewritten (the
-      longest OLD wins; prose that merely mentions a path is left alone).
+      longest OLD wins; a line that is a path is rewritten, prose that merely mentions one is
+      left alone).
 
 `latest` (the default) is the newest snapshot of the --to harness in the --home; when there
 is none, the newest snapshot of that harness; when the repository holds none of that harness

@@ -1,8 +1,9 @@
 //! `--map-path OLD=NEW`: moving carried state to a machine where paths differ.
 //!
 //! A string is rewritten when it *is* a path under `OLD`: exactly `OLD`, `OLD/...`, or the
-//! same as a `file://` URI. Prose that merely mentions a path is left alone; rewriting inside
-//! text would change what the user and the agent said.
+//! same as a `file://` URI; in a string of several lines, each line that is one (a tool's
+//! list of files). Prose that merely mentions a path is left alone; rewriting inside text
+//! would change what the user and the agent said.
 
 use std::io::{BufReader, Read};
 use std::str::FromStr;
@@ -75,8 +76,30 @@ impl PathMap {
         self.rules.is_empty()
     }
 
-    /// The rewritten path, if `s` is a path under one of the rules' `OLD`.
+    /// The rewritten path, if `s` is a path under one of the rules' `OLD`. Text of several
+    /// lines is not a path; each of its lines that is one is rewritten (a tool's list of
+    /// files, one a line), and the others are left alone, as prose is.
     pub fn map_path(&self, s: &str) -> Option<String> {
+        if s.contains('\n') {
+            let mut changed = false;
+            let lines: Vec<String> = s
+                .split('\n')
+                .map(|line| {
+                    let (path, cr) = match line.strip_suffix('\r') {
+                        Some(p) => (p, "\r"),
+                        None => (line, ""),
+                    };
+                    match self.map_path(path) {
+                        Some(m) => {
+                            changed = true;
+                            format!("{m}{cr}")
+                        }
+                        None => line.to_owned(),
+                    }
+                })
+                .collect();
+            return changed.then(|| lines.join("\n"));
+        }
         if let Some(rest) = s.strip_prefix("file://") {
             return self.map_path(rest).map(|p| format!("file://{p}"));
         }
@@ -277,6 +300,13 @@ mod tests {
         assert_eq!(m.map_path("/home/dev/x").as_deref(), Some("/Users/dev/x"));
         assert_eq!(m.map_path("/home/developer"), None);
         assert_eq!(m.map_path("see /home/dev/x"), None);
+        // A list of paths, one a line: each line that is a path, and only those.
+        assert_eq!(
+            m.map_path("/home/dev/shop/a.rs\r\n/home/dev/b.rs\nsee /home/dev/c.rs\n")
+                .as_deref(),
+            Some("/work/shop/a.rs\r\n/Users/dev/b.rs\nsee /home/dev/c.rs\n")
+        );
+        assert_eq!(m.map_path("one\n/home/developer\n"), None);
         assert_eq!(
             m.map_path("file:///home/dev/shop/a.rs").as_deref(),
             Some("file:///work/shop/a.rs")
