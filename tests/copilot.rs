@@ -38,14 +38,16 @@ fn counts(updates: &[Value]) -> [usize; 5] {
 #[test]
 fn the_sample_reads_as_expected_md_says() {
     let r = read_home(&sample_home());
-    // The one thing not carried: instructions scoped by an applyTo glob.
+    // The two things not carried, and said: instructions scoped by an applyTo glob, and a
+    // custom agent.
     let said: Vec<String> = r
         .diagnostics
         .iter()
         .map(|d| d.file.as_ref().unwrap().display().to_string())
         .collect();
-    assert_eq!(said.len(), 1, "{:#?}", r.diagnostics);
+    assert_eq!(said.len(), 2, "{:#?}", r.diagnostics);
     assert!(said[0].ends_with(".copilot/instructions/money.instructions.md"));
+    assert!(said[1].ends_with(".copilot/agents/money-reviewer.agent.md"));
     assert!(r.state.instructions.is_some());
     let skills: Vec<&str> = r
         .state

@@ -115,6 +115,14 @@ impl Harness for Copilot {
         }
         if ctx.kinds.contains(StateKind::Skills) {
             state.skills = Some(skills::read(&layout, ctx)?);
+            // Copilot's own custom agents: found, and said not to travel.
+            for (_, p) in self.config_files(ctx.home).keep {
+                ctx.diagnostics.left_out(
+                    &p,
+                    None,
+                    "a custom agent of Copilot's own, not a skill; the portable state has no place for it; not carried",
+                );
+            }
         }
         if ctx.kinds.contains(StateKind::Tools) {
             state.tools = tools::read(&layout, ctx);

@@ -128,9 +128,33 @@ impl Harness for Pi {
         }
         if wants(StateKind::Skills) {
             state.skills = Some(skills::read(&layout, ctx)?);
+            // Pi's own slash commands, as Claude Code's rules are reported with its
+            // instructions: found, and said not to travel, rather than dropped unsaid.
+            for p in files_in(&layout.agent.join("prompts"), "md") {
+                ctx.diagnostics.left_out(
+                    &p,
+                    None,
+                    "a prompt template (a /command of Pi's own), not a skill; the portable state has no place for it; not carried",
+                );
+            }
         }
         if wants(StateKind::Settings) {
             state.settings = settings::read(&layout, ctx);
+            for p in files_in(&layout.agent.join("themes"), "json") {
+                ctx.diagnostics.left_out(
+                    &p,
+                    None,
+                    "a theme of Pi's own; the portable settings have no place for it; not carried",
+                );
+            }
+            let extensions = layout.agent.join("extensions");
+            if extensions.is_dir() {
+                ctx.diagnostics.left_out(
+                    &extensions,
+                    None,
+                    "Pi's own extensions (code it loads); the portable state has no place for them; not carried",
+                );
+            }
         }
         Ok(state)
     }
@@ -144,18 +168,8 @@ impl Harness for Pi {
         let a = Layout::of(home).agent;
         let mut files = vec![a.join("settings.json")];
         files.extend(MODELS.whole(a.join("models.json")));
-        let in_dir = |dir: &str, ext: &str| {
-            let listed = std::fs::read_dir(a.join(dir))
-                .into_iter()
-                .flatten()
-                .flatten();
-            listed
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == ext))
-                .collect::<Vec<_>>()
-        };
-        files.extend(in_dir("prompts", "md"));
-        files.extend(in_dir("themes", "json"));
+        files.extend(files_in(&a.join("prompts"), "md"));
+        files.extend(files_in(&a.join("themes"), "json"));
         crate::kit::config::collect(&home.dir, &files, &[a.join("extensions")])
             .only(|rel| !rel.split('/').any(|c| c == "node_modules" || c == ".git"))
     }
@@ -200,6 +214,20 @@ impl Harness for Pi {
         }
         Ok(answer)
     }
+}
+
+/// The files directly in `dir` whose extension is `ext`, in name order (none when `dir` is not
+/// there).
+fn files_in(dir: &std::path::Path, ext: &str) -> Vec<std::path::PathBuf> {
+    let mut found: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == ext))
+        .collect();
+    found.sort();
+    found
 }
 
 #[cfg(test)]
