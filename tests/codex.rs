@@ -1135,7 +1135,7 @@ fn secrets_in_mcp_servers_are_blanked_on_request_and_never_written_back_blank() 
         .code(0)
         .stderr(predicates::str::contains("note: "))
         .stderr(predicates::str::contains(
-            "config.toml: MCP server \"api\" holds a credential written out in full (env.API_KEY): carried as it is (asp-pack --redact-secrets blanks such values)",
+            "config.toml: MCP server \"api\" holds a credential written out in full (env.API_KEY): carried as it is (a bundle packed with asp-pack --redact-secrets leaves such values out",
         ));
     asp_pack()
         .args([

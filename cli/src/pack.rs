@@ -32,7 +32,8 @@ Examples:
   asp-pack --from codex --home /mnt/old-laptop/home/me --kinds sessions -o codex-sessions.aspstate
       Only the Codex sessions of another home directory.
   asp-pack --from claude-code --session 71958462-4bb8-46b6-a36a-1becf56c22dc -o one.aspstate
-      One session (with its subagents), and every other kind; no other session is read.
+      One session (with its subagents) and nothing else (--kinds adds the other kinds); no
+      other session is read.
   asp-pack --from-dir ./state -o state.aspstate
       Pack a state directory written by `asp-unpack --to-dir` (and maybe edited by hand).
   asp-pack --from gemini -o - | ssh other-host 'asp-unpack - --to gemini'

@@ -75,7 +75,10 @@ the harness's own configuration files (settings.json, rules ...), so that `asp p
 `asp restore` elsewhere give what restoring the snapshot here gives. Two kinds of time
 travel: when the backup was made (the record's `org.opencontainers.image.created`, what
 registries show) and when each gone session was first found gone. Nothing else about this
-machine does (no home path, host name, file paths, file times or inodes). Without --repo, the
+machine does (no home path, host name, file paths, file times or inodes). But the state
+travels whole: MCP server credentials written out in full (env values, headers), which the
+backup named in a note, go with it; to share a state without them, push a bundle packed with
+asp-pack --redact-secrets instead. Without --repo, the
 first argument is a snapshot when no file of that name exists, and the repository is
 $ASP_REPO, else ~/.local/share/asp/repo.
 
@@ -149,7 +152,9 @@ not an asp state artifact; every blob's size is checked before it is read and it
 after; nothing is written unless every blob verified.
 
 --repo DIR (the default, with $ASP_REPO or ~/.local/share/asp/repo; created if missing,
-and removed again if the pull fails before anything landed) makes a snapshot: the state
+and removed again if the pull fails before anything landed, all but its locks/ folder,
+since a lock file is never deleted; a later pull or backup takes such a folder as empty)
+makes a snapshot: the state
 manifest and layer table are read from the downloaded blobs and every body is decoded and
 checked before any blob joins the repository, under its lock (a prune waits). When REF names
 a snapshot record (what `asp push SNAPSHOT REF` pushes), the state is its subject, and the

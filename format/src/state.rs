@@ -354,6 +354,16 @@ pub enum SettingValue {
     Select(String),
 }
 
+/// As the state writes it: `"auto"` (a value id, quoted) or `true`.
+impl std::fmt::Display for SettingValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SettingValue::Boolean(b) => write!(f, "{b}"),
+            SettingValue::Select(id) => write!(f, "{id:?}"),
+        }
+    }
+}
+
 /// Config option values by option id, sorted by id.
 pub type Settings = BTreeMap<String, SettingValue>;
 

@@ -253,10 +253,12 @@ impl Harness for Codex {
             }
             tally.finish();
             if !notes.is_empty() && !memories_enabled(&layout) {
+                // Neutral in tense: a dry run answers as the real run does.
                 ctx.diagnostics.note(
                     &layout.codex.join(config::FILE),
                     None,
-                    "Codex reads memories only with `[features] memories = true`; the notes were written, but Codex will not use them until it is turned on",
+                    "Codex reads memories only with `[features] memories = true`: it will not \
+                     use the carried notes until that is turned on",
                 );
             }
         }

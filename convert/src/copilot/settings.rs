@@ -84,7 +84,7 @@ pub fn write(
                 Err(why) => tally.refuse(why),
             },
             (other, v) => tally.refuse(format!(
-                "Copilot CLI keeps no session option {other:?} (value {v:?}) where asp can \
+                "Copilot CLI keeps no session option {other:?} (value {v}) where asp can \
                  write it; not written"
             )),
         }

@@ -236,7 +236,8 @@ pub fn carry(server: &mut McpServer, redact_secrets: bool, file: &Path, diagnost
         None,
         format!(
             "MCP server {:?} holds {what} written out in full ({}): carried as {carried} \
-             (asp-pack --redact-secrets blanks such values)",
+             (a bundle packed with asp-pack --redact-secrets leaves such values out; a backup, \
+             and the snapshots asp push sends, keep them)",
             server.name(),
             found.join(", "),
         ),

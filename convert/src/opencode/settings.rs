@@ -49,7 +49,7 @@ pub fn merge(global: &Global, file: &mut File, settings: &Settings, out: &mut Me
                 }
             },
             (other, v) => Placement::Refused(format!(
-                "OpenCode keeps no session option {other:?} (value {v:?}) where asp can write \
+                "OpenCode keeps no session option {other:?} (value {v}) where asp can write \
                  it; not written"
             )),
         };

@@ -122,7 +122,7 @@ pub fn write(
                 Err(why) => tally.refuse(why),
             },
             other => tally.refuse(format!(
-                "Pi has no session option {other:?} (value {v:?}); not written"
+                "Pi has no session option {other:?} (value {v}); not written"
             )),
         }
     }
