@@ -1956,6 +1956,14 @@ fn settings_the_user_has_are_kept_and_bypassing_permissions_is_never_carried() {
         v,
         json!({"model": "opus", "permissions": {"defaultMode": "acceptEdits"}})
     );
+    // Gemini's `autoEdit` (its `auto_edit`) is the same mode.
+    for mode in ["autoEdit", "auto_edit"] {
+        fs::write(&path, "{}\n").unwrap();
+        let answer = write_to(home.path(), &settings(&[("mode", mode)]), &store, false);
+        assert!(answer.not_taken.is_empty(), "{mode}: {answer:?}");
+        let v: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(v, json!({"permissions": {"defaultMode": "acceptEdits"}}));
+    }
 }
 
 // ---------------------------------------------------------------------------------------

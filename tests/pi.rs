@@ -803,3 +803,49 @@ fn a_skill_is_refused_when_the_other_skills_folder_holds_a_different_one_of_its_
         );
     }
 }
+
+/// Another harness's reasoning effort is Pi's thinking level: written when Pi has that
+/// level, not taken (and said) when it has not.
+#[test]
+fn a_carried_reasoning_effort_is_the_thinking_level() {
+    for (id, value, written) in [
+        ("reasoning_effort", "high", Some("high")),
+        ("effort", "low", Some("low")),
+        ("reasoning_effort", "max", None),
+    ] {
+        let home = tmp();
+        let state = asp_format::State {
+            settings: Some(
+                [(id.to_owned(), SettingValue::Select(value.to_owned()))]
+                    .into_iter()
+                    .collect(),
+            ),
+            ..asp_format::State::default()
+        };
+        let (answer, _) = crate::support::write_home(
+            "pi",
+            home.path(),
+            &state,
+            &asp_format::blob::MemoryStore::new(),
+            false,
+            &PathMap::default(),
+        );
+        let settings = home.path().join(".pi/agent/settings.json");
+        match written {
+            Some(level) => {
+                assert!(answer.not_taken.is_empty(), "{id}: {answer:?}");
+                let v: Value = serde_json::from_slice(&fs::read(&settings).unwrap()).unwrap();
+                assert_eq!(v["defaultThinkingLevel"], level, "{id}");
+            }
+            None => {
+                assert!(!settings.exists(), "{id}");
+                assert!(
+                    answer.not_taken[0]
+                        .reason
+                        .contains("no thinking level \"max\""),
+                    "{answer:?}"
+                );
+            }
+        }
+    }
+}

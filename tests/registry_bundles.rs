@@ -203,7 +203,7 @@ fn a_bundle_pulled_under_another_home_is_the_bundle_pushed_and_unpacks_the_same(
     assert!(a.2.len() > 3, "{:?}", a.2.keys());
     assert_eq!(a, b);
 
-    // An existing file is kept unless --force.
+    // An existing file is kept unless --force: refused to overwrite, exit 1, as asp-pack.
     fs::write(&pulled, b"mine").unwrap();
     let out = other
         .asp()
@@ -213,7 +213,7 @@ fn a_bundle_pulled_under_another_home_is_the_bundle_pushed_and_unpacks_the_same(
         .unwrap();
     assert_eq!(
         out.status.code(),
-        Some(2),
+        Some(1),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

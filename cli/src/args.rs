@@ -9,7 +9,8 @@ use clap::Args;
 /// Options every command takes.
 #[derive(Debug, Clone, Args)]
 pub struct Common {
-    /// Print the result as one JSON object on stdout
+    /// Print the result as JSON on stdout (one document: an object; a list for `asp sessions`
+    /// and `asp snapshots`)
     #[arg(long, global = true)]
     pub json: bool,
 

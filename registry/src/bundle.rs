@@ -139,12 +139,8 @@ impl BundleSink {
             Err(e) => return Err(Error::Usage(e.to_string())),
         };
         match fs::symlink_metadata(&path) {
-            Ok(_) if !force => {
-                return Err(Error::Usage(format!(
-                    "{} already exists (use --force to replace it)",
-                    path.display()
-                )));
-            }
+            // Refusing to overwrite is an error of the destination (exit 1), as for asp-pack.
+            Ok(_) if !force => return Err(exists(&path)),
             _ => {}
         }
         let sink = BundleSink {
@@ -280,10 +276,7 @@ impl PullSink for BundleSink {
         } else {
             tmp.persist_noclobber(&self.path).map_err(|e| {
                 if e.error.kind() == io::ErrorKind::AlreadyExists {
-                    Error::Usage(format!(
-                        "{} already exists (use --force to replace it)",
-                        self.path.display()
-                    ))
+                    exists(&self.path)
                 } else {
                     Error::write(&self.path, e.error)
                 }
@@ -293,4 +286,15 @@ impl PullSink for BundleSink {
         *self.size.lock().expect("size") = Some(size);
         Ok(())
     }
+}
+
+/// `path` is there and `--force` was not given.
+fn exists(path: &Path) -> Error {
+    Error::write(
+        path,
+        io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "it already exists (use --force to replace it)",
+        ),
+    )
 }

@@ -26,7 +26,8 @@ use crate::kit::placement::Tally;
 fn canonical_mode(mode: &str) -> Option<&'static str> {
     Some(match mode.trim().to_ascii_lowercase().as_str() {
         "default" | "manual" => "default",
-        "acceptedits" => "acceptEdits",
+        // Gemini's `auto_edit` (ACP `autoEdit`) is the same: file edits approved, other tools asked.
+        "acceptedits" | "autoedit" | "auto_edit" => "acceptEdits",
         "plan" => "plan",
         "auto" => "auto",
         "dontask" => "dontAsk",

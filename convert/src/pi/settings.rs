@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | `model` | `defaultProvider` + `defaultModel` | `provider/modelId` (pi-acp's model ids) |
 //! | `mode` | `defaultThinkingLevel` | `off`, `minimal`, `low`, `medium`, `high`, `xhigh` |
+//! | `reasoning_effort`, `effort` (written from other harnesses) | `defaultThinkingLevel` | those of the levels above |
 //!
 //! Everything else (theme, compaction, retry, packages, ...) configures Pi itself and stays
 //! where it is. A value the user has set is never replaced.
@@ -121,6 +122,15 @@ pub fn write(
                 Ok(()) => set(&mut o, &[("defaultThinkingLevel", v)], &mut tally),
                 Err(why) => tally.refuse(why),
             },
+            // Another harness's reasoning effort (Codex's `reasoning_effort`, Claude Code's
+            // `effort`) is what Pi calls its thinking level, when Pi has that level.
+            "reasoning_effort" | "effort" if LEVELS.contains(&v.as_str()) => {
+                set(&mut o, &[("defaultThinkingLevel", v)], &mut tally)
+            }
+            "reasoning_effort" | "effort" => tally.refuse(format!(
+                "Pi has no thinking level {v:?} for the carried {id} ({}); not written",
+                LEVELS.join(", ")
+            )),
             other => tally.refuse(format!(
                 "Pi has no session option {other:?} (value {v}); not written"
             )),
