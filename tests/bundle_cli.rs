@@ -453,7 +453,19 @@ fn map_path_rewrites_working_directories_and_paths_in_updates() {
         .arg(&plain)
         .args(["--map-path", "/home/dev=/Users/dev"])
         .assert()
-        .success();
+        .success()
+        .stderr(predicate::str::contains("warning").not());
+    // A rule under which no session works is said, as a typo would be.
+    asp_unpack()
+        .arg(samples().join("state.aspstate"))
+        .arg("--to-dir")
+        .arg(dir.path().join("typo"))
+        .args(["--map-path", "/home/de=/Users/dev"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "warning: --map-path /home/de=/Users/dev: no session's working directory is under /home/de (a typo?)",
+        ));
     let meta: Value = serde_json::from_str(
         &fs::read_to_string(plain.join("sessions/da41f528-2d0a-4f84-8acd-fe5d7087734b.json"))
             .unwrap(),

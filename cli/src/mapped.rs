@@ -52,6 +52,20 @@ impl Mapped {
                 staging: None,
             });
         }
+        let cwds = state
+            .sessions
+            .iter()
+            .flatten()
+            .filter_map(|s| s.cwd.as_deref());
+        if state.sessions.as_ref().is_some_and(|s| !s.is_empty()) {
+            for rule in map.unused(cwds) {
+                let old = rule.split_once('=').map_or(rule.as_str(), |(o, _)| o);
+                eprintln!(
+                    "warning: --map-path {rule}: no session's working directory is under {old} \
+                     (a typo?)"
+                );
+            }
+        }
         let staging = StagingStore::new_in(staging_parent)?;
         let state = map
             .apply(&state, source, &staging)

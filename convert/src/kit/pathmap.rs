@@ -76,6 +76,22 @@ impl PathMap {
         self.rules.is_empty()
     }
 
+    /// The rules (`OLD=NEW`) under whose `OLD` none of `dirs` is: with sessions' working
+    /// directories, a mistyped `OLD` (`/home/de` for `/home/dev`), which would otherwise
+    /// rewrite nothing without a word.
+    pub fn unused<'a>(&self, dirs: impl IntoIterator<Item = &'a str> + Clone) -> Vec<String> {
+        self.rules
+            .iter()
+            .filter(|(old, _)| {
+                let one = PathMap {
+                    rules: vec![(old.clone(), String::new())],
+                };
+                !dirs.clone().into_iter().any(|d| one.map_path(d).is_some())
+            })
+            .map(|(old, new)| format!("{old}={new}"))
+            .collect()
+    }
+
     /// The rewritten path, if `s` is a path under one of the rules' `OLD`. Text of several
     /// lines is not a path; each of its lines that is one is rewritten (a tool's list of
     /// files, one a line), and the others are left alone, as prose is.
@@ -311,6 +327,15 @@ mod tests {
             m.map_path("file:///home/dev/shop/a.rs").as_deref(),
             Some("file:///work/shop/a.rs")
         );
+    }
+
+    #[test]
+    fn a_rule_no_working_directory_is_under_is_unused() {
+        let mut m = map();
+        m.add("/home/de=/Users/me").unwrap();
+        let dirs = ["/home/dev/shop", "/home/dev/api"];
+        // `/home/dev` is used though `/home/dev/shop` wins for the shop.
+        assert_eq!(m.unused(dirs), ["/home/de=/Users/me"]);
     }
 
     #[test]
