@@ -590,6 +590,18 @@ fn a_damaged_parent_row_is_reported_with_the_rows_it_cuts_off() {
         "{}",
         found[1].message
     );
+    // A blank line instead (the row gone, nothing damaged): the cut is a note, not damage.
+    lines[3] = String::new();
+    fs::write(&file, lines.join("\n")).unwrap();
+    let r = read(&home);
+    let found: Vec<_> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.file.as_deref() == Some(file.as_path()))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].line, Some(5));
+    assert_eq!(found[0].severity, Severity::Note);
 }
 
 #[test]

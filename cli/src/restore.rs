@@ -176,8 +176,17 @@ fn pick_for_sessions(
     candidates.sort_by_key(|s| std::cmp::Reverse(s.created_ns()));
     candidates.sort_by_key(|s| (s.harness != harness || s.home != here, s.harness != harness));
     let mut holder: std::collections::BTreeMap<&str, String> = std::collections::BTreeMap::new();
+    // A snapshot of another harness that cannot be read does not stop the search; it is said
+    // only when no snapshot holds the sessions.
+    let mut unreadable = None;
     for info in &candidates {
-        let snap = Snapshot::load_sessions(repo, info, ids)?;
+        let snap = match Snapshot::load_sessions(repo, info, ids) {
+            Ok(s) => s,
+            Err(e) => {
+                unreadable.get_or_insert(e);
+                continue;
+            }
+        };
         let (_, missing) = snap.state.select(
             KindSet::EMPTY.with(asp_format::StateKind::Sessions),
             Some(ids),
@@ -197,8 +206,13 @@ fn pick_for_sessions(
         .filter(|i| !holder.contains_key(i))
         .collect();
     if !nowhere.is_empty() {
+        // The snapshot that could not be read may be the one that holds them.
+        if let Some(e) = unreadable {
+            return Err(e.into());
+        }
         bail_usage!(
-            "no snapshot in {} holds session {} (asp sessions lists them)",
+            "the newest snapshot of no harness and home in {} holds session {} (asp sessions \
+             lists them; an older snapshot may: name it with --snapshot)",
             repo.root().display(),
             nowhere.join(", ")
         );

@@ -17,8 +17,9 @@ pub enum ConvertError {
     /// A `--home` to write into that is not a directory: a typo must not make a new tree
     /// the person then takes for the home they restored into.
     #[error(
-        "the home {} does not exist (create it first to write into a new home)",
-        .0.display()
+        "the home {} {} (create it first to write into a new home)",
+        .0.display(),
+        if .0.exists() { "is not a directory" } else { "does not exist" }
     )]
     NoSuchHome(PathBuf),
     /// A harness store that is not there: the home does not exist, or holds no store of the

@@ -318,6 +318,7 @@ impl Bodies {
             }
         }
         // Each body that compresses against no other, with the ones compressed against it.
+        let before_grouping = problems.len();
         let mut groups: BTreeMap<Digest, Vec<Digest>> = BTreeMap::new();
         for (d, (_, r)) in &self.bodies {
             match r.dictionary {
@@ -339,6 +340,8 @@ impl Bodies {
         }
         let groups: Vec<(Digest, Vec<Digest>)> = groups.into_iter().collect();
         progress.begin("reading bodies", Some(self.bodies.len() as u64));
+        // The bodies refused above are done with.
+        progress.advance((problems.len() - before_grouping) as u64);
         let next = AtomicUsize::new(0);
         let read = AtomicUsize::new(0);
         let found = Mutex::new(problems);

@@ -29,7 +29,7 @@ use crate::error::ConvertError;
 use crate::harness::{SessionContext, Surveyed};
 use crate::kit::fsops::is_executable;
 use crate::kit::meta::{self, Parent};
-use crate::kit::report::Diagnostics;
+use crate::kit::report::{Diagnostics, Severity};
 use crate::kit::source::SourceFile;
 
 /// A transcript after the first pass: its index, the open file the second pass reads from,
@@ -313,20 +313,29 @@ fn report_cut(diagnostics: &Diagnostics, path: &Path, records: &[Record], i: usi
     }
     let parent = r.parent_uuid().unwrap_or("");
     let previous_line = i.checked_sub(1).map_or(0, |p| records[p].line);
+    // A line between the two records that was reported damaged (a blank line is skipped
+    // unsaid, and is no damage).
+    let damaged_before = diagnostics.items().iter().find_map(|d| {
+        let l = d.line?;
+        (d.severity == Severity::Damaged
+            && d.file.as_deref() == Some(path)
+            && l > previous_line
+            && l < r.line)
+            .then_some(l)
+    });
     let (rows, are) = if before == 1 {
         ("row", "is")
     } else {
         ("rows", "are")
     };
-    if previous_line + 1 < r.line {
+    if let Some(bad) = damaged_before {
         diagnostics.damaged(
             path,
             Some(r.line),
             format!(
-                "its parent row {parent} is not in the file (line {} before it could not be \
+                "its parent row {parent} is not in the file (line {bad} before it could not be \
                  read): the conversation starts here, as Claude Code resumes it, and the \
-                 {before} {rows} before it {are} not carried as updates",
-                r.line - 1
+                 {before} {rows} before it {are} not carried as updates"
             ),
         );
     } else {

@@ -248,7 +248,7 @@ pub fn write(
             }
             "effort" => tally.refuse(format!("Claude Code has no effort level {v:?}; not written"),
             ),
-            other => tally.refuse(format!("Claude Code has no session option {other:?} (value {v}); not written"),
+            other => tally.refuse(format!("Claude Code has no session option {other:?} (value {v:?}); not written"),
             ),
         }
     }

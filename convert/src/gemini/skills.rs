@@ -2,7 +2,6 @@
 //! and written by [`crate::kit::skills`]. A skill from `.gemini/skills` says so in
 //! `_meta.gemini.dir` and goes back there.
 
-use asp_format::StateKind;
 use asp_format::answer::ImportAnswer;
 use asp_format::state::{Meta, Skill};
 use serde_json::json;
@@ -10,8 +9,6 @@ use serde_json::json;
 use super::layout::Layout;
 use crate::error::ConvertError;
 use crate::harness::{ReadContext, WriteContext};
-use crate::kit::fsops::Writer;
-use crate::kit::placement::{Placement, Tally};
 use crate::kit::skills;
 
 /// Where skills live relative to the home, and how a skill says it came from `.gemini`.
@@ -56,49 +53,18 @@ pub fn write(
     list: &[Skill],
     answer: &mut ImportAnswer,
 ) -> Result<(), ConvertError> {
+    // Each into the root it came from (`.agents` unless it says `.gemini`); a different skill
+    // of that name in the other root is refused, since Gemini would see only one of the two.
     let root = &layout.root;
-    let mut tally = Tally::new(answer, StateKind::Skills, list.len());
-    for s in list {
-        let own = s
-            .meta
-            .as_ref()
-            .and_then(|m| m.get("gemini"))
-            .and_then(|g| g.get("dir"))
-            .and_then(|d| d.as_str())
-            == Some(GEMINI_SKILLS);
-        let (home_dir, other) = if own {
-            (GEMINI_SKILLS, AGENTS_SKILLS)
-        } else {
-            (AGENTS_SKILLS, GEMINI_SKILLS)
-        };
-        // Already in the other location, file for file: nothing to do. A different skill of
-        // that name there is refused: Gemini lets `.agents` win over `.gemini`, so writing
-        // this one would hide the user's own, or be hidden by it.
-        let probe = Writer::new(true);
-        match skills::write_skill(&probe, &root.join(other), s, ctx.blobs)? {
-            Placement::AlreadyThere => {
-                tally.place(Placement::AlreadyThere);
-                continue;
-            }
-            Placement::Refused(_) => {
-                tally.place(Placement::Refused(format!(
-                    "skill {}: a different skill of that name is already in ~/{other}, and \
-                     Gemini would see only one of the two; it was left as it is",
-                    s.name
-                )));
-                continue;
-            }
-            _ => {}
-        }
-        tally.place(
-            match skills::write_skill(ctx.writer, &root.join(home_dir), s, ctx.blobs)? {
-                Placement::Refused(why) => {
-                    Placement::Refused(format!("skill {}: {why}; it was left as it is", s.name))
-                }
-                p => p,
-            },
-        );
-    }
-    tally.finish();
-    Ok(())
+    skills::write_to_folders(
+        ctx,
+        list,
+        answer,
+        "gemini",
+        "Gemini",
+        &[
+            (AGENTS_SKILLS, root.join(AGENTS_SKILLS)),
+            (GEMINI_SKILLS, root.join(GEMINI_SKILLS)),
+        ],
+    )
 }

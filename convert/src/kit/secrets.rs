@@ -71,19 +71,36 @@ fn blank(list: &mut [NameValue], prefix: &str, out: &mut Vec<String>) {
 }
 
 /// Whether an option, parameter, variable or header name says its value is a credential,
-/// read word by word (`-`, `_`, `.` and a lower-to-upper case change part words): a word that
-/// is or ends in `token`, `secret`, `password`, `passwd` or `apikey` (`GH_TOKEN`,
-/// `clientSecret`, `--slacktoken`), `auth`, `authorization` or `credential(s)`, or a last word
-/// `key` (`OPENAI_API_KEY`, `--key`). Whole words, so that `--max-tokens 4096` and
-/// `--tokens design/tokens.json` are not taken for credentials (substrings were).
+/// read word by word (`-`, `_`, `.` and a lower-to-upper case change part words; a trailing
+/// number is not a word: `API_KEY_2`):
+/// - a word that ends in `token` (`GH_TOKEN`, `--slacktoken`), or begins or ends in `secret`,
+///   `password`, `passwd` or `apikey` (`clientSecret`, `secretkey`);
+/// - `auth` and its compounds (`authkey`, `authorization`, `oauth`), but not `author`;
+/// - `credential(s)`, or a last word `key` (`OPENAI_API_KEY`, `--key`).
+///
+/// Whole words, so that `--max-tokens 4096`, `--tokens design/tokens.json` and `--author x`
+/// are not taken for credentials (substrings were).
 fn names_a_secret(name: &str) -> bool {
-    let words = words(name);
-    words.iter().any(|w| {
-        ["token", "secret", "password", "passwd", "apikey"]
-            .iter()
-            .any(|s| w.ends_with(s))
-            || ["auth", "authorization", "credential", "credentials"].contains(&w.as_str())
-    }) || words.last().is_some_and(|w| w == "key")
+    let mut words = words(name);
+    while words.len() > 1
+        && words
+            .last()
+            .is_some_and(|w| w.bytes().all(|b| b.is_ascii_digit()))
+    {
+        words.pop();
+    }
+    let secret_word = |w: &String| {
+        w.ends_with("token")
+            || ["secret", "password", "passwd", "apikey"]
+                .iter()
+                .any(|s| w.starts_with(s) || w.ends_with(s))
+            || (w.starts_with("auth") && !w.starts_with("author"))
+            || w.starts_with("authoriz")
+            || w.ends_with("auth")
+            || w == "credential"
+            || w == "credentials"
+    };
+    words.iter().any(secret_word) || words.last().is_some_and(|w| w == "key")
 }
 
 /// The lower-case words of a name: parted at every character other than a letter or a digit,
@@ -268,6 +285,14 @@ mod tests {
             "--key",
             "AWS_SECRET_ACCESS_KEY",
             "credentials",
+            "secretkey",
+            "secretKEY",
+            "authkey",
+            "authcode",
+            "oauth",
+            "API_KEY_2",
+            "--api-key-1",
+            "authorization",
         ] {
             assert!(names_a_secret(name), "{name}");
         }
@@ -281,6 +306,9 @@ mod tests {
             "--author",
             "monkey",
             "PATH",
+            "authors",
+            "--tokenizer",
+            "v2",
         ] {
             assert!(!names_a_secret(name), "{name}");
         }

@@ -147,13 +147,16 @@ impl Harness for Pi {
                     "a theme of Pi's own; the portable settings have no place for it; not carried",
                 );
             }
+            // File by file, as a backup keeps them (and says so of each).
             let extensions = layout.agent.join("extensions");
-            if extensions.is_dir() {
-                ctx.diagnostics.left_out(
-                    &extensions,
-                    None,
-                    "Pi's own extensions (code it loads); the portable state has no place for them; not carried",
-                );
+            for (_, p) in self.config_files(ctx.home).keep {
+                if p.starts_with(&extensions) {
+                    ctx.diagnostics.left_out(
+                        &p,
+                        None,
+                        "a file of Pi's own extensions (code it loads); the portable state has no place for it; not carried",
+                    );
+                }
             }
         }
         Ok(state)

@@ -132,7 +132,7 @@ pub fn write(
                 LEVELS.join(", ")
             )),
             other => tally.refuse(format!(
-                "Pi has no session option {other:?} (value {v}); not written"
+                "Pi has no session option {other:?} (value {v:?}); not written"
             )),
         }
     }
