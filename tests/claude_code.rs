@@ -566,15 +566,19 @@ fn a_damaged_parent_row_is_reported_with_the_rows_it_cuts_off() {
     let file = home
         .join(".claude/projects/-home-dev-api-gateway/0e06340e-3c10-486d-a4a9-8763cc8a6c00.jsonl");
     let text = fs::read_to_string(&file).unwrap();
-    let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
-    lines[3] = format!("{}<<garbage", &lines[3][..50]);
-    fs::write(&file, lines.join("\n")).unwrap();
-    let r = read(&home);
-    let found: Vec<_> = r
-        .diagnostics
-        .iter()
-        .filter(|d| d.file.as_deref() == Some(file.as_path()))
-        .collect();
+    let lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
+    // What is said of the transcript with its fourth line replaced by `fourth`.
+    let findings = |fourth: String| {
+        let mut changed = lines.clone();
+        changed[3] = fourth;
+        fs::write(&file, changed.join("\n")).unwrap();
+        read(&home)
+            .diagnostics
+            .into_iter()
+            .filter(|d| d.file.as_deref() == Some(file.as_path()))
+            .collect::<Vec<_>>()
+    };
+    let found = findings(format!("{}<<garbage", &lines[3][..50]));
     assert_eq!(found.len(), 2, "{found:?}");
     assert_eq!(found[0].line, Some(4));
     assert_eq!(found[1].line, Some(5));
@@ -591,14 +595,7 @@ fn a_damaged_parent_row_is_reported_with_the_rows_it_cuts_off() {
         found[1].message
     );
     // A blank line instead (the row gone, nothing damaged): the cut is a note, not damage.
-    lines[3] = String::new();
-    fs::write(&file, lines.join("\n")).unwrap();
-    let r = read(&home);
-    let found: Vec<_> = r
-        .diagnostics
-        .iter()
-        .filter(|d| d.file.as_deref() == Some(file.as_path()))
-        .collect();
+    let found = findings(String::new());
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].line, Some(5));
     assert_eq!(found[0].severity, Severity::Note);
