@@ -1975,3 +1975,42 @@ fn restoring_a_session_finds_the_snapshot_that_holds_it() {
         "{err}"
     );
 }
+
+/// `asp sessions` shows which home a session was backed up from only when there are several
+/// (two machines' backups, or a machine's and a pull, list the same sessions twice), and its
+/// JSON always names the home.
+#[test]
+fn sessions_of_several_homes_say_which_home() {
+    let t = tmp();
+    let repo = t.path().join("repo");
+    let first = home_in(&t.path().join("a"));
+    backup(&first, &repo);
+    let list = |repo: &Path| {
+        let out = asp()
+            .args(["sessions", "--repo"])
+            .arg(repo)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let one = list(&repo);
+    assert!(one.starts_with("ID ") && !one.contains(" HOME "), "{one}");
+    assert!(
+        sessions_in(&repo)
+            .iter()
+            .all(|s| s["home"].as_str().is_some_and(|h| h.ends_with("/a/home"))),
+        "{:?}",
+        sessions_in(&repo)
+    );
+    let second = home_in(&t.path().join("b"));
+    backup(&second, &repo);
+    let two = list(&repo);
+    assert!(two.lines().next().unwrap().contains(" HOME "), "{two}");
+    let line = two.lines().find(|l| l.starts_with(A)).unwrap();
+    assert!(
+        line.contains("/a/home ") || line.contains("/b/home "),
+        "{two}"
+    );
+    assert_eq!(two.lines().filter(|l| l.starts_with(A)).count(), 2, "{two}");
+}

@@ -114,11 +114,7 @@ pub fn pick(repo: &Repository, id: &str, harness: &str, home: &Home) -> Result<S
     }
     // Carrying into another harness: the newest snapshot of each harness and home there is.
     // One is taken; of several, none is guessed.
-    let mut newest = std::collections::BTreeMap::new();
-    for s in all {
-        newest.insert((s.harness.clone(), s.home.clone()), s);
-    }
-    let mut chains = newest.into_values();
+    let mut chains = repo.newest_of_each_series()?.into_iter();
     match (chains.next(), chains.len()) {
         (None, _) => bail_usage!(
             "{} has no snapshot yet (asp backup makes them)",
@@ -157,20 +153,14 @@ fn pick_for_sessions(
         let snap = Snapshot::load_sessions(repo, &info, ids)?;
         return Ok((info, snap));
     }
-    let all = repo.snapshots()?;
-    if all.is_empty() {
+    // The newest snapshot of each harness and home holds every session of that series.
+    let mut candidates = repo.newest_of_each_series()?;
+    if candidates.is_empty() {
         bail_usage!(
             "{} has no snapshot yet (asp backup makes them)",
             repo.root().display()
         );
     }
-    // The newest snapshot of each harness and home holds every session of that series (a
-    // session the source deleted is kept in it as gone).
-    let mut newest = std::collections::BTreeMap::new();
-    for s in &all {
-        newest.insert((s.harness.clone(), s.home.clone()), s.clone());
-    }
-    let mut candidates: Vec<SnapshotInfo> = newest.into_values().collect();
     let here = home_name(home);
     // Newest first, then the --to harness in this home, then that harness anywhere.
     candidates.sort_by_key(|s| std::cmp::Reverse(s.created_ns()));

@@ -1,6 +1,5 @@
 //! `asp sessions`: every session ever backed up, or the sessions of a live store.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use asp_convert::harness::ReadOptions;
@@ -61,6 +60,9 @@ struct Row {
     updated_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     snapshot: Option<String>,
+    /// The home of the snapshot's series (`registry:HOST/REPO` for a pulled one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    home: Option<String>,
     gone_from_source: bool,
 }
 
@@ -75,6 +77,7 @@ fn row(s: &Session, harness: &str, snapshot: Option<String>, gone: bool) -> Row 
         cwd: s.cwd.clone(),
         updated_at: s.updated_at.clone(),
         snapshot,
+        home: None,
         gone_from_source: gone,
     }
 }
@@ -113,19 +116,17 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
         let _lock = repo.lock_shared()?;
         looked_in = repo.root().display().to_string();
         // The newest snapshot of each harness and home holds every session of that series.
-        let mut newest = BTreeMap::new();
-        for s in repo.snapshots()? {
-            newest.insert((s.harness.clone(), s.home.clone()), s);
-        }
-        for info in newest.values() {
-            let snap = Snapshot::load_for_reading(&repo, info)?;
+        for info in repo.newest_of_each_series()? {
+            let snap = Snapshot::load_for_reading(&repo, &info)?;
             for s in snap.state.sessions.iter().flatten() {
-                rows.push(row(
+                let mut r = row(
                     s,
                     &info.harness,
                     Some(info.short_id()),
                     snap.is_gone(s.id.as_str()),
-                ));
+                );
+                r.home = Some(info.home.clone());
+                rows.push(r);
             }
         }
     }
@@ -138,23 +139,36 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
         crate::outln!("no sessions in {looked_in}");
         return Ok(Exit::Ok);
     }
+    // A HOME column only when the sessions come from several homes (a machine's backups and
+    // a pull from a registry list the same sessions twice; it tells them apart).
+    let homes: std::collections::BTreeSet<&str> =
+        rows.iter().filter_map(|r| r.home.as_deref()).collect();
+    let with_home = homes.len() > 1;
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            vec![
+            let mut cells = vec![
                 r.id.clone(),
                 r.updated_at.clone().unwrap_or_else(|| "-".to_owned()),
                 r.harness.clone(),
+            ];
+            if with_home {
+                cells.push(r.home.clone().unwrap_or_default());
+            }
+            cells.extend([
                 r.snapshot.clone().unwrap_or_else(|| "live".to_owned()),
                 if r.gone_from_source { "gone" } else { "" }.to_owned(),
                 human::one_line(r.cwd.as_deref().unwrap_or("-")),
                 human::one_line(&r.title),
-            ]
+            ]);
+            cells
         })
         .collect();
-    let header = [
-        "ID", "UPDATED", "HARNESS", "SNAPSHOT", "GONE", "CWD", "TITLE",
-    ];
+    let header: Vec<&str> = ["ID", "UPDATED", "HARNESS"]
+        .into_iter()
+        .chain(with_home.then_some("HOME"))
+        .chain(["SNAPSHOT", "GONE", "CWD", "TITLE"])
+        .collect();
     for line in human::table(&header, &cells) {
         crate::outln!("{line}");
     }

@@ -279,6 +279,17 @@ impl Repository {
             .find(|s| s.harness == harness && s.home == home))
     }
 
+    /// The newest snapshot of each series (harness and home), ordered by harness then home.
+    /// The newest snapshot of a series holds every session of it (one the source deleted is
+    /// kept as gone), so these together hold every session the repository has.
+    pub fn newest_of_each_series(&self) -> Result<Vec<SnapshotInfo>, RepoError> {
+        let mut newest = std::collections::BTreeMap::new();
+        for s in self.snapshots()? {
+            newest.insert((s.harness.clone(), s.home.clone()), s);
+        }
+        Ok(newest.into_values().collect())
+    }
+
     /// The snapshot an id names: its digest (`sha256:…` or hex) or a unique prefix of the hex
     /// of at least 4 characters.
     pub fn find(&self, id: &str) -> Result<SnapshotInfo, RepoError> {
