@@ -44,14 +44,7 @@ impl<'a> SnapshotBlobs<'a> {
                 "the dictionary {d} has a dictionary itself"
             )));
         }
-        // The dictionary body's size is not in the table; its layer bounds the window.
-        let mut out = Vec::new();
-        self.decoded(r, None, 1 << 27)?
-            .read_to_end(&mut out)
-            .map_err(BlobError::Other)?;
-        if Digest::of(&out) != *d {
-            return Err(integrity(format!("the dictionary body {d} is damaged")));
-        }
+        let out = read_dictionary(self.repo, d, r)?;
         let v = Arc::new(out);
         *self.dictionary.lock().expect("cache") = Some((*d, Arc::clone(&v)));
         Ok(v)
@@ -63,18 +56,54 @@ impl<'a> SnapshotBlobs<'a> {
         dict: Option<&[u8]>,
         size: u64,
     ) -> Result<Box<dyn Read + Send>, BlobError> {
-        let raw = self
-            .repo
-            .open_raw(&Descriptor {
-                digest: r.layer,
-                size: r.size,
-            })
-            .map_err(|e| match e {
-                RepoError::Io { path, source } => BlobError::Io { path, source },
-                other => integrity(other.to_string()),
-            })?;
-        decode_layer(raw, r.encoding, dict, size).map_err(BlobError::Other)
+        decoded(self.repo, r, dict, size)
     }
+}
+
+/// The largest window a layer may use (`asp_format::bundle::layers::MAX_WINDOW_LOG`): it
+/// bounds a dictionary body, whose size no table records.
+pub(crate) const DICTIONARY_LIMIT: u64 = 1 << 27;
+
+/// The body stored in layer `r`, decoded (against `dict`) as it is read, at most `size` bytes.
+pub(crate) fn decoded(
+    repo: &dyn RawBlobs,
+    r: &LayerRef,
+    dict: Option<&[u8]>,
+    size: u64,
+) -> Result<Box<dyn Read + Send>, BlobError> {
+    let raw = repo
+        .open_raw(&Descriptor {
+            digest: r.layer,
+            size: r.size,
+        })
+        .map_err(|e| match e {
+            RepoError::Io { path, source } => BlobError::Io { path, source },
+            other => integrity(other.to_string()),
+        })?;
+    decode_layer(raw, r.encoding, dict, size).map_err(BlobError::Other)
+}
+
+/// Dictionary body `d`, stored in layer `r` (itself against no dictionary), whole and checked
+/// against its digest.
+pub(crate) fn read_dictionary(
+    repo: &dyn RawBlobs,
+    d: &Digest,
+    r: &LayerRef,
+) -> Result<Vec<u8>, BlobError> {
+    let mut out = Vec::new();
+    decoded(repo, r, None, DICTIONARY_LIMIT)?
+        .take(DICTIONARY_LIMIT + 1)
+        .read_to_end(&mut out)
+        .map_err(BlobError::Other)?;
+    if out.len() as u64 > DICTIONARY_LIMIT {
+        return Err(integrity(format!(
+            "the dictionary body {d} is larger than a layer's largest window"
+        )));
+    }
+    if Digest::of(&out) != *d {
+        return Err(integrity(format!("the dictionary body {d} is damaged")));
+    }
+    Ok(out)
 }
 
 fn integrity(m: String) -> BlobError {

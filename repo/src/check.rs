@@ -6,7 +6,6 @@ use std::io::Read;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use asp_format::bundle::decode_layer;
 use asp_format::bundle::oci::LayerRef;
 use asp_format::digest::{Descriptor, Digest, VerifyingReader};
 use asp_format::progress::Progress;
@@ -405,8 +404,8 @@ impl Bodies {
 }
 
 /// Decodes body `d` from its layer `r` (against `dict`) and checks it against its digest and
-/// its size, or, for a dictionary no state names, its digest within the largest window a
-/// layer may use; its bytes when `keep`.
+/// its size, or, for a dictionary no state names, as [`crate::blobs::read_dictionary`] does;
+/// its bytes when `keep`.
 fn decode(
     repo: &Repository,
     d: &Digest,
@@ -414,46 +413,20 @@ fn decode(
     dict: Option<&[u8]>,
     keep: bool,
 ) -> Result<Option<Vec<u8>>, String> {
-    let what = match size {
-        Some(_) => "body",
-        None => "dictionary body",
+    let fail = |what: &str, e: &dyn std::fmt::Display| format!("{what} {d}: {e}");
+    let Some(size) = *size else {
+        return crate::blobs::read_dictionary(repo, d, r)
+            .map(Some)
+            .map_err(|e| fail("dictionary body", &e));
     };
-    let fail = |e: &dyn std::fmt::Display| format!("{what} {d}: {e}");
-    let raw = repo
-        .open_raw(&Descriptor {
-            digest: r.layer,
-            size: r.size,
-        })
-        .map_err(|e| fail(&e))?;
-    let limit = size.unwrap_or(1 << 27);
-    let mut decoded = decode_layer(raw, r.encoding, dict, limit)
-        .map_err(|e| fail(&e))?
-        .take(limit + 1);
+    let decoded = crate::blobs::decoded(repo, r, dict, size).map_err(|e| fail("body", &e))?;
+    let expected = Descriptor { digest: *d, size };
+    let mut reader = VerifyingReader::new(decoded.take(size + 1), expected);
     let mut kept = keep.then(Vec::new);
-    match (size, &mut kept) {
-        (Some(size), buf) => {
-            let expected = Descriptor {
-                digest: *d,
-                size: *size,
-            };
-            let mut reader = VerifyingReader::new(decoded, expected);
-            match buf {
-                Some(buf) => reader.read_to_end(buf).map(drop),
-                None => std::io::copy(&mut reader, &mut std::io::sink()).map(drop),
-            }
-            .map_err(|e| fail(&e))?;
-        }
-        (None, buf) => {
-            // No size to check: read it whole (within the window) and compare its digest.
-            let buf = buf.get_or_insert_with(Vec::new);
-            decoded.read_to_end(buf).map_err(|e| fail(&e))?;
-            if buf.len() as u64 > limit {
-                return Err(fail(&"it is larger than a layer's largest window"));
-            }
-            if Digest::of(buf) != *d {
-                return Err(fail(&"it does not hash to its name"));
-            }
-        }
+    match &mut kept {
+        Some(buf) => reader.read_to_end(buf).map(drop),
+        None => std::io::copy(&mut reader, &mut std::io::sink()).map(drop),
     }
+    .map_err(|e| fail("body", &e))?;
     Ok(kept)
 }
