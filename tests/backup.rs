@@ -2014,3 +2014,34 @@ fn sessions_of_several_homes_say_which_home() {
     );
     assert_eq!(two.lines().filter(|l| l.starts_with(A)).count(), 2, "{two}");
 }
+
+/// A backup keeps Claude Code's `settings.json` byte for byte: when its `env` sets a
+/// credential written out in full, the backup says so (naming the variable, never its
+/// value), so that whoever pushes the repository knows what it holds. The sample's own `env`
+/// (Node options, a traffic switch) holds none and is not called one.
+#[test]
+fn a_backup_says_when_settings_json_sets_a_credential() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let out = backup_run(&home, &t.path().join("plain"), &["--from", "claude-code"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!said.contains("written out in full"), "{said}");
+
+    let settings = home.join(".claude/settings.json");
+    let mut doc: Value = serde_json::from_slice(&fs::read(&settings).unwrap()).unwrap();
+    doc["env"]["ANTHROPIC_API_KEY"] = json!("sk-ant-api03-live");
+    doc["env"]["GITHUB_TOKEN"] = json!("${GITHUB_TOKEN}");
+    fs::write(&settings, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    let out = backup_run(&home, &t.path().join("keyed"), &["--from", "claude-code"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(
+            "settings.json: holds a credential written out in full (env.ANTHROPIC_API_KEY): \
+             the backup keeps the file as it is, and the snapshots asp push sends carry it"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains("sk-ant-api03-live"), "{said}");
+}

@@ -428,6 +428,9 @@ pub fn read(
                 continue;
             }
         };
+        if rel.ends_with(".json") {
+            crate::kit::secrets::note_kept_credentials(path, &bytes, diagnostics);
+        }
         entries.push(FileEntry {
             path: path_name,
             executable,

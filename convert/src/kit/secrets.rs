@@ -1,4 +1,5 @@
-//! `--redact-secrets`: blanking tokens in MCP server descriptors.
+//! `--redact-secrets`: blanking tokens in MCP server descriptors; and the notes that name the
+//! credentials a bundle or a backup carries in full (an MCP server's, a settings file's `env`).
 //!
 //! Env values and HTTP header values are where MCP configurations keep API tokens; they also
 //! turn up as command-line options (`--api-key=…`, `--token …`) and in URL query strings
@@ -261,11 +262,70 @@ pub fn carry(server: &mut McpServer, redact_secrets: bool, file: &Path, diagnost
     );
 }
 
+/// The members of a JSON configuration file's `env` object (Claude Code's and Qwen Code's
+/// `settings.json` set the harness's environment there: `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`)
+/// that are literal credentials by their names, as `env.NAME`; none when the file is not a
+/// JSON object or has no such object.
+pub fn env_credentials(json: &[u8]) -> Vec<String> {
+    let Ok(serde_json::Value::Object(file)) = serde_json::from_slice(json) else {
+        return Vec::new();
+    };
+    let Some(serde_json::Value::Object(env)) = file.get("env") else {
+        return Vec::new();
+    };
+    env.iter()
+        .filter(|(name, value)| {
+            names_a_secret(name) && value.as_str().is_some_and(|v| !holds_no_secret(v))
+        })
+        .map(|(name, _)| format!("env.{name}"))
+        .collect()
+}
+
+/// Notes that a configuration file a backup keeps byte for byte, `file`, holds the
+/// credentials [`env_credentials`] finds in it, so that whoever backs it up knows the
+/// repository holds them before pushing it anywhere.
+pub fn note_kept_credentials(file: &Path, json: &[u8], diagnostics: &Diagnostics) {
+    let found = env_credentials(json);
+    let what = match found.len() {
+        0 => return,
+        1 => "a credential",
+        _ => "credentials",
+    };
+    diagnostics.note(
+        file,
+        None,
+        format!(
+            "holds {what} written out in full ({}): the backup keeps the file as it is, and \
+             the snapshots asp push sends carry it",
+            found.join(", "),
+        ),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use asp_format::state::McpStdio;
     use serde_json::json;
+
+    #[test]
+    fn env_credentials_are_the_literal_values_named_like_one() {
+        let settings = br#"{"model": "opus", "env": {"ANTHROPIC_API_KEY": "sk-ant-x",
+            "OPENAI_API_KEY": "${OPENAI_API_KEY}", "DISABLE_TELEMETRY": "1",
+            "GITHUB_TOKEN": "ghp_live", "MAX_TOKENS": "4096", "API_KEY_HELPER": 3}}"#;
+        assert_eq!(
+            env_credentials(settings),
+            ["env.ANTHROPIC_API_KEY", "env.GITHUB_TOKEN"]
+        );
+        for none in [
+            &br#"{"env": ["ANTHROPIC_API_KEY"]}"#[..],
+            b"[1]",
+            b"not json",
+            b"{}",
+        ] {
+            assert!(env_credentials(none).is_empty());
+        }
+    }
 
     #[test]
     fn names_say_credential_word_by_word() {
