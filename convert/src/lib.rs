@@ -20,7 +20,7 @@ pub mod dir;
 pub mod error;
 pub mod harness;
 pub mod kit;
-mod reading;
+pub mod reading;
 pub mod store;
 
 #[cfg(feature = "claude-code")]

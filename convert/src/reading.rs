@@ -2,7 +2,8 @@
 //! peak memory follows the largest session rather than the number of cores.
 //!
 //! [`crate::Store`] reads a survey's entries on a pool of threads; each takes its place here
-//! before it reads ([`ReadingBudget::admit`]) and gives it back when done.
+//! before it reads ([`ReadingBudget::admit`]) and gives it back when done. `asp check
+//! --read-data` (asp-repo) bounds the transcripts it holds as dictionaries the same way.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -48,13 +49,14 @@ pub(crate) fn weights(entries: &[&Surveyed]) -> Vec<u64> {
 /// ask ([`ReadingBudget::admit`] takes a ticket), each when it fits beside the ones being
 /// read or when none is: a large session waits for the ones before it, never for the ones
 /// after it (which would put every large session at the end, read alone).
-pub(crate) struct ReadingBudget {
+#[derive(Debug)]
+pub struct ReadingBudget {
     limit: u64,
     state: Mutex<Reading>,
     room: Condvar,
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Reading {
     /// Bytes being read.
     bytes: u64,
@@ -64,13 +66,14 @@ struct Reading {
 }
 
 /// A session's place in the [`ReadingBudget`], given back when dropped.
-pub(crate) struct Admitted<'a> {
+#[derive(Debug)]
+pub struct Admitted<'a> {
     budget: &'a ReadingBudget,
     bytes: u64,
 }
 
 impl ReadingBudget {
-    pub(crate) fn new(limit: u64) -> Self {
+    pub fn new(limit: u64) -> Self {
         ReadingBudget {
             limit,
             state: Mutex::new(Reading::default()),
@@ -83,7 +86,7 @@ impl ReadingBudget {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn admit(&self, bytes: u64) -> Admitted<'_> {
+    pub fn admit(&self, bytes: u64) -> Admitted<'_> {
         let mut st = self.lock();
         let ticket = st.next_ticket;
         st.next_ticket += 1;

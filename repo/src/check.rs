@@ -6,6 +6,7 @@ use std::io::Read;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use asp_convert::reading::{READING_BUDGET, ReadingBudget};
 use asp_format::bundle::oci::LayerRef;
 use asp_format::digest::{Descriptor, Digest, VerifyingReader};
 use asp_format::progress::Progress;
@@ -348,6 +349,10 @@ impl Bodies {
             .map_or(1, |n| n.get())
             .min(groups.len().max(1));
         let bodies = &self.bodies;
+        // Memory follows the largest group, not the number of cores: each thread holds its
+        // group's base while the members decode against it (a window as large again), so at
+        // most a budget's worth of groups is read at once, a larger one alone.
+        let reading = ReadingBudget::new(READING_BUDGET);
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| {
@@ -357,6 +362,13 @@ impl Bodies {
                         let mut local = Vec::new();
                         // The base's bytes are kept only when something decodes against them.
                         let keep = members.iter().any(|m| m != base);
+                        let size = |d: &Digest| bodies[d].0.unwrap_or(bodies[d].1.size);
+                        let weight = if keep {
+                            size(base) + members.iter().map(size).max().unwrap_or(0)
+                        } else {
+                            0
+                        };
+                        let _admitted = (weight > 0).then(|| reading.admit(weight));
                         let dict = match decode(repo, base, &bodies[base], None, keep) {
                             Ok(kept) => {
                                 read.fetch_add(
