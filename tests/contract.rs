@@ -1056,13 +1056,15 @@ fn settings_only_as_accepted(h: &str) {
         )
         .0;
         // Literal expectations, not the rule's own answer: a one-provider harness takes its
-        // provider's models by their own ids only; Pi takes `provider/model`.
+        // provider's models by their own ids only; Pi and OpenCode take `provider/model`, and
+        // a full model id of a provider they both know by name with that name before it (an
+        // alias, `opus`, names no model there).
         let own = match accepts.runs {
             Runs::One(Provider::Anthropic) => matches!(model, "claude-opus-4-6" | "opus"),
             Runs::One(Provider::OpenAi) => model == "gpt-5.3-codex",
             Runs::One(Provider::Google) => model == "gemini-2.5-pro",
             Runs::One(Provider::Alibaba) => false,
-            Runs::ProviderSlashModel => model == "anthropic/claude-opus-4-6",
+            Runs::ProviderSlashModel => model != "opus",
             Runs::Several(ps) => match model {
                 "claude-opus-4-6" | "opus" => ps.contains(&Provider::Anthropic),
                 "gpt-5.3-codex" => ps.contains(&Provider::OpenAi),
@@ -1070,12 +1072,18 @@ fn settings_only_as_accepted(h: &str) {
                 _ => false,
             },
         };
+        let written = match (accepts.runs, model) {
+            (Runs::ProviderSlashModel, "claude-opus-4-6") => "anthropic/claude-opus-4-6",
+            (Runs::ProviderSlashModel, "gpt-5.3-codex") => "openai/gpt-5.3-codex",
+            (Runs::ProviderSlashModel, "gemini-2.5-pro") => "google/gemini-2.5-pro",
+            _ => model,
+        };
         if own {
             assert!(answer.not_taken.is_empty(), "{h} {model}: {answer:?}");
             let back = read(h, home.path()).state.settings.unwrap_or_default();
             assert_eq!(
                 back.get("model"),
-                Some(&SettingValue::Select(model.to_owned())),
+                Some(&SettingValue::Select(written.to_owned())),
                 "{h}"
             );
         } else {

@@ -58,6 +58,26 @@ impl Provider {
     }
 }
 
+/// A bare model id (`gpt-5.5`, `claude-opus-4-5`, `gemini-2.5-pro`) as a multi-provider
+/// harness names it, `provider/model`, when its provider is one that OpenCode (models.dev's
+/// provider ids) and Pi (pi-ai's) both know by the same name: `anthropic`, `openai`,
+/// `google`. Not an alias (`opus`, `auto-gemini-2.5`), which only its own harness resolves,
+/// nor a model of another provider (Qwen's, which those harnesses reach through providers of
+/// the user's choosing).
+pub fn with_provider(model: &str) -> Option<String> {
+    let lower = model.trim().to_ascii_lowercase();
+    if model.contains('/') || model.trim().is_empty() {
+        return None;
+    }
+    let provider = match Provider::of(model)? {
+        Provider::Anthropic if lower.starts_with("claude-") => "anthropic",
+        Provider::OpenAi => "openai",
+        Provider::Google if lower.starts_with("gemini-") || lower.starts_with("gemma-") => "google",
+        _ => return None,
+    };
+    Some(format!("{provider}/{}", model.trim()))
+}
+
 /// `Anthropic, OpenAI and Google`.
 fn names(all: &[Provider]) -> String {
     let v: Vec<String> = all.iter().map(ToString::to_string).collect();
@@ -134,6 +154,7 @@ impl Accepts {
             Runs::ProviderSlashModel => {
                 return match model.split_once('/') {
                     Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok(()),
+                    _ if with_provider(model).is_some() => Ok(()),
                     _ => Err(format!(
                         "{model:?} names no provider, and {} keeps a model as provider/model",
                         self.harness
@@ -159,6 +180,20 @@ impl Accepts {
         }
     }
 
+    /// `model` as this harness writes it, or why it cannot be written: a harness that keeps
+    /// models as `provider/model` gets a bare id of a provider it knows by name with that
+    /// name before it ([`with_provider`]: Codex's `gpt-5.5` is `openai/gpt-5.5` in OpenCode and
+    /// Pi); every other model as it is.
+    pub fn spelled(&self, model: &str) -> Result<String, String> {
+        self.model(model)?;
+        Ok(match self.runs {
+            Runs::ProviderSlashModel if !model.contains('/') => {
+                with_provider(model).unwrap_or_else(|| model.to_owned())
+            }
+            _ => model.to_owned(),
+        })
+    }
+
     /// Whether `mode` (in this harness's own spelling) can be written into it, or why not.
     pub fn mode(&self, mode: &str) -> Result<(), String> {
         if self.modes.contains(&mode) {
@@ -176,6 +211,33 @@ impl Accepts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bare_model_of_a_known_provider_gets_its_provider_where_models_are_provider_slash_model() {
+        for (bare, spelled) in [
+            ("gpt-5.5", Some("openai/gpt-5.5")),
+            ("o3", Some("openai/o3")),
+            ("claude-opus-4-6", Some("anthropic/claude-opus-4-6")),
+            ("gemini-2.5-pro", Some("google/gemini-2.5-pro")),
+            ("opus", None),
+            ("auto-gemini-2.5", None),
+            ("qwen3-coder-plus", None),
+            ("llama3.3", None),
+            ("openai/gpt-5.5", None),
+        ] {
+            assert_eq!(with_provider(bare).as_deref(), spelled, "{bare}");
+        }
+        let pi = Accepts {
+            harness: "Pi",
+            runs: Runs::ProviderSlashModel,
+            model_aliases: &[],
+            modes: &[],
+        };
+        assert_eq!(pi.spelled("gpt-5.5").unwrap(), "openai/gpt-5.5");
+        assert_eq!(pi.spelled("ollama/llama3.3").unwrap(), "ollama/llama3.3");
+        assert!(pi.spelled("llama3.3").is_err());
+        assert_eq!(T.spelled("claude-opus-4-6").unwrap(), "claude-opus-4-6");
+    }
 
     const T: Accepts = Accepts {
         harness: "Claude Code",

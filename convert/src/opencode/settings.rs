@@ -26,9 +26,10 @@ pub fn merge(global: &Global, file: &mut File, settings: &Settings, out: &mut Me
     let mut changed = false;
     for (id, value) in settings {
         let placed = match (id.as_str(), value) {
-            ("model", SettingValue::Select(v)) => match super::ACCEPTS.model(v) {
+            ("model", SettingValue::Select(v)) => match super::ACCEPTS.spelled(v) {
                 Err(why) => Placement::Refused(why),
-                Ok(()) => {
+                Ok(v) => {
+                    let v = v.as_str();
                     let set = file
                         .doc
                         .get("model")

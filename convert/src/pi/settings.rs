@@ -106,10 +106,10 @@ pub fn write(
             continue;
         };
         match id.as_str() {
-            "model" => match ACCEPTS.model(v) {
-                Ok(()) => {
+            "model" => match ACCEPTS.spelled(v) {
+                Ok(v) => {
                     // Pi's accepted models are always `provider/modelId`.
-                    let (p, m) = v.split_once('/').unwrap_or((v, ""));
+                    let (p, m) = v.split_once('/').unwrap_or((&v, ""));
                     set(
                         &mut o,
                         &[("defaultProvider", p), ("defaultModel", m)],
