@@ -33,7 +33,7 @@ use crate::auth::{
     AuthState, Challenge, DEFAULT_TOKEN_LIFETIME, Scheme, Scope, Token, parse_challenge, scope_key,
 };
 use crate::credentials::{Credentials, SecretKind};
-use crate::error::{Error, shorten};
+use crate::error::{Error, seconds, shorten};
 use crate::manifest::{ACCEPT_MANIFESTS, Limits, OciDescriptor, too_large};
 use crate::reference::{Reference, host_is_loopback, host_of};
 use crate::secret::{Scrubber, Secret, percent_encode};
@@ -49,8 +49,12 @@ pub struct ClientOptions {
     pub ca_file: Option<PathBuf>,
     /// Where docker keeps per-registry CAs (`<dir>/<registry>/*.crt`); `None` to not look.
     pub certs_d: Option<PathBuf>,
+    /// Longest wait for the first contact: connecting (TCP and TLS) and the answer to
+    /// `GET /v2/`, over HTTPS and the plain-HTTP fallback together (HTTPS gets half of it
+    /// when HTTP may follow).
     pub connect_timeout: Duration,
-    /// Longest wait for the next bytes of an answer.
+    /// Longest wait, once the registry has answered, for each answer and for the next bytes
+    /// of a body.
     pub read_timeout: Duration,
 }
 
@@ -63,6 +67,37 @@ impl Default for ClientOptions {
             certs_d: Some(PathBuf::from("/etc/docker/certs.d")),
             connect_timeout: Duration::from_secs(30),
             read_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Why the first request to one scheme failed.
+#[derive(Debug)]
+enum Failure {
+    /// No connection (refused, unknown host, TLS failure, no connection in time): what
+    /// happened, without the URL.
+    Unreachable(String),
+    /// Connected, and no answer in time.
+    Silent(String),
+    /// An answer that ends the attempt (not a registry, a bad request).
+    Other(Error),
+}
+
+impl Failure {
+    fn detail(&self) -> String {
+        match self {
+            Failure::Unreachable(d) | Failure::Silent(d) => d.clone(),
+            Failure::Other(e) => e.to_string(),
+        }
+    }
+
+    fn into_error(self, registry: &str, base: &str) -> Error {
+        match self {
+            Failure::Unreachable(d) | Failure::Silent(d) => Error::Unreachable {
+                registry: registry.to_owned(),
+                detail: format!("{d} ({base}/v2/)"),
+            },
+            Failure::Other(e) => e,
         }
     }
 }
@@ -106,6 +141,8 @@ pub struct Client {
     scrubber: Scrubber,
     auth: Mutex<AuthState>,
     insecure: bool,
+    /// For messages: how long an answer is waited for.
+    read_timeout: Duration,
 }
 
 const USER_AGENT: &str = concat!("asp/", env!("CARGO_PKG_VERSION"));
@@ -133,25 +170,85 @@ impl Client {
             scrubber,
             auth: Mutex::new(AuthState::default()),
             insecure: options.insecure,
+            read_timeout: options.read_timeout,
         };
         let schemes: &[&str] = if loopback || options.insecure {
             &["https", "http"]
         } else {
             &["https"]
         };
-        let mut first: Option<Error> = None;
-        for scheme in schemes {
+        // One budget for the whole first contact, so a registry that accepts connections and
+        // never answers costs `connect_timeout`, not a wait per scheme: HTTPS gets half of it
+        // when plain HTTP may follow (a TLS server answers a hello at once), HTTP the rest.
+        let budget = options.connect_timeout;
+        let start = Instant::now();
+        let mut failures: Vec<(String, Failure)> = Vec::new();
+        for (i, scheme) in schemes.iter().enumerate() {
             client.base = format!("{scheme}://{}", client.host);
-            match client.ping() {
+            let left = budget.saturating_sub(start.elapsed());
+            let allowed = if i + 1 < schemes.len() {
+                left / 2
+            } else {
+                left
+            };
+            match client.ping(allowed) {
                 Ok(()) => return Ok(client),
-                // HTTPS failed: try plain HTTP where allowed, but if that fails too, the
-                // HTTPS failure is the one worth reporting (an HTTPS-only registry answers
-                // plain HTTP with a 400 that says nothing about the certificate).
-                Err(e @ Error::Unreachable { .. }) if first.is_none() => first = Some(e),
-                Err(e) => return Err(first.unwrap_or(e)),
+                // HTTPS failed: try plain HTTP where allowed.
+                Err(f @ (Failure::Unreachable(_) | Failure::Silent(_)))
+                    if i + 1 < schemes.len() =>
+                {
+                    failures.push((client.base.clone(), f))
+                }
+                Err(f) => {
+                    failures.push((client.base.clone(), f));
+                    break;
+                }
             }
         }
-        Err(first.expect("at least one scheme was tried"))
+        Err(client.first_contact_failed(failures, budget))
+    }
+
+    /// Why no scheme reached the registry, naming every URL tried. Where plain HTTP got an
+    /// answer that is not a registry's (an HTTPS-only registry answers plain HTTP with a 400
+    /// that says nothing about the certificate), the HTTPS failure is the one worth reporting.
+    fn first_contact_failed(&self, failures: Vec<(String, Failure)>, budget: Duration) -> Error {
+        let tried = failures
+            .iter()
+            .map(|(base, _)| format!("{base}/v2/"))
+            .collect::<Vec<_>>()
+            .join(", then ");
+        let silent = failures
+            .iter()
+            .any(|(_, f)| matches!(f, Failure::Silent(_)));
+        let all_unreachable = failures
+            .iter()
+            .all(|(_, f)| matches!(f, Failure::Unreachable(_) | Failure::Silent(_)));
+        if silent && all_unreachable {
+            return Error::NoAnswer {
+                registry: self.registry.clone(),
+                waited: seconds(budget),
+                tried,
+            };
+        }
+        let mut failures = failures.into_iter();
+        let (first_base, first) = failures.next().expect("at least one scheme was tried");
+        match (first, failures.next()) {
+            (Failure::Other(e), _) => e,
+            (f, None) => f.into_error(&self.registry, &first_base),
+            (f, Some((_, Failure::Other(_)))) => f.into_error(&self.registry, &first_base),
+            (f, Some((second_base, g))) => {
+                let (a, b) = (f.detail(), g.detail());
+                let detail = if a == b {
+                    format!("{a} (tried {tried})")
+                } else {
+                    format!("{a} ({first_base}/v2/); {b} ({second_base}/v2/)")
+                };
+                Error::Unreachable {
+                    registry: self.registry.clone(),
+                    detail,
+                }
+            }
+        }
     }
 
     /// The registry as references name it.
@@ -170,25 +267,55 @@ impl Client {
         &self.scrubber
     }
 
-    fn ping(&self) -> Result<(), Error> {
+    /// `GET /v2/` at `self.base`, connecting and answering within `allowed`.
+    fn ping(&self, allowed: Duration) -> Result<(), Failure> {
         let url = format!("{}/v2/", self.base);
         let req = http::Request::builder()
             .method(Method::GET)
             .uri(&url)
             .body(SendBody::none())
-            .map_err(|e| self.bad_request(e))?;
+            .map_err(|e| Failure::Other(self.bad_request(e)))?;
+        // Connecting (TCP and TLS) and the answer each get `allowed`, and the whole call and
+        // each read a hair more (not `read_timeout`, which is for later requests): so a
+        // timeout's reason tells the phase (`Connect`: no connection or TLS handshake; after
+        // it: connected and silent) and the call still ends in time.
+        let hair = allowed + Duration::from_millis(50);
+        let req = self
+            .agent
+            .configure_request(req)
+            .timeout_connect(Some(allowed))
+            .timeout_recv_response(Some(allowed))
+            .timeout_per_call(Some(hair))
+            .timeout_per_read(Some(hair))
+            .build();
         // Whatever stops the very first request (refused, TLS, a plain-HTTP server answering
         // a TLS hello) means the registry cannot be reached this way.
-        let mut resp = self
-            .agent
-            .run(req)
-            .map_err(|e| match self.transport(e, "GET /v2/") {
-                Error::Transport { detail, .. } => Error::Unreachable {
-                    registry: self.registry.clone(),
-                    detail: format!("{detail} ({})", self.base),
-                },
-                other => other,
-            })?;
+        let mut resp = self.agent.run(req).map_err(|e| match e {
+            // Connected (TCP, and TLS for HTTPS), then no answer in time.
+            ureq::Error::Timeout(
+                ureq::Timeout::PerCall
+                | ureq::Timeout::Global
+                | ureq::Timeout::SendRequest
+                | ureq::Timeout::RecvResponse
+                | ureq::Timeout::PerRead,
+            ) => Failure::Silent(format!("no answer within {} s", seconds(allowed))),
+            // No connection, or no TLS handshake, in time.
+            ureq::Error::Timeout(ureq::Timeout::Connect | ureq::Timeout::Resolve) => {
+                Failure::Unreachable(format!(
+                    "no connection{} within {} s",
+                    if self.base.starts_with("https:") {
+                        " or TLS handshake"
+                    } else {
+                        ""
+                    },
+                    seconds(allowed)
+                ))
+            }
+            ureq::Error::Io(io) if io.kind() == io::ErrorKind::ConnectionRefused => {
+                Failure::Unreachable("connection refused".to_owned())
+            }
+            e => Failure::Unreachable(self.scrubber.scrub(&e.to_string())),
+        })?;
         match resp.status() {
             StatusCode::OK => Ok(()),
             StatusCode::UNAUTHORIZED => {
@@ -203,7 +330,7 @@ impl Client {
                 }
                 Ok(())
             }
-            status => Err(Error::Registry {
+            status => Err(Failure::Other(Error::Registry {
                 registry: self.registry.clone(),
                 request: "GET /v2/".to_owned(),
                 status: status.as_u16(),
@@ -211,7 +338,7 @@ impl Client {
                     "this does not look like an OCI registry ({})",
                     self.error_detail(&mut resp)
                 ),
-            }),
+            })),
         }
     }
 
@@ -890,7 +1017,20 @@ impl Client {
         {
             return Error::Integrity(io.to_string());
         }
-        let detail = self.scrubber.scrub(&e.to_string());
+        let detail = match &e {
+            // Connected, then nothing more from the registry in time.
+            ureq::Error::Timeout(
+                ureq::Timeout::PerCall
+                | ureq::Timeout::Global
+                | ureq::Timeout::RecvResponse
+                | ureq::Timeout::RecvBody
+                | ureq::Timeout::PerRead,
+            ) => format!(
+                "the registry sent nothing for {} s",
+                seconds(self.read_timeout)
+            ),
+            _ => self.scrubber.scrub(&e.to_string()),
+        };
         let unreachable = match &e {
             ureq::Error::ConnectionFailed
             | ureq::Error::HostNotFound

@@ -7,6 +7,7 @@
 
 use std::io;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use asp_format::error::{Classify, ErrorClass, io_class};
 
@@ -26,6 +27,19 @@ pub enum Error {
     /// The registry cannot be reached at all (refused, unknown host, TLS failure, timeout).
     #[error("cannot reach {registry}: {detail}")]
     Unreachable { registry: String, detail: String },
+
+    /// The registry accepted the connection and did not answer its first request in time.
+    #[error(
+        "the registry at {registry} accepted the connection but did not answer within \
+         {waited} s (tried {tried})"
+    )]
+    NoAnswer {
+        registry: String,
+        /// Seconds, as a message says them.
+        waited: String,
+        /// The URLs asked, in order.
+        tried: String,
+    },
 
     /// The connection broke off in the middle of a request.
     #[error("talking to {registry} failed during {what}: {detail}")]
@@ -117,6 +131,7 @@ impl Classify for Error {
             Error::Read { source, .. } => io_class(source, ErrorClass::Source),
             Error::Write { source, .. } => io_class(source, ErrorClass::Store),
             Error::Unreachable { .. }
+            | Error::NoAnswer { .. }
             | Error::Transport { .. }
             | Error::AuthRequired { .. }
             | Error::AuthFailed { .. }
@@ -157,5 +172,17 @@ pub(crate) fn shorten(text: &str, max: usize) -> String {
     } else {
         let cut: String = t.chars().take(max).collect();
         format!("{cut}…")
+    }
+}
+
+/// A duration as a message says it in seconds: `30`, `1.5`, `0.25` (to the millisecond).
+pub fn seconds(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{}", ms / 1000)
+    } else {
+        format!("{}.{:03}", ms / 1000, ms % 1000)
+            .trim_end_matches('0')
+            .to_owned()
     }
 }

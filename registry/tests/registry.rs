@@ -755,3 +755,142 @@ fn a_mount_the_token_does_not_cover_falls_back_to_uploading() {
         .collect();
     assert_eq!(asked.len(), 1, "{asked:?}");
 }
+
+/// A server on 127.0.0.1 that accepts every connection; `answers` says which request paths it
+/// answers (with `200 {}`); every other request gets no byte back, the connection held open.
+struct QuietServer {
+    port: u16,
+}
+
+impl QuietServer {
+    fn start(answers: fn(&str) -> bool) -> Self {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // The threads end with the test binary; nothing they hold outlives it.
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(conn.try_clone().unwrap());
+                    loop {
+                        let mut request = String::new();
+                        if reader.read_line(&mut request).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        loop {
+                            let mut line = String::new();
+                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if line == "\r\n" {
+                                break;
+                            }
+                        }
+                        let path = request.split(' ').nth(1).unwrap_or("");
+                        if !answers(path) {
+                            // Silent from here on; keep the connection open.
+                            std::thread::sleep(std::time::Duration::from_secs(600));
+                            return;
+                        }
+                        let _ = conn.write_all(
+                            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+                        );
+                    }
+                });
+            }
+        });
+        QuietServer { port }
+    }
+
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+fn quick(connect: f64, read: f64) -> ClientOptions {
+    ClientOptions {
+        connect_timeout: std::time::Duration::from_secs_f64(connect),
+        read_timeout: std::time::Duration::from_secs_f64(read),
+        ..ClientOptions::default()
+    }
+}
+
+#[test]
+fn a_registry_that_accepts_and_never_answers_costs_the_connect_timeout_once() {
+    let server = QuietServer::start(|_| false);
+    let host = server.host();
+    let r = Reference::parse(&format!("{host}/me/x:t")).unwrap();
+    let started = std::time::Instant::now();
+    let e = Client::connect(&r, quick(1.0, 0.5)).unwrap_err();
+    let took = started.elapsed();
+    // Over HTTPS (no TLS handshake) and then plain HTTP (no answer), one second in all.
+    assert!(matches!(e, Error::NoAnswer { .. }), "{e}");
+    assert_eq!(e.class(), ErrorClass::Source);
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the registry at {host} accepted the connection but did not answer within 1 s \
+             (tried https://{host}/v2/, then http://{host}/v2/)"
+        )
+    );
+    assert!(
+        took >= std::time::Duration::from_millis(900) && took < std::time::Duration::from_secs(3),
+        "took {took:?}"
+    );
+}
+
+#[test]
+fn a_registry_that_answers_then_goes_quiet_is_given_up_on_after_the_read_timeout() {
+    let server = QuietServer::start(|path| path == "/v2/");
+    let r = Reference::parse(&format!("{}/me/x:t", server.host())).unwrap();
+    let client = Client::connect(&r, quick(2.0, 0.5)).unwrap();
+    assert!(
+        client.base_url().starts_with("http://"),
+        "{}",
+        client.base_url()
+    );
+    let work = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let e = pull(
+        &client,
+        &r,
+        &LayoutSink::new(work.path().join("d")).unwrap(),
+        &PullOptions::default(),
+        &Silent,
+    )
+    .unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(e, Error::Transport { .. }), "{e}");
+    assert!(
+        e.to_string().contains("GET manifest t")
+            && e.to_string()
+                .contains("the registry sent nothing for 0.5 s"),
+        "{e}"
+    );
+    assert!(took < std::time::Duration::from_secs(3), "took {took:?}");
+    assert!(!work.path().join("d").exists());
+}
+
+#[test]
+fn a_registry_that_is_down_is_named_by_every_url_tried() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let host = format!("127.0.0.1:{port}");
+    let r = Reference::parse(&format!("{host}/me/x:t")).unwrap();
+    let e = Client::connect(&r, ClientOptions::default()).unwrap_err();
+    assert!(matches!(e, Error::Unreachable { .. }), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.starts_with(&format!("cannot reach {host}: ")),
+        "{text}"
+    );
+    assert!(text.to_lowercase().contains("refused"), "{text}");
+    assert!(
+        text.contains(&format!("https://{host}/v2/"))
+            && text.contains(&format!("http://{host}/v2/")),
+        "{text}"
+    );
+}
