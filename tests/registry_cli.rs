@@ -501,3 +501,162 @@ fn a_repository_pushed_to_before_is_where_blobs_are_mounted_from() {
         "{remotes}"
     );
 }
+
+/// A "registry" that accepts every connection on 127.0.0.1 and never sends a byte; the
+/// connections stay open until it is dropped.
+pub(crate) struct SilentListener {
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SilentListener {
+    pub(crate) fn start() -> Self {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for conn in listener.incoming() {
+                if flag.load(Ordering::SeqCst) {
+                    break;
+                }
+                if let Ok(c) = conn {
+                    held.push(c);
+                }
+            }
+        });
+        SilentListener {
+            port,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub(crate) fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for SilentListener {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn a_registry_that_accepts_and_never_answers_is_given_up_on_after_the_timeout() {
+    let silent = SilentListener::start();
+    let host = silent.host();
+    let home = Home::new();
+    let out_file = home.path().join("x.aspstate");
+
+    // Pull, --timeout 1: HTTPS and plain HTTP together wait one second, not 30 + 120.
+    let started = std::time::Instant::now();
+    let out = home
+        .asp()
+        .args(["pull", &format!("{host}/me/x:t"), "--timeout", "1", "-o"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the registry at {host} accepted the connection but did not answer within 1 s"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("https://{host}/v2/")) && err.contains(&format!("http://{host}/v2/")),
+        "both URLs tried are named: {err}"
+    );
+    assert!(took < std::time::Duration::from_secs(4), "took {took:?}");
+    assert!(!out_file.exists());
+
+    // Push, the timeout from the environment.
+    let src = home.path().join("src");
+    make_layout(&src, &[noise(31, 100)], "t");
+    let started = std::time::Instant::now();
+    let out = home
+        .asp()
+        .env("ASP_REGISTRY_TIMEOUT", "0.5")
+        .args(["push", "--layout"])
+        .arg(&src)
+        .arg(format!("{host}/me/x:t"))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("accepted the connection but did not answer within 0.5 s"),
+        "{err}"
+    );
+    assert!(took < std::time::Duration::from_secs(3), "took {took:?}");
+
+    // A timeout that is not a number of seconds is a usage error, before any connection.
+    for (flag, env) in [(Some("0"), None), (None, Some("soon"))] {
+        let mut cmd = home.asp();
+        if let Some(e) = env {
+            cmd.env("ASP_REGISTRY_TIMEOUT", e);
+        }
+        cmd.args(["pull", &format!("{host}/me/x:t"), "-o"])
+            .arg(&out_file);
+        if let Some(f) = flag {
+            cmd.args(["--timeout", f]);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    // --help says how long it waits and how to change it.
+    for cmd in ["pull", "push"] {
+        let out = home.asp().args([cmd, "--help"]).output().unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            help.contains("--timeout <SECONDS>") && help.contains("ASP_REGISTRY_TIMEOUT"),
+            "{help}"
+        );
+    }
+}
+
+#[test]
+fn a_registry_that_is_down_is_named_by_every_url_tried() {
+    // A port nothing listens on: bound, then let go.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let host = format!("127.0.0.1:{port}");
+    let home = Home::new();
+    let started = std::time::Instant::now();
+    let out = home
+        .asp()
+        .args(["pull", &format!("{host}/me/x:t"), "-o"])
+        .arg(home.path().join("x.aspstate"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("cannot reach {host}")), "{err}");
+    assert!(err.to_lowercase().contains("refused"), "{err}");
+    assert!(
+        err.contains(&format!("https://{host}/v2/")) && err.contains(&format!("http://{host}/v2/")),
+        "a loopback registry is tried over HTTPS and plain HTTP, and the message names both: {err}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(4));
+}

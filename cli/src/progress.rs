@@ -122,6 +122,11 @@ impl TransferBar {
         self.bar.finish_and_clear();
     }
 
+    /// What the bar says it is doing before the transfer starts (empty: nothing).
+    pub fn status(&self, what: String) {
+        self.bar.set_message(what);
+    }
+
     fn message(&self) {
         use std::sync::atomic::Ordering;
         self.bar.set_message(format!(

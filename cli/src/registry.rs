@@ -8,6 +8,7 @@
 
 use std::io::Read;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use asp_registry::bundle::{BundleFile, BundleSink};
 use asp_registry::credentials::Lookup;
@@ -35,7 +36,12 @@ credsStore (docker-credential-<helper> get), auths (auth, identitytoken). They a
 only when the registry asks (basic auth, or the token flow), and never printed.
 
 HTTPS always, except to a registry on this machine (localhost, 127.0.0.0/8, ::1), which may
-answer plain HTTP, or with --insecure.";
+answer plain HTTP, or with --insecure; those are tried over HTTPS, then plain HTTP.
+
+A registry that does not answer is given up on after --timeout SECONDS ($ASP_REGISTRY_TIMEOUT,
+else 30): the wait for it to accept the connection and answer its first request, HTTPS and
+plain HTTP together. Once it has answered, each later answer and each next bytes of a
+transfer are waited for up to 120 s, or SECONDS if longer.";
 
 /// How to reach and log in to a registry.
 #[derive(Debug, Clone, Args)]
@@ -59,6 +65,42 @@ pub struct RegistryArgs {
     /// Blobs transferred at once
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub jobs: u16,
+
+    /// Give up on a registry that has not accepted the connection and answered after SECONDS
+    /// (decimals allowed) [default: $ASP_REGISTRY_TIMEOUT, else 30]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
+    pub timeout: Option<Duration>,
+}
+
+/// The environment variable `--timeout` defaults to.
+const TIMEOUT_ENV: &str = "ASP_REGISTRY_TIMEOUT";
+/// How long a registry may take to answer its first request, unless told otherwise.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long, at least, a registry that answered may take for each later answer and the next
+/// bytes of a transfer (committing a big blob can take a while).
+const MIN_READ_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Seconds, decimals allowed, more than 0 and at most a day.
+fn parse_timeout(s: &str) -> std::result::Result<Duration, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 && x <= 86_400.0 => Ok(Duration::from_secs_f64(x)),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds (more than 0, at most 86400)"
+        )),
+    }
+}
+
+/// `--timeout`, else `$ASP_REGISTRY_TIMEOUT`, else 30 s.
+fn timeout(args: &RegistryArgs) -> Result<Duration> {
+    if let Some(t) = args.timeout {
+        return Ok(t);
+    }
+    match std::env::var(TIMEOUT_ENV) {
+        Ok(v) if !v.trim().is_empty() => {
+            parse_timeout(&v).map_err(|e| Error::Usage(format!("{TIMEOUT_ENV}: {e}")).into())
+        }
+        _ => Ok(DEFAULT_TIMEOUT),
+    }
 }
 
 /// Push a snapshot of the repository, a bundle or an OCI image layout to a registry
@@ -232,19 +274,29 @@ fn connect(reference: &Reference, args: &RegistryArgs, bar: &TransferBar) -> Res
     } else {
         None
     };
+    let timeout = timeout(args)?;
     let found = Lookup::new(explicit)?.find(reference.registry())?;
     for note in &found.notes {
         bar.println(format!("note: {note}"));
     }
-    Ok(Client::connect(
+    bar.status(format!(
+        "waiting for {} to answer (at most {} s)",
+        reference.registry(),
+        asp_registry::error::seconds(timeout)
+    ));
+    let client = Client::connect(
         reference,
         ClientOptions {
             insecure: args.insecure,
             credentials: found.credentials,
             ca_file: args.ca_file.clone(),
+            connect_timeout: timeout,
+            read_timeout: timeout.max(MIN_READ_TIMEOUT),
             ..ClientOptions::default()
         },
-    )?)
+    );
+    bar.status(String::new());
+    Ok(client?)
 }
 
 fn parse_reference(s: &str) -> Result<Reference> {
