@@ -150,6 +150,13 @@ fn every_chat_of_the_sample_is_one_session_with_its_project_and_title() {
             "2026-11-27T10:07:31.026Z",
         ),
         (
+            // A subagent's `summary` is its JSON report: its title is the task its parent gave.
+            S4B,
+            "/home/dev/work/Shop",
+            "Find every place where discount/coupon codes are parsed, looked up or compared in this repository, and report whether the lookup is case-sensitive or whitespace-sensitive.",
+            "2026-11-27T10:05:36.099Z",
+        ),
+        (
             S5,
             "/home/dev/code/dotfiles",
             "My zsh prompt takes about two seconds to appear. Can you find out why? The config is in zsh/.zshrc.",

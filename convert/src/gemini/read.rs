@@ -3,7 +3,8 @@
 //!
 //! A subagent's chat (`chats/<parent id>/<id>.jsonl`) becomes a session of its own, linked
 //! both ways (`_meta.asp.parent` on the child,
-//! `_meta.asp.subagentSessionId` on the parent's `invoke_agent` call). A project directory's
+//! `_meta.asp.subagentSessionId` on the parent's `invoke_agent` call), titled with the task that
+//! call gave it (the `summary` Gemini sets is its result, not a title). A project directory's
 //! root comes from the registry or its marker; an old `sha256(root)` directory's root is found
 //! by hashing every root the home and the chat mention. The same session can sit in two files
 //! (the CLI copies hash directories into slug directories; a resumed `.json` chat continues in
@@ -75,7 +76,7 @@ pub fn read_session(
 ) -> Result<Vec<Session>, ConvertError> {
     let plan: &Plan = entry.plan();
     let mut out = Vec::new();
-    let mut links: HashMap<String, (String, String)> = HashMap::new();
+    let mut links: HashMap<String, Link> = HashMap::new();
     let mut found = Vec::new();
     for f in &plan.mains {
         let reader = ChatDir {
@@ -89,8 +90,15 @@ pub fn read_session(
         let Some((found_one, calls)) = reader.read_one(f, parent)? else {
             continue;
         };
-        for (agent, call) in calls {
-            links.insert(agent, (found_one.session.id.to_string(), call));
+        for c in calls {
+            links.insert(
+                c.agent,
+                Link {
+                    parent: found_one.session.id.to_string(),
+                    call: c.call,
+                    task: c.task,
+                },
+            );
         }
         found.push(found_one);
     }
@@ -124,10 +132,21 @@ struct ChatDir<'a, 'b> {
     dir_root: Option<&'a str>,
 }
 
-/// `agentId` → tool call id of the calls in a chat that started a subagent.
-type SubagentCalls = Vec<(String, String)>;
+/// The calls in a chat that started a subagent.
+type SubagentCalls = Vec<replay::SubagentCall>;
 
-type Links<'a> = (&'a String, &'a HashMap<String, (String, String)>);
+/// What a subagent's chat learns from the call in its parent that started it.
+struct Link {
+    /// The parent's session id.
+    parent: String,
+    call: String,
+    /// The task the call gave, the subagent's title.
+    task: Option<String>,
+}
+
+/// A subagent chat's parent directory name (the parent's session id), and the links by
+/// `agentId`.
+type Links<'a> = (&'a String, &'a HashMap<String, Link>);
 
 impl ChatDir<'_, '_> {
     /// Reads one chat file into a session; `None` when it is not a chat.
@@ -185,7 +204,8 @@ impl ChatDir<'_, '_> {
                  known root with its hash); carried without a working directory",
             );
         }
-        let conv = replay::convert(&chat, &sid, cwd.as_deref(), &file.children, self.ctx.blobs)?;
+        let mut conv =
+            replay::convert(&chat, &sid, cwd.as_deref(), &file.children, self.ctx.blobs)?;
 
         let mut meta = Some(Meta::new());
         meta.as_mut()
@@ -193,7 +213,16 @@ impl ChatDir<'_, '_> {
             .insert("gemini".into(), Value::Object(conv.meta.clone()));
         if let Some((parent_dir, links)) = parent {
             let link = match links.get(&sid) {
-                Some((psid, call)) => Parent::new(psid.clone()).with_call(Some(call.clone())),
+                Some(l) => {
+                    // A subagent with no title of its own is titled with the task its
+                    // parent's call gave it.
+                    if let Some(task) = &l.task
+                        && replay::summary_title(&chat).is_none()
+                    {
+                        conv.title.clone_from(task);
+                    }
+                    Parent::new(l.parent.clone()).with_call(Some(l.call.clone()))
+                }
                 None => Parent::new(parent_dir.clone()),
             };
             kit_meta::set_parent(&mut meta, &link);

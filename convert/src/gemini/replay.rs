@@ -38,8 +38,19 @@ pub struct Converted {
     pub title: String,
     /// The session's `_meta.gemini`.
     pub meta: Map<String, Value>,
-    /// `agentId` → tool call id of every `invoke_agent` call with a subagent chat.
-    pub subagent_calls: Vec<(String, String)>,
+    /// Every `invoke_agent` call with a subagent chat.
+    pub subagent_calls: Vec<SubagentCall>,
+}
+
+/// A call that started a subagent whose chat is stored under this chat.
+#[derive(Debug, Clone)]
+pub struct SubagentCall {
+    /// The subagent's `agentId`: its chat's session id.
+    pub agent: String,
+    /// The tool call id.
+    pub call: String,
+    /// The task the call gave the subagent (its `prompt`), on one line: the subagent's title.
+    pub task: Option<String>,
 }
 
 /// Converts a replayed chat into its update stream. `subagent_chats` holds the session ids of
@@ -139,10 +150,13 @@ fn title_update(title: &str) -> Update {
     }
 }
 
-/// The session's title: the last `summary`, else the first prompt that survived the replay
-/// (what the person typed, `displayContent`, when it differs from what was sent), on one line.
+/// The session's title: the last `summary` ([`summary_title`]), else the first prompt that
+/// survived the replay (what the person typed, `displayContent`, when it differs from what was
+/// sent), on one line. A subagent's chat without a title of its own is titled with its first
+/// prompt, the task it was given (the reader prefers the task as the parent's call states it,
+/// [`SubagentCall::task`]).
 pub fn title_of(chat: &Chat) -> String {
-    if let Some(s) = chat.str_meta("summary") {
+    if let Some(s) = summary_title(chat) {
         return s.to_owned();
     }
     chat.messages
@@ -157,6 +171,32 @@ pub fn title_of(chat: &Chat) -> String {
         })
         .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
         .unwrap_or_default()
+}
+
+/// The chat's `summary` when it is a title. Gemini sets a subagent chat's `summary` when the
+/// subagent finishes, by a `$set` after its messages, to its result (the report, often JSON, cut
+/// to 197 characters): not a title. A subagent chat's title is a `summary` its metadata holds
+/// before any message, where a writer puts the title of a session it composes.
+pub fn summary_title(chat: &Chat) -> Option<&str> {
+    if chat.str_meta("kind") == Some("subagent") {
+        chat.titles
+            .iter()
+            .rev()
+            .find(|t| t.after.is_none())
+            .map(|t| t.title.as_str())
+    } else {
+        chat.str_meta("summary")
+    }
+}
+
+/// The task a call that starts a subagent gives it, on one line: `invoke_agent`'s `prompt`
+/// (an agent called as a tool of its own name took an `objective` or a `task`).
+fn subagent_task(args: &Value) -> Option<String> {
+    ["prompt", "objective", "task"]
+        .iter()
+        .find_map(|k| args.get(*k).and_then(Value::as_str))
+        .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|t| !t.is_empty())
 }
 
 /// Every `functionResponse` part in user records, by call id (the first wins): tool results
@@ -404,7 +444,11 @@ fn tool_updates(
         && subagent_chats.contains(agent)
     {
         start = start.with_meta("asp", json!({"subagentSessionId": agent}));
-        out.subagent_calls.push((agent.to_owned(), id.clone()));
+        out.subagent_calls.push(SubagentCall {
+            agent: agent.to_owned(),
+            call: id.clone(),
+            task: subagent_task(&args),
+        });
     }
     updates.push(start);
 
