@@ -121,6 +121,177 @@ fn inspect_reads_like_a_summary() {
         );
 }
 
+/// `asp inspect` of a harness sample packed: the human listing and the `--json` answer.
+fn inspect_sample(harness: &str) -> (String, Value) {
+    let dir = tmp();
+    let bundle = dir.path().join(format!("{harness}.aspstate"));
+    pack_home(harness, samples().join(harness), &bundle)
+        .arg("-q")
+        .assert()
+        .success();
+    let human = asp().arg("inspect").arg(&bundle).output().unwrap();
+    assert!(human.status.success());
+    let json = asp()
+        .args(["inspect", "--json"])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(json.status.success());
+    (
+        String::from_utf8(human.stdout).unwrap(),
+        serde_json::from_slice(&json.stdout).unwrap(),
+    )
+}
+
+#[test]
+fn inspect_titles_a_gemini_subagent_with_its_task_and_lists_it_under_its_parent() {
+    let (human, json) = inspect_sample("gemini");
+    let parent = "74fc793d-e13b-4fc3-a859-050b7745d5a6";
+    let child = "75019869-95e4-4509-a6d3-4409df55c502";
+    let task = "Find every place where discount/coupon codes are parsed, looked up or compared \
+                in this repository, and report whether the lookup is case-sensitive or \
+                whitespace-sensitive.";
+    // The subagent's own `summary` is its JSON report, not a title.
+    assert!(!human.contains("SummaryOfFindings"), "{human}");
+    let lines: Vec<&str> = human.lines().collect();
+    let at = |needle: &str| {
+        lines
+            .iter()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} in\n{human}"))
+    };
+    let (p, c) = (at(&format!("  {parent}  ")), at(&format!("{child}  ")));
+    // Right under its parent (the parent's two lines), indented and marked.
+    assert_eq!(c, p + 2, "{human}");
+    assert_eq!(lines[c], format!("      ↳ {child}  {task:?}"));
+    assert!(
+        lines[c + 1].starts_with(&format!("          subagent of {parent} · gemini · ")),
+        "{human}"
+    );
+    let sessions = json["sessions"].as_array().unwrap();
+    let of = |id: &str| sessions.iter().find(|s| s["id"] == id).unwrap();
+    assert_eq!(of(child)["title"], task);
+    assert_eq!(of(child)["parent"], parent);
+    assert_eq!(of(parent)["parent"], Value::Null);
+}
+
+#[test]
+fn inspect_marks_the_subagents_of_every_harness() {
+    for (harness, child, parent) in [
+        (
+            "claude-code",
+            "agent-a44a1a1a1ce6520e9",
+            "12821015-852a-451b-911f-ba64553fbf57",
+        ),
+        (
+            "opencode",
+            "ses_dcbe260acffer3QV3aBzBoeP5p",
+            "ses_dcbe2625dffeon9jAGX5j0o9Kz",
+        ),
+    ] {
+        let (human, json) = inspect_sample(harness);
+        assert!(
+            human.contains(&format!("↳ {child}  ")),
+            "{harness}: {human}"
+        );
+        assert!(
+            human.contains(&format!("subagent of {parent} · {harness}")),
+            "{harness}: {human}"
+        );
+        let sessions = json["sessions"].as_array().unwrap();
+        let c = sessions.iter().find(|s| s["id"] == child).unwrap();
+        assert_eq!(c["parent"], parent, "{harness}");
+    }
+}
+
+#[test]
+fn inspect_shows_an_untitled_pi_session_as_untitled() {
+    let (human, json) = inspect_sample("pi");
+    assert!(!human.contains("\"\""), "{human}");
+    assert!(
+        human.contains("  01a23402-1d89-7140-8970-cd7348199b16  (untitled)\n"),
+        "{human}"
+    );
+    // A named one is still its name, quoted.
+    assert!(
+        human.contains(
+            "  01a23401-fede-73bb-a519-9d9e83d26f55  \"Fix discount codes in checkout\"\n"
+        ),
+        "{human}"
+    );
+    // The JSON keeps the title as it is: none.
+    let sessions = json["sessions"].as_array().unwrap();
+    let s = sessions
+        .iter()
+        .find(|s| s["id"] == "01a23402-1d89-7140-8970-cd7348199b16")
+        .unwrap();
+    assert_eq!(s["title"], "");
+}
+
+#[test]
+fn inspect_from_dir_counts_what_the_state_directory_holds() {
+    let dir = tmp();
+    let plain = dir.path().join("plain");
+    asp_unpack()
+        .arg(samples().join("state.aspstate"))
+        .arg("--to-dir")
+        .arg(&plain)
+        .assert()
+        .success();
+    let json = |args: &[&std::ffi::OsStr]| -> Value {
+        let out = asp()
+            .args(["inspect", "--json"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let of_bundle = json(&[samples().join("state.aspstate").as_os_str()]);
+    let of_dir = json(&["--from-dir".as_ref(), plain.as_os_str()]);
+    assert_eq!(
+        of_dir["kinds"],
+        serde_json::json!({"sessions": 2, "instructions": 1, "skills": 1, "tools": 2, "memory": 3, "settings": 4})
+    );
+    for key in [
+        "kinds",
+        "sessions",
+        "instructions",
+        "skills",
+        "tools",
+        "memory",
+        "settings",
+    ] {
+        assert_eq!(of_dir[key], of_bundle[key], "{key}");
+    }
+    assert!(of_dir.get("bundle").is_none());
+    asp()
+        .args(["inspect", "--from-dir"])
+        .arg(&plain)
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("sessions (2)")
+                .and(predicate::str::contains(
+                    "\"Add dry-run flag to deploy script\"",
+                ))
+                .and(predicate::str::contains("release-notes  2 files"))
+                .and(predicate::str::contains("memory (3)"))
+                .and(predicate::str::contains("settings (4)")),
+        );
+    // The directory given as a bundle says how to inspect it.
+    asp()
+        .arg("inspect")
+        .arg(&plain)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--from-dir"));
+}
+
 #[test]
 fn export_prints_the_export_answer_and_leaves_out_kinds_not_asked() {
     let out = asp()

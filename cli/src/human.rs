@@ -79,6 +79,20 @@ pub fn one_line(s: &str) -> String {
         .join(" ")
 }
 
+/// What a listing shows for a session with no title (an unnamed Pi session), whatever its
+/// harness.
+pub const UNTITLED: &str = "(untitled)";
+
+/// A title in a table cell: on one line ([`one_line`]), [`UNTITLED`] when it is empty.
+pub fn title(s: &str) -> String {
+    let line = one_line(s);
+    if line.is_empty() {
+        UNTITLED.to_owned()
+    } else {
+        line
+    }
+}
+
 /// Rows under a header, each column as wide as its widest cell (the last one is not padded),
 /// two spaces apart.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> Vec<String> {

@@ -1,46 +1,105 @@
-//! `asp inspect`: what a bundle holds, without unpacking it.
+//! `asp inspect`: what a bundle holds, without unpacking it; or what a state directory holds.
 
 use std::path::PathBuf;
 
 use crate::exit::{Context, Failure};
+use asp_convert::Store;
+use asp_convert::kit::report::Diagnostics;
+use asp_convert::store::ReadRequest;
+use asp_format::blob::Discard;
 use asp_format::bundle::Bundle;
-use asp_format::state::{McpServer, NoteBody, SettingValue};
+use asp_format::state::{McpServer, NoteBody, Session, SettingValue, State, parent_of};
 use clap::Parser;
 use serde_json::json;
 
 use crate::args::Common;
 use crate::exit::Exit;
 use crate::human;
+use crate::progress::Bar;
 use crate::stdio::Input;
 
-/// Show what a bundle holds: sessions, instructions, skills, tools, notes, settings
+/// Show what a bundle (or a state directory) holds: sessions, instructions, skills, tools, notes,
+/// settings
 #[derive(Debug, Clone, Parser)]
 #[command(after_help = "\
 Examples:
   asp inspect backup.aspstate
   asp inspect backup.aspstate --json | jq .kinds
+  asp inspect --from-dir ./state        a state directory (asp-unpack --to-dir)
 
 --json prints at least {\"kinds\": {kind: count}}, as _asp/state/describe answers, plus the
-bundle's digest and an entry per session, skill, tool and note.")]
+bundle's digest and an entry per session (with the session it is a subagent of), skill, tool
+and note.")]
 pub struct InspectArgs {
     /// The bundle (`-` for standard input)
-    #[arg(value_name = "BUNDLE")]
-    pub bundle: PathBuf,
+    #[arg(
+        value_name = "BUNDLE",
+        required_unless_present = "from_dir",
+        conflicts_with = "from_dir"
+    )]
+    pub bundle: Option<PathBuf>,
+
+    /// Inspect a state directory (the plain form `asp-unpack --to-dir` writes) instead of a
+    /// bundle
+    #[arg(long, value_name = "DIR")]
+    pub from_dir: Option<PathBuf>,
 
     #[command(flatten)]
     pub common: Common,
 }
 
+/// What is inspected: a bundle, or a state directory read whole.
+enum Source {
+    Bundle {
+        bundle: Box<Bundle>,
+        /// The bundle as the user named it (`<stdin>` for `-`).
+        shown: String,
+        size: u64,
+    },
+    Dir {
+        path: PathBuf,
+        state: State,
+    },
+}
+
+impl Source {
+    fn state(&self) -> &State {
+        match self {
+            Source::Bundle { bundle, .. } => &bundle.manifest().state,
+            Source::Dir { state, .. } => state,
+        }
+    }
+}
+
 pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
-    let input = Input::open(&args.bundle)?;
-    let bundle = Bundle::open(input.path())
-        .map_err(|e| input.own(e))
-        .with_context(|| format!("cannot open {}", input.display()))?;
-    let size = std::fs::metadata(input.path())
-        .map_err(Failure::source)?
-        .len();
-    let m = bundle.manifest();
-    let state = &m.state;
+    let source = match (&args.bundle, &args.from_dir) {
+        (_, Some(dir)) => Source::Dir {
+            path: dir.clone(),
+            state: read_dir(dir, &args.common)?,
+        },
+        (Some(path), None) => {
+            let input = Input::open(path)?;
+            if input.path().is_dir() {
+                crate::bail_usage!(
+                    "{} is a directory: inspect a state directory with --from-dir {0}",
+                    input.display()
+                );
+            }
+            let bundle = Bundle::open(input.path())
+                .map_err(|e| input.own(e))
+                .with_context(|| format!("cannot open {}", input.display()))?;
+            let size = std::fs::metadata(input.path())
+                .map_err(Failure::source)?
+                .len();
+            Source::Bundle {
+                bundle: Box::new(bundle),
+                shown: input.display(),
+                size,
+            }
+        }
+        (None, None) => unreachable!("clap requires BUNDLE or --from-dir"),
+    };
+    let state = source.state();
     if args.common.json {
         let sessions: Vec<_> = state
             .sessions
@@ -49,7 +108,8 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
             .map(|s| {
                 json!({"id": s.id, "title": s.title, "harness": s.harness, "cwd": s.cwd,
                        "updatedAt": s.updated_at, "size": s.updates.size,
-                       "native": s.native.as_ref().map(|n| n.files.len())})
+                       "native": s.native.as_ref().map(|n| n.files.len()),
+                       "parent": parent_of(s)})
             })
             .collect();
         let skills: Vec<_> = state
@@ -78,12 +138,19 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
             .collect();
         let out = json!({
             "kinds": state.counts(),
-            "bundle": {
-                "digest": bundle.digest(),
-                "size": size,
-                "layoutVersion": bundle.layout().layout_version,
-                "generator": bundle.layout().generator,
-                "created": bundle.created(),
+            "bundle": match &source {
+                Source::Bundle { bundle, size, .. } => json!({
+                    "digest": bundle.digest(),
+                    "size": size,
+                    "layoutVersion": bundle.layout().layout_version,
+                    "generator": bundle.layout().generator,
+                    "created": bundle.created(),
+                }),
+                Source::Dir { .. } => serde_json::Value::Null,
+            },
+            "directory": match &source {
+                Source::Dir { path, .. } => json!(path.display().to_string()),
+                Source::Bundle { .. } => serde_json::Value::Null,
             },
             "sessions": state.sessions.as_ref().map(|_| sessions),
             "instructions": state.instructions.as_ref().map(|i| json!({"size": i.text.size})),
@@ -99,29 +166,40 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
         return Ok(Exit::Ok);
     }
 
-    crate::outln!("bundle   {}", bundle.digest());
-    crate::outln!(
-        "file     {} ({}, layout {}{})",
-        input.display(),
-        human::bytes(size),
-        bundle.layout().layout_version,
-        bundle
-            .layout()
-            .generator
-            .as_ref()
-            .map(|g| format!(", made by {g}"))
-            .unwrap_or_default()
-    );
-    if let Some(c) = bundle.created() {
-        crate::outln!("created  {c}");
+    match &source {
+        Source::Bundle {
+            bundle,
+            shown,
+            size,
+        } => {
+            crate::outln!("bundle   {}", bundle.digest());
+            crate::outln!(
+                "file     {shown} ({}, layout {}{})",
+                human::bytes(*size),
+                bundle.layout().layout_version,
+                bundle
+                    .layout()
+                    .generator
+                    .as_ref()
+                    .map(|g| format!(", made by {g}"))
+                    .unwrap_or_default()
+            );
+            if let Some(c) = bundle.created() {
+                crate::outln!("created  {c}");
+            }
+        }
+        Source::Dir { path, .. } => crate::outln!("directory  {}", path.display()),
     }
     if state.kinds().is_empty() {
         crate::outln!("\n(no state)");
     }
     if let Some(sessions) = &state.sessions {
         crate::outln!("\nsessions ({})", sessions.len());
-        for s in sessions {
+        for (s, depth) in nested(sessions) {
             let mut extra = Vec::new();
+            if let Some(p) = parent_of(s) {
+                extra.push(format!("subagent of {p}"));
+            }
             if let Some(h) = &s.harness {
                 extra.push(h.to_string());
             }
@@ -135,8 +213,11 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
             if let Some(n) = &s.native {
                 extra.push(format!("+{} native file(s)", n.files.len()));
             }
-            crate::outln!("  {}  {:?}", s.id, s.title);
-            crate::outln!("      {}", extra.join(" · "));
+            // A subagent sits under its parent, indented one step per level, marked `↳`.
+            let indent = "    ".repeat(depth);
+            let mark = if depth > 0 { "↳ " } else { "" };
+            crate::outln!("  {indent}{mark}{}  {}", s.id, shown_title(&s.title));
+            crate::outln!("      {indent}{}", extra.join(" · "));
         }
     }
     if let Some(i) = &state.instructions {
@@ -194,6 +275,68 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
         }
     }
     Ok(Exit::Ok)
+}
+
+/// Reads a state directory as `asp-pack --from-dir` does, hashing bodies without keeping them.
+fn read_dir(dir: &std::path::Path, common: &Common) -> crate::exit::Result<State> {
+    let store = Store::Dir(dir.to_path_buf());
+    let diagnostics = Diagnostics::new();
+    let bar = Bar::new(common.quiet);
+    let state = store
+        .read(&ReadRequest::new(&Discard, &diagnostics, &bar))
+        .with_context(|| format!("cannot read the state directory {}", dir.display()))?;
+    for d in diagnostics.items() {
+        bar.println(format!("{}: {d}", human::severity(d.severity)));
+    }
+    bar.clear();
+    Ok(state)
+}
+
+/// A title as the listing shows it: quoted, on one line; an untitled session (a Pi session
+/// nobody named) says so, whatever harness it came from.
+fn shown_title(title: &str) -> String {
+    let line = human::one_line(title);
+    if line.is_empty() {
+        human::UNTITLED.to_owned()
+    } else {
+        format!("{line:?}")
+    }
+}
+
+/// The sessions in listing order with their depth: each after its parent (when the state holds
+/// it), in the state's order otherwise.
+fn nested(sessions: &[Session]) -> Vec<(&Session, usize)> {
+    let ids: std::collections::HashSet<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+    // A parent the state does not hold, or a cycle, leaves the session at the top.
+    let top = |s: &Session| parent_of(s).is_none_or(|p| !ids.contains(p) || p == s.id.as_str());
+    let mut out = Vec::with_capacity(sessions.len());
+    let mut seen = std::collections::HashSet::new();
+    fn visit<'a>(
+        s: &'a Session,
+        depth: usize,
+        sessions: &'a [Session],
+        seen: &mut std::collections::HashSet<&'a str>,
+        out: &mut Vec<(&'a Session, usize)>,
+    ) {
+        if !seen.insert(s.id.as_str()) {
+            return;
+        }
+        out.push((s, depth));
+        for child in sessions
+            .iter()
+            .filter(|c| parent_of(c) == Some(s.id.as_str()))
+        {
+            visit(child, depth + 1, sessions, seen, out);
+        }
+    }
+    for s in sessions.iter().filter(|s| top(s)) {
+        visit(s, 0, sessions, &mut seen, &mut out);
+    }
+    // Sessions only reachable through a cycle of parents.
+    for s in sessions {
+        visit(s, 0, sessions, &mut seen, &mut out);
+    }
+    out
 }
 
 /// Drops `null` members, so kinds not given do not appear at all.

@@ -159,7 +159,7 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
                 r.snapshot.clone().unwrap_or_else(|| "live".to_owned()),
                 if r.gone_from_source { "gone" } else { "" }.to_owned(),
                 human::one_line(r.cwd.as_deref().unwrap_or("-")),
-                human::one_line(&r.title),
+                human::title(&r.title),
             ]);
             cells
         })
