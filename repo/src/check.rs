@@ -349,9 +349,10 @@ impl Bodies {
             .map_or(1, |n| n.get())
             .min(groups.len().max(1));
         let bodies = &self.bodies;
-        // Memory follows the largest group, not the number of cores: each thread holds its
-        // group's base while the members decode against it (a window as large again), so at
-        // most a budget's worth of groups is read at once, a larger one alone.
+        // Memory follows the largest group, not the number of cores: a thread holds its
+        // group's base while the members decode against it, and each decoder a window up to
+        // its body's size (a transcript over 2 MiB is one frame with a window that large), so
+        // at most a budget's worth of groups is read at once, a larger one alone.
         let reading = ReadingBudget::new(READING_BUDGET);
         std::thread::scope(|scope| {
             for _ in 0..threads {
@@ -362,12 +363,7 @@ impl Bodies {
                         let mut local = Vec::new();
                         // The base's bytes are kept only when something decodes against them.
                         let keep = members.iter().any(|m| m != base);
-                        let size = |d: &Digest| bodies[d].0.unwrap_or(bodies[d].1.size);
-                        let weight = if keep {
-                            size(base) + members.iter().map(size).max().unwrap_or(0)
-                        } else {
-                            0
-                        };
+                        let weight = group_weight(bodies, base, members, keep);
                         let _admitted = (weight > 0).then(|| reading.admit(weight));
                         let dict = match decode(repo, base, &bodies[base], None, keep) {
                             Ok(kept) => {
@@ -415,6 +411,39 @@ impl Bodies {
     }
 }
 
+/// What decoding a group holds at once, for the [`ReadingBudget`]: the base kept whole and the
+/// decoder's window as large (a dictionary no state sizes counts as the largest a layer may
+/// be), then the largest member's window beside it; a body decoded as it streams, only a
+/// window over level 3's 2 MiB (its own size, at most 2^27). Zero when nothing is held
+/// beyond a few buffers.
+fn group_weight(
+    bodies: &BTreeMap<Digest, (Option<u64>, LayerRef)>,
+    base: &Digest,
+    members: &[Digest],
+    keep: bool,
+) -> u64 {
+    const STREAMED: u64 = 2 << 20;
+    let size = |d: &Digest| {
+        bodies[d]
+            .0
+            .unwrap_or(crate::blobs::DICTIONARY_LIMIT)
+            .min(crate::blobs::DICTIONARY_LIMIT)
+    };
+    if keep {
+        let widest = members
+            .iter()
+            .filter(|m| *m != base)
+            .map(size)
+            .max()
+            .unwrap_or(0);
+        size(base).saturating_mul(2).saturating_add(widest)
+    } else if size(base) > STREAMED {
+        size(base)
+    } else {
+        0
+    }
+}
+
 /// Decodes body `d` from its layer `r` (against `dict`) and checks it against its digest and
 /// its size, or, for a dictionary no state names, as [`crate::blobs::read_dictionary`] does;
 /// its bytes when `keep`.
@@ -441,4 +470,54 @@ fn decode(
     }
     .map_err(|e| fail("body", &e))?;
     Ok(kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use asp_format::bundle::oci::Encoding;
+
+    const MIB: u64 = 1 << 20;
+
+    fn body(
+        n: u8,
+        size: Option<u64>,
+        dictionary: Option<Digest>,
+    ) -> (Digest, (Option<u64>, LayerRef)) {
+        let d = Digest::of(&[n]);
+        let r = LayerRef {
+            layer: Digest::of(&[n, n]),
+            size: 1000,
+            encoding: Encoding::Zstd,
+            dictionary,
+        };
+        (d, (size, r))
+    }
+
+    /// A transcript kept for its streams weighs itself twice (its bytes and its decoder's
+    /// window) and its widest stream's window; a body decoded as it streams, only its window
+    /// when over 2 MiB; a dictionary no state sizes, the largest a layer may be.
+    #[test]
+    fn a_group_weighs_what_its_decoding_holds_at_once() {
+        let (t, tb) = body(1, Some(10 * MIB), None);
+        let (s, sb) = body(2, Some(12 * MIB), Some(t));
+        let (small, smallb) = body(3, Some(MIB), None);
+        let (big, bigb) = body(4, Some(3 * MIB), None);
+        let (unsized_, unsizedb) = body(5, None, None);
+        let bodies: BTreeMap<_, _> = [
+            (t, tb),
+            (s, sb),
+            (small, smallb),
+            (big, bigb),
+            (unsized_, unsizedb),
+        ]
+        .into();
+        assert_eq!(group_weight(&bodies, &t, &[t, s], true), 32 * MIB);
+        assert_eq!(group_weight(&bodies, &small, &[small], false), 0);
+        assert_eq!(group_weight(&bodies, &big, &[big], false), 3 * MIB);
+        assert_eq!(
+            group_weight(&bodies, &unsized_, &[unsized_, s], true),
+            2 * crate::blobs::DICTIONARY_LIMIT + 12 * MIB
+        );
+    }
 }
