@@ -83,9 +83,9 @@ const MIN_READ_TIMEOUT: Duration = Duration::from_secs(120);
 /// Seconds, decimals allowed, more than 0 and at most a day.
 fn parse_timeout(s: &str) -> std::result::Result<Duration, String> {
     match s.trim().parse::<f64>() {
-        Ok(x) if x.is_finite() && x > 0.0 && x <= 86_400.0 => Ok(Duration::from_secs_f64(x)),
+        Ok(x) if x.is_finite() && (0.1..=86_400.0).contains(&x) => Ok(Duration::from_secs_f64(x)),
         _ => Err(format!(
-            "{s:?} is not a number of seconds (more than 0, at most 86400)"
+            "{s:?} is not a number of seconds (at least 0.1, at most 86400)"
         )),
     }
 }

@@ -279,10 +279,11 @@ impl Client {
         // each read a hair more (not `read_timeout`, which is for later requests): so a
         // timeout's reason tells the phase (`Connect`: no connection or TLS handshake; after
         // it: connected and silent) and the call still ends in time.
-        let hair = allowed + Duration::from_millis(50);
+        let hair = allowed.saturating_add(Duration::from_millis(50));
         let req = self
             .agent
             .configure_request(req)
+            .timeout_resolve(Some(allowed))
             .timeout_connect(Some(allowed))
             .timeout_recv_response(Some(allowed))
             .timeout_per_call(Some(hair))
@@ -293,12 +294,17 @@ impl Client {
         let mut resp = self.agent.run(req).map_err(|e| match e {
             // Connected (TCP, and TLS for HTTPS), then no answer in time.
             ureq::Error::Timeout(
-                ureq::Timeout::PerCall
-                | ureq::Timeout::Global
-                | ureq::Timeout::SendRequest
-                | ureq::Timeout::RecvResponse
-                | ureq::Timeout::PerRead,
+                ureq::Timeout::SendRequest | ureq::Timeout::RecvResponse | ureq::Timeout::PerRead,
             ) => Failure::Silent(format!("no answer within {} s", seconds(allowed))),
+            // The whole call ran out, which the phases' own limits should have ended first:
+            // resolving and connecting are timed from different moments (ureq starts the
+            // connect limit once the name is resolved), so it cannot say which phase it was.
+            ureq::Error::Timeout(ureq::Timeout::PerCall | ureq::Timeout::Global) => {
+                Failure::Unreachable(format!(
+                    "no connection or answer within {} s",
+                    seconds(allowed)
+                ))
+            }
             // No connection, or no TLS handshake, in time.
             ureq::Error::Timeout(ureq::Timeout::Connect | ureq::Timeout::Resolve) => {
                 Failure::Unreachable(format!(
