@@ -58,6 +58,14 @@ impl Provider {
     }
 }
 
+/// The provider the carried settings say the model ran through: Codex's `model_provider`.
+pub fn through(settings: &asp_format::state::Settings) -> Option<&str> {
+    match settings.get("model_provider") {
+        Some(asp_format::state::SettingValue::Select(p)) => Some(p.as_str()),
+        _ => None,
+    }
+}
+
 /// A bare model id (`gpt-5.5`, `claude-opus-4-5`, `gemini-2.5-pro`) as a multi-provider
 /// harness names it, `provider/model`, when its provider is one that OpenCode (models.dev's
 /// provider ids) and Pi (pi-ai's) both know by the same name: `anthropic`, `openai`,
@@ -66,11 +74,14 @@ impl Provider {
 /// the user's choosing).
 pub fn with_provider(model: &str) -> Option<String> {
     let lower = model.trim().to_ascii_lowercase();
-    if model.contains('/') || model.trim().is_empty() {
+    // `claude-sonnet-4-5[1m]`: a context-size suffix only Claude Code reads.
+    if model.contains(['/', '[', ':']) || model.trim().is_empty() {
         return None;
     }
     let provider = match Provider::of(model)? {
-        Provider::Anthropic if lower.starts_with("claude-") => "anthropic",
+        // Anthropic's ids are dashed (`claude-sonnet-4-5`); `claude-sonnet-4.5` is Copilot's
+        // own catalog name, which Anthropic's API does not know.
+        Provider::Anthropic if lower.starts_with("claude-") && !lower.contains('.') => "anthropic",
         Provider::OpenAi => "openai",
         Provider::Google if lower.starts_with("gemini-") || lower.starts_with("gemma-") => "google",
         _ => return None,
@@ -107,7 +118,8 @@ pub enum Runs {
     One(Provider),
     /// Models of whichever providers the user has set up, always named `provider/model` (Pi):
     /// which providers those are is the user's (built in or from their own `models.json`), so
-    /// any provider is taken, and a bare model id, which names none, is not.
+    /// any provider is taken, and a bare model id only when [`with_provider`] can name its
+    /// provider.
     ProviderSlashModel,
     /// Models of several providers, each named by its own bare id (Copilot CLI runs Anthropic's,
     /// OpenAI's and Google's from one catalog): a model is taken when its id names one of them.
@@ -183,12 +195,25 @@ impl Accepts {
     /// `model` as this harness writes it, or why it cannot be written: a harness that keeps
     /// models as `provider/model` gets a bare id of a provider it knows by name with that
     /// name before it ([`with_provider`]: Codex's `gpt-5.5` is `openai/gpt-5.5` in OpenCode and
-    /// Pi); every other model as it is.
-    pub fn spelled(&self, model: &str) -> Result<String, String> {
+    /// Pi); every other model as it is. `through` is the provider the source ran the model
+    /// through (the `model_provider` setting Codex carries): a bare id that ran through
+    /// another provider than the one its name says (`gpt-5.5` through `azure`, `gpt-oss:20b`
+    /// through `ollama`) is not given a provider it did not run through.
+    pub fn spelled(&self, model: &str, through: Option<&str>) -> Result<String, String> {
         self.model(model)?;
         Ok(match self.runs {
             Runs::ProviderSlashModel if !model.contains('/') => {
-                with_provider(model).unwrap_or_else(|| model.to_owned())
+                let spelled = with_provider(model).unwrap_or_else(|| model.to_owned());
+                match (through, spelled.split_once('/')) {
+                    (Some(t), Some((p, _))) if !t.eq_ignore_ascii_case(p) => {
+                        return Err(format!(
+                            "{model:?} ran through the model provider {t:?}, and {} keeps a \
+                             model as provider/model of a provider the user set up there",
+                            self.harness
+                        ));
+                    }
+                    _ => spelled,
+                }
             }
             _ => model.to_owned(),
         })
@@ -224,6 +249,9 @@ mod tests {
             ("qwen3-coder-plus", None),
             ("llama3.3", None),
             ("openai/gpt-5.5", None),
+            ("claude-sonnet-4-5[1m]", None),
+            ("claude-sonnet-4.5", None),
+            ("gpt-oss:20b", None),
         ] {
             assert_eq!(with_provider(bare).as_deref(), spelled, "{bare}");
         }
@@ -233,10 +261,21 @@ mod tests {
             model_aliases: &[],
             modes: &[],
         };
-        assert_eq!(pi.spelled("gpt-5.5").unwrap(), "openai/gpt-5.5");
-        assert_eq!(pi.spelled("ollama/llama3.3").unwrap(), "ollama/llama3.3");
-        assert!(pi.spelled("llama3.3").is_err());
-        assert_eq!(T.spelled("claude-opus-4-6").unwrap(), "claude-opus-4-6");
+        assert_eq!(pi.spelled("gpt-5.5", None).unwrap(), "openai/gpt-5.5");
+        assert_eq!(
+            pi.spelled("gpt-5.5", Some("openai")).unwrap(),
+            "openai/gpt-5.5"
+        );
+        assert!(pi.spelled("gpt-5.5", Some("azure")).is_err());
+        assert_eq!(
+            pi.spelled("ollama/llama3.3", Some("ollama")).unwrap(),
+            "ollama/llama3.3"
+        );
+        assert!(pi.spelled("llama3.3", None).is_err());
+        assert_eq!(
+            T.spelled("claude-opus-4-6", None).unwrap(),
+            "claude-opus-4-6"
+        );
     }
 
     const T: Accepts = Accepts {

@@ -26,29 +26,31 @@ pub fn merge(global: &Global, file: &mut File, settings: &Settings, out: &mut Me
     let mut changed = false;
     for (id, value) in settings {
         let placed = match (id.as_str(), value) {
-            ("model", SettingValue::Select(v)) => match super::ACCEPTS.spelled(v) {
-                Err(why) => Placement::Refused(why),
-                Ok(v) => {
-                    let v = v.as_str();
-                    let set = file
-                        .doc
-                        .get("model")
-                        .map(|m| (file.path.clone(), m.clone()))
-                        .or_else(|| global.top_elsewhere(&file.path, "model"));
-                    match set {
-                        Some((_, old)) if old.as_str() == Some(v) => Placement::AlreadyThere,
-                        Some((from, old)) => Placement::Refused(format!(
-                            "{} already sets model = {old}, so that was kept; the carried {v} \
+            ("model", SettingValue::Select(v)) => {
+                match super::ACCEPTS.spelled(v, crate::kit::accepted::through(settings)) {
+                    Err(why) => Placement::Refused(why),
+                    Ok(v) => {
+                        let v = v.as_str();
+                        let set = file
+                            .doc
+                            .get("model")
+                            .map(|m| (file.path.clone(), m.clone()))
+                            .or_else(|| global.top_elsewhere(&file.path, "model"));
+                        match set {
+                            Some((_, old)) if old.as_str() == Some(v) => Placement::AlreadyThere,
+                            Some((from, old)) => Placement::Refused(format!(
+                                "{} already sets model = {old}, so that was kept; the carried {v} \
                              was not written",
-                            from.display()
-                        )),
-                        None => {
-                            changed |= file.set(&["model"], json!(v));
-                            Placement::New
+                                from.display()
+                            )),
+                            None => {
+                                changed |= file.set(&["model"], json!(v));
+                                Placement::New
+                            }
                         }
                     }
                 }
-            },
+            }
             (other, v) => Placement::Refused(format!(
                 "OpenCode keeps no session option {other:?} (value {v}) where asp can write \
                  it; not written"

@@ -106,7 +106,7 @@ pub fn write(
             continue;
         };
         match id.as_str() {
-            "model" => match ACCEPTS.spelled(v) {
+            "model" => match ACCEPTS.spelled(v, crate::kit::accepted::through(settings)) {
                 Ok(v) => {
                     // Pi's accepted models are always `provider/modelId`.
                     let (p, m) = v.split_once('/').unwrap_or((&v, ""));
