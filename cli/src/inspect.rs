@@ -214,7 +214,8 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
                 extra.push(format!("+{} native file(s)", n.files.len()));
             }
             // A subagent sits under its parent, indented one step per level, marked `↳`.
-            let indent = "    ".repeat(depth);
+            // (At most eight steps: a deeper chain would only push the text off the screen.)
+            let indent = "    ".repeat(depth.min(8));
             let mark = if depth > 0 { "↳ " } else { "" };
             crate::outln!("  {indent}{mark}{}  {}", s.id, shown_title(&s.title));
             crate::outln!("      {indent}{}", extra.join(" · "));
@@ -306,35 +307,34 @@ fn shown_title(title: &str) -> String {
 /// The sessions in listing order with their depth: each after its parent (when the state holds
 /// it), in the state's order otherwise.
 fn nested(sessions: &[Session]) -> Vec<(&Session, usize)> {
-    let ids: std::collections::HashSet<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+    use std::collections::{HashMap, HashSet};
+    let ids: HashSet<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+    // Each session's children, in the state's order: built once, so a state of many
+    // sessions is listed in linear time.
+    let mut children: HashMap<&str, Vec<&Session>> = HashMap::new();
+    for s in sessions {
+        if let Some(p) = parent_of(s).filter(|p| ids.contains(p) && *p != s.id.as_str()) {
+            children.entry(p).or_default().push(s);
+        }
+    }
     // A parent the state does not hold, or a cycle, leaves the session at the top.
     let top = |s: &Session| parent_of(s).is_none_or(|p| !ids.contains(p) || p == s.id.as_str());
     let mut out = Vec::with_capacity(sessions.len());
-    let mut seen = std::collections::HashSet::new();
-    fn visit<'a>(
-        s: &'a Session,
-        depth: usize,
-        sessions: &'a [Session],
-        seen: &mut std::collections::HashSet<&'a str>,
-        out: &mut Vec<(&'a Session, usize)>,
-    ) {
-        if !seen.insert(s.id.as_str()) {
-            return;
+    let mut seen = HashSet::new();
+    // Depth first without recursion (a bundle's parent chains are as long as it says); then
+    // the sessions only reachable through a cycle of parents.
+    let roots = sessions.iter().filter(|s| top(s)).chain(sessions.iter());
+    for root in roots {
+        let mut stack = vec![(root, 0usize)];
+        while let Some((s, depth)) = stack.pop() {
+            if !seen.insert(s.id.as_str()) {
+                continue;
+            }
+            out.push((s, depth));
+            if let Some(kids) = children.get(s.id.as_str()) {
+                stack.extend(kids.iter().rev().map(|c| (*c, depth + 1)));
+            }
         }
-        out.push((s, depth));
-        for child in sessions
-            .iter()
-            .filter(|c| parent_of(c) == Some(s.id.as_str()))
-        {
-            visit(child, depth + 1, sessions, seen, out);
-        }
-    }
-    for s in sessions.iter().filter(|s| top(s)) {
-        visit(s, 0, sessions, &mut seen, &mut out);
-    }
-    // Sessions only reachable through a cycle of parents.
-    for s in sessions {
-        visit(s, 0, sessions, &mut seen, &mut out);
     }
     out
 }
@@ -349,5 +349,75 @@ fn strip_nulls(v: serde_json::Value) -> serde_json::Value {
                 .collect(),
         ),
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(id: &str, parent: Option<&str>) -> Session {
+        let mut v = json!({
+            "id": id,
+            "title": id,
+            "updates": {"digest": format!("sha256:{}", "0".repeat(64)), "size": 0},
+        });
+        if let Some(p) = parent {
+            v["_meta"] = json!({"asp": {"parent": {"sessionId": p}}});
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    /// Each subagent right after its parent (and its own subagents after it), in the state's
+    /// order; a session whose parent the state lacks, or whose parents go round in a cycle,
+    /// at the top; every session once.
+    #[test]
+    fn subagents_are_listed_after_their_parents() {
+        let sessions = [
+            session("c1", Some("b")),
+            session("a", None),
+            session("b", None),
+            session("g1", Some("c1")),
+            session("c2", Some("b")),
+            session("orphan", Some("gone")),
+            session("x", Some("y")),
+            session("y", Some("x")),
+            session("self", Some("self")),
+        ];
+        let listed: Vec<(&str, usize)> = nested(&sessions)
+            .into_iter()
+            .map(|(s, d)| (s.id.as_str(), d))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("a", 0),
+                ("b", 0),
+                ("c1", 1),
+                ("g1", 2),
+                ("c2", 1),
+                ("orphan", 0),
+                ("self", 0),
+                ("x", 0),
+                ("y", 1),
+            ]
+        );
+    }
+
+    /// A parent chain as long as a bundle says is listed without recursion.
+    #[test]
+    fn a_long_chain_of_parents_is_listed_without_recursion() {
+        let sessions: Vec<Session> = (0..100_000)
+            .map(|i| {
+                let parent = (i > 0).then(|| format!("s{}", i - 1));
+                session(&format!("s{i}"), parent.as_deref())
+            })
+            .collect();
+        let listed = nested(&sessions);
+        assert_eq!(listed.len(), sessions.len());
+        assert_eq!(
+            listed.last().map(|(s, d)| (s.id.as_str(), *d)),
+            Some(("s99999", 99_999))
+        );
     }
 }
