@@ -275,11 +275,16 @@ impl Client {
             .uri(&url)
             .body(SendBody::none())
             .map_err(|e| Failure::Other(self.bad_request(e)))?;
-        // Connecting (TCP and TLS) and the answer each get `allowed`, and the whole call and
-        // each read a hair more (not `read_timeout`, which is for later requests): so a
-        // timeout's reason tells the phase (`Connect`: no connection or TLS handshake; after
-        // it: connected and silent) and the call still ends in time.
-        let hair = allowed.saturating_add(Duration::from_millis(50));
+        // Resolving, connecting (TCP and TLS) and the answer each get `allowed` (not
+        // `read_timeout`, which is for later requests), so a timeout's reason tells the phase
+        // (`Resolve`/`Connect`: no connection or TLS handshake; after it: connected and
+        // silent). ureq times each phase from its own start and the whole call from the
+        // call's, so the whole call gets twice as long: a slow name lookup followed by a
+        // dropped connection, or a connection followed by silence, is named by its phase, and
+        // the call still ends.
+        let hair = allowed
+            .saturating_mul(2)
+            .saturating_add(Duration::from_millis(50));
         let req = self
             .agent
             .configure_request(req)
