@@ -502,58 +502,9 @@ fn a_repository_pushed_to_before_is_where_blobs_are_mounted_from() {
     );
 }
 
-/// A "registry" that accepts every connection on 127.0.0.1 and never sends a byte; the
-/// connections stay open until it is dropped.
-pub(crate) struct SilentListener {
-    port: u16,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl SilentListener {
-    pub(crate) fn start() -> Self {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let mut held = Vec::new();
-            for conn in listener.incoming() {
-                if flag.load(Ordering::SeqCst) {
-                    break;
-                }
-                if let Ok(c) = conn {
-                    held.push(c);
-                }
-            }
-        });
-        SilentListener {
-            port,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    pub(crate) fn host(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for SilentListener {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        // Wake the accept loop so it sees the flag.
-        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 #[test]
 fn a_registry_that_accepts_and_never_answers_is_given_up_on_after_the_timeout() {
-    let silent = SilentListener::start();
+    let silent = asp_test_registry::QuietServer::start(|_| false);
     let host = silent.host();
     let home = Home::new();
     let out_file = home.path().join("x.aspstate");
@@ -636,11 +587,7 @@ fn a_registry_that_accepts_and_never_answers_is_given_up_on_after_the_timeout() 
 
 #[test]
 fn a_registry_that_is_down_is_named_by_every_url_tried() {
-    // A port nothing listens on: bound, then let go.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = asp_test_registry::free_port();
     let host = format!("127.0.0.1:{port}");
     let home = Home::new();
     let started = std::time::Instant::now();

@@ -85,11 +85,21 @@ pub const UNTITLED: &str = "(untitled)";
 
 /// A title in a table cell: on one line ([`one_line`]), [`UNTITLED`] when it is empty.
 pub fn title(s: &str) -> String {
+    titled(s, |line| line)
+}
+
+/// A title in a listing, quoted (so a title that is itself `(untitled)` is told apart), on one
+/// line; [`UNTITLED`] when it is empty.
+pub fn quoted_title(s: &str) -> String {
+    titled(s, |line| format!("{line:?}"))
+}
+
+fn titled(s: &str, shown: impl FnOnce(String) -> String) -> String {
     let line = one_line(s);
     if line.is_empty() {
         UNTITLED.to_owned()
     } else {
-        line
+        shown(line)
     }
 }
 

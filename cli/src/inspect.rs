@@ -217,7 +217,11 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
             // (At most eight steps: a deeper chain would only push the text off the screen.)
             let indent = "    ".repeat(depth.min(8));
             let mark = if depth > 0 { "↳ " } else { "" };
-            crate::outln!("  {indent}{mark}{}  {}", s.id, shown_title(&s.title));
+            crate::outln!(
+                "  {indent}{mark}{}  {}",
+                s.id,
+                human::quoted_title(&s.title)
+            );
             crate::outln!("      {indent}{}", extra.join(" · "));
         }
     }
@@ -291,17 +295,6 @@ fn read_dir(dir: &std::path::Path, common: &Common) -> crate::exit::Result<State
     }
     bar.clear();
     Ok(state)
-}
-
-/// A title as the listing shows it: quoted, on one line; an untitled session (a Pi session
-/// nobody named) says so, whatever harness it came from.
-fn shown_title(title: &str) -> String {
-    let line = human::one_line(title);
-    if line.is_empty() {
-        human::UNTITLED.to_owned()
-    } else {
-        format!("{line:?}")
-    }
 }
 
 /// The sessions in listing order with their depth: each after its parent (when the state holds

@@ -76,11 +76,7 @@ pub struct RegistryArgs {
 const TIMEOUT_ENV: &str = "ASP_REGISTRY_TIMEOUT";
 /// How long a registry may take to answer its first request, unless told otherwise.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long, at least, a registry that answered may take for each later answer and the next
-/// bytes of a transfer (committing a big blob can take a while).
-const MIN_READ_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Seconds, decimals allowed, more than 0 and at most a day.
+/// Seconds, decimals allowed, at least 0.1 and at most a day.
 fn parse_timeout(s: &str) -> std::result::Result<Duration, String> {
     match s.trim().parse::<f64>() {
         Ok(x) if x.is_finite() && (0.1..=86_400.0).contains(&x) => Ok(Duration::from_secs_f64(x)),
@@ -291,7 +287,9 @@ fn connect(reference: &Reference, args: &RegistryArgs, bar: &TransferBar) -> Res
             credentials: found.credentials,
             ca_file: args.ca_file.clone(),
             connect_timeout: timeout,
-            read_timeout: timeout.max(MIN_READ_TIMEOUT),
+            // A registry that answered may take the client's own wait, at least, for each
+            // later answer (committing a big blob can take a while).
+            read_timeout: timeout.max(ClientOptions::default().read_timeout),
             ..ClientOptions::default()
         },
     );

@@ -18,7 +18,7 @@ use asp_registry::{
     ARTIFACT_TYPE, Client, ClientOptions, Error, Observer, PullOptions, PushOptions, Reference,
     Silent, pull, push,
 };
-use asp_test_registry::{Auth, TestRegistry, User};
+use asp_test_registry::{Auth, QuietServer, TestRegistry, User};
 
 const PASSWORD: &str = "Pw-9f1c!correct-horse";
 const WRONG: &str = "Wr0ng-pw-7d2e#battery";
@@ -756,58 +756,6 @@ fn a_mount_the_token_does_not_cover_falls_back_to_uploading() {
     assert_eq!(asked.len(), 1, "{asked:?}");
 }
 
-/// A server on 127.0.0.1 that accepts every connection; `answers` says which request paths it
-/// answers (with `200 {}`); every other request gets no byte back, the connection held open.
-struct QuietServer {
-    port: u16,
-}
-
-impl QuietServer {
-    fn start(answers: fn(&str) -> bool) -> Self {
-        use std::io::{BufRead, BufReader, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        // The threads end with the test binary; nothing they hold outlives it.
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(mut conn) = conn else { continue };
-                std::thread::spawn(move || {
-                    let mut reader = BufReader::new(conn.try_clone().unwrap());
-                    loop {
-                        let mut request = String::new();
-                        if reader.read_line(&mut request).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        loop {
-                            let mut line = String::new();
-                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                                return;
-                            }
-                            if line == "\r\n" {
-                                break;
-                            }
-                        }
-                        let path = request.split(' ').nth(1).unwrap_or("");
-                        if !answers(path) {
-                            // Silent from here on; keep the connection open.
-                            std::thread::sleep(std::time::Duration::from_secs(600));
-                            return;
-                        }
-                        let _ = conn.write_all(
-                            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
-                        );
-                    }
-                });
-            }
-        });
-        QuietServer { port }
-    }
-
-    fn host(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-}
-
 fn quick(connect: f64, read: f64) -> ClientOptions {
     ClientOptions {
         connect_timeout: std::time::Duration::from_secs_f64(connect),
@@ -874,10 +822,7 @@ fn a_registry_that_answers_then_goes_quiet_is_given_up_on_after_the_read_timeout
 
 #[test]
 fn a_registry_that_is_down_is_named_by_every_url_tried() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = asp_test_registry::free_port();
     let host = format!("127.0.0.1:{port}");
     let r = Reference::parse(&format!("{host}/me/x:t")).unwrap();
     let e = Client::connect(&r, ClientOptions::default()).unwrap_err();

@@ -101,7 +101,8 @@ pub struct TestRegistry {
     tls: Option<PathBuf>,
 }
 
-fn free_port() -> u16 {
+/// A port on 127.0.0.1 nothing listens on (bound, then let go).
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .expect("bind a free port")
         .local_addr()
@@ -812,5 +813,59 @@ mod tests {
                 ("e".into(), String::new())
             ]
         );
+    }
+}
+
+/// A server on 127.0.0.1 that accepts every connection; `answers` says which request paths it
+/// answers (with `200 {}`); every other request gets no byte back, the connection held open:
+/// a registry that hangs, for the client's timeouts (`|_| false`: one that never answers).
+#[derive(Debug)]
+pub struct QuietServer {
+    port: u16,
+}
+
+impl QuietServer {
+    pub fn start(answers: fn(&str) -> bool) -> Self {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // The threads end with the test binary; nothing they hold outlives it.
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(conn.try_clone().unwrap());
+                    loop {
+                        let mut request = String::new();
+                        if reader.read_line(&mut request).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        loop {
+                            let mut line = String::new();
+                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if line == "\r\n" {
+                                break;
+                            }
+                        }
+                        let path = request.split(' ').nth(1).unwrap_or("");
+                        if !answers(path) {
+                            // Silent from here on; keep the connection open.
+                            std::thread::sleep(std::time::Duration::from_secs(600));
+                            return;
+                        }
+                        let _ = conn.write_all(
+                            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+                        );
+                    }
+                });
+            }
+        });
+        QuietServer { port }
+    }
+
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
     }
 }
