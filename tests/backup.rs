@@ -176,8 +176,18 @@ fn blob_count(repo: &Path) -> usize {
     fs::read_dir(repo.join("blobs/sha256")).unwrap().count()
 }
 
+/// A backup's `[new, changed, unchanged, gone]`, in sessions (a subagent is one): with a
+/// snapshot written, they add up to the sessions `asp snapshots` says it holds.
 fn counts(o: &Value) -> [u64; 4] {
-    ["new", "changed", "unchanged", "gone"].map(|k| o[k].as_u64().unwrap())
+    let c = ["new", "changed", "unchanged", "gone"].map(|k| o[k].as_u64().unwrap());
+    if let Some(held) = o["snapshot"]["sessions"].as_u64() {
+        assert_eq!(
+            c.iter().sum::<u64>(),
+            held,
+            "the counts add up to the snapshot's: {o}"
+        );
+    }
+    c
 }
 
 fn restore(repo: &Path, to: &Path, args: &[&str]) {
@@ -225,7 +235,7 @@ fn a_full_backup_is_the_bundle_asp_pack_makes_and_restores_byte_for_byte() {
     let home = home_in(t.path());
     let repo = t.path().join("repo");
     let o = backup(&home, &repo);
-    assert_eq!(counts(&o), [4, 0, 0, 0], "{o}");
+    assert_eq!(counts(&o), [5, 0, 0, 0], "{o}");
     let snap = &o["snapshot"];
     let out = asp_pack()
         .args(["--from", "claude-code", "--json", "-q", "--home"])
@@ -330,7 +340,7 @@ fn an_appended_turn_reads_only_that_session() {
     set_mtime(&file, Duration::from_secs(3500));
 
     let o = backup(&home, &repo);
-    assert_eq!(counts(&o), [0, 1, 3, 0], "{o}");
+    assert_eq!(counts(&o), [0, 1, 4, 0], "{o}");
     assert_eq!(o["parent"], first["snapshot"]["digest"]);
     check(&repo, true);
     let fresh = t.path().join("fresh");
@@ -400,9 +410,9 @@ fn a_file_read_again_only_for_the_racy_rule_counts_as_unchanged() {
     append_turn(&file, 2);
     set_mtime(&file, Duration::ZERO);
     let o = backup(&home, &repo);
-    assert_eq!(counts(&o), [0, 1, 3, 0], "{o}");
+    assert_eq!(counts(&o), [0, 1, 4, 0], "{o}");
     let o = backup(&home, &repo);
-    assert_eq!(counts(&o), [0, 0, 4, 0], "read again, the same: {o}");
+    assert_eq!(counts(&o), [0, 0, 5, 0], "read again, the same: {o}");
     assert!(o["snapshot"].is_null(), "nothing changed: {o}");
 }
 
@@ -427,7 +437,7 @@ fn with_a_gone(t: &tempfile::TempDir) -> (PathBuf, PathBuf, Vec<u8>, Value) {
 fn a_session_the_harness_deleted_is_kept_and_comes_back() {
     let t = tmp();
     let (home, repo, original, o) = with_a_gone(&t);
-    assert_eq!(counts(&o), [0, 0, 3, 1], "{o}");
+    assert_eq!(counts(&o), [0, 0, 4, 1], "{o}");
     // Still gone: carried again, and nothing else changed.
     let again = backup(&home, &repo);
     assert!(again["snapshot"].is_null(), "{again}");
@@ -708,7 +718,7 @@ fn a_lost_layer_of_a_gone_session_does_not_stop_later_backups() {
     assert!(!err.contains("read again from the source"), "{err}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(!v[0]["snapshot"].is_null(), "the backup went on: {v}");
-    assert_eq!(counts(&v[0]), [0, 1, 2, 1], "{v}");
+    assert_eq!(counts(&v[0]), [0, 1, 3, 1], "{v}");
     assert_eq!(v[0]["layersLost"], 1, "{v}");
     assert_eq!(v[0]["lost"].as_array().unwrap().len(), 1, "{v}");
     let fresh = t.path().join("fresh");
@@ -1100,14 +1110,14 @@ fn pack_from_repo_gives_the_bundle_asp_pack_makes_byte_for_byte() {
     backup(&home, &repo);
     let packed = pack_home_to(&home, &t.path().join("a.aspstate"));
     assert!(packed == pack_repo_to(&repo, &t.path().join("b.aspstate"), "latest"));
-    // After an incremental backup that reused three sessions' layers too.
+    // After an incremental backup that reused four sessions' layers (three files') too.
     let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
     let mut text = fs::read(&file).unwrap();
     text.extend_from_slice(&text.clone()[..text.iter().position(|c| *c == b'\n').unwrap() + 1]);
     fs::write(&file, &text).unwrap();
     set_mtime(&file, Duration::from_secs(3000));
     let o = backup(&home, &repo);
-    assert_eq!(counts(&o)[2], 3, "{o}");
+    assert_eq!(counts(&o)[2], 4, "{o}");
     let packed = pack_home_to(&home, &t.path().join("c.aspstate"));
     assert!(packed == pack_repo_to(&repo, &t.path().join("d.aspstate"), "latest"));
 }

@@ -78,7 +78,8 @@ pub struct BackupOutcome {
     /// The new snapshot; `None` when nothing changed.
     pub snapshot: Option<SnapshotInfo>,
     pub parent: Option<Digest>,
-    /// Survey entries (sessions with their subagents) by what became of them.
+    /// Sessions (a subagent counts as one) by what became of them: with `gone` they add up to
+    /// the snapshot's sessions.
     pub new: usize,
     pub changed: usize,
     pub unchanged: usize,
@@ -471,24 +472,19 @@ fn backup_once(
         .flatten()
         .map(|s| (s.id.as_str(), s))
         .collect();
+    // Each session counts once, as `asp snapshots` and `asp sessions` count them (a subagent
+    // is a session of its own): new when the parent did not hold it, unchanged when it came
+    // out as the parent had it (whether taken from the parent or read again, as a file read
+    // only for the racy-timestamp rule is), changed otherwise. With the gone ones they add up
+    // to the snapshot's sessions.
     for e in &read.entries {
-        let Some(rec) = records.get(e.id.as_str()) else {
-            outcome.new += 1;
-            continue;
-        };
-        // An entry read again only because it was written within the mtime granularity of
-        // the parent's start (the racy-timestamp rule) is unchanged when its files' records
-        // and its sessions came out as the parent had them: reading it was a check.
-        let same = e.reused
-            || (as_recorded(rec, &e.facts, &e.files)
-                && rec.sessions.len() == e.sessions.len()
-                && e.sessions
-                    .iter()
-                    .all(|id| new_sessions.get(id.as_str()) == parent_sessions.get(id.as_str())));
-        if same {
-            outcome.unchanged += 1;
-        } else {
-            outcome.changed += 1;
+        for id in &e.sessions {
+            match parent_sessions.get(id.as_str()) {
+                _ if e.reused => outcome.unchanged += 1,
+                None => outcome.new += 1,
+                Some(was) if new_sessions.get(id.as_str()) == Some(was) => outcome.unchanged += 1,
+                Some(_) => outcome.changed += 1,
+            }
         }
     }
 
