@@ -49,7 +49,7 @@ pub const DICT_MAGIC: [u8; 4] = [0x37, 0xa4, 0x30, 0xec];
 /// The largest zstd window a layer uses, and a reader accepts: 128 MiB.
 pub const MAX_WINDOW_LOG: u32 = 27;
 /// Bodies larger than this are compressed with a window the size of the body, not level 3's.
-const WIDE_WINDOW: usize = 2 << 20;
+pub const WIDE_WINDOW: usize = 2 << 20;
 
 /// How layers are made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
