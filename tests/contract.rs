@@ -23,9 +23,10 @@ use std::path::{Path, PathBuf};
 
 use asp_convert::harness::ReadOptions;
 use asp_convert::kit::pathmap::PathMap;
+use asp_convert::kit::report::Severity;
 use asp_format::answer::ImportAnswer;
 use asp_format::blob::MemoryStore;
-use asp_format::state::State;
+use asp_format::state::{Session, State};
 use asp_format::{KindSet, StateKind};
 
 use crate::support::{ReadBack, read_home, samples, tmp, write_home};
@@ -577,6 +578,67 @@ fn damage_is_named(h: &str) {
         log.display(),
         back.diagnostics
     );
+    damage_kept_natively_is_lost_elsewhere(h, &back);
+}
+
+/// A damaged place kept natively is not lost while its file travels (a restore into the same
+/// harness writes the file as it was), and is lost in any other harness, which is written
+/// from the conversation: the session says where it is (`_meta.asp.damaged`).
+fn damage_kept_natively_is_lost_elsewhere(h: &str, back: &ReadBack) {
+    let kept: Vec<_> = back
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::KeptNatively)
+        .collect();
+    if kept.is_empty() {
+        return;
+    }
+    let marked: Vec<&Session> = back
+        .state
+        .sessions
+        .iter()
+        .flatten()
+        .filter(|s| !asp_convert::kit::meta::damaged(s.meta.as_ref()).is_empty())
+        .collect();
+    assert!(
+        !marked.is_empty(),
+        "{h}: a session says where its damage is: {kept:#?}"
+    );
+    let own = tmp();
+    let (_, said) = write_home(
+        h,
+        own.path(),
+        &back.state,
+        &back.store,
+        false,
+        &PathMap::default(),
+    );
+    assert!(
+        !said.iter().any(|d| d.severity.is_loss()),
+        "{h} into {h}: the native file travels, nothing is lost: {said:#?}"
+    );
+    let to = if h == "claude-code" {
+        "codex"
+    } else {
+        "claude-code"
+    };
+    let other = tmp();
+    let (_, said) = write_home(
+        to,
+        other.path(),
+        &back.state,
+        &back.store,
+        false,
+        &PathMap::default(),
+    );
+    for s in marked {
+        assert!(
+            said.iter()
+                .any(|d| d.severity.is_loss() && d.message.contains(s.id.as_str())),
+            "{h} into {to}: session {} is written without what its damaged places hold: {said:#?}",
+            s.id
+        );
+    }
 }
 
 fn an_export_reads_no_native_files(h: &str) {

@@ -53,9 +53,10 @@ fn packing_the_claude_code_sample_exits_0_and_says_what_it_left_out() {
     assert_eq!(v["lost"], serde_json::json!([]), "{v}");
 }
 
-/// A crash-cut last line travels byte for byte in the native file: reported, not a loss.
+/// A crash-cut last line travels byte for byte in the native file: reported, not a loss in its
+/// own harness; a loss in any other.
 #[test]
-fn a_crash_cut_last_line_kept_natively_is_not_a_loss() {
+fn a_crash_cut_last_line_kept_natively_is_not_a_loss_in_its_own_harness() {
     let dir = tmp();
     let home = dir.path().join("home");
     copy_dir(&claude_home(), &home);
@@ -82,6 +83,24 @@ fn a_crash_cut_last_line_kept_natively_is_not_a_loss() {
         .code(0);
     let back = restored.join(log.strip_prefix(&home).unwrap());
     assert_eq!(fs::read(back).unwrap(), bytes);
+    // Into another harness, written from the conversation, what the line held is not carried:
+    // a loss, named with the session and the line.
+    let elsewhere = new_home(dir.path().join("codex"));
+    let o = asp_unpack()
+        .arg(&out)
+        .args(["--to", "codex", "--home"])
+        .arg(&elsewhere)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    let lines = bytes.iter().filter(|b| **b == b'\n').count() + 1;
+    assert!(
+        err.contains(&format!(
+            "lost: session 71958462-4bb8-46b6-a36a-1becf56c22dc: line {lines} of its claude-code file"
+        )),
+        "{err}"
+    );
 }
 
 /// A file that cannot be carried (instructions that are not UTF-8) is lost: exit 3.

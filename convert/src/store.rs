@@ -478,8 +478,17 @@ impl Store {
             let native = read
                 .as_ref()
                 .is_ok_and(|r| r.iter().any(|s| s.native.is_some()));
+            let mut read = read;
             for d in diagnostics.items() {
-                req.diagnostics.push(resolve_damage(d, entry, native));
+                let was_damage = d.severity == Severity::Damaged;
+                let d = resolve_damage(d, entry, native);
+                if was_damage
+                    && d.severity == Severity::KeptNatively
+                    && let (Ok(got), Store::Harness { home, .. }) = (&mut read, self)
+                {
+                    mark_damaged(got, &d, &home.dir);
+                }
+                req.diagnostics.push(d);
             }
             sessions.push((read?, reused));
         }
@@ -510,6 +519,7 @@ impl Store {
                 let writer = Writer::new(req.dry_run).confined_to(
                     std::iter::once(home.dir.clone()).chain(harness.store_paths(home)),
                 );
+                report_damaged(&state, harness.name().as_str(), req.diagnostics);
                 let mut answer = harness.write(&WriteContext {
                     home,
                     state: &state,
@@ -589,6 +599,74 @@ fn resolve_damage(mut d: Diagnostic, entry: &Surveyed, native: bool) -> Diagnost
         d.severity = Severity::Lost;
     }
     d
+}
+
+/// Records a damaged place kept natively (`d`) on the session whose native file it is in, so
+/// a write of that session from its updates says what they lack: the file, not the updates,
+/// holds it.
+fn mark_damaged(sessions: &mut [Session], d: &Diagnostic, home: &std::path::Path) {
+    let Some(file) = d.file.as_deref() else {
+        return;
+    };
+    for s in sessions {
+        let Some(native) = &s.native else { continue };
+        if let Some(f) = native
+            .files
+            .iter()
+            .find(|f| home.join(f.path.as_str()) == file)
+        {
+            let place = crate::kit::meta::Damaged {
+                path: f.path.as_str().to_owned(),
+                line: d.line,
+            };
+            crate::kit::meta::add_damaged(&mut s.meta, place);
+            return;
+        }
+    }
+}
+
+/// What a session written from its updates lacks: the damaged places of its native file,
+/// which only that file holds. Lost, unless the target is the harness the file is from (it
+/// is then written as it was).
+fn report_damaged(state: &State, target: &str, diagnostics: &Diagnostics) {
+    for s in state.sessions.iter().flatten() {
+        let places = crate::kit::meta::damaged(s.meta.as_ref());
+        let Some(first) = places.first() else {
+            continue;
+        };
+        let from = s.native.as_ref().map(|n| n.harness.as_str());
+        if from == Some(target) {
+            continue;
+        }
+        let lines: Vec<String> = places
+            .iter()
+            .filter(|p| p.path == first.path)
+            .filter_map(|p| p.line.map(|l| l.to_string()))
+            .collect();
+        let at = match lines.as_slice() {
+            [] => "a record".to_owned(),
+            [one] => format!("line {one}"),
+            [many @ .., last] => format!("lines {} and {last}", many.join(", ")),
+        };
+        let more = places.iter().filter(|p| p.path != first.path).count();
+        let others = if more > 0 {
+            format!(" (and {more} more places in its other native files)")
+        } else {
+            String::new()
+        };
+        let source = from.unwrap_or("native");
+        diagnostics.push(Diagnostic {
+            severity: Severity::Lost,
+            file: None,
+            line: None,
+            message: format!(
+                "session {}: {at} of its {source} file {}{others} could not be read into the \
+                 conversation when it was packed; only that file keeps what they hold, and \
+                 {target} is written from the conversation, so it is not carried",
+                s.id, first.path
+            ),
+        });
+    }
 }
 
 impl Store {
