@@ -583,7 +583,7 @@ fn damage_is_named(h: &str) {
 
 /// A damaged place kept natively is not lost while its file travels (a restore into the same
 /// harness writes the file as it was), and is lost in any other harness, which is written
-/// from the conversation: the session says where it is (`_meta.asp.damaged`).
+/// from the conversation: the session says where it is (`_meta.asp.unreadable`).
 fn damage_kept_natively_is_lost_elsewhere(h: &str, back: &ReadBack) {
     let kept: Vec<_> = back
         .diagnostics
@@ -598,7 +598,7 @@ fn damage_kept_natively_is_lost_elsewhere(h: &str, back: &ReadBack) {
         .sessions
         .iter()
         .flatten()
-        .filter(|s| !asp_convert::kit::meta::damaged(s.meta.as_ref()).is_empty())
+        .filter(|s| !asp_convert::kit::meta::unreadable(s.meta.as_ref()).is_empty())
         .collect();
     assert!(
         !marked.is_empty(),

@@ -486,7 +486,7 @@ impl Store {
                     && d.severity == Severity::KeptNatively
                     && let (Ok(got), Store::Harness { home, .. }) = (&mut read, self)
                 {
-                    mark_damaged(got, &d, &home.dir);
+                    mark_unreadable(got, &d, &home.dir);
                 }
                 req.diagnostics.push(d);
             }
@@ -519,7 +519,7 @@ impl Store {
                 let writer = Writer::new(req.dry_run).confined_to(
                     std::iter::once(home.dir.clone()).chain(harness.store_paths(home)),
                 );
-                report_damaged(&state, harness.name().as_str(), req.diagnostics);
+                report_unreadable(&state, harness.name().as_str(), req.diagnostics);
                 let mut answer = harness.write(&WriteContext {
                     home,
                     state: &state,
@@ -604,7 +604,7 @@ fn resolve_damage(mut d: Diagnostic, entry: &Surveyed, native: bool) -> Diagnost
 /// Records a damaged place kept natively (`d`) on the session whose native file it is in, so
 /// a write of that session from its updates says what they lack: the file, not the updates,
 /// holds it.
-fn mark_damaged(sessions: &mut [Session], d: &Diagnostic, home: &std::path::Path) {
+fn mark_unreadable(sessions: &mut [Session], d: &Diagnostic, home: &std::path::Path) {
     let Some(file) = d.file.as_deref() else {
         return;
     };
@@ -615,11 +615,11 @@ fn mark_damaged(sessions: &mut [Session], d: &Diagnostic, home: &std::path::Path
             .iter()
             .find(|f| home.join(f.path.as_str()) == file)
         {
-            let place = crate::kit::meta::Damaged {
+            let place = crate::kit::meta::Unreadable {
                 path: f.path.as_str().to_owned(),
                 line: d.line,
             };
-            crate::kit::meta::add_damaged(&mut s.meta, place);
+            crate::kit::meta::add_unreadable(&mut s.meta, place);
             return;
         }
     }
@@ -628,9 +628,9 @@ fn mark_damaged(sessions: &mut [Session], d: &Diagnostic, home: &std::path::Path
 /// What a session written from its updates lacks: the damaged places of its native file,
 /// which only that file holds. Lost, unless the target is the harness the file is from (it
 /// is then written as it was).
-fn report_damaged(state: &State, target: &str, diagnostics: &Diagnostics) {
+fn report_unreadable(state: &State, target: &str, diagnostics: &Diagnostics) {
     for s in state.sessions.iter().flatten() {
-        let places = crate::kit::meta::damaged(s.meta.as_ref());
+        let places = crate::kit::meta::unreadable(s.meta.as_ref());
         let Some(first) = places.first() else {
             continue;
         };

@@ -116,25 +116,25 @@ pub fn add_redacted(meta: &mut Option<Meta>, blanked: &[String]) {
 }
 
 /// A place in a session's native file whose record could not be read into the session's
-/// updates (`_meta.asp.damaged`): kept only in that file, so lost wherever the session is
+/// updates (`_meta.asp.unreadable`): kept only in that file, so lost wherever the session is
 /// written from its updates.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Damaged {
+pub struct Unreadable {
     /// The native file's path, relative to the home (as in the session's `native.files`).
     pub path: String,
     /// 1-based line, for line-oriented files.
     pub line: Option<u64>,
 }
 
-/// `_meta.asp.damaged` of a session, in the order recorded.
-pub fn damaged(meta: Option<&Meta>) -> Vec<Damaged> {
+/// `_meta.asp.unreadable` of a session, in the order recorded.
+pub fn unreadable(meta: Option<&Meta>) -> Vec<Unreadable> {
     asp(meta)
-        .and_then(|a| a.get("damaged"))
+        .and_then(|a| a.get("unreadable"))
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(|d| {
-            Some(Damaged {
+            Some(Unreadable {
                 path: d.get("path")?.as_str()?.to_owned(),
                 line: d.get("line").and_then(Value::as_u64),
             })
@@ -142,9 +142,9 @@ pub fn damaged(meta: Option<&Meta>) -> Vec<Damaged> {
         .collect()
 }
 
-/// Adds to `_meta.asp.damaged`, keeping what is listed and the rest of `_meta.asp`.
-pub fn add_damaged(meta: &mut Option<Meta>, place: Damaged) {
-    let mut all = damaged(meta.as_ref());
+/// Adds to `_meta.asp.unreadable`, keeping what is listed and the rest of `_meta.asp`.
+pub fn add_unreadable(meta: &mut Option<Meta>, place: Unreadable) {
+    let mut all = unreadable(meta.as_ref());
     if all.contains(&place) {
         return;
     }
@@ -156,7 +156,7 @@ pub fn add_damaged(meta: &mut Option<Meta>, place: Damaged) {
             None => json!({"path": d.path}),
         })
         .collect();
-    asp_mut(meta).insert("damaged".into(), Value::Array(listed));
+    asp_mut(meta).insert("unreadable".into(), Value::Array(listed));
 }
 
 #[cfg(test)]
