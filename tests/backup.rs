@@ -433,6 +433,72 @@ fn with_a_gone(t: &tempfile::TempDir) -> (PathBuf, PathBuf, Vec<u8>, Value) {
     (home, repo, original, o)
 }
 
+/// `asp snapshots --json` of a repository, and how it exited.
+fn snapshots_listed(repo: &Path) -> (Option<i32>, String, String) {
+    let out = asp()
+        .args(["snapshots", "--json", "--repo"])
+        .arg(repo)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_index_damaged_or_deleted_is_rebuilt_from_the_snapshot_manifests() {
+    let t = tmp();
+    let (home, repo, original, _) = with_a_gone(&t);
+    let (code, before, _) = snapshots_listed(&repo);
+    assert_eq!(code, Some(0));
+    let index = repo.join("index.json");
+    let bytes = fs::read(&index).unwrap();
+    for damage in ["cut", "deleted"] {
+        match damage {
+            "cut" => fs::write(&index, &bytes[..bytes.len() / 2]).unwrap(),
+            _ => fs::remove_file(&index).unwrap(),
+        }
+        let (code, _, err) = snapshots_listed(&repo);
+        assert_eq!(code, Some(4), "{damage}: {err}");
+        assert!(
+            err.contains("`asp check --rebuild-index`"),
+            "{damage}: {err}"
+        );
+        let out = asp()
+            .args(["check", "--rebuild-index", "--repo"])
+            .arg(&repo)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{damage}: {said}");
+        assert!(said.contains("2 snapshots listed"), "{damage}: {said}");
+        assert_eq!(
+            said.contains("index.json.before-rebuild"),
+            damage == "cut",
+            "{damage}: the index before is kept aside when there was one: {said}"
+        );
+        let (code, after, err) = snapshots_listed(&repo);
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(
+            after, before,
+            "{damage}: the same snapshots, as they were listed"
+        );
+    }
+    let kept = fs::read(repo.join("index.json.before-rebuild")).unwrap();
+    assert_eq!(
+        kept,
+        bytes[..bytes.len() / 2],
+        "the damaged index is kept as it was"
+    );
+    // Everything restores, the gone session with it, and the next backup goes on.
+    let to = t.path().join("restored");
+    restore(&repo, &to, &[]);
+    assert_eq!(transcript(&to, A), original);
+    backup(&home, &repo);
+}
+
 #[test]
 fn a_session_the_harness_deleted_is_kept_and_comes_back() {
     let t = tmp();

@@ -19,6 +19,10 @@ Examples:
   asp check --read-data
       Also read every layer (its sha256 against its name) and decode every body (its sha256
       against the state): finds bit rot.
+  asp check --rebuild-index
+      When index.json is damaged or deleted (every command then says so), write a new one
+      from the snapshot manifests in blobs/, each of which carries what the index lists of
+      it; then check as above.
   asp check --read-data --repair; asp backup --from claude-code
       Move each layer whose bytes no longer match its name into <repo>/damaged/ (nothing is
       deleted); the next backup finds it missing and stores it again from the source, for
@@ -46,6 +50,11 @@ pub struct CheckArgs {
     #[arg(long, requires = "read_data")]
     pub repair: bool,
 
+    /// First write a new index.json listing every snapshot whose manifest is in blobs/ (after
+    /// index.json was damaged or deleted); the old one is kept as index.json.before-rebuild
+    #[arg(long)]
+    pub rebuild_index: bool,
+
     #[command(flatten)]
     pub repo: RepoArg,
 
@@ -55,6 +64,26 @@ pub struct CheckArgs {
 
 pub fn run(args: CheckArgs) -> Result<Exit> {
     let repo = args.repo.open()?;
+    if args.rebuild_index {
+        let rebuilt = repo.rebuild_index()?;
+        for d in &rebuilt.damaged {
+            crate::outln!(
+                "problem: blob {d} looks like a snapshot manifest but does not match its name \
+                 (or is not a snapshot's): not listed"
+            );
+        }
+        crate::outln!(
+            "rebuilt {}: {} listed (a snapshot forgotten but not yet pruned is listed again: \
+             `asp forget` it again){}",
+            repo.root().join("index.json").display(),
+            human::count(rebuilt.snapshots as u64, "snapshot", "snapshots"),
+            rebuilt
+                .kept_aside
+                .as_ref()
+                .map(|p| format!("; the index before is kept as {}", p.display()))
+                .unwrap_or_default()
+        );
+    }
     let bar = Bar::new(args.common.quiet);
     let report = check(
         &repo,

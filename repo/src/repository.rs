@@ -26,6 +26,18 @@ use crate::snapshot::{SNAPSHOT_ARTIFACT, SnapshotInfo};
 pub const REPO_ENV: &str = "ASP_REPO";
 const LOCKS: &str = "locks";
 
+/// What [`Repository::rebuild_index`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RebuiltIndex {
+    /// Snapshots the new index lists.
+    pub snapshots: usize,
+    /// Blobs that looked like snapshot manifests but whose bytes do not match their name, or
+    /// whose annotations are not a snapshot's: not listed.
+    pub damaged: Vec<Digest>,
+    /// Where the index there before was kept, when there was one.
+    pub kept_aside: Option<PathBuf>,
+}
+
 /// A snapshot repository.
 #[derive(Debug, Clone)]
 pub struct Repository {
@@ -253,9 +265,113 @@ impl Repository {
         Ok(Lock { _file: f })
     }
 
+    /// The index; one that cannot be read is named with the way back.
+    fn index(&self) -> Result<asp_registry::manifest::ImageIndex, RepoError> {
+        const WAY_BACK: &str =
+            "the snapshots are still in blobs/: `asp check --rebuild-index` lists them again";
+        let path = self.root().join("index.json");
+        self.layout.index().map_err(|e| match e {
+            asp_registry::Error::Integrity(m) => RepoError::Integrity(format!("{m}; {WAY_BACK}")),
+            _ if !path.exists() => {
+                RepoError::Integrity(format!("{} is missing; {WAY_BACK}", path.display()))
+            }
+            e => e.into(),
+        })
+    }
+
+    /// Writes a new `index.json` that lists every snapshot manifest in `blobs/`: the way back
+    /// from an index that was damaged or deleted, since every snapshot's manifest carries
+    /// what the index says of it (its annotations). A snapshot forgotten but not yet pruned
+    /// is listed again. The index there before, readable or not, is kept beside as
+    /// `index.json.before-rebuild` (replacing an earlier one); what it listed that is not a
+    /// snapshot of this repository (an image put into the layout by hand) is listed again.
+    /// Blobs whose bytes do not match their name are passed over and counted.
+    pub fn rebuild_index(&self) -> Result<RebuiltIndex, RepoError> {
+        // Snapshot manifests are small (a few layers' descriptors); a registry takes at most
+        // 4 MiB in one manifest.
+        const LARGEST: u64 = 4 << 20;
+        let _lock = self.lock_index()?;
+        let mut kept = match self.layout.index() {
+            Ok(mut old) => {
+                old.manifests
+                    .retain(|d| d.artifact_type.as_deref() != Some(SNAPSHOT_ARTIFACT));
+                old
+            }
+            Err(_) => asp_registry::manifest::ImageIndex::default(),
+        };
+        let mut rebuilt = RebuiltIndex::default();
+        let dir = self.blobs_dir();
+        let io_err = |path: &Path, source| RepoError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut names: Vec<PathBuf> = fs::read_dir(&dir)
+            .map_err(|e| io_err(&dir, e))?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<Result<_, _>>()
+            .map_err(|e| io_err(&dir, e))?;
+        names.sort();
+        let mut found = Vec::new();
+        for path in names {
+            let Some(digest) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| format!("sha256:{n}").parse::<Digest>().ok())
+            else {
+                continue;
+            };
+            let meta = fs::symlink_metadata(&path).map_err(|e| io_err(&path, e))?;
+            if !meta.is_file() || meta.len() > LARGEST {
+                continue;
+            }
+            let bytes = fs::read(&path).map_err(|e| io_err(&path, e))?;
+            if !bytes
+                .windows(SNAPSHOT_ARTIFACT.len())
+                .any(|w| w == SNAPSHOT_ARTIFACT.as_bytes())
+            {
+                continue;
+            }
+            let Ok(m) = serde_json::from_slice::<asp_registry::manifest::ImageManifest>(&bytes)
+            else {
+                continue;
+            };
+            if m.artifact_type.as_deref() != Some(SNAPSHOT_ARTIFACT) {
+                continue;
+            }
+            if Digest::of(&bytes) != digest {
+                rebuilt.damaged.push(digest);
+                continue;
+            }
+            let mut d = OciDescriptor::new(
+                IMAGE_MANIFEST,
+                Descriptor {
+                    digest,
+                    size: bytes.len() as u64,
+                },
+            );
+            d.artifact_type = Some(SNAPSHOT_ARTIFACT.to_owned());
+            d.annotations = m.annotations;
+            match SnapshotInfo::from_descriptor(&d) {
+                Ok(info) => found.push((info, d)),
+                Err(_) => rebuilt.damaged.push(digest),
+            }
+        }
+        found.sort_by(|(a, _), (b, _)| (&a.created, a.digest).cmp(&(&b.created, b.digest)));
+        let index_path = self.root().join("index.json");
+        if index_path.exists() {
+            let aside = self.root().join("index.json.before-rebuild");
+            fs::copy(&index_path, &aside).map_err(|e| io_err(&aside, e))?;
+            rebuilt.kept_aside = Some(aside);
+        }
+        rebuilt.snapshots = found.len();
+        kept.manifests.extend(found.into_iter().map(|(_, d)| d));
+        self.layout.write_index(&kept)?;
+        Ok(rebuilt)
+    }
+
     /// Every snapshot the index lists, oldest first (by time, then digest).
     pub fn snapshots(&self) -> Result<Vec<SnapshotInfo>, RepoError> {
-        let index = self.layout.index()?;
+        let index = self.index()?;
         let mut out = Vec::new();
         for d in &index.manifests {
             if d.artifact_type.as_deref() != Some(SNAPSHOT_ARTIFACT) {
@@ -323,7 +439,7 @@ impl Repository {
     /// Lists a stored snapshot manifest in the index (under `locks/index`).
     pub fn add_snapshot(&self, info: &SnapshotInfo) -> Result<(), RepoError> {
         let _lock = self.lock_index()?;
-        let mut index = self.layout.index()?;
+        let mut index = self.index()?;
         if index.manifests.iter().any(|m| m.digest == info.digest) {
             return Ok(());
         }
@@ -344,7 +460,7 @@ impl Repository {
     /// Drops snapshots from the index (under `locks/index`); their blobs stay until prune.
     pub fn remove_snapshots(&self, digests: &[Digest]) -> Result<(), RepoError> {
         let _lock = self.lock_index()?;
-        let mut index = self.layout.index()?;
+        let mut index = self.index()?;
         index.manifests.retain(|m| !digests.contains(&m.digest));
         self.layout.write_index(&index)?;
         Ok(())
