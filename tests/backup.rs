@@ -1827,6 +1827,24 @@ fn local_scope_mcp_servers_come_back_into_the_same_harness_without_the_account()
         assert!(g(&home).get(key).is_some(), "the sample sets {key}");
         assert_eq!(g(&fresh)[key], g(&home)[key], "{key}");
     }
+    // And the decisions about each project: the tools allowed without asking, the trust
+    // dialog accepted; not the project's counters and last costs.
+    for (project, entry) in g(&home)["projects"].as_object().unwrap() {
+        let back = &g(&fresh)["projects"][project];
+        for key in ["allowedTools", "hasTrustDialogAccepted"] {
+            let was = &entry[key];
+            if was.as_array().is_some_and(|a| !a.is_empty()) || *was == Value::Bool(true) {
+                assert_eq!(&back[key], was, "{project} {key}");
+            }
+        }
+        assert!(back.get("lastCost").is_none(), "{project}: {back}");
+    }
+    assert!(
+        g(&home)["projects"]["/home/dev/shop"]["allowedTools"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()),
+        "the sample allows tools in the shop project"
+    );
 
     // Into a home that has its own .claude.json: everything in it stays, a server of the same
     // name configured differently stays the user's, the others are added.

@@ -26,6 +26,7 @@ mod local_mcp;
 mod memory;
 mod pasted;
 mod preferences;
+mod project_settings;
 mod read;
 mod replay;
 mod settings;
@@ -229,18 +230,21 @@ impl Harness for ClaudeCode {
         self.prompt_log(home, rel).is_some() || in_paste_cache(home, rel)
     }
 
-    /// The per-project (local-scope) MCP servers of `.claude.json` ([`local_mcp`]) and the
-    /// preferences set there ([`preferences`]): the rest of that file holds the account and
-    /// caches, so it is never kept whole.
+    /// The per-project (local-scope) MCP servers of `.claude.json` ([`local_mcp`]), the
+    /// preferences set there ([`preferences`]) and the decisions about each project
+    /// ([`project_settings`]): the rest of that file holds the account and caches, so it is
+    /// never kept whole.
     fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {
         let layout = Layout::of(home);
         let servers = local_mcp::extract(&layout).map(|b| (local_mcp::PART.to_owned(), b));
         let chosen = preferences::extract(&layout).map(|b| (preferences::PART.to_owned(), b));
-        servers.into_iter().chain(chosen).collect()
+        let decided =
+            project_settings::extract(&layout).map(|b| (project_settings::PART.to_owned(), b));
+        servers.into_iter().chain(chosen).chain(decided).collect()
     }
 
     fn config_part_names(&self) -> &'static [&'static str] {
-        &[local_mcp::PART, preferences::PART]
+        &[local_mcp::PART, preferences::PART, project_settings::PART]
     }
 
     fn merge_config_part(
@@ -255,6 +259,9 @@ impl Harness for ClaudeCode {
         match name {
             local_mcp::PART => Some(local_mcp::merge(&layout, bytes, path_map, writer)),
             preferences::PART => Some(preferences::merge(&layout, bytes, writer)),
+            project_settings::PART => {
+                Some(project_settings::merge(&layout, bytes, path_map, writer))
+            }
             _ => None,
         }
     }

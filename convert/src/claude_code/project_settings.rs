@@ -1,0 +1,228 @@
+//! The person's decisions about each project in `.claude.json` (`projects["<path>"]`: the
+//! tools allowed without asking, the trust dialog accepted, the project's `.mcp.json` servers
+//! approved or refused), kept by a backup as a part of `.claude.json` and merged back into the
+//! same harness.
+//!
+//! `.claude.json` cannot be kept whole (the account, caches), and a project's entry holds
+//! counters and the last session's costs beside these decisions. Without them a restored
+//! home asks again whether to trust each folder and for every tool that was allowed. The part
+//! is an allowlist ([`KEYS`]), as the preferences are ([`super::preferences`]).
+
+use serde_json::{Map, Value, json};
+
+use super::jsonfile;
+use super::layout::Layout;
+use crate::error::ConvertError;
+use crate::kit::fsops::Writer;
+use crate::kit::pathmap::PathMap;
+use crate::kit::placement::Placement;
+
+/// The part's name in a backup's configuration.
+pub const PART: &str = ".claude.json#projects.settings";
+
+/// The keys kept: Claude Code's `PROJECT_CONFIG_KEYS` (what `claude config set` sets for a
+/// project; its `cli.js`, 2.1.83) and the approvals of the project's `.mcp.json` servers,
+/// which its dialog records beside them. Not kept: `mcpServers` (the local-scope servers, a
+/// part of their own, [`super::local_mcp`]), the counters and the last session's figures
+/// (`projectOnboardingSeenCount`, `lastCost`, `lastSessionId`, ...).
+pub const KEYS: &[&str] = &[
+    "allowedTools",
+    "hasTrustDialogAccepted",
+    "hasCompletedProjectOnboarding",
+    "enabledMcpjsonServers",
+    "disabledMcpjsonServers",
+];
+
+/// What Claude Code writes into a new project's entry: a key holding it decides nothing, so
+/// the part leaves it out and a merge sets the backup's value over it.
+fn is_default(value: &Value) -> bool {
+    matches!(value, Value::Bool(false) | Value::Null) || value.as_array().is_some_and(Vec::is_empty)
+}
+
+/// The part, pretty JSON: `{"projects": {"<path>": {<kept keys>}}}`, only the keys that hold a
+/// decision and the projects that have one; `None` when none does (or `.claude.json` cannot be
+/// read: the `tools` read reports that).
+pub fn extract(layout: &Layout) -> Option<Vec<u8>> {
+    let file = jsonfile::read(&layout.global).ok()?;
+    let mut projects = Map::new();
+    for (path, p) in file
+        .object
+        .get("projects")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let kept: Map<String, Value> = p
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, v)| KEYS.contains(&k.as_str()) && !is_default(v))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !kept.is_empty() {
+            projects.insert(path.clone(), Value::Object(kept));
+        }
+    }
+    if projects.is_empty() {
+        return None;
+    }
+    let mut bytes =
+        serde_json::to_vec_pretty(&json!({ "projects": projects })).expect("JSON serialises");
+    bytes.push(b'\n');
+    Some(bytes)
+}
+
+/// Sets each kept key of each project that the project's entry does not set (or sets to
+/// Claude Code's default); the same value is already there, a different one is the user's on
+/// this machine and is kept. A key outside [`KEYS`] (a tampered part) is refused. Every other
+/// key stays as it is; the file is written once, atomically, when something was set (a
+/// missing file is created). `--map-path` rewrites the project paths, and a value that is a
+/// path; a path inside a permission rule (an allowed `Read(/home/me/app/**)`) stays as written.
+pub fn merge(
+    layout: &Layout,
+    bytes: &[u8],
+    path_map: &PathMap,
+    writer: &Writer,
+) -> Result<Vec<(String, Placement)>, ConvertError> {
+    let part: Value = serde_json::from_slice(bytes)
+        .map_err(|e| ConvertError::invalid(PART, format!("not valid JSON: {e}")))?;
+    let Some(wanted) = part.get("projects").and_then(Value::as_object) else {
+        return Err(ConvertError::invalid(PART, "has no `projects` object"));
+    };
+    let global = layout.global.display().to_string();
+    let refuse_all = |why: String| {
+        Ok(vec![(
+            PART.to_owned(),
+            Placement::Refused(format!("{why}; project settings not restored")),
+        )])
+    };
+    let mut file = match jsonfile::read(&layout.global) {
+        Ok(f) => f,
+        Err(e) => return refuse_all(e.0),
+    };
+    let Some(projects) = file
+        .object
+        .entry("projects")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+    else {
+        return refuse_all(format!("`projects` in {global} is not an object"));
+    };
+    let mut out = Vec::new();
+    for (project, settings) in wanted {
+        let project = path_map
+            .map_path(project)
+            .unwrap_or_else(|| project.clone());
+        let mut entry = projects
+            .entry(project.clone())
+            .or_insert_with(|| json!({}))
+            .as_object_mut();
+        for (key, value) in settings.as_object().into_iter().flatten() {
+            let label = format!("Claude Code setting {key} of the project {project}");
+            if !KEYS.contains(&key.as_str()) {
+                out.push((
+                    label,
+                    Placement::Refused("not a project setting a backup keeps".to_owned()),
+                ));
+                continue;
+            }
+            let Some(entry) = entry.as_deref_mut() else {
+                out.push((
+                    label,
+                    Placement::Refused(format!(
+                        "the project's entry in {global} is not an object; kept as it is"
+                    )),
+                ));
+                continue;
+            };
+            if entry.get(key).is_some_and(is_default) {
+                entry.remove(key);
+            }
+            let mut value = value.clone();
+            path_map.map_json(&mut value);
+            let placed = jsonfile::place(entry, key, value, || {
+                format!("set differently in {global}; kept yours")
+            });
+            out.push((label, placed));
+        }
+    }
+    jsonfile::write_placed(writer, &layout.global, &file, &out)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_decisions_are_kept_and_merging_keeps_what_the_user_decided_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::with_config_dir(dir.path(), None);
+        std::fs::write(
+            &layout.global,
+            r#"{"oauthAccount": {"emailAddress": "a@b"},
+                "projects": {
+                  "/w/a": {"allowedTools": ["Bash(npm test:*)", "Read(/w/a/**)"],
+                           "hasTrustDialogAccepted": true, "lastCost": 1.5,
+                           "projectOnboardingSeenCount": 3, "enabledMcpjsonServers": [],
+                           "mcpServers": {"x": {"command": "x"}}},
+                  "/w/b": {"allowedTools": [], "hasTrustDialogAccepted": false, "lastCost": 0}}}"#,
+        )
+        .unwrap();
+        let part = extract(&layout).unwrap();
+        let v: Value = serde_json::from_slice(&part).unwrap();
+        assert_eq!(
+            v,
+            json!({"projects": {"/w/a": {"allowedTools": ["Bash(npm test:*)", "Read(/w/a/**)"],
+                                         "hasTrustDialogAccepted": true}}})
+        );
+
+        // Into a machine where the project is elsewhere and Claude Code made its entry with
+        // its defaults: the defaults give way, the rest of the entry stays.
+        let other = tempfile::tempdir().unwrap();
+        let to = Layout::with_config_dir(other.path(), None);
+        std::fs::write(
+            &to.global,
+            r#"{"userID": "v", "projects": {"/x/a": {"allowedTools": [], "hasTrustDialogAccepted": false, "lastCost": 2}}}"#,
+        )
+        .unwrap();
+        let mut map = PathMap::default();
+        map.add("/w/a=/x/a").unwrap();
+        let placed = merge(&to, &part, &map, &Writer::new(false)).unwrap();
+        assert!(
+            placed.iter().all(|(_, p)| *p == Placement::New),
+            "{placed:?}"
+        );
+        let after: Value = serde_json::from_slice(&std::fs::read(&to.global).unwrap()).unwrap();
+        assert_eq!(
+            after,
+            json!({"userID": "v", "projects": {"/x/a": {
+                "allowedTools": ["Bash(npm test:*)", "Read(/w/a/**)"],
+                "hasTrustDialogAccepted": true, "lastCost": 2}}})
+        );
+        let again = merge(&to, &part, &map, &Writer::new(false)).unwrap();
+        assert!(again.iter().all(|(_, p)| *p == Placement::AlreadyThere));
+
+        // A decision made differently on this machine is kept; a tampered part cannot set
+        // anything else.
+        std::fs::write(
+            &to.global,
+            r#"{"projects": {"/x/a": {"allowedTools": ["Bash(make:*)"]}}}"#,
+        )
+        .unwrap();
+        let placed = merge(&to, &part, &map, &Writer::new(false)).unwrap();
+        assert!(
+            placed
+                .iter()
+                .any(|(l, p)| l.contains("allowedTools") && matches!(p, Placement::Refused(_)))
+        );
+        let tampered = br#"{"projects": {"/x/a": {"mcpServers": {"evil": {"command": "sh"}}}}}"#;
+        let refused = merge(&to, tampered, &map, &Writer::new(false)).unwrap();
+        assert!(matches!(refused[0].1, Placement::Refused(_)));
+        let after: Value = serde_json::from_slice(&std::fs::read(&to.global).unwrap()).unwrap();
+        assert!(
+            after["projects"]["/x/a"].get("mcpServers").is_none(),
+            "{after}"
+        );
+    }
+}
