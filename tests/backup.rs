@@ -2139,3 +2139,34 @@ fn a_backup_says_when_settings_json_sets_a_credential() {
     );
     assert!(!said.contains("sk-ant-api03-live"), "{said}");
 }
+
+/// The same note for a settings file with comments, which Gemini CLI (and Qwen Code, and
+/// OpenCode, with trailing commas too) reads: the backup keeps Gemini's `settings.json` byte
+/// for byte, comments and all, and says when its `env` sets a credential.
+#[test]
+fn a_backup_says_when_a_settings_json_with_comments_sets_a_credential() {
+    let t = tmp();
+    let home = t.path().join("home");
+    copy_tree(&samples().join("gemini"), &home);
+    let settings = home.join(".gemini/settings.json");
+    let text = fs::read_to_string(&settings).unwrap();
+    let text = text.replacen(
+        '{',
+        "{\n  // The key for this machine only.\n  \"env\": {\n    \"GEMINI_API_KEY\": \
+         \"AIza-live-key\", /* not a reference */\n    \"GITHUB_TOKEN\": \"${GITHUB_TOKEN}\"\n  },",
+        1,
+    );
+    fs::write(&settings, &text).unwrap();
+    age(&home, Duration::from_secs(3600));
+    let out = backup_run(&home, &t.path().join("repo"), &["--from", "gemini"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(
+            "settings.json: holds a credential written out in full (env.GEMINI_API_KEY): \
+             the backup keeps the file as it is, and the snapshots asp push sends carry it"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains("AIza-live-key"), "{said}");
+}

@@ -265,9 +265,16 @@ pub fn carry(server: &mut McpServer, redact_secrets: bool, file: &Path, diagnost
 /// The members of a JSON configuration file's `env` object (Claude Code's and Qwen Code's
 /// `settings.json` set the harness's environment there: `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`)
 /// that are literal credentials by their names, as `env.NAME`; none when the file is not a
-/// JSON object or has no such object.
+/// JSON object or has no such object. The file may be JSONC, as Gemini CLI, Qwen Code and
+/// OpenCode read theirs: comments and trailing commas are allowed
+/// ([`crate::kit::jsonc`]).
 pub fn env_credentials(json: &[u8]) -> Vec<String> {
-    let Ok(serde_json::Value::Object(file)) = serde_json::from_slice(json) else {
+    use crate::kit::jsonc::{Jsonc, parse};
+    let Ok(text) = std::str::from_utf8(json) else {
+        return Vec::new();
+    };
+    let Ok((serde_json::Value::Object(file), _)) = parse(text, Jsonc::CommentsAndTrailingCommas)
+    else {
         return Vec::new();
     };
     let Some(serde_json::Value::Object(env)) = file.get("env") else {
@@ -325,6 +332,19 @@ mod tests {
         ] {
             assert!(env_credentials(none).is_empty());
         }
+    }
+
+    #[test]
+    fn env_credentials_are_found_in_jsonc_too() {
+        let settings = br#"{
+            // Gemini CLI and Qwen Code allow comments, OpenCode trailing commas too.
+            "env": {
+                /* "OLD_API_KEY": "sk-old", */
+                "OPENAI_API_KEY": "sk-live", // "GITHUB_TOKEN": "ghp_x"
+                "LOG_LEVEL": "debug",
+            },
+        }"#;
+        assert_eq!(env_credentials(settings), ["env.OPENAI_API_KEY"]);
     }
 
     #[test]

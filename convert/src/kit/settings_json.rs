@@ -3,8 +3,8 @@
 //! written back only when it has none.
 //!
 //! These harnesses read the file with `//` and `/* */` comments allowed (OpenCode also trailing
-//! commas); asp reads such a file too, but never rewrites one (the comments would be lost):
-//! [`write_merged`] refuses instead.
+//! commas); asp reads such a file too ([`crate::kit::jsonc`]), but never rewrites one (the
+//! comments would be lost): [`write_merged`] refuses instead.
 //! What each harness keeps in it (its session options, its `mcpServers` transport rules) is
 //! the converter's; the MCP entry mapping the two share is [`super::mcp_json`].
 
@@ -19,104 +19,8 @@ use serde_json::{Map, Value};
 use crate::error::ConvertError;
 use crate::harness::{ReadContext, WriteContext};
 use crate::kit::fsops::Writer;
+use crate::kit::jsonc::{Jsonc, parse};
 use crate::kit::placement::{Placement, Tally};
-
-/// The JSON text with `//` and `/* */` comments (outside strings) blanked out, byte for byte
-/// and line for line, so a parse error's line and column are the file's own; `None` if it had
-/// none.
-fn strip_comments(text: &str) -> Option<String> {
-    let blank = |out: &mut String, c: char| {
-        if c == '\n' {
-            out.push('\n');
-        } else {
-            out.extend(std::iter::repeat_n(' ', c.len_utf8()));
-        }
-    };
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    let (mut in_str, mut esc, mut any) = (false, false, false);
-    while let Some(c) = chars.next() {
-        if in_str {
-            out.push(c);
-            if esc {
-                esc = false;
-            } else if c == '\\' {
-                esc = true;
-            } else if c == '"' {
-                in_str = false;
-            }
-            continue;
-        }
-        match (c, chars.peek()) {
-            ('"', _) => {
-                in_str = true;
-                out.push(c);
-            }
-            ('/', Some('/')) => {
-                any = true;
-                blank(&mut out, c);
-                for n in chars.by_ref() {
-                    blank(&mut out, n);
-                    if n == '\n' {
-                        break;
-                    }
-                }
-            }
-            ('/', Some('*')) => {
-                any = true;
-                blank(&mut out, c);
-                blank(&mut out, chars.next().expect("peeked"));
-                let mut prev = ' ';
-                for n in chars.by_ref() {
-                    blank(&mut out, n);
-                    if prev == '*' && n == '/' {
-                        break;
-                    }
-                    prev = n;
-                }
-            }
-            _ => out.push(c),
-        }
-    }
-    any.then_some(out)
-}
-
-/// The JSON text with every comma that ends an object or array (`[1, 2,]`, allowed by
-/// OpenCode's JSONC reader) blanked, byte for byte; `None` if it had none. Run on text whose
-/// comments are already blanked.
-fn blank_trailing_commas(text: &str) -> Option<String> {
-    let mut out = text.as_bytes().to_vec();
-    let (mut in_str, mut esc, mut any) = (false, false, false);
-    let mut comma: Option<usize> = None;
-    for (i, &b) in text.as_bytes().iter().enumerate() {
-        if in_str {
-            if esc {
-                esc = false;
-            } else if b == b'\\' {
-                esc = true;
-            } else if b == b'"' {
-                in_str = false;
-            }
-            continue;
-        }
-        match b {
-            b'"' => {
-                in_str = true;
-                comma = None;
-            }
-            b',' => comma = Some(i),
-            b'}' | b']' => {
-                if let Some(c) = comma.take() {
-                    out[c] = b' ';
-                    any = true;
-                }
-            }
-            b' ' | b'\t' | b'\n' | b'\r' => {}
-            _ => comma = None,
-        }
-    }
-    any.then(|| String::from_utf8(out).expect("only an ASCII comma was replaced"))
-}
 
 /// Why settings.json cannot be used: the file, where in it (1-based line and column, when it
 /// does not parse), and what is wrong.
@@ -146,15 +50,6 @@ impl From<Unusable> for ConvertError {
         };
         ConvertError::invalid(u.path, message)
     }
-}
-
-/// Which JSON with comments a harness reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Jsonc {
-    /// `//` and `/* */` comments (Gemini CLI, Qwen Code: comments stripped, then `JSON.parse`).
-    Comments,
-    /// Comments and trailing commas (OpenCode: `jsonc-parser` with `allowTrailingComma`).
-    CommentsAndTrailingCommas,
 }
 
 /// settings.json as read: the document and whether it had comments (or trailing commas),
@@ -194,22 +89,16 @@ impl File {
             }
             Err(e) => return Err(unusable(None, None, format!("cannot be read ({e})"))),
         };
-        let mut stripped = strip_comments(&text);
-        if dialect == Jsonc::CommentsAndTrailingCommas
-            && let Some(t) = blank_trailing_commas(stripped.as_deref().unwrap_or(&text))
-        {
-            stripped = Some(t);
-        }
         let parsed = if text.trim().is_empty() {
-            Ok(Value::Object(Map::new()))
+            Ok((Value::Object(Map::new()), false))
         } else {
-            serde_json::from_str::<Value>(stripped.as_deref().unwrap_or(&text))
+            parse(&text, dialect)
         };
         match parsed {
-            Ok(Value::Object(doc)) => Ok(File {
+            Ok((Value::Object(doc), has_comments)) => Ok(File {
                 path: path.to_path_buf(),
                 doc,
-                has_comments: stripped.is_some(),
+                has_comments,
                 trailing_newline: text.ends_with('\n'),
             }),
             Ok(_) => Err(unusable(None, None, "is not a JSON object".to_owned())),
@@ -418,21 +307,6 @@ pub fn load_object(path: &Path) -> Result<Option<Map<String, Value>>, String> {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn comments_are_stripped_outside_strings() {
-        let t = "{\n  // a comment\n  \"a\": \"http://x\", /* b */ \"c\": 1\n}";
-        let s = strip_comments(t).unwrap();
-        assert_eq!(
-            serde_json::from_str::<Value>(&s).unwrap(),
-            json!({"a": "http://x", "c": 1})
-        );
-        assert_eq!(strip_comments("{\"a\": \"//not\"}"), None);
-        let t = "{ /* é\n */ \"a\": 1, // x\n \"b\": }";
-        let s = strip_comments(t).unwrap();
-        assert_eq!(s.len(), t.len(), "blanked byte for byte");
-        assert_eq!(s.lines().count(), t.lines().count(), "and line for line");
-    }
 
     #[test]
     fn trailing_commas_are_read_only_where_the_harness_allows_them() {

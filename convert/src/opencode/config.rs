@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use serde_json::{Map, Value};
 
 use super::layout::Layout;
-use crate::kit::settings_json::{File, Jsonc, Unusable};
+use crate::kit::jsonc::Jsonc;
+use crate::kit::settings_json::{File, Unusable};
 
 /// The global config as OpenCode merges it, and the files it came from.
 #[derive(Debug)]

@@ -46,8 +46,9 @@ use crate::harness::{
     WriteContext,
 };
 use crate::kit::accepted::{Accepts, Runs};
+use crate::kit::jsonc::Jsonc;
 use crate::kit::placement::Tally;
-use crate::kit::settings_json::{Jsonc, report_unreadable, write_merged_as};
+use crate::kit::settings_json::{report_unreadable, write_merged_as};
 use layout::Layout;
 
 /// The harness's name.
