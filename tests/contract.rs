@@ -1161,6 +1161,63 @@ fn settings_only_as_accepted(h: &str) {
             );
         }
     }
+    // Codex's model with the provider it ran through: where models are provider/model, the
+    // provider goes into the model written, so that setting is taken with it; when the model
+    // is not written (another provider, or another model already set), it is not taken.
+    if accepts.runs == Runs::ProviderSlashModel {
+        let codex = |model: &str, provider: &str| State {
+            settings: Some(Settings::from([
+                ("model".to_owned(), SettingValue::Select(model.to_owned())),
+                (
+                    "model_provider".to_owned(),
+                    SettingValue::Select(provider.to_owned()),
+                ),
+            ])),
+            ..State::default()
+        };
+        let reasons = |answer: &ImportAnswer| -> Vec<String> {
+            answer.not_taken.iter().map(|n| n.reason.clone()).collect()
+        };
+        let home = tmp();
+        let into = |state: &State| {
+            write_home(
+                h,
+                home.path(),
+                state,
+                &MemoryStore::new(),
+                false,
+                &PathMap::default(),
+            )
+            .0
+        };
+        // Written, then already there: either way the provider is in the model.
+        for _ in 0..2 {
+            let answer = into(&codex("gpt-5.5", "openai"));
+            assert!(answer.not_taken.is_empty(), "{h}: {answer:?}");
+            assert!(answer.taken.contains(StateKind::Settings), "{h}");
+        }
+        let back = read(h, home.path()).state.settings.unwrap_or_default();
+        assert_eq!(
+            back.get("model"),
+            Some(&SettingValue::Select("openai/gpt-5.5".to_owned())),
+            "{h}"
+        );
+        // Another model is set there now: neither the model nor its provider is written.
+        let answer = into(&codex("gpt-5.3-codex", "openai"));
+        let said = reasons(&answer);
+        assert_eq!(said.len(), 2, "{h}: {said:?}");
+        assert!(said[0].contains("already sets"), "{h}: {said:?}");
+        assert!(said[1].contains("\"model_provider\""), "{h}: {said:?}");
+        // Ran through another provider: the model is refused, and so is the provider.
+        let answer = into(&codex("gpt-5.5", "azure"));
+        let said = reasons(&answer);
+        assert_eq!(said.len(), 2, "{h}: {said:?}");
+        assert!(
+            said[0].contains("ran through the model provider"),
+            "{h}: {said:?}"
+        );
+        assert!(said[1].contains("\"model_provider\""), "{h}: {said:?}");
+    }
     // Every mode any harness uses, and the ones that stop or unguard a harness.
     for mode in [
         "auto",

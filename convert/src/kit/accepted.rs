@@ -58,11 +58,25 @@ impl Provider {
     }
 }
 
+/// The setting that says which provider the model ran through: Codex's `model_provider`.
+pub const MODEL_PROVIDER: &str = "model_provider";
+
 /// The provider the carried settings say the model ran through: Codex's `model_provider`.
 pub fn through(settings: &asp_format::state::Settings) -> Option<&str> {
-    match settings.get("model_provider") {
+    match settings.get(MODEL_PROVIDER) {
         Some(asp_format::state::SettingValue::Select(p)) => Some(p.as_str()),
         _ => None,
+    }
+}
+
+/// Whether the carried [`MODEL_PROVIDER`] went into `written`, the model a harness that keeps
+/// models as `provider/model` wrote (or found there already) from the same settings: Codex's
+/// `gpt-5.5` through `openai` is `openai/gpt-5.5` in OpenCode and Pi. That setting is then
+/// taken with the model; when the model was not written, or not with that provider, it is not.
+pub fn provider_carried(settings: &asp_format::state::Settings, written: Option<&str>) -> bool {
+    match (through(settings), written.and_then(|w| w.split_once('/'))) {
+        (Some(t), Some((p, _))) => t.eq_ignore_ascii_case(p),
+        _ => false,
     }
 }
 
@@ -276,6 +290,23 @@ mod tests {
             T.spelled("claude-opus-4-6", None).unwrap(),
             "claude-opus-4-6"
         );
+    }
+
+    #[test]
+    fn the_provider_is_carried_only_in_a_model_written_with_it() {
+        use asp_format::state::{SettingValue, Settings};
+        let through = |p: &str| {
+            Settings::from([(
+                MODEL_PROVIDER.to_owned(),
+                SettingValue::Select(p.to_owned()),
+            )])
+        };
+        assert!(provider_carried(&through("openai"), Some("openai/gpt-5.5")));
+        assert!(provider_carried(&through("OpenAI"), Some("openai/gpt-5.5")));
+        assert!(!provider_carried(&through("openai"), None));
+        assert!(!provider_carried(&through("azure"), Some("openai/gpt-5.5")));
+        assert!(!provider_carried(&through("openai"), Some("gpt-5.5")));
+        assert!(!provider_carried(&Settings::new(), Some("openai/gpt-5.5")));
     }
 
     const T: Accepts = Accepts {

@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 use super::layout::Layout;
 use crate::error::ConvertError;
 use crate::harness::{ReadContext, WriteContext};
-use crate::kit::accepted::{Accepts, Runs};
+use crate::kit::accepted::{Accepts, MODEL_PROVIDER, Runs, provider_carried, through};
 use crate::kit::placement::Tally;
 
 pub const LEVELS: &[&str] = &["off", "minimal", "low", "medium", "high", "xhigh"];
@@ -89,6 +89,7 @@ pub fn write(
                 o.insert((*k).to_owned(), json!(v));
             }
             tally.taken();
+            true
         } else {
             tally.refuse(format!(
                 "{} already sets {}, so that was kept; the carried {} was not written",
@@ -96,9 +97,16 @@ pub fn write(
                 clash.join(", "),
                 pairs.iter().map(|(_, v)| *v).collect::<Vec<_>>().join("/")
             ));
+            false
         }
     };
+    // The model as written (or found there already), which may carry Codex's model_provider.
+    let mut written_model = None;
     for (id, value) in settings {
+        if id == MODEL_PROVIDER && matches!(value, SettingValue::Select(_)) {
+            // Said after the model: taken when it went into the model written.
+            continue;
+        }
         let SettingValue::Select(v) = value else {
             tally.refuse(format!(
                 "Pi has no on/off session option {id:?}; not written"
@@ -106,26 +114,30 @@ pub fn write(
             continue;
         };
         match id.as_str() {
-            "model" => match ACCEPTS.spelled(v, crate::kit::accepted::through(settings)) {
+            "model" => match ACCEPTS.spelled(v, through(settings)) {
                 Ok(v) => {
                     // Pi's accepted models are always `provider/modelId`.
                     let (p, m) = v.split_once('/').unwrap_or((&v, ""));
-                    set(
+                    if set(
                         &mut o,
                         &[("defaultProvider", p), ("defaultModel", m)],
                         &mut tally,
-                    );
+                    ) {
+                        written_model = Some(v.clone());
+                    }
                 }
                 Err(why) => tally.refuse(why),
             },
             "mode" => match ACCEPTS.mode(v) {
-                Ok(()) => set(&mut o, &[("defaultThinkingLevel", v)], &mut tally),
+                Ok(()) => {
+                    set(&mut o, &[("defaultThinkingLevel", v)], &mut tally);
+                }
                 Err(why) => tally.refuse(why),
             },
             // Another harness's reasoning effort (Codex's `reasoning_effort`, Claude Code's
             // `effort`) is what Pi calls its thinking level, when Pi has that level.
             "reasoning_effort" | "effort" if LEVELS.contains(&v.as_str()) => {
-                set(&mut o, &[("defaultThinkingLevel", v)], &mut tally)
+                set(&mut o, &[("defaultThinkingLevel", v)], &mut tally);
             }
             "reasoning_effort" | "effort" => tally.refuse(format!(
                 "Pi has no thinking level {v:?} for the carried {id} ({}); not written",
@@ -135,6 +147,15 @@ pub fn write(
                 "Pi has no session option {other:?} (value {v:?}); not written"
             )),
         }
+    }
+    // Codex's model_provider: taken with the model when it went into the model written
+    // (`openai/gpt-5.5`), else not written.
+    if let Some(v) = through(settings)
+        && !provider_carried(settings, written_model.as_deref())
+    {
+        tally.refuse(format!(
+            "Pi has no session option {MODEL_PROVIDER:?} (value {v:?}); not written"
+        ));
     }
     if o != before {
         let mut bytes = serde_json::to_vec_pretty(&Value::Object(o)).expect("serialises");
