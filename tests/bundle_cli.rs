@@ -42,12 +42,7 @@ fn packing_is_deterministic_and_survives_a_trip_through_the_directory_form() {
     pack_sample(&b);
     assert_eq!(fs::read(&a).unwrap(), fs::read(&b).unwrap());
     let plain = dir.path().join("plain");
-    asp_unpack()
-        .arg(&a)
-        .arg("--to-dir")
-        .arg(&plain)
-        .assert()
-        .success();
+    unpack_to_dir(&a, &plain).assert().success();
     asp_pack()
         .arg("--from-dir")
         .arg(&plain)
@@ -64,10 +59,7 @@ fn executable_bits_survive_unpacking() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tmp();
     let plain = dir.path().join("plain");
-    asp_unpack()
-        .arg(samples().join("state.aspstate"))
-        .arg("--to-dir")
-        .arg(&plain)
+    unpack_to_dir(samples().join("state.aspstate"), &plain)
         .assert()
         .success();
     let mode = |p: &str| fs::metadata(plain.join(p)).unwrap().permissions().mode() & 0o111;
@@ -232,10 +224,7 @@ fn inspect_shows_an_untitled_pi_session_as_untitled() {
 fn inspect_from_dir_counts_what_the_state_directory_holds() {
     let dir = tmp();
     let plain = dir.path().join("plain");
-    asp_unpack()
-        .arg(samples().join("state.aspstate"))
-        .arg("--to-dir")
-        .arg(&plain)
+    unpack_to_dir(samples().join("state.aspstate"), &plain)
         .assert()
         .success();
     let json = |args: &[&std::ffi::OsStr]| -> Value {
@@ -485,17 +474,11 @@ fn an_output_link_is_followed_and_a_pipe_or_a_directory_is_refused() {
 fn unpacking_into_a_non_empty_directory_needs_force() {
     let dir = tmp();
     fs::write(dir.path().join("mine.txt"), b"keep me").unwrap();
-    asp_unpack()
-        .arg(samples().join("state.aspstate"))
-        .arg("--to-dir")
-        .arg(dir.path())
+    unpack_to_dir(samples().join("state.aspstate"), dir.path())
         .assert()
         .code(1)
         .stderr(predicate::str::contains("not empty"));
-    asp_unpack()
-        .arg(samples().join("state.aspstate"))
-        .arg("--to-dir")
-        .arg(dir.path())
+    unpack_to_dir(samples().join("state.aspstate"), dir.path())
         .arg("--force")
         .assert()
         .success();
@@ -600,10 +583,8 @@ fn kinds_narrow_what_is_packed_and_unpacked() {
         .success()
         .stdout(predicate::str::contains("packed 2 MCP servers, 3 notes"));
     let plain = dir.path().join("plain");
-    asp_unpack()
-        .arg(&out)
-        .args(["--kinds", "memory", "--to-dir"])
-        .arg(&plain)
+    unpack_to_dir(&out, &plain)
+        .args(["--kinds", "memory"])
         .assert()
         .success();
     let mut names: Vec<_> = fs::read_dir(&plain)
@@ -618,19 +599,13 @@ fn kinds_narrow_what_is_packed_and_unpacked() {
 fn map_path_rewrites_working_directories_and_paths_in_updates() {
     let dir = tmp();
     let plain = dir.path().join("plain");
-    asp_unpack()
-        .arg(samples().join("state.aspstate"))
-        .arg("--to-dir")
-        .arg(&plain)
+    unpack_to_dir(samples().join("state.aspstate"), &plain)
         .args(["--map-path", "/home/dev=/Users/dev"])
         .assert()
         .success()
         .stderr(predicate::str::contains("warning").not());
     // A rule under which no session works is said, as a typo would be.
-    asp_unpack()
-        .arg(samples().join("state.aspstate"))
-        .arg("--to-dir")
-        .arg(dir.path().join("typo"))
+    unpack_to_dir(samples().join("state.aspstate"), dir.path().join("typo"))
         .args(["--map-path", "/home/de=/Users/dev"])
         .assert()
         .success()
@@ -720,10 +695,7 @@ fn layout_1_bundles_still_verify_inspect_export_and_unpack() {
             "{name}: the export of a layout 1.0.0 bundle changed"
         );
         let dir = tmp();
-        asp_unpack()
-            .arg(&bundle)
-            .arg("--to-dir")
-            .arg(dir.path().join("out"))
+        unpack_to_dir(&bundle, dir.path().join("out"))
             .assert()
             .success();
     }
@@ -808,10 +780,7 @@ fn layout_2_bundles_still_verify_inspect_export_and_unpack() {
         );
     }
     let dir = tmp();
-    asp_unpack()
-        .arg(&old)
-        .arg("--to-dir")
-        .arg(dir.path().join("out"))
+    unpack_to_dir(&old, dir.path().join("out"))
         .assert()
         .success();
     assert!(
@@ -976,10 +945,7 @@ fn sessions_are_stored_in_parts_by_the_shard_of_their_root() {
 
     // The directory written from the bundle packs back to the same bytes.
     let again = dir.path().join("again.aspstate");
-    asp_unpack()
-        .arg(&bundle)
-        .arg("--to-dir")
-        .arg(dir.path().join("out"))
+    unpack_to_dir(&bundle, dir.path().join("out"))
         .assert()
         .success();
     asp_pack()
@@ -1334,10 +1300,8 @@ fn one_session_with_its_subagents_and_nothing_else() {
     assert_eq!(v["state"].as_object().unwrap().len(), 1, "only sessions");
 
     let to = dir.path().join("one");
-    asp_unpack()
-        .arg(&bundle)
-        .args(["--session", id, "--to-dir"])
-        .arg(&to)
+    unpack_to_dir(&bundle, &to)
+        .args(["--session", id])
         .assert()
         .success();
     let mut written: Vec<String> = fs::read_dir(to.join("sessions"))

@@ -64,9 +64,7 @@ fn unpacked_with_damage(bytes: &[u8], needles: &[&str]) -> (tempfile::TempDir, s
     let bundle = dir.path().join("bad.aspstate");
     fs::write(&bundle, bytes).unwrap();
     let out = dir.path().join("out");
-    let mut cmd = asp_unpack();
-    cmd.arg(&bundle).arg("--to-dir").arg(&out);
-    let mut assert = cmd.assert().code(4);
+    let mut assert = unpack_to_dir(&bundle, &out).assert().code(4);
     for n in needles {
         assert = assert.stderr(predicate::str::contains(*n));
     }
@@ -428,10 +426,8 @@ fn one_session_is_read_without_parsing_the_others() {
     assert_eq!(v["state"]["sessions"][0]["id"], good.as_str());
     assert_eq!(v["state"]["sessions"].as_array().unwrap().len(), 1);
     let to = dir.path().join("one");
-    asp_unpack()
-        .arg(&bundle)
-        .args(["--session", &good, "--to-dir"])
-        .arg(&to)
+    unpack_to_dir(&bundle, &to)
+        .args(["--session", &good])
         .assert()
         .success();
     assert!(to.join(format!("sessions/{good}.json")).is_file());

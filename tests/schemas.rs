@@ -112,10 +112,7 @@ fn export_output_validates() {
 #[test]
 fn the_import_answer_validates() {
     let dir = tmp();
-    let out = asp_unpack()
-        .arg(samples().join("state.aspstate"))
-        .arg("--to-dir")
-        .arg(dir.path().join("d"))
+    let out = unpack_to_dir(samples().join("state.aspstate"), dir.path().join("d"))
         .arg("--json")
         .output()
         .unwrap();

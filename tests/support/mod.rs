@@ -274,6 +274,14 @@ pub fn pack_home(harness: &str, home: impl AsRef<Path>, out: impl AsRef<Path>) -
     cmd
 }
 
+/// `asp-unpack BUNDLE --to-dir DIR`, ready to run: a bundle unpacked into the directory form
+/// (more arguments may be added).
+pub fn unpack_to_dir(bundle: impl AsRef<Path>, dir: impl AsRef<Path>) -> Command {
+    let mut cmd = asp_unpack();
+    cmd.arg(bundle.as_ref()).arg("--to-dir").arg(dir.as_ref());
+    cmd
+}
+
 /// `dir`, made (empty) if it is not there: a home to unpack or restore into, which must
 /// exist (a `--home` that does not is refused as a typo).
 pub fn new_home(dir: impl Into<PathBuf>) -> PathBuf {

@@ -20,6 +20,7 @@ use crate::error::ConvertError;
 use crate::kit::acp::{
     self, Chunk, PlanEntry, PlanStatus, Priority, ToolFields, ToolStatus, Update,
 };
+use crate::kit::text::collapse_whitespace;
 
 /// The context window the adapter assumes when it knows no better (claude-agent-acp's
 /// `DEFAULT_CONTEXT_WINDOW`); transcripts do not record it.
@@ -682,7 +683,7 @@ impl<'a> Replay<'a, '_, '_> {
                 .unwrap_or(""),
             Content::Other(_) => "",
         };
-        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let flat = collapse_whitespace(text);
         if flat.is_empty() || flat.starts_with("[Request interrupted by user") {
             return;
         }

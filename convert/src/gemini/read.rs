@@ -28,6 +28,7 @@ use super::time;
 use crate::error::ConvertError;
 use crate::harness::{SessionContext, Surveyed};
 use crate::kit::meta::{self as kit_meta, Parent};
+use crate::kit::text::collapse_whitespace;
 
 /// A session read, with what deduplication needs.
 struct Found {
@@ -230,13 +231,13 @@ impl ChatDir<'_, '_> {
         if chat.str_meta("summary").is_none()
             && let Some(seen) = &chat.first_seen_prompt
         {
-            let seen = seen.split_whitespace().collect::<Vec<_>>().join(" ");
+            let seen = collapse_whitespace(seen);
             let first = chat
                 .messages
                 .iter()
                 .filter(|m| log::type_of(m) == "user")
                 .find_map(log::user_prompt_text)
-                .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "));
+                .map(|t| collapse_whitespace(&t));
             if first.as_deref() != Some(seen.as_str()) {
                 diags.note(
                     path,

@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::ConvertError;
 use crate::kit::acp::{self, Chunk, ToolFields, ToolStatus, Update};
+use crate::kit::text::collapse_whitespace;
 
 use super::calls;
 use super::log::{Chat, is_injected, parts_text, type_of, user_prompt_text};
@@ -169,7 +170,7 @@ pub fn title_of(chat: &Chat) -> String {
                 .filter(|t| !t.trim().is_empty());
             typed.or_else(|| user_prompt_text(m))
         })
-        .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
+        .map(|t| collapse_whitespace(&t))
         .unwrap_or_default()
 }
 
@@ -195,7 +196,7 @@ fn subagent_task(args: &Value) -> Option<String> {
     ["prompt", "objective", "task"]
         .iter()
         .find_map(|k| args.get(*k).and_then(Value::as_str))
-        .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
+        .map(collapse_whitespace)
         .filter(|t| !t.is_empty())
 }
 

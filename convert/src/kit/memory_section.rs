@@ -26,6 +26,7 @@ use asp_format::state::{Instructions, MemoryNote, NoteBody, Origin};
 use crate::error::ConvertError;
 use crate::kit::fsops::Writer;
 use crate::kit::report::Diagnostics;
+use crate::kit::text::collapse_whitespace;
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
@@ -234,7 +235,7 @@ pub fn fact_of(note: &str) -> Option<String> {
         }
         None => note,
     };
-    let joined = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    let joined = collapse_whitespace(body);
     let fact = joined
         .trim_start_matches(|c: char| c == '-' || c.is_whitespace())
         .trim()

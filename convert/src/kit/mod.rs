@@ -19,7 +19,7 @@
 //! | [`instructions_file`] | instructions kept in one Markdown file, written only where there is none |
 //! | [`pathmap`] | `--map-path OLD=NEW` |
 //! | [`config`], [`prompt_log`], `credentialed_json` | a harness's own configuration kept whole by a backup and restored into that harness; its prompt history merged into one already there; a JSON file with credentials in it kept without them |
-//! | [`escape`], [`time`], [`uuid`] | file-name escaping, RFC 3339 times, name-based UUIDs |
+//! | [`escape`], [`time`], [`uuid`], [`text`] | file-name escaping, RFC 3339 times, name-based UUIDs, text on one line |
 //!
 //! Converters never import each other; what two of them need goes here.
 
@@ -55,5 +55,6 @@ pub mod secrets;
 pub mod settings_json;
 pub mod skills;
 pub mod source;
+pub mod text;
 pub mod time;
 pub mod uuid;
