@@ -156,6 +156,39 @@ fn an_import_into_another_harness_exits_0_unless_strict() {
         .code(3);
 }
 
+/// The same finding about many sessions is shown for the first three and then counted on
+/// stderr; `--json` lists every one.
+#[test]
+fn the_same_finding_about_many_sessions_is_counted_not_repeated() {
+    let dir = tmp();
+    let bundle = dir.path().join("claude.aspstate");
+    pack_home("claude-code", claude_home(), &bundle)
+        .assert()
+        .code(0);
+    let o = asp_unpack()
+        .arg(&bundle)
+        .args(["--to", "codex", "--json", "--home"])
+        .arg(new_home(dir.path().join("a")))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let alike = "usage_update updates have no place in a Codex rollout";
+    assert_eq!(err.matches(alike).count(), 3, "{err}");
+    assert!(
+        err.contains("left out: the same for 2 more (5 in all; `--json` lists each)"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let listed = v["_meta"]["asp"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["message"].as_str().is_some_and(|m| m.contains(alike)))
+        .count();
+    assert_eq!(listed, 5, "{v}");
+}
+
 /// A `--home` to write into that does not exist is an error (exit 1) before anything is read
 /// or written, as it is for pack: a typo must not make a new tree that looks like a restore.
 #[test]

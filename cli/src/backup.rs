@@ -168,10 +168,11 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
             .as_ref()
             .is_ok_and(|o| o.snapshot.is_some() || o.blobs_added > 0)
             || result.is_err();
-        for d in &items {
-            if d.severity.is_loss() || (made && !args.common.quiet) {
-                bar.println(format!("{}: {d}", human::severity(d.severity)));
-            }
+        let shown = items
+            .iter()
+            .filter(|d| d.severity.is_loss() || (made && !args.common.quiet));
+        for line in human::finding_lines(shown) {
+            bar.println(line);
         }
         let lost: Vec<serde_json::Value> = items
             .iter()

@@ -45,6 +45,50 @@ pub fn severity(s: asp_convert::kit::report::Severity) -> &'static str {
     }
 }
 
+/// Findings as stderr shows them, one line each, except that the same finding about many
+/// files (one per session: "usage_update updates have no place in a Codex rollout") is shown
+/// for the first [`SAME_SHOWN`] and then counted, so a 2,000-session import does not print
+/// 2,000 alike lines. `--json` lists every one.
+pub fn finding_lines<'a>(
+    items: impl IntoIterator<Item = &'a asp_convert::kit::report::Diagnostic>,
+) -> Vec<String> {
+    let items: Vec<_> = items.into_iter().collect();
+    fn alike(d: &asp_convert::kit::report::Diagnostic) -> Option<(&'static str, &str)> {
+        (d.line.is_none() && d.file.is_some()).then_some((severity(d.severity), d.message.as_str()))
+    }
+    let mut count = std::collections::HashMap::new();
+    for d in &items {
+        if let Some(k) = alike(d) {
+            *count.entry(k).or_insert(0usize) += 1;
+        }
+    }
+    let mut shown = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for d in items {
+        let Some(k) = alike(d) else {
+            out.push(format!("{}: {d}", severity(d.severity)));
+            continue;
+        };
+        let n = shown.entry(k).or_insert(0usize);
+        *n += 1;
+        let total = count[&k];
+        if total <= SAME_SHOWN + 1 || *n <= SAME_SHOWN {
+            out.push(format!("{}: {d}", severity(d.severity)));
+        } else if *n == SAME_SHOWN + 1 {
+            out.push(format!(
+                "{}: the same for {} more ({} in all; `--json` lists each)",
+                severity(d.severity),
+                total - SAME_SHOWN,
+                total
+            ));
+        }
+    }
+    out
+}
+
+/// How many findings alike [`finding_lines`] shows before it counts the rest.
+pub const SAME_SHOWN: usize = 3;
+
 /// A finding as `--json` gives it: `{severity, file, line, message}`.
 pub fn finding_json(d: &asp_convert::kit::report::Diagnostic) -> serde_json::Value {
     serde_json::json!({

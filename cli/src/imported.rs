@@ -36,8 +36,8 @@ impl Imported {
 
     /// Every finding and every `notTaken` on stderr, labelled by what it cost.
     pub fn print_findings(&self, bar: &Bar) {
-        for d in &self.findings {
-            bar.println(format!("{}: {d}", human::severity(d.severity)));
+        for line in human::finding_lines(&self.findings) {
+            bar.println(line);
         }
         for n in &self.answer.not_taken {
             let what = if n.lost { "lost" } else { "not taken" };

@@ -290,8 +290,8 @@ fn read_dir(dir: &std::path::Path, common: &Common) -> crate::exit::Result<State
     let state = store
         .read(&ReadRequest::new(&Discard, &diagnostics, &bar))
         .with_context(|| format!("cannot read the state directory {}", dir.display()))?;
-    for d in diagnostics.items() {
-        bar.println(format!("{}: {d}", human::severity(d.severity)));
+    for line in human::finding_lines(&diagnostics.items()) {
+        bar.println(line);
     }
     bar.clear();
     Ok(state)

@@ -323,8 +323,8 @@ pub fn run(args: PackArgs) -> Result<Exit> {
     bar.clear();
 
     let items = diagnostics.items();
-    for d in &items {
-        bar.println(format!("{}: {d}", human::severity(d.severity)));
+    for line in human::finding_lines(&items) {
+        bar.println(line);
     }
     let lost: Vec<String> = items
         .iter()
