@@ -216,8 +216,14 @@ fn read_from(
         Ok(bytes)
     };
     let is_json = path.extension().is_some_and(|e| e == "json");
-    if is_json && let Some(chat) = legacy_document(&read_all()?) {
-        return Ok(Ok(chat));
+    // Why the file is not a single-document chat, when it was read as one: a damaged
+    // document is named with serde's line and column.
+    let mut not_a_document = None;
+    if is_json {
+        match legacy_document(&read_all()?) {
+            Ok(chat) => return Ok(Ok(chat)),
+            Err(why) => not_a_document = Some(why),
+        }
     }
     let file = open().map_err(ConvertError::io(path))?;
     let (chat, damage) = replay_lines(BufReader::new(file)).map_err(ConvertError::io(path))?;
@@ -238,14 +244,17 @@ fn read_from(
         return Ok(Ok(chat));
     }
     // What the CLI does next: the whole file as one legacy document.
-    if !is_json && let Some(chat) = legacy_document(&read_all()?) {
-        return Ok(Ok(chat));
+    if !is_json {
+        match legacy_document(&read_all()?) {
+            Ok(chat) => return Ok(Ok(chat)),
+            Err(why) => not_a_document = Some(why),
+        }
     }
-    Ok(Err(NotAChat(
+    let why = not_a_document.map_or_else(String::new, |w| format!(" ({w})"));
+    Ok(Err(NotAChat(format!(
         "no metadata record with `sessionId` and `projectHash`, and not a single-document chat \
-         either: Gemini cannot read it (and its session cleanup deletes it)"
-            .to_owned(),
-    )))
+         either{why}: Gemini cannot read it (and its session cleanup deletes it)"
+    ))))
 }
 
 /// The session id a chat file's first line names (its metadata record), without reading the
@@ -259,12 +268,16 @@ pub fn header_session_id(src: &SourceFile) -> Option<String> {
     Some(v.get("sessionId")?.as_str()?.to_owned())
 }
 
-/// A single-document chat (`JSON.stringify(record, null, 2)`), if `bytes` is one.
-fn legacy_document(bytes: &[u8]) -> Option<Chat> {
-    let Ok(Value::Object(mut record)) = serde_json::from_slice::<Value>(bytes) else {
-        return None;
+/// A single-document chat (`JSON.stringify(record, null, 2)`), or why `bytes` is not one.
+fn legacy_document(bytes: &[u8]) -> Result<Chat, String> {
+    let mut record = match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(record)) => record,
+        Ok(_) => return Err("not a JSON object".to_owned()),
+        Err(e) => return Err(format!("not JSON: {e}")),
     };
-    record.get("sessionId")?.as_str()?;
+    if record.get("sessionId").and_then(Value::as_str).is_none() {
+        return Err("no `sessionId`".to_owned());
+    }
     let messages = match record.remove("messages") {
         Some(Value::Array(a)) => a,
         _ => Vec::new(),
@@ -285,7 +298,7 @@ fn legacy_document(bytes: &[u8]) -> Option<Chat> {
         })
         .into_iter()
         .collect();
-    Some(Chat {
+    Ok(Chat {
         meta: record,
         messages: replay.order.into_iter().map(|(_, m)| m).collect(),
         titles,
@@ -415,6 +428,22 @@ mod tests {
     }
 
     const META: &str = r#"{"sessionId":"s","projectHash":"h","startTime":"t0","lastUpdated":"t0"}"#;
+
+    #[test]
+    fn a_damaged_single_document_chat_is_named_with_its_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session-2026-11-20T10-00-3b9e1f0a.json");
+        std::fs::write(
+            &path,
+            "{\n  \"sessionId\": \"s\",\n  \"messages\": [\n    {\"id\": \"a\",, }\n  ]\n}\n",
+        )
+        .unwrap();
+        let Err(NotAChat(why)) = read_chat(&path, &Diagnostics::new()).unwrap() else {
+            panic!("a damaged document is not a chat");
+        };
+        assert!(why.contains("(not JSON: "), "{why}");
+        assert!(why.contains("at line 4 column"), "{why}");
+    }
 
     #[test]
     fn the_last_write_of_an_id_wins_and_keeps_its_first_position() {
