@@ -1507,3 +1507,50 @@ fn a_session_stream_decodes_with_zstd_and_its_native_transcript_as_dictionary() 
         assert!(out.stdout.starts_with(b"{\"sessionId\":"));
     }
 }
+
+/// A subagent unpacked by its own id, without the session that started it, is written as a
+/// conversation of its own: said, with the id that brings it back where it belongs.
+#[cfg(feature = "claude-code")]
+#[test]
+fn unpacking_a_subagent_alone_says_which_session_it_belongs_to() {
+    let dir = tmp();
+    let bundle = dir.path().join("claude.aspstate");
+    pack_home("claude-code", samples().join("claude-code"), &bundle)
+        .assert()
+        .success();
+    let o = asp_unpack()
+        .arg(&bundle)
+        .args([
+            "--session",
+            "agent-a44a1a1a1ce6520e9",
+            "--to",
+            "claude-code",
+            "--home",
+        ])
+        .arg(new_home(dir.path().join("to")))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "note: session agent-a44a1a1a1ce6520e9 is a subagent of \
+             12821015-852a-451b-911f-ba64553fbf57"
+        ) && err.contains("`--session 12821015-852a-451b-911f-ba64553fbf57`"),
+        "{err}"
+    );
+    // With its parent, nothing to say.
+    let o = asp_unpack()
+        .arg(&bundle)
+        .args([
+            "--session",
+            "12821015-852a-451b-911f-ba64553fbf57",
+            "--to",
+            "claude-code",
+            "--home",
+        ])
+        .arg(new_home(dir.path().join("with")))
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("is a subagent of"));
+}

@@ -520,6 +520,7 @@ impl Store {
                     std::iter::once(home.dir.clone()).chain(harness.store_paths(home)),
                 );
                 report_unreadable(&state, harness.name().as_str(), req.diagnostics);
+                report_orphans(&state, req.diagnostics);
                 let mut answer = harness.write(&WriteContext {
                     home,
                     state: &state,
@@ -664,6 +665,33 @@ fn report_unreadable(state: &State, target: &str, diagnostics: &Diagnostics) {
                  conversation when it was packed; only that file keeps what they hold, and \
                  {target} is written from the conversation, so it is not carried",
                 s.id, first.path
+            ),
+        });
+    }
+}
+
+/// A subagent session written without its parent (`--session` named the subagent) becomes a
+/// conversation of its own in the target, listed beside the others: said, with the way to
+/// bring it back where it was.
+fn report_orphans(state: &State, diagnostics: &Diagnostics) {
+    let sessions = state.sessions.iter().flatten();
+    let ids: std::collections::HashSet<&str> = sessions.clone().map(|s| s.id.as_str()).collect();
+    for s in sessions {
+        let Some(parent) = crate::kit::meta::parent_id(s.meta.as_ref()) else {
+            continue;
+        };
+        if ids.contains(parent) {
+            continue;
+        }
+        diagnostics.push(Diagnostic {
+            severity: Severity::Note,
+            file: None,
+            line: None,
+            message: format!(
+                "session {} is a subagent of {parent}, which is not written with it: it is \
+                 written as a conversation of its own; `--session {parent}` writes the \
+                 conversation with its subagents where they belong",
+                s.id
             ),
         });
     }
