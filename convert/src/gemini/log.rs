@@ -306,6 +306,14 @@ fn legacy_document(bytes: &[u8]) -> Result<Chat, String> {
     })
 }
 
+/// A JSONL log in memory, replayed; for tests of what reads a chat. Panics on damage.
+#[cfg(test)]
+pub(super) fn replay_text(text: &str) -> Chat {
+    let (chat, damage) = replay_lines(BufReader::new(text.as_bytes())).expect("in memory");
+    assert!(damage.is_empty(), "{damage:?}");
+    chat
+}
+
 /// Replays a JSONL log line by line; only one line is held at a time besides the replay.
 fn replay_lines<R: Read>(mut reader: BufReader<R>) -> std::io::Result<(Chat, Vec<Damage>)> {
     let mut chat = Chat::default();

@@ -20,7 +20,7 @@ use crate::kit::acp::{self, Chunk, ToolFields, ToolStatus, Update};
 use crate::kit::text::collapse_whitespace;
 
 use super::calls;
-use super::log::{Chat, is_injected, parts_text, type_of, user_prompt_text};
+use super::log::{Chat, TitleEvent, is_injected, parts_text, type_of, user_prompt_text};
 
 /// The context window `usage_update.size` reports: `tokenLimit()` of every current Gemini
 /// model (Gemma 4 models have 256k).
@@ -75,8 +75,9 @@ pub fn convert(
         .filter_map(|m| m.get("id").and_then(Value::as_str))
         .collect();
     let mut ui = Vec::new();
+    let titles = stream_titles(chat);
 
-    for t in chat.titles.iter().filter(|t| t.after.is_none()) {
+    for t in titles.iter().filter(|t| t.after.is_none()) {
         w.push(&title_update(&t.title))?;
     }
     for m in &chat.messages {
@@ -95,8 +96,7 @@ pub fn convert(
             _ => ui.push(Value::Object(m.clone())),
         }
         let id = m.get("id").and_then(Value::as_str);
-        for t in chat
-            .titles
+        for t in titles
             .iter()
             .filter(|t| t.after.as_deref() == id && id.is_some())
         {
@@ -104,7 +104,7 @@ pub fn convert(
         }
     }
     // Titles set after messages that were later rewound away still hold.
-    for t in &chat.titles {
+    for t in &titles {
         if let Some(after) = &t.after
             && !present.contains(after.as_str())
         {
@@ -149,6 +149,20 @@ fn title_update(title: &str) -> Update {
         updated_at: None,
         meta: None,
     }
+}
+
+/// The `summary` events the stream carries as `session_info_update`s. A subagent chat's
+/// `$set` after its messages is its result, not a title ([`summary_title`]): left out, so
+/// the stream never ends on a title the session's own (its task) contradicts. Nothing reads
+/// a title back from the stream where the session has one (every writer takes the session's
+/// title, the hub's fallback is the first prompt, which is the task), so no task title is
+/// put in its place: Gemini recorded none.
+fn stream_titles(chat: &Chat) -> Vec<&TitleEvent> {
+    let subagent = chat.str_meta("kind") == Some("subagent");
+    chat.titles
+        .iter()
+        .filter(|t| !subagent || t.after.is_none())
+        .collect()
 }
 
 /// The session's title: the last `summary` ([`summary_title`]), else the first prompt that
@@ -489,5 +503,98 @@ fn tool_updates(
             entries,
             meta: None,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use asp_format::blob::{BlobSource, MemoryStore};
+
+    use super::*;
+    use crate::gemini::log::replay_text;
+
+    const TASK: &str = "Find where coupon codes are compared.";
+    const RESULT: &str = r#"{\n  \"SummaryOfFindings\": \"Codes are compared case-sensitively in src/coupons.ts...\"\n}"#;
+
+    /// A chat log: its metadata line (with `extra` keys), a prompt, an answer, then a `$set`
+    /// of `summary` to `RESULT`, as Gemini appends it when a subagent finishes.
+    fn log(extra: &str) -> String {
+        [
+            format!(r#"{{"sessionId":"s","projectHash":"h","startTime":"t0","lastUpdated":"t0"{extra}}}"#),
+            format!(r#"{{"id":"u1","timestamp":"t1","type":"user","content":[{{"text":"{TASK}"}}]}}"#),
+            r#"{"id":"g1","timestamp":"t2","type":"gemini","content":"Done."}"#.to_owned(),
+            format!(r#"{{"$set":{{"summary":"{RESULT}"}}}}"#),
+        ]
+        .join("\n")
+    }
+
+    /// The chat's title and its stream's updates.
+    fn convert_log(text: &str) -> (String, Vec<Value>) {
+        let chat = replay_text(text);
+        let store = MemoryStore::new();
+        let out = convert(&chat, "s", None, &HashSet::new(), &store).unwrap();
+        let bytes = store.read_all(&out.updates.unwrap()).unwrap();
+        let updates = String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["update"].clone())
+            .collect();
+        (out.title, updates)
+    }
+
+    fn title_updates(updates: &[Value]) -> Vec<&str> {
+        updates
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "session_info_update")
+            .map(|u| u["title"].as_str().unwrap())
+            .collect()
+    }
+
+    fn kinds(updates: &[Value]) -> Vec<&str> {
+        updates
+            .iter()
+            .map(|u| u["sessionUpdate"].as_str().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_main_chats_summary_is_a_title_update_where_it_was_set() {
+        let result = RESULT.replace("\\n", "\n").replace("\\\"", "\"");
+        for extra in ["", r#","kind":"main""#] {
+            let (title, updates) = convert_log(&log(extra));
+            assert_eq!(title, result);
+            assert_eq!(
+                kinds(&updates),
+                [
+                    "user_message_chunk",
+                    "agent_message_chunk",
+                    "session_info_update"
+                ]
+            );
+            assert_eq!(title_updates(&updates), [result.as_str()]);
+        }
+    }
+
+    #[test]
+    fn a_subagents_result_summary_is_no_title_update() {
+        let (title, updates) = convert_log(&log(r#","kind":"subagent""#));
+        // Its title is its task (the reader prefers the task as its parent's call states it).
+        assert_eq!(title, TASK);
+        assert_eq!(
+            kinds(&updates),
+            ["user_message_chunk", "agent_message_chunk"]
+        );
+        assert!(title_updates(&updates).is_empty());
+    }
+
+    #[test]
+    fn a_subagents_title_in_its_metadata_line_is_still_a_title_update() {
+        // Where asp writes the title of a subagent chat it composes.
+        let (title, updates) = convert_log(&log(
+            r#","kind":"subagent","summary":"Check coupon lookups""#,
+        ));
+        assert_eq!(title, "Check coupon lookups");
+        assert_eq!(updates[0]["sessionUpdate"], "session_info_update");
+        assert_eq!(title_updates(&updates), ["Check coupon lookups"]);
     }
 }
