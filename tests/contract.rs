@@ -89,6 +89,10 @@ macro_rules! contract {
                     super::threads_do_not_change_the_bundle(H)
                 }
                 #[test]
+                fn a_directory_unpacked_from_the_bundle_packs_back_to_it_byte_for_byte() {
+                    super::the_directory_form_packs_back_to_the_bundle(H)
+                }
+                #[test]
                 fn a_home_without_the_store_is_an_error_and_an_empty_store_is_0_sessions() {
                     super::no_store_is_an_error(H)
                 }
@@ -966,6 +970,38 @@ fn threads_do_not_change_the_bundle(h: &str) {
         assert!(one == many, "{h}: the bundle packed on {n} threads differs");
         assert_eq!(one_said, said, "{h}: {n} threads report in another order");
     }
+}
+
+/// spec/aspstate.md §11: packing a directory written from a bundle gives that bundle back. The
+/// directory read knows no store, so each update stream must derive from the same native
+/// transcript (its dictionary, §4) as when the harness was read.
+fn the_directory_form_packs_back_to_the_bundle(h: &str) {
+    use crate::support::{asp_pack, asp_unpack};
+    let dir = tmp();
+    let packed = dir.path().join("home.aspstate");
+    let o = crate::support::pack_home(h, sample(h), &packed)
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{h}: {o:?}");
+    let plain = dir.path().join("plain");
+    asp_unpack()
+        .arg(&packed)
+        .arg("--to-dir")
+        .arg(&plain)
+        .assert()
+        .success();
+    let again = dir.path().join("again.aspstate");
+    asp_pack()
+        .arg("--from-dir")
+        .arg(&plain)
+        .arg("-o")
+        .arg(&again)
+        .assert()
+        .success();
+    assert!(
+        fs::read(&packed).unwrap() == fs::read(&again).unwrap(),
+        "{h}: the bundle packed from the directory differs from the one it was unpacked from"
+    );
 }
 
 fn pack_session_selects(h: &str) {

@@ -17,13 +17,16 @@
 //! `<id>` is the session id escaped by [`crate::kit::escape`]. A kind is given exactly when its
 //! file or directory exists (an empty `sessions/` gives no sessions, which is not the same as
 //! not giving sessions). Reading a directory written from a bundle and packing it again gives
-//! the same bundle, byte for byte.
+//! the same bundle, byte for byte: each update stream is derived from the session's native
+//! transcript as its converter's read derived it ([`crate::Harness::transcript`]), so it is
+//! compressed against the same dictionary.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
+use asp_format::Descriptor;
 use asp_format::blob::{BlobSink, BlobSource};
 use asp_format::kind::{KindSet, StateKind};
 use asp_format::name::{HarnessName, RelPath, SessionId, SkillName};
@@ -336,25 +339,10 @@ pub fn survey(dir: &Path) -> Result<Survey, ConvertError> {
     Ok(Survey::of(sessions))
 }
 
-/// Reads one surveyed session of a state directory.
+/// Reads one surveyed session of a state directory: its native files, then its update stream,
+/// derived from the session's native transcript (see [`transcript`]).
 pub fn read_session(entry: &Surveyed, sink: &dyn BlobSink) -> Result<Vec<Session>, ConvertError> {
     let Plan { dir, stem, meta } = entry.plan::<Plan>();
-    let jsonl = dir.join(format!("{stem}.jsonl"));
-    regular_file(&jsonl)?;
-    let file = fs::File::open(&jsonl).map_err(ConvertError::io(&jsonl))?;
-    let mut w = UpdateWriter::new(sink)?;
-    for (i, line) in BufReader::new(file).lines().enumerate() {
-        let n = i as u64 + 1;
-        let line = line
-            .map_err(|e| ConvertError::invalid(&jsonl, format!("line {n}: cannot be read: {e}")))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let line = check_line(&line, &meta.id)
-            .map_err(|e| ConvertError::invalid(&jsonl, format!("line {n}: {e}")))?;
-        w.push_raw(&line)?;
-    }
-    let updates = w.finish()?;
     let native = match &meta.native {
         None => None,
         Some(index) => {
@@ -376,6 +364,25 @@ pub fn read_session(entry: &Surveyed, sink: &dyn BlobSink) -> Result<Vec<Session
             })
         }
     };
+    let jsonl = dir.join(format!("{stem}.jsonl"));
+    regular_file(&jsonl)?;
+    let file = fs::File::open(&jsonl).map_err(ConvertError::io(&jsonl))?;
+    let base = native
+        .as_ref()
+        .and_then(|n| transcript(&meta.id, n, meta.meta.as_ref()));
+    let mut w = UpdateWriter::derived(sink, base)?;
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let n = i as u64 + 1;
+        let line = line
+            .map_err(|e| ConvertError::invalid(&jsonl, format!("line {n}: cannot be read: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let line = check_line(&line, &meta.id)
+            .map_err(|e| ConvertError::invalid(&jsonl, format!("line {n}: {e}")))?;
+        w.push_raw(&line)?;
+    }
+    let updates = w.finish()?;
     let meta = meta.clone();
     Ok(vec![Session {
         id: meta.id,
@@ -387,6 +394,15 @@ pub fn read_session(entry: &Surveyed, sink: &dyn BlobSink) -> Result<Vec<Session
         native,
         meta: meta.meta,
     }])
+}
+
+/// The body a session's update stream derives from: its native transcript, as the converter
+/// named by `native.harness` finds it in the session ([`crate::Harness::transcript`]: a
+/// function of the id, the native files and `_meta`), so the stream is compressed against the
+/// same dictionary as when that converter read it and a directory written from a bundle packs
+/// back to that bundle. `None` for a harness this build does not have.
+fn transcript(id: &SessionId, native: &Native, meta: Option<&Meta>) -> Option<Descriptor> {
+    crate::harness(native.harness.as_str())?.transcript(id, native, meta)
 }
 
 fn read_skills(

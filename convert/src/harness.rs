@@ -11,10 +11,10 @@ use std::sync::Arc;
 use asp_format::KindSet;
 use asp_format::answer::ImportAnswer;
 use asp_format::blob::{BlobSink, BlobSource};
-use asp_format::digest::{Digest, Hasher};
+use asp_format::digest::{Descriptor, Digest, Hasher};
 use asp_format::name::{HarnessName, SessionId};
 use asp_format::progress::Progress;
-use asp_format::state::{Session, State};
+use asp_format::state::{Meta, Native, Session, State};
 
 use crate::error::ConvertError;
 use crate::kit::fsops::Writer;
@@ -354,6 +354,23 @@ pub trait Harness: Send + Sync {
         ctx: &SessionContext<'_>,
         entry: &Surveyed,
     ) -> Result<Vec<Session>, ConvertError>;
+
+    /// The native transcript of a session this converter read: the body among `native`'s files
+    /// its update stream was replayed from, which its read hands the blob sink as the stream's
+    /// base ([`asp_format::update::UpdateWriter::derived`]; a bundle compresses the stream
+    /// against it, spec/aspstate.md §4). Found from the session as the state holds it (its
+    /// id, native files and `_meta`), never from the store, so the directory form, read
+    /// without the store, derives the stream from the same body and packs back to the same
+    /// bundle (§11). The default, for a read that gives no base: `None`.
+    fn transcript(
+        &self,
+        id: &SessionId,
+        native: &Native,
+        meta: Option<&Meta>,
+    ) -> Option<Descriptor> {
+        let _ = (id, native, meta);
+        None
+    }
 
     /// Reads the kinds in `ctx.kinds` (never sessions) into a state whose sessions are `None`.
     fn read_kinds(&self, ctx: &ReadContext<'_>) -> Result<State, ConvertError>;

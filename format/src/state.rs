@@ -99,10 +99,13 @@ impl FileEntry {
     /// The content of the file at `path` among `files`, if both are given and it is there: the
     /// blob a session's update stream derives from (see [`crate::update::UpdateWriter::derived`]).
     pub fn find(files: &Option<Vec<FileEntry>>, path: &Option<String>) -> Option<Descriptor> {
-        let path = path.as_deref()?;
+        FileEntry::at(files.as_deref()?, path.as_deref()?)
+    }
+
+    /// The content of the file at `path` among `files`.
+    pub fn at(files: &[FileEntry], path: &str) -> Option<Descriptor> {
         files
             .iter()
-            .flatten()
             .find(|f| f.path.as_str() == path)
             .map(|f| f.content)
     }

@@ -36,11 +36,12 @@ mod tools;
 mod transcript;
 mod write;
 
+use asp_format::Descriptor;
 use asp_format::KindSet;
 use asp_format::StateKind;
 use asp_format::answer::ImportAnswer;
-use asp_format::name::HarnessName;
-use asp_format::state::{Session, State};
+use asp_format::name::{HarnessName, SessionId};
+use asp_format::state::{Meta, Native, Session, State};
 
 use crate::error::ConvertError;
 use crate::harness::{
@@ -111,6 +112,17 @@ impl Harness for ClaudeCode {
         entry: &Surveyed,
     ) -> Result<Vec<Session>, ConvertError> {
         read::read_session(&Layout::of(ctx.home), ctx, entry)
+    }
+
+    /// The native file `_meta.claudeCode.transcript` names (a subagent's own transcript for a
+    /// subagent session).
+    fn transcript(
+        &self,
+        _: &SessionId,
+        native: &Native,
+        meta: Option<&Meta>,
+    ) -> Option<Descriptor> {
+        read::transcript(native, meta)
     }
 
     fn read_kinds(&self, ctx: &ReadContext<'_>) -> Result<State, ConvertError> {

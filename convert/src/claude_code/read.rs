@@ -351,6 +351,14 @@ fn report_cut(diagnostics: &Diagnostics, path: &Path, records: &[Record], i: usi
     }
 }
 
+/// The native transcript of a session as its state holds it (see
+/// [`crate::Harness::transcript`]): the native file at `_meta.claudeCode.transcript`, which
+/// [`build`] sets to the path of the file it replayed and derived the update stream from.
+pub fn transcript(native: &Native, meta: Option<&Meta>) -> Option<Descriptor> {
+    let path = meta?.get("claudeCode")?.get("transcript")?.as_str()?;
+    FileEntry::at(&native.files, path)
+}
+
 /// Builds one session from its transcript's index: replays the chain into a blob, reading the
 /// records it replays back from the file one at a time, and gathers the facts.
 #[allow(clippy::too_many_arguments)]

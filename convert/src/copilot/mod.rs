@@ -28,10 +28,11 @@ mod tools;
 mod workspace;
 mod write;
 
+use asp_format::Descriptor;
 use asp_format::answer::ImportAnswer;
 use asp_format::kind::{KindSet, StateKind};
-use asp_format::name::HarnessName;
-use asp_format::state::{Session, State};
+use asp_format::name::{HarnessName, SessionId};
+use asp_format::state::{Meta, Native, Session, State};
 
 use crate::error::ConvertError;
 use crate::harness::{
@@ -105,6 +106,11 @@ impl Harness for Copilot {
         entry: &Surveyed,
     ) -> Result<Vec<Session>, ConvertError> {
         read::read_session(&Layout::of(ctx.home), ctx, entry)
+    }
+
+    /// `.copilot/session-state/<id>/events.jsonl`.
+    fn transcript(&self, id: &SessionId, native: &Native, _: Option<&Meta>) -> Option<Descriptor> {
+        read::transcript(id, native)
     }
 
     fn read_kinds(&self, ctx: &ReadContext<'_>) -> Result<State, ConvertError> {

@@ -4,14 +4,15 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 
+use asp_format::Descriptor;
 use asp_format::blob::BlobError;
-use asp_format::name::{HarnessName, RelPath};
+use asp_format::name::{HarnessName, RelPath, SessionId};
 use asp_format::state::{FileEntry, Meta, Native, Session};
 use asp_format::update::UpdateWriter;
 use serde_json::{Value, json};
 
 use super::NAME;
-use super::layout::Layout;
+use super::layout::{Layout, ROOT_REL};
 use super::replay::Replay;
 use super::survey::Plan;
 use super::workspace::Workspace;
@@ -69,6 +70,23 @@ fn carry(
         executable: exec,
         content: w.finish()?,
     }))
+}
+
+/// The native transcript of a session as its state holds it (see
+/// [`crate::Harness::transcript`]): its `events.jsonl`, the file [`read_session`] replays and
+/// derives the update stream from.
+pub fn transcript(id: &SessionId, native: &Native) -> Option<Descriptor> {
+    transcript_in(id, &native.files)
+}
+
+/// `.copilot/session-state/<id>/events.jsonl` among a session's native files (the session's
+/// directory is named by its id, and native files are named as under `.copilot/` wherever
+/// `$COPILOT_HOME` is).
+fn transcript_in(id: &SessionId, files: &[FileEntry]) -> Option<Descriptor> {
+    FileEntry::at(
+        files,
+        &format!("{ROOT_REL}/session-state/{}/events.jsonl", id.as_str()),
+    )
 }
 
 pub fn read_session(
@@ -136,8 +154,8 @@ pub fn read_session(
         );
     }
 
-    let rel = layout.virtual_path(&events.path);
-    let mut w = UpdateWriter::derived(ctx.blobs, FileEntry::find(&files, &rel))?;
+    let base = files.as_deref().and_then(|f| transcript_in(&entry.id, f));
+    let mut w = UpdateWriter::derived(ctx.blobs, base)?;
     let mut replay = Replay::new();
     let path = &events.path;
     let mut reader = match events.open() {

@@ -27,10 +27,11 @@ mod skills;
 mod survey;
 mod write;
 
+use asp_format::Descriptor;
 use asp_format::answer::ImportAnswer;
 use asp_format::kind::{KindSet, StateKind};
-use asp_format::name::HarnessName;
-use asp_format::state::{Session, State};
+use asp_format::name::{HarnessName, SessionId};
+use asp_format::state::{Meta, Native, Session, State};
 
 use crate::error::ConvertError;
 use crate::harness::{
@@ -117,6 +118,16 @@ impl Harness for Pi {
         entry: &Surveyed,
     ) -> Result<Vec<Session>, ConvertError> {
         read::read_session(&Layout::of(ctx.home), ctx, entry)
+    }
+
+    /// The native file `_meta.pi.file` names.
+    fn transcript(
+        &self,
+        _: &SessionId,
+        native: &Native,
+        meta: Option<&Meta>,
+    ) -> Option<Descriptor> {
+        read::transcript(native, meta)
     }
 
     fn read_kinds(&self, ctx: &ReadContext<'_>) -> Result<State, ConvertError> {

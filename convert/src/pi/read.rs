@@ -4,6 +4,7 @@
 
 use std::io::{self, Read, Write};
 
+use asp_format::Descriptor;
 use asp_format::blob::BlobError;
 use asp_format::name::{HarnessName, RelPath};
 use asp_format::state::{FileEntry, Meta, Native, Session};
@@ -18,6 +19,14 @@ use super::survey::Plan;
 use crate::error::ConvertError;
 use crate::harness::{SessionContext, Surveyed};
 use crate::kit::fsops::is_executable;
+
+/// The native transcript of a session as its state holds it (see
+/// [`crate::Harness::transcript`]): the native file at `_meta.pi.file`, which [`read_session`]
+/// sets to the path of the session file it replayed and derived the update stream from.
+pub fn transcript(native: &Native, meta: Option<&Meta>) -> Option<Descriptor> {
+    let path = meta?.get("pi")?.get("file")?.as_str()?;
+    FileEntry::at(&native.files, path)
+}
 
 pub fn read_session(
     layout: &Layout,
