@@ -552,7 +552,8 @@ fn a_skill_whose_name_another_skills_folder_holds_differently_is_refused() {
 }
 
 /// Only the Markdown files under agents, modes and commands are OpenCode's configuration (what
-/// it reads there); a note or an editor's backup beside them is not kept.
+/// it reads there, by its globs: `{mode,modes}/*.md` is not nested); a note or an editor's
+/// backup beside them is not kept.
 #[test]
 fn only_markdown_under_the_agent_and_command_folders_is_configuration() {
     let home = tmp();
@@ -565,13 +566,87 @@ fn only_markdown_under_the_agent_and_command_folders_is_configuration() {
             "agent/review.md~",
             "commands/ship.md",
             "commands/notes.txt",
+            "mode/focus.md",
+            "modes/old/focus.md",
         ],
     );
     assert_eq!(
         kept,
         [
             ".config/opencode/agent/review.md",
-            ".config/opencode/commands/ship.md"
+            ".config/opencode/commands/ship.md",
+            ".config/opencode/mode/focus.md"
         ]
     );
+}
+
+/// What OpenCode reads and asp does not carry is said, file by file, as Pi's prompt templates
+/// and Copilot's agents are: the sample's custom agent and custom command (not skills), and
+/// the settings of `opencode.json` other than the model and the MCP servers, named. That is
+/// left out by design: the pack exits 0, and 3 with `--strict`. A backup keeps the agent and
+/// the command with OpenCode's own configuration and says so; `opencode.json` it does not keep.
+#[test]
+fn packing_the_sample_says_what_it_left_out_and_strict_exits_3() {
+    use crate::support::asp;
+    let home = samples().join("opencode");
+    let dir = tmp();
+    let run = |extra: &[&str]| {
+        let o = asp()
+            .args(["pack", "--from", "opencode", "--home"])
+            .arg(&home)
+            .arg("-o")
+            .arg(dir.path().join("x.aspstate"))
+            .arg("--force")
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let said = |err: &str, label: &str, file: &str, what: &str| {
+        err.lines().any(|l| {
+            l.starts_with(&format!("{label}: "))
+                && l.contains(&format!(".config/opencode/{file}: "))
+                && l.contains(what)
+        })
+    };
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(0), "{err}");
+    let agent = "a custom agent of OpenCode's own, not a skill";
+    let command = "a custom command (a /command of OpenCode's own), not a skill";
+    let settings = "these settings configure OpenCode itself, not a session, and are not \
+                    carried as session options: small_model, autoupdate, share, provider, \
+                    permission";
+    assert!(
+        said(&err, "left out", "agent/money-reviewer.md", agent),
+        "{err}"
+    );
+    assert!(said(&err, "left out", "command/test.md", command), "{err}");
+    assert!(said(&err, "left out", "opencode.json", settings), "{err}");
+    assert_eq!(err.matches("left out: ").count(), 3, "{err}");
+    assert!(!err.contains("lost"), "{err}");
+
+    let (code, err) = run(&["--strict"]);
+    assert_eq!(code, Some(3), "--strict: anything not taken exits 3: {err}");
+
+    let out = asp()
+        .args(["backup", "--from", "opencode", "--home"])
+        .arg(&home)
+        .arg("--repo")
+        .arg(dir.path().join("repo"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let kept = "(kept byte for byte with opencode's own configuration";
+    for (file, what) in [
+        ("agent/money-reviewer.md", agent),
+        ("command/test.md", command),
+    ] {
+        assert!(said(&err, "kept natively", file, what), "{err}");
+        assert!(said(&err, "kept natively", file, kept), "{err}");
+    }
+    assert!(said(&err, "left out", "opencode.json", settings), "{err}");
 }

@@ -9,9 +9,11 @@
 //! | MCP servers | `mcp` of `<config>/opencode.json(c)`, `config.json` | [`tools`] ([`config`]) |
 //! | settings | `model` of the same files | [`settings`] ([`config`]) |
 //!
-//! OpenCode has no memory of its own. Custom agents and commands (`<config>/agent/`,
-//! `command/`, ...) are its own configuration, carried to OpenCode only
-//! ([`Harness::config_files`]).
+//! OpenCode has no memory of its own. Custom agents, modes and commands (`<config>/agent/`,
+//! `command/`, ...), plugins, custom tools, themes and the TUI settings have no place in the
+//! portable state: a read reports each file as left out ([`own`]), and the settings of the
+//! config it does not map ([`settings`]). Agents, modes and commands are its own
+//! configuration, kept by a backup and restored into OpenCode only ([`Harness::config_files`]).
 //!
 //! A session's native layer is its rows, as row documents ([`rows`], spec/aspstate.md §8.1),
 //! so a restore into OpenCode is row-exact; other harnesses' sessions are composed into rows.
@@ -26,6 +28,7 @@ mod ids;
 mod instructions;
 mod layout;
 mod migrations;
+mod own;
 mod read;
 mod replay;
 mod rows;
@@ -127,6 +130,9 @@ impl Harness for OpenCode {
         if want(StateKind::Skills) {
             state.skills = Some(skills::read(&layout, ctx)?);
         }
+        // OpenCode's own files (agents, commands, plugins, ...): found, and said not to travel,
+        // each with the kind it would belong to.
+        own::report(&layout.config, ctx);
         if want(StateKind::Tools) || want(StateKind::Settings) {
             // A config file that cannot be read leaves both kinds out (reported): a kind left
             // out is never one given empty.
@@ -136,7 +142,7 @@ impl Harness for OpenCode {
                         state.tools = tools::read(&global, ctx);
                     }
                     if want(StateKind::Settings) {
-                        state.settings = settings::read(&global);
+                        state.settings = settings::read(&global, ctx);
                     }
                 }
                 Err(e) => report_unreadable(&e, ctx),
@@ -145,13 +151,19 @@ impl Harness for OpenCode {
         Ok(state)
     }
 
-    /// Custom agents, modes and commands (Markdown with front matter, `*.md`: nothing else
-    /// there is read by OpenCode, so nothing else is kept): OpenCode's own, restored into
-    /// OpenCode only.
+    /// Custom agents, modes and commands (Markdown with front matter, as OpenCode's globs find
+    /// them, [`own::is_kept`]: nothing else there is read by OpenCode, so nothing else is
+    /// kept): OpenCode's own, restored into OpenCode only.
     fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
         let c = Layout::of(home).config;
         let dirs = ["agent", "agents", "mode", "modes", "command", "commands"].map(|d| c.join(d));
-        crate::kit::config::collect(&home.dir, &[], &dirs).only(|rel| rel.ends_with(".md"))
+        let under = crate::kit::config::relative(&home.dir, &c).map(|r| format!("{r}/"));
+        crate::kit::config::collect(&home.dir, &[], &dirs).only(|rel| {
+            under
+                .as_deref()
+                .and_then(|u| rel.strip_prefix(u))
+                .is_some_and(own::is_kept)
+        })
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {

@@ -1,19 +1,43 @@
 //! Settings: the session option OpenCode keeps in its global config as the user's default
 //! (spec §9): `model`, `"<providerID>/<modelID>"` ([`super::ACCEPTS`]). The rest of the config
 //! (providers, permissions, agents, `small_model`, share, autoupdate, ...) configures OpenCode
-//! itself and stays where it is; a model the user has set in any global config file is never
-//! replaced.
+//! itself: not carried, and reported file by file, naming the settings (`mcp` is the tools
+//! kind's, `$schema` only names the format). A model the user has set in any global config file
+//! is never replaced.
 
 use asp_format::state::{SettingValue, Settings};
 use serde_json::{Value, json};
 
 use super::config::Global;
+use crate::harness::ReadContext;
 use crate::kit::accepted::{MODEL_PROVIDER, provider_carried, through};
 use crate::kit::placement::Placement;
 use crate::kit::settings_json::{File, Merged};
 
-pub fn read(global: &Global) -> Option<Settings> {
+/// Top-level keys of a global config file that are carried: the model here, the MCP servers
+/// as tools, and the schema reference, which only names the format.
+const CARRIED: [&str; 3] = ["model", "mcp", "$schema"];
+
+pub fn read(global: &Global, ctx: &ReadContext<'_>) -> Option<Settings> {
     global.as_file()?;
+    for f in &global.files {
+        let others: Vec<&str> = f
+            .doc
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !CARRIED.contains(k))
+            .collect();
+        if !others.is_empty() {
+            ctx.diagnostics.left_out(
+                &f.path,
+                None,
+                format!(
+                    "these settings configure OpenCode itself, not a session, and are not carried as session options: {}",
+                    others.join(", ")
+                ),
+            );
+        }
+    }
     let mut out = Settings::new();
     if let Some(m) = global.merged.get("model").and_then(Value::as_str) {
         out.insert("model".into(), SettingValue::Select(m.to_owned()));
