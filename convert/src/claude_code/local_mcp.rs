@@ -8,10 +8,10 @@
 //! wrote them (env values included, as the user-scope servers in `tools` are; `${VAR}`
 //! references stay references).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::jsonfile;
 use super::layout::Layout;
+use super::{jsonfile, projects_part};
 use crate::error::ConvertError;
 use crate::kit::fsops::Writer;
 use crate::kit::pathmap::PathMap;
@@ -23,101 +23,56 @@ pub const PART: &str = ".claude.json#projects.mcpServers";
 /// The part, pretty JSON; `None` when no project has a server (or `.claude.json` cannot be
 /// read: the `tools` read reports that).
 pub fn extract(layout: &Layout) -> Option<Vec<u8>> {
-    let file = jsonfile::read(&layout.global).ok()?;
-    let mut projects = Map::new();
-    for (path, p) in file
-        .object
-        .get("projects")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
-        if let Some(servers) = p.get("mcpServers").and_then(Value::as_object)
-            && !servers.is_empty()
-        {
-            projects.insert(path.clone(), json!({ "mcpServers": servers }));
-        }
-    }
-    if projects.is_empty() {
-        return None;
-    }
-    let mut bytes =
-        serde_json::to_vec_pretty(&json!({ "projects": projects })).expect("JSON serialises");
-    bytes.push(b'\n');
-    Some(bytes)
+    projects_part::extract(layout, |p| {
+        let servers = p.get("mcpServers").and_then(Value::as_object)?;
+        (!servers.is_empty()).then(|| json!({ "mcpServers": servers }))
+    })
 }
 
 /// Adds every server of the part that its project does not have; one there with the same
 /// entry is already there, one there configured differently is the user's and is kept. Every
-/// other key of `.claude.json` stays as it is; the file is written once, atomically, when
-/// something was added.
+/// other key of `.claude.json` stays as it is ([`projects_part::merge`]).
 pub fn merge(
     layout: &Layout,
     bytes: &[u8],
     path_map: &PathMap,
     writer: &Writer,
 ) -> Result<Vec<(String, Placement)>, ConvertError> {
-    let part: Value = serde_json::from_slice(bytes)
-        .map_err(|e| ConvertError::invalid(PART, format!("not valid JSON: {e}")))?;
-    let Some(wanted) = part.get("projects").and_then(Value::as_object) else {
-        return Err(ConvertError::invalid(PART, "has no `projects` object"));
-    };
     let global = layout.global.display().to_string();
-    let refuse_all = |why: String| {
-        Ok(vec![(
-            PART.to_owned(),
-            Placement::Refused(format!("{why}; local-scope MCP servers not restored")),
-        )])
-    };
-    let mut file = match jsonfile::read(&layout.global) {
-        Ok(f) => f,
-        Err(e) => return refuse_all(e.0),
-    };
-    let Some(projects) = file
-        .object
-        .entry("projects")
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-    else {
-        return refuse_all(format!("`projects` in {global} is not an object"));
-    };
-    let mut out = Vec::new();
-    for (project, entry) in wanted {
-        let project = path_map
-            .map_path(project)
-            .unwrap_or_else(|| project.clone());
-        let servers = entry.get("mcpServers").and_then(Value::as_object);
-        let slot = projects
-            .entry(project.clone())
-            .or_insert_with(|| json!({}))
-            .as_object_mut()
-            .and_then(|p| {
+    projects_part::merge(
+        layout,
+        PART,
+        "local-scope MCP servers",
+        bytes,
+        path_map,
+        writer,
+        |project, out| {
+            let servers = project.wanted.get("mcpServers").and_then(Value::as_object);
+            let mut slot = project.entry.and_then(|p| {
                 p.entry("mcpServers")
                     .or_insert_with(|| json!({}))
                     .as_object_mut()
             });
-        let mut slot = slot;
-        for (name, server) in servers.into_iter().flatten() {
-            let label = format!("MCP server {name:?} of the project {project}");
-            let Some(slot) = slot.as_deref_mut() else {
-                out.push((
-                    label,
-                    Placement::Refused(format!(
-                        "the project's entry in {global} is not an object with an `mcpServers` object; kept as it is"
-                    )),
-                ));
-                continue;
-            };
-            let mut server = server.clone();
-            path_map.map_json(&mut server);
-            let placed = jsonfile::place(slot, name, server, || {
-                format!("configured differently in {global}; kept yours")
-            });
-            out.push((label, placed));
-        }
-    }
-    jsonfile::write_placed(writer, &layout.global, &file, &out)?;
-    Ok(out)
+            for (name, server) in servers.into_iter().flatten() {
+                let label = format!("MCP server {name:?} of the project {}", project.path);
+                let Some(slot) = slot.as_deref_mut() else {
+                    out.push((
+                        label,
+                        Placement::Refused(format!(
+                            "the project's entry in {global} is not an object with an `mcpServers` object; kept as it is"
+                        )),
+                    ));
+                    continue;
+                };
+                let mut server = server.clone();
+                path_map.map_json(&mut server);
+                let placed = jsonfile::place(slot, name, server, || {
+                    format!("configured differently in {global}; kept yours")
+                });
+                out.push((label, placed));
+            }
+        },
+    )
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ mod memory;
 mod pasted;
 mod preferences;
 mod project_settings;
+mod projects_part;
 mod read;
 mod replay;
 mod settings;

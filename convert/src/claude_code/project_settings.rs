@@ -8,10 +8,10 @@
 //! home asks again whether to trust each folder and for every tool that was allowed. The part
 //! is an allowlist ([`KEYS`]), as the preferences are ([`super::preferences`]).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use super::jsonfile;
 use super::layout::Layout;
+use super::{jsonfile, projects_part};
 use crate::error::ConvertError;
 use crate::kit::fsops::Writer;
 use crate::kit::pathmap::PathMap;
@@ -40,119 +40,76 @@ fn is_default(value: &Value) -> bool {
 }
 
 /// The part, pretty JSON: `{"projects": {"<path>": {<kept keys>}}}`, only the keys that hold a
-/// decision and the projects that have one; `None` when none does (or `.claude.json` cannot be
-/// read: the `tools` read reports that).
+/// decision and the projects that have one; `None` when none does.
 pub fn extract(layout: &Layout) -> Option<Vec<u8>> {
-    let file = jsonfile::read(&layout.global).ok()?;
-    let mut projects = Map::new();
-    for (path, p) in file
-        .object
-        .get("projects")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
+    projects_part::extract(layout, |p| {
         let kept: Map<String, Value> = p
-            .as_object()
-            .into_iter()
-            .flatten()
+            .as_object()?
+            .iter()
             .filter(|(k, v)| KEYS.contains(&k.as_str()) && !is_default(v))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        if !kept.is_empty() {
-            projects.insert(path.clone(), Value::Object(kept));
-        }
-    }
-    if projects.is_empty() {
-        return None;
-    }
-    let mut bytes =
-        serde_json::to_vec_pretty(&json!({ "projects": projects })).expect("JSON serialises");
-    bytes.push(b'\n');
-    Some(bytes)
+        (!kept.is_empty()).then_some(Value::Object(kept))
+    })
 }
 
 /// Sets each kept key of each project that the project's entry does not set (or sets to
 /// Claude Code's default); the same value is already there, a different one is the user's on
 /// this machine and is kept. A key outside [`KEYS`] (a tampered part) is refused. Every other
-/// key stays as it is; the file is written once, atomically, when something was set (a
-/// missing file is created). `--map-path` rewrites the project paths, and a value that is a
-/// path; a path inside a permission rule (an allowed `Read(/home/me/app/**)`) stays as written.
+/// key stays as it is ([`projects_part::merge`]). `--map-path` rewrites the project paths, and
+/// a value that is a path; a path inside a permission rule (an allowed
+/// `Read(/home/me/app/**)`) stays as written.
 pub fn merge(
     layout: &Layout,
     bytes: &[u8],
     path_map: &PathMap,
     writer: &Writer,
 ) -> Result<Vec<(String, Placement)>, ConvertError> {
-    let part: Value = serde_json::from_slice(bytes)
-        .map_err(|e| ConvertError::invalid(PART, format!("not valid JSON: {e}")))?;
-    let Some(wanted) = part.get("projects").and_then(Value::as_object) else {
-        return Err(ConvertError::invalid(PART, "has no `projects` object"));
-    };
     let global = layout.global.display().to_string();
-    let refuse_all = |why: String| {
-        Ok(vec![(
-            PART.to_owned(),
-            Placement::Refused(format!("{why}; project settings not restored")),
-        )])
-    };
-    let mut file = match jsonfile::read(&layout.global) {
-        Ok(f) => f,
-        Err(e) => return refuse_all(e.0),
-    };
-    let Some(projects) = file
-        .object
-        .entry("projects")
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-    else {
-        return refuse_all(format!("`projects` in {global} is not an object"));
-    };
-    let mut out = Vec::new();
-    for (project, settings) in wanted {
-        let project = path_map
-            .map_path(project)
-            .unwrap_or_else(|| project.clone());
-        let mut entry = projects
-            .entry(project.clone())
-            .or_insert_with(|| json!({}))
-            .as_object_mut();
-        for (key, value) in settings.as_object().into_iter().flatten() {
-            let label = format!("Claude Code setting {key} of the project {project}");
-            if !KEYS.contains(&key.as_str()) {
-                out.push((
-                    label,
-                    Placement::Refused("not a project setting a backup keeps".to_owned()),
-                ));
-                continue;
+    projects_part::merge(
+        layout,
+        PART,
+        "project settings",
+        bytes,
+        path_map,
+        writer,
+        |mut project, out| {
+            for (key, value) in project.wanted.as_object().into_iter().flatten() {
+                let label = format!("Claude Code setting {key} of the project {}", project.path);
+                if !KEYS.contains(&key.as_str()) {
+                    out.push((
+                        label,
+                        Placement::Refused("not a project setting a backup keeps".to_owned()),
+                    ));
+                    continue;
+                }
+                let Some(entry) = project.entry.as_deref_mut() else {
+                    out.push((
+                        label,
+                        Placement::Refused(format!(
+                            "the project's entry in {global} is not an object; kept as it is"
+                        )),
+                    ));
+                    continue;
+                };
+                if entry.get(key).is_some_and(is_default) {
+                    entry.remove(key);
+                }
+                let mut value = value.clone();
+                path_map.map_json(&mut value);
+                let placed = jsonfile::place(entry, key, value, || {
+                    format!("set differently in {global}; kept yours")
+                });
+                out.push((label, placed));
             }
-            let Some(entry) = entry.as_deref_mut() else {
-                out.push((
-                    label,
-                    Placement::Refused(format!(
-                        "the project's entry in {global} is not an object; kept as it is"
-                    )),
-                ));
-                continue;
-            };
-            if entry.get(key).is_some_and(is_default) {
-                entry.remove(key);
-            }
-            let mut value = value.clone();
-            path_map.map_json(&mut value);
-            let placed = jsonfile::place(entry, key, value, || {
-                format!("set differently in {global}; kept yours")
-            });
-            out.push((label, placed));
-        }
-    }
-    jsonfile::write_placed(writer, &layout.global, &file, &out)?;
-    Ok(out)
+        },
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn only_decisions_are_kept_and_merging_keeps_what_the_user_decided_there() {
