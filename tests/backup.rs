@@ -471,7 +471,7 @@ fn an_index_damaged_or_deleted_is_rebuilt_from_the_snapshot_manifests() {
             .arg(&repo)
             .output()
             .unwrap();
-        let said = String::from_utf8_lossy(&out.stdout);
+        let said = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{damage}: {said}");
         assert!(said.contains("2 snapshots listed"), "{damage}: {said}");
         assert_eq!(

@@ -1539,18 +1539,25 @@ fn unpacking_a_subagent_alone_says_which_session_it_belongs_to() {
         ) && err.contains("`--session 12821015-852a-451b-911f-ba64553fbf57`"),
         "{err}"
     );
-    // With its parent, nothing to say.
+    // With its parent, nothing to say: the subagent is written where it belongs.
+    let with = new_home(dir.path().join("with"));
     let o = asp_unpack()
         .arg(&bundle)
         .args([
             "--session",
             "12821015-852a-451b-911f-ba64553fbf57",
+            "--json",
             "--to",
             "claude-code",
             "--home",
         ])
-        .arg(new_home(dir.path().join("with")))
+        .arg(&with)
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&o.stderr).contains("is a subagent of"));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        v["sessions"].get("agent-a44a1a1a1ce6520e9").is_some(),
+        "the subagent is written with its parent: {v}"
+    );
 }

@@ -103,6 +103,53 @@ fn a_crash_cut_last_line_kept_natively_is_not_a_loss_in_its_own_harness() {
     );
 }
 
+/// A damaged line in a subagent's own transcript is the subagent's: written alone, from its
+/// conversation, into any harness (its own included: without its parent it is composed anew),
+/// it is lost; with its parent into Claude Code the file travels and nothing is.
+#[test]
+fn a_damaged_line_of_a_subagent_is_the_subagents() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    copy_dir(&claude_home(), &home);
+    let log = home.join(
+        ".claude/projects/-home-dev-shop/12821015-852a-451b-911f-ba64553fbf57/subagents/agent-a44a1a1a1ce6520e9.jsonl",
+    );
+    let mut bytes = fs::read(&log).unwrap();
+    bytes.extend_from_slice(b"{\"this line\": is not JSON\n");
+    fs::write(&log, &bytes).unwrap();
+    let out = dir.path().join("b.aspstate");
+    let o = pack_home("claude-code", &home, &out).output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let unpack = |session: &str, to: &str| {
+        let o = asp_unpack()
+            .arg(&out)
+            .args(["--session", session, "--to", to, "--home"])
+            .arg(new_home(dir.path().join(format!("{to}-{session}"))))
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let sub = "agent-a44a1a1a1ce6520e9";
+    for to in ["codex", "claude-code"] {
+        let (code, err) = unpack(sub, to);
+        assert_eq!(code, Some(3), "{to}: {err}");
+        assert!(
+            err.contains(&format!("lost: session {sub}: line")),
+            "{to}: {err}"
+        );
+    }
+    let (code, err) = unpack("12821015-852a-451b-911f-ba64553fbf57", "claude-code");
+    assert_eq!(code, Some(0), "{err}");
+}
+
 /// A file that cannot be carried (instructions that are not UTF-8) is lost: exit 3.
 #[test]
 fn a_file_that_cannot_be_carried_is_a_loss() {

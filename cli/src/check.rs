@@ -64,15 +64,22 @@ pub struct CheckArgs {
 
 pub fn run(args: CheckArgs) -> Result<Exit> {
     let repo = args.repo.open()?;
+    // What the rebuild passed over is a problem of the check (exit 4); what it did is said on
+    // stderr, so `--json` stays one document.
+    let mut passed_over = Vec::new();
     if args.rebuild_index {
         let rebuilt = repo.rebuild_index()?;
-        for d in &rebuilt.damaged {
-            crate::outln!(
-                "problem: blob {d} looks like a snapshot manifest but does not match its name \
-                 (or is not a snapshot's): not listed"
-            );
-        }
-        crate::outln!(
+        passed_over = rebuilt
+            .damaged
+            .iter()
+            .map(|d| {
+                format!(
+                    "blob {d} holds a snapshot manifest's artifact type but does not match its \
+                     name: the snapshot it was is not listed"
+                )
+            })
+            .collect();
+        eprintln!(
             "rebuilt {}: {} listed (a snapshot forgotten but not yet pruned is listed again: \
              `asp forget` it again){}",
             repo.root().join("index.json").display(),
@@ -85,7 +92,7 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
         );
     }
     let bar = Bar::new(args.common.quiet);
-    let report = check(
+    let mut report = check(
         &repo,
         &CheckOptions {
             read_data: args.read_data,
@@ -93,6 +100,7 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
         },
         &bar,
     )?;
+    report.problems.extend(passed_over);
     bar.clear();
     if args.common.json {
         crate::outln!(

@@ -38,6 +38,7 @@ use crate::harness::{
     WriteContext, WriteOptions,
 };
 use crate::kit::fsops::Writer;
+use crate::kit::meta::Unreadable;
 use crate::kit::pathmap::PathMap;
 use crate::kit::placement::Placement;
 use crate::kit::report::{Diagnostic, Diagnostics, Severity};
@@ -479,16 +480,25 @@ impl Store {
                 .as_ref()
                 .is_ok_and(|r| r.iter().any(|s| s.native.is_some()));
             let mut read = read;
+            let mut places: Vec<(usize, Unreadable)> = Vec::new();
             for d in diagnostics.items() {
                 let was_damage = d.severity == Severity::Damaged;
-                let d = resolve_damage(d, entry, native);
+                let mut d = resolve_damage(d, entry, native);
                 if was_damage
                     && d.severity == Severity::KeptNatively
-                    && let (Ok(got), Store::Harness { home, .. }) = (&mut read, self)
+                    && let (Ok(got), Store::Harness { harness, home }) = (&read, self)
                 {
-                    mark_unreadable(got, &d, &home.dir);
+                    match unreadable_place(got, &d, harness.as_ref(), &home.dir) {
+                        Some(place) => places.push(place),
+                        // Kept in a file no session names as its own: written elsewhere, no
+                        // session could say what it lacks, so it is lost here.
+                        None => d.severity = Severity::Lost,
+                    }
                 }
                 req.diagnostics.push(d);
+            }
+            if let Ok(got) = &mut read {
+                mark_unreadable(got, places);
             }
             sessions.push((read?, reused));
         }
@@ -602,41 +612,101 @@ fn resolve_damage(mut d: Diagnostic, entry: &Surveyed, native: bool) -> Diagnost
     d
 }
 
-/// Records a damaged place kept natively (`d`) on the session whose native file it is in, so
-/// a write of that session from its updates says what they lack: the file, not the updates,
-/// holds it.
-fn mark_unreadable(sessions: &mut [Session], d: &Diagnostic, home: &std::path::Path) {
-    let Some(file) = d.file.as_deref() else {
-        return;
+/// The session a damaged place kept natively (`d`) belongs to, and the place: the session whose
+/// transcript the damaged file is (a subagent's own file, not its parent's, though the parent
+/// carries it too), else the first whose native files hold it. The file is matched by its
+/// path under the home, or, for a store moved by an environment variable (`CLAUDE_CONFIG_DIR`,
+/// `CODEX_HOME`), by the path under the harness's own folder: native paths are recorded at
+/// their default place.
+fn unreadable_place(
+    sessions: &[Session],
+    d: &Diagnostic,
+    harness: &dyn crate::harness::Harness,
+    home: &std::path::Path,
+) -> Option<(usize, Unreadable)> {
+    let file = d.file.as_deref()?;
+    let is_file = |rel: &str| {
+        home.join(rel) == file || {
+            let mut parts = std::path::Path::new(rel).components();
+            parts.next();
+            let under = parts.as_path();
+            !under.as_os_str().is_empty() && file.ends_with(under)
+        }
     };
-    for s in sessions {
+    let place = |i: usize, rel: &str| {
+        Some((
+            i,
+            Unreadable {
+                path: rel.to_owned(),
+                line: d.line,
+            },
+        ))
+    };
+    for (i, s) in sessions.iter().enumerate() {
         let Some(native) = &s.native else { continue };
+        let Some(own) = harness.transcript(&s.id, native, s.meta.as_ref()) else {
+            continue;
+        };
         if let Some(f) = native
             .files
             .iter()
-            .find(|f| home.join(f.path.as_str()) == file)
+            .find(|f| f.content == own && is_file(f.path.as_str()))
         {
-            let place = crate::kit::meta::Unreadable {
-                path: f.path.as_str().to_owned(),
-                line: d.line,
-            };
-            crate::kit::meta::add_unreadable(&mut s.meta, place);
-            return;
+            return place(i, f.path.as_str());
         }
     }
+    sessions.iter().enumerate().find_map(|(i, s)| {
+        let f = s
+            .native
+            .as_ref()?
+            .files
+            .iter()
+            .find(|f| is_file(f.path.as_str()))?;
+        place(i, f.path.as_str())
+    })
 }
+
+/// Records the damaged places kept natively on their sessions (`_meta.asp.unreadable`), at
+/// most [`UNREADABLE_KEPT`] a session, so a write of a session from its updates says what they
+/// lack: the file, not the updates, holds it.
+fn mark_unreadable(sessions: &mut [Session], places: Vec<(usize, Unreadable)>) {
+    let mut by_session: std::collections::BTreeMap<usize, Vec<Unreadable>> =
+        std::collections::BTreeMap::new();
+    for (i, p) in places {
+        let listed = by_session.entry(i).or_default();
+        if listed.len() < UNREADABLE_KEPT && !listed.contains(&p) {
+            listed.push(p);
+        }
+    }
+    for (i, listed) in by_session {
+        crate::kit::meta::set_unreadable(&mut sessions[i].meta, &listed);
+    }
+}
+
+/// The damaged places a session records, at most: a transcript damaged throughout must not make
+/// the state manifest as long as the transcript.
+const UNREADABLE_KEPT: usize = 100;
 
 /// What a session written from its updates lacks: the damaged places of its native file,
 /// which only that file holds. Lost, unless the target is the harness the file is from (it
 /// is then written as it was).
 fn report_unreadable(state: &State, target: &str, diagnostics: &Diagnostics) {
+    let ids: std::collections::HashSet<&str> = state
+        .sessions
+        .iter()
+        .flatten()
+        .map(|s| s.id.as_str())
+        .collect();
     for s in state.sessions.iter().flatten() {
         let places = crate::kit::meta::unreadable(s.meta.as_ref());
         let Some(first) = places.first() else {
             continue;
         };
         let from = s.native.as_ref().map(|n| n.harness.as_str());
-        if from == Some(target) {
+        // Into its own harness the native files are written as they were, the damaged places
+        // with them; not a subagent written without its parent, which is composed anew.
+        let parent = crate::kit::meta::parent_id(s.meta.as_ref());
+        if from == Some(target) && parent.is_none_or(|p| ids.contains(p)) {
             continue;
         }
         let lines: Vec<String> = places
@@ -647,7 +717,18 @@ fn report_unreadable(state: &State, target: &str, diagnostics: &Diagnostics) {
         let at = match lines.as_slice() {
             [] => "a record".to_owned(),
             [one] => format!("line {one}"),
-            [many @ .., last] => format!("lines {} and {last}", many.join(", ")),
+            [some @ .., last] if lines.len() <= 5 => {
+                format!("lines {} and {last}", some.join(", "))
+            }
+            many => format!(
+                "lines {} and {} more",
+                many[..5].join(", "),
+                if many.len() >= UNREADABLE_KEPT {
+                    format!("{} or more", many.len() - 5)
+                } else {
+                    (many.len() - 5).to_string()
+                }
+            ),
         };
         let more = places.iter().filter(|p| p.path != first.path).count();
         let others = if more > 0 {

@@ -283,13 +283,16 @@ impl Repository {
     /// from an index that was damaged or deleted, since every snapshot's manifest carries
     /// what the index says of it (its annotations). A snapshot forgotten but not yet pruned
     /// is listed again. The index there before, readable or not, is kept beside as
-    /// `index.json.before-rebuild` (replacing an earlier one); what it listed that is not a
+    /// `index.json.before-rebuild` (`.1`, `.2`, … when that is taken); what it listed that is not a
     /// snapshot of this repository (an image put into the layout by hand) is listed again.
     /// Blobs whose bytes do not match their name are passed over and counted.
     pub fn rebuild_index(&self) -> Result<RebuiltIndex, RepoError> {
         // Snapshot manifests are small (a few layers' descriptors); a registry takes at most
         // 4 MiB in one manifest.
         const LARGEST: u64 = 4 << 20;
+        // Shared, as a backup holds it: a prune (exclusive) is not deleting the blobs of a
+        // snapshot this lists again.
+        let _repo = self.lock_shared()?;
         let _lock = self.lock_index()?;
         let mut kept = match self.layout.index() {
             Ok(mut old) => {
@@ -331,15 +334,17 @@ impl Repository {
             {
                 continue;
             }
+            // The digest first: a cut manifest does not parse, and must be counted, not
+            // passed over.
+            if Digest::of(&bytes) != digest {
+                rebuilt.damaged.push(digest);
+                continue;
+            }
             let Ok(m) = serde_json::from_slice::<asp_registry::manifest::ImageManifest>(&bytes)
             else {
                 continue;
             };
             if m.artifact_type.as_deref() != Some(SNAPSHOT_ARTIFACT) {
-                continue;
-            }
-            if Digest::of(&bytes) != digest {
-                rebuilt.damaged.push(digest);
                 continue;
             }
             let mut d = OciDescriptor::new(
@@ -359,7 +364,14 @@ impl Repository {
         found.sort_by(|(a, _), (b, _)| (&a.created, a.digest).cmp(&(&b.created, b.digest)));
         let index_path = self.root().join("index.json");
         if index_path.exists() {
-            let aside = self.root().join("index.json.before-rebuild");
+            // Never over an earlier copy: it may be the only one of a damaged index.
+            let aside = (0..)
+                .map(|n| match n {
+                    0 => self.root().join("index.json.before-rebuild"),
+                    n => self.root().join(format!("index.json.before-rebuild.{n}")),
+                })
+                .find(|p| !p.exists())
+                .expect("a free name");
             fs::copy(&index_path, &aside).map_err(|e| io_err(&aside, e))?;
             rebuilt.kept_aside = Some(aside);
         }

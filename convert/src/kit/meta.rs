@@ -142,14 +142,9 @@ pub fn unreadable(meta: Option<&Meta>) -> Vec<Unreadable> {
         .collect()
 }
 
-/// Adds to `_meta.asp.unreadable`, keeping what is listed and the rest of `_meta.asp`.
-pub fn add_unreadable(meta: &mut Option<Meta>, place: Unreadable) {
-    let mut all = unreadable(meta.as_ref());
-    if all.contains(&place) {
-        return;
-    }
-    all.push(place);
-    let listed: Vec<Value> = all
+/// Sets `_meta.asp.unreadable` to `places`, keeping the rest of `_meta.asp`.
+pub fn set_unreadable(meta: &mut Option<Meta>, places: &[Unreadable]) {
+    let listed: Vec<Value> = places
         .iter()
         .map(|d| match d.line {
             Some(l) => json!({"path": d.path, "line": l}),
