@@ -1152,7 +1152,10 @@ fn secrets_in_mcp_servers_are_blanked_on_request_and_never_written_back_blank() 
         .arg(&bundle)
         .assert()
         .success()
-        .stderr(predicates::str::contains("written out in full").not());
+        .stderr(predicates::str::contains("written out in full").not())
+        .stderr(predicates::str::contains(
+            "MCP server \"api\": blanked env.API_KEY (--redact-secrets;",
+        ));
     let b = Bundle::open(&bundle).unwrap();
     let tools = b.manifest().state.tools.clone().unwrap();
     let McpServer::Stdio(s) = &tools[0] else {

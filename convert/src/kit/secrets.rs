@@ -234,13 +234,26 @@ pub fn literal_credentials(server: &McpServer) -> Vec<String> {
     found
 }
 
-/// Carries `server`, read from `file`: with `redact`, its secrets blanked ([`redact`]);
+/// Carries `server`, read from `file`: with `redact`, its secrets blanked ([`redact`]) and a
+/// note naming what was blanked;
 /// without, as it is, with a note naming the values that are credentials by their names, so
 /// that whoever packs or backs it up knows the bundle or repository holds them (and that
 /// `--redact-secrets` would blank them) before sharing it.
 pub fn carry(server: &mut McpServer, redact_secrets: bool, file: &Path, diagnostics: &Diagnostics) {
     if redact_secrets {
-        redact(server);
+        let blanked = redact(server);
+        if !blanked.is_empty() {
+            diagnostics.note(
+                file,
+                None,
+                format!(
+                    "MCP server {:?}: blanked {} (--redact-secrets; the bundle lists them in \
+                     the server's _meta.asp.redacted)",
+                    server.name(),
+                    blanked.join(", "),
+                ),
+            );
+        }
         return;
     }
     let found = literal_credentials(server);
