@@ -446,10 +446,18 @@ mod tests {
         // Carried as it is: nothing blanked.
         let McpServer::Stdio(st) = &s else { panic!() };
         assert_eq!(st.env[0].value, "sk-live-1");
-        // With --redact-secrets: blanked, and no note.
-        let quiet = Diagnostics::new();
-        carry(&mut s, true, Path::new("/h/.claude.json"), &quiet);
-        assert!(quiet.items().is_empty());
+        // With --redact-secrets: blanked, and the note says what was blanked instead.
+        let blanked = Diagnostics::new();
+        carry(&mut s, true, Path::new("/h/.claude.json"), &blanked);
+        let items = blanked.items();
+        assert_eq!(items.len(), 1);
+        assert!(
+            items[0].message.starts_with(
+                "MCP server \"docs\": blanked env.DOCS_API_KEY, env.LOG_LEVEL, args.2 (--redact-secrets;"
+            ),
+            "{}",
+            items[0].message
+        );
         let McpServer::Stdio(st) = &s else { panic!() };
         assert_eq!(st.env[0].value, "");
         assert_eq!(st.args, ["--max-tokens", "4096", "--token="]);
