@@ -355,8 +355,7 @@ fn report_cut(diagnostics: &Diagnostics, path: &Path, records: &[Record], i: usi
 /// [`crate::Harness::transcript`]): the native file at `_meta.claudeCode.transcript`, which
 /// [`build`] sets to the path of the file it replayed and derived the update stream from.
 pub fn transcript(native: &Native, meta: Option<&Meta>) -> Option<Descriptor> {
-    let path = meta?.get("claudeCode")?.get("transcript")?.as_str()?;
-    FileEntry::at(&native.files, path)
+    crate::kit::meta::native_file(native, meta, "claudeCode", "transcript")
 }
 
 /// Builds one session from its transcript's index: replays the chain into a blob, reading the

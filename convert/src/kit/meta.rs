@@ -154,6 +154,19 @@ pub fn set_unreadable(meta: &mut Option<Meta>, places: &[Unreadable]) {
     asp_mut(meta).insert("unreadable".into(), Value::Array(listed));
 }
 
+/// The native file a converter's own namespace names by path (`_meta.<namespace>.<key>`):
+/// the session's transcript among its native files, as Claude Code (`claudeCode.transcript`)
+/// and Pi (`pi.file`) record it.
+pub fn native_file(
+    native: &asp_format::state::Native,
+    meta: Option<&Meta>,
+    namespace: &str,
+    key: &str,
+) -> Option<asp_format::digest::Descriptor> {
+    let path = meta?.get(namespace)?.get(key)?.as_str()?;
+    asp_format::state::FileEntry::at(&native.files, path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

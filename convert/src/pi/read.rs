@@ -24,8 +24,7 @@ use crate::kit::fsops::is_executable;
 /// [`crate::Harness::transcript`]): the native file at `_meta.pi.file`, which [`read_session`]
 /// sets to the path of the session file it replayed and derived the update stream from.
 pub fn transcript(native: &Native, meta: Option<&Meta>) -> Option<Descriptor> {
-    let path = meta?.get("pi")?.get("file")?.as_str()?;
-    FileEntry::at(&native.files, path)
+    crate::kit::meta::native_file(native, meta, "pi", "file")
 }
 
 pub fn read_session(
