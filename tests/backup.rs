@@ -84,7 +84,12 @@ fn backup(home: &Path, repo: &Path) -> Value {
 /// a harness appends a turn; gives the whole new text.
 fn append_turn(file: &Path, n: u64) -> String {
     let mut text = fs::read_to_string(file).unwrap();
-    let mut again = text.lines().last().unwrap().to_owned();
+    let mut again = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("\"uuid\":\""))
+        .unwrap()
+        .to_owned();
     let uuid_at = again.find("\"uuid\":\"").unwrap() + 8;
     again.replace_range(
         uuid_at..uuid_at + 36,
@@ -2169,4 +2174,89 @@ fn a_backup_says_when_a_settings_json_with_comments_sets_a_credential() {
         "{said}"
     );
     assert!(!said.contains("AIza-live-key"), "{said}");
+}
+
+/// Layout 4 in a repository (spec/aspstate.md §4.1): a backup compresses the transcripts it
+/// reads against their project's dictionary, also when the transcript that dictionary is made
+/// of was taken from the snapshot before (read back from the repository); what it stores
+/// checks out, restores byte for byte and packs into a layout 4 bundle.
+#[cfg(feature = "claude-code")]
+#[test]
+fn a_backup_compresses_transcripts_against_their_projects_dictionary() {
+    use asp_format::bundle::oci::DICTIONARY_LAYER;
+    let t = tmp();
+    let home = crate::project_dictionaries::long_claude_home(t.path());
+    age(&home, Duration::from_secs(3600));
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    check(&repo, true);
+
+    // A project with a transcript of a MiB or more, and another transcript of it: the
+    // dictionary is made of the first of the long ones by id (file name), so the other
+    // one changes without it.
+    let projects = home.join(".claude/projects");
+    let (source, other) = fs::read_dir(&projects)
+        .unwrap()
+        .filter_map(|p| {
+            let mut files: Vec<PathBuf> = fs::read_dir(p.unwrap().path())
+                .unwrap()
+                .map(|f| f.unwrap().path())
+                .filter(|f| f.extension().is_some_and(|e| e == "jsonl"))
+                .collect();
+            files.sort();
+            let source = files
+                .iter()
+                .find(|f| fs::metadata(f).unwrap().len() >= 1 << 20)?
+                .clone();
+            let other = files.into_iter().find(|f| *f != source)?;
+            Some((source, other))
+        })
+        .next()
+        .expect("a project with a long transcript and another");
+    let text = append_turn(&other, 1);
+    let v = backup(&home, &repo);
+    assert_eq!(v["changed"], 1, "{v}");
+    check(&repo, true);
+
+    let bundle = t.path().join("repo.aspstate");
+    asp()
+        .args(["pack", "--from-repo", "-q", "--repo"])
+        .arg(&repo)
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    asp().arg("verify").arg(&bundle).assert().success();
+    let b = asp_format::bundle::Bundle::open(&bundle).unwrap();
+    assert_eq!(b.layout().layout_version, "4.0.0");
+    let changed = asp_format::Descriptor::of(text.as_bytes());
+    let (_, dictionary) = b.layer_of(&changed.digest).expect("the changed transcript");
+    let dictionary = dictionary.expect("the changed transcript has a dictionary");
+    let (layer, _) = b.layer_of(&dictionary).unwrap();
+    let media = b
+        .image_manifest()
+        .unwrap()
+        .layers
+        .iter()
+        .find(|l| l.digest == layer)
+        .unwrap()
+        .media_type
+        .clone();
+    assert!(media.starts_with(DICTIONARY_LAYER), "{media}");
+    let head = fs::read(&source).unwrap();
+    assert_eq!(
+        dictionary,
+        asp_format::Descriptor::of(&head[..1 << 20]).digest,
+        "the dictionary is the first MiB of the project's least long transcript"
+    );
+
+    let to = t.path().join("restored");
+    let out = restore_json(&repo, &to);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rel = other.strip_prefix(&home).unwrap();
+    assert!(fs::read(to.join(rel)).unwrap() == text.as_bytes());
 }

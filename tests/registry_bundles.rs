@@ -753,3 +753,53 @@ fn a_bundle_with_a_damaged_layer_is_never_pushed_whole() {
         "the damaged layer reached the registry"
     );
 }
+
+/// A layout 4 bundle (project dictionaries, spec/aspstate.md §4.1) pushed and pulled back is
+/// the same bundle, byte for byte: the pull says layout 4 from the image manifest alone, and
+/// checks each layer through its two dictionaries before it writes a byte.
+#[cfg(feature = "claude-code")]
+#[test]
+fn a_layout_4_bundle_pulled_is_the_bundle_pushed() {
+    let reg = TestRegistry::start(Auth::None);
+    let home = Home::new();
+    let claude = crate::project_dictionaries::long_claude_home(home.path());
+    let bundle = home.path().join("l4.aspstate");
+    let packed = home
+        .asp()
+        .args(["pack", "--from", "claude-code", "-q", "--home"])
+        .arg(&claude)
+        .arg("-o")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(
+        packed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&packed.stderr)
+    );
+    assert_eq!(
+        Bundle::open(&bundle).unwrap().layout().layout_version,
+        "4.0.0"
+    );
+    let reference = format!("{}/me/l4:x", reg.host());
+    let out = home
+        .asp()
+        .args(["push"])
+        .arg(&bundle)
+        .args([&reference, "--json"])
+        .output()
+        .unwrap();
+    ok(&out);
+    let pulled = home.path().join("pulled.aspstate");
+    let out = home
+        .asp()
+        .args(["pull", &reference, "--json", "-o"])
+        .arg(&pulled)
+        .output()
+        .unwrap();
+    ok(&out);
+    assert!(
+        fs::read(&pulled).unwrap() == fs::read(&bundle).unwrap(),
+        "the bundle pulled is not the bundle pushed"
+    );
+}

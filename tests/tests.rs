@@ -45,6 +45,10 @@ mod hub_stdio;
 mod hub_steering;
 mod protocol_schemas;
 
+// Layout 4: project dictionaries.
+#[cfg(feature = "claude-code")]
+mod project_dictionaries;
+
 // Backups: asp backup and its repository.
 mod backup;
 

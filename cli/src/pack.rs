@@ -291,7 +291,9 @@ pub fn run(args: PackArgs) -> Result<Exit> {
         })?;
     let source = store.describe_location();
 
-    let layers = staging.finish().context("cannot compress the bodies")?;
+    let layers = staging
+        .finish_for(&state, &asp_convert::transcript_of, None)
+        .context("cannot compress the bodies")?;
     let opts = Options2 {
         created,
         generator: Some(crate::generator()),

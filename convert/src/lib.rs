@@ -69,6 +69,15 @@ pub fn harness(name: &str) -> Option<Box<dyn Harness>> {
     harnesses().into_iter().find(|h| h.name().as_str() == name)
 }
 
+/// The native transcript of `session` ([`Harness::transcript`], by the harness its native files
+/// are of): the body a bundle compresses its update stream against, and the one the project
+/// dictionaries are made of (spec/aspstate.md §4.1). `None` without native files, for a harness
+/// this build does not have, or one that gives none.
+pub fn transcript_of(session: &asp_format::state::Session) -> Option<asp_format::Descriptor> {
+    let native = session.native.as_ref()?;
+    harness(native.harness.as_str())?.transcript(&session.id, native, session.meta.as_ref())
+}
+
 /// The names of the converters this build has.
 pub fn harness_names() -> Vec<String> {
     harnesses().iter().map(|h| h.name().to_string()).collect()

@@ -18,8 +18,9 @@
 //! The harness's own configuration (issue 13's native layer) will be read and restored here
 //! too, beside the kinds, for same-harness restores only.
 
+use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -55,6 +56,44 @@ pub enum Store {
     },
     /// A state directory (the plain form `asp-unpack --to-dir` writes).
     Dir(PathBuf),
+}
+
+/// Predicts each project's dictionary from the survey (spec/aspstate.md §4.1), before a
+/// session is read, so the blob sink compresses the transcripts against it as they come:
+/// per folder of transcripts, the first MiB of the transcript of the least session id among
+/// those of at least a MiB. Only a prediction, made from sizes and ids alone: the sink applies
+/// the rule to the state in the end and compresses again what it got wrong. A file that
+/// cannot be read here is left to the read, which reports it.
+fn predict_dictionaries(
+    harness: &dyn Harness,
+    entries: &[&Surveyed],
+    sink: &dyn BlobSink,
+) -> Result<(), ConvertError> {
+    use asp_format::bundle::PROJECT_DICTIONARY;
+    use std::io::Read;
+    let mut least: BTreeMap<&Path, (&str, &Path)> = BTreeMap::new();
+    for e in entries.iter().filter(|e| e.parent.is_none()) {
+        let Some(t) = harness.surveyed_transcript(e) else {
+            continue;
+        };
+        let Some(folder) = t.path.parent().filter(|_| t.size >= PROJECT_DICTIONARY) else {
+            continue;
+        };
+        let id = e.id.as_str();
+        let slot = least.entry(folder).or_insert((id, &t.path));
+        if id < slot.0 {
+            *slot = (id, &t.path);
+        }
+    }
+    for (folder, (_, path)) in least {
+        let mut head = Vec::with_capacity(PROJECT_DICTIONARY as usize);
+        let read = std::fs::File::open(path)
+            .and_then(|f| f.take(PROJECT_DICTIONARY).read_to_end(&mut head));
+        if read.is_ok() && head.len() as u64 == PROJECT_DICTIONARY {
+            sink.predict_dictionary(folder, &head)?;
+        }
+    }
+    Ok(())
 }
 
 impl std::fmt::Debug for Store {
@@ -302,6 +341,9 @@ impl Store {
                 Sessions::All => survey.sessions.iter().collect(),
                 Sessions::Only(ids) => survey.select(ids)?,
             };
+            if let (Store::Harness { harness, .. }, true) = (self, req.options.native) {
+                predict_dictionaries(harness.as_ref(), &entries, req.blobs)?;
+            }
             let read = self.read_sessions(&entries, req, reuse)?;
             let mut all = Vec::new();
             for (entry, (got, reused)) in entries.iter().zip(read) {

@@ -72,6 +72,27 @@ pub trait BlobSink: Send + Sync {
         self.begin()
     }
 
+    /// Starts a session's transcript, read from `path` (`size` bytes): a store may compress it
+    /// against its project's dictionary (see [`crate::bundle::layers::LayerStore`]). The
+    /// default is [`BlobSink::begin_sized`]; the descriptor is the same either way.
+    fn begin_transcript(
+        &self,
+        path: &Path,
+        size: u64,
+    ) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
+        let _ = path;
+        self.begin_sized(size)
+    }
+
+    /// Says, before a store is read, that the transcripts under `folder` are one project's
+    /// and that `dictionary` will be its dictionary (the first MiB of one of them): a store that
+    /// compresses against project dictionaries then does so as the transcripts are written,
+    /// not again at the end. Only a prediction: the state decides. The default ignores it.
+    fn predict_dictionary(&self, folder: &Path, dictionary: &[u8]) -> Result<(), BlobError> {
+        let _ = (folder, dictionary);
+        Ok(())
+    }
+
     /// Stores `bytes` whole.
     fn put(&self, bytes: &[u8]) -> Result<Descriptor, BlobError> {
         let mut w = self.begin_sized(bytes.len() as u64)?;

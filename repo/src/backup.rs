@@ -25,8 +25,9 @@ use asp_convert::kit::time;
 use asp_convert::store::{ReadRequest, Sessions};
 use asp_convert::{Home, Store};
 use asp_format::KindSet;
+use asp_format::blob::BlobSource;
 use asp_format::bundle::layers::{LayerOptions, LayerStore, compress};
-use asp_format::bundle::oci::{ARTIFACT_TYPE, Encoding, LayerRef};
+use asp_format::bundle::oci::{ARTIFACT_TYPE, Encoding, LayerRef, MAX_CHAIN};
 use asp_format::bundle::{Documents, Options2};
 use asp_format::digest::{Descriptor, Digest};
 use asp_format::progress::Progress;
@@ -586,7 +587,16 @@ fn backup_once(
             sessions,
         });
     }
-    let layers = staging.finish()?;
+    // Transcripts read this time go against their project's dictionary; one made from a
+    // transcript taken from the parent is read from the repository (spec/aspstate.md §4.1).
+    let parent_blobs = parent
+        .as_ref()
+        .map(|p| crate::blobs::SnapshotBlobs::new(repo, &p.table));
+    let layers = staging.finish_for(
+        &state,
+        &asp_convert::transcript_of,
+        parent_blobs.as_ref().map(|b| b as &dyn BlobSource),
+    )?;
     let parent_table = parent.as_ref().map(|p| &p.table);
     let layer_of = |d: &Digest| -> Option<LayerRef> {
         layers
@@ -694,11 +704,21 @@ pub(crate) fn layers_of(
     table: &BTreeMap<Digest, LayerRef>,
     wanted: impl Fn(&Digest) -> bool,
 ) -> BTreeSet<Digest> {
-    s.bodies()
-        .filter_map(|d| table.get(&d.digest))
-        .map(|r| r.layer)
-        .filter(|l| wanted(l))
-        .collect()
+    let mut out = BTreeSet::new();
+    for d in s.bodies() {
+        // The body's layer, then its dictionaries' (layout 4: a transcript's project's).
+        let mut next = Some(d.digest);
+        for _ in 0..=MAX_CHAIN {
+            let Some(r) = next.and_then(|x| table.get(&x)) else {
+                break;
+            };
+            if wanted(&r.layer) {
+                out.insert(r.layer);
+            }
+            next = r.dictionary.filter(|x| Some(*x) != next);
+        }
+    }
+    out
 }
 
 /// Each session of `state` with the layers of `table` storing its bodies that `wanted`

@@ -2,13 +2,13 @@
 //! decoded (against its dictionary body when it has one) and checked against the body's
 //! digest, as a bundle reads them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 
 use asp_format::blob::{BlobError, BlobSource};
 use asp_format::bundle::decode_layer;
-use asp_format::bundle::oci::LayerRef;
+use asp_format::bundle::oci::{LayerRef, MAX_CHAIN};
 use asp_format::digest::{Descriptor, Digest, VerifyingReader};
 
 use crate::error::RepoError;
@@ -19,8 +19,9 @@ use crate::repository::{RawBlobs, Repository};
 pub struct SnapshotBlobs<'a> {
     repo: &'a dyn RawBlobs,
     table: &'a BTreeMap<Digest, LayerRef>,
-    /// The last dictionary read: the sessions of a restore mostly need each one once.
-    dictionary: Mutex<Option<(Digest, Arc<Vec<u8>>)>>,
+    /// The last two dictionaries read: the sessions of a restore mostly need each transcript
+    /// once, and the transcripts of a project their project's dictionary (layout 4).
+    dictionary: Mutex<VecDeque<(Digest, Arc<Vec<u8>>)>>,
 }
 
 impl<'a> SnapshotBlobs<'a> {
@@ -28,25 +29,41 @@ impl<'a> SnapshotBlobs<'a> {
         SnapshotBlobs {
             repo,
             table,
-            dictionary: Mutex::new(None),
+            dictionary: Mutex::new(VecDeque::new()),
         }
     }
 
     fn dictionary(&self, d: &Digest) -> Result<Arc<Vec<u8>>, BlobError> {
-        if let Some((k, v)) = &*self.dictionary.lock().expect("cache")
-            && k == d
+        self.dictionary_at(d, 1)
+    }
+
+    /// Dictionary `d`, decoded against its own when it has one: at most [`MAX_CHAIN`] deep.
+    fn dictionary_at(&self, d: &Digest, depth: usize) -> Result<Arc<Vec<u8>>, BlobError> {
+        if let Some(v) = self
+            .dictionary
+            .lock()
+            .expect("cache")
+            .iter()
+            .find(|(k, _)| k == d)
+            .map(|(_, v)| Arc::clone(v))
         {
-            return Ok(Arc::clone(v));
+            return Ok(v);
         }
         let r = self.table.get(d).ok_or(BlobError::Missing(*d))?;
-        if r.dictionary.is_some() {
-            return Err(integrity(format!(
-                "the dictionary {d} has a dictionary itself"
-            )));
-        }
-        let out = read_dictionary(self.repo, d, r)?;
+        let base = match r.dictionary {
+            Some(x) if depth < MAX_CHAIN => Some(self.dictionary_at(&x, depth + 1)?),
+            Some(_) => {
+                return Err(integrity(format!(
+                    "the dictionary {d} is more than {MAX_CHAIN} deep"
+                )));
+            }
+            None => None,
+        };
+        let out = read_dictionary(self.repo, d, r, base.as_deref().map(Vec::as_slice))?;
         let v = Arc::new(out);
-        *self.dictionary.lock().expect("cache") = Some((*d, Arc::clone(&v)));
+        let mut cache = self.dictionary.lock().expect("cache");
+        cache.push_front((*d, Arc::clone(&v)));
+        cache.truncate(2);
         Ok(v)
     }
 
@@ -83,21 +100,35 @@ pub(crate) fn decoded(
     decode_layer(raw, r.encoding, dict, size).map_err(BlobError::Other)
 }
 
-/// Dictionary body `d`, stored in layer `r` (itself against no dictionary), whole and checked
-/// against its digest.
+/// Dictionary body `d`, stored in layer `r` (against `base`, the bytes of its own dictionary
+/// when it has one), whole and checked against its digest and, when the table gives it
+/// (layout 4), its size.
 pub(crate) fn read_dictionary(
     repo: &dyn RawBlobs,
     d: &Digest,
     r: &LayerRef,
+    base: Option<&[u8]>,
 ) -> Result<Vec<u8>, BlobError> {
+    let limit = r
+        .body_size
+        .unwrap_or(DICTIONARY_LIMIT)
+        .min(DICTIONARY_LIMIT);
     let mut out = Vec::new();
-    decoded(repo, r, None, DICTIONARY_LIMIT)?
-        .take(DICTIONARY_LIMIT + 1)
+    decoded(repo, r, base, limit)?
+        .take(limit + 1)
         .read_to_end(&mut out)
         .map_err(BlobError::Other)?;
     if out.len() as u64 > DICTIONARY_LIMIT {
         return Err(integrity(format!(
             "the dictionary body {d} is larger than a layer's largest window"
+        )));
+    }
+    if let Some(size) = r.body_size
+        && out.len() as u64 != size
+    {
+        return Err(integrity(format!(
+            "the dictionary body {d} holds {} bytes, not the {size} its table entry says",
+            out.len()
         )));
     }
     if Digest::of(&out) != *d {

@@ -1,13 +1,13 @@
 //! `asp check`: every snapshot's documents, every layer they name present with its size, and
 //! with `read_data` every body decoded and every layer's digest recomputed.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::Read;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use asp_convert::reading::{READING_BUDGET, ReadingBudget};
-use asp_format::bundle::oci::LayerRef;
+use asp_format::bundle::oci::{LayerRef, MAX_CHAIN};
 use asp_format::digest::{Descriptor, Digest, VerifyingReader};
 use asp_format::progress::Progress;
 
@@ -292,10 +292,13 @@ impl Bodies {
                 continue;
             };
             self.bodies.entry(d.digest).or_insert((Some(d.size), *r));
-            if let Some(dict) = r.dictionary {
-                self.dictionaries
-                    .entry(dict)
-                    .or_insert_with(|| snap.table.get(&dict).copied());
+            // Its dictionary, and that one's own (layout 4).
+            let mut next = r.dictionary;
+            for _ in 0..MAX_CHAIN {
+                let Some(dict) = next else { break };
+                let entry = snap.table.get(&dict).copied();
+                self.dictionaries.entry(dict).or_insert(entry);
+                next = entry.and_then(|e| e.dictionary).filter(|x| *x != dict);
             }
         }
     }
@@ -309,7 +312,7 @@ impl Bodies {
         for (d, r) in std::mem::take(&mut self.dictionaries) {
             match r {
                 Some(r) => {
-                    self.bodies.entry(d).or_insert((None, r));
+                    self.bodies.entry(d).or_insert((r.body_size, r));
                 }
                 None => problems.push((
                     d,
@@ -317,28 +320,67 @@ impl Bodies {
                 )),
             }
         }
-        // Each body that compresses against no other, with the ones compressed against it.
+        // Each body with the ones compressed against it. A body with a dictionary of its own
+        // (layout 4: a transcript, against its project's) is its own group's base when
+        // something is compressed against it, decoded against its dictionary, and otherwise a
+        // member of its dictionary's group.
         let before_grouping = problems.len();
         let mut groups: BTreeMap<Digest, Vec<Digest>> = BTreeMap::new();
+        let is_base: BTreeSet<Digest> = self
+            .bodies
+            .values()
+            .filter_map(|(_, r)| r.dictionary)
+            .collect();
         for (d, (_, r)) in &self.bodies {
-            match r.dictionary {
-                None => groups.entry(*d).or_default().push(*d),
-                Some(dict) => match self.bodies.get(&dict) {
-                    Some((_, base)) if base.dictionary.is_none() => {
-                        groups.entry(dict).or_default().push(*d);
-                    }
-                    Some(_) => problems.push((
+            let dict = match r.dictionary {
+                None => {
+                    groups.entry(*d).or_default().push(*d);
+                    continue;
+                }
+                Some(dict) => dict,
+            };
+            let deeper = self.bodies.get(&dict).and_then(|(_, b)| b.dictionary);
+            match (self.bodies.get(&dict), deeper) {
+                (None, _) => problems.push((
+                    *d,
+                    format!("body {d}: its dictionary {dict} cannot be read"),
+                )),
+                (Some(_), Some(x))
+                    if self.bodies.get(&x).is_none_or(|(_, b)| b.dictionary.is_some()) =>
+                {
+                    problems.push((
                         *d,
-                        format!("body {d}: its dictionary {dict} has a dictionary itself"),
-                    )),
-                    None => problems.push((
-                        *d,
-                        format!("body {d}: its dictionary {dict} cannot be read"),
-                    )),
-                },
+                        format!("body {d}: its dictionaries go more than {MAX_CHAIN} deep ({dict}, then {x})"),
+                    ))
+                }
+                (Some(_), _) if is_base.contains(d) => groups.entry(*d).or_default().push(*d),
+                (Some(_), _) => groups.entry(dict).or_default().push(*d),
             }
         }
-        let groups: Vec<(Digest, Vec<Digest>)> = groups.into_iter().collect();
+        // The groups of one dictionary's bases one after another, so the few kept decoded
+        // serve them all.
+        let mut groups: Vec<(Digest, Vec<Digest>)> = groups.into_iter().collect();
+        groups.sort_by_key(|(b, _)| (self.bodies.get(b).and_then(|(_, r)| r.dictionary), *b));
+        // Bases' own dictionaries, decoded (each is checked in its own group): the last few.
+        let kept: Mutex<VecDeque<(Digest, Arc<Vec<u8>>)>> = Mutex::new(VecDeque::new());
+        let base_dictionary = |x: &Digest| -> Result<Arc<Vec<u8>>, String> {
+            if let Some(v) = kept
+                .lock()
+                .expect("kept")
+                .iter()
+                .find(|(k, _)| k == x)
+                .map(|(_, v)| Arc::clone(v))
+            {
+                return Ok(v);
+            }
+            let v = decode(repo, x, &self.bodies[x], None, true)?
+                .map(Arc::new)
+                .unwrap_or_default();
+            let mut k = kept.lock().expect("kept");
+            k.push_front((*x, Arc::clone(&v)));
+            k.truncate(4);
+            Ok(v)
+        };
         progress.begin("reading bodies", Some(self.bodies.len() as u64));
         // The bodies refused above are done with.
         progress.advance((problems.len() - before_grouping) as u64);
@@ -365,7 +407,31 @@ impl Bodies {
                         let keep = members.iter().any(|m| m != base);
                         let weight = group_weight(bodies, base, members, keep);
                         let _admitted = (weight > 0).then(|| reading.admit(weight));
-                        let dict = match decode(repo, base, &bodies[base], None, keep) {
+                        // A base with a dictionary of its own decodes against it.
+                        let own = match bodies[base].1.dictionary {
+                            Some(x) => match base_dictionary(&x) {
+                                Ok(v) => Some(v),
+                                Err(e) => {
+                                    local.push((
+                                        *base,
+                                        format!("body {base}: its dictionary cannot be read: {e}"),
+                                    ));
+                                    None
+                                }
+                            },
+                            None => None,
+                        };
+                        let decoded = match (&own, bodies[base].1.dictionary) {
+                            (None, Some(_)) => Err(String::new()),
+                            _ => decode(
+                                repo,
+                                base,
+                                &bodies[base],
+                                own.as_deref().map(Vec::as_slice),
+                                keep,
+                            ),
+                        };
+                        let dict = match decoded {
                             Ok(kept) => {
                                 read.fetch_add(
                                     usize::from(bodies[base].0.is_some()),
@@ -374,7 +440,9 @@ impl Bodies {
                                 kept
                             }
                             Err(e) => {
-                                local.push((*base, e));
+                                if !e.is_empty() {
+                                    local.push((*base, e));
+                                }
                                 None
                             }
                         };
@@ -456,7 +524,7 @@ fn decode(
 ) -> Result<Option<Vec<u8>>, String> {
     let fail = |what: &str, e: &dyn std::fmt::Display| format!("{what} {d}: {e}");
     let Some(size) = *size else {
-        return crate::blobs::read_dictionary(repo, d, r)
+        return crate::blobs::read_dictionary(repo, d, r, dict)
             .map(Some)
             .map_err(|e| fail("dictionary body", &e));
     };
@@ -490,6 +558,7 @@ mod tests {
             size: 1000,
             encoding: Encoding::Zstd,
             dictionary,
+            body_size: None,
         };
         (d, (size, r))
     }

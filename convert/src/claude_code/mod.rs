@@ -49,6 +49,7 @@ use crate::harness::{
     Capabilities, Harness, Home, ReadContext, SessionContext, Survey, SurveyContext, Surveyed,
     WriteContext,
 };
+use crate::kit::source::SourceFile;
 use layout::Layout;
 
 /// The harness's name.
@@ -75,6 +76,12 @@ fn in_paste_cache(home: &crate::Home, rel: &str) -> bool {
 }
 
 impl Harness for ClaudeCode {
+    /// A session's transcript is the first of its files, in its project's folder
+    /// (`projects/<folder>/<id>.jsonl`; its subagents' transcripts under it).
+    fn surveyed_transcript<'a>(&self, entry: &'a Surveyed) -> Option<&'a SourceFile> {
+        entry.files.first()
+    }
+
     fn name(&self) -> HarnessName {
         HarnessName::new(NAME).expect("a valid harness name")
     }

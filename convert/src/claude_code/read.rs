@@ -45,12 +45,14 @@ struct Transcript {
 type Kept = (Descriptor, bool);
 
 /// Streams a file as the survey saw it: every chunk goes to `feed` and, when `keep`, into a
-/// blob. `None` when the file cannot be read (reported); a failing blob store is an error.
+/// blob (a `transcript`'s as one, [`asp_format::blob::BlobSink::begin_transcript`]). `None`
+/// when the file cannot be read (reported); a failing blob store is an error.
 fn stream_file(
     ctx: &SessionContext<'_>,
     plan: &Plan,
     path: &Path,
     keep: bool,
+    transcript: bool,
     what: &str,
     mut feed: impl FnMut(&[u8]),
 ) -> Result<Option<(fs::File, Option<Kept>)>, ConvertError> {
@@ -80,10 +82,10 @@ fn stream_file(
         .metadata()
         .map(|m| is_executable(&m))
         .unwrap_or(false);
-    let mut blob = if keep {
-        Some(ctx.blobs.begin_sized(file.len())?)
-    } else {
-        None
+    let mut blob = match (keep, transcript) {
+        (true, true) => Some(ctx.blobs.begin_transcript(path, file.len())?),
+        (true, false) => Some(ctx.blobs.begin_sized(file.len())?),
+        (false, _) => None,
     };
     let mut buf = vec![0; 1 << 16];
     loop {
@@ -117,7 +119,9 @@ fn read_transcript(
     on_record: impl FnMut(&Record),
 ) -> Result<Option<Transcript>, ConvertError> {
     let mut ix = Indexer::new(path, ctx.diagnostics, on_record);
-    let Some((file, blob)) = stream_file(ctx, plan, path, keep, "the transcript", |c| ix.feed(c))?
+    let Some((file, blob)) = stream_file(ctx, plan, path, keep, true, "the transcript", |c| {
+        ix.feed(c)
+    })?
     else {
         return Ok(None);
     };
@@ -192,7 +196,11 @@ pub fn read_session(
             let mut native = vec![(f.file.clone(), main)];
             let legacy = f.subagents.iter().filter(|s| s.legacy).map(|s| &s.file);
             for p in f.side.iter().chain(legacy) {
-                if let Some((_, Some(d))) = stream_file(ctx, plan, p, true, "this file", |_| {})? {
+                // A subagent's transcript is compressed as one, against the project's dictionary.
+                let transcript = f.subagents.iter().any(|s| s.file == *p);
+                if let Some((_, Some(d))) =
+                    stream_file(ctx, plan, p, true, transcript, "this file", |_| {})?
+                {
                     native.push((p.clone(), d));
                 }
             }

@@ -40,6 +40,7 @@ use crate::harness::{
 };
 use crate::kit::credentialed_json::{CredentialedJson, Secret};
 use crate::kit::placement::Tally;
+use crate::kit::source::SourceFile;
 use layout::Layout;
 
 /// The harness's name.
@@ -81,6 +82,11 @@ const MODELS: CredentialedJson = CredentialedJson {
 };
 
 impl Harness for Pi {
+    /// A session's one file, in its working directory's folder (`sessions/<cwd>/`).
+    fn surveyed_transcript<'a>(&self, entry: &'a Surveyed) -> Option<&'a SourceFile> {
+        entry.files.first()
+    }
+
     fn name(&self) -> HarnessName {
         HarnessName::new(NAME).expect("a valid harness name")
     }

@@ -48,7 +48,7 @@ pub fn read_session(
         .map(|m| is_executable(&m))
         .unwrap_or(false);
     let mut blob = if ctx.options.native {
-        Some(ctx.blobs.begin_sized(file.len())?)
+        Some(ctx.blobs.begin_transcript(path, file.len())?)
     } else {
         None
     };

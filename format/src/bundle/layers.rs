@@ -9,8 +9,15 @@
 //! - a body's dictionary is chosen from the hints of every write of that body (the smallest
 //!   eligible digest wins), and a body compressed against another choice is compressed again
 //!   when the store is finished;
-//! - a dictionary is itself a body written without a hint (no chains), of at most
-//!   [`SPILL`] bytes, whose bytes do not start with zstd's dictionary magic.
+//! - a dictionary is itself a body written without a hint, of at most [`SPILL`] bytes, whose
+//!   bytes do not start with zstd's dictionary magic;
+//! - with [`LayerStore::finish_for`], each transcript is compressed against its project's
+//!   dictionary ([`crate::bundle::projects`], layout 4): a body of its own, the first MiB of
+//!   one of the project's transcripts. A reader that packs a harness's store predicts each
+//!   project's dictionary from its survey ([`BlobSink::predict_dictionary`]) and says which
+//!   bodies are transcripts as it writes them ([`BlobSink::begin_transcript`]), so they are
+//!   compressed once; a wrong prediction (a file that changed in between) only costs the
+//!   compression again at the end.
 //!
 //! Memory stays bounded: at most [`BUDGET`] bytes of bodies wait for a worker (a writer blocks
 //! beyond that), recently finished bodies are cached for use as dictionaries up to [`CACHE`]
@@ -32,9 +39,13 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-use crate::blob::{BlobError, BlobSink, BlobWrite};
+use zstd::zstd_safe::CDict;
+
+use crate::blob::{BlobError, BlobSink, BlobSource, BlobWrite};
 use crate::bundle::oci::{Encoding, LayerRef};
+use crate::bundle::projects::{PROJECT_DICTIONARY, TranscriptOf, projects};
 use crate::digest::{Descriptor, Digest, Hasher, HashingWriter};
+use crate::state::State;
 
 /// Bodies waiting for a worker, at most (a single larger body is let through alone).
 pub const BUDGET: u64 = 32 << 20;
@@ -50,6 +61,12 @@ pub const DICT_MAGIC: [u8; 4] = [0x37, 0xa4, 0x30, 0xec];
 pub const MAX_WINDOW_LOG: u32 = 27;
 /// Bodies larger than this are compressed with a window the size of the body, not level 3's.
 pub const WIDE_WINDOW: usize = 2 << 20;
+/// Project dictionaries kept prepared at once. Sessions come in the order of their ids, so
+/// the projects' transcripts come mixed: with fewer prepared than there are projects, most
+/// would prepare theirs again (measured on the 256 MiB bench store, 15 projects with one: 4
+/// kept, 255 preparations and 17 % more CPU; 32 kept, 16). Each costs about 0.9 MB more
+/// memory kept, by the same measurement.
+const PREPARED: usize = 16;
 
 /// How layers are made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +105,8 @@ struct Stored {
     dictionary: Option<Digest>,
     /// The dictionary compression was tried with (it may not have paid).
     tried: Option<Digest>,
+    /// Whether it was tried as a project's dictionary (prepared), not as a prefix.
+    prepared: bool,
 }
 
 #[derive(Debug)]
@@ -109,6 +128,8 @@ struct Job {
     blob: Descriptor,
     bytes: Arc<Vec<u8>>,
     dictionary: Option<Digest>,
+    /// Whether `dictionary` is a project's dictionary (prepared once), not a prefix.
+    prepared: bool,
     /// The base pinned for this body, let go once it is compressed.
     pinned: Option<Digest>,
 }
@@ -166,6 +187,10 @@ impl St {
 
 struct Shared {
     opts: LayerOptions,
+    /// Predicted project dictionaries: a folder of transcripts and its dictionary body.
+    predicted: Mutex<Vec<(std::path::PathBuf, Digest)>>,
+    /// Project dictionaries prepared for compression, the last few used.
+    prepared: Mutex<VecDeque<(Digest, Arc<CDict<'static>>)>>,
     staging: File,
     dir: std::path::PathBuf,
     st: Mutex<St>,
@@ -313,6 +338,49 @@ pub fn compress(src: &[u8], dict: Option<&[u8]>, level: i32) -> io::Result<Vec<u
     }
 }
 
+/// Compresses `src` into one zstd frame, as [`compress`] does without a dictionary, against a
+/// prepared raw-content dictionary (a project's): preparing it once per project, not once per
+/// transcript, is what makes it free (loading a 1 MiB prefix costs 1-2 ms a frame). zstd's
+/// long-distance matching does not see a prepared dictionary, so it only serves the body's own
+/// long copies, as without one.
+pub fn compress_prepared(src: &[u8], dict: &CDict<'_>, level: i32) -> io::Result<Vec<u8>> {
+    use zstd::zstd_safe::{CCtx, CParameter};
+    let mut cctx = CCtx::create();
+    cctx.set_parameter(CParameter::CompressionLevel(level))
+        .map_err(zstd_err)?;
+    cctx.set_parameter(CParameter::ContentSizeFlag(true))
+        .map_err(zstd_err)?;
+    cctx.set_parameter(CParameter::ChecksumFlag(false))
+        .map_err(zstd_err)?;
+    cctx.set_parameter(CParameter::DictIdFlag(false))
+        .map_err(zstd_err)?;
+    if src.len() > WIDE_WINDOW {
+        cctx.set_parameter(CParameter::WindowLog(window_log(0, src.len())))
+            .map_err(zstd_err)?;
+        cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
+            .map_err(zstd_err)?;
+    }
+    cctx.ref_cdict(dict).map_err(zstd_err)?;
+    let mut out = Vec::with_capacity(src.len());
+    match cctx.compress2(&mut out, src) {
+        Ok(_) => Ok(out),
+        Err(code)
+            if zstd::zstd_safe::get_error_name(code)
+                .contains("Destination buffer is too small") =>
+        {
+            Ok(src.to_vec())
+        }
+        Err(code) => Err(zstd_err(code)),
+    }
+}
+
+/// A body's dictionary when it is compressed: the bytes of a body it derives from, used as a
+/// prefix, or a project's dictionary, prepared.
+enum Against<'a> {
+    Prefix(Digest, &'a [u8]),
+    Prepared(Digest, &'a CDict<'static>),
+}
+
 /// Decompresses one whole zstd layer of `size` bytes (against `dict`), checking the size.
 pub fn decompress(src: &[u8], dict: Option<&[u8]>, size: u64) -> io::Result<Vec<u8>> {
     // One byte more than the body: `read_to_end` needs room to see the end of the frame, and
@@ -338,16 +406,73 @@ pub fn decompress(src: &[u8], dict: Option<&[u8]>, size: u64) -> io::Result<Vec<
 fn encode(
     opts: &LayerOptions,
     src: &[u8],
-    dict: Option<(Digest, &[u8])>,
+    dict: Option<Against<'_>>,
 ) -> io::Result<(Option<Vec<u8>>, Encoding, Option<Digest>)> {
     if opts.encoding == Encoding::Identity || src.len() < TINY {
         return Ok((None, Encoding::Identity, None));
     }
-    let out = compress(src, dict.map(|(_, d)| d), opts.level)?;
+    let (out, used) = match dict {
+        None => (compress(src, None, opts.level)?, None),
+        Some(Against::Prefix(d, bytes)) => (compress(src, Some(bytes), opts.level)?, Some(d)),
+        Some(Against::Prepared(d, c)) => (compress_prepared(src, c, opts.level)?, Some(d)),
+    };
     if out.len() >= src.len() {
         return Ok((None, Encoding::Identity, None));
     }
-    Ok((Some(out), Encoding::Zstd, dict.map(|(d, _)| d)))
+    Ok((Some(out), Encoding::Zstd, used))
+}
+
+/// Project dictionary `d`, prepared: from the last few, else from its bytes.
+fn prepared(shared: &Shared, d: &Digest) -> Result<Arc<CDict<'static>>, BlobError> {
+    let found = shared
+        .prepared
+        .lock()
+        .expect("prepared dictionaries")
+        .iter()
+        .find(|(k, _)| k == d)
+        .map(|(_, c)| Arc::clone(c));
+    if let Some(c) = found {
+        return Ok(c);
+    }
+    let bytes = body_of(shared, d)?;
+    let c =
+        Arc::new(CDict::try_create(&bytes, shared.opts.level).ok_or_else(|| {
+            BlobError::Other(io::Error::other("zstd cannot prepare a dictionary"))
+        })?);
+    let mut p = shared.prepared.lock().expect("prepared dictionaries");
+    p.push_front((*d, Arc::clone(&c)));
+    p.truncate(PREPARED);
+    Ok(c)
+}
+
+/// Compresses `bytes` against `dictionary` (prepared when a project's) and stages the layer.
+fn compress_and_stage(
+    shared: &Shared,
+    bytes: &[u8],
+    dictionary: Option<Digest>,
+    prepared_dict: bool,
+) -> Result<Stored, BlobError> {
+    let base = match dictionary {
+        Some(d) if prepared_dict => Some(Base::Prepared(d, prepared(shared, &d)?)),
+        Some(d) => Some(Base::Prefix(d, body_of(shared, &d)?)),
+        None => None,
+    };
+    let against = match &base {
+        Some(Base::Prepared(d, c)) => Some(Against::Prepared(*d, c)),
+        Some(Base::Prefix(d, b)) => Some(Against::Prefix(*d, b)),
+        None => None,
+    };
+    let (out, encoding, used) = encode(&shared.opts, bytes, against).map_err(BlobError::Other)?;
+    let mut s = stage(shared, bytes, out.as_deref(), encoding, used)?;
+    s.tried = dictionary;
+    s.prepared = prepared_dict;
+    Ok(s)
+}
+
+/// What [`Against`] borrows from.
+enum Base {
+    Prefix(Digest, Arc<Vec<u8>>),
+    Prepared(Digest, Arc<CDict<'static>>),
 }
 
 /// A [`BlobSink`] that stages compressed layers; see the module documentation.
@@ -385,6 +510,8 @@ impl LayerStore {
         };
         let shared = Arc::new(Shared {
             opts,
+            predicted: Mutex::new(Vec::new()),
+            prepared: Mutex::new(VecDeque::new()),
             staging,
             dir: dir.path().to_path_buf(),
             st: Mutex::new(St {
@@ -429,8 +556,30 @@ impl LayerStore {
         (st.read_back, st.pinned.values().map(|(n, _)| n).sum())
     }
 
-    /// Waits for every layer, settles dictionaries, and hands over the staged layers.
+    /// Waits for every layer, settles dictionaries, and hands over the staged layers; no
+    /// project dictionaries (layout 3's layers).
     pub fn finish(self) -> Result<Layers, BlobError> {
+        self.settle(None)
+    }
+
+    /// [`LayerStore::finish`], with each transcript of `state` written here compressed against
+    /// its project's dictionary ([`crate::bundle::projects`]): layout 4's layers when a
+    /// project has one. `transcript` names each session's transcript; a project's dictionary
+    /// comes from a transcript not written here (a backup's session taken as it was) through
+    /// `elsewhere`, or the project has none this time.
+    pub fn finish_for(
+        self,
+        state: &State,
+        transcript: TranscriptOf<'_>,
+        elsewhere: Option<&dyn BlobSource>,
+    ) -> Result<Layers, BlobError> {
+        self.settle(Some((state, transcript, elsewhere)))
+    }
+
+    fn settle(
+        self,
+        projects: Option<(&State, TranscriptOf<'_>, Option<&dyn BlobSource>)>,
+    ) -> Result<Layers, BlobError> {
         {
             let mut st = self.shared.lock();
             st.closing = true;
@@ -443,17 +592,11 @@ impl LayerStore {
         if let Some(e) = shared.lock().error.take() {
             return Err(BlobError::Other(io::Error::other(e)));
         }
-        // Settle each body's dictionary by a rule that does not depend on write order.
-        let (plain, wanted): (BTreeSet<Digest>, Vec<(Digest, Option<Digest>)>) = {
+        // Settle each body's dictionary by a rule that does not depend on write order: the
+        // least eligible body it derives from, else its project's dictionary.
+        let mut wanted: BTreeMap<Digest, Option<(Digest, bool)>> = {
             let st = shared.lock();
-            let plain = st
-                .blobs
-                .iter()
-                .filter(|(d, _)| plain_candidate(&st, d))
-                .map(|(d, _)| *d)
-                .collect();
-            let mut wanted: Vec<(Digest, Option<Digest>)> = st
-                .blobs
+            st.blobs
                 .iter()
                 .map(|(d, e)| {
                     let choice = if e.spilled {
@@ -466,36 +609,69 @@ impl LayerStore {
                             .min()
                             .copied()
                     };
-                    (*d, choice)
+                    (*d, choice.map(|c| (c, false)))
                 })
-                .collect();
-            wanted.sort();
-            (plain, wanted)
+                .collect()
         };
-        for (digest, choice) in wanted {
-            let choice = choice.filter(|c| plain.contains(c));
-            let (stored, size) = {
-                let st = shared.lock();
-                let e = &st.blobs[&digest];
-                (e.stored.clone().expect("every job finished"), e.size)
-            };
-            if stored.tried == choice {
-                continue;
+        let mut dictionaries = BTreeSet::new();
+        if let Some((state, transcript, elsewhere)) = projects {
+            dictionaries = self.project_dictionaries(state, transcript, elsewhere, &mut wanted)?;
+        }
+        let mut todo: Vec<(Digest, Option<(Digest, bool)>)> = {
+            let st = shared.lock();
+            wanted
+                .into_iter()
+                .filter(|(d, choice)| {
+                    let s = st.blobs[d].stored.as_ref().expect("every job finished");
+                    (s.tried, s.prepared) != (choice.map(|c| c.0), choice.is_some_and(|c| c.1))
+                })
+                .collect()
+        };
+        // The bodies of one dictionary one after another, so it is prepared once.
+        todo.sort_by_key(|(d, choice)| (*choice, *d));
+        // Compressed again on every core: few bodies after a right prediction, every
+        // transcript of a project after a wrong one.
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let threads = match shared.opts.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+        .min(todo.len().max(1));
+        let failed: Mutex<Option<BlobError>> = Mutex::new(None);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((digest, choice)) = todo.get(i) else {
+                            return;
+                        };
+                        let again = (|| {
+                            let (stored, size) = {
+                                let st = shared.lock();
+                                let e = &st.blobs[digest];
+                                (e.stored.clone().expect("every job finished"), e.size)
+                            };
+                            let bytes = read_body(shared, digest, &stored, size)?;
+                            let new = compress_and_stage(
+                                shared,
+                                &bytes,
+                                choice.map(|c| c.0),
+                                choice.is_some_and(|c| c.1),
+                            )?;
+                            shared.lock().blobs.get_mut(digest).expect("known").stored = Some(new);
+                            Ok::<_, BlobError>(())
+                        })();
+                        if let Err(e) = again {
+                            failed.lock().expect("failure").get_or_insert(e);
+                            next.store(todo.len(), std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                });
             }
-            let bytes = read_body(shared, &digest, &stored, size)?;
-            let dict = match choice {
-                Some(c) => Some((c, body_of(shared, &c)?)),
-                None => None,
-            };
-            let (out, encoding, dictionary) = encode(
-                &shared.opts,
-                &bytes,
-                dict.as_ref().map(|(c, b)| (*c, b.as_slice())),
-            )
-            .map_err(BlobError::Other)?;
-            let mut new = stage(shared, &bytes, out.as_deref(), encoding, dictionary)?;
-            new.tried = choice;
-            shared.lock().blobs.get_mut(&digest).expect("known").stored = Some(new);
+        });
+        if let Some(e) = failed.into_inner().expect("failure") {
+            return Err(e);
         }
         let st = shared.lock();
         let blobs = st
@@ -511,6 +687,7 @@ impl LayerStore {
                             size: s.layer.size,
                             encoding: s.encoding,
                             dictionary: s.dictionary,
+                            body_size: dictionaries.contains(d).then_some(e.size),
                         },
                         loc: s.loc,
                     },
@@ -521,6 +698,93 @@ impl LayerStore {
             staging: shared.staging.try_clone().map_err(BlobError::Other)?,
             blobs,
         })
+    }
+
+    /// Applies the project rule to `state`: each project's dictionary body is made (from its
+    /// source transcript, unless predicted) and its transcripts' choice in `wanted` set to it.
+    /// Returns the dictionary bodies used.
+    fn project_dictionaries(
+        &self,
+        state: &State,
+        transcript: TranscriptOf<'_>,
+        elsewhere: Option<&dyn BlobSource>,
+        wanted: &mut BTreeMap<Digest, Option<(Digest, bool)>>,
+    ) -> Result<BTreeSet<Digest>, BlobError> {
+        let shared = &self.shared;
+        if shared.opts.encoding != Encoding::Zstd {
+            return Ok(BTreeSet::new());
+        }
+        // Each project's dictionary body: the first MiB of its source transcript.
+        let mut chosen: BTreeMap<Digest, Digest> = BTreeMap::new();
+        let mut dictionaries = BTreeSet::new();
+        for project in projects(state, transcript) {
+            let here = shared.lock().blobs.contains_key(&project.source.digest);
+            let source = match (here, elsewhere) {
+                (true, _) => body_of(shared, &project.source.digest)?,
+                (false, Some(e)) => {
+                    // Only its head: what follows is not needed (and a damaged body is
+                    // caught where it is read whole).
+                    let mut head = Vec::new();
+                    e.open(&project.source)?
+                        .take(PROJECT_DICTIONARY)
+                        .read_to_end(&mut head)?;
+                    Arc::new(head)
+                }
+                (false, None) => continue,
+            };
+            let head = &source[..source.len().min(PROJECT_DICTIONARY as usize)];
+            if head.starts_with(&DICT_MAGIC) {
+                continue;
+            }
+            let dict = Descriptor::of(head);
+            let fresh = {
+                let st = shared.lock();
+                match st.blobs.get(&dict.digest) {
+                    None => true,
+                    // Already a body: predicted, or one of the state's own.
+                    Some(e) if plain_candidate(&st, &dict.digest) => {
+                        let _ = e;
+                        false
+                    }
+                    Some(_) => continue,
+                }
+            };
+            if fresh {
+                let stored = compress_and_stage(shared, head, None, false)?;
+                shared.lock().blobs.insert(
+                    dict.digest,
+                    Entry {
+                        size: dict.size,
+                        hints: BTreeSet::from([None]),
+                        stored: Some(stored),
+                        spilled: false,
+                        dict_ok: true,
+                        pending: None,
+                    },
+                );
+                wanted.insert(dict.digest, None);
+            }
+            dictionaries.insert(dict.digest);
+            for t in &project.transcripts {
+                let e = chosen.entry(*t).or_insert(dict.digest);
+                *e = (*e).min(dict.digest);
+            }
+        }
+        // A dictionary has none itself (no chains of three), nor does a body derived from
+        // another (its choice stands).
+        for (t, dict) in chosen {
+            let spilled = shared.lock().blobs.get(&t).is_some_and(|e| e.spilled);
+            if t == dict || dictionaries.contains(&t) || spilled {
+                continue;
+            }
+            if let Some(choice @ None) = wanted.get_mut(&t) {
+                *choice = Some((dict, true));
+            }
+        }
+        for d in &dictionaries {
+            wanted.insert(*d, None);
+        }
+        Ok(dictionaries)
     }
 }
 
@@ -569,6 +833,7 @@ fn stage(
         encoding,
         dictionary,
         tried: dictionary,
+        prepared: false,
     })
 }
 
@@ -647,21 +912,7 @@ fn worker(shared: &Shared) {
                 st = shared.work.wait(st).expect("layer store poisoned");
             }
         };
-        let result = (|| -> Result<Stored, BlobError> {
-            let dict = match job.dictionary {
-                Some(d) => Some((d, body_of(shared, &d)?)),
-                None => None,
-            };
-            let (out, encoding, dictionary) = encode(
-                &shared.opts,
-                &job.bytes,
-                dict.as_ref().map(|(d, b)| (*d, b.as_slice())),
-            )
-            .map_err(BlobError::Other)?;
-            let mut s = stage(shared, &job.bytes, out.as_deref(), encoding, dictionary)?;
-            s.tried = job.dictionary;
-            Ok(s)
-        })();
+        let result = compress_and_stage(shared, &job.bytes, job.dictionary, job.prepared);
         let mut st = shared.lock();
         st.in_flight -= job.blob.size;
         if let Some(p) = &job.pinned {
@@ -689,6 +940,8 @@ fn worker(shared: &Shared) {
 struct LayerWriter<'a> {
     store: &'a LayerStore,
     hint: Option<Digest>,
+    /// The predicted dictionary of the project whose transcript this is.
+    project: Option<Digest>,
     /// The hint's bytes, pinned in memory for this body's compression (see [`St::pin`]).
     pinned: Option<Digest>,
     hasher: Hasher,
@@ -769,6 +1022,7 @@ impl BlobWrite for LayerWriter<'_> {
         // early return below.
         let store = self.store;
         let hint = self.hint;
+        let project = self.project;
         let hasher = std::mem::replace(&mut self.hasher, Hasher::new());
         let buf = std::mem::take(&mut self.buf);
         let spill = self.spill.take();
@@ -790,6 +1044,7 @@ impl BlobWrite for LayerWriter<'_> {
                     encoding: shared.opts.encoding,
                     dictionary: None,
                     tried: None,
+                    prepared: false,
                 })
             }
         };
@@ -802,9 +1057,20 @@ impl BlobWrite for LayerWriter<'_> {
             return Ok(blob);
         }
         let is_spilled = spilled.is_some();
-        // The dictionary to compress with now; `finish` settles the final choice.
+        // The dictionary to compress with now; `finish` settles the final choice. A body
+        // derived from another is compressed against it; a transcript against its project's
+        // predicted dictionary.
         let dictionary =
             hint.filter(|h| !is_spilled && *h != blob.digest && plain_candidate(&st, h));
+        let (dictionary, prepared) = match (dictionary, hint) {
+            (Some(d), _) => (Some(d), false),
+            (None, None) => {
+                let p =
+                    project.filter(|p| !is_spilled && *p != blob.digest && plain_candidate(&st, p));
+                (p, p.is_some())
+            }
+            (None, Some(_)) => (None, false),
+        };
         // The pin serves the job below only when it compresses against the pinned body.
         let pinned = self.pinned.take().and_then(|p| {
             if dictionary == Some(p) {
@@ -846,6 +1112,7 @@ impl BlobWrite for LayerWriter<'_> {
             blob,
             bytes,
             dictionary,
+            prepared,
             pinned,
         });
         shared.work.notify_one();
@@ -857,7 +1124,12 @@ impl LayerStore {
     /// A writer whose buffer has room for `expected` bytes, up to [`SPILL`] (a larger body
     /// spills to a file): growing a buffer of a few hundred kilobytes by doubling copies it
     /// about once more.
-    fn writer(&self, hint: Option<Digest>, expected: u64) -> Box<dyn BlobWrite + '_> {
+    fn writer(
+        &self,
+        hint: Option<Digest>,
+        project: Option<Digest>,
+        expected: u64,
+    ) -> Box<dyn BlobWrite + '_> {
         let room = usize::try_from(expected.min(SPILL)).unwrap_or(0);
         let pinned = hint.filter(|h| {
             let mut st = self.shared.lock();
@@ -866,6 +1138,7 @@ impl LayerStore {
         Box::new(LayerWriter {
             store: self,
             hint,
+            project,
             pinned,
             hasher: Hasher::new(),
             buf: Vec::with_capacity(room),
@@ -876,17 +1149,54 @@ impl LayerStore {
 
 impl BlobSink for LayerStore {
     fn begin(&self) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
-        Ok(self.writer(None, 0))
+        Ok(self.writer(None, None, 0))
     }
 
     fn begin_sized(&self, size: u64) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
-        Ok(self.writer(None, size))
+        Ok(self.writer(None, None, size))
+    }
+
+    /// Stores the dictionary (compressed alone, as a dictionary is) and remembers the folder.
+    fn predict_dictionary(&self, folder: &Path, dictionary: &[u8]) -> Result<(), BlobError> {
+        if self.shared.opts.encoding != Encoding::Zstd {
+            return Ok(());
+        }
+        let d = self.put(dictionary)?;
+        self.shared
+            .predicted
+            .lock()
+            .expect("predicted dictionaries")
+            .push((folder.to_path_buf(), d.digest));
+        Ok(())
+    }
+
+    /// A transcript under a folder [`BlobSink::predict_dictionary`] named is compressed
+    /// against that project's dictionary.
+    fn begin_transcript(
+        &self,
+        path: &Path,
+        size: u64,
+    ) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
+        let project = self
+            .shared
+            .predicted
+            .lock()
+            .expect("predicted dictionaries")
+            .iter()
+            .filter(|(dir, _)| path.starts_with(dir))
+            .max_by_key(|(dir, _)| dir.as_os_str().len())
+            .map(|(_, d)| *d);
+        Ok(self.writer(None, project, size))
     }
 
     /// The derived body (an update stream) is usually about as long as its base (the
     /// transcript): room for that and an eighth more.
     fn begin_derived(&self, base: &Descriptor) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
-        Ok(self.writer(Some(base.digest), base.size.saturating_add(base.size / 8)))
+        Ok(self.writer(
+            Some(base.digest),
+            None,
+            base.size.saturating_add(base.size / 8),
+        ))
     }
 }
 
@@ -976,6 +1286,214 @@ mod tests {
         )
         .unwrap();
         (std::fs::read(&out).unwrap(), state)
+    }
+
+    /// How a test writes a project's transcripts: told nothing (the dictionaries are made at
+    /// the end), told the right dictionary before, or a wrong one.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Prediction {
+        None,
+        Right,
+        Wrong,
+    }
+
+    /// Three projects' sessions whose transcripts quote their project's files, as sessions of
+    /// one project do: `/a` and `/b` have transcripts of at least a MiB, `/c` none. Packed
+    /// with project dictionaries (`finish_for`) or without (`finish`).
+    fn pack_projects(
+        threads: usize,
+        prediction: Prediction,
+        projects: bool,
+        dir: &Path,
+    ) -> (Vec<u8>, State) {
+        let store = LayerStore::new_in(
+            dir,
+            LayerOptions {
+                threads,
+                ..LayerOptions::default()
+            },
+        )
+        .unwrap();
+        // A project's files: lines of words from its own vocabulary.
+        let corpus = |project: u64| -> Vec<String> {
+            let mut x = 0x2545_f491_4f6c_dd1du64 ^ (project << 32);
+            (0..12_000)
+                .map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    format!(
+                        "    let v{i}_{:x} = compute_{:x}(input, {});",
+                        x % 4099,
+                        (x >> 20) % 977,
+                        (x >> 40) % 100_003
+                    )
+                })
+                .collect()
+        };
+        // Session `n`'s transcript: reads of its project's files, from its own offsets.
+        let transcript = |n: usize, lines: &[String], len: usize| -> String {
+            let mut out = String::new();
+            let mut at = (n * 7919) % lines.len();
+            while out.len() < len {
+                out.push_str(&format!("{{\"type\":\"user\",\"n\":{n},\"content\":\""));
+                for l in lines.iter().cycle().skip(at).take(40) {
+                    out.push_str(l);
+                    out.push_str("\\n");
+                }
+                out.push_str("\"}\n");
+                at = (at * 31 + n + 1) % lines.len();
+            }
+            out
+        };
+        let plan: Vec<(&str, usize, usize)> = vec![
+            ("/a", 0, 1_300_000),
+            ("/a", 1, 400_000),
+            ("/a", 2, 1_100_000),
+            ("/a", 3, 200_000),
+            ("/b", 4, 1_200_000),
+            ("/b", 5, 300_000),
+            ("/c", 6, 500_000),
+            ("/c", 7, 300_000),
+        ];
+        let texts: Vec<String> = plan
+            .iter()
+            .map(|(cwd, n, len)| {
+                transcript(
+                    *n,
+                    &corpus(cwd.len() as u64 + cwd.as_bytes()[1] as u64),
+                    *len,
+                )
+            })
+            .collect();
+        let folder = |cwd: &str| dir.join("projects").join(&cwd[1..]);
+        match prediction {
+            Prediction::None => {}
+            // The least id of at least a MiB: s0 for /a, s4 for /b.
+            Prediction::Right => {
+                for i in [0, 4] {
+                    let head = &texts[i].as_bytes()[..PROJECT_DICTIONARY as usize];
+                    store.predict_dictionary(&folder(plan[i].0), head).unwrap();
+                }
+            }
+            Prediction::Wrong => {
+                let head = &texts[2].as_bytes()[..PROJECT_DICTIONARY as usize];
+                store.predict_dictionary(&folder("/a"), head).unwrap();
+                store.predict_dictionary(&folder("/c"), head).unwrap();
+            }
+        }
+        let mut sessions = Vec::new();
+        for (i, (cwd, n, _)) in plan.iter().enumerate() {
+            let path = folder(cwd).join(format!("s{n}.jsonl"));
+            let mut w = store
+                .begin_transcript(&path, texts[i].len() as u64)
+                .unwrap();
+            w.write_all(texts[i].as_bytes()).unwrap();
+            let nd = w.finish().unwrap();
+            let mut w = store.begin_derived(&nd).unwrap();
+            w.write_all(derived_text(&texts[i], *n).as_bytes()).unwrap();
+            let ud = w.finish().unwrap();
+            sessions.push(Session {
+                id: crate::name::SessionId::new(&format!("s{n}")).unwrap(),
+                title: String::new(),
+                harness: None,
+                cwd: Some((*cwd).to_owned()),
+                updated_at: None,
+                updates: ud,
+                native: Some(Native {
+                    harness: crate::name::HarnessName::new("claude-code").unwrap(),
+                    files: vec![FileEntry {
+                        path: crate::name::RelPath::new(&format!("n/{n}.jsonl")).unwrap(),
+                        executable: false,
+                        content: nd,
+                    }],
+                }),
+                meta: None,
+            });
+        }
+        let state = State {
+            sessions: Some(sessions),
+            ..State::default()
+        };
+        let layers = match projects {
+            true => store
+                .finish_for(
+                    &state,
+                    &|s| s.native.as_ref().map(|n| n.files[0].content),
+                    None,
+                )
+                .unwrap(),
+            false => store.finish().unwrap(),
+        };
+        let out = dir.join(format!("p{threads}.aspstate"));
+        write_layers_file(&out, &state, &layers, &Options2::default(), true, &Quiet).unwrap();
+        (std::fs::read(&out).unwrap(), state)
+    }
+
+    #[test]
+    fn transcripts_go_against_their_projects_dictionary_whatever_was_predicted() {
+        let dir = tempfile::tempdir().unwrap();
+        let (plain, _) = pack_projects(2, Prediction::None, false, dir.path());
+        let (unpredicted, state) = pack_projects(1, Prediction::None, true, dir.path());
+        let (right, _) = pack_projects(3, Prediction::Right, true, dir.path());
+        let (wrong, _) = pack_projects(2, Prediction::Wrong, true, dir.path());
+        assert!(unpredicted == right, "a right prediction changed the bytes");
+        assert!(unpredicted == wrong, "a wrong prediction changed the bytes");
+        assert!(
+            unpredicted.len() * 10 < plain.len() * 9,
+            "project dictionaries should save more than a tenth: {} against {}",
+            unpredicted.len(),
+            plain.len()
+        );
+
+        let path = dir.path().join("p2.aspstate");
+        let b = Bundle::open(&path).unwrap();
+        assert_eq!(b.layout().layout_version, crate::bundle::LAYOUT_VERSION4);
+        // Two dictionaries (/a's and /b's, /c has no long transcript), each the first MiB of
+        // its source: s0's and s4's.
+        let m = b.image_manifest().unwrap();
+        let dictionaries: Vec<_> = m
+            .layers
+            .iter()
+            .filter(|l| {
+                l.media_type
+                    .starts_with(crate::bundle::oci::DICTIONARY_LAYER)
+            })
+            .collect();
+        assert_eq!(dictionaries.len(), 2);
+        let sessions = state.sessions.as_deref().unwrap();
+        let of = |i: usize| sessions[i].native.as_ref().unwrap().files[0].content;
+        let dict_of = |d: &Digest| b.layer_of(d).unwrap().1;
+        let head = |i: usize| {
+            let t = b.read_all(&of(i)).unwrap();
+            Descriptor::of(&t[..PROJECT_DICTIONARY as usize]).digest
+        };
+        for i in 0..4 {
+            assert_eq!(
+                dict_of(&of(i).digest),
+                Some(head(0)),
+                "/a's transcript s{i}"
+            );
+        }
+        for i in 4..6 {
+            assert_eq!(
+                dict_of(&of(i).digest),
+                Some(head(4)),
+                "/b's transcript s{i}"
+            );
+        }
+        for i in 6..8 {
+            assert_eq!(dict_of(&of(i).digest), None, "/c's transcript s{i}");
+        }
+        // Streams are two deep: against their transcript, against the project's dictionary.
+        for (i, s) in sessions.iter().enumerate() {
+            assert_eq!(dict_of(&s.updates.digest), Some(of(i).digest));
+            assert_eq!(Descriptor::of(&b.read_all(&s.updates).unwrap()), s.updates);
+        }
+        b.check_data(&state, &Quiet).unwrap();
+        let report =
+            crate::bundle::verify_file(&path, &crate::bundle::Limits::default(), &Quiet).unwrap();
+        assert!(report.is_ok(), "{:?}", report.problems);
     }
 
     #[test]

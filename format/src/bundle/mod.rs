@@ -12,6 +12,7 @@ pub mod layers;
 mod layout;
 pub mod oci;
 mod part;
+mod projects;
 mod read;
 pub mod shards;
 mod write;
@@ -22,11 +23,12 @@ pub use layout::{
     MANIFEST_MEDIA_TYPE, Manifest, SCHEMA_VERSION, blob_entry_name,
 };
 pub use part::Part;
+pub use projects::{PROJECT_DICTIONARY, Project, TranscriptOf, projects};
 pub use read::{Bundle, Limits, Problem, ReadError, VerifyReport, decode_layer, verify_file};
 pub use write::{
     Compression, NotAFile, WriteError, WriteOptions, Written, output_path, write_file, write_to,
 };
 pub use write2::{
-    Document, Documents, ImageZip, LAYOUT_VERSION3, LAYOUT2_VERSION, LayerSource, Options2,
-    ZipMethod, layout_version_of, write_image_zip, write_layers_file, write_layers_to,
+    Document, Documents, ImageZip, LAYOUT_VERSION3, LAYOUT_VERSION4, LAYOUT2_VERSION, LayerSource,
+    Options2, ZipMethod, layout_version_of, write_image_zip, write_layers_file, write_layers_to,
 };

@@ -32,6 +32,13 @@ pub const TABLE_LAYER: &str = "application/vnd.asp.layer-table.v1+json";
 pub const UPDATES_LAYER: &str = "application/vnd.asp.session.updates.v1+jsonl";
 pub const NATIVE_LAYER: &str = "application/vnd.asp.native.v1";
 pub const FILE_LAYER: &str = "application/vnd.asp.file.v1";
+/// A dictionary body no state document refers to (layout 4: a project's dictionary, the first
+/// MiB of one of its transcripts, that the project's transcripts are compressed against).
+pub const DICTIONARY_LAYER: &str = "application/vnd.asp.dictionary.v1";
+
+/// How many dictionaries deep a layer may be: layout 4 compresses an update stream against its
+/// transcript and the transcript against its project's dictionary; layouts 2 and 3 allow one.
+pub const MAX_CHAIN: usize = 2;
 
 /// Annotation on a layer compressed against a dictionary: the dictionary's layer digest.
 pub const DICTIONARY_ANNOTATION: &str = "vnd.asp.layer.dictionary";
@@ -271,6 +278,10 @@ pub struct LayerRef {
     /// The blob (uncompressed digest) whose bytes are the raw-content dictionary.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dictionary: Option<Digest>,
+    /// The body's own (uncompressed) size, given only for a dictionary body that no state
+    /// document describes (layout 4), so a reader bounds and checks it like any other body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_size: Option<u64>,
 }
 
 /// The layer table: every blob the state refers to, by uncompressed digest, and its layer.

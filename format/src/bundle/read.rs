@@ -12,7 +12,7 @@
 //! Zip entry names are never used as paths: they are only ever matched against the three
 //! allowed forms. Paths come from the manifest, whose names are validated when it is parsed.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
@@ -34,7 +34,7 @@ use crate::bundle::layout::{
 use crate::bundle::oci::{
     ARTIFACT_TYPE, EMPTY_BYTES, EMPTY_MEDIA_TYPE, Encoding, IMAGE_MANIFEST_MEDIA_TYPE, INDEX_ENTRY,
     INDEX_MEDIA_TYPE, ImageIndex, ImageManifest, ImageManifestRef, LayerRef, LayerTableRef,
-    OCI_LAYOUT_ENTRY, OciDescriptorRef, STATE_LAYER, SortedBlobs, TABLE_LAYER,
+    MAX_CHAIN, OCI_LAYOUT_ENTRY, OciDescriptorRef, STATE_LAYER, SortedBlobs, TABLE_LAYER,
 };
 use crate::bundle::part::{Part, PartError, read_part};
 use crate::bundle::shards::{
@@ -207,12 +207,17 @@ struct BlobLoc {
     layer: Digest,
     encoding: Encoding,
     dictionary: Option<Digest>,
+    /// A dictionary body's size, from its table entry (layout 4).
+    body_size: Option<u64>,
 }
 
 impl BlobLoc {
     /// The uncompressed size, when the entry says it without decoding.
     fn known_size(&self) -> Option<u64> {
-        (self.encoding == Encoding::Identity).then_some(self.entry.size)
+        match self.encoding {
+            Encoding::Identity => Some(self.entry.size),
+            Encoding::Zstd => self.body_size,
+        }
     }
 }
 
@@ -514,8 +519,8 @@ pub struct Bundle {
     /// Every `blobs/sha256/<hex>` entry, by the digest that names it.
     entries: BTreeMap<Digest, EntryData>,
     warnings: Vec<Problem>,
-    /// The last dictionary read, for the next layer that needs it.
-    dictionary: Mutex<Option<(Digest, Arc<Vec<u8>>)>>,
+    /// The last two dictionaries read, for the next layers that need them.
+    dictionary: Mutex<VecDeque<(Digest, Arc<Vec<u8>>)>>,
 }
 
 impl Bundle {
@@ -552,7 +557,7 @@ impl Bundle {
             blobs: scan.blobs,
             entries: scan.entries,
             warnings: scan.warnings,
-            dictionary: Mutex::new(None),
+            dictionary: Mutex::new(VecDeque::new()),
         })
     }
 
@@ -657,6 +662,7 @@ impl Bundle {
             size: l.entry.size,
             encoding: l.encoding,
             dictionary: l.dictionary,
+            body_size: l.body_size,
         })
     }
 
@@ -667,19 +673,49 @@ impl Bundle {
         Ok(loc.entry.raw_reader(&self.file))
     }
 
+    /// A dictionary body's bytes, decoded against its own dictionary when it has one (a
+    /// transcript against its project's dictionary, layout 4: the table allows no longer
+    /// chains). The last two are kept: a session's stream needs its transcript, and the
+    /// transcripts of one project their dictionary.
     fn dictionary_bytes(&self, d: &Digest) -> Result<Arc<Vec<u8>>, BlobError> {
-        if let Some((k, v)) = &*self.dictionary.lock().expect("cache")
-            && k == d
+        self.dictionary_at(d, 1)
+    }
+
+    fn dictionary_at(&self, d: &Digest, depth: usize) -> Result<Arc<Vec<u8>>, BlobError> {
+        if let Some(v) = self
+            .dictionary
+            .lock()
+            .expect("cache")
+            .iter()
+            .find(|(k, _)| k == d)
+            .map(|(_, v)| Arc::clone(v))
         {
-            return Ok(Arc::clone(v));
+            return Ok(v);
         }
         let loc = self.blobs.get(d).ok_or(BlobError::Missing(*d))?;
+        let base = match loc.dictionary {
+            Some(x) if depth < MAX_CHAIN => Some(self.dictionary_at(&x, depth + 1)?),
+            Some(_) => {
+                return Err(BlobError::Other(
+                    IntegrityError(format!("the dictionary {d} is more than two deep")).into_io(),
+                ));
+            }
+            None => None,
+        };
         let mut out = Vec::new();
-        open_loc(&self.file, loc, None, None, *d)?
-            .read_to_end(&mut out)
-            .map_err(BlobError::Other)?;
+        open_loc(
+            &self.file,
+            loc,
+            base.as_deref().map(Vec::as_slice),
+            None,
+            *d,
+        )?
+        .read_to_end(&mut out)
+        .map_err(BlobError::Other)?;
         let v = Arc::new(out);
-        *self.dictionary.lock().expect("cache") = Some((*d, Arc::clone(&v)));
+        let mut cache = self.dictionary.lock().expect("cache");
+        cache.push_front((*d, Arc::clone(&v)));
+        cache.truncate(2);
         Ok(v)
     }
 }
@@ -791,20 +827,35 @@ fn check_blobs(
     for s in state.sessions.iter().flatten() {
         sessions.entry(s.updates.digest).or_default().push(&s.id);
     }
-    // Groups: a blob without a dictionary, with the blobs that need it.
+    // Groups: a blob, with the blobs that need it as their dictionary. A group's blob may
+    // itself need a dictionary (layout 4: a transcript, its project's dictionary); it is then
+    // checked in its own group, not in its dictionary's.
     let mut groups: BTreeMap<Digest, Vec<Digest>> = BTreeMap::new();
     let mut problems = Vec::new();
     for d in wanted.keys() {
         match blobs.get(d) {
             None => problems.push(Problem::at(name(d), "missing")),
-            Some(l) => match l.dictionary {
-                Some(x) => groups.entry(x).or_default().push(*d),
-                None => {
-                    groups.entry(*d).or_default();
+            Some(l) => {
+                groups.entry(*d).or_default();
+                if let Some(x) = l.dictionary {
+                    groups.entry(x).or_default().push(*d);
                 }
-            },
+            }
         }
     }
+    // A blob that is a group's base leaves its dictionary's group, and a group of its own
+    // that holds nothing and is checked elsewhere goes.
+    let bases: BTreeSet<Digest> = groups
+        .iter()
+        .filter(|(_, deps)| !deps.is_empty())
+        .map(|(b, _)| *b)
+        .collect();
+    let mut grouped: BTreeSet<Digest> = BTreeSet::new();
+    for deps in groups.values_mut() {
+        deps.retain(|d| !bases.contains(d));
+        grouped.extend(deps.iter().copied());
+    }
+    groups.retain(|b, deps| !deps.is_empty() || !grouped.contains(b));
     let sizes = |d: &Digest| -> u64 {
         wanted
             .get(d)
@@ -817,7 +868,36 @@ fn check_blobs(
         .map(|(b, deps)| sizes(b) + deps.iter().map(sizes).sum::<u64>())
         .sum();
     progress.begin("checking bundle data", Some(total));
-    let groups: Vec<(Digest, Vec<Digest>)> = groups.into_iter().collect();
+    // The groups of one dictionary's bases one after another, so the few kept decoded
+    // (`bases_of`) serve them all.
+    let mut groups: Vec<(Digest, Vec<Digest>)> = groups.into_iter().collect();
+    groups.sort_by_key(|(b, _)| (blobs.get(b).and_then(|l| l.dictionary), *b));
+    // Dictionaries of group bases, decoded (each is checked in its own group): the last few.
+    let kept: Mutex<VecDeque<(Digest, Arc<Vec<u8>>)>> = Mutex::new(VecDeque::new());
+    let base_dictionary = |x: &Digest| -> Result<Arc<Vec<u8>>, String> {
+        if let Some(v) = kept
+            .lock()
+            .expect("kept")
+            .iter()
+            .find(|(k, _)| k == x)
+            .map(|(_, v)| Arc::clone(v))
+        {
+            return Ok(v);
+        }
+        let loc = blobs.get(x).ok_or("its dictionary is missing")?;
+        if loc.dictionary.is_some() {
+            return Err(format!("its dictionary {x} is more than {MAX_CHAIN} deep"));
+        }
+        let mut out = Vec::new();
+        open_loc(file, loc, None, None, *x)
+            .and_then(|mut r| r.read_to_end(&mut out).map_err(BlobError::Other))
+            .map_err(|e| format!("its dictionary {x} cannot be read: {e}"))?;
+        let v = Arc::new(out);
+        let mut k = kept.lock().expect("kept");
+        k.push_front((*x, Arc::clone(&v)));
+        k.truncate(4);
+        Ok(v)
+    };
     let next = AtomicUsize::new(0);
     let found = Mutex::new(problems);
     let threads = std::thread::available_parallelism()
@@ -892,7 +972,17 @@ fn check_blobs(
                     };
                     let mut local = Vec::new();
                     let in_wanted = wanted.contains_key(base);
-                    match check_one(base, None, !deps.is_empty()) {
+                    let dictionary = match blobs.get(base).and_then(|l| l.dictionary) {
+                        Some(x) => match base_dictionary(&x) {
+                            Ok(v) => Some(v),
+                            Err(e) => {
+                                found.lock().expect("problems").push(Problem::at(name(base), describe(&e, wanted.get(base))));
+                                continue;
+                            }
+                        },
+                        None => None,
+                    };
+                    match check_one(base, dictionary.as_deref().map(Vec::as_slice), !deps.is_empty()) {
                         Err(e) => local.push(Problem::at(name(base), describe(&e, wanted.get(base)))),
                         Ok(kept) => {
                             if let Some(ids) = sessions.get(base).filter(|_| kept.is_some()) {
@@ -1411,11 +1501,11 @@ fn scan(
                     format!("media type {:?} is not {BUNDLE_MEDIA_TYPE:?}", l.media_type),
                 )),
                 Ok(l) => match l.major() {
-                    Some(LAYOUT_MAJOR | 2 | 3) => scan.layout = Some(l),
+                    Some(LAYOUT_MAJOR | 2..=4) => scan.layout = Some(l),
                     Some(m) => scan.problems.push(Problem::at(
                         LAYOUT_ENTRY,
                         format!(
-                            "layout version {} has major version {m}; this asp reads {LAYOUT_MAJOR}.x, 2.x and 3.x only",
+                            "layout version {} has major version {m}; this asp reads {LAYOUT_MAJOR}.x to 4.x only",
                             l.layout_version
                         ),
                     )),
@@ -1429,7 +1519,7 @@ fn scan(
     }
 
     let major = scan.layout.as_ref().and_then(Layout::major);
-    if let Some(major @ (2 | 3)) = major {
+    if let Some(major @ 2..=4) = major {
         if manifest_entry.is_some() {
             scan.problems.push(Problem::at(
                 MANIFEST_ENTRY,
@@ -1464,6 +1554,7 @@ fn scan(
                     layer: *d,
                     encoding: Encoding::Identity,
                     dictionary: None,
+                    body_size: None,
                 },
             )
         })
@@ -1844,11 +1935,14 @@ fn scan_v2(
         (Some(m), false) => {
             let mut needed: BTreeSet<Digest> =
                 m.state.references().iter().map(|(d, _)| d.digest).collect();
-            let dictionaries: Vec<Digest> = needed
-                .iter()
-                .filter_map(|d| table.get(d).and_then(|r| r.dictionary))
-                .collect();
-            needed.extend(dictionaries);
+            // Their dictionaries, and those dictionaries' own (layout 4).
+            for _ in 0..MAX_CHAIN {
+                let dictionaries: Vec<Digest> = needed
+                    .iter()
+                    .filter_map(|d| table.get(d).and_then(|r| r.dictionary))
+                    .collect();
+                needed.extend(dictionaries);
+            }
             Some(needed)
         }
     };
@@ -1857,7 +1951,7 @@ fn scan_v2(
         Some(n) => Box::new(n.iter().filter_map(|d| table.get_key_value(d))),
     };
     for (d, r) in entries {
-        match table_entry(scan, &table, &listed, d, r) {
+        match table_entry(scan, &table, &listed, d, r, major >= 4) {
             Ok(loc) => {
                 scan.blobs.insert(*d, loc);
             }
@@ -1926,6 +2020,7 @@ fn table_entry(
     listed: &[Digest],
     d: &Digest,
     r: &LayerRef,
+    chains: bool,
 ) -> Result<BlobLoc, Vec<String>> {
     let Some(entry) = scan.entries.get(&r.layer) else {
         return Err(vec![format!(
@@ -1950,11 +2045,33 @@ fn table_entry(
     if let Some(x) = r.dictionary {
         match table.get(&x) {
             None => bad.push(format!("its dictionary {x} is not in the layer table")),
-            Some(xr) if xr.dictionary.is_some() => {
-                bad.push(format!("its dictionary {x} has a dictionary itself"))
-            }
-            Some(_) => {}
+            Some(xr) => match xr.dictionary {
+                None => {}
+                Some(_) if !chains => {
+                    bad.push(format!("its dictionary {x} has a dictionary itself"))
+                }
+                Some(y) => match table.get(&y) {
+                    None => bad.push(format!(
+                        "its dictionary's dictionary {y} is not in the layer table"
+                    )),
+                    Some(yr) if yr.dictionary.is_some() || y == *d => bad.push(format!(
+                        "its dictionaries go more than {MAX_CHAIN} deep ({x}, then {y})"
+                    )),
+                    Some(_) => {}
+                },
+            },
         }
+    }
+    match r.body_size {
+        Some(_) if !chains => bad.push(
+            "bodySize is for a layout 4 dictionary body, and this bundle is not layout 4"
+                .to_owned(),
+        ),
+        Some(s) if r.encoding == Encoding::Identity && s != entry.size => bad.push(format!(
+            "its bodySize is {s}, but the identity layer holds {} bytes",
+            entry.size
+        )),
+        _ => {}
     }
     if bad.is_empty() {
         Ok(BlobLoc {
@@ -1962,6 +2079,7 @@ fn table_entry(
             layer: r.layer,
             encoding: r.encoding,
             dictionary: r.dictionary,
+            body_size: r.body_size,
         })
     } else {
         Err(bad)

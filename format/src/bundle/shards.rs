@@ -383,14 +383,17 @@ pub fn missing_entries(
 ) -> BTreeSet<Digest> {
     let mut missing = BTreeSet::new();
     for (d, _) in state.references() {
-        match entry(&d.digest) {
-            None => {
-                missing.insert(d.digest);
+        // The body, then its dictionaries, as deep as layers go (layout 4: two).
+        let mut next = Some(d.digest);
+        for _ in 0..=crate::bundle::oci::MAX_CHAIN {
+            let Some(x) = next else { break };
+            match entry(&x) {
+                None => {
+                    missing.insert(x);
+                    break;
+                }
+                Some(dictionary) => next = dictionary.filter(|y| *y != x),
             }
-            Some(Some(x)) if entry(&x).is_none() => {
-                missing.insert(x);
-            }
-            Some(_) => {}
         }
     }
     missing

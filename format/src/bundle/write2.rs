@@ -23,10 +23,11 @@ use zip::{CompressionMethod, DateTime, System, ZipWriter};
 use crate::bundle::layers::{Layers, compress};
 use crate::bundle::layout::{LAYOUT_ENTRY, Layout, Manifest, blob_entry_name};
 use crate::bundle::oci::{
-    ARTIFACT_TYPE, CREATED_ANNOTATION, DICTIONARY_ANNOTATION, EMPTY_BYTES, Encoding, FILE_LAYER,
-    HARNESS_ANNOTATION, IMAGE_MANIFEST_MEDIA_TYPE, INDEX_ENTRY, INDEX_MEDIA_TYPE, ImageIndex,
-    ImageManifest, LayerRef, LayerTable, NATIVE_LAYER, OCI_LAYOUT_BYTES, OCI_LAYOUT_ENTRY,
-    OciDescriptor, SESSIONS_ANNOTATION, STATE_LAYER, TABLE_LAYER, UPDATES_LAYER, pretty,
+    ARTIFACT_TYPE, CREATED_ANNOTATION, DICTIONARY_ANNOTATION, DICTIONARY_LAYER, EMPTY_BYTES,
+    Encoding, FILE_LAYER, HARNESS_ANNOTATION, IMAGE_MANIFEST_MEDIA_TYPE, INDEX_ENTRY,
+    INDEX_MEDIA_TYPE, ImageIndex, ImageManifest, LayerRef, LayerTable, MAX_CHAIN, NATIVE_LAYER,
+    OCI_LAYOUT_BYTES, OCI_LAYOUT_ENTRY, OciDescriptor, SESSIONS_ANNOTATION, STATE_LAYER,
+    TABLE_LAYER, UPDATES_LAYER, pretty,
 };
 use crate::bundle::shards::{
     DocumentBudget, DocumentLayer, OverBudget, SHARD_ANNOTATION, Shard, shard_count, shards_of,
@@ -42,6 +43,11 @@ pub const LAYOUT2_VERSION: &str = "2.0.0";
 /// The layout version this asp writes: layout 2 with the state manifest and the layer table in
 /// parts by shard ([`crate::bundle::shards`]).
 pub const LAYOUT_VERSION3: &str = "3.0.0";
+
+/// The layout version of a bundle with project dictionaries: layout 3 whose layers may be two
+/// dictionaries deep, with dictionary bodies no state document refers to. Written only when a
+/// bundle has them, so a bundle without stays readable by the readers of layout 3.
+pub const LAYOUT_VERSION4: &str = "4.0.0";
 
 /// How a layout 2 bundle's entries are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -226,13 +232,16 @@ impl Documents {
             for d in part.descriptors() {
                 table.insert(d.digest, layer_of(&d.digest).ok_or(missing(d.digest))?);
             }
-            let extra: Vec<Digest> = table
-                .values()
-                .filter_map(|r| r.dictionary)
-                .filter(|x| !table.contains_key(x))
-                .collect();
-            for x in extra {
-                table.insert(x, layer_of(&x).ok_or(missing(x))?);
+            // Their dictionaries, and those dictionaries' own (layout 4).
+            for _ in 0..MAX_CHAIN {
+                let extra: Vec<Digest> = table
+                    .values()
+                    .filter_map(|r| r.dictionary)
+                    .filter(|x| !table.contains_key(x))
+                    .collect();
+                for x in extra {
+                    table.insert(x, layer_of(&x).ok_or(missing(x))?);
+                }
             }
             Ok(table)
         };
@@ -310,9 +319,13 @@ impl Documents {
             if !seen.insert(r.layer) {
                 continue;
             }
+            let base = match (kinds.get(d), r.body_size) {
+                (Some(kind), _) => kind,
+                (None, Some(_)) => DICTIONARY_LAYER,
+                (None, None) => FILE_LAYER,
+            };
             let mut desc = OciDescriptor::new(
-                r.encoding
-                    .media_type(kinds.get(d).copied().unwrap_or(FILE_LAYER)),
+                r.encoding.media_type(base),
                 Descriptor {
                     digest: r.layer,
                     size: r.size,
@@ -350,6 +363,22 @@ impl Documents {
             content_bytes,
             descriptors: descriptors.len(),
         })
+    }
+
+    /// The layout version a bundle of these documents says: [`LAYOUT_VERSION4`] when a layer
+    /// is two dictionaries deep or a dictionary body is one no state document refers to, else
+    /// [`LAYOUT_VERSION3`].
+    pub fn layout_version(&self) -> &'static str {
+        let chained = self.table.values().any(|r| {
+            r.body_size.is_some()
+                || r.dictionary
+                    .and_then(|x| self.table.get(&x))
+                    .is_some_and(|x| x.dictionary.is_some())
+        });
+        match chained {
+            true => LAYOUT_VERSION4,
+            false => LAYOUT_VERSION3,
+        }
     }
 
     /// The in-memory blobs: the image manifest, the empty config and the documents.
@@ -397,10 +426,29 @@ fn readable_within(documents: &[Document], manifest: u64, limit: u64) -> Result<
 /// layout 2 wrote it) and layout 3 when compact (how layout 3 writes it). The bundle pulled is
 /// then the bundle pushed, byte for byte.
 pub fn layout_version_of(manifest: &[u8]) -> &'static str {
-    let sharded = serde_json::from_slice::<ImageManifest>(manifest)
-        .is_ok_and(|m| m.layers.iter().any(|l| l.shard().is_some()));
-    match (sharded, manifest.get(1)) {
-        (false, Some(b'\n')) => LAYOUT2_VERSION,
+    let Ok(m) = serde_json::from_slice::<ImageManifest>(manifest) else {
+        return LAYOUT_VERSION3;
+    };
+    let sharded = m.layers.iter().any(|l| l.shard().is_some());
+    // Layout 4: a dictionary layer, or a layer whose dictionary's layer has a dictionary.
+    let dictionary_of = |l: &OciDescriptor| {
+        l.annotations
+            .as_ref()
+            .and_then(|a| a.get(DICTIONARY_ANNOTATION))
+            .cloned()
+    };
+    let annotated: BTreeMap<String, String> = m
+        .layers
+        .iter()
+        .filter_map(|l| Some((l.digest.to_string(), dictionary_of(l)?)))
+        .collect();
+    let chained = m.layers.iter().any(|l| {
+        l.media_type.starts_with(DICTIONARY_LAYER)
+            || dictionary_of(l).is_some_and(|x| annotated.contains_key(&x))
+    });
+    match (chained, sharded, manifest.get(1)) {
+        (true, _, _) => LAYOUT_VERSION4,
+        (false, false, Some(b'\n')) => LAYOUT2_VERSION,
         _ => LAYOUT_VERSION3,
     }
 }
@@ -458,7 +506,7 @@ pub fn write_layers_to<W: Write + Seek>(
     let zip = ImageZip {
         generator: opts.generator.clone(),
         zip: opts.zip,
-        layout_version: LAYOUT_VERSION3,
+        layout_version: docs.layout_version(),
     };
     let (out, size) = write_image_zip(
         out,
