@@ -242,8 +242,8 @@ fn too_many_entries() {
 fn an_unknown_major_version() {
     let mut e = sample_entries();
     e[0].1 =
-        br#"{"layoutVersion":"4.0.0","mediaType":"application/vnd.asp.state.v1+zip"}"#.to_vec();
-    refused(&zip_of(&e), &["aspstate-layout", "major version 4"]);
+        br#"{"layoutVersion":"5.0.0","mediaType":"application/vnd.asp.state.v1+zip"}"#.to_vec();
+    refused(&zip_of(&e), &["aspstate-layout", "major version 5"]);
 }
 
 #[test]

@@ -69,6 +69,42 @@ fn a_home_with_long_transcripts_packs_to_layout_4_and_every_reader_takes_it() {
     assert!(!dictionaries.is_empty(), "no project has a dictionary");
     asp().arg("verify").arg(&bundle).assert().success();
 
+    // The documents are as the schemas say: the marker, the image manifest, every table.
+    let entries = entries(&fs::read(&bundle).unwrap());
+    let get = |name: &str| &entries.iter().find(|(n, _)| n == name).unwrap().1;
+    let json = |bytes: &[u8]| serde_json::from_slice::<serde_json::Value>(bytes).unwrap();
+    let valid = |name: &str, doc: &serde_json::Value| {
+        crate::schemas::assert_valid(&crate::schemas::schema(name), doc, name)
+    };
+    valid("layout", &json(get("aspstate-layout")));
+    valid(
+        "image-manifest",
+        &json(get(&format!("blobs/sha256/{}", b.digest().hex()))),
+    );
+    let mut sized = 0;
+    for l in image
+        .layers
+        .iter()
+        .filter(|l| l.media_type.contains("layer-table"))
+    {
+        let stored = get(&format!("blobs/sha256/{}", l.digest.hex()));
+        let table = match l.media_type.ends_with("+zstd") {
+            true => {
+                let size = crate::schemas::zstd_size(stored);
+                json(&asp_format::bundle::layers::decompress(stored, None, size).unwrap())
+            }
+            false => json(stored),
+        };
+        valid("layer-table", &table);
+        sized += table["blobs"]
+            .as_object()
+            .unwrap()
+            .values()
+            .filter(|e| e.get("bodySize").is_some())
+            .count();
+    }
+    assert!(sized > 0, "no table gives a dictionary's size");
+
     // zstd alone: the dictionary, a transcript against it, its stream against the transcript.
     let blobs = unzipped(&bundle, &t.path().join("x"));
     let against = |layer: String| {

@@ -7,7 +7,7 @@ use std::fs;
 use crate::support::*;
 use serde_json::{Value, json};
 
-fn schema(name: &str) -> jsonschema::Validator {
+pub(crate) fn schema(name: &str) -> jsonschema::Validator {
     let path = root()
         .join("spec/schemas")
         .join(format!("{name}.schema.json"));
@@ -15,7 +15,7 @@ fn schema(name: &str) -> jsonschema::Validator {
     jsonschema::validator_for(&s).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn assert_valid(v: &jsonschema::Validator, doc: &Value, what: &str) {
+pub(crate) fn assert_valid(v: &jsonschema::Validator, doc: &Value, what: &str) {
     let errors: Vec<String> = v
         .iter_errors(doc)
         .map(|e| format!("{} at {}", e, e.instance_path()))
@@ -79,7 +79,7 @@ fn the_sample_bundle_validates() {
 }
 
 /// The content size a zstd frame header states (Frame_Content_Size of RFC 8878).
-fn zstd_size(frame: &[u8]) -> u64 {
+pub(crate) fn zstd_size(frame: &[u8]) -> u64 {
     let fhd = frame[4];
     let single = fhd & 0x20 != 0;
     let fcs_flag = fhd >> 6;
@@ -154,7 +154,7 @@ fn wrong_documents_do_not_validate() {
         assert!(!m.is_valid(&doc), "{path} = {bad} was accepted");
     }
     assert!(!schema("layout").is_valid(
-        &json!({"layoutVersion": "4.0.0", "mediaType": "application/vnd.asp.state.v1+zip"})
+        &json!({"layoutVersion": "5.0.0", "mediaType": "application/vnd.asp.state.v1+zip"})
     ));
     assert!(!schema("layer-table").is_valid(&json!({"schemaVersion": 1, "mediaType": "application/vnd.asp.layer-table.v1+json",
         "blobs": {format!("sha256:{}", "0".repeat(64)): {"layer": format!("sha256:{}", "1".repeat(64)), "size": 3, "encoding": "gzip"}}})));

@@ -122,6 +122,10 @@ struct Entry {
     /// reach a worker first, and the worker must find its dictionary here rather than wait
     /// for a layer that waits for that worker's room.
     pending: Option<Arc<Vec<u8>>>,
+    /// A transcript's first [`PROJECT_DICTIONARY`] bytes, by digest: the dictionary its
+    /// project takes when the rule chooses it, found among the bodies (predicted) without
+    /// decoding the transcript again.
+    head: Option<Digest>,
 }
 
 struct Job {
@@ -718,6 +722,22 @@ impl LayerStore {
         let mut chosen: BTreeMap<Digest, Digest> = BTreeMap::new();
         let mut dictionaries = BTreeSet::new();
         for project in projects(state, transcript) {
+            // Predicted: the dictionary is a body already, known by the source's head.
+            let predicted = {
+                let st = shared.lock();
+                st.blobs
+                    .get(&project.source.digest)
+                    .and_then(|e| e.head)
+                    .filter(|h| plain_candidate(&st, h))
+            };
+            if let Some(dict) = predicted {
+                dictionaries.insert(dict);
+                for t in &project.transcripts {
+                    let e = chosen.entry(*t).or_insert(dict);
+                    *e = (*e).min(dict);
+                }
+                continue;
+            }
             let here = shared.lock().blobs.contains_key(&project.source.digest);
             let source = match (here, elsewhere) {
                 (true, _) => body_of(shared, &project.source.digest)?,
@@ -760,6 +780,7 @@ impl LayerStore {
                         spilled: false,
                         dict_ok: true,
                         pending: None,
+                        head: None,
                     },
                 );
                 wanted.insert(dict.digest, None);
@@ -942,6 +963,8 @@ struct LayerWriter<'a> {
     hint: Option<Digest>,
     /// The predicted dictionary of the project whose transcript this is.
     project: Option<Digest>,
+    /// Whether it is a transcript ([`BlobSink::begin_transcript`]).
+    transcript: bool,
     /// The hint's bytes, pinned in memory for this body's compression (see [`St::pin`]).
     pinned: Option<Digest>,
     hasher: Hasher,
@@ -1023,6 +1046,7 @@ impl BlobWrite for LayerWriter<'_> {
         let store = self.store;
         let hint = self.hint;
         let project = self.project;
+        let transcript = self.transcript;
         let hasher = std::mem::replace(&mut self.hasher, Hasher::new());
         let buf = std::mem::take(&mut self.buf);
         let spill = self.spill.take();
@@ -1081,6 +1105,8 @@ impl BlobWrite for LayerWriter<'_> {
             }
         });
         let dict_ok = !is_spilled && blob.size >= TINY as u64 && !buf.starts_with(&DICT_MAGIC);
+        let head = (transcript && buf.len() as u64 >= PROJECT_DICTIONARY)
+            .then(|| Descriptor::of(&buf[..PROJECT_DICTIONARY as usize]).digest);
         let bytes = Arc::new(buf);
         st.blobs.insert(
             blob.digest,
@@ -1091,6 +1117,7 @@ impl BlobWrite for LayerWriter<'_> {
                 spilled: is_spilled,
                 dict_ok,
                 pending: (!is_spilled).then(|| Arc::clone(&bytes)),
+                head,
             },
         );
         if is_spilled {
@@ -1128,6 +1155,7 @@ impl LayerStore {
         &self,
         hint: Option<Digest>,
         project: Option<Digest>,
+        transcript: bool,
         expected: u64,
     ) -> Box<dyn BlobWrite + '_> {
         let room = usize::try_from(expected.min(SPILL)).unwrap_or(0);
@@ -1139,6 +1167,7 @@ impl LayerStore {
             store: self,
             hint,
             project,
+            transcript,
             pinned,
             hasher: Hasher::new(),
             buf: Vec::with_capacity(room),
@@ -1149,11 +1178,11 @@ impl LayerStore {
 
 impl BlobSink for LayerStore {
     fn begin(&self) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
-        Ok(self.writer(None, None, 0))
+        Ok(self.writer(None, None, false, 0))
     }
 
     fn begin_sized(&self, size: u64) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
-        Ok(self.writer(None, None, size))
+        Ok(self.writer(None, None, false, size))
     }
 
     /// Stores the dictionary (compressed alone, as a dictionary is) and remembers the folder.
@@ -1186,7 +1215,7 @@ impl BlobSink for LayerStore {
             .filter(|(dir, _)| path.starts_with(dir))
             .max_by_key(|(dir, _)| dir.as_os_str().len())
             .map(|(_, d)| *d);
-        Ok(self.writer(None, project, size))
+        Ok(self.writer(None, project, true, size))
     }
 
     /// The derived body (an update stream) is usually about as long as its base (the
@@ -1195,6 +1224,7 @@ impl BlobSink for LayerStore {
         Ok(self.writer(
             Some(base.digest),
             None,
+            false,
             base.size.saturating_add(base.size / 8),
         ))
     }
@@ -1494,6 +1524,114 @@ mod tests {
         let report =
             crate::bundle::verify_file(&path, &crate::bundle::Limits::default(), &Quiet).unwrap();
         assert!(report.is_ok(), "{:?}", report.problems);
+    }
+
+    /// Layers as a test makes them, for [`write_layers_file`].
+    struct Made(BTreeMap<Digest, (LayerRef, Vec<u8>)>);
+
+    impl crate::bundle::LayerSource for Made {
+        fn layer_ref(&self, body: &Digest) -> Option<LayerRef> {
+            self.0.get(body).map(|l| l.0)
+        }
+        fn copy_layer(&self, body: &Digest, out: &mut dyn Write) -> io::Result<u64> {
+            let bytes = &self.0[body].1;
+            out.write_all(bytes)?;
+            Ok(bytes.len() as u64)
+        }
+    }
+
+    #[test]
+    fn a_layer_three_dictionaries_deep_is_refused() {
+        // Four bodies, each compressed against the one before: the last is three deep.
+        let mut made = BTreeMap::new();
+        let mut bodies: Vec<Descriptor> = Vec::new();
+        let mut text = native_text(3);
+        let mut before: Option<(Digest, String)> = None;
+        for n in 0..4 {
+            text.push_str(&native_text(10 + n));
+            let body = Descriptor::of(text.as_bytes());
+            let layer =
+                compress(text.as_bytes(), before.as_ref().map(|b| b.1.as_bytes()), 3).unwrap();
+            made.insert(
+                body.digest,
+                (
+                    LayerRef {
+                        layer: Descriptor::of(&layer).digest,
+                        size: layer.len() as u64,
+                        encoding: Encoding::Zstd,
+                        dictionary: before.as_ref().map(|b| b.0),
+                        body_size: None,
+                    },
+                    layer,
+                ),
+            );
+            bodies.push(body);
+            before = Some((body.digest, text.clone()));
+        }
+        let stream = format!(
+            "{{\"sessionId\":\"s\",\"update\":{{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{{\"type\":\"text\",\"text\":\"x\"}}}}}}\n"
+        );
+        let updates = Descriptor::of(stream.as_bytes());
+        made.insert(
+            updates.digest,
+            (
+                LayerRef {
+                    layer: updates.digest,
+                    size: updates.size,
+                    encoding: Encoding::Identity,
+                    dictionary: None,
+                    body_size: None,
+                },
+                stream.into_bytes(),
+            ),
+        );
+        let state = State {
+            sessions: Some(vec![Session {
+                id: crate::name::SessionId::new("s").unwrap(),
+                title: String::new(),
+                harness: None,
+                cwd: None,
+                updated_at: None,
+                updates,
+                native: Some(Native {
+                    harness: crate::name::HarnessName::new("claude-code").unwrap(),
+                    files: bodies
+                        .iter()
+                        .enumerate()
+                        .map(|(n, b)| FileEntry {
+                            path: crate::name::RelPath::new(&format!("n/{n}.jsonl")).unwrap(),
+                            executable: false,
+                            content: *b,
+                        })
+                        .collect(),
+                }),
+                meta: None,
+            }]),
+            ..State::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("deep.aspstate");
+        write_layers_file(
+            &out,
+            &state,
+            &Made(made),
+            &Options2::default(),
+            true,
+            &Quiet,
+        )
+        .unwrap();
+        let err = Bundle::open(&out).unwrap_err().to_string();
+        assert!(err.contains("more than 2 deep"), "{err}");
+        let report =
+            crate::bundle::verify_file(&out, &crate::bundle::Limits::default(), &Quiet).unwrap();
+        assert!(
+            report
+                .problems
+                .iter()
+                .any(|p| p.message.contains("more than 2 deep")),
+            "{:?}",
+            report.problems
+        );
     }
 
     #[test]
