@@ -1568,9 +1568,7 @@ mod tests {
             bodies.push(body);
             before = Some((body.digest, text.clone()));
         }
-        let stream = format!(
-            "{{\"sessionId\":\"s\",\"update\":{{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{{\"type\":\"text\",\"text\":\"x\"}}}}}}\n"
-        );
+        let stream = "{\"sessionId\":\"s\",\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"x\"}}}\n".to_owned();
         let updates = Descriptor::of(stream.as_bytes());
         made.insert(
             updates.digest,
