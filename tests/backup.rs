@@ -2260,3 +2260,78 @@ fn a_backup_compresses_transcripts_against_their_projects_dictionary() {
     let rel = other.strip_prefix(&home).unwrap();
     assert!(fs::read(to.join(rel)).unwrap() == text.as_bytes());
 }
+
+/// A project's dictionary whose layer went missing from the repository (layout 4): the next
+/// backup, which takes the transcript the dictionary is made of from the snapshot before,
+/// cannot read it back, so it gives the project no dictionary, finds the missing layer, reads
+/// the sessions that need it again and stores it anew, as for any missing layer.
+#[cfg(feature = "claude-code")]
+#[test]
+fn a_backup_repairs_a_missing_project_dictionary() {
+    use asp_format::bundle::oci::DICTIONARY_LAYER;
+    let t = tmp();
+    let home = crate::project_dictionaries::long_claude_home(t.path());
+    age(&home, Duration::from_secs(3600));
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let bundle = t.path().join("before.aspstate");
+    asp()
+        .args(["pack", "--from-repo", "-q", "--repo"])
+        .arg(&repo)
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    let image = asp_format::bundle::Bundle::open(&bundle)
+        .unwrap()
+        .image_manifest()
+        .unwrap()
+        .clone();
+    let dictionaries: Vec<_> = image
+        .layers
+        .iter()
+        .filter(|l| l.media_type.starts_with(DICTIONARY_LAYER))
+        .collect();
+    assert!(!dictionaries.is_empty());
+    for d in &dictionaries {
+        fs::remove_file(repo.join("blobs/sha256").join(d.digest.hex())).unwrap();
+    }
+    // Another session of every project changes, so each backup reads some of each.
+    let projects = home.join(".claude/projects");
+    let mut n = 10;
+    for p in fs::read_dir(&projects).unwrap() {
+        let mut files: Vec<PathBuf> = fs::read_dir(p.unwrap().path())
+            .unwrap()
+            .map(|f| f.unwrap().path())
+            .filter(|f| f.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        files.sort();
+        if let Some(last) = files.last().filter(|_| files.len() > 1) {
+            append_turn(last, n);
+            n += 1;
+        }
+    }
+    let out = backup_run(&home, &repo, &["--from", "claude-code", "--json", "-q"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check(&repo, true);
+    let to = t.path().join("restored");
+    let out = restore_json(&repo, &to);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in files_under(&projects) {
+        let rel = f.strip_prefix(&home).unwrap();
+        assert!(
+            fs::read(to.join(rel)).unwrap() == fs::read(&f).unwrap(),
+            "{}",
+            rel.display()
+        );
+    }
+}

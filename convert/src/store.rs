@@ -18,7 +18,7 @@
 //! The harness's own configuration (issue 13's native layer) will be read and restored here
 //! too, beside the kinds, for same-harness restores only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -62,11 +62,13 @@ pub enum Store {
 /// session is read, so the blob sink compresses the transcripts against it as they come:
 /// per folder of transcripts, the first MiB of the transcript of the least session id among
 /// those of at least a MiB. Only a prediction, made from sizes and ids alone: the sink applies
-/// the rule to the state in the end and compresses again what it got wrong. A file that
-/// cannot be read here is left to the read, which reports it.
+/// the rule to the state in the end and compresses again what it got wrong. Only folders with
+/// an entry to read (not `reuse`d) are predicted: a backup that changed nothing reads no
+/// dictionary. A file that cannot be read here is left to the read, which reports it.
 fn predict_dictionaries(
     harness: &dyn Harness,
     entries: &[&Surveyed],
+    reuse: &Reuse<'_>,
     sink: &dyn BlobSink,
 ) -> Result<(), ConvertError> {
     use asp_format::bundle::PROJECT_DICTIONARY;
@@ -85,7 +87,22 @@ fn predict_dictionaries(
             *slot = (id, &t.path);
         }
     }
+    let read: BTreeSet<&Path> = entries
+        .iter()
+        .filter_map(|e| {
+            harness
+                .surveyed_transcript(e)?
+                .path
+                .parent()
+                .map(|f| (e, f))
+        })
+        .filter(|(e, _)| reuse(e).is_none())
+        .map(|(_, f)| f)
+        .collect();
     for (folder, (_, path)) in least {
+        if !read.contains(folder) {
+            continue;
+        }
         let mut head = Vec::with_capacity(PROJECT_DICTIONARY as usize);
         let read = std::fs::File::open(path)
             .and_then(|f| f.take(PROJECT_DICTIONARY).read_to_end(&mut head));
@@ -342,7 +359,7 @@ impl Store {
                 Sessions::Only(ids) => survey.select(ids)?,
             };
             if let (Store::Harness { harness, .. }, true) = (self, req.options.native) {
-                predict_dictionaries(harness.as_ref(), &entries, req.blobs)?;
+                predict_dictionaries(harness.as_ref(), &entries, reuse, req.blobs)?;
             }
             let read = self.read_sessions(&entries, req, reuse)?;
             let mut all = Vec::new();

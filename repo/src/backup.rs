@@ -632,7 +632,8 @@ fn backup_once(
             continue;
         }
         match layers.blobs.get(body) {
-            Some(s) if s.layer == *r => to_write.push(s),
+            // The same stored bytes (the plan leaves `bodySize` to bodies no state names).
+            Some(s) if s.layer.layer == r.layer => to_write.push(s),
             _ => {
                 let d = Descriptor {
                     digest: r.layer,

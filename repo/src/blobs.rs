@@ -39,15 +39,16 @@ impl<'a> SnapshotBlobs<'a> {
 
     /// Dictionary `d`, decoded against its own when it has one: at most [`MAX_CHAIN`] deep.
     fn dictionary_at(&self, d: &Digest, depth: usize) -> Result<Arc<Vec<u8>>, BlobError> {
-        if let Some(v) = self
-            .dictionary
-            .lock()
-            .expect("cache")
-            .iter()
-            .find(|(k, _)| k == d)
-            .map(|(_, v)| Arc::clone(v))
         {
-            return Ok(v);
+            // Most recently used first: a project's dictionary stays while its transcripts
+            // come and go.
+            let mut cache = self.dictionary.lock().expect("cache");
+            if let Some(i) = cache.iter().position(|(k, _)| k == d) {
+                let hit = cache.remove(i).expect("found");
+                let v = Arc::clone(&hit.1);
+                cache.push_front(hit);
+                return Ok(v);
+            }
         }
         let r = self.table.get(d).ok_or(BlobError::Missing(*d))?;
         let base = match r.dictionary {

@@ -617,9 +617,22 @@ impl LayerStore {
                 })
                 .collect()
         };
-        let mut dictionaries = BTreeSet::new();
+        // Project dictionaries, used or predicted: a predicted one this state does not use
+        // may still be the dictionary of a layer a backup takes from its parent.
+        let mut dictionaries: BTreeSet<Digest> = shared
+            .predicted
+            .lock()
+            .expect("predicted dictionaries")
+            .iter()
+            .map(|(_, d)| *d)
+            .collect();
         if let Some((state, transcript, elsewhere)) = projects {
-            dictionaries = self.project_dictionaries(state, transcript, elsewhere, &mut wanted)?;
+            dictionaries.extend(self.project_dictionaries(
+                state,
+                transcript,
+                elsewhere,
+                &mut wanted,
+            )?);
         }
         let mut todo: Vec<(Digest, Option<(Digest, bool)>)> = {
             let st = shared.lock();
@@ -642,6 +655,10 @@ impl LayerStore {
         }
         .min(todo.len().max(1));
         let failed: Mutex<Option<BlobError>> = Mutex::new(None);
+        // At most [`BUDGET`] bytes of bodies compressed again at once (a larger one alone), as
+        // while writing: on many cores, after a wrong prediction, each would hold its body.
+        let in_use: Mutex<u64> = Mutex::new(0);
+        let room = Condvar::new();
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| {
@@ -650,11 +667,18 @@ impl LayerStore {
                         let Some((digest, choice)) = todo.get(i) else {
                             return;
                         };
+                        let size = shared.lock().blobs[digest].size;
+                        {
+                            let mut used = in_use.lock().expect("budget");
+                            while *used > 0 && *used + size > BUDGET {
+                                used = room.wait(used).expect("budget");
+                            }
+                            *used += size;
+                        }
                         let again = (|| {
-                            let (stored, size) = {
+                            let stored = {
                                 let st = shared.lock();
-                                let e = &st.blobs[digest];
-                                (e.stored.clone().expect("every job finished"), e.size)
+                                st.blobs[digest].stored.clone().expect("every job finished")
                             };
                             let bytes = read_body(shared, digest, &stored, size)?;
                             let new = compress_and_stage(
@@ -666,6 +690,8 @@ impl LayerStore {
                             shared.lock().blobs.get_mut(digest).expect("known").stored = Some(new);
                             Ok::<_, BlobError>(())
                         })();
+                        *in_use.lock().expect("budget") -= size;
+                        room.notify_all();
                         if let Err(e) = again {
                             failed.lock().expect("failure").get_or_insert(e);
                             next.store(todo.len(), std::sync::atomic::Ordering::Relaxed);
@@ -691,6 +717,7 @@ impl LayerStore {
                             size: s.layer.size,
                             encoding: s.encoding,
                             dictionary: s.dictionary,
+                            // Kept by `Documents::plan` only for a body no state names.
                             body_size: dictionaries.contains(d).then_some(e.size),
                         },
                         loc: s.loc,
@@ -740,15 +767,20 @@ impl LayerStore {
             }
             let here = shared.lock().blobs.contains_key(&project.source.digest);
             let source = match (here, elsewhere) {
-                (true, _) => body_of(shared, &project.source.digest)?,
+                (true, _) => body_head(shared, &project.source.digest)?,
                 (false, Some(e)) => {
-                    // Only its head: what follows is not needed (and a damaged body is
-                    // caught where it is read whole).
+                    // Only its head: what follows is not needed. A source the repository
+                    // cannot give (a damaged or missing layer) gives its project no
+                    // dictionary this time; the backup finds the damage and repairs it.
                     let mut head = Vec::new();
-                    e.open(&project.source)?
-                        .take(PROJECT_DICTIONARY)
-                        .read_to_end(&mut head)?;
-                    Arc::new(head)
+                    let read = e
+                        .open(&project.source)
+                        .map_err(io::Error::other)
+                        .and_then(|r| r.take(PROJECT_DICTIONARY).read_to_end(&mut head));
+                    match read {
+                        Ok(_) => Arc::new(head),
+                        Err(_) => continue,
+                    }
                 }
                 (false, None) => continue,
             };
@@ -890,6 +922,53 @@ fn read_body(
     }
 }
 
+/// The first [`PROJECT_DICTIONARY`] bytes of a finished body: of its bytes when they are in
+/// memory or its layer is small enough to decode whole; of a spilled body's layer (one frame
+/// with a small window, no dictionary) as it streams, so a transcript of gigabytes is not read
+/// into memory for its first MiB.
+fn body_head(shared: &Shared, digest: &Digest) -> Result<Arc<Vec<u8>>, BlobError> {
+    let stored = {
+        let st = shared.lock();
+        if let Some(b) = st.held(digest) {
+            return Ok(Arc::new(
+                b[..b.len().min(PROJECT_DICTIONARY as usize)].to_vec(),
+            ));
+        }
+        st.blobs.get(digest).and_then(|e| e.stored.clone())
+    };
+    match stored {
+        Some(Stored {
+            loc: Loc::Spill(f),
+            encoding,
+            ..
+        }) => {
+            let raw = io::BufReader::new(File::open(f.path()).map_err(BlobError::Other)?);
+            let mut head = Vec::with_capacity(PROJECT_DICTIONARY as usize);
+            let mut r: Box<dyn Read> = match encoding {
+                Encoding::Identity => Box::new(raw),
+                Encoding::Zstd => {
+                    let mut d = zstd::stream::read::Decoder::with_buffer(raw)
+                        .map_err(BlobError::Other)?
+                        .single_frame();
+                    d.window_log_max(MAX_WINDOW_LOG).map_err(BlobError::Other)?;
+                    Box::new(d)
+                }
+            };
+            r.by_ref()
+                .take(PROJECT_DICTIONARY)
+                .read_to_end(&mut head)
+                .map_err(BlobError::Other)?;
+            Ok(Arc::new(head))
+        }
+        _ => {
+            let b = body_of(shared, digest)?;
+            Ok(Arc::new(
+                b[..b.len().min(PROJECT_DICTIONARY as usize)].to_vec(),
+            ))
+        }
+    }
+}
+
 /// A finished body's bytes: from the cache, else from its layer (waiting for it if needed).
 fn body_of(shared: &Shared, digest: &Digest) -> Result<Arc<Vec<u8>>, BlobError> {
     let (stored, size) = {
@@ -965,6 +1044,8 @@ struct LayerWriter<'a> {
     project: Option<Digest>,
     /// Whether it is a transcript ([`BlobSink::begin_transcript`]).
     transcript: bool,
+    /// A transcript's head digest, taken before its bytes spill to a file.
+    spilled_head: Option<Digest>,
     /// The hint's bytes, pinned in memory for this body's compression (see [`St::pin`]).
     pinned: Option<Digest>,
     hasher: Hasher,
@@ -1032,6 +1113,12 @@ impl LayerWriter<'_> {
         match &mut out {
             SpillOut::Zstd(e) => e.write_all(&self.buf)?,
             SpillOut::Raw(w) => w.write_all(&self.buf)?,
+        }
+        if self.transcript {
+            self.spilled_head = Some(
+                Descriptor::of(&self.buf[..(PROJECT_DICTIONARY as usize).min(self.buf.len())])
+                    .digest,
+            );
         }
         self.buf = Vec::new();
         self.spill = Some(Spill { file, out });
@@ -1105,8 +1192,11 @@ impl BlobWrite for LayerWriter<'_> {
             }
         });
         let dict_ok = !is_spilled && blob.size >= TINY as u64 && !buf.starts_with(&DICT_MAGIC);
-        let head = (transcript && buf.len() as u64 >= PROJECT_DICTIONARY)
-            .then(|| Descriptor::of(&buf[..PROJECT_DICTIONARY as usize]).digest);
+        let head = match self.spilled_head {
+            Some(h) => Some(h),
+            None => (transcript && buf.len() as u64 >= PROJECT_DICTIONARY)
+                .then(|| Descriptor::of(&buf[..PROJECT_DICTIONARY as usize]).digest),
+        };
         let bytes = Arc::new(buf);
         st.blobs.insert(
             blob.digest,
@@ -1168,6 +1258,7 @@ impl LayerStore {
             hint,
             project,
             transcript,
+            spilled_head: None,
             pinned,
             hasher: Hasher::new(),
             buf: Vec::with_capacity(room),

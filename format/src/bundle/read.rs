@@ -74,6 +74,8 @@ impl Default for Limits {
 }
 
 const LAYOUT_MAX: u64 = 64 << 10;
+/// The largest a dictionary body can usefully be: a layer's largest window (2^27).
+const DICTIONARY_LIMIT: u64 = 1 << crate::bundle::layers::MAX_WINDOW_LOG;
 const RATIO_FLOOR: u64 = 16 << 20;
 const LOCAL_HEADER_SIG: u32 = 0x0403_4b50;
 const CENTRAL_HEADER_SIG: u32 = 0x0201_4b50;
@@ -682,15 +684,16 @@ impl Bundle {
     }
 
     fn dictionary_at(&self, d: &Digest, depth: usize) -> Result<Arc<Vec<u8>>, BlobError> {
-        if let Some(v) = self
-            .dictionary
-            .lock()
-            .expect("cache")
-            .iter()
-            .find(|(k, _)| k == d)
-            .map(|(_, v)| Arc::clone(v))
         {
-            return Ok(v);
+            // Most recently used first: a project's dictionary stays while its transcripts
+            // come and go.
+            let mut cache = self.dictionary.lock().expect("cache");
+            if let Some(i) = cache.iter().position(|(k, _)| k == d) {
+                let hit = cache.remove(i).expect("found");
+                let v = Arc::clone(&hit.1);
+                cache.push_front(hit);
+                return Ok(v);
+            }
         }
         let loc = self.blobs.get(d).ok_or(BlobError::Missing(*d))?;
         let base = match loc.dictionary {
@@ -703,6 +706,7 @@ impl Bundle {
             None => None,
         };
         let mut out = Vec::new();
+        let limit = loc.known_size().unwrap_or(DICTIONARY_LIMIT);
         open_loc(
             &self.file,
             loc,
@@ -710,6 +714,7 @@ impl Bundle {
             None,
             *d,
         )?
+        .take(limit + 1)
         .read_to_end(&mut out)
         .map_err(BlobError::Other)?;
         let v = Arc::new(out);
@@ -906,6 +911,26 @@ fn check_blobs(
     let check_one =
         |d: &Digest, dict: Option<&[u8]>, keep: bool| -> Result<Option<Vec<u8>>, String> {
             let loc = blobs.get(d).ok_or("missing")?;
+            if !wanted.contains_key(d) && loc.known_size().is_none() {
+                // A dictionary whose size neither this read's state nor its table entry gives
+                // (one a part not read names): bounded by the largest window, checked by digest.
+                let mut out = Vec::new();
+                open_loc(file, loc, dict, None, *d)
+                    .and_then(|r| {
+                        r.take(DICTIONARY_LIMIT + 1)
+                            .read_to_end(&mut out)
+                            .map_err(BlobError::Other)
+                    })
+                    .map_err(|e| e.to_string())?;
+                if out.len() as u64 > DICTIONARY_LIMIT {
+                    return Err("a dictionary larger than a layer's largest window".to_owned());
+                }
+                if Digest::of(&out) != *d {
+                    return Err(format!("its bytes hash to {}, not {d}", Digest::of(&out)));
+                }
+                progress.advance(out.len() as u64);
+                return Ok(keep.then_some(out));
+            }
             let size = sizes(d);
             let tee = layers.then(|| Arc::new(Mutex::new(Hasher::new())));
             let r = open_loc(file, loc, dict, tee.clone(), *d).map_err(|e| e.to_string())?;
@@ -2063,6 +2088,9 @@ fn table_entry(
         }
     }
     match r.body_size {
+        Some(s) if s > DICTIONARY_LIMIT => bad.push(format!(
+            "its bodySize {s} is larger than a layer's largest window ({DICTIONARY_LIMIT})"
+        )),
         Some(_) if !chains => bad.push(
             "bodySize is for a layout 4 dictionary body, and this bundle is not layout 4"
                 .to_owned(),

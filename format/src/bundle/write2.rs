@@ -221,6 +221,17 @@ impl Documents {
         state.validate().map_err(WriteError::InvalidState)?;
         let descriptors = state.descriptors();
         let content_bytes = descriptors.iter().map(|d| d.size).sum();
+        // A body's size is in its table entry (`bodySize`) only when no state document names
+        // it (a project's dictionary, layout 4): the state says the others'.
+        let named: BTreeSet<Digest> = descriptors.iter().map(|d| d.digest).collect();
+        let layer_of = |d: &Digest| {
+            layer_of(d).map(|mut r| {
+                if named.contains(d) {
+                    r.body_size = None;
+                }
+                r
+            })
+        };
         let missing = |digest: Digest| WriteError::Blob {
             digest,
             source: crate::blob::BlobError::Missing(digest),
