@@ -2176,6 +2176,23 @@ fn a_backup_says_when_a_settings_json_with_comments_sets_a_credential() {
     assert!(!said.contains("AIza-live-key"), "{said}");
 }
 
+/// The top-level transcripts of each project folder of a Claude Code home, sorted by name (the
+/// session id).
+fn project_transcripts(home: &Path) -> Vec<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in fs::read_dir(home.join(".claude/projects")).unwrap() {
+        let mut files: Vec<PathBuf> = fs::read_dir(p.unwrap().path())
+            .unwrap()
+            .map(|f| f.unwrap().path())
+            .filter(|f| f.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        files.sort();
+        out.push(files);
+    }
+    out.sort();
+    out
+}
+
 /// Layout 4 in a repository (spec/aspstate.md §4.1): a backup compresses the transcripts it
 /// reads against their project's dictionary, also when the transcript that dictionary is made
 /// of was taken from the snapshot before (read back from the repository); what it stores
@@ -2194,16 +2211,9 @@ fn a_backup_compresses_transcripts_against_their_projects_dictionary() {
     // A project with a transcript of a MiB or more, and another transcript of it: the
     // dictionary is made of the first of the long ones by id (file name), so the other
     // one changes without it.
-    let projects = home.join(".claude/projects");
-    let (source, other) = fs::read_dir(&projects)
-        .unwrap()
-        .filter_map(|p| {
-            let mut files: Vec<PathBuf> = fs::read_dir(p.unwrap().path())
-                .unwrap()
-                .map(|f| f.unwrap().path())
-                .filter(|f| f.extension().is_some_and(|e| e == "jsonl"))
-                .collect();
-            files.sort();
+    let (source, other) = project_transcripts(&home)
+        .into_iter()
+        .filter_map(|files| {
             let source = files
                 .iter()
                 .find(|f| fs::metadata(f).unwrap().len() >= 1 << 20)?
@@ -2297,15 +2307,8 @@ fn a_backup_repairs_a_missing_project_dictionary() {
         fs::remove_file(repo.join("blobs/sha256").join(d.digest.hex())).unwrap();
     }
     // Another session of every project changes, so each backup reads some of each.
-    let projects = home.join(".claude/projects");
     let mut n = 10;
-    for p in fs::read_dir(&projects).unwrap() {
-        let mut files: Vec<PathBuf> = fs::read_dir(p.unwrap().path())
-            .unwrap()
-            .map(|f| f.unwrap().path())
-            .filter(|f| f.extension().is_some_and(|e| e == "jsonl"))
-            .collect();
-        files.sort();
+    for files in project_transcripts(&home) {
         if let Some(last) = files.last().filter(|_| files.len() > 1) {
             append_turn(last, n);
             n += 1;
@@ -2326,7 +2329,7 @@ fn a_backup_repairs_a_missing_project_dictionary() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for f in files_under(&projects) {
+    for f in files_under(&home.join(".claude/projects")) {
         let rel = f.strip_prefix(&home).unwrap();
         assert!(
             fs::read(to.join(rel)).unwrap() == fs::read(&f).unwrap(),

@@ -23,8 +23,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use asp_format::bundle::layers::{WIDE_WINDOW, compress, window_log};
-use zstd::zstd_safe::{CCtx, CDict, CParameter};
+use asp_format::bundle::layers::{compress, compress_prepared};
+use zstd::zstd_safe::CDict;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -124,27 +124,9 @@ struct Totals {
     with_time: Duration,
 }
 
-/// One frame of `body` against the prepared dictionary, with the writer's other parameters.
+/// One frame of `body` against the prepared dictionary, as the writer makes it (layout 4).
 fn against(body: &[u8], dictionary: &CDict<'_>) -> Result<usize, std::io::Error> {
-    let zstd =
-        |code: usize| std::io::Error::other(zstd::zstd_safe::get_error_name(code).to_owned());
-    let mut cctx = CCtx::create();
-    cctx.set_parameter(CParameter::ContentSizeFlag(true))
-        .map_err(zstd)?;
-    cctx.set_parameter(CParameter::ChecksumFlag(false))
-        .map_err(zstd)?;
-    cctx.set_parameter(CParameter::DictIdFlag(false))
-        .map_err(zstd)?;
-    if body.len() > WIDE_WINDOW {
-        cctx.set_parameter(CParameter::WindowLog(window_log(0, body.len())))
-            .map_err(zstd)?;
-        cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
-            .map_err(zstd)?;
-    }
-    cctx.ref_cdict(dictionary).map_err(zstd)?;
-    let mut out = Vec::with_capacity(body.len() + 1024);
-    cctx.compress2(&mut out, body).map_err(zstd)?;
-    Ok(out.len())
+    Ok(compress_prepared(body, dictionary, 3)?.len())
 }
 
 /// Every `.jsonl` under `dir`, in path order (a project's transcripts, then its sessions'

@@ -2,13 +2,14 @@
 //! decoded (against its dictionary body when it has one) and checked against the body's
 //! digest, as a bundle reads them.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::io::Read;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use asp_format::blob::{BlobError, BlobSource};
 use asp_format::bundle::decode_layer;
 use asp_format::bundle::oci::{LayerRef, MAX_CHAIN};
+use asp_format::bundle::recent::Recent;
 use asp_format::digest::{Descriptor, Digest, VerifyingReader};
 
 use crate::error::RepoError;
@@ -19,9 +20,9 @@ use crate::repository::{RawBlobs, Repository};
 pub struct SnapshotBlobs<'a> {
     repo: &'a dyn RawBlobs,
     table: &'a BTreeMap<Digest, LayerRef>,
-    /// The last two dictionaries read: the sessions of a restore mostly need each transcript
+    /// The last dictionaries read: the sessions of a restore mostly need each transcript
     /// once, and the transcripts of a project their project's dictionary (layout 4).
-    dictionary: Mutex<VecDeque<(Digest, Arc<Vec<u8>>)>>,
+    dictionary: Recent,
 }
 
 impl<'a> SnapshotBlobs<'a> {
@@ -29,7 +30,7 @@ impl<'a> SnapshotBlobs<'a> {
         SnapshotBlobs {
             repo,
             table,
-            dictionary: Mutex::new(VecDeque::new()),
+            dictionary: Recent::new(2),
         }
     }
 
@@ -39,33 +40,19 @@ impl<'a> SnapshotBlobs<'a> {
 
     /// Dictionary `d`, decoded against its own when it has one: at most [`MAX_CHAIN`] deep.
     fn dictionary_at(&self, d: &Digest, depth: usize) -> Result<Arc<Vec<u8>>, BlobError> {
-        {
-            // Most recently used first: a project's dictionary stays while its transcripts
-            // come and go.
-            let mut cache = self.dictionary.lock().expect("cache");
-            if let Some(i) = cache.iter().position(|(k, _)| k == d) {
-                let hit = cache.remove(i).expect("found");
-                let v = Arc::clone(&hit.1);
-                cache.push_front(hit);
-                return Ok(v);
-            }
-        }
-        let r = self.table.get(d).ok_or(BlobError::Missing(*d))?;
-        let base = match r.dictionary {
-            Some(x) if depth < MAX_CHAIN => Some(self.dictionary_at(&x, depth + 1)?),
-            Some(_) => {
-                return Err(integrity(format!(
-                    "the dictionary {d} is more than {MAX_CHAIN} deep"
-                )));
-            }
-            None => None,
-        };
-        let out = read_dictionary(self.repo, d, r, base.as_deref().map(Vec::as_slice))?;
-        let v = Arc::new(out);
-        let mut cache = self.dictionary.lock().expect("cache");
-        cache.push_front((*d, Arc::clone(&v)));
-        cache.truncate(2);
-        Ok(v)
+        self.dictionary.get_or_make(d, || {
+            let r = self.table.get(d).ok_or(BlobError::Missing(*d))?;
+            let base = match r.dictionary {
+                Some(x) if depth < MAX_CHAIN => Some(self.dictionary_at(&x, depth + 1)?),
+                Some(_) => {
+                    return Err(integrity(format!(
+                        "the dictionary {d} is more than {MAX_CHAIN} deep"
+                    )));
+                }
+                None => None,
+            };
+            read_dictionary(self.repo, d, r, base.as_deref().map(Vec::as_slice))
+        })
     }
 
     fn decoded(

@@ -1,13 +1,14 @@
 //! `asp check`: every snapshot's documents, every layer they name present with its size, and
 //! with `read_data` every body decoded and every layer's digest recomputed.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use asp_convert::reading::{READING_BUDGET, ReadingBudget};
 use asp_format::bundle::oci::{LayerRef, MAX_CHAIN};
+use asp_format::bundle::recent::Recent;
 use asp_format::digest::{Descriptor, Digest, VerifyingReader};
 use asp_format::progress::Progress;
 
@@ -362,24 +363,11 @@ impl Bodies {
         let mut groups: Vec<(Digest, Vec<Digest>)> = groups.into_iter().collect();
         groups.sort_by_key(|(b, _)| (self.bodies.get(b).and_then(|(_, r)| r.dictionary), *b));
         // Bases' own dictionaries, decoded (each is checked in its own group): the last few.
-        let kept: Mutex<VecDeque<(Digest, Arc<Vec<u8>>)>> = Mutex::new(VecDeque::new());
+        let kept = Recent::new(4);
         let base_dictionary = |x: &Digest| -> Result<Arc<Vec<u8>>, String> {
-            if let Some(v) = kept
-                .lock()
-                .expect("kept")
-                .iter()
-                .find(|(k, _)| k == x)
-                .map(|(_, v)| Arc::clone(v))
-            {
-                return Ok(v);
-            }
-            let v = decode(repo, x, &self.bodies[x], None, true)?
-                .map(Arc::new)
-                .unwrap_or_default();
-            let mut k = kept.lock().expect("kept");
-            k.push_front((*x, Arc::clone(&v)));
-            k.truncate(4);
-            Ok(v)
+            kept.get_or_make(x, || {
+                Ok(decode(repo, x, &self.bodies[x], None, true)?.unwrap_or_default())
+            })
         };
         progress.begin("reading bodies", Some(self.bodies.len() as u64));
         // The bodies refused above are done with.

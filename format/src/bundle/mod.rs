@@ -14,6 +14,7 @@ pub mod oci;
 mod part;
 mod projects;
 mod read;
+pub mod recent;
 pub mod shards;
 mod write;
 mod write2;

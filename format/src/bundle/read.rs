@@ -12,7 +12,7 @@
 //! Zip entry names are never used as paths: they are only ever matched against the three
 //! allowed forms. Paths come from the manifest, whose names are validated when it is parsed.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
@@ -37,6 +37,7 @@ use crate::bundle::oci::{
     MAX_CHAIN, OCI_LAYOUT_ENTRY, OciDescriptorRef, STATE_LAYER, SortedBlobs, TABLE_LAYER,
 };
 use crate::bundle::part::{Part, PartError, read_part};
+use crate::bundle::recent::Recent;
 use crate::bundle::shards::{
     DocumentBudget, OverBudget, Shard, document_layers, missing_entries, parts_holding,
     placement_problems, repeated_part,
@@ -521,8 +522,8 @@ pub struct Bundle {
     /// Every `blobs/sha256/<hex>` entry, by the digest that names it.
     entries: BTreeMap<Digest, EntryData>,
     warnings: Vec<Problem>,
-    /// The last two dictionaries read, for the next layers that need them.
-    dictionary: Mutex<VecDeque<(Digest, Arc<Vec<u8>>)>>,
+    /// The last dictionaries read, for the next layers that need them.
+    dictionary: Recent,
 }
 
 impl Bundle {
@@ -559,7 +560,7 @@ impl Bundle {
             blobs: scan.blobs,
             entries: scan.entries,
             warnings: scan.warnings,
-            dictionary: Mutex::new(VecDeque::new()),
+            dictionary: Recent::new(2),
         })
     }
 
@@ -684,44 +685,32 @@ impl Bundle {
     }
 
     fn dictionary_at(&self, d: &Digest, depth: usize) -> Result<Arc<Vec<u8>>, BlobError> {
-        {
-            // Most recently used first: a project's dictionary stays while its transcripts
-            // come and go.
-            let mut cache = self.dictionary.lock().expect("cache");
-            if let Some(i) = cache.iter().position(|(k, _)| k == d) {
-                let hit = cache.remove(i).expect("found");
-                let v = Arc::clone(&hit.1);
-                cache.push_front(hit);
-                return Ok(v);
-            }
-        }
-        let loc = self.blobs.get(d).ok_or(BlobError::Missing(*d))?;
-        let base = match loc.dictionary {
-            Some(x) if depth < MAX_CHAIN => Some(self.dictionary_at(&x, depth + 1)?),
-            Some(_) => {
-                return Err(BlobError::Other(
-                    IntegrityError(format!("the dictionary {d} is more than two deep")).into_io(),
-                ));
-            }
-            None => None,
-        };
-        let mut out = Vec::new();
-        let limit = loc.known_size().unwrap_or(DICTIONARY_LIMIT);
-        open_loc(
-            &self.file,
-            loc,
-            base.as_deref().map(Vec::as_slice),
-            None,
-            *d,
-        )?
-        .take(limit + 1)
-        .read_to_end(&mut out)
-        .map_err(BlobError::Other)?;
-        let v = Arc::new(out);
-        let mut cache = self.dictionary.lock().expect("cache");
-        cache.push_front((*d, Arc::clone(&v)));
-        cache.truncate(2);
-        Ok(v)
+        self.dictionary.get_or_make(d, || {
+            let loc = self.blobs.get(d).ok_or(BlobError::Missing(*d))?;
+            let base = match loc.dictionary {
+                Some(x) if depth < MAX_CHAIN => Some(self.dictionary_at(&x, depth + 1)?),
+                Some(_) => {
+                    return Err(BlobError::Other(
+                        IntegrityError(format!("the dictionary {d} is more than two deep"))
+                            .into_io(),
+                    ));
+                }
+                None => None,
+            };
+            let mut out = Vec::new();
+            let limit = loc.known_size().unwrap_or(DICTIONARY_LIMIT);
+            open_loc(
+                &self.file,
+                loc,
+                base.as_deref().map(Vec::as_slice),
+                None,
+                *d,
+            )?
+            .take(limit + 1)
+            .read_to_end(&mut out)
+            .map_err(BlobError::Other)?;
+            Ok(out)
+        })
     }
 }
 
@@ -878,30 +867,23 @@ fn check_blobs(
     let mut groups: Vec<(Digest, Vec<Digest>)> = groups.into_iter().collect();
     groups.sort_by_key(|(b, _)| (blobs.get(b).and_then(|l| l.dictionary), *b));
     // Dictionaries of group bases, decoded (each is checked in its own group): the last few.
-    let kept: Mutex<VecDeque<(Digest, Arc<Vec<u8>>)>> = Mutex::new(VecDeque::new());
+    let kept = Recent::new(4);
     let base_dictionary = |x: &Digest| -> Result<Arc<Vec<u8>>, String> {
-        if let Some(v) = kept
-            .lock()
-            .expect("kept")
-            .iter()
-            .find(|(k, _)| k == x)
-            .map(|(_, v)| Arc::clone(v))
-        {
-            return Ok(v);
-        }
-        let loc = blobs.get(x).ok_or("its dictionary is missing")?;
-        if loc.dictionary.is_some() {
-            return Err(format!("its dictionary {x} is more than {MAX_CHAIN} deep"));
-        }
-        let mut out = Vec::new();
-        open_loc(file, loc, None, None, *x)
-            .and_then(|mut r| r.read_to_end(&mut out).map_err(BlobError::Other))
-            .map_err(|e| format!("its dictionary {x} cannot be read: {e}"))?;
-        let v = Arc::new(out);
-        let mut k = kept.lock().expect("kept");
-        k.push_front((*x, Arc::clone(&v)));
-        k.truncate(4);
-        Ok(v)
+        kept.get_or_make(x, || {
+            let loc = blobs.get(x).ok_or("its dictionary is missing")?;
+            if loc.dictionary.is_some() {
+                return Err(format!("its dictionary {x} is more than {MAX_CHAIN} deep"));
+            }
+            let mut out = Vec::new();
+            open_loc(file, loc, None, None, *x)
+                .and_then(|r| {
+                    r.take(loc.known_size().unwrap_or(DICTIONARY_LIMIT) + 1)
+                        .read_to_end(&mut out)
+                        .map_err(BlobError::Other)
+                })
+                .map_err(|e| format!("its dictionary {x} cannot be read: {e}"))?;
+            Ok(out)
+        })
     };
     let next = AtomicUsize::new(0);
     let found = Mutex::new(problems);
