@@ -12,6 +12,9 @@ use crate::exit::Exit;
 use crate::human;
 use crate::progress::Bar;
 
+/// How many resume commands the human answer shows.
+pub const RESUME_SHOWN: usize = 10;
+
 /// An import's answer, resume commands and findings.
 #[derive(Debug)]
 pub struct Imported {
@@ -102,7 +105,9 @@ impl Imported {
     }
 
     /// The lines after the summary: each session written under a new id and, unless nothing
-    /// was written (a dry run), how to resume each one.
+    /// was written (a dry run), how to resume the first [`RESUME_SHOWN`] of them; the rest
+    /// are counted (a whole store's unpack would print a line per session), and `--json`
+    /// gives each under `_meta.asp.resume`.
     pub fn detail_lines(&self, dry_run: bool) -> Vec<String> {
         let mut lines: Vec<String> = self
             .answer
@@ -113,7 +118,19 @@ impl Imported {
             .collect();
         if !dry_run && !self.resume.is_empty() {
             lines.push("to continue:".to_owned());
-            lines.extend(self.resume.values().map(|cmd| format!("  {cmd}")));
+            lines.extend(
+                self.resume
+                    .values()
+                    .take(RESUME_SHOWN)
+                    .map(|cmd| format!("  {cmd}")),
+            );
+            let more = self.resume.len().saturating_sub(RESUME_SHOWN);
+            if more > 0 {
+                lines.push(format!(
+                    "  and {more} more {} (`--json` gives each as _meta.asp.resume)",
+                    if more == 1 { "session" } else { "sessions" }
+                ));
+            }
         }
         lines
     }
@@ -129,6 +146,23 @@ mod tests {
     use super::*;
     use asp_convert::kit::report::Severity;
     use asp_format::StateKind;
+
+    #[test]
+    fn a_long_resume_list_shows_the_first_ten_and_counts_the_rest() {
+        let resume: BTreeMap<String, String> = (0..12)
+            .map(|i| (format!("s{i:02}"), format!("claude --resume s{i:02}")))
+            .collect();
+        let imported = Imported::new(ImportAnswer::default(), resume, &Diagnostics::new());
+        let lines = imported.detail_lines(false);
+        assert_eq!(lines[0], "to continue:");
+        assert_eq!(lines[1], "  claude --resume s00");
+        assert_eq!(lines[10], "  claude --resume s09");
+        assert_eq!(
+            lines[11],
+            "  and 2 more sessions (`--json` gives each as _meta.asp.resume)"
+        );
+        assert_eq!(lines.len(), 12);
+    }
 
     #[test]
     fn json_says_what_the_summary_says() {
