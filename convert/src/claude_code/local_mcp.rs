@@ -11,7 +11,7 @@
 use serde_json::{Value, json};
 
 use super::layout::Layout;
-use super::{jsonfile, projects_part};
+use super::projects_part;
 use crate::error::ConvertError;
 use crate::kit::fsops::Writer;
 use crate::kit::pathmap::PathMap;
@@ -55,20 +55,18 @@ pub fn merge(
             });
             for (name, server) in servers.into_iter().flatten() {
                 let label = format!("MCP server {name:?} of the project {}", project.path);
-                let Some(slot) = slot.as_deref_mut() else {
-                    out.push((
-                        label,
-                        Placement::Refused(format!(
+                let placed = projects_part::place(
+                    slot.as_deref_mut(),
+                    name,
+                    server,
+                    path_map,
+                    || {
+                        format!(
                             "the project's entry in {global} is not an object with an `mcpServers` object; kept as it is"
-                        )),
-                    ));
-                    continue;
-                };
-                let mut server = server.clone();
-                path_map.map_json(&mut server);
-                let placed = jsonfile::place(slot, name, server, || {
-                    format!("configured differently in {global}; kept yours")
-                });
+                        )
+                    },
+                    || format!("configured differently in {global}; kept yours"),
+                );
                 out.push((label, placed));
             }
         },

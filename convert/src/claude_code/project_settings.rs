@@ -11,7 +11,7 @@
 use serde_json::{Map, Value};
 
 use super::layout::Layout;
-use super::{jsonfile, projects_part};
+use super::projects_part;
 use crate::error::ConvertError;
 use crate::kit::fsops::Writer;
 use crate::kit::pathmap::PathMap;
@@ -83,23 +83,20 @@ pub fn merge(
                     ));
                     continue;
                 }
-                let Some(entry) = project.entry.as_deref_mut() else {
-                    out.push((
-                        label,
-                        Placement::Refused(format!(
-                            "the project's entry in {global} is not an object; kept as it is"
-                        )),
-                    ));
-                    continue;
-                };
-                if entry.get(key).is_some_and(is_default) {
-                    entry.remove(key);
+                let mut entry = project.entry.as_deref_mut();
+                if let Some(e) = entry.as_deref_mut()
+                    && e.get(key).is_some_and(is_default)
+                {
+                    e.remove(key);
                 }
-                let mut value = value.clone();
-                path_map.map_json(&mut value);
-                let placed = jsonfile::place(entry, key, value, || {
-                    format!("set differently in {global}; kept yours")
-                });
+                let placed = projects_part::place(
+                    entry,
+                    key,
+                    value,
+                    path_map,
+                    || format!("the project's entry in {global} is not an object; kept as it is"),
+                    || format!("set differently in {global}; kept yours"),
+                );
                 out.push((label, placed));
             }
         },

@@ -42,6 +42,26 @@ pub struct Project<'a> {
     pub entry: Option<&'a mut Map<String, Value>>,
 }
 
+/// Places one item of a part: `value`, its paths mapped, under `key` in `slot` (the object of
+/// the project's entry it belongs in; `None` when that is not an object, which `not_object`
+/// says, and it is kept as it is). A different value already there is the user's and stays
+/// (`differs` says so).
+pub fn place(
+    slot: Option<&mut Map<String, Value>>,
+    key: &str,
+    value: &Value,
+    path_map: &PathMap,
+    not_object: impl FnOnce() -> String,
+    differs: impl FnOnce() -> String,
+) -> Placement {
+    let Some(slot) = slot else {
+        return Placement::Refused(not_object());
+    };
+    let mut value = value.clone();
+    path_map.map_json(&mut value);
+    jsonfile::place(slot, key, value, differs)
+}
+
 /// Merges the part `name` (`bytes`) into `.claude.json`: `merge_one` places what the part has
 /// for each project into its entry (made when missing) and says how each item went. Every
 /// other key of the file stays as it is; the file is written once, atomically, when something

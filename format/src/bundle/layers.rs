@@ -291,9 +291,9 @@ fn zstd_err(code: usize) -> io::Error {
     io::Error::other(format!("zstd: {}", zstd::zstd_safe::get_error_name(code)))
 }
 
-/// Compresses `src` into one zstd frame (content size in the header, no checksum, no
-/// dictionary id), against `dict` as a raw-content prefix when given.
-pub fn compress(src: &[u8], dict: Option<&[u8]>, level: i32) -> io::Result<Vec<u8>> {
+/// A compression context with the parameters every layer shares: `level`, the content size
+/// in the frame header, no checksum (the body's sha256 is the check), no dictionary id.
+fn context(level: i32) -> io::Result<zstd::zstd_safe::CCtx<'static>> {
     use zstd::zstd_safe::{CCtx, CParameter};
     let mut cctx = CCtx::create();
     cctx.set_parameter(CParameter::CompressionLevel(level))
@@ -304,31 +304,27 @@ pub fn compress(src: &[u8], dict: Option<&[u8]>, level: i32) -> io::Result<Vec<u
         .map_err(zstd_err)?;
     cctx.set_parameter(CParameter::DictIdFlag(false))
         .map_err(zstd_err)?;
-    if let Some(d) = dict {
-        cctx.set_parameter(CParameter::WindowLog(window_log(d.len(), src.len())))
-            .map_err(zstd_err)?;
-        // Long-distance matching finds the stream's long copies anywhere in the transcript;
-        // level 3's own tables keep too few positions of a large prefix (spec §13.2).
-        cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
-            .map_err(zstd_err)?;
-        // zstd matches differently when the prefix happens to end where `src` starts in
-        // memory, so without this the layer's bytes would depend on where the allocator put
-        // the two buffers. Free when they are apart, as they almost always are.
-        cctx.set_parameter(CParameter::DeterministicRefPrefix(true))
-            .map_err(zstd_err)?;
-        cctx.ref_prefix(d).map_err(zstd_err)?;
-    } else if src.len() > WIDE_WINDOW {
-        // Level 3 on its own keeps a 2 MiB window; a large transcript reads the same files
-        // again and again across its turns, farther apart than that. A window the size of
-        // the body (and long-distance matching to find those copies) makes the transcripts
-        // over 2 MiB about a tenth smaller (§13.1). Readers decode any window up to
-        // [`MAX_WINDOW_LOG`].
-        cctx.set_parameter(CParameter::WindowLog(window_log(0, src.len())))
+    Ok(cctx)
+}
+
+/// Level 3 on its own keeps a 2 MiB window; a large transcript reads the same files again and
+/// again across its turns, farther apart than that. A window the size of the body (and
+/// long-distance matching to find those copies) makes the transcripts over 2 MiB about a
+/// tenth smaller (§13.1). Readers decode any window up to [`MAX_WINDOW_LOG`].
+fn widen(cctx: &mut zstd::zstd_safe::CCtx<'_>, len: usize) -> io::Result<()> {
+    use zstd::zstd_safe::CParameter;
+    if len > WIDE_WINDOW {
+        cctx.set_parameter(CParameter::WindowLog(window_log(0, len)))
             .map_err(zstd_err)?;
         cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
             .map_err(zstd_err)?;
     }
-    // No more room than the body itself: a frame that would not be smaller is not kept.
+    Ok(())
+}
+
+/// One frame of `src` with `cctx`, in no more room than the body itself: a frame that would
+/// not be smaller gives the body back (and is not kept).
+fn frame(cctx: &mut zstd::zstd_safe::CCtx<'_>, src: &[u8]) -> io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(src.len());
     match cctx.compress2(&mut out, src) {
         Ok(_) => Ok(out),
@@ -342,40 +338,42 @@ pub fn compress(src: &[u8], dict: Option<&[u8]>, level: i32) -> io::Result<Vec<u
     }
 }
 
+/// Compresses `src` into one zstd frame (content size in the header, no checksum, no
+/// dictionary id), against `dict` as a raw-content prefix when given.
+pub fn compress(src: &[u8], dict: Option<&[u8]>, level: i32) -> io::Result<Vec<u8>> {
+    use zstd::zstd_safe::CParameter;
+    let mut cctx = context(level)?;
+    match dict {
+        Some(d) => {
+            cctx.set_parameter(CParameter::WindowLog(window_log(d.len(), src.len())))
+                .map_err(zstd_err)?;
+            // Long-distance matching finds the stream's long copies anywhere in the
+            // transcript; level 3's own tables keep too few positions of a large prefix
+            // (spec §13.2).
+            cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
+                .map_err(zstd_err)?;
+            // zstd matches differently when the prefix happens to end where `src` starts in
+            // memory, so without this the layer's bytes would depend on where the allocator
+            // put the two buffers. Free when they are apart, as they almost always are.
+            cctx.set_parameter(CParameter::DeterministicRefPrefix(true))
+                .map_err(zstd_err)?;
+            cctx.ref_prefix(d).map_err(zstd_err)?;
+        }
+        None => widen(&mut cctx, src.len())?,
+    }
+    frame(&mut cctx, src)
+}
+
 /// Compresses `src` into one zstd frame, as [`compress`] does without a dictionary, against a
 /// prepared raw-content dictionary (a project's): preparing it once per project, not once per
 /// transcript, is what makes it free (loading a 1 MiB prefix costs 1-2 ms a frame). zstd's
 /// long-distance matching does not see a prepared dictionary, so it only serves the body's own
 /// long copies, as without one.
 pub fn compress_prepared(src: &[u8], dict: &CDict<'_>, level: i32) -> io::Result<Vec<u8>> {
-    use zstd::zstd_safe::{CCtx, CParameter};
-    let mut cctx = CCtx::create();
-    cctx.set_parameter(CParameter::CompressionLevel(level))
-        .map_err(zstd_err)?;
-    cctx.set_parameter(CParameter::ContentSizeFlag(true))
-        .map_err(zstd_err)?;
-    cctx.set_parameter(CParameter::ChecksumFlag(false))
-        .map_err(zstd_err)?;
-    cctx.set_parameter(CParameter::DictIdFlag(false))
-        .map_err(zstd_err)?;
-    if src.len() > WIDE_WINDOW {
-        cctx.set_parameter(CParameter::WindowLog(window_log(0, src.len())))
-            .map_err(zstd_err)?;
-        cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
-            .map_err(zstd_err)?;
-    }
+    let mut cctx = context(level)?;
+    widen(&mut cctx, src.len())?;
     cctx.ref_cdict(dict).map_err(zstd_err)?;
-    let mut out = Vec::with_capacity(src.len());
-    match cctx.compress2(&mut out, src) {
-        Ok(_) => Ok(out),
-        Err(code)
-            if zstd::zstd_safe::get_error_name(code)
-                .contains("Destination buffer is too small") =>
-        {
-            Ok(src.to_vec())
-        }
-        Err(code) => Err(zstd_err(code)),
-    }
+    frame(&mut cctx, src)
 }
 
 /// A body's dictionary when it is compressed: the bytes of a body it derives from, used as a
@@ -794,10 +792,7 @@ impl LayerStore {
                 match st.blobs.get(&dict.digest) {
                     None => true,
                     // Already a body: predicted, or one of the state's own.
-                    Some(e) if plain_candidate(&st, &dict.digest) => {
-                        let _ = e;
-                        false
-                    }
+                    Some(_) if plain_candidate(&st, &dict.digest) => false,
                     Some(_) => continue,
                 }
             };
@@ -1354,6 +1349,32 @@ mod tests {
             .collect()
     }
 
+    /// Session `id` of a Claude Code store: its stream `updates` and native files `n/0.jsonl`,
+    /// `n/1.jsonl`… holding `files`.
+    fn session(id: &str, cwd: Option<&str>, updates: Descriptor, files: &[Descriptor]) -> Session {
+        Session {
+            id: crate::name::SessionId::new(id).unwrap(),
+            title: String::new(),
+            harness: None,
+            cwd: cwd.map(str::to_owned),
+            updated_at: None,
+            updates,
+            native: Some(Native {
+                harness: crate::name::HarnessName::new("claude-code").unwrap(),
+                files: files
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| FileEntry {
+                        path: crate::name::RelPath::new(&format!("n/{id}-{i}.jsonl")).unwrap(),
+                        executable: false,
+                        content: *f,
+                    })
+                    .collect(),
+            }),
+            meta: None,
+        }
+    }
+
     fn pack(threads: usize, dir: &Path) -> (Vec<u8>, State) {
         let store = LayerStore::new_in(
             dir,
@@ -1370,23 +1391,7 @@ mod tests {
             let mut w = store.begin_derived(&nd).unwrap();
             w.write_all(derived_text(&native, n).as_bytes()).unwrap();
             let ud = w.finish().unwrap();
-            sessions.push(Session {
-                id: crate::name::SessionId::new(&format!("s{n}")).unwrap(),
-                title: String::new(),
-                harness: None,
-                cwd: None,
-                updated_at: None,
-                updates: ud,
-                native: Some(Native {
-                    harness: crate::name::HarnessName::new("claude-code").unwrap(),
-                    files: vec![FileEntry {
-                        path: crate::name::RelPath::new(&format!("n/{n}.jsonl")).unwrap(),
-                        executable: false,
-                        content: nd,
-                    }],
-                }),
-                meta: None,
-            });
+            sessions.push(session(&format!("s{n}"), None, ud, &[nd]));
         }
         let state = State {
             sessions: Some(sessions),
@@ -1514,23 +1519,7 @@ mod tests {
             let mut w = store.begin_derived(&nd).unwrap();
             w.write_all(derived_text(&texts[i], *n).as_bytes()).unwrap();
             let ud = w.finish().unwrap();
-            sessions.push(Session {
-                id: crate::name::SessionId::new(&format!("s{n}")).unwrap(),
-                title: String::new(),
-                harness: None,
-                cwd: Some((*cwd).to_owned()),
-                updated_at: None,
-                updates: ud,
-                native: Some(Native {
-                    harness: crate::name::HarnessName::new("claude-code").unwrap(),
-                    files: vec![FileEntry {
-                        path: crate::name::RelPath::new(&format!("n/{n}.jsonl")).unwrap(),
-                        executable: false,
-                        content: nd,
-                    }],
-                }),
-                meta: None,
-            });
+            sessions.push(session(&format!("s{n}"), Some(cwd), ud, &[nd]));
         }
         let state = State {
             sessions: Some(sessions),
@@ -1675,27 +1664,7 @@ mod tests {
             ),
         );
         let state = State {
-            sessions: Some(vec![Session {
-                id: crate::name::SessionId::new("s").unwrap(),
-                title: String::new(),
-                harness: None,
-                cwd: None,
-                updated_at: None,
-                updates,
-                native: Some(Native {
-                    harness: crate::name::HarnessName::new("claude-code").unwrap(),
-                    files: bodies
-                        .iter()
-                        .enumerate()
-                        .map(|(n, b)| FileEntry {
-                            path: crate::name::RelPath::new(&format!("n/{n}.jsonl")).unwrap(),
-                            executable: false,
-                            content: *b,
-                        })
-                        .collect(),
-                }),
-                meta: None,
-            }]),
+            sessions: Some(vec![session("s", None, updates, &bodies)]),
             ..State::default()
         };
         let dir = tempfile::tempdir().unwrap();
