@@ -747,6 +747,12 @@ impl LayerStore {
         let mut chosen: BTreeMap<Digest, Digest> = BTreeMap::new();
         let mut dictionaries = BTreeSet::new();
         for project in projects(state, transcript) {
+            // A project none of whose transcripts was written here (a backup's sessions taken
+            // as they were) has nothing to compress: its dictionary is not looked for.
+            let here = |t: &Digest| matches!(wanted.get(t), Some(None));
+            if !project.transcripts.iter().any(here) {
+                continue;
+            }
             // Predicted: the dictionary is a body already, known by the source's head.
             let predicted = {
                 let st = shared.lock();
