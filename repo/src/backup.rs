@@ -39,6 +39,7 @@ use crate::repository::{PendingBlob, Repository};
 use crate::snapshot::{
     FileRecord, SNAPSHOT_ARTIFACT, Snapshot, SnapshotInfo, SourceEntry, Sources,
 };
+use crate::sources::{RecordLayer, StoredShards};
 
 /// The mtime granularity the racy-timestamp rule assumes: 2 s (FAT's, the coarsest in use).
 pub const RACY_NS: i128 = 2_000_000_000;
@@ -695,7 +696,17 @@ fn backup_once(
         sessions: docs.state.sessions.as_ref().map_or(0, Vec::len) as u64,
         gone: outcome.gone as u64,
     };
-    outcome.snapshot = Some(write_snapshot(repo, &docs, &sources, info, &mut outcome)?);
+    // (The parent's shards of the records that did not change are named, not written again.)
+    let none = StoredShards::default();
+    let shards = parent.as_ref().map_or(&none, |p| &p.shards);
+    outcome.snapshot = Some(write_snapshot(
+        repo,
+        &docs,
+        &sources,
+        shards,
+        info,
+        &mut outcome,
+    )?);
     Ok(Attempt::Done(Box::new(outcome)))
 }
 
@@ -780,19 +791,21 @@ fn write_layers(
 }
 
 /// Stores a snapshot whose layers are all stored already: the content manifest's documents,
-/// the source records, the snapshot manifest, then its entry in the index. `info` gives
-/// everything but the digest and size.
+/// the source records (naming the `shards` stored already that they hold again), the
+/// snapshot manifest, then its entry in the index. `info` gives everything but the digest
+/// and size.
 pub(crate) fn write_snapshot(
     repo: &Repository,
     docs: &Documents,
     sources: &Sources,
+    shards: &StoredShards,
     info: SnapshotInfo,
     outcome: &mut BackupOutcome,
 ) -> Result<SnapshotInfo, RepoError> {
     for b in docs.blobs() {
         put_counted(repo, b, outcome)?;
     }
-    write_snapshot_of(repo, docs.manifest, sources, info, outcome)
+    write_snapshot_of(repo, docs.manifest, sources, shards, info, outcome)
 }
 
 /// Writes the source records and the snapshot manifest of the stored content manifest
@@ -801,10 +814,13 @@ pub(crate) fn write_snapshot_of(
     repo: &Repository,
     content: Descriptor,
     sources: &Sources,
+    shards: &StoredShards,
     mut info: SnapshotInfo,
     outcome: &mut BackupOutcome,
 ) -> Result<SnapshotInfo, RepoError> {
-    let layers = put_sources(sources, &mut |bytes| put_counted(repo, bytes, outcome))?;
+    let layers = put_sources(repo, sources, shards, &mut |bytes| {
+        put_counted(repo, bytes, outcome)
+    })?;
     let mut subject = OciDescriptor::new(IMAGE_MANIFEST, content);
     subject.artifact_type = Some(ARTIFACT_TYPE.to_owned());
     let snapshot_manifest = ImageManifest {
@@ -823,16 +839,22 @@ pub(crate) fn write_snapshot_of(
     Ok(info)
 }
 
-/// Stores the source records ([`crate::sources`]: a head, then the shards; a shard the
-/// parent has is already there) through `put`, and gives the snapshot manifest's layers: the
-/// records, then the configuration's layers.
+/// Stores the source records ([`crate::sources`]: a head, then the shards; a shard of
+/// `shards` that `repo` still holds is named as it is) through `put`, and gives the snapshot
+/// manifest's layers: the records, then the configuration's layers.
 pub(crate) fn put_sources(
+    repo: &Repository,
     sources: &Sources,
+    shards: &StoredShards,
     put: &mut dyn FnMut(&[u8]) -> Result<Descriptor, RepoError>,
 ) -> Result<Vec<OciDescriptor>, RepoError> {
+    let have = |d: &OciDescriptor| repo.has_blob(&d.blob());
     let mut layers = Vec::new();
-    for (bytes, media_type) in crate::sources::encode(sources)? {
-        layers.push(OciDescriptor::new(media_type, put(&bytes)?));
+    for layer in crate::sources::encode(sources, shards, &have)? {
+        layers.push(match layer {
+            RecordLayer::New(bytes, media_type) => OciDescriptor::new(media_type, put(&bytes)?),
+            RecordLayer::Stored(d) => d,
+        });
     }
     layers.extend(config_layer_list(&sources.config_layers));
     Ok(layers)

@@ -197,7 +197,9 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
         sources
             .entries
             .retain(|e| !e.sessions.iter().any(|s| drop.contains(s)));
-        let layers = crate::backup::put_sources(&sources, &mut |bytes| repo.put_bytes(bytes))?;
+        let layers = crate::backup::put_sources(repo, &sources, &snap.shards, &mut |bytes| {
+            repo.put_bytes(bytes)
+        })?;
         let mut new = SnapshotInfo {
             created: time::format_millis(time::now()),
             parent: Some(info.digest),

@@ -18,6 +18,7 @@ use crate::backup::{BackupOutcome, content_options, host_name, write_snapshot};
 use crate::error::RepoError;
 use crate::repository::Repository;
 use crate::snapshot::{SnapshotInfo, Sources};
+use crate::sources::StoredShards;
 
 pub fn backup_bundle(
     repo: &Repository,
@@ -86,7 +87,14 @@ pub fn backup_bundle(
         sessions: docs.state.sessions.as_ref().map_or(0, Vec::len) as u64,
         gone: 0,
     };
-    outcome.snapshot = Some(write_snapshot(repo, &docs, &sources, info, &mut outcome)?);
+    outcome.snapshot = Some(write_snapshot(
+        repo,
+        &docs,
+        &sources,
+        &StoredShards::default(),
+        info,
+        &mut outcome,
+    )?);
     Ok(outcome)
 }
 

@@ -387,6 +387,7 @@ impl RepoSink {
             repo,
             content,
             &sources,
+            &crate::sources::StoredShards::default(),
             info,
             &mut outcome,
         )?);

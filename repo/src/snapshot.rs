@@ -228,6 +228,8 @@ pub struct Snapshot {
     pub state: State,
     pub table: BTreeMap<Digest, LayerRef>,
     pub sources: Sources,
+    /// The shard layers its source records were read from (none when read without entries).
+    pub shards: crate::sources::StoredShards,
 }
 
 impl Snapshot {
@@ -282,7 +284,7 @@ impl Snapshot {
                 "its subject is not the content manifest the index names".to_owned(),
             ));
         }
-        let sources = crate::sources::decode(repo, &manifest.layers, entries)
+        let (sources, shards) = crate::sources::decode(repo, &manifest.layers, entries)
             .map_err(|e| bad(e.to_string()))?;
         let content = subject.blob();
         let m_bytes = repo.read_blob(&content, MAX_DOCUMENT)?;
@@ -302,6 +304,7 @@ impl Snapshot {
             state: state_manifest.state,
             table: table.blobs,
             sources,
+            shards,
         })
     }
 
