@@ -283,6 +283,11 @@ struct Bodies {
     /// The layer of each dictionary, as the table of the snapshot that named it first gives
     /// it (`None`: that table has no entry for it).
     dictionaries: BTreeMap<Digest, Option<LayerRef>>,
+    /// Every other layer a snapshot stores a body in, by (body, layer). A body has another
+    /// layer when snapshots compressed it against different dictionaries: a transcript read
+    /// again after its project's dictionary changed (layout 4), or written by another
+    /// version. Each is decoded too, or its bytes would be checked only against their name.
+    others: BTreeMap<(Digest, Digest), (Option<u64>, LayerRef)>,
 }
 
 impl Bodies {
@@ -292,15 +297,101 @@ impl Bodies {
             let Some(r) = snap.table.get(&d.digest) else {
                 continue;
             };
-            self.bodies.entry(d.digest).or_insert((Some(d.size), *r));
+            self.note(d.digest, (Some(d.size), *r));
             // Its dictionary, and that one's own (layout 4).
             let mut next = r.dictionary;
             for _ in 0..MAX_CHAIN {
                 let Some(dict) = next else { break };
                 let entry = snap.table.get(&dict).copied();
-                self.dictionaries.entry(dict).or_insert(entry);
+                match self.dictionaries.get(&dict) {
+                    None => {
+                        self.dictionaries.insert(dict, entry);
+                    }
+                    Some(Some(first)) => {
+                        if let Some(e) = entry.filter(|e| e.layer != first.layer) {
+                            self.others.insert((dict, e.layer), (e.body_size, e));
+                        }
+                    }
+                    Some(None) => {}
+                }
                 next = entry.and_then(|e| e.dictionary).filter(|x| *x != dict);
             }
+        }
+    }
+
+    /// Body `d` in layer `r`: the first layer seen is the body's, another goes to `others`.
+    fn note(&mut self, d: Digest, (size, r): (Option<u64>, LayerRef)) {
+        match self.bodies.get(&d) {
+            None => {
+                self.bodies.insert(d, (size, r));
+            }
+            Some((_, first)) if first.layer != r.layer => {
+                self.others.insert((d, r.layer), (size, r));
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Decodes each of `others` against the bytes of its dictionary (decoded from the body's
+    /// own layer, against its own dictionary in turn): one at a time, as they are few.
+    fn read_others(
+        &self,
+        repo: &Repository,
+        progress: &dyn Progress,
+        read: &AtomicUsize,
+        problems: &mut Vec<(Digest, String)>,
+    ) {
+        let kept = Recent::new(2);
+        // The bytes of body `x`, decoded whole from its first layer (at most `MAX_CHAIN` deep).
+        fn whole(
+            bodies: &BTreeMap<Digest, (Option<u64>, LayerRef)>,
+            kept: &Recent,
+            repo: &Repository,
+            x: &Digest,
+            depth: usize,
+        ) -> Result<Arc<Vec<u8>>, String> {
+            kept.get_or_make(x, || {
+                let b = bodies
+                    .get(x)
+                    .ok_or_else(|| format!("no layer table names a layer of {x}"))?;
+                let base = match b.1.dictionary {
+                    Some(y) if depth < MAX_CHAIN => Some(whole(bodies, kept, repo, &y, depth + 1)?),
+                    Some(_) => {
+                        return Err(format!("{x}'s dictionaries go more than {MAX_CHAIN} deep"));
+                    }
+                    None => None,
+                };
+                Ok(
+                    decode(repo, x, b, base.as_deref().map(Vec::as_slice), true)?
+                        .unwrap_or_default(),
+                )
+            })
+        }
+        for ((d, _), b) in &self.others {
+            let dict = match b.1.dictionary {
+                Some(x) => match whole(&self.bodies, &kept, repo, &x, 1) {
+                    Ok(v) => Some(v),
+                    Err(e) => {
+                        problems.push((
+                            *d,
+                            format!(
+                                "body {d} (layer {}): its dictionary {x} cannot be read: {e}",
+                                b.1.layer
+                            ),
+                        ));
+                        progress.advance(1);
+                        continue;
+                    }
+                },
+                None => None,
+            };
+            match decode(repo, d, b, dict.as_deref().map(Vec::as_slice), false) {
+                Ok(_) => {
+                    read.fetch_add(usize::from(b.0.is_some()), Ordering::Relaxed);
+                }
+                Err(e) => problems.push((*d, format!("{e} (layer {})", b.1.layer))),
+            }
+            progress.advance(1);
         }
     }
 
@@ -369,7 +460,10 @@ impl Bodies {
                 Ok(decode(repo, x, &self.bodies[x], None, true)?.unwrap_or_default())
             })
         };
-        progress.begin("reading bodies", Some(self.bodies.len() as u64));
+        progress.begin(
+            "reading bodies",
+            Some((self.bodies.len() + self.others.len()) as u64),
+        );
         // The bodies refused above are done with.
         progress.advance((problems.len() - before_grouping) as u64);
         let next = AtomicUsize::new(0);
@@ -457,8 +551,9 @@ impl Bodies {
                 });
             }
         });
-        progress.finish();
         let mut problems = found.into_inner().expect("problems");
+        self.read_others(repo, progress, &read, &mut problems);
+        progress.finish();
         problems.sort();
         (
             read.into_inner(),
@@ -549,6 +644,80 @@ mod tests {
             body_size: None,
         };
         (d, (size, r))
+    }
+
+    /// A body stored in two layers (compressed against two dictionaries by two snapshots)
+    /// has both decoded: a second layer that holds other bytes is found, though its own
+    /// bytes match its name.
+    #[test]
+    fn every_layer_of_a_body_is_decoded() {
+        use asp_format::bundle::layers::compress;
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::open_or_init(&dir.path().join("repo")).unwrap();
+        let transcript: Vec<u8> = (0..20_000u32).flat_map(|i| i.to_le_bytes()).collect();
+        let t = Descriptor::of(&transcript);
+        let mut other = transcript.clone();
+        other[1234] ^= 1;
+        let dictionary = |n: u8| -> (Digest, (Option<u64>, LayerRef)) {
+            let bytes: Vec<u8> = transcript[..4096].iter().map(|b| b ^ n).collect();
+            let layer = repo.put_bytes(&compress(&bytes, None, 3).unwrap()).unwrap();
+            let r = LayerRef {
+                layer: layer.digest,
+                size: layer.size,
+                encoding: Encoding::Zstd,
+                dictionary: None,
+                body_size: Some(bytes.len() as u64),
+            };
+            (Digest::of(&bytes), (None, r))
+        };
+        let (d1, d1b) = dictionary(1);
+        let (d2, d2b) = dictionary(2);
+        let against = |body: &[u8], (d, (_, r)): (Digest, (Option<u64>, LayerRef))| {
+            let dict = decompress_dictionary(&repo, &r);
+            let layer = repo
+                .put_bytes(&compress(body, Some(&dict), 3).unwrap())
+                .unwrap();
+            let r = LayerRef {
+                layer: layer.digest,
+                size: layer.size,
+                encoding: Encoding::Zstd,
+                dictionary: Some(d),
+                body_size: None,
+            };
+            (Some(t.size), r)
+        };
+        let read = |second: &[u8]| {
+            let mut b = Bodies::default();
+            b.note(t.digest, against(&transcript, (d1, d1b)));
+            b.note(t.digest, against(second, (d2, d2b)));
+            b.dictionaries = [(d1, Some(d1b.1)), (d2, Some(d2b.1))].into();
+            assert_eq!(b.others.len(), 1);
+            b.read(&repo, &asp_format::progress::Quiet)
+        };
+        let (n, problems) = read(&transcript);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(
+            n, 4,
+            "the two dictionaries, and the transcript from each layer"
+        );
+        let (_, problems) = read(&other);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].contains(&t.digest.to_string()),
+            "{}",
+            problems[0]
+        );
+    }
+
+    fn decompress_dictionary(repo: &Repository, r: &LayerRef) -> Vec<u8> {
+        let raw = repo.read_blob(
+            &Descriptor {
+                digest: r.layer,
+                size: r.size,
+            },
+            1 << 20,
+        );
+        asp_format::bundle::layers::decompress(&raw.unwrap(), None, r.body_size.unwrap()).unwrap()
     }
 
     /// A transcript kept for its streams weighs itself twice (its bytes and its decoder's
