@@ -885,10 +885,32 @@ impl<'a> Tree<'a> {
         self.by_uuid.get(uuid).copied()
     }
 
-    /// The live leaf: the row named by the last `last-prompt` checkpoint, else the newest
+    /// Whether row `row` is `ancestor` or below it, following `parentUuid` only.
+    fn descends(&self, row: usize, ancestor: usize) -> bool {
+        let mut seen = HashSet::new();
+        let mut cur = Some(row);
+        while let Some(i) = cur {
+            if i == ancestor {
+                return true;
+            }
+            if !seen.insert(i) {
+                return false;
+            }
+            cur = self.parent.get(&i).copied();
+        }
+        false
+    }
+
+    /// The live leaf: the row named by the last `last-prompt` checkpoint (or, unless the
+    /// checkpoint is `explicit`, the last row in the file when it descends from that row: turns
+    /// written after the checkpoint, before Claude Code wrote the next one), else the newest
     /// childless row that is not injected (`isMeta`) and, outside subagent transcripts, not a
     /// sidechain row (ties: later in the file).
     pub fn leaf(&self, subagent: bool) -> Option<usize> {
+        let counts = |i: &usize| {
+            let r = &self.records[*i];
+            !r.flag("isMeta") && (subagent || !r.flag("isSidechain"))
+        };
         let checkpoint = self
             .records
             .iter()
@@ -898,7 +920,14 @@ impl<'a> Tree<'a> {
             match cp.get("leafUuid") {
                 Some(Kept::Str(u)) => {
                     if let Some(i) = self.index_of(u).filter(|i| self.rows.contains(i)) {
-                        return Some(i);
+                        // Claude Code 2.1.318 takes the last row instead when it descends
+                        // from a checkpoint not set by /rewind (spec/harnesses/claude-code.md
+                        // §3.2).
+                        let last = self.rows.iter().copied().filter(counts).max();
+                        return Some(match last {
+                            Some(l) if !cp.flag("explicit") && self.descends(l, i) => l,
+                            _ => i,
+                        });
                     }
                 }
                 Some(k) if k.is_null() && cp.flag("explicit") => return None,
@@ -909,10 +938,7 @@ impl<'a> Tree<'a> {
             .iter()
             .copied()
             .filter(|i| !self.children.contains_key(i))
-            .filter(|&i| {
-                let r = &self.records[i];
-                !r.flag("isMeta") && (subagent || !r.flag("isSidechain"))
-            })
+            .filter(counts)
             .max_by(|&a, &b| {
                 let (ra, rb) = (&self.records[a], &self.records[b]);
                 ra.timestamp().cmp(rb.timestamp()).then(a.cmp(&b))
@@ -1176,5 +1202,32 @@ mod tests {
         ];
         let t = Tree::new(&recs);
         assert_eq!(t.leaf(false), Some(2));
+    }
+
+    /// Turns written after the checkpoint (Claude Code writes the next one later, on exit)
+    /// carry the conversation on; after `/rewind` (`explicit`) the checkpoint stands.
+    #[test]
+    fn rows_after_a_checkpoint_that_descend_from_it_extend_the_leaf() {
+        let recs = |explicit: bool| {
+            vec![
+                row(1, "user", "a", None, "2026-01-01T00:00:01.000Z"),
+                row(2, "assistant", "b", Some("a"), "2026-01-01T00:00:02.000Z"),
+                rec(
+                    3,
+                    json!({"type": "last-prompt", "leafUuid": "b", "explicit": explicit}),
+                ),
+                row(4, "user", "c", Some("b"), "2026-01-01T00:00:03.000Z"),
+                row(5, "assistant", "d", Some("c"), "2026-01-01T00:00:04.000Z"),
+            ]
+        };
+        let plain = recs(false);
+        let t = Tree::new(&plain);
+        assert_eq!(t.leaf(false), Some(4));
+        assert_eq!(t.chain(t.leaf(false), false).rows, vec![0, 1, 3, 4]);
+        assert_eq!(Tree::new(&recs(true)).leaf(false), Some(1));
+        // A last row on another branch leaves the checkpoint where it is.
+        let mut other = recs(false);
+        other.push(row(6, "user", "e", Some("a"), "2026-01-01T00:00:05.000Z"));
+        assert_eq!(Tree::new(&other).leaf(false), Some(1));
     }
 }
