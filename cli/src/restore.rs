@@ -262,7 +262,10 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
             let placed = store
                 .write_config(&config, &config_blobs, &path_map, args.dry_run)
                 .context("cannot restore the harness's configuration")?;
-            let new = placed.iter().filter(|(_, p)| *p == Placement::New).count();
+            let new = placed
+                .iter()
+                .filter(|(_, p)| matches!(p, Placement::New | Placement::Granted(_)))
+                .count();
             let there = placed
                 .iter()
                 .filter(|(_, p)| *p == Placement::AlreadyThere)
@@ -294,6 +297,14 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
             for (path, p) in placed {
                 match p {
                     Placement::Refused(_) => {}
+                    Placement::Granted(what) => config_lines.push(format!(
+                        "configuration: {} as the backup had it: {what}",
+                        if args.dry_run {
+                            "would grant"
+                        } else {
+                            "granted"
+                        }
+                    )),
                     Placement::New => {
                         if let Some(file) = without_credentials(&path) {
                             config_lines.push(format!(

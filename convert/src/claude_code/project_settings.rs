@@ -39,6 +39,37 @@ fn is_default(value: &Value) -> bool {
     matches!(value, Value::Bool(false) | Value::Null) || value.as_array().is_some_and(Vec::is_empty)
 }
 
+/// What setting `key` to `value` grants in the project at `path`, said for its owner: trust
+/// and permissions go by the folder's path, and whatever sits there on this machine gets
+/// them (spec/harnesses/claude-code.md, "project settings").
+fn granted(key: &str, value: &Value, path: &str) -> Option<String> {
+    let list = || {
+        value
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default()
+    };
+    match key {
+        "hasTrustDialogAccepted" if value == &Value::Bool(true) => Some(format!(
+            "the folder {path} is trusted (Claude Code asks no more)"
+        )),
+        "allowedTools" => Some(format!(
+            "Claude Code runs {} in {path} without asking",
+            list()
+        )),
+        "enabledMcpjsonServers" => Some(format!(
+            "the .mcp.json servers {} of {path} are approved",
+            list()
+        )),
+        _ => None,
+    }
+}
+
 /// The part, pretty JSON: `{"projects": {"<path>": {<kept keys>}}}`, only the keys that hold a
 /// decision and the projects that have one; `None` when none does.
 pub fn extract(layout: &Layout) -> Option<Vec<u8>> {
@@ -97,6 +128,10 @@ pub fn merge(
                     || format!("the project's entry in {global} is not an object; kept as it is"),
                     || format!("set differently in {global}; kept yours"),
                 );
+                let placed = match (placed, granted(key, value, &project.path)) {
+                    (Placement::New, Some(what)) => Placement::Granted(what),
+                    (p, _) => p,
+                };
                 out.push((label, placed));
             }
         },

@@ -15,6 +15,9 @@ use asp_format::answer::ImportAnswer;
 pub enum Placement {
     /// Written (or, in a dry run, it would be).
     New,
+    /// Written, and it grants something the owner should know was given on this machine (a
+    /// folder trusted, tools allowed without asking): says what.
+    Granted(String),
     /// The same item, with the same content, is there already; nothing was written.
     AlreadyThere,
     /// A different version is there, kept as it is; the carried one was written beside it.
