@@ -661,6 +661,27 @@ fn help_answers_questions_and_usage_errors_exit_2() {
         .code(2)
         .stderr(predicate::str::contains("unknown state kind \"notes\""));
     asp_unpack().arg("x.aspstate").assert().code(2);
+    // An option that only means something beside another is refused without it, not ignored.
+    let t = tempfile::tempdir().unwrap();
+    asp_pack()
+        .args(["--from", "claude-code", "--home"])
+        .arg(root().join("samples/claude-code"))
+        .args(["--snapshot", "dd0f", "-o"])
+        .arg(t.path().join("x.aspstate"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--snapshot names a snapshot of --from-repo",
+        ));
+    assert!(!t.path().join("x.aspstate").exists());
+    asp_unpack()
+        .arg(root().join("samples/state.aspstate"))
+        .args(["--to", "codex", "--force", "--home"])
+        .arg(t.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--force is for --to-dir"));
+    assert!(!t.path().join(".codex").exists());
 }
 
 #[test]

@@ -74,14 +74,10 @@ pub struct PackArgs {
     #[arg(long)]
     pub from_repo: bool,
 
-    /// With --from-repo: the snapshot (id prefix, or `latest`: the newest)
-    #[arg(
-        long,
-        value_name = "ID",
-        requires = "from_repo",
-        default_value = "latest"
-    )]
-    pub snapshot: String,
+    /// With --from-repo: the snapshot (id prefix, or `latest`: the newest) [default: latest]
+    // (No clap default: with one, clap lets `--snapshot` through without --from-repo.)
+    #[arg(long, value_name = "ID")]
+    pub snapshot: Option<String>,
 
     #[command(flatten)]
     pub repo: RepoArg,
@@ -222,6 +218,11 @@ fn output_file(args: &PackArgs, to_stdout: bool) -> Result<Option<PathBuf>> {
 pub fn run(args: PackArgs) -> Result<Exit> {
     if !args.from_repo && args.repo.repo.is_some() {
         bail_usage!("--repo names the repository of --from-repo; without it, it means nothing");
+    }
+    if !args.from_repo && args.snapshot.is_some() {
+        bail_usage!(
+            "--snapshot names a snapshot of --from-repo; without it, asp-pack packs the live store"
+        );
     }
     let to_stdout = args.output.as_os_str() == "-";
     let created = created(&args)?;
@@ -435,13 +436,14 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
     let output = output_file(args, to_stdout)?;
     let repo = args.repo.open()?;
     let _lock = repo.lock_shared()?;
-    let info = if args.snapshot == "latest" {
+    let wanted = args.snapshot.as_deref().unwrap_or("latest");
+    let info = if wanted == "latest" {
         match repo.snapshots()?.pop() {
             Some(s) => s,
             None => bail_usage!("{} holds no snapshot", repo.root().display()),
         }
     } else {
-        repo.find(&args.snapshot)?
+        repo.find(wanted)?
     };
     let snapshot = asp_repo::Snapshot::load_for_reading(&repo, &info)?;
     let layers = asp_repo::blobs::RepoLayers {

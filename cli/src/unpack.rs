@@ -96,6 +96,12 @@ pub struct UnpackArgs {
 }
 
 pub fn run(args: UnpackArgs) -> Result<Exit> {
+    // (clap's `requires` lets a flag through beside an argument it conflicts with.)
+    if args.force && args.to_dir.is_none() {
+        bail_usage!(
+            "--force is for --to-dir (a directory that is not empty); a harness's store is merged into, never overwritten"
+        );
+    }
     let path_map = args.map_path.path_map()?;
     // Before the bundle is read: a mistyped --home is said at once.
     let home = match &args.to {
