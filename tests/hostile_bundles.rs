@@ -71,6 +71,24 @@ fn unpacked_with_damage(bytes: &[u8], needles: &[&str]) -> (tempfile::TempDir, s
     let mut v = asp();
     v.arg("verify").arg(&bundle);
     v.assert().code(4);
+    // With --json, the verdict is on stdout however damaged the bundle is.
+    let out_json = asp()
+        .args(["verify", "--json"])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert_eq!(out_json.status.code(), Some(4));
+    let verdict: serde_json::Value = serde_json::from_slice(&out_json.stdout).unwrap_or_else(|e| {
+        panic!(
+            "verify --json: {e}: {}",
+            String::from_utf8_lossy(&out_json.stdout)
+        )
+    });
+    assert_eq!(verdict["ok"], false, "{verdict}");
+    assert!(
+        !verdict["problems"].as_array().unwrap().is_empty(),
+        "{verdict}"
+    );
     (dir, out)
 }
 

@@ -36,7 +36,29 @@ pub struct VerifyArgs {
 pub fn run(args: VerifyArgs) -> crate::exit::Result<Exit> {
     let input = Input::open(&args.bundle)?;
     let bar = Bar::new(args.common.quiet);
-    let report = verify_file(input.path(), &Limits::default(), &bar).map_err(|e| input.own(e))?;
+    let report = match verify_file(input.path(), &Limits::default(), &bar) {
+        Ok(r) => r,
+        Err(e) => {
+            let e = input.own(e);
+            bar.clear();
+            // A bundle too damaged to be read at all still answers `--json` with its verdict
+            // (the exit code and stderr say the same).
+            if args.common.json {
+                crate::outln!(
+                    "{}",
+                    json!({
+                        "ok": false,
+                        "digest": null,
+                        "problems": [{"entry": null, "message": e.to_string()}],
+                        "warnings": [],
+                        "blobsChecked": 0,
+                        "bytesChecked": 0,
+                    })
+                );
+            }
+            return Err(e.into());
+        }
+    };
     bar.clear();
     if args.common.json {
         let list = |ps: &[asp_format::bundle::Problem]| -> Vec<serde_json::Value> {
