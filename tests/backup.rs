@@ -2338,3 +2338,32 @@ fn a_backup_repairs_a_missing_project_dictionary() {
         );
     }
 }
+
+/// What is not there to read is an error (exit 1), as a `--home` without the harness's store
+/// is: a home with no store of any harness, a path that is not a repository.
+#[test]
+fn a_missing_store_or_repository_exits_1() {
+    let t = tmp();
+    let empty = t.path().join("empty-home");
+    fs::create_dir_all(&empty).unwrap();
+    asp()
+        .args(["backup", "--from", "all", "--home"])
+        .arg(&empty)
+        .arg("--repo")
+        .arg(t.path().join("repo"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no harness store in"));
+    assert!(
+        !t.path().join("repo").exists(),
+        "no repository made for nothing"
+    );
+    for cmd in ["snapshots", "sessions", "check", "prune"] {
+        asp()
+            .args([cmd, "--repo"])
+            .arg(t.path().join("nowhere"))
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("is not an asp repository"));
+    }
+}

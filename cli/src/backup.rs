@@ -128,11 +128,15 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
     });
     if harnesses.is_empty() {
         if all {
-            bail_usage!(
-                "no harness store in {} (this build knows: {})",
-                home.dir.display(),
-                known.join(", ")
-            );
+            // As a --home without the one harness's store: the source is not there (exit 1).
+            return Err(crate::exit::Failure::new(
+                asp_format::error::ErrorClass::Source,
+                format!(
+                    "no harness store in {} (this build knows: {})",
+                    home.dir.display(),
+                    known.join(", ")
+                ),
+            ));
         }
         return Err(no_store(missing));
     }

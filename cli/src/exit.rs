@@ -47,7 +47,8 @@ Exit codes:
   0  done, and nothing the source had is lost. What is left out by design, or cannot exist in
      the target (a model it cannot run, a project-scope MCP server), is still reported: on
      stderr, in the summary line, as notTaken in --json
-  1  error (input/output, a file that does not parse, refused to overwrite, no store at --home)
+  1  error (input/output, a file that does not parse, refused to overwrite, no store at --home,
+     no repository at --repo)
   2  usage error
   3  done, but something was lost: a file that could not be read, a session that could not be
      carried or written, a record dropped as damaged and not kept natively (a crash-cut last

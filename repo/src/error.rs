@@ -8,9 +8,14 @@ use asp_format::error::{Classify, ErrorClass, io_class};
 /// Errors of repository operations.
 #[derive(Debug, thiserror::Error)]
 pub enum RepoError {
-    /// The request is wrong (no such snapshot, no repository there).
+    /// The request is wrong (no such snapshot).
     #[error("{0}")]
     Usage(String),
+
+    /// No repository where one was named (as a `--home` without the harness's store: the
+    /// source is not there, exit 1).
+    #[error("{0}")]
+    NotARepository(String),
 
     /// The repository's data does not match what it promises.
     #[error("integrity failure: {0}")]
@@ -51,6 +56,7 @@ impl Classify for RepoError {
     fn class(&self) -> ErrorClass {
         match self {
             RepoError::Usage(_) => ErrorClass::Usage,
+            RepoError::NotARepository(_) => ErrorClass::Source,
             RepoError::Integrity(_) => ErrorClass::Integrity,
             RepoError::Io { source, .. } => io_class(source, ErrorClass::Store),
             RepoError::Convert(e) => e.class(),

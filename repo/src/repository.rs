@@ -119,7 +119,7 @@ impl Repository {
             } else {
                 format!("; `asp backup --repo {}` creates one", root.display())
             };
-            return Err(RepoError::Usage(format!(
+            return Err(RepoError::NotARepository(format!(
                 "{} is not an asp repository (no oci-layout file){hint}",
                 root.display()
             )));
