@@ -46,7 +46,8 @@ pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
   0  done, and nothing the source had is lost. What is left out by design, or cannot exist in
      the target (a model it cannot run, a project-scope MCP server), is still reported: on
-     stderr, in the summary line, as notTaken in --json
+     stderr, in the summary line, and in --json (notTaken: what a kind as a whole could not
+     take; _meta.asp.findings: each item left out, with its file and line)
   1  error (input/output, a file that does not parse, refused to overwrite, no store at --home,
      no repository at --repo)
   2  usage error

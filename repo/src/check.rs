@@ -240,6 +240,16 @@ pub fn check(
         }
     }
     report.blobs = named.len();
+    if opts.read_data {
+        let (read, problems) = bodies.read(repo, progress);
+        report.bodies_read = read;
+        for (layer, m) in problems {
+            if let Some(layer) = layer {
+                about_layer.push((report.problems.len(), layer));
+            }
+            report.problems.push(m);
+        }
+    }
     if !about_layer.is_empty() {
         let bad: BTreeSet<Digest> = about_layer.iter().map(|(_, d)| *d).collect();
         let needed_by = needers(repo, &infos, &bad);
@@ -248,11 +258,6 @@ pub fn check(
                 report.problems[*i].push_str(&who.describe());
             }
         }
-    }
-    if opts.read_data {
-        let (read, problems) = bodies.read(repo, progress);
-        report.bodies_read = read;
-        report.problems.extend(problems);
     }
     let dir = repo.blobs_dir();
     for entry in std::fs::read_dir(&dir).map_err(RepoError::io(&dir))? {
@@ -341,6 +346,7 @@ impl Bodies {
         read: &AtomicUsize,
         problems: &mut Vec<(Digest, String)>,
     ) {
+        // (Problems here are about the other layer, by its digest.)
         let kept = Recent::new(2);
         // The bytes of body `x`, decoded whole from its first layer (at most `MAX_CHAIN` deep).
         fn whole(
@@ -389,7 +395,7 @@ impl Bodies {
                 Ok(_) => {
                     read.fetch_add(usize::from(b.0.is_some()), Ordering::Relaxed);
                 }
-                Err(e) => problems.push((*d, format!("{e} (layer {})", b.1.layer))),
+                Err(e) => problems.push((b.1.layer, format!("{e} (layer {})", b.1.layer))),
             }
             progress.advance(1);
         }
@@ -398,8 +404,12 @@ impl Bodies {
     /// Decodes every body and checks it against its digest, on every core: a dictionary once,
     /// kept in memory while the bodies compressed against it are decoded (a transcript is not
     /// decoded again for its update stream), every other body as it streams. The number of
-    /// bodies read whole, and the problems, by body.
-    fn read(mut self, repo: &Repository, progress: &dyn Progress) -> (usize, Vec<String>) {
+    /// bodies read whole, and the problems, each with the layer it is about when known.
+    fn read(
+        mut self,
+        repo: &Repository,
+        progress: &dyn Progress,
+    ) -> (usize, Vec<(Option<Digest>, String)>) {
         let mut problems: Vec<(Digest, String)> = Vec::new();
         for (d, r) in std::mem::take(&mut self.dictionaries) {
             match r {
@@ -552,13 +562,18 @@ impl Bodies {
             }
         });
         let mut problems = found.into_inner().expect("problems");
-        self.read_others(repo, progress, &read, &mut problems);
-        progress.finish();
         problems.sort();
-        (
-            read.into_inner(),
-            problems.into_iter().map(|(_, m)| m).collect(),
-        )
+        let mut others = Vec::new();
+        self.read_others(repo, progress, &read, &mut others);
+        progress.finish();
+        // Each problem with the layer it is about (the body's), so the check can say who
+        // needs it.
+        let mut out: Vec<(Option<Digest>, String)> = problems
+            .into_iter()
+            .map(|(d, m)| (self.bodies.get(&d).map(|b| b.1.layer), m))
+            .collect();
+        out.extend(others.into_iter().map(|(l, m)| (Some(l), m)));
+        (read.into_inner(), out)
     }
 }
 
@@ -702,11 +717,11 @@ mod tests {
         );
         let (_, problems) = read(&other);
         assert_eq!(problems.len(), 1, "{problems:?}");
-        assert!(
-            problems[0].contains(&t.digest.to_string()),
-            "{}",
-            problems[0]
-        );
+        let (layer, message) = &problems[0];
+        assert!(message.contains(&t.digest.to_string()), "{message}");
+        // About the second layer, so the check names who needs that one.
+        let second = against(&other, (d2, d2b)).1.layer;
+        assert_eq!(*layer, Some(second));
     }
 
     fn decompress_dictionary(repo: &Repository, r: &LayerRef) -> Vec<u8> {
