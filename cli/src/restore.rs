@@ -201,7 +201,7 @@ fn pick_for_sessions(
             return Err(e.into());
         }
         bail_usage!(
-            "the newest snapshot of no harness and home in {} holds session {} (asp sessions \
+            "no newest snapshot in {} (of any harness and home) holds session {} (asp sessions \
              lists them; an older snapshot may: name it with --snapshot)",
             repo.root().display(),
             nowhere.join(", ")

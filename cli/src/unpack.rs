@@ -185,7 +185,8 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
                 harness.name(),
                 home.dir.display()
             ),
-            Store::Dir(d) => format!("cannot write {}", d.display()),
+            // (The error names the directory.)
+            Store::Dir(_) => "cannot unpack into the directory".to_owned(),
         })?;
     let mut answer = written.answer;
     damaged.into_answer(&mut answer, "the bundle (asp verify names it)");

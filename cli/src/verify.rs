@@ -90,7 +90,7 @@ pub fn run(args: VerifyArgs) -> crate::exit::Result<Exit> {
             .unwrap_or_else(|| "(manifest unreadable)".to_owned());
         if report.is_ok() {
             crate::outln!(
-                "ok {digest}: {} blobs, {} checked",
+                "ok {digest}: {} blobs checked ({} once decompressed)",
                 report.blobs_checked,
                 human::bytes(report.bytes_checked)
             );
