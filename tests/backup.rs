@@ -273,6 +273,16 @@ fn a_full_backup_is_the_bundle_asp_pack_makes_and_restores_byte_for_byte() {
     assert_eq!(listed.as_array().unwrap().len(), 1);
     assert_eq!(listed[0]["harness"], "claude-code");
     assert_eq!(listed[0]["sessions"], 5);
+    // A snapshot's short id is the one `asp sessions --json` gives.
+    let id = listed[0]["id"].as_str().unwrap();
+    assert!(listed[0]["digest"].as_str().unwrap()[7..].starts_with(id));
+    assert!(
+        sessions_in(&repo)
+            .iter()
+            .all(|s| s["snapshot"].as_str() == Some(id)),
+        "{:?}",
+        sessions_in(&repo)
+    );
 }
 
 #[test]

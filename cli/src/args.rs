@@ -9,8 +9,8 @@ use clap::Args;
 /// Options every command takes.
 #[derive(Debug, Clone, Args)]
 pub struct Common {
-    /// Print the result as JSON on stdout (one document: an object; a list for `asp sessions`
-    /// and `asp snapshots`)
+    /// Print the result as JSON on stdout (one document: an object; a list for `asp sessions`,
+    /// `asp snapshots` and `asp backup`, one per harness backed up)
     #[arg(long, global = true)]
     pub json: bool,
 
