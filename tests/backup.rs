@@ -2360,6 +2360,19 @@ fn a_backup_repairs_a_missing_project_dictionary() {
 #[test]
 fn a_path_that_is_not_a_repository_exits_1() {
     let t = tmp();
+    // Nor does a backup make one in a folder of other files.
+    let home = home_in(t.path());
+    let documents = t.path().join("documents");
+    fs::create_dir_all(&documents).unwrap();
+    fs::write(documents.join("letter.txt"), "mine").unwrap();
+    let out = backup_run(&home, &documents, &["--from", "claude-code"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not an asp repository"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(fs::read_dir(&documents).unwrap().count(), 1);
     for cmd in ["snapshots", "sessions", "check", "prune"] {
         asp()
             .args([cmd, "--repo"])

@@ -262,10 +262,7 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
             let placed = store
                 .write_config(&config, &config_blobs, &path_map, args.dry_run)
                 .context("cannot restore the harness's configuration")?;
-            let new = placed
-                .iter()
-                .filter(|(_, p)| matches!(p, Placement::New | Placement::Granted(_)))
-                .count();
+            let new = placed.iter().filter(|(_, p)| p.is_written()).count();
             let there = placed
                 .iter()
                 .filter(|(_, p)| *p == Placement::AlreadyThere)

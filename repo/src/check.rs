@@ -314,7 +314,11 @@ impl Bodies {
                     }
                     Some(Some(first)) => {
                         if let Some(e) = entry.filter(|e| e.layer != first.layer) {
-                            self.others.insert((dict, e.layer), (e.body_size, e));
+                            // A body the state also names (a transcript, its stream's
+                            // dictionary) keeps the size the state gives it.
+                            self.others
+                                .entry((dict, e.layer))
+                                .or_insert((e.body_size, e));
                         }
                     }
                     Some(None) => {}
@@ -331,7 +335,12 @@ impl Bodies {
                 self.bodies.insert(d, (size, r));
             }
             Some((_, first)) if first.layer != r.layer => {
-                self.others.insert((d, r.layer), (size, r));
+                // The state's size wins over a dictionary walk's (which has none for a body
+                // the state names).
+                let e = self.others.entry((d, r.layer)).or_insert((size, r));
+                if size.is_some() {
+                    e.0 = size;
+                }
             }
             Some(_) => {}
         }
@@ -379,7 +388,7 @@ impl Bodies {
                     Ok(v) => Some(v),
                     Err(e) => {
                         problems.push((
-                            *d,
+                            b.1.layer,
                             format!(
                                 "body {d} (layer {}): its dictionary {x} cannot be read: {e}",
                                 b.1.layer

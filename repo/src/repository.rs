@@ -163,7 +163,7 @@ impl Repository {
                 .next()
                 .is_some()
         {
-            return Err(RepoError::Usage(format!(
+            return Err(RepoError::NotARepository(format!(
                 "{} exists, is not empty and is not an asp repository",
                 root.display()
             )));

@@ -38,7 +38,8 @@ const MAX_SHARD_BITS: u32 = 10;
 /// zstd level of these documents. Measured on the 64 shards (815 KB of JSON) of a 1 GiB
 /// bench home's repository: level 19 gives 170.7 KB at about 5.5 ms a shard, level 9
 /// 178.1 KB (4 % more) at about 0.3 ms. A backup in which 20 sessions changed compresses
-/// about 20 shards, so level 19 cost more than a tenth of its CPU time to save 0.3 KB a shard.
+/// about 20 shards, so level 19 cost more than a tenth of its CPU time to save about 0.12 KB
+/// a shard.
 pub const LEVEL: i32 = 9;
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -97,10 +97,7 @@ pub fn write_placed(
     file: &ObjectFile,
     placed: &[(String, crate::kit::placement::Placement)],
 ) -> Result<(), ConvertError> {
-    if placed
-        .iter()
-        .any(|(_, p)| *p == crate::kit::placement::Placement::New)
-    {
+    if placed.iter().any(|(_, p)| p.is_written()) {
         write_private(writer, path, file)?;
     }
     Ok(())

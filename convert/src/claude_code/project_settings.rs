@@ -178,10 +178,23 @@ mod tests {
         let mut map = PathMap::default();
         map.add("/w/a=/x/a").unwrap();
         let placed = merge(&to, &part, &map, &Writer::new(false)).unwrap();
-        assert!(
-            placed.iter().all(|(_, p)| *p == Placement::New),
+        // What they grant here is said, at the path they now go by.
+        let granted: Vec<&str> = placed
+            .iter()
+            .filter_map(|(_, p)| match p {
+                Placement::Granted(what) => Some(what.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            granted,
+            [
+                "Claude Code runs Bash(npm test:*), Read(/w/a/**) in /x/a without asking",
+                "the folder /x/a is trusted (Claude Code asks no more)",
+            ],
             "{placed:?}"
         );
+        assert_eq!(placed.len(), 2, "{placed:?}");
         let after: Value = serde_json::from_slice(&std::fs::read(&to.global).unwrap()).unwrap();
         assert_eq!(
             after,

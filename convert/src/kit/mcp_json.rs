@@ -437,7 +437,7 @@ impl Dialect {
                     path.display()
                 ));
             }
-            if placed == Placement::New {
+            if placed.is_written() {
                 changed = true;
                 let r = secrets::redacted(server);
                 if !r.is_empty() {

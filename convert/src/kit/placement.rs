@@ -31,6 +31,11 @@ impl Placement {
     pub fn is_placed(&self) -> bool {
         !matches!(self, Placement::Refused(_))
     }
+
+    /// Whether something was written for it (or would be, in a dry run): new, or granted.
+    pub fn is_written(&self) -> bool {
+        matches!(self, Placement::New | Placement::Granted(_))
+    }
 }
 
 /// Where one session went: its id in the destination, and how it got there.

@@ -108,9 +108,7 @@ pub fn merge_servers(
     let have = excluded(file);
     for (s, placed) in entries.iter().zip(&out.placed[first..]) {
         let name = s.name();
-        if *placed != Placement::New
-            || !off.iter().any(|n| n == name)
-            || have.iter().any(|n| n == name)
+        if !placed.is_written() || !off.iter().any(|n| n == name) || have.iter().any(|n| n == name)
         {
             continue;
         }
