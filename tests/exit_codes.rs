@@ -51,6 +51,12 @@ fn packing_the_claude_code_sample_exits_0_and_says_what_it_left_out() {
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["notTaken"].as_array().unwrap().len(), 3, "{v}");
     assert_eq!(v["lost"], serde_json::json!([]), "{v}");
+    // Each as `asp backup` and `asp-unpack` give a finding: what, where, how bad.
+    for f in v["notTaken"].as_array().unwrap() {
+        assert_eq!(f["severity"], "left out", "{f}");
+        assert!(f["file"].is_string() && f["message"].is_string(), "{f}");
+    }
+    assert!(v["findings"].as_array().unwrap().len() >= 3, "{v}");
 }
 
 /// A crash-cut last line travels byte for byte in the native file: reported, not a loss in its

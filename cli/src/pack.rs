@@ -53,7 +53,11 @@ literal env and header value); the bundle then lists which values were blanked. 
 bundle packed without it like a password file.
 
 Bundles are deterministic: the same state packs to the same bytes. The creation time is left
-out unless --created or SOURCE_DATE_EPOCH gives one.";
+out unless --created or SOURCE_DATE_EPOCH gives one.
+
+--json prints {\"bundle\", \"digest\", \"size\", \"source\", \"kinds\": {kind: count},
+\"notTaken\", \"lost\", \"findings\"}, the last three lists of findings as asp backup and
+asp-unpack give them: {\"severity\", \"file\", \"line\", \"message\"} (on stderr with -o -).";
 
 /// Pack AI agent state into a portable .aspstate bundle
 #[derive(Debug, Clone, Parser)]
@@ -331,15 +335,16 @@ pub fn run(args: PackArgs) -> Result<Exit> {
     for line in human::finding_lines(&items) {
         bar.println(line);
     }
-    let lost: Vec<String> = items
+    // (As `asp backup --json` gives what was lost, and `asp-unpack --json` its findings.)
+    let lost: Vec<serde_json::Value> = items
         .iter()
         .filter(|d| d.severity.is_loss())
-        .map(ToString::to_string)
+        .map(human::finding_json)
         .collect();
-    let left_out: Vec<String> = items
+    let left_out: Vec<serde_json::Value> = items
         .iter()
         .filter(|d| d.severity.is_not_carried() && !d.severity.is_loss())
-        .map(ToString::to_string)
+        .map(human::finding_json)
         .collect();
     let mut summary = summary_line(
         &state,
@@ -358,7 +363,7 @@ pub fn run(args: PackArgs) -> Result<Exit> {
             "kinds": state.counts(),
             "notTaken": left_out,
             "lost": lost,
-            "diagnostics": items.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "findings": items.iter().map(human::finding_json).collect::<Vec<_>>(),
         });
         if to_stdout {
             eprintln!("{out}");

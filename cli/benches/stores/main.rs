@@ -218,12 +218,8 @@ fn measure(store: &Store, runs: usize, out: &Path, restic: bool) -> Row {
     );
     let summary: serde_json::Value =
         serde_json::from_slice(&check.stdout).expect("asp-pack --json prints JSON");
-    let diags = summary["diagnostics"].as_array().map_or(0, Vec::len);
-    assert_eq!(
-        diags, 0,
-        "the converter reported: {}",
-        summary["diagnostics"]
-    );
+    let diags = summary["findings"].as_array().map_or(0, Vec::len);
+    assert_eq!(diags, 0, "the converter reported: {}", summary["findings"]);
 
     let (mut p, mut z, mut t, mut r) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let restic_repo = out.join(format!("restic-{}", store.label));
