@@ -2092,3 +2092,54 @@ fn a_configuration_restore_writes_nothing_outside_the_harness_folders() {
         .collect();
     assert_eq!(refused, [".bashrc", ".config/autostart/x.desktop"]);
 }
+
+/// Turns Claude Code wrote after its last `last-prompt` checkpoint (it writes the next one on
+/// exit, so a crash or a backup taken during a session finds them) are the conversation's
+/// latest, not a branch left behind: Claude Code 2.1.318 loads them so
+/// (spec/harnesses/claude-code.md §3.2).
+#[test]
+fn turns_after_the_last_checkpoint_are_carried() {
+    let t = tmp();
+    let home = t.path().join("home");
+    copy_dir(&sample_home(), &home);
+    let id = B;
+    let path = home
+        .join(".claude/projects/-home-dev-shop")
+        .join(format!("{id}.jsonl"));
+    let text = fs::read_to_string(&path).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let checkpoint = records
+        .iter()
+        .rev()
+        .find(|v| v["type"] == "last-prompt")
+        .unwrap();
+    assert!(checkpoint.get("explicit").is_none(), "{checkpoint}");
+    let leaf = checkpoint["leafUuid"].as_str().unwrap();
+    let row = records.iter().find(|v| v["uuid"] == leaf).unwrap();
+    let turn = json!({
+        "parentUuid": leaf, "isSidechain": false, "userType": "external",
+        "cwd": row["cwd"], "sessionId": id, "version": row["version"],
+        "gitBranch": row["gitBranch"],
+        "message": {"id": "msg_01AfterTheCheckpoint00000", "type": "message",
+            "role": "assistant", "model": "claude-opus-4-5",
+            "content": [{"type": "text", "text": "Written after the checkpoint."}],
+            "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 5}},
+        "requestId": "req_011AfterTheCheckpoint000", "type": "assistant",
+        "uuid": "5b2f3c4d-0000-4e5f-8a6b-7c8d9e0f1a2b",
+        "timestamp": "2026-12-31T00:00:00.000Z"
+    });
+    let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    std::io::Write::write_all(&mut f, format!("{turn}\n").as_bytes()).unwrap();
+
+    let r = read(&home);
+    let said: Vec<String> = r.conversation(id).iter().map(describe).collect();
+    assert_eq!(
+        said.last().map(String::as_str),
+        Some("agent_message_chunk Written after the checkpoint."),
+        "{said:?}"
+    );
+}
