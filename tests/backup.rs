@@ -1818,8 +1818,62 @@ fn local_scope_mcp_servers_come_back_into_the_same_harness_without_the_account()
 
     let fresh = t.path().join("fresh");
     fs::create_dir_all(&fresh).unwrap();
-    restore(&repo, &fresh, &[]);
+    let out = asp()
+        .args(["restore", "-q", "--to", "claude-code", "--home"])
+        .arg(new_home(&fresh))
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    // Trust and permissions go by the folder's path: what they grant here is said.
+    for granted in [
+        "granted as the backup had it: the folder /home/dev/shop is trusted",
+        "granted as the backup had it: Claude Code runs Bash(npm run lint:*) in /home/dev/shop without asking",
+        "granted as the backup had it: the folder /home/dev/api-gateway is trusted",
+    ] {
+        assert!(said.contains(granted), "{granted}: {said}");
+    }
+    assert!(!said.contains("/home/dev/shared-libs is trusted"), "{said}");
     assert_eq!(local_mcp(&fresh), kept);
+    // Or left out, each said: --no-grants.
+    let wary = t.path().join("wary");
+    fs::create_dir_all(&wary).unwrap();
+    let out = asp()
+        .args([
+            "restore",
+            "-q",
+            "--no-grants",
+            "--to",
+            "claude-code",
+            "--home",
+        ])
+        .arg(new_home(&wary))
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("not granted (--no-grants): the folder /home/dev/shop is trusted"),
+        "{said}"
+    );
+    let wary_config: Value =
+        serde_json::from_slice(&fs::read(wary.join(".claude.json")).unwrap()).unwrap();
+    for (project, entry) in wary_config["projects"].as_object().unwrap() {
+        assert!(
+            entry.get("hasTrustDialogAccepted").is_none(),
+            "{project}: {entry}"
+        );
+        assert!(entry.get("allowedTools").is_none(), "{project}: {entry}");
+    }
+    assert_eq!(
+        local_mcp(&wary),
+        kept,
+        "the rest of the configuration comes back"
+    );
     let text = fs::read_to_string(fresh.join(".claude.json")).unwrap();
     for never in [
         "oauthAccount",
@@ -2381,4 +2435,55 @@ fn a_path_that_is_not_a_repository_exits_1() {
             .code(1)
             .stderr(predicate::str::contains("is not an asp repository"));
     }
+}
+
+/// A whole configuration file that trusts folders by their path (Gemini CLI's
+/// `trustedFolders.json`) is said when a restore writes it, and left out with `--no-grants`.
+#[test]
+fn a_restored_folder_trust_file_is_said_or_left_out() {
+    let t = tmp();
+    let home = t.path().join("home");
+    copy_dir(&samples().join("gemini"), &home);
+    let repo = t.path().join("repo");
+    let out = backup_run(&home, &repo, &["--from", "gemini"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let restore_into = |name: &str, extra: &[&str]| {
+        let to = new_home(t.path().join(name));
+        let out = asp()
+            .args(["restore", "-q", "--to", "gemini", "--home"])
+            .arg(&to)
+            .arg("--repo")
+            .arg(&repo)
+            .args(extra)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{said}");
+        (to, said)
+    };
+    let (to, said) = restore_into("trusting", &[]);
+    assert!(
+        said.contains(
+            "granted as the backup had it: Gemini CLI trusts the folders .gemini/trustedFolders.json names"
+        ),
+        "{said}"
+    );
+    assert_eq!(
+        fs::read(to.join(".gemini/trustedFolders.json")).unwrap(),
+        fs::read(home.join(".gemini/trustedFolders.json")).unwrap()
+    );
+    let (to, said) = restore_into("wary", &["--no-grants"]);
+    assert!(
+        said.contains("not granted (--no-grants): Gemini CLI trusts the folders"),
+        "{said}"
+    );
+    assert!(!to.join(".gemini/trustedFolders.json").exists());
+    assert!(
+        to.join(".gemini/settings.json").exists(),
+        "the rest comes back"
+    );
 }

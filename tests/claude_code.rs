@@ -2080,7 +2080,13 @@ fn a_configuration_restore_writes_nothing_outside_the_harness_folders() {
     let home = tmp();
     let placed = asp_convert::Store::harness("claude-code", asp_convert::Home::at(home.path()))
         .unwrap()
-        .write_config(&config, &store, &PathMap::default(), false)
+        .write_config(
+            &config,
+            &store,
+            &PathMap::default(),
+            Default::default(),
+            false,
+        )
         .unwrap();
     assert!(!home.path().join(".bashrc").exists());
     assert!(!home.path().join(".config").exists());

@@ -408,7 +408,13 @@ fn custom_agents_come_back_into_copilot_byte_for_byte() {
     )
     .unwrap();
     let placed = crate::support::store_of(HARNESS, fresh.path())
-        .write_config(&config, &blobs, &PathMap::default(), false)
+        .write_config(
+            &config,
+            &blobs,
+            &PathMap::default(),
+            Default::default(),
+            false,
+        )
         .unwrap();
     assert_eq!(
         fs::read(fresh.path().join(".copilot/agents/team/release.md")).unwrap(),

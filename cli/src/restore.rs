@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use asp_convert::kit::config::{without_credentials, without_credentials_said};
-use asp_convert::kit::placement::Placement;
+use asp_convert::kit::placement::{Grants, Placement};
 use asp_convert::kit::report::Diagnostics;
 use asp_convert::store::WriteRequest;
 use asp_convert::{Home, Store};
@@ -85,6 +85,13 @@ pub struct RestoreArgs {
     /// Say what would be taken and what not; write nothing
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Leave out what the harness's configuration grants by a folder's path (Claude Code's
+    /// trust of a folder, the tools it runs there without asking, the .mcp.json servers
+    /// approved there; Gemini CLI's and Qwen Code's trustedFolders.json): on another machine
+    /// another repository may sit at that path. Each is said either way
+    #[arg(long)]
+    pub no_grants: bool,
 
     #[command(flatten)]
     pub map_path: MapPathArg,
@@ -260,7 +267,17 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
             let mut config = config.clone();
             crate::salvage::check_config(&mut config, &config_blobs, &shown, &mut damaged)?;
             let placed = store
-                .write_config(&config, &config_blobs, &path_map, args.dry_run)
+                .write_config(
+                    &config,
+                    &config_blobs,
+                    &path_map,
+                    if args.no_grants {
+                        Grants::Leave
+                    } else {
+                        Grants::Carry
+                    },
+                    args.dry_run,
+                )
                 .context("cannot restore the harness's configuration")?;
             let new = placed.iter().filter(|(_, p)| p.is_written()).count();
             let there = placed

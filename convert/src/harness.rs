@@ -435,6 +435,15 @@ pub trait Harness: Send + Sync {
         self.prompt_log(home, rel).is_some()
     }
 
+    /// What a whole configuration file (`rel`, relative to the home) grants by a folder's path,
+    /// said for its owner (Gemini CLI's `trustedFolders.json`: the folders it trusts). A
+    /// restore says it when it writes the file, and leaves the file out with `--no-grants`:
+    /// on another machine another repository may sit at that path. None by default.
+    fn grants_by_path(&self, home: &Home, rel: &str) -> Option<String> {
+        let _ = (home, rel);
+        None
+    }
+
     /// Parts of files that cannot be kept whole because the rest of the file holds
     /// credentials or caches (Claude Code's `.claude.json`): each a name, the file's path
     /// relative to the home, `#`, and which part (`.claude.json#projects.mcpServers`), with
@@ -453,7 +462,8 @@ pub trait Harness: Send + Sync {
 
     /// Merges a part [`Harness::config_parts`] gave back into its file, adding what is not
     /// there and changing nothing that is: what became of each item, by a name for the owner.
-    /// `path_map` rewrites the paths it holds (`asp restore --map-path`). `None` when this
+    /// `path_map` rewrites the paths it holds (`asp restore --map-path`); `grants` says
+    /// whether what grants something by a folder's path is carried. `None` when this
     /// converter gives no part of that name.
     fn merge_config_part(
         &self,
@@ -461,9 +471,10 @@ pub trait Harness: Send + Sync {
         name: &str,
         bytes: &[u8],
         path_map: &PathMap,
+        grants: crate::kit::placement::Grants,
         writer: &Writer,
     ) -> Option<Result<Vec<(String, crate::kit::placement::Placement)>, ConvertError>> {
-        let _ = (home, name, bytes, path_map, writer);
+        let _ = (home, name, bytes, path_map, grants, writer);
         None
     }
 }

@@ -936,6 +936,7 @@ impl Store {
         config: &Native,
         blobs: &dyn BlobSource,
         path_map: &PathMap,
+        grants: crate::kit::placement::Grants,
         dry_run: bool,
     ) -> Result<Vec<(String, Placement)>, ConvertError> {
         let Store::Harness { harness, home } = self else {
@@ -977,12 +978,22 @@ impl Store {
                 ));
                 continue;
             }
+            if !name.contains('#')
+                && grants == crate::kit::placement::Grants::Leave
+                && let Some(what) = harness.grants_by_path(home, name)
+            {
+                out.push((
+                    name.to_owned(),
+                    Placement::Refused(format!("not granted (--no-grants): {what}")),
+                ));
+                continue;
+            }
             if name.contains('#') {
                 let mut bytes = Vec::new();
                 std::io::Read::read_to_end(&mut blobs.open(&f.content)?, &mut bytes)
                     .map_err(ConvertError::io(name))?;
                 if let Some(placed) =
-                    harness.merge_config_part(home, name, &bytes, path_map, &writer)
+                    harness.merge_config_part(home, name, &bytes, path_map, grants, &writer)
                 {
                     out.extend(placed?);
                     continue;
@@ -1003,9 +1014,15 @@ impl Store {
         }
         let blobs = asp_format::blob::Overlay::new(vec![&staged as &dyn BlobSource, blobs]);
         let private = |rel: &str| harness.private_config(home, rel);
-        out.extend(crate::kit::config::write(
-            &home.dir, &whole, &blobs, &writer, &log, &private,
-        )?);
+        // A file that grants something by a folder's path says so when it is written.
+        let written =
+            crate::kit::config::write(&home.dir, &whole, &blobs, &writer, &log, &private)?;
+        out.extend(written.into_iter().map(|(rel, placed)| {
+            match (placed, harness.grants_by_path(home, &rel)) {
+                (Placement::New, Some(what)) => (rel, Placement::Granted(what)),
+                (placed, _) => (rel, placed),
+            }
+        }));
         Ok(out)
     }
 }

@@ -273,15 +273,16 @@ impl Harness for ClaudeCode {
         name: &str,
         bytes: &[u8],
         path_map: &crate::kit::pathmap::PathMap,
+        grants: crate::kit::placement::Grants,
         writer: &crate::kit::fsops::Writer,
     ) -> Option<Result<Vec<(String, crate::kit::placement::Placement)>, ConvertError>> {
         let layout = Layout::of(home);
         match name {
             local_mcp::PART => Some(local_mcp::merge(&layout, bytes, path_map, writer)),
             preferences::PART => Some(preferences::merge(&layout, bytes, writer)),
-            project_settings::PART => {
-                Some(project_settings::merge(&layout, bytes, path_map, writer))
-            }
+            project_settings::PART => Some(project_settings::merge(
+                &layout, bytes, path_map, grants, writer,
+            )),
             _ => None,
         }
     }

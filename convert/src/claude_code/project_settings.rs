@@ -15,7 +15,7 @@ use super::projects_part;
 use crate::error::ConvertError;
 use crate::kit::fsops::Writer;
 use crate::kit::pathmap::PathMap;
-use crate::kit::placement::Placement;
+use crate::kit::placement::{Grants, Placement};
 
 /// The part's name in a backup's configuration.
 pub const PART: &str = ".claude.json#projects.settings";
@@ -94,6 +94,7 @@ pub fn merge(
     layout: &Layout,
     bytes: &[u8],
     path_map: &PathMap,
+    grants: Grants,
     writer: &Writer,
 ) -> Result<Vec<(String, Placement)>, ConvertError> {
     let global = layout.global.display().to_string();
@@ -114,6 +115,14 @@ pub fn merge(
                     ));
                     continue;
                 }
+                let grant = granted(key, value, &project.path);
+                if let (Grants::Leave, Some(what)) = (grants, &grant) {
+                    out.push((
+                        label,
+                        Placement::Refused(format!("not granted (--no-grants): {what}")),
+                    ));
+                    continue;
+                }
                 let mut entry = project.entry.as_deref_mut();
                 if let Some(e) = entry.as_deref_mut()
                     && e.get(key).is_some_and(is_default)
@@ -128,7 +137,7 @@ pub fn merge(
                     || format!("the project's entry in {global} is not an object; kept as it is"),
                     || format!("set differently in {global}; kept yours"),
                 );
-                let placed = match (placed, granted(key, value, &project.path)) {
+                let placed = match (placed, grant) {
                     (Placement::New, Some(what)) => Placement::Granted(what),
                     (p, _) => p,
                 };
@@ -177,7 +186,7 @@ mod tests {
         .unwrap();
         let mut map = PathMap::default();
         map.add("/w/a=/x/a").unwrap();
-        let placed = merge(&to, &part, &map, &Writer::new(false)).unwrap();
+        let placed = merge(&to, &part, &map, Grants::Carry, &Writer::new(false)).unwrap();
         // What they grant here is said, at the path they now go by.
         let granted: Vec<&str> = placed
             .iter()
@@ -202,8 +211,20 @@ mod tests {
                 "allowedTools": ["Bash(npm test:*)", "Read(/w/a/**)"],
                 "hasTrustDialogAccepted": true, "lastCost": 2}}})
         );
-        let again = merge(&to, &part, &map, &Writer::new(false)).unwrap();
+        let again = merge(&to, &part, &map, Grants::Carry, &Writer::new(false)).unwrap();
         assert!(again.iter().all(|(_, p)| *p == Placement::AlreadyThere));
+
+        // Told to leave grants out (`asp restore --no-grants`): each is said, none written.
+        let before = r#"{"userID": "v", "projects": {"/x/a": {"hasTrustDialogAccepted": false}}}"#;
+        std::fs::write(&to.global, before).unwrap();
+        let left = merge(&to, &part, &map, Grants::Leave, &Writer::new(false)).unwrap();
+        assert_eq!(left.len(), 2, "{left:?}");
+        assert!(
+            left.iter().all(|(_, p)| matches!(p,
+                Placement::Refused(why) if why.starts_with("not granted (--no-grants): "))),
+            "{left:?}"
+        );
+        assert_eq!(std::fs::read_to_string(&to.global).unwrap(), before);
 
         // A decision made differently on this machine is kept; a tampered part cannot set
         // anything else.
@@ -212,14 +233,14 @@ mod tests {
             r#"{"projects": {"/x/a": {"allowedTools": ["Bash(make:*)"]}}}"#,
         )
         .unwrap();
-        let placed = merge(&to, &part, &map, &Writer::new(false)).unwrap();
+        let placed = merge(&to, &part, &map, Grants::Carry, &Writer::new(false)).unwrap();
         assert!(
             placed
                 .iter()
                 .any(|(l, p)| l.contains("allowedTools") && matches!(p, Placement::Refused(_)))
         );
         let tampered = br#"{"projects": {"/x/a": {"mcpServers": {"evil": {"command": "sh"}}}}}"#;
-        let refused = merge(&to, tampered, &map, &Writer::new(false)).unwrap();
+        let refused = merge(&to, tampered, &map, Grants::Carry, &Writer::new(false)).unwrap();
         assert!(matches!(refused[0].1, Placement::Refused(_)));
         let after: Value = serde_json::from_slice(&std::fs::read(&to.global).unwrap()).unwrap();
         assert!(

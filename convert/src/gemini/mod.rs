@@ -164,6 +164,13 @@ impl Harness for Gemini {
         )
     }
 
+    /// `trustedFolders.json`: Gemini CLI's trust of each folder it names.
+    fn grants_by_path(&self, home: &crate::Home, rel: &str) -> Option<String> {
+        let file = layout::Layout::of(home).gemini.join("trustedFolders.json");
+        (file.strip_prefix(&home.dir).ok()? == std::path::Path::new(rel))
+            .then(|| format!("Gemini CLI trusts the folders {rel} names (as the backup had them)"))
+    }
+
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {
         let layout = Layout::of(ctx.home);
         let gemini = &layout.gemini;

@@ -38,6 +38,18 @@ impl Placement {
     }
 }
 
+/// Whether a restore carries what grants something by a folder's path: Claude Code's trust
+/// of a folder, the tools it runs there without asking, the `.mcp.json` servers approved
+/// there. On another machine another repository may sit at that path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Grants {
+    /// Carried, and each said ([`Placement::Granted`]).
+    #[default]
+    Carry,
+    /// Left out, and each said (`asp restore --no-grants`).
+    Leave,
+}
+
 /// Where one session went: its id in the destination, and how it got there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionPlaced {

@@ -209,6 +209,7 @@ impl Harness for Pi {
         name: &str,
         bytes: &[u8],
         _path_map: &crate::kit::pathmap::PathMap,
+        _grants: crate::kit::placement::Grants,
         writer: &crate::kit::fsops::Writer,
     ) -> Option<Result<Vec<(String, crate::kit::placement::Placement)>, ConvertError>> {
         MODELS.restore(&home.dir, name, bytes, writer)

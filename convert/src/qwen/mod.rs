@@ -180,6 +180,13 @@ impl Harness for Qwen {
         crate::kit::config::collect(&home.dir, &files, &[q.join("agents"), q.join("commands")])
     }
 
+    /// `trustedFolders.json`: Qwen Code's trust of each folder it names.
+    fn grants_by_path(&self, home: &crate::Home, rel: &str) -> Option<String> {
+        let file = Layout::of(home).qwen.join("trustedFolders.json");
+        (file.strip_prefix(&home.dir).ok()? == std::path::Path::new(rel))
+            .then(|| format!("Qwen Code trusts the folders {rel} names (as the backup had them)"))
+    }
+
     fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {
         let settings = Layout::of(home).qwen.join("settings.json");
         SETTINGS.part(&home.dir, &settings).into_iter().collect()
@@ -195,6 +202,7 @@ impl Harness for Qwen {
         name: &str,
         bytes: &[u8],
         _path_map: &crate::kit::pathmap::PathMap,
+        _grants: crate::kit::placement::Grants,
         writer: &crate::kit::fsops::Writer,
     ) -> Option<Result<Vec<(String, crate::kit::placement::Placement)>, ConvertError>> {
         SETTINGS.restore(&home.dir, name, bytes, writer)
