@@ -2437,53 +2437,72 @@ fn a_path_that_is_not_a_repository_exits_1() {
     }
 }
 
-/// A whole configuration file that trusts folders by their path (Gemini CLI's
-/// `trustedFolders.json`) is said when a restore writes it, and left out with `--no-grants`.
+/// A configuration file that trusts folders by their path (Gemini CLI's
+/// `trustedFolders.json`, Codex's `config.toml` projects) is said when a restore writes it; with
+/// `--no-grants` the file without that trust is written, and that is said.
 #[test]
-fn a_restored_folder_trust_file_is_said_or_left_out() {
-    let t = tmp();
-    let home = t.path().join("home");
-    copy_dir(&samples().join("gemini"), &home);
-    let repo = t.path().join("repo");
-    let out = backup_run(&home, &repo, &["--from", "gemini"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let restore_into = |name: &str, extra: &[&str]| {
-        let to = new_home(t.path().join(name));
-        let out = asp()
-            .args(["restore", "-q", "--to", "gemini", "--home"])
-            .arg(&to)
-            .arg("--repo")
-            .arg(&repo)
-            .args(extra)
-            .output()
-            .unwrap();
-        let said = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert_eq!(out.status.code(), Some(0), "{said}");
-        (to, said)
-    };
-    let (to, said) = restore_into("trusting", &[]);
-    assert!(
-        said.contains(
-            "granted as the backup had it: Gemini CLI trusts the folders .gemini/trustedFolders.json names"
+fn restored_folder_trust_is_said_or_left_out() {
+    for (harness, file, what) in [
+        (
+            "gemini",
+            ".gemini/trustedFolders.json",
+            "Gemini CLI trusts /home/dev/code/dotfiles, /home/dev/code/shop, /home/dev/work/Shop",
         ),
-        "{said}"
-    );
-    assert_eq!(
-        fs::read(to.join(".gemini/trustedFolders.json")).unwrap(),
-        fs::read(home.join(".gemini/trustedFolders.json")).unwrap()
-    );
-    let (to, said) = restore_into("wary", &["--no-grants"]);
-    assert!(
-        said.contains("not granted (--no-grants): Gemini CLI trusts the folders"),
-        "{said}"
-    );
-    assert!(!to.join(".gemini/trustedFolders.json").exists());
-    assert!(
-        to.join(".gemini/settings.json").exists(),
-        "the rest comes back"
-    );
+        (
+            "codex",
+            ".codex/config.toml",
+            "Codex trusts /home/dev/shop, /home/dev/notes",
+        ),
+    ] {
+        let t = tmp();
+        let home = t.path().join("home");
+        copy_dir(&samples().join(harness), &home);
+        let repo = t.path().join("repo");
+        let out = backup_run(&home, &repo, &["--from", harness]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let restore_into = |name: &str, extra: &[&str]| {
+            let to = new_home(t.path().join(name));
+            let out = asp()
+                .args(["restore", "-q", "--to", harness, "--home"])
+                .arg(&to)
+                .arg("--repo")
+                .arg(&repo)
+                .args(extra)
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert_eq!(out.status.code(), Some(0), "{said}");
+            (to, said)
+        };
+        let (to, said) = restore_into("trusting", &[]);
+        assert!(
+            said.contains(&format!("granted as the backup had it: {what}")),
+            "{harness}: {said}"
+        );
+        assert_eq!(
+            fs::read(to.join(file)).unwrap(),
+            fs::read(home.join(file)).unwrap(),
+            "{harness}: byte for byte"
+        );
+        let (to, said) = restore_into("wary", &["--no-grants"]);
+        assert!(
+            said.contains(&format!("not granted (--no-grants): {what}")),
+            "{harness}: {said}"
+        );
+        let kept = fs::read_to_string(to.join(file)).unwrap_or_default();
+        assert!(
+            !kept.contains("TRUST_FOLDER") && !kept.contains("\"trusted\""),
+            "{harness}: {kept}"
+        );
+        if harness == "codex" {
+            assert!(
+                kept.contains("[mcp_servers.docs]"),
+                "the rest of the file stays: {kept}"
+            );
+        }
+    }
 }

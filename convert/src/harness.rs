@@ -435,12 +435,20 @@ pub trait Harness: Send + Sync {
         self.prompt_log(home, rel).is_some()
     }
 
-    /// What a whole configuration file (`rel`, relative to the home) grants by a folder's path,
-    /// said for its owner (Gemini CLI's `trustedFolders.json`: the folders it trusts). A
-    /// restore says it when it writes the file, and leaves the file out with `--no-grants`:
-    /// on another machine another repository may sit at that path. None by default.
-    fn grants_by_path(&self, home: &Home, rel: &str) -> Option<String> {
-        let _ = (home, rel);
+    /// The configuration files (relative to the home) that may grant something by a folder's
+    /// path: Gemini CLI's `trustedFolders.json`, Codex's `config.toml` (its projects'
+    /// `trust_level`). None by default.
+    fn grant_files(&self, home: &Home) -> Vec<String> {
+        let _ = home;
+        Vec::new()
+    }
+
+    /// What configuration file `rel` (one of [`Harness::grant_files`], whose bytes are
+    /// `bytes`) grants by a folder's path, and the file without it ([`crate::kit::grants`]):
+    /// a restore says it when it writes the file, and writes the rest instead with `asp
+    /// restore --no-grants`. `None` when it grants nothing.
+    fn grants_in(&self, rel: &str, bytes: &[u8]) -> Option<crate::kit::grants::Granting> {
+        let _ = (rel, bytes);
         None
     }
 

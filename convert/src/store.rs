@@ -964,6 +964,11 @@ impl Store {
             files: Vec::new(),
         };
         let mut out = Vec::new();
+        // What a file grants by a folder's path, by file: said when it is written; with
+        // `--no-grants` the file without it is written instead (staged), and that is said.
+        let staged = asp_format::blob::MemoryStore::new();
+        let grant_files = harness.grant_files(home);
+        let mut granting: BTreeMap<String, String> = BTreeMap::new();
         for f in &config.files {
             let name = f.path.as_str();
             let file = name.split('#').next().unwrap_or(name);
@@ -978,15 +983,26 @@ impl Store {
                 ));
                 continue;
             }
-            if !name.contains('#')
-                && grants == crate::kit::placement::Grants::Leave
-                && let Some(what) = harness.grants_by_path(home, name)
-            {
-                out.push((
-                    name.to_owned(),
-                    Placement::Refused(format!("not granted (--no-grants): {what}")),
-                ));
-                continue;
+            if grant_files.iter().any(|g| g == name) {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut blobs.open(&f.content)?, &mut bytes)
+                    .map_err(ConvertError::io(name))?;
+                if let Some(g) = harness.grants_in(name, &bytes) {
+                    if grants == crate::kit::placement::Grants::Carry {
+                        granting.insert(name.to_owned(), g.what);
+                    } else {
+                        out.push((
+                            format!("{name} (what it grants)"),
+                            Placement::Refused(format!("not granted (--no-grants): {}", g.what)),
+                        ));
+                        if let Some(rest) = g.rest {
+                            let mut kept = f.clone();
+                            kept.content = staged.put(&rest)?;
+                            whole.files.push(kept);
+                        }
+                        continue;
+                    }
+                }
             }
             if name.contains('#') {
                 let mut bytes = Vec::new();
@@ -1004,7 +1020,6 @@ impl Store {
         let log = |rel: &str| harness.prompt_log(home, rel);
         // The paths a prompt history names (Claude Code's `project`) move with --map-path,
         // so ↑ finds the prompts in the moved projects; every other file is restored as it is.
-        let staged = asp_format::blob::MemoryStore::new();
         if !path_map.is_empty() {
             for f in &mut whole.files {
                 if log(f.path.as_str()).is_some() {
@@ -1018,7 +1033,7 @@ impl Store {
         let written =
             crate::kit::config::write(&home.dir, &whole, &blobs, &writer, &log, &private)?;
         out.extend(written.into_iter().map(|(rel, placed)| {
-            match (placed, harness.grants_by_path(home, &rel)) {
+            match (placed, granting.remove(&rel)) {
                 (Placement::New, Some(what)) => (rel, Placement::Granted(what)),
                 (placed, _) => (rel, placed),
             }

@@ -889,3 +889,66 @@ mod tests {
         assert!(out.contains("env_vars = [\"C\"]"), "{out}");
     }
 }
+
+/// What `config.toml` grants by a folder's path: `[projects."<path>"] trust_level =
+/// "trusted"` (Codex then runs there as the user set it, with the project's own
+/// `.codex/config.toml`, without asking), and the file without those keys (a project table
+/// left empty goes too; comments and the rest stay). `None` when it trusts no folder or does
+/// not parse (it is then restored as it is).
+pub fn trusted_projects(bytes: &[u8]) -> Option<crate::kit::grants::Granting> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut doc: toml_edit::DocumentMut = text.parse().ok()?;
+    let projects = doc.get_mut("projects")?.as_table_like_mut()?;
+    let mut trusted = Vec::new();
+    let mut emptied = Vec::new();
+    for (path, item) in projects.iter_mut() {
+        let Some(project) = item.as_table_like_mut() else {
+            continue;
+        };
+        if project.get("trust_level").and_then(|v| v.as_str()) == Some("trusted") {
+            project.remove("trust_level");
+            trusted.push(path.get().to_owned());
+            if project.is_empty() {
+                emptied.push(path.get().to_owned());
+            }
+        }
+    }
+    if trusted.is_empty() {
+        return None;
+    }
+    for path in &emptied {
+        projects.remove(path);
+    }
+    if projects.is_empty() {
+        doc.remove("projects");
+    }
+    Some(crate::kit::grants::Granting {
+        what: format!("Codex trusts {}", trusted.join(", ")),
+        rest: Some(doc.to_string().into_bytes()),
+    })
+}
+
+#[cfg(test)]
+mod trust_tests {
+    use super::trusted_projects;
+
+    #[test]
+    fn trusted_projects_are_the_grant_and_the_rest_of_the_file_stays() {
+        let file = b"# mine\nmodel = \"gpt-5\"\n\n[projects.\"/a\"]\ntrust_level = \"trusted\"\n\n[projects.\"/b\"]\ntrust_level = \"untrusted\"\n\n[projects.\"/c\"]\ntrust_level = \"trusted\"\nnote = 1\n";
+        let g = trusted_projects(file).unwrap();
+        assert_eq!(g.what, "Codex trusts /a, /c");
+        let rest = String::from_utf8(g.rest.unwrap()).unwrap();
+        assert!(rest.starts_with("# mine\nmodel = \"gpt-5\"\n"), "{rest}");
+        assert!(
+            !rest.contains("\"/a\"") && !rest.contains("\"trusted\""),
+            "{rest}"
+        );
+        assert!(rest.contains("trust_level = \"untrusted\""), "{rest}");
+        assert!(rest.contains("[projects.\"/c\"]\nnote = 1"), "{rest}");
+        assert_eq!(trusted_projects(b"model = \"gpt-5\"\n"), None);
+        assert_eq!(
+            trusted_projects(b"[projects.\"/b\"]\ntrust_level = \"untrusted\"\n"),
+            None
+        );
+    }
+}

@@ -147,6 +147,18 @@ impl Harness for Codex {
         )
     }
 
+    /// `config.toml`: its projects' `trust_level`.
+    fn grant_files(&self, home: &crate::Home) -> Vec<String> {
+        let file = layout::Layout::of(home).codex.join("config.toml");
+        crate::kit::config::relative(&home.dir, &file)
+            .into_iter()
+            .collect()
+    }
+
+    fn grants_in(&self, _rel: &str, bytes: &[u8]) -> Option<crate::kit::grants::Granting> {
+        config::trusted_projects(bytes)
+    }
+
     /// `history.jsonl`: `{session_id, ts (epoch s), text}` per line.
     fn prompt_log(
         &self,

@@ -165,10 +165,15 @@ impl Harness for Gemini {
     }
 
     /// `trustedFolders.json`: Gemini CLI's trust of each folder it names.
-    fn grants_by_path(&self, home: &crate::Home, rel: &str) -> Option<String> {
+    fn grant_files(&self, home: &crate::Home) -> Vec<String> {
         let file = layout::Layout::of(home).gemini.join("trustedFolders.json");
-        (file.strip_prefix(&home.dir).ok()? == std::path::Path::new(rel))
-            .then(|| format!("Gemini CLI trusts the folders {rel} names (as the backup had them)"))
+        crate::kit::config::relative(&home.dir, &file)
+            .into_iter()
+            .collect()
+    }
+
+    fn grants_in(&self, _rel: &str, bytes: &[u8]) -> Option<crate::kit::grants::Granting> {
+        crate::kit::grants::trusted_folders("Gemini CLI", bytes)
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {

@@ -32,6 +32,7 @@ pub mod conversation;
 pub mod credentialed_json;
 pub mod escape;
 pub mod fsops;
+pub mod grants;
 pub mod instructions_file;
 pub mod jsonc;
 #[cfg(any(feature = "gemini", feature = "qwen", feature = "opencode"))]
