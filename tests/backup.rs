@@ -2439,24 +2439,32 @@ fn a_path_that_is_not_a_repository_exits_1() {
 
 /// A configuration file that trusts folders by their path (Gemini CLI's
 /// `trustedFolders.json`, Codex's `config.toml` projects) is said when a restore writes it; with
-/// `--no-grants` the file without that trust is written, and that is said.
+/// `--no-grants` the file without that trust is written (none when nothing is left), and that
+/// is said.
 #[test]
 fn restored_folder_trust_is_said_or_left_out() {
-    for (harness, file, what) in [
+    // The Gemini sample's file, with a folder not trusted and a parent trusted added.
+    let gemini_trust = "{\n  \"/home/dev/code/shop\": \"TRUST_FOLDER\",\n  \"/home/dev/scratch\": \"DO_NOT_TRUST\",\n  \"/home/dev/work/Shop\": \"TRUST_PARENT\"\n}\n";
+    for (harness, file, what, left) in [
         (
             "gemini",
             ".gemini/trustedFolders.json",
-            "Gemini CLI trusts /home/dev/code/dotfiles, /home/dev/code/shop, /home/dev/work/Shop",
+            "Gemini CLI trusts /home/dev/code/shop, /home/dev/work (the parent of /home/dev/work/Shop)",
+            Some("\"/home/dev/scratch\": \"DO_NOT_TRUST\""),
         ),
         (
             "codex",
             ".codex/config.toml",
             "Codex trusts /home/dev/shop, /home/dev/notes",
+            Some("[mcp_servers.docs]"),
         ),
     ] {
         let t = tmp();
         let home = t.path().join("home");
         copy_dir(&samples().join(harness), &home);
+        if harness == "gemini" {
+            fs::write(home.join(file), gemini_trust).unwrap();
+        }
         let repo = t.path().join("repo");
         let out = backup_run(&home, &repo, &["--from", harness]);
         assert!(
@@ -2493,16 +2501,35 @@ fn restored_folder_trust_is_said_or_left_out() {
             said.contains(&format!("not granted (--no-grants): {what}")),
             "{harness}: {said}"
         );
-        let kept = fs::read_to_string(to.join(file)).unwrap_or_default();
-        assert!(
-            !kept.contains("TRUST_FOLDER") && !kept.contains("\"trusted\""),
-            "{harness}: {kept}"
-        );
-        if harness == "codex" {
-            assert!(
-                kept.contains("[mcp_servers.docs]"),
-                "the rest of the file stays: {kept}"
-            );
+        let kept = fs::read_to_string(to.join(file)).unwrap();
+        for trust in ["TRUST_FOLDER", "TRUST_PARENT", "\"trusted\""] {
+            assert!(!kept.contains(trust), "{harness}: {kept}");
+        }
+        if let Some(left) = left {
+            assert!(kept.contains(left), "the rest of the file stays: {kept}");
         }
     }
+    // A file of nothing but trust is not written at all.
+    let t = tmp();
+    let home = t.path().join("home");
+    copy_dir(&samples().join("gemini"), &home);
+    let repo = t.path().join("repo");
+    assert!(
+        backup_run(&home, &repo, &["--from", "gemini"])
+            .status
+            .success()
+    );
+    let to = new_home(t.path().join("wary"));
+    asp()
+        .args(["restore", "-q", "--no-grants", "--to", "gemini", "--home"])
+        .arg(&to)
+        .arg("--repo")
+        .arg(&repo)
+        .assert()
+        .success();
+    assert!(!to.join(".gemini/trustedFolders.json").exists());
+    assert!(
+        to.join(".gemini/settings.json").exists(),
+        "the rest comes back"
+    );
 }

@@ -86,11 +86,11 @@ pub struct RestoreArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Leave out what the harness's configuration grants by a folder's path (Claude Code's
-    /// trust of a folder, the tools it runs there without asking, the .mcp.json servers
-    /// approved there; Gemini CLI's and Qwen Code's trustedFolders.json; the projects Codex's
-    /// config.toml trusts): on another machine another repository may sit at that path. Each
-    /// is said either way
+    /// Leave out the folder trust and approvals the harness's configuration holds by a
+    /// folder's path (Claude Code's trust of a folder, the tools it runs there without asking,
+    /// the .mcp.json servers approved there; Gemini CLI's and Qwen Code's trustedFolders.json;
+    /// the projects Codex's config.toml trusts): on another machine another repository may
+    /// sit at that path. Each is said either way
     #[arg(long)]
     pub no_grants: bool,
 

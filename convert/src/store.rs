@@ -1020,14 +1020,15 @@ impl Store {
         let log = |rel: &str| harness.prompt_log(home, rel);
         // The paths a prompt history names (Claude Code's `project`) move with --map-path,
         // so ↑ finds the prompts in the moved projects; every other file is restored as it is.
+        // (Staged files, what is left of a grant file, are read from the overlay.)
+        let blobs = asp_format::blob::Overlay::new(vec![&staged as &dyn BlobSource, blobs]);
         if !path_map.is_empty() {
             for f in &mut whole.files {
                 if log(f.path.as_str()).is_some() {
-                    *f = path_map.rewrite_file(blobs, &staged, f)?;
+                    *f = path_map.rewrite_file(&blobs, &staged, f)?;
                 }
             }
         }
-        let blobs = asp_format::blob::Overlay::new(vec![&staged as &dyn BlobSource, blobs]);
         let private = |rel: &str| harness.private_config(home, rel);
         // A file that grants something by a folder's path says so when it is written.
         let written =

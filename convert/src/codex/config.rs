@@ -893,11 +893,24 @@ mod tests {
 /// What `config.toml` grants by a folder's path: `[projects."<path>"] trust_level =
 /// "trusted"` (Codex then runs there as the user set it, with the project's own
 /// `.codex/config.toml`, without asking), and the file without those keys (a project table
-/// left empty goes too; comments and the rest stay). `None` when it trusts no folder or does
-/// not parse (it is then restored as it is).
+/// left empty goes too, with the comments on what is removed; the rest stays). `None` when it
+/// trusts no folder. A file that names a `trust_level` but cannot be read is taken to grant:
+/// said, and left out whole with `--no-grants`.
 pub fn trusted_projects(bytes: &[u8]) -> Option<crate::kit::grants::Granting> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    let mut doc: toml_edit::DocumentMut = text.parse().ok()?;
+    let unreadable = || {
+        let text = String::from_utf8_lossy(bytes);
+        text.contains("trust_level")
+            .then(|| crate::kit::grants::Granting {
+                what: "Codex trusts the projects a config.toml asp cannot read names".to_owned(),
+                rest: None,
+            })
+    };
+    let Some(mut doc) = std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|t| t.parse::<toml_edit::DocumentMut>().ok())
+    else {
+        return unreadable();
+    };
     let projects = doc.get_mut("projects")?.as_table_like_mut()?;
     let mut trusted = Vec::new();
     let mut emptied = Vec::new();
@@ -946,6 +959,11 @@ mod trust_tests {
         assert!(rest.contains("trust_level = \"untrusted\""), "{rest}");
         assert!(rest.contains("[projects.\"/c\"]\nnote = 1"), "{rest}");
         assert_eq!(trusted_projects(b"model = \"gpt-5\"\n"), None);
+        let unread = trusted_projects(b"[projects.\"/a\"\ntrust_level = \"trusted\"\n").unwrap();
+        assert_eq!(
+            unread.rest, None,
+            "taken to grant, left out whole with --no-grants"
+        );
         assert_eq!(
             trusted_projects(b"[projects.\"/b\"]\ntrust_level = \"untrusted\"\n"),
             None

@@ -15,13 +15,22 @@ pub struct Granting {
     pub rest: Option<Vec<u8>>,
 }
 
-/// A `trustedFolders.json` as Gemini CLI and Qwen Code write it: `{"<abs path>":
-/// "TRUST_FOLDER" | "TRUST_PARENT" | "DO_NOT_TRUST"}`, two-space JSON. Every entry but
-/// `DO_NOT_TRUST` grants. `None` when the file grants nothing (or is not such a file: it is
-/// then restored as it is, as before).
+/// A `trustedFolders.json` as Gemini CLI and Qwen Code read it: `{"<abs path>":
+/// "TRUST_FOLDER" | "TRUST_PARENT" | "DO_NOT_TRUST"}`, JSON with comments (both strip them
+/// before parsing). Every entry but `DO_NOT_TRUST` grants; `TRUST_PARENT` trusts the folder
+/// that holds the path. `None` when the file grants nothing. A file that cannot be read as
+/// that is taken to grant everything it might: said, and left out whole with `--no-grants`.
 pub fn trusted_folders(harness: &str, bytes: &[u8]) -> Option<Granting> {
-    let Ok(Value::Object(all)) = serde_json::from_slice::<Value>(bytes) else {
-        return None;
+    let parsed = std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|t| super::jsonc::parse(t, super::jsonc::Jsonc::Comments).ok());
+    let Some((Value::Object(all), _)) = parsed else {
+        return Some(Granting {
+            what: format!(
+                "{harness} trusts the folders a trustedFolders.json asp cannot read names"
+            ),
+            rest: None,
+        });
     };
     let (granted, kept): (Map<String, Value>, Map<String, Value>) = all
         .into_iter()
@@ -29,7 +38,18 @@ pub fn trusted_folders(harness: &str, bytes: &[u8]) -> Option<Granting> {
     if granted.is_empty() {
         return None;
     }
-    let folders: Vec<&str> = granted.keys().map(String::as_str).collect();
+    let folders: Vec<String> = granted
+        .iter()
+        .map(|(path, how)| match how.as_str() {
+            Some("TRUST_PARENT") => {
+                let parent = std::path::Path::new(path)
+                    .parent()
+                    .map_or_else(|| path.clone(), |p| p.display().to_string());
+                format!("{parent} (the parent of {path})")
+            }
+            _ => path.clone(),
+        })
+        .collect();
     let rest = (!kept.is_empty()).then(|| {
         let mut out = serde_json::to_vec_pretty(&Value::Object(kept)).expect("JSON serialises");
         out.push(b'\n');
@@ -47,9 +67,9 @@ mod tests {
 
     #[test]
     fn trusted_folders_grant_all_but_do_not_trust() {
-        let file = br#"{"/a": "TRUST_FOLDER", "/b": "DO_NOT_TRUST", "/c": "TRUST_PARENT"}"#;
+        let file = b"{\n  // the work laptop\n  \"/a\": \"TRUST_FOLDER\", \"/b\": \"DO_NOT_TRUST\",\n  \"/c/d\": \"TRUST_PARENT\"\n}";
         let g = trusted_folders("Gemini CLI", file).unwrap();
-        assert_eq!(g.what, "Gemini CLI trusts /a, /c");
+        assert_eq!(g.what, "Gemini CLI trusts /a, /c (the parent of /c/d)");
         let rest: Value = serde_json::from_slice(&g.rest.unwrap()).unwrap();
         assert_eq!(rest, serde_json::json!({"/b": "DO_NOT_TRUST"}));
         let only = trusted_folders("Qwen Code", br#"{"/a": "TRUST_FOLDER"}"#).unwrap();
@@ -58,6 +78,8 @@ mod tests {
             trusted_folders("Gemini CLI", br#"{"/b": "DO_NOT_TRUST"}"#),
             None
         );
-        assert_eq!(trusted_folders("Gemini CLI", b"not json"), None);
+        // What cannot be read is taken to grant, and is left out whole with --no-grants.
+        let unread = trusted_folders("Gemini CLI", b"not json").unwrap();
+        assert_eq!(unread.rest, None);
     }
 }

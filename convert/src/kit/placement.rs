@@ -38,9 +38,11 @@ impl Placement {
     }
 }
 
-/// Whether a restore carries what grants something by a folder's path: Claude Code's trust
-/// of a folder, the tools it runs there without asking, the `.mcp.json` servers approved
-/// there. On another machine another repository may sit at that path.
+/// Whether a restore carries the folder trust and approvals a harness's configuration holds by
+/// a folder's path: Claude Code's trust of a folder, the tools it runs there without asking
+/// and the `.mcp.json` servers approved there; Gemini CLI's and Qwen Code's
+/// `trustedFolders.json`; the projects Codex's `config.toml` trusts. On another machine
+/// another repository may sit at that path.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Grants {
     /// Carried, and each said ([`Placement::Granted`]).
