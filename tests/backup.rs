@@ -206,6 +206,22 @@ fn restore(repo: &Path, to: &Path, args: &[&str]) {
         .success();
 }
 
+/// `asp restore -q --to HARNESS` of the latest snapshot into a new home at `to`, with `extra`
+/// arguments: it must exit 0; what it said on stderr.
+fn restore_said(repo: &Path, to: &Path, harness: &str, extra: &[&str]) -> String {
+    let out = asp()
+        .args(["restore", "-q", "--to", harness, "--home"])
+        .arg(new_home(to))
+        .arg("--repo")
+        .arg(repo)
+        .args(extra)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    said
+}
+
 /// Session `id`'s transcript in the shop project of `home`.
 /// `asp sessions --json` of a repository: one row per session ever backed up.
 fn sessions_in(repo: &Path) -> Vec<Value> {
@@ -1818,15 +1834,7 @@ fn local_scope_mcp_servers_come_back_into_the_same_harness_without_the_account()
 
     let fresh = t.path().join("fresh");
     fs::create_dir_all(&fresh).unwrap();
-    let out = asp()
-        .args(["restore", "-q", "--to", "claude-code", "--home"])
-        .arg(new_home(&fresh))
-        .arg("--repo")
-        .arg(&repo)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{said}");
+    let said = restore_said(&repo, &fresh, "claude-code", &[]);
     // Trust and permissions go by the folder's path: what they grant here is said.
     for granted in [
         "granted as the backup had it: the folder /home/dev/shop is trusted",
@@ -1840,22 +1848,7 @@ fn local_scope_mcp_servers_come_back_into_the_same_harness_without_the_account()
     // Or left out, each said: --no-grants.
     let wary = t.path().join("wary");
     fs::create_dir_all(&wary).unwrap();
-    let out = asp()
-        .args([
-            "restore",
-            "-q",
-            "--no-grants",
-            "--to",
-            "claude-code",
-            "--home",
-        ])
-        .arg(new_home(&wary))
-        .arg("--repo")
-        .arg(&repo)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{said}");
+    let said = restore_said(&repo, &wary, "claude-code", &["--no-grants"]);
     assert!(
         said.contains("not granted (--no-grants): the folder /home/dev/shop is trusted"),
         "{said}"
@@ -2473,17 +2466,8 @@ fn restored_folder_trust_is_said_or_left_out() {
             String::from_utf8_lossy(&out.stderr)
         );
         let restore_into = |name: &str, extra: &[&str]| {
-            let to = new_home(t.path().join(name));
-            let out = asp()
-                .args(["restore", "-q", "--to", harness, "--home"])
-                .arg(&to)
-                .arg("--repo")
-                .arg(&repo)
-                .args(extra)
-                .output()
-                .unwrap();
-            let said = String::from_utf8_lossy(&out.stderr).into_owned();
-            assert_eq!(out.status.code(), Some(0), "{said}");
+            let to = t.path().join(name);
+            let said = restore_said(&repo, &to, harness, extra);
             (to, said)
         };
         let (to, said) = restore_into("trusting", &[]);
@@ -2519,14 +2503,8 @@ fn restored_folder_trust_is_said_or_left_out() {
             .status
             .success()
     );
-    let to = new_home(t.path().join("wary"));
-    asp()
-        .args(["restore", "-q", "--no-grants", "--to", "gemini", "--home"])
-        .arg(&to)
-        .arg("--repo")
-        .arg(&repo)
-        .assert()
-        .success();
+    let to = t.path().join("wary");
+    restore_said(&repo, &to, "gemini", &["--no-grants"]);
     assert!(!to.join(".gemini/trustedFolders.json").exists());
     assert!(
         to.join(".gemini/settings.json").exists(),
