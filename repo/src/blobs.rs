@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use asp_format::blob::{BlobError, BlobSource};
 use asp_format::bundle::decode_layer;
-use asp_format::bundle::oci::{LayerRef, MAX_CHAIN};
+use asp_format::bundle::oci::LayerRef;
 use asp_format::bundle::recent::Recent;
 use asp_format::digest::{Descriptor, Digest, VerifyingReader};
 
@@ -34,25 +34,15 @@ impl<'a> SnapshotBlobs<'a> {
         }
     }
 
+    /// Dictionary `d`, decoded against its own when it has one (`Recent::chained`).
     fn dictionary(&self, d: &Digest) -> Result<Arc<Vec<u8>>, BlobError> {
-        self.dictionary_at(d, 1)
-    }
-
-    /// Dictionary `d`, decoded against its own when it has one: at most [`MAX_CHAIN`] deep.
-    fn dictionary_at(&self, d: &Digest, depth: usize) -> Result<Arc<Vec<u8>>, BlobError> {
-        self.dictionary.get_or_make(d, || {
-            let r = self.table.get(d).ok_or(BlobError::Missing(*d))?;
-            let base = match r.dictionary {
-                Some(x) if depth < MAX_CHAIN => Some(self.dictionary_at(&x, depth + 1)?),
-                Some(_) => {
-                    return Err(integrity(format!(
-                        "the dictionary {d} is more than {MAX_CHAIN} deep"
-                    )));
-                }
-                None => None,
-            };
-            read_dictionary(self.repo, d, r, base.as_deref().map(Vec::as_slice))
-        })
+        let entry = |d: &Digest| self.table.get(d).ok_or(BlobError::Missing(*d));
+        self.dictionary.chained(
+            d,
+            &|d| Ok(entry(d)?.dictionary),
+            &|d, base| read_dictionary(self.repo, d, entry(d)?, base),
+            &integrity,
+        )
     }
 
     fn decoded(

@@ -357,34 +357,24 @@ impl Bodies {
     ) {
         // (Problems here are about the other layer, by its digest.)
         let kept = Recent::new(2);
-        // The bytes of body `x`, decoded whole from its first layer (at most `MAX_CHAIN` deep).
-        fn whole(
-            bodies: &BTreeMap<Digest, (Option<u64>, LayerRef)>,
-            kept: &Recent,
-            repo: &Repository,
-            x: &Digest,
-            depth: usize,
-        ) -> Result<Arc<Vec<u8>>, String> {
-            kept.get_or_make(x, || {
-                let b = bodies
-                    .get(x)
-                    .ok_or_else(|| format!("no layer table names a layer of {x}"))?;
-                let base = match b.1.dictionary {
-                    Some(y) if depth < MAX_CHAIN => Some(whole(bodies, kept, repo, &y, depth + 1)?),
-                    Some(_) => {
-                        return Err(format!("{x}'s dictionaries go more than {MAX_CHAIN} deep"));
-                    }
-                    None => None,
-                };
-                Ok(
-                    decode(repo, x, b, base.as_deref().map(Vec::as_slice), true)?
-                        .unwrap_or_default(),
-                )
-            })
-        }
+        // The bytes of body `x`, decoded whole from its first layer, against its chain.
+        let bodies = &self.bodies;
+        let whole = |x: &Digest| {
+            kept.chained(
+                x,
+                &|x| {
+                    bodies
+                        .get(x)
+                        .map(|b| b.1.dictionary)
+                        .ok_or_else(|| format!("no layer table names a layer of {x}"))
+                },
+                &|x, base| Ok(decode(repo, x, &bodies[x], base, true)?.unwrap_or_default()),
+                &|m| m,
+            )
+        };
         for ((d, _), b) in &self.others {
             let dict = match b.1.dictionary {
-                Some(x) => match whole(&self.bodies, &kept, repo, &x, 1) {
+                Some(x) => match whole(&x) {
                     Ok(v) => Some(v),
                     Err(e) => {
                         problems.push((

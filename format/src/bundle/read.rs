@@ -681,36 +681,22 @@ impl Bundle {
     /// chains). The last two are kept: a session's stream needs its transcript, and the
     /// transcripts of one project their dictionary.
     fn dictionary_bytes(&self, d: &Digest) -> Result<Arc<Vec<u8>>, BlobError> {
-        self.dictionary_at(d, 1)
-    }
-
-    fn dictionary_at(&self, d: &Digest, depth: usize) -> Result<Arc<Vec<u8>>, BlobError> {
-        self.dictionary.get_or_make(d, || {
-            let loc = self.blobs.get(d).ok_or(BlobError::Missing(*d))?;
-            let base = match loc.dictionary {
-                Some(x) if depth < MAX_CHAIN => Some(self.dictionary_at(&x, depth + 1)?),
-                Some(_) => {
-                    return Err(BlobError::Other(
-                        IntegrityError(format!("the dictionary {d} is more than two deep"))
-                            .into_io(),
-                    ));
-                }
-                None => None,
-            };
-            let mut out = Vec::new();
-            let limit = loc.known_size().unwrap_or(DICTIONARY_LIMIT);
-            open_loc(
-                &self.file,
-                loc,
-                base.as_deref().map(Vec::as_slice),
-                None,
-                *d,
-            )?
-            .take(limit + 1)
-            .read_to_end(&mut out)
-            .map_err(BlobError::Other)?;
-            Ok(out)
-        })
+        let loc = |d: &Digest| self.blobs.get(d).ok_or(BlobError::Missing(*d));
+        self.dictionary.chained(
+            d,
+            &|d| Ok(loc(d)?.dictionary),
+            &|d, base| {
+                let loc = loc(d)?;
+                let mut out = Vec::new();
+                let limit = loc.known_size().unwrap_or(DICTIONARY_LIMIT);
+                open_loc(&self.file, loc, base, None, *d)?
+                    .take(limit + 1)
+                    .read_to_end(&mut out)
+                    .map_err(BlobError::Other)?;
+                Ok(out)
+            },
+            &|m| BlobError::Other(IntegrityError(m).into_io()),
+        )
     }
 }
 
