@@ -162,6 +162,16 @@ fn restore_json(repo: &Path, to: &Path) -> std::process::Output {
         .unwrap()
 }
 
+/// `asp pack --from-repo -q` of the repository's newest snapshot into `out`.
+fn pack_from_repo(repo: &Path, out: &Path) -> assert_cmd::Command {
+    let mut cmd = asp();
+    cmd.args(["pack", "--from-repo", "-q", "--repo"])
+        .arg(repo)
+        .arg("-o")
+        .arg(out);
+    cmd
+}
+
 fn check(repo: &Path, read_data: bool) {
     let mut cmd = asp();
     cmd.args(["check", "-q", "--repo"]).arg(repo);
@@ -637,11 +647,7 @@ fn check_finds_a_damaged_layer_and_a_missing_one() {
     // Packing the snapshot into a bundle meets the damage too: an integrity failure, its
     // cause said once, and no bundle.
     let out = t.path().join("x.aspstate");
-    let packed = asp()
-        .args(["pack", "--from-repo", "-q", "--repo"])
-        .arg(&repo)
-        .arg("-o")
-        .arg(&out)
+    let packed = pack_from_repo(&repo, &out)
         .assert()
         .code(4)
         .get_output()
@@ -657,11 +663,7 @@ fn check_finds_a_damaged_layer_and_a_missing_one() {
         .assert()
         .code(4);
     // A missing layer is an integrity failure for packing too.
-    asp()
-        .args(["pack", "--from-repo", "-q", "--repo"])
-        .arg(&repo)
-        .arg("-o")
-        .arg(&out)
+    pack_from_repo(&repo, &out)
         .assert()
         .code(4)
         .stderr(predicate::str::contains("is missing"));
@@ -2292,13 +2294,7 @@ fn a_backup_compresses_transcripts_against_their_projects_dictionary() {
     check(&repo, true);
 
     let bundle = t.path().join("repo.aspstate");
-    asp()
-        .args(["pack", "--from-repo", "-q", "--repo"])
-        .arg(&repo)
-        .arg("-o")
-        .arg(&bundle)
-        .assert()
-        .success();
+    pack_from_repo(&repo, &bundle).assert().success();
     asp().arg("verify").arg(&bundle).assert().success();
     let b = asp_format::bundle::Bundle::open(&bundle).unwrap();
     assert_eq!(b.layout().layout_version, "4.0.0");
@@ -2324,12 +2320,7 @@ fn a_backup_compresses_transcripts_against_their_projects_dictionary() {
     );
 
     let to = t.path().join("restored");
-    let out = restore_json(&repo, &to);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    restore(&repo, &to, &[]);
     let rel = other.strip_prefix(&home).unwrap();
     assert!(fs::read(to.join(rel)).unwrap() == text.as_bytes());
 }
@@ -2348,13 +2339,7 @@ fn a_backup_repairs_a_missing_project_dictionary() {
     let repo = t.path().join("repo");
     backup(&home, &repo);
     let bundle = t.path().join("before.aspstate");
-    asp()
-        .args(["pack", "--from-repo", "-q", "--repo"])
-        .arg(&repo)
-        .arg("-o")
-        .arg(&bundle)
-        .assert()
-        .success();
+    pack_from_repo(&repo, &bundle).assert().success();
     let image = asp_format::bundle::Bundle::open(&bundle)
         .unwrap()
         .image_manifest()
@@ -2386,20 +2371,11 @@ fn a_backup_repairs_a_missing_project_dictionary() {
     );
     check(&repo, true);
     let to = t.path().join("restored");
-    let out = restore_json(&repo, &to);
+    restore(&repo, &to, &[]);
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        projects(&to) == projects(&home),
+        "the transcripts come back byte for byte"
     );
-    for f in files_under(&home.join(".claude/projects")) {
-        let rel = f.strip_prefix(&home).unwrap();
-        assert!(
-            fs::read(to.join(rel)).unwrap() == fs::read(&f).unwrap(),
-            "{}",
-            rel.display()
-        );
-    }
 }
 
 /// A path that is not a repository is an error (exit 1), as a `--home` without the harness's

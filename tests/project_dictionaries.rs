@@ -169,16 +169,20 @@ fn a_home_with_long_transcripts_packs_to_layout_4_and_every_reader_takes_it() {
             })
         })
         .expect("a session whose transcript has a dictionary");
-    let out = asp()
-        .args(["export"])
-        .arg(&bundle)
-        .args(["--session", session.id.as_str()])
-        .output()
-        .unwrap();
+    let export: serde_json::Value = serde_json::from_slice(&succeeds(
+        asp()
+            .args(["export"])
+            .arg(&bundle)
+            .args(["--session", session.id.as_str()]),
+    ))
+    .unwrap();
+    let exported = export["state"]["sessions"].as_array().unwrap();
+    assert_eq!(exported[0]["id"], session.id.as_str(), "{export}");
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        exported[1..]
+            .iter()
+            .all(|s| s["_meta"]["asp"]["parent"]["sessionId"] == session.id.as_str()),
+        "only the session and its subagents"
     );
     let to = new_home(t.path().join("to"));
     asp_unpack()

@@ -63,45 +63,41 @@ fn default_repo(home: &Home) -> PathBuf {
     home.path().join(".local/share/asp/repo")
 }
 
-fn ok(cmd: &mut assert_cmd::Command) -> Vec<u8> {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{:?} failed: {}{}",
-        cmd,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
 fn backup(home: &Home, state_home: &Path) {
-    ok(asp_on(home)
-        .args(["backup", "-q", "--from", "claude-code", "--home"])
-        .arg(state_home));
+    succeeds(
+        asp_on(home)
+            .args(["backup", "-q", "--from", "claude-code", "--home"])
+            .arg(state_home),
+    );
 }
 
 fn push(home: &Home, args: &[&str]) -> Value {
-    json(&ok(asp_on(home)
-        .arg("push")
-        .args(args)
-        .args(["-u", "alice", "--password-stdin", "--json", "-q"])
-        .write_stdin(format!("{PASSWORD}\n"))))
+    json(&succeeds(
+        asp_on(home)
+            .arg("push")
+            .args(args)
+            .args(["-u", "alice", "--password-stdin", "--json", "-q"])
+            .write_stdin(format!("{PASSWORD}\n")),
+    ))
 }
 
 fn pull(home: &Home, args: &[&str]) -> Value {
-    json(&ok(asp_on(home)
-        .arg("pull")
-        .args(args)
-        .args(["-u", "alice", "--password-stdin", "--json", "-q"])
-        .write_stdin(format!("{PASSWORD}\n"))))
+    json(&succeeds(
+        asp_on(home)
+            .arg("pull")
+            .args(args)
+            .args(["-u", "alice", "--password-stdin", "--json", "-q"])
+            .write_stdin(format!("{PASSWORD}\n")),
+    ))
 }
 
 fn restore_into(home: &Home, to: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     fs::create_dir_all(to).unwrap();
-    ok(asp_on(home)
-        .args(["restore", "-q", "--to", "claude-code", "--home"])
-        .arg(to));
+    succeeds(
+        asp_on(home)
+            .args(["restore", "-q", "--to", "claude-code", "--home"])
+            .arg(to),
+    );
     files_in(to)
 }
 
@@ -119,14 +115,14 @@ fn backup_with_a_gone_session(laptop: &Home, state: &Path) {
     backup(laptop, state);
     fs::remove_file(state.join(GONE_FILE)).unwrap();
     backup(laptop, state);
-    let snapshots = json(&ok(asp_on(laptop).args(["snapshots", "--json"])));
+    let snapshots = json(&succeeds(asp_on(laptop).args(["snapshots", "--json"])));
     assert_eq!(snapshots.as_array().unwrap().len(), 2, "{snapshots}");
     assert_eq!(snapshots[1]["gone"], 1, "{snapshots}");
 }
 
 /// What `asp sessions` says is gone from the source.
 fn gone_sessions(home: &Home) -> Vec<String> {
-    let listed = json(&ok(asp_on(home).args(["sessions", "--json"])));
+    let listed = json(&succeeds(asp_on(home).args(["sessions", "--json"])));
     listed
         .as_array()
         .unwrap()
@@ -143,7 +139,7 @@ fn a_pushed_snapshot_pulled_into_an_empty_repository_restores_the_same_files() {
     let laptop = Home::new();
     let state = laptop.path().join("work");
     backup_with_a_gone_session(&laptop, &state);
-    let snapshots = json(&ok(asp_on(&laptop).args(["snapshots", "--json"])));
+    let snapshots = json(&succeeds(asp_on(&laptop).args(["snapshots", "--json"])));
     let content = snapshots[1]["content"].as_str().unwrap().to_owned();
 
     let pushed = push(&laptop, &["latest", &reference]);
@@ -202,7 +198,7 @@ fn a_pushed_snapshot_pulled_into_an_empty_repository_restores_the_same_files() {
         snap["home"],
         format!("registry:{}/me/agent-state", reg.host()).as_str()
     );
-    ok(asp_on(&desktop).args(["check", "-q", "--read-data"]));
+    succeeds(asp_on(&desktop).args(["check", "-q", "--read-data"]));
     assert_eq!(gone_sessions(&desktop), [GONE]);
     assert_eq!(gone_sessions(&laptop), [GONE]);
 
@@ -241,7 +237,7 @@ fn a_pushed_snapshot_pulled_into_an_empty_repository_restores_the_same_files() {
         again.get("snapshot").is_none() || again["snapshot"].is_null(),
         "{again}"
     );
-    let listed = json(&ok(asp_on(&desktop).args(["snapshots", "--json"])));
+    let listed = json(&succeeds(asp_on(&desktop).args(["snapshots", "--json"])));
     assert_eq!(listed.as_array().unwrap().len(), 1);
 
     // The state alone, by its digest (what a bundle push makes): a snapshot of the same
@@ -258,9 +254,11 @@ fn a_pushed_snapshot_pulled_into_an_empty_repository_restores_the_same_files() {
     let bundle = desktop.path().join("b.aspstate");
     pull(&desktop, &[&reference, "-o", bundle.to_str().unwrap()]);
     let packed = laptop.path().join("p.aspstate");
-    ok(asp_on(&laptop)
-        .args(["pack", "-q", "--from-repo", "-o"])
-        .arg(&packed));
+    succeeds(
+        asp_on(&laptop)
+            .args(["pack", "-q", "--from-repo", "-o"])
+            .arg(&packed),
+    );
     assert!(fs::read(&bundle).unwrap() == fs::read(&packed).unwrap());
 }
 
@@ -526,7 +524,7 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
 
     // A repository's own snapshot manifest (this machine's source records) is never pushed,
     // not even through --layout.
-    let snapshots = json(&ok(asp_on(&laptop).args(["snapshots", "--json"])));
+    let snapshots = json(&succeeds(asp_on(&laptop).args(["snapshots", "--json"])));
     let out = asp_on(&laptop)
         .args(["push", "--layout"])
         .arg(default_repo(&laptop))

@@ -90,6 +90,19 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// A temporary directory.
+/// Runs `cmd`, which must succeed (else its output is shown); its stdout.
+pub fn succeeds(cmd: &mut Command) -> Vec<u8> {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{:?} failed: {}{}",
+        cmd,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 pub fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
