@@ -44,6 +44,7 @@ use zstd::zstd_safe::CDict;
 use crate::blob::{BlobError, BlobSink, BlobSource, BlobWrite};
 use crate::bundle::oci::{Encoding, LayerRef};
 use crate::bundle::projects::{PROJECT_DICTIONARY, TranscriptOf, projects};
+use crate::bundle::recent::Recent;
 use crate::digest::{Descriptor, Digest, Hasher, HashingWriter};
 use crate::state::State;
 
@@ -64,8 +65,9 @@ pub const WIDE_WINDOW: usize = 2 << 20;
 /// Project dictionaries kept prepared at once. Sessions come in the order of their ids, so
 /// the projects' transcripts come mixed: with fewer prepared than there are projects, most
 /// would prepare theirs again (measured on the 256 MiB bench store, 15 projects with one: 4
-/// kept, 255 preparations and 17 % more CPU; 32 kept, 16). Each costs about 0.9 MB more
-/// memory kept, by the same measurement.
+/// kept, 255 preparations and 17 % more CPU; 32 kept, 16). Each holds about 1.8 MB
+/// (`ZSTD_sizeof_CDict` of a 1 MiB dictionary at level 3: its own copy of the bytes and its
+/// tables).
 const PREPARED: usize = 16;
 
 /// How layers are made.
@@ -194,7 +196,7 @@ struct Shared {
     /// Predicted project dictionaries: a folder of transcripts and its dictionary body.
     predicted: Mutex<Vec<(std::path::PathBuf, Digest)>>,
     /// Project dictionaries prepared for compression, the last few used.
-    prepared: Mutex<VecDeque<(Digest, Arc<CDict<'static>>)>>,
+    prepared: Recent<CDict<'static>>,
     staging: File,
     dir: std::path::PathBuf,
     st: Mutex<St>,
@@ -426,25 +428,11 @@ fn encode(
 
 /// Project dictionary `d`, prepared: from the last few, else from its bytes.
 fn prepared(shared: &Shared, d: &Digest) -> Result<Arc<CDict<'static>>, BlobError> {
-    let found = shared
-        .prepared
-        .lock()
-        .expect("prepared dictionaries")
-        .iter()
-        .find(|(k, _)| k == d)
-        .map(|(_, c)| Arc::clone(c));
-    if let Some(c) = found {
-        return Ok(c);
-    }
-    let bytes = body_of(shared, d)?;
-    let c =
-        Arc::new(CDict::try_create(&bytes, shared.opts.level).ok_or_else(|| {
-            BlobError::Other(io::Error::other("zstd cannot prepare a dictionary"))
-        })?);
-    let mut p = shared.prepared.lock().expect("prepared dictionaries");
-    p.push_front((*d, Arc::clone(&c)));
-    p.truncate(PREPARED);
-    Ok(c)
+    shared.prepared.get_or_make(d, || {
+        let bytes = body_of(shared, d)?;
+        CDict::try_create(&bytes, shared.opts.level)
+            .ok_or_else(|| BlobError::Other(io::Error::other("zstd cannot prepare a dictionary")))
+    })
 }
 
 /// Compresses `bytes` against `dictionary` (prepared when a project's) and stages the layer.
@@ -513,7 +501,7 @@ impl LayerStore {
         let shared = Arc::new(Shared {
             opts,
             predicted: Mutex::new(Vec::new()),
-            prepared: Mutex::new(VecDeque::new()),
+            prepared: Recent::new(PREPARED),
             staging,
             dir: dir.path().to_path_buf(),
             st: Mutex::new(St {

@@ -848,8 +848,8 @@ fn check_blobs(
         .map(|(b, deps)| sizes(b) + deps.iter().map(sizes).sum::<u64>())
         .sum();
     progress.begin("checking bundle data", Some(total));
-    // The groups of one dictionary's bases one after another, so the few kept decoded
-    // (`bases_of`) serve them all.
+    // The groups of one dictionary's bases one after another, so the few dictionaries kept
+    // decoded (`kept`, below) serve them all.
     let mut groups: Vec<(Digest, Vec<Digest>)> = groups.into_iter().collect();
     groups.sort_by_key(|(b, _)| (blobs.get(b).and_then(|l| l.dictionary), *b));
     // Dictionaries of group bases, decoded (each is checked in its own group): the last few.

@@ -12,14 +12,22 @@ use crate::digest::Digest;
 /// Decodes a body against its dictionary's bytes (none when it has no dictionary).
 pub type Decode<'a, E> = dyn Fn(&Digest, Option<&[u8]>) -> Result<Vec<u8>, E> + 'a;
 
-/// Decoded bodies by digest, at most `capacity` of them.
-#[derive(Debug)]
-pub struct Recent {
+/// Decoded bodies by digest (or what is made of them: a writer keeps project dictionaries
+/// prepared for zstd), at most `capacity` of them.
+pub struct Recent<T = Vec<u8>> {
     capacity: usize,
-    items: Mutex<VecDeque<(Digest, Arc<Vec<u8>>)>>,
+    items: Mutex<VecDeque<(Digest, Arc<T>)>>,
 }
 
-impl Recent {
+impl<T> std::fmt::Debug for Recent<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recent")
+            .field("capacity", &self.capacity)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Recent<T> {
     pub fn new(capacity: usize) -> Self {
         Recent {
             capacity: capacity.max(1),
@@ -27,13 +35,13 @@ impl Recent {
         }
     }
 
-    /// `d`'s bytes: kept, else made by `make` (without the lock held, so `make` may read
+    /// `d`'s value: kept, else made by `make` (without the lock held, so `make` may read
     /// through this too) and kept.
     pub fn get_or_make<E>(
         &self,
         d: &Digest,
-        make: impl FnOnce() -> Result<Vec<u8>, E>,
-    ) -> Result<Arc<Vec<u8>>, E> {
+        make: impl FnOnce() -> Result<T, E>,
+    ) -> Result<Arc<T>, E> {
         {
             let mut items = self.items.lock().expect("recent bodies");
             if let Some(i) = items.iter().position(|(k, _)| k == d) {
@@ -49,7 +57,9 @@ impl Recent {
         items.truncate(self.capacity);
         Ok(v)
     }
+}
 
+impl Recent<Vec<u8>> {
     /// Dictionary body `d`'s bytes, decoded against its own dictionary when it has one, and
     /// that one against its own: at most [`MAX_CHAIN`] bodies deep (layout 4: a transcript
     /// against its project's dictionary), each kept. `dictionary_of` names a body's
