@@ -376,20 +376,12 @@ impl Documents {
         })
     }
 
-    /// The layout version a bundle of these documents says: [`LAYOUT_VERSION4`] when a layer
+    /// The layout version a bundle of these documents says ([`LAYOUT_VERSION4`] when a layer
     /// is two dictionaries deep or a dictionary body is one no state document refers to, else
-    /// [`LAYOUT_VERSION3`].
+    /// [`LAYOUT_VERSION3`]), told from the image manifest by the one rule a registry pull uses
+    /// too ([`layout_version_of`]), so a pulled bundle says what the pushed one said.
     pub fn layout_version(&self) -> &'static str {
-        let chained = self.table.values().any(|r| {
-            r.body_size.is_some()
-                || r.dictionary
-                    .and_then(|x| self.table.get(&x))
-                    .is_some_and(|x| x.dictionary.is_some())
-        });
-        match chained {
-            true => LAYOUT_VERSION4,
-            false => LAYOUT_VERSION3,
-        }
+        layout_version_of(&self.manifest_bytes)
     }
 
     /// The in-memory blobs: the image manifest, the empty config and the documents.
