@@ -498,45 +498,35 @@ impl Bodies {
                         let keep = members.iter().any(|m| m != base);
                         let weight = group_weight(bodies, base, members, keep);
                         let _admitted = (weight > 0).then(|| reading.admit(weight));
-                        // A base with a dictionary of its own decodes against it.
+                        // A base with a dictionary of its own decodes against it; one whose
+                        // dictionary cannot be read is said once, and not decoded.
                         let own = match bodies[base].1.dictionary {
-                            Some(x) => match base_dictionary(&x) {
-                                Ok(v) => Some(v),
-                                Err(e) => {
-                                    local.push((
-                                        *base,
-                                        format!("body {base}: its dictionary cannot be read: {e}"),
-                                    ));
-                                    None
-                                }
-                            },
-                            None => None,
+                            Some(x) => base_dictionary(&x).map(Some).map_err(|e| {
+                                local.push((
+                                    *base,
+                                    format!("body {base}: its dictionary cannot be read: {e}"),
+                                ));
+                            }),
+                            None => Ok(None),
                         };
-                        let decoded = match (&own, bodies[base].1.dictionary) {
-                            (None, Some(_)) => Err(String::new()),
-                            _ => decode(
+                        let decoded = own.ok().and_then(|own| {
+                            decode(
                                 repo,
                                 base,
                                 &bodies[base],
                                 own.as_deref().map(Vec::as_slice),
                                 keep,
-                            ),
-                        };
-                        let dict = match decoded {
-                            Ok(kept) => {
-                                read.fetch_add(
-                                    usize::from(bodies[base].0.is_some()),
-                                    Ordering::Relaxed,
-                                );
-                                kept
-                            }
-                            Err(e) => {
-                                if !e.is_empty() {
-                                    local.push((*base, e));
-                                }
-                                None
-                            }
-                        };
+                            )
+                            .map_err(|e| local.push((*base, e)))
+                            .ok()
+                        });
+                        let dict = decoded.and_then(|kept| {
+                            read.fetch_add(
+                                usize::from(bodies[base].0.is_some()),
+                                Ordering::Relaxed,
+                            );
+                            kept
+                        });
                         progress.advance(1);
                         for m in members.iter().filter(|m| *m != base) {
                             match &dict {
