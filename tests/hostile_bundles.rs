@@ -260,8 +260,8 @@ fn too_many_entries() {
 fn an_unknown_major_version() {
     let mut e = sample_entries();
     e[0].1 =
-        br#"{"layoutVersion":"5.0.0","mediaType":"application/vnd.asp.state.v1+zip"}"#.to_vec();
-    refused(&zip_of(&e), &["aspstate-layout", "major version 5"]);
+        br#"{"layoutVersion":"6.0.0","mediaType":"application/vnd.asp.state.v1+zip"}"#.to_vec();
+    refused(&zip_of(&e), &["aspstate-layout", "major version 6"]);
 }
 
 #[test]

@@ -12,9 +12,10 @@ use asp_format::bundle::oci::{DICTIONARY_ANNOTATION, DICTIONARY_LAYER};
 
 use crate::support::*;
 
+/// The benchmark's generator of Claude Code homes (the tests of layout 5 use it too).
 #[path = "../cli/benches/stores/claude.rs"]
 #[allow(dead_code)]
-mod generator;
+pub(crate) mod generator;
 
 /// A generated Claude Code home of about 12 MB of transcripts (the benchmark's generator):
 /// enough that some projects have a transcript of a MiB or more.

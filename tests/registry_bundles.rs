@@ -760,14 +760,31 @@ fn a_bundle_with_a_damaged_layer_is_never_pushed_whole() {
 #[cfg(feature = "claude-code")]
 #[test]
 fn a_layout_4_bundle_pulled_is_the_bundle_pushed() {
-    let reg = TestRegistry::start(Auth::None);
     let home = Home::new();
     let claude = crate::project_dictionaries::long_claude_home(home.path());
-    let bundle = home.path().join("l4.aspstate");
+    pulled_is_pushed(&home, &claude, "4.0.0");
+}
+
+/// A layout 5 bundle (an update stream in windows, spec/aspstate.md §4.2) likewise: the pull
+/// says layout 5 from the windowed layer's media type, and decodes it before it writes a byte.
+#[cfg(feature = "claude-code")]
+#[test]
+fn a_layout_5_bundle_pulled_is_the_bundle_pushed() {
+    let home = Home::new();
+    let (claude, _) = crate::windowed_streams::large_claude_home(home.path());
+    pulled_is_pushed(&home, &claude, "5.0.0");
+}
+
+/// Packs the Claude Code home `claude` (checking its layout version), pushes the bundle to a
+/// registry and pulls it back: the same bytes.
+#[cfg(feature = "claude-code")]
+fn pulled_is_pushed(home: &Home, claude: &Path, version: &str) {
+    let reg = TestRegistry::start(Auth::None);
+    let bundle = home.path().join("packed.aspstate");
     let packed = home
         .asp()
         .args(["pack", "--from", "claude-code", "-q", "--home"])
-        .arg(&claude)
+        .arg(claude)
         .arg("-o")
         .arg(&bundle)
         .output()
@@ -779,9 +796,9 @@ fn a_layout_4_bundle_pulled_is_the_bundle_pushed() {
     );
     assert_eq!(
         Bundle::open(&bundle).unwrap().layout().layout_version,
-        "4.0.0"
+        version
     );
-    let reference = format!("{}/me/l4:x", reg.host());
+    let reference = format!("{}/me/layout:x", reg.host());
     let out = home
         .asp()
         .args(["push"])

@@ -154,7 +154,7 @@ fn wrong_documents_do_not_validate() {
         assert!(!m.is_valid(&doc), "{path} = {bad} was accepted");
     }
     assert!(!schema("layout").is_valid(
-        &json!({"layoutVersion": "5.0.0", "mediaType": "application/vnd.asp.state.v1+zip"})
+        &json!({"layoutVersion": "6.0.0", "mediaType": "application/vnd.asp.state.v1+zip"})
     ));
     assert!(!schema("layer-table").is_valid(&json!({"schemaVersion": 1, "mediaType": "application/vnd.asp.layer-table.v1+json",
         "blobs": {format!("sha256:{}", "0".repeat(64)): {"layer": format!("sha256:{}", "1".repeat(64)), "size": 3, "encoding": "gzip"}}})));

@@ -45,9 +45,11 @@ mod hub_stdio;
 mod hub_steering;
 mod protocol_schemas;
 
-// Layout 4: project dictionaries.
+// Layout 4: project dictionaries; layout 5: update streams in windows.
 #[cfg(feature = "claude-code")]
 mod project_dictionaries;
+#[cfg(feature = "claude-code")]
+mod windowed_streams;
 
 // Backups: asp backup and its repository.
 mod backup;

@@ -851,10 +851,8 @@ fn session(
     bytes
 }
 
-/// Generates a Claude Code home of about `total` bytes of transcripts under `home`
-/// (`home/.claude/projects/...`). Deterministic in `seed` and `total`.
-pub fn generate(home: &Path, total: u64, seed: u64) -> Summary {
-    let mut rng = Rng::new(seed);
+/// The home's 20 projects and their folders of transcripts, made, and its settings.
+fn projects_under(home: &Path, seed: u64) -> (Vec<Project>, Vec<PathBuf>) {
     let projects: Vec<Project> = (0..20).map(|i| Project::new(i, seed)).collect();
     let root = home.join(".claude/projects");
     let dirs: Vec<PathBuf> = projects.iter().map(|p| root.join(&p.bucket)).collect();
@@ -866,6 +864,31 @@ pub fn generate(home: &Path, total: u64, seed: u64) -> Summary {
         "{\n  \"model\": \"opus\"\n}\n",
     )
     .expect("settings");
+    (projects, dirs)
+}
+
+/// Generates a Claude Code home with one session of about `size` bytes (and its subagents)
+/// in its first project: a large session alone, for tests of what depends on its size (the
+/// benchmark itself does not use it).
+#[allow(dead_code)]
+pub fn generate_one(home: &Path, size: u64, seed: u64) -> Summary {
+    let mut rng = Rng::new(seed);
+    let (projects, dirs) = projects_under(home, seed);
+    let mut summary = Summary::default();
+    summary.bytes += session(&projects[0], &dirs[0], &mut rng, size, &mut summary);
+    // The session is the project's one transcript.
+    summary.sample_session = fs::read_dir(&dirs[0])
+        .expect("project dir")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .find_map(|name| name.strip_suffix(".jsonl").map(str::to_owned));
+    summary
+}
+
+/// Generates a Claude Code home of about `total` bytes of transcripts under `home`
+/// (`home/.claude/projects/...`). Deterministic in `seed` and `total`.
+pub fn generate(home: &Path, total: u64, seed: u64) -> Summary {
+    let mut rng = Rng::new(seed);
+    let (projects, dirs) = projects_under(home, seed);
     let mut summary = Summary::default();
     // One large session (20 to 35 MB) per 256 MiB.
     let giants = total / (256 << 20);

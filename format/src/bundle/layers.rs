@@ -17,7 +17,10 @@
 //!   project's dictionary from its survey ([`BlobSink::predict_dictionary`]) and says which
 //!   bodies are transcripts as it writes them ([`BlobSink::begin_transcript`]), so they are
 //!   compressed once; a wrong prediction (a file that changed in between) only costs the
-//!   compression again at the end.
+//!   compression again at the end;
+//! - the update stream of a transcript over [`WINDOWED_BASE`] is compressed in windows of it
+//!   (layout 5, [`crate::bundle::windows`]), frame by frame as the converter writes it, so
+//!   what is held of it is one frame, not the whole stream.
 //!
 //! Memory stays bounded: at most [`BUDGET`] bytes of bodies wait for a worker (a writer blocks
 //! beyond that), recently finished bodies are cached for use as dictionaries up to [`CACHE`]
@@ -45,6 +48,7 @@ use crate::blob::{BlobError, BlobSink, BlobSource, BlobWrite};
 use crate::bundle::oci::{Encoding, LayerRef};
 use crate::bundle::projects::{PROJECT_DICTIONARY, TranscriptOf, projects};
 use crate::bundle::recent::Recent;
+use crate::bundle::windows::{self, WINDOWED_BASE};
 use crate::digest::{Descriptor, Digest, Hasher, HashingWriter};
 use crate::state::State;
 
@@ -340,30 +344,45 @@ fn frame(cctx: &mut zstd::zstd_safe::CCtx<'_>, src: &[u8]) -> io::Result<Vec<u8>
     }
 }
 
+/// A context for one frame of `len` bytes against `dict` as a raw-content prefix.
+fn against_prefix(dict: &[u8], len: usize, level: i32) -> io::Result<zstd::zstd_safe::CCtx<'_>> {
+    use zstd::zstd_safe::CParameter;
+    let mut cctx = context(level)?;
+    cctx.set_parameter(CParameter::WindowLog(window_log(dict.len(), len)))
+        .map_err(zstd_err)?;
+    // Long-distance matching finds the stream's long copies anywhere in the transcript;
+    // level 3's own tables keep too few positions of a large prefix (spec §13.2).
+    cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
+        .map_err(zstd_err)?;
+    // zstd matches differently when the prefix happens to end where `src` starts in memory,
+    // so without this the layer's bytes would depend on where the allocator put the two
+    // buffers. Free when they are apart, as they almost always are.
+    cctx.set_parameter(CParameter::DeterministicRefPrefix(true))
+        .map_err(zstd_err)?;
+    cctx.ref_prefix(dict).map_err(zstd_err)?;
+    Ok(cctx)
+}
+
 /// Compresses `src` into one zstd frame (content size in the header, no checksum, no
 /// dictionary id), against `dict` as a raw-content prefix when given.
 pub fn compress(src: &[u8], dict: Option<&[u8]>, level: i32) -> io::Result<Vec<u8>> {
-    use zstd::zstd_safe::CParameter;
-    let mut cctx = context(level)?;
     match dict {
-        Some(d) => {
-            cctx.set_parameter(CParameter::WindowLog(window_log(d.len(), src.len())))
-                .map_err(zstd_err)?;
-            // Long-distance matching finds the stream's long copies anywhere in the
-            // transcript; level 3's own tables keep too few positions of a large prefix
-            // (spec §13.2).
-            cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
-                .map_err(zstd_err)?;
-            // zstd matches differently when the prefix happens to end where `src` starts in
-            // memory, so without this the layer's bytes would depend on where the allocator
-            // put the two buffers. Free when they are apart, as they almost always are.
-            cctx.set_parameter(CParameter::DeterministicRefPrefix(true))
-                .map_err(zstd_err)?;
-            cctx.ref_prefix(d).map_err(zstd_err)?;
+        Some(d) => frame(&mut against_prefix(d, src.len(), level)?, src),
+        None => {
+            let mut cctx = context(level)?;
+            widen(&mut cctx, src.len())?;
+            frame(&mut cctx, src)
         }
-        None => widen(&mut cctx, src.len())?,
     }
-    frame(&mut cctx, src)
+}
+
+/// One frame of `src` against `dict` as [`compress`] makes it, always a frame (a windowed
+/// layer's frames cannot fall back to the body's bytes, spec §4.2).
+pub(crate) fn compress_frame(src: &[u8], dict: &[u8], level: i32) -> io::Result<Vec<u8>> {
+    let mut cctx = against_prefix(dict, src.len(), level)?;
+    let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(src.len()));
+    cctx.compress2(&mut out, src).map_err(zstd_err)?;
+    Ok(out)
 }
 
 /// Compresses `src` into one zstd frame, as [`compress`] does without a dictionary, against a
@@ -415,15 +434,33 @@ fn encode(
     if opts.encoding == Encoding::Identity || src.len() < TINY {
         return Ok((None, Encoding::Identity, None));
     }
-    let (out, used) = match dict {
-        None => (compress(src, None, opts.level)?, None),
-        Some(Against::Prefix(d, bytes)) => (compress(src, Some(bytes), opts.level)?, Some(d)),
-        Some(Against::Prepared(d, c)) => (compress_prepared(src, c, opts.level)?, Some(d)),
+    let (out, encoding, used) = match dict {
+        None => (compress(src, None, opts.level)?, Encoding::Zstd, None),
+        Some(Against::Prefix(d, bytes)) => {
+            // A large dictionary body in windows (spec §4.2), unless a window cannot be one.
+            let windowed = match bytes.len() as u64 > WINDOWED_BASE {
+                true => windows::compress(src, bytes, opts.level)?,
+                false => None,
+            };
+            match windowed {
+                Some(out) => (out, Encoding::ZstdWindows, Some(d)),
+                None => (
+                    compress(src, Some(bytes), opts.level)?,
+                    Encoding::Zstd,
+                    Some(d),
+                ),
+            }
+        }
+        Some(Against::Prepared(d, c)) => (
+            compress_prepared(src, c, opts.level)?,
+            Encoding::Zstd,
+            Some(d),
+        ),
     };
     if out.len() >= src.len() {
         return Ok((None, Encoding::Identity, None));
     }
-    Ok((Some(out), Encoding::Zstd, used))
+    Ok((Some(out), encoding, used))
 }
 
 /// Project dictionary `d`, prepared: from the last few, else from its bytes.
@@ -899,15 +936,21 @@ fn read_body(
     size: u64,
 ) -> Result<Vec<u8>, BlobError> {
     let raw = read_layer(shared, stored).map_err(BlobError::Other)?;
-    match stored.encoding {
-        Encoding::Identity => Ok(raw),
-        Encoding::Zstd => {
-            let dict = match stored.dictionary {
-                Some(d) => Some(body_of(shared, &d)?),
-                None => None,
-            };
+    let dict = match stored.dictionary {
+        Some(d) => Some(body_of(shared, &d)?),
+        None => None,
+    };
+    match (stored.encoding, dict) {
+        (Encoding::Identity, _) => Ok(raw),
+        (Encoding::Zstd, dict) => {
             decompress(&raw, dict.as_deref().map(Vec::as_slice), size).map_err(BlobError::Other)
         }
+        (Encoding::ZstdWindows, Some(base)) => {
+            windows::decompress(&raw, &base, size).map_err(BlobError::Other)
+        }
+        (Encoding::ZstdWindows, None) => Err(BlobError::Other(io::Error::other(
+            "a windowed layer without its dictionary",
+        ))),
     }
 }
 
@@ -935,7 +978,8 @@ fn body_head(shared: &Shared, digest: &Digest) -> Result<Arc<Vec<u8>>, BlobError
             let mut head = Vec::with_capacity(PROJECT_DICTIONARY as usize);
             let mut r: Box<dyn Read> = match encoding {
                 Encoding::Identity => Box::new(raw),
-                Encoding::Zstd => {
+                // A spilled body is compressed alone, never in windows.
+                Encoding::Zstd | Encoding::ZstdWindows => {
                     let mut d = zstd::stream::read::Decoder::with_buffer(raw)
                         .map_err(BlobError::Other)?
                         .single_frame();
@@ -1040,6 +1084,35 @@ struct LayerWriter<'a> {
     hasher: Hasher,
     buf: Vec<u8>,
     spill: Option<Spill>,
+    /// An update stream of a large transcript, compressed in windows as it is written.
+    windows: Option<Streamed>,
+}
+
+/// A derived body compressed in windows of its base as it is written (spec §4.2), so only a
+/// frame of it is ever held: the frames are exactly those [`windows::compress`] makes of the
+/// whole body, which is what a worker would have made of it.
+struct Streamed {
+    base: Digest,
+    bytes: Arc<Vec<u8>>,
+    /// The frames so far, and how many bytes of the body they hold.
+    frames: Vec<u8>,
+    done: usize,
+    /// The body's first bytes, to tell whether it could serve as a dictionary.
+    first: Vec<u8>,
+}
+
+impl Streamed {
+    fn frame(&mut self, body: &[u8], level: i32) -> io::Result<()> {
+        if self.first.len() < DICT_MAGIC.len() {
+            let n = (DICT_MAGIC.len() - self.first.len()).min(body.len());
+            self.first.extend_from_slice(&body[..n]);
+        }
+        let w = windows::window(self.bytes.len(), self.done, body.len());
+        self.frames
+            .extend_from_slice(&compress_frame(body, &self.bytes[w], level)?);
+        self.done += body.len();
+        Ok(())
+    }
 }
 
 /// A writer dropped unfinished (its converter failed) lets go of its pin.
@@ -1066,6 +1139,19 @@ enum SpillOut {
 impl Write for LayerWriter<'_> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.hasher.update(data);
+        if let Some(w) = &mut self.windows {
+            self.buf.extend_from_slice(data);
+            if self.buf.len() >= windows::FRAME {
+                let level = self.store.shared.opts.level;
+                let mut at = 0;
+                while self.buf.len() - at >= windows::FRAME {
+                    w.frame(&self.buf[at..at + windows::FRAME], level)?;
+                    at += windows::FRAME;
+                }
+                self.buf.drain(..at);
+            }
+            return Ok(data.len());
+        }
         if let Some(s) = &mut self.spill {
             match &mut s.out {
                 SpillOut::Zstd(e) => e.write_all(data)?,
@@ -1091,7 +1177,7 @@ impl LayerWriter<'_> {
         let file = Arc::new(tempfile::NamedTempFile::new_in(&shared.dir)?);
         let w = HashingWriter::new(BufWriter::with_capacity(256 * 1024, file.reopen()?));
         let mut out = match shared.opts.encoding {
-            Encoding::Zstd => {
+            Encoding::Zstd | Encoding::ZstdWindows => {
                 let mut e = zstd::stream::write::Encoder::new(w, shared.opts.level)?;
                 e.include_checksum(false)?;
                 e.include_dictid(false)?;
@@ -1128,6 +1214,13 @@ impl BlobWrite for LayerWriter<'_> {
         let spill = self.spill.take();
         let blob = hasher.finish();
         let shared = &store.shared;
+        let buf = match self.windows.take() {
+            None => buf,
+            Some(streamed) => match self.finish_streamed(streamed, blob, buf)? {
+                Some(body) => body,
+                None => return Ok(blob),
+            },
+        };
         let spilled = match spill {
             None => None,
             Some(Spill { file, out }) => {
@@ -1226,6 +1319,74 @@ impl BlobWrite for LayerWriter<'_> {
     }
 }
 
+impl LayerWriter<'_> {
+    /// Finishes a body streamed in windows (`buf`, its last bytes, are its last frame) and
+    /// stores its layer. When the layer cannot be what a worker would make of the body (it is
+    /// its own base, or no smaller than the body, which no stream of a transcript is), the
+    /// body is decoded back and given for the usual way instead.
+    fn finish_streamed(
+        &mut self,
+        mut streamed: Streamed,
+        blob: Descriptor,
+        buf: Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, BlobError> {
+        let shared = &self.store.shared;
+        if !buf.is_empty() {
+            streamed
+                .frame(&buf, shared.opts.level)
+                .map_err(BlobError::Other)?;
+        }
+        let known = |st: &mut St| match st.blobs.get_mut(&blob.digest) {
+            Some(e) => {
+                e.hints.insert(Some(streamed.base));
+                true
+            }
+            None => false,
+        };
+        {
+            let mut st = shared.lock();
+            if let Some(e) = &st.error {
+                return Err(BlobError::Other(io::Error::other(e.clone())));
+            }
+            if known(&mut st) {
+                return Ok(None);
+            }
+        }
+        if blob.digest == streamed.base || streamed.frames.len() as u64 >= blob.size {
+            let body = windows::decompress(&streamed.frames, &streamed.bytes, blob.size)
+                .map_err(BlobError::Other)?;
+            return Ok(Some(body));
+        }
+        let stored = stage(
+            shared,
+            &[],
+            Some(&streamed.frames),
+            Encoding::ZstdWindows,
+            Some(streamed.base),
+        )?;
+        let mut st = shared.lock();
+        if let Some(p) = self.pinned.take() {
+            st.unpin(&p);
+        }
+        if !known(&mut st) {
+            st.blobs.insert(
+                blob.digest,
+                Entry {
+                    size: blob.size,
+                    hints: BTreeSet::from([Some(streamed.base)]),
+                    stored: Some(stored),
+                    spilled: false,
+                    dict_ok: !streamed.first.starts_with(&DICT_MAGIC),
+                    pending: None,
+                    head: None,
+                },
+            );
+        }
+        shared.done.notify_all();
+        Ok(None)
+    }
+}
+
 impl LayerStore {
     /// A writer whose buffer has room for `expected` bytes, up to [`SPILL`] (a larger body
     /// spills to a file): growing a buffer of a few hundred kilobytes by doubling copies it
@@ -1237,11 +1398,26 @@ impl LayerStore {
         transcript: bool,
         expected: u64,
     ) -> Box<dyn BlobWrite + '_> {
-        let room = usize::try_from(expected.min(SPILL)).unwrap_or(0);
+        let mut room = usize::try_from(expected.min(SPILL)).unwrap_or(0);
         let pinned = hint.filter(|h| {
             let mut st = self.shared.lock();
             self.shared.opts.encoding == Encoding::Zstd && plain_candidate(&st, h) && st.pin(h)
         });
+        // A large base: the body goes in windows as it is written (spec §4.2).
+        let windows = pinned.and_then(|base| {
+            let bytes = self.shared.lock().held(&base)?;
+            let windowed = bytes.len() as u64 > WINDOWED_BASE && windows::clear(&bytes);
+            windowed.then(|| Streamed {
+                base,
+                bytes,
+                frames: Vec::new(),
+                done: 0,
+                first: Vec::new(),
+            })
+        });
+        if windows.is_some() {
+            room = windows::FRAME + (64 << 10);
+        }
         Box::new(LayerWriter {
             store: self,
             hint,
@@ -1252,6 +1428,7 @@ impl LayerStore {
             hasher: Hasher::new(),
             buf: Vec::with_capacity(room),
             spill: None,
+            windows,
         })
     }
 }
@@ -1793,6 +1970,55 @@ mod tests {
         assert_eq!(store.when_idle(), (0, 0), "(read back, pins)");
         let layers = store.finish().unwrap();
         assert_eq!(layers.blobs[&ud.digest].layer.dictionary, Some(nd.digest));
+    }
+
+    #[test]
+    fn the_stream_of_a_large_transcript_is_compressed_in_windows_as_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LayerStore::new_in(
+            dir.path(),
+            LayerOptions {
+                threads: 1,
+                ..LayerOptions::default()
+            },
+        )
+        .unwrap();
+        let (base, stream) = windows::tests::pair(WINDOWED_BASE as usize + 1);
+        assert!(stream.len() > 2 * windows::FRAME);
+        let bd = store.put(&base).unwrap();
+        let mut w = store.begin_derived(&bd).unwrap();
+        for piece in stream.chunks(100_000) {
+            w.write_all(piece).unwrap();
+        }
+        let sd = w.finish().unwrap();
+        assert_eq!(store.when_idle(), (0, 0), "(read back, pins)");
+        let layers = store.finish().unwrap();
+        let staged = &layers.blobs[&sd.digest];
+        assert_eq!(staged.layer.encoding, Encoding::ZstdWindows);
+        assert_eq!(staged.layer.dictionary, Some(bd.digest));
+        // The frames a worker makes of the whole body, byte for byte.
+        let mut bytes = Vec::new();
+        layers.copy_to(staged, &mut bytes).unwrap();
+        assert_eq!(
+            bytes,
+            windows::compress(&stream, &base, 3).unwrap().unwrap()
+        );
+
+        // A bundle of it is layout 5, verifies, and gives the stream back.
+        let state = State {
+            sessions: Some(vec![session("s1", None, sd, &[bd])]),
+            ..State::default()
+        };
+        let out = dir.path().join("windows.aspstate");
+        write_layers_file(&out, &state, &layers, &Options2::default(), true, &Quiet).unwrap();
+        let b = Bundle::open(&out).unwrap();
+        assert_eq!(b.layout().layout_version, crate::bundle::LAYOUT_VERSION5);
+        let mut back = Vec::new();
+        b.open(&sd).unwrap().read_to_end(&mut back).unwrap();
+        assert!(back == stream);
+        let report =
+            crate::bundle::verify_file(&out, &crate::bundle::Limits::default(), &Quiet).unwrap();
+        assert!(report.is_ok(), "{:?}", report);
     }
 
     #[test]

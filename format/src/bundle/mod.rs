@@ -16,6 +16,7 @@ mod projects;
 mod read;
 pub mod recent;
 pub mod shards;
+pub mod windows;
 mod write;
 mod write2;
 
@@ -30,6 +31,7 @@ pub use write::{
     Compression, NotAFile, WriteError, WriteOptions, Written, output_path, write_file, write_to,
 };
 pub use write2::{
-    Document, Documents, ImageZip, LAYOUT_VERSION3, LAYOUT_VERSION4, LAYOUT2_VERSION, LayerSource,
-    Options2, ZipMethod, layout_version_of, write_image_zip, write_layers_file, write_layers_to,
+    Document, Documents, ImageZip, LAYOUT_VERSION3, LAYOUT_VERSION4, LAYOUT_VERSION5,
+    LAYOUT2_VERSION, LayerSource, Options2, ZipMethod, layout_version_of, write_image_zip,
+    write_layers_file, write_layers_to,
 };

@@ -26,7 +26,11 @@ pub const ARTIFACT_TYPE: &str = "application/vnd.asp.state.v1";
 pub const EMPTY_MEDIA_TYPE: &str = "application/vnd.oci.empty.v1+json";
 pub const EMPTY_BYTES: &[u8] = b"{}";
 
-/// Media types of asp's layers. A `+zstd` suffix says the layer is zstd-compressed.
+/// What ends the media type of a windowed layer ([`Encoding::ZstdWindows`], layout 5).
+pub const WINDOWED_SUFFIX: &str = "+zstd-windows";
+
+/// Media types of asp's layers. A `+zstd` suffix says the layer is zstd-compressed
+/// (`+zstd-windows`: in windows of its dictionary, layout 5).
 pub const STATE_LAYER: &str = "application/vnd.asp.state.manifest.v1+json";
 pub const TABLE_LAYER: &str = "application/vnd.asp.layer-table.v1+json";
 pub const UPDATES_LAYER: &str = "application/vnd.asp.session.updates.v1+jsonl";
@@ -59,6 +63,10 @@ pub enum Encoding {
     /// One zstd frame, with the content size in its header and no checksum (the sha256 of
     /// the blob is the check), optionally against a raw-content dictionary.
     Zstd,
+    /// zstd frames of 4 MiB of the blob each, every one against the stretch of the
+    /// dictionary body around its own offsets (layout 5; [`crate::bundle::windows`]).
+    #[serde(rename = "zstd-windows")]
+    ZstdWindows,
 }
 
 impl Encoding {
@@ -67,6 +75,7 @@ impl Encoding {
         match self {
             Encoding::Identity => base.to_owned(),
             Encoding::Zstd => format!("{base}+zstd"),
+            Encoding::ZstdWindows => format!("{base}{WINDOWED_SUFFIX}"),
         }
     }
 }

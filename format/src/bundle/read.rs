@@ -42,6 +42,7 @@ use crate::bundle::shards::{
     DocumentBudget, OverBudget, Shard, document_layers, missing_entries, parts_holding,
     placement_problems, repeated_part,
 };
+use crate::bundle::windows::Windowed;
 use crate::digest::{Descriptor, Digest, Hasher, IntegrityError, VerifyingReader};
 use crate::kind::StateKind;
 use crate::name::SessionId;
@@ -219,7 +220,7 @@ impl BlobLoc {
     fn known_size(&self) -> Option<u64> {
         match self.encoding {
             Encoding::Identity => Some(self.entry.size),
-            Encoding::Zstd => self.body_size,
+            Encoding::Zstd | Encoding::ZstdWindows => self.body_size,
         }
     }
 }
@@ -689,7 +690,7 @@ impl Bundle {
                 let loc = loc(d)?;
                 let mut out = Vec::new();
                 let limit = loc.known_size().unwrap_or(DICTIONARY_LIMIT);
-                open_loc(&self.file, loc, base, None, *d)?
+                open_loc(&self.file, loc, base, None, loc.known_size())?
                     .take(limit + 1)
                     .read_to_end(&mut out)
                     .map_err(BlobError::Other)?;
@@ -700,14 +701,15 @@ impl Bundle {
     }
 }
 
-/// Opens a blob's decoded bytes (not yet checked against a descriptor). `size` bounds the
-/// zstd window; `tee` receives the layer's stored bytes.
+/// Opens a blob's decoded bytes (not yet checked against a descriptor). `size`, the body's
+/// size when the caller knows it (else the table's), bounds the zstd window and is what a
+/// windowed layer must decode to; `tee` receives the layer's stored bytes.
 fn open_loc(
     file: &SharedFile,
     loc: &BlobLoc,
     dict: Option<&[u8]>,
     tee: Option<Arc<Mutex<Hasher>>>,
-    _digest: Digest,
+    size: Option<u64>,
 ) -> Result<Box<dyn Read + Send>, BlobError> {
     let mut raw = loc.entry.raw_reader(file);
     if let Some(h) = tee {
@@ -716,20 +718,20 @@ fn open_loc(
             hasher: h,
         });
     }
-    match loc.encoding {
-        Encoding::Identity => Ok(raw),
-        Encoding::Zstd => {
-            if loc.dictionary.is_some() != dict.is_some() {
-                return Err(BlobError::Other(
-                    IntegrityError("the layer's dictionary is not available".to_owned()).into_io(),
-                ));
-            }
-            let size = loc.known_size().unwrap_or(u64::MAX >> 1);
-            Ok(Box::new(
-                ZstdLayer::new(raw, dict, size.min(1 << 40)).map_err(BlobError::Other)?,
-            ))
-        }
+    if loc.encoding != Encoding::Identity && loc.dictionary.is_some() != dict.is_some() {
+        return Err(BlobError::Other(
+            IntegrityError("the layer's dictionary is not available".to_owned()).into_io(),
+        ));
     }
+    let size = match (loc.encoding, size.or(loc.known_size())) {
+        (Encoding::ZstdWindows, None) => {
+            return Err(BlobError::Other(
+                IntegrityError("a windowed layer's body has no size".to_owned()).into_io(),
+            ));
+        }
+        (_, size) => size.unwrap_or(u64::MAX >> 1),
+    };
+    decode_layer(raw, loc.encoding, dict, size).map_err(BlobError::Other)
 }
 
 impl BlobSource for Bundle {
@@ -756,7 +758,7 @@ impl BlobSource for Bundle {
             loc,
             dict.as_deref().map(Vec::as_slice),
             None,
-            blob.digest,
+            Some(blob.size),
         )?;
         Ok(Box::new(VerifyingReader::new(r, *blob)))
     }
@@ -861,7 +863,7 @@ fn check_blobs(
                 return Err(format!("its dictionary {x} is more than {MAX_CHAIN} deep"));
             }
             let mut out = Vec::new();
-            open_loc(file, loc, None, None, *x)
+            open_loc(file, loc, None, None, loc.known_size())
                 .and_then(|r| {
                     r.take(loc.known_size().unwrap_or(DICTIONARY_LIMIT) + 1)
                         .read_to_end(&mut out)
@@ -883,7 +885,7 @@ fn check_blobs(
                 // A dictionary whose size neither this read's state nor its table entry gives
                 // (one a part not read names): bounded by the largest window, checked by digest.
                 let mut out = Vec::new();
-                open_loc(file, loc, dict, None, *d)
+                open_loc(file, loc, dict, None, loc.known_size())
                     .and_then(|r| {
                         r.take(DICTIONARY_LIMIT + 1)
                             .read_to_end(&mut out)
@@ -901,7 +903,8 @@ fn check_blobs(
             }
             let size = sizes(d);
             let tee = layers.then(|| Arc::new(Mutex::new(Hasher::new())));
-            let r = open_loc(file, loc, dict, tee.clone(), *d).map_err(|e| e.to_string())?;
+            let r =
+                open_loc(file, loc, dict, tee.clone(), Some(size)).map_err(|e| e.to_string())?;
             let mut r = VerifyingReader::new(r, Descriptor { digest: *d, size });
             let mut kept = keep.then(|| Vec::with_capacity(usize::try_from(size).unwrap_or(0)));
             let ids = sessions.get(d);
@@ -1494,11 +1497,11 @@ fn scan(
                     format!("media type {:?} is not {BUNDLE_MEDIA_TYPE:?}", l.media_type),
                 )),
                 Ok(l) => match l.major() {
-                    Some(LAYOUT_MAJOR | 2..=4) => scan.layout = Some(l),
+                    Some(LAYOUT_MAJOR | 2..=5) => scan.layout = Some(l),
                     Some(m) => scan.problems.push(Problem::at(
                         LAYOUT_ENTRY,
                         format!(
-                            "layout version {} has major version {m}; this asp reads {LAYOUT_MAJOR}.x to 4.x only",
+                            "layout version {} has major version {m}; this asp reads {LAYOUT_MAJOR}.x to 5.x only",
                             l.layout_version
                         ),
                     )),
@@ -1512,7 +1515,7 @@ fn scan(
     }
 
     let major = scan.layout.as_ref().and_then(Layout::major);
-    if let Some(major @ 2..=4) = major {
+    if let Some(major @ 2..=5) = major {
         if manifest_entry.is_some() {
             scan.problems.push(Problem::at(
                 MANIFEST_ENTRY,
@@ -1944,7 +1947,7 @@ fn scan_v2(
         Some(n) => Box::new(n.iter().filter_map(|d| table.get_key_value(d))),
     };
     for (d, r) in entries {
-        match table_entry(scan, &table, &listed, d, r, major >= 4) {
+        match table_entry(scan, &table, &listed, d, r, major) {
             Ok(loc) => {
                 scan.blobs.insert(*d, loc);
             }
@@ -2013,8 +2016,11 @@ fn table_entry(
     listed: &[Digest],
     d: &Digest,
     r: &LayerRef,
-    chains: bool,
+    major: u64,
 ) -> Result<BlobLoc, Vec<String>> {
+    // Layout 4: dictionaries two deep and dictionary bodies no state names; layout 5:
+    // windowed layers.
+    let chains = major >= 4;
     let Some(entry) = scan.entries.get(&r.layer) else {
         return Err(vec![format!(
             "missing, but the layer table stores {d} in it"
@@ -2034,6 +2040,16 @@ fn table_entry(
         bad.push(format!(
             "an identity layer must be named by its blob's digest {d}"
         ));
+    }
+    if r.encoding == Encoding::ZstdWindows {
+        if major < 5 {
+            bad.push(format!(
+                "a windowed layer (zstd-windows) is for layout 5, and this bundle is layout {major}"
+            ));
+        }
+        if r.dictionary.is_none() {
+            bad.push("a windowed layer (zstd-windows) must name its dictionary".to_owned());
+        }
     }
     if let Some(x) = r.dictionary {
         match table.get(&x) {
@@ -2567,19 +2583,26 @@ fn check_directory_end(file: &SharedFile, start: u64, end: u64) -> Result<(), St
     Ok(())
 }
 
-/// Decodes a layer's stored bytes (`raw`) into its body: as they are, or one zstd frame
-/// against `dict` (the dictionary body's bytes) with the window bounded by `size` and
-/// nothing after the frame. Failures are integrity errors. The caller checks the body's
-/// digest (`VerifyingReader`). A repository reads its layers with this, as a bundle does.
+/// Decodes a layer's stored bytes (`raw`) into its body: as they are, one zstd frame against
+/// `dict` (the dictionary body's bytes) with the window bounded by `size` and nothing after
+/// the frame, or frames in windows of `dict` (§4.2) that decode to exactly `size` bytes.
+/// Failures are integrity errors. The caller checks the body's digest (`VerifyingReader`). A
+/// repository reads its layers with this, as a bundle does.
 pub fn decode_layer(
     raw: Box<dyn Read + Send>,
     encoding: Encoding,
     dict: Option<&[u8]>,
     size: u64,
 ) -> io::Result<Box<dyn Read + Send>> {
-    match encoding {
-        Encoding::Identity => Ok(raw),
-        Encoding::Zstd => Ok(Box::new(ZstdLayer::new(raw, dict, size.min(1 << 40))?)),
+    match (encoding, dict) {
+        (Encoding::Identity, _) => Ok(raw),
+        (Encoding::Zstd, dict) => Ok(Box::new(ZstdLayer::new(raw, dict, size.min(1 << 40))?)),
+        (Encoding::ZstdWindows, Some(base)) => {
+            Ok(Box::new(Windowed::new(raw, base.to_vec(), size)?))
+        }
+        (Encoding::ZstdWindows, None) => {
+            Err(IntegrityError("a windowed layer names no dictionary".to_owned()).into_io())
+        }
     }
 }
 

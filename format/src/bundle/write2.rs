@@ -27,7 +27,7 @@ use crate::bundle::oci::{
     Encoding, FILE_LAYER, HARNESS_ANNOTATION, IMAGE_MANIFEST_MEDIA_TYPE, INDEX_ENTRY,
     INDEX_MEDIA_TYPE, ImageIndex, ImageManifest, LayerRef, LayerTable, MAX_CHAIN, NATIVE_LAYER,
     OCI_LAYOUT_BYTES, OCI_LAYOUT_ENTRY, OciDescriptor, SESSIONS_ANNOTATION, STATE_LAYER,
-    TABLE_LAYER, UPDATES_LAYER, pretty,
+    TABLE_LAYER, UPDATES_LAYER, WINDOWED_SUFFIX, pretty,
 };
 use crate::bundle::shards::{
     DocumentBudget, DocumentLayer, OverBudget, SHARD_ANNOTATION, Shard, shard_count, shards_of,
@@ -48,6 +48,9 @@ pub const LAYOUT_VERSION3: &str = "3.0.0";
 /// dictionaries deep, with dictionary bodies no state document refers to. Written only when a
 /// bundle has them, so a bundle without stays readable by the readers of layout 3.
 pub const LAYOUT_VERSION4: &str = "4.0.0";
+/// Layout 5: update streams of large transcripts stored in windows (spec/aspstate.md §4.2).
+/// Written only when a layer is windowed; other bundles stay layout 4.
+pub const LAYOUT_VERSION5: &str = "5.0.0";
 
 /// How a layout 2 bundle's entries are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -376,9 +379,9 @@ impl Documents {
         })
     }
 
-    /// The layout version a bundle of these documents says ([`LAYOUT_VERSION4`] when a layer
-    /// is two dictionaries deep or a dictionary body is one no state document refers to, else
-    /// [`LAYOUT_VERSION3`]), told from the image manifest by the one rule a registry pull uses
+    /// The layout version a bundle of these documents says ([`LAYOUT_VERSION5`] when a layer
+    /// is windowed, [`LAYOUT_VERSION4`] when a layer is two dictionaries deep or a dictionary
+    /// body is one no state document refers to, else [`LAYOUT_VERSION3`]), told from the image manifest by the one rule a registry pull uses
     /// too ([`layout_version_of`]), so a pulled bundle says what the pushed one said.
     pub fn layout_version(&self) -> &'static str {
         layout_version_of(&self.manifest_bytes)
@@ -427,7 +430,7 @@ fn readable_within(documents: &[Document], manifest: u64, limit: u64) -> Result<
 /// back from a registry's copy: layout 3 when a layer has the shard annotation (a state with
 /// sessions); else layout 2 when the manifest is pretty JSON (its second byte a newline: how
 /// layout 2 wrote it) and layout 3 when compact (how layout 3 writes it). The bundle pulled is
-/// then the bundle pushed, byte for byte.
+/// then the bundle pushed, byte for byte. Layout 4 and 5 by what their layers hold.
 pub fn layout_version_of(manifest: &[u8]) -> &'static str {
     let Ok(m) = serde_json::from_slice::<ImageManifest>(manifest) else {
         return LAYOUT_VERSION3;
@@ -449,6 +452,13 @@ pub fn layout_version_of(manifest: &[u8]) -> &'static str {
         l.media_type.starts_with(DICTIONARY_LAYER)
             || dictionary_of(l).is_some_and(|x| annotated.contains_key(&x))
     });
+    let windowed = m
+        .layers
+        .iter()
+        .any(|l| l.media_type.ends_with(WINDOWED_SUFFIX));
+    if windowed {
+        return LAYOUT_VERSION5;
+    }
     match (chained, sharded, manifest.get(1)) {
         (true, _, _) => LAYOUT_VERSION4,
         (false, false, Some(b'\n')) => LAYOUT2_VERSION,
