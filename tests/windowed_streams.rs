@@ -142,7 +142,9 @@ fn a_damaged_windowed_layer_is_an_integrity_failure() {
         .clone();
     let layer = b.layer_ref(&session.updates.digest).unwrap();
     drop(b);
-    // A byte inside its second frame changed (the zip entry's CRC-32 made to match).
+    // A byte inside its second frame changed (the zip entry's CRC-32 made to match): the
+    // layer's own digest and its frames say so, whichever a reader checks first (the frame
+    // checks themselves are the unit tests' of `bundle::windows`).
     let mut entries = entries(&fs::read(&bundle).unwrap());
     let name = format!("blobs/sha256/{}", layer.layer.hex());
     let (_, data) = entries.iter_mut().find(|(n, _)| *n == name).unwrap();

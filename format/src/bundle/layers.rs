@@ -1321,15 +1321,18 @@ impl BlobWrite for LayerWriter<'_> {
 
 impl LayerWriter<'_> {
     /// Finishes a body streamed in windows (`buf`, its last bytes, are its last frame) and
-    /// stores its layer. When the layer cannot be what a worker would make of the body (it is
-    /// its own base, or no smaller than the body, which no stream of a transcript is), the
-    /// body is decoded back and given for the usual way instead.
+    /// stores its layer. A body shorter than one frame (`buf` is all of it) goes the usual way,
+    /// which stores it as a worker does any body (small ones as they are); so does one whose
+    /// frames are no smaller than it (which no stream of a transcript is), decoded back.
     fn finish_streamed(
         &mut self,
         mut streamed: Streamed,
         blob: Descriptor,
         buf: Vec<u8>,
     ) -> Result<Option<Vec<u8>>, BlobError> {
+        if streamed.done == 0 {
+            return Ok(Some(buf));
+        }
         let shared = &self.store.shared;
         if !buf.is_empty() {
             streamed
@@ -1352,7 +1355,7 @@ impl LayerWriter<'_> {
                 return Ok(None);
             }
         }
-        if blob.digest == streamed.base || streamed.frames.len() as u64 >= blob.size {
+        if streamed.frames.len() as u64 >= blob.size {
             let body = windows::decompress(&streamed.frames, &streamed.bytes, blob.size)
                 .map_err(BlobError::Other)?;
             return Ok(Some(body));
@@ -1397,28 +1400,43 @@ impl LayerStore {
         project: Option<Digest>,
         transcript: bool,
         expected: u64,
-    ) -> Box<dyn BlobWrite + '_> {
+    ) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
         let mut room = usize::try_from(expected.min(SPILL)).unwrap_or(0);
+        let eligible = |st: &St, h: &Digest| {
+            self.shared.opts.encoding == Encoding::Zstd && plain_candidate(st, h)
+        };
         let pinned = hint.filter(|h| {
             let mut st = self.shared.lock();
-            self.shared.opts.encoding == Encoding::Zstd && plain_candidate(&st, h) && st.pin(h)
+            eligible(&st, h) && st.pin(h)
         });
-        // A large base: the body goes in windows as it is written (spec §4.2).
-        let windows = pinned.and_then(|base| {
-            let bytes = self.shared.lock().held(&base)?;
-            let windowed = bytes.len() as u64 > WINDOWED_BASE && windows::clear(&bytes);
-            windowed.then(|| Streamed {
-                base,
-                bytes,
-                frames: Vec::new(),
-                done: 0,
-                first: Vec::new(),
-            })
+        // A large base: the body goes in windows as it is written (spec §4.2), the base read
+        // back from its layer when it is no longer in memory, so whether a body is streamed in
+        // windows (or, past [`SPILL`], spilled without a dictionary) never depends on timing.
+        let large = hint.filter(|h| {
+            let st = self.shared.lock();
+            eligible(&st, h) && st.blobs.get(h).is_some_and(|e| e.size > WINDOWED_BASE)
         });
+        let windows = match large {
+            None => None,
+            Some(base) => {
+                let held = self.shared.lock().held(&base);
+                let bytes = match held {
+                    Some(b) => b,
+                    None => body_of(&self.shared, &base)?,
+                };
+                windows::clear(&bytes).then(|| Streamed {
+                    base,
+                    bytes,
+                    frames: Vec::new(),
+                    done: 0,
+                    first: Vec::new(),
+                })
+            }
+        };
         if windows.is_some() {
             room = windows::FRAME + (64 << 10);
         }
-        Box::new(LayerWriter {
+        Ok(Box::new(LayerWriter {
             store: self,
             hint,
             project,
@@ -1429,17 +1447,17 @@ impl LayerStore {
             buf: Vec::with_capacity(room),
             spill: None,
             windows,
-        })
+        }))
     }
 }
 
 impl BlobSink for LayerStore {
     fn begin(&self) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
-        Ok(self.writer(None, None, false, 0))
+        self.writer(None, None, false, 0)
     }
 
     fn begin_sized(&self, size: u64) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
-        Ok(self.writer(None, None, false, size))
+        self.writer(None, None, false, size)
     }
 
     /// Stores the dictionary (compressed alone, as a dictionary is) and remembers the folder.
@@ -1472,18 +1490,18 @@ impl BlobSink for LayerStore {
             .filter(|(dir, _)| path.starts_with(dir))
             .max_by_key(|(dir, _)| dir.as_os_str().len())
             .map(|(_, d)| *d);
-        Ok(self.writer(None, project, true, size))
+        self.writer(None, project, true, size)
     }
 
     /// The derived body (an update stream) is usually about as long as its base (the
     /// transcript): room for that and an eighth more.
     fn begin_derived(&self, base: &Descriptor) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
-        Ok(self.writer(
+        self.writer(
             Some(base.digest),
             None,
             false,
             base.size.saturating_add(base.size / 8),
-        ))
+        )
     }
 }
 
@@ -1792,6 +1810,68 @@ mod tests {
     }
 
     #[test]
+    fn a_windowed_layer_without_a_dictionary_or_serving_as_one_is_refused() {
+        let (base, stream) = windows::tests::pair(WINDOWED_BASE as usize + 1);
+        let (bd, sd) = (Descriptor::of(&base), Descriptor::of(&stream));
+        let windowed = windows::compress(&stream, &base, 3).unwrap().unwrap();
+        let other = native_text(5);
+        let od = Descriptor::of(other.as_bytes());
+        let against_stream = compress(other.as_bytes(), Some(&stream), 3).unwrap();
+        let layer = |bytes: &[u8], encoding, dictionary| LayerRef {
+            layer: Descriptor::of(bytes).digest,
+            size: bytes.len() as u64,
+            encoding,
+            dictionary,
+            body_size: None,
+        };
+        for (dictionary, of_other, says) in [
+            (None, None, "must name its dictionary"),
+            (Some(bd.digest), Some(sd.digest), "is stored in windows"),
+        ] {
+            let mut made = BTreeMap::new();
+            made.insert(
+                bd.digest,
+                (layer(&base, Encoding::Identity, None), base.clone()),
+            );
+            made.insert(
+                sd.digest,
+                (
+                    layer(&windowed, Encoding::ZstdWindows, dictionary),
+                    windowed.clone(),
+                ),
+            );
+            let (other_layer, other_bytes) = match of_other {
+                Some(d) => (
+                    layer(&against_stream, Encoding::Zstd, Some(d)),
+                    against_stream.clone(),
+                ),
+                None => (
+                    layer(other.as_bytes(), Encoding::Identity, None),
+                    other.clone().into_bytes(),
+                ),
+            };
+            made.insert(od.digest, (other_layer, other_bytes));
+            let state = State {
+                sessions: Some(vec![session("s", None, sd, &[bd, od])]),
+                ..State::default()
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let out = dir.path().join("windowed.aspstate");
+            write_layers_file(
+                &out,
+                &state,
+                &Made(made),
+                &Options2::default(),
+                true,
+                &Quiet,
+            )
+            .unwrap();
+            let err = Bundle::open(&out).unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+        }
+    }
+
+    #[test]
     fn a_layer_three_dictionaries_deep_is_refused() {
         // Four bodies, each compressed against the one before: the last is three deep.
         let mut made = BTreeMap::new();
@@ -2019,6 +2099,46 @@ mod tests {
         let report =
             crate::bundle::verify_file(&out, &crate::bundle::Limits::default(), &Quiet).unwrap();
         assert!(report.is_ok(), "{:?}", report);
+    }
+
+    #[test]
+    fn a_stream_begun_after_its_large_base_left_memory_still_goes_in_windows() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LayerStore::new_in(
+            dir.path(),
+            LayerOptions {
+                threads: 1,
+                ..LayerOptions::default()
+            },
+        )
+        .unwrap();
+        let (base, stream) = windows::tests::pair(WINDOWED_BASE as usize + 1);
+        let bd = store.put(&base).unwrap();
+        // More than the cache holds, compressed before the stream begins.
+        let mut n = 0;
+        let mut passed = 0;
+        while passed <= CACHE {
+            let other = native_text(1000 + n).repeat(40);
+            passed += other.len() as u64;
+            store.put(other.as_bytes()).unwrap();
+            n += 1;
+        }
+        assert_eq!(store.when_idle(), (0, 0), "(read back, pins)");
+        let mut w = store.begin_derived(&bd).unwrap();
+        assert_eq!(store.when_idle(), (1, 0), "the base read back, not pinned");
+        for piece in stream.chunks(100_000) {
+            w.write_all(piece).unwrap();
+        }
+        let sd = w.finish().unwrap();
+        let layers = store.finish().unwrap();
+        let staged = &layers.blobs[&sd.digest];
+        assert_eq!(staged.layer.encoding, Encoding::ZstdWindows);
+        let mut bytes = Vec::new();
+        layers.copy_to(staged, &mut bytes).unwrap();
+        assert_eq!(
+            bytes,
+            windows::compress(&stream, &base, 3).unwrap().unwrap()
+        );
     }
 
     #[test]

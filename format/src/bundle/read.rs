@@ -2054,6 +2054,10 @@ fn table_entry(
     if let Some(x) = r.dictionary {
         match table.get(&x) {
             None => bad.push(format!("its dictionary {x} is not in the layer table")),
+            Some(xr) if xr.encoding == Encoding::ZstdWindows => bad.push(format!(
+                "its dictionary {x} is stored in windows (zstd-windows), which a dictionary \
+                 must not be"
+            )),
             Some(xr) => match xr.dictionary {
                 None => {}
                 Some(_) if !chains => {
