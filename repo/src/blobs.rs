@@ -10,6 +10,7 @@ use asp_format::blob::{BlobError, BlobSource};
 use asp_format::bundle::decode_layer;
 use asp_format::bundle::oci::LayerRef;
 use asp_format::bundle::recent::Recent;
+use asp_format::bundle::windows::Base;
 use asp_format::digest::{Descriptor, Digest, VerifyingReader};
 
 use crate::error::RepoError;
@@ -48,7 +49,7 @@ impl<'a> SnapshotBlobs<'a> {
     fn decoded(
         &self,
         r: &LayerRef,
-        dict: Option<&[u8]>,
+        dict: Option<Base<'_>>,
         size: u64,
     ) -> Result<Box<dyn Read + Send>, BlobError> {
         decoded(self.repo, r, dict, size)
@@ -63,7 +64,7 @@ pub(crate) const DICTIONARY_LIMIT: u64 = 1 << 27;
 pub(crate) fn decoded(
     repo: &dyn RawBlobs,
     r: &LayerRef,
-    dict: Option<&[u8]>,
+    dict: Option<Base<'_>>,
     size: u64,
 ) -> Result<Box<dyn Read + Send>, BlobError> {
     let raw = repo
@@ -92,7 +93,7 @@ pub(crate) fn read_dictionary(
         .unwrap_or(DICTIONARY_LIMIT)
         .min(DICTIONARY_LIMIT);
     let mut out = Vec::new();
-    decoded(repo, r, base, limit)?
+    decoded(repo, r, base.map(Base::Borrowed), limit)?
         .take(limit + 1)
         .read_to_end(&mut out)
         .map_err(BlobError::Other)?;
@@ -129,7 +130,7 @@ impl BlobSource for SnapshotBlobs<'_> {
             Some(d) => Some(self.dictionary(&d)?),
             None => None,
         };
-        let inner = self.decoded(r, dict.as_deref().map(Vec::as_slice), blob.size)?;
+        let inner = self.decoded(r, dict.map(Base::Shared), blob.size)?;
         Ok(Box::new(VerifyingReader::new(
             inner.take(blob.size + 1),
             *blob,

@@ -1,6 +1,7 @@
 //! `asp check`: every snapshot's documents, every layer they name present with its size, and
 //! with `read_data` every body decoded and every layer's digest recomputed.
 
+use asp_format::bundle::windows::Base;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -615,7 +616,8 @@ fn decode(
             .map(Some)
             .map_err(|e| fail("dictionary body", &e));
     };
-    let decoded = crate::blobs::decoded(repo, r, dict, size).map_err(|e| fail("body", &e))?;
+    let decoded = crate::blobs::decoded(repo, r, dict.map(Base::Borrowed), size)
+        .map_err(|e| fail("body", &e))?;
     let expected = Descriptor { digest: *d, size };
     let mut reader = VerifyingReader::new(decoded.take(size + 1), expected);
     let mut kept = keep.then(Vec::new);

@@ -42,7 +42,7 @@ use crate::bundle::shards::{
     DocumentBudget, OverBudget, Shard, document_layers, missing_entries, parts_holding,
     placement_problems, repeated_part,
 };
-use crate::bundle::windows::Windowed;
+use crate::bundle::windows::{Base, Windowed};
 use crate::digest::{Descriptor, Digest, Hasher, IntegrityError, VerifyingReader};
 use crate::kind::StateKind;
 use crate::name::SessionId;
@@ -690,10 +690,16 @@ impl Bundle {
                 let loc = loc(d)?;
                 let mut out = Vec::new();
                 let limit = loc.known_size().unwrap_or(DICTIONARY_LIMIT);
-                open_loc(&self.file, loc, base, None, loc.known_size())?
-                    .take(limit + 1)
-                    .read_to_end(&mut out)
-                    .map_err(BlobError::Other)?;
+                open_loc(
+                    &self.file,
+                    loc,
+                    base.map(Base::Borrowed),
+                    None,
+                    loc.known_size(),
+                )?
+                .take(limit + 1)
+                .read_to_end(&mut out)
+                .map_err(BlobError::Other)?;
                 Ok(out)
             },
             &|m| BlobError::Other(IntegrityError(m).into_io()),
@@ -707,7 +713,7 @@ impl Bundle {
 fn open_loc(
     file: &SharedFile,
     loc: &BlobLoc,
-    dict: Option<&[u8]>,
+    dict: Option<Base<'_>>,
     tee: Option<Arc<Mutex<Hasher>>>,
     size: Option<u64>,
 ) -> Result<Box<dyn Read + Send>, BlobError> {
@@ -756,7 +762,7 @@ impl BlobSource for Bundle {
         let r = open_loc(
             &self.file,
             loc,
-            dict.as_deref().map(Vec::as_slice),
+            dict.map(Base::Shared),
             None,
             Some(blob.size),
         )?;
@@ -885,7 +891,7 @@ fn check_blobs(
                 // A dictionary whose size neither this read's state nor its table entry gives
                 // (one a part not read names): bounded by the largest window, checked by digest.
                 let mut out = Vec::new();
-                open_loc(file, loc, dict, None, loc.known_size())
+                open_loc(file, loc, dict.map(Base::Borrowed), None, loc.known_size())
                     .and_then(|r| {
                         r.take(DICTIONARY_LIMIT + 1)
                             .read_to_end(&mut out)
@@ -903,8 +909,8 @@ fn check_blobs(
             }
             let size = sizes(d);
             let tee = layers.then(|| Arc::new(Mutex::new(Hasher::new())));
-            let r =
-                open_loc(file, loc, dict, tee.clone(), Some(size)).map_err(|e| e.to_string())?;
+            let r = open_loc(file, loc, dict.map(Base::Borrowed), tee.clone(), Some(size))
+                .map_err(|e| e.to_string())?;
             let mut r = VerifyingReader::new(r, Descriptor { digest: *d, size });
             let mut kept = keep.then(|| Vec::with_capacity(usize::try_from(size).unwrap_or(0)));
             let ids = sessions.get(d);
@@ -2595,14 +2601,18 @@ fn check_directory_end(file: &SharedFile, start: u64, end: u64) -> Result<(), St
 pub fn decode_layer(
     raw: Box<dyn Read + Send>,
     encoding: Encoding,
-    dict: Option<&[u8]>,
+    dict: Option<Base<'_>>,
     size: u64,
 ) -> io::Result<Box<dyn Read + Send>> {
     match (encoding, dict) {
         (Encoding::Identity, _) => Ok(raw),
-        (Encoding::Zstd, dict) => Ok(Box::new(ZstdLayer::new(raw, dict, size.min(1 << 40))?)),
+        (Encoding::Zstd, dict) => Ok(Box::new(ZstdLayer::new(
+            raw,
+            dict.as_ref().map(Base::bytes),
+            size.min(1 << 40),
+        )?)),
         (Encoding::ZstdWindows, Some(base)) => {
-            Ok(Box::new(Windowed::new(raw, base.to_vec(), size)?))
+            Ok(Box::new(Windowed::new(raw, base.into_shared(), size)?))
         }
         (Encoding::ZstdWindows, None) => {
             Err(IntegrityError("a windowed layer names no dictionary".to_owned()).into_io())

@@ -14,6 +14,7 @@
 
 use std::io::{self, BufRead, BufReader, Read};
 use std::ops::Range;
+use std::sync::Arc;
 
 use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer};
 
@@ -77,11 +78,41 @@ pub fn compress(src: &[u8], base: &[u8], level: i32) -> io::Result<Option<Vec<u8
 }
 
 /// Decodes a whole windowed layer (`src`) against `base` into its body of `size` bytes.
-pub fn decompress(src: &[u8], base: &[u8], size: u64) -> io::Result<Vec<u8>> {
+pub fn decompress(src: &[u8], base: &Arc<Vec<u8>>, size: u64) -> io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    Windowed::new(Box::new(io::Cursor::new(src.to_vec())), base.to_vec(), size)?
-        .read_to_end(&mut out)?;
+    Windowed::new(
+        Box::new(io::Cursor::new(src.to_vec())),
+        Arc::clone(base),
+        size,
+    )?
+    .read_to_end(&mut out)?;
     Ok(out)
+}
+
+/// A layer's dictionary body as a reader has it: borrowed for a layer decoded at once, or
+/// shared, so a windowed layer read as a stream keeps the bytes it reads its windows from
+/// without a copy of a transcript of tens of megabytes.
+#[derive(Debug, Clone)]
+pub enum Base<'a> {
+    Borrowed(&'a [u8]),
+    Shared(Arc<Vec<u8>>),
+}
+
+impl Base<'_> {
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Base::Borrowed(b) => b,
+            Base::Shared(b) => b,
+        }
+    }
+
+    /// The bytes, shared (a borrowed base is copied).
+    pub fn into_shared(self) -> Arc<Vec<u8>> {
+        match self {
+            Base::Borrowed(b) => Arc::new(b.to_vec()),
+            Base::Shared(b) => b,
+        }
+    }
 }
 
 fn bad(message: String) -> io::Error {
@@ -100,7 +131,7 @@ fn zstd_bad(code: usize) -> io::Error {
 /// its end, so a zip entry's CRC-32 is checked too).
 pub(crate) struct Windowed {
     raw: BufReader<Box<dyn Read + Send>>,
-    base: Vec<u8>,
+    base: Arc<Vec<u8>>,
     dctx: DCtx<'static>,
     size: usize,
     /// Where the frame being decoded starts in the body, and its length.
@@ -112,7 +143,11 @@ pub(crate) struct Windowed {
 
 impl Windowed {
     /// `base` is the dictionary body's bytes; `size` the body's.
-    pub(crate) fn new(raw: Box<dyn Read + Send>, base: Vec<u8>, size: u64) -> io::Result<Windowed> {
+    pub(crate) fn new(
+        raw: Box<dyn Read + Send>,
+        base: Arc<Vec<u8>>,
+        size: u64,
+    ) -> io::Result<Windowed> {
         let size = usize::try_from(size)
             .map_err(|_| bad(format!("a windowed body of {size} bytes is too large")))?;
         Ok(Windowed {
@@ -295,13 +330,13 @@ pub(crate) mod tests {
             alone.len()
         );
         assert_eq!(
-            decompress(&layer, &base, stream.len() as u64).unwrap(),
+            decompress(&layer, &Arc::new(base.clone()), stream.len() as u64).unwrap(),
             stream
         );
         // Read in small pieces too.
         let mut r = Windowed::new(
             Box::new(io::Cursor::new(layer.clone())),
-            base.clone(),
+            Arc::new(base.clone()),
             stream.len() as u64,
         )
         .unwrap();
@@ -322,7 +357,8 @@ pub(crate) mod tests {
         let (base, stream) = pair(2 * FRAME);
         let layer = compress(&stream, &base, 3).unwrap().unwrap();
         let size = stream.len() as u64;
-        let fails = |layer: &[u8], base: &[u8], size: u64| {
+        let base = Arc::new(base);
+        let fails = |layer: &[u8], base: &Arc<Vec<u8>>, size: u64| {
             let e = decompress(layer, base, size).unwrap_err();
             assert!(crate::digest::is_integrity_error(&e), "{e}");
             e.to_string()
@@ -335,9 +371,10 @@ pub(crate) mod tests {
         assert!(fails(&layer, &base, size - 1).contains("decodes to"));
         assert!(fails(&layer, &base, size + 1).contains("decodes to"));
         // Another dictionary body.
-        let mut other = base.clone();
+        // Another dictionary body: the windows are what the frames need.
+        let mut other = (*base).clone();
         other.rotate_left(1000);
-        let e = decompress(&layer, &other, size);
+        let e = decompress(&layer, &Arc::new(other), size);
         assert!(e.map_or(true, |b| b != stream));
     }
 
