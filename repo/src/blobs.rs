@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use asp_format::blob::{BlobError, BlobSource};
 use asp_format::bundle::decode_layer;
-use asp_format::bundle::oci::LayerRef;
+use asp_format::bundle::oci::{Encoding, LayerRef};
 use asp_format::bundle::recent::Recent;
 use asp_format::bundle::windows::Base;
 use asp_format::digest::{Descriptor, Digest, VerifyingReader};
@@ -88,6 +88,14 @@ pub(crate) fn read_dictionary(
     r: &LayerRef,
     base: Option<&[u8]>,
 ) -> Result<Vec<u8>, BlobError> {
+    if r.encoding == Encoding::ZstdWindows {
+        // A dictionary is read whole by its size; a windowed body's size is only in the state
+        // (aspstate.md §4.2).
+        return Err(integrity(format!(
+            "the dictionary body {d} is stored in windows (zstd-windows), which a dictionary \
+             must not be"
+        )));
+    }
     let limit = r
         .body_size
         .unwrap_or(DICTIONARY_LIMIT)

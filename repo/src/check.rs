@@ -369,7 +369,10 @@ impl Bodies {
                         .map(|b| b.1.dictionary)
                         .ok_or_else(|| format!("no layer table names a layer of {x}"))
                 },
-                &|x, base| Ok(decode(repo, x, &bodies[x], base, true)?.unwrap_or_default()),
+                &|x, base| {
+                    Ok(decode(repo, x, &bodies[x], base.map(Base::Borrowed), true)?
+                        .unwrap_or_default())
+                },
                 &|m| m,
             )
         };
@@ -391,7 +394,7 @@ impl Bodies {
                 },
                 None => None,
             };
-            match decode(repo, d, b, dict.as_deref().map(Vec::as_slice), false) {
+            match decode(repo, d, b, dict.map(Base::Shared), false) {
                 Ok(_) => {
                     read.fetch_add(usize::from(b.0.is_some()), Ordering::Relaxed);
                 }
@@ -511,28 +514,24 @@ impl Bodies {
                             None => Ok(None),
                         };
                         let decoded = own.ok().and_then(|own| {
-                            decode(
-                                repo,
-                                base,
-                                &bodies[base],
-                                own.as_deref().map(Vec::as_slice),
-                                keep,
-                            )
-                            .map_err(|e| local.push((*base, e)))
-                            .ok()
+                            decode(repo, base, &bodies[base], own.map(Base::Shared), keep)
+                                .map_err(|e| local.push((*base, e)))
+                                .ok()
                         });
                         let dict = decoded.and_then(|kept| {
                             read.fetch_add(
                                 usize::from(bodies[base].0.is_some()),
                                 Ordering::Relaxed,
                             );
-                            kept
+                            // Shared with the windowed layers that read their windows from it.
+                            kept.map(Arc::new)
                         });
                         progress.advance(1);
                         for m in members.iter().filter(|m| *m != base) {
                             match &dict {
                                 Some(dict) => {
-                                    match decode(repo, m, &bodies[m], Some(dict), false) {
+                                    let shared = Some(Base::Shared(Arc::clone(dict)));
+                                    match decode(repo, m, &bodies[m], shared, false) {
                                         Ok(_) => {
                                             read.fetch_add(1, Ordering::Relaxed);
                                         }
@@ -607,17 +606,16 @@ fn decode(
     repo: &Repository,
     d: &Digest,
     (size, r): &(Option<u64>, LayerRef),
-    dict: Option<&[u8]>,
+    dict: Option<Base<'_>>,
     keep: bool,
 ) -> Result<Option<Vec<u8>>, String> {
     let fail = |what: &str, e: &dyn std::fmt::Display| format!("{what} {d}: {e}");
     let Some(size) = *size else {
-        return crate::blobs::read_dictionary(repo, d, r, dict)
+        return crate::blobs::read_dictionary(repo, d, r, dict.as_ref().map(Base::bytes))
             .map(Some)
             .map_err(|e| fail("dictionary body", &e));
     };
-    let decoded = crate::blobs::decoded(repo, r, dict.map(Base::Borrowed), size)
-        .map_err(|e| fail("body", &e))?;
+    let decoded = crate::blobs::decoded(repo, r, dict, size).map_err(|e| fail("body", &e))?;
     let expected = Descriptor { digest: *d, size };
     let mut reader = VerifyingReader::new(decoded.take(size + 1), expected);
     let mut kept = keep.then(Vec::new);

@@ -155,6 +155,8 @@ struct St {
     pinned: HashMap<Digest, (usize, Arc<Vec<u8>>)>,
     /// Bodies read back from their layer to serve as a dictionary (for tests of pinning).
     read_back: usize,
+    /// Bytes of bodies queued for a worker (for tests of streaming in windows).
+    queued: u64,
     error: Option<String>,
     closing: bool,
 }
@@ -550,6 +552,7 @@ impl LayerStore {
                 cache_bytes: 0,
                 pinned: HashMap::new(),
                 read_back: 0,
+                queued: 0,
                 error: None,
                 closing: false,
             }),
@@ -1307,6 +1310,7 @@ impl BlobWrite for LayerWriter<'_> {
             st = shared.done.wait(st).expect("layer store poisoned");
         }
         st.in_flight += blob.size;
+        st.queued += blob.size;
         st.queue.push_back(Job {
             blob,
             bytes,
@@ -2072,6 +2076,8 @@ mod tests {
         }
         let sd = w.finish().unwrap();
         assert_eq!(store.when_idle(), (0, 0), "(read back, pins)");
+        // Only the base went to a worker: the stream was compressed as it was written.
+        assert_eq!(store.shared.lock().queued, bd.size);
         let layers = store.finish().unwrap();
         let staged = &layers.blobs[&sd.digest];
         assert_eq!(staged.layer.encoding, Encoding::ZstdWindows);

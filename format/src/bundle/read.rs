@@ -885,13 +885,13 @@ fn check_blobs(
         .map_or(1, |n| n.get())
         .min(groups.len().max(1));
     let check_one =
-        |d: &Digest, dict: Option<&[u8]>, keep: bool| -> Result<Option<Vec<u8>>, String> {
+        |d: &Digest, dict: Option<Base<'_>>, keep: bool| -> Result<Option<Vec<u8>>, String> {
             let loc = blobs.get(d).ok_or("missing")?;
             if !wanted.contains_key(d) && loc.known_size().is_none() {
                 // A dictionary whose size neither this read's state nor its table entry gives
                 // (one a part not read names): bounded by the largest window, checked by digest.
                 let mut out = Vec::new();
-                open_loc(file, loc, dict.map(Base::Borrowed), None, loc.known_size())
+                open_loc(file, loc, dict, None, loc.known_size())
                     .and_then(|r| {
                         r.take(DICTIONARY_LIMIT + 1)
                             .read_to_end(&mut out)
@@ -909,8 +909,8 @@ fn check_blobs(
             }
             let size = sizes(d);
             let tee = layers.then(|| Arc::new(Mutex::new(Hasher::new())));
-            let r = open_loc(file, loc, dict.map(Base::Borrowed), tee.clone(), Some(size))
-                .map_err(|e| e.to_string())?;
+            let r =
+                open_loc(file, loc, dict, tee.clone(), Some(size)).map_err(|e| e.to_string())?;
             let mut r = VerifyingReader::new(r, Descriptor { digest: *d, size });
             let mut kept = keep.then(|| Vec::with_capacity(usize::try_from(size).unwrap_or(0)));
             let ids = sessions.get(d);
@@ -984,12 +984,14 @@ fn check_blobs(
                         },
                         None => None,
                     };
-                    match check_one(base, dictionary.as_deref().map(Vec::as_slice), !deps.is_empty()) {
+                    match check_one(base, dictionary.map(Base::Shared), !deps.is_empty()) {
                         Err(e) => local.push(Problem::at(name(base), describe(&e, wanted.get(base)))),
                         Ok(kept) => {
+                            // Shared with the windowed layers that read their windows from it.
+                            let kept = kept.map(Arc::new);
                             if let Some(ids) = sessions.get(base).filter(|_| kept.is_some()) {
                                 // A dictionary that is also an update stream: check its lines.
-                                if let Err(e) = check_lines(kept.as_deref().unwrap_or(&[]), ids) {
+                                if let Err(e) = check_lines(kept.as_deref().map_or(&[][..], Vec::as_slice), ids) {
                                     local.push(Problem::at(name(base), e));
                                 }
                             }
@@ -1000,7 +1002,7 @@ fn check_blobs(
                                 ));
                             } else {
                                 for dep in deps {
-                                    if let Err(e) = check_one(dep, kept.as_deref(), false) {
+                                    if let Err(e) = check_one(dep, kept.clone().map(Base::Shared), false) {
                                         local.push(Problem::at(name(dep), describe(&e, wanted.get(dep))));
                                     }
                                 }

@@ -150,6 +150,12 @@ impl Windowed {
     ) -> io::Result<Windowed> {
         let size = usize::try_from(size)
             .map_err(|_| bad(format!("a windowed body of {size} bytes is too large")))?;
+        if size == 0 {
+            // Writers store small bodies as they are (§4).
+            return Err(bad(
+                "a windowed layer holds at least one frame, and this body is empty".to_owned(),
+            ));
+        }
         Ok(Windowed {
             raw: BufReader::with_capacity(128 * 1024, raw),
             base,
@@ -370,12 +376,13 @@ pub(crate) mod tests {
         assert!(fails(&more, &base, size).contains("follow"));
         assert!(fails(&layer, &base, size - 1).contains("decodes to"));
         assert!(fails(&layer, &base, size + 1).contains("decodes to"));
-        // Another dictionary body.
-        // Another dictionary body: the windows are what the frames need.
+        // Against another dictionary body the frames do not give the stream back.
         let mut other = (*base).clone();
         other.rotate_left(1000);
         let e = decompress(&layer, &Arc::new(other), size);
         assert!(e.map_or(true, |b| b != stream));
+        // An empty layer for an empty body: a windowed layer holds at least one frame.
+        assert!(fails(&[], &base, 0).contains("at least one frame"));
     }
 
     #[test]
