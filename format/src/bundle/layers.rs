@@ -132,11 +132,16 @@ struct Entry {
     /// project takes when the rule chooses it, found among the bodies (predicted) without
     /// decoding the transcript again.
     head: Option<Digest>,
+    /// A body over [`WINDOWED_BASE`] written without a hint: its bytes in a file of their own
+    /// (it is never held whole), kept for the windows of a stream derived from it.
+    raw: Option<Arc<tempfile::NamedTempFile>>,
 }
 
 struct Job {
     blob: Descriptor,
-    bytes: Arc<Vec<u8>>,
+    body: Body,
+    /// What the job counts in [`BUDGET`] until it is done.
+    charge: u64,
     dictionary: Option<Digest>,
     /// Whether `dictionary` is a project's dictionary (prepared once), not a prefix.
     prepared: bool,
@@ -399,6 +404,92 @@ pub fn compress_prepared(src: &[u8], dict: &CDict<'_>, level: i32) -> io::Result
     frame(&mut cctx, src)
 }
 
+/// The window of a body over [`WINDOWED_BASE`] compressed without a prefix: such a body is
+/// compressed as it streams, so the window is what is held of it (spec §4: 2^24 costs 1.8 %
+/// against a window the size of the body, §13.3).
+pub const STREAMED_WINDOW_LOG: u32 = 24;
+
+/// How much of a body [`compress_streamed`] takes at a time. Fixed, so the calls zstd sees,
+/// and so the frame, are the same whether the body is read from a file or from memory.
+const STREAMED_CHUNK: usize = 1 << 20;
+
+/// Compresses the `len` bytes of `src` into one frame as it reads them (content size in the
+/// header, no checksum, no dictionary id, a window of at most 2^[`STREAMED_WINDOW_LOG`] and
+/// long-distance matching), against a prepared dictionary when given: what is held is the
+/// window, not the body. The bytes depend only on the body, `dict` and `level`.
+pub fn compress_streamed(
+    src: &mut dyn Read,
+    len: u64,
+    dict: Option<&CDict<'_>>,
+    level: i32,
+) -> io::Result<Vec<u8>> {
+    use zstd::zstd_safe::zstd_sys::ZSTD_EndDirective;
+    use zstd::zstd_safe::{CParameter, InBuffer, OutBuffer};
+    let mut cctx = context(level)?;
+    let size = usize::try_from(len).unwrap_or(usize::MAX);
+    cctx.set_parameter(CParameter::WindowLog(
+        window_log(0, size).min(STREAMED_WINDOW_LOG),
+    ))
+    .map_err(zstd_err)?;
+    cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
+        .map_err(zstd_err)?;
+    if let Some(d) = dict {
+        cctx.ref_cdict(d).map_err(zstd_err)?;
+    }
+    cctx.set_pledged_src_size(Some(len)).map_err(zstd_err)?;
+    let mut out: Vec<u8> = Vec::with_capacity(size / 8);
+    let mut chunk = vec![0u8; STREAMED_CHUNK];
+    let mut read = 0u64;
+    loop {
+        // A whole chunk unless the body ends, whatever the reader gives at a time.
+        let mut n = 0;
+        while n < chunk.len() {
+            match src.read(&mut chunk[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        read += n as u64;
+        if read > len {
+            return Err(io::Error::other(format!(
+                "the body holds more than the {len} bytes it was written with"
+            )));
+        }
+        let end = n < chunk.len();
+        let directive = match end {
+            true => ZSTD_EndDirective::ZSTD_e_end,
+            false => ZSTD_EndDirective::ZSTD_e_continue,
+        };
+        let mut input = InBuffer::around(&chunk[..n]);
+        loop {
+            out.reserve(1 << 16);
+            let pos = out.len();
+            let mut output = OutBuffer::around_pos(&mut out, pos);
+            let left = cctx
+                .compress_stream2(&mut output, &mut input, directive)
+                .map_err(zstd_err)?;
+            let done = match end {
+                true => left == 0,
+                false => input.pos() == n,
+            };
+            if done {
+                break;
+            }
+        }
+        if end {
+            break;
+        }
+    }
+    if read != len {
+        return Err(io::Error::other(format!(
+            "the body holds {read} bytes, not the {len} it was written with"
+        )));
+    }
+    Ok(out)
+}
+
 /// A body's dictionary when it is compressed: the bytes of a body it derives from, used as a
 /// prefix, or a project's dictionary, prepared.
 enum Against<'a> {
@@ -436,7 +527,13 @@ fn encode(
     if opts.encoding == Encoding::Identity || src.len() < TINY {
         return Ok((None, Encoding::Identity, None));
     }
+    let large = src.len() as u64 > WINDOWED_BASE;
     let (out, encoding, used) = match dict {
+        None if large => (
+            compress_streamed(&mut &src[..], src.len() as u64, None, opts.level)?,
+            Encoding::Zstd,
+            None,
+        ),
         None => (compress(src, None, opts.level)?, Encoding::Zstd, None),
         Some(Against::Prefix(d, bytes)) => {
             // A large dictionary body in windows (spec §4.2), unless a window cannot be one.
@@ -453,6 +550,11 @@ fn encode(
                 ),
             }
         }
+        Some(Against::Prepared(d, c)) if large => (
+            compress_streamed(&mut &src[..], src.len() as u64, Some(c), opts.level)?,
+            Encoding::Zstd,
+            Some(d),
+        ),
         Some(Against::Prepared(d, c)) => (
             compress_prepared(src, c, opts.level)?,
             Encoding::Zstd,
@@ -842,6 +944,7 @@ impl LayerStore {
                         dict_ok: true,
                         pending: None,
                         head: None,
+                        raw: None,
                     },
                 );
                 wanted.insert(dict.digest, None);
@@ -962,15 +1065,26 @@ fn read_body(
 /// with a small window, no dictionary) as it streams, so a transcript of gigabytes is not read
 /// into memory for its first MiB.
 fn body_head(shared: &Shared, digest: &Digest) -> Result<Arc<Vec<u8>>, BlobError> {
-    let stored = {
+    let (stored, raw) = {
         let st = shared.lock();
         if let Some(b) = st.held(digest) {
             return Ok(Arc::new(
                 b[..b.len().min(PROJECT_DICTIONARY as usize)].to_vec(),
             ));
         }
-        st.blobs.get(digest).and_then(|e| e.stored.clone())
+        let e = st.blobs.get(digest);
+        (
+            e.and_then(|e| e.stored.clone()),
+            e.and_then(|e| e.raw.clone()),
+        )
     };
+    if let Some(f) = raw {
+        let mut head = Vec::with_capacity(PROJECT_DICTIONARY as usize);
+        File::open(f.path())
+            .and_then(|r| r.take(PROJECT_DICTIONARY).read_to_end(&mut head))
+            .map_err(BlobError::Other)?;
+        return Ok(Arc::new(head));
+    }
     match stored {
         Some(Stored {
             loc: Loc::Spill(f),
@@ -1048,9 +1162,12 @@ fn worker(shared: &Shared) {
                 st = shared.work.wait(st).expect("layer store poisoned");
             }
         };
-        let result = compress_and_stage(shared, &job.bytes, job.dictionary, job.prepared);
+        let result = match &job.body {
+            Body::Memory(bytes) => compress_and_stage(shared, bytes, job.dictionary, job.prepared),
+            Body::File(f) => compress_file_and_stage(shared, f, job.blob.size, job.dictionary),
+        };
         let mut st = shared.lock();
-        st.in_flight -= job.blob.size;
+        st.in_flight -= job.charge;
         if let Some(p) = &job.pinned {
             st.unpin(p);
         }
@@ -1072,6 +1189,43 @@ fn worker(shared: &Shared) {
     }
 }
 
+/// A body waiting for a worker: its bytes, or the file a large one was written to.
+enum Body {
+    Memory(Arc<Vec<u8>>),
+    File(Arc<tempfile::NamedTempFile>),
+}
+
+/// Compresses a body written to a file (over [`WINDOWED_BASE`], without a hint) as it reads it
+/// ([`compress_streamed`], as [`encode`] compresses such a body from memory), and stages it.
+fn compress_file_and_stage(
+    shared: &Shared,
+    file: &tempfile::NamedTempFile,
+    size: u64,
+    dictionary: Option<Digest>,
+) -> Result<Stored, BlobError> {
+    let prepared_dict = match dictionary {
+        Some(d) => Some(prepared(shared, &d)?),
+        None => None,
+    };
+    let mut reader = io::BufReader::new(File::open(file.path()).map_err(BlobError::Other)?);
+    let out = compress_streamed(
+        &mut reader,
+        size,
+        prepared_dict.as_deref(),
+        shared.opts.level,
+    )
+    .map_err(BlobError::Other)?;
+    let mut stored = if (out.len() as u64) < size {
+        stage(shared, &[], Some(&out), Encoding::Zstd, dictionary)?
+    } else {
+        let body = std::fs::read(file.path()).map_err(BlobError::Other)?;
+        stage(shared, &body, None, Encoding::Identity, None)?
+    };
+    stored.tried = dictionary;
+    stored.prepared = dictionary.is_some();
+    Ok(stored)
+}
+
 /// A body being written.
 struct LayerWriter<'a> {
     store: &'a LayerStore,
@@ -1089,6 +1243,16 @@ struct LayerWriter<'a> {
     spill: Option<Spill>,
     /// An update stream of a large transcript, compressed in windows as it is written.
     windows: Option<Streamed>,
+    /// A body over [`WINDOWED_BASE`] written without a hint, going to a file of its own.
+    raw: Option<Raw>,
+}
+
+/// A large body's bytes on their way to a file (its first bytes kept, to tell whether it can
+/// serve as a dictionary).
+struct Raw {
+    file: Arc<tempfile::NamedTempFile>,
+    out: BufWriter<File>,
+    first: Vec<u8>,
 }
 
 /// A derived body compressed in windows of its base as it is written (spec §4.2), so only a
@@ -1096,7 +1260,9 @@ struct LayerWriter<'a> {
 /// whole body, which is what a worker would have made of it.
 struct Streamed {
     base: Digest,
-    bytes: Arc<Vec<u8>>,
+    bytes: Source,
+    /// A window read from a file base.
+    window: Vec<u8>,
     /// The frames so far, and how many bytes of the body they hold.
     frames: Vec<u8>,
     done: usize,
@@ -1111,11 +1277,74 @@ impl Streamed {
             self.first.extend_from_slice(&body[..n]);
         }
         let w = windows::window(self.bytes.len(), self.done, body.len());
+        let window = match &self.bytes {
+            Source::Memory(b) => &b[w],
+            Source::File(f, _) => {
+                self.window.resize(w.len(), 0);
+                read_exact_at(f.as_file(), &mut self.window, w.start as u64)?;
+                &self.window[..]
+            }
+        };
         self.frames
-            .extend_from_slice(&compress_frame(body, &self.bytes[w], level)?);
+            .extend_from_slice(&compress_frame(body, window, level)?);
         self.done += body.len();
         Ok(())
     }
+}
+
+/// A base's bytes as a stream in windows reads them: in memory, or in the file a large body
+/// was written to (with its length).
+enum Source {
+    Memory(Arc<Vec<u8>>),
+    File(Arc<tempfile::NamedTempFile>, u64),
+}
+
+impl Source {
+    fn len(&self) -> usize {
+        match self {
+            Source::Memory(b) => b.len(),
+            Source::File(_, n) => usize::try_from(*n).unwrap_or(usize::MAX),
+        }
+    }
+
+    /// Whether no window of it can start with zstd's dictionary magic ([`windows::clear`]).
+    fn clear(&self) -> io::Result<bool> {
+        match self {
+            Source::Memory(b) => Ok(windows::clear(b)),
+            Source::File(f, n) => {
+                let mut magic = [0u8; 4];
+                for at in windows::starts(usize::try_from(*n).unwrap_or(usize::MAX)) {
+                    let want = (DICT_MAGIC.len() as u64).min(*n - at as u64) as usize;
+                    read_exact_at(f.as_file(), &mut magic[..want], at as u64)?;
+                    if magic[..want] == DICT_MAGIC[..] {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// The whole base in memory.
+    fn whole(&self) -> io::Result<Arc<Vec<u8>>> {
+        match self {
+            Source::Memory(b) => Ok(Arc::clone(b)),
+            Source::File(f, _) => Ok(Arc::new(std::fs::read(f.path())?)),
+        }
+    }
+}
+
+fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        match read_at(file, buf, offset)? {
+            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+            n => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A writer dropped unfinished (its converter failed) lets go of its pin.
@@ -1162,8 +1391,15 @@ impl Write for LayerWriter<'_> {
             }
             return Ok(data.len());
         }
+        if let Some(r) = &mut self.raw {
+            r.out.write_all(data)?;
+            return Ok(data.len());
+        }
         self.buf.extend_from_slice(data);
-        if self.buf.len() as u64 > SPILL {
+        let large = self.buf.len() as u64 > WINDOWED_BASE;
+        if large && self.hint.is_none() && self.store.shared.opts.encoding == Encoding::Zstd {
+            self.start_raw()?;
+        } else if self.buf.len() as u64 > SPILL {
             self.start_spill()?;
         }
         Ok(data.len())
@@ -1175,6 +1411,79 @@ impl Write for LayerWriter<'_> {
 }
 
 impl LayerWriter<'_> {
+    /// From here on the body goes to a file, so a transcript of tens of megabytes is not held
+    /// (spec §13.3): it is compressed from the file as it streams when finished, and a stream
+    /// derived from it reads its windows from the file.
+    fn start_raw(&mut self) -> io::Result<()> {
+        let file = Arc::new(tempfile::NamedTempFile::new_in(&self.store.shared.dir)?);
+        let mut out = BufWriter::with_capacity(256 * 1024, file.reopen()?);
+        out.write_all(&self.buf)?;
+        if self.transcript {
+            self.spilled_head = Some(
+                Descriptor::of(&self.buf[..(PROJECT_DICTIONARY as usize).min(self.buf.len())])
+                    .digest,
+            );
+        }
+        let first = self.buf[..DICT_MAGIC.len().min(self.buf.len())].to_vec();
+        self.buf = Vec::new();
+        self.raw = Some(Raw { file, out, first });
+        Ok(())
+    }
+
+    /// Finishes a body written to a file ([`Self::start_raw`]): a worker compresses it from
+    /// the file as it streams, against its project's predicted dictionary as any transcript
+    /// (`settle` compresses it again, from its layer, if the prediction was wrong), and the
+    /// file stays for the windows of a stream derived from it. Over [`SPILL`] it is
+    /// compressed alone and serves as no dictionary, as a spilled body.
+    fn finish_raw(&mut self, raw: Raw, blob: Descriptor) -> Result<(), BlobError> {
+        let shared = &self.store.shared;
+        let Raw { file, out, first } = raw;
+        out.into_inner()
+            .map_err(|e| BlobError::Other(e.into_error()))?;
+        let too_large = blob.size > SPILL;
+        let mut st = shared.lock();
+        if let Some(e) = &st.error {
+            return Err(BlobError::Other(io::Error::other(e.clone())));
+        }
+        if let Some(e) = st.blobs.get_mut(&blob.digest) {
+            e.hints.insert(None);
+            return Ok(());
+        }
+        let dictionary = self
+            .project
+            .filter(|p| !too_large && *p != blob.digest && plain_candidate(&st, p));
+        st.blobs.insert(
+            blob.digest,
+            Entry {
+                size: blob.size,
+                hints: BTreeSet::from([None]),
+                stored: None,
+                spilled: too_large,
+                dict_ok: !too_large && !first.starts_with(&DICT_MAGIC),
+                pending: None,
+                head: self.spilled_head,
+                raw: Some(Arc::clone(&file)),
+            },
+        );
+        // What its worker holds: zstd's window, not the body.
+        let charge = blob.size.min(1 << STREAMED_WINDOW_LOG);
+        while st.in_flight > 0 && st.in_flight + charge > BUDGET && st.error.is_none() {
+            st = shared.done.wait(st).expect("layer store poisoned");
+        }
+        st.in_flight += charge;
+        st.queued += blob.size;
+        st.queue.push_back(Job {
+            blob,
+            body: Body::File(file),
+            charge,
+            dictionary,
+            prepared: dictionary.is_some(),
+            pinned: None,
+        });
+        shared.work.notify_one();
+        Ok(())
+    }
+
     fn start_spill(&mut self) -> io::Result<()> {
         let shared = &self.store.shared;
         let file = Arc::new(tempfile::NamedTempFile::new_in(&shared.dir)?);
@@ -1217,6 +1526,10 @@ impl BlobWrite for LayerWriter<'_> {
         let spill = self.spill.take();
         let blob = hasher.finish();
         let shared = &store.shared;
+        if let Some(raw) = self.raw.take() {
+            self.finish_raw(raw, blob)?;
+            return Ok(blob);
+        }
         let buf = match self.windows.take() {
             None => buf,
             Some(streamed) => match self.finish_streamed(streamed, blob, buf)? {
@@ -1293,6 +1606,7 @@ impl BlobWrite for LayerWriter<'_> {
                 dict_ok,
                 pending: (!is_spilled).then(|| Arc::clone(&bytes)),
                 head,
+                raw: None,
             },
         );
         if is_spilled {
@@ -1313,7 +1627,8 @@ impl BlobWrite for LayerWriter<'_> {
         st.queued += blob.size;
         st.queue.push_back(Job {
             blob,
-            bytes,
+            body: Body::Memory(bytes),
+            charge: blob.size,
             dictionary,
             prepared,
             pinned,
@@ -1360,7 +1675,8 @@ impl LayerWriter<'_> {
             }
         }
         if streamed.frames.len() as u64 >= blob.size {
-            let body = windows::decompress(&streamed.frames, &streamed.bytes, blob.size)
+            let base = streamed.bytes.whole().map_err(BlobError::Other)?;
+            let body = windows::decompress(&streamed.frames, &base, blob.size)
                 .map_err(BlobError::Other)?;
             return Ok(Some(body));
         }
@@ -1386,8 +1702,13 @@ impl LayerWriter<'_> {
                     dict_ok: !streamed.first.starts_with(&DICT_MAGIC),
                     pending: None,
                     head: None,
+                    raw: None,
                 },
             );
+        }
+        if let (Source::File(..), Some(e)) = (&streamed.bytes, st.blobs.get_mut(&streamed.base)) {
+            // Its stream is written: the file goes once no other writer reads it.
+            e.raw = None;
         }
         shared.done.notify_all();
         Ok(None)
@@ -1405,7 +1726,12 @@ impl LayerStore {
         transcript: bool,
         expected: u64,
     ) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
-        let mut room = usize::try_from(expected.min(SPILL)).unwrap_or(0);
+        // A body written without a hint goes to a file past [`WINDOWED_BASE`].
+        let most = match hint {
+            None => WINDOWED_BASE + 1,
+            Some(_) => SPILL,
+        };
+        let mut room = usize::try_from(expected.min(most)).unwrap_or(0);
         let eligible = |st: &St, h: &Digest| {
             self.shared.opts.encoding == Encoding::Zstd && plain_candidate(st, h)
         };
@@ -1423,14 +1749,20 @@ impl LayerStore {
         let windows = match large {
             None => None,
             Some(base) => {
-                let held = self.shared.lock().held(&base);
-                let bytes = match held {
-                    Some(b) => b,
-                    None => body_of(&self.shared, &base)?,
+                let (held, raw, size) = {
+                    let st = self.shared.lock();
+                    let e = &st.blobs[&base];
+                    (st.held(&base), e.raw.clone(), e.size)
                 };
-                windows::clear(&bytes).then(|| Streamed {
+                let bytes = match (held, raw) {
+                    (Some(b), _) => Source::Memory(b),
+                    (None, Some(f)) => Source::File(f, size),
+                    (None, None) => Source::Memory(body_of(&self.shared, &base)?),
+                };
+                bytes.clear().map_err(BlobError::Other)?.then(|| Streamed {
                     base,
                     bytes,
+                    window: Vec::new(),
                     frames: Vec::new(),
                     done: 0,
                     first: Vec::new(),
@@ -1451,6 +1783,7 @@ impl LayerStore {
             buf: Vec::with_capacity(room),
             spill: None,
             windows,
+            raw: None,
         }))
     }
 }
@@ -2076,7 +2409,8 @@ mod tests {
         }
         let sd = w.finish().unwrap();
         assert_eq!(store.when_idle(), (0, 0), "(read back, pins)");
-        // Only the base went to a worker: the stream was compressed as it was written.
+        // Only the base went to a worker (from the file it was written to): the stream was
+        // compressed frame by frame as it was written, against windows read from that file.
         assert_eq!(store.shared.lock().queued, bd.size);
         let layers = store.finish().unwrap();
         let staged = &layers.blobs[&sd.digest];
@@ -2108,7 +2442,7 @@ mod tests {
     }
 
     #[test]
-    fn a_stream_begun_after_its_large_base_left_memory_still_goes_in_windows() {
+    fn a_second_stream_of_a_large_base_reads_it_back_from_its_layer() {
         let dir = tempfile::tempdir().unwrap();
         let store = LayerStore::new_in(
             dir.path(),
@@ -2120,31 +2454,62 @@ mod tests {
         .unwrap();
         let (base, stream) = windows::tests::pair(WINDOWED_BASE as usize + 1);
         let bd = store.put(&base).unwrap();
-        // More than the cache holds, compressed before the stream begins.
-        let mut n = 0;
-        let mut passed = 0;
-        while passed <= CACHE {
-            let other = native_text(1000 + n).repeat(40);
-            passed += other.len() as u64;
-            store.put(other.as_bytes()).unwrap();
-            n += 1;
-        }
+        // The first stream reads its windows from the base's file, which then goes.
+        let first = store.put_derived(&stream, &bd);
         assert_eq!(store.when_idle(), (0, 0), "(read back, pins)");
-        let mut w = store.begin_derived(&bd).unwrap();
-        assert_eq!(store.when_idle(), (1, 0), "the base read back, not pinned");
-        for piece in stream.chunks(100_000) {
-            w.write_all(piece).unwrap();
-        }
-        let sd = w.finish().unwrap();
+        // A second one reads the base back from its layer, and goes in windows all the same.
+        let mut other = stream.clone();
+        other.extend_from_slice(&stream[..1000]);
+        let second = store.put_derived(&other, &bd);
+        assert_eq!(store.when_idle(), (1, 0), "(read back, pins)");
         let layers = store.finish().unwrap();
-        let staged = &layers.blobs[&sd.digest];
-        assert_eq!(staged.layer.encoding, Encoding::ZstdWindows);
-        let mut bytes = Vec::new();
-        layers.copy_to(staged, &mut bytes).unwrap();
-        assert_eq!(
-            bytes,
-            windows::compress(&stream, &base, 3).unwrap().unwrap()
-        );
+        for (body, d) in [(&stream, first), (&other, second)] {
+            let staged = &layers.blobs[&d.digest];
+            assert_eq!(staged.layer.encoding, Encoding::ZstdWindows);
+            let mut bytes = Vec::new();
+            layers.copy_to(staged, &mut bytes).unwrap();
+            assert_eq!(bytes, windows::compress(body, &base, 3).unwrap().unwrap());
+        }
+    }
+
+    #[test]
+    fn a_large_body_streams_to_the_same_frame_however_it_is_read() {
+        let (base, _) = windows::tests::pair(WINDOWED_BASE as usize + 1);
+        let dict = CDict::create(&base[..1 << 20], 3);
+        /// A reader that gives at most 777 bytes at a time, as a file or a pipe may.
+        struct Dribble<'a>(&'a [u8]);
+        impl Read for Dribble<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = buf.len().min(777).min(self.0.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let len = base.len() as u64;
+        for dict in [None, Some(&dict)] {
+            let whole = compress_streamed(&mut &base[..], len, dict, 3).unwrap();
+            let dribbled = compress_streamed(&mut Dribble(&base), len, dict, 3).unwrap();
+            assert!(whole == dribbled);
+            assert_eq!(
+                decompress(&whole, dict.map(|_| &base[..1 << 20]), len).unwrap(),
+                base
+            );
+        }
+        // A body that is not the length it was written with.
+        assert!(compress_streamed(&mut &base[..], len - 1, None, 3).is_err());
+        assert!(compress_streamed(&mut &base[..], len + 1, None, 3).is_err());
+    }
+
+    impl LayerStore {
+        /// `body` written as derived from `base`, a piece at a time as a converter writes.
+        fn put_derived(&self, body: &[u8], base: &Descriptor) -> Descriptor {
+            let mut w = self.begin_derived(base).unwrap();
+            for piece in body.chunks(100_000) {
+                w.write_all(piece).unwrap();
+            }
+            w.finish().unwrap()
+        }
     }
 
     #[test]

@@ -42,12 +42,15 @@ pub fn window(base: usize, start: usize, len: usize) -> Range<usize> {
 /// (A writer that compresses a body in windows as it is written checks this first, so it
 /// never has to write the body some other way; [`compress`] checks the windows it uses.)
 pub fn clear(base: &[u8]) -> bool {
-    (0..base.len().saturating_add(MARGIN))
+    starts(base.len()).all(|from| !base[from..].starts_with(&DICT_MAGIC))
+}
+
+/// Where in a base of `len` bytes a window of a frame can start (those inside it).
+pub fn starts(len: usize) -> impl Iterator<Item = usize> {
+    (0..len.saturating_add(MARGIN))
         .step_by(FRAME)
-        .all(|start| {
-            let from = start.saturating_sub(MARGIN);
-            !base.get(from..).is_some_and(|w| w.starts_with(&DICT_MAGIC))
-        })
+        .map(|start| start.saturating_sub(MARGIN))
+        .filter(move |&from| from < len)
 }
 
 /// The frames of a body of `size` bytes: where each starts and how long it is.
