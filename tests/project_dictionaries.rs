@@ -142,20 +142,7 @@ fn a_home_with_long_transcripts_packs_to_layout_4_and_every_reader_takes_it() {
 
     // The directory form packs back to the same bundle, though nothing predicted the
     // dictionaries when it was read.
-    let dir = t.path().join("dir");
-    unpack_to_dir(&bundle, &dir).arg("-q").assert().success();
-    let again = t.path().join("again.aspstate");
-    asp_pack()
-        .arg("--from-dir")
-        .arg(&dir)
-        .args(["-q", "-o"])
-        .arg(&again)
-        .assert()
-        .success();
-    assert!(
-        fs::read(&again).unwrap() == fs::read(&bundle).unwrap(),
-        "the directory form packed to other bytes"
-    );
+    assert_packs_back_from_dir(&bundle, t.path());
 
     // One session whose transcript is two layers deep, by id: exported and unpacked alone.
     let state = &b.manifest().state;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use asp_format::bundle::Bundle;
 use asp_format::bundle::oci::{Encoding, WINDOWED_SUFFIX};
 use asp_format::bundle::windows::WINDOWED_BASE;
+use asp_format::state::Session;
 
 use crate::project_dictionaries::generator;
 use crate::support::*;
@@ -26,18 +27,16 @@ fn export(bundle: &Path, id: &str) -> Vec<u8> {
     succeeds(asp().arg("export").arg(bundle).args(["--session", id]))
 }
 
-#[test]
-fn the_stream_of_a_transcript_over_8_mib_is_packed_in_windows_and_read_back() {
-    let t = tmp();
-    let (home, id) = large_claude_home(t.path());
-    let bundle = t.path().join("large.aspstate");
+/// [`large_claude_home`] packed under `dir`: the home, the bundle, the large session.
+fn packed_large_home(dir: &Path) -> (PathBuf, PathBuf, Session) {
+    let (home, id) = large_claude_home(dir);
+    let bundle = dir.join("large.aspstate");
     pack_home("claude-code", &home, &bundle)
         .arg("-q")
         .assert()
         .success();
-    let b = Bundle::open(&bundle).unwrap();
-    assert_eq!(b.layout().layout_version, "5.0.0");
-    let session = b
+    let session = Bundle::open(&bundle)
+        .unwrap()
         .manifest()
         .state
         .sessions
@@ -46,6 +45,16 @@ fn the_stream_of_a_transcript_over_8_mib_is_packed_in_windows_and_read_back() {
         .find(|s| s.id.as_str() == id)
         .unwrap()
         .clone();
+    (home, bundle, session)
+}
+
+#[test]
+fn the_stream_of_a_transcript_over_8_mib_is_packed_in_windows_and_read_back() {
+    let t = tmp();
+    let (home, bundle, session) = packed_large_home(t.path());
+    let id = session.id.as_str().to_owned();
+    let b = Bundle::open(&bundle).unwrap();
+    assert_eq!(b.layout().layout_version, "5.0.0");
     let transcript = session.native.as_ref().unwrap().files[0].content;
     assert!(transcript.size > WINDOWED_BASE, "{}", transcript.size);
     let layer = b.layer_ref(&session.updates.digest).unwrap();
@@ -77,20 +86,7 @@ fn the_stream_of_a_transcript_over_8_mib_is_packed_in_windows_and_read_back() {
     );
 
     // The directory form packs back to the same bytes.
-    let dir = t.path().join("dir");
-    unpack_to_dir(&bundle, &dir).arg("-q").assert().success();
-    let again = t.path().join("again.aspstate");
-    asp_pack()
-        .arg("--from-dir")
-        .arg(&dir)
-        .args(["-q", "-o"])
-        .arg(&again)
-        .assert()
-        .success();
-    assert!(
-        fs::read(&again).unwrap() == fs::read(&bundle).unwrap(),
-        "the directory form packed to other bytes"
-    );
+    assert_packs_back_from_dir(&bundle, t.path());
 
     // A repository keeps the windowed layer: its check decodes it, and a bundle packed from
     // it is the bundle `asp-pack` made.
@@ -124,24 +120,12 @@ fn the_stream_of_a_transcript_over_8_mib_is_packed_in_windows_and_read_back() {
 #[test]
 fn a_damaged_windowed_layer_is_an_integrity_failure() {
     let t = tmp();
-    let (home, id) = large_claude_home(t.path());
-    let bundle = t.path().join("large.aspstate");
-    pack_home("claude-code", &home, &bundle)
-        .arg("-q")
-        .assert()
-        .success();
-    let b = Bundle::open(&bundle).unwrap();
-    let session = b
-        .manifest()
-        .state
-        .sessions
-        .iter()
-        .flatten()
-        .find(|s| s.id.as_str() == id)
+    let (_, bundle, session) = packed_large_home(t.path());
+    let id = session.id.as_str();
+    let layer = Bundle::open(&bundle)
         .unwrap()
-        .clone();
-    let layer = b.layer_ref(&session.updates.digest).unwrap();
-    drop(b);
+        .layer_ref(&session.updates.digest)
+        .unwrap();
     // A byte inside its second frame changed (the zip entry's CRC-32 made to match): the
     // layer's own digest and its frames say so, whichever a reader checks first (the frame
     // checks themselves are the unit tests' of `bundle::windows`).
@@ -163,7 +147,7 @@ fn a_damaged_windowed_layer_is_an_integrity_failure() {
     let out = asp()
         .arg("export")
         .arg(&damaged)
-        .args(["--session", &id])
+        .args(["--session", id])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(4));

@@ -287,6 +287,25 @@ pub fn pack_home(harness: &str, home: impl AsRef<Path>, out: impl AsRef<Path>) -
     cmd
 }
 
+/// Unpacks `bundle` into the directory form under `scratch` and packs that back: the same
+/// bytes, whatever the writer predicted when it packed the bundle from a harness's store.
+pub fn assert_packs_back_from_dir(bundle: &Path, scratch: &Path) {
+    let dir = scratch.join("dir");
+    unpack_to_dir(bundle, &dir).arg("-q").assert().success();
+    let again = scratch.join("again.aspstate");
+    asp_pack()
+        .arg("--from-dir")
+        .arg(&dir)
+        .args(["-q", "-o"])
+        .arg(&again)
+        .assert()
+        .success();
+    assert!(
+        std::fs::read(&again).unwrap() == std::fs::read(bundle).unwrap(),
+        "the directory form packed to other bytes"
+    );
+}
+
 /// `asp-unpack BUNDLE --to-dir DIR`, ready to run: a bundle unpacked into the directory form
 /// (more arguments may be added).
 pub fn unpack_to_dir(bundle: impl AsRef<Path>, dir: impl AsRef<Path>) -> Command {

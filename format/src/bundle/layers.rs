@@ -2135,6 +2135,15 @@ mod tests {
     /// Layers as a test makes them, for [`write_layers_file`].
     struct Made(BTreeMap<Digest, (LayerRef, Vec<u8>)>);
 
+    impl Made {
+        /// A bundle of `state` with these layers, written under `dir`, as a writer would.
+        fn written(self, state: &State, dir: &Path) -> std::path::PathBuf {
+            let out = dir.join("made.aspstate");
+            write_layers_file(&out, state, &self, &Options2::default(), true, &Quiet).unwrap();
+            out
+        }
+    }
+
     impl crate::bundle::LayerSource for Made {
         fn layer_ref(&self, body: &Digest) -> Option<LayerRef> {
             self.0.get(body).map(|l| l.0)
@@ -2193,17 +2202,9 @@ mod tests {
                 ..State::default()
             };
             let dir = tempfile::tempdir().unwrap();
-            let out = dir.path().join("windowed.aspstate");
-            write_layers_file(
-                &out,
-                &state,
-                &Made(made),
-                &Options2::default(),
-                true,
-                &Quiet,
-            )
-            .unwrap();
-            let err = Bundle::open(&out).unwrap_err().to_string();
+            let err = Bundle::open(&Made(made).written(&state, dir.path()))
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(says), "{err}");
         }
     }
@@ -2256,16 +2257,7 @@ mod tests {
             ..State::default()
         };
         let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("deep.aspstate");
-        write_layers_file(
-            &out,
-            &state,
-            &Made(made),
-            &Options2::default(),
-            true,
-            &Quiet,
-        )
-        .unwrap();
+        let out = Made(made).written(&state, dir.path());
         let err = Bundle::open(&out).unwrap_err().to_string();
         assert!(err.contains("more than 2 deep"), "{err}");
         let report =
