@@ -2351,14 +2351,7 @@ mod tests {
     #[test]
     fn a_base_stays_in_memory_until_what_derives_from_it_is_compressed() {
         let dir = tempfile::tempdir().unwrap();
-        let store = LayerStore::new_in(
-            dir.path(),
-            LayerOptions {
-                threads: 1,
-                ..LayerOptions::default()
-            },
-        )
-        .unwrap();
+        let store = one_worker(dir.path());
         let native = native_text(7);
         let nd = store.put(native.as_bytes()).unwrap();
         let mut w = store.begin_derived(&nd).unwrap();
@@ -2384,14 +2377,7 @@ mod tests {
     #[test]
     fn the_stream_of_a_large_transcript_is_compressed_in_windows_as_it_is_written() {
         let dir = tempfile::tempdir().unwrap();
-        let store = LayerStore::new_in(
-            dir.path(),
-            LayerOptions {
-                threads: 1,
-                ..LayerOptions::default()
-            },
-        )
-        .unwrap();
+        let store = one_worker(dir.path());
         let (base, stream) = windows::tests::pair(WINDOWED_BASE as usize + 1);
         assert!(stream.len() > 2 * windows::FRAME);
         let bd = store.put(&base).unwrap();
@@ -2436,14 +2422,7 @@ mod tests {
     #[test]
     fn a_second_stream_of_a_large_base_reads_it_back_from_its_layer() {
         let dir = tempfile::tempdir().unwrap();
-        let store = LayerStore::new_in(
-            dir.path(),
-            LayerOptions {
-                threads: 1,
-                ..LayerOptions::default()
-            },
-        )
-        .unwrap();
+        let store = one_worker(dir.path());
         let (base, stream) = windows::tests::pair(WINDOWED_BASE as usize + 1);
         let bd = store.put(&base).unwrap();
         // The first stream reads its windows from the base's file, which then goes.
@@ -2491,6 +2470,18 @@ mod tests {
         // A body that is not the length it was written with.
         assert!(compress_streamed(&mut &base[..], len - 1, None, 3).is_err());
         assert!(compress_streamed(&mut &base[..], len + 1, None, 3).is_err());
+    }
+
+    /// A store with one compression worker, so what reaches it is in the order written.
+    fn one_worker(dir: &Path) -> LayerStore {
+        LayerStore::new_in(
+            dir,
+            LayerOptions {
+                threads: 1,
+                ..LayerOptions::default()
+            },
+        )
+        .unwrap()
     }
 
     impl LayerStore {
