@@ -480,6 +480,12 @@ impl Store {
         let failed = AtomicBool::new(false);
         let reading = ReadingBudget::new(READING_BUDGET);
         let weights = reading::weights(entries);
+        let order = match self {
+            Store::Harness { harness, .. } => reading::order(entries, |e: &&Surveyed| {
+                harness.surveyed_transcript(e).and_then(|t| t.path.parent())
+            }),
+            Store::Dir(_) => (0..entries.len()).collect(),
+        };
         // Progress in the bytes of the entries' files, as the survey found them: an entry
         // taken from an earlier backup counts at once, one read when it is done.
         req.progress.begin(
@@ -491,10 +497,10 @@ impl Store {
                 if failed.load(Ordering::Relaxed) {
                     return;
                 }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(entry) = entries.get(i) else {
+                let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
                     return;
                 };
+                let entry = entries[i];
                 let diagnostics = Diagnostics::new();
                 if let Some(known) = reuse(entry) {
                     *slots[i].lock().expect("a slot is written once") =

@@ -66,13 +66,14 @@ pub const DICT_MAGIC: [u8; 4] = [0x37, 0xa4, 0x30, 0xec];
 pub const MAX_WINDOW_LOG: u32 = 27;
 /// Bodies larger than this are compressed with a window the size of the body, not level 3's.
 pub const WIDE_WINDOW: usize = 2 << 20;
-/// Project dictionaries kept prepared at once. Sessions come in the order of their ids, so
-/// the projects' transcripts come mixed: with fewer prepared than there are projects, most
-/// would prepare theirs again (measured on the 256 MiB bench store, 15 projects with one: 4
-/// kept, 255 preparations and 17 % more CPU; 32 kept, 16). Each holds about 1.8 MB
+/// Project dictionaries kept prepared at once. A reader that packs a harness's store reads
+/// its sessions project by project (`asp_convert`'s reading order), so one or two are in use
+/// at a time: on the 1 GiB bench store (20 projects) 25 preparations with 4 kept. Read in the
+/// order of their ids, the projects' transcripts came mixed and needed every project's kept
+/// (16 kept: 171 preparations; 4: 17 % more CPU on the 256 MiB store). Each holds about 1.8 MB
 /// (`ZSTD_sizeof_CDict` of a 1 MiB dictionary at level 3: its own copy of the bytes and its
-/// tables).
-const PREPARED: usize = 16;
+/// tables), so fewer kept is less memory: 29.6 -> 7.4 MB at the peak (spec/aspstate.md §13.3).
+const PREPARED: usize = 4;
 
 /// How layers are made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -351,6 +352,10 @@ fn frame(cctx: &mut zstd::zstd_safe::CCtx<'_>, src: &[u8]) -> io::Result<Vec<u8>
     }
 }
 
+/// The hash table of a context against a prefix at levels 1 to 4: 2^19 positions (see
+/// [`against_prefix`]; zstd makes it smaller when the prefix and the body are).
+const PREFIX_HASH_LOG: u32 = 19;
+
 /// A context for one frame of `len` bytes against `dict` as a raw-content prefix.
 fn against_prefix(dict: &[u8], len: usize, level: i32) -> io::Result<zstd::zstd_safe::CCtx<'_>> {
     use zstd::zstd_safe::CParameter;
@@ -361,6 +366,18 @@ fn against_prefix(dict: &[u8], len: usize, level: i32) -> io::Result<zstd::zstd_
     // level 3's own tables keep too few positions of a large prefix (spec §13.2).
     cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
         .map_err(zstd_err)?;
+    // An update stream repeats its transcript's text in shorter runs too, which
+    // long-distance matching leaves to level 3's own tables; their 2^17 positions are
+    // overwritten many times over by a prefix of hundreds of kilobytes, and 2^19 keep them
+    // (2 MiB of table per context instead of 512 KiB). Measured on the bench bundles' update
+    // streams (`stream_params` example): 18 % smaller on the 256 MiB store (3.38 -> 2.78 MB),
+    // 11 % on the 64 MiB one, for 0-10 % more time on them; 2^18 gave half of that, 2^20
+    // little more for a 4 MiB table (spec/aspstate.md §13.3).
+    // Levels from 5 up have a table at least that large already.
+    if (1..5).contains(&level) {
+        cctx.set_parameter(CParameter::HashLog(PREFIX_HASH_LOG))
+            .map_err(zstd_err)?;
+    }
     // zstd matches differently when the prefix happens to end where `src` starts in memory,
     // so without this the layer's bytes would depend on where the allocator put the two
     // buffers. Free when they are apart, as they almost always are.
@@ -405,9 +422,11 @@ pub fn compress_prepared(src: &[u8], dict: &CDict<'_>, level: i32) -> io::Result
 }
 
 /// The window of a body over [`WINDOWED_BASE`] compressed without a prefix: such a body is
-/// compressed as it streams, so the window is what is held of it (spec §4: 2^24 costs 1.8 %
-/// against a window the size of the body, §13.3).
-pub const STREAMED_WINDOW_LOG: u32 = 24;
+/// compressed as it streams, so the window is what is held of it: 2^22 costs 18.6 % on those
+/// layers against a window the size of the body (2^24: 1.8 %, 2^23: 8.1 %), which is 1.4 %
+/// of the 1 GiB bench store's bundle, and saves 12 MiB of the zstd context, about 10 MiB of
+/// the pack's peak RSS (spec §4, §13.3).
+pub const STREAMED_WINDOW_LOG: u32 = 22;
 
 /// How much of a body [`compress_streamed`] takes at a time. Fixed, so the calls zstd sees,
 /// and so the frame, are the same whether the body is read from a file or from memory.

@@ -1,0 +1,102 @@
+//! What the size of zstd's hash table costs and gives on update streams compressed against
+//! their transcript (spec/aspstate.md §4, §13.3).
+//!
+//! Every update stream of BUNDLE whose transcript is at most 8 MiB (the larger ones go in
+//! windows, §4.2) is compressed against its transcript as the writer's `against_prefix` does
+//! it (level 3, a window over both, long-distance matching, `deterministicRefPrefix`), with
+//! level 3's own hash table (2^17 positions) and with larger ones. One core, in this process:
+//!
+//! ```text
+//! cargo run --release -p asp-format --example stream_params -- BUNDLE
+//! ```
+//! with BUNDLE packed from a generated store (`cargo bench -p asp-cli --bench stores` makes
+//! `target/tmp/stores/claude-{64M,256M,1G}`).
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+use std::time::Instant;
+
+use asp_format::Descriptor;
+use asp_format::blob::BlobSource;
+use asp_format::bundle::Bundle;
+use asp_format::bundle::layers::window_log;
+use zstd::zstd_safe::{CCtx, CParameter};
+
+type Error = Box<dyn std::error::Error>;
+
+/// The size of `src` in one frame against `prefix` at level 3, with `hash_log` (0: the
+/// level's own).
+fn compressed(src: &[u8], prefix: &[u8], hash_log: u32) -> Result<usize, Error> {
+    let err = |code: usize| zstd::zstd_safe::get_error_name(code).to_owned();
+    let mut cctx = CCtx::create();
+    let mut set = |p: CParameter| cctx.set_parameter(p).map(|_| ()).map_err(err);
+    set(CParameter::CompressionLevel(3))?;
+    set(CParameter::ContentSizeFlag(true))?;
+    set(CParameter::ChecksumFlag(false))?;
+    set(CParameter::WindowLog(window_log(prefix.len(), src.len())))?;
+    set(CParameter::EnableLongDistanceMatching(true))?;
+    set(CParameter::DeterministicRefPrefix(true))?;
+    if hash_log > 0 {
+        set(CParameter::HashLog(hash_log))?;
+    }
+    cctx.ref_prefix(prefix).map_err(err)?;
+    let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(src.len()));
+    cctx.compress2(&mut out, src).map_err(err)?;
+    Ok(out.len())
+}
+
+fn main() -> Result<(), Error> {
+    let Some(bundle) = std::env::args().nth(1) else {
+        eprintln!("usage: stream_params BUNDLE");
+        std::process::exit(2);
+    };
+    let bundle = Bundle::open(Path::new(&bundle))?;
+    let state = &bundle.manifest().state;
+    let natives: HashMap<_, Descriptor> = state
+        .sessions
+        .iter()
+        .flatten()
+        .flat_map(|s| s.native.iter().flat_map(|n| &n.files))
+        .map(|f| (f.content.digest, f.content))
+        .collect();
+    let read = |d: &Descriptor| -> Result<Vec<u8>, Error> {
+        let mut out = Vec::with_capacity(d.size as usize);
+        bundle.open(d)?.read_to_end(&mut out)?;
+        Ok(out)
+    };
+    let mut pairs = Vec::new();
+    for s in state.sessions.iter().flatten() {
+        let Some((_, Some(base))) = bundle.layer_of(&s.updates.digest) else {
+            continue;
+        };
+        let Some(transcript) = natives.get(&base) else {
+            continue;
+        };
+        if transcript.size <= 8 << 20 {
+            pairs.push((read(&s.updates)?, read(transcript)?));
+        }
+    }
+    let streams: usize = pairs.iter().map(|p| p.0.len()).sum();
+    let transcripts: usize = pairs.iter().map(|p| p.1.len()).sum();
+    println!(
+        "{} update streams against their transcript: streams {streams} bytes, transcripts {transcripts}",
+        pairs.len()
+    );
+    println!("| update streams | bytes | time |");
+    println!("|---|---|---|");
+    for (name, hash_log) in [
+        ("level 3's own table (2^17)", 0),
+        ("2^18", 18),
+        ("2^19 (the writer's)", 19),
+        ("2^20", 20),
+    ] {
+        let t = Instant::now();
+        let mut total = 0;
+        for (stream, transcript) in &pairs {
+            total += compressed(stream, transcript, hash_log)?;
+        }
+        println!("| {name} | {total} | {:.2} s |", t.elapsed().as_secs_f64());
+    }
+    Ok(())
+}
