@@ -55,8 +55,8 @@ pub(crate) fn weights(entries: &[&Surveyed]) -> Vec<u64> {
 /// about 1.8 MB each); read in id order the projects' transcripts come mixed, so every
 /// project's dictionary was kept prepared at once, or prepared again and again. Grouped, one or
 /// two are in use at a time. Measured on the 1 GiB bench store (20 projects, `asp-pack`):
-/// 171 preparations and 29.6 MB of prepared dictionaries at the peak in id order, 20 and
-/// 7.4 MB grouped (heaptrack); see spec/aspstate.md §13.3 for the time.
+/// 171 preparations and 29.6 MB of prepared dictionaries at the peak in id order (16 kept),
+/// 25 and 7.4 MB grouped (4 kept; heaptrack); see spec/aspstate.md §13.3 for the time.
 pub(crate) fn order<'a, T>(
     entries: &'a [T],
     folder: impl Fn(&'a T) -> Option<&'a Path>,

@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use asp_format::answer::ImportAnswer;
@@ -461,8 +461,10 @@ impl Store {
         }
     }
 
-    /// Reads the entries on a pool of threads. Each read has its own diagnostics, merged in
-    /// survey order; the first error in survey order wins.
+    /// Reads the entries on a pool of threads, project by project ([`reading::order`]). Each
+    /// read has its own diagnostics, merged in survey order; the first error in survey order
+    /// wins: once a read fails, the entries after it in survey order are no longer read, and
+    /// every entry before it still is, whatever the order of reading and the threads.
     fn read_sessions(
         &self,
         entries: &[&Surveyed],
@@ -477,7 +479,8 @@ impl Store {
         type Slot = Option<(Result<Vec<Session>, ConvertError>, Diagnostics, bool)>;
         let slots: Vec<Mutex<Slot>> = entries.iter().map(|_| Mutex::new(None)).collect();
         let next = AtomicUsize::new(0);
-        let failed = AtomicBool::new(false);
+        // The least survey index whose read failed (`usize::MAX`: none).
+        let failed = AtomicUsize::new(usize::MAX);
         let reading = ReadingBudget::new(READING_BUDGET);
         let weights = reading::weights(entries);
         let order = match self {
@@ -493,13 +496,16 @@ impl Store {
             Some(entries.iter().map(|e| e.size()).sum()),
         );
         let work = || {
+            // An entry after a failed one in survey order is not read: its read could not
+            // be used (the first error wins), and it would only delay the error.
+            let after_failure = |i: usize| i > failed.load(Ordering::Relaxed);
             loop {
-                if failed.load(Ordering::Relaxed) {
-                    return;
-                }
                 let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
                     return;
                 };
+                if after_failure(i) {
+                    continue;
+                }
                 let entry = entries[i];
                 let diagnostics = Diagnostics::new();
                 if let Some(known) = reuse(entry) {
@@ -509,15 +515,15 @@ impl Store {
                     continue;
                 }
                 let admitted = reading.admit(weights[i]);
-                if failed.load(Ordering::Relaxed) {
-                    return;
+                if after_failure(i) {
+                    continue;
                 }
                 req.progress.item(entry.id.as_str());
                 let read = self.read_one(entry, req, &diagnostics);
                 drop(admitted);
                 req.progress.advance(entry.size());
                 if read.is_err() {
-                    failed.store(true, Ordering::Relaxed);
+                    failed.fetch_min(i, Ordering::Relaxed);
                 }
                 *slots[i].lock().expect("a slot is written once") =
                     Some((read, diagnostics, false));
@@ -537,7 +543,7 @@ impl Store {
         for (slot, entry) in slots.into_iter().zip(entries) {
             let Some((read, diagnostics, reused)) = slot.into_inner().expect("no reader panicked")
             else {
-                // Not read: an earlier entry failed and the pool stopped.
+                // Not read: an entry before it in survey order failed.
                 continue;
             };
             // The diagnostics first: when the read failed, they usually say why.

@@ -12,18 +12,15 @@
 //! with BUNDLE packed from a generated store (`cargo bench -p asp-cli --bench stores` makes
 //! `target/tmp/stores/claude-{64M,256M,1G}`).
 
-use std::collections::HashMap;
-use std::io::Read;
+mod pairs;
+
 use std::path::Path;
 use std::time::Instant;
 
-use asp_format::Descriptor;
-use asp_format::blob::BlobSource;
 use asp_format::bundle::Bundle;
 use asp_format::bundle::layers::window_log;
+use pairs::Error;
 use zstd::zstd_safe::{CCtx, CParameter};
-
-type Error = Box<dyn std::error::Error>;
 
 /// The size of `src` in one frame against `prefix` at level 3, with `hash_log` (0: the
 /// level's own).
@@ -52,31 +49,7 @@ fn main() -> Result<(), Error> {
         std::process::exit(2);
     };
     let bundle = Bundle::open(Path::new(&bundle))?;
-    let state = &bundle.manifest().state;
-    let natives: HashMap<_, Descriptor> = state
-        .sessions
-        .iter()
-        .flatten()
-        .flat_map(|s| s.native.iter().flat_map(|n| &n.files))
-        .map(|f| (f.content.digest, f.content))
-        .collect();
-    let read = |d: &Descriptor| -> Result<Vec<u8>, Error> {
-        let mut out = Vec::with_capacity(d.size as usize);
-        bundle.open(d)?.read_to_end(&mut out)?;
-        Ok(out)
-    };
-    let mut pairs = Vec::new();
-    for s in state.sessions.iter().flatten() {
-        let Some((_, Some(base))) = bundle.layer_of(&s.updates.digest) else {
-            continue;
-        };
-        let Some(transcript) = natives.get(&base) else {
-            continue;
-        };
-        if transcript.size <= 8 << 20 {
-            pairs.push((read(&s.updates)?, read(transcript)?));
-        }
-    }
+    let pairs = pairs::stream_pairs(&bundle, |size| size <= 8 << 20)?;
     let streams: usize = pairs.iter().map(|p| p.0.len()).sum();
     let transcripts: usize = pairs.iter().map(|p| p.1.len()).sum();
     println!(

@@ -22,18 +22,16 @@
 //! with BUNDLE packed from a generated store (`cargo bench -p asp-cli --bench stores --
 //! --generate-only` makes `target/tmp/stores/claude-{64M,256M,1G}`).
 
-use std::collections::HashMap;
-use std::io::Read;
+mod pairs;
+
 use std::path::Path;
 use std::time::Instant;
 
-use asp_format::Descriptor;
-use asp_format::blob::BlobSource;
 use asp_format::bundle::Bundle;
 use asp_format::bundle::layers::compress;
 use zstd::zstd_safe::{CCtx, CParameter};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), pairs::Error> {
     let mut args = std::env::args().skip(1);
     let Some(bundle) = args.next() else {
         eprintln!("usage: windowed_streams BUNDLE [CHUNK [MARGIN [BIG]]]");
@@ -44,31 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let big: usize = args.next().map_or(Ok(8 << 20), |s| s.parse())?;
 
     let bundle = Bundle::open(Path::new(&bundle))?;
-    let state = &bundle.manifest().state;
-    let natives: HashMap<_, Descriptor> = state
-        .sessions
-        .iter()
-        .flatten()
-        .flat_map(|s| s.native.iter().flat_map(|n| &n.files))
-        .map(|f| (f.content.digest, f.content))
-        .collect();
-    let read = |d: &Descriptor| -> Result<Vec<u8>, Box<dyn std::error::Error>> {
-        let mut out = Vec::with_capacity(d.size as usize);
-        bundle.open(d)?.read_to_end(&mut out)?;
-        Ok(out)
-    };
-    let mut pairs = Vec::new();
-    for s in state.sessions.iter().flatten() {
-        let Some((_, Some(base))) = bundle.layer_of(&s.updates.digest) else {
-            continue;
-        };
-        let Some(transcript) = natives.get(&base) else {
-            continue;
-        };
-        if transcript.size as usize > big {
-            pairs.push((read(&s.updates)?, read(transcript)?));
-        }
-    }
+    let pairs = pairs::stream_pairs(&bundle, |size| size as usize > big)?;
     let streams: usize = pairs.iter().map(|p| p.0.len()).sum();
     let transcripts: usize = pairs.iter().map(|p| p.1.len()).sum();
     println!(
@@ -149,7 +123,7 @@ fn row(name: &str, bytes: usize, since: Instant, window: usize) {
 
 /// `src` as the writer compresses a large body without a dictionary, with the window bounded
 /// to `2^window_log` bytes instead of the body's size.
-fn bounded(src: &[u8], window_log: u32) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
+fn bounded(src: &[u8], window_log: u32) -> Result<Vec<u8>, pairs::Error> {
     let err = |code: usize| zstd::zstd_safe::get_error_name(code).to_owned();
     let mut cctx = CCtx::create();
     cctx.set_parameter(CParameter::CompressionLevel(3))

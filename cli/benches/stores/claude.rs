@@ -251,7 +251,7 @@ impl Project {
         }
     }
 
-    fn prose(&self, rng: &mut Rng, lo: u64, hi: u64) -> String {
+    pub fn prose(&self, rng: &mut Rng, lo: u64, hi: u64) -> String {
         let n = rng.range(lo, hi);
         (0..n)
             .map(|_| {
@@ -266,7 +266,7 @@ impl Project {
     }
 
     /// A source file of about `lines` lines.
-    fn source(&self, rng: &mut Rng, lines: usize) -> String {
+    pub fn source(&self, rng: &mut Rng, lines: usize) -> String {
         let mut out = String::new();
         let (kw_fn, kw_let, kw_ret) = match self.ext {
             "rs" => ("pub fn", "let", "return"),

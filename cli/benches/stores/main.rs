@@ -1,29 +1,77 @@
 //! `asp-pack` against what a person would type instead, on realistic generated homes.
 //!
 //! Run: `cargo bench -p asp-cli --bench stores` (options after `--`):
+//! - `--harness claude-code` (default) or `codex`: whose homes to generate and pack;
 //! - `--sizes 64M,256M,1G` (default): which stores to build and measure;
 //! - `--runs N` (default 3): runs per tool; the median is shown;
 //! - `--keep`: keep the bundles and archives next to the stores.
 //!
-//! Each store is a Claude Code home made by [`claude::generate`] (deterministic), built once
-//! under the target directory and reused. For each store, the tools run alternately, so load
+//! Each store is a Claude Code home made by [`claude::generate`] or a Codex home made by
+//! [`codex::generate`] (deterministic), built once under the target directory and reused. For each store, the tools run alternately, so load
 //! from elsewhere on the machine hits them alike:
-//! `asp-pack --from claude-code`, `zip -q -r -6 .claude` and `tar -cf - .claude | zstd -3`;
+//! `asp-pack --from HARNESS`, `zip -q -r -6 .claude` and `tar -cf - .claude | zstd -3` (`.codex`
+//! for Codex);
 //! then `asp verify`, and one session by id (`asp export --session`, `asp-unpack --session
 //! --to-dir`). Wall time and peak RSS come from `/usr/bin/time`. A `restic backup` column is
-//! added when `ASP_BENCH_RESTIC=1` and `restic` is on the PATH (issue 13).
+//! added when `ASP_BENCH_RESTIC=1` and `restic` is on the PATH (issue 13; Claude Code only).
 //!
 //! Not a test: nothing here fails on slowness. It does fail when the Claude Code converter
 //! reports anything about a generated store, since the stores are meant to be read whole.
 
 mod claude;
+mod codex;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Bump when the generator changes, so cached stores are rebuilt.
-const GENERATOR_VERSION: &str = "claude-3";
+/// Whose homes are generated and packed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Harness {
+    ClaudeCode,
+    Codex,
+}
+
+impl Harness {
+    fn parse(s: &str) -> Harness {
+        match s {
+            "claude-code" => Harness::ClaudeCode,
+            "codex" => Harness::Codex,
+            _ => panic!("--harness is claude-code or codex"),
+        }
+    }
+
+    /// The converter's name, as `asp-pack --from` takes it.
+    fn name(self) -> &'static str {
+        match self {
+            Harness::ClaudeCode => "claude-code",
+            Harness::Codex => "codex",
+        }
+    }
+
+    /// The folder of the home that holds the store, what `zip` and `tar` archive.
+    fn dot_dir(self) -> &'static str {
+        match self {
+            Harness::ClaudeCode => ".claude",
+            Harness::Codex => ".codex",
+        }
+    }
+
+    /// Bump when a generator changes, so cached stores are rebuilt.
+    fn generator_version(self) -> &'static str {
+        match self {
+            Harness::ClaudeCode => "claude-3",
+            Harness::Codex => "codex-1",
+        }
+    }
+
+    fn prefix(self) -> &'static str {
+        match self {
+            Harness::ClaudeCode => "claude",
+            Harness::Codex => "codex",
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Sample {
@@ -89,6 +137,7 @@ fn du(dir: &Path) -> u64 {
 }
 
 struct Store {
+    harness: Harness,
     label: String,
     home: PathBuf,
     session: String,
@@ -96,10 +145,10 @@ struct Store {
     sessions: usize,
 }
 
-fn build(root: &Path, label: &str, total: u64) -> Store {
-    let home = root.join(format!("claude-{label}"));
+fn build(root: &Path, harness: Harness, label: &str, total: u64) -> Store {
+    let home = root.join(format!("{}-{label}", harness.prefix()));
     let marker = home.join(".generated");
-    let want = format!("{GENERATOR_VERSION} {total}");
+    let want = format!("{} {total}", harness.generator_version());
     if fs::read_to_string(&marker)
         .ok()
         .as_deref()
@@ -110,15 +159,19 @@ fn build(root: &Path, label: &str, total: u64) -> Store {
         let _ = fs::remove_dir_all(&home);
         fs::create_dir_all(&home).expect("store dir");
         eprintln!(
-            "generating the {label} Claude Code store in {}",
+            "generating the {label} {} store in {}",
+            harness.name(),
             home.display()
         );
-        let s = claude::generate(&home, total, 0x5eed_0000 ^ total);
+        let s = match harness {
+            Harness::ClaudeCode => claude::generate(&home, total, 0x5eed_0000 ^ total),
+            Harness::Codex => codex::generate(&home, total, 0x5eed_0000 ^ total),
+        };
         fs::write(
             &marker,
             format!(
                 "{want}\n{}\n{}\n",
-                s.sample_session.expect("a session with a subagent"),
+                s.sample_session.expect("a sample session"),
                 s.sessions
             ),
         )
@@ -128,11 +181,15 @@ fn build(root: &Path, label: &str, total: u64) -> Store {
     let mut lines = text.lines().skip(1);
     let session = lines.next().expect("session line").to_owned();
     let sessions = lines.next().and_then(|l| l.parse().ok()).unwrap_or(0);
-    let _ = session;
     Store {
+        harness,
         label: label.to_owned(),
-        bytes: du(&home.join(".claude")),
-        session: typical_session(&home),
+        bytes: du(&home.join(harness.dot_dir())),
+        session: match harness {
+            Harness::ClaudeCode => typical_session(&home),
+            // The first session of more than 150 KB, which the generator names.
+            Harness::Codex => session,
+        },
         home,
         sessions,
     }
@@ -191,22 +248,17 @@ fn measure(store: &Store, runs: usize, out: &Path, restic: bool) -> Row {
     let pack = env!("CARGO_BIN_EXE_asp-pack");
     let unpack = env!("CARGO_BIN_EXE_asp-unpack");
     fs::create_dir_all(out).expect("out dir");
-    let bundle = out.join(format!("claude-{}.aspstate", store.label));
-    let zip = out.join(format!("claude-{}.zip", store.label));
-    let tar = out.join(format!("claude-{}.tar.zst", store.label));
+    let name = format!("{}-{}", store.harness.prefix(), store.label);
+    let bundle = out.join(format!("{name}.aspstate"));
+    let zip = out.join(format!("{name}.zip"));
+    let tar = out.join(format!("{name}.tar.zst"));
+    let from = store.harness.name();
+    let dot = store.harness.dot_dir();
     let home = store.home.to_str().expect("UTF-8 path");
 
     // The converter must read every generated record without a complaint.
     let check = Command::new(pack)
-        .args([
-            "--from",
-            "claude-code",
-            "--home",
-            home,
-            "--kinds",
-            "sessions",
-            "-q",
-        ])
+        .args(["--from", from, "--home", home, "--kinds", "sessions", "-q"])
         .args(["--json", "--force", "-o"])
         .arg(&bundle)
         .output()
@@ -230,7 +282,7 @@ fn measure(store: &Store, runs: usize, out: &Path, restic: bool) -> Row {
             &[
                 pack,
                 "--from",
-                "claude-code",
+                from,
                 "--home",
                 home,
                 "-q",
@@ -241,10 +293,10 @@ fn measure(store: &Store, runs: usize, out: &Path, restic: bool) -> Row {
         let _ = fs::remove_file(&zip);
         z.push(timed(
             &store.home,
-            &["zip", "-q", "-r", "-6", zip.to_str().unwrap(), ".claude"],
+            &["zip", "-q", "-r", "-6", zip.to_str().unwrap(), dot],
         ));
         let _ = fs::remove_file(&tar);
-        let pipeline = format!("tar -cf - .claude | zstd -3 -q -f -o {}", tar.display());
+        let pipeline = format!("tar -cf - {dot} | zstd -3 -q -f -o {}", tar.display());
         t.push(timed(&store.home, &["sh", "-c", &pipeline]));
         if restic {
             // Issue 13's comparison: a fresh repository each run, no encryption password prompt.
@@ -512,16 +564,18 @@ fn main() {
             .cloned()
     };
     let sizes = value("--sizes").unwrap_or_else(|| "64M,256M,1G".to_owned());
+    let harness = Harness::parse(value("--harness").as_deref().unwrap_or("claude-code"));
     let runs: usize = value("--runs").and_then(|r| r.parse().ok()).unwrap_or(3);
     let keep = args.iter().any(|a| a == "--keep");
-    let restic = std::env::var("ASP_BENCH_RESTIC").as_deref() == Ok("1")
+    let restic = harness == Harness::ClaudeCode
+        && std::env::var("ASP_BENCH_RESTIC").as_deref() == Ok("1")
         && Command::new("restic").arg("version").output().is_ok();
 
     let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("stores");
     let out = root.join("out");
     let stores: Vec<Store> = sizes
         .split(',')
-        .map(|s| build(&root, s, parse_size(s)))
+        .map(|s| build(&root, harness, s, parse_size(s)))
         .collect();
     if args.iter().any(|a| a == "--generate-only") {
         for s in &stores {
@@ -537,7 +591,8 @@ fn main() {
     }
     let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "asp-pack vs zip -6 vs tar|zstd -3; median of {runs} alternating runs; load average before: {}",
+        "asp-pack --from {} vs zip -6 vs tar|zstd -3; median of {runs} alternating runs; load average before: {}",
+        harness.name(),
         load.split_whitespace()
             .take(3)
             .collect::<Vec<_>>()

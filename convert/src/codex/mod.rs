@@ -97,6 +97,15 @@ impl Harness for Codex {
         read::read_session(ctx, entry)
     }
 
+    fn transcript(
+        &self,
+        _: &asp_format::name::SessionId,
+        native: &asp_format::state::Native,
+        meta: Option<&asp_format::state::Meta>,
+    ) -> Option<asp_format::Descriptor> {
+        read::transcript(native, meta)
+    }
+
     fn read_kinds(&self, ctx: &ReadContext<'_>) -> Result<State, ConvertError> {
         let layout = Layout::of(ctx.home);
         let mut state = State::default();

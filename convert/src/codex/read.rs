@@ -104,6 +104,71 @@ fn skip_unreadable<T>(
     }
 }
 
+/// A session's transcript (`Harness::transcript`, spec/aspstate.md §4): its rollout kept as a
+/// plain native file, at `_meta.codex.rolloutPath`. A `.jsonl.zst` rollout is compressed bytes,
+/// which the update stream does not repeat, so it is none.
+pub fn transcript(native: &Native, meta: Option<&Meta>) -> Option<asp_format::Descriptor> {
+    let path = meta?.get("codex")?.get("rolloutPath")?.as_str()?;
+    if !path.ends_with(".jsonl") {
+        return None;
+    }
+    kit_meta::native_file(native, meta, "codex", "rolloutPath")
+}
+
+/// The rollout, byte for byte, as the session's native file: only when the caller wants
+/// native files, and only under a path every platform can hold (without it the conversation
+/// is still carried, and would be written back as a built rollout). `Ok(None)`: the file
+/// cannot be read (reported), and the thread is not read.
+fn native_of(
+    ctx: &SessionContext<'_>,
+    f: &RolloutFile,
+    harness: &HarnessName,
+) -> Result<Option<Option<Native>>, ConvertError> {
+    let diagnostics = ctx.diagnostics;
+    let rel = format!(".codex/{}", f.rel);
+    let native_rel = match RelPath::new(&rel) {
+        Ok(p) => Some(p),
+        Err(e) if ctx.options.native => {
+            diagnostics.lost(
+                &f.path,
+                None,
+                format!("the rollout file itself is not carried ({e}); its conversation is"),
+            );
+            None
+        }
+        Err(_) => None,
+    };
+    let Some(path) = native_rel.filter(|_| ctx.options.native) else {
+        return Ok(Some(None));
+    };
+    let opened = match &f.source {
+        Some(src) => src.open().map_err(ConvertError::io(&f.path)),
+        None => Err(ConvertError::io(&f.path)(std::io::Error::from(
+            std::io::ErrorKind::NotFound,
+        ))),
+    };
+    let Some(mut raw) = skip_unreadable(opened, f, diagnostics)? else {
+        return Ok(None);
+    };
+    // A rollout is copied as it is on disk; an I/O error here (not a blob error) skips it.
+    let content = match ctx.blobs.put_reader(&mut raw) {
+        Ok(d) => d,
+        Err(asp_format::blob::BlobError::Other(e)) => {
+            diagnostics.lost(&f.path, None, format!("cannot be read ({e}); skipped"));
+            return Ok(None);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(Some(Some(Native {
+        harness: harness.clone(),
+        files: vec![FileEntry {
+            path,
+            executable: false,
+            content,
+        }],
+    })))
+}
+
 /// Reads one surveyed thread: its first readable rollout (the others are reported), surveyed
 /// in a first pass, streamed into its update blob in the second, and stored byte for byte as
 /// the session's native file.
@@ -141,6 +206,15 @@ pub fn read_session(
                 "no session_meta line (Codex itself does not list this file); read by its file name",
             );
         }
+        // The native file first, so the update stream can be derived from it: a plain
+        // rollout is what the stream repeats (a `.zst` one is compressed bytes).
+        let Some(native) = native_of(ctx, f, &harness)? else {
+            return Ok(Vec::new());
+        };
+        let base = native
+            .as_ref()
+            .filter(|_| !f.compressed)
+            .map(|n| n.files[0].content);
         let Some(outcome) = skip_unreadable(
             replay::read(
                 f,
@@ -150,6 +224,7 @@ pub fn read_session(
                     index_entries: &plan.index_entries,
                 },
                 ctx.blobs,
+                base,
                 diagnostics,
             ),
             f,
@@ -158,11 +233,12 @@ pub fn read_session(
         else {
             continue;
         };
-        read_one = Some((f, first, outcome));
+        read_one = Some((f, first, outcome, native));
     }
-    let Some((f, first, outcome)) = read_one else {
+    let Some((f, first, outcome, native)) = read_one else {
         return Ok(Vec::new());
     };
+    let rel = format!(".codex/{}", f.rel);
 
     let db_row = plan.db_row.as_ref();
     let index_name = plan.index_entries.last().map(|e| e.name.clone());
@@ -185,55 +261,6 @@ pub fn read_session(
         (title_from_prompt(p), "first_prompt")
     } else {
         (format!("Codex thread {id}"), "none")
-    };
-
-    // The rollout, byte for byte, as the session's native file: only when the caller wants
-    // native files, and only under a path every platform can hold. Without it the
-    // conversation is still carried (and would be written back as a built rollout).
-    let rel = format!(".codex/{}", f.rel);
-    let native_rel = match RelPath::new(&rel) {
-        Ok(p) => Some(p),
-        Err(e) if ctx.options.native => {
-            diagnostics.lost(
-                &f.path,
-                None,
-                format!("the rollout file itself is not carried ({e}); its conversation is"),
-            );
-            None
-        }
-        Err(_) => None,
-    };
-    let native = match native_rel.filter(|_| ctx.options.native) {
-        None => None,
-        Some(path) => {
-            let opened = match &f.source {
-                Some(src) => src.open().map_err(ConvertError::io(&f.path)),
-                None => Err(ConvertError::io(&f.path)(std::io::Error::from(
-                    std::io::ErrorKind::NotFound,
-                ))),
-            };
-            let Some(mut raw) = skip_unreadable(opened, f, diagnostics)? else {
-                return Ok(Vec::new());
-            };
-            // A rollout is copied as it is on disk; an I/O error here (not a blob error)
-            // skips it.
-            let content = match ctx.blobs.put_reader(&mut raw) {
-                Ok(d) => d,
-                Err(asp_format::blob::BlobError::Other(e)) => {
-                    diagnostics.lost(&f.path, None, format!("cannot be read ({e}); skipped"));
-                    return Ok(Vec::new());
-                }
-                Err(e) => return Err(e.into()),
-            };
-            Some(Native {
-                harness: harness.clone(),
-                files: vec![FileEntry {
-                    path,
-                    executable: false,
-                    content,
-                }],
-            })
-        }
     };
 
     let mut codex = json!({

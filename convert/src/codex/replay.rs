@@ -635,13 +635,16 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Reads `file` (already surveyed) into an update stream in `sink`.
+/// Reads `file` (already surveyed) into an update stream in `sink`, derived from `base` (the
+/// rollout's own body when it is kept as a plain native file: a bundle compresses the stream
+/// against it, spec/aspstate.md §4).
 pub fn read(
     file: &RolloutFile,
     session_id: &str,
     survey: &FirstPass,
     ctx: &Context<'_>,
     sink: &dyn BlobSink,
+    base: Option<asp_format::Descriptor>,
     diagnostics: &Diagnostics,
 ) -> Result<Outcome, ConvertError> {
     let mut lines = Lines::open(file, true)?;
@@ -652,7 +655,7 @@ pub fn read(
         .collect();
     let mut reader = Reader {
         em: Emitter {
-            out: UpdateWriter::new(sink)?,
+            out: UpdateWriter::derived(sink, base)?,
             session_id: session_id.to_owned(),
             pending: Vec::new(),
         },
