@@ -1774,3 +1774,36 @@ pub(crate) fn validate(home: &Path) -> Vec<String> {
     }
     problems
 }
+
+#[test]
+fn a_plain_rollout_is_its_update_streams_dictionary_and_a_zst_one_is_not() {
+    // The stream repeats the rollout's text, so a bundle stores it once (spec/aspstate.md §4);
+    // a `.jsonl.zst` rollout is compressed bytes the stream does not repeat.
+    let t = tmp();
+    let out = t.path().join("codex.aspstate");
+    pack_sample_codex(&out);
+    let b = Bundle::open(&out).unwrap();
+    let (mut plain, mut zst) = (0, 0);
+    for s in b.manifest().state.sessions.iter().flatten() {
+        let rollout = s.meta.as_ref().unwrap()["codex"]["rolloutPath"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let native = &s.native.as_ref().expect("the rollout is carried").files[0];
+        assert_eq!(native.path.as_str(), rollout);
+        let (_, dictionary) = b.layer_of(&s.updates.digest).unwrap();
+        if rollout.ends_with(".jsonl") {
+            assert_eq!(dictionary, Some(native.content.digest), "{rollout}");
+            plain += 1;
+        } else {
+            assert_eq!(dictionary, None, "{rollout}");
+            zst += 1;
+        }
+    }
+    assert!(
+        plain > 0 && zst > 0,
+        "the sample has both: {plain} plain, {zst} zst"
+    );
+    // And the directory form packs back to the same bundle (the hint comes from the state).
+    assert_packs_back_from_dir(&out, &t.path().join("dir"));
+}

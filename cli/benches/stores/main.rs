@@ -179,7 +179,7 @@ fn build(root: &Path, harness: Harness, label: &str, total: u64) -> Store {
     }
     let text = fs::read_to_string(&marker).expect("marker");
     let mut lines = text.lines().skip(1);
-    let session = lines.next().expect("session line").to_owned();
+    let _session = lines.next().expect("session line");
     let sessions = lines.next().and_then(|l| l.parse().ok()).unwrap_or(0);
     Store {
         harness,
@@ -187,8 +187,7 @@ fn build(root: &Path, harness: Harness, label: &str, total: u64) -> Store {
         bytes: du(&home.join(harness.dot_dir())),
         session: match harness {
             Harness::ClaudeCode => typical_session(&home),
-            // The first session of more than 150 KB, which the generator names.
-            Harness::Codex => session,
+            Harness::Codex => typical_rollout(&home),
         },
         home,
         sessions,
@@ -225,6 +224,23 @@ fn typical_session(home: &Path) -> String {
         }
     }
     best.expect("a session with subagents").1
+}
+
+/// The Codex thread whose rollout is nearest the median size (250 KB): what "one session"
+/// means for the one-session figures.
+fn typical_rollout(home: &Path) -> String {
+    let mut rollouts: Vec<(u64, String)> = walkdir::WalkDir::new(home.join(".codex/sessions"))
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.strip_suffix(".jsonl")?.to_owned();
+            let id = name.get(name.len().checked_sub(36)?..)?.to_owned();
+            Some((size_of(e.path()).abs_diff(250_000), id))
+        })
+        .collect();
+    rollouts.sort();
+    rollouts.into_iter().next().expect("a rollout").1
 }
 
 struct Row {
