@@ -6,12 +6,14 @@
 //! 35 MB per 256 MiB of store, most bytes source code read by `exec_command` (`cat`, `sed -n`)
 //! from the project's files. Records follow Codex 0.142 field by field, taken from the
 //! checked sample rollout (`samples/codex/.codex/sessions/2026/11/21/…`, `spec/harnesses/
-//! codex.md`): the `session_meta` with its base instructions (in every rollout, as Codex writes
-//! it), the first turn's developer and `AGENTS.md` messages, a `turn_context` per turn, each
-//! model step as an `event_msg` and its `response_item` (reasoning, commentary, the final
-//! answer), `exec_command` calls and their output, `apply_patch` custom tool calls with their
-//! `patch_apply_end`, a `token_count` after every step, and compactions (`compacted` with its
-//! replacement history, then `context_compacted`) every few megabytes.
+//! codex.md`): the `session_meta` with its base instructions (about 20 KB in every rollout, as
+//! Codex writes them; the sample keeps only their opening, the rest is made up to that size),
+//! the first turn's developer and `AGENTS.md` messages, a `turn_context` per turn, each model
+//! step as an `event_msg` and its `response_item` (reasoning, commentary, the final answer),
+//! `exec_command` calls and their output, `apply_patch` custom tool calls with their
+//! `patch_apply_end`, a `token_count` after every step, and every few megabytes a compaction
+//! turn (the model's summary, `compacted` with the prompts since the last one as its
+//! replacement history, `context_compacted`).
 
 use std::fmt::Write as _;
 use std::fs;
@@ -54,8 +56,22 @@ impl Templates {
         let meta = find(&|l| l["type"] == "session_meta");
         let developer = find(&|l| l["payload"]["role"] == "developer");
         let turn_context = find(&|l| l["type"] == "turn_context");
+        // Codex's base instructions run to about 20 KB (the sample keeps only their opening):
+        // the same text in every rollout of a home, made up here to that size.
+        let mut text = meta["payload"]["base_instructions"]["text"]
+            .as_str()
+            .expect("the sample's base instructions")
+            .to_owned();
+        let mut rng = Rng::new(0xba5e_1257);
+        let words = Project::new(0, 0xba5e_1257);
+        while text.len() < 20_000 {
+            let _ = write!(text, "\n\n## {}\n", words.prose(&mut rng, 1, 3));
+            for _ in 0..rng.range(3, 8) {
+                let _ = write!(text, "\n- {}.", words.prose(&mut rng, 8, 30));
+            }
+        }
         Templates {
-            base_instructions: meta["payload"]["base_instructions"].clone(),
+            base_instructions: json!({ "text": text }),
             developer: developer["payload"]["content"].clone(),
             turn_context: turn_context["payload"].clone(),
         }
@@ -213,15 +229,20 @@ impl Rollout<'_> {
         );
     }
 
-    /// An `exec_command` reading a project file (whole, or a range of it), and its output.
-    fn exec(&mut self, rng: &mut Rng) {
+    /// A project file, as the model picks one: its path, its path in the project, its text.
+    fn pick_file(&self, rng: &mut Rng) -> (String, String, String) {
         let i = rng.zipf(self.project.files.len());
         let path = self.project.files[i].clone();
         let rel = path
             .strip_prefix(&format!("{}/", self.project.cwd))
             .unwrap_or(&path)
             .to_owned();
-        let content = self.project.file(i);
+        (path, rel, self.project.file(i))
+    }
+
+    /// An `exec_command` reading a project file (whole, or a range of it), and its output.
+    fn exec(&mut self, rng: &mut Rng) {
+        let (_, rel, content) = self.pick_file(rng);
         let (cmd, body) = match rng.below(3) {
             0 => (format!("cat {rel}"), content),
             1 => {
@@ -271,13 +292,7 @@ impl Rollout<'_> {
 
     /// An `apply_patch` of a few lines of a project file, and what it did.
     fn patch(&mut self, rng: &mut Rng) {
-        let i = rng.zipf(self.project.files.len());
-        let path = self.project.files[i].clone();
-        let rel = path
-            .strip_prefix(&format!("{}/", self.project.cwd))
-            .unwrap_or(&path)
-            .to_owned();
-        let content = self.project.file(i);
+        let (path, rel, content) = self.pick_file(rng);
         let lines: Vec<&str> = content.lines().collect();
         let at = rng.below(lines.len() as u64) as usize;
         let old: Vec<&str> = lines[at..(at + 3).min(lines.len())].to_vec();
@@ -328,16 +343,42 @@ impl Rollout<'_> {
         );
     }
 
-    /// The conversation so far replaced by a summary, as Codex compacts it.
+    /// A turn of its own in which Codex compacts the conversation: the model's summary, then
+    /// the history replaced by the prompts since the last compaction and the summary.
     fn compact(&mut self, rng: &mut Rng) {
-        let summary = format!(
-            "Another language model started to solve this problem and produced a summary of its thinking process. {}",
-            self.project.prose(rng, 80, 300)
+        self.turn_id = uuid_v7(rng, self.now);
+        let turn = self.turn_id.clone();
+        let started = self.now / 1000;
+        self.line(
+            rng,
+            "event_msg",
+            json!({"type": "task_started", "turn_id": turn, "started_at": started,
+                "model_context_window": 258_400, "collaboration_mode_kind": "default"}),
         );
-        let mut history = self.prompts.clone();
-        history.push(json!({"type": "message", "role": "user",
+        self.token_count(rng);
+        let said = format!(
+            "Summary of the conversation so far: {}",
+            self.project.prose(rng, 60, 200)
+        );
+        let id = format!("msg_{}", rng.hex(48));
+        let p = self.passthrough();
+        self.line(
+            rng,
+            "response_item",
+            json!({"type": "message", "id": id, "role": "assistant",
+                "content": [{"type": "output_text", "text": said}],
+                "internal_chat_message_metadata_passthrough": p}),
+        );
+        self.token_count(rng);
+        let summary = format!(
+            "Another language model started to solve this problem and produced a summary of its thinking process. {said}"
+        );
+        let mut history = std::mem::take(&mut self.prompts);
+        let compacted = json!({"type": "message", "role": "user",
             "content": [{"type": "input_text", "text": summary}],
-            "internal_chat_message_metadata_passthrough": self.passthrough()}));
+            "internal_chat_message_metadata_passthrough": self.passthrough()});
+        history.push(compacted.clone());
+        self.prompts.push(compacted);
         self.windows += 1;
         let previous = self.window.1.clone();
         let id = uuid_v7(rng, self.now);
@@ -350,7 +391,16 @@ impl Rollout<'_> {
             json!({"message": summary, "replacement_history": history, "window_number": n,
                 "first_window_id": first, "previous_window_id": previous, "window_id": id}),
         );
+        self.token_count(rng);
         self.line(rng, "event_msg", json!({"type": "context_compacted"}));
+        let duration = rng.range(1_000, 6_000);
+        let completed = (self.now + duration as i64) / 1000;
+        self.line(
+            rng,
+            "event_msg",
+            json!({"type": "task_complete", "turn_id": turn, "last_agent_message": null,
+                "completed_at": completed, "duration_ms": duration}),
+        );
     }
 }
 
@@ -494,9 +544,6 @@ fn session(
     }
     w.out.flush().expect("flush");
     summary.sessions += 1;
-    if summary.sample_session.is_none() && size > 150_000 {
-        summary.sample_session = Some(id);
-    }
     w.bytes
 }
 

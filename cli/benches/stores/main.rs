@@ -61,7 +61,7 @@ impl Harness {
     fn generator_version(self) -> &'static str {
         match self {
             Harness::ClaudeCode => "claude-3",
-            Harness::Codex => "codex-1",
+            Harness::Codex => "codex-2",
         }
     }
 
@@ -171,7 +171,7 @@ fn build(root: &Path, harness: Harness, label: &str, total: u64) -> Store {
             &marker,
             format!(
                 "{want}\n{}\n{}\n",
-                s.sample_session.expect("a sample session"),
+                s.sample_session.unwrap_or_default(),
                 s.sessions
             ),
         )

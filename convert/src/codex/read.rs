@@ -118,7 +118,7 @@ pub fn transcript(native: &Native, meta: Option<&Meta>) -> Option<asp_format::De
 /// The rollout, byte for byte, as the session's native file: only when the caller wants
 /// native files, and only under a path every platform can hold (without it the conversation
 /// is still carried, and would be written back as a built rollout). `Ok(None)`: the file
-/// cannot be read (reported), and the thread is not read.
+/// cannot be read (reported), and this copy of the thread is not read.
 fn native_of(
     ctx: &SessionContext<'_>,
     f: &RolloutFile,
@@ -208,8 +208,9 @@ pub fn read_session(
         }
         // The native file first, so the update stream can be derived from it: a plain
         // rollout is what the stream repeats (a `.zst` one is compressed bytes).
+        // An unreadable copy costs only itself, as in the passes before.
         let Some(native) = native_of(ctx, f, &harness)? else {
-            return Ok(Vec::new());
+            continue;
         };
         let base = native
             .as_ref()
