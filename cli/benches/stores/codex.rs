@@ -563,18 +563,18 @@ pub fn generate(home: &Path, total: u64, seed: u64) -> Summary {
     let mut summary = Summary::default();
     // 2026-01-05 09:00 UTC, then a session every 20 minutes to 5 hours.
     let mut start: i64 = 1_767_603_600_000;
+    // One session in project `p`, some minutes to hours after the one before.
+    let mut write = |p: usize, size: u64, rng: &mut Rng, summary: &mut Summary| {
+        start += rng.range(1_200_000, 18_000_000) as i64;
+        summary.bytes += session(&codex, &templates, &projects[p], rng, start, size, summary);
+    };
     let giants = total / (256 << 20);
     for g in 0..giants {
-        let p = (g as usize * 7) % projects.len();
         let size = rng.range(20_000_000, 35_000_000);
-        start += rng.range(1_200_000, 18_000_000) as i64;
-        summary.bytes += session(
-            &codex,
-            &templates,
-            &projects[p],
-            &mut rng,
-            start,
+        write(
+            (g as usize * 7) % projects.len(),
             size,
+            &mut rng,
             &mut summary,
         );
     }
@@ -582,16 +582,7 @@ pub fn generate(home: &Path, total: u64, seed: u64) -> Summary {
         // Log-normal: median 250 KB, sigma 1.12 (p10 about 60 KB, p95 about 1.6 MB).
         let size = (250_000.0 * (1.12 * rng.normal()).exp()).clamp(6_000.0, 12_000_000.0) as u64;
         let p = rng.zipf(projects.len());
-        start += rng.range(1_200_000, 18_000_000) as i64;
-        summary.bytes += session(
-            &codex,
-            &templates,
-            &projects[p],
-            &mut rng,
-            start,
-            size,
-            &mut summary,
-        );
+        write(p, size, &mut rng, &mut summary);
     }
     summary
 }
