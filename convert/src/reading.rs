@@ -61,18 +61,16 @@ pub(crate) fn order<'a, T>(
     entries: &'a [T],
     folder: impl Fn(&'a T) -> Option<&'a Path>,
 ) -> Vec<usize> {
-    let mut order: Vec<(Option<&Path>, usize)> = entries
+    let mut order: Vec<(bool, Option<&Path>, usize)> = entries
         .iter()
         .enumerate()
-        .map(|(i, e)| (folder(e), i))
+        .map(|(i, e)| {
+            let f = folder(e);
+            (f.is_none(), f, i)
+        })
         .collect();
-    order.sort_by(|a, b| match (a.0, b.0) {
-        (Some(x), Some(y)) => x.cmp(y).then(a.1.cmp(&b.1)),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => a.1.cmp(&b.1),
-    });
-    order.into_iter().map(|(_, i)| i).collect()
+    order.sort_unstable();
+    order.into_iter().map(|(_, _, i)| i).collect()
 }
 
 /// Bytes being read, shared by the reading threads. Sessions are let in in the order they

@@ -218,15 +218,20 @@ impl Rollout<'_> {
             json!({"type": "agent_message", "message": text, "phase": phase,
                 "memory_citation": null}),
         );
+        self.assistant_item(rng, text, Some(phase));
+    }
+
+    /// The assistant's message as a `response_item` (`phase` as Codex sets it, none for a
+    /// compaction's summary).
+    fn assistant_item(&mut self, rng: &mut Rng, text: &str, phase: Option<&str>) {
         let id = format!("msg_{}", rng.hex(48));
-        let p = self.passthrough();
-        self.line(
-            rng,
-            "response_item",
-            json!({"type": "message", "id": id, "role": "assistant",
-                "content": [{"type": "output_text", "text": text}], "phase": phase,
-                "internal_chat_message_metadata_passthrough": p}),
-        );
+        let mut item = json!({"type": "message", "id": id, "role": "assistant",
+            "content": [{"type": "output_text", "text": text}]});
+        if let Some(phase) = phase {
+            item["phase"] = json!(phase);
+        }
+        item["internal_chat_message_metadata_passthrough"] = self.passthrough();
+        self.line(rng, "response_item", item);
     }
 
     /// A project file, as the model picks one: its path, its path in the project, its text.
@@ -360,15 +365,7 @@ impl Rollout<'_> {
             "Summary of the conversation so far: {}",
             self.project.prose(rng, 60, 200)
         );
-        let id = format!("msg_{}", rng.hex(48));
-        let p = self.passthrough();
-        self.line(
-            rng,
-            "response_item",
-            json!({"type": "message", "id": id, "role": "assistant",
-                "content": [{"type": "output_text", "text": said}],
-                "internal_chat_message_metadata_passthrough": p}),
-        );
+        self.assistant_item(rng, &said, None);
         self.token_count(rng);
         let summary = format!(
             "Another language model started to solve this problem and produced a summary of its thinking process. {said}"

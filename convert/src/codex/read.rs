@@ -109,10 +109,7 @@ fn skip_unreadable<T>(
 /// which the update stream does not repeat, so it is none.
 pub fn transcript(native: &Native, meta: Option<&Meta>) -> Option<asp_format::Descriptor> {
     let path = meta?.get("codex")?.get("rolloutPath")?.as_str()?;
-    if !path.ends_with(".jsonl") {
-        return None;
-    }
-    kit_meta::native_file(native, meta, "codex", "rolloutPath")
+    FileEntry::at(&native.files, path).filter(|_| path.ends_with(".jsonl"))
 }
 
 /// The rollout, byte for byte, as the session's native file: only when the caller wants
