@@ -112,6 +112,10 @@ macro_rules! contract {
                 fn pack_session_packs_that_session_and_refuses_one_it_does_not_have() {
                     super::pack_session_selects(H)
                 }
+                #[test]
+                fn each_update_stream_is_compressed_against_the_transcript_it_derives_from() {
+                    super::streams_go_against_their_transcript(H)
+                }
             }
         )*
     };
@@ -1001,6 +1005,43 @@ fn the_directory_form_packs_back_to_the_bundle(h: &str) {
     assert!(
         fs::read(&packed).unwrap() == fs::read(&again).unwrap(),
         "{h}: the bundle packed from the directory differs from the one it was unpacked from"
+    );
+}
+
+/// The harnesses whose converter names each session's native transcript
+/// (`Harness::transcript`); the others' streams are compressed alone (spec/aspstate.md §4).
+const NAME_A_TRANSCRIPT: &[&str] = &["claude-code", "codex", "copilot", "gemini", "pi"];
+
+/// spec/aspstate.md §4: a session's update stream repeats its native transcript's text, so a
+/// bundle compresses it against the transcript its harness names, found from the state alone.
+fn streams_go_against_their_transcript(h: &str) {
+    let dir = tmp();
+    let packed = dir.path().join("home.aspstate");
+    let o = crate::support::pack_home(h, sample(h), &packed)
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{h}: {o:?}");
+    let harness = asp_convert::harness(h).expect("a registered harness");
+    let b = asp_format::bundle::Bundle::open(&packed).unwrap();
+    let mut against = 0;
+    for s in b.manifest().state.sessions.iter().flatten() {
+        let transcript = s
+            .native
+            .as_ref()
+            .and_then(|n| harness.transcript(&s.id, n, s.meta.as_ref()));
+        let (_, dictionary) = b.layer_of(&s.updates.digest).expect("a layer");
+        assert_eq!(
+            dictionary,
+            transcript.map(|t| t.digest),
+            "{h}: session {}'s stream",
+            s.id
+        );
+        against += usize::from(transcript.is_some());
+    }
+    assert_eq!(
+        against > 0,
+        NAME_A_TRANSCRIPT.contains(&h),
+        "{h}: {against} streams compressed against their transcript"
     );
 }
 

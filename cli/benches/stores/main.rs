@@ -1,16 +1,17 @@
 //! `asp-pack` against what a person would type instead, on realistic generated homes.
 //!
 //! Run: `cargo bench -p asp-cli --bench stores` (options after `--`):
-//! - `--harness claude-code` (default) or `codex`: whose homes to generate and pack;
+//! - `--harness claude-code` (default), `codex` or `gemini`: whose homes to generate and pack;
 //! - `--sizes 64M,256M,1G` (default): which stores to build and measure;
 //! - `--runs N` (default 3): runs per tool; the median is shown;
 //! - `--keep`: keep the bundles and archives next to the stores.
 //!
-//! Each store is a Claude Code home made by [`claude::generate`] or a Codex home made by
-//! [`codex::generate`] (deterministic), built once under the target directory and reused. For each store, the tools run alternately, so load
+//! Each store is a Claude Code home made by [`claude::generate`], a Codex home made by
+//! [`codex::generate`] or a Gemini CLI home made by [`gemini::generate`] (deterministic),
+//! built once under the target directory and reused. For each store, the tools run alternately, so load
 //! from elsewhere on the machine hits them alike:
 //! `asp-pack --from HARNESS`, `zip -q -r -6 .claude` and `tar -cf - .claude | zstd -3` (`.codex`
-//! for Codex);
+//! for Codex, `.gemini` for Gemini CLI);
 //! then `asp verify`, and one session by id (`asp export --session`, `asp-unpack --session
 //! --to-dir`). Wall time and peak RSS come from `/usr/bin/time`. A `restic backup` column is
 //! added when `ASP_BENCH_RESTIC=1` and `restic` is on the PATH (issue 13; Claude Code only).
@@ -19,7 +20,9 @@
 //! reports anything about a generated store, since the stores are meant to be read whole.
 
 mod claude;
+mod clock;
 mod codex;
+mod gemini;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -30,6 +33,7 @@ use std::process::Command;
 enum Harness {
     ClaudeCode,
     Codex,
+    Gemini,
 }
 
 impl Harness {
@@ -37,7 +41,8 @@ impl Harness {
         match s {
             "claude-code" => Harness::ClaudeCode,
             "codex" => Harness::Codex,
-            _ => panic!("--harness is claude-code or codex"),
+            "gemini" => Harness::Gemini,
+            _ => panic!("--harness is claude-code, codex or gemini"),
         }
     }
 
@@ -46,6 +51,7 @@ impl Harness {
         match self {
             Harness::ClaudeCode => "claude-code",
             Harness::Codex => "codex",
+            Harness::Gemini => "gemini",
         }
     }
 
@@ -54,6 +60,7 @@ impl Harness {
         match self {
             Harness::ClaudeCode => ".claude",
             Harness::Codex => ".codex",
+            Harness::Gemini => ".gemini",
         }
     }
 
@@ -62,6 +69,7 @@ impl Harness {
         match self {
             Harness::ClaudeCode => "claude-3",
             Harness::Codex => "codex-2",
+            Harness::Gemini => "gemini-1",
         }
     }
 
@@ -69,6 +77,7 @@ impl Harness {
         match self {
             Harness::ClaudeCode => "claude",
             Harness::Codex => "codex",
+            Harness::Gemini => "gemini",
         }
     }
 }
@@ -166,6 +175,7 @@ fn build(root: &Path, harness: Harness, label: &str, total: u64) -> Store {
         let s = match harness {
             Harness::ClaudeCode => claude::generate(&home, total, 0x5eed_0000 ^ total),
             Harness::Codex => codex::generate(&home, total, 0x5eed_0000 ^ total),
+            Harness::Gemini => gemini::generate(&home, total, 0x5eed_0000 ^ total),
         };
         fs::write(
             &marker,
@@ -188,6 +198,7 @@ fn build(root: &Path, harness: Harness, label: &str, total: u64) -> Store {
         session: match harness {
             Harness::ClaudeCode => typical_session(&home),
             Harness::Codex => typical_rollout(&home),
+            Harness::Gemini => typical_chat(&home),
         },
         home,
         sessions,
@@ -241,6 +252,24 @@ fn typical_rollout(home: &Path) -> String {
         .collect();
     rollouts.sort();
     rollouts.into_iter().next().expect("a rollout").1
+}
+
+/// The Gemini CLI session whose chat is nearest the median size (250 KB): what "one session"
+/// means for the one-session figures (its id is the chat's first line's `sessionId`).
+fn typical_chat(home: &Path) -> String {
+    let mut chats: Vec<(u64, PathBuf)> = walkdir::WalkDir::new(home.join(".gemini/tmp"))
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("session-"))
+        .map(|e| (size_of(e.path()).abs_diff(250_000), e.into_path()))
+        .collect();
+    chats.sort();
+    let (_, chat) = chats.into_iter().next().expect("a chat");
+    let text = fs::read_to_string(&chat).expect("the chat");
+    let first: serde_json::Value =
+        serde_json::from_str(text.lines().next().expect("a first line")).expect("JSON");
+    first["sessionId"].as_str().expect("a sessionId").to_owned()
 }
 
 struct Row {

@@ -270,62 +270,39 @@ pub fn normalise(line: u64, value: Value, first: bool) -> Option<Record> {
         .get("timestamp")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    // The envelope of every build since mid-2025.
-    if let (Some(Value::String(t)), Some(payload)) = (obj.get("type"), obj.get("payload")) {
-        return Some(Record {
-            line,
-            timestamp,
-            kind: kind_of(t),
-            payload: payload.clone(),
-            raw: value.clone(),
-        });
-    }
-    // The transitional form: `record_type` beside the flattened item.
-    if let Some(Value::String(rt)) = obj.get("record_type") {
-        let kind = match rt.as_str() {
-            "state" => return None,
-            "session_meta" => Kind::SessionMeta,
-            "prev_session_meta" => Kind::Other("prev_session_meta".to_owned()),
-            "response" => Kind::ResponseItem,
-            "event" => Kind::EventMsg,
-            other => Kind::Other(other.to_owned()),
+    let (timestamp, kind, payload) =
+        if let (Some(Value::String(t)), Some(payload)) = (obj.get("type"), obj.get("payload")) {
+            // The envelope of every build since mid-2025.
+            (timestamp, kind_of(t), payload.clone())
+        } else if let Some(Value::String(rt)) = obj.get("record_type") {
+            // The transitional form: `record_type` beside the flattened item.
+            let kind = match rt.as_str() {
+                "state" => return None,
+                "session_meta" => Kind::SessionMeta,
+                "prev_session_meta" => Kind::Other("prev_session_meta".to_owned()),
+                "response" => Kind::ResponseItem,
+                "event" => Kind::EventMsg,
+                other => Kind::Other(other.to_owned()),
+            };
+            (timestamp, kind, without(obj, &["record_type", "timestamp"]))
+        } else if let Some(Value::String(t)) = obj.get("type")
+            && RESPONSE_ITEM_TYPES.contains(&t.as_str())
+        {
+            // The early flat form: a bare response item...
+            (None, Kind::ResponseItem, value.clone())
+        } else if first && obj.contains_key("id") && obj.contains_key("timestamp") {
+            // ...after a bare meta line.
+            (timestamp, Kind::SessionMeta, value.clone())
+        } else {
+            (timestamp, Kind::Other(String::new()), value.clone())
         };
-        return Some(Record {
-            line,
-            timestamp,
-            kind,
-            payload: without(obj, &["record_type", "timestamp"]),
-            raw: value.clone(),
-        });
-    }
-    // The early flat form: a bare response item...
-    if let Some(Value::String(t)) = obj.get("type")
-        && RESPONSE_ITEM_TYPES.contains(&t.as_str())
-    {
-        return Some(Record {
-            line,
-            timestamp: None,
-            kind: Kind::ResponseItem,
-            payload: value.clone(),
-            raw: value.clone(),
-        });
-    }
-    // ...after a bare meta line.
-    if first && obj.contains_key("id") && obj.contains_key("timestamp") {
-        return Some(Record {
-            line,
-            timestamp,
-            kind: Kind::SessionMeta,
-            payload: value.clone(),
-            raw: value.clone(),
-        });
-    }
+    // The line itself is kept as `raw`, moved: only the payload is a copy.
     Some(Record {
         line,
         timestamp,
-        kind: Kind::Other(String::new()),
-        payload: value.clone(),
-        raw: value.clone(),
+        kind,
+        payload,
+        raw: value,
     })
 }
 

@@ -45,6 +45,7 @@ use crate::harness::{
 };
 use crate::kit::placement::Tally;
 use crate::kit::settings_json::{File, report_unreadable, write_merged};
+use crate::kit::source::SourceFile;
 use layout::Layout;
 use projects::Projects;
 
@@ -93,6 +94,22 @@ impl Harness for Gemini {
         entry: &Surveyed,
     ) -> Result<Vec<Session>, ConvertError> {
         read::read_session(ctx, entry)
+    }
+
+    /// A session's first chat file, in its project's `chats/` folder (a subagent's is in a
+    /// folder of its parent's).
+    fn surveyed_transcript<'a>(&self, entry: &'a Surveyed) -> Option<&'a SourceFile> {
+        let plan: &survey::Plan = entry.plan();
+        plan.mains.first().map(|c| &c.source)
+    }
+
+    fn transcript(
+        &self,
+        _: &asp_format::name::SessionId,
+        native: &asp_format::state::Native,
+        meta: Option<&asp_format::state::Meta>,
+    ) -> Option<asp_format::Descriptor> {
+        read::transcript(native, meta)
     }
 
     fn read_kinds(&self, ctx: &ReadContext<'_>) -> Result<State, ConvertError> {

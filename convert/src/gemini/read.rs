@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use asp_format::blob::BlobError;
 use asp_format::name::{HarnessName, RelPath, SessionId};
 use asp_format::state::{FileEntry, Meta, Native, Session};
 use serde_json::Value;
@@ -29,6 +30,17 @@ use crate::error::ConvertError;
 use crate::harness::{SessionContext, Surveyed};
 use crate::kit::meta::{self as kit_meta, Parent};
 use crate::kit::text::collapse_whitespace;
+
+/// The key of `_meta.gemini` naming the chat file the conversation was read from (the path
+/// of its native file): the session's transcript, [`transcript`].
+const FILE_KEY: &str = "file";
+
+/// The native transcript of a session as its state holds it (see
+/// [`crate::Harness::transcript`]): the native file at `_meta.gemini.file`, the chat its
+/// update stream was replayed from.
+pub fn transcript(native: &Native, meta: Option<&Meta>) -> Option<asp_format::Descriptor> {
+    kit_meta::native_file(native, meta, super::NAME, FILE_KEY)
+}
 
 /// A session read, with what deduplication needs.
 struct Found {
@@ -150,6 +162,28 @@ struct Link {
 type Links<'a> = (&'a String, &'a HashMap<String, Link>);
 
 impl ChatDir<'_, '_> {
+    /// Writes a chat file as a transcript blob (a bundle compresses it against its project's
+    /// dictionary, spec/aspstate.md §4.1).
+    fn put_transcript(
+        &self,
+        path: &Path,
+        f: &mut crate::kit::source::Surveyed,
+    ) -> Result<asp_format::Descriptor, ConvertError> {
+        use std::io::{Read, Write};
+        let mut w = self.ctx.blobs.begin_transcript(path, f.len())?;
+        let mut buf = vec![0; 1 << 16];
+        loop {
+            let n = match f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(ConvertError::io(path)(e)),
+            };
+            w.write_all(&buf[..n]).map_err(BlobError::from)?;
+        }
+        Ok(w.finish()?)
+    }
+
     /// Reads one chat file into a session; `None` when it is not a chat.
     fn read_one(
         &self,
@@ -205,8 +239,48 @@ impl ChatDir<'_, '_> {
                  known root with its hash); carried without a working directory",
             );
         }
-        let mut conv =
-            replay::convert(&chat, &sid, cwd.as_deref(), &file.children, self.ctx.blobs)?;
+        // The chat file byte for byte as the session's native file, written before the
+        // stream, which is derived from it (a bundle compresses the stream against it,
+        // spec/aspstate.md §4; `Harness::transcript`). An export has no place for native
+        // files (`ReadOptions::native`): none are read.
+        let native = match RelPath::new(&rel_str) {
+            _ if !self.ctx.options.native => None,
+            Ok(rel) => {
+                let mut f = file.source.open().map_err(ConvertError::io(path))?;
+                Some(Native {
+                    harness: HarnessName::new("gemini").expect("a valid name"),
+                    files: vec![FileEntry {
+                        path: rel,
+                        executable: false,
+                        content: self.put_transcript(path, &mut f)?,
+                    }],
+                })
+            }
+            Err(e) => {
+                diags.note(
+                    path,
+                    None,
+                    format!(
+                        "its file cannot be carried as a native file ({e}); only its updates are"
+                    ),
+                );
+                None
+            }
+        };
+        let base = native
+            .as_ref()
+            .and_then(|n| n.files.first())
+            .map(|f| f.content);
+        let mut conv = replay::convert(
+            &chat,
+            &sid,
+            cwd.as_deref(),
+            &file.children,
+            self.ctx.blobs,
+            base,
+        )?;
+        conv.meta
+            .insert(FILE_KEY.into(), Value::String(rel_str.clone()));
 
         let mut meta = Some(Meta::new());
         meta.as_mut()
@@ -250,31 +324,6 @@ impl ChatDir<'_, '_> {
                 );
             }
         }
-        // An export has no place for native files (`ReadOptions::native`): none are read.
-        let native = match RelPath::new(&rel_str) {
-            _ if !self.ctx.options.native => None,
-            Ok(rel) => {
-                let mut f = file.source.open().map_err(ConvertError::io(path))?;
-                Some(Native {
-                    harness: HarnessName::new("gemini").expect("a valid name"),
-                    files: vec![FileEntry {
-                        path: rel,
-                        executable: false,
-                        content: self.ctx.blobs.put_reader(&mut f)?,
-                    }],
-                })
-            }
-            Err(e) => {
-                diags.note(
-                    path,
-                    None,
-                    format!(
-                        "its file cannot be carried as a native file ({e}); only its updates are"
-                    ),
-                );
-                None
-            }
-        };
         let updated_at = chat.str_meta("lastUpdated").map(str::to_owned);
         let last_ms = updated_at
             .as_deref()

@@ -62,10 +62,11 @@ pub fn convert(
     cwd: Option<&str>,
     subagent_chats: &HashSet<String>,
     sink: &dyn BlobSink,
+    base: Option<asp_format::Descriptor>,
 ) -> Result<Converted, ConvertError> {
     let mut out = Converted::default();
     let mut w = Stream {
-        writer: UpdateWriter::new(sink)?,
+        writer: UpdateWriter::derived(sink, base)?,
         session_id,
     };
     let responses = function_responses(&chat.messages);
@@ -214,9 +215,13 @@ fn subagent_task(args: &Value) -> Option<String> {
         .filter(|t| !t.is_empty())
 }
 
+/// The `functionResponse` parts of a chat's user records, by call id.
+type Responses<'a> = HashMap<&'a str, &'a Value>;
+
 /// Every `functionResponse` part in user records, by call id (the first wins): tool results
 /// recorded beside the call (since May 2026) or by a checkpoint's `<id>_response` record.
-fn function_responses(messages: &[Map<String, Value>]) -> HashMap<String, Value> {
+/// Borrowed from the chat: a response is cloned only into the one update that carries it.
+fn function_responses(messages: &[Map<String, Value>]) -> Responses<'_> {
     let mut out = HashMap::new();
     for m in messages.iter().filter(|m| type_of(m) == "user") {
         if let Some(Value::Array(parts)) = m.get("content") {
@@ -224,7 +229,7 @@ fn function_responses(messages: &[Map<String, Value>]) -> HashMap<String, Value>
                 if let Some(fr) = p.get("functionResponse")
                     && let Some(id) = fr.get("id").and_then(Value::as_str)
                 {
-                    out.entry(id.to_owned()).or_insert_with(|| fr.clone());
+                    out.entry(id).or_insert(fr);
                 }
             }
         }
@@ -307,7 +312,7 @@ fn user_updates(m: &Map<String, Value>) -> Vec<Update> {
 /// A gemini record's updates: thoughts, text, tool calls (with plans), usage.
 fn gemini_updates(
     m: &Map<String, Value>,
-    responses: &HashMap<String, Value>,
+    responses: &Responses<'_>,
     cwd: Option<&str>,
     subagent_chats: &HashSet<String>,
     out: &mut Converted,
@@ -375,7 +380,7 @@ fn gemini_updates(
 /// The raw result of a call: the `response` of its `functionResponse` (from the call's own
 /// `result`, else from the user record that carried it), or the whole `result` when it is
 /// something else.
-fn raw_output(call: &Value, call_id: &str, responses: &HashMap<String, Value>) -> Option<Value> {
+fn raw_output(call: &Value, call_id: &str, responses: &Responses<'_>) -> Option<Value> {
     let result = call.get("result").filter(|r| !r.is_null());
     let parts: Vec<&Value> = match result {
         Some(Value::Array(a)) => a.iter().collect(),
@@ -393,7 +398,12 @@ fn raw_output(call: &Value, call_id: &str, responses: &HashMap<String, Value>) -
                 .collect();
             (frs.len() == 1 && parts.len() == 1).then(|| frs[0])
         })
-        .or_else(|| parts.is_empty().then(|| responses.get(call_id)).flatten());
+        .or_else(|| {
+            parts
+                .is_empty()
+                .then(|| responses.get(call_id).copied())
+                .flatten()
+        });
     match matching {
         Some(fr) => fr.get("response").cloned(),
         None => result.cloned(),
@@ -402,7 +412,7 @@ fn raw_output(call: &Value, call_id: &str, responses: &HashMap<String, Value>) -
 
 fn tool_updates(
     call: &Value,
-    responses: &HashMap<String, Value>,
+    responses: &Responses<'_>,
     cwd: Option<&str>,
     subagent_chats: &HashSet<String>,
     out: &mut Converted,
@@ -532,7 +542,7 @@ mod tests {
     fn convert_log(text: &str) -> (String, Vec<Value>) {
         let chat = replay_text(text);
         let store = MemoryStore::new();
-        let out = convert(&chat, "s", None, &HashSet::new(), &store).unwrap();
+        let out = convert(&chat, "s", None, &HashSet::new(), &store, None).unwrap();
         let bytes = store.read_all(&out.updates.unwrap()).unwrap();
         let updates = String::from_utf8(bytes)
             .unwrap()
