@@ -116,6 +116,10 @@ macro_rules! contract {
                 fn each_update_stream_is_compressed_against_the_transcript_it_derives_from() {
                     super::streams_go_against_their_transcript(H)
                 }
+                #[test]
+                fn the_project_a_pack_predicts_a_dictionary_by_is_one_working_directory() {
+                    super::a_surveyed_project_is_one_cwd(H)
+                }
             }
         )*
     };
@@ -1042,6 +1046,37 @@ fn streams_go_against_their_transcript(h: &str) {
         against > 0,
         NAME_A_TRANSCRIPT.contains(&h),
         "{h}: {against} streams compressed against their transcript"
+    );
+}
+
+/// The harnesses whose survey names each session's project (`Harness::surveyed_project`), so
+/// a pack compresses their transcripts against a predicted dictionary as it reads them.
+const PREDICT_PROJECTS: &[&str] = &["claude-code", "codex", "gemini", "pi"];
+
+/// spec/aspstate.md §4.1: a project is the sessions with one `cwd`, so what the survey
+/// predicts a project's dictionary by names sessions of one `cwd` (a wrong prediction costs
+/// a second compression, never other bytes).
+fn a_surveyed_project_is_one_cwd(h: &str) {
+    let full = read(h, &sample(h));
+    let harness = asp_convert::harness(h).expect("a registered harness");
+    let survey = crate::support::store_of(h, &sample(h))
+        .survey(&asp_convert::kit::report::Diagnostics::new())
+        .unwrap();
+    let mut cwds: std::collections::BTreeMap<PathBuf, BTreeSet<Option<String>>> =
+        Default::default();
+    for e in &survey.sessions {
+        if let Some(project) = harness.surveyed_project(e) {
+            let cwd = full.session(e.id.as_str()).cwd.clone();
+            cwds.entry(project).or_default().insert(cwd);
+        }
+    }
+    for (project, cwd) in &cwds {
+        assert_eq!(cwd.len(), 1, "{h}: {} names {cwd:?}", project.display());
+    }
+    assert_eq!(
+        !cwds.is_empty(),
+        PREDICT_PROJECTS.contains(&h),
+        "{h}: projects {cwds:?}"
     );
 }
 

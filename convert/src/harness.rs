@@ -366,6 +366,19 @@ pub trait Harness: Send + Sync {
         None
     }
 
+    /// The project of a survey entry's transcript, as a path: what a pack predicts the
+    /// project's dictionary by (spec/aspstate.md §4.1), reads the project's sessions together
+    /// by (§13.3), and gives [`BlobSink::begin_transcript`] for the transcript as it is read,
+    /// so the two meet. The default: the folder of [`Harness::surveyed_transcript`]. A harness
+    /// whose folders are not projects names each project by a path of its own that no file
+    /// is at (Codex, whose rollouts are kept by day: one made of the thread's `cwd`).
+    fn surveyed_project(&self, entry: &Surveyed) -> Option<PathBuf> {
+        self.surveyed_transcript(entry)?
+            .path
+            .parent()
+            .map(Path::to_path_buf)
+    }
+
     /// The native transcript of a session this converter read: the body among `native`'s files
     /// its update stream was replayed from, which its read hands the blob sink as the stream's
     /// base ([`asp_format::update::UpdateWriter::derived`]; a bundle compresses the stream

@@ -6,7 +6,7 @@
 //! --read-data` (asp-repo) bounds the transcripts it holds as dictionaries the same way.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::harness::Surveyed;
@@ -59,9 +59,9 @@ pub(crate) fn weights(entries: &[&Surveyed]) -> Vec<u64> {
 /// 25 and 7.4 MB grouped (4 kept; heaptrack); see spec/aspstate.md §13.3 for the time.
 pub(crate) fn order<'a, T>(
     entries: &'a [T],
-    folder: impl Fn(&'a T) -> Option<&'a Path>,
+    folder: impl Fn(&'a T) -> Option<PathBuf>,
 ) -> Vec<usize> {
-    let mut order: Vec<(bool, Option<&Path>, usize)> = entries
+    let mut order: Vec<(bool, Option<PathBuf>, usize)> = entries
         .iter()
         .enumerate()
         .map(|(i, e)| {
@@ -176,7 +176,7 @@ mod tests {
             Some("/p/a"),
             None,
         ];
-        let got = order(&entries, |f| f.as_ref().map(Path::new));
+        let got = order(&entries, |f| f.map(PathBuf::from));
         assert_eq!(got, [2, 4, 0, 3, 1, 5]);
     }
 

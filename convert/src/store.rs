@@ -60,10 +60,10 @@ pub enum Store {
 
 /// Predicts each project's dictionary from the survey (spec/aspstate.md §4.1), before a
 /// session is read, so the blob sink compresses the transcripts against it as they come:
-/// per folder of transcripts, the first MiB of the transcript of the least session id among
-/// those of at least a MiB. Only a prediction, made from sizes and ids alone: the sink applies
-/// the rule to the state in the end and compresses again what it got wrong. Only folders with
-/// an entry to read (not `reuse`d) are predicted: a backup that changed nothing reads no
+/// per project ([`Harness::surveyed_project`]: for most harnesses a folder of transcripts),
+/// the first MiB of the transcript of the least session id among those of at least a MiB.
+/// Only a prediction, made from sizes and ids alone: the sink applies the rule to the state
+/// in the end and compresses again what it got wrong. Only projects with an entry to read (not `reuse`d) are predicted: a backup that changed nothing reads no
 /// dictionary. A file that cannot be read here is left to the read, which reports it.
 fn predict_dictionaries(
     harness: &dyn Harness,
@@ -73,12 +73,15 @@ fn predict_dictionaries(
 ) -> Result<(), ConvertError> {
     use asp_format::bundle::PROJECT_DICTIONARY;
     use std::io::Read;
-    let mut least: BTreeMap<&Path, (&str, &Path)> = BTreeMap::new();
+    let mut least: BTreeMap<PathBuf, (&str, &Path)> = BTreeMap::new();
     for e in entries.iter().filter(|e| e.parent.is_none()) {
-        let Some(t) = harness.surveyed_transcript(e) else {
+        let Some(t) = harness
+            .surveyed_transcript(e)
+            .filter(|t| t.size >= PROJECT_DICTIONARY)
+        else {
             continue;
         };
-        let Some(folder) = t.path.parent().filter(|_| t.size >= PROJECT_DICTIONARY) else {
+        let Some(folder) = harness.surveyed_project(e) else {
             continue;
         };
         let id = e.id.as_str();
@@ -87,27 +90,20 @@ fn predict_dictionaries(
             *slot = (id, &t.path);
         }
     }
-    let read: BTreeSet<&Path> = entries
+    let read: BTreeSet<PathBuf> = entries
         .iter()
-        .filter_map(|e| {
-            harness
-                .surveyed_transcript(e)?
-                .path
-                .parent()
-                .map(|f| (e, f))
-        })
-        .filter(|(e, _)| reuse(e).is_none())
-        .map(|(_, f)| f)
+        .filter(|e| reuse(e).is_none())
+        .filter_map(|e| harness.surveyed_project(e))
         .collect();
     for (folder, (_, path)) in least {
-        if !read.contains(folder) {
+        if !read.contains(&folder) {
             continue;
         }
         let mut head = Vec::with_capacity(PROJECT_DICTIONARY as usize);
         let read = std::fs::File::open(path)
             .and_then(|f| f.take(PROJECT_DICTIONARY).read_to_end(&mut head));
         if read.is_ok() && head.len() as u64 == PROJECT_DICTIONARY {
-            sink.predict_dictionary(folder, &head)?;
+            sink.predict_dictionary(&folder, &head)?;
         }
     }
     Ok(())
@@ -484,9 +480,9 @@ impl Store {
         let reading = ReadingBudget::new(READING_BUDGET);
         let weights = reading::weights(entries);
         let order = match self {
-            Store::Harness { harness, .. } => reading::order(entries, |e: &&Surveyed| {
-                harness.surveyed_transcript(e).and_then(|t| t.path.parent())
-            }),
+            Store::Harness { harness, .. } => {
+                reading::order(entries, |e: &&Surveyed| harness.surveyed_project(e))
+            }
             Store::Dir(_) => (0..entries.len()).collect(),
         };
         // Progress in the bytes of the entries' files, as the survey found them: an entry

@@ -97,6 +97,28 @@ impl Harness for Codex {
         read::read_session(ctx, entry)
     }
 
+    /// A thread's first rollout, when it is plain JSONL (a `.jsonl.zst` one is compressed
+    /// bytes, no transcript, spec/aspstate.md §4).
+    fn surveyed_transcript<'a>(
+        &self,
+        entry: &'a Surveyed,
+    ) -> Option<&'a crate::kit::source::SourceFile> {
+        let plan: &survey::Plan = entry.plan();
+        plan.candidates
+            .first()
+            .filter(|f| !f.compressed)?
+            .source
+            .as_ref()
+    }
+
+    /// The thread's `cwd`, as [`survey::project_key`] names it: Codex's folders are days, not
+    /// projects.
+    fn surveyed_project(&self, entry: &Surveyed) -> Option<std::path::PathBuf> {
+        self.surveyed_transcript(entry)?;
+        let plan: &survey::Plan = entry.plan();
+        plan.project.clone()
+    }
+
     fn transcript(
         &self,
         _: &asp_format::name::SessionId,

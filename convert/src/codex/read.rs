@@ -4,6 +4,9 @@
 //! needs ahead, and the second ([`super::replay`]) streams the ACP updates into their blob.
 //! Memory stays at one rollout's hashes, whatever its size.
 
+use std::io::{Read, Write};
+use std::path::Path;
+
 use asp_format::name::{HarnessName, RelPath};
 use asp_format::state::{FileEntry, Meta, Native, Session};
 use serde_json::{Value, json};
@@ -119,6 +122,7 @@ pub fn transcript(native: &Native, meta: Option<&Meta>) -> Option<asp_format::De
 fn native_of(
     ctx: &SessionContext<'_>,
     f: &RolloutFile,
+    project: Option<&Path>,
     harness: &HarnessName,
 ) -> Result<Option<Option<Native>>, ConvertError> {
     let diagnostics = ctx.diagnostics;
@@ -147,15 +151,30 @@ fn native_of(
     let Some(mut raw) = skip_unreadable(opened, f, diagnostics)? else {
         return Ok(None);
     };
-    // A rollout is copied as it is on disk; an I/O error here (not a blob error) skips it.
-    let content = match ctx.blobs.put_reader(&mut raw) {
-        Ok(d) => d,
-        Err(asp_format::blob::BlobError::Other(e)) => {
-            diagnostics.lost(&f.path, None, format!("cannot be read ({e}); skipped"));
-            return Ok(None);
-        }
-        Err(e) => return Err(e.into()),
+    // A rollout is copied as it is on disk; an I/O error here (not a blob error) skips it. A
+    // plain one is a transcript, compressed against its project's dictionary when the survey
+    // predicted one (spec/aspstate.md §4.1; a `.zst` one is compressed bytes already).
+    let mut w = match f.compressed {
+        false => ctx
+            .blobs
+            .begin_transcript(project.unwrap_or(&f.path), raw.len())?,
+        true => ctx.blobs.begin_sized(raw.len())?,
     };
+    let mut buf = vec![0; 1 << 16];
+    loop {
+        let n = match raw.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                diagnostics.lost(&f.path, None, format!("cannot be read ({e}); skipped"));
+                return Ok(None);
+            }
+        };
+        w.write_all(&buf[..n])
+            .map_err(asp_format::blob::BlobError::from)?;
+    }
+    let content = w.finish()?;
     Ok(Some(Some(Native {
         harness: harness.clone(),
         files: vec![FileEntry {
@@ -206,7 +225,7 @@ pub fn read_session(
         // The native file first, so the update stream can be derived from it: a plain
         // rollout is what the stream repeats (a `.zst` one is compressed bytes).
         // An unreadable copy costs only itself, as in the passes before.
-        let Some(native) = native_of(ctx, f, &harness)? else {
+        let Some(native) = native_of(ctx, f, plan.project.as_deref(), &harness)? else {
             continue;
         };
         let base = native

@@ -9,6 +9,7 @@
 //! its live copy is read first.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use asp_format::name::SessionId;
 
@@ -35,6 +36,19 @@ pub struct Plan {
     pub index_entries: Vec<Entry>,
     /// Its row in the thread database.
     pub db_row: Option<Thread>,
+    /// Its project, as a pack predicts the project's dictionary by it: [`project_key`] of the
+    /// `cwd` its first rollout's `session_meta` names.
+    pub project: Option<PathBuf>,
+}
+
+/// The path a Codex project is named by when a pack predicts its dictionary (spec/aspstate.md
+/// §4.1, `Harness::surveyed_project`): Codex keeps rollouts by day, not by project, so a
+/// project is the threads with the same `cwd`, named by a path under `CODEX_HOME` that no
+/// file is at (`.asp-projects/<cwd>`). Only a name: nothing is read from or written there.
+pub fn project_key(codex: &Path, cwd: &str) -> PathBuf {
+    codex
+        .join(".asp-projects")
+        .join(cwd.trim_start_matches(['/', '\\']))
 }
 
 /// The threads of the Codex home.
@@ -61,7 +75,8 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
 
     // Thread ids and subagent links, from each file's opening line.
     let mut order: Vec<String> = Vec::new();
-    let mut by_id: HashMap<String, (Vec<RolloutFile>, Option<String>)> = HashMap::new();
+    type Found = (Vec<RolloutFile>, Option<String>, Option<PathBuf>);
+    let mut by_id: HashMap<String, Found> = HashMap::new();
     let mut children: HashMap<String, Vec<String>> = HashMap::new();
     for mut f in files {
         let source = match SourceFile::stat(&f.path, !f.compressed) {
@@ -89,21 +104,25 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
             continue;
         };
         let parent = meta.as_ref().and_then(|r| parent_of(&r.payload));
+        let project = meta
+            .as_ref()
+            .and_then(|r| str_at(&r.payload, "/cwd"))
+            .map(|cwd| project_key(&layout.codex, &cwd));
         match by_id.get_mut(&id) {
-            Some((copies, _)) => copies.push(f),
+            Some((copies, ..)) => copies.push(f),
             None => {
                 if let Some(p) = &parent {
                     children.entry(p.clone()).or_default().push(id.clone());
                 }
                 order.push(id.clone());
-                by_id.insert(id, (vec![f], parent));
+                by_id.insert(id, (vec![f], parent, project));
             }
         }
     }
 
     let mut out = Vec::new();
     for id in order {
-        let (candidates, parent) = by_id.remove(&id).expect("listed above");
+        let (candidates, parent, project) = by_id.remove(&id).expect("listed above");
         let session_id = match SessionId::new(&id) {
             Ok(s) => s,
             Err(e) => {
@@ -119,6 +138,7 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
             db_row: db.get(&id).cloned(),
             candidates,
             parent: parent.clone(),
+            project,
         };
         let files = plan
             .candidates
