@@ -20,6 +20,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::transcript::skim::Obj;
+use crate::kit::json_scan::{plain_run, reads_as_value};
 
 /// A member read as a string: absent, present but not a string, or its text (borrowed from
 /// the line unless it holds escapes).
@@ -217,32 +218,6 @@ impl From<Value> for Carried {
     fn from(v: Value) -> Carried {
         Carried::Value(v)
     }
-}
-
-/// Where the first `"` or `\\` of `text` is (its length when there is none). A string's body
-/// is most of a transcript's text; this looks at it eight bytes at a time.
-fn plain_run(text: &[u8]) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // The high bit of each byte of `w` that is `b`, and maybe of bytes after one that is
-    // (the classic zero-byte test): the lowest bit set is the first such byte.
-    let find = |w: u64, b: u8| {
-        let x = w ^ (ONES * u64::from(b));
-        x.wrapping_sub(ONES) & !x & HIGH
-    };
-    let mut n = 0;
-    for c in text.chunks_exact(8) {
-        let w = u64::from_le_bytes(c.try_into().expect("eight bytes"));
-        let hits = find(w, b'"') | find(w, b'\\');
-        if hits != 0 {
-            return n + (hits.trailing_zeros() / 8) as usize;
-        }
-        n += 8;
-    }
-    n + text[n..]
-        .iter()
-        .position(|&b| b == b'"' || b == b'\\')
-        .unwrap_or(text.len() - n)
 }
 
 /// How many members an object may have for [`canonical`] to look for one given twice; a
@@ -576,80 +551,6 @@ impl<'a> Line<'a> {
     }
 }
 
-/// serde_json's nesting limit: a value nested this deep does not parse into a `Value`.
-const VALUE_DEPTH: usize = 128;
-
-/// Whether `text` surely parses into a `Value` when it parses at all. The typed views skip
-/// members without reading them as a `Value` does, and so take lines a `Value` parse refuses:
-/// nested more than [`VALUE_DEPTH`] deep, a number out of `f64`'s range, a `\u` escape of half
-/// a surrogate pair, bytes that are not UTF-8 in a skipped string. `false` when the line might
-/// be one of these (an exponent, any surrogate escape, deep nesting): [`with_line`] then asks
-/// a `Value` parse.
-fn reads_as_value(text: &[u8]) -> bool {
-    if std::str::from_utf8(text).is_err() {
-        return false;
-    }
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < text.len() {
-        match text[i] {
-            b'"' => {
-                i += 1;
-                loop {
-                    i += plain_run(&text[i..]);
-                    match text.get(i) {
-                        Some(b'"') => {
-                            i += 1;
-                            break;
-                        }
-                        Some(b'\\') => {
-                            if text.get(i + 1) == Some(&b'u')
-                                && matches!(text.get(i + 2), Some(b'd' | b'D'))
-                            {
-                                return false;
-                            }
-                            i += 2;
-                        }
-                        _ => return false,
-                    }
-                }
-            }
-            b'[' | b'{' => {
-                depth += 1;
-                if depth >= VALUE_DEPTH - 1 {
-                    return false;
-                }
-                i += 1;
-            }
-            b']' | b'}' => {
-                depth = depth.saturating_sub(1);
-                i += 1;
-            }
-            b'0'..=b'9' => {
-                let start = i;
-                while i < text.len() && text[i].is_ascii_digit() {
-                    i += 1;
-                }
-                if i - start > 300 || matches!(text.get(i), Some(b'e' | b'E')) {
-                    return false;
-                }
-                // A fraction: its digits, then maybe an exponent.
-                if text.get(i) == Some(&b'.') {
-                    i += 1;
-                    while i < text.len() && text[i].is_ascii_digit() {
-                        i += 1;
-                    }
-                    if matches!(text.get(i), Some(b'e' | b'E')) {
-                        return false;
-                    }
-                }
-            }
-            _ => i += 1,
-        }
-    }
-    true
-}
-
 /// Reads `raw` (a line the first pass parsed as a JSON object) and hands its view to `f`;
 /// `None` when the line is not a JSON object after all, or not one a `Value` parse takes
 /// (the replay read lines as `Value`s before, and left such lines out).
@@ -752,27 +653,6 @@ mod tests {
             .collect::<Vec<_>>()
             .join(",");
         assert!(!canonical(format!("{{{wide}}}").as_bytes()));
-    }
-
-    #[test]
-    fn plain_run_finds_the_first_quote_or_backslash() {
-        // Every place in and around an eight-byte step, with bytes that trip the zero-byte
-        // test after a match (0x01, 0x80, 0xff next to it) and none.
-        for len in 0..20 {
-            for at in 0..=len {
-                for (first, then) in [(b'"', b'\\'), (b'\\', b'"'), (b'"', 1), (b'\\', 0x80)] {
-                    let mut t = vec![b'a'; len];
-                    if at < len {
-                        t[at] = first;
-                        if at + 1 < len {
-                            t[at + 1] = then;
-                        }
-                        t[..at].iter_mut().step_by(3).for_each(|b| *b = 0xc3);
-                    }
-                    assert_eq!(plain_run(&t), at, "{t:?}");
-                }
-            }
-        }
     }
 
     /// A line is read when, and only when, a `Value` parse takes it.

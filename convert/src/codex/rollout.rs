@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use super::ids::is_uuid;
 use super::zstd::Frames;
 use crate::error::ConvertError;
+use crate::kit::json_scan::reads_as_value;
 use crate::kit::report::Diagnostics;
 use crate::kit::source::SourceFile;
 
@@ -306,6 +307,68 @@ pub fn normalise(line: u64, value: Value, first: bool) -> Option<Record> {
     })
 }
 
+/// What [`Lines::next`] gives: a record, or a line it only checked.
+#[derive(Debug)]
+pub enum Next {
+    Record(Record),
+    Passed(Passed),
+}
+
+/// A line in the envelope form that was checked, not parsed: what a reader that does not want
+/// its payload still needs of it.
+#[derive(Debug)]
+pub struct Passed {
+    pub timestamp: String,
+}
+
+/// The time, kind and `payload.type` of a line in the envelope form as Codex writes it
+/// (`{"timestamp":"…","type":"…","payload":{"type":"…"`), read off its opening bytes; `None`
+/// when it does not open so, with strings that need no escape.
+fn sniff(text: &str) -> Option<(&str, Kind, &str)> {
+    let word = |s: &str, ok: fn(u8) -> bool| -> Option<usize> {
+        let end = s.bytes().position(|b| b == b'"')?;
+        s.as_bytes()[..end].iter().all(|&b| ok(b)).then_some(end)
+    };
+    let name = |b: u8| b.is_ascii_lowercase() || b == b'_';
+    let rest = text.strip_prefix(r#"{"timestamp":""#)?;
+    let end = word(rest, |b| b.is_ascii_alphanumeric() || b":.+-".contains(&b))?;
+    let (timestamp, rest) = rest.split_at(end);
+    let rest = rest.strip_prefix(r#"","type":""#)?;
+    let end = word(rest, name)?;
+    let (kind, rest) = rest.split_at(end);
+    let rest = rest.strip_prefix(r#"","payload":{"type":""#)?;
+    let end = word(rest, name)?;
+    Some((timestamp, kind_of(kind), &rest[..end]))
+}
+
+/// Whether `text`, which [`sniff`] read as `timestamp`, `kind` and `payload_type`, is a line a
+/// `Value` parse takes and [`normalise`] reads so: it parses, each of those members once (a
+/// member given twice is read as its last by a `Value` parse; then the line is parsed whole).
+fn passes(text: &str, timestamp: &str, kind: &Kind, payload_type: &str) -> bool {
+    use serde::Deserialize;
+    use std::borrow::Cow;
+    #[derive(Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        timestamp: Cow<'a, str>,
+        #[serde(rename = "type", borrow)]
+        kind: Cow<'a, str>,
+        #[serde(borrow)]
+        payload: Payload<'a>,
+    }
+    #[derive(Deserialize)]
+    struct Payload<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Cow<'a, str>,
+    }
+    if !reads_as_value(text.as_bytes()) {
+        return false;
+    }
+    serde_json::from_str::<Envelope<'_>>(text).is_ok_and(|e| {
+        e.timestamp == timestamp && &kind_of(&e.kind) == kind && e.payload.kind == payload_type
+    })
+}
+
 /// Reads a rollout's records one at a time, reporting damaged lines.
 pub struct Lines {
     reader: Box<dyn BufRead + Send>,
@@ -350,6 +413,22 @@ impl Lines {
     /// The next record, `None` at the end. I/O errors (a corrupt zstd stream) end the file with
     /// a diagnostic; what was read before stays.
     pub fn next_record(&mut self, diagnostics: &Diagnostics) -> Option<Record> {
+        match self.next(diagnostics, |_, _| true)? {
+            Next::Record(r) => Some(r),
+            Next::Passed(_) => unreachable!("every line is wanted"),
+        }
+    }
+
+    /// The next line as [`Lines::next_record`] reads it, but a line in the envelope form whose
+    /// kind and `payload.type` `wanted` refuses is only checked, not parsed into a value:
+    /// [`Next::Passed`], with its time. The same lines are records, damaged or passed either
+    /// way: a line is passed only when it parses (`serde_json`, every member skipped but the
+    /// envelope's) and would parse into a `Value` ([`reads_as_value`]).
+    pub fn next(
+        &mut self,
+        diagnostics: &Diagnostics,
+        wanted: impl Fn(&Kind, &str) -> bool,
+    ) -> Option<Next> {
         loop {
             self.buf.clear();
             self.line += 1;
@@ -373,12 +452,21 @@ impl Lines {
             if text.is_empty() {
                 continue;
             }
+            if let Some((timestamp, kind, payload_type)) = sniff(text)
+                && !wanted(&kind, payload_type)
+                && passes(text, timestamp, &kind, payload_type)
+            {
+                self.seen_record = true;
+                return Some(Next::Passed(Passed {
+                    timestamp: timestamp.to_owned(),
+                }));
+            }
             match serde_json::from_str::<Value>(text) {
                 Ok(v) => {
                     let first = !self.seen_record;
                     if let Some(r) = normalise(self.line, v, first) {
                         self.seen_record = true;
-                        return Some(r);
+                        return Some(Next::Record(r));
                     }
                 }
                 Err(e) => {
@@ -403,6 +491,51 @@ impl Lines {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A line is passed over unparsed only when reading it whole would give a record (one of
+    /// that time), so a reader that skims gets the same records, damage and times.
+    #[test]
+    fn a_line_is_passed_only_when_it_would_be_read_as_a_record() {
+        let head = r#"{"timestamp":"2026-01-01T00:00:00.000Z","type":"response_item","payload":{"type":"function_call_output""#;
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let lines = [
+            format!(r#"{head},"output":"x"}}}}"#),
+            format!(r#"{head},"output":"\ud800"}}}}"#),
+            format!(r#"{head},"n":1e999}}}}"#),
+            format!(r#"{head}}},"type":"event_msg"}}"#),
+            format!(r#"{head}}},"timestamp":"2027-01-01T00:00:00.000Z"}}"#),
+            format!(r#"{head},"output":{deep}}}}}"#),
+            format!(r#"{head},"output":"cut"#),
+            r#"{"timestamp":"2026-01-01T00:00:00\"","type":"response_item","payload":{"type":"function_call_output"}}"#.to_owned(),
+        ];
+        let open = |line: &str| {
+            Lines::from_reader(
+                Box::new(io::Cursor::new(format!("{line}\n").into_bytes())),
+                Path::new("r.jsonl"),
+                false,
+            )
+        };
+        for line in &lines {
+            let read = |skim: bool| {
+                let mut l = open(line);
+                let got = match l.next(&Diagnostics::new(), |_, _| !skim) {
+                    Some(Next::Record(r)) => Some(r.timestamp.unwrap_or_default()),
+                    Some(Next::Passed(p)) => Some(p.timestamp),
+                    None => None,
+                };
+                (got, l.damaged)
+            };
+            assert_eq!(read(true), read(false), "{line}");
+        }
+        let passed = |line: &str| {
+            let next = open(line).next(&Diagnostics::new(), |_, _| false);
+            matches!(next, Some(Next::Passed(_)))
+        };
+        assert!(passed(&lines[0]), "a plain line is passed");
+        for odd in &lines[1..] {
+            assert!(!passed(odd), "{odd}");
+        }
+    }
 
     #[test]
     fn every_format_normalises_to_records() {

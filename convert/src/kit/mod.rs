@@ -14,6 +14,7 @@
 //! | [`skills`] | Agent Skills folders, read byte for byte and written whole |
 //! | [`memory_section`] | the `## <Harness> Added Memories` section of Gemini's and Qwen's instructions files |
 //! | [`secrets`] | `--redact-secrets` |
+//! | [`json_scan`] | JSON text scanned without parsing it: a string's plain run, whether a line parses into a `Value` |
 //! | [`jsonc`] | JSON with comments (and trailing commas), read as the harnesses that allow it read it |
 //! | [`settings_json`], [`mcp_json`] | JSONC config files (Gemini's and Qwen's `settings.json`, OpenCode's `opencode.json`): read, merged write, and their MCP server entries ↔ ACP `McpServer` |
 //! | [`instructions_file`] | instructions kept in one Markdown file, written only where there is none |
@@ -34,6 +35,7 @@ pub mod escape;
 pub mod fsops;
 pub mod grants;
 pub mod instructions_file;
+pub mod json_scan;
 pub mod jsonc;
 #[cfg(any(feature = "gemini", feature = "qwen", feature = "opencode"))]
 pub mod mcp_json;
