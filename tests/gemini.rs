@@ -2175,3 +2175,51 @@ fn the_own_configuration_is_the_settings_trust_policies_commands_and_agents() {
         ]
     );
 }
+
+/// A session found in two files (a copy Gemini went on writing to, here only a later
+/// `lastUpdated`) is read from the one Gemini resumes, and only that one is its stream's
+/// base: the other copy's stream is the same bytes, and were its file a base too, the bundle
+/// could compress the stream against it, which the state (`_meta.gemini.file`) does not name,
+/// so the directory form would pack to other bytes (spec/aspstate.md §4, §11).
+#[test]
+fn a_session_in_two_files_derives_its_stream_from_the_one_it_is_read_from_only() {
+    let t = tmp();
+    let home = t.path().join("home");
+    crate::support::copy_dir(&sample_home(), &home);
+    let chats = home.join(".gemini/tmp/shop/chats");
+    let original = fs::read(chats.join("session-2026-11-23T09-14-fed50604.jsonl")).unwrap();
+    // The copy that is read holds one more `$set`; pick its time so that its digest is the
+    // greater one: a store choosing among both files by digest would take the other.
+    let digest = |b: &[u8]| crate::support::sha256_hex(b);
+    let copy = (0..60)
+        .map(|s| {
+            let mut c = original.clone();
+            c.extend_from_slice(
+                format!("{{\"$set\":{{\"lastUpdated\":\"2026-11-30T10:00:{s:02}.000Z\"}}}}\n")
+                    .as_bytes(),
+            );
+            c
+        })
+        .find(|c| digest(c) > digest(&original))
+        .expect("one of 60 digests is greater");
+    let read_from = ".gemini/tmp/shop/chats/session-2026-11-30T10-00-fed50604.jsonl";
+    fs::write(home.join(read_from), &copy).unwrap();
+    let bundle = t.path().join("home.aspstate");
+    pack_home(HARNESS, &home, &bundle).assert().success();
+    let b = Bundle::open(&bundle).unwrap();
+    let s = b
+        .manifest()
+        .state
+        .sessions
+        .iter()
+        .flatten()
+        .find(|s| s.id.as_str() == S1)
+        .unwrap();
+    assert_eq!(s.meta.as_ref().unwrap()["gemini"]["file"], read_from);
+    let files = &s.native.as_ref().unwrap().files;
+    assert_eq!(files.len(), 2, "both files are kept with the session");
+    let base = files.iter().find(|f| f.path.as_str() == read_from).unwrap();
+    let (_, dictionary) = b.layer_of(&s.updates.digest).unwrap();
+    assert_eq!(dictionary, Some(base.content.digest));
+    crate::support::assert_packs_back_from_dir(&bundle, &t.path().join("dir"));
+}

@@ -72,9 +72,12 @@ pub trait BlobSink: Send + Sync {
         self.begin()
     }
 
-    /// Starts a session's transcript, read from `path` (`size` bytes): a store may compress it
-    /// against its project's dictionary (see [`crate::bundle::layers::LayerStore`]). The
-    /// default is [`BlobSink::begin_sized`]; the descriptor is the same either way.
+    /// Starts a session's transcript (`size` bytes) of the project `path` is in: its file's
+    /// path, under a folder [`BlobSink::predict_dictionary`] may have named, or a path that
+    /// names its project itself when the store's folders are not projects (Codex's are days).
+    /// A store may compress it against that project's dictionary (see
+    /// [`crate::bundle::layers::LayerStore`]). The default is [`BlobSink::begin_sized`]; the
+    /// descriptor is the same either way.
     fn begin_transcript(
         &self,
         path: &Path,
@@ -84,10 +87,11 @@ pub trait BlobSink: Send + Sync {
         self.begin_sized(size)
     }
 
-    /// Says, before a store is read, that the transcripts under `folder` are one project's
-    /// and that `dictionary` will be its dictionary (the first MiB of one of them): a store that
-    /// compresses against project dictionaries then does so as the transcripts are written,
-    /// not again at the end. Only a prediction: the state decides. The default ignores it.
+    /// Says, before a store is read, that the transcripts under `folder` (a folder, or a path
+    /// that names a project) are one project's and that `dictionary` will be its dictionary
+    /// (the first MiB of one of them): a store that compresses against project dictionaries
+    /// then does so as the transcripts are written, not again at the end. Only a prediction:
+    /// the state decides. The default ignores it.
     fn predict_dictionary(&self, folder: &Path, dictionary: &[u8]) -> Result<(), BlobError> {
         let _ = (folder, dictionary);
         Ok(())

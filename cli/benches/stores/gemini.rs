@@ -14,8 +14,8 @@
 //! (`projects.json`, `.project_root` markers) that gives each chat directory its root.
 //!
 //! Not generated: `/rewind` (a `$rewindTo` and the whole history again as a checkpoint),
-//! subagent chats, `info`/`warning`/`error` records; the converter's tests cover them on the
-//! sample.
+//! subagent chats, `info`/`warning`/`error` records, `logs.json` (the prompt log); the
+//! converter's tests cover them on the sample.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -88,11 +88,12 @@ impl Chat<'_> {
         self.record(&json!({"$set": {"lastUpdated": now}}));
     }
 
-    fn tokens(rng: &mut Rng) -> Value {
+    /// A step's token counts (`thoughts` only when it thought).
+    fn tokens(rng: &mut Rng, thought: bool) -> Value {
         let input = rng.range(8_000, 120_000);
         let output = rng.range(20, 1_500);
         let cached = input * rng.below(95) / 100;
-        let thoughts = rng.range(0, 600);
+        let thoughts = if thought { rng.range(40, 600) } else { 0 };
         json!({"input": input, "output": output, "cached": cached, "thoughts": thoughts,
             "tool": 0, "total": input + output + thoughts})
     }
@@ -108,8 +109,9 @@ impl Chat<'_> {
                     "timestamp": timestamp})
             })
             .collect();
+        let tokens = Self::tokens(rng, !thoughts.is_empty());
         let mut record = json!({"id": id, "timestamp": timestamp, "type": "gemini",
-            "content": content, "thoughts": thoughts, "tokens": Self::tokens(rng),
+            "content": content, "thoughts": thoughts, "tokens": tokens,
             "model": MODEL});
         self.record(&record);
         self.touch();
@@ -148,9 +150,11 @@ impl Chat<'_> {
         self.touch();
     }
 
-    /// A tool call's id as the CLI makes it: `<name>__<name>_<ms>_<index in the step>`.
+    /// A tool call's id as the CLI makes it: `<name>__<name>_<ms>_<index in the step>` (the
+    /// calls of one step a few milliseconds apart).
     fn call_id(&self, name: &str) -> String {
-        format!("{name}__{name}_{}_{}", self.now, self.calls)
+        let ms = self.now + 4 * self.calls as i64;
+        format!("{name}__{name}_{ms}_{}", self.calls)
     }
 
     /// A project file, as the model picks one: its path, its path in the project, its text.
@@ -237,19 +241,31 @@ impl Chat<'_> {
                 .collect::<String>()
         );
         let name = rel.rsplit('/').next().unwrap_or(&rel).to_owned();
+        // The hunk with three lines of context each side, as the CLI's diff library makes it.
+        let from = at.saturating_sub(3);
+        let to = (end + 3).min(lines.len());
+        let added = new.lines().count();
         let mut diff = format!(
             "Index: {name}\n===================================================================\n--- {name}\tCurrent\n+++ {name}\tProposed\n@@ -{},{} +{},{} @@\n",
-            at + 1,
-            end - at,
-            at + 1,
-            new.lines().count()
+            from + 1,
+            to - from,
+            from + 1,
+            to - from - (end - at) + added
         );
+        for l in &lines[from..at] {
+            let _ = writeln!(diff, " {l}");
+        }
         for l in &lines[at..end] {
             let _ = writeln!(diff, "-{l}");
         }
         for l in new.lines() {
             let _ = writeln!(diff, "+{l}");
         }
+        for l in &lines[end..to] {
+            let _ = writeln!(diff, " {l}");
+        }
+        let chars = |text: &str| text.lines().map(str::len).sum::<usize>();
+        let head = |text: &str| text.chars().take(30).collect::<String>();
         let snippet: String = new_content
             .lines()
             .skip(at.saturating_sub(3))
@@ -264,13 +280,13 @@ impl Chat<'_> {
                     "new_string": new},
                 "resultDisplay": {"fileDiff": diff, "fileName": name, "filePath": path,
                     "originalContent": content, "newContent": new_content,
-                    "diffStat": {"model_added_lines": new.lines().count(),
-                        "model_removed_lines": end - at, "model_added_chars": new.len(),
-                        "model_removed_chars": old.len(), "user_added_lines": 0,
+                    "diffStat": {"model_added_lines": added,
+                        "model_removed_lines": end - at, "model_added_chars": chars(&new),
+                        "model_removed_chars": chars(&old), "user_added_lines": 0,
                         "user_removed_lines": 0, "user_added_chars": 0,
                         "user_removed_chars": 0},
                     "isNewFile": false, "isBuildFile": false},
-                "description": format!("{rel}: {}", old.lines().next().unwrap_or("")),
+                "description": format!("{rel}: {}... => {}...", head(&old), head(&new)),
                 "displayName": "Edit", "renderOutputAsMarkdown": true}),
             response: json!({"output": format!(
                 "Successfully modified file: {path} (1 replacements). Here is the updated code:\n...\n{snippet}"
@@ -361,7 +377,8 @@ fn session(
         "lastUpdated": started, "kind": "main"}),
     );
     let tmp = format!("/home/dev/.gemini/tmp/{slug}");
-    let context_id = rng.hex(32);
+    // The id Gemini CLI gives the context message of every chat (the same in each sample).
+    let context_id = "d04923d38bb0f6017037e74183378ef4";
     let at = c.tick(rng, 3);
     c.record(
         &json!({"$set": {"messages": [{"id": context_id, "timestamp": at, "type": "user",

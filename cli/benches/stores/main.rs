@@ -69,7 +69,7 @@ impl Harness {
         match self {
             Harness::ClaudeCode => "claude-3",
             Harness::Codex => "codex-2",
-            Harness::Gemini => "gemini-1",
+            Harness::Gemini => "gemini-2",
         }
     }
 

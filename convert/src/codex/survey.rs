@@ -44,11 +44,17 @@ pub struct Plan {
 /// The path a Codex project is named by when a pack predicts its dictionary (spec/aspstate.md
 /// §4.1, `Harness::surveyed_project`): Codex keeps rollouts by day, not by project, so a
 /// project is the threads with the same `cwd`, named by a path under `CODEX_HOME` that no
-/// file is at (`.asp-projects/<cwd>`). Only a name: nothing is read from or written there.
+/// file is at: `.asp-projects/<sha256 of the cwd>`, one component, so no project's name is
+/// a prefix of another's (a blob store matches a transcript to the longest predicted prefix)
+/// and two spellings of a folder stay two projects, as the rule has them. Only a name:
+/// nothing is read from or written there.
 pub fn project_key(codex: &Path, cwd: &str) -> PathBuf {
-    codex
-        .join(".asp-projects")
-        .join(cwd.trim_start_matches(['/', '\\']))
+    use sha2::{Digest, Sha256};
+    let hash: String = Sha256::digest(cwd.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    codex.join(".asp-projects").join(hash)
 }
 
 /// The threads of the Codex home.

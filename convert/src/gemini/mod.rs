@@ -96,11 +96,13 @@ impl Harness for Gemini {
         read::read_session(ctx, entry)
     }
 
-    /// A session's first chat file, in its project's `chats/` folder (a subagent's is in a
-    /// folder of its parent's).
+    /// A session's largest chat file, in its project's `chats/` folder (a subagent's is in a
+    /// folder of its parent's): of a session in several files (a resume leaves a startup-only
+    /// one, an old `.json` continues in a `.jsonl`), the one it is most likely read from,
+    /// which only the read knows.
     fn surveyed_transcript<'a>(&self, entry: &'a Surveyed) -> Option<&'a SourceFile> {
         let plan: &survey::Plan = entry.plan();
-        plan.mains.first().map(|c| &c.source)
+        plan.mains.iter().map(|c| &c.source).max_by_key(|s| s.size)
     }
 
     fn transcript(

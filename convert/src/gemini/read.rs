@@ -29,6 +29,7 @@ use super::time;
 use crate::error::ConvertError;
 use crate::harness::{SessionContext, Surveyed};
 use crate::kit::meta::{self as kit_meta, Parent};
+use crate::kit::report::Diagnostics;
 use crate::kit::text::collapse_whitespace;
 
 /// The key of `_meta.gemini` naming the chat file the conversation was read from (the path
@@ -88,52 +89,81 @@ pub fn read_session(
     entry: &Surveyed,
 ) -> Result<Vec<Session>, ConvertError> {
     let plan: &Plan = entry.plan();
+    let dir = |f| ChatDir::of(ctx, plan, f);
     let mut out = Vec::new();
     let mut links: HashMap<String, Link> = HashMap::new();
-    let mut found = Vec::new();
-    for f in &plan.mains {
-        let reader = ChatDir {
-            ctx,
-            root: &plan.root,
-            projects: &plan.projects,
-            dir_name: &f.dir_name,
-            dir_root: f.dir_root.as_deref(),
-        };
-        let parent = f.parent_dir.as_ref().map(|p| (p, &links));
-        let Some((found_one, calls)) = reader.read_one(f, parent)? else {
-            continue;
-        };
-        for c in calls {
-            links.insert(
-                c.agent,
-                Link {
-                    parent: found_one.session.id.to_string(),
-                    call: c.call,
-                    task: c.task,
-                },
-            );
-        }
-        found.push(found_one);
-    }
-    out.extend(dedupe(ctx, found));
-    for (_, files) in &plan.subagents {
+    let groups = std::iter::once(plan.mains.as_slice())
+        .chain(plan.subagents.iter().map(|(_, files)| files.as_slice()));
+    for (n, files) in groups.enumerate() {
+        let parses = files
+            .iter()
+            .map(|f| dir(f).parse(f))
+            .collect::<Result<Vec<_>, _>>()?;
+        let read_from = read_from(&parses);
         let mut found = Vec::new();
-        for f in files {
-            let reader = ChatDir {
-                ctx,
-                root: &plan.root,
-                projects: &plan.projects,
-                dir_name: &f.dir_name,
-                dir_root: f.dir_root.as_deref(),
-            };
+        for ((f, parse), derived) in files.iter().zip(parses).zip(read_from) {
             let parent = f.parent_dir.as_ref().map(|p| (p, &links));
-            if let Some((found_one, _)) = reader.read_one(f, parent)? {
-                found.push(found_one);
+            let Some((found_one, calls)) = dir(f).read_one(f, parse, parent, derived)? else {
+                continue;
+            };
+            // The main chats' calls that started subagents, for the subagents' chats after.
+            if n == 0 {
+                for c in calls {
+                    links.insert(
+                        c.agent,
+                        Link {
+                            parent: found_one.session.id.to_string(),
+                            call: c.call,
+                            task: c.task,
+                        },
+                    );
+                }
             }
+            found.push(found_one);
         }
         out.extend(dedupe(ctx, found));
     }
     Ok(out)
+}
+
+/// A chat file parsed, and what the parse reported: given to the read's diagnostics when the
+/// file is read, so they come in the order of the files whatever was parsed first.
+struct Parse {
+    chat: Option<(Chat, SessionId)>,
+    said: Diagnostics,
+}
+
+/// How Gemini ranks the copies of one session, the first of the highest being the one it
+/// resumes (listable first, then the latest `lastUpdated`): what [`dedupe`] keeps.
+fn rank(chat: &Chat) -> (bool, i64) {
+    let resumable = chat.resumable() || chat.str_meta("kind") == Some("subagent");
+    let last_ms = chat
+        .str_meta("lastUpdated")
+        .and_then(time::parse_rfc3339)
+        .unwrap_or(i64::MIN);
+    (resumable, last_ms)
+}
+
+/// For each parsed file, whether its session is read from it: the copy [`dedupe`] will keep.
+/// Only that copy's stream is derived from its chat (and its chat written as a transcript):
+/// a stream another copy gives the same bytes must not take that copy's file as a base, nor
+/// a dropped copy's chat be compressed as a transcript the state does not name (spec/aspstate.md
+/// §4: the hint is a function of the state).
+fn read_from(parses: &[Parse]) -> Vec<bool> {
+    let mut best: HashMap<&str, (usize, (bool, i64))> = HashMap::new();
+    for (i, p) in parses.iter().enumerate() {
+        if let Some((chat, id)) = &p.chat {
+            let r = rank(chat);
+            match best.get(id.as_str()) {
+                Some((_, b)) if *b >= r => {}
+                _ => {
+                    best.insert(id.as_str(), (i, r));
+                }
+            }
+        }
+    }
+    let chosen: std::collections::HashSet<usize> = best.values().map(|(i, _)| *i).collect();
+    (0..parses.len()).map(|i| chosen.contains(&i)).collect()
 }
 
 /// The chats of one project directory.
@@ -161,68 +191,124 @@ struct Link {
 /// `agentId`.
 type Links<'a> = (&'a String, &'a HashMap<String, Link>);
 
-impl ChatDir<'_, '_> {
-    /// Writes a chat file as a transcript blob (a bundle compresses it against its project's
-    /// dictionary, spec/aspstate.md §4.1).
-    fn put_transcript(
+impl<'a, 'b> ChatDir<'a, 'b> {
+    /// The project directory of `file`.
+    fn of(ctx: &'a SessionContext<'b>, plan: &'a Plan, file: &'a ChatFile) -> Self {
+        ChatDir {
+            ctx,
+            root: &plan.root,
+            projects: &plan.projects,
+            dir_name: &file.dir_name,
+            dir_root: file.dir_root.as_deref(),
+        }
+    }
+
+    /// Writes a chat file as a blob: a transcript when the session is read from it (a bundle
+    /// compresses it against its project's dictionary, spec/aspstate.md §4.1). `None` when
+    /// the file cannot be read (reported: this copy is skipped, as a chat that cannot be
+    /// parsed is); a failing blob store is an error.
+    fn put_chat(
         &self,
         path: &Path,
-        f: &mut crate::kit::source::Surveyed,
-    ) -> Result<asp_format::Descriptor, ConvertError> {
+        source: &crate::kit::source::SourceFile,
+        transcript: bool,
+    ) -> Result<Option<asp_format::Descriptor>, ConvertError> {
         use std::io::{Read, Write};
-        let mut w = self.ctx.blobs.begin_transcript(path, f.len())?;
+        let unreadable = |e: std::io::Error| {
+            let message = format!("cannot be read ({e}); skipped");
+            self.ctx.diagnostics.lost(path, None, message);
+        };
+        let mut f = match source.open() {
+            Ok(f) => f,
+            Err(e) => {
+                unreadable(e);
+                return Ok(None);
+            }
+        };
+        let mut w = match transcript {
+            true => self.ctx.blobs.begin_transcript(path, f.len())?,
+            false => self.ctx.blobs.begin_sized(f.len())?,
+        };
         let mut buf = vec![0; 1 << 16];
         loop {
             let n = match f.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(ConvertError::io(path)(e)),
+                Err(e) => {
+                    unreadable(e);
+                    return Ok(None);
+                }
             };
             w.write_all(&buf[..n]).map_err(BlobError::from)?;
         }
-        Ok(w.finish()?)
+        Ok(Some(w.finish()?))
     }
 
-    /// Reads one chat file into a session; `None` when it is not a chat.
-    fn read_one(
-        &self,
-        file: &ChatFile,
-        parent: Option<Links<'_>>,
-    ) -> Result<Option<(Found, SubagentCalls)>, ConvertError> {
+    /// Parses one chat file (its progress item shown), reporting into the [`Parse`]'s own
+    /// diagnostics; `chat` is `None` when it is not a chat or names no usable session.
+    fn parse(&self, file: &ChatFile) -> Result<Parse, ConvertError> {
         let path = file.source.path.as_path();
-        let diags = self.ctx.diagnostics;
-        let rel_str = path
-            .strip_prefix(self.root)
-            .unwrap_or(path)
-            .to_string_lossy()
-            .replace('\\', "/");
-        self.ctx.progress.item(&rel_str);
-        let chat = match log::read_surveyed(&file.source, diags) {
+        let said = Diagnostics::new();
+        self.ctx.progress.item(&self.rel(path));
+        let chat = match log::read_surveyed(&file.source, &said) {
             Ok(Ok(c)) => c,
             Ok(Err(why)) => {
-                diags.lost(path, None, format!("{}; skipped", why.0));
-                return Ok(None);
+                said.lost(path, None, format!("{}; skipped", why.0));
+                return Ok(Parse { chat: None, said });
             }
             // One unreadable file costs its session, not the whole pack.
             Err(ConvertError::Io { source, .. }) => {
-                diags.lost(path, None, format!("cannot be read ({source}); skipped"));
-                return Ok(None);
+                said.lost(path, None, format!("cannot be read ({source}); skipped"));
+                return Ok(Parse { chat: None, said });
             }
             Err(e) => return Err(e),
         };
         let Some(sid) = chat.session_id().map(str::to_owned) else {
-            diags.lost(path, None, "the chat has no session id; skipped");
-            return Ok(None);
+            said.lost(path, None, "the chat has no session id; skipped");
+            return Ok(Parse { chat: None, said });
         };
         let Ok(id) = SessionId::new(&sid) else {
-            diags.lost(
+            said.lost(
                 path,
                 None,
                 format!("session id {sid:?} is not usable; skipped"),
             );
+            return Ok(Parse { chat: None, said });
+        };
+        Ok(Parse {
+            chat: Some((chat, id)),
+            said,
+        })
+    }
+
+    /// A path under the home, `/`-separated: a native file's path.
+    fn rel(&self, path: &Path) -> String {
+        path.strip_prefix(self.root)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .replace('\\', "/")
+    }
+
+    /// Reads one parsed chat file into a session; `None` when it is not a chat. `derived`: the
+    /// session is read from this copy (see [`read_from`]), so its stream derives from it.
+    fn read_one(
+        &self,
+        file: &ChatFile,
+        parse: Parse,
+        parent: Option<Links<'_>>,
+        derived: bool,
+    ) -> Result<Option<(Found, SubagentCalls)>, ConvertError> {
+        let path = file.source.path.as_path();
+        let diags = self.ctx.diagnostics;
+        for d in parse.said.items() {
+            diags.push(d);
+        }
+        let Some((chat, id)) = parse.chat else {
             return Ok(None);
         };
+        let sid = id.as_str().to_owned();
+        let rel_str = self.rel(path);
         let cwd = self.dir_root.map(str::to_owned).or_else(|| {
             let hash = if is_hash_dir(self.dir_name) {
                 self.dir_name
@@ -246,13 +332,15 @@ impl ChatDir<'_, '_> {
         let native = match RelPath::new(&rel_str) {
             _ if !self.ctx.options.native => None,
             Ok(rel) => {
-                let mut f = file.source.open().map_err(ConvertError::io(path))?;
+                let Some(content) = self.put_chat(path, &file.source, derived)? else {
+                    return Ok(None);
+                };
                 Some(Native {
                     harness: HarnessName::new("gemini").expect("a valid name"),
                     files: vec![FileEntry {
                         path: rel,
                         executable: false,
-                        content: self.put_transcript(path, &mut f)?,
+                        content,
                     }],
                 })
             }
@@ -269,6 +357,7 @@ impl ChatDir<'_, '_> {
         };
         let base = native
             .as_ref()
+            .filter(|_| derived)
             .and_then(|n| n.files.first())
             .map(|f| f.content);
         let mut conv = replay::convert(
@@ -325,10 +414,7 @@ impl ChatDir<'_, '_> {
             }
         }
         let updated_at = chat.str_meta("lastUpdated").map(str::to_owned);
-        let last_ms = updated_at
-            .as_deref()
-            .and_then(time::parse_rfc3339)
-            .unwrap_or(i64::MIN);
+        let (resumable, last_ms) = rank(&chat);
         let session = Session {
             id,
             title: conv.title,
@@ -342,7 +428,7 @@ impl ChatDir<'_, '_> {
         Ok(Some((
             Found {
                 session,
-                resumable: chat.resumable() || chat.str_meta("kind") == Some("subagent"),
+                resumable,
                 last_ms,
             },
             conv.subagent_calls,

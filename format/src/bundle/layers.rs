@@ -205,7 +205,8 @@ impl St {
 
 struct Shared {
     opts: LayerOptions,
-    /// Predicted project dictionaries: a folder of transcripts and its dictionary body.
+    /// Predicted project dictionaries: a folder of transcripts (or a path naming a project,
+    /// [`BlobSink::begin_transcript`]) and its dictionary body.
     predicted: Mutex<Vec<(std::path::PathBuf, Digest)>>,
     /// Project dictionaries prepared for compression, the last few used.
     prepared: Recent<CDict<'static>>,
