@@ -95,10 +95,16 @@ pub fn read_session(
     let groups = std::iter::once(plan.mains.as_slice())
         .chain(plan.subagents.iter().map(|(_, files)| files.as_slice()));
     for (n, files) in groups.enumerate() {
-        let parses = files
+        let mut parses = files
             .iter()
             .map(|f| dir(f).parse(f))
             .collect::<Result<Vec<_>, _>>()?;
+        // Every chat copied before the copy each session is read from is chosen, so a file
+        // that cannot be copied is out of the choice, as out of `dedupe`'s.
+        let first_choice = read_from(&parses);
+        for ((f, parse), transcript) in files.iter().zip(&mut parses).zip(first_choice) {
+            dir(f).copy(f, parse, transcript)?;
+        }
         let read_from = read_from(&parses);
         let mut found = Vec::new();
         for ((f, parse), derived) in files.iter().zip(parses).zip(read_from) {
@@ -126,11 +132,15 @@ pub fn read_session(
     Ok(out)
 }
 
-/// A chat file parsed, and what the parse reported: given to the read's diagnostics when the
-/// file is read, so they come in the order of the files whatever was parsed first.
+/// A chat file parsed, and what the parse (and the copy of the file) reported: given to the
+/// read's diagnostics when the file is read, so they come in the order of the files whatever
+/// was parsed first. `chat` is `None` when the file is not a chat, names no usable session or
+/// cannot be copied.
 struct Parse {
     chat: Option<(Chat, SessionId)>,
     said: Diagnostics,
+    /// The chat file's blob, once copied as its native file ([`ChatDir::copy`]).
+    copied: Option<asp_format::Descriptor>,
 }
 
 /// How Gemini ranks the copies of one session, the first of the highest being the one it
@@ -144,11 +154,11 @@ fn rank(chat: &Chat) -> (bool, i64) {
     (resumable, last_ms)
 }
 
-/// For each parsed file, whether its session is read from it: the copy [`dedupe`] will keep.
-/// Only that copy's stream is derived from its chat (and its chat written as a transcript):
-/// a stream another copy gives the same bytes must not take that copy's file as a base, nor
-/// a dropped copy's chat be compressed as a transcript the state does not name (spec/aspstate.md
-/// §4: the hint is a function of the state).
+/// For each parsed file, whether its session is read from it: the copy [`dedupe`] will keep
+/// of those still in the choice (parsed, and copied when native files are carried). Only that
+/// copy's stream is derived from its chat: a dropped copy whose stream is the same bytes must
+/// not give its own file as the stream's base, which the state (`_meta.gemini.file`) does not
+/// name (spec/aspstate.md §4: the hint is a function of the state).
 fn read_from(parses: &[Parse]) -> Vec<bool> {
     let mut best: HashMap<&str, (usize, (bool, i64))> = HashMap::new();
     for (i, p) in parses.iter().enumerate() {
@@ -212,11 +222,11 @@ impl<'a, 'b> ChatDir<'a, 'b> {
         path: &Path,
         source: &crate::kit::source::SourceFile,
         transcript: bool,
+        said: &Diagnostics,
     ) -> Result<Option<asp_format::Descriptor>, ConvertError> {
         use std::io::{Read, Write};
         let unreadable = |e: std::io::Error| {
-            let message = format!("cannot be read ({e}); skipped");
-            self.ctx.diagnostics.lost(path, None, message);
+            said.lost(path, None, format!("cannot be read ({e}); skipped"));
         };
         let mut f = match source.open() {
             Ok(f) => f,
@@ -255,18 +265,30 @@ impl<'a, 'b> ChatDir<'a, 'b> {
             Ok(Ok(c)) => c,
             Ok(Err(why)) => {
                 said.lost(path, None, format!("{}; skipped", why.0));
-                return Ok(Parse { chat: None, said });
+                return Ok(Parse {
+                    chat: None,
+                    said,
+                    copied: None,
+                });
             }
             // One unreadable file costs its session, not the whole pack.
             Err(ConvertError::Io { source, .. }) => {
                 said.lost(path, None, format!("cannot be read ({source}); skipped"));
-                return Ok(Parse { chat: None, said });
+                return Ok(Parse {
+                    chat: None,
+                    said,
+                    copied: None,
+                });
             }
             Err(e) => return Err(e),
         };
         let Some(sid) = chat.session_id().map(str::to_owned) else {
             said.lost(path, None, "the chat has no session id; skipped");
-            return Ok(Parse { chat: None, said });
+            return Ok(Parse {
+                chat: None,
+                said,
+                copied: None,
+            });
         };
         let Ok(id) = SessionId::new(&sid) else {
             said.lost(
@@ -274,12 +296,41 @@ impl<'a, 'b> ChatDir<'a, 'b> {
                 None,
                 format!("session id {sid:?} is not usable; skipped"),
             );
-            return Ok(Parse { chat: None, said });
+            return Ok(Parse {
+                chat: None,
+                said,
+                copied: None,
+            });
         };
         Ok(Parse {
             chat: Some((chat, id)),
             said,
+            copied: None,
         })
+    }
+
+    /// Copies a parsed chat file as its native file, when the read carries native files and
+    /// its path can be carried (else [`ChatDir::read_one`] says why not): as a transcript when
+    /// its session is likely read from it (only a store's prediction). A file that cannot be
+    /// read is reported with its parse and leaves the choice: that copy is skipped.
+    fn copy(
+        &self,
+        file: &ChatFile,
+        parse: &mut Parse,
+        transcript: bool,
+    ) -> Result<(), ConvertError> {
+        let path = file.source.path.as_path();
+        if parse.chat.is_none()
+            || !self.ctx.options.native
+            || RelPath::new(&self.rel(path)).is_err()
+        {
+            return Ok(());
+        }
+        match self.put_chat(path, &file.source, transcript, &parse.said)? {
+            Some(d) => parse.copied = Some(d),
+            None => parse.chat = None,
+        }
+        Ok(())
     }
 
     /// A path under the home, `/`-separated: a native file's path.
@@ -307,6 +358,7 @@ impl<'a, 'b> ChatDir<'a, 'b> {
         let Some((chat, id)) = parse.chat else {
             return Ok(None);
         };
+        let copied = parse.copied;
         let sid = id.as_str().to_owned();
         let rel_str = self.rel(path);
         let cwd = self.dir_root.map(str::to_owned).or_else(|| {
@@ -325,25 +377,21 @@ impl<'a, 'b> ChatDir<'a, 'b> {
                  known root with its hash); carried without a working directory",
             );
         }
-        // The chat file byte for byte as the session's native file, written before the
-        // stream, which is derived from it (a bundle compresses the stream against it,
-        // spec/aspstate.md §4; `Harness::transcript`). An export has no place for native
-        // files (`ReadOptions::native`): none are read.
+        // The chat file byte for byte as the session's native file, copied before any
+        // stream ([`ChatDir::copy`]); the stream of the copy the session is read from derives
+        // from it (a bundle compresses the stream against it, spec/aspstate.md §4;
+        // `Harness::transcript`). An export has no place for native files
+        // (`ReadOptions::native`): none are read.
         let native = match RelPath::new(&rel_str) {
             _ if !self.ctx.options.native => None,
-            Ok(rel) => {
-                let Some(content) = self.put_chat(path, &file.source, derived)? else {
-                    return Ok(None);
-                };
-                Some(Native {
-                    harness: HarnessName::new("gemini").expect("a valid name"),
-                    files: vec![FileEntry {
-                        path: rel,
-                        executable: false,
-                        content,
-                    }],
-                })
-            }
+            Ok(rel) => copied.map(|content| Native {
+                harness: HarnessName::new("gemini").expect("a valid name"),
+                files: vec![FileEntry {
+                    path: rel,
+                    executable: false,
+                    content,
+                }],
+            }),
             Err(e) => {
                 diags.note(
                     path,
