@@ -10,6 +10,9 @@
 //! Bash calls leave `progress` rows, long sessions are compacted, some prompts are rewound
 //! (an abandoned branch), some sessions start subagents (`subagents/agent-<id>.jsonl` and
 //! `.meta.json`), and a few prompts carry a pasted image.
+//!
+//! The other harnesses' homes (`codex.rs`, `gemini.rs`) take their shape from here:
+//! [`Project`], [`Rng`], [`sessions`] and [`Project::read_by_shell`].
 
 use std::fmt::Write as _;
 use std::fs;
@@ -339,6 +342,89 @@ impl Project {
         let mut rng = Rng::new(self.seed ^ (i as u64).wrapping_mul(0x9e37_79b9));
         let lines = 40 + rng.zipf(700);
         self.source(&mut rng, lines)
+    }
+
+    /// A file of the project as a model picks one (Zipf-like: a few files often): its path, its
+    /// path in the project and its text.
+    pub fn pick_file(&self, rng: &mut Rng) -> (String, String, String) {
+        let i = rng.zipf(self.files.len());
+        let path = self.files[i].clone();
+        let rel = path
+            .strip_prefix(&format!("{}/", self.cwd))
+            .unwrap_or(&path)
+            .to_owned();
+        (path, rel, self.file(i))
+    }
+
+    /// A shell command reading `content` (the project file at `rel`) and what it prints: the
+    /// whole file (`cat`), [`Shell::range`] lines from somewhere in its first half (`sed -n`),
+    /// or every [`Shell::stride`]th line numbered (the search).
+    pub fn read_by_shell(
+        &self,
+        rng: &mut Rng,
+        rel: &str,
+        content: String,
+        shell: &Shell,
+    ) -> (String, String) {
+        match rng.below(3) {
+            0 => (format!("cat {rel}"), content),
+            1 => {
+                let lines: Vec<&str> = content.lines().collect();
+                let from = rng.below(lines.len() as u64 / 2 + 1) as usize;
+                let to = (from + shell.range).min(lines.len());
+                let mut out = String::new();
+                for l in &lines[from..to] {
+                    let _ = writeln!(out, "{l}");
+                }
+                (format!("sed -n '{},{}p' {rel}", from + 1, to), out)
+            }
+            _ => {
+                let word = self.prose(rng, 1, 1);
+                let mut out = String::new();
+                let matched = content.lines().enumerate();
+                for (n, l) in matched.filter(|(n, _)| n % shell.stride == 0) {
+                    let _ = match shell.named {
+                        true => writeln!(out, "{rel}:{}:{l}", n + 1),
+                        false => writeln!(out, "{}:{l}", n + 1),
+                    };
+                }
+                (format!("{} -n {word} {rel}", shell.search), out)
+            }
+        }
+    }
+}
+
+/// How a harness's model reads files through its shell.
+pub struct Shell {
+    /// How many lines a `sed -n` prints.
+    pub range: usize,
+    /// Every how many lines a search matches.
+    pub stride: usize,
+    /// The search command (`rg`, `grep`).
+    pub search: &'static str,
+    /// Whether the search names the file on each line (`rg` does, `grep` of one file not).
+    pub named: bool,
+}
+
+/// Calls `session(project, size, rng)` for each session of a home of about `total` bytes in
+/// `projects` projects, until the bytes it returns reach `total`: first one session of 20 to
+/// 35 MB per 256 MiB (in projects 0, 7, 14, ...), then sizes log-normal with median 250 KB
+/// (sigma 1.12: 10th percentile about 60 KB, 95th about 1.6 MB), projects Zipf-like.
+pub fn sessions(
+    total: u64,
+    projects: usize,
+    rng: &mut Rng,
+    mut session: impl FnMut(usize, u64, &mut Rng) -> u64,
+) {
+    let mut written = 0;
+    for g in 0..total / (256 << 20) {
+        let size = rng.range(20_000_000, 35_000_000);
+        written += session((g as usize * 7) % projects, size, rng);
+    }
+    while written < total {
+        let size = (250_000.0 * (1.12 * rng.normal()).exp()).clamp(6_000.0, 12_000_000.0) as u64;
+        let p = rng.zipf(projects);
+        written += session(p, size, rng);
     }
 }
 
@@ -890,18 +976,10 @@ pub fn generate(home: &Path, total: u64, seed: u64) -> Summary {
     let mut rng = Rng::new(seed);
     let (projects, dirs) = projects_under(home, seed);
     let mut summary = Summary::default();
-    // One large session (20 to 35 MB) per 256 MiB.
-    let giants = total / (256 << 20);
-    for g in 0..giants {
-        let p = (g as usize * 7) % projects.len();
-        let size = rng.range(20_000_000, 35_000_000);
-        summary.bytes += session(&projects[p], &dirs[p], &mut rng, size, &mut summary);
-    }
-    while summary.bytes < total {
-        // Log-normal: median 250 KB, sigma 1.12 (p10 about 60 KB, p95 about 1.6 MB).
-        let size = (250_000.0 * (1.12 * rng.normal()).exp()).clamp(6_000.0, 12_000_000.0) as u64;
-        let p = rng.zipf(projects.len());
-        summary.bytes += session(&projects[p], &dirs[p], &mut rng, size, &mut summary);
-    }
+    sessions(total, projects.len(), &mut rng, |p, size, rng| {
+        let n = session(&projects[p], &dirs[p], rng, size, &mut summary);
+        summary.bytes += n;
+        n
+    });
     summary
 }

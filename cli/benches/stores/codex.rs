@@ -22,8 +22,16 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::claude::{Project, Rng, Summary};
+use super::claude::{Project, Rng, Shell, Summary, sessions};
 use super::clock::Millis;
+
+/// How Codex's model reads files: `sed -n` 200 lines, `rg` naming the file.
+const SHELL: Shell = Shell {
+    range: 200,
+    stride: 7,
+    search: "rg",
+    named: true,
+};
 
 /// The sample rollout the fixed texts come from.
 const SAMPLE: &str = concat!(
@@ -196,41 +204,10 @@ impl Rollout<'_> {
         self.line(rng, "response_item", item);
     }
 
-    /// A project file, as the model picks one: its path, its path in the project, its text.
-    fn pick_file(&self, rng: &mut Rng) -> (String, String, String) {
-        let i = rng.zipf(self.project.files.len());
-        let path = self.project.files[i].clone();
-        let rel = path
-            .strip_prefix(&format!("{}/", self.project.cwd))
-            .unwrap_or(&path)
-            .to_owned();
-        (path, rel, self.project.file(i))
-    }
-
     /// An `exec_command` reading a project file (whole, or a range of it), and its output.
     fn exec(&mut self, rng: &mut Rng) {
-        let (_, rel, content) = self.pick_file(rng);
-        let (cmd, body) = match rng.below(3) {
-            0 => (format!("cat {rel}"), content),
-            1 => {
-                let lines: Vec<&str> = content.lines().collect();
-                let from = rng.below(lines.len() as u64 / 2 + 1) as usize;
-                let to = (from + 200).min(lines.len());
-                let mut out = String::new();
-                for l in &lines[from..to] {
-                    let _ = writeln!(out, "{l}");
-                }
-                (format!("sed -n '{},{}p' {rel}", from + 1, to), out)
-            }
-            _ => {
-                let word = self.project.prose(rng, 1, 1);
-                let mut out = String::new();
-                for (n, l) in content.lines().enumerate().filter(|(n, _)| n % 7 == 0) {
-                    let _ = writeln!(out, "{rel}:{}:{l}", n + 1);
-                }
-                (format!("rg -n {word} {rel}"), out)
-            }
-        };
+        let (_, rel, content) = self.project.pick_file(rng);
+        let (cmd, body) = self.project.read_by_shell(rng, &rel, content, &SHELL);
         let call_id = format!("call_{}", rng.token(16));
         let args = serde_json::to_string(&json!({"cmd": cmd, "workdir": self.project.cwd,
             "yield_time_ms": 1000, "max_output_tokens": 12_000}))
@@ -259,7 +236,7 @@ impl Rollout<'_> {
 
     /// An `apply_patch` of a few lines of a project file, and what it did.
     fn patch(&mut self, rng: &mut Rng) {
-        let (path, rel, content) = self.pick_file(rng);
+        let (path, rel, content) = self.project.pick_file(rng);
         let lines: Vec<&str> = content.lines().collect();
         let at = rng.below(lines.len() as u64) as usize;
         let old: Vec<&str> = lines[at..(at + 3).min(lines.len())].to_vec();
@@ -525,23 +502,12 @@ pub fn generate(home: &Path, total: u64, seed: u64) -> Summary {
     // One session in project `p`, some minutes to hours after the one before.
     let mut write = |p: usize, size: u64, rng: &mut Rng, summary: &mut Summary| {
         start += rng.range(1_200_000, 18_000_000) as i64;
-        summary.bytes += session(&codex, &templates, &projects[p], rng, start, size, summary);
+        let n = session(&codex, &templates, &projects[p], rng, start, size, summary);
+        summary.bytes += n;
+        n
     };
-    let giants = total / (256 << 20);
-    for g in 0..giants {
-        let size = rng.range(20_000_000, 35_000_000);
-        write(
-            (g as usize * 7) % projects.len(),
-            size,
-            &mut rng,
-            &mut summary,
-        );
-    }
-    while summary.bytes < total {
-        // Log-normal: median 250 KB, sigma 1.12 (p10 about 60 KB, p95 about 1.6 MB).
-        let size = (250_000.0 * (1.12 * rng.normal()).exp()).clamp(6_000.0, 12_000_000.0) as u64;
-        let p = rng.zipf(projects.len());
-        write(p, size, &mut rng, &mut summary);
-    }
+    sessions(total, projects.len(), &mut rng, |p, size, rng| {
+        write(p, size, rng, &mut summary)
+    });
     summary
 }

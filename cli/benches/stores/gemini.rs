@@ -26,8 +26,17 @@ use std::path::Path;
 use asp_format::digest::Digest;
 use serde_json::{Value, json};
 
-use super::claude::{Project, Rng, Summary};
+use super::claude::{Project, Rng, Shell, Summary, sessions};
 use super::clock::Millis;
+
+/// How Gemini CLI's model reads files through its shell: `sed -n` 120 lines, `grep -n` of one
+/// file.
+const SHELL: Shell = Shell {
+    range: 120,
+    stride: 6,
+    search: "grep",
+    named: false,
+};
 
 /// The model every step names.
 const MODEL: &str = "gemini-3.1-pro-preview";
@@ -157,19 +166,8 @@ impl Chat<'_> {
         format!("{name}__{name}_{ms}_{}", self.calls)
     }
 
-    /// A project file, as the model picks one: its path, its path in the project, its text.
-    fn pick_file(&self, rng: &mut Rng) -> (String, String, String) {
-        let i = rng.zipf(self.project.files.len());
-        let path = self.project.files[i].clone();
-        let rel = path
-            .strip_prefix(&format!("{}/", self.project.cwd))
-            .unwrap_or(&path)
-            .to_owned();
-        (path, rel, self.project.file(i))
-    }
-
     fn read_file(&mut self, rng: &mut Rng) -> Call {
-        let (_, rel, content) = self.pick_file(rng);
+        let (_, rel, content) = self.project.pick_file(rng);
         let id = self.call_id("read_file");
         Call {
             record: json!({"id": id, "name": "read_file", "args": {"file_path": rel},
@@ -181,28 +179,8 @@ impl Chat<'_> {
 
     /// A shell command over a project file (`cat`, `sed -n`, `grep -n`) and its output.
     fn shell(&mut self, rng: &mut Rng) -> Call {
-        let (_, rel, content) = self.pick_file(rng);
-        let (command, body) = match rng.below(3) {
-            0 => (format!("cat {rel}"), content),
-            1 => {
-                let lines: Vec<&str> = content.lines().collect();
-                let from = rng.below(lines.len() as u64 / 2 + 1) as usize;
-                let to = (from + 120).min(lines.len());
-                let mut out = String::new();
-                for l in &lines[from..to] {
-                    let _ = writeln!(out, "{l}");
-                }
-                (format!("sed -n '{},{}p' {rel}", from + 1, to), out)
-            }
-            _ => {
-                let word = self.project.prose(rng, 1, 1);
-                let mut out = String::new();
-                for (n, l) in content.lines().enumerate().filter(|(n, _)| n % 6 == 0) {
-                    let _ = writeln!(out, "{}:{l}", n + 1);
-                }
-                (format!("grep -n {word} {rel}"), out)
-            }
-        };
+        let (_, rel, content) = self.project.pick_file(rng);
+        let (command, body) = self.project.read_by_shell(rng, &rel, content, &SHELL);
         let body = body.trim_end().to_owned();
         let pgid = rng.range(1_000, 60_000);
         let id = self.call_id("run_shell_command");
@@ -221,7 +199,7 @@ impl Chat<'_> {
     /// A `replace` of a few lines of a project file: its result display carries the file
     /// before and after, whole.
     fn replace(&mut self, rng: &mut Rng) -> Call {
-        let (path, rel, content) = self.pick_file(rng);
+        let (path, rel, content) = self.project.pick_file(rng);
         let lines: Vec<&str> = content.lines().collect();
         let at = rng.below(lines.len() as u64) as usize;
         let end = (at + 3).min(lines.len());
@@ -458,23 +436,12 @@ pub fn generate(home: &Path, total: u64, seed: u64) -> Summary {
     let mut start: i64 = 1_767_603_600_000;
     let mut write = |p: usize, size: u64, rng: &mut Rng, summary: &mut Summary| {
         start += rng.range(1_200_000, 18_000_000) as i64;
-        summary.bytes += session(&gemini, &projects[p], &slugs[p], rng, start, size, summary);
+        let n = session(&gemini, &projects[p], &slugs[p], rng, start, size, summary);
+        summary.bytes += n;
+        n
     };
-    let giants = total / (256 << 20);
-    for g in 0..giants {
-        let size = rng.range(20_000_000, 35_000_000);
-        write(
-            (g as usize * 7) % projects.len(),
-            size,
-            &mut rng,
-            &mut summary,
-        );
-    }
-    while summary.bytes < total {
-        // Log-normal: median 250 KB, sigma 1.12 (p10 about 60 KB, p95 about 1.6 MB).
-        let size = (250_000.0 * (1.12 * rng.normal()).exp()).clamp(6_000.0, 12_000_000.0) as u64;
-        let p = rng.zipf(projects.len());
-        write(p, size, &mut rng, &mut summary);
-    }
+    sessions(total, projects.len(), &mut rng, |p, size, rng| {
+        write(p, size, rng, &mut summary)
+    });
     summary
 }
