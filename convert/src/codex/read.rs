@@ -4,7 +4,6 @@
 //! needs ahead, and the second ([`super::replay`]) streams the ACP updates into their blob.
 //! Memory stays at one rollout's hashes, whatever its size.
 
-use std::io::{Read, Write};
 use std::path::Path;
 
 use asp_format::name::{HarnessName, RelPath};
@@ -20,6 +19,7 @@ use super::{NAME, time};
 use crate::error::ConvertError;
 use crate::harness::{SessionContext, Surveyed};
 use crate::kit::meta::{self as kit_meta, Parent};
+use crate::kit::source::copy_to_blob;
 
 /// Titles longer than this (a long first prompt) are cut.
 const MAX_TITLE: usize = 200;
@@ -154,27 +154,19 @@ fn native_of(
     // A rollout is copied as it is on disk; an I/O error here (not a blob error) skips it. A
     // plain one is a transcript, compressed against its project's dictionary when the survey
     // predicted one (spec/aspstate.md §4.1; a `.zst` one is compressed bytes already).
-    let mut w = match f.compressed {
+    let w = match f.compressed {
         false => ctx
             .blobs
             .begin_transcript(project.unwrap_or(&f.path), raw.len())?,
         true => ctx.blobs.begin_sized(raw.len())?,
     };
-    let mut buf = vec![0; 1 << 16];
-    loop {
-        let n = match raw.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                diagnostics.lost(&f.path, None, format!("cannot be read ({e}); skipped"));
-                return Ok(None);
-            }
-        };
-        w.write_all(&buf[..n])
-            .map_err(asp_format::blob::BlobError::from)?;
-    }
-    let content = w.finish()?;
+    let content = match copy_to_blob(&mut raw, w)? {
+        Ok(d) => d,
+        Err(e) => {
+            diagnostics.lost(&f.path, None, format!("cannot be read ({e}); skipped"));
+            return Ok(None);
+        }
+    };
     Ok(Some(Some(Native {
         harness: harness.clone(),
         files: vec![FileEntry {

@@ -16,7 +16,6 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use asp_format::blob::BlobError;
 use asp_format::name::{HarnessName, RelPath, SessionId};
 use asp_format::state::{FileEntry, Meta, Native, Session};
 use serde_json::Value;
@@ -30,6 +29,7 @@ use crate::error::ConvertError;
 use crate::harness::{SessionContext, Surveyed};
 use crate::kit::meta::{self as kit_meta, Parent};
 use crate::kit::report::Diagnostics;
+use crate::kit::source::copy_to_blob;
 use crate::kit::text::collapse_whitespace;
 
 /// The key of `_meta.gemini` naming the chat file the conversation was read from (the path
@@ -224,35 +224,22 @@ impl<'a, 'b> ChatDir<'a, 'b> {
         transcript: bool,
         said: &Diagnostics,
     ) -> Result<Option<asp_format::Descriptor>, ConvertError> {
-        use std::io::{Read, Write};
         let unreadable = |e: std::io::Error| {
             said.lost(path, None, format!("cannot be read ({e}); skipped"));
+            Ok(None)
         };
         let mut f = match source.open() {
             Ok(f) => f,
-            Err(e) => {
-                unreadable(e);
-                return Ok(None);
-            }
+            Err(e) => return unreadable(e),
         };
-        let mut w = match transcript {
+        let w = match transcript {
             true => self.ctx.blobs.begin_transcript(path, f.len())?,
             false => self.ctx.blobs.begin_sized(f.len())?,
         };
-        let mut buf = vec![0; 1 << 16];
-        loop {
-            let n = match f.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    unreadable(e);
-                    return Ok(None);
-                }
-            };
-            w.write_all(&buf[..n]).map_err(BlobError::from)?;
+        match copy_to_blob(&mut f, w)? {
+            Ok(d) => Ok(Some(d)),
+            Err(e) => unreadable(e),
         }
-        Ok(Some(w.finish()?))
     }
 
     /// Parses one chat file (its progress item shown), reporting into the [`Parse`]'s own

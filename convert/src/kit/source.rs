@@ -124,6 +124,27 @@ impl Read for Surveyed {
     }
 }
 
+/// Copies `src` into the blob `w` and finishes it: `Ok(Err(e))` when `src` cannot be read (a
+/// file that costs only what it holds: the caller reports it and skips it), `Err` when the
+/// blob store fails (which stops the read).
+pub fn copy_to_blob(
+    src: &mut impl Read,
+    mut w: Box<dyn asp_format::blob::BlobWrite + '_>,
+) -> Result<Result<asp_format::Descriptor, io::Error>, asp_format::blob::BlobError> {
+    use std::io::Write;
+    let mut buf = vec![0; 1 << 16];
+    loop {
+        let n = match src.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Ok(Err(e)),
+        };
+        w.write_all(&buf[..n])?;
+    }
+    Ok(Ok(w.finish()?))
+}
+
 /// The offset just past the last `\n` in the first `size` bytes of `file` (0 when there is
 /// none), read backwards a block at a time.
 fn last_line_end(file: &mut File, size: u64) -> io::Result<u64> {
