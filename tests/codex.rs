@@ -1778,7 +1778,9 @@ pub(crate) fn validate(home: &Path) -> Vec<String> {
 #[test]
 fn a_plain_rollout_is_its_update_streams_dictionary_and_a_zst_one_is_not() {
     // The stream repeats the rollout's text, so a bundle stores it once (spec/aspstate.md §4);
-    // a `.jsonl.zst` rollout is compressed bytes the stream does not repeat.
+    // a `.jsonl.zst` rollout is compressed bytes the stream does not repeat. (The contract
+    // checks every harness's streams against `Harness::transcript` and the directory form's
+    // round trip; this one that Codex's sample has both kinds and which one is a transcript.)
     let t = tmp();
     let out = t.path().join("codex.aspstate");
     pack_sample_codex(&out);
@@ -1804,6 +1806,4 @@ fn a_plain_rollout_is_its_update_streams_dictionary_and_a_zst_one_is_not() {
         plain > 0 && zst > 0,
         "the sample has both: {plain} plain, {zst} zst"
     );
-    // And the directory form packs back to the same bundle (the hint comes from the state).
-    assert_packs_back_from_dir(&out, &t.path().join("dir"));
 }

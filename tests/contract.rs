@@ -965,11 +965,7 @@ fn threads_do_not_change_the_bundle(h: &str) {
     let dir = tmp();
     let pack = |threads: &str| {
         let out = dir.path().join(format!("t{threads}.aspstate"));
-        let o = crate::support::pack_home(h, sample(h), &out)
-            .args(["--threads", threads])
-            .output()
-            .unwrap();
-        assert!(matches!(o.status.code(), Some(0 | 3)), "{h}: {o:?}");
+        let o = pack_sample(h, &out, &["--threads", threads]);
         (fs::read(&out).unwrap(), o.stderr)
     };
     let (one, one_said) = pack("1");
@@ -987,10 +983,7 @@ fn the_directory_form_packs_back_to_the_bundle(h: &str) {
     use crate::support::{asp_pack, asp_unpack};
     let dir = tmp();
     let packed = dir.path().join("home.aspstate");
-    let o = crate::support::pack_home(h, sample(h), &packed)
-        .output()
-        .unwrap();
-    assert!(matches!(o.status.code(), Some(0 | 3)), "{h}: {o:?}");
+    pack_sample(h, &packed, &[]);
     let plain = dir.path().join("plain");
     asp_unpack()
         .arg(&packed)
@@ -1021,10 +1014,7 @@ const NAME_A_TRANSCRIPT: &[&str] = &["claude-code", "codex", "copilot", "gemini"
 fn streams_go_against_their_transcript(h: &str) {
     let dir = tmp();
     let packed = dir.path().join("home.aspstate");
-    let o = crate::support::pack_home(h, sample(h), &packed)
-        .output()
-        .unwrap();
-    assert!(matches!(o.status.code(), Some(0 | 3)), "{h}: {o:?}");
+    pack_sample(h, &packed, &[]);
     let harness = asp_convert::harness(h).expect("a registered harness");
     let b = asp_format::bundle::Bundle::open(&packed).unwrap();
     let mut against = 0;
@@ -1080,6 +1070,17 @@ fn a_surveyed_project_is_one_cwd(h: &str) {
     );
 }
 
+/// Packs harness `h`'s sample into `out` with `args`: it does what was asked (exit 0, or 3
+/// when the sample holds what a bundle cannot keep). What it printed.
+fn pack_sample(h: &str, out: &Path, args: &[&str]) -> std::process::Output {
+    let o = crate::support::pack_home(h, sample(h), out)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{h}: {o:?}");
+    o
+}
+
 fn pack_session_selects(h: &str) {
     let full = read(h, &sample(h));
     let diagnostics = asp_convert::kit::report::Diagnostics::new();
@@ -1089,11 +1090,7 @@ fn pack_session_selects(h: &str) {
     let first = &survey.sessions[0];
     let dir = tmp();
     let out = dir.path().join("one.aspstate");
-    let o = crate::support::pack_home(h, sample(h), &out)
-        .args(["--session", first.id.as_str()])
-        .output()
-        .unwrap();
-    assert!(matches!(o.status.code(), Some(0 | 3)), "{h}: {o:?}");
+    pack_sample(h, &out, &["--session", first.id.as_str()]);
     let bundle = asp_format::bundle::Bundle::open(&out).unwrap();
     let packed = &bundle.manifest().state;
     let expected: BTreeSet<String> = survey
@@ -1124,11 +1121,11 @@ fn pack_session_selects(h: &str) {
         "{h}: one conversation carried is that conversation, as export and unpack take it"
     );
     let with_tools = dir.path().join("with-tools.aspstate");
-    let o = crate::support::pack_home(h, sample(h), &with_tools)
-        .args(["--session", first.id.as_str(), "--kinds", "sessions,tools"])
-        .output()
-        .unwrap();
-    assert!(matches!(o.status.code(), Some(0 | 3)), "{h}: {o:?}");
+    pack_sample(
+        h,
+        &with_tools,
+        &["--session", first.id.as_str(), "--kinds", "sessions,tools"],
+    );
     let bundle = asp_format::bundle::Bundle::open(&with_tools).unwrap();
     assert_eq!(
         bundle.manifest().state.tools,

@@ -45,9 +45,10 @@ pub(crate) fn weights(entries: &[&Surveyed]) -> Vec<u64> {
         .collect()
 }
 
-/// The order in which to read `entries`: grouped by the folder of each one's transcript
-/// (`folder`; for Claude Code, its project's folder), each group in survey order, the groups
-/// in the order of their folders, entries without a transcript last.
+/// The order in which to read `entries`: grouped by each one's project (`project`,
+/// `Harness::surveyed_project`: for Claude Code its project's folder, for Codex a path made of
+/// its `cwd`), each group in survey order, the groups in the order of their paths, entries
+/// without a project last.
 ///
 /// Only the order of reading: what a read gives is put back in survey order, so the state and
 /// the bundle do not change. Transcripts are compressed against their project's dictionary
@@ -59,14 +60,14 @@ pub(crate) fn weights(entries: &[&Surveyed]) -> Vec<u64> {
 /// 25 and 7.4 MB grouped (4 kept; heaptrack); see spec/aspstate.md §13.3 for the time.
 pub(crate) fn order<'a, T>(
     entries: &'a [T],
-    folder: impl Fn(&'a T) -> Option<PathBuf>,
+    project: impl Fn(&'a T) -> Option<PathBuf>,
 ) -> Vec<usize> {
     let mut order: Vec<(bool, Option<PathBuf>, usize)> = entries
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            let f = folder(e);
-            (f.is_none(), f, i)
+            let p = project(e);
+            (p.is_none(), p, i)
         })
         .collect();
     order.sort_unstable();

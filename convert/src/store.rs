@@ -63,8 +63,9 @@ pub enum Store {
 /// per project ([`Harness::surveyed_project`]: for most harnesses a folder of transcripts),
 /// the first MiB of the transcript of the least session id among those of at least a MiB.
 /// Only a prediction, made from sizes and ids alone: the sink applies the rule to the state
-/// in the end and compresses again what it got wrong. Only projects with an entry to read (not `reuse`d) are predicted: a backup that changed nothing reads no
-/// dictionary. A file that cannot be read here is left to the read, which reports it.
+/// in the end and compresses again what it got wrong. Only projects with an entry to read
+/// (not `reuse`d) are predicted: a backup that changed nothing reads no dictionary. A file
+/// that cannot be read here is left to the read, which reports it.
 fn predict_dictionaries(
     harness: &dyn Harness,
     entries: &[&Surveyed],

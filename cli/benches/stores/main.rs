@@ -28,57 +28,56 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Whose homes are generated and packed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Harness {
-    ClaudeCode,
-    Codex,
-    Gemini,
+/// Whose homes are generated and packed, and how.
+#[derive(Debug)]
+struct Harness {
+    /// The converter's name, as `asp-pack --from` (and `--harness`) takes it.
+    name: &'static str,
+    /// The folder of the home that holds the store, what `zip` and `tar` archive.
+    dot_dir: &'static str,
+    /// The generator's version: bump it when a generator changes, so cached stores are rebuilt.
+    generator: &'static str,
+    /// How the stores' folders begin.
+    prefix: &'static str,
+    /// Generates a home of about `total` bytes, deterministic in the seed.
+    generate: fn(home: &Path, total: u64, seed: u64) -> claude::Summary,
+    /// The session "one session" means: the one nearest the median size.
+    typical: fn(home: &Path) -> String,
 }
 
+const HARNESSES: [Harness; 3] = [
+    Harness {
+        name: "claude-code",
+        dot_dir: ".claude",
+        generator: "claude-3",
+        prefix: "claude",
+        generate: claude::generate,
+        typical: typical_session,
+    },
+    Harness {
+        name: "codex",
+        dot_dir: ".codex",
+        generator: "codex-2",
+        prefix: "codex",
+        generate: codex::generate,
+        typical: typical_rollout,
+    },
+    Harness {
+        name: "gemini",
+        dot_dir: ".gemini",
+        generator: "gemini-2",
+        prefix: "gemini",
+        generate: gemini::generate,
+        typical: typical_chat,
+    },
+];
+
 impl Harness {
-    fn parse(s: &str) -> Harness {
-        match s {
-            "claude-code" => Harness::ClaudeCode,
-            "codex" => Harness::Codex,
-            "gemini" => Harness::Gemini,
-            _ => panic!("--harness is claude-code, codex or gemini"),
-        }
-    }
-
-    /// The converter's name, as `asp-pack --from` takes it.
-    fn name(self) -> &'static str {
-        match self {
-            Harness::ClaudeCode => "claude-code",
-            Harness::Codex => "codex",
-            Harness::Gemini => "gemini",
-        }
-    }
-
-    /// The folder of the home that holds the store, what `zip` and `tar` archive.
-    fn dot_dir(self) -> &'static str {
-        match self {
-            Harness::ClaudeCode => ".claude",
-            Harness::Codex => ".codex",
-            Harness::Gemini => ".gemini",
-        }
-    }
-
-    /// Bump when a generator changes, so cached stores are rebuilt.
-    fn generator_version(self) -> &'static str {
-        match self {
-            Harness::ClaudeCode => "claude-3",
-            Harness::Codex => "codex-2",
-            Harness::Gemini => "gemini-2",
-        }
-    }
-
-    fn prefix(self) -> &'static str {
-        match self {
-            Harness::ClaudeCode => "claude",
-            Harness::Codex => "codex",
-            Harness::Gemini => "gemini",
-        }
+    fn parse(s: &str) -> &'static Harness {
+        HARNESSES
+            .iter()
+            .find(|h| h.name == s)
+            .unwrap_or_else(|| panic!("--harness is claude-code, codex or gemini, not {s}"))
     }
 }
 
@@ -146,7 +145,7 @@ fn du(dir: &Path) -> u64 {
 }
 
 struct Store {
-    harness: Harness,
+    harness: &'static Harness,
     label: String,
     home: PathBuf,
     session: String,
@@ -154,10 +153,10 @@ struct Store {
     sessions: usize,
 }
 
-fn build(root: &Path, harness: Harness, label: &str, total: u64) -> Store {
-    let home = root.join(format!("{}-{label}", harness.prefix()));
+fn build(root: &Path, harness: &'static Harness, label: &str, total: u64) -> Store {
+    let home = root.join(format!("{}-{label}", harness.prefix));
     let marker = home.join(".generated");
-    let want = format!("{} {total}", harness.generator_version());
+    let want = format!("{} {total}", harness.generator);
     if fs::read_to_string(&marker)
         .ok()
         .as_deref()
@@ -169,14 +168,10 @@ fn build(root: &Path, harness: Harness, label: &str, total: u64) -> Store {
         fs::create_dir_all(&home).expect("store dir");
         eprintln!(
             "generating the {label} {} store in {}",
-            harness.name(),
+            harness.name,
             home.display()
         );
-        let s = match harness {
-            Harness::ClaudeCode => claude::generate(&home, total, 0x5eed_0000 ^ total),
-            Harness::Codex => codex::generate(&home, total, 0x5eed_0000 ^ total),
-            Harness::Gemini => gemini::generate(&home, total, 0x5eed_0000 ^ total),
-        };
+        let s = (harness.generate)(&home, total, 0x5eed_0000 ^ total);
         fs::write(
             &marker,
             format!(
@@ -194,12 +189,8 @@ fn build(root: &Path, harness: Harness, label: &str, total: u64) -> Store {
     Store {
         harness,
         label: label.to_owned(),
-        bytes: du(&home.join(harness.dot_dir())),
-        session: match harness {
-            Harness::ClaudeCode => typical_session(&home),
-            Harness::Codex => typical_rollout(&home),
-            Harness::Gemini => typical_chat(&home),
-        },
+        bytes: du(&home.join(harness.dot_dir)),
+        session: (harness.typical)(&home),
         home,
         sessions,
     }
@@ -293,12 +284,12 @@ fn measure(store: &Store, runs: usize, out: &Path, restic: bool) -> Row {
     let pack = env!("CARGO_BIN_EXE_asp-pack");
     let unpack = env!("CARGO_BIN_EXE_asp-unpack");
     fs::create_dir_all(out).expect("out dir");
-    let name = format!("{}-{}", store.harness.prefix(), store.label);
+    let name = format!("{}-{}", store.harness.prefix, store.label);
     let bundle = out.join(format!("{name}.aspstate"));
     let zip = out.join(format!("{name}.zip"));
     let tar = out.join(format!("{name}.tar.zst"));
-    let from = store.harness.name();
-    let dot = store.harness.dot_dir();
+    let from = store.harness.name;
+    let dot = store.harness.dot_dir;
     let home = store.home.to_str().expect("UTF-8 path");
 
     // The converter must read every generated record without a complaint.
@@ -612,7 +603,7 @@ fn main() {
     let harness = Harness::parse(value("--harness").as_deref().unwrap_or("claude-code"));
     let runs: usize = value("--runs").and_then(|r| r.parse().ok()).unwrap_or(3);
     let keep = args.iter().any(|a| a == "--keep");
-    let restic = harness == Harness::ClaudeCode
+    let restic = harness.name == "claude-code"
         && std::env::var("ASP_BENCH_RESTIC").as_deref() == Ok("1")
         && Command::new("restic").arg("version").output().is_ok();
 
@@ -637,7 +628,7 @@ fn main() {
     let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "asp-pack --from {} vs zip -6 vs tar|zstd -3; median of {runs} alternating runs; load average before: {}",
-        harness.name(),
+        harness.name,
         load.split_whitespace()
             .take(3)
             .collect::<Vec<_>>()

@@ -10,11 +10,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use asp_format::Descriptor;
-use asp_format::blob::BlobError;
 use asp_format::name::{HarnessName, RelPath, SessionId};
 use asp_format::state::{FileEntry, Meta, Native, Session};
 use asp_format::update::UpdateWriter;
@@ -30,7 +29,7 @@ use crate::harness::{SessionContext, Surveyed};
 use crate::kit::fsops::is_executable;
 use crate::kit::meta::{self, Parent};
 use crate::kit::report::{Diagnostics, Severity};
-use crate::kit::source::SourceFile;
+use crate::kit::source::{SourceFile, read_into};
 
 /// A transcript after the first pass: its index, the open file the second pass reads from,
 /// and its blob when it is kept as a native file.
@@ -54,7 +53,7 @@ fn stream_file(
     keep: bool,
     transcript: bool,
     what: &str,
-    mut feed: impl FnMut(&[u8]),
+    feed: impl FnMut(&[u8]),
 ) -> Result<Option<(fs::File, Option<Kept>)>, ConvertError> {
     let unreadable = |e: io::Error| {
         ctx.diagnostics.lost(
@@ -82,32 +81,18 @@ fn stream_file(
         .metadata()
         .map(|m| is_executable(&m))
         .unwrap_or(false);
-    let mut blob = match (keep, transcript) {
+    let blob = match (keep, transcript) {
         (true, true) => Some(ctx.blobs.begin_transcript(path, file.len())?),
         (true, false) => Some(ctx.blobs.begin_sized(file.len())?),
         (false, _) => None,
     };
-    let mut buf = vec![0; 1 << 16];
-    loop {
-        let n = match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                unreadable(e);
-                return Ok(None);
-            }
-        };
-        if let Some(w) = blob.as_mut() {
-            w.write_all(&buf[..n]).map_err(BlobError::from)?;
+    match read_into(&mut file, blob, feed)? {
+        Ok(blob) => Ok(Some((file.into_file(), blob.map(|d| (d, exec))))),
+        Err(e) => {
+            unreadable(e);
+            Ok(None)
         }
-        feed(&buf[..n]);
     }
-    let blob = match blob {
-        Some(w) => Some((w.finish()?, exec)),
-        None => None,
-    };
-    Ok(Some((file.into_file(), blob)))
 }
 
 /// The first pass over a transcript (see [`Indexer`]); its bytes go into a blob when `keep`.

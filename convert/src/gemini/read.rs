@@ -46,8 +46,8 @@ pub fn transcript(native: &Native, meta: Option<&Meta>) -> Option<asp_format::De
 /// A session read, with what deduplication needs.
 struct Found {
     session: Session,
-    resumable: bool,
-    last_ms: i64,
+    /// How Gemini ranks this copy of the session ([`rank`]).
+    rank: (bool, i64),
 }
 
 /// The roots a chat itself names: its `directories` and the workspace directories listed in
@@ -449,7 +449,7 @@ impl<'a, 'b> ChatDir<'a, 'b> {
             }
         }
         let updated_at = chat.str_meta("lastUpdated").map(str::to_owned);
-        let (resumable, last_ms) = rank(&chat);
+        let rank = rank(&chat);
         let session = Session {
             id,
             title: conv.title,
@@ -460,14 +460,7 @@ impl<'a, 'b> ChatDir<'a, 'b> {
             native,
             meta,
         };
-        Ok(Some((
-            Found {
-                session,
-                resumable,
-                last_ms,
-            },
-            conv.subagent_calls,
-        )))
+        Ok(Some((Found { session, rank }, conv.subagent_calls)))
     }
 }
 
@@ -487,7 +480,8 @@ fn dedupe(ctx: &SessionContext<'_>, found: Vec<Found>) -> Vec<Session> {
         .into_iter()
         .map(|id| {
             let mut group = groups.remove(&id).expect("grouped above");
-            group.sort_by_key(|f| std::cmp::Reverse((f.resumable, f.last_ms)));
+            // The first of the highest rank: the copy `read_from` chose.
+            group.sort_by_key(|f| std::cmp::Reverse(f.rank));
             let mut winner = group.remove(0);
             for other in group {
                 let files = other.session.native.map(|n| n.files).unwrap_or_default();

@@ -124,13 +124,15 @@ impl Read for Surveyed {
     }
 }
 
-/// Copies `src` into the blob `w` and finishes it: `Ok(Err(e))` when `src` cannot be read (a
-/// file that costs only what it holds: the caller reports it and skips it), `Err` when the
-/// blob store fails (which stops the read).
-pub fn copy_to_blob(
+/// Reads `src` to its end once, each chunk into the blob `blob` (when given, finished at the
+/// end) and to `feed` (a first pass that indexes the file as it is copied): `Ok(Err(e))` when
+/// `src` cannot be read (a file that costs only what it holds: the caller reports it and
+/// skips it), `Err` when the blob store fails (which stops the read).
+pub fn read_into(
     src: &mut impl Read,
-    mut w: Box<dyn asp_format::blob::BlobWrite + '_>,
-) -> Result<Result<asp_format::Descriptor, io::Error>, asp_format::blob::BlobError> {
+    mut blob: Option<Box<dyn asp_format::blob::BlobWrite + '_>>,
+    mut feed: impl FnMut(&[u8]),
+) -> Result<Result<Option<asp_format::Descriptor>, io::Error>, asp_format::blob::BlobError> {
     use std::io::Write;
     let mut buf = vec![0; 1 << 16];
     loop {
@@ -140,9 +142,20 @@ pub fn copy_to_blob(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Ok(Err(e)),
         };
-        w.write_all(&buf[..n])?;
+        if let Some(w) = blob.as_mut() {
+            w.write_all(&buf[..n])?;
+        }
+        feed(&buf[..n]);
     }
-    Ok(Ok(w.finish()?))
+    Ok(Ok(blob.map(|w| w.finish()).transpose()?))
+}
+
+/// Copies `src` into the blob `w` and finishes it, as [`read_into`] says.
+pub fn copy_to_blob(
+    src: &mut impl Read,
+    w: Box<dyn asp_format::blob::BlobWrite + '_>,
+) -> Result<Result<asp_format::Descriptor, io::Error>, asp_format::blob::BlobError> {
+    Ok(read_into(src, Some(w), |_| {})?.map(|d| d.expect("a blob was given")))
 }
 
 /// The offset just past the last `\n` in the first `size` bytes of `file` (0 when there is

@@ -2,10 +2,7 @@
 //! are kept, and into the [`Indexer`]), the current branch is found from the skeletons, and
 //! the branch's entries are read back one at a time by offset for the replay.
 
-use std::io::{self, Read, Write};
-
 use asp_format::Descriptor;
-use asp_format::blob::BlobError;
 use asp_format::name::{HarnessName, RelPath};
 use asp_format::state::{FileEntry, Meta, Native, Session};
 use asp_format::update::UpdateWriter;
@@ -19,6 +16,7 @@ use super::survey::Plan;
 use crate::error::ConvertError;
 use crate::harness::{SessionContext, Surveyed};
 use crate::kit::fsops::is_executable;
+use crate::kit::source::read_into;
 
 /// The native transcript of a session as its state holds it (see
 /// [`crate::Harness::transcript`]): the native file at `_meta.pi.file`, which [`read_session`]
@@ -47,54 +45,42 @@ pub fn read_session(
         .metadata()
         .map(|m| is_executable(&m))
         .unwrap_or(false);
-    let mut blob = if ctx.options.native {
+    let blob = if ctx.options.native {
         Some(ctx.blobs.begin_transcript(path, file.len())?)
     } else {
         None
     };
     let mut ix = Indexer::new(path, d);
-    let mut buf = vec![0; 1 << 16];
-    loop {
-        let n = match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                d.lost(path, None, format!("cannot be read ({e}); not carried"));
-                return Ok(Vec::new());
-            }
-        };
-        if let Some(w) = blob.as_mut() {
-            w.write_all(&buf[..n]).map_err(BlobError::from)?;
+    let content = match read_into(&mut file, blob, |c| ix.feed(c))? {
+        Ok(content) => content,
+        Err(e) => {
+            d.lost(path, None, format!("cannot be read ({e}); not carried"));
+            return Ok(Vec::new());
         }
-        ix.feed(&buf[..n]);
-    }
+    };
     let index = ix.finish();
     let Some(header) = index.header.clone() else {
         // Reported by the indexer; the survey saw a header, so the file was replaced since.
         return Ok(Vec::new());
     };
     let rel = layout.virtual_path(path);
-    let files = match blob {
-        Some(w) => {
-            let content = w.finish()?;
-            match rel.as_deref().map(RelPath::new) {
-                Some(Ok(p)) => Some(vec![FileEntry {
-                    path: p,
-                    executable: exec,
-                    content,
-                }]),
-                _ => {
-                    d.lost(
-                        path,
-                        None,
-                        "this file's name cannot be carried portably; left out of the session's \
+    let files = match content {
+        Some(content) => match rel.as_deref().map(RelPath::new) {
+            Some(Ok(p)) => Some(vec![FileEntry {
+                path: p,
+                executable: exec,
+                content,
+            }]),
+            _ => {
+                d.lost(
+                    path,
+                    None,
+                    "this file's name cannot be carried portably; left out of the session's \
                          native files",
-                    );
-                    None
-                }
+                );
+                None
             }
-        }
+        },
         None => None,
     };
 
