@@ -126,9 +126,9 @@ impl FirstPass {
         match &r.kind {
             Kind::SessionMeta => {
                 if self.meta.is_none() {
-                    self.meta = Some(r.payload.clone());
+                    self.meta = Some(r.payload().clone());
                     if let Some(t) = r
-                        .payload
+                        .payload()
                         .get("timestamp")
                         .and_then(Value::as_str)
                         .and_then(time::parse)
@@ -139,18 +139,18 @@ impl FirstPass {
             }
             Kind::TurnContext => {
                 if self.first_turn_context.is_none() {
-                    self.first_turn_context = Some(r.payload.clone());
+                    self.first_turn_context = Some(r.payload().clone());
                 }
-                self.last_turn_context = Some(r.payload.clone());
+                self.last_turn_context = Some(r.payload().clone());
                 if self.cwd_hint.is_none() {
-                    self.cwd_hint = str_at(&r.payload, "/cwd");
+                    self.cwd_hint = str_at(r.payload(), "/cwd");
                 }
             }
             Kind::ResponseItem => self.add_item(r, turn),
             Kind::EventMsg => self.add_event(r, turn),
             Kind::Compacted => {
                 let summary = r
-                    .payload
+                    .payload()
                     .get("message")
                     .and_then(Value::as_str)
                     .unwrap_or("");
@@ -171,7 +171,7 @@ impl FirstPass {
         if r.kind != Kind::ResponseItem {
             return;
         }
-        let p = &r.payload;
+        let p = &r.payload();
         let call_id = p.get("call_id").and_then(Value::as_str).unwrap_or("");
         match r.payload_type() {
             "function_call" | "custom_tool_call" => {
@@ -193,7 +193,7 @@ impl FirstPass {
     }
 
     fn add_item(&mut self, r: &Record, turn: &mut TurnWatch) {
-        let p = &r.payload;
+        let p = &r.payload();
         match r.payload_type() {
             "message" => match message::role(p) {
                 "user" => {
@@ -254,7 +254,7 @@ impl FirstPass {
     }
 
     fn add_event(&mut self, r: &Record, turn: &mut TurnWatch) {
-        let p = &r.payload;
+        let p = &r.payload();
         match r.payload_type() {
             "task_started" | "turn_started" | "task_complete" | "turn_complete" => {
                 *turn = TurnWatch::default();

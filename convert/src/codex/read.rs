@@ -82,7 +82,7 @@ fn format_of(file: &RolloutFile, diagnostics: &crate::kit::report::Diagnostics) 
         Some(r) if r.raw.get("payload").is_none() => "flat",
         Some(r)
             if r.raw.get("ordinal").is_some()
-                || r.payload.get("history_mode").and_then(Value::as_str) == Some("paginated") =>
+                || r.payload().get("history_mode").and_then(Value::as_str) == Some("paginated") =>
         {
             "paginated"
         }

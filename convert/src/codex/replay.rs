@@ -77,7 +77,7 @@ impl Emitter<'_> {
                 Value::Array(std::mem::take(&mut self.pending)),
             );
         }
-        self.out.push(&u.to_params(&self.session_id))?;
+        self.out.push(&u.notification(&self.session_id))?;
         Ok(())
     }
 }
@@ -142,7 +142,7 @@ impl<'a> Reader<'a> {
     }
 
     fn message_id(r: &Record) -> String {
-        r.payload
+        r.payload()
             .get("id")
             .and_then(Value::as_str)
             .map(str::to_owned)
@@ -197,10 +197,10 @@ impl<'a> Reader<'a> {
     }
 
     fn turn_context(&mut self, r: Record) -> Result<(), ConvertError> {
-        if let Some(c) = r.payload.get("cwd").and_then(Value::as_str) {
+        if let Some(c) = r.payload().get("cwd").and_then(Value::as_str) {
             self.cwd = Some(c.to_owned());
         }
-        let s = TurnSettings::of_turn_context(&r.payload);
+        let s = TurnSettings::of_turn_context(r.payload());
         let ts = r.timestamp.clone();
         self.em.pending.push(r.raw);
         let prev = self.settings.replace(s.clone());
@@ -247,7 +247,7 @@ impl<'a> Reader<'a> {
     }
 
     fn response_item(&mut self, r: Record) -> Result<(), ConvertError> {
-        let p = &r.payload;
+        let p = &r.payload();
         match r.payload_type() {
             "message" => match message::role(p) {
                 "user" if self.survey.is_real_user_item(p) => {
@@ -329,7 +329,7 @@ impl<'a> Reader<'a> {
     }
 
     fn reasoning(&mut self, r: Record) -> Result<(), ConvertError> {
-        let p = &r.payload;
+        let p = &r.payload();
         let texts = |key: &str| -> Vec<String> {
             p.get(key)
                 .and_then(Value::as_array)
@@ -374,9 +374,9 @@ impl<'a> Reader<'a> {
     }
 
     fn call(&mut self, r: Record) -> Result<(), ConvertError> {
-        match calls::read_call(&r.payload, self.cwd.as_deref()) {
+        match calls::read_call(r.payload(), self.cwd.as_deref()) {
             Call::Plan(u) => {
-                if let Some(id) = r.payload.get("call_id").and_then(Value::as_str) {
+                if let Some(id) = r.payload().get("call_id").and_then(Value::as_str) {
                     self.calls.insert(
                         id.to_owned(),
                         CallInfo {
@@ -404,7 +404,7 @@ impl<'a> Reader<'a> {
 
     fn output(&mut self, r: Record) -> Result<(), ConvertError> {
         let id = r
-            .payload
+            .payload()
             .get("call_id")
             .and_then(Value::as_str)
             .unwrap_or("")
@@ -417,12 +417,12 @@ impl<'a> Reader<'a> {
             self.em.pending.extend(hints);
             return Ok(());
         }
-        let u = calls::read_output(&r.payload, self.calls.get(&id), hints);
+        let u = calls::read_output(r.payload(), self.calls.get(&id), hints);
         self.em.emit(u, Self::ts(&r))
     }
 
     fn event(&mut self, r: Record) -> Result<(), ConvertError> {
-        let p = &r.payload;
+        let p = &r.payload();
         let s = self.survey;
         let str_of = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("");
         match r.payload_type() {
@@ -532,7 +532,7 @@ impl<'a> Reader<'a> {
     /// Paginated files: `item_completed` twins of messages, and facts about calls.
     fn item_completed(&mut self, r: Record) -> Result<(), ConvertError> {
         let s = self.survey;
-        let item = r.payload.get("item").cloned().unwrap_or(Value::Null);
+        let item = r.payload().get("item").cloned().unwrap_or(Value::Null);
         match item.get("type").and_then(Value::as_str).unwrap_or("") {
             "UserMessage" => {
                 if s.user_items.contains(&message::hash(&message::text(&item))) {
@@ -595,7 +595,7 @@ impl<'a> Reader<'a> {
     /// one completed `think` call, "Compact conversation", whose content is the summary.
     fn compacted(&mut self, r: Record) -> Result<(), ConvertError> {
         let summary = self.compaction_summary.take().unwrap_or_else(|| {
-            r.payload
+            r.payload()
                 .get("message")
                 .and_then(Value::as_str)
                 .unwrap_or("")
@@ -610,7 +610,7 @@ impl<'a> Reader<'a> {
                 content: (!summary.is_empty()).then(|| vec![acp::tool_content(acp::text(summary))]),
                 ..ToolFields::default()
             },
-            meta: acp::meta("codex", json!({"compacted": r.payload})),
+            meta: acp::meta("codex", json!({"compacted": r.payload()})),
         };
         self.em.emit(u, Self::ts(&r))
     }

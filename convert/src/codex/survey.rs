@@ -99,7 +99,7 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
         let meta = first.filter(|r| r.kind == rollout::Kind::SessionMeta);
         let id = meta
             .as_ref()
-            .and_then(|r| str_at(&r.payload, "/id"))
+            .and_then(|r| str_at(r.payload(), "/id"))
             .or_else(|| f.name_id.clone());
         let Some(id) = id else {
             diagnostics.lost(
@@ -109,10 +109,10 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
             );
             continue;
         };
-        let parent = meta.as_ref().and_then(|r| parent_of(&r.payload));
+        let parent = meta.as_ref().and_then(|r| parent_of(r.payload()));
         let project = meta
             .as_ref()
-            .and_then(|r| str_at(&r.payload, "/cwd"))
+            .and_then(|r| str_at(r.payload(), "/cwd"))
             .map(|cwd| project_key(&layout.codex, &cwd));
         match by_id.get_mut(&id) {
             Some((copies, ..)) => copies.push(f),

@@ -173,7 +173,7 @@ pub fn read_session(
                 updated_at: None,
                 meta: None,
             }
-            .to_params(id),
+            .notification(id),
         )?;
     }
     let mut line = Vec::new();
@@ -229,9 +229,9 @@ pub fn read_session(
                 continue;
             }
         };
-        replay.event(&v, &mut |u| w.push(&u.to_params(id)))?;
+        replay.event(&v, &mut |u| w.push(&u.notification(id)))?;
     }
-    let summary = replay.finish(&mut |u| w.push(&u.to_params(id)))?;
+    let summary = replay.finish(&mut |u| w.push(&u.notification(id)))?;
     let updates = w.finish()?;
     if !summary.has_start {
         d.note(

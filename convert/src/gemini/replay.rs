@@ -140,7 +140,7 @@ struct Stream<'a> {
 
 impl Stream<'_> {
     fn push(&mut self, u: &Update) -> Result<(), ConvertError> {
-        Ok(self.writer.push(&u.to_params(self.session_id))?)
+        Ok(self.writer.push(&u.notification(self.session_id))?)
     }
 }
 

@@ -187,7 +187,7 @@ pub fn read_session(
     let sid = entry.id.as_str().to_owned();
     let mut w = UpdateWriter::new(ctx.blobs)?;
     for u in &updates {
-        w.push(&u.to_params(&sid))?;
+        w.push(&u.notification(&sid))?;
     }
     let updates = w.finish()?;
 

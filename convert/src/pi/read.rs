@@ -96,7 +96,7 @@ pub fn read_session(
     let mut w = UpdateWriter::derived(ctx.blobs, FileEntry::find(&files, &rel))?;
     let sid = entry.id.as_str().to_owned();
     let summary = replay::replay(loaded, Some(&header.cwd), &mut |u| {
-        w.push(&u.to_params(&sid))?;
+        w.push(&u.notification(&sid))?;
         Ok(())
     })?;
     let updates = w.finish()?;
