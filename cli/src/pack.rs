@@ -141,8 +141,8 @@ pub struct PackArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CompressionArg {
     /// zstd layers (level 3; a session's update stream against its native transcript, and a
-    /// transcript against its project's dictionary, the first MiB of one of the project's
-    /// transcripts), zip entries Stored: smallest and fastest; `unzip` gives zstd files that
+    /// transcript against its project's dictionary, the first MiB, 512 or 256 KiB of one of the
+    /// project's transcripts), zip entries Stored: smallest and fastest; `unzip` gives zstd files that
     /// `zstd -d` decodes, with `-D` and the dictionary the layer table names
     Zstd,
     /// Uncompressed layers in Deflate zip entries: every unzip expands them to plain files

@@ -356,7 +356,7 @@ pub trait Harness: Send + Sync {
     ) -> Result<Vec<Session>, ConvertError>;
 
     /// The transcript of a survey entry, as the survey found it: what a pack predicts its
-    /// project's dictionary from (the first MiB of one of the project's, spec/aspstate.md
+    /// project's dictionary from (the first MiB, 512 or 256 KiB of one of the project's, spec/aspstate.md
     /// §4.1) before it reads a session, so the transcripts are compressed against it as they
     /// are read; the project is [`Harness::surveyed_project`]. Only a prediction (the state
     /// decides); the default, `None`, costs a second compression of the transcripts of a

@@ -61,49 +61,55 @@ pub enum Store {
 /// Predicts each project's dictionary from the survey (spec/aspstate.md §4.1), before a
 /// session is read, so the blob sink compresses the transcripts against it as they come:
 /// per project ([`Harness::surveyed_project`]: for most harnesses a folder of transcripts),
-/// the first MiB of the transcript of the least session id among those of at least a MiB.
-/// Only a prediction, made from sizes and ids alone: the sink applies the rule to the state
-/// in the end and compresses again what it got wrong. Only projects with an entry to read
-/// (not `reuse`d) are predicted: a backup that changed nothing reads no dictionary. A file
-/// that cannot be read here is left to the read, which reports it.
+/// the rule's length for its longest top-level transcript ([`dictionary_length`]: 1 MiB,
+/// 512 KiB or 256 KiB) and the first that many bytes of the transcript of the least session id
+/// among those that hold them. Only a prediction, made from sizes and ids alone: the sink
+/// applies the rule to the state in the end and compresses again what it got wrong. Only
+/// projects with an entry to read (not `reuse`d) are predicted: a backup that changed nothing
+/// reads no dictionary. A file that cannot be read here is left to the read, which reports it.
 fn predict_dictionaries(
     harness: &dyn Harness,
     entries: &[&Surveyed],
     reuse: &Reuse<'_>,
     sink: &dyn BlobSink,
 ) -> Result<(), ConvertError> {
-    use asp_format::bundle::PROJECT_DICTIONARY;
+    use asp_format::bundle::dictionary_length;
     use std::io::Read;
-    let mut least: BTreeMap<PathBuf, (&str, &Path)> = BTreeMap::new();
+    // Per project, its top-level transcripts: (session id, size, path).
+    let mut projects: BTreeMap<PathBuf, Vec<(&str, u64, &Path)>> = BTreeMap::new();
     for e in entries.iter().filter(|e| e.parent.is_none()) {
-        let Some(t) = harness
-            .surveyed_transcript(e)
-            .filter(|t| t.size >= PROJECT_DICTIONARY)
+        let (Some(t), Some(folder)) = (harness.surveyed_transcript(e), harness.surveyed_project(e))
         else {
             continue;
         };
-        let Some(folder) = harness.surveyed_project(e) else {
-            continue;
-        };
-        let id = e.id.as_str();
-        let slot = least.entry(folder).or_insert((id, &t.path));
-        if id < slot.0 {
-            *slot = (id, &t.path);
-        }
+        projects
+            .entry(folder)
+            .or_default()
+            .push((e.id.as_str(), t.size, &t.path));
     }
     let read: BTreeSet<PathBuf> = entries
         .iter()
         .filter(|e| reuse(e).is_none())
         .filter_map(|e| harness.surveyed_project(e))
         .collect();
-    for (folder, (_, path)) in least {
+    for (folder, transcripts) in projects {
         if !read.contains(&folder) {
             continue;
         }
-        let mut head = Vec::with_capacity(PROJECT_DICTIONARY as usize);
-        let read = std::fs::File::open(path)
-            .and_then(|f| f.take(PROJECT_DICTIONARY).read_to_end(&mut head));
-        if read.is_ok() && head.len() as u64 == PROJECT_DICTIONARY {
+        let longest = transcripts.iter().map(|t| t.1).max().unwrap_or(0);
+        let Some(length) = dictionary_length(longest) else {
+            continue;
+        };
+        let Some((_, _, path)) = transcripts
+            .iter()
+            .filter(|t| t.1 >= length)
+            .min_by_key(|t| t.0)
+        else {
+            continue;
+        };
+        let mut head = Vec::with_capacity(length as usize);
+        let read = std::fs::File::open(path).and_then(|f| f.take(length).read_to_end(&mut head));
+        if read.is_ok() && head.len() as u64 == length {
             sink.predict_dictionary(&folder, &head)?;
         }
     }

@@ -12,7 +12,7 @@
 //! - a dictionary is itself a body written without a hint, of at most [`SPILL`] bytes, whose
 //!   bytes do not start with zstd's dictionary magic;
 //! - with [`LayerStore::finish_for`], each transcript is compressed against its project's
-//!   dictionary ([`crate::bundle::projects`], layout 4): a body of its own, the first MiB of
+//!   dictionary ([`crate::bundle::projects`], layout 4): a body of its own, the first bytes of
 //!   one of the project's transcripts. A reader that packs a harness's store predicts each
 //!   project's dictionary from its survey ([`BlobSink::predict_dictionary`]) and says which
 //!   bodies are transcripts as it writes them ([`BlobSink::begin_transcript`]), so they are
@@ -46,7 +46,7 @@ use zstd::zstd_safe::CDict;
 
 use crate::blob::{BlobError, BlobSink, BlobSource, BlobWrite};
 use crate::bundle::oci::{Encoding, LayerRef};
-use crate::bundle::projects::{PROJECT_DICTIONARY, TranscriptOf, projects};
+use crate::bundle::projects::{Heads, TranscriptOf, projects};
 use crate::bundle::recent::Recent;
 use crate::bundle::windows::{self, WINDOWED_BASE};
 use crate::digest::{Descriptor, Digest, Hasher, HashingWriter};
@@ -129,10 +129,10 @@ struct Entry {
     /// reach a worker first, and the worker must find its dictionary here rather than wait
     /// for a layer that waits for that worker's room.
     pending: Option<Arc<Vec<u8>>>,
-    /// A transcript's first [`PROJECT_DICTIONARY`] bytes, by digest: the dictionary its
+    /// A transcript's first bytes at each dictionary length, by digest: the dictionary its
     /// project takes when the rule chooses it, found among the bodies (predicted) without
     /// decoding the transcript again.
-    head: Option<Digest>,
+    heads: Heads,
     /// A body over [`WINDOWED_BASE`] written without a hint: its bytes in a file of their own
     /// (it is never held whole), kept for the windows of a stream derived from it.
     raw: Option<Arc<tempfile::NamedTempFile>>,
@@ -893,7 +893,8 @@ impl LayerStore {
         if shared.opts.encoding != Encoding::Zstd {
             return Ok(BTreeSet::new());
         }
-        // Each project's dictionary body: the first MiB of its source transcript.
+        // Each project's dictionary body: the first `project.length` bytes of its source
+        // transcript.
         let mut chosen: BTreeMap<Digest, Digest> = BTreeMap::new();
         let mut dictionaries = BTreeSet::new();
         for project in projects(state, transcript) {
@@ -908,7 +909,7 @@ impl LayerStore {
                 let st = shared.lock();
                 st.blobs
                     .get(&project.source.digest)
-                    .and_then(|e| e.head)
+                    .and_then(|e| e.heads.get(project.length))
                     .filter(|h| plain_candidate(&st, h))
             };
             if let Some(dict) = predicted {
@@ -921,7 +922,7 @@ impl LayerStore {
             }
             let here = shared.lock().blobs.contains_key(&project.source.digest);
             let source = match (here, elsewhere) {
-                (true, _) => body_head(shared, &project.source.digest)?,
+                (true, _) => body_head(shared, &project.source.digest, project.length)?,
                 (false, Some(e)) => {
                     // Only its head: what follows is not needed. A source the repository
                     // cannot give (a damaged or missing layer) gives its project no
@@ -930,7 +931,7 @@ impl LayerStore {
                     let read = e
                         .open(&project.source)
                         .map_err(io::Error::other)
-                        .and_then(|r| r.take(PROJECT_DICTIONARY).read_to_end(&mut head));
+                        .and_then(|r| r.take(project.length).read_to_end(&mut head));
                     match read {
                         Ok(_) => Arc::new(head),
                         Err(_) => continue,
@@ -938,7 +939,7 @@ impl LayerStore {
                 }
                 (false, None) => continue,
             };
-            let head = &source[..source.len().min(PROJECT_DICTIONARY as usize)];
+            let head = &source[..source.len().min(project.length as usize)];
             if head.starts_with(&DICT_MAGIC) {
                 continue;
             }
@@ -963,7 +964,7 @@ impl LayerStore {
                         spilled: false,
                         dict_ok: true,
                         pending: None,
-                        head: None,
+                        heads: Heads::default(),
                         raw: None,
                     },
                 );
@@ -1080,17 +1081,15 @@ fn read_body(
     }
 }
 
-/// The first [`PROJECT_DICTIONARY`] bytes of a finished body: of its bytes when they are in
+/// The first `length` bytes of a finished body: of its bytes when they are in
 /// memory or its layer is small enough to decode whole; of a spilled body's layer (one frame
 /// with a small window, no dictionary) as it streams, so a transcript of gigabytes is not read
-/// into memory for its first MiB.
-fn body_head(shared: &Shared, digest: &Digest) -> Result<Arc<Vec<u8>>, BlobError> {
+/// into memory for its first bytes.
+fn body_head(shared: &Shared, digest: &Digest, length: u64) -> Result<Arc<Vec<u8>>, BlobError> {
     let (stored, raw) = {
         let st = shared.lock();
         if let Some(b) = st.held(digest) {
-            return Ok(Arc::new(
-                b[..b.len().min(PROJECT_DICTIONARY as usize)].to_vec(),
-            ));
+            return Ok(Arc::new(b[..b.len().min(length as usize)].to_vec()));
         }
         let e = st.blobs.get(digest);
         (
@@ -1099,9 +1098,9 @@ fn body_head(shared: &Shared, digest: &Digest) -> Result<Arc<Vec<u8>>, BlobError
         )
     };
     if let Some(f) = raw {
-        let mut head = Vec::with_capacity(PROJECT_DICTIONARY as usize);
+        let mut head = Vec::with_capacity(length as usize);
         File::open(f.path())
-            .and_then(|r| r.take(PROJECT_DICTIONARY).read_to_end(&mut head))
+            .and_then(|r| r.take(length).read_to_end(&mut head))
             .map_err(BlobError::Other)?;
         return Ok(Arc::new(head));
     }
@@ -1112,7 +1111,7 @@ fn body_head(shared: &Shared, digest: &Digest) -> Result<Arc<Vec<u8>>, BlobError
             ..
         }) => {
             let raw = io::BufReader::new(File::open(f.path()).map_err(BlobError::Other)?);
-            let mut head = Vec::with_capacity(PROJECT_DICTIONARY as usize);
+            let mut head = Vec::with_capacity(length as usize);
             let mut r: Box<dyn Read> = match encoding {
                 Encoding::Identity => Box::new(raw),
                 // A spilled body is compressed alone, never in windows.
@@ -1125,16 +1124,14 @@ fn body_head(shared: &Shared, digest: &Digest) -> Result<Arc<Vec<u8>>, BlobError
                 }
             };
             r.by_ref()
-                .take(PROJECT_DICTIONARY)
+                .take(length)
                 .read_to_end(&mut head)
                 .map_err(BlobError::Other)?;
             Ok(Arc::new(head))
         }
         _ => {
             let b = body_of(shared, digest)?;
-            Ok(Arc::new(
-                b[..b.len().min(PROJECT_DICTIONARY as usize)].to_vec(),
-            ))
+            Ok(Arc::new(b[..b.len().min(length as usize)].to_vec()))
         }
     }
 }
@@ -1254,8 +1251,8 @@ struct LayerWriter<'a> {
     project: Option<Digest>,
     /// Whether it is a transcript ([`BlobSink::begin_transcript`]).
     transcript: bool,
-    /// A transcript's head digest, taken before its bytes spill to a file.
-    spilled_head: Option<Digest>,
+    /// A transcript's heads, taken before its bytes spill to a file.
+    spilled_heads: Option<Heads>,
     /// The hint's bytes, pinned in memory for this body's compression (see [`St::pin`]).
     pinned: Option<Digest>,
     hasher: Hasher,
@@ -1439,10 +1436,7 @@ impl LayerWriter<'_> {
         let mut out = BufWriter::with_capacity(256 * 1024, file.reopen()?);
         out.write_all(&self.buf)?;
         if self.transcript {
-            self.spilled_head = Some(
-                Descriptor::of(&self.buf[..(PROJECT_DICTIONARY as usize).min(self.buf.len())])
-                    .digest,
-            );
+            self.spilled_heads = Some(Heads::of(&self.buf));
         }
         let first = self.buf[..DICT_MAGIC.len().min(self.buf.len())].to_vec();
         self.buf = Vec::new();
@@ -1481,7 +1475,7 @@ impl LayerWriter<'_> {
                 spilled: too_large,
                 dict_ok: !too_large && !first.starts_with(&DICT_MAGIC),
                 pending: None,
-                head: self.spilled_head,
+                heads: self.spilled_heads.unwrap_or_default(),
                 raw: Some(Arc::clone(&file)),
             },
         );
@@ -1522,10 +1516,7 @@ impl LayerWriter<'_> {
             SpillOut::Raw(w) => w.write_all(&self.buf)?,
         }
         if self.transcript {
-            self.spilled_head = Some(
-                Descriptor::of(&self.buf[..(PROJECT_DICTIONARY as usize).min(self.buf.len())])
-                    .digest,
-            );
+            self.spilled_heads = Some(Heads::of(&self.buf));
         }
         self.buf = Vec::new();
         self.spill = Some(Spill { file, out });
@@ -1610,10 +1601,10 @@ impl BlobWrite for LayerWriter<'_> {
             }
         });
         let dict_ok = !is_spilled && blob.size >= TINY as u64 && !buf.starts_with(&DICT_MAGIC);
-        let head = match self.spilled_head {
-            Some(h) => Some(h),
-            None => (transcript && buf.len() as u64 >= PROJECT_DICTIONARY)
-                .then(|| Descriptor::of(&buf[..PROJECT_DICTIONARY as usize]).digest),
+        let heads = match self.spilled_heads {
+            Some(h) => h,
+            None if transcript => Heads::of(&buf),
+            None => Heads::default(),
         };
         let bytes = Arc::new(buf);
         st.blobs.insert(
@@ -1625,7 +1616,7 @@ impl BlobWrite for LayerWriter<'_> {
                 spilled: is_spilled,
                 dict_ok,
                 pending: (!is_spilled).then(|| Arc::clone(&bytes)),
-                head,
+                heads,
                 raw: None,
             },
         );
@@ -1721,7 +1712,7 @@ impl LayerWriter<'_> {
                     spilled: false,
                     dict_ok: !streamed.first.starts_with(&DICT_MAGIC),
                     pending: None,
-                    head: None,
+                    heads: Heads::default(),
                     raw: None,
                 },
             );
@@ -1797,7 +1788,7 @@ impl LayerStore {
             hint,
             project,
             transcript,
-            spilled_head: None,
+            spilled_heads: None,
             pinned,
             hasher: Hasher::new(),
             buf: Vec::with_capacity(room),
@@ -1866,7 +1857,7 @@ impl BlobSink for LayerStore {
 mod tests {
     use super::*;
     use crate::blob::BlobSource;
-    use crate::bundle::{Bundle, Options2, write_layers_file};
+    use crate::bundle::{Bundle, Options2, PROJECT_DICTIONARY, write_layers_file};
     use crate::progress::Quiet;
     use crate::state::{FileEntry, Native, Session, State};
 
@@ -1969,8 +1960,9 @@ mod tests {
         Wrong,
     }
 
-    /// Three projects' sessions whose transcripts quote their project's files, as sessions of
-    /// one project do: `/a` and `/b` have transcripts of at least a MiB, `/c` none. Packed
+    /// Four projects' sessions whose transcripts quote their project's files, as sessions of
+    /// one project do: `/a` and `/b` have transcripts of at least a MiB, `/c` none but two of
+    /// at least 256 KiB, `/d` none that long. Packed
     /// with project dictionaries (`finish_for`) or without (`finish`).
     fn pack_projects(
         threads: usize,
@@ -2027,6 +2019,7 @@ mod tests {
             ("/b", 5, 300_000),
             ("/c", 6, 500_000),
             ("/c", 7, 300_000),
+            ("/d", 8, 200_000),
         ];
         let texts: Vec<String> = plan
             .iter()
@@ -2041,10 +2034,15 @@ mod tests {
         let folder = |cwd: &str| dir.join("projects").join(&cwd[1..]);
         match prediction {
             Prediction::None => {}
-            // The least id of at least a MiB: s0 for /a, s4 for /b.
+            // The least id of at least a MiB: s0 for /a, s4 for /b; of at least 256 KiB, s6
+            // for /c.
             Prediction::Right => {
-                for i in [0, 4] {
-                    let head = &texts[i].as_bytes()[..PROJECT_DICTIONARY as usize];
+                for (i, length) in [
+                    (0, PROJECT_DICTIONARY),
+                    (4, PROJECT_DICTIONARY),
+                    (6, 1 << 18),
+                ] {
+                    let head = &texts[i].as_bytes()[..length as usize];
                     store.predict_dictionary(&folder(plan[i].0), head).unwrap();
                 }
             }
@@ -2105,8 +2103,8 @@ mod tests {
         let path = dir.path().join("p2.aspstate");
         let b = Bundle::open(&path).unwrap();
         assert_eq!(b.layout().layout_version, crate::bundle::LAYOUT_VERSION4);
-        // Two dictionaries (/a's and /b's, /c has no long transcript), each the first MiB of
-        // its source: s0's and s4's.
+        // Three dictionaries: the first MiB of s0 for /a and of s4 for /b, the first 256 KiB
+        // of s6 for /c (none of its transcripts holds 512 KiB); /d has none that long.
         let m = b.image_manifest().unwrap();
         let dictionaries: Vec<_> = m
             .layers
@@ -2116,31 +2114,36 @@ mod tests {
                     .starts_with(crate::bundle::oci::DICTIONARY_LAYER)
             })
             .collect();
-        assert_eq!(dictionaries.len(), 2);
+        assert_eq!(dictionaries.len(), 3);
         let sessions = state.sessions.as_deref().unwrap();
         let of = |i: usize| sessions[i].native.as_ref().unwrap().files[0].content;
         let dict_of = |d: &Digest| b.layer_of(d).unwrap().1;
-        let head = |i: usize| {
+        let head = |i: usize, length: u64| {
             let t = b.read_all(&of(i)).unwrap();
-            Descriptor::of(&t[..PROJECT_DICTIONARY as usize]).digest
+            Descriptor::of(&t[..length as usize]).digest
         };
         for i in 0..4 {
             assert_eq!(
                 dict_of(&of(i).digest),
-                Some(head(0)),
+                Some(head(0, PROJECT_DICTIONARY)),
                 "/a's transcript s{i}"
             );
         }
         for i in 4..6 {
             assert_eq!(
                 dict_of(&of(i).digest),
-                Some(head(4)),
+                Some(head(4, PROJECT_DICTIONARY)),
                 "/b's transcript s{i}"
             );
         }
         for i in 6..8 {
-            assert_eq!(dict_of(&of(i).digest), None, "/c's transcript s{i}");
+            assert_eq!(
+                dict_of(&of(i).digest),
+                Some(head(6, 1 << 18)),
+                "/c's transcript s{i}"
+            );
         }
+        assert_eq!(dict_of(&of(8).digest), None, "/d's transcript s8");
         // Streams are two deep: against their transcript, against the project's dictionary.
         for (i, s) in sessions.iter().enumerate() {
             assert_eq!(dict_of(&s.updates.digest), Some(of(i).digest));

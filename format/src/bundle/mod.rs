@@ -25,7 +25,9 @@ pub use layout::{
     MANIFEST_MEDIA_TYPE, Manifest, SCHEMA_VERSION, blob_entry_name,
 };
 pub use part::Part;
-pub use projects::{PROJECT_DICTIONARY, Project, TranscriptOf, projects};
+pub use projects::{
+    DICTIONARY_LENGTHS, PROJECT_DICTIONARY, Project, TranscriptOf, dictionary_length, projects,
+};
 pub use read::{Bundle, Limits, Problem, ReadError, VerifyReport, decode_layer, verify_file};
 pub use write::{
     Compression, NotAFile, WriteError, WriteOptions, Written, output_path, write_file, write_to,

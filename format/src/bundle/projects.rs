@@ -4,7 +4,7 @@
 //! Sessions of one project read the same files, so their transcripts share much of their text;
 //! compressed one by one, each pays for it again. A `tar | zstd` stream sees them within one
 //! window, which is why it was a third smaller than a layout 3 bundle (§13.1). A project's
-//! dictionary (the first [`PROJECT_DICTIONARY`] bytes of one of its transcripts, a body of its
+//! dictionary (the first bytes of one of its transcripts, [`DICTIONARY_LENGTHS`], a body of its
 //! own) gives every transcript of the project that shared text back.
 //!
 //! The rule is a function of the state alone (and of which native file is each session's
@@ -12,10 +12,11 @@
 //! stream is compressed against), so every writer of the same state chooses the same
 //! dictionaries, whatever the order or the threads in which the bodies were written:
 //! - a project is the sessions with the same `cwd` (a session without one is in none);
-//! - the project's dictionary comes from the transcript of its session with the least id (by
-//!   bytes) among those that name no parent and whose transcript holds at least
-//!   [`PROJECT_DICTIONARY`] bytes: a prefix of fixed length, which holds still while the
-//!   transcript is appended to;
+//! - the project's dictionary is as long as the longest of [`DICTIONARY_LENGTHS`] that a
+//!   transcript of its sessions naming no parent holds;
+//! - it comes from the transcript of the session with the least id (by bytes) among those that
+//!   name no parent and whose transcript holds at least that length: a prefix of fixed length,
+//!   which holds still while the transcript is appended to;
 //! - every transcript of the project's sessions (subagents' included) is compressed against it,
 //!   except a transcript that is itself a project's dictionary (no chains of three) and, of a
 //!   transcript in several projects, against the least dictionary digest.
@@ -25,16 +26,66 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::digest::{Descriptor, Digest};
 use crate::state::{Session, State, parent_of};
 
-/// How long a project's dictionary is: the first MiB of a transcript. Measured on the bench
-/// stores (§13.1): 2 and 4 MiB save less (fewer projects have so long a transcript), and the
-/// prepared dictionary costs nothing per frame.
-pub const PROJECT_DICTIONARY: u64 = 1 << 20;
+/// How long a project's dictionary can be, longest first: the first MiB of a transcript when
+/// one of the project's holds a MiB, else its first 512 KiB, else its first 256 KiB; a project
+/// whose transcripts are all shorter has none. Measured on the bench stores (spec §13.1): 2 and
+/// 4 MiB save less (fewer projects have so long a transcript); taking shorter transcripts'
+/// prefixes only for projects without a long one gives the small stores' projects a
+/// dictionary (the 64 MiB Gemini CLI home's bundle 6.37 -> 5.97 MB, Claude Code's 10.97 ->
+/// 10.48 MB) and changes no dictionary of a project that has a 1 MiB one. A prepared
+/// dictionary costs nothing per frame.
+pub const DICTIONARY_LENGTHS: [u64; 3] = [1 << 20, 1 << 19, 1 << 18];
 
-/// One project with a dictionary: the transcript whose first [`PROJECT_DICTIONARY`] bytes are
-/// the dictionary, and the transcripts compressed against it.
+/// The longest a project's dictionary is ([`DICTIONARY_LENGTHS`]): what a writer reads of a
+/// transcript that may be a dictionary's source.
+pub const PROJECT_DICTIONARY: u64 = DICTIONARY_LENGTHS[0];
+
+/// The length of the dictionary a project whose longest top-level transcript holds `longest`
+/// bytes takes, if any ([`DICTIONARY_LENGTHS`]).
+pub fn dictionary_length(longest: u64) -> Option<u64> {
+    DICTIONARY_LENGTHS.into_iter().find(|&l| longest >= l)
+}
+
+/// The digests of a transcript's first bytes at each of [`DICTIONARY_LENGTHS`] it holds: the
+/// dictionaries its project may take of it, found among the bodies (predicted) without decoding
+/// the transcript again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Heads([Option<Digest>; DICTIONARY_LENGTHS.len()]);
+
+impl Heads {
+    /// The heads of `bytes` (a body's first bytes, at least as many as its heads hold): one
+    /// pass over the longest, the shorter ones taken on the way.
+    pub fn of(bytes: &[u8]) -> Heads {
+        let mut heads = Heads::default();
+        let mut hasher = crate::digest::Hasher::new();
+        let mut done = 0;
+        for (i, &length) in DICTIONARY_LENGTHS.iter().enumerate().rev() {
+            let Some(next) = bytes.get(done..length as usize) else {
+                break;
+            };
+            hasher.update(next);
+            done = length as usize;
+            heads.0[i] = Some(hasher.clone().finish().digest);
+        }
+        heads
+    }
+
+    /// The digest of the first `length` bytes, when `length` is one of [`DICTIONARY_LENGTHS`]
+    /// and the body holds them.
+    pub fn get(&self, length: u64) -> Option<Digest> {
+        let i = DICTIONARY_LENGTHS.iter().position(|&l| l == length)?;
+        self.0[i]
+    }
+}
+
+/// One project with a dictionary: the transcript whose first `length` bytes are the
+/// dictionary, and the transcripts compressed against it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Project {
     pub source: Descriptor,
+    /// How many of the source's first bytes the dictionary is (one of
+    /// [`DICTIONARY_LENGTHS`]).
+    pub length: u64,
     pub transcripts: BTreeSet<Digest>,
 }
 
@@ -43,8 +94,10 @@ pub type TranscriptOf<'a> = &'a dyn Fn(&Session) -> Option<Descriptor>;
 
 /// The projects of `state` that have a dictionary, ordered by their source transcript.
 pub fn projects(state: &State, transcript: TranscriptOf<'_>) -> Vec<Project> {
+    #[derive(Default)]
     struct Group<'a> {
-        source: Option<(&'a str, Descriptor)>,
+        /// The top-level sessions' transcripts, by session id.
+        top: Vec<(&'a str, Descriptor)>,
         transcripts: BTreeSet<Digest>,
     }
     let mut groups: BTreeMap<&str, Group<'_>> = BTreeMap::new();
@@ -52,27 +105,30 @@ pub fn projects(state: &State, transcript: TranscriptOf<'_>) -> Vec<Project> {
         let (Some(cwd), Some(t)) = (s.cwd.as_deref(), transcript(s)) else {
             continue;
         };
-        let g = groups.entry(cwd).or_insert(Group {
-            source: None,
-            transcripts: BTreeSet::new(),
-        });
+        let g = groups.entry(cwd).or_default();
         g.transcripts.insert(t.digest);
-        let long = t.size >= PROJECT_DICTIONARY;
-        let id = s.id.as_str();
-        if long && parent_of(s).is_none() && g.source.is_none_or(|(least, _)| id < least) {
-            g.source = Some((id, t));
+        if parent_of(s).is_none() {
+            g.top.push((s.id.as_str(), t));
         }
     }
     let mut out: Vec<Project> = groups
         .into_values()
         .filter_map(|g| {
+            let longest = g.top.iter().map(|(_, t)| t.size).max()?;
+            let length = dictionary_length(longest)?;
+            let (_, source) = g
+                .top
+                .iter()
+                .filter(|(_, t)| t.size >= length)
+                .min_by_key(|(id, _)| *id)?;
             Some(Project {
-                source: g.source?.1,
+                source: *source,
+                length,
                 transcripts: g.transcripts,
             })
         })
         .collect();
-    out.sort_by_key(|p| p.source.digest);
+    out.sort_by_key(|p| (p.source.digest, p.length));
     out
 }
 
@@ -101,43 +157,89 @@ mod tests {
 
     #[test]
     fn the_least_top_level_session_with_a_long_transcript_gives_its_projects_dictionary() {
-        // Streams s-a.. and their transcripts t-a..; t-b is short, t-c is a subagent's.
+        const MIB: u64 = 1 << 20;
+        // Streams s-a.. and their transcripts t-a.. of these sizes; c is d's subagent.
+        let sizes = [
+            // /p: d is the least id of a top-level MiB (b is shorter, c a subagent's).
+            ("b", "/p", MIB - 1),
+            ("c", "/p", MIB),
+            ("d", "/p", MIB),
+            ("e", "/p", MIB),
+            // /q: no MiB, so its dictionary is the first 512 KiB of its transcript that holds them.
+            ("f", "/q", MIB - 1),
+            // /r: a MiB.
+            ("g", "/r", MIB),
+            // /s: nothing reaches 256 KiB: no dictionary.
+            ("h", "/s", MIB / 4 - 1),
+            // /t: 256 KiB, from the least id of those that hold them (i is shorter).
+            ("i", "/t", MIB / 4 - 1),
+            ("j", "/t", MIB / 4),
+            ("k", "/t", MIB / 2 - 1),
+            // /u: only a subagent's transcript is long: no dictionary.
+            ("l", "/u", 10),
+            ("m", "/u", MIB),
+        ];
         let state = State {
-            sessions: Some(vec![
-                session("b", "/p", b"s-b", None),
-                session("c", "/p", b"s-c", Some("d")),
-                session("d", "/p", b"s-d", None),
-                session("e", "/p", b"s-e", None),
-                session("f", "/q", b"s-f", None),
-                session("g", "/r", b"s-g", None),
-            ]),
+            sessions: Some(
+                sizes
+                    .iter()
+                    .map(|(n, cwd, _)| {
+                        let parent = match *n {
+                            "c" => Some("d"),
+                            "m" => Some("l"),
+                            _ => None,
+                        };
+                        session(n, cwd, format!("s-{n}").as_bytes(), parent)
+                    })
+                    .collect(),
+            ),
             ..State::default()
         };
-        let t = |name: &str| Descriptor::of(name.as_bytes()).digest;
-        let long = ["c", "d", "e", "g"];
+        let t = |name: &str| Descriptor::of(format!("t-{name}").as_bytes()).digest;
         let transcript = |n: &str| Descriptor {
-            digest: t(&format!("t-{n}")),
-            size: match long.contains(&n) {
-                true => PROJECT_DICTIONARY,
-                false => PROJECT_DICTIONARY - 1,
-            },
+            digest: t(n),
+            size: sizes.iter().find(|s| s.0 == n).unwrap().2,
         };
         let got = projects(&state, &|s| Some(transcript(s.id.as_str())));
+        let project = |source: &str, length: u64, members: &[&str]| Project {
+            source: transcript(source),
+            length,
+            transcripts: members.iter().map(|n| t(n)).collect(),
+        };
         let mut want = vec![
-            Project {
-                source: transcript("d"),
-                transcripts: ["b", "c", "d", "e"]
-                    .iter()
-                    .map(|n| t(&format!("t-{n}")))
-                    .collect(),
-            },
-            Project {
-                source: transcript("g"),
-                transcripts: BTreeSet::from([t("t-g")]),
-            },
+            project("d", MIB, &["b", "c", "d", "e"]),
+            project("f", MIB / 2, &["f"]),
+            project("g", MIB, &["g"]),
+            project("j", MIB / 4, &["i", "j", "k"]),
         ];
         want.sort_by_key(|p| p.source.digest);
-        // /q has no long transcript: no dictionary.
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn heads_are_the_digests_of_each_dictionary_length_a_body_holds() {
+        let body: Vec<u8> = (0..(3u32 << 19)).map(|i| (i % 251) as u8).collect();
+        let heads = Heads::of(&body);
+        for length in DICTIONARY_LENGTHS {
+            assert_eq!(
+                heads.get(length),
+                Some(Digest::of(&body[..length as usize]))
+            );
+        }
+        let short = Heads::of(&body[..(1 << 19) + 7]);
+        assert_eq!(short.get(1 << 20), None);
+        assert_eq!(short.get(1 << 19), Some(Digest::of(&body[..1 << 19])));
+        assert_eq!(short.get(1 << 18), Some(Digest::of(&body[..1 << 18])));
+        assert_eq!(Heads::of(&body[..100]), Heads::default());
+        assert_eq!(heads.get(12345), None);
+    }
+
+    #[test]
+    fn a_dictionary_is_as_long_as_the_longest_length_a_transcript_reaches() {
+        assert_eq!(dictionary_length(5 << 20), Some(1 << 20));
+        assert_eq!(dictionary_length(1 << 20), Some(1 << 20));
+        assert_eq!(dictionary_length((1 << 20) - 1), Some(1 << 19));
+        assert_eq!(dictionary_length(1 << 18), Some(1 << 18));
+        assert_eq!(dictionary_length((1 << 18) - 1), None);
     }
 }
