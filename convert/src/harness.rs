@@ -355,12 +355,12 @@ pub trait Harness: Send + Sync {
         entry: &Surveyed,
     ) -> Result<Vec<Session>, ConvertError>;
 
-    /// The transcript of a survey entry, as the survey found it: what a pack predicts its
-    /// project's dictionary from (the first MiB, 512 or 256 KiB of one of the project's, spec/aspstate.md
-    /// §4.1) before it reads a session, so the transcripts are compressed against it as they
-    /// are read; the project is [`Harness::surveyed_project`]. Only a prediction (the state
-    /// decides); the default, `None`, costs a second compression of the transcripts of a
-    /// project that has a dictionary.
+    /// The transcript of a survey entry, as the survey found it: what a pack predicts its project's
+    /// dictionary from (the first MiB, 512 or 256 KiB of one of the project's, spec/aspstate.md
+    /// §4.1) before it reads a session, so the transcripts are compressed against it as they are
+    /// read; the project is [`Harness::surveyed_project`]. Only a prediction (the state decides);
+    /// the default, `None`, costs a second compression of the transcripts of a project that has a
+    /// dictionary.
     fn surveyed_transcript<'a>(&self, entry: &'a Surveyed) -> Option<&'a SourceFile> {
         let _ = entry;
         None

@@ -87,11 +87,11 @@ pub trait BlobSink: Send + Sync {
         self.begin_sized(size)
     }
 
-    /// Says, before a store is read, that the transcripts under `folder` (a folder, or a path
-    /// that names a project) are one project's and that `dictionary` will be its dictionary
-    /// (the first MiB, 512 or 256 KiB of one of them): a store that compresses against project dictionaries
-    /// then does so as the transcripts are written, not again at the end. Only a prediction:
-    /// the state decides. The default ignores it.
+    /// Says, before a store is read, that the transcripts under `folder` (a folder, or a path that
+    /// names a project) are one project's and that `dictionary` will be its dictionary (the first
+    /// MiB, 512 or 256 KiB of one of them): a store that compresses against project dictionaries
+    /// then does so as the transcripts are written, not again at the end. Only a prediction: the
+    /// state decides. The default ignores it.
     fn predict_dictionary(&self, folder: &Path, dictionary: &[u8]) -> Result<(), BlobError> {
         let _ = (folder, dictionary);
         Ok(())
