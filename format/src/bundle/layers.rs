@@ -1568,6 +1568,12 @@ impl BlobWrite for LayerWriter<'_> {
                 })
             }
         };
+        // Hashed before the lock is taken: the other writers wait for it, not for this.
+        let heads = match self.spilled_heads {
+            Some(h) => h,
+            None if transcript => Heads::of(&buf),
+            None => Heads::default(),
+        };
         let mut st = shared.lock();
         if let Some(e) = &st.error {
             return Err(BlobError::Other(io::Error::other(e.clone())));
@@ -1601,11 +1607,6 @@ impl BlobWrite for LayerWriter<'_> {
             }
         });
         let dict_ok = !is_spilled && blob.size >= TINY as u64 && !buf.starts_with(&DICT_MAGIC);
-        let heads = match self.spilled_heads {
-            Some(h) => h,
-            None if transcript => Heads::of(&buf),
-            None => Heads::default(),
-        };
         let bytes = Arc::new(buf);
         st.blobs.insert(
             blob.digest,
