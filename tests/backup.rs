@@ -2343,6 +2343,91 @@ fn a_backup_compresses_transcripts_against_their_projects_dictionary() {
     assert!(fs::read(to.join(rel)).unwrap() == text.as_bytes());
 }
 
+/// A small project's dictionary grows with its transcripts (spec/aspstate.md §4.1): a
+/// project whose transcripts are all under 512 KiB takes the first 256 KiB of its least one
+/// that holds them; once a transcript of it passes 512 KiB, the next backup compresses what it
+/// reads against that transcript's first 512 KiB, and the transcripts it did not read keep
+/// their layers against the dictionary before. Both dictionaries stay in the repository,
+/// which checks out, restores byte for byte and packs into a bundle that verifies.
+#[cfg(feature = "claude-code")]
+#[test]
+fn a_small_projects_dictionary_grows_with_its_transcripts() {
+    const KIB: u64 = 1 << 10;
+    let t = tmp();
+    let home = crate::project_dictionaries::long_claude_home(t.path());
+    age(&home, Duration::from_secs(3600));
+    let size = |f: &PathBuf| fs::metadata(f).unwrap().len();
+    // A project whose transcripts are all under 512 KiB, one of them at least 256 KiB: its
+    // dictionary is the first 256 KiB of the least of those (by id, the file name); another
+    // transcript of it will grow past 512 KiB.
+    let (source, grown) = project_transcripts(&home)
+        .into_iter()
+        .filter(|files| files.iter().all(|f| size(f) < 512 * KIB))
+        .find_map(|files| {
+            let source = files.iter().find(|f| size(f) >= 256 * KIB)?.clone();
+            let grown = files.into_iter().find(|f| *f != source)?;
+            Some((source, grown))
+        })
+        .expect("a project under 512 KiB with two transcripts, one of 256 KiB");
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    check(&repo, true);
+
+    let dictionary_of = |bundle: &Path, file: &Path| {
+        let b = asp_format::bundle::Bundle::open(bundle).unwrap();
+        let body = asp_format::Descriptor::of(&fs::read(file).unwrap());
+        b.layer_of(&body.digest).expect("a transcript's layer").1
+    };
+    let head = |file: &Path, length: u64| {
+        asp_format::Descriptor::of(&fs::read(file).unwrap()[..length as usize]).digest
+    };
+    let before = t.path().join("before.aspstate");
+    pack_from_repo(&repo, &before).assert().success();
+    let small = head(&source, 256 * KIB);
+    for f in [&source, &grown] {
+        assert_eq!(dictionary_of(&before, f), Some(small), "{}", f.display());
+    }
+
+    // `grown` passes 512 KiB (a turn appended again and again).
+    let mut n = 100;
+    while size(&grown) < 520 * KIB {
+        append_turn(&grown, n);
+        n += 1;
+    }
+    let text = fs::read(&grown).unwrap();
+    let v = backup(&home, &repo);
+    assert_eq!(v["changed"], 1, "{v}");
+    check(&repo, true);
+    let after = t.path().join("after.aspstate");
+    pack_from_repo(&repo, &after).assert().success();
+    asp().arg("verify").arg(&after).assert().success();
+    let large = head(&grown, 512 * KIB);
+    assert_eq!(
+        dictionary_of(&after, &grown),
+        Some(large),
+        "what the backup read goes against the first 512 KiB of the grown transcript"
+    );
+    assert_eq!(
+        dictionary_of(&after, &source),
+        Some(small),
+        "the transcript the backup did not read keeps its layer"
+    );
+    // Packed from the home, the rule applies to every transcript of the project.
+    let fresh = t.path().join("fresh.aspstate");
+    pack_home_to(&home, &fresh);
+    for f in [&source, &grown] {
+        assert_eq!(dictionary_of(&fresh, f), Some(large), "{}", f.display());
+    }
+
+    let to = t.path().join("restored");
+    restore(&repo, &to, &[]);
+    assert!(fs::read(to.join(grown.strip_prefix(&home).unwrap())).unwrap() == text);
+    assert!(
+        projects(&to) == projects(&home),
+        "the transcripts come back byte for byte"
+    );
+}
+
 /// A project's dictionary whose layer went missing from the repository (layout 4): the next
 /// backup, which takes the transcript the dictionary is made of from the snapshot before,
 /// cannot read it back, so it gives the project no dictionary, finds the missing layer, reads
