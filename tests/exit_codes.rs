@@ -280,3 +280,60 @@ fn unpacking_or_restoring_into_a_home_that_is_not_there_is_an_error() {
         .stderr(predicates::str::contains("does not exist"));
     assert!(!dir.path().join("hmoe").exists());
 }
+
+/// A session id the store or the bundle does not have is a wrong argument (exit 2), said as
+/// one: which store or bundle, and the command that lists what is there. An output folder
+/// that is not there is an error (exit 1) that says so.
+#[test]
+fn a_session_that_is_not_there_and_an_output_folder_that_is_not_there_are_said_plainly() {
+    let dir = tmp();
+    asp_pack()
+        .args(["--from", "claude-code", "--session", "deadbeef", "--home"])
+        .arg(claude_home())
+        .arg("-o")
+        .arg(dir.path().join("x.aspstate"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(format!(
+            "in the claude-code store in {}: no session deadbeef among its",
+            claude_home().display()
+        )))
+        .stderr(predicates::str::contains(
+            "`asp sessions --from HARNESS --home DIR`",
+        ))
+        .stderr(predicates::prelude::PredicateBooleanExt::not(
+            predicates::str::contains("cannot read"),
+        ));
+    let bundle = dir.path().join("claude.aspstate");
+    pack_home("claude-code", claude_home(), &bundle)
+        .assert()
+        .code(0);
+    let listed = format!("(`asp inspect {}` lists its sessions)", bundle.display());
+    asp()
+        .arg("export")
+        .arg(&bundle)
+        .args(["--session", "deadbeef"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("has no session deadbeef"))
+        .stderr(predicates::str::contains(listed.as_str()));
+    asp_unpack()
+        .arg(&bundle)
+        .args(["--session", "deadbeef", "--to-dir"])
+        .arg(dir.path().join("out"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(listed.as_str()));
+    let nowhere = dir.path().join("nodir");
+    asp_pack()
+        .args(["--from", "claude-code", "--home"])
+        .arg(claude_home())
+        .arg("-o")
+        .arg(nowhere.join("x.aspstate"))
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(format!(
+            "the folder {} does not exist",
+            nowhere.display()
+        )));
+}

@@ -99,13 +99,15 @@ pub fn finding_json(d: &asp_convert::kit::report::Diagnostic) -> serde_json::Val
     })
 }
 
-/// `; 3 left out by design (listed above)`, `; 1 lost (listed above)`: what the summary line
-/// adds when not everything was carried, or nothing.
+/// `; 3 not taken (listed above, each with why)`, `; 1 LOST (listed above)`: what the summary
+/// line adds when not everything was carried, or nothing. The same words for a pack and an
+/// unpack: what was not taken is left out by design, or not possible where it went, and the
+/// lines above say which.
 pub fn not_carried(left_out: usize, lost: usize) -> String {
     let mut out = String::new();
     if left_out > 0 {
         out.push_str(&format!(
-            "; {left_out} not taken (left out by design or not possible in the target; listed above)"
+            "; {left_out} not taken (listed above, each with why)"
         ));
     }
     if lost > 0 {

@@ -207,10 +207,14 @@ fn output_file(args: &PackArgs, to_stdout: bool) -> Result<Option<PathBuf>> {
     }
     let dir = staging_parent(Some(&file));
     if !dir.is_dir() {
+        let why = match dir.exists() {
+            true => "is not a directory",
+            false => "does not exist",
+        };
         return Err(Failure::new(
             ErrorClass::Store,
             format!(
-                "cannot write {}: {} is not a directory",
+                "cannot write {}: the folder {} {why}",
                 args.output.display(),
                 dir.display()
             ),
@@ -288,13 +292,20 @@ pub fn run(args: PackArgs) -> Result<Exit> {
             diagnostics: &diagnostics,
             progress: &bar,
         })
-        .with_context(|| match &store {
-            Store::Dir(d) => format!("cannot read the state directory {}", d.display()),
-            Store::Harness { harness, home } => format!(
-                "cannot read the {} store in {}",
-                harness.name(),
-                home.dir.display()
-            ),
+        .map_err(|e| {
+            let e: Failure = e.into();
+            let what = match &store {
+                Store::Dir(d) => format!("the state directory {}", d.display()),
+                Store::Harness { harness, home } => {
+                    format!("the {} store in {}", harness.name(), home.dir.display())
+                }
+            };
+            // A session the store does not have is a wrong argument, not a store that
+            // cannot be read.
+            match e.class {
+                ErrorClass::Usage => e.context(format!("in {what}")),
+                _ => e.context(format!("cannot read {what}")),
+            }
         })?;
     let source = store.describe_location();
 

@@ -271,7 +271,10 @@ pub fn select(
     let part = part(kinds, sessions)?;
     let (state, missing) = state.select(part.kinds, part.sessions);
     if !missing.is_empty() {
-        bail_usage!("{bundle} has no session {}", missing.join(", "));
+        bail_usage!(
+            "{bundle} has no session {} (`asp inspect {bundle}` lists its sessions)",
+            missing.join(", ")
+        );
     }
     Ok((state, part.kinds))
 }
@@ -285,7 +288,11 @@ pub fn open_part(input: &Input, part: &Part<'_>) -> Result<(Bundle, asp_format::
         .with_context(|| format!("cannot open {}", input.display()))?;
     let (state, missing) = bundle.manifest().state.select(part.kinds, part.sessions);
     if !missing.is_empty() {
-        bail_usage!("{} has no session {}", input.display(), missing.join(", "));
+        let shown = input.display();
+        bail_usage!(
+            "{shown} has no session {} (`asp inspect {shown}` lists its sessions)",
+            missing.join(", ")
+        );
     }
     Ok((bundle, state))
 }

@@ -211,8 +211,9 @@ impl Survey {
             .collect();
         if !missing.is_empty() {
             return Err(ConvertError::Usage(format!(
-                "no session {} in this store ({} sessions surveyed; a subagent session is \
-                 read with the session that started it: give that one's id)",
+                "no session {} among its {} sessions (`asp sessions --from HARNESS --home DIR` \
+                 lists them; a subagent session is read with the session that started it: give \
+                 that one's id)",
                 missing.join(", "),
                 self.sessions.len()
             )));

@@ -277,11 +277,12 @@ impl Sessions<'_, '_> {
                 "Gemini deletes sessions once they are older than {age}. "
             ));
         }
-        msg.push_str(
+        msg.push_str(&format!(
             "Gemini CLI 0.61 can also delete a session at the start after the one where it was \
-             resumed. To keep them, set \"general\": {\"sessionRetention\": {\"enabled\": false}} \
-             (or a larger maxAge) in ~/.gemini/settings.json before starting Gemini.",
-        );
+             resumed. To keep them, set \"general\": {{\"sessionRetention\": {{\"enabled\": \
+             false}}}} (or a larger maxAge) in {} before starting Gemini.",
+            path.display()
+        ));
         self.ctx.diagnostics.note(&path, None, msg);
     }
 
