@@ -324,6 +324,18 @@ fn a_session_that_is_not_there_and_an_output_folder_that_is_not_there_are_said_p
         .assert()
         .code(2)
         .stderr(predicates::str::contains(listed.as_str()));
+    // A bundle that is not there is named once.
+    let missing = dir.path().join("nothere.aspstate");
+    for args in [&["inspect"][..], &["export"], &["verify"]] {
+        let o = asp().args(args).arg(&missing).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(
+            err.matches(&*missing.display().to_string()).count(),
+            1,
+            "{args:?}: {err}"
+        );
+    }
     let nowhere = dir.path().join("nodir");
     asp_pack()
         .args(["--from", "claude-code", "--home"])

@@ -86,8 +86,9 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
                 );
             }
             let bundle = Bundle::open(input.path())
-                .map_err(|e| input.own(e))
-                .with_context(|| format!("cannot open {}", input.display()))?;
+                // The error names the bundle already ("cannot read X: ...", "X is not a usable
+                // bundle: ...").
+                .map_err(|e| Failure::from(input.own(e)))?;
             let size = std::fs::metadata(input.path())
                 .map_err(Failure::source)?
                 .len();

@@ -11,7 +11,7 @@ use clap::Parser;
 
 use crate::args::{Common, Strict, parse_harness, parse_kinds};
 use crate::bail_usage;
-use crate::exit::{Context, EXIT_CODES_HELP, Exit, Result};
+use crate::exit::{Context, EXIT_CODES_HELP, Exit, Failure, Result};
 use crate::human;
 use crate::imported::Imported;
 use crate::mapped::{MapPathArg, Mapped};
@@ -284,8 +284,9 @@ pub fn select(
 /// error.
 pub fn open_part(input: &Input, part: &Part<'_>) -> Result<(Bundle, asp_format::State)> {
     let bundle = Bundle::open_part(input.path(), &Limits::default(), part)
-        .map_err(|e| input.own(e))
-        .with_context(|| format!("cannot open {}", input.display()))?;
+        // The error names the bundle already ("cannot read X: ...", "X is not a usable
+        // bundle: ...").
+        .map_err(|e| Failure::from(input.own(e)))?;
     let (state, missing) = bundle.manifest().state.select(part.kinds, part.sessions);
     if !missing.is_empty() {
         let shown = input.display();
