@@ -349,3 +349,22 @@ fn a_session_that_is_not_there_and_an_output_folder_that_is_not_there_are_said_p
             nowhere.display()
         )));
 }
+
+/// Without a source or a target, the usage error names every one there is (exit 2).
+#[test]
+fn a_missing_source_or_target_names_every_choice() {
+    let dir = tmp();
+    asp_pack()
+        .arg("-o")
+        .arg(dir.path().join("x.aspstate"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "<--from <HARNESS>|--from-dir <DIR>|--from-repo>",
+        ));
+    asp_unpack()
+        .arg(dir.path().join("x.aspstate"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("<--to <HARNESS>|--to-dir <DIR>>"));
+}

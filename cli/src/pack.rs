@@ -62,15 +62,19 @@ asp-unpack give them: {\"severity\", \"file\", \"line\", \"message\"} (on stderr
 /// Pack AI agent state into a portable .aspstate bundle
 #[derive(Debug, Clone, Parser)]
 #[command(name = "asp-pack", version, after_help = format!("{AFTER_HELP}\n\n{EXIT_CODES_HELP}"))]
+// One source: a usage error names the three when none is given.
+#[command(group(
+    clap::ArgGroup::new("source")
+        .required(true)
+        .args(["from", "from_dir", "from_repo"])
+))]
 pub struct PackArgs {
     /// Read the agent state of this harness (claude-code, codex, gemini, ...)
-    #[arg(long, value_name = "HARNESS", value_parser = parse_harness,
-          required_unless_present_any = ["from_dir", "from_repo"],
-          conflicts_with_all = ["from_dir", "from_repo"])]
+    #[arg(long, value_name = "HARNESS", value_parser = parse_harness)]
     pub from: Option<String>,
 
     /// Read a state directory (the plain form `asp-unpack --to-dir` writes)
-    #[arg(long, value_name = "DIR", conflicts_with = "from_repo")]
+    #[arg(long, value_name = "DIR")]
     pub from_dir: Option<PathBuf>,
 
     /// Pack a snapshot of the repository (`asp backup`): the bundle is byte for byte the one

@@ -47,14 +47,15 @@ that were there already (nothing written), under _meta.asp.findings every findin
 /// Unpack a .aspstate bundle into an agent's store or a plain directory
 #[derive(Debug, Clone, Parser)]
 #[command(name = "asp-unpack", version, after_help = format!("{AFTER_HELP}\n\n{EXIT_CODES_HELP}"))]
+// One of the two targets: a usage error names both when neither is given.
+#[command(group(clap::ArgGroup::new("target").required(true).args(["to", "to_dir"])))]
 pub struct UnpackArgs {
     /// The bundle to read (`-` for standard input)
     #[arg(value_name = "BUNDLE")]
     pub bundle: PathBuf,
 
     /// Write into this harness's store (claude-code, codex, gemini, ...)
-    #[arg(long, value_name = "HARNESS", value_parser = parse_harness,
-          required_unless_present = "to_dir", conflicts_with = "to_dir")]
+    #[arg(long, value_name = "HARNESS", value_parser = parse_harness)]
     pub to: Option<String>,
 
     /// Write the state as plain files into this directory (missing or empty unless --force)
