@@ -47,8 +47,19 @@ pub fn parse_harness(s: &str) -> Result<String, String> {
             "unknown harness {s:?}: this build has no harness converters"
         ))
     } else {
+        // `claude` for claude-code, `gemini-cli` for gemini: a name one of the known ones
+        // begins with, or that begins with one of them.
+        let given = s.to_ascii_lowercase();
+        let near: Vec<&String> = known
+            .iter()
+            .filter(|k| !given.is_empty() && (k.starts_with(&given) || given.starts_with(*k)))
+            .collect();
+        let hint = match near.as_slice() {
+            [one] => format!("did you mean {one}? "),
+            _ => String::new(),
+        };
         Err(format!(
-            "unknown harness {s:?} (this build knows: {})",
+            "unknown harness {s:?} ({hint}this build knows: {})",
             known.join(", ")
         ))
     }
@@ -90,5 +101,23 @@ impl RepoArg {
     /// Opens the existing repository.
     pub fn open(&self) -> Result<asp_repo::Repository, crate::exit::Failure> {
         Ok(asp_repo::Repository::open(&self.path()?)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(all(feature = "claude-code", feature = "gemini"))]
+    #[test]
+    fn an_unknown_harness_near_a_known_one_is_suggested() {
+        let err = parse_harness("claude").unwrap_err();
+        assert!(err.contains("did you mean claude-code?"), "{err}");
+        let err = parse_harness("Gemini-CLI").unwrap_err();
+        assert!(err.contains("did you mean gemini?"), "{err}");
+        let err = parse_harness("vim").unwrap_err();
+        assert!(!err.contains("did you mean"), "{err}");
+        assert!(err.contains("this build knows: "), "{err}");
+        assert_eq!(parse_harness("gemini").unwrap(), "gemini");
     }
 }
