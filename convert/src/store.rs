@@ -61,9 +61,8 @@ pub enum Store {
 /// Predicts each project's dictionary from the survey (spec/aspstate.md §4.1), before a
 /// session is read, so the blob sink compresses the transcripts against it as they come:
 /// per project ([`Harness::surveyed_project`]: for most harnesses a folder of transcripts),
-/// the rule's length for its longest top-level transcript ([`dictionary_length`]: 1 MiB,
-/// 512 KiB or 256 KiB) and the first that many bytes of the transcript of the least session id
-/// among those that hold them. Only a prediction, made from sizes and ids alone: the sink
+/// the rule's choice on the surveyed sizes ([`dictionary_source`]: the first 1 MiB, 512 KiB or
+/// 256 KiB of one of its top-level transcripts). Only a prediction, made from sizes and ids alone: the sink
 /// applies the rule to the state in the end and compresses again what it got wrong. Only
 /// projects with an entry to read (not `reuse`d) are predicted: a backup that changed nothing
 /// reads no dictionary. A file that cannot be read here is left to the read, which reports it.
@@ -73,7 +72,7 @@ fn predict_dictionaries(
     reuse: &Reuse<'_>,
     sink: &dyn BlobSink,
 ) -> Result<(), ConvertError> {
-    use asp_format::bundle::dictionary_length;
+    use asp_format::bundle::dictionary_source;
     use std::io::Read;
     // Per project, its top-level transcripts: (session id, size, path).
     let mut projects: BTreeMap<PathBuf, Vec<(&str, u64, &Path)>> = BTreeMap::new();
@@ -96,15 +95,7 @@ fn predict_dictionaries(
         if !read.contains(&folder) {
             continue;
         }
-        let longest = transcripts.iter().map(|t| t.1).max().unwrap_or(0);
-        let Some(length) = dictionary_length(longest) else {
-            continue;
-        };
-        let Some((_, _, path)) = transcripts
-            .iter()
-            .filter(|t| t.1 >= length)
-            .min_by_key(|t| t.0)
-        else {
+        let Some((length, path)) = dictionary_source(transcripts) else {
             continue;
         };
         let mut head = Vec::with_capacity(length as usize);

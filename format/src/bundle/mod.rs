@@ -26,7 +26,7 @@ pub use layout::{
 };
 pub use part::Part;
 pub use projects::{
-    DICTIONARY_LENGTHS, PROJECT_DICTIONARY, Project, TranscriptOf, dictionary_length, projects,
+    DICTIONARY_LENGTHS, PROJECT_DICTIONARY, Project, TranscriptOf, dictionary_source, projects,
 };
 pub use read::{Bundle, Limits, Problem, ReadError, VerifyReport, decode_layer, verify_file};
 pub use write::{

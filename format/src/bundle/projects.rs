@@ -46,6 +46,23 @@ pub fn dictionary_length(longest: u64) -> Option<u64> {
     DICTIONARY_LENGTHS.into_iter().find(|&l| longest >= l)
 }
 
+/// The rule's choice for one project (spec §4.1), from its top-level transcripts as
+/// `(session id, size, what names the transcript)`: the dictionary's length
+/// ([`dictionary_length`] of the longest) and the transcript of the least session id among
+/// those that hold that many bytes. One rule for the state ([`projects`]) and for a pack's
+/// prediction from its survey (sizes as surveyed), so the two agree whenever the files did
+/// not change in between.
+pub fn dictionary_source<'a, T>(
+    top: impl IntoIterator<Item = (&'a str, u64, T)>,
+) -> Option<(u64, T)> {
+    let top: Vec<(&str, u64, T)> = top.into_iter().collect();
+    let length = dictionary_length(top.iter().map(|t| t.1).max()?)?;
+    top.into_iter()
+        .filter(|t| t.1 >= length)
+        .min_by_key(|t| t.0)
+        .map(|(_, _, source)| (length, source))
+}
+
 /// The digests of a transcript's first bytes at each of [`DICTIONARY_LENGTHS`] it holds: the
 /// dictionaries its project may take of it, found among the bodies (predicted) without decoding
 /// the transcript again.
@@ -114,15 +131,10 @@ pub fn projects(state: &State, transcript: TranscriptOf<'_>) -> Vec<Project> {
     let mut out: Vec<Project> = groups
         .into_values()
         .filter_map(|g| {
-            let longest = g.top.iter().map(|(_, t)| t.size).max()?;
-            let length = dictionary_length(longest)?;
-            let (_, source) = g
-                .top
-                .iter()
-                .filter(|(_, t)| t.size >= length)
-                .min_by_key(|(id, _)| *id)?;
+            let (length, source) =
+                dictionary_source(g.top.iter().map(|(id, t)| (*id, t.size, *t)))?;
             Some(Project {
-                source: *source,
+                source,
                 length,
                 transcripts: g.transcripts,
             })
