@@ -1669,7 +1669,7 @@ fn linked_configuration_is_kept_and_what_is_not_kept_is_said() {
     assert!(!fresh.join(".claude/commands/gone.md").exists());
 }
 
-fn asp_snapshots_latest(repo: &Path) -> String {
+pub(crate) fn asp_snapshots_latest(repo: &Path) -> String {
     let out = asp()
         .args(["snapshots", "--json", "--repo"])
         .arg(repo)

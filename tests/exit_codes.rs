@@ -324,6 +324,37 @@ fn a_session_that_is_not_there_and_an_output_folder_that_is_not_there_are_said_p
         .assert()
         .code(2)
         .stderr(predicates::str::contains(listed.as_str()));
+    // From standard input, and from a repository's snapshot.
+    asp_unpack()
+        .args(["-", "--session", "deadbeef", "--to-dir"])
+        .arg(dir.path().join("out"))
+        .pipe_stdin(&bundle)
+        .unwrap()
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "<stdin> has no session deadbeef (`asp inspect` of the same bundle lists",
+        ));
+    let repo = dir.path().join("repo");
+    asp()
+        .args(["backup", "-q", "--from", "claude-code", "--home"])
+        .arg(claude_home())
+        .arg("--repo")
+        .arg(&repo)
+        .assert()
+        .code(0);
+    asp()
+        .args(["restore", "--session", "deadbeef", "--snapshot"])
+        .arg(crate::backup::asp_snapshots_latest(&repo))
+        .args(["--to", "codex", "--repo"])
+        .arg(&repo)
+        .arg("--home")
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "(`asp sessions --repo REPO` lists its sessions)",
+        ));
     // A bundle that is not there is named once.
     let missing = dir.path().join("nothere.aspstate");
     for args in [&["inspect"][..], &["export"], &["verify"]] {

@@ -239,8 +239,13 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
         false => pick_for_sessions(&repo, &args.snapshot, &args.to, &home, &args.sessions)?,
     };
     let shown = format!("snapshot {}", info.short_id());
-    let (mut state, _) =
-        crate::unpack::select(&snapshot.state, args.kinds, &args.sessions, &shown)?;
+    let (mut state, _) = crate::unpack::select(
+        &snapshot.state,
+        args.kinds,
+        &args.sessions,
+        &shown,
+        "`asp sessions --repo REPO`",
+    )?;
     let blobs = SnapshotBlobs::new(&repo, &snapshot.table);
     let bar = Bar::new(args.common.quiet);
 

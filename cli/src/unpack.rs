@@ -262,20 +262,29 @@ pub fn part<'a>(kinds: Option<KindSet>, sessions: &'a [String]) -> Result<Part<'
     })
 }
 
-/// [`part`] of a state at hand (a repository's snapshot), and the kinds it holds.
+/// The usage error for sessions that `what` does not have, with the command that `lists`
+/// the sessions it has.
+fn no_session(what: &str, missing: &[impl AsRef<str>], lists: &str) -> Failure {
+    let missing: Vec<&str> = missing.iter().map(AsRef::as_ref).collect();
+    Failure::usage(format!(
+        "{what} has no session {} ({lists} lists its sessions)",
+        missing.join(", ")
+    ))
+}
+
+/// [`part`] of a state at hand (a repository's snapshot, `what`, whose sessions the command
+/// `lists` lists), and the kinds it holds.
 pub fn select(
     state: &asp_format::State,
     kinds: Option<KindSet>,
     sessions: &[String],
-    bundle: &str,
+    what: &str,
+    lists: &str,
 ) -> Result<(asp_format::State, KindSet)> {
     let part = part(kinds, sessions)?;
     let (state, missing) = state.select(part.kinds, part.sessions);
     if !missing.is_empty() {
-        bail_usage!(
-            "{bundle} has no session {} (`asp inspect {bundle}` lists its sessions)",
-            missing.join(", ")
-        );
+        return Err(no_session(what, &missing, lists));
     }
     Ok((state, part.kinds))
 }
@@ -290,11 +299,11 @@ pub fn open_part(input: &Input, part: &Part<'_>) -> Result<(Bundle, asp_format::
         .map_err(|e| Failure::from(input.own(e)))?;
     let (state, missing) = bundle.manifest().state.select(part.kinds, part.sessions);
     if !missing.is_empty() {
-        let shown = input.display();
-        bail_usage!(
-            "{shown} has no session {} (`asp inspect {shown}` lists its sessions)",
-            missing.join(", ")
-        );
+        let lists = match input {
+            Input::File(p) => format!("`asp inspect {}`", p.display()),
+            Input::Spooled(_) => "`asp inspect` of the same bundle".to_owned(),
+        };
+        return Err(no_session(&input.display(), &missing, &lists));
     }
     Ok((bundle, state))
 }

@@ -378,10 +378,10 @@ fn passes(text: &str, timestamp: &str, kind: &Kind, payload_type: &str) -> bool 
         #[serde(rename = "type", borrow)]
         kind: Cow<'a, str>,
         #[serde(borrow)]
-        payload: Payload<'a>,
+        payload: Typed<'a>,
     }
     #[derive(Deserialize)]
-    struct Payload<'a> {
+    struct Typed<'a> {
         #[serde(rename = "type", borrow)]
         kind: Cow<'a, str>,
     }

@@ -50,11 +50,9 @@ pub struct Plan {
 /// nothing is read from or written there.
 pub fn project_key(codex: &Path, cwd: &str) -> PathBuf {
     use sha2::{Digest, Sha256};
-    let hash: String = Sha256::digest(cwd.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    codex.join(".asp-projects").join(hash)
+    codex
+        .join(".asp-projects")
+        .join(hex::encode(Sha256::digest(cwd.as_bytes())))
 }
 
 /// The threads of the Codex home.
