@@ -1,16 +1,17 @@
-//! What the size of zstd's hash table costs and gives on update streams compressed against
-//! their transcript (spec/aspstate.md §4, §13.3).
+//! What the size of zstd's hash table and long-distance matching cost and give on update
+//! streams compressed against their transcript (spec/aspstate.md §4, §13.3).
 //!
 //! Every update stream of BUNDLE whose transcript is at most 8 MiB (the larger ones go in
 //! windows, §4.2) is compressed against its transcript as the writer's `against_prefix` does
-//! it (level 3, a window over both, long-distance matching, `deterministicRefPrefix`), with
-//! level 3's own hash table (2^17 positions) and with larger ones. One core, in this process:
+//! it (level 3, a window over both, `deterministicRefPrefix`, a table of 2^20 positions, no
+//! long-distance matching), and with other tables, with and without long-distance matching.
+//! One core, in this process:
 //!
 //! ```text
 //! cargo run --release -p asp-format --example stream_params -- BUNDLE
 //! ```
 //! with BUNDLE packed from a generated store (`cargo bench -p asp-cli --bench stores` makes
-//! `target/tmp/stores/claude-{64M,256M,1G}`).
+//! `target/tmp/stores/{claude,codex,gemini}-{64M,256M,1G}`).
 
 mod pairs;
 
@@ -23,8 +24,8 @@ use pairs::Error;
 use zstd::zstd_safe::{CCtx, CParameter};
 
 /// The size of `src` in one frame against `prefix` at level 3, with `hash_log` (0: the
-/// level's own).
-fn compressed(src: &[u8], prefix: &[u8], hash_log: u32) -> Result<usize, Error> {
+/// level's own), with long-distance matching or without.
+fn compressed(src: &[u8], prefix: &[u8], hash_log: u32, ldm: bool) -> Result<usize, Error> {
     let err = |code: usize| zstd::zstd_safe::get_error_name(code).to_owned();
     let mut cctx = CCtx::create();
     let mut set = |p: CParameter| cctx.set_parameter(p).map(|_| ()).map_err(err);
@@ -32,7 +33,7 @@ fn compressed(src: &[u8], prefix: &[u8], hash_log: u32) -> Result<usize, Error> 
     set(CParameter::ContentSizeFlag(true))?;
     set(CParameter::ChecksumFlag(false))?;
     set(CParameter::WindowLog(window_log(prefix.len(), src.len())))?;
-    set(CParameter::EnableLongDistanceMatching(true))?;
+    set(CParameter::EnableLongDistanceMatching(ldm))?;
     set(CParameter::DeterministicRefPrefix(true))?;
     if hash_log > 0 {
         set(CParameter::HashLog(hash_log))?;
@@ -58,16 +59,19 @@ fn main() -> Result<(), Error> {
     );
     println!("| update streams | bytes | time |");
     println!("|---|---|---|");
-    for (name, hash_log) in [
-        ("level 3's own table (2^17)", 0),
-        ("2^18", 18),
-        ("2^19 (the writer's)", 19),
-        ("2^20", 20),
+    for (name, hash_log, ldm) in [
+        ("level 3's own table (2^17)", 0, false),
+        ("2^19", 19, false),
+        ("2^20 (the writer's)", 20, false),
+        ("2^21", 21, false),
+        ("2^17, long-distance matching", 0, true),
+        ("2^19, long-distance matching (the writer's before)", 19, true),
+        ("2^20, long-distance matching", 20, true),
     ] {
         let t = Instant::now();
         let mut total = 0;
         for (stream, transcript) in &pairs {
-            total += compressed(stream, transcript, hash_log)?;
+            total += compressed(stream, transcript, hash_log, ldm)?;
         }
         println!("| {name} | {total} | {:.2} s |", t.elapsed().as_secs_f64());
     }

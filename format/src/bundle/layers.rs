@@ -353,28 +353,26 @@ fn frame(cctx: &mut zstd::zstd_safe::CCtx<'_>, src: &[u8]) -> io::Result<Vec<u8>
     }
 }
 
-/// The hash table of a context against a prefix at levels 1 to 4: 2^19 positions (see
+/// The hash table of a context against a prefix at levels 1 to 4: 2^20 positions (see
 /// [`against_prefix`]; zstd makes it smaller when the prefix and the body are).
-const PREFIX_HASH_LOG: u32 = 19;
+const PREFIX_HASH_LOG: u32 = 20;
 
 /// A context for one frame of `len` bytes against `dict` as a raw-content prefix.
+///
+/// An update stream repeats its transcript's text, in long runs and short ones, anywhere in
+/// it. Level 3's own hash table (2^17 positions) is overwritten many times over by a prefix of
+/// hundreds of kilobytes; 2^20 positions keep most of them (4 MiB of table per context). No
+/// long-distance matching: it found the long runs a smaller table lost (it halved the streams
+/// at 2^17), but at 2^20 it makes them only 15-25 % smaller for twice their compression time,
+/// a tenth of a pack's CPU, while the streams are 1-2 % of the bundle's bytes after it
+/// (measured on the bench bundles with the `stream_params` example and with `asp-pack`:
+/// spec/aspstate.md §13.3, "Update streams without long-distance matching").
 fn against_prefix(dict: &[u8], len: usize, level: i32) -> io::Result<zstd::zstd_safe::CCtx<'_>> {
     use zstd::zstd_safe::CParameter;
     let mut cctx = context(level)?;
     cctx.set_parameter(CParameter::WindowLog(window_log(dict.len(), len)))
         .map_err(zstd_err)?;
-    // Long-distance matching finds the stream's long copies anywhere in the transcript;
-    // level 3's own tables keep too few positions of a large prefix (spec §13.2).
-    cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
-        .map_err(zstd_err)?;
-    // An update stream repeats its transcript's text in shorter runs too, which
-    // long-distance matching leaves to level 3's own tables; their 2^17 positions are
-    // overwritten many times over by a prefix of hundreds of kilobytes, and 2^19 keep them
-    // (2 MiB of table per context instead of 512 KiB). Measured on the bench bundles' update
-    // streams (`stream_params` example): 18 % smaller on the 256 MiB store (3.38 -> 2.78 MB),
-    // 11 % on the 64 MiB one, for 0-10 % more time on them; 2^18 gave half of that, 2^20
-    // little more for a 4 MiB table (spec/aspstate.md §13.3).
-    // Levels from 5 up have a table at least that large already.
+    // Levels from 5 up search chains of earlier positions besides their table (2^19 and up).
     if (1..5).contains(&level) {
         cctx.set_parameter(CParameter::HashLog(PREFIX_HASH_LOG))
             .map_err(zstd_err)?;
