@@ -65,7 +65,7 @@ fn main() -> Result<(), Error> {
         ("2^20 (the writer's)", 20, false),
         ("2^21", 21, false),
         ("2^17, long-distance matching", 0, true),
-        ("2^19, long-distance matching (the writer's before)", 19, true),
+        ("2^19, long-distance matching (before)", 19, true),
         ("2^20, long-distance matching", 20, true),
     ] {
         let t = Instant::now();
