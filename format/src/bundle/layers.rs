@@ -1387,15 +1387,18 @@ impl Write for LayerWriter<'_> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.hasher.update(data);
         if let Some(w) = &mut self.windows {
-            self.buf.extend_from_slice(data);
-            if self.buf.len() >= windows::FRAME {
-                let level = self.store.shared.opts.level;
-                let mut at = 0;
-                while self.buf.len() - at >= windows::FRAME {
-                    w.frame(&self.buf[at..at + windows::FRAME], level)?;
-                    at += windows::FRAME;
+            // Filled to one frame and no further, so the buffer never grows past the frame
+            // it was made for (a write of megabytes would double it, and keep it doubled).
+            let level = self.store.shared.opts.level;
+            let mut rest = data;
+            while !rest.is_empty() {
+                let take = (windows::FRAME - self.buf.len()).min(rest.len());
+                self.buf.extend_from_slice(&rest[..take]);
+                rest = &rest[take..];
+                if self.buf.len() == windows::FRAME {
+                    w.frame(&self.buf, level)?;
+                    self.buf.clear();
                 }
-                self.buf.drain(..at);
             }
             return Ok(data.len());
         }
@@ -1780,7 +1783,7 @@ impl LayerStore {
             }
         };
         if windows.is_some() {
-            room = windows::FRAME + (64 << 10);
+            room = windows::FRAME;
         }
         Ok(Box::new(LayerWriter {
             store: self,
@@ -2404,8 +2407,23 @@ mod tests {
         assert!(stream.len() > 2 * windows::FRAME);
         let bd = store.put(&base).unwrap();
         let mut w = store.begin_derived(&bd).unwrap();
-        for piece in stream.chunks(100_000) {
+        // Writes smaller than a frame, larger than one, and one that ends on a frame's end.
+        let mut rest = &stream[..];
+        for n in [
+            100_000,
+            windows::FRAME + 12_345,
+            7,
+            windows::FRAME - 112_352,
+        ]
+        .into_iter()
+        .cycle()
+        {
+            let (piece, after) = rest.split_at(n.min(rest.len()));
             w.write_all(piece).unwrap();
+            rest = after;
+            if rest.is_empty() {
+                break;
+            }
         }
         let sd = w.finish().unwrap();
         assert_eq!(store.when_idle(), (0, 0), "(read back, pins)");
