@@ -45,6 +45,7 @@ use std::thread::JoinHandle;
 use zstd::zstd_safe::CDict;
 
 use crate::blob::{BlobError, BlobSink, BlobSource, BlobWrite};
+use crate::bundle::contexts;
 use crate::bundle::oci::{Encoding, LayerRef};
 use crate::bundle::projects::{Heads, TranscriptOf, projects};
 use crate::bundle::recent::Recent;
@@ -306,11 +307,10 @@ fn zstd_err(code: usize) -> io::Error {
     io::Error::other(format!("zstd: {}", zstd::zstd_safe::get_error_name(code)))
 }
 
-/// A compression context with the parameters every layer shares: `level`, the content size
-/// in the frame header, no checksum (the body's sha256 is the check), no dictionary id.
-fn context(level: i32) -> io::Result<zstd::zstd_safe::CCtx<'static>> {
-    use zstd::zstd_safe::{CCtx, CParameter};
-    let mut cctx = CCtx::create();
+/// Sets the parameters every layer shares: `level`, the content size in the frame header, no
+/// checksum (the body's sha256 is the check), no dictionary id.
+fn shared_parameters(cctx: &mut zstd::zstd_safe::CCtx<'_>, level: i32) -> io::Result<()> {
+    use zstd::zstd_safe::CParameter;
     cctx.set_parameter(CParameter::CompressionLevel(level))
         .map_err(zstd_err)?;
     cctx.set_parameter(CParameter::ContentSizeFlag(true))
@@ -319,7 +319,20 @@ fn context(level: i32) -> io::Result<zstd::zstd_safe::CCtx<'static>> {
         .map_err(zstd_err)?;
     cctx.set_parameter(CParameter::DictIdFlag(false))
         .map_err(zstd_err)?;
-    Ok(cctx)
+    Ok(())
+}
+
+/// Runs `f` with this thread's compression context ([`contexts`]) and the
+/// [`shared_parameters`]. `bytes`: what the frame takes in, its prefix and its body.
+fn with_context<'d, R>(
+    level: i32,
+    bytes: usize,
+    f: impl FnOnce(&mut zstd::zstd_safe::CCtx<'d>) -> io::Result<R>,
+) -> io::Result<R> {
+    contexts::with(bytes, |cctx| {
+        shared_parameters(cctx, level)?;
+        f(cctx)
+    })
 }
 
 /// Level 3 on its own keeps a 2 MiB window; a large transcript reads the same files again and
@@ -357,7 +370,7 @@ fn frame(cctx: &mut zstd::zstd_safe::CCtx<'_>, src: &[u8]) -> io::Result<Vec<u8>
 /// [`against_prefix`]; zstd makes it smaller when the prefix and the body are).
 const PREFIX_HASH_LOG: u32 = 20;
 
-/// A context for one frame of `len` bytes against `dict` as a raw-content prefix.
+/// Sets `cctx` up for one frame of `len` bytes against `dict` as a raw-content prefix.
 ///
 /// An update stream repeats its transcript's text, in long runs and short ones, anywhere in
 /// it. Level 3's own hash table (2^17 positions) is overwritten many times over by a prefix of
@@ -367,9 +380,13 @@ const PREFIX_HASH_LOG: u32 = 20;
 /// a tenth of a pack's CPU, while the streams are 1-2 % of the bundle's bytes after it
 /// (measured on the bench bundles with the `stream_params` example and with `asp-pack`:
 /// spec/aspstate.md §13.3, "Update streams without long-distance matching").
-fn against_prefix(dict: &[u8], len: usize, level: i32) -> io::Result<zstd::zstd_safe::CCtx<'_>> {
+fn against_prefix<'d>(
+    cctx: &mut zstd::zstd_safe::CCtx<'d>,
+    dict: &'d [u8],
+    len: usize,
+    level: i32,
+) -> io::Result<()> {
     use zstd::zstd_safe::CParameter;
-    let mut cctx = context(level)?;
     cctx.set_parameter(CParameter::WindowLog(window_log(dict.len(), len)))
         .map_err(zstd_err)?;
     // Levels from 5 up search chains of earlier positions besides their table (2^19 and up).
@@ -383,29 +400,33 @@ fn against_prefix(dict: &[u8], len: usize, level: i32) -> io::Result<zstd::zstd_
     cctx.set_parameter(CParameter::DeterministicRefPrefix(true))
         .map_err(zstd_err)?;
     cctx.ref_prefix(dict).map_err(zstd_err)?;
-    Ok(cctx)
+    Ok(())
 }
 
 /// Compresses `src` into one zstd frame (content size in the header, no checksum, no
 /// dictionary id), against `dict` as a raw-content prefix when given.
 pub fn compress(src: &[u8], dict: Option<&[u8]>, level: i32) -> io::Result<Vec<u8>> {
     match dict {
-        Some(d) => frame(&mut against_prefix(d, src.len(), level)?, src),
-        None => {
-            let mut cctx = context(level)?;
-            widen(&mut cctx, src.len())?;
-            frame(&mut cctx, src)
-        }
+        Some(d) => with_context(level, d.len() + src.len(), |cctx| {
+            against_prefix(cctx, d, src.len(), level)?;
+            frame(cctx, src)
+        }),
+        None => with_context(level, src.len(), |cctx| {
+            widen(cctx, src.len())?;
+            frame(cctx, src)
+        }),
     }
 }
 
 /// One frame of `src` against `dict` as [`compress`] makes it, always a frame (a windowed
 /// layer's frames cannot fall back to the body's bytes, spec §4.2).
 pub(crate) fn compress_frame(src: &[u8], dict: &[u8], level: i32) -> io::Result<Vec<u8>> {
-    let mut cctx = against_prefix(dict, src.len(), level)?;
-    let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(src.len()));
-    cctx.compress2(&mut out, src).map_err(zstd_err)?;
-    Ok(out)
+    with_context(level, dict.len() + src.len(), |cctx| {
+        against_prefix(cctx, dict, src.len(), level)?;
+        let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(src.len()));
+        cctx.compress2(&mut out, src).map_err(zstd_err)?;
+        Ok(out)
+    })
 }
 
 /// Compresses `src` into one zstd frame, as [`compress`] does without a dictionary, against a
@@ -414,10 +435,11 @@ pub(crate) fn compress_frame(src: &[u8], dict: &[u8], level: i32) -> io::Result<
 /// long-distance matching does not see a prepared dictionary, so it only serves the body's own
 /// long copies, as without one.
 pub fn compress_prepared(src: &[u8], dict: &CDict<'_>, level: i32) -> io::Result<Vec<u8>> {
-    let mut cctx = context(level)?;
-    widen(&mut cctx, src.len())?;
-    cctx.ref_cdict(dict).map_err(zstd_err)?;
-    frame(&mut cctx, src)
+    with_context(level, src.len(), |cctx| {
+        widen(cctx, src.len())?;
+        cctx.ref_cdict(dict).map_err(zstd_err)?;
+        frame(cctx, src)
+    })
 }
 
 /// The window of a body over [`WINDOWED_BASE`] compressed without a prefix: such a body is
@@ -442,8 +464,11 @@ pub fn compress_streamed(
     level: i32,
 ) -> io::Result<Vec<u8>> {
     use zstd::zstd_safe::zstd_sys::ZSTD_EndDirective;
-    use zstd::zstd_safe::{CParameter, InBuffer, OutBuffer};
-    let mut cctx = context(level)?;
+    use zstd::zstd_safe::{CCtx, CParameter, InBuffer, OutBuffer};
+    // A context of its own, not the thread's ([`contexts`]): these bodies are few, and their
+    // window and long-distance tables would stay with the thread for the frames after.
+    let mut cctx = CCtx::create();
+    shared_parameters(&mut cctx, level)?;
     let size = usize::try_from(len).unwrap_or(usize::MAX);
     cctx.set_parameter(CParameter::WindowLog(
         window_log(0, size).min(STREAMED_WINDOW_LOG),

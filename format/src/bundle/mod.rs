@@ -8,6 +8,7 @@
 //!
 //! See `spec/aspstate.md` for the normative description.
 
+mod contexts;
 pub mod layers;
 mod layout;
 pub mod oci;
