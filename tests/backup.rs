@@ -1393,6 +1393,63 @@ fn the_harness_configuration_comes_back_into_the_same_harness_only() {
     assert!(!codex.join(".claude").exists());
 }
 
+/// A restore into a home whose settings file is the user's own keeps the file (the backed-up
+/// copy beside it) and adds a session option only where the file sets none: each value added
+/// is said, so the user knows their file changed, and a dry run says it and writes nothing.
+#[test]
+fn a_restore_says_each_setting_it_adds_to_a_settings_file_that_was_there() {
+    let t = tempfile::tempdir().unwrap();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let mine = t.path().join("mine");
+    let settings = mine.join(".claude/settings.json");
+    fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let own = "{\"theme\": \"light\", \"model\": \"sonnet\"}\n";
+    fs::write(&settings, own).unwrap();
+
+    let dry = restore_said(&repo, &mine, "claude-code", &["--dry-run"]);
+    assert_eq!(
+        fs::read_to_string(&settings).unwrap(),
+        own,
+        "a dry run writes nothing"
+    );
+    assert!(
+        dry.contains(&format!(
+            "settings: would be added to {}",
+            settings.display()
+        )),
+        "{dry}"
+    );
+
+    let said = restore_said(&repo, &mine, "claude-code", &[]);
+    let now: Value = serde_json::from_slice(&fs::read(&settings).unwrap()).unwrap();
+    assert_eq!(now["theme"], "light");
+    assert_eq!(now["model"], "sonnet", "the user's model is kept");
+    assert_eq!(now["effortLevel"], "high", "added: the file set none");
+    assert_eq!(now["permissions"]["defaultMode"], "acceptEdits");
+    let added = format!(
+        "settings: added to {}, a file that was there: effortLevel = \"high\", \
+         permissions = {{\"defaultMode\":\"acceptEdits\"}}",
+        settings.display()
+    );
+    assert!(said.contains(&added), "{said}");
+    assert!(
+        said.contains("already sets model to \"sonnet\", so that value was kept"),
+        "{said}"
+    );
+    assert!(
+        said.contains(
+            "settings.json: there with other content, kept, not replaced; the backed-up copy is \
+             written beside it as settings.json.asp-restored"
+        ),
+        "{said}"
+    );
+    // Restored again: nothing more is added, and nothing is said of it.
+    let again = restore_said(&repo, &mine, "claude-code", &[]);
+    assert!(!again.contains("settings: added to"), "{again}");
+}
+
 /// Each harness's prompt history (what ↑ recalls) comes back whole into a fresh home, and is
 /// merged, in time order and each record once, into one the new machine already has.
 #[test]

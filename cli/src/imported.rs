@@ -46,6 +46,9 @@ impl Imported {
             let what = if n.lost { "lost" } else { "not taken" };
             bar.println(format!("{what}: {}: {}", n.kind, n.reason));
         }
+        for w in &self.answer.written_into {
+            bar.println(format!("{}: {}", w.kind, w.what));
+        }
     }
 
     fn lost(&self) -> usize {
@@ -67,7 +70,8 @@ impl Imported {
     }
 
     /// The `--json` answer: the protocol's, and under `_meta.asp` the resume commands, the
-    /// sessions that were there already, and every finding (what `--strict` counts besides
+    /// sessions that were there already, what was written into files that were there, and
+    /// every finding (what `--strict` counts besides
     /// `notTaken`), so a script sees all the human output says.
     pub fn json(&self) -> Value {
         let mut out = serde_json::to_value(&self.answer).expect("an answer serialises");
@@ -77,6 +81,9 @@ impl Imported {
         }
         if !self.answer.already_there.is_empty() {
             asp.insert("alreadyThere".into(), json!(self.answer.already_there));
+        }
+        if !self.answer.written_into.is_empty() {
+            asp.insert("writtenInto".into(), json!(self.answer.written_into));
         }
         if !self.findings.is_empty() {
             let findings: Vec<Value> = self.findings.iter().map(human::finding_json).collect();

@@ -25,9 +25,12 @@ Examples:
   asp restore --to claude-code
       Restore the newest snapshot of Claude Code in your home (sessions the harness deleted
       since included). Existing sessions are never overwritten: the same one is reported as
-      already there, a different one is kept beside it as <id>~<harness>. The harness's own
-      configuration comes back where none is; where your machine has its own different
-      file, that is kept and the backed-up copy is written beside it as <file>.asp-restored.
+      already there, and where a different one holds its id, that one is kept and the
+      backed-up one is written beside it under a new id (in the summary: session OLD → NEW).
+      The harness's own configuration comes back where none is; where your machine has its
+      own different file, that is kept and the backed-up copy is written beside it as
+      <file>.asp-restored. Session options (model, permission mode, effort) are added to your
+      settings file only where it sets none, each one said.
   asp restore --session 71958462-4bb8-46b6-a36a-1becf56c22dc --to claude-code
       Bring back one session (with its subagents; for Claude Code also its rewind
       checkpoints and todo lists), byte for byte.

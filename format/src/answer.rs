@@ -24,6 +24,19 @@ pub struct ImportAnswer {
     /// again is told.
     #[serde(skip)]
     pub already_there: BTreeSet<String>,
+    /// What was written into a file the destination already had (a setting added to the
+    /// owner's own settings file), each said so a person knows their file changed. Not part of
+    /// the protocol's answer, where such an item is simply taken.
+    #[serde(skip)]
+    pub written_into: Vec<WrittenInto>,
+}
+
+/// Something written into a file the owner already had.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WrittenInto {
+    pub kind: StateKind,
+    /// The file and what was added to it, in words for the owner.
+    pub what: String,
 }
 
 /// One thing a destination did not take.

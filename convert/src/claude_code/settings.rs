@@ -253,6 +253,9 @@ pub fn write(
         }
     }
     if file.object != before {
+        if file.existed {
+            tally.wrote_into_json(&path, &before, &file.object, ctx.writer.is_dry_run());
+        }
         jsonfile::write(ctx.writer, &path, &file)?;
     }
     tally.finish();

@@ -90,6 +90,9 @@ pub fn write(
         }
     }
     if o != before {
+        if existed {
+            tally.wrote_into_json(&path, &before, &o, ctx.writer.is_dry_run());
+        }
         let mut bytes = serde_json::to_vec_pretty(&Value::Object(o)).expect("serialises");
         if existed {
             ctx.writer.replace(&path, &bytes)?;

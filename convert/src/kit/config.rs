@@ -512,23 +512,29 @@ fn beside(path: &Path, want: &[u8], mode: Mode, writer: &Writer) -> String {
     side.push(RESTORED_BESIDE);
     let side = PathBuf::from(side);
     let created = writer.create_new_as(&side, &mut &want[..], mode);
+    let name = side.file_name().map_or_else(
+        || side.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     // (The file is named with the refusal: one reason for many files.)
     match created {
         Ok(Created::New) if writer.is_dry_run() => {
-            "kept; the backed-up copy would be written beside it as <file>.asp-restored".to_owned()
+            format!("kept, not replaced; the backed-up copy would be written beside it as {name}")
         }
         Ok(Created::New) => {
-            "kept; the backed-up copy is written beside it as <file>.asp-restored".to_owned()
+            format!("kept, not replaced; the backed-up copy is written beside it as {name}")
         }
         Ok(Created::AlreadyExists) if fs::read(&side).ok().as_deref() == Some(want) => {
-            "kept; the backed-up copy is beside it as <file>.asp-restored".to_owned()
+            format!("kept, not replaced; the backed-up copy is beside it as {name}")
         }
-        Ok(Created::AlreadyExists) => "kept; the backed-up copy was not written (a different \
-                                        <file>.asp-restored is there)"
-            .to_owned(),
+        Ok(Created::AlreadyExists) => format!(
+            "kept, not replaced; the backed-up copy was not written (a different {name} is there)"
+        ),
         // A folder that cannot be written to (linked from a read-only store) costs this file
         // its copy, not the restore.
-        Err(e) => format!("kept; the backed-up copy could not be written beside it ({e})"),
+        Err(e) => {
+            format!("kept, not replaced; the backed-up copy could not be written beside it ({e})")
+        }
     }
 }
 

@@ -139,6 +139,38 @@ impl<'a> Tally<'a> {
         self.taken = true;
     }
 
+    /// Says what of the kind was written into `path`, a file the owner already had, as a
+    /// JSON object went from `before` to `after`: each value added or changed, by its dotted
+    /// key (nothing when they are the same). `dry_run`: it would be.
+    pub fn wrote_into_json(
+        &mut self,
+        path: &std::path::Path,
+        before: &serde_json::Map<String, serde_json::Value>,
+        after: &serde_json::Map<String, serde_json::Value>,
+        dry_run: bool,
+    ) {
+        let mut added = Vec::new();
+        json_additions("", before, after, &mut added);
+        if added.is_empty() {
+            return;
+        }
+        self.answer
+            .written_into
+            .push(asp_format::answer::WrittenInto {
+                kind: self.kind,
+                what: format!(
+                    "{} {}, a file that was there: {}",
+                    if dry_run {
+                        "would be added to"
+                    } else {
+                        "added to"
+                    },
+                    path.display(),
+                    added.join(", ")
+                ),
+            });
+    }
+
     /// Something of the kind was not carried, without being one item of it (a part of an
     /// item, a value a target cannot hold).
     pub fn refuse(&mut self, reason: impl Into<String>) {
@@ -153,9 +185,54 @@ impl<'a> Tally<'a> {
     }
 }
 
+/// Each value of `after` that `before` does not hold, as `key = value` (`key = value (was
+/// old)` where it held another), objects followed key by key under a dotted prefix.
+fn json_additions(
+    prefix: &str,
+    before: &serde_json::Map<String, serde_json::Value>,
+    after: &serde_json::Map<String, serde_json::Value>,
+    out: &mut Vec<String>,
+) {
+    use serde_json::Value;
+    for (k, v) in after {
+        let key = format!("{prefix}{k}");
+        match (before.get(k), v) {
+            (Some(old), _) if old == v => {}
+            (Some(Value::Object(old)), Value::Object(new)) => {
+                json_additions(&format!("{key}."), old, new, out);
+            }
+            (Some(old), _) => out.push(format!("{key} = {v} (was {old})")),
+            (None, _) => out.push(format!("{key} = {v}")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_was_written_into_a_file_there_is_said_key_by_key() {
+        let before = serde_json::json!({"theme": "light", "model": "sonnet", "permissions": {"allow": ["Bash(ls)"]}});
+        let after = serde_json::json!({"theme": "light", "model": "opus", "permissions": {"allow": ["Bash(ls)"], "defaultMode": "acceptEdits"}, "effortLevel": "high"});
+        let mut answer = ImportAnswer::default();
+        let mut t = Tally::new(&mut answer, StateKind::Settings, 3);
+        let (b, a) = (before.as_object().unwrap(), after.as_object().unwrap());
+        t.wrote_into_json(std::path::Path::new("h/settings.json"), b, a, false);
+        t.wrote_into_json(std::path::Path::new("h/settings.json"), b, b, true);
+        t.finish();
+        assert_eq!(
+            answer.written_into.len(),
+            1,
+            "nothing is said of a file left as it was"
+        );
+        assert_eq!(answer.written_into[0].kind, StateKind::Settings);
+        assert_eq!(
+            answer.written_into[0].what,
+            "added to h/settings.json, a file that was there: model = \"opus\" (was \"sonnet\"), \
+             permissions.defaultMode = \"acceptEdits\", effortLevel = \"high\""
+        );
+    }
 
     #[test]
     fn a_kind_is_taken_when_anything_of_it_is_and_every_refusal_is_said() {
