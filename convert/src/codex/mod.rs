@@ -216,7 +216,7 @@ impl Harness for Codex {
                     tools::merge(c, list, &mut answer);
                 }
                 if let Some(values) = &state.settings {
-                    settings::merge(c, values, &mut answer);
+                    settings::merge(c, values, &mut answer, writer.is_dry_run());
                 }
             }
             Err(e) => {

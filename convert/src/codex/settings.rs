@@ -140,19 +140,33 @@ impl TurnSettings {
     }
 }
 
-/// Merges carried option values into the configuration, each one or the reason it was not.
+/// Merges carried option values into the configuration, each one or the reason it was not;
+/// what is added to a `config.toml` that was there is said (`dry_run`: it would be).
 pub fn merge(
     c: &mut super::config::Config,
     settings: &asp_format::state::Settings,
     answer: &mut asp_format::answer::ImportAnswer,
+    dry_run: bool,
 ) {
     use crate::kit::placement::{Placement, Tally};
     let mut tally = Tally::new(answer, asp_format::StateKind::Settings, settings.len());
+    let before: std::collections::BTreeSet<String> =
+        c.doc.iter().map(|(k, _)| k.to_owned()).collect();
     for (id, value) in settings {
         tally.place(match c.merge_setting(id, value) {
             Ok(()) => Placement::New,
             Err(reason) => Placement::Refused(reason),
         });
+    }
+    if c.existed() {
+        // Options are set only where absent, as top-level keys: the new keys are what changed.
+        let added: Vec<String> = c
+            .doc
+            .iter()
+            .filter(|(k, _)| !before.contains(*k))
+            .map(|(k, v)| format!("{k} = {}", v.to_string().trim()))
+            .collect();
+        tally.wrote_into(&c.path, &added, dry_run);
     }
     tally.finish();
 }
@@ -161,6 +175,36 @@ pub fn merge(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn what_is_added_to_a_config_toml_that_was_there_is_said() {
+        use asp_format::state::SettingValue;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config.toml"), "model = \"gpt-5.4\"\n").unwrap();
+        let mut c = super::super::config::Config::load(dir.path()).unwrap();
+        let settings: asp_format::state::Settings = [
+            (MODEL.to_owned(), SettingValue::Select("gpt-5.5".into())),
+            (EFFORT.to_owned(), SettingValue::Select("high".into())),
+        ]
+        .into();
+        let mut answer = asp_format::answer::ImportAnswer::default();
+        merge(&mut c, &settings, &mut answer, false);
+        assert_eq!(answer.not_taken.len(), 1, "the model there is kept");
+        assert_eq!(answer.written_into.len(), 1);
+        assert_eq!(
+            answer.written_into[0].what,
+            format!(
+                "added to {}, a file that was there: model_reasoning_effort = \"high\"",
+                dir.path().join("config.toml").display()
+            )
+        );
+        // Into a config.toml that was not there: nothing of the user's changed.
+        let empty = tempfile::tempdir().unwrap();
+        let mut c = super::super::config::Config::load(empty.path()).unwrap();
+        let mut answer = asp_format::answer::ImportAnswer::default();
+        merge(&mut c, &settings, &mut answer, false);
+        assert!(answer.written_into.is_empty() && answer.not_taken.is_empty());
+    }
 
     #[test]
     fn presets_and_other_pairs_have_reversible_mode_ids() {

@@ -151,6 +151,12 @@ impl<'a> Tally<'a> {
     ) {
         let mut added = Vec::new();
         json_additions("", before, after, &mut added);
+        self.wrote_into(path, &added, dry_run);
+    }
+
+    /// Says what of the kind was written into `path`, a file the owner already had: `added`,
+    /// each value as `key = value` (nothing when it is empty). `dry_run`: it would be.
+    pub fn wrote_into(&mut self, path: &std::path::Path, added: &[String], dry_run: bool) {
         if added.is_empty() {
             return;
         }

@@ -12,8 +12,9 @@
 //! each use, so it holds no parameter and no dictionary, and zstd rejects every table entry
 //! older than the new frame's window, which a new context holds none of. A context that has
 //! taken in [`FRESH_AFTER`] bytes is made afresh, so its positions never come near the
-//! indices where zstd would correct them for overflow in the middle of a frame (about 3.5
-//! GiB), whose exact point would depend on the context's history.
+//! indices where zstd would correct them for overflow in the middle of a frame (3,500 MB,
+//! `ZSTD_CURRENT_MAX`; zstd's own check at a frame's start leaves a margin of 16 MB, less
+//! than a frame of a 64 MiB body), whose exact point would depend on the context's history.
 
 use std::cell::RefCell;
 
@@ -38,18 +39,18 @@ thread_local! {
 /// lives as long as `'d`; the context lets go of them before it is kept again.
 pub(crate) fn with<'d, R>(bytes: usize, f: impl FnOnce(&mut CCtx<'d>) -> R) -> R {
     let bytes = bytes as u64;
+    // (A thread whose storage is being torn down makes a new one.)
     let kept = KEPT
-        .with(|k| k.borrow_mut().take())
+        .try_with(|k| k.borrow_mut().take())
+        .ok()
+        .flatten()
         .filter(|k| k.took.saturating_add(bytes) <= FRESH_AFTER);
     let (cctx, took) = match kept {
         Some(k) => (k.cctx, k.took),
         None => (CCtx::create(), 0),
     };
-    // SAFETY: only the lifetime changes (the same type, the same layout). A `CCtx<'static>`
-    // holds no borrowed prefix or dictionary: a new one holds none, and a kept one was reset
-    // before it was kept (`Lent::drop`).
-    #[allow(unsafe_code)]
-    let cctx = unsafe { std::mem::transmute::<CCtx<'static>, CCtx<'d>>(cctx) };
+    // `CCtx<'a>` is covariant in `'a`: a context that borrows nothing may borrow for `'d`.
+    let cctx: CCtx<'d> = cctx;
     let mut lent = Lent {
         cctx: Some(cctx),
         took: took.saturating_add(bytes),
@@ -73,9 +74,14 @@ impl Drop for Lent<'_> {
         if cctx.reset(ResetDirective::SessionAndParameters).is_err() {
             return;
         }
-        // SAFETY: only the lifetime changes. The reset above made zstd let go of every prefix
-        // and dictionary this use referenced (`ZSTD_reset_session_and_parameters` clears
-        // them), so nothing borrowed for `'d` is reachable from the context any more.
+        // SAFETY: only the lifetime changes (the same type, the same layout). What a context
+        // borrows through zstd-safe's API is a prefix or a dictionary (`ref_prefix`,
+        // `ref_cdict`; this workspace builds zstd without `zstdmt`, so `ref_thread_pool` is
+        // not there), and the reset above made zstd let go of both
+        // (`ZSTD_reset_session_and_parameters` calls `ZSTD_clearAllDicts`). The window's
+        // pointers into the last frame's bytes stay until the next frame starts, which resets
+        // them before any read; every safe compression call starts a frame (the `unsafe`
+        // `compress_block`, which would not, is never called).
         #[allow(unsafe_code)]
         let cctx = unsafe { std::mem::transmute::<CCtx<'_>, CCtx<'static>>(cctx) };
         let took = self.took;
@@ -128,24 +134,72 @@ mod tests {
         out
     }
 
+    /// A frame's prefix or prepared dictionary, its body, its hash log (0: the level's own),
+    /// and whether it has a wide window and long-distance matching.
+    type Use<'u> = (
+        Option<Vec<u8>>,
+        Option<&'u zstd::zstd_safe::CDict<'static>>,
+        Vec<u8>,
+        u32,
+        bool,
+    );
+
+    fn run<'d>(cctx: &mut CCtx<'d>, u: &'d Use<'d>) -> Vec<u8> {
+        let (prefix, cdict, src, hash_log, wide) = u;
+        cctx.set_parameter(CParameter::CompressionLevel(3)).unwrap();
+        if *hash_log > 0 {
+            cctx.set_parameter(CParameter::HashLog(*hash_log)).unwrap();
+        }
+        cctx.set_parameter(CParameter::WindowLog(23)).unwrap();
+        if *wide {
+            cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
+                .unwrap();
+        }
+        if let Some(p) = prefix {
+            cctx.ref_prefix(p).unwrap();
+        }
+        if let Some(d) = cdict {
+            cctx.ref_cdict(d).unwrap();
+        }
+        let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(src.len()));
+        cctx.compress2(&mut out, src).unwrap();
+        out
+    }
+
     #[test]
     fn a_kept_context_compresses_as_a_new_one() {
-        let uses: Vec<(Option<Vec<u8>>, Vec<u8>, u32)> = vec![
-            (Some(text(1, 600_000)), text(1, 500_000), 20),
-            (None, text(2, 300_000), 17),
-            (Some(text(3, 200_000)), text(3, 900_000), 19),
-            (Some(text(1, 600_000)), text(4, 100_000), 20),
-            (None, text(5, 2_000_000), 20),
+        use zstd::zstd_safe::CDict;
+        let dict = text(9, 300_000);
+        let small = CDict::create(&dict[..10_000], 3);
+        let large = CDict::create(&dict, 3);
+        // Each use as the writer's kinds of frame set it up: against a prefix, alone, alone
+        // with a wide window and long-distance matching, against a prepared dictionary (zstd
+        // copies its tables into the context for the 400 KB body, attaches them for the 8 KB
+        // one).
+        let uses: Vec<Use<'_>> = vec![
+            (Some(text(1, 600_000)), None, text(1, 500_000), 20, false),
+            (None, None, text(2, 300_000), 17, false),
+            (None, None, text(6, 3_000_000), 0, true),
+            (Some(text(3, 200_000)), None, text(3, 900_000), 19, false),
+            (None, Some(&large), text(9, 400_000), 0, false),
+            (None, Some(&small), text(9, 8_000), 0, false),
+            (Some(text(1, 600_000)), None, text(4, 100_000), 20, false),
+            (None, None, text(5, 2_000_000), 20, false),
         ];
-        for (prefix, src, hash_log) in &uses {
-            let kept = with(src.len(), |c| {
-                compress(c, prefix.as_deref(), src, *hash_log)
+        for u in &uses {
+            // A frame that did not fit its room first, as `frame` meets one: the context is
+            // reset after it all the same.
+            with(u.2.len(), |c| {
+                c.set_parameter(CParameter::CompressionLevel(3)).unwrap();
+                let mut tiny = Vec::with_capacity(16);
+                assert!(c.compress2(&mut tiny, &u.2).is_err());
             });
-            let new = compress(&mut CCtx::create(), prefix.as_deref(), src, *hash_log);
+            let kept = with(u.2.len(), |c| run(c, u));
+            let new = run(&mut CCtx::create(), u);
             assert_eq!(kept, new);
         }
         // The same context went round: it is kept between uses.
-        assert!(KEPT.with(|k| k.borrow().as_ref().is_some_and(|k| k.took > 3_000_000)));
+        assert!(KEPT.with(|k| k.borrow().as_ref().is_some_and(|k| k.took > 6_000_000)));
     }
 
     #[test]

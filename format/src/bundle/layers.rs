@@ -366,7 +366,7 @@ fn frame(cctx: &mut zstd::zstd_safe::CCtx<'_>, src: &[u8]) -> io::Result<Vec<u8>
     }
 }
 
-/// The hash table of a context against a prefix at levels 1 to 4: 2^20 positions (see
+/// The hash table of a context against a prefix at levels 1 to 6: 2^20 positions (see
 /// [`against_prefix`]; zstd makes it smaller when the prefix and the body are).
 const PREFIX_HASH_LOG: u32 = 20;
 
@@ -389,8 +389,8 @@ fn against_prefix<'d>(
     use zstd::zstd_safe::CParameter;
     cctx.set_parameter(CParameter::WindowLog(window_log(dict.len(), len)))
         .map_err(zstd_err)?;
-    // Levels from 5 up search chains of earlier positions besides their table (2^19 and up).
-    if (1..5).contains(&level) {
+    // Levels 1 to 6 have smaller tables of their own (2^17 to 2^19); from 7 up, 2^20 or more.
+    if (1..7).contains(&level) {
         cctx.set_parameter(CParameter::HashLog(PREFIX_HASH_LOG))
             .map_err(zstd_err)?;
     }
