@@ -1393,6 +1393,55 @@ fn the_harness_configuration_comes_back_into_the_same_harness_only() {
     assert!(!codex.join(".claude").exists());
 }
 
+/// A backup that must wait for a prune says so (it would look hung), and goes on once the
+/// lock is let go; a backup into a repository that was not there says it made one.
+#[test]
+fn a_backup_waiting_for_a_lock_says_so_and_a_new_repository_is_said() {
+    use std::io::{BufRead, BufReader};
+    let t = tempfile::tempdir().unwrap();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    let first = backup_run(&home, &repo, &["--from", "claude-code"]);
+    assert_eq!(first.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&first.stderr)
+            .contains(&format!("created a new repository at {}", repo.display())),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    append_turn(&home.join(SHOP).join(format!("{A}.jsonl")), 1);
+    // What a prune holds.
+    let held = fs::File::open(repo.join("locks/repo")).unwrap();
+    held.lock().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("asp"))
+        .args(["backup", "--from", "claude-code", "-q", "--home"])
+        .arg(&home)
+        .arg("--repo")
+        .arg(&repo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The lock is held until the backup says it waits: it cannot have gone on without it.
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(
+        line.starts_with(&format!(
+            "waiting for the asp prune running on {}",
+            repo.display()
+        )),
+        "{line}"
+    );
+    assert!(child.try_wait().unwrap().is_none(), "it waits");
+    held.unlock().unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert!(!rest.contains("created a new repository"), "{rest}");
+}
+
 /// A restore into a home whose settings file is the user's own keeps the file (the backed-up
 /// copy beside it) and adds a session option only where the file sets none: each value added
 /// is said, so the user knows their file changed, and a dry run says it and writes nothing.

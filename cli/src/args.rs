@@ -100,8 +100,25 @@ impl RepoArg {
 
     /// Opens the existing repository.
     pub fn open(&self) -> Result<asp_repo::Repository, crate::exit::Failure> {
-        Ok(asp_repo::Repository::open(&self.path()?)?)
+        Ok(waits_said(asp_repo::Repository::open(&self.path()?)?))
     }
+
+    /// Opens the repository, making it where nothing is (what `asp backup` does); a new one is
+    /// said unless `quiet`, so a mistyped `--repo` does not go unnoticed.
+    pub fn open_or_init(&self, quiet: bool) -> Result<asp_repo::Repository, crate::exit::Failure> {
+        let path = self.path()?;
+        let existed = path.join("oci-layout").exists();
+        let repo = asp_repo::Repository::open_or_init(&path)?;
+        if !existed && !quiet {
+            eprintln!("created a new repository at {}", path.display());
+        }
+        Ok(waits_said(repo))
+    }
+}
+
+/// `repo`, saying on stderr when it waits for a lock another process holds.
+pub fn waits_said(repo: asp_repo::Repository) -> asp_repo::Repository {
+    repo.with_wait_notice(|m| eprintln!("{m}"))
 }
 
 #[cfg(test)]

@@ -79,7 +79,7 @@ pub struct BackupArgs {
 
 pub fn run(args: BackupArgs) -> Result<Exit> {
     if let Some(file) = &args.from_bundle {
-        let repo = asp_repo::Repository::open_or_init(&args.repo.path()?)?;
+        let repo = args.repo.open_or_init(args.common.quiet)?;
         let bar = Bar::new(args.common.quiet);
         let o = asp_repo::from_bundle::backup_bundle(&repo, file, None, &bar)?;
         bar.clear();
@@ -140,8 +140,7 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
         }
         return Err(no_store(missing));
     }
-    let path = args.repo.path()?;
-    let repo = asp_repo::Repository::open_or_init(&path)?;
+    let repo = args.repo.open_or_init(args.common.quiet)?;
     let bar = Bar::new(args.common.quiet);
     let mut outcomes = Vec::new();
     let mut incomplete = false;

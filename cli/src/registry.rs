@@ -386,7 +386,7 @@ fn snapshot_source(
         ))
         .into());
     }
-    let repo = asp_repo::Repository::open(&path)?;
+    let repo = crate::args::waits_said(asp_repo::Repository::open(&path)?);
     let source = asp_repo::registry::SnapshotSource::open(&repo, id)?;
     let shown = format!("snapshot {}", source.info().short_id());
     Ok((Box::new(source), reference, shown))

@@ -42,6 +42,26 @@ pub struct RebuiltIndex {
 #[derive(Debug, Clone)]
 pub struct Repository {
     layout: Layout,
+    waiting: WaitNotice,
+}
+
+/// What to tell the person when a lock is held by another process and this one waits for it
+/// ([`Repository::with_wait_notice`]): a wait can last as long as a prune, and a command that
+/// says nothing meanwhile looks hung.
+#[derive(Clone, Default)]
+struct WaitNotice(Option<std::sync::Arc<Notice>>);
+
+/// How a [`WaitNotice`] says it.
+type Notice = dyn Fn(&str) + Send + Sync;
+
+impl std::fmt::Debug for WaitNotice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "WaitNotice(set)"
+        } else {
+            "WaitNotice(none)"
+        })
+    }
 }
 
 /// Stored blobs by digest, each read as a reader that checks its size and digest: the
@@ -125,7 +145,10 @@ impl Repository {
             )));
         }
         let layout = Layout::open(root)?;
-        let repo = Repository { layout };
+        let repo = Repository {
+            layout,
+            waiting: WaitNotice::default(),
+        };
         repo.ensure_dirs()?;
         Ok(repo)
     }
@@ -241,20 +264,56 @@ impl Repository {
             .map_err(RepoError::io(&path))
     }
 
+    /// Says `notice` once each time a lock of the repository is held by another process and
+    /// this one waits for it (a backup while a prune runs, a prune while backups run).
+    #[must_use]
+    pub fn with_wait_notice(mut self, notice: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.waiting = WaitNotice(Some(std::sync::Arc::new(notice)));
+        self
+    }
+
     /// `locks/repo`, shared: backups, restores and checks run side by side; waits while a
     /// prune runs.
     pub fn lock_shared(&self) -> Result<Lock, RepoError> {
-        let f = self.lock_file("repo")?;
-        f.lock_shared()
-            .map_err(RepoError::io(self.root().join(LOCKS).join("repo")))?;
-        Ok(Lock { _file: f })
+        self.lock_repo(false)
     }
 
     /// `locks/repo`, exclusive: what prune holds while it deletes blobs.
     pub fn lock_exclusive(&self) -> Result<Lock, RepoError> {
+        self.lock_repo(true)
+    }
+
+    /// `locks/repo`, at once when it is free, else after saying why it waits.
+    fn lock_repo(&self, exclusive: bool) -> Result<Lock, RepoError> {
+        let path = self.root().join(LOCKS).join("repo");
         let f = self.lock_file("repo")?;
-        f.lock()
-            .map_err(RepoError::io(self.root().join(LOCKS).join("repo")))?;
+        let tried = if exclusive {
+            f.try_lock()
+        } else {
+            f.try_lock_shared()
+        };
+        match tried {
+            Ok(()) => return Ok(Lock { _file: f }),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(RepoError::io(&path)(e)),
+        }
+        if let Some(say) = &self.waiting.0 {
+            say(&if exclusive {
+                format!(
+                    "waiting for the other asp commands using {} (backups, restores, checks) \
+                     to end ({} is locked)",
+                    self.root().display(),
+                    path.display()
+                )
+            } else {
+                format!(
+                    "waiting for the asp prune running on {} to end ({} is locked)",
+                    self.root().display(),
+                    path.display()
+                )
+            });
+        }
+        if exclusive { f.lock() } else { f.lock_shared() }.map_err(RepoError::io(&path))?;
         Ok(Lock { _file: f })
     }
 
