@@ -398,4 +398,13 @@ fn a_missing_source_or_target_names_every_choice() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("<--to <HARNESS>|--to-dir <DIR>>"));
+    asp()
+        .args(["backup", "--repo"])
+        .arg(dir.path().join("repo"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "<--from <HARNESS>|--from-bundle <FILE>>",
+        ));
+    assert!(!dir.path().join("repo").exists(), "no repository made");
 }

@@ -46,16 +46,17 @@ Run it every hour: see README (\"Backups\") for a systemd user timer and a cron 
 /// Back up agent state into a snapshot repository, reading only what changed
 #[derive(Debug, Clone, Parser)]
 #[command(after_help = format!("{AFTER_HELP}\n\n{EXIT_CODES_HELP}"))]
+// One source: a usage error names both when none is given.
+#[command(group(
+    clap::ArgGroup::new("source")
+        .required(true)
+        .args(["from", "from_bundle"])
+))]
 pub struct BackupArgs {
     /// The harness to back up (claude-code, codex, gemini, ...; repeatable), or `all` for every
     /// harness whose store exists in the home. A harness named whose store is not there is an
     /// error (exit 1) once the others are backed up
-    #[arg(
-        long,
-        value_name = "HARNESS",
-        required_unless_present = "from_bundle",
-        conflicts_with = "from_bundle"
-    )]
+    #[arg(long, value_name = "HARNESS")]
     pub from: Vec<String>,
 
     /// Add a bundle (asp-pack's .aspstate) as a snapshot

@@ -113,7 +113,9 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
         }
         for d in &report.moved_aside {
             crate::outln!(
-                "moved aside: {d} into {}; the next `asp backup` stores it again from the source",
+                "moved aside: {d} into {}; the next `asp backup` stores it again for the \
+                 sessions the source still has (one only sessions gone from the source need \
+                 cannot be: `asp forget --session ID` lets them go)",
                 repo.root().join("damaged").display()
             );
         }
