@@ -691,6 +691,35 @@ fn check_finds_a_damaged_layer_and_a_missing_one() {
     check(&repo, true);
 }
 
+/// A snapshot whose manifest is damaged is named by `asp check`, with what it does to the
+/// count of unreferenced blobs (they are its own, not garbage), and `asp prune` removes none.
+#[test]
+fn check_names_a_snapshot_whose_manifest_cannot_be_read() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let id = asp_snapshots_latest(&repo);
+    let index: Value = serde_json::from_slice(&fs::read(repo.join("index.json")).unwrap()).unwrap();
+    let digest = index["manifests"][0]["digest"].as_str().unwrap()[7..].to_owned();
+    let manifest = repo.join("blobs/sha256").join(&digest);
+    let mut bytes = fs::read(&manifest).unwrap();
+    bytes[10] ^= 1;
+    fs::write(&manifest, bytes).unwrap();
+    let blobs = blob_count(&repo);
+    let out = asp().args(["check", "--repo"]).arg(&repo).output().unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("problem: snapshot {} (", &id[..8]))
+            && said.contains("cannot be read")
+            && said.contains("the blobs only it holds are counted as unreferenced"),
+        "{said}"
+    );
+    asp().args(["prune", "--repo"]).arg(&repo).assert().code(4);
+    assert_eq!(blob_count(&repo), blobs, "nothing pruned");
+}
+
 /// One damaged blob does not keep the other sessions from coming back: a restore leaves out
 /// what needs it, restores the rest, names what it left out and exits 4.
 #[test]

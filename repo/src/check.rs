@@ -161,7 +161,16 @@ pub fn check(
         let snap = match Snapshot::load(repo, info) {
             Ok(s) => s,
             Err(e) => {
-                report.problems.push(e.to_string());
+                // Named, so the person knows which snapshot it costs; what only it holds is
+                // counted below as unreferenced, which it is not.
+                report.problems.push(format!(
+                    "snapshot {} ({} of {} in {}) cannot be read: {e}; the blobs only it \
+                     holds are counted as unreferenced",
+                    info.short_id(),
+                    info.created,
+                    info.harness,
+                    info.home
+                ));
                 continue;
             }
         };
