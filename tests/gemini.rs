@@ -2223,3 +2223,37 @@ fn a_session_in_two_files_derives_its_stream_from_the_one_it_is_read_from_only()
     assert_eq!(dictionary, Some(base.content.digest));
     crate::support::assert_packs_back_from_dir(&bundle, &t.path().join("dir"));
 }
+
+/// Settings merged into a settings.json that was there (through the shared
+/// `kit::settings_json::write_merged`, as for Qwen Code and OpenCode) are each said, and the
+/// user's own keys are kept.
+#[test]
+fn settings_added_to_a_settings_file_that_was_there_are_said() {
+    let t = tmp();
+    let bundle = t.path().join("g.aspstate");
+    pack_home("gemini", sample_home(), &bundle)
+        .assert()
+        .success();
+    let home = new_home(t.path().join("h"));
+    let settings = home.join(".gemini/settings.json");
+    fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    fs::write(&settings, "{\"ui\": {\"theme\": \"Default\"}}\n").unwrap();
+    let out = asp_unpack()
+        .arg(&bundle)
+        .args(["--to", "gemini", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(&format!(
+            "settings: added to {}, a file that was there: general = \
+             {{\"defaultApprovalMode\":\"auto_edit\"}}, model = {{\"name\":\"gemini-2.5-pro\"}}",
+            settings.display()
+        )),
+        "{said}"
+    );
+    let now: Value = serde_json::from_slice(&fs::read(&settings).unwrap()).unwrap();
+    assert_eq!(now["ui"]["theme"], "Default");
+}

@@ -107,7 +107,7 @@ impl RepoArg {
     /// said unless `quiet`, so a mistyped `--repo` does not go unnoticed.
     pub fn open_or_init(&self, quiet: bool) -> Result<asp_repo::Repository, crate::exit::Failure> {
         let path = self.path()?;
-        let existed = path.join("oci-layout").exists();
+        let existed = asp_repo::Repository::is_at(&path);
         let repo = asp_repo::Repository::open_or_init(&path)?;
         if !existed && !quiet {
             eprintln!("created a new repository at {}", path.display());

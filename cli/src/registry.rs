@@ -378,7 +378,7 @@ fn snapshot_source(
         repo: args.repo.clone(),
     }
     .path()?;
-    if args.repo.is_none() && !path.join("oci-layout").exists() {
+    if args.repo.is_none() && !asp_repo::Repository::is_at(&path) {
         return Err(Error::Usage(format!(
             "no snapshot {id} to push: {} holds no repository (`asp backup` makes one; \
              --repo DIR names another). To push a bundle: asp push FILE.aspstate REF",

@@ -14,8 +14,9 @@ Examples:
   asp snapshots --repo /mnt/backup/asp --json
 
 Each line: the snapshot id (the first 8 hex digits of its digest; any unique prefix of 4 or
-more works wherever a snapshot id is asked for; a session id is given whole), when it was made (UTC), harness, home, host, and how
-many sessions it holds (of them gone from the source).
+more works wherever a snapshot id is asked for; a session id is given whole), when it was
+made (UTC), harness, home, host, and how many sessions it holds (of them gone from the
+source).
 
 {EXIT_CODES_HELP}"))]
 pub struct SnapshotsArgs {

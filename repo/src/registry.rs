@@ -232,7 +232,7 @@ impl RepoSink {
     /// created here is remembered, so that [`RepoSink::discard`] can take it away again if the
     /// pull fails: a failed first pull leaves no repository behind, only its lock files.
     pub fn create(root: &Path, host: Option<String>) -> Result<Self, RepoError> {
-        if root.join("oci-layout").exists() {
+        if Repository::is_at(root) {
             return RepoSink::new(Repository::open(root)?, host);
         }
         let repo = Repository::open_or_init(root)?;

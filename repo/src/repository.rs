@@ -127,9 +127,15 @@ impl Repository {
         var("HOME").map(|h| h.join(".local").join("share").join("asp").join("repo"))
     }
 
+    /// Whether a repository is at `root` (its `oci-layout` file, written last when one is
+    /// made).
+    pub fn is_at(root: &Path) -> bool {
+        root.join("oci-layout").exists()
+    }
+
     /// Opens the repository at `root`, which must exist.
     pub fn open(root: &Path) -> Result<Self, RepoError> {
-        if !root.join("oci-layout").exists() {
+        if !Repository::is_at(root) {
             // `asp backup` makes a repository only where nothing is: say so only there.
             let empty = std::fs::read_dir(root).map_or(true, |mut d| d.next().is_none());
             let hint = if root.is_dir() && !empty {
@@ -158,7 +164,7 @@ impl Repository {
     /// The layout is made in a directory beside `root` and renamed into place, so two
     /// processes creating the same repository at once both end up opening one.
     pub fn open_or_init(root: &Path) -> Result<Self, RepoError> {
-        if root.join("oci-layout").exists() {
+        if Repository::is_at(root) {
             return Repository::open(root);
         }
         if only_locks(root)? {

@@ -27,7 +27,7 @@ pub const ACCEPTS: Accepts = Accepts {
     modes: &[],
 };
 
-use crate::kit::settings_json::load_object as load;
+use crate::kit::settings_json::{load_object as load, save_object};
 
 pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Settings> {
     let path = layout.settings();
@@ -89,18 +89,7 @@ pub fn write(
             )),
         }
     }
-    if o != before {
-        if existed {
-            tally.wrote_into_json(&path, &before, &o, ctx.writer.is_dry_run());
-        }
-        let mut bytes = serde_json::to_vec_pretty(&Value::Object(o)).expect("serialises");
-        if existed {
-            ctx.writer.replace(&path, &bytes)?;
-        } else {
-            bytes.push(b'\n');
-            ctx.writer.create_new(&path, &bytes, false)?;
-        }
-    }
+    save_object(&path, existed, &before, o, ctx, &mut tally)?;
     tally.finish();
     Ok(())
 }

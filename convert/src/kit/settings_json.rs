@@ -59,6 +59,8 @@ pub struct File {
     pub path: PathBuf,
     pub doc: Map<String, Value>,
     pub has_comments: bool,
+    /// Whether the file was there (a missing one is read as an empty document).
+    pub existed: bool,
     trailing_newline: bool,
 }
 
@@ -84,6 +86,7 @@ impl File {
                     path: path.to_path_buf(),
                     doc: Map::new(),
                     has_comments: false,
+                    existed: false,
                     trailing_newline: true,
                 });
             }
@@ -99,6 +102,7 @@ impl File {
                 path: path.to_path_buf(),
                 doc,
                 has_comments,
+                existed: true,
                 trailing_newline: text.ends_with('\n'),
             }),
             Ok(_) => Err(unusable(None, None, "is not a JSON object".to_owned())),
@@ -239,6 +243,8 @@ pub fn write_merged_as(
     if state.tools.is_some() {
         changed |= tools(&mut file, &mut servers);
     }
+    // What the settings add to a file that was there is said ([`Tally::wrote_into_json`]).
+    let before = (state.settings.is_some() && file.existed).then(|| file.doc.clone());
     if state.settings.is_some() {
         changed |= settings(&mut file, &mut values);
     }
@@ -275,12 +281,41 @@ pub fn write_merged_as(
         for n in merged.notes {
             tally.refuse(n);
         }
+        if let (StateKind::Settings, Some(before)) = (kind, &before) {
+            tally.wrote_into_json(path, before, &file.doc, ctx.writer.is_dry_run());
+        }
         tally.finish();
     }
     if changed {
         file.save(ctx.writer)?;
     }
     Ok(())
+}
+
+/// Writes `o`, a settings file [`load_object`] read (`existed`: it was there) and the carried
+/// values merged into it, when it differs from `before`: pretty-printed, a new file ending in a
+/// newline. What was added to a file that was there is said ([`Tally::wrote_into_json`]).
+pub fn save_object(
+    path: &Path,
+    existed: bool,
+    before: &Map<String, Value>,
+    o: Map<String, Value>,
+    ctx: &WriteContext<'_>,
+    tally: &mut Tally<'_>,
+) -> Result<(), ConvertError> {
+    if o == *before {
+        return Ok(());
+    }
+    if existed {
+        tally.wrote_into_json(path, before, &o, ctx.writer.is_dry_run());
+    }
+    let mut bytes = serde_json::to_vec_pretty(&Value::Object(o)).expect("serialises");
+    if existed {
+        ctx.writer.replace(path, &bytes)
+    } else {
+        bytes.push(b'\n');
+        ctx.writer.create_new(path, &bytes, false).map(drop)
+    }
 }
 
 /// A strict-JSON settings file as an object (Pi's and Copilot CLI's `settings.json`);
