@@ -1526,6 +1526,21 @@ fn a_restore_says_each_setting_it_adds_to_a_settings_file_that_was_there() {
     // Restored again: nothing more is added, and nothing is said of it.
     let again = restore_said(&repo, &mine, "claude-code", &[]);
     assert!(!again.contains("settings: added to"), "{again}");
+    // `--json` carries what was added under _meta.asp.writtenInto.
+    let theirs = t.path().join("theirs");
+    fs::create_dir_all(theirs.join(".claude")).unwrap();
+    fs::write(theirs.join(".claude/settings.json"), own).unwrap();
+    let out = restore_json(&repo, &theirs);
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let written = &answer["_meta"]["asp"]["writtenInto"];
+    assert_eq!(written[0]["kind"], "settings", "{answer}");
+    assert!(
+        written[0]["what"]
+            .as_str()
+            .unwrap()
+            .contains("effortLevel = \"high\""),
+        "{answer}"
+    );
 }
 
 /// Each harness's prompt history (what ↑ recalls) comes back whole into a fresh home, and is

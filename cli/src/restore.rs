@@ -51,7 +51,7 @@ is none, the newest snapshot of that harness; when the repository holds none of 
 home, else name one with --snapshot. With --session, it is the newest snapshot that holds
 the sessions, looked for in that order and then in every other harness and home (so
 `--session ID --to codex` finds a session backed up from Claude Code). --json prints the _asp/state/import answer, as
-asp-unpack --json does (with _meta.asp.resume, alreadyThere and findings).
+asp-unpack --json does (with _meta.asp.resume, alreadyThere, writtenInto and findings).
 
 Every body is read and checked before anything is written. What needs data the repository
 has lost or damaged is left out and named (a rewind checkpoint, todo list or tool result
