@@ -720,6 +720,96 @@ fn check_names_a_snapshot_whose_manifest_cannot_be_read() {
     assert_eq!(blob_count(&repo), blobs, "nothing pruned");
 }
 
+/// A snapshot is forgotten by its id, whatever a policy keeps: a series' newest with the
+/// sessions only it holds named, and a damaged one, which `asp check` says how to let go.
+#[test]
+fn a_snapshot_named_by_id_is_forgotten_and_what_goes_with_it_is_said() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    let a = home.join(SHOP).join(format!("{A}.jsonl"));
+    let aside = t.path().join("a.jsonl");
+    fs::rename(&a, &aside).unwrap();
+    backup(&home, &repo);
+    let older = asp_snapshots_latest(&repo);
+    fs::rename(&aside, &a).unwrap();
+    backup(&home, &repo);
+    let newest = asp_snapshots_latest(&repo);
+    assert_ne!(older, newest);
+    let forget = |args: &[&str]| {
+        asp()
+            .arg("forget")
+            .args(args)
+            .arg("--repo")
+            .arg(&repo)
+            .output()
+            .unwrap()
+    };
+
+    // The newest holds A, which the older does not: a dry run names it and changes nothing.
+    let index = fs::read(repo.join("index.json")).unwrap();
+    let out = forget(&["--dry-run", "--snapshot", &newest[..8]]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.starts_with("would forget 1 snapshot\n")
+            && said.contains(&format!("the newest is then {}", &older[..8]))
+            && said.contains(&format!("1 session only it holds would go with it"))
+            && said.contains(&format!("\n    {A}\n")),
+        "{said}"
+    );
+    assert_eq!(fs::read(repo.join("index.json")).unwrap(), index);
+    let out = forget(&["--json", "--dry-run", "--snapshot", &newest]);
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        plan["named"]["newestForgotten"][0]["sessionsOnlyItHeld"],
+        json!([A])
+    );
+
+    // The older one's manifest is damaged: check says how to let it go, and then it is gone.
+    let digest = plan["named"]["newestForgotten"][0]["newest"]["digest"]
+        .as_str()
+        .unwrap()[7..]
+        .to_owned();
+    let manifest = repo.join("blobs/sha256").join(&digest);
+    let mut bytes = fs::read(&manifest).unwrap();
+    bytes[10] ^= 1;
+    fs::write(&manifest, bytes).unwrap();
+    let out = asp().args(["check", "--repo"]).arg(&repo).output().unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let hint = format!("`asp forget --snapshot {}` lets it go", &older[..8]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&hint));
+    let out = forget(&["--snapshot", &older[..8]]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.starts_with("forgot 1 snapshot; `asp prune` frees their space\n")
+            && said.contains(&older[..8])
+            && !said.contains("newest"),
+        "{said}"
+    );
+    asp()
+        .args(["prune", "-q", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    check(&repo, true);
+    assert!(!manifest.exists(), "pruned");
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    restore(&repo, &fresh, &[]);
+    assert_eq!(transcript(&fresh, A), transcript(&home, A));
+
+    // An id that names no snapshot is refused, and a policy with it is a usage error.
+    assert_eq!(forget(&["--snapshot", &older[..8]]).status.code(), Some(2));
+    assert_eq!(
+        forget(&["--snapshot", &newest[..8], "--keep-last", "1"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
 /// One damaged blob does not keep the other sessions from coming back: a restore leaves out
 /// what needs it, restores the rest, names what it left out and exits 4.
 #[test]

@@ -50,7 +50,7 @@ Exit codes:
      take; _meta.asp.findings: each item left out, with its file and line)
   1  error (input/output, a file that does not parse, refused to overwrite, no store at --home,
      no repository at --repo)
-  2  usage error
+  2  usage error (also a session or snapshot id that names none: nothing was read or written)
   3  done, but something was lost: a file that could not be read, a session that could not be
      carried or written, a record dropped as damaged and not kept natively (a crash-cut last
      line travels byte for byte in the native file: not a loss). With --strict (pack,

@@ -1,7 +1,10 @@
 //! `asp forget`: drop snapshots by a keep policy, or drop sessions gone from the source.
 
 use asp_convert::kit::time;
-use asp_repo::forget::{DropSessions, KeepPolicy, drop_sessions, forget, plan};
+use asp_repo::forget::{
+    DropSessions, KeepPolicy, NamedPlan, drop_sessions, forget, plan, plan_named,
+};
+use asp_repo::{Repository, SnapshotInfo};
 use clap::Parser;
 
 use crate::args::{Common, RepoArg};
@@ -9,7 +12,7 @@ use crate::bail_usage;
 use crate::exit::{EXIT_CODES_HELP, Exit, Result};
 use crate::human;
 
-/// Forget snapshots by a keep policy (then `asp prune` frees their space)
+/// Forget snapshots by a keep policy or by id (then `asp prune` frees their space)
 #[derive(Debug, Clone, Parser)]
 #[command(after_help = format!("\
 Examples:
@@ -20,10 +23,16 @@ Examples:
       Let go of the sessions the harness deleted before 2026 (a new snapshot without them).
   asp forget --session 71958462-4bb8-46b6-a36a-1becf56c22dc
       Let go of one session in the newest snapshot.
+  asp forget --snapshot 3f2a9c1e --dry-run
+      Say what forgetting that one snapshot would do (one `asp check` says is damaged, or one
+      taken by mistake). If it is the newest of its harness and home, the sessions only it
+      holds are named: they go with it (the next backup takes them again if the source still
+      has them).
 
 Policies apply per harness and home. The newest snapshot of each is always kept: it holds
 every session ever backed up, so no policy loses a session; only --gone-before and --session
-let sessions go (older snapshots keep them until forgotten themselves).
+let sessions go (older snapshots keep them until forgotten themselves), or --snapshot naming
+that newest one.
 
 {EXIT_CODES_HELP}"))]
 pub struct ForgetArgs {
@@ -48,6 +57,15 @@ pub struct ForgetArgs {
     #[arg(long = "session", value_name = "ID")]
     pub sessions: Vec<String>,
 
+    /// Forget this snapshot, whatever a policy would keep: its id or a unique prefix of 4 or
+    /// more hex digits (repeatable; `asp snapshots` lists them)
+    #[arg(
+        long = "snapshot",
+        value_name = "ID",
+        conflicts_with_all = ["keep_last", "keep_daily", "keep_weekly", "gone_before", "sessions"]
+    )]
+    pub snapshots: Vec<String>,
+
     /// Say what would be forgotten; change nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -70,10 +88,14 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
         weekly: args.keep_weekly,
     };
     let dropping = args.gone_before.is_some() || !args.sessions.is_empty();
+    if !args.snapshots.is_empty() {
+        let repo = args.repo.open()?;
+        return forget_named(&repo, &args);
+    }
     if policy.is_empty() && !dropping {
         bail_usage!(
             "say what to keep (--keep-last, --keep-daily, --keep-weekly) or what to drop \
-             (--gone-before, --session)"
+             (--gone-before, --session, --snapshot)"
         );
     }
     let gone_before = match &args.gone_before {
@@ -140,13 +162,7 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
                 }
             );
             for s in &p.remove {
-                crate::outln!(
-                    "  {}  {}  {}  {}",
-                    s.short_id(),
-                    s.created,
-                    s.harness,
-                    s.home
-                );
+                crate::outln!("  {}", snapshot_line(s));
             }
         }
         json.insert(
@@ -156,6 +172,75 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
     }
     if args.common.json {
         crate::outln!("{}", serde_json::Value::Object(json));
+    }
+    Ok(Exit::Ok)
+}
+
+/// A snapshot as the listings show it: short id, time, harness, home.
+fn snapshot_line(s: &SnapshotInfo) -> String {
+    format!("{}  {}  {}  {}", s.short_id(), s.created, s.harness, s.home)
+}
+
+/// `--snapshot ID`: forgets the snapshots named, saying first what goes with a series' newest.
+fn forget_named(repo: &Repository, args: &ForgetArgs) -> Result<Exit> {
+    let p: NamedPlan = plan_named(repo, &args.snapshots)?;
+    if !args.dry_run {
+        forget(repo, &p.remove)?;
+    }
+    if args.common.json {
+        crate::outln!("{}", serde_json::json!({ "named": p }));
+        return Ok(Exit::Ok);
+    }
+    let verb = if args.dry_run {
+        "would forget"
+    } else {
+        "forgot"
+    };
+    crate::outln!(
+        "{verb} {}{}",
+        human::count(p.remove.len() as u64, "snapshot", "snapshots"),
+        if args.dry_run {
+            ""
+        } else {
+            "; `asp prune` frees their space"
+        }
+    );
+    for s in &p.remove {
+        crate::outln!("  {}", snapshot_line(s));
+    }
+    for n in &p.newest_forgotten {
+        let now = match &n.newest {
+            Some(s) => format!("the newest is then {}", s.short_id()),
+            None => "no snapshot of it is left".to_owned(),
+        };
+        crate::outln!(
+            "that is the newest snapshot of {} in {}, which holds every session it backed up; \
+             {now}",
+            n.harness,
+            n.home
+        );
+        match &n.sessions_only_it_held {
+            Some(ids) if ids.is_empty() => {
+                crate::outln!("  no session is held only by it");
+            }
+            Some(ids) => {
+                crate::outln!(
+                    "  {} only it holds {} with it (the next backup takes those the source \
+                     still has again):",
+                    human::count(ids.len() as u64, "session", "sessions"),
+                    if args.dry_run { "would go" } else { "went" }
+                );
+                for id in ids {
+                    crate::outln!("    {id}");
+                }
+            }
+            None => {
+                crate::outln!(
+                    "  which sessions only it holds cannot be told: a snapshot's state cannot \
+                     be read (`asp check` says which)"
+                );
+            }
+        }
     }
     Ok(Exit::Ok)
 }

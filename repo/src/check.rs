@@ -165,11 +165,12 @@ pub fn check(
                 // counted below as unreferenced, which it is not.
                 report.problems.push(format!(
                     "snapshot {} ({} of {} in {}) cannot be read: {e}; the blobs only it \
-                     holds are counted as unreferenced",
+                     holds are counted as unreferenced (`asp forget --snapshot {}` lets it go)",
                     info.short_id(),
                     info.created,
                     info.harness,
-                    info.home
+                    info.home,
+                    info.short_id(),
                 ));
                 continue;
             }

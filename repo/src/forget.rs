@@ -4,7 +4,9 @@
 //! Snapshots are grouped by harness and home, as restic groups by host and paths; a policy
 //! applies within each group, and the newest snapshot of a group is always kept: it is the
 //! next backup's parent and holds every session ever backed up, so no keep policy can lose a
-//! session. Only [`drop_sessions`] (`--gone-before DATE`, `--session ID`) lets one go.
+//! session. Only [`drop_sessions`] (`--gone-before DATE`, `--session ID`) lets one go, or
+//! naming a series' newest snapshot itself ([`plan_named`], `--snapshot ID`), which says what
+//! goes with it.
 //! Forgetting only edits `index.json`; `asp prune` then deletes the blobs nothing names.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -104,6 +106,97 @@ fn newest_per(
 pub fn forget(repo: &Repository, remove: &[SnapshotInfo]) -> Result<(), RepoError> {
     let _lock = repo.lock_shared()?;
     repo.remove_snapshots(&remove.iter().map(|s| s.digest).collect::<Vec<_>>())
+}
+
+/// What forgetting snapshots named by id does ([`plan_named`]).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NamedPlan {
+    /// The snapshots named, oldest first.
+    pub remove: Vec<SnapshotInfo>,
+    /// Each series (harness and home) whose newest snapshot is among them.
+    pub newest_forgotten: Vec<NewestForgotten>,
+}
+
+/// A series losing its newest snapshot: the one snapshot that held every session it ever
+/// backed up, so what only it held goes with it.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NewestForgotten {
+    pub harness: String,
+    pub home: String,
+    /// The snapshot that becomes the series' newest, and the next backup's parent; `None` when
+    /// every snapshot of the series is forgotten.
+    pub newest: Option<SnapshotInfo>,
+    /// Sessions the forgotten newest held and the new newest does not (with no new newest, all
+    /// of them); `None` when a snapshot's state cannot be read to tell.
+    pub sessions_only_it_held: Option<Vec<String>>,
+}
+
+/// Which snapshots `ids` name (each a digest or a unique hex prefix,
+/// [`Repository::find`]), and what goes with each series' newest among them. A snapshot is
+/// named by its entry in the index: one whose manifest cannot be read can be forgotten, which
+/// is what `asp check` advises for it.
+pub fn plan_named(repo: &Repository, ids: &[String]) -> Result<NamedPlan, RepoError> {
+    let mut named = BTreeSet::new();
+    for id in ids {
+        named.insert(repo.find(id)?.digest);
+    }
+    let all = repo.snapshots()?;
+    let remove: Vec<SnapshotInfo> = all
+        .iter()
+        .filter(|s| named.contains(&s.digest))
+        .cloned()
+        .collect();
+    let mut series: BTreeMap<(&str, &str), Vec<&SnapshotInfo>> = BTreeMap::new();
+    for s in &all {
+        series
+            .entry((s.harness.as_str(), s.home.as_str()))
+            .or_default()
+            .push(s);
+    }
+    let sessions_of = |info: &SnapshotInfo| -> Option<BTreeSet<String>> {
+        let snap = Snapshot::load_for_reading(repo, info).ok()?;
+        Some(
+            snap.state
+                .sessions
+                .iter()
+                .flatten()
+                .map(|s| s.id.as_str().to_owned())
+                .collect(),
+        )
+    };
+    let mut newest_forgotten = Vec::new();
+    for ((harness, home), oldest_first) in series {
+        let Some(newest) = oldest_first.last() else {
+            continue;
+        };
+        if !named.contains(&newest.digest) {
+            continue;
+        }
+        let next = oldest_first
+            .iter()
+            .rev()
+            .find(|s| !named.contains(&s.digest))
+            .map(|s| (*s).clone());
+        let sessions_only_it_held = sessions_of(newest).and_then(|held| {
+            let kept = match &next {
+                Some(n) => sessions_of(n)?,
+                None => BTreeSet::new(),
+            };
+            Some(held.difference(&kept).cloned().collect())
+        });
+        newest_forgotten.push(NewestForgotten {
+            harness: harness.to_owned(),
+            home: home.to_owned(),
+            newest: next,
+            sessions_only_it_held,
+        });
+    }
+    Ok(NamedPlan {
+        remove,
+        newest_forgotten,
+    })
 }
 
 /// Which sessions to drop from the newest snapshots.
