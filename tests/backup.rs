@@ -583,6 +583,40 @@ fn sessions_lists_a_live_store_without_a_repository() {
     let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows.as_array().unwrap().len(), 5);
     assert!(rows[0]["snapshot"].is_null());
+    // The subagent's session is listed right after the conversation that started it, and
+    // names it; the table indents it there.
+    let ids: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    let sub = ids.iter().position(|i| i.starts_with("agent-")).unwrap();
+    let parent = "12821015-852a-451b-911f-ba64553fbf57";
+    assert_eq!(
+        (ids[sub - 1], &rows[sub]["parent"]),
+        (parent, &json!(parent))
+    );
+    assert!(
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r.get("parent").is_some())
+            .count()
+            == 1
+    );
+    let table = asp()
+        .args(["sessions", "--from", "claude-code", "--home"])
+        .arg(samples().join("claude-code"))
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("└ agent-"))
+        .expect("indented");
+    assert!(lines[at - 1].starts_with(parent), "{table}");
     assert!(!t.path().join("none").exists(), "no repository was made");
     // --repo beside --from would mean nothing: refused, as asp-pack --repo without
     // --from-repo is.

@@ -1,5 +1,6 @@
 //! `asp sessions`: every session ever backed up, or the sessions of a live store.
 
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use asp_convert::harness::ReadOptions;
@@ -7,7 +8,7 @@ use asp_convert::kit::report::Diagnostics;
 use asp_convert::store::ReadRequest;
 use asp_convert::{Home, Store};
 use asp_format::blob::Discard;
-use asp_format::state::Session;
+use asp_format::state::{Session, parent_of};
 use asp_format::{KindSet, StateKind};
 use asp_repo::Snapshot;
 use clap::Parser;
@@ -24,7 +25,9 @@ use crate::progress::Bar;
 Examples:
   asp sessions
       Every session the repository holds: id, last activity, harness, the newest snapshot
-      holding it, whether it is gone from the source, working directory and title.
+      holding it, whether it is gone from the source, working directory and title. A
+      subagent's session is listed under the conversation that started it (`└`), and in
+      --json names it as `parent`.
   asp sessions --json | jq -r '.[] | select(.goneFromSource) | .id'
       The sessions your harness has deleted, which the repository still holds.
   asp sessions --from claude-code
@@ -64,6 +67,13 @@ struct Row {
     #[serde(skip_serializing_if = "Option::is_none")]
     home: Option<String>,
     gone_from_source: bool,
+    /// For a subagent's session, the session it belongs to (`_meta.asp.parent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent: Option<String>,
+    /// How many subagents deep: 0 for a session of its own, 1 under its parent, ... (only
+    /// for the table: a subagent whose parent is not listed counts as a session of its own).
+    #[serde(skip)]
+    depth: usize,
 }
 
 fn row(s: &Session, harness: &str, snapshot: Option<String>, gone: bool) -> Row {
@@ -79,7 +89,53 @@ fn row(s: &Session, harness: &str, snapshot: Option<String>, gone: bool) -> Row 
         snapshot,
         home: None,
         gone_from_source: gone,
+        parent: parent_of(s).map(str::to_owned),
+        depth: 0,
     }
+}
+
+/// The rows in listing order: sessions of their own newest first, each followed by its
+/// subagents' sessions (oldest first, as they ran) at any depth, so a subagent is read under
+/// the conversation that started it. A subagent whose parent is not listed stands alone.
+fn nested(mut rows: Vec<Row>) -> Vec<Row> {
+    rows.sort_by(|a, b| (b.updated_at.as_deref(), &a.id).cmp(&(a.updated_at.as_deref(), &b.id)));
+    let key = |home: &Option<String>, id: &str| (home.clone(), id.to_owned());
+    let listed: HashSet<(Option<String>, String)> =
+        rows.iter().map(|r| key(&r.home, &r.id)).collect();
+    let mut children: HashMap<(Option<String>, String), Vec<Row>> = HashMap::new();
+    let mut roots = Vec::new();
+    for r in rows {
+        match r.parent.as_deref().map(|p| key(&r.home, p)) {
+            Some(k) if listed.contains(&k) && k != key(&r.home, &r.id) => {
+                children.entry(k).or_default().push(r);
+            }
+            _ => roots.push(r),
+        }
+    }
+    fn place(
+        r: Row,
+        depth: usize,
+        children: &mut HashMap<(Option<String>, String), Vec<Row>>,
+        out: &mut Vec<Row>,
+    ) {
+        let k = (r.home.clone(), r.id.clone());
+        out.push(Row { depth, ..r });
+        if let Some(mut kids) = children.remove(&k) {
+            kids.reverse();
+            for kid in kids {
+                place(kid, depth + 1, children, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for r in roots {
+        place(r, 0, &mut children, &mut out);
+    }
+    // A parent cycle (damaged metadata) leaves its rows unplaced: they are listed, not lost.
+    let mut left: Vec<Row> = children.into_values().flatten().collect();
+    left.sort_by(|a, b| a.id.cmp(&b.id));
+    out.extend(left);
+    out
 }
 
 pub fn run(args: SessionsArgs) -> Result<Exit> {
@@ -130,7 +186,7 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
             }
         }
     }
-    rows.sort_by(|a, b| (b.updated_at.as_deref(), &a.id).cmp(&(a.updated_at.as_deref(), &b.id)));
+    let rows = nested(rows);
     if args.common.json {
         crate::outln!("{}", serde_json::to_string(&rows).expect("rows serialise"));
         return Ok(Exit::Ok);
@@ -147,8 +203,12 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
+            let id = match r.depth {
+                0 => r.id.clone(),
+                d => format!("{}└ {}", "  ".repeat(d - 1), r.id),
+            };
             let mut cells = vec![
-                r.id.clone(),
+                id,
                 r.updated_at.clone().unwrap_or_else(|| "-".to_owned()),
                 r.harness.clone(),
             ];
