@@ -1587,6 +1587,40 @@ fn a_backup_waiting_for_a_lock_says_so_and_a_new_repository_is_said() {
         "{line}"
     );
     assert!(child.try_wait().unwrap().is_none(), "it waits");
+    // With --lock-wait, a command gives up when the wait runs out, and does nothing.
+    let index = fs::read(repo.join("index.json")).unwrap();
+    for (wait, said) in [("0", "after 0s"), ("0.3s", "after 0.3s")] {
+        let out = asp()
+            .args([
+                "backup",
+                "--from",
+                "claude-code",
+                "-q",
+                "--lock-wait",
+                wait,
+                "--home",
+            ])
+            .arg(&home)
+            .arg("--repo")
+            .arg(&repo)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&format!("locks/repo is still locked {said}"))
+                && err.contains("nothing was done"),
+            "{err}"
+        );
+        assert_eq!(err.contains("waiting up to 0.3s"), wait != "0", "{err}");
+    }
+    assert_eq!(fs::read(repo.join("index.json")).unwrap(), index);
+    asp()
+        .args(["snapshots", "--lock-wait", "soon", "--repo"])
+        .arg(&repo)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is not a duration"));
     held.unlock().unwrap();
     let status = child.wait().unwrap();
     assert!(status.success());

@@ -83,6 +83,30 @@ pub struct RepoArg {
     /// ~/.local/share/asp/repo]
     #[arg(long, value_name = "DIR")]
     pub repo: Option<std::path::PathBuf>,
+
+    /// Give up (exit 1, nothing done) when another asp command still holds the repository's
+    /// lock after this long: 0, 30s, 10m, 2h [default: wait until it is free]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub lock_wait: Option<std::time::Duration>,
+}
+
+/// A duration: a number of seconds, or one with `s`, `m` or `h` after it (`1.5s`, `10m`).
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let (number, unit) = match s.trim().strip_suffix(['s', 'm', 'h']) {
+        Some(n) => (n, &s.trim()[n.len()..]),
+        None => (s.trim(), "s"),
+    };
+    let factor = match unit {
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => 1.0,
+    };
+    number
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite() && *n >= 0.0)
+        .and_then(|n| std::time::Duration::try_from_secs_f64(n * factor).ok())
+        .ok_or_else(|| format!("{s:?} is not a duration (say 0, 30s, 10m or 2h)"))
 }
 
 impl RepoArg {
@@ -100,7 +124,17 @@ impl RepoArg {
 
     /// Opens the existing repository.
     pub fn open(&self) -> Result<asp_repo::Repository, crate::exit::Failure> {
-        Ok(waits_said(asp_repo::Repository::open(&self.path()?)?))
+        Ok(self.waiting(asp_repo::Repository::open(&self.path()?)?))
+    }
+
+    /// `repo`, saying on stderr when it waits for a lock, and waiting no longer than
+    /// `--lock-wait`.
+    fn waiting(&self, repo: asp_repo::Repository) -> asp_repo::Repository {
+        let repo = waits_said(repo);
+        match self.lock_wait {
+            Some(limit) => repo.with_lock_wait(limit),
+            None => repo,
+        }
     }
 
     /// Opens the repository, making it where nothing is (what `asp backup` does); a new one is
@@ -112,7 +146,7 @@ impl RepoArg {
         if !existed && !quiet {
             eprintln!("created a new repository at {}", path.display());
         }
-        Ok(waits_said(repo))
+        Ok(self.waiting(repo))
     }
 }
 
@@ -124,6 +158,23 @@ pub fn waits_said(repo: asp_repo::Repository) -> asp_repo::Repository {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_duration_is_seconds_or_has_its_unit() {
+        use std::time::Duration;
+        for (text, want) in [
+            ("0", Duration::ZERO),
+            ("30", Duration::from_secs(30)),
+            ("1.5s", Duration::from_millis(1500)),
+            ("10m", Duration::from_secs(600)),
+            ("2h", Duration::from_secs(7200)),
+        ] {
+            assert_eq!(parse_duration(text), Ok(want), "{text}");
+        }
+        for bad in ["", "s", "-1", "10ms", "1d", "NaN", "inf", "1e400"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
 
     #[cfg(all(feature = "claude-code", feature = "gemini"))]
     #[test]

@@ -376,6 +376,7 @@ fn snapshot_source(
     let reference = parse_reference(reference)?;
     let path = RepoArg {
         repo: args.repo.clone(),
+        lock_wait: None,
     }
     .path()?;
     if args.repo.is_none() && !asp_repo::Repository::is_at(&path) {
@@ -506,6 +507,7 @@ fn pull_sink(args: &PullArgs) -> Result<(Sink, PathBuf, Option<tempfile::TempDir
         (None, None) => {
             let path = RepoArg {
                 repo: args.repo.clone(),
+                lock_wait: None,
             }
             .path()?;
             let sink = asp_repo::registry::RepoSink::create(&path, None)?;

@@ -17,6 +17,21 @@ pub enum RepoError {
     #[error("{0}")]
     NotARepository(String),
 
+    /// A lock another process holds was still held when the wait the caller allowed ran out
+    /// ([`crate::Repository::with_lock_wait`]).
+    #[error(
+        "{} is still locked after {waited}: {holder} did not end in time; nothing was done \
+         (try again later, or allow a longer --lock-wait)",
+        path.display()
+    )]
+    Locked {
+        path: PathBuf,
+        /// The wait allowed, as given (`90s`).
+        waited: String,
+        /// Who holds it, as the wait notice says.
+        holder: String,
+    },
+
     /// The repository's data does not match what it promises.
     #[error("integrity failure: {0}")]
     Integrity(String),
@@ -58,6 +73,7 @@ impl Classify for RepoError {
             RepoError::Usage(_) => ErrorClass::Usage,
             RepoError::NotARepository(_) => ErrorClass::Source,
             RepoError::Integrity(_) => ErrorClass::Integrity,
+            RepoError::Locked { .. } => ErrorClass::Store,
             RepoError::Io { source, .. } => io_class(source, ErrorClass::Store),
             RepoError::Convert(e) => e.class(),
             RepoError::Layout(e) => e.class(),

@@ -43,6 +43,9 @@ pub struct RebuiltIndex {
 pub struct Repository {
     layout: Layout,
     waiting: WaitNotice,
+    /// How long to wait for `locks/repo` before giving up; `None`: as long as it takes
+    /// ([`Repository::with_lock_wait`]).
+    lock_wait: Option<std::time::Duration>,
 }
 
 /// What to tell the person when a lock is held by another process and this one waits for it
@@ -61,6 +64,16 @@ impl std::fmt::Debug for WaitNotice {
         } else {
             "WaitNotice(none)"
         })
+    }
+}
+
+/// A duration as `--lock-wait` takes it back: `90s`, `1.5s`.
+fn seconds(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{}s", d.as_secs_f64())
     }
 }
 
@@ -154,6 +167,7 @@ impl Repository {
         let repo = Repository {
             layout,
             waiting: WaitNotice::default(),
+            lock_wait: None,
         };
         repo.ensure_dirs()?;
         Ok(repo)
@@ -278,6 +292,14 @@ impl Repository {
         self
     }
 
+    /// Gives up waiting for `locks/repo` after `limit` ([`RepoError::Locked`]; at once for
+    /// zero): a cron job behind a prune that hangs should fail and mail, not pile up.
+    #[must_use]
+    pub fn with_lock_wait(mut self, limit: std::time::Duration) -> Self {
+        self.lock_wait = Some(limit);
+        self
+    }
+
     /// `locks/repo`, shared: backups, restores and checks run side by side; waits while a
     /// prune runs.
     pub fn lock_shared(&self) -> Result<Lock, RepoError> {
@@ -303,24 +325,54 @@ impl Repository {
             Err(std::fs::TryLockError::WouldBlock) => {}
             Err(std::fs::TryLockError::Error(e)) => return Err(RepoError::io(&path)(e)),
         }
-        if let Some(say) = &self.waiting.0 {
-            say(&if exclusive {
-                format!(
-                    "waiting for the other asp commands using {} (backups, restores, checks) \
-                     to end ({} is locked)",
-                    self.root().display(),
+        let holder = if exclusive {
+            format!(
+                "the other asp commands using {} (backups, restores, checks)",
+                self.root().display()
+            )
+        } else {
+            format!("the asp prune running on {}", self.root().display())
+        };
+        let Some(limit) = self.lock_wait else {
+            if let Some(say) = &self.waiting.0 {
+                say(&format!(
+                    "waiting for {holder} to end ({} is locked)",
                     path.display()
-                )
-            } else {
-                format!(
-                    "waiting for the asp prune running on {} to end ({} is locked)",
-                    self.root().display(),
-                    path.display()
-                )
-            });
+                ));
+            }
+            if exclusive { f.lock() } else { f.lock_shared() }.map_err(RepoError::io(&path))?;
+            return Ok(Lock { _file: f });
+        };
+        if let Some(say) = self.waiting.0.as_ref().filter(|_| !limit.is_zero()) {
+            say(&format!(
+                "waiting up to {} for {holder} to end ({} is locked)",
+                seconds(limit),
+                path.display()
+            ));
         }
-        if exclusive { f.lock() } else { f.lock_shared() }.map_err(RepoError::io(&path))?;
-        Ok(Lock { _file: f })
+        // `flock(2)` has no timeout: tried again every 50 ms until the limit.
+        let start = std::time::Instant::now();
+        loop {
+            let tried = if exclusive {
+                f.try_lock()
+            } else {
+                f.try_lock_shared()
+            };
+            match tried {
+                Ok(()) => return Ok(Lock { _file: f }),
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(e)) => return Err(RepoError::io(&path)(e)),
+            }
+            let waited = start.elapsed();
+            if waited >= limit {
+                return Err(RepoError::Locked {
+                    path,
+                    waited: seconds(limit),
+                    holder,
+                });
+            }
+            std::thread::sleep((limit - waited).min(std::time::Duration::from_millis(50)));
+        }
     }
 
     fn lock_index(&self) -> Result<Lock, RepoError> {
