@@ -70,7 +70,7 @@ impl std::fmt::Debug for WaitNotice {
 /// A duration as `--lock-wait` takes it back: `90s`, `1.5s`.
 fn seconds(d: std::time::Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{}s", d.as_secs_f64())
