@@ -788,7 +788,7 @@ fn a_snapshot_named_by_id_is_forgotten_and_what_goes_with_it_is_said() {
     assert!(
         said.starts_with("would forget 1 snapshot\n")
             && said.contains(&format!("the newest is then {}", &older[..8]))
-            && said.contains(&format!("1 session only it holds would go with it"))
+            && said.contains("1 session only it holds would go with it")
             && said.contains(&format!("\n    {A}\n")),
         "{said}"
     );
