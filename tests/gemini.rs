@@ -2224,11 +2224,11 @@ fn a_session_in_two_files_derives_its_stream_from_the_one_it_is_read_from_only()
     crate::support::assert_packs_back_from_dir(&bundle, &t.path().join("dir"));
 }
 
-/// Settings merged into a settings.json that was there (through the shared
+/// Settings and MCP servers merged into a settings.json that was there (through the shared
 /// `kit::settings_json::write_merged`, as for Qwen Code and OpenCode) are each said, and the
 /// user's own keys are kept.
 #[test]
-fn settings_added_to_a_settings_file_that_was_there_are_said() {
+fn settings_and_servers_added_to_a_settings_file_that_was_there_are_said() {
     let t = tmp();
     let bundle = t.path().join("g.aspstate");
     pack_home("gemini", sample_home(), &bundle)
@@ -2254,6 +2254,24 @@ fn settings_added_to_a_settings_file_that_was_there_are_said() {
         )),
         "{said}"
     );
+    // The MCP servers added are named, and only named: their entries can hold credentials.
+    assert!(
+        said.contains(&format!(
+            "tools: added to {}, a file that was there: MCP server \"docs\", MCP server \
+             \"issues\", MCP server \"metrics\"\n",
+            settings.display()
+        )),
+        "{said}"
+    );
     let now: Value = serde_json::from_slice(&fs::read(&settings).unwrap()).unwrap();
     assert_eq!(now["ui"]["theme"], "Default");
+    // Unpacked again, nothing is added, and nothing is said to be.
+    let out = asp_unpack()
+        .arg(&bundle)
+        .args(["--to", "gemini", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!said.contains("added to"), "{said}");
 }

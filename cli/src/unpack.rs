@@ -42,8 +42,8 @@ resumes it there: `cd <cwd> && claude --resume <id>`, `codex resume <id>`,
 \"reason\"}], \"sessions\": {\"old id\": \"new id\"}}, and under
 _meta.asp.resume each new id's resume command, under _meta.asp.alreadyThere the sessions
 that were there already (nothing written), under _meta.asp.writtenInto what was added to a
-file the home already had (a setting merged into your settings file, where it set none),
-under _meta.asp.findings every finding printed (notes, what was left out of a session, what
+file the home already had (a setting merged into your settings file, where it set none; an
+MCP server added beside yours, by name), under _meta.asp.findings every finding printed (notes, what was left out of a session, what
 was lost; spec/aspstate.md).";
 
 /// Unpack a .aspstate bundle into an agent's store or a plain directory

@@ -240,7 +240,7 @@ pub fn write(
             return Ok(());
         }
     };
-    let mut changed = false;
+    let mut added = Vec::new();
     let slot = file
         .object
         .entry("mcpServers")
@@ -274,13 +274,16 @@ pub fn write(
             )),
             None => {
                 existing.insert(s.name().to_owned(), entry);
-                changed = true;
+                added.push(s.name().to_owned());
                 Placement::New
             }
         });
     }
-    if changed {
+    if !added.is_empty() {
         jsonfile::write_private(ctx.writer, &layout.global, &file)?;
+        if file.existed {
+            tally.servers_into(&layout.global, &added, ctx.writer.is_dry_run());
+        }
     }
     tally.finish();
     Ok(())

@@ -213,7 +213,7 @@ impl Harness for Codex {
         match &mut config {
             Ok(c) => {
                 if let Some(list) = &state.tools {
-                    tools::merge(c, list, &mut answer);
+                    tools::merge(c, list, &mut answer, writer.is_dry_run());
                 }
                 if let Some(values) = &state.settings {
                     settings::merge(c, values, &mut answer, writer.is_dry_run());

@@ -179,7 +179,7 @@ pub fn write(
         Some(Value::Object(m)) => m.clone(),
         _ => Map::new(),
     };
-    let mut changed = false;
+    let mut added = Vec::new();
     for s in list {
         let want = native(s);
         match servers.get(s.name()) {
@@ -191,17 +191,18 @@ pub fn write(
             ))),
             None => {
                 servers.insert(s.name().to_owned(), want);
-                changed = true;
+                added.push(s.name().to_owned());
                 tally.place(Placement::New);
             }
         }
     }
-    if changed {
+    if !added.is_empty() {
         o.insert("mcpServers".into(), Value::Object(servers));
         let mut bytes = serde_json::to_vec_pretty(&Value::Object(o)).expect("serialises");
         bytes.push(b'\n');
         if existed {
             ctx.writer.replace(&path, &bytes)?;
+            tally.servers_into(&path, &added, ctx.writer.is_dry_run());
         } else {
             ctx.writer.create_new(&path, &bytes, false)?;
         }

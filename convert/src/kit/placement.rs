@@ -177,6 +177,13 @@ impl<'a> Tally<'a> {
             });
     }
 
+    /// Says which MCP servers were added to `path`, a file the owner already had: by name
+    /// only, since their entries often hold credentials. `dry_run`: they would be.
+    pub fn servers_into(&mut self, path: &std::path::Path, names: &[String], dry_run: bool) {
+        let added: Vec<String> = names.iter().map(|n| format!("MCP server {n:?}")).collect();
+        self.wrote_into(path, &added, dry_run);
+    }
+
     /// Something of the kind was not carried, without being one item of it (a part of an
     /// item, a value a target cannot hold).
     pub fn refuse(&mut self, reason: impl Into<String>) {

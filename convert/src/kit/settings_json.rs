@@ -240,8 +240,15 @@ pub fn write_merged_as(
     };
     let (mut servers, mut values) = (Merged::default(), Merged::default());
     let mut changed = false;
+    // The servers added to a file that was there are said by name: an entry's second-level
+    // key, under `mcpServers` (Gemini CLI, Qwen Code) or `mcp` (OpenCode).
+    let mut servers_added = Vec::new();
     if state.tools.is_some() {
+        let before = file.existed.then(|| file.doc.clone());
         changed |= tools(&mut file, &mut servers);
+        if let Some(before) = before {
+            servers_added = new_entries(&before, &file.doc);
+        }
     }
     // What the settings add to a file that was there is said ([`Tally::wrote_into_json`]).
     let before = (state.settings.is_some() && file.existed).then(|| file.doc.clone());
@@ -284,12 +291,33 @@ pub fn write_merged_as(
         if let (StateKind::Settings, Some(before)) = (kind, &before) {
             tally.wrote_into_json(path, before, &file.doc, ctx.writer.is_dry_run());
         }
+        if kind == StateKind::Tools {
+            tally.servers_into(path, &servers_added, ctx.writer.is_dry_run());
+        }
         tally.finish();
     }
     if changed {
         file.save(ctx.writer)?;
     }
     Ok(())
+}
+
+/// The keys of `after`'s objects that the same object of `before` does not have, one level
+/// down (`{"mcpServers": {"new": …}}` gives `new`), in the order `after` holds them.
+fn new_entries(before: &Map<String, Value>, after: &Map<String, Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (key, value) in after {
+        let Some(now) = value.as_object() else {
+            continue;
+        };
+        let was = before.get(key).and_then(Value::as_object);
+        out.extend(
+            now.keys()
+                .filter(|k| !was.is_some_and(|w| w.contains_key(*k)))
+                .cloned(),
+        );
+    }
+    out
 }
 
 /// Writes `o`, a settings file [`load_object`] read (`existed`: it was there) and the carried
