@@ -1699,6 +1699,28 @@ fn a_restore_says_each_setting_it_adds_to_a_settings_file_that_was_there() {
             .contains("effortLevel = \"high\""),
         "{answer}"
     );
+    // The MCP servers of .claude.json: named when added to the owner's own file, not said
+    // when the restore made the file (above, `theirs` had none).
+    assert!(
+        written
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| w["kind"] != "tools"),
+        "{answer}"
+    );
+    let ours = t.path().join("ours");
+    fs::create_dir_all(&ours).unwrap();
+    fs::write(ours.join(".claude.json"), "{\"theme\": \"dark\"}\n").unwrap();
+    let said = restore_said(&repo, &ours, "claude-code", &[]);
+    assert!(
+        said.contains(&format!(
+            "tools: added to {}, a file that was there: MCP server \"github\", MCP server \
+             \"linear\", MCP server \"sentry\"\n",
+            ours.join(".claude.json").display()
+        )),
+        "{said}"
+    );
 }
 
 /// Each harness's prompt history (what ↑ recalls) comes back whole into a fresh home, and is

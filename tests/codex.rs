@@ -958,11 +958,23 @@ fn the_thread_index_gets_one_row_per_new_thread_with_only_its_columns() {
         .collect()
     };
     let before = dump(&db);
-    let answer = unpack_json(
-        &samples().join("state.aspstate"),
-        &home,
-        &["--kinds", "sessions"],
+    // The home named relative to where the command runs: the row's path is absolute all
+    // the same, since Codex opens it from anywhere.
+    let out = asp_unpack()
+        .arg(samples().join("state.aspstate"))
+        .args([
+            "--to", "codex", "--home", "home", "--json", "--kinds", "sessions",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
     let after = dump(&db);
     assert_eq!(after.len(), before.len() + 2);
     for row in &before {
@@ -977,7 +989,10 @@ fn the_thread_index_gets_one_row_per_new_thread_with_only_its_columns() {
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
         )
         .unwrap();
-    assert!(Path::new(&path).is_file(), "{path}");
+    assert!(
+        Path::new(&path).is_absolute() && Path::new(&path).is_file(),
+        "{path}"
+    );
     assert_eq!(
         (source.as_str(), preview.as_str(), title.as_str()),
         (
@@ -987,6 +1002,25 @@ fn the_thread_index_gets_one_row_per_new_thread_with_only_its_columns() {
         )
     );
     assert_eq!((mode.as_str(), history.as_str()), ("on-request", "legacy"));
+    // The thread is named at its last activity, as the row dates it, not at the import.
+    let updated_ms: i64 = conn
+        .query_row(
+            "SELECT updated_at_ms FROM threads WHERE id = ?1",
+            [telegram],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let index = fs::read_to_string(home.join(".codex/session_index.jsonl")).unwrap();
+    let named: Value = index
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["id"] == telegram)
+        .unwrap();
+    use asp_convert::kit::time;
+    assert_eq!(
+        named["updated_at"],
+        time::format_nanos(time::from_millis(updated_ms))
+    );
 
     // An older schema (fewer columns) gets a row with only those.
     let old_home = dir.path().join("old");
@@ -1073,6 +1107,12 @@ fn a_dry_run_writes_nothing_and_answers_like_the_real_run() {
         "a dry run touches nothing, the thread index included"
     );
     let real = unpack_json(&samples().join("state.aspstate"), &home, &[]);
+    // The same answer, but what is added to a file that was there "would be".
+    let mut dry = dry;
+    for w in dry["_meta"]["asp"]["writtenInto"].as_array_mut().unwrap() {
+        let what = w["what"].as_str().unwrap();
+        w["what"] = json!(what.strip_prefix("would be ").unwrap());
+    }
     assert_eq!(dry, real);
     assert_eq!(dry_codex["sessions"][A], A);
 }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use asp_convert::harness::absolute;
 use asp_convert::kit::config::{without_credentials, without_credentials_said};
 use asp_convert::kit::placement::{Grants, Placement};
 use asp_convert::kit::report::Diagnostics;
@@ -264,6 +265,17 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
     let mapped_blobs = mapped.blobs(&blobs);
 
     let diagnostics = Diagnostics::new();
+    // The configuration's files this restore makes (below): what the import then adds to one
+    // of them is not added to a file the owner had, so it is not said to be.
+    let made_here: std::collections::BTreeSet<PathBuf> = snapshot
+        .sources
+        .config
+        .iter()
+        .flat_map(|c| &c.files)
+        // A part of a file is named `FILE#PART` (`.claude.json#preferences`).
+        .map(|f| absolute(&home.join(f.path.as_str().split('#').next().unwrap_or_default())))
+        .filter(|p| !p.exists())
+        .collect();
     let store = Store::harness(&args.to, home).expect("validated by the argument parser");
     // The harness's own configuration: with a whole restore, into the same harness only.
     let mut config_lines = Vec::new();
@@ -362,6 +374,9 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
         .with_context(|| format!("cannot write into {}", store.describe_location()))?;
     bar.clear();
     let mut answer = written.answer;
+    answer
+        .written_into
+        .retain(|w| !made_here.contains(&absolute(&w.file)));
     damaged.into_answer(
         &mut answer,
         "the repository (asp check --read-data names the blob)",

@@ -68,10 +68,23 @@ impl Home {
         Ok(home)
     }
 
+    /// The directory as an absolute path (against the current directory, symlinks kept), for
+    /// what a harness stores and reads from anywhere: a working directory written for a
+    /// session that names none, Codex's `rollout_path`. `--home h` is shown as given.
+    pub fn absolute_dir(&self) -> PathBuf {
+        absolute(&self.dir)
+    }
+
     /// `dir/rel`.
     pub fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
         self.dir.join(rel)
     }
+}
+
+/// `path` made absolute against the current directory (symlinks kept; as it is when the
+/// current directory cannot be read).
+pub fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// What a converter can read from and write into its native store.

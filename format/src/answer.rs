@@ -35,6 +35,8 @@ pub struct ImportAnswer {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WrittenInto {
     pub kind: StateKind,
+    /// The file, as the command was given it.
+    pub file: std::path::PathBuf,
     /// The file and what was added to it, in words for the owner.
     pub what: String,
 }

@@ -700,7 +700,9 @@ fn write_composed(
         }
     }
     let items = folder.finish();
-    let home = layout.home.to_string_lossy().into_owned();
+    let home = crate::harness::absolute(&layout.home)
+        .to_string_lossy()
+        .into_owned();
     let cwd = s.cwd.clone().unwrap_or_else(|| {
         ctx.diagnostics.note(
             Path::new(s.id.as_str()),

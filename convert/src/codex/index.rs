@@ -108,17 +108,19 @@ impl SessionIndex {
     }
 
     /// Names `id` (appends a line), unless the index already names it so. The line is written
-    /// in one append, as Codex writes its own.
+    /// in one append, as Codex writes its own. Its `updated_at` is `at`, the thread's last
+    /// activity, not the time of the import: no line depends on when an import runs
+    /// (spec/harnesses/codex.md §16.4), and an old conversation does not look renamed today.
     pub fn name_thread(
         &mut self,
         writer: &Writer,
         id: &str,
         name: &str,
+        at: time::Nanos,
     ) -> Result<bool, ConvertError> {
         if self.name(id) == Some(name) || name.trim().is_empty() {
             return Ok(false);
         }
-        let now = time::now();
         // A file whose last line lacks its newline (cut off) must not swallow ours.
         let needs_newline = std::fs::read(&self.path)
             .map(|b| !b.is_empty() && !b.ends_with(b"\n"))
@@ -128,13 +130,13 @@ impl SessionIndex {
         } else {
             String::new()
         };
-        line += &json!({"id": id, "thread_name": name, "updated_at": time::format_nanos(now)})
+        line += &json!({"id": id, "thread_name": name, "updated_at": time::format_nanos(at)})
             .to_string();
         line.push('\n');
         writer.append(&self.path, line.as_bytes())?;
         self.by_id.entry(id.to_owned()).or_default().push(Entry {
             name: name.to_owned(),
-            at: Some(now),
+            at: Some(at),
         });
         Ok(true)
     }

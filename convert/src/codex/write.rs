@@ -319,10 +319,11 @@ impl<'a> SessionWriter<'a> {
                 0
             }
         };
-        let cwd = session
-            .cwd
-            .clone()
-            .unwrap_or_else(|| self.paths.home.display().to_string());
+        let cwd = session.cwd.clone().unwrap_or_else(|| {
+            crate::harness::absolute(&self.paths.home)
+                .display()
+                .to_string()
+        });
         let base = if ids::is_uuid(sid) {
             sid.to_owned()
         } else {
@@ -414,7 +415,8 @@ impl<'a> SessionWriter<'a> {
     /// Names the thread and adds its index row.
     fn register(&mut self, s: &Summary, named: bool) -> Result<(), ConvertError> {
         if named {
-            self.index.name_thread(self.writer, &s.id, &s.title)?;
+            self.index
+                .name_thread(self.writer, &s.id, &s.title, s.updated)?;
         }
         let Some(db) = self.db.clone() else {
             return Ok(());
@@ -625,7 +627,11 @@ fn row(s: &Summary) -> Row {
         compose::sandbox_policy(sandbox).to_string()
     };
     r.set("id", text(&s.id));
-    r.set("rollout_path", text(&s.path.display().to_string()));
+    // Codex opens the thread from any directory: the path must be absolute (spec §12).
+    r.set(
+        "rollout_path",
+        text(&crate::harness::absolute(&s.path).display().to_string()),
+    );
     r.set("created_at", time::secs(s.created));
     r.set("updated_at", time::secs(s.updated));
     r.set("created_at_ms", time::millis(s.created));

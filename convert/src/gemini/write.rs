@@ -189,11 +189,7 @@ impl Sessions<'_, '_> {
     }
 
     fn home_dir(&self) -> String {
-        let d = &self.ctx.home.dir;
-        std::path::absolute(d)
-            .unwrap_or_else(|_| d.clone())
-            .to_string_lossy()
-            .into_owned()
+        self.ctx.home.absolute_dir().to_string_lossy().into_owned()
     }
 
     /// Writes every session; fills the answer's `sessions` map and `notTaken`.

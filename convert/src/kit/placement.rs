@@ -164,6 +164,7 @@ impl<'a> Tally<'a> {
             .written_into
             .push(asp_format::answer::WrittenInto {
                 kind: self.kind,
+                file: path.to_path_buf(),
                 what: format!(
                     "{} {}, a file that was there: {}",
                     if dry_run {

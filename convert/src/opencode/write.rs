@@ -454,12 +454,10 @@ fn compose(
         .as_deref()
         .and_then(time::parse)
         .map_or(0, time::millis);
-    let cwd = s.cwd.clone().unwrap_or_else(|| {
-        std::path::absolute(&ctx.home.dir)
-            .unwrap_or_else(|_| ctx.home.dir.clone())
-            .to_string_lossy()
-            .into_owned()
-    });
+    let cwd = s
+        .cwd
+        .clone()
+        .unwrap_or_else(|| ctx.home.absolute_dir().to_string_lossy().into_owned());
     let sid = ids::session(name, base);
     let provider = json!({"providerID": harness, "modelID": "imported"});
     let mut msgs: Vec<(String, i64, Value, Vec<Value>)> = Vec::new();
