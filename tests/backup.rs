@@ -1411,8 +1411,21 @@ fn a_bundle_becomes_a_snapshot() {
     assert!(packed == pack_repo_to(&repo, &t.path().join("b.aspstate"), "latest"));
     let fresh = t.path().join("fresh");
     fs::create_dir_all(&fresh).unwrap();
-    restore(&repo, &fresh, &[]);
+    // A bundle carries no settings files of the harness's own: its whole restore says so.
+    let said = restore_said(&repo, &fresh, "claude-code", &[]);
+    assert!(
+        said.contains(&format!(
+            "configuration: snapshot {} holds none of claude-code's own files",
+            &asp_snapshots_latest(&repo)[..8]
+        )),
+        "{said}"
+    );
     assert_eq!(projects(&fresh), projects(&home));
+    // A backup's snapshot has them: nothing of the kind is said.
+    let repo = t.path().join("backed-up");
+    backup(&home, &repo);
+    let said = restore_said(&repo, &t.path().join("other"), "claude-code", &[]);
+    assert!(!said.contains("holds none"), "{said}");
 }
 
 #[test]

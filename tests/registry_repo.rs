@@ -248,6 +248,51 @@ fn a_pushed_snapshot_pulled_into_an_empty_repository_restores_the_same_files() {
     );
     assert!(bare.get("record").is_none(), "{bare}");
     assert_eq!(bare["snapshot"]["gone"], 0, "{bare}");
+    // Said to a person: the reference a push prints names what its tag names, the record
+    // (pulling it gives the configuration too); a pull of a bare state says what it lacks.
+    let out = asp_on(&laptop)
+        .args([
+            "push",
+            "latest",
+            &reference,
+            "-u",
+            "alice",
+            "--password-stdin",
+        ])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!(
+            " to {reference}@{record} (a snapshot record, of state {content}): "
+        )),
+        "{said}"
+    );
+    let elsewhere = Home::new();
+    let out = asp_on(&elsewhere)
+        .args(["pull", &format!("{}/me/agent-state@{content}", reg.host())])
+        .args(["-u", "alice", "--password-stdin"])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap();
+    let (said, noted) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{noted}");
+    assert!(
+        said.starts_with(&format!(
+            "pulled {}/me/agent-state@{content} into ",
+            reg.host()
+        )),
+        "{said}"
+    );
+    assert!(
+        noted.contains("names a state without a snapshot record")
+            && noted.contains("not the harness's own configuration files"),
+        "{noted}"
+    );
 
     // The bundle pulled from the same REF (through the record) is the one `asp pack
     // --from-repo` writes: plain state.

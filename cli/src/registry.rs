@@ -434,14 +434,9 @@ pub fn run_push(args: PushArgs) -> Result<Exit> {
             serde_json::to_string(&answer).expect("a report serialises")
         );
     } else {
-        let record = report
-            .record
-            .map(|r| format!(" (snapshot record {r})"))
-            .unwrap_or_default();
         let mut line = format!(
-            "pushed {shown} to {}@{}{record}: {} uploaded ({}), {} already there ({})",
-            strip_tag_digest(&reference),
-            report.digest,
+            "pushed {shown} to {}: {} uploaded ({}), {} already there ({})",
+            named_digest(&reference, &report.digest, report.record.as_ref()),
             human::count(report.blobs_uploaded, "blob", "blobs"),
             human::bytes(report.bytes_uploaded),
             report.blobs_present,
@@ -596,14 +591,9 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
             serde_json::to_string(&answer).expect("a report serialises")
         );
     } else {
-        let record = report
-            .record
-            .map(|r| format!(" (snapshot record {r})"))
-            .unwrap_or_default();
         let mut line = format!(
-            "pulled {}@{}{record} into {}: {} downloaded ({}), {} already there ({})",
-            strip_tag_digest(&reference),
-            report.digest,
+            "pulled {} into {}: {} downloaded ({}), {} already there ({})",
+            named_digest(&reference, &report.digest, report.record.as_ref()),
             output.display(),
             human::count(report.blobs_downloaded, "blob", "blobs"),
             human::bytes(report.bytes_downloaded),
@@ -624,8 +614,34 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
             None => {}
         }
         println!("{line}");
+        if snapshot.is_some() && report.record.is_none() && !args.common.quiet {
+            bar.println(format!(
+                "note: {} names a state without a snapshot record (a pushed bundle, or a state \
+                 pulled by its own digest): a restore of it gives the sessions and the rest of \
+                 the state, not the harness's own configuration files (settings, rules, prompt \
+                 history), which only a snapshot record carries",
+                args.reference
+            ));
+        }
     }
     Ok(Exit::Ok)
+}
+
+/// What a push or pull names, as a reference to give `asp pull` again: `REF@DIGEST` of what
+/// the tag names (the snapshot record when there is one, with the state it is about after it:
+/// pulling the state's digest alone leaves the record, and the configuration, behind).
+fn named_digest(
+    r: &Reference,
+    state: &asp_format::digest::Digest,
+    record: Option<&asp_format::digest::Digest>,
+) -> String {
+    match record {
+        Some(record) => format!(
+            "{}@{record} (a snapshot record, of state {state})",
+            strip_tag_digest(r)
+        ),
+        None => format!("{}@{state}", strip_tag_digest(r)),
+    }
 }
 
 /// `registry/repository[:tag]` without a digest (the digest is printed after it).

@@ -357,6 +357,20 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
                 config.harness, config.harness
             ));
         }
+    } else if snapshot.sources.config.is_none()
+        && args.sessions.is_empty()
+        && args.kinds.is_none()
+        && info.harness == args.to
+    {
+        // A whole restore that will not bring the settings files back says so: a snapshot
+        // made from a bundle looks like any other in `asp snapshots`.
+        config_lines.push(format!(
+            "configuration: snapshot {} holds none of {}'s own files (settings, rules, prompt \
+             history; a snapshot made from a bundle, or pulled without its snapshot record, has \
+             none): only the state is restored",
+            info.short_id(),
+            info.harness
+        ));
     }
     let written = store
         .write(
