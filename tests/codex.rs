@@ -1331,6 +1331,34 @@ mod with_claude_code {
         }
     }
 
+    /// The model and mode a carried session chose, which Codex cannot run, are named with
+    /// what the thread runs with instead: one session carried alone has no settings kind
+    /// beside it to report them.
+    #[test]
+    fn settings_a_carried_session_chose_that_codex_cannot_run_are_said() {
+        let dir = tmp();
+        let bundle = dir.path().join("one.aspstate");
+        asp_pack()
+            .args(["--from", CLAUDE, "-q", "--session"])
+            .arg("71958462-4bb8-46b6-a36a-1becf56c22dc")
+            .arg("--home")
+            .arg(samples().join("claude-code"))
+            .arg("-o")
+            .arg(&bundle)
+            .assert()
+            .success();
+        let answer = unpack_json(&bundle, &dir.path().join("home"), &[]);
+        let findings = answer["_meta"]["asp"]["findings"].as_array().unwrap();
+        assert!(
+            findings.iter().any(|f| f["severity"] == "left out"
+                && f["message"]
+                    == "its mode \"acceptEdits\", model \"claude-opus-4-6\" are not for Codex; \
+                        the thread runs with model gpt-5.5, approval on-request, sandbox \
+                        workspace-write (this home's settings, else Codex's defaults)"),
+            "{answer}"
+        );
+    }
+
     #[test]
     fn claude_code_sessions_migrate_into_codex_and_back_out() {
         let (state, store, back, back_store) =

@@ -50,6 +50,9 @@ pub struct Built {
     pub bytes: Vec<u8>,
     /// Kinds of `session/update` a rollout has no place for, left out (in stream order).
     pub dropped: Vec<String>,
+    /// Settings the stream chose that Codex cannot run (`model "claude-opus-4-6"`), in stream
+    /// order, each once: the thread runs with [`Built::settings`] instead.
+    pub not_run: Vec<String>,
     pub start: Nanos,
     pub end: Nanos,
     pub first_prompt: Option<String>,
@@ -512,18 +515,34 @@ fn tool_output_text(t: &ToolCall) -> String {
     }
 }
 
-/// Settings changes recorded in the stream, kept when Codex can run them.
-fn apply_settings(s: &mut TurnSettings, update: &Value) {
-    let mut set = |id: &str, v: &str| match id {
-        settings::MODEL if settings::is_codex_model(v) => s.model = Some(v.to_owned()),
-        settings::EFFORT if settings::EFFORTS.contains(&v) => s.effort = Some(v.to_owned()),
-        settings::MODE => {
-            if let Some((a, sb)) = settings::parse_mode(v) {
-                s.approval = Some(a.to_owned());
-                s.sandbox = Some(sb.to_owned());
+/// Settings changes recorded in the stream, kept when Codex can run them; a model, effort or
+/// mode it cannot is added to `not_run` (once).
+fn apply_settings(s: &mut TurnSettings, update: &Value, not_run: &mut Vec<String>) {
+    let mut set = |id: &str, v: &str| {
+        let ran = match id {
+            settings::MODEL if settings::is_codex_model(v) => {
+                s.model = Some(v.to_owned());
+                true
             }
+            settings::EFFORT if settings::EFFORTS.contains(&v) => {
+                s.effort = Some(v.to_owned());
+                true
+            }
+            settings::MODE => match settings::parse_mode(v) {
+                Some((a, sb)) => {
+                    s.approval = Some(a.to_owned());
+                    s.sandbox = Some(sb.to_owned());
+                    true
+                }
+                None => false,
+            },
+            // Another harness's option (Claude Code's `effort`): nothing in Codex takes it.
+            _ => false,
+        };
+        let said = format!("{} {v:?}", if id == settings::MODE { "mode" } else { id });
+        if !ran && !not_run.contains(&said) {
+            not_run.push(said);
         }
-        _ => {}
     };
     match update.get("sessionUpdate").and_then(Value::as_str) {
         Some("current_mode_update") => {
@@ -584,9 +603,10 @@ pub fn build(src: &Source<'_>, items: &[Item]) -> Built {
         .clone()
         .unwrap_or_else(|| "openai".into());
     // Settings before the first user message apply from the first turn.
+    let mut not_run = Vec::new();
     for item in items.iter().take_while(|i| !matches!(i, Item::User(_))) {
         if let Item::Other(v) = item {
-            apply_settings(&mut b.settings, v);
+            apply_settings(&mut b.settings, v, &mut not_run);
         }
     }
     b.line(
@@ -627,7 +647,7 @@ pub fn build(src: &Source<'_>, items: &[Item]) -> Built {
                 .and_then(Value::as_str)
                 .unwrap_or("unknown");
             if matches!(kind, "current_mode_update" | "config_option_update") {
-                apply_settings(&mut b.settings, v);
+                apply_settings(&mut b.settings, v, &mut not_run);
             } else if kind != "session_info_update" && !dropped.iter().any(|k| k == kind) {
                 // (The title travels as the session's own field, into the thread name.)
                 dropped.push(kind.to_owned());
@@ -657,5 +677,6 @@ pub fn build(src: &Source<'_>, items: &[Item]) -> Built {
         model_provider,
         user_turns,
         dropped,
+        not_run,
     }
 }

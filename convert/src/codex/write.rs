@@ -370,6 +370,26 @@ impl<'a> SessionWriter<'a> {
                 ),
             );
         }
+        if !built.not_run.is_empty() {
+            let s = &built.settings;
+            self.diagnostics.left_out(
+                std::path::Path::new(sid),
+                None,
+                format!(
+                    "its {} {} not for Codex; the thread runs with model {}, approval {}, \
+                     sandbox {} (this home's settings, else Codex's defaults)",
+                    built.not_run.join(", "),
+                    if built.not_run.len() == 1 {
+                        "is"
+                    } else {
+                        "are"
+                    },
+                    s.model.as_deref().unwrap_or(compose::DEFAULT_MODEL),
+                    s.approval.as_deref().unwrap_or("on-request"),
+                    s.sandbox.as_deref().unwrap_or("workspace-write"),
+                ),
+            );
+        }
         if built.user_turns == 0 {
             self.diagnostics.note(
                 Path::new(sid),
