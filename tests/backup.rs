@@ -2486,7 +2486,15 @@ fn restoring_a_session_finds_the_snapshot_that_holds_it() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("holds session 00000000-0000-4000-8000-000000000000 (asp sessions"),
+        err.contains("holds session 00000000-0000-4000-8000-000000000000 (asp sessions")
+            && !err.contains("did you mean"),
+        "{err}"
+    );
+    let out = restore_sessions(&[&A[..8]]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("a session id is given whole: did you mean {A}?")),
         "{err}"
     );
 

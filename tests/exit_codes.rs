@@ -316,7 +316,21 @@ fn a_session_that_is_not_there_and_an_output_folder_that_is_not_there_are_said_p
         .assert()
         .code(2)
         .stderr(predicates::str::contains("has no session deadbeef"))
-        .stderr(predicates::str::contains(listed.as_str()));
+        .stderr(predicates::str::contains(listed.as_str()))
+        .stderr(predicates::prelude::PredicateBooleanExt::not(
+            predicates::str::contains("did you mean"),
+        ));
+    // The start of an id, as a snapshot id may be given: the whole one is suggested.
+    asp()
+        .arg("export")
+        .arg(&bundle)
+        .args(["--session", "7195"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "; a session id is given whole: did you mean \
+             71958462-4bb8-46b6-a36a-1becf56c22dc?",
+        ));
     asp_unpack()
         .arg(&bundle)
         .args(["--session", "deadbeef", "--to-dir"])

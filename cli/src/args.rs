@@ -48,12 +48,19 @@ pub fn parse_harness(s: &str) -> Result<String, String> {
         ))
     } else {
         // `claude` for claude-code, `gemini-cli` for gemini: a name one of the known ones
-        // begins with, or that begins with one of them.
+        // begins with, or that begins with one of them; else a typo (`codx`, `claud-code`):
+        // one or two letters off.
         let given = s.to_ascii_lowercase();
-        let near: Vec<&String> = known
+        let mut near: Vec<&String> = known
             .iter()
             .filter(|k| !given.is_empty() && (k.starts_with(&given) || given.starts_with(*k)))
             .collect();
+        if near.is_empty() {
+            near = known
+                .iter()
+                .filter(|k| edit_distance(k, &given) <= 2.min(k.len() / 3))
+                .collect();
+        }
         let hint = match near.as_slice() {
             [one] => format!("did you mean {one}? "),
             _ => String::new(),
@@ -63,6 +70,24 @@ pub fn parse_harness(s: &str) -> Result<String, String> {
             known.join(", ")
         ))
     }
+}
+
+/// How many letters to insert, delete or change to make `a` into `b` (Levenshtein).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (row[j + 1] + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 /// Parses a session id (`--session`).
@@ -176,12 +201,32 @@ mod tests {
         }
     }
 
+    #[test]
+    fn edit_distance_counts_letters_inserted_deleted_or_changed() {
+        for (a, b, d) in [
+            ("codex", "codx", 1),
+            ("claude-code", "claud-code", 1),
+            ("gemini", "gemnii", 2),
+            ("pi", "qwen", 4),
+            ("", "abc", 3),
+            ("same", "same", 0),
+        ] {
+            assert_eq!(edit_distance(a, b), d, "{a} {b}");
+        }
+    }
+
     #[cfg(all(feature = "claude-code", feature = "gemini"))]
     #[test]
     fn an_unknown_harness_near_a_known_one_is_suggested() {
         let err = parse_harness("claude").unwrap_err();
         assert!(err.contains("did you mean claude-code?"), "{err}");
         let err = parse_harness("Gemini-CLI").unwrap_err();
+        assert!(err.contains("did you mean gemini?"), "{err}");
+        for typo in ["claud-code", "clade-code"] {
+            let err = parse_harness(typo).unwrap_err();
+            assert!(err.contains("did you mean claude-code?"), "{err}");
+        }
+        let err = parse_harness("gemnii").unwrap_err();
         assert!(err.contains("did you mean gemini?"), "{err}");
         let err = parse_harness("vim").unwrap_err();
         assert!(!err.contains("did you mean"), "{err}");

@@ -181,6 +181,8 @@ fn pick_for_sessions(
     // A snapshot of another harness that cannot be read does not stop the search; it is said
     // only when no snapshot holds the sessions.
     let mut unreadable = None;
+    // Ids the given ones begin, for a hint when they are not found whole.
+    let mut begun: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for info in &candidates {
         let snap = match Snapshot::load_sessions(repo, info, ids) {
             Ok(s) => s,
@@ -196,6 +198,20 @@ fn pick_for_sessions(
         if missing.is_empty() {
             return Ok((info.clone(), snap));
         }
+        let hint_ids: Vec<&str> = missing.iter().map(String::as_str).collect();
+        begun.extend(
+            snap.state
+                .sessions
+                .iter()
+                .flatten()
+                .map(|s| s.id.as_str())
+                .filter(|k| {
+                    hint_ids
+                        .iter()
+                        .any(|m| k.starts_with(m) && k.len() > m.len())
+                })
+                .map(str::to_owned),
+        );
         for asked in ids.iter().filter(|i| !missing.contains(i)) {
             holder.entry(asked.as_str()).or_insert_with(|| {
                 format!("{} ({} in {})", info.short_id(), info.harness, info.home)
@@ -214,9 +230,10 @@ fn pick_for_sessions(
         }
         bail_usage!(
             "no newest snapshot in {} (of any harness and home) holds session {} (asp sessions \
-             lists them; an older snapshot may: name it with --snapshot)",
+             lists them; an older snapshot may: name it with --snapshot){}",
             repo.root().display(),
-            nowhere.join(", ")
+            nowhere.join(", "),
+            crate::unpack::whole_ids_hint(&nowhere, begun.iter().map(String::as_str))
         );
     }
     let said: Vec<String> = holder

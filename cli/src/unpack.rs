@@ -265,13 +265,44 @@ pub fn part<'a>(kinds: Option<KindSet>, sessions: &'a [String]) -> Result<Part<'
 }
 
 /// The usage error for sessions that `what` does not have, with the command that `lists`
-/// the sessions it has.
-fn no_session(what: &str, missing: &[impl AsRef<str>], lists: &str) -> Failure {
+/// the sessions it has (`state`'s, for the ids begun by one that was given).
+fn no_session(
+    what: &str,
+    missing: &[impl AsRef<str>],
+    lists: &str,
+    state: &asp_format::State,
+) -> Failure {
     let missing: Vec<&str> = missing.iter().map(AsRef::as_ref).collect();
+    let known = state.sessions.iter().flatten().map(|s| s.id.as_str());
     Failure::usage(format!(
-        "{what} has no session {} ({lists} lists its sessions)",
-        missing.join(", ")
+        "{what} has no session {} ({lists} lists its sessions){}",
+        missing.join(", "),
+        whole_ids_hint(&missing, known)
     ))
+}
+
+/// For ids given as the start of one (as snapshot ids may be), the whole ids they begin:
+/// `; a session id is given whole: did you mean 71958462-4bb8-…?`, or nothing.
+pub fn whole_ids_hint<'a>(missing: &[&str], known: impl Iterator<Item = &'a str>) -> String {
+    let known: Vec<&str> = known.collect();
+    let meant: std::collections::BTreeSet<&str> = missing
+        .iter()
+        .filter(|m| !m.is_empty())
+        .flat_map(|m| {
+            known
+                .iter()
+                .filter(move |k| k.starts_with(*m) && k.len() > m.len())
+        })
+        .copied()
+        .collect();
+    if meant.is_empty() {
+        return String::new();
+    }
+    let meant: Vec<&str> = meant.into_iter().collect();
+    format!(
+        "; a session id is given whole: did you mean {}?",
+        meant.join(" or ")
+    )
 }
 
 /// [`part`] of a state at hand (a repository's snapshot, `what`, whose sessions the command
@@ -284,10 +315,11 @@ pub fn select(
     lists: &str,
 ) -> Result<(asp_format::State, KindSet)> {
     let part = part(kinds, sessions)?;
-    let (state, missing) = state.select(part.kinds, part.sessions);
+    let (selected, missing) = state.select(part.kinds, part.sessions);
     if !missing.is_empty() {
-        return Err(no_session(what, &missing, lists));
+        return Err(no_session(what, &missing, lists, state));
     }
+    let state = selected;
     Ok((state, part.kinds))
 }
 
@@ -305,7 +337,12 @@ pub fn open_part(input: &Input, part: &Part<'_>) -> Result<(Bundle, asp_format::
             Input::File(p) => format!("`asp inspect {}`", p.display()),
             Input::Spooled(_) => "`asp inspect` of the same bundle".to_owned(),
         };
-        return Err(no_session(&input.display(), &missing, &lists));
+        // Only the parts holding the sessions asked for were read: for the hint of whole ids,
+        // on this failing path only, the whole state is.
+        let whole = Bundle::open(input.path())
+            .map(|b| b.manifest().state.clone())
+            .unwrap_or_default();
+        return Err(no_session(&input.display(), &missing, &lists, &whole));
     }
     Ok((bundle, state))
 }

@@ -57,6 +57,16 @@ impl Reference {
         if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(err(s, "it contains whitespace or control characters"));
         }
+        // A URL pasted from a browser or a registry's page: say what to give instead.
+        if let Some((scheme, rest)) = s.split_once("://") {
+            return Err(err(
+                s,
+                format!(
+                    "a reference has no scheme: give {rest:?} ({scheme}:// is not written; HTTPS \
+                     is used, and plain HTTP for a registry on this machine or with --insecure)"
+                ),
+            ));
+        }
         let (rest, digest) = match s.rsplit_once('@') {
             Some((r, d)) => {
                 let digest = Digest::from_str(d).map_err(|e| err(s, e.to_string()))?;
@@ -387,6 +397,14 @@ mod tests {
         assert!(Reference::parse(&long).is_err());
         let long_tag = format!("h.io/a:{}", "t".repeat(129));
         assert!(Reference::parse(&long_tag).is_err());
+        // A URL is refused with the reference it meant.
+        let e = Reference::parse("http://127.0.0.1:5055/me/state:t")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("a reference has no scheme: give \"127.0.0.1:5055/me/state:t\""),
+            "{e}"
+        );
     }
 
     #[test]
