@@ -607,3 +607,53 @@ fn a_registry_that_is_down_is_named_by_every_url_tried() {
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(4));
 }
+
+/// A state holding a credential written out (an MCP server's token) says so before it leaves
+/// for the registry, naming each by server and name; references (`${VAR}`) are not named.
+#[test]
+fn a_push_names_the_credentials_the_state_holds() {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let home = Home::new();
+    let claude = home.path().join("claude");
+    crate::support::copy_dir(&crate::support::samples().join("claude-code"), &claude);
+    let config = claude.join(".claude.json");
+    let mut v: Value = serde_json::from_slice(&fs::read(&config).unwrap()).unwrap();
+    v["mcpServers"]["tracker"] = serde_json::json!({
+        "command": "tracker-mcp",
+        "env": {"TRACKER_API_TOKEN": "tk_live_8f3a9c2e71b04d5f"}
+    });
+    fs::write(&config, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let bundle = home.path().join("state.aspstate");
+    crate::support::asp_pack()
+        .args(["--from", "claude-code", "-q", "--home"])
+        .arg(&claude)
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .code(0);
+    let out = home
+        .asp()
+        .arg("push")
+        .arg(&bundle)
+        .arg(format!("{}/me/state:t", reg.host()))
+        .args(["-u", "alice", "--password-stdin"])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let note = said
+        .lines()
+        .find(|l| l.starts_with("note: ") && l.contains("credentials written out in full"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        note.contains(&format!("go to {} with it: ", reg.host()))
+            && note.contains("MCP server \"tracker\" env.TRACKER_API_TOKEN")
+            && !note.contains("GITHUB"),
+        "{note}"
+    );
+    assert!(
+        !note.contains("tk_live"),
+        "the value itself is never printed: {note}"
+    );
+}

@@ -115,7 +115,7 @@ travel: when the backup was made (the record's `org.opencontainers.image.created
 registries show) and when each gone session was first found gone. Nothing else about this
 machine does (no home path, host name, file paths, file times or inodes). But the state
 travels whole: MCP server credentials written out in full (env values, headers), which the
-backup named in a note, go with it; to share a state without them, push a bundle packed with
+backup named in a note, go with it (the push names them again before it sends them); to share a state without them, push a bundle packed with
 asp-pack --redact-secrets instead. Without --repo, the
 first argument is a snapshot when no file of that name exists, and the repository is
 $ASP_REPO, else ~/.local/share/asp/repo.
@@ -314,7 +314,11 @@ fn remember(reference: &Reference, bar: &TransferBar) {
 }
 
 /// What `asp push` reads, and where to.
-fn push_source(args: &PushArgs) -> Result<(Box<dyn PushSource>, Reference, String)> {
+/// What `asp push` sends: the source, where to, how it is named to the person, and the
+/// credentials its state holds written out (said before they leave).
+type Source = (Box<dyn PushSource>, Reference, String, Vec<String>);
+
+fn push_source(args: &PushArgs) -> Result<Source> {
     let is_snapshot = |s: &str| {
         s == "latest"
             || (s.len() >= 4
@@ -339,7 +343,12 @@ fn push_source(args: &PushArgs) -> Result<(Box<dyn PushSource>, Reference, Strin
             let reference = parse_reference(&args.first)?;
             let layout = Layout::open(dir)?;
             let source = LayoutSource::select(layout, args.manifest.as_deref(), reference.tag())?;
-            Ok((Box::new(source), reference, dir.display().to_string()))
+            Ok((
+                Box::new(source),
+                reference,
+                dir.display().to_string(),
+                Vec::new(),
+            ))
         }
         (Some(_), Some(_)) => Err(Error::Usage(format!(
             "push either a bundle ({} REF) or --layout DIR, not both",
@@ -361,18 +370,23 @@ fn push_source(args: &PushArgs) -> Result<(Box<dyn PushSource>, Reference, Strin
             let input = Input::open(std::path::Path::new(&args.first))?;
             let shown = std::path::PathBuf::from(input.display());
             let bundle = BundleFile::open_as(input.path(), &shown)?;
-            Ok((Box::new(bundle), reference, input.display()))
+            let credentials = asp_convert::kit::secrets::credentials_of(
+                bundle
+                    .bundle()
+                    .manifest()
+                    .state
+                    .tools
+                    .as_deref()
+                    .unwrap_or_default(),
+            );
+            Ok((Box::new(bundle), reference, input.display(), credentials))
         }
         (None, None) => unreachable!("a snapshot push, above"),
     }
 }
 
 /// A snapshot of the repository (`id`: a hex prefix or `latest`) and where to push it.
-fn snapshot_source(
-    args: &PushArgs,
-    id: &str,
-    reference: &str,
-) -> Result<(Box<dyn PushSource>, Reference, String)> {
+fn snapshot_source(args: &PushArgs, id: &str, reference: &str) -> Result<Source> {
     let reference = parse_reference(reference)?;
     let path = RepoArg {
         repo: args.repo.clone(),
@@ -390,7 +404,8 @@ fn snapshot_source(
     let repo = crate::args::waits_said(asp_repo::Repository::open(&path)?);
     let source = asp_repo::registry::SnapshotSource::open(&repo, id)?;
     let shown = format!("snapshot {}", source.info().short_id());
-    Ok((Box::new(source), reference, shown))
+    let credentials = source.credentials().to_vec();
+    Ok((Box::new(source), reference, shown, credentials))
 }
 
 /// A push's `--json` answer.
@@ -405,8 +420,17 @@ struct Pushed<'a> {
 }
 
 pub fn run_push(args: PushArgs) -> Result<Exit> {
-    let (source, reference, shown) = push_source(&args)?;
+    let (source, reference, shown, credentials) = push_source(&args)?;
     let bar = TransferBar::new(args.common.quiet, "push");
+    if !credentials.is_empty() && !args.common.quiet {
+        bar.println(format!(
+            "note: {shown} holds credentials written out in full, which go to {} with it: {}; \
+             whoever can pull it can read them (a bundle packed with asp-pack --redact-secrets \
+             has them blanked)",
+            reference.registry(),
+            credentials.join(", ")
+        ));
+    }
     let client = connect(&reference, &args.registry, &bar)?;
     let mount_from = match &args.from {
         Some(f) => vec![f.clone()],

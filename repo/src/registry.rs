@@ -62,6 +62,8 @@ pub struct SnapshotSource {
     manifest: Vec<u8>,
     info: SnapshotInfo,
     record: RecordSource,
+    /// The literal credentials its state holds (`asp_convert::kit::secrets::credentials_of`).
+    credentials: Vec<String>,
     _lock: Lock,
 }
 
@@ -83,17 +85,26 @@ impl SnapshotSource {
         let snapshot = Snapshot::load_for_reading(repo, &info)?;
         let manifest = repo.read_blob(&snapshot.content, Limits::default().max_manifest_bytes)?;
         let record = RecordSource::of(repo, &snapshot)?;
+        let credentials = asp_convert::kit::secrets::credentials_of(
+            snapshot.state.tools.as_deref().unwrap_or_default(),
+        );
         Ok(SnapshotSource {
             layout: repo.layout().clone(),
             manifest,
             info,
             record,
+            credentials,
             _lock: lock,
         })
     }
 
     pub fn info(&self) -> &SnapshotInfo {
         &self.info
+    }
+
+    /// The credentials its state holds written out, by server and name.
+    pub fn credentials(&self) -> &[String] {
+        &self.credentials
     }
 }
 

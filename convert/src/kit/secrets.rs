@@ -234,6 +234,19 @@ pub fn literal_credentials(server: &McpServer) -> Vec<String> {
     found
 }
 
+/// The literal credentials ([`literal_credentials`]) of every server of a state's tools, each
+/// as `MCP server "NAME" env.TOKEN`: what a command sending the state elsewhere says it sends.
+pub fn credentials_of(servers: &[McpServer]) -> Vec<String> {
+    servers
+        .iter()
+        .flat_map(|s| {
+            literal_credentials(s)
+                .into_iter()
+                .map(move |c| format!("MCP server {:?} {c}", s.name()))
+        })
+        .collect()
+}
+
 /// Carries `server`, read from `file`: with `redact`, its secrets blanked ([`redact`]) and a
 /// note naming what was blanked;
 /// without, as it is, with a note naming the values that are credentials by their names, so
