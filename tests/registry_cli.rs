@@ -210,6 +210,28 @@ fn push_and_pull_through_the_cli_with_json_results() {
         .unwrap();
     assert!(out.status.success());
     assert_eq!(json(&out.stdout)["blobsDownloaded"], 0);
+
+    // A mistyped tag is told from a mistyped repository by the tags there.
+    for (wrong, said) in [
+        (
+            format!("{}/me/agent-state:lastest", reg.host()),
+            "tag lastest (its tags: laptop) is not in the registry",
+        ),
+        (
+            format!("{}/me/agent-stat:laptop", reg.host()),
+            "tag laptop (the repository has no tags: is its name right?) is not in the registry",
+        ),
+    ] {
+        let out = other
+            .asp()
+            .args(["pull", &wrong, "--layout"])
+            .arg(other.path().join("nowhere"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(said), "{err}");
+    }
 }
 
 #[test]

@@ -19,7 +19,8 @@ const AFTER_HELP: &str = "\
 Examples:
   asp backup --from claude-code
       Snapshot your Claude Code sessions, instructions, skills, MCP servers, memory and
-      settings into the repository ($ASP_REPO, else ~/.local/share/asp/repo; created on first use).
+      settings into the repository ($ASP_REPO, else $XDG_DATA_HOME/asp/repo, else
+      ~/.local/share/asp/repo; created on first use).
   asp backup --from all --repo /mnt/backup/asp
       Every harness whose store exists in your home, one snapshot each.
   asp backup --from codex --home /mnt/old-laptop/home/me

@@ -118,7 +118,7 @@ travels whole: MCP server credentials written out in full (env values, headers),
 backup named in a note, go with it (the push names them again before it sends them); to share a state without them, push a bundle packed with
 asp-pack --redact-secrets instead. Without --repo, the
 first argument is a snapshot when no file of that name exists, and the repository is
-$ASP_REPO, else ~/.local/share/asp/repo.
+$ASP_REPO, else $XDG_DATA_HOME/asp/repo, else ~/.local/share/asp/repo.
 
 A bundle is pushed as its own OCI image manifest and blobs, read from the zip as they are: the
 registry names the artifact by the digest `asp verify` prints. Bundles of layout 1.0.0 have
@@ -149,12 +149,13 @@ pub struct PushArgs {
     #[arg(value_name = "SNAPSHOT|FILE.aspstate")]
     pub first: String,
 
-    /// Where to: host[:port]/name[:tag|@sha256:<hex>]
+    /// Where to: host[:port]/name[:tag|@sha256:<hex>] (without a host, Docker Hub's, docker.io,
+    /// as docker reads it; the tag is latest when none is given)
     #[arg(value_name = "REF")]
     pub second: Option<String>,
 
-    /// Push a snapshot of this repository [default: $ASP_REPO, else
-    /// ~/.local/share/asp/repo, when the first argument is no file]
+    /// Push a snapshot of this repository [default: $ASP_REPO, else $XDG_DATA_HOME/asp/repo,
+    /// else ~/.local/share/asp/repo, when the first argument is no file]
     #[arg(long, value_name = "DIR", conflicts_with = "layout")]
     pub repo: Option<PathBuf>,
 
@@ -189,7 +190,8 @@ Treats what the registry sends as hostile: the manifest is refused over 4 MiB or
 not an asp state artifact; every blob's size is checked before it is read and its sha256
 after; nothing is written unless every blob verified.
 
---repo DIR (the default, with $ASP_REPO or ~/.local/share/asp/repo; created if missing,
+--repo DIR (the default, with $ASP_REPO, else $XDG_DATA_HOME/asp/repo, else
+~/.local/share/asp/repo; created if missing,
 and removed again if the pull fails before anything landed, all but its locks/ folder,
 since a lock file is never deleted; a later pull or backup takes such a folder as empty)
 makes a snapshot: the state
@@ -225,7 +227,8 @@ Examples:
 
 {EXIT_CODES_HELP}"))]
 pub struct PullArgs {
-    /// What to pull: host[:port]/name[:tag|@sha256:<hex>]
+    /// What to pull: host[:port]/name[:tag|@sha256:<hex>] (without a host, Docker Hub's,
+    /// docker.io, as docker reads it; the tag is latest when none is given)
     #[arg(value_name = "REF")]
     pub reference: String,
 
@@ -242,7 +245,8 @@ pub struct PullArgs {
     pub layout: Option<PathBuf>,
 
     /// Pull into this snapshot repository, as a snapshot (created if missing) [default:
-    /// $ASP_REPO, else ~/.local/share/asp/repo, without -o and --layout]
+    /// $ASP_REPO, else $XDG_DATA_HOME/asp/repo, else ~/.local/share/asp/repo, without -o and
+    /// --layout]
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
 

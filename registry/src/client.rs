@@ -800,13 +800,25 @@ impl Client {
             StatusCode::OK => {}
             StatusCode::NOT_FOUND => {
                 let detail = self.error_detail(&mut resp);
+                let what = if detail.contains("NAME_UNKNOWN") {
+                    "the repository".to_owned()
+                } else if let Some(tag) = reference.tag().filter(|_| reference.digest().is_none()) {
+                    // A mistyped tag and a mistyped repository look the same to a manifest
+                    // GET (distribution 2.8 says MANIFEST_UNKNOWN for both): the tags there
+                    // tell them apart.
+                    match self.tags(reference.repository()) {
+                        Some(tags) if tags.is_empty() => {
+                            format!("tag {tag} (the repository has no tags: is its name right?)")
+                        }
+                        Some(tags) => format!("tag {tag} (its tags: {})", shown_tags(&tags)),
+                        None => format!("tag {tag}"),
+                    }
+                } else {
+                    "the manifest".to_owned()
+                };
                 return Err(Error::NotFound {
                     reference: reference.to_string(),
-                    what: if detail.contains("NAME_UNKNOWN") {
-                        "the repository".to_owned()
-                    } else {
-                        "the manifest".to_owned()
-                    },
+                    what,
                 });
             }
             s => return Err(self.unexpected(&what, s, &mut resp)),
@@ -977,6 +989,43 @@ impl Client {
 
     /// What an error answer says: the OCI error envelope's codes and messages, or the start
     /// of the body; scrubbed and short.
+    /// The repository's tags (the first 100; none for a repository the registry does not
+    /// have), or `None` when the registry does not say (no right to list, an answer that is
+    /// not a tag list): only ever a hint.
+    fn tags(&self, repository: &str) -> Option<Vec<String>> {
+        let url = format!("{}/v2/{repository}/tags/list?n=100", self.base);
+        let what = "GET tags/list".to_owned();
+        let mut resp = self
+            .send(
+                Method::GET,
+                &url,
+                &[Scope::pull(repository)],
+                &[],
+                &what,
+                &mut || Ok(Payload::Empty),
+            )
+            .ok()?;
+        match resp.status() {
+            StatusCode::OK => {}
+            // No repository of that name (NAME_UNKNOWN): it has no tags.
+            StatusCode::NOT_FOUND => return Some(Vec::new()),
+            _ => return None,
+        }
+        #[derive(Deserialize)]
+        struct TagList {
+            #[serde(default)]
+            tags: Option<Vec<String>>,
+        }
+        let bytes = resp
+            .body_mut()
+            .with_config()
+            .limit(1 << 20)
+            .read_to_vec()
+            .ok()?;
+        let list: TagList = serde_json::from_slice(&bytes).ok()?;
+        Some(list.tags.unwrap_or_default())
+    }
+
     fn error_detail(&self, resp: &mut Response<Body>) -> String {
         let bytes = resp
             .body_mut()
@@ -1183,6 +1232,22 @@ fn digest_header(resp: &Response<Body>) -> Option<Digest> {
 /// Whether a registry on `host` may be spoken to in plain HTTP without `--insecure`.
 pub fn plain_http_allowed(host: &str) -> bool {
     host_is_loopback(host_of(host))
+}
+
+/// Tags as a hint names them: the first ten, sorted, and how many more there are.
+fn shown_tags(tags: &[String]) -> String {
+    let mut sorted: Vec<&str> = tags.iter().map(String::as_str).collect();
+    sorted.sort_unstable();
+    let mut out = sorted
+        .iter()
+        .take(10)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if sorted.len() > 10 {
+        out.push_str(&format!(" and {} more", sorted.len() - 10));
+    }
+    out
 }
 
 #[cfg(test)]
