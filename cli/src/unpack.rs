@@ -36,7 +36,9 @@ Examples:
 
 After an import into a harness, the summary names for each session written the command that
 resumes it there: `cd <cwd> && claude --resume <id>`, `codex resume <id>`,
-`cd <cwd> && gemini --resume <id>`.
+`cd <cwd> && gemini --resume <id>`, `cd <cwd> && opencode --session <id>`,
+`cd <cwd> && pi --session <id>`, `cd <cwd> && qwen --resume <id>` or
+`cd <cwd> && copilot --resume <id>`.
 
 --json prints the _asp/state/import answer: {\"taken\": [kinds], \"notTaken\": [{\"kind\",
 \"reason\"}], \"sessions\": {\"old id\": \"new id\"}}, and under
