@@ -2941,3 +2941,35 @@ fn restored_folder_trust_is_said_or_left_out() {
         "the rest comes back"
     );
 }
+
+/// A project's own MCP server (local scope) is not part of the state, but a backup keeps it
+/// with the configuration: the backup says it is kept, where a pack says it is left out.
+#[test]
+fn a_local_scope_mcp_server_is_kept_by_a_backup_and_left_out_by_a_pack() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let out = backup_run(&home, &t.path().join("repo"), &["--from", "claude-code"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let line = said
+        .lines()
+        .find(|l| l.contains("\"design-system\""))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        line.starts_with("note: ") && line.contains("kept with Claude Code's configuration"),
+        "{line}"
+    );
+    let out = asp_pack()
+        .args(["--from", "claude-code", "--home"])
+        .arg(&home)
+        .arg("-o")
+        .arg(t.path().join("b.aspstate"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    let line = said
+        .lines()
+        .find(|l| l.contains("\"design-system\""))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(line.starts_with("left out: "), "{line}");
+}

@@ -105,6 +105,9 @@ pub struct ReadOptions {
     /// Carry each session's native files (`Session::native`). A bundle wants them, for
     /// byte-exact restores; the export form drops them, so an export must not read them.
     pub native: bool,
+    /// The read is a backup's, which keeps the harness's configuration files beside the state
+    /// (`asp backup`): what they hold and the state cannot is noted as kept, not left out.
+    pub configuration_kept: bool,
 }
 
 impl Default for ReadOptions {
@@ -112,6 +115,7 @@ impl Default for ReadOptions {
         ReadOptions {
             redact_secrets: false,
             native: true,
+            configuration_kept: false,
         }
     }
 }

@@ -453,7 +453,10 @@ fn backup_once(
         &ReadRequest {
             kinds: KindSet::ALL,
             sessions: &Sessions::All,
-            options: ReadOptions::default(),
+            options: ReadOptions {
+                configuration_kept: true,
+                ..ReadOptions::default()
+            },
             threads: opts.threads,
             blobs: &staging,
             diagnostics: ctx.diagnostics,

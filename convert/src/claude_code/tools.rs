@@ -211,13 +211,23 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
             .into_iter()
             .flat_map(|m| m.keys())
         {
-            ctx.diagnostics.left_out(
-                &layout.global,
-                None,
-                format!(
-                    "MCP server {name:?} is configured for the project {project} only (local scope); only user-scope servers are carried (`asp backup` keeps local-scope ones for Claude Code, with its configuration)"
-                ),
-            );
+            if ctx.options.configuration_kept {
+                ctx.diagnostics.note(
+                    &layout.global,
+                    None,
+                    format!(
+                        "MCP server {name:?} is configured for the project {project} only (local scope): kept with Claude Code's configuration, which a restore into Claude Code brings back (the state carries user-scope servers only)"
+                    ),
+                );
+            } else {
+                ctx.diagnostics.left_out(
+                    &layout.global,
+                    None,
+                    format!(
+                        "MCP server {name:?} is configured for the project {project} only (local scope); only user-scope servers are carried (`asp backup` keeps local-scope ones for Claude Code, with its configuration)"
+                    ),
+                );
+            }
         }
     }
     Some(out)
