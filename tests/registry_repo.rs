@@ -189,6 +189,8 @@ fn a_pushed_snapshot_pulled_into_an_empty_repository_restores_the_same_files() {
     assert!(!default_repo(&desktop).exists());
     let pulled = pull(&desktop, &[&reference]);
     assert_eq!(pulled["digest"], content.as_str(), "{pulled}");
+    // When the backup was made travels; the new snapshot's own time is the pull's.
+    assert_eq!(pulled["backedUp"], snapshots[1]["created"], "{pulled}");
     assert_eq!(pulled["record"], record.as_str(), "{pulled}");
     let snap = &pulled["snapshot"];
     assert_eq!(snap["harness"], "claude-code", "{pulled}");

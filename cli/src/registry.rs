@@ -554,6 +554,9 @@ struct Pulled<'a> {
     /// The snapshot made (`--repo`); null when the repository had this content already.
     #[serde(skip_serializing_if = "Option::is_none")]
     snapshot: Option<Option<asp_repo::SnapshotInfo>>,
+    /// When the backup was made, as its snapshot record says (`--repo`, a record pulled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backed_up: Option<String>,
 }
 
 pub fn run_pull(args: PullArgs) -> Result<Exit> {
@@ -589,9 +592,15 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
         Sink::Bundle(b) => b.written(),
         Sink::Layout(_) | Sink::Repo(_) => None,
     };
-    let snapshot = match &sink {
-        Sink::Repo(r) => Some(r.pulled().and_then(|p| p.snapshot)),
-        _ => None,
+    let (snapshot, backed_up) = match &sink {
+        Sink::Repo(r) => {
+            let pulled = r.pulled();
+            (
+                Some(pulled.as_ref().and_then(|p| p.snapshot.clone())),
+                pulled.and_then(|p| p.backed_up),
+            )
+        }
+        _ => (None, None),
     };
     if spool.is_some() {
         // The bundle is the output; what was pulled goes where diagnostics go.
@@ -613,6 +622,7 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
             output: &output,
             bundle_bytes,
             snapshot: snapshot.clone(),
+            backed_up: backed_up.clone(),
         };
         println!(
             "{}",
@@ -633,10 +643,14 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
         }
         match &snapshot {
             Some(Some(s)) => line.push_str(&format!(
-                "; snapshot {} ({}, {})",
+                "; snapshot {} ({}, {}{})",
                 s.short_id(),
                 s.harness,
-                human::count(s.sessions, "session", "sessions")
+                human::count(s.sessions, "session", "sessions"),
+                backed_up
+                    .as_deref()
+                    .map(|t| format!(", backed up {t}"))
+                    .unwrap_or_default()
             )),
             Some(None) => line.push_str("; nothing new: the repository holds this content"),
             None => {}

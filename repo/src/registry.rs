@@ -210,6 +210,9 @@ pub struct Pulled {
     pub snapshot: Option<SnapshotInfo>,
     pub harness: String,
     pub home: String,
+    /// When the backup was made, as its snapshot record says (`org.opencontainers.image.created`);
+    /// the new snapshot's own time is the pull's.
+    pub backed_up: Option<String>,
     pub blobs_added: usize,
     pub bytes_added: u64,
 }
@@ -309,6 +312,12 @@ impl RepoSink {
             staged: staged.files(),
         };
         let state = check_content(&overlay, artifact, reference)?;
+        let backed_up = record.and_then(|r| {
+            r.manifest()
+                .annotations
+                .get(asp_format::bundle::oci::CREATED_ANNOTATION)
+                .cloned()
+        });
         let record = record
             .map(|r| check_record(&overlay, r, &state, reference))
             .transpose()?;
@@ -329,6 +338,7 @@ impl RepoSink {
         let mut pulled = Pulled {
             harness: harness.clone(),
             home: home.clone(),
+            backed_up,
             ..Pulled::default()
         };
         if let Some(p) = &parent
