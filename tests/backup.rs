@@ -1594,7 +1594,7 @@ fn a_backup_waiting_for_a_lock_says_so_and_a_new_repository_is_said() {
     err.read_line(&mut line).unwrap();
     assert!(
         line.starts_with(&format!(
-            "waiting for the asp prune running on {}",
+            "waiting for the asp prune (or check --repair) running on {}",
             repo.display()
         )),
         "{line}"
@@ -1622,12 +1622,38 @@ fn a_backup_waiting_for_a_lock_says_so_and_a_new_repository_is_said() {
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(
             err.contains(&format!("locks/repo is still locked {said}"))
-                && err.contains("nothing was done"),
+                && err.contains("gave up waiting"),
             "{err}"
         );
         assert_eq!(err.contains("waiting up to 0.3s"), wait != "0", "{err}");
     }
     assert_eq!(fs::read(repo.join("index.json")).unwrap(), index);
+    // A lock freed within the limit is taken: this backup waits up to a minute, and goes on
+    // once the lock is free (below).
+    let mut limited = std::process::Command::new(assert_cmd::cargo::cargo_bin!("asp"))
+        .args([
+            "backup",
+            "--from",
+            "claude-code",
+            "-q",
+            "--lock-wait",
+            "1m",
+            "--home",
+        ])
+        .arg(&home)
+        .arg("--repo")
+        .arg(&repo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut limited_err = BufReader::new(limited.stderr.take().unwrap());
+    let mut line = String::new();
+    limited_err.read_line(&mut line).unwrap();
+    assert!(
+        line.starts_with("waiting up to 60s for the asp prune (or check --repair) running on"),
+        "{line}"
+    );
     asp()
         .args(["snapshots", "--lock-wait", "soon", "--repo"])
         .arg(&repo)
@@ -1637,6 +1663,7 @@ fn a_backup_waiting_for_a_lock_says_so_and_a_new_repository_is_said() {
     held.unlock().unwrap();
     let status = child.wait().unwrap();
     assert!(status.success());
+    assert!(limited.wait().unwrap().success(), "taken within the limit");
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
     assert!(!rest.contains("created a new repository"), "{rest}");

@@ -109,10 +109,29 @@ pub struct RepoArg {
     #[arg(long, value_name = "DIR")]
     pub repo: Option<std::path::PathBuf>,
 
-    /// Give up (exit 1, nothing done) when another asp command still holds the repository's
-    /// lock after this long: 0, 30s, 10m, 2h [default: wait until it is free]
+    #[command(flatten)]
+    pub wait: LockWaitArg,
+}
+
+/// `--lock-wait DURATION`, shared by every command that opens a repository.
+#[derive(Debug, Clone, Default, Args)]
+pub struct LockWaitArg {
+    /// Give up (exit 1) when another asp command still holds the repository's lock after
+    /// waiting this long for it: 0, 30s, 10m, 2h [default: wait until it is free]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub lock_wait: Option<std::time::Duration>,
+}
+
+impl LockWaitArg {
+    /// `repo`, saying on stderr when it waits for a lock, and waiting no longer than
+    /// `--lock-wait`.
+    pub fn apply(&self, repo: asp_repo::Repository) -> asp_repo::Repository {
+        let repo = waits_said(repo);
+        match self.lock_wait {
+            Some(limit) => repo.with_lock_wait(limit),
+            None => repo,
+        }
+    }
 }
 
 /// A duration: a number of seconds, or one with `s`, `m` or `h` after it (`1.5s`, `10m`).
@@ -152,14 +171,8 @@ impl RepoArg {
         Ok(self.waiting(asp_repo::Repository::open(&self.path()?)?))
     }
 
-    /// `repo`, saying on stderr when it waits for a lock, and waiting no longer than
-    /// `--lock-wait`.
     fn waiting(&self, repo: asp_repo::Repository) -> asp_repo::Repository {
-        let repo = waits_said(repo);
-        match self.lock_wait {
-            Some(limit) => repo.with_lock_wait(limit),
-            None => repo,
-        }
+        self.wait.apply(repo)
     }
 
     /// Opens the repository, making it where nothing is (what `asp backup` does); a new one is
@@ -176,7 +189,7 @@ impl RepoArg {
 }
 
 /// `repo`, saying on stderr when it waits for a lock another process holds.
-pub fn waits_said(repo: asp_repo::Repository) -> asp_repo::Repository {
+fn waits_said(repo: asp_repo::Repository) -> asp_repo::Repository {
     repo.with_wait_notice(|m| eprintln!("{m}"))
 }
 

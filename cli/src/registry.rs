@@ -159,6 +159,9 @@ pub struct PushArgs {
     #[arg(long, value_name = "DIR", conflicts_with = "layout")]
     pub repo: Option<PathBuf>,
 
+    #[command(flatten)]
+    pub wait: crate::args::LockWaitArg,
+
     /// Push from this OCI image layout directory instead of a bundle
     #[arg(long, value_name = "DIR")]
     pub layout: Option<PathBuf>,
@@ -249,6 +252,9 @@ pub struct PullArgs {
     /// --layout]
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub wait: crate::args::LockWaitArg,
 
     #[command(flatten)]
     pub registry: RegistryArgs,
@@ -394,7 +400,7 @@ fn snapshot_source(args: &PushArgs, id: &str, reference: &str) -> Result<Source>
     let reference = parse_reference(reference)?;
     let path = RepoArg {
         repo: args.repo.clone(),
-        lock_wait: None,
+        wait: args.wait.clone(),
     }
     .path()?;
     if args.repo.is_none() && !asp_repo::Repository::is_at(&path) {
@@ -405,7 +411,7 @@ fn snapshot_source(args: &PushArgs, id: &str, reference: &str) -> Result<Source>
         ))
         .into());
     }
-    let repo = crate::args::waits_said(asp_repo::Repository::open(&path)?);
+    let repo = args.wait.apply(asp_repo::Repository::open(&path)?);
     let source = asp_repo::registry::SnapshotSource::open(&repo, id)?;
     let shown = format!("snapshot {}", source.info().short_id());
     let credentials = source.credentials().to_vec();
@@ -530,10 +536,10 @@ fn pull_sink(args: &PullArgs) -> Result<(Sink, PathBuf, Option<tempfile::TempDir
         (None, None) => {
             let path = RepoArg {
                 repo: args.repo.clone(),
-                lock_wait: None,
+                wait: args.wait.clone(),
             }
             .path()?;
-            let sink = asp_repo::registry::RepoSink::create(&path, None)?;
+            let sink = asp_repo::registry::RepoSink::create(&path, None, |r| args.wait.apply(r))?;
             Ok((Sink::Repo(Box::new(sink)), path, None))
         }
         _ => unreachable!("clap allows at most one of -o, --layout and --repo"),

@@ -20,13 +20,13 @@ pub enum RepoError {
     /// A lock another process holds was still held when the wait the caller allowed ran out
     /// ([`crate::Repository::with_lock_wait`]).
     #[error(
-        "{} is still locked after {waited}: {holder} did not end in time; nothing was done \
-         (try again later, or allow a longer --lock-wait)",
+        "{} is still locked after {waited}: {holder} did not end in time, so this command gave \
+         up waiting there (try again later, or allow a longer --lock-wait)",
         path.display()
     )]
     Locked {
         path: PathBuf,
-        /// The wait allowed, as given (`90s`).
+        /// The wait allowed, in seconds (`90s`, `1.5s`).
         waited: String,
         /// Who holds it, as the wait notice says.
         holder: String,

@@ -245,11 +245,17 @@ impl RepoSink {
     /// The repository at `root`, created when it is missing (or an empty directory); what is
     /// created here is remembered, so that [`RepoSink::discard`] can take it away again if the
     /// pull fails: a failed first pull leaves no repository behind, only its lock files.
-    pub fn create(root: &Path, host: Option<String>) -> Result<Self, RepoError> {
+    /// `opened` sets how the repository waits for its lock, which the sink takes at once
+    /// ([`Repository::with_wait_notice`], [`Repository::with_lock_wait`]).
+    pub fn create(
+        root: &Path,
+        host: Option<String>,
+        opened: impl FnOnce(Repository) -> Repository,
+    ) -> Result<Self, RepoError> {
         if Repository::is_at(root) {
-            return RepoSink::new(Repository::open(root)?, host);
+            return RepoSink::new(opened(Repository::open(root)?), host);
         }
-        let repo = Repository::open_or_init(root)?;
+        let repo = opened(Repository::open_or_init(root)?);
         let mut sink = RepoSink::new(repo, host)?;
         sink.created = true;
         Ok(sink)
@@ -766,7 +772,7 @@ mod tests {
     fn a_discarded_repository_keeps_its_lock_files_and_a_busy_one_is_kept() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("a/repo");
-        RepoSink::create(&root, None).unwrap().discard();
+        RepoSink::create(&root, None, |r| r).unwrap().discard();
         let names = |d: &Path| -> Vec<String> {
             let mut v: Vec<String> = fs::read_dir(d)
                 .unwrap()
@@ -779,7 +785,7 @@ mod tests {
         assert_eq!(names(&root.join("locks")), ["repo"]);
         Repository::open_or_init(&root).unwrap();
 
-        let sink = RepoSink::create(&dir.path().join("b"), None).unwrap();
+        let sink = RepoSink::create(&dir.path().join("b"), None, |r| r).unwrap();
         let other = Repository::open(&dir.path().join("b")).unwrap();
         let held = other.lock_shared().unwrap();
         let said = sink

@@ -67,7 +67,7 @@ impl std::fmt::Debug for WaitNotice {
     }
 }
 
-/// A duration as `--lock-wait` takes it back: `90s`, `1.5s`.
+/// A duration in seconds, as `--lock-wait` takes it back: `90s`, `1.5s` (`10m` is `600s`).
 fn seconds(d: std::time::Duration) -> String {
     let ms = d.as_millis();
     if ms.is_multiple_of(1000) {
@@ -331,7 +331,10 @@ impl Repository {
                 self.root().display()
             )
         } else {
-            format!("the asp prune running on {}", self.root().display())
+            format!(
+                "the asp prune (or check --repair) running on {}",
+                self.root().display()
+            )
         };
         let Some(limit) = self.lock_wait else {
             if let Some(say) = &self.waiting.0 {
