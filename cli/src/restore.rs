@@ -181,8 +181,8 @@ fn pick_for_sessions(
     // A snapshot of another harness that cannot be read does not stop the search; it is said
     // only when no snapshot holds the sessions.
     let mut unreadable = None;
-    // Ids the given ones begin, for a hint when they are not found whole.
-    let mut begun: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    // The ids there are, for a hint of the whole ones when given ones are not found.
+    let mut known: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for info in &candidates {
         let snap = match Snapshot::load_sessions(repo, info, ids) {
             Ok(s) => s,
@@ -198,19 +198,12 @@ fn pick_for_sessions(
         if missing.is_empty() {
             return Ok((info.clone(), snap));
         }
-        let hint_ids: Vec<&str> = missing.iter().map(String::as_str).collect();
-        begun.extend(
+        known.extend(
             snap.state
                 .sessions
                 .iter()
                 .flatten()
-                .map(|s| s.id.as_str())
-                .filter(|k| {
-                    hint_ids
-                        .iter()
-                        .any(|m| k.starts_with(m) && k.len() > m.len())
-                })
-                .map(str::to_owned),
+                .map(|s| s.id.to_string()),
         );
         for asked in ids.iter().filter(|i| !missing.contains(i)) {
             holder.entry(asked.as_str()).or_insert_with(|| {
@@ -233,7 +226,7 @@ fn pick_for_sessions(
              lists them; an older snapshot may: name it with --snapshot){}",
             repo.root().display(),
             nowhere.join(", "),
-            crate::unpack::whole_ids_hint(&nowhere, begun.iter().map(String::as_str))
+            asp_format::state::whole_ids_hint(&nowhere, known.iter().map(String::as_str))
         );
     }
     let said: Vec<String> = holder

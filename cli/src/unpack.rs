@@ -279,32 +279,8 @@ fn no_session(
     Failure::usage(format!(
         "{what} has no session {} ({lists} lists its sessions){}",
         missing.join(", "),
-        whole_ids_hint(&missing, known)
+        asp_format::state::whole_ids_hint(&missing, known)
     ))
-}
-
-/// For ids given as the start of one (as snapshot ids may be), the whole ids they begin:
-/// `; a session id is given whole: did you mean 71958462-4bb8-…?`, or nothing.
-pub fn whole_ids_hint<'a>(missing: &[&str], known: impl Iterator<Item = &'a str>) -> String {
-    let known: Vec<&str> = known.collect();
-    let meant: std::collections::BTreeSet<&str> = missing
-        .iter()
-        .filter(|m| !m.is_empty())
-        .flat_map(|m| {
-            known
-                .iter()
-                .filter(move |k| k.starts_with(*m) && k.len() > m.len())
-        })
-        .copied()
-        .collect();
-    if meant.is_empty() {
-        return String::new();
-    }
-    let meant: Vec<&str> = meant.into_iter().collect();
-    format!(
-        "; a session id is given whole: did you mean {}?",
-        meant.join(" or ")
-    )
 }
 
 /// [`part`] of a state at hand (a repository's snapshot, `what`, whose sessions the command

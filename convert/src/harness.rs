@@ -230,9 +230,13 @@ impl Survey {
             return Err(ConvertError::Usage(format!(
                 "no session {} among its {} sessions (`asp sessions --from HARNESS --home DIR` \
                  lists them; a subagent session is read with the session that started it: give \
-                 that one's id)",
+                 that one's id){}",
                 missing.join(", "),
-                self.sessions.len()
+                self.sessions.len(),
+                asp_format::state::whole_ids_hint(
+                    &missing,
+                    self.sessions.iter().map(|s| s.id.as_str())
+                )
             )));
         }
         let mut chosen: Vec<bool> = self.sessions.iter().map(|s| ids.contains(&s.id)).collect();

@@ -726,6 +726,29 @@ fn kept_sessions(sessions: &[Session], ids: &[String]) -> (BTreeSet<String>, Vec
     kept_ids(&pairs, ids)
 }
 
+/// For session ids given that name none, the ids they are the start of (as a snapshot id may
+/// be given): `; a session id is given whole: did you mean 71958462-…?` to add to the error,
+/// or nothing. At most three are named; a start shared by more is said to be.
+pub fn whole_ids_hint<'a>(missing: &[&str], known: impl IntoIterator<Item = &'a str>) -> String {
+    const NAMED: usize = 3;
+    let meant: BTreeSet<&str> = known
+        .into_iter()
+        .filter(|k| {
+            missing
+                .iter()
+                .any(|m| !m.is_empty() && k.len() > m.len() && k.starts_with(m))
+        })
+        .collect();
+    match meant.len() {
+        0 => String::new(),
+        n if n <= NAMED => format!(
+            "; a session id is given whole: did you mean {}?",
+            meant.into_iter().collect::<Vec<_>>().join(" or ")
+        ),
+        n => format!("; a session id is given whole, and {n} begin so"),
+    }
+}
+
 /// The session a subagent session belongs to: `_meta.asp.parent.sessionId`.
 pub fn parent_of(s: &Session) -> Option<&str> {
     s.meta
@@ -770,6 +793,33 @@ mod tests {
 
     fn d(bytes: &[u8]) -> Descriptor {
         Descriptor::of(bytes)
+    }
+
+    #[test]
+    fn the_whole_ids_a_given_start_names_are_suggested() {
+        let known = [
+            "71958462-aa",
+            "71958462-bb",
+            "0e06340e-cc",
+            "0e06-dd",
+            "0e-ee",
+            "0f-ff",
+        ];
+        let hint = |m: &[&str]| whole_ids_hint(m, known);
+        assert_eq!(
+            hint(&["7195"]),
+            "; a session id is given whole: did you mean 71958462-aa or 71958462-bb?"
+        );
+        // Each named once, from every start given; a whole id is no start of itself.
+        assert_eq!(
+            hint(&["71958462-aa", "0e06340e", "0e06340e"]),
+            "; a session id is given whole: did you mean 0e06340e-cc?"
+        );
+        assert_eq!(
+            hint(&["0"]),
+            "; a session id is given whole, and 4 begin so"
+        );
+        assert_eq!(hint(&["", "zz"]), "");
     }
 
     #[test]

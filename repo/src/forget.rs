@@ -246,9 +246,14 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
         .map(String::as_str)
         .collect();
     if !unknown.is_empty() {
+        let known = snaps
+            .iter()
+            .flat_map(|(_, snap)| snap.state.sessions.iter().flatten())
+            .map(|s| s.id.as_str());
         return Err(RepoError::Usage(format!(
-            "no newest snapshot holds session {} (`asp sessions` lists them)",
-            unknown.join(", ")
+            "no newest snapshot holds session {} (`asp sessions` lists them){}",
+            unknown.join(", "),
+            asp_format::state::whole_ids_hint(&unknown, known)
         )));
     }
     let mut out = Dropped::default();
