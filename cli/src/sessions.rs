@@ -94,31 +94,32 @@ fn row(s: &Session, harness: &str, snapshot: Option<String>, gone: bool) -> Row 
     }
 }
 
+/// A session as a parent is looked up: in its series (harness and home), since one id can be
+/// in two (a Claude Code session carried into Codex keeps its UUID).
+type Key = (String, Option<String>, String);
+
+fn key(r: &Row, id: &str) -> Key {
+    (r.harness.clone(), r.home.clone(), id.to_owned())
+}
+
 /// The rows in listing order: sessions of their own newest first, each followed by its
 /// subagents' sessions (oldest first, as they ran) at any depth, so a subagent is read under
 /// the conversation that started it. A subagent whose parent is not listed stands alone.
 fn nested(mut rows: Vec<Row>) -> Vec<Row> {
     rows.sort_by(|a, b| (b.updated_at.as_deref(), &a.id).cmp(&(a.updated_at.as_deref(), &b.id)));
-    let key = |home: &Option<String>, id: &str| (home.clone(), id.to_owned());
-    let listed: HashSet<(Option<String>, String)> =
-        rows.iter().map(|r| key(&r.home, &r.id)).collect();
-    let mut children: HashMap<(Option<String>, String), Vec<Row>> = HashMap::new();
+    let listed: HashSet<Key> = rows.iter().map(|r| key(r, &r.id)).collect();
+    let mut children: HashMap<Key, Vec<Row>> = HashMap::new();
     let mut roots = Vec::new();
     for r in rows {
-        match r.parent.as_deref().map(|p| key(&r.home, p)) {
-            Some(k) if listed.contains(&k) && k != key(&r.home, &r.id) => {
+        match r.parent.as_deref().map(|p| key(&r, p)) {
+            Some(k) if listed.contains(&k) && k != key(&r, &r.id) => {
                 children.entry(k).or_default().push(r);
             }
             _ => roots.push(r),
         }
     }
-    fn place(
-        r: Row,
-        depth: usize,
-        children: &mut HashMap<(Option<String>, String), Vec<Row>>,
-        out: &mut Vec<Row>,
-    ) {
-        let k = (r.home.clone(), r.id.clone());
+    fn place(r: Row, depth: usize, children: &mut HashMap<Key, Vec<Row>>, out: &mut Vec<Row>) {
+        let k = key(&r, &r.id);
         out.push(Row { depth, ..r });
         if let Some(mut kids) = children.remove(&k) {
             kids.reverse();
@@ -233,4 +234,65 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
         crate::outln!("{line}");
     }
     Ok(Exit::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(id: &str, updated: &str, parent: Option<&str>, harness: &str) -> Row {
+        Row {
+            id: id.to_owned(),
+            title: String::new(),
+            harness: harness.to_owned(),
+            cwd: None,
+            updated_at: Some(updated.to_owned()),
+            snapshot: None,
+            home: Some("h".to_owned()),
+            gone_from_source: false,
+            parent: parent.map(str::to_owned),
+            depth: 0,
+        }
+    }
+
+    fn order(rows: Vec<Row>) -> Vec<(String, usize)> {
+        nested(rows).into_iter().map(|r| (r.id, r.depth)).collect()
+    }
+
+    #[test]
+    fn subagents_follow_the_session_that_started_them_at_any_depth() {
+        let rows = vec![
+            r("a", "2026-01-01", None, "claude-code"),
+            r("b", "2026-01-03", None, "claude-code"),
+            r("a1", "2026-01-02", Some("a"), "claude-code"),
+            r("a0", "2026-01-01", Some("a"), "claude-code"),
+            r("a1x", "2026-01-02", Some("a1"), "claude-code"),
+            // Its parent is not listed: it stands alone.
+            r("o", "2026-01-02", Some("gone"), "claude-code"),
+            // The same id in another series is another session: not a's.
+            r("c", "2026-01-04", Some("a"), "codex"),
+        ];
+        let want = [
+            ("c", 0),
+            ("b", 0),
+            ("o", 0),
+            ("a", 0),
+            ("a0", 1),
+            ("a1", 1),
+            ("a1x", 2),
+        ];
+        assert_eq!(order(rows), want.map(|(i, d)| (i.to_owned(), d)).to_vec());
+    }
+
+    #[test]
+    fn a_parent_cycle_is_listed_not_lost() {
+        let rows = vec![
+            r("x", "2026-01-01", Some("y"), "pi"),
+            r("y", "2026-01-02", Some("x"), "pi"),
+            r("z", "2026-01-03", None, "pi"),
+        ];
+        let listed = order(rows);
+        assert_eq!(listed.len(), 3, "{listed:?}");
+        assert_eq!(listed[0], ("z".to_owned(), 0));
+    }
 }
