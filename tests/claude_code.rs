@@ -2087,7 +2087,8 @@ fn a_configuration_restore_writes_nothing_outside_the_harness_folders() {
             Default::default(),
             false,
         )
-        .unwrap();
+        .unwrap()
+        .placed;
     assert!(!home.path().join(".bashrc").exists());
     assert!(!home.path().join(".config").exists());
     assert!(home.path().join(".claude/agents/reviewer.md").is_file());

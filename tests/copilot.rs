@@ -415,7 +415,8 @@ fn custom_agents_come_back_into_copilot_byte_for_byte() {
             Default::default(),
             false,
         )
-        .unwrap();
+        .unwrap()
+        .placed;
     assert_eq!(
         fs::read(fresh.path().join(".copilot/agents/team/release.md")).unwrap(),
         fs::read(agents.join("team/release.md")).unwrap()

@@ -277,15 +277,7 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
     let diagnostics = Diagnostics::new();
     // The configuration's files this restore makes (below): what the import then adds to one
     // of them is not added to a file the owner had, so it is not said to be.
-    let made_here: std::collections::BTreeSet<PathBuf> = snapshot
-        .sources
-        .config
-        .iter()
-        .flat_map(|c| &c.files)
-        // A part of a file is named `FILE#PART` (`.claude.json#preferences`).
-        .map(|f| absolute(&home.join(f.path.as_str().split('#').next().unwrap_or_default())))
-        .filter(|p| !p.exists())
-        .collect();
+    let mut made_here: std::collections::BTreeSet<PathBuf> = std::collections::BTreeSet::new();
     let store = Store::harness(&args.to, home).expect("validated by the argument parser");
     // The harness's own configuration: with a whole restore, into the same harness only.
     let mut config_lines = Vec::new();
@@ -297,7 +289,7 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
             let config_blobs = SnapshotBlobs::new(&repo, &snapshot.sources.config_layers);
             let mut config = config.clone();
             crate::salvage::check_config(&mut config, &config_blobs, &shown, &mut damaged)?;
-            let placed = store
+            let written = store
                 .write_config(
                     &config,
                     &config_blobs,
@@ -310,6 +302,8 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
                     args.dry_run,
                 )
                 .context("cannot restore the harness's configuration")?;
+            made_here.extend(written.created.iter().map(|p| absolute(p)));
+            let placed = written.placed;
             let new = placed.iter().filter(|(_, p)| p.is_written()).count();
             let there = placed
                 .iter()

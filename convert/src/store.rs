@@ -944,21 +944,24 @@ impl Store {
         path_map: &PathMap,
         grants: crate::kit::placement::Grants,
         dry_run: bool,
-    ) -> Result<Vec<(String, Placement)>, ConvertError> {
+    ) -> Result<ConfigWritten, ConvertError> {
         let Store::Harness { harness, home } = self else {
             return Err(ConvertError::Usage(
                 "a harness's configuration is restored only into that harness".to_owned(),
             ));
         };
         if harness.name() != config.harness {
-            return Ok(vec![(
-                "configuration".to_owned(),
-                Placement::Refused(format!(
-                    "the configuration of {} is not restored into {}",
-                    config.harness,
-                    harness.name()
-                )),
-            )]);
+            return Ok(ConfigWritten {
+                placed: vec![(
+                    "configuration".to_owned(),
+                    Placement::Refused(format!(
+                        "the configuration of {} is not restored into {}",
+                        config.harness,
+                        harness.name()
+                    )),
+                )],
+                created: Vec::new(),
+            });
         }
         // A backup names its files, and a repository is only as trusted as the disk it is
         // on: nothing is written outside the harness's own folders (a tampered record naming
@@ -1045,8 +1048,29 @@ impl Store {
                 (placed, _) => (rel, placed),
             }
         }));
-        Ok(out)
+        let created = writer
+            .changes()
+            .into_iter()
+            .filter_map(|c| match c {
+                crate::kit::fsops::Change::Create(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        Ok(ConfigWritten {
+            placed: out,
+            created,
+        })
     }
+}
+
+/// What [`Store::write_config`] did.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigWritten {
+    /// Each file, or part of one, and what came of it.
+    pub placed: Vec<(String, Placement)>,
+    /// The files it made that were not there (or would make, in a dry run), as written: what
+    /// an import after it adds to one of them is not added to a file the owner had.
+    pub created: Vec<std::path::PathBuf>,
 }
 
 /// Leaves out every kind given with nothing in it: a harness store that has no memory does not
