@@ -799,6 +799,24 @@ fn a_snapshot_named_by_id_is_forgotten_and_what_goes_with_it_is_said() {
         plan["named"]["newestForgotten"][0]["sessionsOnlyItHeld"],
         json!([A])
     );
+    // Both named: no snapshot of the series is left, and every session goes.
+    let out = forget(&[
+        "--json",
+        "--dry-run",
+        "--snapshot",
+        &newest,
+        "--snapshot",
+        &older,
+    ]);
+    let both: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gone = &both["named"]["newestForgotten"][0];
+    assert!(gone["newest"].is_null(), "{both}");
+    assert_eq!(
+        gone["sessionsOnlyItHeld"].as_array().unwrap().len(),
+        5,
+        "{both}"
+    );
+    assert_eq!(both["named"]["remove"].as_array().unwrap().len(), 2);
 
     // The older one's manifest is damaged: check says how to let it go, and then it is gone.
     let digest = plan["named"]["newestForgotten"][0]["newest"]["digest"]

@@ -613,9 +613,8 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
         crate::stdio::copy_to_stdout(&output)?;
         if !args.common.quiet {
             bar.println(format!(
-                "pulled {}@{} to standard output: {} downloaded ({})",
-                strip_tag_digest(&reference),
-                report.digest,
+                "pulled {} to standard output: {} downloaded ({})",
+                named_digest(&reference, &report.digest, report.record.as_ref()),
                 human::count(report.blobs_downloaded, "blob", "blobs"),
                 human::bytes(report.bytes_downloaded),
             ));
@@ -662,7 +661,7 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
             None => {}
         }
         println!("{line}");
-        if snapshot.is_some() && report.record.is_none() && !args.common.quiet {
+        if matches!(snapshot, Some(Some(_))) && report.record.is_none() && !args.common.quiet {
             bar.println(format!(
                 "note: {} names a state without a snapshot record (a pushed bundle, or a state \
                  pulled by its own digest): a restore of it gives the sessions and the rest of \

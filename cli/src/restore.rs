@@ -370,8 +370,8 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
         // made from a bundle looks like any other in `asp snapshots`.
         config_lines.push(format!(
             "configuration: snapshot {} holds none of {}'s own files (settings, rules, prompt \
-             history; a snapshot made from a bundle, or pulled without its snapshot record, has \
-             none): only the state is restored",
+             history: a snapshot made from a bundle, or pulled without its snapshot record, has \
+             none, and so has the backup of a home that had none): only the state is restored",
             info.short_id(),
             info.harness
         ));

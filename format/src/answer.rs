@@ -36,6 +36,7 @@ pub struct ImportAnswer {
 pub struct WrittenInto {
     pub kind: StateKind,
     /// The file, as the command was given it.
+    #[serde(default)]
     pub file: std::path::PathBuf,
     /// The file and what was added to it, in words for the owner.
     pub what: String,

@@ -45,15 +45,21 @@ pub struct ForgetPlan {
     pub remove: Vec<SnapshotInfo>,
 }
 
-/// Applies `policy` to `snapshots` (oldest first, as [`Repository::snapshots`] gives them).
-pub fn plan(snapshots: &[SnapshotInfo], policy: &KeepPolicy) -> ForgetPlan {
-    let mut groups: BTreeMap<(&str, &str), Vec<&SnapshotInfo>> = BTreeMap::new();
+/// `snapshots` by series (harness and home), each in the order given.
+fn series_of(snapshots: &[SnapshotInfo]) -> BTreeMap<(&str, &str), Vec<&SnapshotInfo>> {
+    let mut series: BTreeMap<(&str, &str), Vec<&SnapshotInfo>> = BTreeMap::new();
     for s in snapshots {
-        groups
+        series
             .entry((s.harness.as_str(), s.home.as_str()))
             .or_default()
             .push(s);
     }
+    series
+}
+
+/// Applies `policy` to `snapshots` (oldest first, as [`Repository::snapshots`] gives them).
+pub fn plan(snapshots: &[SnapshotInfo], policy: &KeepPolicy) -> ForgetPlan {
+    let groups = series_of(snapshots);
     let mut keep: BTreeSet<Digest> = BTreeSet::new();
     for group in groups.values() {
         let newest_first: Vec<&SnapshotInfo> = group.iter().rev().copied().collect();
@@ -148,13 +154,7 @@ pub fn plan_named(repo: &Repository, ids: &[String]) -> Result<NamedPlan, RepoEr
         .filter(|s| named.contains(&s.digest))
         .cloned()
         .collect();
-    let mut series: BTreeMap<(&str, &str), Vec<&SnapshotInfo>> = BTreeMap::new();
-    for s in &all {
-        series
-            .entry((s.harness.as_str(), s.home.as_str()))
-            .or_default()
-            .push(s);
-    }
+    let series = series_of(&all);
     let sessions_of = |info: &SnapshotInfo| -> Option<BTreeSet<String>> {
         let snap = Snapshot::load_for_reading(repo, info).ok()?;
         Some(

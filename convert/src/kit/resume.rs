@@ -38,10 +38,7 @@ pub fn cwd_or_home(
     if let Some(c) = &s.cwd {
         return c.clone();
     }
-    let home = std::path::absolute(&ctx.home.dir)
-        .unwrap_or_else(|_| ctx.home.dir.clone())
-        .to_string_lossy()
-        .into_owned();
+    let home = ctx.home.absolute_dir().to_string_lossy().into_owned();
     ctx.diagnostics.note(
         at,
         None,
