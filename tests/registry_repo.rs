@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use asp_test_registry::{Auth, TestRegistry, User};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::registry_cli::{Home, PASSWORD, json};
 use crate::support::*;
@@ -271,6 +271,7 @@ fn a_pushed_snapshot_pulled_into_an_empty_repository_restores_the_same_files() {
         )),
         "{said}"
     );
+
     let elsewhere = Home::new();
     let out = asp_on(&elsewhere)
         .args(["pull", &format!("{}/me/agent-state@{content}", reg.host())])
@@ -672,4 +673,45 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
         ],
     );
     assert!(got["snapshot"]["digest"].is_string(), "{got}");
+}
+
+/// A snapshot's push names the credentials written out in full that it sends: in its state's
+/// MCP servers and in the configuration its record carries (a settings file's `env`, a
+/// project's own servers), never their values.
+#[test]
+fn a_snapshot_push_names_the_credentials_its_configuration_holds() {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let laptop = Home::new();
+    let state = laptop.path().join("work");
+    sample_home(&state, 0..0);
+    let settings = state.join(".claude/settings.json");
+    let mut v: Value = serde_json::from_slice(&fs::read(&settings).unwrap()).unwrap();
+    v["env"]["ANTHROPIC_API_KEY"] = json!("sk-ant-api03-4f9c2e7b1d8a6305");
+    fs::write(&settings, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let global = state.join(".claude.json");
+    let mut v: Value = serde_json::from_slice(&fs::read(&global).unwrap()).unwrap();
+    v["projects"]["/home/dev/shop"]["mcpServers"]["billing"] = json!({"type": "http", "url": "https://billing.example/mcp",
+               "headers": {"X-Api-Key": "bk_live_77f0a9d3c2e1"}});
+    fs::write(&global, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    backup(&laptop, &state);
+    let out = asp_on(&laptop)
+        .args(["push", "latest", &format!("{}/me/keys:t", reg.host())])
+        .args(["-u", "alice", "--password-stdin"])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap();
+    let noted = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{noted}");
+    let note = noted
+        .lines()
+        .find(|l| l.contains("holds credentials written out in full"))
+        .unwrap_or_else(|| panic!("{noted}"));
+    assert!(
+        note.contains(".claude/settings.json env.ANTHROPIC_API_KEY")
+            && note
+                .contains("MCP server \"billing\" of the project /home/dev/shop headers.X-Api-Key")
+            && !note.contains("sk-ant")
+            && !note.contains("bk_live"),
+        "{note}"
+    );
 }

@@ -85,9 +85,7 @@ impl SnapshotSource {
         let snapshot = Snapshot::load_for_reading(repo, &info)?;
         let manifest = repo.read_blob(&snapshot.content, Limits::default().max_manifest_bytes)?;
         let record = RecordSource::of(repo, &snapshot)?;
-        let credentials = asp_convert::kit::secrets::credentials_of(
-            snapshot.state.tools.as_deref().unwrap_or_default(),
-        );
+        let credentials = credentials_sent(repo, &snapshot);
         Ok(SnapshotSource {
             layout: repo.layout().clone(),
             manifest,
@@ -106,6 +104,49 @@ impl SnapshotSource {
     pub fn credentials(&self) -> &[String] {
         &self.credentials
     }
+}
+
+/// The credentials written out in full that a push of `snapshot` sends: its state's MCP
+/// servers', then its configuration's, the settings files' `env` and the project servers
+/// `.claude.json`'s part holds (a body that cannot be read is left to `asp check`: the push
+/// itself refuses it).
+fn credentials_sent(repo: &Repository, snapshot: &Snapshot) -> Vec<String> {
+    use asp_convert::kit::secrets::{credentials_of, env_credentials, members_credentials};
+    let mut found = credentials_of(snapshot.state.tools.as_deref().unwrap_or_default());
+    let Some(config) = &snapshot.sources.config else {
+        return found;
+    };
+    let blobs = crate::blobs::SnapshotBlobs::new(repo, &snapshot.sources.config_layers);
+    for f in &config.files {
+        let name = f.path.as_str();
+        if !name.ends_with(".json") && !name.contains(".json#") {
+            continue;
+        }
+        let Ok(bytes) = asp_format::blob::BlobSource::read_all(&blobs, &f.content) else {
+            continue;
+        };
+        found.extend(
+            env_credentials(&bytes)
+                .into_iter()
+                .map(|c| format!("{name} {c}")),
+        );
+        // A part holding servers by project (`{"projects": {P: {"mcpServers": {...}}}}`).
+        let Ok(serde_json::Value::Object(part)) = serde_json::from_slice(&bytes) else {
+            continue;
+        };
+        let projects = part.get("projects").and_then(serde_json::Value::as_object);
+        for (project, p) in projects.into_iter().flatten() {
+            let servers = p.get("mcpServers").and_then(serde_json::Value::as_object);
+            for (server, entry) in servers.into_iter().flatten() {
+                found.extend(
+                    members_credentials(entry, &["env", "headers"])
+                        .into_iter()
+                        .map(|c| format!("MCP server {server:?} of the project {project} {c}")),
+                );
+            }
+        }
+    }
+    found
 }
 
 impl PushSource for SnapshotSource {

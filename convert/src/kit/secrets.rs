@@ -299,19 +299,31 @@ pub fn env_credentials(json: &[u8]) -> Vec<String> {
     let Ok(text) = std::str::from_utf8(json) else {
         return Vec::new();
     };
-    let Ok((serde_json::Value::Object(file), _)) = parse(text, Jsonc::CommentsAndTrailingCommas)
-    else {
+    let Ok((file, _)) = parse(text, Jsonc::CommentsAndTrailingCommas) else {
         return Vec::new();
     };
-    let Some(serde_json::Value::Object(env)) = file.get("env") else {
-        return Vec::new();
-    };
-    env.iter()
-        .filter(|(name, value)| {
-            names_a_secret(name) && value.as_str().is_some_and(|v| !holds_no_secret(v))
-        })
-        .map(|(name, _)| format!("env.{name}"))
-        .collect()
+    members_credentials(&file, &["env"])
+}
+
+/// The members of `value`'s objects named `objects` (`env`, `headers`) that are literal
+/// credentials by their names, as `env.NAME`: for a configuration file, or an MCP server's
+/// entry as a harness writes it.
+pub fn members_credentials(value: &serde_json::Value, objects: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for object in objects {
+        let Some(serde_json::Value::Object(members)) = value.get(*object) else {
+            continue;
+        };
+        found.extend(
+            members
+                .iter()
+                .filter(|(name, value)| {
+                    names_a_secret(name) && value.as_str().is_some_and(|v| !holds_no_secret(v))
+                })
+                .map(|(name, _)| format!("{object}.{name}")),
+        );
+    }
+    found
 }
 
 /// Notes that a configuration file a backup keeps byte for byte, `file`, holds the
