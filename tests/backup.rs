@@ -3018,3 +3018,54 @@ fn a_local_scope_mcp_server_is_kept_by_a_backup_and_left_out_by_a_pack() {
         .unwrap_or_else(|| panic!("{said}"));
     assert!(line.starts_with("left out: "), "{line}");
 }
+
+/// A session continued in the home since the backup (Claude Code appends to the transcript it
+/// resumes) holds every line the backup has: restoring it writes no copy beside it, says why,
+/// and maps it to itself. One changed in the middle is still kept beside.
+#[test]
+fn a_session_continued_since_the_backup_is_already_there() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let file = home.join(SHOP).join(format!("{A}.jsonl"));
+    append_turn(&file, 1);
+    let before = files_in(&home);
+    let restore = || {
+        asp()
+            .args(["restore", "--json", "--to", "claude-code", "--session", A])
+            .arg("--home")
+            .arg(&home)
+            .arg("--repo")
+            .arg(&repo)
+            .output()
+            .unwrap()
+    };
+    let out = restore();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["sessions"][A], A, "{answer}");
+    assert!(
+        answer["_meta"]["asp"]["alreadyThere"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(A)),
+        "{answer}"
+    );
+    assert!(
+        said.contains("the transcript here continues the one carried"),
+        "{said}"
+    );
+    assert_eq!(files_in(&home), before, "nothing written");
+
+    // A line changed in the middle: not a continuation, kept beside under another id.
+    let text = fs::read_to_string(&file).unwrap();
+    fs::write(
+        &file,
+        text.replacen("\"type\":\"user\"", "\"type\": \"user\"", 1),
+    )
+    .unwrap();
+    let answer: Value = serde_json::from_slice(&restore().stdout).unwrap();
+    assert_ne!(answer["sessions"][A], A, "{answer}");
+}

@@ -1875,3 +1875,45 @@ fn a_plain_rollout_is_its_update_streams_dictionary_and_a_zst_one_is_not() {
         "the sample has both: {plain} plain, {zst} zst"
     );
 }
+
+/// A thread continued in Codex since it was carried (Codex appends to the rollout of a thread
+/// it resumes) holds every line of the carried one: importing it again writes no copy beside
+/// it, and says why.
+#[test]
+fn a_thread_continued_in_codex_is_already_there() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    let bundle = samples().join("state.aspstate");
+    let first = unpack_json(&bundle, &home, &["--kinds", "sessions"]);
+    let id = first["sessions"]["telegram:42"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let rollout = rollouts(&home)
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains(&id))
+        .unwrap();
+    let mut text = fs::read_to_string(&rollout).unwrap();
+    let last = text.lines().last().unwrap().to_owned();
+    text.push_str(&last);
+    text.push('\n');
+    fs::write(&rollout, &text).unwrap();
+    let before = files_in(&home);
+    let out = asp_unpack()
+        .arg(&bundle)
+        .args(["--to", "codex", "--json", "--kinds", "sessions", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let again: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(again["sessions"]["telegram:42"], id.as_str(), "{again}");
+    assert!(
+        said.contains(&format!(
+            "thread {id}: the rollout here continues the one carried"
+        )),
+        "{said}"
+    );
+    assert_eq!(files_in(&home), before, "nothing written");
+}

@@ -86,6 +86,16 @@ fn file_is(path: &Path, d: &Descriptor) -> bool {
     fs::metadata(path).is_ok_and(|m| m.len() == d.size) && file_descriptor(path) == Some(*d)
 }
 
+/// Whether the file at `path` holds the bytes `d` describes and more after them: the session
+/// continued here (Claude Code appends to a transcript it resumes), so it holds every line of
+/// the carried version.
+fn file_continues(path: &Path, d: &Descriptor) -> bool {
+    fs::metadata(path).is_ok_and(|m| m.len() > d.size)
+        && fs::File::open(path)
+            .and_then(|f| descriptor_of(f.take(d.size)))
+            .is_ok_and(|got| got == *d)
+}
+
 /// The id the `attempt`-th copy (from 1) kept beside a different version gets: the
 /// name-based UUID of its [`kept_beside`] name.
 pub fn copy_id(s: &Session, attempt: u32) -> String {
@@ -493,8 +503,20 @@ fn write_native(
     let mut copy_there = false;
     let new_stem = match find_transcript(layout, &bucket, stem) {
         None => stem.to_owned(),
-        Some(p) if file_is(&p, &main.content) => {
-            // Already there (in any bucket); put back any of its other files that are missing.
+        Some(p) if file_is(&p, &main.content) || file_continues(&p, &main.content) => {
+            // Already there (in any bucket), or continued there; put back any of its other
+            // files that are missing.
+            if !file_is(&p, &main.content) {
+                ctx.diagnostics.note(
+                    &p,
+                    None,
+                    format!(
+                        "session {}: the transcript here continues the one carried (it holds \
+                         every line of it, and more after them); kept as it is",
+                        s.id
+                    ),
+                );
+            }
             let bucket = bucket_of(&p).unwrap_or(&bucket).to_owned();
             let placed = place(
                 layout,

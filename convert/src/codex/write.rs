@@ -122,11 +122,33 @@ impl<'a> SessionWriter<'a> {
         })
     }
 
-    /// Whether `bytes` (JSONL) are what the home holds for `id`: `Some(true)` same, `Some(false)`
-    /// a different version is there, `None` the id is free.
+    /// Whether `bytes` (JSONL) are what the home holds for `id`: `Some(true)` the same, or a
+    /// rollout that continues it (said); `Some(false)` a different version is there; `None`
+    /// the id is free.
     fn compare(&self, id: &str, bytes: &[u8]) -> Option<bool> {
         let paths = self.existing.get(id)?;
-        Some(paths.iter().any(|p| jsonl_of(p).as_deref() == Some(bytes)))
+        let mut continued = None;
+        for p in paths {
+            match jsonl_of(p) {
+                Some(have) if have == bytes => return Some(true),
+                // Codex appends to the rollout of a thread it resumes: one that starts with
+                // the carried lines holds all of them.
+                Some(have) if have.len() > bytes.len() && have.starts_with(bytes) => {
+                    continued.get_or_insert(p);
+                }
+                _ => {}
+            }
+        }
+        let p = continued?;
+        self.diagnostics.note(
+            p,
+            None,
+            format!(
+                "thread {id}: the rollout here continues the one carried (it holds every line \
+                 of it, and more after them); kept as it is"
+            ),
+        );
+        Some(true)
     }
 
     pub fn write(&mut self, session: &Session) -> Result<SessionPlaced, ConvertError> {
