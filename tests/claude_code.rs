@@ -812,7 +812,7 @@ fn a_session_that_changed_since_is_kept_and_the_carried_one_written_beside_it() 
         .path()
         .join(format!(".claude/projects/-home-dev-shop/{A}.jsonl"));
     let mut continued = fs::read(&live).unwrap();
-    continued.extend_from_slice(b"{\"type\":\"ai-title\",\"aiTitle\":\"later\",\"sessionId\":\"71958462-4bb8-46b6-a36a-1becf56c22dc\"}\n");
+    crate::support::diverge(&mut continued, b"{\"type\":\"ai-title\",\"aiTitle\":\"later\",\"sessionId\":\"71958462-4bb8-46b6-a36a-1becf56c22dc\"}\n");
     fs::write(&live, &continued).unwrap();
 
     let answer = write_to(home.path(), &r.state, &r.store, false);
@@ -879,10 +879,10 @@ fn each_further_version_of_a_session_gets_a_copy_of_its_own() {
     let line =
         |n: u32| format!("{{\"type\":\"ai-title\",\"aiTitle\":\"v{n}\",\"sessionId\":\"{A}\"}}\n");
     let transcript = format!(".claude/projects/-home-dev-shop/{A}.jsonl");
-    // The user goes on in the live one: the sample's version is kept beside it.
+    // The live one changes: the sample's version is kept beside it.
     let live = home.path().join(&transcript);
     let mut continued = fs::read(&live).unwrap();
-    continued.extend_from_slice(line(1).as_bytes());
+    crate::support::diverge(&mut continued, line(1).as_bytes());
     fs::write(&live, &continued).unwrap();
     assert_eq!(
         write_to(home.path(), &r.state, &r.store, false).sessions[A],
@@ -1694,7 +1694,10 @@ fn a_subagent_is_not_taken_when_its_parent_is_not_written() {
     // can the subagent that travels in its files.
     let bucket = home.path().join(".claude/projects/-home-dev-shop");
     let mut changed = fs::read(bucket.join(format!("{B}.jsonl"))).unwrap();
-    changed.extend_from_slice(b"{\"type\":\"ai-title\",\"aiTitle\":\"later\"}\n");
+    crate::support::diverge(
+        &mut changed,
+        b"{\"type\":\"ai-title\",\"aiTitle\":\"later\"}\n",
+    );
     fs::write(bucket.join(format!("{B}.jsonl")), changed).unwrap();
     for n in 1..asp_convert::kit::beside::MAX_COPIES {
         let copy = copy_id(B, "claude-code", n);

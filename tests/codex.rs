@@ -757,8 +757,10 @@ fn a_different_version_of_a_thread_is_kept_beside_it_under_a_new_uuid() {
     let home = dir.path().join("home");
     copy_dir(&sample_home(), &home);
     let rollout = home.join(".codex/sessions/2026/11/20/rollout-2026-11-20T09-12-47-01a1f83a-cfc8-7f41-a357-d22735d28371.jsonl");
+    // A line the carried version does not have, before its last (one after it would be the
+    // thread continued here, which holds all the carried one has: already there).
     let mut changed = fs::read(&rollout).unwrap();
-    changed.extend_from_slice(b"{\"timestamp\":\"2026-11-20T10:00:00.000Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"turn_aborted\"}}\n");
+    crate::support::diverge(&mut changed, b"{\"timestamp\":\"2026-11-20T10:00:00.000Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"turn_aborted\"}}\n");
     fs::write(&rollout, &changed).unwrap();
     let before = files_in(&home);
     let answer = unpack_json(&bundle, &home, &["--kinds", "sessions"]);
@@ -1689,7 +1691,7 @@ fn a_codex_thread_with_an_older_v4_id_is_kept_beside_once() {
         ".codex/sessions/rollout-2025-06-12T10-15-30-{V4}.jsonl"
     ));
     let mut changed = fs::read(&rollout).unwrap();
-    changed.extend_from_slice(b"{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"and more\"}]}\n");
+    crate::support::diverge(&mut changed, b"{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"and more\"}]}\n");
     fs::write(&rollout, &changed).unwrap();
     let (first, _) = write(home.path(), &state, &store, false);
     let copy = first.sessions[V4].clone();

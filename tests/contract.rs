@@ -53,6 +53,10 @@ macro_rules! contract {
                     super::a_diverged_thread_is_kept_beside(H)
                 }
                 #[test]
+                fn a_session_continued_there_is_already_there() {
+                    super::a_continued_session_is_already_there(H)
+                }
+                #[test]
                 fn a_dry_run_answers_like_the_real_run_and_writes_nothing() {
                     super::dry_run_is_exact(H)
                 }
@@ -377,6 +381,35 @@ fn importing_twice_changes_nothing(h: &str) {
     }
 }
 
+/// A harness appends to the log of a session it resumes: a session continued in the home
+/// since it was written there holds every line carried, so writing it again is "already
+/// there", not a version to keep beside it. (A store of database rows has no log to append to.)
+fn a_continued_session_is_already_there(h: &str) {
+    let packed = read(h, &sample(h));
+    let home = tmp();
+    write(h, home.path(), &packed, false);
+    if database(&packed.state, home.path()).is_some() {
+        return;
+    }
+    let (id, log) = main_log(&packed.state, home.path());
+    let mut continued = fs::read(&log).unwrap();
+    let last = continued[..continued.len() - 1]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |i| i + 1);
+    let line = continued[last..].to_vec();
+    continued.extend_from_slice(&line);
+    fs::write(&log, &continued).unwrap();
+    let before = crate::support::files_in(home.path());
+    let answer = write(h, home.path(), &packed, false);
+    assert_eq!(answer.sessions[&id], id, "{h}: {answer:?}");
+    assert!(answer.already_there.contains(&id), "{h}: {answer:?}");
+    assert!(
+        before == crate::support::files_in(home.path()),
+        "{h}: nothing is written for it"
+    );
+}
+
 fn a_diverged_thread_is_kept_beside(h: &str) {
     let packed = read(h, &sample(h));
     let home = tmp();
@@ -405,11 +438,7 @@ fn a_diverged_thread_is_kept_beside(h: &str) {
     }
     let (id, log) = main_log(&packed.state, home.path());
     let mut changed = fs::read(&log).unwrap();
-    let first_line = changed.iter().position(|b| *b == b'\n').unwrap() + 1;
-    changed.splice(
-        first_line..first_line,
-        b"{\"type\":\"not-from-the-bundle\"}\n".iter().copied(),
-    );
+    crate::support::diverge(&mut changed, b"{\"type\":\"not-from-the-bundle\"}\n");
     fs::write(&log, &changed).unwrap();
 
     let answer = write(h, home.path(), &packed, false);

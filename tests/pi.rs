@@ -251,7 +251,7 @@ fn a_foreign_copy_kept_beside_is_titled_with_its_harness() {
         .0
     };
     let first = w(home.path());
-    // The user goes on with one of them in Pi.
+    // One of them changes in Pi (a line that is not the carried one's next).
     let s = packed
         .state
         .sessions
@@ -265,7 +265,7 @@ fn a_foreign_copy_kept_beside_is_titled_with_its_harness() {
         .find(|p| p.to_string_lossy().ends_with(&format!("_{id}.jsonl")))
         .unwrap();
     let mut bytes = fs::read(&file).unwrap();
-    bytes.extend_from_slice(b"{\"type\":\"label\",\"id\":\"zz000001\",\"parentId\":null,\"timestamp\":\"2026-12-02T00:00:00.000Z\",\"targetId\":\"x\",\"label\":\"mine\"}\n");
+    crate::support::diverge(&mut bytes, b"{\"type\":\"label\",\"id\":\"zz000001\",\"parentId\":null,\"timestamp\":\"2026-12-02T00:00:00.000Z\",\"targetId\":\"x\",\"label\":\"mine\"}\n");
     fs::write(&file, &bytes).unwrap();
     let second = w(home.path());
     let copy = &second.sessions[s.id.as_str()];

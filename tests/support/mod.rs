@@ -323,6 +323,17 @@ pub fn new_home(dir: impl Into<PathBuf>) -> PathBuf {
 }
 
 /// Copies the tree `src` to `dst` (a sample home into a temporary one a test may change).
+/// `line` put into a session log after its first line: a version that differs from the one
+/// written before its end. (One added at the end is the session continued there, which holds
+/// every line written: already there, not a different version.)
+pub fn diverge(log: &mut Vec<u8>, line: &[u8]) {
+    let at = log
+        .iter()
+        .position(|b| *b == b'\n')
+        .map_or(log.len(), |i| i + 1);
+    log.splice(at..at, line.iter().copied());
+}
+
 pub fn copy_dir(src: &Path, dst: &Path) {
     for entry in walkdir::WalkDir::new(src) {
         let entry = entry.unwrap();

@@ -35,7 +35,7 @@ use super::settings::TurnSettings;
 use super::state_db::{self, Insert, Row};
 use super::time::{self, Nanos};
 use crate::error::ConvertError;
-use crate::kit::beside::{MAX_COPIES, kept_beside, marked_title};
+use crate::kit::beside::{MAX_COPIES, holds_all_of, kept_beside, marked_title};
 use crate::kit::conversation::Folder;
 use crate::kit::fsops::{Created, Writer};
 use crate::kit::pathmap::PathMap;
@@ -133,13 +133,15 @@ impl<'a> SessionWriter<'a> {
                 Some(have) if have == bytes => return Some(true),
                 // Codex appends to the rollout of a thread it resumes: one that starts with
                 // the carried lines holds all of them.
-                Some(have) if have.len() > bytes.len() && have.starts_with(bytes) => {
+                Some(have) if holds_all_of(&have, bytes) => {
                     continued.get_or_insert(p);
                 }
                 _ => {}
             }
         }
-        let p = continued?;
+        let Some(p) = continued else {
+            return Some(false);
+        };
         self.diagnostics.note(
             p,
             None,

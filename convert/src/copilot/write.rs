@@ -25,7 +25,7 @@ use super::layout::Layout;
 use super::workspace::Workspace;
 use crate::error::ConvertError;
 use crate::harness::WriteContext;
-use crate::kit::beside::{MAX_COPIES, kept_beside};
+use crate::kit::beside::{MAX_COPIES, holds_all_of, kept_beside};
 use crate::kit::conversation::{Folder, Item};
 use crate::kit::fsops::{Writer, rename_noclobber_dir};
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
@@ -85,9 +85,13 @@ impl Sessions<'_, '_> {
     ) -> Result<Outcome, ConvertError> {
         let dir = self.layout.sessions().join(id);
         if fs::symlink_metadata(&dir).is_ok() {
-            let same = files
-                .iter()
-                .all(|(rel, (bytes, _))| fs::read(dir.join(rel)).is_ok_and(|b| b == *bytes));
+            // Copilot appends to the events of a session it resumes: continued there since,
+            // they hold all we carry (its other files must be the same).
+            let same = files.iter().all(|(rel, (bytes, _))| {
+                fs::read(dir.join(rel)).is_ok_and(|b| {
+                    b == *bytes || (rel == "events.jsonl" && holds_all_of(&b, bytes))
+                })
+            });
             return Ok(if same { Outcome::Same } else { Outcome::Taken });
         }
         let writer: &Writer = self.ctx.writer;

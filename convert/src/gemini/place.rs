@@ -13,6 +13,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::ConvertError;
+use crate::kit::beside::holds_all_of;
 use crate::kit::fsops::{Created, Writer};
 use crate::kit::report::Diagnostics;
 
@@ -97,7 +98,7 @@ pub fn check(
     for (i, f) in files.iter().enumerate() {
         match fs::read(&f.path) {
             Ok(existing) => {
-                if !existing.starts_with(&f.bytes) {
+                if !holds_all_of(&existing, &f.bytes) {
                     return Ok(Check::Conflict);
                 }
             }
@@ -117,7 +118,7 @@ pub fn check(
             // The same bytes under another name (the CLI copies old hash directories into
             // slug directories) are this session, already there.
             let same =
-                fs::read(&other).is_ok_and(|b| files.iter().any(|f| b.starts_with(&f.bytes)));
+                fs::read(&other).is_ok_and(|b| files.iter().any(|f| holds_all_of(&b, &f.bytes)));
             if same {
                 return Ok(Check::AlreadyThere);
             }

@@ -14,6 +14,14 @@
 /// before a converter gives up and refuses the version, naming the limit.
 pub const MAX_COPIES: u32 = 100;
 
+/// Whether `have`, a file a destination holds, holds every line of `carried`: the same bytes,
+/// or those bytes and more after them (the session was resumed there since: every harness
+/// with a JSONL log appends to the one it resumes). Then the carried version is already there,
+/// not a different one to keep beside it.
+pub fn holds_all_of(have: &[u8], carried: &[u8]) -> bool {
+    have.starts_with(carried)
+}
+
 /// The harness named in the marker when a session does not say where it came from.
 pub const UNKNOWN_HARNESS: &str = "asp";
 

@@ -27,7 +27,7 @@ use super::settings::LEVELS;
 use super::survey::session_files;
 use crate::error::ConvertError;
 use crate::harness::WriteContext;
-use crate::kit::beside::{MAX_COPIES, kept_beside};
+use crate::kit::beside::{MAX_COPIES, holds_all_of, kept_beside};
 use crate::kit::conversation::{Folder, Item};
 use crate::kit::fsops::Created;
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
@@ -99,14 +99,15 @@ impl Sessions<'_, '_> {
 
     /// Puts `bytes` for session `id` at `path` unless the id or the path is taken.
     fn place(&mut self, id: &str, path: &Path, bytes: &[u8]) -> Result<Outcome, ConvertError> {
+        // Pi appends to a session it resumes: one continued there since holds all we carry.
         if let Some(there) = self.existing.get(id) {
             return Ok(match fs::read(there) {
-                Ok(b) if b == bytes => Outcome::Same,
+                Ok(b) if holds_all_of(&b, bytes) => Outcome::Same,
                 _ => Outcome::Taken,
             });
         }
         match fs::read(path) {
-            Ok(b) if b == bytes => return Ok(Outcome::Same),
+            Ok(b) if holds_all_of(&b, bytes) => return Ok(Outcome::Same),
             Ok(_) => return Ok(Outcome::Taken),
             Err(_) if fs::symlink_metadata(path).is_ok() => return Ok(Outcome::Taken),
             Err(_) => {}

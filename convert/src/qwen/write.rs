@@ -23,7 +23,7 @@ use super::layout::{Layout, sanitize_cwd};
 use super::read::subagent_id;
 use crate::error::ConvertError;
 use crate::harness::WriteContext;
-use crate::kit::beside::{MAX_COPIES, kept_beside};
+use crate::kit::beside::{MAX_COPIES, holds_all_of, kept_beside};
 use crate::kit::conversation::Folder;
 use crate::kit::fsops::Created;
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
@@ -39,7 +39,8 @@ struct Planned {
 enum Check {
     /// Nothing: write it all.
     Free,
-    /// Every file, with the same bytes.
+    /// Every file, with the same bytes, or those and more (Qwen Code appends to a chat it
+    /// resumes: one continued there since holds all we carry).
     Same,
     /// Something else.
     Taken,
@@ -49,7 +50,7 @@ fn check(files: &[Planned]) -> Result<Check, ConvertError> {
     let mut same = 0;
     for f in files {
         match std::fs::read(&f.path) {
-            Ok(b) if b == f.bytes => same += 1,
+            Ok(b) if holds_all_of(&b, &f.bytes) => same += 1,
             Ok(_) => return Ok(Check::Taken),
             // Free only when nothing at all is there: a dangling link reads as NotFound but
             // takes the name, and a folder or an unreadable file is someone else's too.
