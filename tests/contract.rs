@@ -57,6 +57,10 @@ macro_rules! contract {
                     super::a_continued_session_is_already_there(H)
                 }
                 #[test]
+                fn mcp_servers_added_to_a_file_there_are_named() {
+                    super::servers_added_to_a_file_there_are_named(H)
+                }
+                #[test]
                 fn a_dry_run_answers_like_the_real_run_and_writes_nothing() {
                     super::dry_run_is_exact(H)
                 }
@@ -408,6 +412,57 @@ fn a_continued_session_is_already_there(h: &str) {
         before == crate::support::files_in(home.path()),
         "{h}: nothing is written for it"
     );
+}
+
+/// MCP servers added to a configuration file the home already had are each named in the
+/// answer's `written_into` (by name only: their entries can hold credentials), whichever file
+/// and key the harness keeps them under: the harness's own sample makes its file, then another
+/// harness's servers are added beside its own.
+fn servers_added_to_a_file_there_are_named(h: &str) {
+    let own = read(h, &sample(h));
+    if own.state.tools.as_ref().is_none_or(Vec::is_empty) {
+        return;
+    }
+    let home = tmp();
+    write(h, home.path(), &own, false);
+    // Another harness's servers (Claude Code's, or for Claude Code Gemini CLI's).
+    let other = if h == "claude-code" {
+        "gemini"
+    } else {
+        "claude-code"
+    };
+    let carried = read_home(
+        other,
+        &sample(other),
+        KindSet::EMPTY.with(asp_format::StateKind::Tools),
+        ReadOptions::default(),
+    );
+    let answer = write(h, home.path(), &carried, false);
+    let servers: Vec<&str> = answer
+        .written_into
+        .iter()
+        .filter(|w| w.kind == asp_format::StateKind::Tools)
+        .flat_map(|w| w.what.split("MCP server \"").skip(1))
+        .map(|rest| rest.split('"').next().unwrap())
+        .collect();
+    let carried_names: Vec<&str> = carried
+        .state
+        .tools
+        .iter()
+        .flatten()
+        .map(|t| t.name())
+        .collect();
+    assert!(!servers.is_empty(), "{h}: {answer:?}");
+    for name in &servers {
+        assert!(carried_names.contains(name), "{h}: {name} in {answer:?}");
+    }
+    // Each server carried is named as added, or said as not taken.
+    for name in carried_names {
+        assert!(
+            servers.contains(&name) || answer.not_taken.iter().any(|n| n.reason.contains(name)),
+            "{h}: {name}: {answer:?}"
+        );
+    }
 }
 
 fn a_diverged_thread_is_kept_beside(h: &str) {
