@@ -1456,11 +1456,18 @@ fn instructions_merge_below_the_users_own_and_only_once() {
     let home = dir.path().join("home");
     fs::create_dir_all(home.join(".codex")).unwrap();
     fs::write(home.join(".codex/AGENTS.md"), "# Mine\n\nBe brief.\n").unwrap();
-    for _ in 0..2 {
-        unpack_json(
+    for run in 0..2 {
+        let answer = unpack_json(
             &samples().join("state.aspstate"),
             &home,
             &["--kinds", "instructions"],
+        );
+        // Said when they are added (the first time), not when they are found there.
+        let said = answer["_meta"]["asp"]["findings"].to_string();
+        assert_eq!(
+            said.contains("it already had instructions; the carried ones were added after them"),
+            run == 0,
+            "{said}"
         );
     }
     let text = fs::read_to_string(home.join(".codex/AGENTS.md")).unwrap();

@@ -61,8 +61,13 @@ const MARKER: &str = "<!-- Added by asp: instructions carried from another agent
 
 /// Writes the instructions into the file Codex reads. A file that is there and differs keeps
 /// every byte; the incoming text is added at its end under a marker line (once: a second run
-/// finds it there).
-pub fn write(writer: &Writer, codex_home: &Path, text: &[u8]) -> Result<Placement, ConvertError> {
+/// finds it there), which is said.
+pub fn write(
+    writer: &Writer,
+    codex_home: &Path,
+    text: &[u8],
+    diagnostics: &crate::kit::report::Diagnostics,
+) -> Result<Placement, ConvertError> {
     let path = instructions_file(codex_home);
     let existing = match fs::read(&path) {
         Ok(b) => b,
@@ -86,5 +91,13 @@ pub fn write(writer: &Writer, codex_home: &Path, text: &[u8]) -> Result<Placemen
     merged.extend_from_slice(format!("\n{MARKER}\n\n").as_bytes());
     merged.extend_from_slice(text);
     writer.replace(&path, &merged)?;
+    diagnostics.note(
+        &path,
+        None,
+        format!(
+            "it already had instructions; the carried ones were added after them, under the \
+             line {MARKER}"
+        ),
+    );
     Ok(Placement::New)
 }

@@ -259,7 +259,12 @@ impl Harness for Codex {
         if let Some(i) = &state.instructions {
             let text = ctx.blobs.read_all(&i.text)?;
             let mut tally = Tally::new(&mut answer, StateKind::Instructions, 1);
-            tally.place(instructions::write(writer, &layout.codex, &text)?);
+            tally.place(instructions::write(
+                writer,
+                &layout.codex,
+                &text,
+                ctx.diagnostics,
+            )?);
             tally.finish();
         }
 

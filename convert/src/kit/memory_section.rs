@@ -333,10 +333,13 @@ pub fn merge(text: &str, add: &[String], remove: &[String], sec: &Section) -> Me
 /// memories section when that is the end of the file, so the memories stay last).
 pub fn merge_instructions(existing: &str, incoming: &str, sec: &Section) -> Option<String> {
     let incoming_t = incoming.trim();
-    if incoming_t.is_empty() || existing.contains(incoming_t) {
+    let s = split(existing, sec);
+    // The file's own instructions are its text without the memory section, which may sit
+    // between them: what a read of this very file carries is already there.
+    if incoming_t.is_empty() || existing.contains(incoming_t) || s.instructions.contains(incoming_t)
+    {
         return None;
     }
-    let s = split(existing, sec);
     let block = format!("{incoming_t}\n");
     let mut out = existing.to_owned();
     match s.section.filter(|r| r.end == existing.len()) {
@@ -640,5 +643,17 @@ mod tests {
             merge_instructions(last, rules, &SEC).unwrap(),
             "# A\n\n# Team rules\n\n- Be kind.\n\n## Gemini Added Memories\n- one\n"
         );
+    }
+
+    /// A file's own instructions, read with the memory section between them taken out, are
+    /// already in it: restoring a backup of the same file adds nothing.
+    #[test]
+    fn a_files_own_instructions_around_its_memories_are_already_there() {
+        let own = split(SAMPLE, &SEC).instructions;
+        assert!(
+            !SAMPLE.contains(own.trim()),
+            "the section sits between them"
+        );
+        assert_eq!(merge_instructions(SAMPLE, &own, &SEC), None);
     }
 }
