@@ -2906,7 +2906,8 @@ fn a_path_that_is_not_a_repository_exits_1() {
 }
 
 /// A configuration file that trusts folders by their path (Gemini CLI's
-/// `trustedFolders.json`, Codex's `config.toml` projects) is said when a restore writes it; with
+/// `trustedFolders.json`, Codex's `config.toml` projects), or MCP servers to run without asking
+/// (Gemini CLI's `settings.json`), is said when a restore writes it; with
 /// `--no-grants` the file without that trust is written (none when nothing is left), and that
 /// is said.
 #[test]
@@ -2979,11 +2980,33 @@ fn restored_folder_trust_is_said_or_left_out() {
             .success()
     );
     let to = t.path().join("wary");
-    restore_said(&repo, &to, "gemini", &["--no-grants"]);
+    let said = restore_said(&repo, &to, "gemini", &["--no-grants"]);
     assert!(!to.join(".gemini/trustedFolders.json").exists());
     assert!(
         to.join(".gemini/settings.json").exists(),
         "the rest comes back"
+    );
+    // An MCP server Gemini CLI runs without asking (`trust: true` in settings.json) is a
+    // grant too: said, and left out with --no-grants, the rest of the file kept.
+    let grant = "Gemini CLI runs the tools of MCP server issues without asking (trust: true)";
+    assert!(
+        said.contains(&format!("not granted (--no-grants): {grant}")),
+        "{said}"
+    );
+    let settings: Value =
+        serde_json::from_slice(&fs::read(to.join(".gemini/settings.json")).unwrap()).unwrap();
+    assert!(
+        settings["mcpServers"]["issues"].get("trust").is_none(),
+        "{settings}"
+    );
+    assert_eq!(
+        settings["mcpServers"]["metrics"]["trust"], false,
+        "{settings}"
+    );
+    let said = restore_said(&repo, &t.path().join("trusting"), "gemini", &[]);
+    assert!(
+        said.contains(&format!("granted as the backup had it: {grant}")),
+        "{said}"
     );
 }
 

@@ -93,8 +93,10 @@ pub struct RestoreArgs {
     /// Leave out the folder trust and approvals the harness's configuration holds by a
     /// folder's path (Claude Code's trust of a folder, the tools it runs there without asking,
     /// the .mcp.json servers approved there; Gemini CLI's and Qwen Code's trustedFolders.json;
-    /// the projects Codex's config.toml trusts): on another machine another repository may
-    /// sit at that path. Each is said either way
+    /// the projects Codex's config.toml trusts), and the MCP servers Gemini CLI's settings.json
+    /// runs without asking (trust: true): on another machine another repository may sit at
+    /// that path, and a server's tools should not run unasked there before it is looked at.
+    /// Each is said either way
     #[arg(long)]
     pub no_grants: bool,
 

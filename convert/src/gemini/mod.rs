@@ -183,16 +183,22 @@ impl Harness for Gemini {
         )
     }
 
-    /// `trustedFolders.json`: Gemini CLI's trust of each folder it names.
+    /// `trustedFolders.json`: Gemini CLI's trust of each folder it names; `settings.json`: the
+    /// MCP servers it runs without asking (`trust: true`).
     fn grant_files(&self, home: &crate::Home) -> Vec<String> {
-        let file = layout::Layout::of(home).gemini.join("trustedFolders.json");
-        crate::kit::config::relative(&home.dir, &file)
-            .into_iter()
+        let g = layout::Layout::of(home).gemini;
+        [g.join("trustedFolders.json"), g.join("settings.json")]
+            .iter()
+            .filter_map(|f| crate::kit::config::relative(&home.dir, f))
             .collect()
     }
 
-    fn grants_in(&self, _rel: &str, bytes: &[u8]) -> Option<crate::kit::grants::Granting> {
-        crate::kit::grants::trusted_folders("Gemini CLI", bytes)
+    fn grants_in(&self, rel: &str, bytes: &[u8]) -> Option<crate::kit::grants::Granting> {
+        if rel.ends_with("settings.json") {
+            crate::kit::grants::trusted_servers("Gemini CLI", bytes)
+        } else {
+            crate::kit::grants::trusted_folders("Gemini CLI", bytes)
+        }
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {

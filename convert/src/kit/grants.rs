@@ -61,9 +61,65 @@ pub fn trusted_folders(harness: &str, bytes: &[u8]) -> Option<Granting> {
     })
 }
 
+/// A `settings.json` as Gemini CLI reads it (JSON with comments): each MCP server with
+/// `"trust": true` runs its tools without asking for confirmation. `None` when none is
+/// trusted so. The rest is the file with those `trust` members taken out, pretty-printed
+/// (`asp restore --no-grants` writes it: its comments do not survive).
+pub fn trusted_servers(harness: &str, bytes: &[u8]) -> Option<Granting> {
+    let parsed = std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|t| super::jsonc::parse(t, super::jsonc::Jsonc::Comments).ok());
+    let Some((Value::Object(mut all), _)) = parsed else {
+        // A settings file that cannot be read is said by the restore that reads it.
+        return None;
+    };
+    let servers = all.get_mut("mcpServers").and_then(Value::as_object_mut)?;
+    let mut trusted = Vec::new();
+    for (name, entry) in servers.iter_mut() {
+        if let Some(e) = entry.as_object_mut()
+            && e.get("trust") == Some(&Value::Bool(true))
+        {
+            e.remove("trust");
+            trusted.push(name.clone());
+        }
+    }
+    if trusted.is_empty() {
+        return None;
+    }
+    let mut rest = serde_json::to_vec_pretty(&Value::Object(all)).expect("JSON serialises");
+    rest.push(b'\n');
+    Some(Granting {
+        what: format!(
+            "{harness} runs the tools of MCP server {} without asking (trust: true)",
+            trusted.join(", ")
+        ),
+        rest: Some(rest),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trusted_servers_grant_and_the_rest_keeps_everything_else() {
+        let file = b"{\n  // mine\n  \"ui\": {\"theme\": \"x\"},\n  \"mcpServers\": {\"a\": {\"command\": \"a\", \"trust\": true}, \"b\": {\"command\": \"b\", \"trust\": false}}\n}";
+        let g = trusted_servers("Gemini CLI", file).unwrap();
+        assert_eq!(
+            g.what,
+            "Gemini CLI runs the tools of MCP server a without asking (trust: true)"
+        );
+        let rest: Value = serde_json::from_slice(&g.rest.unwrap()).unwrap();
+        assert_eq!(
+            rest,
+            serde_json::json!({"ui": {"theme": "x"}, "mcpServers": {"a": {"command": "a"}, "b": {"command": "b", "trust": false}}})
+        );
+        assert_eq!(
+            trusted_servers("Gemini CLI", br#"{"mcpServers": {"b": {}}}"#),
+            None
+        );
+        assert_eq!(trusted_servers("Gemini CLI", b"{}"), None);
+    }
 
     #[test]
     fn trusted_folders_grant_all_but_do_not_trust() {
