@@ -3008,6 +3008,21 @@ fn restored_folder_trust_is_said_or_left_out() {
         said.contains(&format!("granted as the backup had it: {grant}")),
         "{said}"
     );
+    // Moved with --map-path, the sessions move, and a file restored as it was is said to
+    // name the old folders still.
+    let said = restore_said(
+        &repo,
+        &t.path().join("moved"),
+        "gemini",
+        &["--map-path", "/home/dev=/Users/dev"],
+    );
+    assert!(
+        said.contains(
+            "configuration: .gemini/trustedFolders.json is restored as it was, and names \
+             /home/dev which --map-path moves"
+        ),
+        "{said}"
+    );
 }
 
 /// A project's own MCP server (local scope) is not part of the state, but a backup keeps it

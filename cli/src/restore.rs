@@ -305,6 +305,7 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
                 )
                 .context("cannot restore the harness's configuration")?;
             made_here.extend(written.created.iter().map(|p| absolute(p)));
+            let unmoved = written.unmoved;
             let placed = written.placed;
             let new = placed.iter().filter(|(_, p)| p.is_written()).count();
             let there = placed
@@ -356,6 +357,14 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
                     }
                     _ => {}
                 }
+            }
+            for (file, old) in &unmoved {
+                config_lines.push(format!(
+                    "configuration: {file} is restored as it was, and names {} which \
+                     --map-path moves: what it says of those folders (trust, projects, a \
+                     server's folder) stays at the old paths; set it again for the moved ones",
+                    old.join(", ")
+                ));
             }
         } else {
             config_lines.push(format!(

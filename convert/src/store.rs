@@ -961,6 +961,7 @@ impl Store {
                     )),
                 )],
                 created: Vec::new(),
+                unmoved: Vec::new(),
             });
         }
         // A backup names its files, and a repository is only as trusted as the disk it is
@@ -1038,6 +1039,23 @@ impl Store {
                 }
             }
         }
+        // A file restored as it is still names the folders --map-path moves (a project it
+        // trusts, a server's folder): said, since they are not moved with the sessions.
+        let mut unmoved = Vec::new();
+        if !path_map.is_empty() {
+            for f in &whole.files {
+                if let Ok(bytes) = blobs.read_all(&f.content) {
+                    let text = String::from_utf8_lossy(&bytes);
+                    let old = path_map.old_folders_in(&text);
+                    if !old.is_empty() {
+                        unmoved.push((
+                            f.path.as_str().to_owned(),
+                            old.into_iter().map(str::to_owned).collect(),
+                        ));
+                    }
+                }
+            }
+        }
         let private = |rel: &str| harness.private_config(home, rel);
         // A file that grants something by a folder's path says so when it is written.
         let written =
@@ -1059,6 +1077,7 @@ impl Store {
         Ok(ConfigWritten {
             placed: out,
             created,
+            unmoved,
         })
     }
 }
@@ -1071,6 +1090,9 @@ pub struct ConfigWritten {
     /// The files it made that were not there (or would make, in a dry run), as written: what
     /// an import after it adds to one of them is not added to a file the owner had.
     pub created: Vec<std::path::PathBuf>,
+    /// Files restored as they are that name folders `--map-path` moves, with those folders:
+    /// the trust and projects they name stay at the old paths.
+    pub unmoved: Vec<(String, Vec<String>)>,
 }
 
 /// Leaves out every kind given with nothing in it: a harness store that has no memory does not

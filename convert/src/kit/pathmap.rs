@@ -135,6 +135,24 @@ impl PathMap {
         None
     }
 
+    /// The rules' `OLD` folders that `text` names (the folder itself or a path under it), in
+    /// rule order: what a file written as it is still names after the move.
+    pub fn old_folders_in(&self, text: &str) -> Vec<&str> {
+        self.rules
+            .iter()
+            .map(|(old, _)| old.as_str())
+            .filter(|old| {
+                *old != "/"
+                    && text.match_indices(old).any(|(at, _)| {
+                        text[at + old.len()..]
+                            .chars()
+                            .next()
+                            .is_none_or(|c| !(c.is_alphanumeric() || "-_.".contains(c)))
+                    })
+            })
+            .collect()
+    }
+
     /// Rewrites every string in `v` that is a mapped path; true if anything changed.
     pub fn map_json(&self, v: &mut Value) -> bool {
         match v {
@@ -303,6 +321,20 @@ mod tests {
         m.add("/home/dev=/Users/dev").unwrap();
         m.add("/home/dev/shop=/work/shop/").unwrap();
         m
+    }
+
+    #[test]
+    fn the_old_folders_a_text_names_are_found_as_whole_names() {
+        let mut m = PathMap::default();
+        m.add("/home/dev=/Users/dev").unwrap();
+        m.add("/srv/work=/w").unwrap();
+        assert_eq!(
+            m.old_folders_in("{\"/home/dev/shop\": \"TRUST_FOLDER\"}"),
+            ["/home/dev"]
+        );
+        assert_eq!(m.old_folders_in("cwd = \"/srv/work\"\n"), ["/srv/work"]);
+        assert!(m.old_folders_in("/home/devx and /srv/workshop").is_empty());
+        assert!(m.old_folders_in("").is_empty());
     }
 
     #[test]
