@@ -2275,3 +2275,48 @@ fn settings_and_servers_added_to_a_settings_file_that_was_there_are_said() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!said.contains("added to"), "{said}");
 }
+
+/// Each Gemini CLI message carries its time into the stream (`_meta.gemini.timestamp` on its
+/// first update), so a conversation carried into Codex is dated to its last turn, not to its
+/// last tool call.
+#[cfg(feature = "codex")]
+#[test]
+fn a_chat_carried_into_codex_keeps_the_time_of_its_last_message() {
+    const ID: &str = "5f877e48-22f2-49ab-8055-0194661aee73";
+    let chat =
+        samples().join("gemini/.gemini/tmp/shop/chats/session-2026-11-25T16-40-5f877e48.jsonl");
+    let times = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|v| v["timestamp"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let last_message = times(&fs::read_to_string(&chat).unwrap())
+        .into_iter()
+        .max()
+        .unwrap();
+    let packed = crate::support::read_home(
+        "gemini",
+        &samples().join("gemini"),
+        asp_format::KindSet::EMPTY.with(asp_format::StateKind::Sessions),
+        ReadOptions::default(),
+    );
+    let home = tmp();
+    crate::support::write_home(
+        "codex",
+        home.path(),
+        &packed.state,
+        &packed.store,
+        false,
+        &PathMap::default(),
+    );
+    let rollout = crate::support::files_under(home.path())
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with(&format!("{ID}.jsonl")))
+        .unwrap();
+    let last_line = times(&fs::read_to_string(&rollout).unwrap())
+        .into_iter()
+        .max()
+        .unwrap();
+    assert_eq!(last_line, last_message);
+}

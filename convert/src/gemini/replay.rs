@@ -84,12 +84,13 @@ pub fn convert(
     for m in &chat.messages {
         match type_of(m) {
             "user" => {
-                for u in user_updates(m) {
+                for u in stamped(user_updates(m), m) {
                     w.push(&u)?;
                 }
             }
             "gemini" => {
-                for u in gemini_updates(m, &responses, cwd, subagent_chats, &mut out) {
+                let updates = gemini_updates(m, &responses, cwd, subagent_chats, &mut out);
+                for u in stamped(updates, m) {
                     w.push(&u)?;
                 }
             }
@@ -243,6 +244,21 @@ fn chunk(content: Value, message_id: Option<&str>) -> Chunk {
         message_id: message_id.map(str::to_owned),
         meta: None,
     }
+}
+
+/// `updates` of message `m`, the first one carrying the message's time as
+/// `_meta.gemini.timestamp` (as a tool call carries its own), so a harness the conversation is
+/// carried into dates each turn, not only the first.
+fn stamped(mut updates: Vec<Update>, m: &Map<String, Value>) -> Vec<Update> {
+    let (Some(first), Some(Value::String(t))) = (updates.first_mut(), m.get("timestamp")) else {
+        return updates;
+    };
+    let meta = first.meta_mut().get_or_insert_with(acp::Meta::new);
+    let gemini = meta.entry("gemini").or_insert_with(|| json!({}));
+    if let Some(g) = gemini.as_object_mut() {
+        g.entry("timestamp").or_insert_with(|| json!(t));
+    }
+    updates
 }
 
 /// A user record's updates: nothing for tool results and injected context; otherwise text
