@@ -383,6 +383,12 @@ fn an_appended_turn_reads_only_that_session() {
     let o = backup(&home, &repo);
     assert_eq!(counts(&o), [0, 1, 4, 0], "{o}");
     assert_eq!(o["parent"], first["snapshot"]["digest"]);
+    // Which session changed is named, in --json and in the summary.
+    assert_eq!(o["changedSessions"], json!([C]), "{o}");
+    assert!(
+        o.get("newSessions").is_none() && o.get("goneNow").is_none(),
+        "{o}"
+    );
     check(&repo, true);
     let fresh = t.path().join("fresh");
     fs::create_dir_all(&fresh).unwrap();
@@ -406,6 +412,12 @@ fn an_appended_turn_reads_only_that_session() {
         )
         .unwrap()
     );
+    // The summary names it too.
+    append_turn(&file, 2);
+    set_mtime(&file, Duration::from_secs(3400));
+    let out = backup_run(&home, &repo, &["--from", "claude-code"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains(&format!("\n  changed: {C}\n")), "{said}");
 }
 
 #[test]

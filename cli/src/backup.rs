@@ -222,6 +222,11 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
                 format!("; {} LOST (listed above)", lost.len())
             };
             crate::outln!("{}{lost}", summary(o));
+            if !args.common.quiet {
+                for line in which(o) {
+                    crate::outln!("{line}");
+                }
+            }
         }
     }
     if !missing.is_empty() {
@@ -241,6 +246,34 @@ fn no_store(mut missing: Vec<ConvertError>) -> crate::exit::Failure {
     }
     let said: Vec<String> = missing.iter().map(ToString::to_string).collect();
     crate::exit::Failure::new(asp_format::error::ErrorClass::Source, said.join("; and "))
+}
+
+/// The sessions a backup found new, changed and newly gone, a line each kind, at most
+/// [`NAMED`] ids on a line (`--json` has them all).
+fn which(o: &BackupOutcome) -> Vec<String> {
+    const NAMED: usize = 5;
+    [
+        ("new", &o.new_sessions),
+        ("changed", &o.changed_sessions),
+        ("gone from source", &o.gone_now),
+    ]
+    .into_iter()
+    .filter(|(_, ids)| !ids.is_empty())
+    .map(|(what, ids)| {
+        let more = ids.len().saturating_sub(NAMED);
+        let shown = ids
+            .iter()
+            .take(NAMED)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if more > 0 {
+            format!("  {what}: {shown} and {more} more")
+        } else {
+            format!("  {what}: {shown}")
+        }
+    })
+    .collect()
 }
 
 /// `claude-code (/home/me): snapshot 1a2b3c4d: 2 new, 1 changed, 1997 unchanged, 3 gone

@@ -120,7 +120,7 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
             );
         }
         crate::outln!(
-            "checked {}, {}{}; {} unreferenced; {}",
+            "checked {}, {}{}; {} unreferenced{}; {}",
             human::count(report.snapshots as u64, "snapshot", "snapshots"),
             human::count(report.blobs as u64, "blob", "blobs"),
             if args.read_data {
@@ -129,6 +129,11 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
                 String::new()
             },
             report.unreferenced,
+            if report.unreferenced > 0 && report.is_ok() {
+                " (`asp prune` removes them)"
+            } else {
+                ""
+            },
             if report.is_ok() {
                 "no problems".to_owned()
             } else {
@@ -142,9 +147,15 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
         Err(Failure::new(
             ErrorClass::Integrity,
             format!(
-                "{} has {}",
+                "{} has {}{}",
                 repo.root().display(),
-                human::count(report.problems.len() as u64, "problem", "problems")
+                human::count(report.problems.len() as u64, "problem", "problems"),
+                if args.read_data && !args.repair {
+                    " (each is said above; `asp check --read-data --repair` moves damaged \
+                     layers aside for the next backup to store again)"
+                } else {
+                    " (each is said above)"
+                }
             ),
         ))
     }

@@ -518,12 +518,20 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
         })
         .to_string()
     } else {
-        summary_line(
-            &snapshot.state,
-            snapshot.state.kinds(),
-            &shown,
-            written.size,
-            &written.digest.to_string(),
+        // Which snapshot: `latest` is the newest of any harness and home.
+        format!(
+            "{} (snapshot {}, {} of {} in {})",
+            summary_line(
+                &snapshot.state,
+                snapshot.state.kinds(),
+                &shown,
+                written.size,
+                &written.digest.to_string(),
+            ),
+            info.short_id(),
+            info.created,
+            info.harness,
+            info.home
         )
     };
     if to_stdout {

@@ -87,6 +87,14 @@ pub struct BackupOutcome {
     pub unchanged: usize,
     /// Sessions held that are gone from the source.
     pub gone: usize,
+    /// The ids of the new and changed sessions, and of those this backup found gone (the
+    /// ones found gone before are counted in `gone` only), each in reading order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub new_sessions: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changed_sessions: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gone_now: Vec<String>,
     /// The harness has no store in this home (with `skip_absent`): nothing was done.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub absent: bool,
@@ -486,9 +494,15 @@ fn backup_once(
         for id in &e.sessions {
             match parent_sessions.get(id.as_str()) {
                 _ if e.reused => outcome.unchanged += 1,
-                None => outcome.new += 1,
+                None => {
+                    outcome.new += 1;
+                    outcome.new_sessions.push(id.to_string());
+                }
                 Some(was) if new_sessions.get(id.as_str()) == Some(was) => outcome.unchanged += 1,
-                Some(_) => outcome.changed += 1,
+                Some(_) => {
+                    outcome.changed += 1;
+                    outcome.changed_sessions.push(id.to_string());
+                }
             }
         }
     }
@@ -507,6 +521,9 @@ fn backup_once(
         for s in p.state.sessions.iter().flatten() {
             if !live.contains(s.id.as_str()) {
                 let since = p.sources.gone.get(s.id.as_str()).cloned();
+                if since.is_none() {
+                    outcome.gone_now.push(s.id.to_string());
+                }
                 gone.insert(s.id.to_string(), since.unwrap_or_else(|| now.clone()));
                 carried.push(s.clone());
             }
