@@ -3119,3 +3119,61 @@ fn a_session_continued_since_the_backup_is_already_there() {
     let answer: Value = serde_json::from_slice(&restore().stdout).unwrap();
     assert_ne!(answer["sessions"][A], A, "{answer}");
 }
+
+/// A lost machine with several harnesses comes back in one command: `asp restore --to all`
+/// restores the newest snapshot of every harness into its own harness, as `asp backup --from
+/// all` took them.
+#[test]
+fn restore_to_all_brings_every_harness_back() {
+    let t = tmp();
+    let home = t.path().join("home");
+    for h in ["claude-code", "codex", "gemini"] {
+        copy_dir(&samples().join(h), &home);
+    }
+    age(&home, Duration::from_secs(3600));
+    let repo = t.path().join("repo");
+    let out = backup_run(&home, &repo, &["--from", "all", "-q"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    let out = asp()
+        .args(["restore", "--to", "all", "--home"])
+        .arg(&fresh)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for h in ["claude-code", "codex", "gemini"] {
+        assert!(said.contains(&format!(" into {h} (")), "{h}: {said}");
+    }
+    for dir in [".claude/projects", ".codex/sessions", ".gemini/tmp"] {
+        let files = |root: &Path| -> Vec<(String, Vec<u8>)> {
+            files_in(&root.join(dir))
+                .into_iter()
+                .filter(|(p, _)| p.ends_with(".jsonl"))
+                .collect()
+        };
+        assert!(!files(&home).is_empty(), "{dir}");
+        assert_eq!(files(&fresh), files(&home), "{dir}: byte for byte");
+    }
+    // It restores whole snapshots only: a session or a snapshot names its harness.
+    asp()
+        .args(["restore", "--to", "all", "--session", A, "--home"])
+        .arg(&fresh)
+        .arg("--repo")
+        .arg(&repo)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("name the harness"));
+}

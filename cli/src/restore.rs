@@ -73,8 +73,10 @@ pub struct RestoreArgs {
     #[arg(long = "session", value_name = "ID")]
     pub sessions: Vec<String>,
 
-    /// Write into this harness's store (claude-code, codex, gemini, ...)
-    #[arg(long, value_name = "HARNESS", value_parser = parse_harness, required = true)]
+    /// Write into this harness's store (claude-code, codex, gemini, ...), or `all`: the newest
+    /// snapshot of every harness the repository holds, each into its own harness (what `asp
+    /// backup --from all` took; on a fresh machine, one command)
+    #[arg(long, value_name = "HARNESS", value_parser = parse_harness_or_all, required = true)]
     pub to: String,
 
     /// Home directory holding the harness's store, which must exist (its harness folder need
@@ -241,7 +243,61 @@ fn pick_for_sessions(
     )
 }
 
+/// `--to`: a harness this build knows, or `all`.
+fn parse_harness_or_all(s: &str) -> std::result::Result<String, String> {
+    if s == "all" {
+        Ok(s.to_owned())
+    } else {
+        parse_harness(s)
+    }
+}
+
 pub fn run(args: RestoreArgs) -> Result<Exit> {
+    if args.to == "all" {
+        return run_all(args);
+    }
+    run_one(args)
+}
+
+/// `--to all`: each harness the repository holds a snapshot of, in name order, restored as
+/// `--to HARNESS` restores it (the newest snapshot of that harness in this home, else
+/// anywhere). Exits with the worst of them; an error stops it there, after what was done.
+fn run_all(args: RestoreArgs) -> Result<Exit> {
+    if !args.sessions.is_empty() || args.snapshot != "latest" {
+        bail_usage!(
+            "--to all restores the newest snapshot of every harness; to restore a session or a \
+             snapshot, name the harness to write it into (--to HARNESS)"
+        );
+    }
+    let known = asp_convert::harness_names();
+    let harnesses: std::collections::BTreeSet<String> = args
+        .repo
+        .open()?
+        .newest_of_each_series()?
+        .into_iter()
+        .map(|s| s.harness)
+        .filter(|h| known.contains(h))
+        .collect();
+    if harnesses.is_empty() {
+        bail_usage!(
+            "the repository has no snapshot of a harness this build knows (`asp snapshots` \
+             lists them)"
+        );
+    }
+    let mut worst = Exit::Ok;
+    for harness in harnesses {
+        let exit = run_one(RestoreArgs {
+            to: harness,
+            ..args.clone()
+        })?;
+        if exit as i32 > worst as i32 {
+            worst = exit;
+        }
+    }
+    Ok(worst)
+}
+
+fn run_one(args: RestoreArgs) -> Result<Exit> {
     let path_map = args.map_path.path_map()?;
     let repo = args.repo.open()?;
     let _lock = repo.lock_shared()?;
