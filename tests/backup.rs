@@ -3167,6 +3167,29 @@ fn restore_to_all_brings_every_harness_back() {
         assert!(!files(&home).is_empty(), "{dir}");
         assert_eq!(files(&fresh), files(&home), "{dir}: byte for byte");
     }
+    // With --json, one array of answers, each naming its harness.
+    let again = t.path().join("again");
+    fs::create_dir_all(&again).unwrap();
+    let out = asp()
+        .args(["restore", "--to", "all", "--json", "--home"])
+        .arg(&again)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let answers: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let harnesses: Vec<&str> = answers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["harness"].as_str().unwrap())
+        .collect();
+    assert_eq!(harnesses, ["claude-code", "codex", "gemini"]);
+    assert!(
+        answers[1]["sessions"]
+            .as_object()
+            .is_some_and(|m| !m.is_empty())
+    );
     // It restores whole snapshots only: a session or a snapshot names its harness.
     asp()
         .args(["restore", "--to", "all", "--session", A, "--home"])

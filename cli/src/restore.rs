@@ -256,7 +256,11 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
     if args.to == "all" {
         return run_all(args);
     }
-    run_one(args)
+    let (exit, json) = run_one(args)?;
+    if let Some(json) = json {
+        crate::outln!("{json}");
+    }
+    Ok(exit)
 }
 
 /// `--to all`: each harness the repository holds a snapshot of, in name order, restored as
@@ -285,19 +289,29 @@ fn run_all(args: RestoreArgs) -> Result<Exit> {
         );
     }
     let mut worst = Exit::Ok;
+    // With --json, one array: each harness's answer with `harness` beside it.
+    let mut answers = Vec::new();
     for harness in harnesses {
-        let exit = run_one(RestoreArgs {
-            to: harness,
+        let (exit, json) = run_one(RestoreArgs {
+            to: harness.clone(),
             ..args.clone()
         })?;
+        if let Some(serde_json::Value::Object(mut answer)) = json {
+            answer.insert("harness".to_owned(), serde_json::json!(harness));
+            answers.push(serde_json::Value::Object(answer));
+        }
         if exit as i32 > worst as i32 {
             worst = exit;
         }
     }
+    if args.common.json {
+        crate::outln!("{}", serde_json::Value::Array(answers));
+    }
     Ok(worst)
 }
 
-fn run_one(args: RestoreArgs) -> Result<Exit> {
+/// One harness's restore; with `--json`, its answer, for the caller to print.
+fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
     let path_map = args.map_path.path_map()?;
     let repo = args.repo.open()?;
     let _lock = repo.lock_shared()?;
@@ -480,12 +494,13 @@ fn run_one(args: RestoreArgs) -> Result<Exit> {
             damaged.summary()
         ));
     }
+    let mut answer = None;
     if args.common.json {
         let mut json = imported.json();
         if !damaged.is_empty() {
             json["_meta"]["asp"]["damaged"] = serde_json::json!(damaged.blobs);
         }
-        crate::outln!("{json}");
+        answer = Some(json);
     } else {
         let verb = if args.dry_run {
             "would restore"
@@ -510,7 +525,7 @@ fn run_one(args: RestoreArgs) -> Result<Exit> {
         }
     }
     if !damaged.is_empty() {
-        return Ok(Exit::Integrity);
+        return Ok((Exit::Integrity, answer));
     }
-    Ok(imported.exit(args.strict.strict))
+    Ok((imported.exit(args.strict.strict), answer))
 }
