@@ -3107,6 +3107,7 @@ fn a_session_continued_since_the_backup_is_already_there() {
         said.contains("the transcript here continues the one carried"),
         "{said}"
     );
+    assert_eq!(answer["notTaken"], json!([]), "{answer}");
     assert_eq!(files_in(&home), before, "nothing written");
 
     // A line changed in the middle: not a continuation, kept beside under another id.

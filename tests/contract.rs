@@ -409,6 +409,10 @@ fn a_continued_session_is_already_there(h: &str) {
     assert_eq!(answer.sessions[&id], id, "{h}: {answer:?}");
     assert!(answer.already_there.contains(&id), "{h}: {answer:?}");
     assert!(
+        answer.not_taken.iter().all(|n| !n.reason.contains(&id)),
+        "{h}: nothing of it is said to be left out: {answer:?}"
+    );
+    assert!(
         before == crate::support::files_in(home.path()),
         "{h}: nothing is written for it"
     );

@@ -151,8 +151,8 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
                 repo.root().display(),
                 human::count(report.problems.len() as u64, "problem", "problems"),
                 if args.read_data && !args.repair {
-                    " (each is said above; `asp check --read-data --repair` moves damaged \
-                     layers aside for the next backup to store again)"
+                    " (each is said above; a damaged layer, `asp check --read-data --repair` \
+                     moves aside for the next backup to store again)"
                 } else {
                     " (each is said above)"
                 }

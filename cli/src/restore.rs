@@ -274,14 +274,22 @@ fn run_all(args: RestoreArgs) -> Result<Exit> {
         );
     }
     let known = asp_convert::harness_names();
-    let harnesses: std::collections::BTreeSet<String> = args
+    let (harnesses, unknown): (
+        std::collections::BTreeSet<String>,
+        std::collections::BTreeSet<String>,
+    ) = args
         .repo
         .open()?
         .newest_of_each_series()?
         .into_iter()
         .map(|s| s.harness)
-        .filter(|h| known.contains(h))
-        .collect();
+        .partition(|h| known.contains(h));
+    for h in &unknown {
+        eprintln!(
+            "note: the repository's snapshots of {h} are not restored: this build has no {h} \
+             converter"
+        );
+    }
     if harnesses.is_empty() {
         bail_usage!(
             "the repository has no snapshot of a harness this build knows (`asp snapshots` \
@@ -289,13 +297,26 @@ fn run_all(args: RestoreArgs) -> Result<Exit> {
         );
     }
     let mut worst = Exit::Ok;
-    // With --json, one array: each harness's answer with `harness` beside it.
+    // With --json, one array: each harness's answer with `harness` beside it (printed also
+    // when a later harness fails: what was restored is said).
     let mut answers = Vec::new();
+    let print = |answers: &mut Vec<serde_json::Value>| -> Result<()> {
+        if args.common.json {
+            crate::outln!("{}", serde_json::Value::Array(std::mem::take(answers)));
+        }
+        Ok(())
+    };
     for harness in harnesses {
-        let (exit, json) = run_one(RestoreArgs {
+        let (exit, json) = match run_one(RestoreArgs {
             to: harness.clone(),
             ..args.clone()
-        })?;
+        }) {
+            Ok(done) => done,
+            Err(e) => {
+                print(&mut answers)?;
+                return Err(e);
+            }
+        };
         if let Some(serde_json::Value::Object(mut answer)) = json {
             answer.insert("harness".to_owned(), serde_json::json!(harness));
             answers.push(serde_json::Value::Object(answer));
@@ -304,9 +325,7 @@ fn run_all(args: RestoreArgs) -> Result<Exit> {
             worst = exit;
         }
     }
-    if args.common.json {
-        crate::outln!("{}", serde_json::Value::Array(answers));
-    }
+    print(&mut answers)?;
     Ok(worst)
 }
 
@@ -430,9 +449,14 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
             }
             for (file, old) in &unmoved {
                 config_lines.push(format!(
-                    "configuration: {file} is restored as it was, and names {} which \
-                     --map-path moves: what it says of those folders (trust, projects, a \
-                     server's folder) stays at the old paths; set it again for the moved ones",
+                    "configuration: {file} {} as it was, and names {} which --map-path \
+                     moves: what it says of those folders (trust, projects, a server's folder) \
+                     stays at the old paths; set it again for the moved ones",
+                    if args.dry_run {
+                        "would be restored"
+                    } else {
+                        "is restored"
+                    },
                     old.join(", ")
                 ));
             }

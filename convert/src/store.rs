@@ -1043,7 +1043,12 @@ impl Store {
         // trusts, a server's folder): said, since they are not moved with the sessions.
         let mut unmoved = Vec::new();
         if !path_map.is_empty() {
-            for f in &whole.files {
+            // (Prompt histories were rewritten above: a prompt that names a folder is prose.)
+            for f in whole
+                .files
+                .iter()
+                .filter(|f| log(f.path.as_str()).is_none())
+            {
                 if let Ok(bytes) = blobs.read_all(&f.content) {
                     let text = String::from_utf8_lossy(&bytes);
                     let old = path_map.old_folders_in(&text);
@@ -1066,6 +1071,10 @@ impl Store {
                 (placed, _) => (rel, placed),
             }
         }));
+        // Only the files written (or that would be, in a dry run) still name them.
+        unmoved.retain(|(rel, _): &(String, Vec<String>)| {
+            out.iter().any(|(r, p)| r == rel && p.is_written())
+        });
         let created = writer
             .changes()
             .into_iter()

@@ -322,7 +322,6 @@ pub fn new_home(dir: impl Into<PathBuf>) -> PathBuf {
     dir
 }
 
-/// Copies the tree `src` to `dst` (a sample home into a temporary one a test may change).
 /// `line` put into a session log after its first line: a version that differs from the one
 /// written before its end. (One added at the end is the session continued there, which holds
 /// every line written: already there, not a different version.)
@@ -334,6 +333,7 @@ pub fn diverge(log: &mut Vec<u8>, line: &[u8]) {
     log.splice(at..at, line.iter().copied());
 }
 
+/// Copies the tree `src` to `dst` (a sample home into a temporary one a test may change).
 pub fn copy_dir(src: &Path, dst: &Path) {
     for entry in walkdir::WalkDir::new(src) {
         let entry = entry.unwrap();

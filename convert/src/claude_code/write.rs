@@ -90,7 +90,19 @@ fn file_is(path: &Path, d: &Descriptor) -> bool {
 /// continued here (Claude Code appends to a transcript it resumes), so it holds every line of
 /// the carried version.
 fn file_continues(path: &Path, d: &Descriptor) -> bool {
-    fs::metadata(path).is_ok_and(|m| m.len() > d.size)
+    use std::io::{Seek, SeekFrom};
+    // What follows starts a line (as `kit::beside::holds_all_of` asks): the carried bytes end
+    // one, or the next byte ends the last.
+    let at_line_end = || -> io::Result<bool> {
+        let mut f = fs::File::open(path)?;
+        f.seek(SeekFrom::Start(d.size - 1))?;
+        let mut two = [0u8; 2];
+        f.read_exact(&mut two)?;
+        Ok(two.contains(&b'\n'))
+    };
+    d.size > 0
+        && fs::metadata(path).is_ok_and(|m| m.len() > d.size)
+        && at_line_end().unwrap_or(false)
         && fs::File::open(path)
             .and_then(|f| descriptor_of(f.take(d.size)))
             .is_ok_and(|got| got == *d)
@@ -549,7 +561,7 @@ fn write_native(
                         .chain(io::Cursor::new(copy_title_line(s, &copy))),
                 )
                 .map_err(|e| ConvertError::carried(format!("session {}", s.id), e))?;
-                if file_is(&p, &carried) {
+                if file_is(&p, &carried) || file_continues(&p, &carried) {
                     bucket = bucket_of(&p).unwrap_or(&bucket).to_owned();
                     copy_there = true;
                     free = Some(copy);
@@ -661,14 +673,17 @@ fn place(
                 r
             })
         };
-        // No clobbering: a file already at the target stays as it is.
+        // No clobbering: a file already at the target stays as it is. A transcript there that
+        // continues the carried one (resumed since) holds it: it is there.
+        let log = target.extension().is_some_and(|e| e == "jsonl");
+        let holds = |d: &Descriptor| file_is(&target, d) || (log && file_continues(&target, d));
         let there = match writer.create_new_from(&target, &mut open()?, false)? {
             Created::New => true,
-            Created::AlreadyExists if !rename => file_is(&target, &f.content),
+            Created::AlreadyExists if !rename => holds(&f.content),
             Created::AlreadyExists => {
                 let carried = descriptor_of(open()?)
                     .map_err(|e| ConvertError::carried(format!("session {}", s.id), e))?;
-                file_is(&target, &carried)
+                holds(&carried)
             }
         };
         if there {
@@ -770,8 +785,13 @@ fn write_composed(
         );
     }
     let mut beside = false;
+    // The same, or continued since (resumed in Claude Code, which appends): already there.
+    let holds = |p: &Path, bytes: &[u8]| {
+        let d = Descriptor::of(bytes);
+        file_is(p, &d) || file_continues(p, &d)
+    };
     if let Some(p) = find_transcript(layout, &bucket, &id) {
-        if file_is(&p, &Descriptor::of(&composed.bytes)) {
+        if holds(&p, &composed.bytes) {
             return Ok(SessionPlaced::already_there(id));
         }
         beside = true;
@@ -783,7 +803,7 @@ fn write_composed(
                 free = true;
                 break;
             };
-            if file_is(&p, &Descriptor::of(&composed.bytes)) {
+            if holds(&p, &composed.bytes) {
                 // This very copy, from an earlier import.
                 return Ok(SessionPlaced::already_there(id));
             }

@@ -91,13 +91,20 @@ pub fn write(
     merged.extend_from_slice(format!("\n{MARKER}\n\n").as_bytes());
     merged.extend_from_slice(text);
     writer.replace(&path, &merged)?;
-    diagnostics.note(
-        &path,
-        None,
-        format!(
-            "it already had instructions; the carried ones were added after them, under the \
-             line {MARKER}"
-        ),
-    );
+    if !have.trim().is_empty() {
+        diagnostics.note(
+            &path,
+            None,
+            format!(
+                "it already had instructions; the carried ones {} after them, under the line \
+                 {MARKER}",
+                if writer.is_dry_run() {
+                    "would be added"
+                } else {
+                    "were added"
+                }
+            ),
+        );
+    }
     Ok(Placement::New)
 }

@@ -17,9 +17,33 @@ pub const MAX_COPIES: u32 = 100;
 /// Whether `have`, a file a destination holds, holds every line of `carried`: the same bytes,
 /// or those bytes and more after them (the session was resumed there since: every harness
 /// with a JSONL log appends to the one it resumes). Then the carried version is already there,
-/// not a different one to keep beside it.
+/// not a different one to keep beside it. What follows must start a line (a carried last line
+/// cut short and completed there is a different line), and nothing carried is held only by an
+/// empty file.
 pub fn holds_all_of(have: &[u8], carried: &[u8]) -> bool {
-    have.starts_with(carried)
+    if have.len() == carried.len() || carried.is_empty() {
+        return have == carried;
+    }
+    have.starts_with(carried) && (carried.ends_with(b"\n") || have[carried.len()] == b'\n')
+}
+
+#[cfg(test)]
+mod holds_tests {
+    use super::holds_all_of;
+
+    #[test]
+    fn a_log_holds_what_it_starts_with_up_to_a_line_end() {
+        assert!(holds_all_of(b"a\nb\n", b"a\nb\n"));
+        assert!(holds_all_of(b"a\nb\nc\n", b"a\nb\n"));
+        // A last line without its newline, which the log there ends.
+        assert!(holds_all_of(b"a\nb\nc\n", b"a\nb"));
+        // Cut short and then completed otherwise: a different line.
+        assert!(!holds_all_of(b"a\nbc\n", b"a\nb"));
+        assert!(!holds_all_of(b"a\nX\n", b"a\nb\n"));
+        assert!(!holds_all_of(b"a\n", b"a\nb\n"));
+        assert!(!holds_all_of(b"a\n", b""));
+        assert!(holds_all_of(b"", b""));
+    }
 }
 
 /// The harness named in the marker when a session does not say where it came from.

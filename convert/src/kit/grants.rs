@@ -69,7 +69,7 @@ pub fn trusted_servers(harness: &str, bytes: &[u8]) -> Option<Granting> {
     let parsed = std::str::from_utf8(bytes)
         .ok()
         .and_then(|t| super::jsonc::parse(t, super::jsonc::Jsonc::Comments).ok());
-    let Some((Value::Object(mut all), _)) = parsed else {
+    let Some((Value::Object(mut all), commented)) = parsed else {
         // A settings file that cannot be read is said by the restore that reads it.
         return None;
     };
@@ -90,8 +90,13 @@ pub fn trusted_servers(harness: &str, bytes: &[u8]) -> Option<Granting> {
     rest.push(b'\n');
     Some(Granting {
         what: format!(
-            "{harness} runs the tools of MCP server {} without asking (trust: true)",
-            trusted.join(", ")
+            "{harness} runs the tools of MCP server {} without asking (trust: true){}",
+            trusted.join(", "),
+            if commented {
+                "; without it the file is written without its comments"
+            } else {
+                ""
+            }
         ),
         rest: Some(rest),
     })
@@ -107,7 +112,8 @@ mod tests {
         let g = trusted_servers("Gemini CLI", file).unwrap();
         assert_eq!(
             g.what,
-            "Gemini CLI runs the tools of MCP server a without asking (trust: true)"
+            "Gemini CLI runs the tools of MCP server a without asking (trust: true); without it \
+             the file is written without its comments"
         );
         let rest: Value = serde_json::from_slice(&g.rest.unwrap()).unwrap();
         assert_eq!(

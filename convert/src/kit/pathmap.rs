@@ -135,19 +135,21 @@ impl PathMap {
         None
     }
 
-    /// The rules' `OLD` folders that `text` names (the folder itself or a path under it), in
-    /// rule order: what a file written as it is still names after the move.
+    /// The rules' `OLD` folders that `text` names (the folder itself or a path under it, as a
+    /// whole path: not inside a longer one or a URL), in rule order: what a file written as it
+    /// is still names after the move.
     pub fn old_folders_in(&self, text: &str) -> Vec<&str> {
+        let name_char = |c: char| c.is_alphanumeric() || "-_.".contains(c);
         self.rules
             .iter()
             .map(|(old, _)| old.as_str())
             .filter(|old| {
                 *old != "/"
                     && text.match_indices(old).any(|(at, _)| {
-                        text[at + old.len()..]
-                            .chars()
-                            .next()
-                            .is_none_or(|c| !(c.is_alphanumeric() || "-_.".contains(c)))
+                        let before = text[..at].chars().next_back();
+                        let after = text[at + old.len()..].chars().next();
+                        before.is_none_or(|c| !(name_char(c) || "/:".contains(c)))
+                            && after.is_none_or(|c| !name_char(c))
                     })
             })
             .collect()
@@ -334,6 +336,10 @@ mod tests {
         );
         assert_eq!(m.old_folders_in("cwd = \"/srv/work\"\n"), ["/srv/work"]);
         assert!(m.old_folders_in("/home/devx and /srv/workshop").is_empty());
+        assert!(
+            m.old_folders_in("https://host/home/dev/x /mnt/home/dev")
+                .is_empty()
+        );
         assert!(m.old_folders_in("").is_empty());
     }
 

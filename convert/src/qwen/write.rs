@@ -46,11 +46,16 @@ enum Check {
     Taken,
 }
 
+/// A chat log, which Qwen Code appends to (not a file-history snapshot or `.meta.json`).
+fn is_log(path: &std::path::Path) -> bool {
+    path.extension().is_some_and(|e| e == "jsonl")
+}
+
 fn check(files: &[Planned]) -> Result<Check, ConvertError> {
     let mut same = 0;
     for f in files {
         match std::fs::read(&f.path) {
-            Ok(b) if holds_all_of(&b, &f.bytes) => same += 1,
+            Ok(b) if b == f.bytes || (is_log(&f.path) && holds_all_of(&b, &f.bytes)) => same += 1,
             Ok(_) => return Ok(Check::Taken),
             // Free only when nothing at all is there: a dangling link reads as NotFound but
             // takes the name, and a folder or an unreadable file is someone else's too.
