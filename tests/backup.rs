@@ -1593,7 +1593,6 @@ fn the_harness_configuration_comes_back_into_the_same_harness_only() {
 /// lock is let go; a backup into a repository that was not there says it made one.
 #[test]
 fn a_backup_waiting_for_a_lock_says_so_and_a_new_repository_is_said() {
-    use std::io::{BufRead, BufReader};
     let t = tempfile::tempdir().unwrap();
     let home = home_in(t.path());
     let repo = t.path().join("repo");
@@ -1609,19 +1608,8 @@ fn a_backup_waiting_for_a_lock_says_so_and_a_new_repository_is_said() {
     // What a prune holds.
     let held = fs::File::open(repo.join("locks/repo")).unwrap();
     held.lock().unwrap();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("asp"))
-        .args(["backup", "--from", "claude-code", "-q", "--home"])
-        .arg(&home)
-        .arg("--repo")
-        .arg(&repo)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     // The lock is held until the backup says it waits: it cannot have gone on without it.
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
+    let (mut child, mut err, line) = backup_waiting(&home, &repo, &[]);
     assert!(
         line.starts_with(&format!(
             "waiting for the asp prune (or check --repair) running on {}",
@@ -1660,26 +1648,7 @@ fn a_backup_waiting_for_a_lock_says_so_and_a_new_repository_is_said() {
     assert_eq!(fs::read(repo.join("index.json")).unwrap(), index);
     // A lock freed within the limit is taken: this backup waits up to a minute, and goes on
     // once the lock is free (below).
-    let mut limited = std::process::Command::new(assert_cmd::cargo::cargo_bin!("asp"))
-        .args([
-            "backup",
-            "--from",
-            "claude-code",
-            "-q",
-            "--lock-wait",
-            "1m",
-            "--home",
-        ])
-        .arg(&home)
-        .arg("--repo")
-        .arg(&repo)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut limited_err = BufReader::new(limited.stderr.take().unwrap());
-    let mut line = String::new();
-    limited_err.read_line(&mut line).unwrap();
+    let (mut limited, _, line) = backup_waiting(&home, &repo, &["--lock-wait", "1m"]);
     assert!(
         line.starts_with("waiting up to 60s for the asp prune (or check --repair) running on"),
         "{line}"
@@ -3200,4 +3169,33 @@ fn restore_to_all_brings_every_harness_back() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("name the harness"));
+}
+
+/// A backup of `home` into `repo` started while the repository's lock is held, with the first
+/// line it says on stderr (read: so it has reached the wait), and the rest of its stderr.
+fn backup_waiting(
+    home: &Path,
+    repo: &Path,
+    extra: &[&str],
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStderr>,
+    String,
+) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("asp"))
+        .args(["backup", "--from", "claude-code", "-q"])
+        .args(extra)
+        .arg("--home")
+        .arg(home)
+        .arg("--repo")
+        .arg(repo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    (child, err, line)
 }
