@@ -90,7 +90,12 @@ pub fn convert(
             }
             "gemini" => {
                 let updates = gemini_updates(m, &responses, cwd, subagent_chats, &mut out);
-                for u in stamped(updates, m) {
+                // A message with tool calls is dated by them (each carries its own time).
+                let calls = m
+                    .get("toolCalls")
+                    .and_then(Value::as_array)
+                    .is_some_and(|c| !c.is_empty());
+                for u in if calls { updates } else { stamped(updates, m) } {
                     w.push(&u)?;
                 }
             }
@@ -248,7 +253,8 @@ fn chunk(content: Value, message_id: Option<&str>) -> Chunk {
 
 /// `updates` of message `m`, the first one carrying the message's time as
 /// `_meta.gemini.timestamp` (as a tool call carries its own), so a harness the conversation is
-/// carried into dates each turn, not only the first.
+/// carried into dates each turn, not only the first. (Each costs the bundle about 0.2 %; a
+/// gemini message with tool calls is not stamped, since they date it.)
 fn stamped(mut updates: Vec<Update>, m: &Map<String, Value>) -> Vec<Update> {
     let (Some(first), Some(Value::String(t))) = (updates.first_mut(), m.get("timestamp")) else {
         return updates;
