@@ -168,11 +168,7 @@ impl RepoArg {
 
     /// Opens the existing repository.
     pub fn open(&self) -> Result<asp_repo::Repository, crate::exit::Failure> {
-        Ok(self.waiting(asp_repo::Repository::open(&self.path()?)?))
-    }
-
-    fn waiting(&self, repo: asp_repo::Repository) -> asp_repo::Repository {
-        self.wait.apply(repo)
+        Ok(self.wait.apply(asp_repo::Repository::open(&self.path()?)?))
     }
 
     /// Opens the repository, making it where nothing is (what `asp backup` does); a new one is
@@ -184,7 +180,7 @@ impl RepoArg {
         if !existed && !quiet {
             eprintln!("created a new repository at {}", path.display());
         }
-        Ok(self.waiting(repo))
+        Ok(self.wait.apply(repo))
     }
 }
 

@@ -115,10 +115,10 @@ travel: when the backup was made (the record's `org.opencontainers.image.created
 registries show) and when each gone session was first found gone. Nothing else about this
 machine does (no home path, host name, file paths, file times or inodes). But the state
 travels whole: MCP server credentials written out in full (env values, headers), which the
-backup named in a note, go with it (the push names them again before it sends them); to share a state without them, push a bundle packed with
-asp-pack --redact-secrets instead. Without --repo, the
-first argument is a snapshot when no file of that name exists, and the repository is
-$ASP_REPO, else $XDG_DATA_HOME/asp/repo, else ~/.local/share/asp/repo.
+backup named in a note, go with it (the push names them again before it sends them); to
+share a state without them, push a bundle packed with asp-pack --redact-secrets instead.
+Without --repo, the first argument is a snapshot when no file of that name exists, and the
+repository is $ASP_REPO, else $XDG_DATA_HOME/asp/repo, else ~/.local/share/asp/repo.
 
 A bundle is pushed as its own OCI image manifest and blobs, read from the zip as they are: the
 registry names the artifact by the digest `asp verify` prints. Bundles of layout 1.0.0 have
@@ -398,11 +398,11 @@ fn push_source(args: &PushArgs) -> Result<Source> {
 /// A snapshot of the repository (`id`: a hex prefix or `latest`) and where to push it.
 fn snapshot_source(args: &PushArgs, id: &str, reference: &str) -> Result<Source> {
     let reference = parse_reference(reference)?;
-    let path = RepoArg {
+    let repo_arg = RepoArg {
         repo: args.repo.clone(),
         wait: args.wait.clone(),
-    }
-    .path()?;
+    };
+    let path = repo_arg.path()?;
     if args.repo.is_none() && !asp_repo::Repository::is_at(&path) {
         return Err(Error::Usage(format!(
             "no snapshot {id} to push: {} holds no repository (`asp backup` makes one; \
@@ -411,7 +411,7 @@ fn snapshot_source(args: &PushArgs, id: &str, reference: &str) -> Result<Source>
         ))
         .into());
     }
-    let repo = args.wait.apply(asp_repo::Repository::open(&path)?);
+    let repo = repo_arg.open()?;
     let source = asp_repo::registry::SnapshotSource::open(&repo, id)?;
     let shown = format!("snapshot {}", source.info().short_id());
     let credentials = source.credentials().to_vec();

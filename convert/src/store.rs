@@ -960,8 +960,7 @@ impl Store {
                         harness.name()
                     )),
                 )],
-                created: Vec::new(),
-                unmoved: Vec::new(),
+                ..ConfigWritten::default()
             });
         }
         // A backup names its files, and a repository is only as trusted as the disk it is

@@ -107,43 +107,21 @@ impl SnapshotSource {
 }
 
 /// The credentials written out in full that a push of `snapshot` sends: its state's MCP
-/// servers', then its configuration's, the settings files' `env` and the project servers
-/// `.claude.json`'s part holds (a body that cannot be read is left to `asp check`: the push
-/// itself refuses it).
+/// servers', then those its configuration files hold
+/// ([`asp_convert::kit::secrets::config_credentials`]; a body that cannot be read is left to
+/// `asp check`: the push itself refuses it).
 fn credentials_sent(repo: &Repository, snapshot: &Snapshot) -> Vec<String> {
-    use asp_convert::kit::secrets::{credentials_of, env_credentials, members_credentials};
+    use asp_convert::kit::secrets::{config_credentials, credentials_of};
     let mut found = credentials_of(snapshot.state.tools.as_deref().unwrap_or_default());
     let Some(config) = &snapshot.sources.config else {
         return found;
     };
     let blobs = crate::blobs::SnapshotBlobs::new(repo, &snapshot.sources.config_layers);
-    for f in &config.files {
-        let name = f.path.as_str();
-        if !name.ends_with(".json") && !name.contains(".json#") {
-            continue;
-        }
-        let Ok(bytes) = asp_format::blob::BlobSource::read_all(&blobs, &f.content) else {
-            continue;
-        };
-        found.extend(
-            env_credentials(&bytes)
-                .into_iter()
-                .map(|c| format!("{name} {c}")),
-        );
-        // A part holding servers by project (`{"projects": {P: {"mcpServers": {...}}}}`).
-        let Ok(serde_json::Value::Object(part)) = serde_json::from_slice(&bytes) else {
-            continue;
-        };
-        let projects = part.get("projects").and_then(serde_json::Value::as_object);
-        for (project, p) in projects.into_iter().flatten() {
-            let servers = p.get("mcpServers").and_then(serde_json::Value::as_object);
-            for (server, entry) in servers.into_iter().flatten() {
-                found.extend(
-                    members_credentials(entry, &["env", "headers"])
-                        .into_iter()
-                        .map(|c| format!("MCP server {server:?} of the project {project} {c}")),
-                );
-            }
+    // JSON files and parts only (not a prompt history, which can be large, nor Markdown).
+    let json = |name: &str| name.ends_with(".json") || name.contains(".json#");
+    for f in config.files.iter().filter(|f| json(f.path.as_str())) {
+        if let Ok(bytes) = asp_format::blob::BlobSource::read_all(&blobs, &f.content) {
+            found.extend(config_credentials(f.path.as_str(), &bytes));
         }
     }
     found

@@ -67,6 +67,20 @@ impl std::fmt::Debug for WaitNotice {
     }
 }
 
+/// Takes the lock of `f` (at `path`) if no other process holds it: `false` when one does.
+fn try_take(f: &File, exclusive: bool, path: &Path) -> Result<bool, RepoError> {
+    let tried = if exclusive {
+        f.try_lock()
+    } else {
+        f.try_lock_shared()
+    };
+    match tried {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => Err(RepoError::io(path)(e)),
+    }
+}
+
 /// A duration in seconds, as `--lock-wait` takes it back: `90s`, `1.5s` (`10m` is `600s`).
 fn seconds(d: std::time::Duration) -> String {
     let ms = d.as_millis();
@@ -235,13 +249,8 @@ impl Repository {
     /// `locks/repo`, exclusive, without waiting: `None` while another process holds it.
     pub fn try_lock_exclusive(&self) -> Result<Option<Lock>, RepoError> {
         let f = self.lock_file("repo")?;
-        match f.try_lock() {
-            Ok(()) => Ok(Some(Lock { _file: f })),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => {
-                Err(RepoError::io(self.root().join(LOCKS).join("repo"))(e))
-            }
-        }
+        let path = self.root().join(LOCKS).join("repo");
+        Ok(try_take(&f, true, &path)?.then_some(Lock { _file: f }))
     }
 
     fn ensure_dirs(&self) -> Result<(), RepoError> {
@@ -315,15 +324,8 @@ impl Repository {
     fn lock_repo(&self, exclusive: bool) -> Result<Lock, RepoError> {
         let path = self.root().join(LOCKS).join("repo");
         let f = self.lock_file("repo")?;
-        let tried = if exclusive {
-            f.try_lock()
-        } else {
-            f.try_lock_shared()
-        };
-        match tried {
-            Ok(()) => return Ok(Lock { _file: f }),
-            Err(std::fs::TryLockError::WouldBlock) => {}
-            Err(std::fs::TryLockError::Error(e)) => return Err(RepoError::io(&path)(e)),
+        if try_take(&f, exclusive, &path)? {
+            return Ok(Lock { _file: f });
         }
         let holder = if exclusive {
             format!(
@@ -356,15 +358,8 @@ impl Repository {
         // `flock(2)` has no timeout: tried again every 50 ms until the limit.
         let start = std::time::Instant::now();
         loop {
-            let tried = if exclusive {
-                f.try_lock()
-            } else {
-                f.try_lock_shared()
-            };
-            match tried {
-                Ok(()) => return Ok(Lock { _file: f }),
-                Err(std::fs::TryLockError::WouldBlock) => {}
-                Err(std::fs::TryLockError::Error(e)) => return Err(RepoError::io(&path)(e)),
+            if try_take(&f, exclusive, &path)? {
+                return Ok(Lock { _file: f });
             }
             let waited = start.elapsed();
             if waited >= limit {

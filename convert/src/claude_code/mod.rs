@@ -291,8 +291,6 @@ impl Harness for ClaudeCode {
         let layout = Layout::of(ctx.home);
         let mut answer = ImportAnswer::default();
         let state = ctx.state;
-        // Whether `.claude.json` is the owner's: writing sessions may make it (their projects).
-        let had_global = layout.global.is_file();
         if let Some(sessions) = &state.sessions {
             write::write_sessions(&layout, ctx, sessions, &mut answer)?;
         }
@@ -303,7 +301,7 @@ impl Harness for ClaudeCode {
             skills::write(&layout, ctx, list, &mut answer)?;
         }
         if let Some(list) = &state.tools {
-            tools::write(&layout, ctx, list, had_global, &mut answer)?;
+            tools::write(&layout, ctx, list, &mut answer)?;
         }
         if let Some(notes) = &state.memory {
             memory::write(&layout, ctx, notes, &mut answer)?;

@@ -234,13 +234,12 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
 }
 
 /// Merges `servers` into `.claude.json`'s `mcpServers`, keeping every other key as it is. A
-/// server whose name is taken by a different one is left out and reported. `had_global`: the
-/// file was there before this import, so the servers added to the owner's file are said.
+/// server whose name is taken by a different one is left out and reported; those added to a
+/// file that was there are said.
 pub fn write(
     layout: &Layout,
     ctx: &WriteContext<'_>,
     servers: &[McpServer],
-    had_global: bool,
     answer: &mut ImportAnswer,
 ) -> Result<(), ConvertError> {
     let mut tally = Tally::new(answer, StateKind::Tools, servers.len());
@@ -293,7 +292,7 @@ pub fn write(
     }
     if !added.is_empty() {
         jsonfile::write_private(ctx.writer, &layout.global, &file)?;
-        if had_global {
+        if file.existed {
             tally.servers_into(&layout.global, &added, ctx.writer.is_dry_run());
         }
     }

@@ -91,21 +91,33 @@ fn file_is(path: &Path, d: &Descriptor) -> bool {
 /// the carried version.
 fn file_continues(path: &Path, d: &Descriptor) -> bool {
     use std::io::{Seek, SeekFrom};
-    // What follows starts a line (as `kit::beside::holds_all_of` asks): the carried bytes end
-    // one, or the next byte ends the last.
-    let at_line_end = || -> io::Result<bool> {
+    let continues = || -> io::Result<bool> {
         let mut f = fs::File::open(path)?;
+        if d.size == 0 || f.metadata()?.len() <= d.size {
+            return Ok(false);
+        }
+        // What follows starts a line (as `kit::beside::holds_all_of` asks): the carried bytes
+        // end one, or the next byte ends the last.
         f.seek(SeekFrom::Start(d.size - 1))?;
         let mut two = [0u8; 2];
         f.read_exact(&mut two)?;
-        Ok(two.contains(&b'\n'))
+        if !two.contains(&b'\n') {
+            return Ok(false);
+        }
+        f.rewind()?;
+        Ok(descriptor_of(f.take(d.size))? == *d)
     };
-    d.size > 0
-        && fs::metadata(path).is_ok_and(|m| m.len() > d.size)
-        && at_line_end().unwrap_or(false)
-        && fs::File::open(path)
-            .and_then(|f| descriptor_of(f.take(d.size)))
-            .is_ok_and(|got| got == *d)
+    continues().unwrap_or(false)
+}
+
+/// Whether the file at `path` holds every line `d` describes: the same bytes, or those and
+/// more ([`file_continues`]). `Some(true)` the same; `None` neither.
+fn file_holds(path: &Path, d: &Descriptor) -> Option<bool> {
+    if file_is(path, d) {
+        Some(true)
+    } else {
+        file_continues(path, d).then_some(false)
+    }
 }
 
 /// The id the `attempt`-th copy (from 1) kept beside a different version gets: the
@@ -513,12 +525,16 @@ fn write_native(
     };
     let mut bucket = bucket;
     let mut copy_there = false;
-    let new_stem = match find_transcript(layout, &bucket, stem) {
+    let there = find_transcript(layout, &bucket, stem).map(|p| {
+        let held = file_holds(&p, &main.content);
+        (p, held)
+    });
+    let new_stem = match there {
         None => stem.to_owned(),
-        Some(p) if file_is(&p, &main.content) || file_continues(&p, &main.content) => {
+        Some((p, Some(same))) => {
             // Already there (in any bucket), or continued there; put back any of its other
             // files that are missing.
-            if !file_is(&p, &main.content) {
+            if !same {
                 ctx.diagnostics.note(
                     &p,
                     None,
@@ -546,7 +562,7 @@ fn write_native(
                 placed,
             });
         }
-        Some(_) => {
+        Some((_, None)) => {
             // The first name of a copy that is free, or that holds this very copy from an
             // earlier import (then it is completed where it is, and already there).
             let mut free = None;
@@ -561,7 +577,7 @@ fn write_native(
                         .chain(io::Cursor::new(copy_title_line(s, &copy))),
                 )
                 .map_err(|e| ConvertError::carried(format!("session {}", s.id), e))?;
-                if file_is(&p, &carried) || file_continues(&p, &carried) {
+                if file_holds(&p, &carried).is_some() {
                     bucket = bucket_of(&p).unwrap_or(&bucket).to_owned();
                     copy_there = true;
                     free = Some(copy);
@@ -676,7 +692,13 @@ fn place(
         // No clobbering: a file already at the target stays as it is. A transcript there that
         // continues the carried one (resumed since) holds it: it is there.
         let log = target.extension().is_some_and(|e| e == "jsonl");
-        let holds = |d: &Descriptor| file_is(&target, d) || (log && file_continues(&target, d));
+        let holds = |d: &Descriptor| {
+            if log {
+                file_holds(&target, d).is_some()
+            } else {
+                file_is(&target, d)
+            }
+        };
         let there = match writer.create_new_from(&target, &mut open()?, false)? {
             Created::New => true,
             Created::AlreadyExists if !rename => holds(&f.content),
@@ -786,10 +808,7 @@ fn write_composed(
     }
     let mut beside = false;
     // The same, or continued since (resumed in Claude Code, which appends): already there.
-    let holds = |p: &Path, bytes: &[u8]| {
-        let d = Descriptor::of(bytes);
-        file_is(p, &d) || file_continues(p, &d)
-    };
+    let holds = |p: &Path, bytes: &[u8]| file_holds(p, &Descriptor::of(bytes)).is_some();
     if let Some(p) = find_transcript(layout, &bucket, &id) {
         if holds(&p, &composed.bytes) {
             return Ok(SessionPlaced::already_there(id));

@@ -305,6 +305,43 @@ pub fn env_credentials(json: &[u8]) -> Vec<String> {
     members_credentials(&file, &["env"])
 }
 
+/// The literal credentials a harness's JSON configuration file (or part of one, `FILE#PART`),
+/// `name`, holds written out: its `env` (`FILE env.NAME`), and the `env` and `headers` of the
+/// MCP servers it configures, for the user (`mcpServers`) or by project
+/// (`projects.<path>.mcpServers`, Claude Code's `.claude.json`). What a command sending the
+/// configuration elsewhere says it sends; nothing for a file that is not JSON.
+pub fn config_credentials(name: &str, bytes: &[u8]) -> Vec<String> {
+    use crate::kit::jsonc::{Jsonc, parse};
+    let Some((file, _)) = std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|t| parse(t, Jsonc::CommentsAndTrailingCommas).ok())
+    else {
+        return Vec::new();
+    };
+    let mut found: Vec<String> = members_credentials(&file, &["env"])
+        .into_iter()
+        .map(|c| format!("{name} {c}"))
+        .collect();
+    let mut servers = |holder: &serde_json::Value, of: &str| {
+        let entries = holder
+            .get("mcpServers")
+            .and_then(serde_json::Value::as_object);
+        for (server, entry) in entries.into_iter().flatten() {
+            found.extend(
+                members_credentials(entry, &["env", "headers"])
+                    .into_iter()
+                    .map(|c| format!("MCP server {server:?}{of} {c}")),
+            );
+        }
+    };
+    servers(&file, "");
+    let projects = file.get("projects").and_then(serde_json::Value::as_object);
+    for (project, p) in projects.into_iter().flatten() {
+        servers(p, &format!(" of the project {project}"));
+    }
+    found
+}
+
 /// The members of `value`'s objects named `objects` (`env`, `headers`) that are literal
 /// credentials by their names, as `env.NAME`: for a configuration file, or an MCP server's
 /// entry as a harness writes it.
@@ -350,6 +387,25 @@ pub fn note_kept_credentials(file: &Path, json: &[u8], diagnostics: &Diagnostics
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_configuration_names_its_env_and_its_servers_credentials() {
+        let file = br#"{
+  // a comment, as Gemini CLI allows
+  "env": {"ANTHROPIC_API_KEY": "sk-ant-1234567890", "NODE_OPTIONS": "--max-old-space-size=4096"},
+  "mcpServers": {"a": {"command": "a", "env": {"A_TOKEN": "tok_9f8e7d6c5b4a"}}},
+  "projects": {"/p": {"mcpServers": {"b": {"url": "u", "headers": {"Authorization": "Bearer abc123def456"}, "env": {"REF_TOKEN": "${REF_TOKEN}"}}}}}
+}"#;
+        assert_eq!(
+            config_credentials(".x/settings.json", file),
+            [
+                ".x/settings.json env.ANTHROPIC_API_KEY",
+                "MCP server \"a\" env.A_TOKEN",
+                "MCP server \"b\" of the project /p headers.Authorization",
+            ]
+        );
+        assert!(config_credentials("rules.md", b"# not JSON").is_empty());
+    }
     use asp_format::state::McpStdio;
     use serde_json::json;
 
