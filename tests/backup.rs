@@ -1621,21 +1621,11 @@ fn a_backup_waiting_for_a_lock_says_so_and_a_new_repository_is_said() {
     // With --lock-wait, a command gives up when the wait runs out, and does nothing.
     let index = fs::read(repo.join("index.json")).unwrap();
     for (wait, said) in [("0", "after 0s"), ("0.3s", "after 0.3s")] {
-        let out = asp()
-            .args([
-                "backup",
-                "--from",
-                "claude-code",
-                "-q",
-                "--lock-wait",
-                wait,
-                "--home",
-            ])
-            .arg(&home)
-            .arg("--repo")
-            .arg(&repo)
-            .output()
-            .unwrap();
+        let out = backup_run(
+            &home,
+            &repo,
+            &["--from", "claude-code", "-q", "--lock-wait", wait],
+        );
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(
