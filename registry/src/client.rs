@@ -987,8 +987,6 @@ impl Client {
         }
     }
 
-    /// What an error answer says: the OCI error envelope's codes and messages, or the start
-    /// of the body; scrubbed and short.
     /// The repository's tags (the first 100; none for a repository the registry does not
     /// have), or `None` when the registry does not say (no right to list, an answer that is
     /// not a tag list): only ever a hint.
@@ -1026,6 +1024,8 @@ impl Client {
         Some(list.tags.unwrap_or_default())
     }
 
+    /// What an error answer says: the OCI error envelope's codes and messages, or the start
+    /// of the body; scrubbed and short.
     fn error_detail(&self, resp: &mut Response<Body>) -> String {
         let bytes = resp
             .body_mut()

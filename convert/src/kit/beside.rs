@@ -1,7 +1,8 @@
 //! The one name of a copy kept beside a different version of the same thread.
 //!
-//! An existing session is never overwritten. When a destination already holds a different
-//! version of a thread, the carried one is written beside it under the name
+//! An existing session is never overwritten. A destination that holds the carried log, or
+//! that log and more (the session resumed there since, [`holds_all_of`]), already has it.
+//! When a destination already holds a different version of a thread, the carried one is written beside it under the name
 //! `<thread>~<harness>` (`<harness>` is the harness the carried session came from), then
 //! `<thread>~<harness>~2`, `~3`, ... should that name be taken by yet other content. Its title
 //! carries the same marker (`Fix checkout rounding ~claude-code`), so a person who lists the
@@ -25,25 +26,6 @@ pub fn holds_all_of(have: &[u8], carried: &[u8]) -> bool {
         return have == carried;
     }
     have.starts_with(carried) && (carried.ends_with(b"\n") || have[carried.len()] == b'\n')
-}
-
-#[cfg(test)]
-mod holds_tests {
-    use super::holds_all_of;
-
-    #[test]
-    fn a_log_holds_what_it_starts_with_up_to_a_line_end() {
-        assert!(holds_all_of(b"a\nb\n", b"a\nb\n"));
-        assert!(holds_all_of(b"a\nb\nc\n", b"a\nb\n"));
-        // A last line without its newline, which the log there ends.
-        assert!(holds_all_of(b"a\nb\nc\n", b"a\nb"));
-        // Cut short and then completed otherwise: a different line.
-        assert!(!holds_all_of(b"a\nbc\n", b"a\nb"));
-        assert!(!holds_all_of(b"a\nX\n", b"a\nb\n"));
-        assert!(!holds_all_of(b"a\n", b"a\nb\n"));
-        assert!(!holds_all_of(b"a\n", b""));
-        assert!(holds_all_of(b"", b""));
-    }
 }
 
 /// The harness named in the marker when a session does not say where it came from.
@@ -89,6 +71,20 @@ pub fn marked_title(title: &str, harness: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_holds_what_it_starts_with_up_to_a_line_end() {
+        assert!(holds_all_of(b"a\nb\n", b"a\nb\n"));
+        assert!(holds_all_of(b"a\nb\nc\n", b"a\nb\n"));
+        // A last line without its newline, which the log there ends.
+        assert!(holds_all_of(b"a\nb\nc\n", b"a\nb"));
+        // Cut short and then completed otherwise: a different line.
+        assert!(!holds_all_of(b"a\nbc\n", b"a\nb"));
+        assert!(!holds_all_of(b"a\nX\n", b"a\nb\n"));
+        assert!(!holds_all_of(b"a\n", b"a\nb\n"));
+        assert!(!holds_all_of(b"a\n", b""));
+        assert!(holds_all_of(b"", b""));
+    }
 
     #[test]
     fn copies_are_named_thread_tilde_harness() {

@@ -98,7 +98,7 @@ fn hide_at(v: &mut serde_json::Value, path: &[&str], masked: bool) -> bool {
 pub struct CredentialedJson {
     /// The file's name relative to the home, where the part is restored.
     pub file: &'static str,
-    /// The part's name: `file` and [`WITHOUT_CREDENTIALS`].
+    /// The part's name: `file` and [`WITHOUT_CREDENTIALS`](crate::kit::config::WITHOUT_CREDENTIALS).
     pub part: &'static str,
     pub secrets: &'static [Secret],
 }

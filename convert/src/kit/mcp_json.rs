@@ -12,7 +12,7 @@
 //!
 //! Writing a server never grants it more than the home already does: `trust: true` and
 //! credential-sending `authProviderType`s are left out of what comes from a bundle
-//! ([`withhold_grants`]) and answered as not taken.
+//! ([`Dialect::withhold_grants`]) and answered as not taken.
 
 use asp_format::state::{McpRemote, McpServer, McpStdio, NameValue};
 use serde_json::{Map, Value, json};
