@@ -75,7 +75,8 @@ pub struct RestoreArgs {
 
     /// Write into this harness's store (claude-code, codex, gemini, ...), or `all`: the newest
     /// snapshot of every harness the repository holds, each into its own harness (what `asp
-    /// backup --from all` took; on a fresh machine, one command)
+    /// backup --from all` took; on a fresh machine, one command; --json gives one array of
+    /// answers, each with its `harness`)
     #[arg(long, value_name = "HARNESS", value_parser = parse_harness_or_all, required = true)]
     pub to: String,
 
