@@ -715,3 +715,64 @@ fn a_snapshot_push_names_the_credentials_its_configuration_holds() {
         "{note}"
     );
 }
+
+/// A Codex snapshot's push names what its `config.toml` sends written out, in TOML: a model
+/// provider's token, the environment Codex gives its commands, an MCP server's `env` (named
+/// once, though the state carries the server too); the backup said it keeps the file's own.
+#[test]
+fn a_codex_snapshot_push_names_the_credentials_its_config_toml_holds() {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let laptop = Home::new();
+    let state = laptop.path().join("work");
+    copy_dir(&samples().join("codex"), &state);
+    let config = state.join(".codex/config.toml");
+    let mut text = fs::read_to_string(&config).unwrap();
+    text = text.replace(
+        "env = { DOCS_MCP_LOG = \"warn\",",
+        "env = { DOCS_API_KEY = \"dk_9c1e7a55f02b4d8e\", DOCS_MCP_LOG = \"warn\",",
+    );
+    text.push_str(
+        "\n[shell_environment_policy]\nset = { NPM_TOKEN = \"npm_5e0c2b9f7a1d4e36\" }\n\n\
+         [model_providers.proxy]\nbase_url = \"https://llm.example/v1\"\n\
+         experimental_bearer_token = \"sk-proxy-3b8f0d6a2c914e7f\"\n",
+    );
+    fs::write(&config, text).unwrap();
+    let out = asp_on(&laptop)
+        .args(["backup", "--from", "codex", "--home"])
+        .arg(&state)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let kept = said
+        .lines()
+        .find(|l| l.contains("config.toml") && l.contains("the backup keeps the file"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        kept.contains("shell_environment_policy.set.NPM_TOKEN")
+            && kept.contains("model_providers.proxy.experimental_bearer_token")
+            && !kept.contains("DOCS_API_KEY"),
+        "the file's own only (the server is named where the tools are read): {kept}"
+    );
+    let out = asp_on(&laptop)
+        .args(["push", "latest", &format!("{}/me/keys:codex", reg.host())])
+        .args(["-u", "alice", "--password-stdin"])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap();
+    let noted = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{noted}");
+    let note = noted
+        .lines()
+        .find(|l| l.contains("holds credentials written out in full"))
+        .unwrap_or_else(|| panic!("{noted}"));
+    assert!(
+        note.contains(".codex/config.toml shell_environment_policy.set.NPM_TOKEN")
+            && note.contains(".codex/config.toml model_providers.proxy.experimental_bearer_token")
+            && note.matches("MCP server \"docs\" env.DOCS_API_KEY").count() == 1
+            && !note.contains("npm_5e0c")
+            && !note.contains("sk-proxy")
+            && !note.contains("dk_9c1e"),
+        "{note}"
+    );
+}

@@ -487,6 +487,15 @@ pub trait Harness: Send + Sync {
         None
     }
 
+    /// What reads the credentials written out in configuration file `rel` (one of
+    /// [`Harness::config_files`] or [`Harness::config_parts`]): a backup notes that it keeps
+    /// the file's own, a push names all it sends. `None` for a file that holds none (a prompt
+    /// history, Markdown), which is then not read for them. JSON files and parts by default
+    /// ([`crate::kit::secrets::json_credentials_reader`]).
+    fn credentials_reader(&self, rel: &str) -> Option<crate::kit::secrets::CredentialsReader> {
+        crate::kit::secrets::json_credentials_reader(rel)
+    }
+
     /// Parts of files that cannot be kept whole because the rest of the file holds
     /// credentials or caches (Claude Code's `.claude.json`): each a name, the file's path
     /// relative to the home, `#`, and which part (`.claude.json#projects.mcpServers`), with

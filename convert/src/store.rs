@@ -866,7 +866,7 @@ impl Store {
         if files.keep.is_empty() && parts.is_empty() {
             return Ok(None);
         }
-        let read = crate::kit::config::read(harness.name(), &files, blobs, diagnostics)?;
+        let read = crate::kit::config::read(harness.as_ref(), &files, blobs, diagnostics)?;
         let mut config = read.native;
         for (link, target) in &files.followed {
             if config

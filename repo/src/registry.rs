@@ -107,21 +107,30 @@ impl SnapshotSource {
 }
 
 /// The credentials written out in full that a push of `snapshot` sends: its state's MCP
-/// servers', then those its configuration files hold
-/// ([`asp_convert::kit::secrets::config_credentials`]; a body that cannot be read is left to
-/// `asp check`: the push itself refuses it).
+/// servers', then those its configuration files hold, each named once (what reads a file's
+/// is its harness's, `Harness::credentials_reader`: JSON files, Codex's `config.toml`; a body
+/// that cannot be read is left to `asp check`: the push itself refuses it).
 fn credentials_sent(repo: &Repository, snapshot: &Snapshot) -> Vec<String> {
-    use asp_convert::kit::secrets::{config_credentials, credentials_of};
+    use asp_convert::kit::secrets::{credentials_of, json_credentials_reader};
     let mut found = credentials_of(snapshot.state.tools.as_deref().unwrap_or_default());
     let Some(config) = &snapshot.sources.config else {
         return found;
     };
+    let harness = asp_convert::harness(snapshot.info.harness.as_str());
     let blobs = crate::blobs::SnapshotBlobs::new(repo, &snapshot.sources.config_layers);
-    // JSON files and parts only (not a prompt history, which can be large, nor Markdown).
-    let json = |name: &str| name.ends_with(".json") || name.contains(".json#");
-    for f in config.files.iter().filter(|f| json(f.path.as_str())) {
+    for f in &config.files {
+        let rel = f.path.as_str();
+        let reader = match &harness {
+            Some(h) => h.credentials_reader(rel),
+            None => json_credentials_reader(rel),
+        };
+        let Some(read) = reader else { continue };
         if let Ok(bytes) = asp_format::blob::BlobSource::read_all(&blobs, &f.content) {
-            found.extend(config_credentials(f.path.as_str(), &bytes));
+            for c in read(&bytes).named(rel) {
+                if !found.contains(&c) {
+                    found.push(c);
+                }
+            }
         }
     }
     found

@@ -890,6 +890,73 @@ mod tests {
     }
 }
 
+/// The credentials `config.toml` (`bytes`) holds written out: what a push names as sent, and
+/// (the file's own) what a backup notes it keeps. Its own: a model provider's
+/// `experimental_bearer_token` and `http_headers`, and the `shell_environment_policy.set`
+/// environment Codex gives the commands it runs. Its MCP servers', named as the tools read
+/// names them ([`secrets::credentials_of`]: a literal `bearer_token` is the `Authorization`
+/// header it stands for). What names a variable instead (`env_key`, `bearer_token_env_var`,
+/// `env_http_headers`) holds none. None for a file that is not TOML.
+pub fn credentials(bytes: &[u8]) -> secrets::ConfigCredentials {
+    fn table(item: Option<&Item>) -> Option<&dyn toml_edit::TableLike> {
+        item.and_then(Item::as_table_like)
+    }
+    let Some(doc) = std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|t| t.parse::<DocumentMut>().ok())
+    else {
+        return secrets::ConfigCredentials::default();
+    };
+    // The members of `holder.object` (`object` may be a table or an inline table) that are
+    // credentials, as `PREFIX.object.NAME`; `holder.object` itself when it is a string.
+    let literal = |holder: &dyn toml_edit::TableLike, object: &str, prefix: &str| {
+        let mut found = Vec::new();
+        match holder.get(object) {
+            Some(Item::Value(Toml::String(v)))
+                if secrets::is_literal_credential(object, v.value()) =>
+            {
+                found.push(format!("{prefix}{object}"));
+            }
+            item => {
+                for (name, value) in table(item).into_iter().flat_map(|t| t.iter()) {
+                    if value
+                        .as_str()
+                        .is_some_and(|v| secrets::is_literal_credential(name, v))
+                    {
+                        found.push(format!("{prefix}{object}.{name}"));
+                    }
+                }
+            }
+        }
+        found
+    };
+    let mut own = Vec::new();
+    if let Some(policy) = table(doc.get("shell_environment_policy")) {
+        own.extend(literal(policy, "set", "shell_environment_policy."));
+    }
+    for (provider, entry) in table(doc.get("model_providers"))
+        .into_iter()
+        .flat_map(|t| t.iter())
+    {
+        let Some(entry) = entry.as_table_like() else {
+            continue;
+        };
+        let prefix = format!("model_providers.{provider}.");
+        own.extend(literal(entry, "experimental_bearer_token", &prefix));
+        own.extend(literal(entry, "http_headers", &prefix));
+    }
+    let config = Config {
+        path: PathBuf::from(FILE),
+        doc,
+        original: None,
+    };
+    let servers = config.mcp_servers(&Diagnostics::new(), false);
+    secrets::ConfigCredentials {
+        own,
+        servers: secrets::credentials_of(&servers),
+    }
+}
+
 /// What `config.toml` grants by a folder's path: `[projects."<path>"] trust_level =
 /// "trusted"` (Codex then runs there as the user set it, with the project's own
 /// `.codex/config.toml`, without asking), and the file without those keys (a project table
@@ -943,7 +1010,55 @@ pub fn trusted_projects(bytes: &[u8]) -> Option<crate::kit::grants::Granting> {
 
 #[cfg(test)]
 mod trust_tests {
-    use super::trusted_projects;
+    use super::{credentials, trusted_projects};
+
+    /// A push names what `config.toml` sends written out, a backup the file's own; values
+    /// that name a variable, or are one, are not credentials.
+    #[test]
+    fn config_toml_names_its_providers_shell_and_servers_credentials() {
+        let file = br#"model_provider = "proxy"
+env_key_note = "sk-not-a-credential-name"
+
+[shell_environment_policy]
+set = { GITHUB_TOKEN = "ghp_1234567890abcdef", PATH_EXTRA = "/opt/bin", NPM_TOKEN = "${NPM_TOKEN}" }
+
+[model_providers.proxy]
+base_url = "https://llm.example.com/v1"
+env_key = "PROXY_API_KEY"
+experimental_bearer_token = "sk-proxy-0123456789"
+
+[model_providers.proxy.http_headers]
+X-Api-Key = "key-abcdef0123456789"
+X-Team = "platform"
+
+[mcp_servers.tracker]
+url = "https://tracker.example.com/mcp"
+bearer_token = "trk_0123456789abcdef"
+bearer_token_env_var = "TRACKER_TOKEN"
+
+[mcp_servers.db]
+command = "db-mcp"
+env = { DB_PASSWORD = "hunter2-but-longer", DB_HOST = "localhost" }
+"#;
+        let found = credentials(file);
+        assert_eq!(
+            found.own,
+            [
+                "shell_environment_policy.set.GITHUB_TOKEN",
+                "model_providers.proxy.experimental_bearer_token",
+                "model_providers.proxy.http_headers.X-Api-Key",
+            ]
+        );
+        assert_eq!(
+            found.servers,
+            [
+                "MCP server \"tracker\" headers.Authorization",
+                "MCP server \"db\" env.DB_PASSWORD",
+            ]
+        );
+        assert!(credentials(b"model = \"gpt-5\"\n").is_empty());
+        assert!(credentials(b"[model_providers.x\n").is_empty(), "not TOML");
+    }
 
     #[test]
     fn trusted_projects_are_the_grant_and_the_rest_of_the_file_stays() {

@@ -178,6 +178,14 @@ impl Harness for Codex {
         )
     }
 
+    /// `config.toml` is TOML ([`config::credentials`]); the others are JSON, if any.
+    fn credentials_reader(&self, rel: &str) -> Option<crate::kit::secrets::CredentialsReader> {
+        if rel.rsplit('/').next() == Some(config::FILE) {
+            return Some(config::credentials);
+        }
+        crate::kit::secrets::json_credentials_reader(rel)
+    }
+
     /// `config.toml`: its projects' `trust_level`.
     fn grant_files(&self, home: &crate::Home) -> Vec<String> {
         let file = layout::Layout::of(home).codex.join("config.toml");

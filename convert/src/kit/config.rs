@@ -12,7 +12,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use asp_format::blob::{BlobSink, BlobSource};
-use asp_format::name::{HarnessName, RelPath};
+use asp_format::name::RelPath;
 use asp_format::state::{FileEntry, Native};
 
 use crate::error::ConvertError;
@@ -379,8 +379,10 @@ pub struct ConfigRead {
 /// was screened, is reported as lost and the others are read: one unreadable file must not
 /// stop the backup of everything else. A name that cannot be a file name everywhere is left
 /// out by design.
+/// A file holding credentials of its own written out is noted
+/// ([`crate::harness::Harness::credentials_reader`]).
 pub fn read(
-    harness: HarnessName,
+    harness: &dyn crate::harness::Harness,
     files: &ConfigFiles,
     blobs: &dyn BlobSink,
     diagnostics: &crate::kit::report::Diagnostics,
@@ -428,8 +430,9 @@ pub fn read(
                 continue;
             }
         };
-        if rel.ends_with(".json") {
-            crate::kit::secrets::note_kept_credentials(path, &bytes, diagnostics);
+        if let Some(credentials) = harness.credentials_reader(rel) {
+            let found = credentials(&bytes).own;
+            crate::kit::secrets::note_kept_credentials(path, &found, diagnostics);
         }
         entries.push(FileEntry {
             path: path_name,
@@ -439,7 +442,7 @@ pub fn read(
     }
     Ok(ConfigRead {
         native: Native {
-            harness,
+            harness: harness.name(),
             files: entries,
         },
         unreadable,
@@ -742,8 +745,8 @@ mod tests {
         symlink(home.join("key"), c.join("settings.json")).unwrap();
         let blobs = asp_format::blob::MemoryStore::new();
         let diagnostics = crate::kit::report::Diagnostics::new();
-        let harness = HarnessName::new("claude-code").unwrap();
-        let read = read(harness, &found, &blobs, &diagnostics).unwrap();
+        let harness = crate::harness("claude-code").unwrap();
+        let read = read(harness.as_ref(), &found, &blobs, &diagnostics).unwrap();
         assert!(read.unreadable.is_empty(), "{:?}", read.unreadable);
         let kept: Vec<&str> = read.native.files.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(kept, [".tool/keybindings.json"]);

@@ -3,7 +3,7 @@
 //! trailing commas) are blanked byte for byte and line for line, then the text is parsed as
 //! JSON, so a parse error's line and column are the file's own. The one JSONC reader: the
 //! settings files (`kit::settings_json`) and the credential note on a kept configuration
-//! file ([`super::secrets::env_credentials`]) both read through it.
+//! file ([`super::secrets::json_config_credentials`]) both read through it.
 
 use serde_json::Value;
 

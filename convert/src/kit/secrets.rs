@@ -288,46 +288,65 @@ pub fn carry(server: &mut McpServer, redact_secrets: bool, file: &Path, diagnost
     );
 }
 
-/// The members of a JSON configuration file's `env` object (Claude Code's and Qwen Code's
-/// `settings.json` set the harness's environment there: `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`)
-/// that are literal credentials by their names, as `env.NAME`; none when the file is not a
-/// JSON object or has no such object. The file may be JSONC, as Gemini CLI, Qwen Code and
-/// OpenCode read theirs: comments and trailing commas are allowed
-/// ([`crate::kit::jsonc`]).
-pub fn env_credentials(json: &[u8]) -> Vec<String> {
-    use crate::kit::jsonc::{Jsonc, parse};
-    let Ok(text) = std::str::from_utf8(json) else {
-        return Vec::new();
-    };
-    let Ok((file, _)) = parse(text, Jsonc::CommentsAndTrailingCommas) else {
-        return Vec::new();
-    };
-    members_credentials(&file, &["env"])
+/// The literal credentials a configuration file holds written out, by whose they are: what a
+/// backup notes it keeps (the file's own: its MCP servers are named when the tools are read)
+/// and what a push names as sent (all of them).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ConfigCredentials {
+    /// The file's own, by key: `env.NAME`, a model provider's token.
+    pub own: Vec<String>,
+    /// Its MCP servers', `MCP server "x" env.NAME` (`… of the project P` for a project's).
+    pub servers: Vec<String>,
 }
 
-/// The literal credentials a harness's JSON configuration file (or part of one, `FILE#PART`),
-/// `name`, holds written out: its `env` (`FILE env.NAME`), and the `env` and `headers` of the
-/// MCP servers it configures, for the user (`mcpServers`) or by project
-/// (`projects.<path>.mcpServers`, Claude Code's `.claude.json`). What a command sending the
-/// configuration elsewhere says it sends; nothing for a file that is not JSON.
-pub fn config_credentials(name: &str, bytes: &[u8]) -> Vec<String> {
+impl ConfigCredentials {
+    /// Whether the file holds none.
+    pub fn is_empty(&self) -> bool {
+        self.own.is_empty() && self.servers.is_empty()
+    }
+
+    /// All of them, the file's own named with its `file` name (`FILE env.NAME`).
+    pub fn named(self, file: &str) -> Vec<String> {
+        let own = self.own.into_iter().map(|c| format!("{file} {c}"));
+        own.chain(self.servers).collect()
+    }
+}
+
+/// What reads the [`ConfigCredentials`] of one kind of configuration file
+/// (`Harness::credentials_reader`).
+pub type CredentialsReader = fn(&[u8]) -> ConfigCredentials;
+
+/// The reader of the credentials of a harness's JSON configuration file (or part of one,
+/// `FILE#PART`) named `rel`: [`json_config_credentials`]; `None` for a file that is not JSON
+/// (a prompt history, Markdown), which is not read for them.
+pub fn json_credentials_reader(rel: &str) -> Option<CredentialsReader> {
+    (rel.ends_with(".json") || rel.contains(".json#")).then_some(json_config_credentials)
+}
+
+/// The literal credentials a harness's JSON configuration file holds written out: its `env`
+/// (Claude Code's and Qwen Code's `settings.json` set the harness's environment there), and
+/// the `env` and `headers` of the MCP servers it configures, for the user (`mcpServers`) or
+/// by project (`projects.<path>.mcpServers`, Claude Code's `.claude.json`). The file may be
+/// JSONC, as Gemini CLI, Qwen Code and OpenCode read theirs ([`crate::kit::jsonc`]); none
+/// for a file that is not JSON.
+pub fn json_config_credentials(bytes: &[u8]) -> ConfigCredentials {
     use crate::kit::jsonc::{Jsonc, parse};
     let Some((file, _)) = std::str::from_utf8(bytes)
         .ok()
         .and_then(|t| parse(t, Jsonc::CommentsAndTrailingCommas).ok())
     else {
-        return Vec::new();
+        return ConfigCredentials::default();
     };
-    let mut found: Vec<String> = members_credentials(&file, &["env"])
-        .into_iter()
-        .map(|c| format!("{name} {c}"))
-        .collect();
+    let mut found = ConfigCredentials {
+        own: members_credentials(&file, &["env"]),
+        servers: Vec::new(),
+    };
     let mut servers = |holder: &serde_json::Value, of: &str| {
         let entries = holder
             .get("mcpServers")
             .and_then(serde_json::Value::as_object);
         for (server, entry) in entries.into_iter().flatten() {
-            found.extend(
+            found.servers.extend(
                 members_credentials(entry, &["env", "headers"])
                     .into_iter()
                     .map(|c| format!("MCP server {server:?}{of} {c}")),
@@ -340,6 +359,12 @@ pub fn config_credentials(name: &str, bytes: &[u8]) -> Vec<String> {
         servers(p, &format!(" of the project {project}"));
     }
     found
+}
+
+/// Whether a configuration value named `name` is a credential written out: named like one
+/// (`*_TOKEN`, `Authorization`) and not empty, a `${VAR}` reference or a scheme alone.
+pub fn is_literal_credential(name: &str, value: &str) -> bool {
+    names_a_secret(name) && !holds_no_secret(value)
 }
 
 /// The members of `value`'s objects named `objects` (`env`, `headers`) that are literal
@@ -355,7 +380,9 @@ pub fn members_credentials(value: &serde_json::Value, objects: &[&str]) -> Vec<S
             members
                 .iter()
                 .filter(|(name, value)| {
-                    names_a_secret(name) && value.as_str().is_some_and(|v| !holds_no_secret(v))
+                    value
+                        .as_str()
+                        .is_some_and(|v| is_literal_credential(name, v))
                 })
                 .map(|(name, _)| format!("{object}.{name}")),
         );
@@ -363,11 +390,10 @@ pub fn members_credentials(value: &serde_json::Value, objects: &[&str]) -> Vec<S
     found
 }
 
-/// Notes that a configuration file a backup keeps byte for byte, `file`, holds the
-/// credentials [`env_credentials`] finds in it, so that whoever backs it up knows the
-/// repository holds them before pushing it anywhere.
-pub fn note_kept_credentials(file: &Path, json: &[u8], diagnostics: &Diagnostics) {
-    let found = env_credentials(json);
+/// Notes that a configuration file a backup keeps byte for byte, `file`, holds credentials of
+/// its own written out (`found`, [`ConfigCredentials::own`]), so that whoever backs it up
+/// knows the repository holds them before pushing it anywhere.
+pub fn note_kept_credentials(file: &Path, found: &[String], diagnostics: &Diagnostics) {
     let what = match found.len() {
         0 => return,
         1 => "a credential",
@@ -396,26 +422,29 @@ mod tests {
   "mcpServers": {"a": {"command": "a", "env": {"A_TOKEN": "tok_9f8e7d6c5b4a"}}},
   "projects": {"/p": {"mcpServers": {"b": {"url": "u", "headers": {"Authorization": "Bearer abc123def456"}, "env": {"REF_TOKEN": "${REF_TOKEN}"}}}}}
 }"#;
+        let read = json_credentials_reader(".x/settings.json").expect("a JSON file is read");
         assert_eq!(
-            config_credentials(".x/settings.json", file),
+            read(file).named(".x/settings.json"),
             [
                 ".x/settings.json env.ANTHROPIC_API_KEY",
                 "MCP server \"a\" env.A_TOKEN",
                 "MCP server \"b\" of the project /p headers.Authorization",
             ]
         );
-        assert!(config_credentials("rules.md", b"# not JSON").is_empty());
+        assert!(json_credentials_reader("rules.md").is_none());
+        assert!(json_credentials_reader(".claude.json#projects").is_some());
+        assert!(json_config_credentials(b"# not JSON").is_empty());
     }
     use asp_format::state::McpStdio;
     use serde_json::json;
 
     #[test]
-    fn env_credentials_are_the_literal_values_named_like_one() {
+    fn a_files_own_credentials_are_the_literal_values_named_like_one() {
         let settings = br#"{"model": "opus", "env": {"ANTHROPIC_API_KEY": "sk-ant-x",
             "OPENAI_API_KEY": "${OPENAI_API_KEY}", "DISABLE_TELEMETRY": "1",
             "GITHUB_TOKEN": "ghp_live", "MAX_TOKENS": "4096", "API_KEY_HELPER": 3}}"#;
         assert_eq!(
-            env_credentials(settings),
+            json_config_credentials(settings).own,
             ["env.ANTHROPIC_API_KEY", "env.GITHUB_TOKEN"]
         );
         for none in [
@@ -424,12 +453,12 @@ mod tests {
             b"not json",
             b"{}",
         ] {
-            assert!(env_credentials(none).is_empty());
+            assert!(json_config_credentials(none).is_empty());
         }
     }
 
     #[test]
-    fn env_credentials_are_found_in_jsonc_too() {
+    fn a_files_own_credentials_are_found_in_jsonc_too() {
         let settings = br#"{
             // Gemini CLI and Qwen Code allow comments, OpenCode trailing commas too.
             "env": {
@@ -438,7 +467,10 @@ mod tests {
                 "LOG_LEVEL": "debug",
             },
         }"#;
-        assert_eq!(env_credentials(settings), ["env.OPENAI_API_KEY"]);
+        assert_eq!(
+            json_config_credentials(settings).own,
+            ["env.OPENAI_API_KEY"]
+        );
     }
 
     #[test]
