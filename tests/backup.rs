@@ -197,7 +197,7 @@ fn counts(o: &Value) -> [u64; 4] {
     let c = ["new", "changed", "unchanged", "gone"].map(|k| o[k].as_u64().unwrap());
     if let Some(held) = o["snapshot"]["sessions"].as_u64() {
         assert_eq!(
-            c.iter().sum::<u64>(),
+            c.iter().sum::<u64>() + o["unreadable"].as_u64().unwrap(),
             held,
             "the counts add up to the snapshot's: {o}"
         );
@@ -370,6 +370,72 @@ fn a_file_that_cannot_be_read_is_lost_on_every_backup_until_mended() {
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stderr.is_empty());
 }
+/// A session whose file is still there but cannot be read at all (a Pi transcript whose
+/// header is damaged, an OpenCode database cut short) is lost on every backup, and kept as the
+/// last snapshot held it: unreadable, not gone from the source (a `forget --gone-before` must
+/// not let it go). Mended, it is unchanged.
+#[test]
+fn a_session_that_cannot_be_read_is_kept_as_before_not_gone() {
+    let damage_pi = |home: &Path| -> (PathBuf, usize) {
+        let dir = home.join(".pi/agent/sessions/--home-dev-shop--");
+        let file = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().contains("01a23402-1481"))
+            .unwrap();
+        let text = fs::read_to_string(&file).unwrap();
+        let rest = text.split_once('\n').unwrap().1;
+        fs::write(&file, format!("GARBAGE HEADER\n{rest}")).unwrap();
+        (file, 1)
+    };
+    let damage_opencode = |home: &Path| -> (PathBuf, usize) {
+        let db = home.join(".local/share/opencode/opencode.db");
+        let f = fs::OpenOptions::new().write(true).open(&db).unwrap();
+        f.set_len(f.metadata().unwrap().len() * 3 / 8).unwrap();
+        (db, 8)
+    };
+    let cases: [(&str, &dyn Fn(&Path) -> (PathBuf, usize)); 2] =
+        [("pi", &damage_pi), ("opencode", &damage_opencode)];
+    for (harness, damage) in cases {
+        let t = tmp();
+        let home = t.path().join("home");
+        copy_tree(&samples().join(harness), &home);
+        let repo = t.path().join("repo");
+        let run = || {
+            let out = backup_run(&home, &repo, &["--from", harness, "--json", "-q"]);
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            (out.status.code(), v[0].clone())
+        };
+        let (code, first) = run();
+        assert_eq!(code, Some(0), "{harness}: {first}");
+        let held = first["snapshot"]["sessions"].as_u64().unwrap();
+        let (file, n) = damage(&home);
+        let kept = fs::read(&file).unwrap();
+        let mut original = home.clone();
+        original.set_file_name("original");
+        copy_tree(&samples().join(harness), &original);
+        for _ in 0..2 {
+            let (code, v) = run();
+            assert_eq!(code, Some(3), "{harness}: lost, on every run: {v}");
+            assert_eq!(v["unreadable"], n, "{harness}: {v}");
+            assert_eq!(v["gone"], 0, "{harness}: not gone: {v}");
+            assert!(v["goneNow"].is_null(), "{harness}: {v}");
+        }
+        let listed = sessions_in(&repo);
+        assert_eq!(listed.len() as u64, held, "{harness}: {listed:?}");
+        assert!(
+            listed.iter().all(|s| s["gone"].is_null()),
+            "{harness}: none shown gone: {listed:?}"
+        );
+        assert_eq!(fs::read(&file).unwrap(), kept, "the source is only read");
+        let rel = file.strip_prefix(&home).unwrap();
+        fs::copy(original.join(rel), &file).unwrap();
+        let (code, v) = run();
+        assert_eq!(code, Some(0), "{harness}: mended: {v}");
+        assert_eq!(v["unreadable"], 0, "{harness}: {v}");
+    }
+}
+
 #[test]
 fn an_appended_turn_reads_only_that_session() {
     let t = tmp();

@@ -34,8 +34,9 @@ since is kept, marked gone from source (`asp sessions` shows it; `asp restore --
 brings it back). Nothing changed: no snapshot is made and the command says so, exit 0.
 
 A file that cannot be read (a transcript the harness left broken, a configuration file the
-user cannot read) is in no snapshot as it is now (of a configuration file, the copy an
-earlier backup made is kept): it is listed as lost on every run until it is mended, also
+user cannot read) is in no snapshot as it is now (the copy an earlier backup made is kept:
+a session whose file or database cannot be read at all is counted unreadable, not gone):
+it is listed as lost on every run until it is mended, also
 with -q, and the command exits 3 (`--json` lists it under \"lost\" as {severity, file,
 line, message}). So is a session gone from the source whose data the repository has lost
 (`asp check` says which): it is kept as it is until `asp forget --session ID` lets it go.
@@ -256,6 +257,7 @@ fn which(o: &BackupOutcome) -> Vec<String> {
         ("new", &o.new_sessions),
         ("changed", &o.changed_sessions),
         ("gone from source", &o.gone_now),
+        ("unreadable, kept as before", &o.unreadable_sessions),
     ]
     .into_iter()
     .filter(|(_, ids)| !ids.is_empty())
@@ -291,8 +293,13 @@ pub fn summary(o: &BackupOutcome) -> String {
         }
         return format!("{} ({}): nothing changed", o.harness, o.home);
     };
+    let unreadable = match o.unreadable {
+        0 => String::new(),
+        n => format!(", {n} unreadable (kept as before)"),
+    };
     format!(
-        "{} ({}): snapshot {}: {} new, {} changed, {} unchanged, {} gone from source; {}, {} added",
+        "{} ({}): snapshot {}: {} new, {} changed, {} unchanged{unreadable}, {} gone from source; \
+         {}, {} added",
         o.harness,
         o.home,
         s.short_id(),

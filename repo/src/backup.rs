@@ -95,6 +95,13 @@ pub struct BackupOutcome {
     pub changed_sessions: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gone_now: Vec<String>,
+    /// Sessions the source still has but whose files could not be read this time (a damaged
+    /// header, a database that does not open: the read reported them lost), kept as the
+    /// parent held them rather than marked gone: nothing deleted them. Counted in neither
+    /// `unchanged` nor `gone` (one gone before stays gone, and is counted there).
+    pub unreadable: usize,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreadable_sessions: Vec<String>,
     /// The harness has no store in this home (with `skip_absent`): nothing was done.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub absent: bool,
@@ -352,6 +359,33 @@ fn lost_to_gone(
     (covered.len() == missing.len()).then_some(lost)
 }
 
+/// The files under `home` (relative, `/`-separated) that the read reported lost as a whole
+/// (no line named): a session file whose header is damaged, a database that does not open.
+fn unreadable_files(diagnostics: &Diagnostics, home: &Path) -> Vec<String> {
+    diagnostics
+        .items()
+        .into_iter()
+        .filter(|d| d.severity == Severity::Lost && d.line.is_none_or(|l| l == 1))
+        .filter_map(|d| {
+            let rel = d.file?.strip_prefix(home).ok()?.to_path_buf();
+            let parts: Option<Vec<&str>> = rel.iter().map(|c| c.to_str()).collect();
+            Some(parts?.join("/"))
+        })
+        .collect()
+}
+
+/// Whether session `s` is read from one of `files`: one of its native files is one, or a row
+/// of one (`DB/table/key.row.json`, spec/aspstate.md §8.1).
+fn reads_one_of(s: &Session, files: &[String]) -> bool {
+    s.native.iter().flat_map(|n| &n.files).any(|f| {
+        let path = f.path.as_str();
+        files.iter().any(|u| {
+            path.strip_prefix(u.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+    })
+}
+
 /// Says each session [`lost_to_gone`] found, as lost.
 fn report_lost_to_gone(
     repo: &Repository,
@@ -507,7 +541,8 @@ fn backup_once(
         }
     }
 
-    // Sessions the source no longer has are carried, marked gone.
+    // Sessions the source no longer has are carried, marked gone; those whose files are
+    // there but could not be read are carried as they were.
     let now = time::format_millis(started);
     let mut gone = BTreeMap::new();
     if let Some(p) = &parent {
@@ -517,10 +552,17 @@ fn backup_once(
             .flatten()
             .map(|s| s.id.as_str())
             .collect();
+        let unreadable = unreadable_files(ctx.diagnostics, home_dir);
         let mut carried = Vec::new();
         for s in p.state.sessions.iter().flatten() {
             if !live.contains(s.id.as_str()) {
                 let since = p.sources.gone.get(s.id.as_str()).cloned();
+                if since.is_none() && reads_one_of(s, &unreadable) {
+                    outcome.unreadable += 1;
+                    outcome.unreadable_sessions.push(s.id.to_string());
+                    carried.push(s.clone());
+                    continue;
+                }
                 if since.is_none() {
                     outcome.gone_now.push(s.id.to_string());
                 }

@@ -80,20 +80,27 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
                 continue;
             }
         };
-        let header = match first_line(&path) {
-            Ok(line) => Header::parse(&line),
+        let line = match first_line(&path) {
+            Ok(line) => line,
             Err(e) => {
                 d.lost(&path, None, format!("cannot be read ({e}); skipped"));
                 continue;
             }
         };
-        let Some(header) = header else {
-            d.left_out(
-                &path,
-                Some(1),
-                "not a Pi session: the first line is not a session header (Pi neither lists \
-                 nor loads it, and opening it with `pi --session` would replace it); not read",
-            );
+        let Some(header) = Header::parse(&line) else {
+            // What it holds is the user's (a header damaged, entries after it): not carried,
+            // so a loss, and a backup keeps the copy an earlier one made.
+            let what = "the first line is not a session header (Pi neither lists nor loads \
+                        it, and opening it with `pi --session` would replace it)";
+            if line.iter().all(u8::is_ascii_whitespace) {
+                d.left_out(&path, Some(1), format!("empty: {what}; not read"));
+            } else {
+                d.lost(
+                    &path,
+                    Some(1),
+                    format!("not a Pi session: {what}; not read"),
+                );
+            }
             continue;
         };
         let id = match SessionId::new(&header.id) {
