@@ -394,8 +394,9 @@ fn a_session_that_cannot_be_read_is_kept_as_before_not_gone() {
         f.set_len(f.metadata().unwrap().len() * 3 / 8).unwrap();
         (db, 8)
     };
-    let cases: [(&str, &dyn Fn(&Path) -> (PathBuf, usize)); 2] =
-        [("pi", &damage_pi), ("opencode", &damage_opencode)];
+    // Each damage gives the file it damaged and how many sessions are read from it.
+    type Damage<'a> = &'a dyn Fn(&Path) -> (PathBuf, usize);
+    let cases: [(&str, Damage); 2] = [("pi", &damage_pi), ("opencode", &damage_opencode)];
     for (harness, damage) in cases {
         let t = tmp();
         let home = t.path().join("home");
