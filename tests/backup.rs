@@ -437,6 +437,53 @@ fn a_session_that_cannot_be_read_is_kept_as_before_not_gone() {
     }
 }
 
+/// A newest snapshot whose manifest is damaged does not stop backups: the next one is made
+/// from the newest that can be read, says which it passed over and how to let it go, and
+/// exits 4 (on every run while it is the newest). Let go, backups exit 0 again.
+#[test]
+fn a_damaged_newest_snapshot_is_passed_over_not_a_stop() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    let instructions = home.join(".claude/CLAUDE.md");
+    let first = backup(&home, &repo);
+    fs::write(&instructions, "# Mine\n\nOne more rule.\n").unwrap();
+    let second = backup(&home, &repo);
+    let digest = second["snapshot"]["digest"].as_str().unwrap().to_owned();
+    let id = &digest["sha256:".len().."sha256:".len() + 8];
+    rot(
+        &repo.join("blobs/sha256").join(&digest["sha256:".len()..]),
+        100,
+    );
+    fs::write(&instructions, "# Mine\n\nTwo more rules.\n").unwrap();
+    let out = backup_run(&home, &repo, &["--from", "claude-code", "--json", "-q"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["parent"], first["snapshot"]["digest"], "{v}");
+    assert!(
+        v[0]["snapshot"]["digest"].is_string(),
+        "a snapshot is made: {v}"
+    );
+    assert_eq!(v[0]["passedOver"][0]["snapshot"], id, "{v}");
+    assert!(
+        said.starts_with("damaged: ")
+            && said.contains(&format!("snapshot {id} cannot be read"))
+            && said.contains(&format!("asp forget --snapshot {id}")),
+        "{said}"
+    );
+    assert_eq!(sessions_in(&repo).len(), 5, "the newest can be read again");
+    let forget = asp()
+        .args(["forget", "--snapshot", id, "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert!(forget.status.success(), "{forget:?}");
+    fs::write(&instructions, "# Mine\n\nThree more rules.\n").unwrap();
+    let out = backup_run(&home, &repo, &["--from", "claude-code", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
 #[test]
 fn an_appended_turn_reads_only_that_session() {
     let t = tmp();

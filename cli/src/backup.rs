@@ -40,6 +40,9 @@ it is listed as lost on every run until it is mended, also
 with -q, and the command exits 3 (`--json` lists it under \"lost\" as {severity, file,
 line, message}). So is a session gone from the source whose data the repository has lost
 (`asp check` says which): it is kept as it is until `asp forget --session ID` lets it go.
+A newest snapshot that cannot be read (its manifest damaged) is passed over: the backup is
+made from the newest one that can be, says so on every run and exits 4 until `asp forget
+--snapshot ID` lets the damaged one go.
 What is left out by design (of the portable kinds; a configuration file named as holding
 credentials, a link that leads nowhere) is said when a snapshot is made, but not with -q.
 
@@ -147,6 +150,7 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
     let bar = Bar::new(args.common.quiet);
     let mut outcomes = Vec::new();
     let mut incomplete = false;
+    let mut damaged = false;
     for harness in harnesses {
         let diagnostics = Diagnostics::new();
         let result = backup(
@@ -186,6 +190,24 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
             .map(human::finding_json)
             .collect();
         incomplete |= result.is_ok() && !lost.is_empty();
+        if let Ok(o) = &result {
+            // Said on every run, `-q` or not, as a loss is: the backup goes on from an older
+            // snapshot, but the damage stays until it is let go.
+            for p in &o.passed_over {
+                damaged = true;
+                bar.println(format!(
+                    "damaged: {} ({}): {}; this backup is made from {}",
+                    o.harness,
+                    o.home,
+                    p.error,
+                    o.parent
+                        .map_or("nothing (a full backup)".to_owned(), |d| format!(
+                            "snapshot {}, the newest that can be read",
+                            &d.hex()[..8]
+                        )),
+                ));
+            }
+        }
         match result {
             Ok(o) if o.absent => continue,
             Ok(o) => outcomes.push((o, lost)),
@@ -233,7 +255,9 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
     if !missing.is_empty() {
         return Err(no_store(missing));
     }
-    Ok(if incomplete {
+    Ok(if damaged {
+        Exit::Integrity
+    } else if incomplete {
         Exit::Incomplete
     } else {
         Exit::Ok

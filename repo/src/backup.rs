@@ -102,6 +102,12 @@ pub struct BackupOutcome {
     pub unreadable: usize,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unreadable_sessions: Vec<String>,
+    /// Newer snapshots of the series that could not be read (a manifest or document damaged),
+    /// passed over for the parent: the backup is made from the newest that can be, so an
+    /// hourly job goes on. Each is said on every run (exit 4) until `asp forget --snapshot`
+    /// lets it go.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub passed_over: Vec<PassedOver>,
     /// The harness has no store in this home (with `skip_absent`): nothing was done.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub absent: bool,
@@ -386,6 +392,47 @@ fn reads_one_of(s: &Session, files: &[String]) -> bool {
     })
 }
 
+/// A snapshot a backup could not read and passed over for its parent.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PassedOver {
+    /// Its short id.
+    pub snapshot: String,
+    /// What is damaged, and what to do (`asp forget --snapshot`).
+    pub error: String,
+}
+
+/// The newest snapshot of the series (`harness`, `home`) that can be read, with the newer
+/// ones that cannot (an integrity failure: a manifest or document damaged), newest first.
+/// Any other error stops the backup.
+fn readable_parent(
+    repo: &Repository,
+    harness: &str,
+    home: &str,
+) -> Result<(Option<Snapshot>, Vec<PassedOver>), RepoError> {
+    use asp_format::error::{Classify, ErrorClass};
+    let mut passed_over = Vec::new();
+    let series = repo.snapshots()?;
+    for info in series
+        .iter()
+        .rev()
+        .filter(|s| s.harness == harness && s.home == home)
+    {
+        match Snapshot::load(repo, info) {
+            Ok(snapshot) => return Ok((Some(snapshot), passed_over)),
+            Err(RepoError::Integrity(error)) => passed_over.push(PassedOver {
+                snapshot: info.short_id(),
+                error,
+            }),
+            Err(e) if e.class() == ErrorClass::Integrity => passed_over.push(PassedOver {
+                snapshot: info.short_id(),
+                error: e.to_string(),
+            }),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((None, passed_over))
+}
+
 /// Says each session [`lost_to_gone`] found, as lost.
 fn report_lost_to_gone(
     repo: &Repository,
@@ -431,10 +478,7 @@ fn backup_once(
     let store = Store::harness(&opts.harness, opts.home.clone())
         .ok_or_else(|| RepoError::Usage(format!("this build knows no harness {}", opts.harness)))?;
     let home = home_name(&opts.home);
-    let parent = match repo.latest(&opts.harness, &home)? {
-        Some(info) => Some(Snapshot::load(repo, &info)?),
-        None => None,
-    };
+    let (parent, passed_over) = readable_parent(repo, &opts.harness, &home)?;
     let started = time::now();
     let staging = LayerStore::new_in(
         repo.root(),
@@ -511,6 +555,7 @@ fn backup_once(
         harness: opts.harness.clone(),
         home: home.clone(),
         parent: parent.as_ref().map(|p| p.info.digest),
+        passed_over,
         ..BackupOutcome::default()
     };
     let new_sessions: HashMap<&str, &Session> = state

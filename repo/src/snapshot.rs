@@ -256,13 +256,35 @@ impl Snapshot {
         Snapshot::load_with(repo, info, false, Some(ids))
     }
 
+    /// [`Snapshot::read_with`], a damage said with the snapshot it is in and what to do.
     fn load_with(
         repo: &Repository,
         info: &SnapshotInfo,
         entries: bool,
         only: Option<&[String]>,
     ) -> Result<Snapshot, RepoError> {
-        let bad = |m: String| RepoError::Integrity(format!("snapshot {}: {m}", info.digest));
+        use asp_format::error::{Classify, ErrorClass};
+        Snapshot::read_with(repo, info, entries, only).map_err(|e| {
+            if e.class() != ErrorClass::Integrity {
+                return e;
+            }
+            let id = info.short_id();
+            let what = e.to_string();
+            let what = what.strip_prefix("integrity failure: ").unwrap_or(&what);
+            RepoError::Integrity(format!(
+                "snapshot {id} cannot be read ({what}); `asp check` names the damage, and `asp \
+                 forget --snapshot {id}` lets the snapshot go (--snapshot names an older one)"
+            ))
+        })
+    }
+
+    fn read_with(
+        repo: &Repository,
+        info: &SnapshotInfo,
+        entries: bool,
+        only: Option<&[String]>,
+    ) -> Result<Snapshot, RepoError> {
+        let bad = |m: String| RepoError::Integrity(m);
         let s_bytes = repo.read_blob(
             &Descriptor {
                 digest: info.digest,
