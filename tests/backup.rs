@@ -666,6 +666,43 @@ fn an_index_damaged_or_deleted_is_rebuilt_from_the_snapshot_manifests() {
     backup(&home, &repo);
 }
 
+/// A digest in `index.json` changed by one character still parses: the snapshot it names
+/// is missing, and its real manifest is unreferenced. `asp check` says the index may be what
+/// is damaged, and that `--rebuild-index` must come before a `forget` and `prune` that would
+/// delete the good manifest.
+#[test]
+fn an_index_naming_a_missing_manifest_beside_an_unnamed_one_is_said_as_damage() {
+    let t = tmp();
+    let (_, repo, _, o) = with_a_gone(&t);
+    let hex = o["snapshot"]["digest"].as_str().unwrap()["sha256:".len()..].to_owned();
+    let flipped = format!(
+        "{}{}",
+        if hex.starts_with('0') { "1" } else { "0" },
+        &hex[1..]
+    );
+    let index = repo.join("index.json");
+    let text = fs::read_to_string(&index).unwrap();
+    fs::write(&index, text.replace(&hex, &flipped)).unwrap();
+    let out = asp().args(["check", "--repo"]).arg(&repo).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    let problems: Vec<&str> = said
+        .lines()
+        .filter(|l| l.starts_with("problem: "))
+        .collect();
+    assert_eq!(problems.len(), 2, "{said}");
+    assert!(
+        problems[0].contains(&flipped[..8]) && problems[0].contains("index.json may be"),
+        "{said}"
+    );
+    assert!(
+        problems[1].contains(&hex[..8])
+            && problems[1].contains("`asp check --rebuild-index`")
+            && problems[1].contains("before `asp forget`"),
+        "{said}"
+    );
+}
+
 #[test]
 fn a_session_the_harness_deleted_is_kept_and_comes_back() {
     let t = tmp();

@@ -155,12 +155,22 @@ pub fn check(
     // Problems about a layer, by their index in `report.problems`: who needs the layer is
     // added to them at the end.
     let mut about_layer: Vec<(usize, Digest)> = Vec::new();
+    // Snapshots whose manifest is not in `blobs/` at all, by their problem's index: the
+    // index may name them wrong (a damaged `index.json`), which `--rebuild-index` mends and
+    // `forget` then `prune` would make worse.
+    let mut manifest_missing: Vec<usize> = Vec::new();
     progress.begin("checking snapshots", Some(infos.len() as u64));
     for info in &infos {
         progress.advance(1);
-        let snap = match Snapshot::load(repo, info) {
+        let snap = match Snapshot::load_unsaid(repo, info) {
             Ok(s) => s,
             Err(e) => {
+                if !repo.has_blob(&Descriptor {
+                    digest: info.digest,
+                    size: info.size,
+                }) {
+                    manifest_missing.push(report.problems.len());
+                }
                 // Named, so the person knows which snapshot it costs; what only it holds is
                 // counted below as unreferenced, which it is not.
                 report.problems.push(format!(
@@ -271,6 +281,7 @@ pub fn check(
         }
     }
     let dir = repo.blobs_dir();
+    let mut unnamed_manifests: Vec<String> = Vec::new();
     for entry in std::fs::read_dir(&dir).map_err(RepoError::io(&dir))? {
         let entry = entry.map_err(RepoError::io(&dir))?;
         let name = entry.file_name();
@@ -280,13 +291,64 @@ pub fn check(
         }
         match Digest::from_hex(name) {
             Ok(d) if named.contains(&d) => {}
-            Ok(_) => report.unreferenced += 1,
+            Ok(d) => {
+                report.unreferenced += 1;
+                if !manifest_missing.is_empty() && is_snapshot_manifest(&entry.path(), d) {
+                    unnamed_manifests.push(d.hex()[..8].to_owned());
+                }
+            }
             Err(_) => report
                 .problems
                 .push(format!("{} is not a blob name", entry.path().display())),
         }
     }
+    unnamed_manifests.sort();
+    if !unnamed_manifests.is_empty() {
+        for &i in &manifest_missing {
+            report.problems[i].push_str(
+                ", but index.json may be what is damaged: see the last problem before letting \
+                 it go",
+            );
+        }
+        report.problems.push(format!(
+            "index.json names {} whose manifest blobs/ does not have, and blobs/ holds {} it \
+             does not name ({}): index.json itself may be damaged. `asp check --rebuild-index` \
+             lists every snapshot manifest in blobs/ again; run it before `asp forget` or `asp \
+             prune`, which would delete them",
+            count(manifest_missing.len(), "a snapshot", "snapshots"),
+            count(
+                unnamed_manifests.len(),
+                "a snapshot manifest",
+                "snapshot manifests"
+            ),
+            unnamed_manifests.join(", "),
+        ));
+    }
     Ok(report)
+}
+
+/// `n` things, as `a thing` or `N things`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        one.to_owned()
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// Whether the blob at `path`, named `digest`, is a snapshot manifest with the bytes its name
+/// promises (what `--rebuild-index` would list).
+fn is_snapshot_manifest(path: &std::path::Path, digest: Digest) -> bool {
+    const LARGEST: u64 = 4 << 20;
+    if std::fs::metadata(path).map_or(true, |m| !m.is_file() || m.len() > LARGEST) {
+        return false;
+    }
+    let Ok(bytes) = std::fs::read(path) else {
+        return false;
+    };
+    Digest::of(&bytes) == digest
+        && serde_json::from_slice::<asp_registry::manifest::ImageManifest>(&bytes)
+            .is_ok_and(|m| m.artifact_type.as_deref() == Some(crate::snapshot::SNAPSHOT_ARTIFACT))
 }
 
 /// The bodies every snapshot names, each once, for `--read-data`: what a body is checked

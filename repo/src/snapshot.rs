@@ -278,6 +278,15 @@ impl Snapshot {
         })
     }
 
+    /// [`Snapshot::load`], its damage said as it is, for `asp check`, which says it with the
+    /// snapshot and what to do itself.
+    pub(crate) fn load_unsaid(
+        repo: &Repository,
+        info: &SnapshotInfo,
+    ) -> Result<Snapshot, RepoError> {
+        Snapshot::read_with(repo, info, true, None)
+    }
+
     fn read_with(
         repo: &Repository,
         info: &SnapshotInfo,
