@@ -45,6 +45,10 @@ macro_rules! contract {
                     super::restore_is_byte_exact(H)
                 }
                 #[test]
+                fn a_backup_restored_into_an_empty_home_gives_back_every_configuration_file() {
+                    super::configuration_restores_byte_for_byte(H)
+                }
+                #[test]
                 fn importing_twice_changes_nothing() {
                     super::importing_twice_changes_nothing(H)
                 }
@@ -330,6 +334,58 @@ fn restore_is_byte_exact(h: &str) {
     // names of a thread in `session_index.jsonl`.)
     for s in packed.state.sessions.iter().flatten() {
         assert_eq!(back.session(s.id.as_str()).title, s.title, "{h}: {}", s.id);
+    }
+}
+
+/// A backup keeps the harness's own configuration (`Harness::config_files`), and a restore
+/// into an empty home gives each whole file back byte for byte at its path, after the
+/// sessions' import has written into the same files (a part, `FILE#PART`, is a file without
+/// its credentials: its harness's own tests check it).
+fn configuration_restores_byte_for_byte(h: &str) {
+    use crate::support::asp;
+    let t = tmp();
+    let repo = t.path().join("repo");
+    let out = asp()
+        .args(["backup", "-q", "--from", h, "--home"])
+        .arg(sample(h))
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{h}: {out:?}");
+    let to = t.path().join("to");
+    fs::create_dir_all(&to).unwrap();
+    let out = asp()
+        .args(["restore", "-q", "--to", h, "--home"])
+        .arg(&to)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{h}: {out:?}");
+    let store = asp_convert::Store::harness(h, asp_convert::Home::at(sample(h))).unwrap();
+    let kept = store
+        .read_config(
+            &MemoryStore::new(),
+            &asp_convert::kit::report::Diagnostics::new(),
+        )
+        .unwrap()
+        .unwrap_or_else(|| panic!("{h}: the sample has configuration of its own"));
+    let whole: Vec<&str> = kept
+        .native
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .filter(|p| !p.contains('#'))
+        .collect();
+    assert!(!whole.is_empty(), "{h}: {:?}", kept.native.files);
+    for p in whole {
+        let restored = fs::read(to.join(p)).unwrap_or_else(|e| panic!("{h}: {p}: {e}"));
+        assert!(
+            restored == fs::read(sample(h).join(p)).unwrap(),
+            "{h}: {p} is not given back as it was: {}",
+            String::from_utf8_lossy(&restored)
+        );
     }
 }
 

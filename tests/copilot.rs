@@ -466,3 +466,29 @@ fn only_markdown_under_agents_is_configuration() {
         ]
     );
 }
+
+/// A backup keeps Copilot's own configuration: the user's settings, the prompt history, the
+/// path-scoped instructions (which the instructions kind does not carry) and the custom
+/// agents; never `config.json` (its trusted folders are granted again).
+#[test]
+fn a_backup_keeps_the_settings_history_instructions_and_agents() {
+    let home = crate::support::samples().join("copilot");
+    let store = asp_convert::Store::harness("copilot", asp_convert::Home::at(&home)).unwrap();
+    let kept = store
+        .read_config(
+            &asp_format::blob::MemoryStore::new(),
+            &asp_convert::kit::report::Diagnostics::new(),
+        )
+        .unwrap()
+        .unwrap();
+    let paths: Vec<&str> = kept.native.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            ".copilot/agents/money-reviewer.agent.md",
+            ".copilot/command-history-state.json",
+            ".copilot/instructions/money.instructions.md",
+            ".copilot/settings.json",
+        ]
+    );
+}

@@ -2,9 +2,10 @@
 //! `spec/harnesses/opencode.md`: the validator (what OpenCode 1.18.33 needs of the rows to list
 //! and load a session, §4 and §10) and sessions of every other harness written as rows.
 
+use std::fs;
 use std::path::Path;
 
-use crate::support::{read_home, samples, tmp, write_home};
+use crate::support::{copy_dir, read_home, samples, tmp, write_home};
 use asp_convert::harness::ReadOptions;
 use asp_convert::kit::pathmap::PathMap;
 use asp_format::kind::KindSet;
@@ -583,8 +584,8 @@ fn only_markdown_under_the_agent_and_command_folders_is_configuration() {
 /// What OpenCode reads and asp does not carry is said, file by file, as Pi's prompt templates
 /// and Copilot's agents are: the sample's custom agent and custom command (not skills), and
 /// the settings of `opencode.json` other than the model and the MCP servers, named. That is
-/// left out by design: the pack exits 0, and 3 with `--strict`. A backup keeps the agent and
-/// the command with OpenCode's own configuration and says so; `opencode.json` it does not keep.
+/// left out by design: the pack exits 0, and 3 with `--strict`. A backup keeps the agent, the
+/// command and `opencode.json` with OpenCode's own configuration and says so.
 #[test]
 fn packing_the_sample_says_what_it_left_out_and_strict_exits_3() {
     use crate::support::asp;
@@ -648,5 +649,63 @@ fn packing_the_sample_says_what_it_left_out_and_strict_exits_3() {
         assert!(said(&err, "kept natively", file, what), "{err}");
         assert!(said(&err, "kept natively", file, kept), "{err}");
     }
-    assert!(said(&err, "left out", "opencode.json", settings), "{err}");
+    // The global configuration is kept too (its permissions and providers): the sample's
+    // provider names its key by `{env:…}`, so the file is kept whole.
+    assert!(
+        said(&err, "kept natively", "opencode.json", settings),
+        "{err}"
+    );
+    assert!(said(&err, "kept natively", "opencode.json", kept), "{err}");
+}
+
+/// A full restore gives back OpenCode's global configuration: whole when no provider holds a
+/// key written out (the sample's names it by `{env:…}`), else without the keys (OpenCode
+/// falls back to `auth.json` and the environment), its permissions and everything else as
+/// they were.
+#[test]
+fn a_restore_gives_back_the_global_configuration_without_written_out_keys() {
+    use crate::support::asp;
+    let t = tempfile::tempdir().unwrap();
+    let config = ".config/opencode/opencode.json";
+    for literal in [false, true] {
+        let home = t.path().join(format!("home-{literal}"));
+        copy_dir(&samples().join("opencode"), &home);
+        let original = fs::read_to_string(home.join(config)).unwrap();
+        if literal {
+            let text = original.replace("{env:SCRIPTED_MODEL_KEY}", "sk-or-v1-5c2e9a7f0b3d4e61");
+            fs::write(home.join(config), text).unwrap();
+        }
+        let repo = t.path().join(format!("repo-{literal}"));
+        let out = asp()
+            .args(["backup", "-q", "--from", "opencode", "--home"])
+            .arg(&home)
+            .arg("--repo")
+            .arg(&repo)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let to = t.path().join(format!("to-{literal}"));
+        fs::create_dir_all(&to).unwrap();
+        let out = asp()
+            .args(["restore", "-q", "--to", "opencode", "--home"])
+            .arg(&to)
+            .arg("--repo")
+            .arg(&repo)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let restored = fs::read_to_string(to.join(config)).unwrap();
+        if literal {
+            let v: serde_json::Value = serde_json::from_str(&restored).unwrap();
+            assert!(
+                v["provider"]["scripted"]["options"].get("apiKey").is_none(),
+                "{v}"
+            );
+            assert_eq!(v["permission"]["bash"]["git push*"], "deny", "{v}");
+            assert_eq!(v["share"], "disabled", "{v}");
+            assert!(!restored.contains("sk-or-v1"), "{restored}");
+        } else {
+            assert_eq!(restored, original, "byte for byte");
+        }
+    }
 }

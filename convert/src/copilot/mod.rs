@@ -9,7 +9,8 @@
 //! | MCP servers | `C/mcp-config.json` | [`tools`] |
 //! | settings | `model` in `C/settings.json` | [`settings`] |
 //!
-//! Custom agents (`C/agents/**/*.md`) are Copilot's own configuration, carried to Copilot only
+//! Custom agents (`C/agents/**/*.md`), the user's settings, prompt history and path-scoped
+//! instructions are Copilot's own configuration, carried to Copilot only
 //! ([`Harness::config_files`]). Credentials (the OS keychain, `GH_TOKEN`, BYOK keys) are never
 //! read; `config.json`
 //! (trusted folders) and `session-store.db` (a derived search index Copilot's listing does not
@@ -86,14 +87,31 @@ impl Harness for Copilot {
         ))
     }
 
-    /// Custom agents: every Markdown file under `C/agents/` (`<name>.agent.md` or `<name>.md`,
-    /// nested folders too: Copilot 1.0.102 offered `plain`, `reviewer` and `nested--deep` for
-    /// `plain.md`, `reviewer.agent.md` and `nested/deep.agent.md`, measured with
-    /// `copilot --agent`). Nothing else there is read by Copilot, so nothing else is kept. Restored
-    /// into Copilot only, never over a file that is there.
+    /// The user's settings (`C/settings.json`: theme, banner, allowed URLs, hooks), the
+    /// prompt history (`C/command-history-state.json`, what ↑ recalls), the path-scoped
+    /// instructions (`C/instructions/*.instructions.md`, which the instructions kind does not
+    /// carry), and the custom agents: every Markdown file under `C/agents/`
+    /// (`<name>.agent.md` or `<name>.md`, nested folders too: Copilot 1.0.102 offered `plain`,
+    /// `reviewer` and `nested--deep` for `plain.md`, `reviewer.agent.md` and
+    /// `nested/deep.agent.md`, measured with `copilot --agent`). Not `config.json` (managed by
+    /// Copilot; its `trustedFolders` must be granted again). Restored into Copilot only, never
+    /// over a file that is there.
     fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
-        let agents = Layout::of(home).root.join("agents");
-        crate::kit::config::collect(&home.dir, &[], &[agents]).only(|rel| rel.ends_with(".md"))
+        let root = Layout::of(home).root;
+        let files = [
+            root.join("settings.json"),
+            root.join("command-history-state.json"),
+        ];
+        let named: Vec<String> = files
+            .iter()
+            .filter_map(|f| crate::kit::config::relative(&home.dir, f))
+            .collect();
+        crate::kit::config::collect(
+            &home.dir,
+            &files,
+            &[root.join("agents"), root.join("instructions")],
+        )
+        .only(|rel| rel.ends_with(".md") || named.iter().any(|n| n == rel))
     }
 
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {
@@ -122,9 +140,11 @@ impl Harness for Copilot {
         if ctx.kinds.contains(StateKind::Skills) {
             state.skills = Some(skills::read(&layout, ctx)?);
             // Copilot's own custom agents: found, and said not to travel.
-            for (_, p) in self.config_files(ctx.home).keep {
+            let agents = layout.root.join("agents");
+            let kept = self.config_files(ctx.home).keep;
+            for (_, p) in kept.iter().filter(|(_, p)| p.starts_with(&agents)) {
                 ctx.diagnostics.left_out(
-                    &p,
+                    p,
                     None,
                     "a custom agent of Copilot's own, not a skill; the portable state has no place for it; not carried",
                 );

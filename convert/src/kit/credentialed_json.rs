@@ -75,6 +75,12 @@ fn hide_at(v: &mut serde_json::Value, path: &[&str], masked: bool) -> bool {
                     .into_iter()
                     .collect()
             };
+            // A reference (`${VAR}`, `{env:VAR}`), an empty value or a scheme alone holds no
+            // credential: the file keeps it.
+            let names: Vec<String> = names
+                .into_iter()
+                .filter(|n| holds_a_credential(&map[n.as_str()]))
+                .collect();
             for n in &names {
                 if masked {
                     map[n.as_str()] = Value::String(PLACEHOLDER.to_owned());
@@ -89,6 +95,19 @@ fn hide_at(v: &mut serde_json::Value, path: &[&str], masked: bool) -> bool {
     children
         .into_iter()
         .fold(false, |any, child| hide_at(child, &path[1..], masked) | any)
+}
+
+/// Whether a value at a credential's place holds one: a string that is not a reference
+/// ([`crate::kit::secrets::holds_no_secret`]), or an object or array with one in it.
+fn holds_a_credential(v: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => !crate::kit::secrets::holds_no_secret(s),
+        Value::Object(m) => m.values().any(holds_a_credential),
+        Value::Array(a) => a.iter().any(holds_a_credential),
+        Value::Null | Value::Bool(_) => false,
+        Value::Number(_) => true,
+    }
 }
 
 /// A JSON configuration file that may hold credentials (Pi's `models.json`, Qwen Code's

@@ -29,6 +29,8 @@ mod instructions;
 mod layout;
 mod migrations;
 mod own;
+
+use crate::kit::credentialed_json::{CredentialedJson, Secret};
 mod read;
 mod replay;
 mod rows;
@@ -78,6 +80,39 @@ fn kinds() -> KindSet {
         .with(StateKind::Tools)
         .with(StateKind::Settings)
 }
+
+/// The global configuration files, as OpenCode reads them (`~/.config/opencode/`): a
+/// provider's `options.apiKey` and `options.headers` written out are credentials (OpenCode
+/// falls back to `auth.json` and the environment without them); `{env:VAR}` references stay.
+const GLOBAL: [CredentialedJson; 3] = {
+    const SECRETS: &[Secret] = &[
+        Secret {
+            at: &["provider", "*", "options", "apiKey"],
+            masked: false,
+        },
+        Secret {
+            at: &["provider", "*", "options", "headers"],
+            masked: false,
+        },
+    ];
+    [
+        CredentialedJson {
+            file: ".config/opencode/opencode.json",
+            part: ".config/opencode/opencode.json#withoutCredentials",
+            secrets: SECRETS,
+        },
+        CredentialedJson {
+            file: ".config/opencode/opencode.jsonc",
+            part: ".config/opencode/opencode.jsonc#withoutCredentials",
+            secrets: SECRETS,
+        },
+        CredentialedJson {
+            file: ".config/opencode/config.json",
+            part: ".config/opencode/config.json#withoutCredentials",
+            secrets: SECRETS,
+        },
+    ]
+};
 
 impl Harness for OpenCode {
     fn name(&self) -> HarnessName {
@@ -151,19 +186,52 @@ impl Harness for OpenCode {
         Ok(state)
     }
 
-    /// Custom agents, modes and commands (Markdown with front matter, as OpenCode's globs find
-    /// them, [`own::is_kept`]: nothing else there is read by OpenCode, so nothing else is
-    /// kept): OpenCode's own, restored into OpenCode only.
+    /// The global configuration (`opencode.json`, `opencode.jsonc`, `config.json`: its
+    /// permissions, providers, sharing; whole when no provider holds a key written out, else
+    /// as a part without the keys, [`GLOBAL`]) and the custom agents, modes and commands
+    /// (Markdown with front matter, as OpenCode's globs find them, [`own::is_kept`]: nothing
+    /// else there is read by OpenCode, so nothing else is kept): OpenCode's own, restored into
+    /// OpenCode only.
     fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
         let c = Layout::of(home).config;
         let dirs = ["agent", "agents", "mode", "modes", "command", "commands"].map(|d| c.join(d));
         let under = crate::kit::config::relative(&home.dir, &c).map(|r| format!("{r}/"));
-        crate::kit::config::collect(&home.dir, &[], &dirs).only(|rel| {
-            under
-                .as_deref()
-                .and_then(|u| rel.strip_prefix(u))
-                .is_some_and(own::is_kept)
+        let global: Vec<std::path::PathBuf> = GLOBAL
+            .iter()
+            .filter_map(|g| g.whole(home.dir.join(g.file)))
+            .collect();
+        crate::kit::config::collect(&home.dir, &global, &dirs).only(|rel| {
+            GLOBAL.iter().any(|g| g.file == rel)
+                || under
+                    .as_deref()
+                    .and_then(|u| rel.strip_prefix(u))
+                    .is_some_and(own::is_kept)
         })
+    }
+
+    fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {
+        GLOBAL
+            .iter()
+            .filter_map(|g| g.part(&home.dir, &home.dir.join(g.file)))
+            .collect()
+    }
+
+    fn config_part_names(&self) -> &'static [&'static str] {
+        &[GLOBAL[0].part, GLOBAL[1].part, GLOBAL[2].part]
+    }
+
+    fn merge_config_part(
+        &self,
+        home: &crate::Home,
+        name: &str,
+        bytes: &[u8],
+        _path_map: &crate::kit::pathmap::PathMap,
+        _grants: crate::kit::placement::Grants,
+        writer: &crate::kit::fsops::Writer,
+    ) -> Option<Result<Vec<(String, crate::kit::placement::Placement)>, ConvertError>> {
+        GLOBAL
+            .iter()
+            .find_map(|g| g.restore(&home.dir, name, bytes, writer))
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {
