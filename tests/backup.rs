@@ -1400,6 +1400,26 @@ fn forget_and_prune_free_space_and_keep_every_session() {
         .arg(&repo)
         .assert()
         .success();
+    // Let go from the newest, it is still in an older snapshot, which the usage error names
+    // ready to use.
+    let out = asp()
+        .args(["restore", "--session", A, "--to", "claude-code", "--home"])
+        .arg(&fresh)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    let hint = said
+        .split("asp restore --snapshot ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{said}"));
+    let older = hint.split_whitespace().next().unwrap();
+    let again = t.path().join("again");
+    fs::create_dir_all(&again).unwrap();
+    restore(&repo, &again, &["--snapshot", older, "--session", A]);
+    assert_eq!(transcript(&again, A), original);
     asp()
         .args(["forget", "--keep-last", "1", "--repo"])
         .arg(&repo)

@@ -1582,3 +1582,27 @@ fn unpacking_a_subagent_alone_says_which_session_it_belongs_to() {
         "the subagent is written with its parent: {v}"
     );
 }
+
+/// A backup repository given to `asp inspect` (as a bundle or a state directory) is a usage
+/// error that says what lists it, not an empty "(no state)".
+#[test]
+fn inspecting_a_repository_says_what_reads_one() {
+    let t = tmp();
+    let repo = t.path().join("repo");
+    asp()
+        .args(["backup", "-q", "--from", "claude-code", "--home"])
+        .arg(samples().join("claude-code"))
+        .arg("--repo")
+        .arg(&repo)
+        .assert()
+        .success();
+    for args in [&[][..], &["--from-dir"][..]] {
+        let out = asp().arg("inspect").args(args).arg(&repo).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(
+            said.contains("is a backup repository") && said.contains("asp snapshots --repo"),
+            "{said}"
+        );
+    }
+}

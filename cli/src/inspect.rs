@@ -71,7 +71,28 @@ impl Source {
     }
 }
 
+/// A usage error for a backup repository given where a bundle or state directory is asked
+/// for, saying what reads one.
+fn not_a_repository(dir: &std::path::Path) -> crate::exit::Result<()> {
+    if asp_repo::Repository::is_at(dir) {
+        crate::bail_usage!(
+            "{0} is a backup repository, not a bundle or a state directory: `asp snapshots \
+             --repo {0}` and `asp sessions --repo {0}` list what it holds, and `asp pack \
+             --from-repo --repo {0} -o FILE` makes a bundle of its newest snapshot to inspect",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
+    if let Some(dir) = args
+        .from_dir
+        .as_deref()
+        .or(args.bundle.as_deref().map(std::path::Path::new))
+    {
+        not_a_repository(dir)?;
+    }
     let source = match (&args.bundle, &args.from_dir) {
         (_, Some(dir)) => Source::Dir {
             path: dir.clone(),

@@ -152,6 +152,34 @@ pub fn pick(repo: &Repository, id: &str, harness: &str, home: &Home) -> Result<S
     }
 }
 
+/// The newest snapshot not among `newest` that holds one of `ids`, and which: what a session
+/// forgotten from its series' newest snapshot is restored from. Snapshots that cannot be read
+/// are passed over (this only finds a hint).
+fn older_holder<'a>(
+    repo: &Repository,
+    newest: &[SnapshotInfo],
+    ids: &[&'a str],
+) -> Option<(SnapshotInfo, &'a str)> {
+    let mut older: Vec<SnapshotInfo> = repo
+        .snapshots()
+        .ok()?
+        .into_iter()
+        .filter(|s| !newest.iter().any(|n| n.digest == s.digest))
+        .collect();
+    older.sort_by_key(|s| std::cmp::Reverse(s.created_ns()));
+    let wanted: Vec<String> = ids.iter().map(|i| (*i).to_owned()).collect();
+    older.into_iter().find_map(|info| {
+        let snap = Snapshot::load_sessions(repo, &info, &wanted).ok()?;
+        let held = snap
+            .state
+            .sessions
+            .iter()
+            .flatten()
+            .find_map(|s| ids.iter().copied().find(|i| *i == s.id.as_str()))?;
+        Some((info, held))
+    })
+}
+
 /// The snapshot to restore the sessions `ids` from, loaded with them. `latest`: the newest
 /// snapshot that holds them all, preferring what [`pick`] prefers (the --to harness in the
 /// home, then that harness anywhere), then the newest of every other harness and home, so
@@ -225,6 +253,21 @@ fn pick_for_sessions(
         // The snapshot that could not be read may be the one that holds them.
         if let Some(e) = unreadable {
             return Err(e.into());
+        }
+        // Let go from the newest (`forget --session`, `--gone-before`), a session may still be
+        // in an older snapshot: the newest of those is named, ready to use.
+        if let Some((older, holds)) = older_holder(repo, &candidates, &nowhere) {
+            bail_usage!(
+                "no newest snapshot holds session {}, but the older snapshot {} ({} of {} in {}) \
+                 does: asp restore --snapshot {} --session {} …",
+                holds,
+                older.short_id(),
+                older.created,
+                older.harness,
+                older.home,
+                older.short_id(),
+                holds,
+            );
         }
         bail_usage!(
             "no newest snapshot in {} (of any harness and home) holds session {} (asp sessions \
