@@ -484,6 +484,57 @@ fn a_damaged_newest_snapshot_is_passed_over_not_a_stop() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
+/// A session there whose subagent transcript was deleted since gets it back: the subagent is
+/// new (not "already there"), and what was written back into the session there is said.
+#[test]
+fn a_restore_writes_back_the_missing_files_of_a_session_there_and_says_so() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let parent = "12821015-852a-451b-911f-ba64553fbf57";
+    let subagents = home.join(SHOP).join(parent).join("subagents");
+    let before = fs::read(subagents.join("agent-a44a1a1a1ce6520e9.jsonl")).unwrap();
+    fs::remove_dir_all(&subagents).unwrap();
+    let out = asp()
+        .args([
+            "restore",
+            "--json",
+            "--session",
+            parent,
+            "--to",
+            "claude-code",
+            "--home",
+        ])
+        .arg(&home)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["_meta"]["asp"]["alreadyThere"],
+        serde_json::json!([parent]),
+        "{v}"
+    );
+    assert!(
+        v["_meta"]["asp"]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["message"]
+                .as_str()
+                .unwrap()
+                .contains("2 of its files that were missing were written back")),
+        "{v}"
+    );
+    assert_eq!(
+        fs::read(subagents.join("agent-a44a1a1a1ce6520e9.jsonl")).unwrap(),
+        before
+    );
+}
+
 #[test]
 fn an_appended_turn_reads_only_that_session() {
     let t = tmp();
@@ -1547,10 +1598,7 @@ fn a_restore_run_again_says_every_session_is_already_there() {
     assert!(first.contains("to continue"), "{first}");
     let files = files_under(&fresh);
     let again = run(&[]);
-    assert!(
-        again.contains("5 sessions already there, nothing new"),
-        "{again}"
-    );
+    assert!(again.contains("5 sessions: 5 already there"), "{again}");
     assert_eq!(files_under(&fresh), files);
     let v: Value = serde_json::from_str(&run(&["--json"])).unwrap();
     assert_eq!(

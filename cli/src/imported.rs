@@ -95,16 +95,36 @@ impl Imported {
         out
     }
 
-    /// What the summary line adds: the sessions there already, then what was not carried.
+    /// What the summary line adds: when some sessions were there already (the same, or a
+    /// different version the carried one is kept beside), how many of each kind, new ones
+    /// included; then what was not carried. (A session there whose missing files were
+    /// written back counts as there; a finding says what was written.)
     pub fn summary_tail(&self) -> String {
         let mut tail = String::new();
         let there = self.answer.already_there.len();
-        if there > 0 {
-            let all = there == self.answer.sessions.len();
+        let beside = self
+            .answer
+            .sessions
+            .iter()
+            .filter(|(old, new)| old != new && !self.answer.already_there.contains(*old))
+            .count();
+        if there > 0 || beside > 0 {
+            let total = self.answer.sessions.len();
+            let new = total.saturating_sub(there + beside);
+            let mut parts = Vec::new();
+            if new > 0 {
+                parts.push(format!("{new} new"));
+            }
+            if beside > 0 {
+                parts.push(format!("{beside} kept beside a different version"));
+            }
+            if there > 0 {
+                parts.push(format!("{there} already there"));
+            }
             tail.push_str(&format!(
-                "; {} already there{}",
-                human::count(there as u64, "session", "sessions"),
-                if all { ", nothing new" } else { "" }
+                "; {}: {}",
+                human::count(total as u64, "session", "sessions"),
+                parts.join(", ")
             ));
         }
         tail.push_str(&human::not_carried(self.left_out(), self.lost()));
@@ -193,7 +213,7 @@ mod tests {
         assert_eq!(v["notTaken"][0]["kind"], "memory");
         let tail = imported.summary_tail();
         assert!(
-            tail.starts_with("; 1 session already there; 2 not taken"),
+            tail.starts_with("; 1 session: 1 already there; 2 not taken"),
             "{tail}"
         );
         assert_eq!(imported.exit(false), Exit::Ok);

@@ -165,6 +165,8 @@ struct Outcome {
     refused: Vec<String>,
     /// Native paths restored (or found already there).
     placed: HashSet<String>,
+    /// Of those, the ones written now (not found there).
+    written: HashSet<String>,
 }
 
 impl Outcome {
@@ -256,6 +258,17 @@ fn with_parent(s: &Session, parent: &Session, outcome: &Outcome) -> SessionPlace
         .iter()
         .find(|f| !outcome.placed.contains(f.path.as_str()))
     {
+        // Its files written now, where its parent was already there: the child is new here.
+        None if outcome
+            .result
+            .as_ref()
+            .is_some_and(|p| p.placement == Placement::AlreadyThere)
+            && files
+                .iter()
+                .any(|f| outcome.written.contains(f.path.as_str())) =>
+        {
+            SessionPlaced::new(s.id.as_str())
+        }
         None => SessionPlaced {
             id: s.id.to_string(),
             placement: outcome
@@ -546,7 +559,7 @@ fn write_native(
                 );
             }
             let bucket = bucket_of(&p).unwrap_or(&bucket).to_owned();
-            let placed = place(
+            let (placed, written) = place(
                 layout,
                 writer,
                 ctx.blobs,
@@ -556,10 +569,12 @@ fn write_native(
                 stem,
                 &mut refused,
             )?;
+            said_written_back(ctx, s, &written);
             return Ok(Outcome {
                 result: Some(SessionPlaced::already_there(s.id.as_str())),
                 refused,
                 placed,
+                written,
             });
         }
         Some((_, None)) => {
@@ -588,13 +603,13 @@ fn write_native(
                 return Ok(Outcome {
                     result: Some(SessionPlaced::refused(no_name_left(s, &layout.projects()))),
                     refused,
-                    placed: HashSet::new(),
+                    ..Outcome::default()
                 });
             };
             copy
         }
     };
-    let placed = place(
+    let (placed, written) = place(
         layout,
         writer,
         ctx.blobs,
@@ -607,6 +622,7 @@ fn write_native(
     let result = if new_stem == stem {
         SessionPlaced::new(stem)
     } else if copy_there {
+        said_written_back(ctx, s, &written);
         SessionPlaced::already_there(new_stem)
     } else {
         SessionPlaced::beside(new_stem)
@@ -615,7 +631,35 @@ fn write_native(
         result: Some(result),
         refused,
         placed,
+        written,
     })
+}
+
+/// Says the files of a session already there that were missing and are written back (a
+/// subagent transcript, checkpoints, todo lists deleted since): the session was there, but
+/// the restore did write.
+fn said_written_back(ctx: &WriteContext<'_>, s: &Session, written: &HashSet<String>) {
+    if written.is_empty() {
+        return;
+    }
+    let mut names: Vec<&str> = written.iter().map(String::as_str).collect();
+    names.sort_unstable();
+    let shown = names.iter().take(3).copied().collect::<Vec<_>>().join(", ");
+    let more = match names.len() {
+        n if n > 3 => format!(" and {} more", n - 3),
+        _ => String::new(),
+    };
+    ctx.diagnostics.note(
+        ctx.home.dir.as_path(),
+        None,
+        format!(
+            "session {}: already there; {} of its files that were missing {} written back \
+             ({shown}{more})",
+            s.id,
+            names.len(),
+            if names.len() == 1 { "was" } else { "were" },
+        ),
+    );
 }
 
 /// The project folder a transcript found by [`find_transcript`] is in.
@@ -629,8 +673,8 @@ fn harness_of(s: &Session) -> &str {
 
 /// Writes native files into `bucket` (checkpoints and todo lists into their folders), renaming
 /// the session `stem` → `new_stem` (paths and the ids inside `.jsonl` lines). Files already there are left alone; nothing is made executable.
-/// Returns the native paths whose bytes are now there; a different file already in the way is
-/// refused with its reason.
+/// Returns the native paths whose bytes are now there, and which of them it wrote; a
+/// different file already in the way is refused with its reason.
 #[allow(clippy::too_many_arguments)]
 fn place(
     layout: &Layout,
@@ -641,10 +685,11 @@ fn place(
     bucket: &str,
     new_stem: &str,
     refused: &mut Vec<String>,
-) -> Result<HashSet<String>, ConvertError> {
+) -> Result<(HashSet<String>, HashSet<String>), ConvertError> {
     let stem = s.id.as_str();
     let renamed = stem != new_stem;
     let mut placed = HashSet::new();
+    let mut written = HashSet::new();
     for (f, place) in files {
         let (target, rename, main) = match place {
             Place::Project(rest) => {
@@ -700,7 +745,10 @@ fn place(
             }
         };
         let there = match writer.create_new_from(&target, &mut open()?, false)? {
-            Created::New => true,
+            Created::New => {
+                written.insert(f.path.to_string());
+                true
+            }
             Created::AlreadyExists if !rename => holds(&f.content),
             Created::AlreadyExists => {
                 let carried = descriptor_of(open()?)
@@ -719,7 +767,7 @@ fn place(
             ));
         }
     }
-    Ok(placed)
+    Ok((placed, written))
 }
 
 /// Writes a session from its update stream.
