@@ -709,3 +709,93 @@ fn a_restore_gives_back_the_global_configuration_without_written_out_keys() {
         }
     }
 }
+
+/// OpenCode's calls carried into Pi and Copilot CLI are named by the tool OpenCode ran, as
+/// each harness calls that tool when it has it (`glob` is Pi's `find`, `read` Copilot's
+/// `view`), else as OpenCode named it (`todowrite`, `task`): never after a title, which is
+/// for people ("cart.py", "3 todos").
+#[test]
+fn calls_carried_into_pi_and_copilot_are_named_by_the_tool_opencode_ran() {
+    use crate::support::{asp, asp_pack, asp_unpack, files_in};
+    let t = tmp();
+    let bundle = t.path().join("oc.aspstate");
+    asp_pack()
+        .args(["-q", "--from", "opencode", "--home"])
+        .arg(samples().join("opencode"))
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    let out = asp().arg("export").arg(&bundle).output().unwrap();
+    let export: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut ran: Vec<String> = Vec::new();
+    for s in export["state"]["sessions"].as_array().unwrap() {
+        for u in s["updates"].as_array().unwrap() {
+            let u = &u["update"];
+            if u["sessionUpdate"] == "tool_call" {
+                ran.push(u["_meta"]["opencode"]["tool"].as_str().unwrap().to_owned());
+            }
+        }
+    }
+    assert!(ran.iter().any(|t| t == "todowrite") && ran.iter().any(|t| t == "glob"));
+    let named = |to: &str, key: &str| -> Vec<String> {
+        let home = t.path().join(to);
+        fs::create_dir_all(&home).unwrap();
+        let out = asp_unpack()
+            .arg(&bundle)
+            .args(["-q", "--to", to, "--home"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        assert!(matches!(out.status.code(), Some(0 | 3)), "{to}: {out:?}");
+        let mut names = Vec::new();
+        for (path, bytes) in files_in(&home) {
+            if !path.ends_with(".jsonl") {
+                continue;
+            }
+            for line in String::from_utf8_lossy(&bytes).lines() {
+                let Ok(v) = serde_json::from_str::<Value>(line) else {
+                    continue;
+                };
+                collect(&v, key, &mut names);
+            }
+        }
+        names.sort();
+        names
+    };
+    fn collect(v: &Value, key: &str, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if key == "name" && m.get("type").and_then(Value::as_str) == Some("toolCall") {
+                    out.extend(m["name"].as_str().map(str::to_owned));
+                } else if key == "toolName"
+                    && m.get("toolCallId").is_some()
+                    && m.contains_key("arguments")
+                {
+                    out.extend(m.get("toolName").and_then(Value::as_str).map(str::to_owned));
+                }
+                m.values().for_each(|v| collect(v, key, out));
+            }
+            Value::Array(a) => a.iter().for_each(|v| collect(v, key, out)),
+            _ => {}
+        }
+    }
+    let expect = |rename: &dyn Fn(&str) -> String| {
+        let mut e: Vec<String> = ran.iter().map(|t| rename(t)).collect();
+        e.sort();
+        e
+    };
+    let pi = |t: &str| match t {
+        "glob" => "find".to_owned(),
+        "list" => "ls".to_owned(),
+        other => other.to_owned(),
+    };
+    assert_eq!(named("pi", "name"), expect(&pi), "pi");
+    let copilot = |t: &str| match t {
+        "read" => "view".to_owned(),
+        "write" => "create".to_owned(),
+        "webfetch" => "web_fetch".to_owned(),
+        other => other.to_owned(),
+    };
+    assert_eq!(named("copilot", "toolName"), expect(&copilot), "copilot");
+}

@@ -55,8 +55,10 @@ pub fn meta_time(metas: &[Map<String, Value>]) -> Option<i64> {
 }
 
 /// The Copilot tool a call of another harness is written as: Copilot's own name when the
-/// call came from Copilot, else the tool of its kind.
+/// call came from Copilot; else the source's name ([`crate::kit::tool_names`]), as Copilot
+/// calls that tool when it has it; else the tool of its kind.
 fn tool_name(t: &ToolCall) -> String {
+    use crate::kit::tool_names::{self, Common};
     if let Some(n) = t
         .meta
         .get("copilot")
@@ -64,6 +66,25 @@ fn tool_name(t: &ToolCall) -> String {
         .and_then(Value::as_str)
     {
         return n.to_owned();
+    }
+    // Another harness's tool: as Copilot calls it when Copilot has it, else as it was.
+    if let Some(name) = tool_names::source_name(&t.meta) {
+        let own = Common::of(name).and_then(|c| match c {
+            Common::Read => Some("view"),
+            Common::Write => Some("create"),
+            Common::Edit => Some("edit"),
+            Common::Shell => Some("bash"),
+            Common::Grep => Some("grep"),
+            Common::Glob => Some("glob"),
+            Common::Fetch => Some("web_fetch"),
+            Common::List => None,
+        });
+        if let Some(own) = own {
+            return own.to_owned();
+        }
+        if let Some(safe) = tool_names::api_safe(name) {
+            return safe;
+        }
     }
     match t.kind {
         ToolKind::Read => "view",

@@ -69,7 +69,8 @@ pub struct ToolCall {
     pub locations: Vec<Value>,
     pub raw_input: Option<Value>,
     pub raw_output: Option<Value>,
-    /// `_meta` of the `tool_call`, then each update's, merged per namespace (later wins).
+    /// `_meta` of the `tool_call`, then each update's, merged per namespace (an object's
+    /// members merged, later ones winning).
     pub meta: Map<String, Value>,
 }
 
@@ -242,7 +243,18 @@ fn merge(t: &mut ToolCall, u: &Value) {
     }
     if let Some(m) = u.get("_meta").and_then(Value::as_object) {
         for (k, v) in m {
-            t.meta.insert(k.clone(), v.clone());
+            // An update's namespace adds to the call's (later members win): OpenCode names
+            // the tool on the call only, and its updates' `partId` must not drop the name.
+            match (t.meta.get_mut(k), v) {
+                (Some(Value::Object(was)), Value::Object(more)) => {
+                    for (mk, mv) in more {
+                        was.insert(mk.clone(), mv.clone());
+                    }
+                }
+                _ => {
+                    t.meta.insert(k.clone(), v.clone());
+                }
+            }
         }
     }
 }

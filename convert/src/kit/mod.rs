@@ -60,4 +60,5 @@ pub mod skills;
 pub mod source;
 pub mod text;
 pub mod time;
+pub mod tool_names;
 pub mod uuid;

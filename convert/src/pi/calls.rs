@@ -48,32 +48,39 @@ pub fn locations(args: &Value, cwd: Option<&str>) -> Option<Vec<Location>> {
     Some(vec![Location { path, line }])
 }
 
-/// The Pi tool name for a call from another harness: its own when it is one of Pi's, else
-/// a name made from ACP's kind (Pi only shows the name; a resumed model sees it as history).
-pub fn foreign_name(title: &str, kind: ToolKind, raw_input: Option<&Value>) -> String {
-    let word = title.split_whitespace().next().unwrap_or("");
-    let pi = ["read", "bash", "edit", "write", "grep", "find", "ls"];
-    if pi.contains(&word) {
-        return word.to_owned();
-    }
-    let has = |k: &str| raw_input.is_some_and(|v| v.get(k).is_some());
-    match kind {
-        ToolKind::Execute if has("command") => "bash".to_owned(),
-        ToolKind::Read if has("path") => "read".to_owned(),
-        _ => {
-            let clean: String = word
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
-                .collect();
-            if clean.is_empty() {
-                serde_json::to_value(kind)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_else(|| "tool".to_owned())
-            } else {
-                clean
-            }
+/// The Pi tool name for a call from another harness: the name its source gave the tool
+/// ([`tool_names::source_name`]), as Pi calls that tool when Pi has it (`Glob` is `find`,
+/// `run_shell_command` is `bash`), else as it was; without one, what the ACP kind says.
+/// Never the title, which is for people ("cart.py", "3 todos").
+pub fn foreign_name(meta: &serde_json::Map<String, Value>, kind: ToolKind) -> String {
+    use crate::kit::tool_names::{self, Common};
+    let pi = |c: Common| match c {
+        Common::Read => Some("read"),
+        Common::Write => Some("write"),
+        Common::Edit => Some("edit"),
+        Common::Shell => Some("bash"),
+        Common::Grep => Some("grep"),
+        Common::Glob => Some("find"),
+        Common::List => Some("ls"),
+        Common::Fetch => None,
+    };
+    if let Some(name) = tool_names::source_name(meta) {
+        if let Some(own) = Common::of(name).and_then(pi) {
+            return own.to_owned();
         }
+        if let Some(safe) = tool_names::api_safe(name) {
+            return safe;
+        }
+    }
+    match kind {
+        ToolKind::Read => "read".to_owned(),
+        ToolKind::Edit => "edit".to_owned(),
+        ToolKind::Execute => "bash".to_owned(),
+        ToolKind::Search => "grep".to_owned(),
+        other => serde_json::to_value(other)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "tool".to_owned()),
     }
 }
 
@@ -88,11 +95,25 @@ mod tests {
         assert_eq!(title("bash", &json!({"command": "ls"})), "bash ls");
         let l = locations(&json!({"path": "cart.py"}), Some("/home/dev/shop")).unwrap();
         assert_eq!(l[0].path, "/home/dev/shop/cart.py");
+        let meta = |v: Value| v.as_object().unwrap().clone();
+        // OpenCode's calls, titled for people: named by the tool each reader kept.
+        for (tool, kind, pi) in [
+            ("read", ToolKind::Read, "read"),
+            ("glob", ToolKind::Search, "find"),
+            ("todowrite", ToolKind::Other, "todowrite"),
+            ("task", ToolKind::Other, "task"),
+        ] {
+            let m = meta(json!({"opencode": {"tool": tool, "partId": "p"}}));
+            assert_eq!(foreign_name(&m, kind), pi);
+        }
         assert_eq!(
-            foreign_name("Read cart.py", ToolKind::Read, Some(&json!({"path": "x"}))),
-            "read"
+            foreign_name(
+                &meta(json!({"claudeCode": {"toolName": "Bash"}})),
+                ToolKind::Execute
+            ),
+            "bash"
         );
-        assert_eq!(foreign_name("bash ls", ToolKind::Execute, None), "bash");
-        assert_eq!(foreign_name("", ToolKind::Fetch, None), "fetch");
+        assert_eq!(foreign_name(&Default::default(), ToolKind::Read), "read");
+        assert_eq!(foreign_name(&Default::default(), ToolKind::Fetch), "fetch");
     }
 }

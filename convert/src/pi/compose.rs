@@ -230,7 +230,7 @@ fn tool(b: &mut Builder<'_>, t: &ToolCall) {
         t.status,
         Some(crate::kit::acp::ToolStatus::Completed | crate::kit::acp::ToolStatus::Failed)
     );
-    let name = calls::foreign_name(&t.title, t.kind, t.raw_input.as_ref());
+    let name = calls::foreign_name(&t.meta, t.kind);
     if t.meta.get("pi").and_then(|p| p.get("userBash")) == Some(&Value::Bool(true)) {
         b.flush();
         let command = t
