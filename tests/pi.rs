@@ -849,3 +849,57 @@ fn a_carried_reasoning_effort_is_the_thinking_level() {
         }
     }
 }
+
+/// A Pi session restored with `--map-path` goes into the folder Pi keeps for its new cwd,
+/// where Pi lists that project's sessions, not the old cwd's.
+#[test]
+fn a_mapped_session_goes_into_its_new_cwds_folder() {
+    use crate::support::{asp_pack, asp_unpack};
+    let t = tmp();
+    let bundle = t.path().join("pi.aspstate");
+    asp_pack()
+        .args(["-q", "--from", "pi", "--home"])
+        .arg(sample_home())
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    let to = t.path().join("to");
+    std::fs::create_dir_all(&to).unwrap();
+    let out = asp_unpack()
+        .arg(&bundle)
+        .args([
+            "-q",
+            "--to",
+            "pi",
+            "--map-path",
+            "/home/dev=/Users/dev",
+            "--home",
+        ])
+        .arg(&to)
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
+    let sessions = to.join(".pi/agent/sessions");
+    let folders: Vec<String> = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!folders.is_empty());
+    for folder in &folders {
+        assert!(
+            folder.starts_with(&session_dir("/Users/dev")[..10]),
+            "{folders:?}"
+        );
+        for f in std::fs::read_dir(sessions.join(folder)).unwrap() {
+            let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+            let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+            let cwd = header["cwd"].as_str().unwrap();
+            assert_eq!(
+                &session_dir(cwd),
+                folder,
+                "the header's cwd names the folder"
+            );
+        }
+    }
+}

@@ -135,6 +135,29 @@ impl PathMap {
         None
     }
 
+    /// The paths a rule maps to `s`: what `s` was before the move (for a writer that finds a
+    /// native file's folder named after the old path, as Pi names its per-cwd folders).
+    pub fn sources_of(&self, s: &str) -> Vec<String> {
+        self.rules
+            .iter()
+            .filter_map(|(old, new)| {
+                if s == new {
+                    return Some(old.clone());
+                }
+                let rest = if new == "/" {
+                    s.starts_with('/').then_some(s)
+                } else {
+                    s.strip_prefix(new.as_str()).filter(|r| r.starts_with('/'))
+                }?;
+                Some(if old == "/" {
+                    rest.to_owned()
+                } else {
+                    format!("{old}{rest}")
+                })
+            })
+            .collect()
+    }
+
     /// The rules' `OLD` folders that `text` names (the folder itself or a path under it, as a
     /// whole path: not inside a longer one or a URL), in rule order: what a file written as it
     /// is still names after the move.

@@ -164,13 +164,21 @@ impl Sessions<'_, '_> {
                 f.path
             )));
         };
-        // A file in the per-cwd directory follows the cwd (which a --map-path may have moved).
+        // A file in the per-cwd directory follows the cwd (which a --map-path may have moved:
+        // the header, rewritten, names the new cwd, the folder still the old one).
+        let path_map = &self.ctx.options.path_map;
         let in_cwd_dir = path.parent().and_then(Path::parent) == Some(&self.layout.sessions())
             && path
                 .parent()
                 .and_then(Path::file_name)
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n == ids::session_dir(&header.cwd));
+                .is_some_and(|n| {
+                    n == ids::session_dir(&header.cwd)
+                        || path_map
+                            .sources_of(&header.cwd)
+                            .iter()
+                            .any(|old| n == ids::session_dir(old))
+                });
         if in_cwd_dir
             && let (Some(cwd), Some(name)) = (&s.cwd, path.file_name().map(ToOwned::to_owned))
         {
