@@ -799,3 +799,46 @@ fn calls_carried_into_pi_and_copilot_are_named_by_the_tool_opencode_ran() {
     };
     assert_eq!(named("copilot", "toolName"), expect(&copilot), "copilot");
 }
+
+/// An OpenCode conversation carried into Pi keeps its times: each turn is dated when
+/// OpenCode made its message (or ran its tool), not all at the session's last update.
+#[test]
+fn a_conversation_carried_into_pi_keeps_its_times() {
+    use crate::support::{asp_pack, asp_unpack, files_in};
+    let t = tmp();
+    let bundle = t.path().join("oc.aspstate");
+    asp_pack()
+        .args(["-q", "--from", "opencode", "--home"])
+        .arg(samples().join("opencode"))
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    let home = t.path().join("pi");
+    fs::create_dir_all(&home).unwrap();
+    let out = asp_unpack()
+        .arg(&bundle)
+        .args([
+            "-q",
+            "--session",
+            "ses_dcbe29379ffe7EA91rytPF0rq2",
+            "--to",
+            "pi",
+            "--home",
+        ])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
+    let (_, bytes) = files_in(&home)
+        .into_iter()
+        .find(|(p, _)| p.ends_with(".jsonl"))
+        .unwrap();
+    let times: std::collections::BTreeSet<String> = String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "message")
+        .filter_map(|v| v["timestamp"].as_str().map(str::to_owned))
+        .collect();
+    assert!(times.len() >= 3, "{times:?}");
+}

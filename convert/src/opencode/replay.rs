@@ -55,7 +55,21 @@ fn file_block(p: &Value) -> Value {
 }
 
 /// The `tool_call` and `tool_call_update` of a `tool` part, and a plan for `todowrite`.
-fn tool(p: &Value, cwd: Option<&str>, out: &mut Vec<Update>, s: &mut Summary) {
+/// An OpenCode time (epoch milliseconds) as the `timestamp` writers read from `_meta`.
+fn at(ms: Option<&Value>) -> Option<String> {
+    let ms = ms?.as_i64()?;
+    Some(crate::kit::time::format_millis(
+        crate::kit::time::from_millis(ms),
+    ))
+}
+
+fn tool(
+    p: &Value,
+    cwd: Option<&str>,
+    when: Option<String>,
+    out: &mut Vec<Update>,
+    s: &mut Summary,
+) {
     let name = str_of(p, "tool").unwrap_or("tool");
     let call = str_of(p, "callID").unwrap_or("").to_owned();
     let state = p.get("state").cloned().unwrap_or(Value::Null);
@@ -95,7 +109,12 @@ fn tool(p: &Value, cwd: Option<&str>, out: &mut Vec<Update>, s: &mut Summary) {
     {
         o.entry("cwd").or_insert(json!(c));
     }
-    let mut call_meta = acp::meta("opencode", json!({"tool": name, "partId": p["id"]}));
+    let mut native = json!({"tool": name, "partId": p["id"]});
+    // When it ran (`state.time.start`), else when its message was made.
+    if let Some(t) = at(state.pointer("/time/start")).or(when) {
+        native["timestamp"] = json!(t);
+    }
+    let mut call_meta = acp::meta("opencode", native);
     let child = state
         .get("metadata")
         .and_then(|m| m.get("sessionId"))
@@ -199,6 +218,13 @@ fn tool(p: &Value, cwd: Option<&str>, out: &mut Vec<Update>, s: &mut Summary) {
 pub fn message(info: &Value, parts: &[Value], out: &mut Vec<Update>, s: &mut Summary) {
     let id = str_of(info, "id").unwrap_or("").to_owned();
     let role = str_of(info, "role").unwrap_or("");
+    // When the message was made: each of its turns carries it, so a conversation carried
+    // elsewhere keeps its times (writers read `_meta.*.timestamp`).
+    let when = at(info.pointer("/time/created"));
+    let stamped = || {
+        when.as_ref()
+            .and_then(|t| acp::meta("opencode", json!({ "timestamp": t })))
+    };
     let chunk = |content: Value, meta: Option<acp::Meta>| Chunk {
         content,
         message_id: Some(id.clone()),
@@ -219,9 +245,9 @@ pub fn message(info: &Value, parts: &[Value], out: &mut Vec<Update>, s: &mut Sum
                 }
                 Some("text") => out.push(Update::UserMessageChunk(chunk(
                     acp::text(str_of(p, "text").unwrap_or("")),
-                    None,
+                    stamped(),
                 ))),
-                Some("file") => out.push(Update::UserMessageChunk(chunk(file_block(p), None))),
+                Some("file") => out.push(Update::UserMessageChunk(chunk(file_block(p), stamped()))),
                 _ => {}
             }
         }
@@ -243,17 +269,30 @@ pub fn message(info: &Value, parts: &[Value], out: &mut Vec<Update>, s: &mut Sum
     for p in parts {
         match str_of(p, "type") {
             Some("reasoning") => {
-                let m = p.get("metadata").map(|m| json!({"metadata": m}));
+                let mut m = serde_json::Map::new();
+                if let Some(meta) = p.get("metadata") {
+                    m.insert("metadata".into(), meta.clone());
+                }
+                if let Some(t) = at(p.pointer("/time/start")).or_else(|| when.clone()) {
+                    m.insert("timestamp".into(), json!(t));
+                }
                 out.push(Update::AgentThoughtChunk(Chunk {
                     content: acp::text(str_of(p, "text").unwrap_or("")),
                     message_id: Some(str_of(p, "id").unwrap_or(&id).to_owned()),
-                    meta: m.and_then(|m| acp::meta("opencode", m)),
+                    meta: (!m.is_empty())
+                        .then(|| acp::meta("opencode", Value::Object(m)))
+                        .flatten(),
                 }))
             }
-            Some("text") if p.get("synthetic").and_then(Value::as_bool) != Some(true) => out.push(
-                Update::AgentMessageChunk(chunk(acp::text(str_of(p, "text").unwrap_or("")), None)),
-            ),
-            Some("tool") => tool(p, cwd, out, s),
+            Some("text") if p.get("synthetic").and_then(Value::as_bool) != Some(true) => {
+                let when = at(p.pointer("/time/start")).or_else(|| when.clone());
+                let meta = when.and_then(|t| acp::meta("opencode", json!({ "timestamp": t })));
+                out.push(Update::AgentMessageChunk(chunk(
+                    acp::text(str_of(p, "text").unwrap_or("")),
+                    meta,
+                )))
+            }
+            Some("tool") => tool(p, cwd, when.clone(), out, s),
             _ => {}
         }
     }
