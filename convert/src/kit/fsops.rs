@@ -460,7 +460,46 @@ fn remove_empty_dirs(dirs: &[PathBuf]) {
     }
 }
 
+/// How old a temporary file of ours must be to be a leftover: no write of one file takes
+/// this long, so a younger one may be another process's, being written.
+const LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes, once per folder and process, the temporary files (`.asp-*.partial`) an earlier
+/// write left in `dir` when it was killed (Ctrl-C in the middle of a restore) and that are
+/// older than [`LEFTOVER_AGE`]: ours alone by their name, never the user's files.
+fn sweep_leftovers(dir: &Path) {
+    static SWEPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    {
+        let mut swept = SWEPT.lock().unwrap_or_else(|e| e.into_inner());
+        if swept.iter().any(|d| d == dir) {
+            return;
+        }
+        swept.push(dir.to_path_buf());
+    }
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !(name.starts_with(".asp-") && name.ends_with(".partial")) {
+            continue;
+        }
+        let old = e
+            .metadata()
+            .ok()
+            .filter(fs::Metadata::is_file)
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > LEFTOVER_AGE);
+        if old {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
 fn temp_in(dir: &Path, mode: Mode) -> Result<tempfile::NamedTempFile, ConvertError> {
+    sweep_leftovers(dir);
     let mut b = tempfile::Builder::new();
     b.prefix(".asp-").suffix(".partial");
     #[cfg(unix)]
@@ -535,6 +574,34 @@ pub fn is_executable(meta: &fs::Metadata) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A write into a folder removes the temporary files an interrupted write left there an
+    /// hour ago or more, and nothing else: not a younger one (another process may be writing
+    /// it), not a file of the user's.
+    #[test]
+    fn a_write_sweeps_old_leftovers_of_interrupted_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join(".asp-Ab12Cd.partial");
+        let young = dir.path().join(".asp-Ef34Gh.partial");
+        let mine = dir.path().join(".asp-notes.txt");
+        for f in [&old, &young, &mine] {
+            fs::write(f, b"x").unwrap();
+        }
+        let hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        for f in [&old, &mine] {
+            File::options()
+                .write(true)
+                .open(f)
+                .unwrap()
+                .set_modified(hours_ago)
+                .unwrap();
+        }
+        let w = Writer::new(false);
+        w.create_new(&dir.path().join("s.jsonl"), b"{}\n", false)
+            .unwrap();
+        assert!(!old.exists());
+        assert!(young.exists() && mine.exists());
+    }
 
     #[test]
     fn create_new_never_clobbers() {
