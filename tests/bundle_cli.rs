@@ -1606,3 +1606,48 @@ fn inspecting_a_repository_says_what_reads_one() {
         );
     }
 }
+
+/// Into a home named with `--home` (not the user's own), the resume command sets what makes
+/// the harness use that home's store (`CODEX_HOME=…`); into the user's own home it needs
+/// nothing.
+#[test]
+fn a_resume_command_names_the_home_it_was_written_into() {
+    let t = tmp();
+    let bundle = t.path().join("s.aspstate");
+    asp_pack()
+        .args(["-q", "--from", "claude-code", "--home"])
+        .arg(samples().join("claude-code"))
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    let resume = |home: &std::path::Path, named: bool| -> Vec<String> {
+        fs::create_dir_all(home).unwrap();
+        let mut cmd = asp_unpack();
+        cmd.arg(&bundle).args(["--to", "codex", "--json"]);
+        if named {
+            cmd.arg("--home").arg(home);
+        }
+        let out = cmd.env("HOME", t.path().join("me")).output().unwrap();
+        assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["_meta"]["asp"]["resume"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|c| c.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let elsewhere = t.path().join("elsewhere");
+    let codex_home = format!("CODEX_HOME={}/.codex codex resume ", elsewhere.display());
+    let said = resume(&elsewhere, true);
+    assert!(
+        !said.is_empty() && said.iter().all(|c| c.starts_with(&codex_home)),
+        "{said:?}"
+    );
+    let said = resume(&t.path().join("me"), false);
+    assert!(
+        said.iter().all(|c| c.starts_with("codex resume ")),
+        "{said:?}"
+    );
+}

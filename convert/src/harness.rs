@@ -366,6 +366,13 @@ pub trait Harness: Send + Sync {
     /// ([`crate::kit::resume::in_dir`]). `None` when the harness has no such command.
     fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String>;
 
+    /// The environment that makes the harness use the store in `home` (a home other than the
+    /// user's, named with `--home`), as the resume command sets it: the harness's own variable
+    /// where it has one (`CODEX_HOME`), else `HOME`. Absolute paths.
+    fn resume_env(&self, home: &Home) -> Vec<(&'static str, PathBuf)> {
+        vec![("HOME", home.absolute_dir())]
+    }
+
     /// Lists the sessions of the store under `ctx.home`, reading no conversation.
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError>;
 

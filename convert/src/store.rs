@@ -243,6 +243,38 @@ pub struct Written {
     pub resume: std::collections::BTreeMap<String, String>,
 }
 
+/// The environment a resume command sets so that the harness finds the sessions written into
+/// `home` (`CODEX_HOME=… codex resume ID`): none for the user's own home, as the harness finds
+/// its store there by itself ([`Harness::resume_env`] otherwise).
+fn resume_env(harness: &dyn Harness, home: &Home) -> String {
+    let own = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" })
+        .map(|h| crate::harness::absolute(std::path::Path::new(&h)));
+    if !home.explicit || own.as_deref() == Some(home.absolute_dir().as_path()) {
+        return String::new();
+    }
+    harness
+        .resume_env(home)
+        .into_iter()
+        .map(|(var, path)| {
+            format!(
+                "{var}={} ",
+                crate::kit::resume::shell_word(&path.to_string_lossy())
+            )
+        })
+        .collect()
+}
+
+/// `cmd` with `env` (`VAR=value `, or nothing) before the harness's command, after a `cd`.
+fn with_env(cmd: &str, env: &str) -> String {
+    if env.is_empty() {
+        return cmd.to_owned();
+    }
+    match cmd.split_once(" && ") {
+        Some((cd, run)) => format!("{cd} && {env}{run}"),
+        None => format!("{env}{cmd}"),
+    }
+}
+
 impl Store {
     /// The registered harness `name` in `home`.
     pub fn harness(name: &str, home: Home) -> Option<Store> {
@@ -610,6 +642,7 @@ impl Store {
                 // A kind not given is never answered as taken, whatever the converter said.
                 answer.taken = answer.taken.intersection(given);
                 let mut resume = std::collections::BTreeMap::new();
+                let env = resume_env(harness.as_ref(), home);
                 for s in state.sessions.iter().flatten() {
                     if crate::kit::meta::parent_id(s.meta.as_ref()).is_some() {
                         continue;
@@ -618,7 +651,7 @@ impl Store {
                         continue;
                     };
                     if let Some(cmd) = harness.resume_command(new, s.cwd.as_deref()) {
-                        resume.insert(new.clone(), cmd);
+                        resume.insert(new.clone(), with_env(&cmd, &env));
                     }
                 }
                 let name = harness.name();

@@ -81,6 +81,10 @@ impl Harness for Codex {
         })
     }
 
+    fn resume_env(&self, home: &Home) -> Vec<(&'static str, std::path::PathBuf)> {
+        vec![("CODEX_HOME", home.absolute_dir().join(".codex"))]
+    }
+
     fn store_paths(&self, home: &Home) -> Vec<std::path::PathBuf> {
         vec![layout::Layout::of(home).codex]
     }

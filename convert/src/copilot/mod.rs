@@ -64,6 +64,10 @@ impl Harness for Copilot {
         HarnessName::new(NAME).expect("a valid harness name")
     }
 
+    fn resume_env(&self, home: &crate::Home) -> Vec<(&'static str, std::path::PathBuf)> {
+        vec![("COPILOT_HOME", home.absolute_dir().join(".copilot"))]
+    }
+
     fn store_paths(&self, home: &crate::Home) -> Vec<std::path::PathBuf> {
         vec![Layout::of(home).root]
     }

@@ -80,6 +80,10 @@ impl Harness for Gemini {
         ))
     }
 
+    fn resume_env(&self, home: &Home) -> Vec<(&'static str, std::path::PathBuf)> {
+        vec![("GEMINI_CLI_HOME", home.absolute_dir())]
+    }
+
     fn store_paths(&self, home: &Home) -> Vec<std::path::PathBuf> {
         vec![layout::Layout::of(home).gemini]
     }

@@ -119,6 +119,14 @@ impl Harness for OpenCode {
         HarnessName::new(NAME).expect("a valid harness name")
     }
 
+    fn resume_env(&self, home: &crate::Home) -> Vec<(&'static str, std::path::PathBuf)> {
+        let dir = home.absolute_dir();
+        vec![
+            ("XDG_CONFIG_HOME", dir.join(".config")),
+            ("XDG_DATA_HOME", dir.join(".local/share")),
+        ]
+    }
+
     fn store_paths(&self, home: &crate::Home) -> Vec<std::path::PathBuf> {
         let l = Layout::of(home);
         vec![l.db, l.data, l.config]

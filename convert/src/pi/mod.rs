@@ -91,6 +91,10 @@ impl Harness for Pi {
         HarnessName::new(NAME).expect("a valid harness name")
     }
 
+    fn resume_env(&self, home: &crate::Home) -> Vec<(&'static str, std::path::PathBuf)> {
+        vec![("PI_CODING_AGENT_DIR", home.absolute_dir().join(".pi/agent"))]
+    }
+
     fn store_paths(&self, home: &crate::Home) -> Vec<std::path::PathBuf> {
         vec![Layout::of(home).agent]
     }
