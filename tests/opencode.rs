@@ -842,3 +842,27 @@ fn a_conversation_carried_into_pi_keeps_its_times() {
         .collect();
     assert!(times.len() >= 3, "{times:?}");
 }
+
+/// `asp sessions --from opencode` of a database that does not open says so and exits 3: it is
+/// not a store with no sessions.
+#[test]
+fn listing_a_database_that_does_not_open_is_a_loss_not_no_sessions() {
+    use crate::support::{asp, copy_dir};
+    let t = tmp();
+    let home = t.path().join("home");
+    copy_dir(&samples().join("opencode"), &home);
+    let db = home.join(".local/share/opencode/opencode.db");
+    let f = fs::OpenOptions::new().write(true).open(&db).unwrap();
+    f.set_len(f.metadata().unwrap().len() * 3 / 8).unwrap();
+    let out = asp()
+        .args(["sessions", "--from", "opencode", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(
+        said.starts_with("lost: ") && said.contains("opencode.db"),
+        "{said}"
+    );
+}

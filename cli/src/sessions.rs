@@ -149,6 +149,8 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
     let mut rows = Vec::new();
     // Where the sessions were looked for, for "no sessions in ...".
     let looked_in;
+    // A live store some of whose sessions could not be read.
+    let mut incomplete = false;
     if let Some(name) = &args.from {
         let home = Home::resolve(args.home.clone())?;
         let store = Store::harness(name, home).expect("validated by the argument parser");
@@ -168,6 +170,17 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
         for s in state.sessions.iter().flatten() {
             rows.push(row(s, name, None, false));
         }
+        // What could not be read is said (a database that does not open is not "no
+        // sessions"), and the listing exits 3; what is left out by design is not.
+        let lost: Vec<_> = diagnostics
+            .items()
+            .into_iter()
+            .filter(|d| d.severity.is_loss())
+            .collect();
+        for line in crate::human::finding_lines(lost.iter()) {
+            eprintln!("{line}");
+        }
+        incomplete = !lost.is_empty();
     } else {
         let repo = args.repo.open()?;
         let _lock = repo.lock_shared()?;
@@ -188,13 +201,18 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
         }
     }
     let rows = nested(rows);
+    let done = if incomplete {
+        Exit::Incomplete
+    } else {
+        Exit::Ok
+    };
     if args.common.json {
         crate::outln!("{}", serde_json::to_string(&rows).expect("rows serialise"));
-        return Ok(Exit::Ok);
+        return Ok(done);
     }
     if rows.is_empty() {
         crate::outln!("no sessions in {looked_in}");
-        return Ok(Exit::Ok);
+        return Ok(done);
     }
     // A HOME column only when the sessions come from several homes (a machine's backups and
     // a pull from a registry list the same sessions twice; it tells them apart).
@@ -233,7 +251,7 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
     for line in human::table(&header, &cells) {
         crate::outln!("{line}");
     }
-    Ok(Exit::Ok)
+    Ok(done)
 }
 
 #[cfg(test)]
