@@ -8,6 +8,7 @@ use asp_convert::kit::report::Diagnostics;
 use asp_convert::store::ReadRequest;
 use asp_convert::{Home, Store};
 use asp_format::blob::Discard;
+use asp_format::error::{Classify, ErrorClass};
 use asp_format::state::{Session, parent_of};
 use asp_format::{KindSet, StateKind};
 use asp_repo::Snapshot;
@@ -151,6 +152,8 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
     let looked_in;
     // A live store some of whose sessions could not be read.
     let mut incomplete = false;
+    // A snapshot that could not be read, passed over for an older one of its series.
+    let mut damaged = false;
     if let Some(name) = &args.from {
         let home = Home::resolve(args.home.clone())?;
         let store = Store::harness(name, home).expect("validated by the argument parser");
@@ -185,9 +188,29 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
         let repo = args.repo.open()?;
         let _lock = repo.lock_shared()?;
         looked_in = repo.root().display().to_string();
-        // The newest snapshot of each harness and home holds every session of that series.
-        for info in repo.newest_of_each_series()? {
-            let snap = Snapshot::load_for_reading(&repo, &info)?;
+        // The newest snapshot of each harness and home holds every session of that series; one
+        // that cannot be read is said (exit 4) and the series listed from the newest that can.
+        let all = repo.snapshots()?;
+        for newest in repo.newest_of_each_series()? {
+            let series = all
+                .iter()
+                .rev()
+                .filter(|s| s.harness == newest.harness && s.home == newest.home);
+            let mut found = None;
+            for info in series {
+                match Snapshot::load_for_reading(&repo, info) {
+                    Ok(snap) => {
+                        found = Some((info.clone(), snap));
+                        break;
+                    }
+                    Err(e) if e.class() == ErrorClass::Integrity => {
+                        eprintln!("damaged: {e}");
+                        damaged = true;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            let Some((info, snap)) = found else { continue };
             for s in snap.state.sessions.iter().flatten() {
                 let mut r = row(
                     s,
@@ -201,7 +224,9 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
         }
     }
     let rows = nested(rows);
-    let done = if incomplete {
+    let done = if damaged {
+        Exit::Integrity
+    } else if incomplete {
         Exit::Incomplete
     } else {
         Exit::Ok
