@@ -455,6 +455,20 @@ fn a_damaged_newest_snapshot_is_passed_over_not_a_stop() {
         &repo.join("blobs/sha256").join(&digest["sha256:".len()..]),
         100,
     );
+    // Listed from the newest that can be read, the damage said: exit 4.
+    let out = asp()
+        .args(["sessions", "--json", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(
+        said.contains(&format!("snapshot {id} cannot be read")),
+        "{said}"
+    );
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 5, "{listed}");
     fs::write(&instructions, "# Mine\n\nTwo more rules.\n").unwrap();
     let out = backup_run(&home, &repo, &["--from", "claude-code", "--json", "-q"]);
     let said = String::from_utf8_lossy(&out.stderr);
