@@ -193,7 +193,13 @@ impl Sessions<'_, '_> {
                     bytes.clone(),
                 )
             } else {
-                let k = kept_beside(id, &s.title, Some(super::NAME), n);
+                // Pi lists a session without a name by its first prompt: a copy's marked name
+                // says that prompt, not the marker alone.
+                let title = match s.title.trim() {
+                    "" => first_prompt(&bytes[first_end..]).unwrap_or_default(),
+                    t => t.to_owned(),
+                };
+                let k = kept_beside(id, &title, Some(super::NAME), n);
                 let new_id = name_uuid(&k.name);
                 let Some(data) = renamed(&bytes, first_end, &new_id, &k.title) else {
                     return Ok(SessionPlaced::refused(format!(
@@ -362,6 +368,30 @@ fn v7_ms(id: &str) -> Option<i64> {
     i64::from_str_radix(&hex, 16).ok()
 }
 
+/// The first line of the first user message in a Pi session's entries, at most 60 characters:
+/// what Pi's session list shows for a session without a name.
+fn first_prompt(entries: &[u8]) -> Option<String> {
+    entries
+        .split(|b| *b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
+        .filter(|v| v["type"] == "message" && v["message"]["role"] == "user")
+        .find_map(|v| {
+            let content = &v["message"]["content"];
+            let text = content.as_str().map(str::to_owned).or_else(|| {
+                content
+                    .as_array()?
+                    .iter()
+                    .find_map(|p| (p["type"] == "text").then(|| p["text"].as_str())?)
+                    .map(str::to_owned)
+            })?;
+            let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+            Some(match line.char_indices().nth(60) {
+                Some((end, _)) => format!("{}…", &line[..end]),
+                None => line.to_owned(),
+            })
+        })
+}
+
 /// A Pi file under a new id: the header's `id` replaced, every other line byte for byte, and
 /// a `session_info` with the marked title appended as the new leaf (a child of the last entry,
 /// so the branch Pi shows stays the same).
@@ -405,6 +435,16 @@ fn renamed(bytes: &[u8], first_end: usize, new_id: &str, title: &str) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_untitled_copy_is_named_by_its_first_prompt() {
+        let entries = b"{\"type\":\"model_change\",\"id\":\"m\"}\n{\"type\":\"message\",\"id\":\"a\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"\\n  How are the tests laid out?\\nAnd why?\"}]}}\n";
+        assert_eq!(
+            first_prompt(entries).as_deref(),
+            Some("How are the tests laid out?")
+        );
+        assert_eq!(first_prompt(b"{\"type\":\"model_change\"}\n"), None);
+    }
 
     #[test]
     fn a_copy_has_a_new_id_and_a_marked_title_as_its_leaf() {
