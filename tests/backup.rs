@@ -376,7 +376,7 @@ fn a_file_that_cannot_be_read_is_lost_on_every_backup_until_mended() {
 /// not let it go). Mended, it is unchanged.
 #[test]
 fn a_session_that_cannot_be_read_is_kept_as_before_not_gone() {
-    let damage_pi = |home: &Path| -> (PathBuf, usize) {
+    let damage_pi_header = |home: &Path, header: &str| -> (PathBuf, usize) {
         let dir = home.join(".pi/agent/sessions/--home-dev-shop--");
         let file = fs::read_dir(&dir)
             .unwrap()
@@ -385,9 +385,12 @@ fn a_session_that_cannot_be_read_is_kept_as_before_not_gone() {
             .unwrap();
         let text = fs::read_to_string(&file).unwrap();
         let rest = text.split_once('\n').unwrap().1;
-        fs::write(&file, format!("GARBAGE HEADER\n{rest}")).unwrap();
+        fs::write(&file, format!("{header}\n{rest}")).unwrap();
         (file, 1)
     };
+    let damage_pi = |home: &Path| damage_pi_header(home, "GARBAGE HEADER");
+    // Blanked, the entries after it still there: damage, not an empty file.
+    let blank_pi = |home: &Path| damage_pi_header(home, "");
     let damage_opencode = |home: &Path| -> (PathBuf, usize) {
         let db = home.join(".local/share/opencode/opencode.db");
         let f = fs::OpenOptions::new().write(true).open(&db).unwrap();
@@ -396,7 +399,11 @@ fn a_session_that_cannot_be_read_is_kept_as_before_not_gone() {
     };
     // Each damage gives the file it damaged and how many sessions are read from it.
     type Damage<'a> = &'a dyn Fn(&Path) -> (PathBuf, usize);
-    let cases: [(&str, Damage); 2] = [("pi", &damage_pi), ("opencode", &damage_opencode)];
+    let cases: [(&str, Damage); 3] = [
+        ("pi", &damage_pi),
+        ("pi", &blank_pi),
+        ("opencode", &damage_opencode),
+    ];
     for (harness, damage) in cases {
         let t = tmp();
         let home = t.path().join("home");
@@ -439,7 +446,8 @@ fn a_session_that_cannot_be_read_is_kept_as_before_not_gone() {
 
 /// A newest snapshot whose manifest is damaged does not stop backups: the next one is made
 /// from the newest that can be read, says which it passed over and how to let it go, and
-/// exits 4 (on every run while it is the newest). Let go, backups exit 0 again.
+/// exits 4; later ones are made from it, and `asp check` names the damaged one until it is
+/// let go.
 #[test]
 fn a_damaged_newest_snapshot_is_passed_over_not_a_stop() {
     let t = tmp();
@@ -487,15 +495,25 @@ fn a_damaged_newest_snapshot_is_passed_over_not_a_stop() {
         "{said}"
     );
     assert_eq!(sessions_in(&repo).len(), 5, "the newest can be read again");
+    // The next backup's parent is the new snapshot: it says nothing of the damaged one,
+    // which `asp check` names until it is let go.
+    fs::write(&instructions, "# Mine\n\nTwo more rules, again.\n").unwrap();
+    let out = backup_run(&home, &repo, &["--from", "claude-code", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = asp().args(["check", "--repo"]).arg(&repo).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("asp forget --snapshot {id}")),
+        "{said}"
+    );
     let forget = asp()
         .args(["forget", "--snapshot", id, "--repo"])
         .arg(&repo)
         .output()
         .unwrap();
     assert!(forget.status.success(), "{forget:?}");
-    fs::write(&instructions, "# Mine\n\nThree more rules.\n").unwrap();
-    let out = backup_run(&home, &repo, &["--from", "claude-code", "-q"]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    check(&repo, false);
 }
 
 /// A session there whose subagent transcript was deleted since gets it back: the subagent is

@@ -492,3 +492,36 @@ fn a_backup_keeps_the_settings_history_instructions_and_agents() {
         ]
     );
 }
+
+/// The prompt history a backup keeps is what the person typed: a restore writes it readable
+/// by its owner alone, as Copilot does.
+#[cfg(unix)]
+#[test]
+fn a_restored_prompt_history_is_the_owners_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = crate::support::tmp();
+    let repo = t.path().join("repo");
+    let out = crate::support::asp()
+        .args(["backup", "-q", "--from", "copilot", "--home"])
+        .arg(crate::support::samples().join("copilot"))
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
+    let to = t.path().join("to");
+    std::fs::create_dir_all(&to).unwrap();
+    let out = crate::support::asp()
+        .args(["restore", "-q", "--to", "copilot", "--home"])
+        .arg(&to)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
+    let mode = std::fs::metadata(to.join(".copilot/command-history-state.json"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+}

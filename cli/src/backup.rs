@@ -41,8 +41,8 @@ with -q, and the command exits 3 (`--json` lists it under \"lost\" as {severity,
 line, message}). So is a session gone from the source whose data the repository has lost
 (`asp check` says which): it is kept as it is until `asp forget --session ID` lets it go.
 A newest snapshot that cannot be read (its manifest damaged) is passed over: the backup is
-made from the newest one that can be, says so on every run and exits 4 until `asp forget
---snapshot ID` lets the damaged one go.
+made from the newest one that can be, says so and exits 4; `asp check` names the damaged one
+until `asp forget --snapshot ID` lets it go.
 What is left out by design (of the portable kinds; a configuration file named as holding
 credentials, a link that leads nowhere) is said when a snapshot is made, but not with -q.
 
@@ -191,8 +191,8 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
             .collect();
         incomplete |= result.is_ok() && !lost.is_empty();
         if let Ok(o) = &result {
-            // Said on every run, `-q` or not, as a loss is: the backup goes on from an older
-            // snapshot, but the damage stays until it is let go.
+            // Said `-q` or not, as a loss is: the backup goes on from an older snapshot, and
+            // `asp check` names the damage until it is let go.
             for p in &o.passed_over {
                 damaged = true;
                 bar.println(format!(

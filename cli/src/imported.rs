@@ -102,12 +102,7 @@ impl Imported {
     pub fn summary_tail(&self) -> String {
         let mut tail = String::new();
         let there = self.answer.already_there.len();
-        let beside = self
-            .answer
-            .sessions
-            .iter()
-            .filter(|(old, new)| old != new && !self.answer.already_there.contains(*old))
-            .count();
+        let beside = self.answer.beside.len();
         if there > 0 || beside > 0 {
             let total = self.answer.sessions.len();
             let new = total.saturating_sub(there + beside);
@@ -212,8 +207,10 @@ mod tests {
         assert_eq!(v["_meta"]["asp"]["findings"][0]["severity"], "left out");
         assert_eq!(v["notTaken"][0]["kind"], "memory");
         let tail = imported.summary_tail();
+        // b → c is new under an id of the destination's (not "kept beside": only the
+        // answer's `beside` says that).
         assert!(
-            tail.starts_with("; 1 session: 1 already there; 2 not taken"),
+            tail.starts_with("; 2 sessions: 1 new, 1 already there; 2 not taken"),
             "{tail}"
         );
         assert_eq!(imported.exit(false), Exit::Ok);

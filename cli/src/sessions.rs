@@ -204,7 +204,9 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
                         break;
                     }
                     Err(e) if e.class() == ErrorClass::Integrity => {
-                        eprintln!("damaged: {e}");
+                        let e = e.to_string();
+                        let e = e.strip_prefix("integrity failure: ").unwrap_or(&e);
+                        eprintln!("damaged: {} ({}): {e}", info.harness, info.home);
                         damaged = true;
                     }
                     Err(e) => return Err(e.into()),

@@ -247,9 +247,13 @@ pub struct Written {
 /// `home` (`CODEX_HOME=… codex resume ID`): none for the user's own home, as the harness finds
 /// its store there by itself ([`Harness::resume_env`] otherwise).
 fn resume_env(harness: &dyn Harness, home: &Home) -> String {
-    let own = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" })
-        .map(|h| crate::harness::absolute(std::path::Path::new(&h)));
-    if !home.explicit || own.as_deref() == Some(home.absolute_dir().as_path()) {
+    // The harness run as the user runs it finds its store where the user's own home (and
+    // its variables, `CODEX_HOME`) put it: nothing to set when that is where this one is.
+    let absolute = |paths: Vec<PathBuf>| -> Vec<PathBuf> {
+        paths.iter().map(|p| crate::harness::absolute(p)).collect()
+    };
+    let own = Home::resolve(None).map(|h| absolute(harness.store_paths(&h)));
+    if !home.explicit || own.ok() == Some(absolute(harness.store_paths(home))) {
         return String::new();
     }
     harness
@@ -264,13 +268,18 @@ fn resume_env(harness: &dyn Harness, home: &Home) -> String {
         .collect()
 }
 
-/// `cmd` with `env` (`VAR=value `, or nothing) before the harness's command, after a `cd`.
-fn with_env(cmd: &str, env: &str) -> String {
+/// `cmd` with `env` (`VAR=value `, or nothing) before the harness's command, after the `cd`
+/// into `cwd` that [`crate::kit::resume::in_dir`] put first, if it did.
+fn with_env(cmd: &str, cwd: Option<&str>, env: &str) -> String {
     if env.is_empty() {
         return cmd.to_owned();
     }
-    match cmd.split_once(" && ") {
-        Some((cd, run)) => format!("{cd} && {env}{run}"),
+    let cd = cwd.map(|c| format!("cd {} && ", crate::kit::resume::shell_word(c)));
+    match cd
+        .as_deref()
+        .and_then(|cd| Some((cd, cmd.strip_prefix(cd)?)))
+    {
+        Some((cd, run)) => format!("{cd}{env}{run}"),
         None => format!("{env}{cmd}"),
     }
 }
@@ -651,7 +660,7 @@ impl Store {
                         continue;
                     };
                     if let Some(cmd) = harness.resume_command(new, s.cwd.as_deref()) {
-                        resume.insert(new.clone(), with_env(&cmd, &env));
+                        resume.insert(new.clone(), with_env(&cmd, s.cwd.as_deref(), &env));
                     }
                 }
                 let name = harness.name();

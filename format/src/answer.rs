@@ -24,6 +24,11 @@ pub struct ImportAnswer {
     /// again is told.
     #[serde(skip)]
     pub already_there: BTreeSet<String>,
+    /// The sessions (by id in the state) kept beside a different version already there,
+    /// under a new id. (A new id alone does not say it: harnesses that name sessions their own
+    /// way give every carried session one.)
+    #[serde(skip)]
+    pub beside: BTreeSet<String>,
     /// What was written into a file the destination already had (a setting added to the
     /// owner's own settings file), each said so a person knows their file changed. Not part of
     /// the protocol's answer, where such an item is simply taken.

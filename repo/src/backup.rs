@@ -104,7 +104,8 @@ pub struct BackupOutcome {
     pub unreadable_sessions: Vec<String>,
     /// Newer snapshots of the series that could not be read (a manifest or document damaged),
     /// passed over for the parent: the backup is made from the newest that can be, so an
-    /// hourly job goes on. Each is said on every run (exit 4) until `asp forget --snapshot`
+    /// hourly job goes on. This backup says so (exit 4); the next ones have its snapshot as
+    /// their parent, and `asp check` names the damaged one until `asp forget --snapshot`
     /// lets it go.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub passed_over: Vec<PassedOver>,
@@ -365,18 +366,24 @@ fn lost_to_gone(
     (covered.len() == missing.len()).then_some(lost)
 }
 
-/// The files under `home` (relative, `/`-separated) that the read reported lost as a whole
-/// (no line named): a session file whose header is damaged, a database that does not open.
-fn unreadable_files(diagnostics: &Diagnostics, home: &Path) -> Vec<String> {
+/// The files under `home` (relative, `/`-separated, as native paths are named) that the read
+/// reported lost as a whole (no line past the first named) and read no session from: a
+/// session file whose header is damaged, a database that does not open. (A database some
+/// of whose sessions were read opened: a loss there is of one row, and the sessions gone
+/// from it are gone.)
+fn unreadable_files(diagnostics: &Diagnostics, home: &Path, live: &State) -> Vec<String> {
+    let read_from = |u: &str| {
+        live.sessions
+            .iter()
+            .flatten()
+            .any(|s| reads_one_of(s, std::slice::from_ref(&u.to_owned())))
+    };
     diagnostics
         .items()
         .into_iter()
         .filter(|d| d.severity == Severity::Lost && d.line.is_none_or(|l| l == 1))
-        .filter_map(|d| {
-            let rel = d.file?.strip_prefix(home).ok()?.to_path_buf();
-            let parts: Option<Vec<&str>> = rel.iter().map(|c| c.to_str()).collect();
-            Some(parts?.join("/"))
-        })
+        .filter_map(|d| asp_convert::kit::config::relative(home, d.file.as_deref()?))
+        .filter(|u| !read_from(u))
         .collect()
 }
 
@@ -597,7 +604,7 @@ fn backup_once(
             .flatten()
             .map(|s| s.id.as_str())
             .collect();
-        let unreadable = unreadable_files(ctx.diagnostics, home_dir);
+        let unreadable = unreadable_files(ctx.diagnostics, home_dir, &state);
         let mut carried = Vec::new();
         for s in p.state.sessions.iter().flatten() {
             if !live.contains(s.id.as_str()) {

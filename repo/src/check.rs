@@ -305,9 +305,13 @@ pub fn check(
     unnamed_manifests.sort();
     if !unnamed_manifests.is_empty() {
         for &i in &manifest_missing {
-            report.problems[i].push_str(
-                ", but index.json may be what is damaged: see the last problem before letting \
-                 it go",
+            // Not "forget it": that, then a prune, would delete the manifest it should name.
+            let p = &mut report.problems[i];
+            if let Some(at) = p.find(" (`asp forget --snapshot") {
+                p.truncate(at);
+            }
+            p.push_str(
+                " (index.json may be what is damaged: see the last problem before letting it go)",
             );
         }
         report.problems.push(format!(

@@ -271,6 +271,20 @@ impl Snapshot {
             let id = info.short_id();
             let what = e.to_string();
             let what = what.strip_prefix("integrity failure: ").unwrap_or(&what);
+            let manifest = Descriptor {
+                digest: info.digest,
+                size: info.size,
+            };
+            if !repo.has_blob(&manifest) {
+                // What a damaged index.json looks like (a digest a character off): forgetting
+                // the entry and pruning would delete the real manifest, which it no longer names.
+                return RepoError::Integrity(format!(
+                    "snapshot {id} cannot be read ({what}): index.json may name it wrong; `asp \
+                     check` says whether blobs/ holds snapshots the index does not name, which \
+                     `asp check --rebuild-index` lists again (before any `asp forget` or `asp \
+                     prune`)"
+                ));
+            }
             RepoError::Integrity(format!(
                 "snapshot {id} cannot be read ({what}); `asp check` names the damage, and `asp \
                  forget --snapshot {id}` lets the snapshot go (--snapshot names an older one)"

@@ -523,17 +523,13 @@ fn image(b: &Value) -> Value {
 /// The tool's name as its harness gave it (`_meta.<ns>.toolName`/`name`), else its ACP kind;
 /// made valid for the Anthropic API (`[a-zA-Z0-9_-]{1,64}`).
 fn tool_name(call: &ToolCall) -> String {
-    let from_meta = call
+    use crate::kit::tool_names::{api_safe, source_name};
+    let own = call
         .meta
         .get("claudeCode")
-        .into_iter()
-        .chain(call.meta.values())
-        .find_map(|ns| {
-            ["toolName", "name", "tool"]
-                .iter()
-                .find_map(|k| ns.get(*k).and_then(Value::as_str))
-        });
-    let raw = from_meta.map_or_else(
+        .and_then(|c| c.get("toolName"))
+        .and_then(Value::as_str);
+    let raw = own.or_else(|| source_name(&call.meta)).map_or_else(
         || {
             serde_json::to_value(call.kind)
                 .ok()
@@ -542,21 +538,7 @@ fn tool_name(call: &ToolCall) -> String {
         },
         str::to_owned,
     );
-    let mut name: String = raw
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect();
-    if name.is_empty() {
-        name = "tool".to_owned();
-    }
-    name
+    api_safe(&raw).unwrap_or_else(|| "tool".to_owned())
 }
 
 /// The call's id when the API accepts it, else one derived from it.

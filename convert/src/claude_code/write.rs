@@ -263,9 +263,9 @@ fn with_parent(s: &Session, parent: &Session, outcome: &Outcome) -> SessionPlace
             .result
             .as_ref()
             .is_some_and(|p| p.placement == Placement::AlreadyThere)
-            && files
-                .iter()
-                .any(|f| outcome.written.contains(f.path.as_str())) =>
+            && files.iter().any(|f| {
+                f.path.as_str().ends_with(".jsonl") && outcome.written.contains(f.path.as_str())
+            }) =>
         {
             SessionPlaced::new(s.id.as_str())
         }
@@ -657,7 +657,11 @@ fn said_written_back(ctx: &WriteContext<'_>, s: &Session, written: &HashSet<Stri
              ({shown}{more})",
             s.id,
             names.len(),
-            if names.len() == 1 { "was" } else { "were" },
+            match (names.len(), ctx.writer.is_dry_run()) {
+                (_, true) => "would be",
+                (1, false) => "was",
+                (_, false) => "were",
+            },
         ),
     );
 }

@@ -95,28 +95,6 @@ pub fn first_time(items: &[Item]) -> Option<Nanos> {
     items.iter().find_map(item_time)
 }
 
-/// A tool name the model API accepts (`^[A-Za-z0-9_-]{1,64}$`).
-fn api_name(s: &str) -> String {
-    let mut out: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    out.truncate(64);
-    if out.is_empty() { "tool".into() } else { out }
-}
-
-fn string_in_meta<'a>(meta: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    meta.iter()
-        .filter(|(ns, _)| ns.as_str() != "asp")
-        .find_map(|(_, v)| v.get(key).and_then(Value::as_str))
-}
-
 struct Builder {
     lines: Vec<u8>,
     now: Nanos,
@@ -330,8 +308,7 @@ impl Builder {
             return;
         }
         // A call from another harness: history only, under a name Codex has no tool for.
-        let tool = string_in_meta(&t.meta, "toolName")
-            .or_else(|| string_in_meta(&t.meta, "name"))
+        let tool = crate::kit::tool_names::source_name(&t.meta)
             .map(str::to_owned)
             .unwrap_or_else(|| {
                 serde_json::to_value(t.kind)
@@ -339,7 +316,8 @@ impl Builder {
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_else(|| "tool".into())
             });
-        let name = api_name(&format!("{}__{tool}", self.harness));
+        let name = crate::kit::tool_names::api_safe(&format!("{}__{tool}", self.harness))
+            .unwrap_or_else(|| "tool".to_owned());
         let arguments = match &t.raw_input {
             Some(v) => v.to_string(),
             None => "{}".to_owned(),

@@ -17,6 +17,9 @@
 //! use) are neither read nor written. Where things are: [`layout`]. The facts behind every
 //! rule are in `spec/harnesses/copilot.md` (verified against Copilot CLI 1.0.102).
 
+/// The prompt history (what ↑ recalls), in the Copilot dir.
+const HISTORY: &str = "command-history-state.json";
+
 mod compose;
 mod instructions;
 mod layout;
@@ -102,20 +105,38 @@ impl Harness for Copilot {
     /// over a file that is there.
     fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
         let root = Layout::of(home).root;
-        let files = [
-            root.join("settings.json"),
-            root.join("command-history-state.json"),
-        ];
+        let files = [root.join("settings.json"), root.join(HISTORY)];
         let named: Vec<String> = files
             .iter()
             .filter_map(|f| crate::kit::config::relative(&home.dir, f))
             .collect();
+        let instructions = crate::kit::config::relative(&home.dir, &root.join("instructions"))
+            .map(|r| format!("{r}/"));
         crate::kit::config::collect(
             &home.dir,
             &files,
             &[root.join("agents"), root.join("instructions")],
         )
-        .only(|rel| rel.ends_with(".md") || named.iter().any(|n| n == rel))
+        .only(|rel| {
+            let under_instructions = instructions.as_deref().is_some_and(|i| rel.starts_with(i));
+            named.iter().any(|n| n == rel)
+                || (under_instructions && rel.ends_with(".instructions.md"))
+                || (!under_instructions && rel.ends_with(".md"))
+        })
+    }
+
+    /// The prompt history holds what the person typed: restored readable by its owner alone.
+    fn private_config(&self, home: &crate::Home, rel: &str) -> bool {
+        crate::kit::config::relative(&home.dir, &Layout::of(home).root.join(HISTORY)).as_deref()
+            == Some(rel)
+    }
+
+    /// Not the prompt history, which is what the person typed, not configuration.
+    fn credentials_reader(&self, rel: &str) -> Option<crate::kit::secrets::CredentialsReader> {
+        if rel.ends_with(HISTORY) {
+            return None;
+        }
+        crate::kit::secrets::json_credentials_reader(rel)
     }
 
     fn survey(&self, ctx: &SurveyContext<'_>) -> Result<Survey, ConvertError> {

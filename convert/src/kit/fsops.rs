@@ -461,20 +461,24 @@ fn remove_empty_dirs(dirs: &[PathBuf]) {
 }
 
 /// How old a temporary file of ours must be to be a leftover: no write of one file takes
-/// this long, so a younger one may be another process's, being written.
+/// this long, so a younger one may be another process's, being written. (Its age is its own
+/// modification time against this machine's clock: a network file system whose clock is an
+/// hour off would defeat it.)
 const LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Removes, once per folder and process, the temporary files (`.asp-*.partial`) an earlier
 /// write left in `dir` when it was killed (Ctrl-C in the middle of a restore) and that are
 /// older than [`LEFTOVER_AGE`]: ours alone by their name, never the user's files.
 fn sweep_leftovers(dir: &Path) {
-    static SWEPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    static SWEPT: Mutex<Option<std::collections::HashSet<PathBuf>>> = Mutex::new(None);
     {
         let mut swept = SWEPT.lock().unwrap_or_else(|e| e.into_inner());
-        if swept.iter().any(|d| d == dir) {
+        if !swept
+            .get_or_insert_with(Default::default)
+            .insert(dir.to_path_buf())
+        {
             return;
         }
-        swept.push(dir.to_path_buf());
     }
     let Ok(entries) = fs::read_dir(dir) else {
         return;

@@ -128,6 +128,9 @@ impl<'a> Tally<'a> {
                 if p == Placement::AlreadyThere {
                     self.answer.already_there.insert(from.to_owned());
                 }
+                if p == Placement::Beside {
+                    self.answer.beside.insert(from.to_owned());
+                }
                 self.answer.sessions.insert(from.to_owned(), placed.id);
                 self.place(p);
             }

@@ -33,8 +33,11 @@ pub fn is_reference(value: &str) -> bool {
             .strip_prefix("env:")
             .or_else(|| inner.strip_prefix("input:"))
             .unwrap_or(inner);
-        let name = name.split(":-").next().unwrap_or(name);
-        return !name.is_empty()
+        // `${NAME:-DEFAULT}`: a default written out is the value wherever NAME is unset, so
+        // only an empty one leaves it a reference.
+        let (name, default) = name.split_once(":-").unwrap_or((name, ""));
+        return default.is_empty()
+            && !name.is_empty()
             && name
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-');
@@ -320,7 +323,10 @@ pub type CredentialsReader = fn(&[u8]) -> ConfigCredentials;
 /// `FILE#PART`) named `rel`: [`json_config_credentials`]; `None` for a file that is not JSON
 /// (a prompt history, Markdown), which is not read for them.
 pub fn json_credentials_reader(rel: &str) -> Option<CredentialsReader> {
-    (rel.ends_with(".json") || rel.contains(".json#")).then_some(json_config_credentials)
+    let json = [".json", ".jsonc"]
+        .iter()
+        .any(|x| rel.ends_with(x) || rel.contains(&format!("{x}#")));
+    json.then_some(json_config_credentials)
 }
 
 /// The literal credentials a harness's JSON configuration file holds written out: its `env`
@@ -602,7 +608,7 @@ mod tests {
                 },
                 NameValue {
                     name: "DEFAULTED".into(),
-                    value: "${X:-fallback}".into(),
+                    value: "${X:-}".into(),
                 },
                 NameValue {
                     name: "EMPTY".into(),
@@ -663,10 +669,18 @@ mod tests {
 
     #[test]
     fn references() {
-        for r in ["${A}", "$A_B", "${env:TOKEN}", "${input:tok}", "${X:-y}"] {
+        for r in ["${A}", "$A_B", "${env:TOKEN}", "${input:tok}", "${X:-}"] {
             assert!(is_reference(r), "{r}");
         }
-        for v in ["Bearer ${A}", "abc", "$", "${}", "ghp_x"] {
+        // A default written out is the value wherever the variable is unset.
+        for v in [
+            "Bearer ${A}",
+            "abc",
+            "$",
+            "${}",
+            "ghp_x",
+            "${TOKEN:-sk-live-123}",
+        ] {
             assert!(!is_reference(v), "{v}");
         }
         assert!(holds_no_secret("Bearer ${DOCS_TOKEN}"));

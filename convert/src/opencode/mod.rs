@@ -204,8 +204,12 @@ impl Harness for OpenCode {
         let c = Layout::of(home).config;
         let dirs = ["agent", "agents", "mode", "modes", "command", "commands"].map(|d| c.join(d));
         let under = crate::kit::config::relative(&home.dir, &c).map(|r| format!("{r}/"));
+        // The global files where OpenCode reads them: not kept when `$XDG_CONFIG_HOME` puts
+        // its configuration elsewhere (a file at the usual place is then not OpenCode's).
+        let usual = c == home.dir.join(".config/opencode");
         let global: Vec<std::path::PathBuf> = GLOBAL
             .iter()
+            .filter(|_| usual)
             .filter_map(|g| g.whole(home.dir.join(g.file)))
             .collect();
         crate::kit::config::collect(&home.dir, &global, &dirs).only(|rel| {
@@ -218,6 +222,9 @@ impl Harness for OpenCode {
     }
 
     fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {
+        if Layout::of(home).config != home.dir.join(".config/opencode") {
+            return Vec::new();
+        }
         GLOBAL
             .iter()
             .filter_map(|g| g.part(&home.dir, &home.dir.join(g.file)))

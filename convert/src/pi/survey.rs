@@ -92,7 +92,8 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
             // so a loss, and a backup keeps the copy an earlier one made.
             let what = "the first line is not a session header (Pi neither lists nor loads \
                         it, and opening it with `pi --session` would replace it)";
-            if line.iter().all(u8::is_ascii_whitespace) {
+            // Empty only when nothing follows either: a blanked header before entries is damage.
+            if source.size == line.len() as u64 && line.iter().all(u8::is_ascii_whitespace) {
                 d.left_out(&path, Some(1), format!("empty: {what}; not read"));
             } else {
                 d.lost(

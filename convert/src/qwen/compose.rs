@@ -128,13 +128,8 @@ fn call_name(call: &ToolCall) -> String {
     if let Some(n) = own("qwen") {
         return n;
     }
-    let foreign = call
-        .meta
-        .keys()
-        .filter(|ns| ns.as_str() != "asp")
-        .find_map(|ns| own(ns));
-    match foreign {
-        Some(n) => calls::function_name(&n),
+    match crate::kit::tool_names::source_name(&call.meta) {
+        Some(n) => calls::function_name(n),
         None => calls::generic_name(call.kind).to_owned(),
     }
 }
