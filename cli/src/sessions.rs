@@ -8,7 +8,6 @@ use asp_convert::kit::report::Diagnostics;
 use asp_convert::store::ReadRequest;
 use asp_convert::{Home, Store};
 use asp_format::blob::Discard;
-use asp_format::error::{Classify, ErrorClass};
 use asp_format::state::{Session, parent_of};
 use asp_format::{KindSet, StateKind};
 use asp_repo::Snapshot;
@@ -190,29 +189,19 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
         looked_in = repo.root().display().to_string();
         // The newest snapshot of each harness and home holds every session of that series; one
         // that cannot be read is said (exit 4) and the series listed from the newest that can.
-        let all = repo.snapshots()?;
         for newest in repo.newest_of_each_series()? {
-            let series = all
-                .iter()
-                .rev()
-                .filter(|s| s.harness == newest.harness && s.home == newest.home);
-            let mut found = None;
-            for info in series {
-                match Snapshot::load_for_reading(&repo, info) {
-                    Ok(snap) => {
-                        found = Some((info.clone(), snap));
-                        break;
-                    }
-                    Err(e) if e.class() == ErrorClass::Integrity => {
-                        let e = e.to_string();
-                        let e = e.strip_prefix("integrity failure: ").unwrap_or(&e);
-                        eprintln!("damaged: {} ({}): {e}", info.harness, info.home);
-                        damaged = true;
-                    }
-                    Err(e) => return Err(e.into()),
-                }
+            let (found, passed_over) = Snapshot::newest_readable(
+                &repo,
+                &newest.harness,
+                &newest.home,
+                Snapshot::load_for_reading,
+            )?;
+            for p in &passed_over {
+                eprintln!("damaged: {} ({}): {}", newest.harness, newest.home, p.error);
+                damaged = true;
             }
-            let Some((info, snap)) = found else { continue };
+            let Some(snap) = found else { continue };
+            let info = &snap.info;
             for s in snap.state.sessions.iter().flatten() {
                 let mut r = row(
                     s,

@@ -37,7 +37,7 @@ use asp_registry::manifest::{IMAGE_MANIFEST, ImageManifest, OciDescriptor};
 use crate::error::RepoError;
 use crate::repository::{PendingBlob, Repository};
 use crate::snapshot::{
-    FileRecord, SNAPSHOT_ARTIFACT, Snapshot, SnapshotInfo, SourceEntry, Sources,
+    FileRecord, PassedOver, SNAPSHOT_ARTIFACT, Snapshot, SnapshotInfo, SourceEntry, Sources,
 };
 use crate::sources::{RecordLayer, StoredShards};
 
@@ -376,7 +376,7 @@ fn unreadable_files(diagnostics: &Diagnostics, home: &Path, live: &State) -> Vec
         live.sessions
             .iter()
             .flatten()
-            .any(|s| reads_one_of(s, std::slice::from_ref(&u.to_owned())))
+            .any(|s| reads_one_of(s, &[u]))
     };
     diagnostics
         .items()
@@ -389,55 +389,14 @@ fn unreadable_files(diagnostics: &Diagnostics, home: &Path, live: &State) -> Vec
 
 /// Whether session `s` is read from one of `files`: one of its native files is one, or a row
 /// of one (`DB/table/key.row.json`, spec/aspstate.md §8.1).
-fn reads_one_of(s: &Session, files: &[String]) -> bool {
+fn reads_one_of(s: &Session, files: &[impl AsRef<str>]) -> bool {
     s.native.iter().flat_map(|n| &n.files).any(|f| {
         let path = f.path.as_str();
         files.iter().any(|u| {
-            path.strip_prefix(u.as_str())
+            path.strip_prefix(u.as_ref())
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
         })
     })
-}
-
-/// A snapshot a backup could not read and passed over for its parent.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct PassedOver {
-    /// Its short id.
-    pub snapshot: String,
-    /// What is damaged, and what to do (`asp forget --snapshot`).
-    pub error: String,
-}
-
-/// The newest snapshot of the series (`harness`, `home`) that can be read, with the newer
-/// ones that cannot (an integrity failure: a manifest or document damaged), newest first.
-/// Any other error stops the backup.
-fn readable_parent(
-    repo: &Repository,
-    harness: &str,
-    home: &str,
-) -> Result<(Option<Snapshot>, Vec<PassedOver>), RepoError> {
-    use asp_format::error::{Classify, ErrorClass};
-    let mut passed_over = Vec::new();
-    let series = repo.snapshots()?;
-    for info in series
-        .iter()
-        .rev()
-        .filter(|s| s.harness == harness && s.home == home)
-    {
-        match Snapshot::load(repo, info) {
-            Ok(snapshot) => return Ok((Some(snapshot), passed_over)),
-            Err(RepoError::Integrity(error)) => passed_over.push(PassedOver {
-                snapshot: info.short_id(),
-                error,
-            }),
-            Err(e) if e.class() == ErrorClass::Integrity => passed_over.push(PassedOver {
-                snapshot: info.short_id(),
-                error: e.to_string(),
-            }),
-            Err(e) => return Err(e),
-        }
-    }
-    Ok((None, passed_over))
 }
 
 /// Says each session [`lost_to_gone`] found, as lost.
@@ -485,7 +444,8 @@ fn backup_once(
     let store = Store::harness(&opts.harness, opts.home.clone())
         .ok_or_else(|| RepoError::Usage(format!("this build knows no harness {}", opts.harness)))?;
     let home = home_name(&opts.home);
-    let (parent, passed_over) = readable_parent(repo, &opts.harness, &home)?;
+    let (parent, passed_over) =
+        Snapshot::newest_readable(repo, &opts.harness, &home, Snapshot::load)?;
     let started = time::now();
     let staging = LayerStore::new_in(
         repo.root(),

@@ -232,6 +232,16 @@ pub struct Snapshot {
     pub shards: crate::sources::StoredShards,
 }
 
+/// A snapshot that could not be read, passed over for an older one of its series
+/// ([`Snapshot::newest_readable`]).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PassedOver {
+    /// Its short id.
+    pub snapshot: String,
+    /// What is damaged, and what to do (`asp forget --snapshot`).
+    pub error: String,
+}
+
 impl Snapshot {
     /// Reads and checks a snapshot's documents (not its bodies).
     pub fn load(repo: &Repository, info: &SnapshotInfo) -> Result<Snapshot, RepoError> {
@@ -290,6 +300,40 @@ impl Snapshot {
                  forget --snapshot {id}` lets the snapshot go (--snapshot names an older one)"
             ))
         })
+    }
+
+    /// The newest snapshot of the series (`harness`, `home`) that `load` can read, with the
+    /// newer ones it could not (an integrity failure: a manifest or document damaged),
+    /// newest first: what a backup builds on and `asp sessions` lists, so that one damaged
+    /// snapshot does not stop either. Any other error stops the walk.
+    pub fn newest_readable(
+        repo: &Repository,
+        harness: &str,
+        home: &str,
+        load: impl Fn(&Repository, &SnapshotInfo) -> Result<Snapshot, RepoError>,
+    ) -> Result<(Option<Snapshot>, Vec<PassedOver>), RepoError> {
+        use asp_format::error::{Classify, ErrorClass};
+        let mut passed_over = Vec::new();
+        for info in repo
+            .snapshots()?
+            .into_iter()
+            .rev()
+            .filter(|s| s.harness == harness && s.home == home)
+        {
+            match load(repo, &info) {
+                Ok(snapshot) => return Ok((Some(snapshot), passed_over)),
+                Err(e) if e.class() == ErrorClass::Integrity => passed_over.push(PassedOver {
+                    snapshot: info.short_id(),
+                    // [`Snapshot::load_with`] says which snapshot and what to do.
+                    error: match e {
+                        RepoError::Integrity(said) => said,
+                        e => e.to_string(),
+                    },
+                }),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((None, passed_over))
     }
 
     /// [`Snapshot::load`], its damage said as it is, for `asp check`, which says it with the
