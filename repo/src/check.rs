@@ -293,7 +293,12 @@ pub fn check(
             Ok(d) if named.contains(&d) => {}
             Ok(d) => {
                 report.unreferenced += 1;
-                if !manifest_missing.is_empty() && is_snapshot_manifest(&entry.path(), d) {
+                if !manifest_missing.is_empty()
+                    && matches!(
+                        crate::repository::snapshot_manifest_at(&entry.path(), d),
+                        Ok(crate::repository::ManifestAt::Snapshot(..))
+                    )
+                {
                     unnamed_manifests.push(d.hex()[..8].to_owned());
                 }
             }
@@ -338,21 +343,6 @@ fn count(n: usize, one: &str, many: &str) -> String {
     } else {
         format!("{n} {many}")
     }
-}
-
-/// Whether the blob at `path`, named `digest`, is a snapshot manifest with the bytes its name
-/// promises (what `--rebuild-index` would list).
-fn is_snapshot_manifest(path: &std::path::Path, digest: Digest) -> bool {
-    const LARGEST: u64 = 4 << 20;
-    if std::fs::metadata(path).map_or(true, |m| !m.is_file() || m.len() > LARGEST) {
-        return false;
-    }
-    let Ok(bytes) = std::fs::read(path) else {
-        return false;
-    };
-    Digest::of(&bytes) == digest
-        && serde_json::from_slice::<asp_registry::manifest::ImageManifest>(&bytes)
-            .is_ok_and(|m| m.artifact_type.as_deref() == Some(crate::snapshot::SNAPSHOT_ARTIFACT))
 }
 
 /// The bodies every snapshot names, each once, for `--read-data`: what a body is checked

@@ -136,6 +136,53 @@ fn only_locks(root: &Path) -> Result<bool, RepoError> {
     Ok(true)
 }
 
+/// What a blob of `blobs/` is to `--rebuild-index` ([`snapshot_manifest_at`]).
+#[derive(Debug)]
+pub(crate) enum ManifestAt {
+    /// A snapshot manifest whose bytes match its name, and its size.
+    Snapshot(Box<asp_registry::manifest::ImageManifest>, u64),
+    /// It names the snapshot artifact type but its bytes do not match its name.
+    Damaged,
+    /// Anything else (a layer, a content manifest, a link, a file too large to be one).
+    NotOne,
+}
+
+/// Whether the blob at `path`, named `digest`, is a snapshot manifest: what
+/// `--rebuild-index` lists again and `asp check` looks for when the index names a manifest
+/// `blobs/` lacks. A link is never one.
+pub(crate) fn snapshot_manifest_at(path: &Path, digest: Digest) -> Result<ManifestAt, RepoError> {
+    // Snapshot manifests are small (a few layers' descriptors); a registry takes at most
+    // 4 MiB in one manifest.
+    const LARGEST: u64 = 4 << 20;
+    let io_err = |source| RepoError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let meta = fs::symlink_metadata(path).map_err(io_err)?;
+    if !meta.is_file() || meta.len() > LARGEST {
+        return Ok(ManifestAt::NotOne);
+    }
+    let bytes = fs::read(path).map_err(io_err)?;
+    if !bytes
+        .windows(SNAPSHOT_ARTIFACT.len())
+        .any(|w| w == SNAPSHOT_ARTIFACT.as_bytes())
+    {
+        return Ok(ManifestAt::NotOne);
+    }
+    // The digest first: a cut manifest does not parse, and must be counted, not passed over.
+    if Digest::of(&bytes) != digest {
+        return Ok(ManifestAt::Damaged);
+    }
+    Ok(
+        match serde_json::from_slice::<asp_registry::manifest::ImageManifest>(&bytes) {
+            Ok(m) if m.artifact_type.as_deref() == Some(SNAPSHOT_ARTIFACT) => {
+                ManifestAt::Snapshot(Box::new(m), bytes.len() as u64)
+            }
+            _ => ManifestAt::NotOne,
+        },
+    )
+}
+
 impl Repository {
     /// Where the repository is when none is named: `$ASP_REPO`, else
     /// `$XDG_DATA_HOME/asp/repo`, else `~/.local/share/asp/repo`.
@@ -402,9 +449,6 @@ impl Repository {
     /// snapshot of this repository (an image put into the layout by hand) is listed again.
     /// Blobs whose bytes do not match their name are passed over and counted.
     pub fn rebuild_index(&self) -> Result<RebuiltIndex, RepoError> {
-        // Snapshot manifests are small (a few layers' descriptors); a registry takes at most
-        // 4 MiB in one manifest.
-        const LARGEST: u64 = 4 << 20;
         // Shared, as a backup holds it: a prune (exclusive) is not deleting the blobs of a
         // snapshot this lists again.
         let _repo = self.lock_shared()?;
@@ -438,37 +482,15 @@ impl Repository {
             else {
                 continue;
             };
-            let meta = fs::symlink_metadata(&path).map_err(|e| io_err(&path, e))?;
-            if !meta.is_file() || meta.len() > LARGEST {
-                continue;
-            }
-            let bytes = fs::read(&path).map_err(|e| io_err(&path, e))?;
-            if !bytes
-                .windows(SNAPSHOT_ARTIFACT.len())
-                .any(|w| w == SNAPSHOT_ARTIFACT.as_bytes())
-            {
-                continue;
-            }
-            // The digest first: a cut manifest does not parse, and must be counted, not
-            // passed over.
-            if Digest::of(&bytes) != digest {
-                rebuilt.damaged.push(digest);
-                continue;
-            }
-            let Ok(m) = serde_json::from_slice::<asp_registry::manifest::ImageManifest>(&bytes)
-            else {
-                continue;
+            let (m, size) = match snapshot_manifest_at(&path, digest)? {
+                ManifestAt::Snapshot(m, size) => (m, size),
+                ManifestAt::Damaged => {
+                    rebuilt.damaged.push(digest);
+                    continue;
+                }
+                ManifestAt::NotOne => continue,
             };
-            if m.artifact_type.as_deref() != Some(SNAPSHOT_ARTIFACT) {
-                continue;
-            }
-            let mut d = OciDescriptor::new(
-                IMAGE_MANIFEST,
-                Descriptor {
-                    digest,
-                    size: bytes.len() as u64,
-                },
-            );
+            let mut d = OciDescriptor::new(IMAGE_MANIFEST, Descriptor { digest, size });
             d.artifact_type = Some(SNAPSHOT_ARTIFACT.to_owned());
             d.annotations = m.annotations;
             match SnapshotInfo::from_descriptor(&d) {
