@@ -710,22 +710,28 @@ fn a_restore_gives_back_the_global_configuration_without_written_out_keys() {
     }
 }
 
-/// OpenCode's calls carried into Pi and Copilot CLI are named by the tool OpenCode ran, as
-/// each harness calls that tool when it has it (`glob` is Pi's `find`, `read` Copilot's
-/// `view`), else as OpenCode named it (`todowrite`, `task`): never after a title, which is
-/// for people ("cart.py", "3 todos").
-#[test]
-fn calls_carried_into_pi_and_copilot_are_named_by_the_tool_opencode_ran() {
-    use crate::support::{asp, asp_pack, asp_unpack, files_in};
-    let t = tmp();
-    let bundle = t.path().join("oc.aspstate");
-    asp_pack()
+/// The OpenCode sample packed into `dir`/oc.aspstate.
+fn packed_sample(dir: &Path) -> std::path::PathBuf {
+    let bundle = dir.join("oc.aspstate");
+    crate::support::asp_pack()
         .args(["-q", "--from", "opencode", "--home"])
         .arg(samples().join("opencode"))
         .arg("-o")
         .arg(&bundle)
         .assert()
         .success();
+    bundle
+}
+
+/// OpenCode's calls carried into Pi and Copilot CLI are named by the tool OpenCode ran, as
+/// each harness calls that tool when it has it (`glob` is Pi's `find`, `read` Copilot's
+/// `view`), else as OpenCode named it (`todowrite`, `task`): never after a title, which is
+/// for people ("cart.py", "3 todos").
+#[test]
+fn calls_carried_into_pi_and_copilot_are_named_by_the_tool_opencode_ran() {
+    use crate::support::{asp, asp_unpack, files_in};
+    let t = tmp();
+    let bundle = packed_sample(t.path());
     let out = asp().arg("export").arg(&bundle).output().unwrap();
     let export: Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut ran: Vec<String> = Vec::new();
@@ -804,16 +810,9 @@ fn calls_carried_into_pi_and_copilot_are_named_by_the_tool_opencode_ran() {
 /// OpenCode made its message (or ran its tool), not all at the session's last update.
 #[test]
 fn a_conversation_carried_into_pi_keeps_its_times() {
-    use crate::support::{asp_pack, asp_unpack, files_in};
+    use crate::support::{asp_unpack, files_in};
     let t = tmp();
-    let bundle = t.path().join("oc.aspstate");
-    asp_pack()
-        .args(["-q", "--from", "opencode", "--home"])
-        .arg(samples().join("opencode"))
-        .arg("-o")
-        .arg(&bundle)
-        .assert()
-        .success();
+    let bundle = packed_sample(t.path());
     let home = t.path().join("pi");
     fs::create_dir_all(&home).unwrap();
     let out = asp_unpack()

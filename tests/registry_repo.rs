@@ -675,6 +675,24 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
     assert!(got["snapshot"]["digest"].is_string(), "{got}");
 }
 
+/// The note a push of `laptop`'s newest snapshot to `me/keys:TAG` gives on the credentials
+/// it sends (the push must succeed and give one).
+fn credentials_note(laptop: &Home, reg: &TestRegistry, tag: &str) -> String {
+    let out = asp_on(laptop)
+        .args(["push", "latest", &format!("{}/me/keys:{tag}", reg.host())])
+        .args(["-u", "alice", "--password-stdin"])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap();
+    let noted = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{noted}");
+    noted
+        .lines()
+        .find(|l| l.contains("holds credentials written out in full"))
+        .unwrap_or_else(|| panic!("{noted}"))
+        .to_owned()
+}
+
 /// A snapshot's push names the credentials written out in full that it sends: in its state's
 /// MCP servers and in the configuration its record carries (a settings file's `env`, a
 /// project's own servers), never their values.
@@ -694,18 +712,7 @@ fn a_snapshot_push_names_the_credentials_its_configuration_holds() {
                "headers": {"X-Api-Key": "bk_live_77f0a9d3c2e1"}});
     fs::write(&global, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
     backup(&laptop, &state);
-    let out = asp_on(&laptop)
-        .args(["push", "latest", &format!("{}/me/keys:t", reg.host())])
-        .args(["-u", "alice", "--password-stdin"])
-        .write_stdin(format!("{PASSWORD}\n"))
-        .output()
-        .unwrap();
-    let noted = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{noted}");
-    let note = noted
-        .lines()
-        .find(|l| l.contains("holds credentials written out in full"))
-        .unwrap_or_else(|| panic!("{noted}"));
+    let note = credentials_note(&laptop, &reg, "t");
     assert!(
         note.contains(".claude/settings.json env.ANTHROPIC_API_KEY")
             && note
@@ -754,18 +761,7 @@ fn a_codex_snapshot_push_names_the_credentials_its_config_toml_holds() {
             && !kept.contains("DOCS_API_KEY"),
         "the file's own only (the server is named where the tools are read): {kept}"
     );
-    let out = asp_on(&laptop)
-        .args(["push", "latest", &format!("{}/me/keys:codex", reg.host())])
-        .args(["-u", "alice", "--password-stdin"])
-        .write_stdin(format!("{PASSWORD}\n"))
-        .output()
-        .unwrap();
-    let noted = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{noted}");
-    let note = noted
-        .lines()
-        .find(|l| l.contains("holds credentials written out in full"))
-        .unwrap_or_else(|| panic!("{noted}"));
+    let note = credentials_note(&laptop, &reg, "codex");
     assert!(
         note.contains(".codex/config.toml shell_environment_policy.set.NPM_TOKEN")
             && note.contains(".codex/config.toml model_providers.proxy.experimental_bearer_token")
