@@ -32,6 +32,11 @@ Examples:
       The sessions your harness has deleted, which the repository still holds.
   asp sessions --from claude-code
       The sessions of your Claude Code store now (no repository), to pick one to carry.
+      What cannot be read (a database that does not open) is said, and the listing exits 3.
+
+A series whose newest snapshot cannot be read is listed from the newest one that can; the
+damage is said and the listing exits 4 (`asp check` names it, `asp forget --snapshot ID`
+lets it go).
 
 {EXIT_CODES_HELP}"))]
 pub struct SessionsArgs {
