@@ -904,8 +904,9 @@ fn check_finds_a_damaged_layer_and_a_missing_one() {
         .get_output()
         .stdout
         .clone();
-    // The largest layer is a transcript's, the dictionary of its update stream: the stream is
-    // named too, as unreadable without it.
+    // The largest layer is a transcript's, the dictionary of its update stream: one damaged
+    // blob is one problem, which counts the transcript and the stream as unreadable without
+    // it and names the session that needs it.
     let report: Value = serde_json::from_slice(&checked).unwrap();
     let problems: Vec<&str> = report["problems"]
         .as_array()
@@ -913,17 +914,16 @@ fn check_finds_a_damaged_layer_and_a_missing_one() {
         .iter()
         .map(|p| p.as_str().unwrap())
         .collect();
+    assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
-        problems.iter().any(|p| p.starts_with("body ")
-            && p.contains("its dictionary")
-            && p.contains("cannot be read")),
+        problems[0].contains("does not match its digest"),
         "{problems:?}"
     );
-    // Each problem names the session that needs what is damaged.
     assert!(
-        problems.iter().all(|p| p.contains("; needed by session ")),
+        problems[0].contains("; 2 bodies cannot be read without it; needed by session "),
         "{problems:?}"
     );
+    assert_eq!(report["damagedLayers"], 1, "{report}");
     // Packing the snapshot into a bundle meets the damage too: an integrity failure, its
     // cause said once, and no bundle.
     let out = t.path().join("x.aspstate");
@@ -1201,6 +1201,23 @@ fn a_damaged_layer_moved_aside_is_stored_again_by_the_next_backup() {
         .stdout(predicate::str::contains("moved aside"));
     let aside = repo.join("damaged").join(big.file_name().unwrap());
     assert_eq!(fs::read(&aside).unwrap(), bytes, "kept, not deleted");
+    // Until the next backup, a check says where it went and what stores it again, and does
+    // not send the person to `--repair` a second time.
+    let out = asp()
+        .args(["check", "--read-data", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(said.matches("problem: ").count(), 1, "{said}");
+    assert!(said.contains("moved it into"), "{said}");
+    assert!(
+        said.contains("the next `asp backup` stores it again"),
+        "{said}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("--repair"), "{err}");
     let out = backup_run(&home, &repo, &["--from", "claude-code"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     check(&repo, true);

@@ -150,7 +150,7 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
                 "{} has {}{}",
                 repo.root().display(),
                 human::count(report.problems.len() as u64, "problem", "problems"),
-                if args.read_data && !args.repair {
+                if report.damaged_layers > 0 {
                     " (each is said above; a damaged layer, `asp check --read-data --repair` \
                      moves aside for the next backup to store again)"
                 } else {

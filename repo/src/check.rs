@@ -42,6 +42,9 @@ pub struct CheckReport {
     pub problems: Vec<String>,
     /// Layers moved into `<repo>/damaged/` (with `repair`).
     pub moved_aside: Vec<String>,
+    /// Layers whose bytes do not match their name, left where they are (without `repair`):
+    /// what `--repair` would move aside.
+    pub damaged_layers: usize,
 }
 
 impl CheckReport {
@@ -235,9 +238,17 @@ pub fn check(
         };
         if !repo.has_blob(&blob) {
             about_layer.push((report.problems.len(), *d));
-            report.problems.push(format!(
-                "blob {d} ({size} bytes) is missing or has another size"
-            ));
+            // One an earlier `--repair` moved aside is missing until a backup stores it again.
+            let aside = repo.root().join("damaged").join(d.hex());
+            report.problems.push(if aside.exists() {
+                format!(
+                    "blob {d} ({size} bytes) is missing: `asp check --repair` moved it into {} \
+                     as damaged, and the next `asp backup` stores it again from the source",
+                    aside.display()
+                )
+            } else {
+                format!("blob {d} ({size} bytes) is missing or has another size")
+            });
         } else if opts.read_data {
             let mut r = repo.open_raw(&blob)?;
             if let Err(e) = std::io::copy(&mut r, &mut std::io::sink()) {
@@ -256,19 +267,35 @@ pub fn check(
                     }
                     std::fs::rename(repo.blob_path(d), &to).map_err(RepoError::io(&to))?;
                     report.moved_aside.push(d.to_string());
+                } else {
+                    report.damaged_layers += 1;
                 }
             }
         }
     }
     report.blobs = named.len();
     if opts.read_data {
+        // A body that cannot be read because a layer said above is missing or damaged is
+        // counted with that layer, not said again: one damaged blob is one problem.
+        let said: BTreeMap<Digest, usize> = about_layer.iter().map(|(i, d)| (*d, *i)).collect();
+        let mut without: BTreeMap<usize, usize> = BTreeMap::new();
         let (read, problems) = bodies.read(repo, progress);
         report.bodies_read = read;
         for (layer, m) in problems {
+            if let Some(&i) = layer.as_ref().and_then(|l| said.get(l)) {
+                *without.entry(i).or_default() += 1;
+                continue;
+            }
             if let Some(layer) = layer {
                 about_layer.push((report.problems.len(), layer));
             }
             report.problems.push(m);
+        }
+        for (i, n) in without {
+            report.problems[i].push_str(&format!(
+                "; {} cannot be read without it",
+                count(n, "a body", "bodies")
+            ));
         }
     }
     if !about_layer.is_empty() {
@@ -571,9 +598,10 @@ impl Bodies {
                         // A base with a dictionary of its own decodes against it; one whose
                         // dictionary cannot be read is said once, and not decoded.
                         let own = match bodies[base].1.dictionary {
+                            // Said about the dictionary, whose layer is what is damaged.
                             Some(x) => base_dictionary(&x).map(Some).map_err(|e| {
                                 local.push((
-                                    *base,
+                                    x,
                                     format!("body {base}: its dictionary cannot be read: {e}"),
                                 ));
                             }),
@@ -605,7 +633,7 @@ impl Bodies {
                                     }
                                 }
                                 None => local.push((
-                                    *m,
+                                    *base,
                                     format!("body {m}: its dictionary {base} cannot be read"),
                                 )),
                             }
@@ -621,8 +649,9 @@ impl Bodies {
         let mut others = Vec::new();
         self.read_others(repo, progress, &read, &mut others);
         progress.finish();
-        // Each problem with the layer it is about (the body's), so the check can say who
-        // needs it.
+        // Each problem with the layer it comes from (the body's, or the dictionary's it could
+        // not be decoded without), so the check can say who needs it and fold it into what
+        // it said of that layer already.
         let mut out: Vec<(Option<Digest>, String)> = problems
             .into_iter()
             .map(|(d, m)| (self.bodies.get(&d).map(|b| b.1.layer), m))
