@@ -194,9 +194,11 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
         looked_in = repo.root().display().to_string();
         // The newest snapshot of each harness and home holds every session of that series; one
         // that cannot be read is said (exit 4) and the series listed from the newest that can.
-        for newest in repo.newest_of_each_series()? {
+        let snapshots = repo.snapshots()?;
+        for newest in asp_repo::repository::newest_of_each_series(&snapshots) {
             let (found, passed_over) = Snapshot::newest_readable(
                 &repo,
+                &snapshots,
                 &newest.harness,
                 &newest.home,
                 Snapshot::load_for_reading,

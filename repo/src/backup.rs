@@ -444,8 +444,13 @@ fn backup_once(
     let store = Store::harness(&opts.harness, opts.home.clone())
         .ok_or_else(|| RepoError::Usage(format!("this build knows no harness {}", opts.harness)))?;
     let home = home_name(&opts.home);
-    let (parent, passed_over) =
-        Snapshot::newest_readable(repo, &opts.harness, &home, Snapshot::load)?;
+    let (parent, passed_over) = Snapshot::newest_readable(
+        repo,
+        &repo.snapshots()?,
+        &opts.harness,
+        &home,
+        Snapshot::load,
+    )?;
     let started = time::now();
     let staging = LayerStore::new_in(
         repo.root(),

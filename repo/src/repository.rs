@@ -147,6 +147,16 @@ pub(crate) enum ManifestAt {
     NotOne,
 }
 
+/// The newest of each series (harness, home) of `snapshots`, an index's listing oldest first,
+/// in (harness, home) order.
+pub fn newest_of_each_series(snapshots: &[SnapshotInfo]) -> Vec<SnapshotInfo> {
+    let mut newest = std::collections::BTreeMap::new();
+    for s in snapshots {
+        newest.insert((&s.harness, &s.home), s);
+    }
+    newest.into_values().cloned().collect()
+}
+
 /// Whether the blob at `path`, named `digest`, is a snapshot manifest: what
 /// `--rebuild-index` lists again and `asp check` looks for when the index names a manifest
 /// `blobs/` lacks. A link is never one.
@@ -548,11 +558,7 @@ impl Repository {
     /// The newest snapshot of a series holds every session of it (one the source deleted is
     /// kept as gone), so these together hold every session the repository has.
     pub fn newest_of_each_series(&self) -> Result<Vec<SnapshotInfo>, RepoError> {
-        let mut newest = std::collections::BTreeMap::new();
-        for s in self.snapshots()? {
-            newest.insert((s.harness.clone(), s.home.clone()), s);
-        }
-        Ok(newest.into_values().collect())
+        Ok(newest_of_each_series(&self.snapshots()?))
     }
 
     /// The snapshot an id names: its digest (`sha256:…` or hex) or a unique prefix of the hex

@@ -305,22 +305,24 @@ impl Snapshot {
     /// The newest snapshot of the series (`harness`, `home`) that `load` can read, with the
     /// newer ones it could not (an integrity failure: a manifest or document damaged),
     /// newest first: what a backup builds on and `asp sessions` lists, so that one damaged
-    /// snapshot does not stop either. Any other error stops the walk.
+    /// snapshot does not stop either. Any other error stops the walk. `snapshots` is the
+    /// index's listing ([`Repository::snapshots`]), oldest first, read once by a caller that
+    /// walks several series.
     pub fn newest_readable(
         repo: &Repository,
+        snapshots: &[SnapshotInfo],
         harness: &str,
         home: &str,
         load: impl Fn(&Repository, &SnapshotInfo) -> Result<Snapshot, RepoError>,
     ) -> Result<(Option<Snapshot>, Vec<PassedOver>), RepoError> {
         use asp_format::error::{Classify, ErrorClass};
         let mut passed_over = Vec::new();
-        for info in repo
-            .snapshots()?
-            .into_iter()
+        for info in snapshots
+            .iter()
             .rev()
             .filter(|s| s.harness == harness && s.home == home)
         {
-            match load(repo, &info) {
+            match load(repo, info) {
                 Ok(snapshot) => return Ok((Some(snapshot), passed_over)),
                 Err(e) if e.class() == ErrorClass::Integrity => passed_over.push(PassedOver {
                     snapshot: info.short_id(),
