@@ -503,8 +503,24 @@ pub trait Harness: Send + Sync {
         crate::kit::secrets::json_credentials_reader(rel)
     }
 
+    /// The JSON configuration files that may hold credentials written out (Pi's
+    /// `models.json`, Qwen Code's `settings.json`, OpenCode's `opencode.json`), each at its
+    /// path relative to the home: kept whole when it holds none (the harness's
+    /// [`Harness::config_files`] asks [`CredentialedJson::whole`]), else as the part without
+    /// them ([`Harness::config_parts`] asks [`CredentialedJson::part`], where the harness's
+    /// layout has the file), restored as the file where there is none. The default
+    /// [`Harness::config_part_names`] and [`Harness::merge_config_part`] are theirs. None by
+    /// default.
+    ///
+    /// [`CredentialedJson::whole`]: crate::kit::credentialed_json::CredentialedJson::whole
+    /// [`CredentialedJson::part`]: crate::kit::credentialed_json::CredentialedJson::part
+    fn credentialed_json(&self) -> &'static [crate::kit::credentialed_json::CredentialedJson] {
+        &[]
+    }
+
     /// Parts of files that cannot be kept whole because the rest of the file holds
-    /// credentials or caches (Claude Code's `.claude.json`): each a name, the file's path
+    /// credentials or caches (Claude Code's `.claude.json`, a
+    /// [`Harness::credentialed_json`] file with keys in it): each a name, the file's path
     /// relative to the home, `#`, and which part (`.claude.json#projects.mcpServers`), with
     /// the part's bytes. Kept with [`Harness::config_files`] and merged back by
     /// [`Harness::merge_config_part`]. None by default.
@@ -514,16 +530,18 @@ pub trait Harness: Send + Sync {
     }
 
     /// The names [`Harness::config_parts`] can give, whatever the home holds: what a pulled
-    /// snapshot record may name besides [`Harness::config_files`]. None by default.
-    fn config_part_names(&self) -> &'static [&'static str] {
-        &[]
+    /// snapshot record may name besides [`Harness::config_files`]. By default the parts of
+    /// [`Harness::credentialed_json`].
+    fn config_part_names(&self) -> Vec<&'static str> {
+        self.credentialed_json().iter().map(|g| g.part).collect()
     }
 
     /// Merges a part [`Harness::config_parts`] gave back into its file, adding what is not
     /// there and changing nothing that is: what became of each item, by a name for the owner.
     /// `path_map` rewrites the paths it holds (`asp restore --map-path`); `grants` says
     /// whether what grants something by a folder's path is carried. `None` when this
-    /// converter gives no part of that name.
+    /// converter gives no part of that name. By default a [`Harness::credentialed_json`]
+    /// part is written as its file where there is none.
     fn merge_config_part(
         &self,
         home: &Home,
@@ -533,8 +551,10 @@ pub trait Harness: Send + Sync {
         grants: crate::kit::placement::Grants,
         writer: &Writer,
     ) -> Option<Result<Vec<(String, crate::kit::placement::Placement)>, ConvertError>> {
-        let _ = (home, name, bytes, path_map, grants, writer);
-        None
+        let _ = (path_map, grants);
+        self.credentialed_json()
+            .iter()
+            .find_map(|g| g.restore(&home.dir, name, bytes, writer))
     }
 }
 

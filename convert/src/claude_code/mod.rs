@@ -263,8 +263,8 @@ impl Harness for ClaudeCode {
         servers.into_iter().chain(chosen).chain(decided).collect()
     }
 
-    fn config_part_names(&self) -> &'static [&'static str] {
-        &[local_mcp::PART, preferences::PART, project_settings::PART]
+    fn config_part_names(&self) -> Vec<&'static str> {
+        vec![local_mcp::PART, preferences::PART, project_settings::PART]
     }
 
     fn merge_config_part(

@@ -221,6 +221,10 @@ impl Harness for OpenCode {
         })
     }
 
+    fn credentialed_json(&self) -> &'static [CredentialedJson] {
+        &GLOBAL
+    }
+
     fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {
         if Layout::of(home).config != home.dir.join(".config/opencode") {
             return Vec::new();
@@ -229,24 +233,6 @@ impl Harness for OpenCode {
             .iter()
             .filter_map(|g| g.part(&home.dir, &home.dir.join(g.file)))
             .collect()
-    }
-
-    fn config_part_names(&self) -> &'static [&'static str] {
-        &[GLOBAL[0].part, GLOBAL[1].part, GLOBAL[2].part]
-    }
-
-    fn merge_config_part(
-        &self,
-        home: &crate::Home,
-        name: &str,
-        bytes: &[u8],
-        _path_map: &crate::kit::pathmap::PathMap,
-        _grants: crate::kit::placement::Grants,
-        writer: &crate::kit::fsops::Writer,
-    ) -> Option<Result<Vec<(String, crate::kit::placement::Placement)>, ConvertError>> {
-        GLOBAL
-            .iter()
-            .find_map(|g| g.restore(&home.dir, name, bytes, writer))
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {

@@ -198,25 +198,13 @@ impl Harness for Pi {
             .only(|rel| !rel.split('/').any(|c| c == "node_modules" || c == ".git"))
     }
 
+    fn credentialed_json(&self) -> &'static [CredentialedJson] {
+        &[MODELS]
+    }
+
     fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {
         let models = Layout::of(home).agent.join("models.json");
         MODELS.part(&home.dir, &models).into_iter().collect()
-    }
-
-    fn config_part_names(&self) -> &'static [&'static str] {
-        &[MODELS.part]
-    }
-
-    fn merge_config_part(
-        &self,
-        home: &crate::Home,
-        name: &str,
-        bytes: &[u8],
-        _path_map: &crate::kit::pathmap::PathMap,
-        _grants: crate::kit::placement::Grants,
-        writer: &crate::kit::fsops::Writer,
-    ) -> Option<Result<Vec<(String, crate::kit::placement::Placement)>, ConvertError>> {
-        MODELS.restore(&home.dir, name, bytes, writer)
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {

@@ -192,25 +192,13 @@ impl Harness for Qwen {
         crate::kit::grants::trusted_folders("Qwen Code", bytes)
     }
 
+    fn credentialed_json(&self) -> &'static [CredentialedJson] {
+        &[SETTINGS]
+    }
+
     fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {
         let settings = Layout::of(home).qwen.join("settings.json");
         SETTINGS.part(&home.dir, &settings).into_iter().collect()
-    }
-
-    fn config_part_names(&self) -> &'static [&'static str] {
-        &[SETTINGS.part]
-    }
-
-    fn merge_config_part(
-        &self,
-        home: &crate::Home,
-        name: &str,
-        bytes: &[u8],
-        _path_map: &crate::kit::pathmap::PathMap,
-        _grants: crate::kit::placement::Grants,
-        writer: &crate::kit::fsops::Writer,
-    ) -> Option<Result<Vec<(String, crate::kit::placement::Placement)>, ConvertError>> {
-        SETTINGS.restore(&home.dir, name, bytes, writer)
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {
