@@ -3457,3 +3457,76 @@ fn backup_waiting(
     err.read_line(&mut line).unwrap();
     (child, err, line)
 }
+
+/// Codex, Gemini CLI and Qwen Code read one instructions file, so instructions carried from
+/// another agent are added after what is there. Their own backup restored is another matter:
+/// the file there, changed since, is the person's newer version. It stays as it is, and the
+/// backed-up instructions are written beside it as `<file>.asp-restored`, as a
+/// configuration file's are; adding the older version after it would double most of it.
+#[test]
+fn a_restore_keeps_instructions_changed_since_and_writes_the_backup_beside() {
+    for (harness, file) in [
+        ("codex", ".codex/AGENTS.md"),
+        ("gemini", ".gemini/GEMINI.md"),
+        ("qwen", ".qwen/QWEN.md"),
+    ] {
+        let t = tmp();
+        let home = t.path().join("home");
+        copy_tree(&samples().join(harness), &home);
+        age(&home, Duration::from_secs(3600));
+        let repo = t.path().join("repo");
+        let out = backup_run(&home, &repo, &["--from", harness, "-q"]);
+        assert_eq!(out.status.code(), Some(0), "{harness}: {out:?}");
+        let backed_up = fs::read_to_string(home.join(file)).unwrap();
+        let mine = backed_up.replacen('\n', "\nAlways run the linter first.\n", 1);
+        fs::write(home.join(file), &mine).unwrap();
+
+        let out = asp()
+            .args(["restore", "--to", harness, "--json", "-q", "--home"])
+            .arg(&home)
+            .arg("--repo")
+            .arg(&repo)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{harness}: {out:?}");
+        assert_eq!(
+            fs::read_to_string(home.join(file)).unwrap(),
+            mine,
+            "{harness}: the newer file stays as it is"
+        );
+        let beside = fs::read_to_string(home.join(format!("{file}.asp-restored"))).unwrap();
+        // (Gemini CLI's and Qwen Code's instructions are the file without its memories.)
+        assert!(
+            !beside.trim().is_empty()
+                && beside.lines().all(|l| backed_up.lines().any(|b| b == l))
+                && !beside.contains("Always run the linter first."),
+            "{harness}: the backed-up instructions are beside it: {beside}"
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(".asp-restored"), "{harness}: said: {err}");
+
+        // Carried from another agent, instructions are still added after what is there.
+        let other = t.path().join("other");
+        copy_tree(&samples().join(harness), &other);
+        let bundle = t.path().join("claude.aspstate");
+        asp_pack()
+            .args(["--from", "claude-code", "-q", "--force", "--home"])
+            .arg(samples().join("claude-code"))
+            .arg("-o")
+            .arg(&bundle)
+            .assert()
+            .success();
+        asp_unpack()
+            .arg(&bundle)
+            .args(["--to", harness, "-q", "--home"])
+            .arg(&other)
+            .assert()
+            .success();
+        let grown = fs::read_to_string(other.join(file)).unwrap();
+        let theirs = fs::read_to_string(samples().join(harness).join(file)).unwrap();
+        assert!(
+            grown.len() > theirs.len() && !other.join(format!("{file}.asp-restored")).exists(),
+            "{harness}: {grown}"
+        );
+    }
+}

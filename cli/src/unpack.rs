@@ -179,6 +179,7 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
                 dry_run: args.dry_run,
                 path_map: &path_map,
                 force: args.force,
+                restoring: false,
                 blobs: &blobs,
                 diagnostics: &diagnostics,
                 progress: &bar,

@@ -304,6 +304,23 @@ pub struct WriteOptions {
     /// project directory from the cwd) must derive them from the mapped `cwd`, not from the
     /// native file's recorded path; the map is here to do that.
     pub path_map: PathMap,
+    /// The state is this harness's own backup written back (`asp restore` into the harness
+    /// the snapshot is of): an instructions file there that holds other instructions is the
+    /// person's newer version, kept as it is with the backed-up one beside it, not added to
+    /// ([`crate::kit::placement::DifferentInstructions`]).
+    pub restoring: bool,
+}
+
+impl WriteOptions {
+    /// What a write does with an instructions file there that holds other instructions.
+    pub fn different_instructions(&self) -> crate::kit::placement::DifferentInstructions {
+        use crate::kit::placement::DifferentInstructions;
+        if self.restoring {
+            DifferentInstructions::KeepBeside
+        } else {
+            DifferentInstructions::AddAfter
+        }
+    }
 }
 
 /// Everything a write is handed.

@@ -225,6 +225,8 @@ pub struct WriteRequest<'a> {
     /// A state directory only: write into one that is not empty, replacing files of the same
     /// name.
     pub force: bool,
+    /// The state is this harness's own backup written back ([`WriteOptions::restoring`]).
+    pub restoring: bool,
     pub blobs: &'a dyn BlobSource,
     pub diagnostics: &'a Diagnostics,
     pub progress: &'a dyn Progress,
@@ -646,6 +648,7 @@ impl Store {
                     progress: req.progress,
                     options: &WriteOptions {
                         path_map: req.path_map.clone(),
+                        restoring: req.restoring,
                     },
                 })?;
                 // A kind not given is never answered as taken, whatever the converter said.

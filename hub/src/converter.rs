@@ -172,6 +172,7 @@ pub(crate) async fn import(
                 dry_run: false,
                 path_map: &PathMap::default(),
                 force: false,
+                restoring: false,
                 blobs: &store,
                 diagnostics: &diagnostics,
                 progress: &Quiet,

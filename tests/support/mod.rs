@@ -223,6 +223,7 @@ pub fn try_write_home(
             dry_run,
             path_map,
             force: false,
+            restoring: false,
             blobs,
             diagnostics: &diagnostics,
             progress: &asp_format::progress::Quiet,

@@ -9,7 +9,7 @@ use asp_format::state::Instructions;
 
 use crate::error::ConvertError;
 use crate::kit::fsops::{Created, Writer};
-use crate::kit::placement::Placement;
+use crate::kit::placement::{DifferentInstructions, Placement};
 use crate::kit::report::Diagnostics;
 
 pub const AGENTS_MD: &str = "AGENTS.md";
@@ -61,11 +61,13 @@ const MARKER: &str = "<!-- Added by asp: instructions carried from another agent
 
 /// Writes the instructions into the file Codex reads. A file that is there and differs keeps
 /// every byte; the incoming text is added at its end under a marker line (once: a second run
-/// finds it there), which is said.
+/// finds it there), which is said, or, restoring Codex's own backup (`different`), written
+/// beside it.
 pub fn write(
     writer: &Writer,
     codex_home: &Path,
     text: &[u8],
+    different: DifferentInstructions,
     diagnostics: &crate::kit::report::Diagnostics,
 ) -> Result<Placement, ConvertError> {
     let path = instructions_file(codex_home);
@@ -83,6 +85,18 @@ pub fn write(
     let have = String::from_utf8_lossy(&existing);
     if incoming.trim().is_empty() || have.contains(incoming.trim()) {
         return Ok(Placement::AlreadyThere);
+    }
+    if different == DifferentInstructions::KeepBeside && !have.trim().is_empty() {
+        let beside = crate::kit::config::restored_beside(
+            &path,
+            text,
+            crate::kit::fsops::Mode::New { executable: false },
+            writer,
+        );
+        return Ok(Placement::Refused(format!(
+            "{} holds other instructions: {beside}",
+            path.display()
+        )));
     }
     let mut merged = existing.clone();
     if !merged.ends_with(b"\n") {

@@ -275,6 +275,7 @@ impl Harness for Codex {
                 writer,
                 &layout.codex,
                 &text,
+                ctx.options.different_instructions(),
                 ctx.diagnostics,
             )?);
             tally.finish();

@@ -61,6 +61,7 @@ pub fn read_global(
 /// whether instructions and memory were taken.
 pub fn write_global(
     file: &Path,
+    different: crate::kit::placement::DifferentInstructions,
     instructions: Option<&Instructions>,
     notes: &[MemoryNote],
     blobs: &dyn BlobSource,
@@ -73,6 +74,7 @@ pub fn write_global(
         file,
         &gemini_md::SECTION,
         "Gemini",
+        different,
         instructions,
         &global,
         blobs,

@@ -230,6 +230,7 @@ impl Harness for Gemini {
         let notes_list = state.memory.as_deref().unwrap_or(&[]);
         instructions::write_global(
             &instructions::instructions_file(gemini, &names),
+            ctx.options.different_instructions(),
             state.instructions.as_ref(),
             notes_list,
             ctx.blobs,

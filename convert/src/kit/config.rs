@@ -483,7 +483,7 @@ pub fn write(
                     match merge_log(&path, &log, &there, &want, writer)? {
                         // Not merged: the backed-up history is beside it, whole.
                         Placement::Refused(why) => {
-                            let side = beside(&path, &want, Mode::Private, writer);
+                            let side = restored_beside(&path, &want, Mode::Private, writer);
                             Placement::Refused(format!("{why}; {side}"))
                         }
                         placed => placed,
@@ -491,7 +491,7 @@ pub fn write(
                 } else {
                     Placement::Refused(format!(
                         "there with other content, {}",
-                        beside(&path, &want, mode, writer)
+                        restored_beside(&path, &want, mode, writer)
                     ))
                 }
             }
@@ -510,7 +510,7 @@ pub const RESTORED_BESIDE: &str = ".asp-restored";
 /// the backed-up copy is written beside it as `<file>.asp-restored` (once: one there already
 /// is kept as it is), so nothing of the backup is out of reach. What became of the copy, said
 /// after the refusal of the place itself.
-fn beside(path: &Path, want: &[u8], mode: Mode, writer: &Writer) -> String {
+pub(crate) fn restored_beside(path: &Path, want: &[u8], mode: Mode, writer: &Writer) -> String {
     let mut side = path.as_os_str().to_owned();
     side.push(RESTORED_BESIDE);
     let side = PathBuf::from(side);

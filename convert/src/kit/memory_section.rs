@@ -25,6 +25,7 @@ use asp_format::state::{Instructions, MemoryNote, NoteBody, Origin};
 
 use crate::error::ConvertError;
 use crate::kit::fsops::Writer;
+use crate::kit::placement::DifferentInstructions;
 use crate::kit::report::Diagnostics;
 use crate::kit::text::collapse_whitespace;
 
@@ -420,13 +421,15 @@ pub fn read_file(
 }
 
 /// The instructions file with carried instructions and global memories merged in: the
-/// instructions added after what is there unless already contained, each note a bullet of the
-/// section (a tombstone removes its bullet), in one write. `harness` names the harness in notes.
+/// instructions added after what is there unless already contained (or, restoring the
+/// harness's own backup, written beside it: `different`), each note a bullet of the section
+/// (a tombstone removes its bullet), in one write. `harness` names the harness in notes.
 #[allow(clippy::too_many_arguments)]
 pub fn write_file(
     file: &Path,
     sec: &Section,
     harness: &str,
+    different: DifferentInstructions,
     instructions: Option<&Instructions>,
     global: &[&MemoryNote],
     blobs: &dyn BlobSource,
@@ -467,15 +470,34 @@ pub fn write_file(
         })?;
         if text.trim().is_empty() {
             text = incoming;
+            answer.take(StateKind::Instructions);
         } else if let Some(merged) = merge_instructions(&text, &incoming, sec) {
-            diagnostics.note(
-                file,
-                None,
-                "it already had instructions; the carried ones were added after them",
-            );
-            text = merged;
+            match different {
+                DifferentInstructions::AddAfter => {
+                    diagnostics.note(
+                        file,
+                        None,
+                        "it already had instructions; the carried ones were added after them",
+                    );
+                    text = merged;
+                    answer.take(StateKind::Instructions);
+                }
+                DifferentInstructions::KeepBeside => {
+                    let beside = crate::kit::config::restored_beside(
+                        file,
+                        incoming.as_bytes(),
+                        crate::kit::fsops::Mode::New { executable: false },
+                        writer,
+                    );
+                    answer.refuse(
+                        StateKind::Instructions,
+                        format!("{} holds other instructions: {beside}", file.display()),
+                    );
+                }
+            }
+        } else {
+            answer.take(StateKind::Instructions);
         }
-        answer.take(StateKind::Instructions);
     }
     let mut add = Vec::new();
     let mut remove = Vec::new();

@@ -26,6 +26,21 @@ pub enum Placement {
     Refused(String),
 }
 
+/// What a write does with an instructions file that is there and holds other instructions
+/// (for the harnesses whose one instructions file has no way to include another: Codex's
+/// `AGENTS.md`, Gemini CLI's and Qwen Code's with their memory sections).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DifferentInstructions {
+    /// Instructions carried from another agent: added after what is there, once, so the
+    /// harness reads both, and said.
+    AddAfter,
+    /// The harness's own backup restored: the file there is the person's newer version, kept
+    /// as it is; the backed-up instructions are written beside it as `<file>.asp-restored`
+    /// ([`crate::kit::config::restored_beside`]), as a configuration file's are. Adding an
+    /// older version of the same file after it would double most of it.
+    KeepBeside,
+}
+
 impl Placement {
     /// Whether the item is in the destination now (or would be, in a dry run).
     pub fn is_placed(&self) -> bool {

@@ -67,6 +67,7 @@ pub fn read(
 #[allow(clippy::too_many_arguments)]
 pub fn write(
     path: &Path,
+    different: crate::kit::placement::DifferentInstructions,
     instructions: Option<&Instructions>,
     notes: &[&MemoryNote],
     blobs: &dyn BlobSource,
@@ -78,6 +79,7 @@ pub fn write(
         path,
         &SECTION,
         "Qwen Code",
+        different,
         instructions,
         notes,
         blobs,

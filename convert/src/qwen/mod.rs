@@ -218,6 +218,7 @@ impl Harness for Qwen {
         }
         instructions::write(
             &instructions::file(&layout),
+            ctx.options.different_instructions(),
             state.instructions.as_ref(),
             &section,
             ctx.blobs,
