@@ -11,14 +11,13 @@
 use std::path::{Path, PathBuf};
 
 use asp_format::answer::ImportAnswer;
-use asp_format::blob::{BlobSink, BlobSource};
+use asp_format::blob::BlobSink;
 use asp_format::name::HarnessName;
 use asp_format::state::{Instructions, MemoryNote};
 
 use super::gemini_md::{self, FRAGMENT};
 use super::memory::project_note;
 use crate::error::ConvertError;
-use crate::kit::fsops::Writer;
 use crate::kit::memory_section as section;
 pub(super) use crate::kit::memory_section::read_text;
 use crate::kit::report::Diagnostics;
@@ -61,25 +60,21 @@ pub fn read_global(
 /// whether instructions and memory were taken.
 pub fn write_global(
     file: &Path,
-    different: crate::kit::placement::DifferentInstructions,
-    instructions: Option<&Instructions>,
-    notes: &[MemoryNote],
-    blobs: &dyn BlobSource,
-    writer: &Writer,
-    diagnostics: &Diagnostics,
+    ctx: &crate::harness::WriteContext<'_>,
     answer: &mut ImportAnswer,
 ) -> Result<(), ConvertError> {
+    let notes = ctx.state.memory.as_deref().unwrap_or(&[]);
     let global: Vec<&MemoryNote> = notes.iter().filter(|n| project_note(n).is_none()).collect();
     section::write_file(
         file,
         &gemini_md::SECTION,
         "Gemini",
-        different,
-        instructions,
+        ctx.options.different_instructions(),
+        ctx.state.instructions.as_ref(),
         &global,
-        blobs,
-        writer,
-        diagnostics,
+        ctx.blobs,
+        ctx.writer,
+        ctx.diagnostics,
         answer,
     )
 }

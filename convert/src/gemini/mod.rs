@@ -227,15 +227,9 @@ impl Harness for Gemini {
         let names = File::load(&layout.settings())
             .map(|f| settings::context_file_names(&f))
             .unwrap_or_else(|_| vec!["GEMINI.md".to_owned()]);
-        let notes_list = state.memory.as_deref().unwrap_or(&[]);
         instructions::write_global(
             &instructions::instructions_file(gemini, &names),
-            ctx.options.different_instructions(),
-            state.instructions.as_ref(),
-            notes_list,
-            ctx.blobs,
-            writer,
-            ctx.diagnostics,
+            ctx,
             &mut answer,
         )?;
         if let Some(memory) = &state.memory {
