@@ -238,6 +238,10 @@ pub struct StagedLayer {
 pub struct Layers {
     staging: File,
     pub blobs: BTreeMap<Digest, StagedLayer>,
+    /// The staging directory, which holds the layers of bodies over [`SPILL`] in files of
+    /// their own ([`Loc::Spill`], opened by path when copied): it goes with the last of
+    /// these, not with the store.
+    _dir: Arc<tempfile::TempDir>,
 }
 
 impl Layers {
@@ -653,7 +657,8 @@ enum Base {
 pub struct LayerStore {
     shared: Arc<Shared>,
     workers: Mutex<Vec<JoinHandle<()>>>,
-    _dir: tempfile::TempDir,
+    /// Shared with the [`Layers`] it finishes into.
+    dir: Arc<tempfile::TempDir>,
 }
 
 impl std::fmt::Debug for LayerStore {
@@ -716,7 +721,7 @@ impl LayerStore {
         Ok(LayerStore {
             shared,
             workers: Mutex::new(workers),
-            _dir: dir,
+            dir: Arc::new(dir),
         })
     }
 
@@ -899,6 +904,7 @@ impl LayerStore {
         Ok(Layers {
             staging: shared.staging.try_clone().map_err(BlobError::Other)?,
             blobs,
+            _dir: Arc::clone(&self.dir),
         })
     }
 
@@ -1884,6 +1890,49 @@ impl BlobSink for LayerStore {
 mod tests {
     use super::*;
     use crate::blob::BlobSource;
+
+    /// A body over [`SPILL`] is staged in a file of its own, in the store's directory, which
+    /// must last as long as the [`Layers`] the store finishes into, not the store: a Claude
+    /// Code transcript of 75 MB once made every pack and backup of its home fail, the layer
+    /// gone before it was copied.
+    #[test]
+    fn layers_over_spill_outlive_the_store_that_staged_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LayerStore::new_in(dir.path(), LayerOptions::default()).unwrap();
+        // Lines that do not repeat, as a transcript's: a worker compresses it as it streams.
+        let mut transcript = Vec::with_capacity(SPILL as usize + (1 << 20));
+        let mut n = 0u64;
+        while transcript.len() as u64 <= SPILL {
+            n += 1;
+            transcript.extend_from_slice(
+                format!(
+                    "{{\"n\":{n},\"line\":\"{:x}\"}}\n",
+                    n.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                )
+                .as_bytes(),
+            );
+        }
+        let big = store.put(&transcript).unwrap();
+        // A stream derived from it, also over SPILL: spilled as it is written.
+        let mut w = store.begin_derived(&big).unwrap();
+        w.write_all(&transcript).unwrap();
+        w.write_all(b"one more line\n").unwrap();
+        let stream = w.finish().unwrap();
+        let layers = store.finish().unwrap();
+        for d in [big, stream] {
+            let staged = &layers.blobs[&d.digest];
+            let mut out = Vec::new();
+            let copied = layers.copy_to(staged, &mut out).unwrap();
+            assert_eq!(copied, staged.layer.size);
+            assert_eq!(Digest::of(&out), staged.layer.layer, "{d:?}");
+        }
+        drop(layers);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(
+            left.is_empty(),
+            "the staging directory goes with the layers"
+        );
+    }
     use crate::bundle::{Bundle, Options2, PROJECT_DICTIONARY, write_layers_file};
     use crate::progress::Quiet;
     use crate::state::{FileEntry, Native, Session, State};
