@@ -296,6 +296,10 @@ fn a_pushed_snapshot_pulled_into_an_empty_repository_restores_the_same_files() {
             && noted.contains("not the harness's own configuration files"),
         "{noted}"
     );
+    assert!(
+        noted.contains("to restore it: asp restore --snapshot "),
+        "{noted}"
+    );
 
     // The bundle pulled from the same REF (through the record) is the one `asp pack
     // --from-repo` writes: plain state.
@@ -376,6 +380,82 @@ fn no_repository_in(dir: &Path) -> bool {
             let rel = e.path().strip_prefix(dir).unwrap();
             rel.starts_with("locks") && (rel.components().count() == 1 || e.file_type().is_file())
         })
+}
+
+/// A desktop that backs up into its own repository too: `asp restore --to claude-code` alone
+/// would take the desktop's own newest snapshot, so the pull says the command that restores
+/// what it pulled, by id. A push of `latest` says which harness that is, and names the
+/// newest snapshots of the other series, which it leaves behind.
+#[test]
+fn a_pull_says_how_to_restore_what_it_pulled_beside_the_machines_own_backups() {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let reference = format!("{}/me/agent-state:laptop", reg.host());
+    let laptop = Home::new();
+    let state = laptop.path().join("work");
+    backup_with_a_gone_session(&laptop, &state);
+    // Codex too, then one more Claude Code session: `latest` is Claude Code's, the newest.
+    let codex = laptop.path().join("codex-home");
+    copy_dir(&samples().join("codex"), &codex);
+    let mut order = asp_on(&laptop);
+    order
+        .args(["backup", "-q", "--from", "codex", "--home"])
+        .arg(&codex);
+    succeeds(&mut order);
+    add_copies(&state, 3..4);
+    backup(&laptop, &state);
+    let out = asp_on(&laptop)
+        .args([
+            "push",
+            "latest",
+            &reference,
+            "-u",
+            "alice",
+            "--password-stdin",
+        ])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap();
+    let (said, noted) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{noted}");
+    assert!(said.contains("(claude-code)"), "{said}");
+    assert!(
+        noted.contains("the newest of each other series stays here") && noted.contains("codex"),
+        "{noted}"
+    );
+    // `latest` is never where to: the REF left out is said.
+    let out = asp_on(&laptop).args(["push", "latest"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+
+    // The desktop has its own Claude Code sessions and backs them up.
+    let desktop = Home::new();
+    let own = desktop.path().join("work");
+    copy_dir(&samples().join("claude-code"), &own);
+    fs::remove_file(own.join(GONE_FILE)).unwrap();
+    backup(&desktop, &own);
+    let out = asp_on(&desktop)
+        .args(["pull", &reference, "-u", "alice", "--password-stdin"])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap();
+    let noted = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{noted}");
+    let command = noted
+        .lines()
+        .find_map(|l| l.strip_prefix("to restore it: asp "))
+        .unwrap_or_else(|| panic!("{noted}"));
+    let words: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(words[..2], ["restore", "--snapshot"], "{command}");
+    // That command brings the laptop's session the desktop never had.
+    let mut restore = asp_on(&desktop);
+    restore.args(&words).args(["-q", "--home"]).arg(&own);
+    succeeds(&mut restore);
+    assert!(
+        own.join(GONE_FILE).exists(),
+        "the pulled snapshot was restored"
+    );
 }
 
 #[test]

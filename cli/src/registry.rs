@@ -203,8 +203,10 @@ checked before any blob joins the repository, under its lock (a prune waits). Wh
 a snapshot record (what `asp push SNAPSHOT REF` pushes), the state is its subject, and the
 record's gone marks and harness configuration files, checked the same way, join the
 snapshot. The snapshot's home is `registry:<host>/<repository>`; pulling the same content
-again adds nothing. `asp restore --to HARNESS` then restores it (the newest of that harness),
-configuration files included.
+again adds nothing. The pull says the command that restores it, `asp restore --snapshot ID
+--to HARNESS`, configuration files included. (`asp restore --to HARNESS` alone takes the newest
+snapshot of that harness in the home restored into first: on a machine that backs up into the
+same repository, its own.)
 
 -o FILE and --layout DIR take only the state a record names (a bundle holds state only).
 
@@ -220,7 +222,8 @@ not downloaded.
 {AUTH_HELP}
 
 Examples:
-  asp pull ghcr.io/me/agent-state:laptop && asp restore --to claude-code
+  asp pull ghcr.io/me/agent-state:laptop
+  asp restore --snapshot 17220b0e --to claude-code      (the id the pull said)
   asp pull localhost:5000/me/agent-state:laptop --repo ./repo --json
   asp pull localhost:5000/me/agent-state:laptop -o laptop.aspstate
   asp-unpack laptop.aspstate --to codex
@@ -337,6 +340,16 @@ fn push_source(args: &PushArgs) -> Result<Source> {
                     .all(|b| b.is_ascii_hexdigit())
                 && !std::path::Path::new(s).exists())
     };
+    // `latest` is never a REF (it would be docker.io/library/latest): a snapshot whose
+    // REF was left out.
+    if args.second.is_none() && args.layout.is_none() && args.first == "latest" {
+        return Err(Error::Usage(
+            "`latest` names the snapshot to push; give where to after it: asp push latest \
+             host[:port]/name[:tag]"
+                .to_owned(),
+        )
+        .into());
+    }
     match (&args.repo, &args.second) {
         (Some(_), None) => return snapshot_source(args, "latest", &args.first),
         (Some(_), Some(reference)) => return snapshot_source(args, &args.first, reference),
@@ -413,7 +426,26 @@ fn snapshot_source(args: &PushArgs, id: &str, reference: &str) -> Result<Source>
     }
     let repo = repo_arg.open()?;
     let source = asp_repo::registry::SnapshotSource::open(&repo, id)?;
-    let shown = format!("snapshot {}", source.info().short_id());
+    let info = source.info();
+    let shown = format!("snapshot {} ({})", info.short_id(), info.harness);
+    if id == "latest" && !args.common.quiet {
+        // The newest of all is one harness's: the others' newest are said, so a repository
+        // that `asp backup --from all` fills is not taken to be pushed whole.
+        let others: Vec<String> = repo
+            .newest_of_each_series()?
+            .into_iter()
+            .filter(|s| s.digest != info.digest)
+            .map(|s| format!("{} ({}, {})", s.short_id(), s.harness, s.home))
+            .collect();
+        if !others.is_empty() {
+            eprintln!(
+                "note: `latest` is the newest snapshot, {}'s; the newest of each other \
+                 series stays here: {} (push each by its id, to a tag of its own)",
+                info.harness,
+                others.join(", ")
+            );
+        }
+    }
     let credentials = source.credentials().to_vec();
     Ok((Box::new(source), reference, shown, credentials))
 }
@@ -661,6 +693,22 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
             None => {}
         }
         println!("{line}");
+        if let (Some(Some(s)), false) = (&snapshot, args.common.quiet) {
+            // By its id: `latest` of a harness is the newest in the home restored into
+            // first, which on a machine that backs up into this repository too is its own.
+            bar.println(format!(
+                "to restore it: asp restore --snapshot {} --to {}{}",
+                s.short_id(),
+                s.harness,
+                args.repo
+                    .as_ref()
+                    .map(|r| format!(
+                        " --repo {}",
+                        asp_convert::kit::resume::shell_word(&r.display().to_string())
+                    ))
+                    .unwrap_or_default()
+            ));
+        }
         if matches!(snapshot, Some(Some(_))) && report.record.is_none() && !args.common.quiet {
             bar.println(format!(
                 "note: {} names a state without a snapshot record (a pushed bundle, or a state \
