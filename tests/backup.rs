@@ -998,6 +998,20 @@ fn check_names_a_snapshot_whose_manifest_cannot_be_read() {
     );
     asp().args(["prune", "--repo"]).arg(&repo).assert().code(4);
     assert_eq!(blob_count(&repo), blobs, "nothing pruned");
+    // Letting it go, as check says, is warned of: what only it holds cannot be told, and a
+    // session gone from the source that only it holds would go with it.
+    let out = asp()
+        .args(["forget", "--dry-run", "--snapshot", &id[..8], "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("snapshot {} cannot be read", &id[..8]))
+            && said.contains("would go with it at the next `asp prune`"),
+        "{said}"
+    );
 }
 
 /// A snapshot is forgotten by its id, whatever a policy keeps: a series' newest with the

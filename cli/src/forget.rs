@@ -208,6 +208,17 @@ fn forget_named(repo: &Repository, args: &ForgetArgs) -> Result<Exit> {
     for s in &p.remove {
         crate::outln!("  {}", snapshot_line(s));
     }
+    for s in &p.unreadable {
+        crate::outln!(
+            "snapshot {} cannot be read, so which sessions only it holds cannot be told: a \
+             session gone from the source that only it holds {} with it at the next `asp \
+             prune`, though that session's own blobs may be sound. Keep it while such a session \
+             matters (`asp check` goes on naming it; a copy pushed to a registry can be pulled \
+             again)",
+            s.short_id(),
+            if args.dry_run { "would go" } else { "goes" }
+        );
+    }
     for n in &p.newest_forgotten {
         let now = match &n.newest {
             Some(s) => format!("the newest is then {}", s.short_id()),

@@ -178,7 +178,8 @@ pub fn check(
                 // counted below as unreferenced, which it is not.
                 report.problems.push(format!(
                     "snapshot {} ({} of {} in {}) cannot be read: {e}; the blobs only it \
-                     holds are counted as unreferenced (`asp forget --snapshot {}` lets it go)",
+                     holds are counted as unreferenced (`asp forget --snapshot {}` lets it go, and with it \
+                     whatever only it holds)",
                     info.short_id(),
                     info.created,
                     info.harness,

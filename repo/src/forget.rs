@@ -122,6 +122,10 @@ pub struct NamedPlan {
     pub remove: Vec<SnapshotInfo>,
     /// Each series (harness and home) whose newest snapshot is among them.
     pub newest_forgotten: Vec<NewestForgotten>,
+    /// Those whose state cannot be read (`asp check` names them): which sessions only they
+    /// hold cannot be told, and a session gone from the source that only one of them holds
+    /// goes with it at the next prune, though its own blobs may be sound.
+    pub unreadable: Vec<SnapshotInfo>,
 }
 
 /// A series losing its newest snapshot: the one snapshot that held every session it ever
@@ -166,6 +170,11 @@ pub fn plan_named(repo: &Repository, ids: &[String]) -> Result<NamedPlan, RepoEr
                 .collect(),
         )
     };
+    let unreadable = remove
+        .iter()
+        .filter(|s| Snapshot::load_for_reading(repo, s).is_err())
+        .cloned()
+        .collect();
     let mut newest_forgotten = Vec::new();
     for ((harness, home), oldest_first) in series {
         let Some(newest) = oldest_first.last() else {
@@ -196,6 +205,7 @@ pub fn plan_named(repo: &Repository, ids: &[String]) -> Result<NamedPlan, RepoEr
     Ok(NamedPlan {
         remove,
         newest_forgotten,
+        unreadable,
     })
 }
 
