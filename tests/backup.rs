@@ -1243,6 +1243,34 @@ fn a_damaged_layer_moved_aside_is_stored_again_by_the_next_backup() {
         .code(2);
 }
 
+/// The empty config every manifest names, damaged and moved aside, is written again by the
+/// next backup even when nothing changed: its two bytes are known, and nothing else would
+/// store it.
+#[test]
+fn the_empty_config_moved_aside_is_written_again_by_the_next_backup() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let empty = repo
+        .join("blobs/sha256")
+        .join("44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
+    fs::write(&empty, b"{ ").unwrap();
+    asp()
+        .args(["check", "-q", "--read-data", "--repair", "--repo"])
+        .arg(&repo)
+        .assert()
+        .code(4)
+        .stdout(predicate::str::contains("moved aside"));
+    assert!(!empty.exists());
+    let out = backup_run(&home, &repo, &["--from", "claude-code", "--json", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v[0]["snapshot"].is_null(), "nothing changed: {v}");
+    assert_eq!(fs::read(&empty).unwrap(), b"{}");
+    check(&repo, true);
+}
+
 /// A layer that only a session gone from the source needs cannot be stored again. Backups
 /// go on (what changed elsewhere is kept), carry that session as it is and name it as lost,
 /// exit 3, on every run, until `asp forget --session` lets it go.

@@ -620,6 +620,13 @@ fn backup_once(
     // manifest, found without serialising and compressing the documents (most of the time a
     // backup with nothing to store took).
     state.normalize();
+    // The empty config every manifest names is two known bytes: one missing (moved aside as
+    // damaged by `asp check --read-data --repair`, deleted by hand) is written again by any
+    // backup, as nothing else would store it.
+    let empty = asp_registry::manifest::EMPTY_JSON;
+    if !repo.has_blob(&asp_format::digest::Descriptor::of(empty)) {
+        repo.put_bytes(empty)?;
+    }
     // (A pass mending missing layers goes on: the layers read again are to be stored.)
     if let Some(p) = &parent
         && avoid.is_empty()
