@@ -749,6 +749,49 @@ fn an_index_damaged_or_deleted_is_rebuilt_from_the_snapshot_manifests() {
     backup(&home, &repo);
 }
 
+/// What `index.json` says of a snapshot (its counts, its harness) changed by hand or by damage
+/// no longer passes: the snapshot's own manifest says otherwise, and `asp check` says so and
+/// that `--rebuild-index` mends it (not `forget`); a backup passes over that snapshot.
+#[test]
+fn an_index_that_says_otherwise_than_a_snapshots_manifest_is_said_as_damage() {
+    let t = tmp();
+    let (home, repo, _, o) = with_a_gone(&t);
+    let index = repo.join("index.json");
+    let bytes = fs::read_to_string(&index).unwrap();
+    assert_eq!(
+        bytes.matches("\"vnd.asp.snapshot.gone\": \"1\"").count(),
+        1,
+        "{bytes}"
+    );
+    fs::write(
+        &index,
+        bytes.replace(
+            "\"vnd.asp.snapshot.gone\": \"1\"",
+            "\"vnd.asp.snapshot.gone\": \"0\"",
+        ),
+    )
+    .unwrap();
+    let short = &o["snapshot"]["digest"].as_str().unwrap()["sha256:".len()..][..8];
+    let out = asp().args(["check", "--repo"]).arg(&repo).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!(
+            "index.json says vnd.asp.snapshot.gone \"0\" of snapshot {short}, and its manifest \"1\""
+        )) && said.contains("--rebuild-index")
+            && !said.contains("forget"),
+        "{said}"
+    );
+    let out = backup_run(&home, &repo, &["--from", "claude-code"]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    asp()
+        .args(["check", "-q", "--rebuild-index", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    check(&repo, true);
+}
+
 /// A digest in `index.json` changed by one character still parses: the snapshot it names
 /// is missing, and its real manifest is unreferenced. `asp check` says the index may be what
 /// is damaged, and that `--rebuild-index` must come before a `forget` and `prune` that would

@@ -167,6 +167,12 @@ pub fn check(
         progress.advance(1);
         let snap = match Snapshot::load_unsaid(repo, info) {
             Ok(s) => s,
+            // The index is what is wrong, and the error says how to mend it; the snapshot
+            // itself is not to be let go.
+            Err(RepoError::IndexDiffers(said)) => {
+                report.problems.push(said);
+                continue;
+            }
             Err(e) => {
                 if !repo.has_blob(&Descriptor {
                     digest: info.digest,

@@ -36,6 +36,12 @@ pub enum RepoError {
     #[error("integrity failure: {0}")]
     Integrity(String),
 
+    /// `index.json` says of a snapshot what its own manifest does not (a harness, a home, a
+    /// count changed by hand or by damage): the index, not the snapshot, is what is wrong,
+    /// and `asp check --rebuild-index` mends it.
+    #[error("integrity failure: {0}")]
+    IndexDiffers(String),
+
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -72,7 +78,7 @@ impl Classify for RepoError {
         match self {
             RepoError::Usage(_) => ErrorClass::Usage,
             RepoError::NotARepository(_) => ErrorClass::Source,
-            RepoError::Integrity(_) => ErrorClass::Integrity,
+            RepoError::Integrity(_) | RepoError::IndexDiffers(_) => ErrorClass::Integrity,
             RepoError::Locked { .. } => ErrorClass::Store,
             RepoError::Io { source, .. } => io_class(source, ErrorClass::Store),
             RepoError::Convert(e) => e.class(),

@@ -328,7 +328,7 @@ impl Snapshot {
                     snapshot: info.short_id(),
                     // [`Snapshot::load_with`] says which snapshot and what to do.
                     error: match e {
-                        RepoError::Integrity(said) => said,
+                        RepoError::Integrity(said) | RepoError::IndexDiffers(said) => said,
                         e => e.to_string(),
                     },
                 }),
@@ -374,6 +374,22 @@ impl Snapshot {
             return Err(bad(
                 "its subject is not the content manifest the index names".to_owned(),
             ));
+        }
+        // The index says of a snapshot what its manifest says (repository.md §2); what it
+        // says otherwise would send a backup to another parent, or list a series under
+        // another harness. (A key the manifest lacks was not written by its version.)
+        let own = &manifest.annotations;
+        if let Some((k, v, there)) = info
+            .annotations()
+            .into_iter()
+            .find_map(|(k, v)| own.get(&k).filter(|o| **o != v).map(|o| (k, v, o.clone())))
+        {
+            return Err(RepoError::IndexDiffers(format!(
+                "index.json says {k} {v:?} of snapshot {}, and its manifest {there:?}: \
+                 index.json was changed; `asp check --rebuild-index` lists every snapshot again \
+                 from its manifest",
+                info.short_id()
+            )));
         }
         let (sources, shards) = crate::sources::decode(repo, &manifest.layers, entries)
             .map_err(|e| bad(e.to_string()))?;
