@@ -280,7 +280,7 @@ fn which(o: &BackupOutcome) -> Vec<String> {
     [
         ("new", &o.new_sessions),
         ("changed", &o.changed_sessions),
-        ("gone from source", &o.gone_now),
+        ("newly gone from source", &o.gone_now),
         ("unreadable, kept as before", &o.unreadable_sessions),
     ]
     .into_iter()
@@ -321,9 +321,15 @@ pub fn summary(o: &BackupOutcome) -> String {
         0 => String::new(),
         n => format!(", {n} unreadable (kept as before)"),
     };
+    // The gone count is every session held gone, the line below names the newly gone: said,
+    // so the two do not look like a miscount.
+    let newly = match o.gone_now.len() {
+        n if n == 0 || n == o.gone => String::new(),
+        n => format!(" ({n} newly)"),
+    };
     format!(
-        "{} ({}): snapshot {}: {} new, {} changed, {} unchanged{unreadable}, {} gone from source; \
-         {}, {} added",
+        "{} ({}): snapshot {}: {} new, {} changed, {} unchanged{unreadable}, {} gone from \
+         source{newly}; {}, {} added",
         o.harness,
         o.home,
         s.short_id(),
