@@ -367,6 +367,18 @@ fn a_failed_pull_leaves_no_repository_behind() {
         "{:?}",
         files_under(&dir)
     );
+    // What it left is said as ours, with what makes a repository there.
+    let out = asp_on(&desktop)
+        .args(["snapshots", "--repo"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("holds only the locks/ folder") && !err.contains("give another --repo"),
+        "{err}"
+    );
 }
 
 /// What a failed first pull leaves of the repository it made: nothing but the lock files (a

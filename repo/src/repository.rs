@@ -222,7 +222,15 @@ impl Repository {
         if !Repository::is_at(root) {
             // `asp backup` makes a repository only where nothing is: say so only there.
             let empty = std::fs::read_dir(root).map_or(true, |mut d| d.next().is_none());
-            let hint = if root.is_dir() && !empty {
+            let hint = if root.is_dir() && !empty && only_locks(root).unwrap_or(false) {
+                // What a failed first pull or backup leaves: ours, and no repository yet.
+                format!(
+                    " (it holds only the locks/ folder a backup or pull that failed before \
+                     making one left: `asp backup --repo {0}` or `asp pull REF --repo {0}` \
+                     makes it there)",
+                    root.display()
+                )
+            } else if root.is_dir() && !empty {
                 " (a directory with other files: give another --repo)".to_owned()
             } else if root.exists() && !root.is_dir() {
                 " (it is a file: give a directory)".to_owned()
