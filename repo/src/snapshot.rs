@@ -391,8 +391,12 @@ impl Snapshot {
                 info.short_id()
             )));
         }
-        let (sources, shards) = crate::sources::decode(repo, &manifest.layers, entries)
-            .map_err(|e| bad(e.to_string()))?;
+        // (Its own integrity failures say so already: not "integrity failure:" twice.)
+        let (sources, shards) =
+            crate::sources::decode(repo, &manifest.layers, entries).map_err(|e| match e {
+                RepoError::Integrity(_) => e,
+                e => bad(e.to_string()),
+            })?;
         let content = subject.blob();
         let m_bytes = repo.read_blob(&content, MAX_DOCUMENT)?;
         let content_manifest: ContentManifest = serde_json::from_slice(&m_bytes)
