@@ -1215,6 +1215,25 @@ fn a_restore_brings_back_every_session_a_damaged_blob_does_not_touch() {
     assert_eq!(back, top.len() - 1);
 }
 
+/// `asp check` names what needs a damaged layer whatever its kind: a skill's file, as a
+/// restore names it, not only sessions and configuration files.
+#[test]
+fn check_names_the_skill_a_damaged_layer_holds() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    let skill = fs::read(home.join(".claude/skills/commit-style/SKILL.md")).unwrap();
+    fs::remove_file(layer_holding(&repo, &skill)).unwrap();
+    let out = asp().args(["check", "--repo"]).arg(&repo).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("; needed by file SKILL.md of skill commit-style"),
+        "{said}"
+    );
+}
+
 /// A session restored into the harness it came from is written from its native files, so
 /// its update stream damaged costs nothing there: the damage is said (exit 4), and the session
 /// comes back byte for byte. Carried elsewhere (`asp-unpack --to-dir`), it would need it.

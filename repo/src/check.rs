@@ -60,6 +60,9 @@ struct Needers {
     sessions: BTreeMap<String, BTreeSet<String>>,
     /// Configuration files (paths as kept).
     files: BTreeSet<String>,
+    /// The other kinds' bodies: `file SKILL.md of skill deploy-check`, `the instructions`,
+    /// `memory note …`.
+    others: BTreeSet<String>,
 }
 
 impl Needers {
@@ -81,6 +84,7 @@ impl Needers {
             })
             .collect();
         said.extend(self.files.iter().map(|f| format!("configuration file {f}")));
+        said.extend(self.others.iter().cloned());
         if said.is_empty() {
             String::new()
         } else {
@@ -107,6 +111,36 @@ fn needers(
                 let n = out.entry(layer).or_default();
                 let snaps = n.sessions.entry(session.id.to_string()).or_default();
                 snaps.insert(short.clone());
+            }
+        }
+        // A skill's files, the instructions, a note: named as a restore names them.
+        for (d, what) in snap.state.references() {
+            if matches!(
+                what,
+                asp_format::state::Reference::Updates(_)
+                    | asp_format::state::Reference::Native { .. }
+            ) {
+                continue;
+            }
+            let Some(r) = snap.table.get(&d.digest) else {
+                continue;
+            };
+            let through_dictionary = r
+                .dictionary
+                .and_then(|x| snap.table.get(&x))
+                .map(|x| x.layer)
+                .filter(|l| bad.contains(l));
+            for layer in [
+                Some(r.layer).filter(|l| bad.contains(l)),
+                through_dictionary,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                out.entry(layer)
+                    .or_default()
+                    .others
+                    .insert(what.to_string());
             }
         }
         for f in snap.sources.config.iter().flat_map(|c| &c.files) {
