@@ -1215,6 +1215,59 @@ fn a_restore_brings_back_every_session_a_damaged_blob_does_not_touch() {
     assert_eq!(back, top.len() - 1);
 }
 
+/// Where two skill folders of one name hide each other (Gemini CLI uses `~/.agents/skills`'
+/// over its own, Pi and Copilot CLI their own over `~/.agents/skills`'), the reader carries
+/// the one the harness uses; a backup keeps the other with the harness's own configuration,
+/// so a restore into an empty home gives both back, byte for byte.
+#[test]
+fn a_skill_folder_another_hides_is_kept_by_a_backup() {
+    for (harness, winner, hidden) in [
+        ("gemini", ".agents/skills", ".gemini/skills"),
+        ("pi", ".pi/agent/skills", ".agents/skills"),
+        ("copilot", ".copilot/skills", ".agents/skills"),
+    ] {
+        let t = tmp();
+        let home = t.path().join("home");
+        copy_tree(&samples().join(harness), &home);
+        for (root, says) in [(winner, "the one used"), (hidden, "the hidden one")] {
+            let dir = home.join(root).join("release-notes");
+            fs::create_dir_all(dir.join("scripts")).unwrap();
+            fs::write(
+                dir.join("SKILL.md"),
+                format!("---\nname: release-notes\ndescription: Write release notes ({says}).\n---\n\nSummarise the changes.\n"),
+            )
+            .unwrap();
+            fs::write(
+                dir.join("scripts/changelog.sh"),
+                format!("#!/bin/sh\n# {says}\ngit log --oneline\n"),
+            )
+            .unwrap();
+        }
+        age(&home, Duration::from_secs(3600));
+        let repo = t.path().join("repo");
+        let out = backup_run(&home, &repo, &["--from", harness]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{harness}: {err}");
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with("kept natively: ") && l.contains("release-notes")),
+            "{harness}: {err}"
+        );
+        let fresh = t.path().join("fresh");
+        let said = restore_said(&repo, &fresh, harness, &[]);
+        for root in [winner, hidden] {
+            for f in ["SKILL.md", "scripts/changelog.sh"] {
+                let rel = format!("{root}/release-notes/{f}");
+                assert_eq!(
+                    fs::read(fresh.join(&rel)).ok(),
+                    Some(fs::read(home.join(&rel)).unwrap()),
+                    "{harness}: {rel}: {said}"
+                );
+            }
+        }
+    }
+}
+
 /// `asp check` names what needs a damaged layer whatever its kind: a skill's file, as a
 /// restore names it, not only sessions and configuration files.
 #[test]

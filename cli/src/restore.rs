@@ -416,94 +416,29 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
     let store = Store::harness(&args.to, home).expect("validated by the argument parser");
     // The harness's own configuration: with a whole restore, into the same harness only.
     let mut config_lines = Vec::new();
+    let config_blobs = SnapshotBlobs::new(&repo, &snapshot.sources.config_layers);
+    // What the configuration's restore wrote before the state, and what it writes after.
+    let mut config_written: Option<(asp_convert::store::ConfigWritten, asp_format::state::Native)> =
+        None;
     if let Some(config) = &snapshot.sources.config
         && args.sessions.is_empty()
         && args.kinds.is_none()
     {
         if config.harness.as_str() == args.to {
-            let config_blobs = SnapshotBlobs::new(&repo, &snapshot.sources.config_layers);
             let mut config = config.clone();
             crate::salvage::check_config(&mut config, &config_blobs, &shown, &mut damaged)?;
-            let written = store
-                .write_config(
-                    &config,
-                    &config_blobs,
-                    &path_map,
-                    if args.no_grants {
-                        Grants::Leave
-                    } else {
-                        Grants::Carry
-                    },
-                    args.dry_run,
-                )
-                .context("cannot restore the harness's configuration")?;
+            // A skill folder kept as configuration (one another hides, `kit::skills::shadowed`)
+            // is written after the state, whose skills would otherwise find it there first
+            // and refuse to hide it again; the rest before, so the state's session options
+            // go into the settings file restored, not one made anew.
+            let (late, early): (Vec<_>, Vec<_>) = std::mem::take(&mut config.files)
+                .into_iter()
+                .partition(|f| f.path.as_str().split('/').any(|c| c == "skills"));
+            config.files = early;
+            let written = write_config(&store, &config, &config_blobs, &path_map, &args)?;
             made_here.extend(written.created.iter().map(|p| absolute(p)));
-            let unmoved = written.unmoved;
-            let placed = written.placed;
-            let new = placed.iter().filter(|(_, p)| p.is_written()).count();
-            let there = placed
-                .iter()
-                .filter(|(_, p)| *p == Placement::AlreadyThere)
-                .count();
-            config_lines.push(format!(
-                "configuration: {new} of {} {}, {there} already there (files, and entries \
-                 merged into files: MCP servers, preferences)",
-                placed.len() + damaged.config_files(),
-                if args.dry_run {
-                    "would be restored"
-                } else {
-                    "restored"
-                }
-            ));
-            // Refusals for one reason on one line: a configured machine keeps many of its own
-            // preferences.
-            let mut refused: Vec<(String, Vec<String>)> = Vec::new();
-            for (path, p) in &placed {
-                if let Placement::Refused(why) = p {
-                    match refused.iter_mut().find(|(w, _)| w == why) {
-                        Some((_, paths)) => paths.push(path.clone()),
-                        None => refused.push((why.clone(), vec![path.clone()])),
-                    }
-                }
-            }
-            for (why, paths) in refused {
-                config_lines.push(format!("configuration: {}: {why}", paths.join(", ")));
-            }
-            for (path, p) in placed {
-                match p {
-                    Placement::Refused(_) => {}
-                    Placement::Granted(what) => config_lines.push(format!(
-                        "configuration: {} as the backup had it: {what}",
-                        if args.dry_run {
-                            "would grant"
-                        } else {
-                            "granted"
-                        }
-                    )),
-                    Placement::New => {
-                        if let Some(file) = without_credentials(&path) {
-                            config_lines.push(format!(
-                                "configuration: {file}: {}",
-                                without_credentials_said()
-                            ))
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            for (file, old) in &unmoved {
-                config_lines.push(format!(
-                    "configuration: {file} {} as it was, and names {} which --map-path \
-                     moves: what it says of those folders (trust, projects, a server's folder) \
-                     stays at the old paths; set it again for the moved ones",
-                    if args.dry_run {
-                        "would be restored"
-                    } else {
-                        "is restored"
-                    },
-                    old.join(", ")
-                ));
-            }
+            config.files = late;
+            config_written = Some((written, config));
         } else {
             config_lines.push(format!(
                 "configuration: {}'s own configuration is restored only into {}",
@@ -540,6 +475,14 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
             },
         )
         .with_context(|| format!("cannot write into {}", store.describe_location()))?;
+    if let Some((mut before, late)) = config_written {
+        if !late.files.is_empty() {
+            let after = write_config(&store, &late, &config_blobs, &path_map, &args)?;
+            before.placed.extend(after.placed);
+            before.unmoved.extend(after.unmoved);
+        }
+        config_lines.extend(config_said(before, damaged.config_files(), &args));
+    }
     bar.clear();
     let mut answer = written.answer;
     answer
@@ -606,4 +549,104 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
         return Ok((Exit::Integrity, answer));
     }
     Ok((imported.exit(args.strict.strict), answer))
+}
+
+/// Restores `config`, the harness's own files or some of them ([`Store::write_config`]).
+fn write_config(
+    store: &Store,
+    config: &asp_format::state::Native,
+    blobs: &SnapshotBlobs<'_>,
+    path_map: &asp_convert::kit::pathmap::PathMap,
+    args: &RestoreArgs,
+) -> Result<asp_convert::store::ConfigWritten> {
+    store
+        .write_config(
+            config,
+            blobs,
+            path_map,
+            if args.no_grants {
+                Grants::Leave
+            } else {
+                Grants::Carry
+            },
+            args.dry_run,
+        )
+        .context("cannot restore the harness's configuration")
+}
+
+/// What restoring the configuration did, a line each: the count, refusals by reason, grants,
+/// files restored without credentials, files naming folders `--map-path` moves.
+fn config_said(
+    written: asp_convert::store::ConfigWritten,
+    damaged_files: usize,
+    args: &RestoreArgs,
+) -> Vec<String> {
+    let mut config_lines = Vec::new();
+    let unmoved = written.unmoved;
+    let placed = written.placed;
+    let new = placed.iter().filter(|(_, p)| p.is_written()).count();
+    let there = placed
+        .iter()
+        .filter(|(_, p)| *p == Placement::AlreadyThere)
+        .count();
+    config_lines.push(format!(
+        "configuration: {new} of {} {}, {there} already there (files, and entries \
+         merged into files: MCP servers, preferences)",
+        placed.len() + damaged_files,
+        if args.dry_run {
+            "would be restored"
+        } else {
+            "restored"
+        }
+    ));
+    // Refusals for one reason on one line: a configured machine keeps many of its own
+    // preferences.
+    let mut refused: Vec<(String, Vec<String>)> = Vec::new();
+    for (path, p) in &placed {
+        if let Placement::Refused(why) = p {
+            match refused.iter_mut().find(|(w, _)| w == why) {
+                Some((_, paths)) => paths.push(path.clone()),
+                None => refused.push((why.clone(), vec![path.clone()])),
+            }
+        }
+    }
+    for (why, paths) in refused {
+        config_lines.push(format!("configuration: {}: {why}", paths.join(", ")));
+    }
+    for (path, p) in placed {
+        match p {
+            Placement::Refused(_) => {}
+            Placement::Granted(what) => config_lines.push(format!(
+                "configuration: {} as the backup had it: {what}",
+                if args.dry_run {
+                    "would grant"
+                } else {
+                    "granted"
+                }
+            )),
+            Placement::New => {
+                if let Some(file) = without_credentials(&path) {
+                    config_lines.push(format!(
+                        "configuration: {file}: {}",
+                        without_credentials_said()
+                    ))
+                }
+            }
+            _ => {}
+        }
+    }
+    for (file, old) in &unmoved {
+        config_lines.push(format!(
+            "configuration: {file} {} as it was, and names {} which --map-path \
+             moves: what it says of those folders (trust, projects, a server's folder) \
+             stays at the old paths; set it again for the moved ones",
+            if args.dry_run {
+                "would be restored"
+            } else {
+                "is restored"
+            },
+            old.join(", ")
+        ));
+    }
+    config_lines
 }

@@ -931,12 +931,31 @@ impl Store {
         }
         let name = harness.name();
         diagnostics.revise(|d| {
+            // A file kept, or a small folder all of whose files are (a skill folder another
+            // hides, `kit::skills::shadowed`).
+            let is_kept = |p: &std::path::Path| {
+                config
+                    .files
+                    .iter()
+                    .any(|c| home.dir.join(c.path.as_str()) == p)
+            };
             let kept = d.severity == Severity::LeftOut
                 && d.file.as_deref().is_some_and(|f| {
-                    config
-                        .files
-                        .iter()
-                        .any(|c| home.dir.join(c.path.as_str()) == f)
+                    is_kept(f) || {
+                        const SMALL: usize = 1000;
+                        let entries: Vec<_> = walkdir::WalkDir::new(f)
+                            .follow_links(false)
+                            .min_depth(1)
+                            .into_iter()
+                            .take(SMALL + 1)
+                            .collect();
+                        f.is_dir()
+                            && entries.len() <= SMALL
+                            && entries.iter().any(|e| e.as_ref().is_ok_and(|e| e.file_type().is_file()))
+                            && entries.iter().all(|e| {
+                                e.as_ref().is_ok_and(|e| e.file_type().is_dir() || is_kept(e.path()))
+                            })
+                    }
                 });
             if kept {
                 d.severity = Severity::KeptNatively;
@@ -1011,7 +1030,11 @@ impl Store {
         // A backup names its files, and a repository is only as trusted as the disk it is
         // on: nothing is written outside the harness's own folders (a tampered record naming
         // `.bashrc` is refused), whatever the path says.
-        let folders = harness.store_paths(home);
+        // The skill folder harnesses share (`~/.agents/skills`) is one of them: the state's
+        // skills are written there, and a backup keeps there a skill another hides
+        // (`kit::skills::shadowed`).
+        let mut folders = harness.store_paths(home);
+        folders.push(home.dir.join(".agents/skills"));
         let writer = Writer::new(dry_run);
         let mut whole = Native {
             harness: config.harness.clone(),

@@ -104,7 +104,16 @@ impl Harness for Copilot {
     /// Copilot; its `trustedFolders` must be granted again). Restored into Copilot only, never
     /// over a file that is there.
     fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
-        let root = Layout::of(home).root;
+        let layout = Layout::of(home);
+        let root = layout.root.clone();
+        // A skill of `~/.agents/skills` that one of Copilot's own hides (skills.rs), kept
+        // whole.
+        let shadowed = crate::kit::skills::shadowed(&layout.skills(), &layout.shared_skills());
+        let shadowed_rel: Vec<String> = shadowed
+            .iter()
+            .filter_map(|d| crate::kit::config::relative(&home.dir, d))
+            .map(|r| format!("{r}/"))
+            .collect();
         let files = [root.join("settings.json"), root.join(HISTORY)];
         let named: Vec<String> = files
             .iter()
@@ -112,14 +121,12 @@ impl Harness for Copilot {
             .collect();
         let instructions = crate::kit::config::relative(&home.dir, &root.join("instructions"))
             .map(|r| format!("{r}/"));
-        crate::kit::config::collect(
-            &home.dir,
-            &files,
-            &[root.join("agents"), root.join("instructions")],
-        )
-        .only(|rel| {
+        let mut dirs = vec![root.join("agents"), root.join("instructions")];
+        dirs.extend(shadowed);
+        crate::kit::config::collect(&home.dir, &files, &dirs).only(|rel| {
             let under_instructions = instructions.as_deref().is_some_and(|i| rel.starts_with(i));
-            named.iter().any(|n| n == rel)
+            shadowed_rel.iter().any(|d| rel.starts_with(d.as_str()))
+                || named.iter().any(|n| n == rel)
                 || (under_instructions && rel.ends_with(".instructions.md"))
                 || (!under_instructions && rel.ends_with(".md"))
         })

@@ -175,7 +175,14 @@ impl Harness for Gemini {
     /// have to place them by the project's root after the sessions made its folder, and
     /// writing into a folder first can stop Gemini CLI from adopting a legacy one; spec.)
     fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
-        let g = layout::Layout::of(home).gemini;
+        let layout = layout::Layout::of(home);
+        let g = &layout.gemini;
+        let mut dirs = vec![g.join("policies"), g.join("commands"), g.join("agents")];
+        // A skill of `.gemini/skills` that one of `.agents/skills` hides (skills.rs).
+        dirs.extend(crate::kit::skills::shadowed(
+            &layout.root.join(".agents/skills"),
+            &g.join("skills"),
+        ));
         crate::kit::config::collect(
             &home.dir,
             &[
@@ -183,7 +190,7 @@ impl Harness for Gemini {
                 g.join("trustedFolders.json"),
                 g.join("extensions").join("extension-enablement.json"),
             ],
-            &[g.join("policies"), g.join("commands"), g.join("agents")],
+            &dirs,
         )
     }
 

@@ -180,6 +180,24 @@ pub fn read_skill(
     }))
 }
 
+/// The skill folders under `shadowed` that a folder of the same name under `winner` hides
+/// from the harness (its reader carries the winner and says this copy was not): a backup keeps
+/// them as the harness's own configuration (`Harness::config_files`), so a copy the harness
+/// does not use is still never lost. Sorted; none when either root is missing.
+pub fn shadowed(winner: &Path, shadowed: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(shadowed) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| winner.join(e.file_name()).is_dir())
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
+}
+
 /// Reads every skill folder directly under `root`, skipping names in `exclude` (such as
 /// Codex's bundled `.system`). A missing root gives no skills.
 pub fn read_root(

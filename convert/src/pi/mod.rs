@@ -194,7 +194,13 @@ impl Harness for Pi {
         files.extend(MODELS.whole(a.join("models.json")));
         files.extend(files_in(&a.join("prompts"), "md"));
         files.extend(files_in(&a.join("themes"), "json"));
-        crate::kit::config::collect(&home.dir, &files, &[a.join("extensions")])
+        let mut dirs = vec![a.join("extensions")];
+        // A skill of `~/.agents/skills` that one of Pi's own hides (skills.rs).
+        dirs.extend(crate::kit::skills::shadowed(
+            &a.join("skills"),
+            &home.dir.join(".agents/skills"),
+        ));
+        crate::kit::config::collect(&home.dir, &files, &dirs)
             .only(|rel| !rel.split('/').any(|c| c == "node_modules" || c == ".git"))
     }
 
