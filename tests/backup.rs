@@ -1635,6 +1635,46 @@ fn a_backup_killed_at_any_point_leaves_a_repository_that_checks_and_restores() {
     check(&repo, true);
 }
 
+/// What a killed backup leaves (its staging folder, a blob being written) is counted by
+/// `asp check`, as what `asp prune` then removes, not passed over in silence.
+#[test]
+fn check_counts_the_leftovers_prune_removes() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    fs::create_dir_all(repo.join(".aspstate-layers-Ab12Cd")).unwrap();
+    fs::write(
+        repo.join("blobs/sha256/.asp-Ef34Gh.partial"),
+        b"half a layer",
+    )
+    .unwrap();
+    let count = || -> Value {
+        let out = asp()
+            .args(["check", "--json", "-q", "--repo"])
+            .arg(&repo)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(count()["leftovers"], 2);
+    let out = asp().args(["check", "--repo"]).arg(&repo).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("2 leftovers of interrupted writes (`asp prune` removes them)"),
+        "{said}"
+    );
+    let out = asp()
+        .args(["prune", "--json", "-q", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let pruned: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(pruned["removedLeftovers"], 2, "{pruned}");
+    assert_eq!(count()["leftovers"], 0);
+}
+
 #[test]
 fn two_backups_at_once_both_succeed() {
     let t = tmp();

@@ -120,7 +120,7 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
             );
         }
         crate::outln!(
-            "checked {}, {}{}; {} unreferenced{}; {}",
+            "checked {}, {}{}; {} unreferenced{}{}; {}",
             human::count(report.snapshots as u64, "snapshot", "snapshots"),
             human::count(report.blobs as u64, "blob", "blobs"),
             if args.read_data {
@@ -133,6 +133,14 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
                 " (`asp prune` removes them)"
             } else {
                 ""
+            },
+            match report.leftovers {
+                0 => String::new(),
+                n => format!(
+                    ", {} of interrupted writes (`asp prune` removes {})",
+                    human::count(n as u64, "leftover", "leftovers"),
+                    if n == 1 { "it" } else { "them" }
+                ),
             },
             if report.is_ok() {
                 "no problems".to_owned()

@@ -39,6 +39,8 @@ pub struct CheckReport {
     pub bodies_read: usize,
     /// Blobs nothing names (left by an interrupted backup or by forget; prune removes them).
     pub unreferenced: usize,
+    /// Temporary files and staging folders of interrupted writes (prune removes them).
+    pub leftovers: usize,
     pub problems: Vec<String>,
     /// Layers moved into `<repo>/damaged/` (with `repair`).
     pub moved_aside: Vec<String>,
@@ -355,6 +357,9 @@ pub fn check(
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         if name.starts_with('.') {
+            if name.starts_with(".asp-") && name.ends_with(".partial") {
+                report.leftovers += 1;
+            }
             continue;
         }
         match Digest::from_hex(name) {
@@ -373,6 +378,15 @@ pub fn check(
             Err(_) => report
                 .problems
                 .push(format!("{} is not a blob name", entry.path().display())),
+        }
+    }
+    // Staging folders and temporary files a killed backup left at the top (as prune finds
+    // them).
+    for entry in std::fs::read_dir(repo.root()).map_err(RepoError::io(repo.root()))? {
+        let name = entry.map_err(RepoError::io(repo.root()))?.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(".aspstate-layers-") || name.starts_with(".asp-") {
+            report.leftovers += 1;
         }
     }
     unnamed_manifests.sort();
