@@ -406,6 +406,57 @@ fn the_samples_config_is_read_as_opencode_merges_it_and_written_back_the_same() 
     assert_eq!(crate::support::files_in(home.path()), before);
 }
 
+/// MCP descriptors keep their values literally, each in its source's spelling of an
+/// environment reference: Claude Code's `${VAR}` goes into OpenCode as `{env:VAR}` (which
+/// OpenCode substitutes; `${VAR}` it would send as text, and the server would fail to
+/// authenticate), and OpenCode's `{env:VAR}` into Claude Code as `${VAR}`.
+#[test]
+fn environment_references_are_written_in_the_spelling_the_target_expands() {
+    let claude = read_home(
+        "claude-code",
+        &samples().join("claude-code"),
+        asp_format::KindSet::ALL,
+        asp_convert::harness::ReadOptions::default(),
+    );
+    let tools_only = |s: &asp_format::State| asp_format::State {
+        tools: s.tools.clone(),
+        ..Default::default()
+    };
+    let home = tmp();
+    write_home(
+        "opencode",
+        home.path(),
+        &tools_only(&claude.state),
+        &claude.store,
+        false,
+        &PathMap::default(),
+    );
+    let written =
+        std::fs::read_to_string(home.path().join(".config/opencode/opencode.json")).unwrap();
+    assert!(
+        written.contains("\"{env:GITHUB_TOKEN}\"")
+            && written.contains("\"Bearer {env:LINEAR_API_KEY}\"")
+            && !written.contains("${"),
+        "{written}"
+    );
+
+    let opencode = read_all(&samples().join("opencode"));
+    let home = tmp();
+    write_home(
+        "claude-code",
+        home.path(),
+        &tools_only(&opencode.state),
+        &opencode.store,
+        false,
+        &PathMap::default(),
+    );
+    let written = std::fs::read_to_string(home.path().join(".claude.json")).unwrap();
+    assert!(
+        written.contains("\"Bearer ${DOCS_MCP_TOKEN}\"") && !written.contains("{env:"),
+        "{written}"
+    );
+}
+
 #[test]
 fn a_config_file_with_comments_is_read_but_never_rewritten() {
     let r = read_all(&samples().join("opencode"));

@@ -102,6 +102,8 @@ pub fn from_claude(name: &str, entry: &Value) -> Result<McpServer, String> {
 /// written as `${NAME}` references so Claude Code takes them from the environment instead of
 /// sending an empty token.
 pub fn to_claude(server: &McpServer) -> Value {
+    // Environment references as Claude Code expands them (`kit::env_refs`).
+    let server = &crate::kit::env_refs::respelled(server, crate::kit::env_refs::Spelling::Dollar);
     let redacted = crate::kit::secrets::redacted(server);
     let map = |prefix: &str, list: &[NameValue]| -> Value {
         let mut m = Map::new();

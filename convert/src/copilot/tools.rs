@@ -130,6 +130,8 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
 
 /// A server as Copilot writes it.
 fn native(s: &McpServer) -> Value {
+    // Environment references as Copilot CLI expands them (`kit::env_refs`).
+    let s = &crate::kit::env_refs::respelled(s, crate::kit::env_refs::Spelling::Dollar);
     let own = s
         .meta()
         .and_then(|m| m.get("copilot"))

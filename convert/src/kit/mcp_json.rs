@@ -228,6 +228,14 @@ impl Dialect {
     /// as it was (its `_meta.<harness>` holds the rest); a foreign one gets the field its
     /// transport needs ([`UrlRule`]).
     pub fn server_to(&self, server: &McpServer) -> Value {
+        // Environment references in this harness's spelling (`kit::env_refs`).
+        let server = &crate::kit::env_refs::respelled(
+            server,
+            match self.shape {
+                Shape::McpServers(_) => crate::kit::env_refs::Spelling::Dollar,
+                Shape::OpenCode => crate::kit::env_refs::Spelling::Braces,
+            },
+        );
         let native = server
             .meta()
             .and_then(|m| m.get(self.meta_key))

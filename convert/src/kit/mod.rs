@@ -31,6 +31,7 @@ pub mod config;
 pub mod conversation;
 #[cfg(any(feature = "pi", feature = "qwen"))]
 pub mod credentialed_json;
+pub mod env_refs;
 pub mod escape;
 pub mod fsops;
 pub mod grants;
