@@ -436,6 +436,8 @@ use crate::kit::secrets::redacted;
 
 /// The table Codex would load for `server`, or why it cannot be written.
 fn server_table(server: &McpServer) -> Result<(Table, Vec<String>), String> {
+    // OpenCode's `{env:VAR}` read as the `${VAR}` the rules below know (`kit::env_refs`).
+    let server = &crate::kit::env_refs::respelled(server, crate::kit::env_refs::Spelling::Dollar);
     let name = server.name();
     let blanked = redacted(server);
     let mut notes = Vec::new();
