@@ -1287,42 +1287,6 @@ fn check_names_the_skill_a_damaged_layer_holds() {
     );
 }
 
-/// A session restored into the harness it came from is written from its native files, so
-/// its update stream damaged costs nothing there: the damage is said (exit 4), and the session
-/// comes back byte for byte. Carried elsewhere (`asp-unpack --to-dir`), it would need it.
-#[test]
-fn a_damaged_update_stream_does_not_keep_its_session_from_its_own_harness() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
-    backup(&home, &repo);
-    // The layer only A's update stream needs: the one whose absence a restore says so of.
-    let aside = t.path().join("aside");
-    let stream = files_under(&repo.join("blobs/sha256"))
-        .into_iter()
-        .find(|blob| {
-            fs::rename(blob, &aside).unwrap();
-            let out = restore_json(&repo, &t.path().join("probe"));
-            fs::rename(&aside, blob).unwrap();
-            let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-            let damaged = &v["_meta"]["asp"]["damaged"];
-            damaged.as_array().is_some_and(|d| d.len() == 1)
-                && damaged[0]["neededBy"]
-                    == json!([format!(
-                        "the updates of session \"{A}\" (restored from its native files all the same)"
-                    )])
-        })
-        .expect("a layer only A's update stream needs");
-    fs::remove_file(&stream).unwrap();
-    let fresh = t.path().join("fresh");
-    let out = restore_json(&repo, &fresh);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(4), "{err}");
-    assert!(err.contains("nothing left out"), "{err}");
-    assert_eq!(transcript(&fresh, A), transcript(&home, A));
-    assert_eq!(projects(&fresh), projects(&home), "every session is back");
-}
-
 /// A layer gone from the repository is stored again by the next backup even when nothing
 /// else changed: the sessions that need it are read again from the source.
 #[test]

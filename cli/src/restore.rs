@@ -400,7 +400,7 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
 
     // Every body is read and checked before anything is written; what a damaged one belongs
     // to is left out, and the rest restored (crate::salvage).
-    let mut damaged = crate::salvage::check(&mut state, &blobs, &shown, Some(&args.to))?;
+    let mut damaged = crate::salvage::check(&mut state, &blobs, &shown)?;
 
     let staging_parent = Some(home.dir.clone())
         .filter(|d| d.is_dir())
@@ -501,19 +501,10 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
         bar.println(format!("damaged: {shown}: {line}"));
     }
     if !damaged.is_empty() {
-        let left_out = damaged.summary();
-        bar.println(if left_out.is_empty() {
-            // Only update streams of sessions written from their native files.
-            "nothing left out: what needs the damaged data was restored from its native \
-             files; `asp check --read-data` lists every damaged blob (the next backup stores \
-             one that is missing again; `--repair` moves one damaged in place aside first)"
-                .to_owned()
-        } else {
-            format!(
-                "left out, their data in the repository being damaged: {left_out}; `asp check \
-                 --read-data` lists every damaged blob"
-            )
-        });
+        bar.println(format!(
+            "left out, their data in the repository being damaged: {}; `asp check --read-data` lists every damaged blob",
+            damaged.summary()
+        ));
     }
     let mut answer = None;
     if args.common.json {

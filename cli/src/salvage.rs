@@ -5,8 +5,7 @@
 //! `asp restore` reads every body it needs first; what needs a body that cannot be read back
 //! intact is left out: a damaged side file alone (a rewind checkpoint, a todo list, a tool
 //! result: `Harness::side_file`; the rest of its session is restored), a session whose update
-//! stream (unless `asp restore` writes it into the harness its native files came from, from
-//! them) or any other native file is damaged (its transcript, a subagent's), with its
+//! stream or any other native file is damaged (its transcript, a subagent's), with its
 //! subagent sessions; a skill, the instructions, a note, a configuration file. Everything
 //! else is restored, and the command ends with the integrity exit code (4), naming each
 //! damaged blob and what needed it (also as `notTaken` losses in the answer). Nothing left out is half-written, and restoring again once
@@ -155,17 +154,9 @@ impl Damaged {
 
 /// Reads every body `state` refers to through `blobs` (each once) and takes out of `state`
 /// what refers to a damaged one, as the module says: a side file alone, else its session with
-/// the session's subagents; a skill, the instructions, a note. Written into `native_to`, the
-/// harness its native files came from, a session is written from them and not from its
-/// update stream (every converter, `tests/contract.rs`), so a damaged stream of such a
-/// session is said and the session restored all the same. `shown` names the snapshot in
+/// the session's subagents; a skill, the instructions, a note. `shown` names the snapshot in
 /// errors.
-pub fn check(
-    state: &mut State,
-    blobs: &dyn BlobSource,
-    shown: &str,
-    native_to: Option<&str>,
-) -> Result<Damaged> {
+pub fn check(state: &mut State, blobs: &dyn BlobSource, shown: &str) -> Result<Damaged> {
     // What is wrong with each damaged body, by digest.
     let mut wrong: HashMap<Descriptor, String> = HashMap::new();
     let mut read = HashSet::new();
@@ -214,16 +205,6 @@ pub fn check(
         });
         damaged.blobs[i].needed_by.push(what.to_string());
         match what {
-            Reference::Updates(id)
-                if native_to.is_some()
-                    && harness_of.get(id.as_str()).map(String::as_str) == native_to =>
-            {
-                damaged.blobs[i]
-                    .needed_by
-                    .last_mut()
-                    .expect("pushed above")
-                    .push_str(" (restored from its native files all the same)");
-            }
             Reference::Updates(id) => {
                 damaged.sessions.insert(id.to_string());
             }

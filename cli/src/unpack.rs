@@ -130,7 +130,7 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
         Err(e) => {
             let damaged = match e {
                 asp_format::bundle::ReadError::Invalid { .. } => {
-                    crate::salvage::check(&mut state, &bundle, &input.display(), None)?
+                    crate::salvage::check(&mut state, &bundle, &input.display())?
                 }
                 _ => crate::salvage::Damaged::default(),
             };
