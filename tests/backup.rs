@@ -782,8 +782,17 @@ fn an_index_that_says_otherwise_than_a_snapshots_manifest_is_said_as_damage() {
             && !said.contains("forget"),
         "{said}"
     );
+    // Checked all the same: its blobs are not counted as unreferenced.
+    assert!(said.contains("; 0 unreferenced;"), "{said}");
+    // A backup passes over it, and says the same: not `forget`, which with a prune would
+    // delete a sound snapshot.
     let out = backup_run(&home, &repo, &["--from", "claude-code"]);
-    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("--rebuild-index") && !err.contains("forget"),
+        "{err}"
+    );
     asp()
         .args(["check", "-q", "--rebuild-index", "--repo"])
         .arg(&repo)

@@ -201,14 +201,17 @@ pub fn check(
     progress.begin("checking snapshots", Some(infos.len() as u64));
     for info in &infos {
         progress.advance(1);
-        let snap = match Snapshot::load_unsaid(repo, info) {
-            Ok(s) => s,
+        let loaded = match Snapshot::load_unsaid(repo, info) {
             // The index is what is wrong, and the error says how to mend it; the snapshot
-            // itself is not to be let go.
+            // itself is checked all the same, as its manifest says it is.
             Err(RepoError::IndexDiffers(said)) => {
                 report.problems.push(said);
-                continue;
+                Snapshot::load_unsaid_as_its_manifest_says(repo, info)
             }
+            other => other,
+        };
+        let snap = match loaded {
+            Ok(s) => s,
             Err(e) => {
                 if !repo.has_blob(&Descriptor {
                     digest: info.digest,

@@ -274,8 +274,10 @@ impl Snapshot {
         only: Option<&[String]>,
     ) -> Result<Snapshot, RepoError> {
         use asp_format::error::{Classify, ErrorClass};
-        Snapshot::read_with(repo, info, entries, only).map_err(|e| {
-            if e.class() != ErrorClass::Integrity {
+        Snapshot::read_with(repo, info, entries, only, true).map_err(|e| {
+            // (An index that says otherwise says how to mend it: the snapshot is sound, and
+            // is not to be let go.)
+            if e.class() != ErrorClass::Integrity || matches!(e, RepoError::IndexDiffers(_)) {
                 return e;
             }
             let id = info.short_id();
@@ -344,14 +346,27 @@ impl Snapshot {
         repo: &Repository,
         info: &SnapshotInfo,
     ) -> Result<Snapshot, RepoError> {
-        Snapshot::read_with(repo, info, true, None)
+        Snapshot::read_with(repo, info, true, None, true)
     }
 
+    /// [`Snapshot::load_unsaid`] whatever the index says of it (its own manifest's word
+    /// taken): for `asp check`, which says the index differs and checks the snapshot all the
+    /// same.
+    pub(crate) fn load_unsaid_as_its_manifest_says(
+        repo: &Repository,
+        info: &SnapshotInfo,
+    ) -> Result<Snapshot, RepoError> {
+        Snapshot::read_with(repo, info, true, None, false)
+    }
+
+    /// Reads and checks the snapshot; `compare_index`: that the index says of it what its
+    /// manifest says ([`RepoError::IndexDiffers`]).
     fn read_with(
         repo: &Repository,
         info: &SnapshotInfo,
         entries: bool,
         only: Option<&[String]>,
+        compare_index: bool,
     ) -> Result<Snapshot, RepoError> {
         let bad = |m: String| RepoError::Integrity(m);
         let s_bytes = repo.read_blob(
@@ -378,14 +393,31 @@ impl Snapshot {
         // The index says of a snapshot what its manifest says (repository.md §2); what it
         // says otherwise would send a backup to another parent, or list a series under
         // another harness. (A key the manifest lacks was not written by its version.)
+        // Compared as read (a value spelled otherwise, `07` for `7`, is the same), and only
+        // when the manifest's annotations read as a whole (one an older version wrote without
+        // some is not compared).
         let own = &manifest.annotations;
-        if let Some((k, v, there)) = info
-            .annotations()
-            .into_iter()
-            .find_map(|(k, v)| own.get(&k).filter(|o| **o != v).map(|o| (k, v, o.clone())))
+        let differs = compare_index
+            && SnapshotInfo::from_annotations(info.digest, info.size, own)
+                .is_ok_and(|theirs| theirs != *info);
+        if let Some((k, v, there)) = differs
+            .then(|| {
+                let says = info.annotations();
+                let keys: std::collections::BTreeSet<&String> =
+                    says.keys().chain(own.keys()).collect();
+                keys.into_iter()
+                    .find(|k| says.get(*k) != own.get(*k))
+                    .map(|k| {
+                        let shown = |v: Option<&String>| {
+                            v.map_or("nothing".to_owned(), |v| format!("{v:?}"))
+                        };
+                        (k.clone(), shown(says.get(k)), shown(own.get(k)))
+                    })
+            })
+            .flatten()
         {
             return Err(RepoError::IndexDiffers(format!(
-                "index.json says {k} {v:?} of snapshot {}, and its manifest {there:?}: \
+                "index.json says {k} {v} of snapshot {}, and its manifest {there}: \
                  index.json was changed; `asp check --rebuild-index` lists every snapshot again \
                  from its manifest",
                 info.short_id()
