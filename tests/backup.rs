@@ -1351,7 +1351,7 @@ fn a_damaged_layer_moved_aside_is_stored_again_by_the_next_backup() {
     assert_eq!(said.matches("problem: ").count(), 1, "{said}");
     assert!(said.contains("moved it into"), "{said}");
     assert!(
-        said.contains("the next `asp backup` stores it again"),
+        said.contains("the next `asp backup` of the home it came from stores it again"),
         "{said}"
     );
     let err = String::from_utf8_lossy(&out.stderr);

@@ -433,7 +433,7 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
             // go into the settings file restored, not one made anew.
             let (late, early): (Vec<_>, Vec<_>) = std::mem::take(&mut config.files)
                 .into_iter()
-                .partition(|f| f.path.as_str().split('/').any(|c| c == "skills"));
+                .partition(|f| asp_convert::kit::skills::is_hidden_copy(f.path.as_str()));
             config.files = early;
             let written = write_config(&store, &config, &config_blobs, &path_map, &args)?;
             made_here.extend(written.created.iter().map(|p| absolute(p)));
@@ -477,9 +477,19 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
         .with_context(|| format!("cannot write into {}", store.describe_location()))?;
     if let Some((mut before, late)) = config_written {
         if !late.files.is_empty() {
-            let after = write_config(&store, &late, &config_blobs, &path_map, &args)?;
-            before.placed.extend(after.placed);
-            before.unmoved.extend(after.unmoved);
+            // The state is written: a failure here is said with the rest, not instead of it.
+            match write_config(&store, &late, &config_blobs, &path_map, &args) {
+                Ok(after) => {
+                    before.placed.extend(after.placed);
+                    before.unmoved.extend(after.unmoved);
+                }
+                Err(e) => before.placed.extend(late.files.iter().map(|f| {
+                    (
+                        f.path.to_string(),
+                        Placement::Refused(format!("not written: {e}")),
+                    )
+                })),
+            }
         }
         config_lines.extend(config_said(before, damaged.config_files(), &args));
     }

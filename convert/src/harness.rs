@@ -494,6 +494,13 @@ pub trait Harness: Send + Sync {
         self.prompt_log(home, rel).is_some()
     }
 
+    /// The folders a restore writes the harness's own configuration into, and nowhere else (a
+    /// tampered record naming `.bashrc` is refused): its store's by default
+    /// ([`Harness::store_paths`]).
+    fn config_folders(&self, home: &Home) -> Vec<PathBuf> {
+        self.store_paths(home)
+    }
+
     /// The configuration files (relative to the home) that may grant something by a folder's
     /// path: Gemini CLI's `trustedFolders.json`, Codex's `config.toml` (its projects'
     /// `trust_level`). None by default.

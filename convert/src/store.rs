@@ -1030,11 +1030,7 @@ impl Store {
         // A backup names its files, and a repository is only as trusted as the disk it is
         // on: nothing is written outside the harness's own folders (a tampered record naming
         // `.bashrc` is refused), whatever the path says.
-        // The skill folder harnesses share (`~/.agents/skills`) is one of them: the state's
-        // skills are written there, and a backup keeps there a skill another hides
-        // (`kit::skills::shadowed`).
-        let mut folders = harness.store_paths(home);
-        folders.push(home.dir.join(".agents/skills"));
+        let folders = harness.config_folders(home);
         let writer = Writer::new(dry_run);
         let mut whole = Native {
             harness: config.harness.clone(),

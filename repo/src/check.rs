@@ -289,7 +289,8 @@ pub fn check(
             report.problems.push(if aside.exists() {
                 format!(
                     "blob {d} ({size} bytes) is missing: `asp check --repair` moved it into {} \
-                     as damaged, and the next `asp backup` stores it again from the source",
+                     as damaged; the next `asp backup` of the home it came from stores it again \
+                     while the source still has what needs it",
                     aside.display()
                 )
             } else {

@@ -184,18 +184,41 @@ pub fn read_skill(
 /// from the harness (its reader carries the winner and says this copy was not): a backup keeps
 /// them as the harness's own configuration (`Harness::config_files`), so a copy the harness
 /// does not use is still never lost. Sorted; none when either root is missing.
+///
+/// A folder that is the winner itself, reached through a link (`~/.gemini/skills` linked to
+/// `~/.agents/skills`), hides nothing. A skill folder that is itself a link is not followed,
+/// as the reader does not follow it.
 pub fn shadowed(winner: &Path, shadowed: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(shadowed) else {
         return Vec::new();
     };
+    let same = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
     let mut out: Vec<PathBuf> = entries
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter(|e| winner.join(e.file_name()).is_dir())
+        .filter(|e| {
+            let other = winner.join(e.file_name());
+            other.is_dir() && !same(&other, &e.path())
+        })
         .map(|e| e.path())
         .collect();
     out.sort();
     out
+}
+
+/// The folders, relative to the home, where a backup keeps a skill folder another hides
+/// ([`shadowed`]) with the harness's own configuration: Gemini CLI's own behind
+/// `~/.agents/skills`', `~/.agents/skills`' behind Pi's and Copilot CLI's own. A restore
+/// writes what is under them after the state (`asp restore`).
+pub const HIDDEN_COPIES_UNDER: [&str; 2] = [".agents/skills/", ".gemini/skills/"];
+
+/// Whether `rel`, a configuration file's path relative to the home, is in a skill folder
+/// another hid ([`HIDDEN_COPIES_UNDER`]).
+pub fn is_hidden_copy(rel: &str) -> bool {
+    HIDDEN_COPIES_UNDER.iter().any(|r| rel.starts_with(r))
 }
 
 /// Reads every skill folder directly under `root`, skipping names in `exclude` (such as
@@ -364,6 +387,26 @@ pub fn write_to_folders(
 mod tests {
     use super::*;
     use asp_format::blob::MemoryStore;
+
+    /// A skill folder of one root hides its namesake in the other; a root that is the other
+    /// through a link hides nothing (each skill would seem to hide itself).
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_is_hidden_by_its_namesake_not_by_itself() {
+        let home = tempfile::tempdir().unwrap();
+        let (winner, other) = (home.path().join("agents"), home.path().join("gemini"));
+        for root in [&winner, &other] {
+            std::fs::create_dir_all(root.join("release-notes")).unwrap();
+        }
+        std::fs::create_dir_all(other.join("only-here")).unwrap();
+        assert_eq!(shadowed(&winner, &other), [other.join("release-notes")]);
+        let linked = home.path().join("linked");
+        std::os::unix::fs::symlink(&winner, &linked).unwrap();
+        assert!(shadowed(&winner, &linked).is_empty());
+        assert!(
+            is_hidden_copy(".agents/skills/x/SKILL.md") && !is_hidden_copy(".pi/agent/skills/x")
+        );
+    }
 
     #[test]
     fn front_matter_is_split_by_the_rules() {

@@ -99,6 +99,14 @@ impl Harness for Pi {
         vec![Layout::of(home).agent]
     }
 
+    /// And `~/.agents/skills`, where a backup keeps a skill folder this harness's own hides
+    /// (`kit::skills::shadowed`).
+    fn config_folders(&self, home: &crate::Home) -> Vec<std::path::PathBuf> {
+        let mut out = self.store_paths(home);
+        out.push(home.dir.join(".agents/skills"));
+        out
+    }
+
     fn accepts(&self) -> &'static crate::kit::accepted::Accepts {
         &settings::ACCEPTS
     }
