@@ -931,31 +931,16 @@ impl Store {
         }
         let name = harness.name();
         diagnostics.revise(|d| {
-            // A file kept, or a small folder all of whose files are (a skill folder another
-            // hides, `kit::skills::shadowed`).
-            let is_kept = |p: &std::path::Path| {
-                config
-                    .files
-                    .iter()
-                    .any(|c| home.dir.join(c.path.as_str()) == p)
-            };
+            // A file kept, or a skill folder another hides, kept whole
+            // (`kit::skills::shadowed`).
             let kept = d.severity == Severity::LeftOut
                 && d.file.as_deref().is_some_and(|f| {
-                    is_kept(f) || {
-                        const SMALL: usize = 1000;
-                        let entries: Vec<_> = walkdir::WalkDir::new(f)
-                            .follow_links(false)
-                            .min_depth(1)
-                            .into_iter()
-                            .take(SMALL + 1)
-                            .collect();
-                        f.is_dir()
-                            && entries.len() <= SMALL
-                            && entries.iter().any(|e| e.as_ref().is_ok_and(|e| e.file_type().is_file()))
-                            && entries.iter().all(|e| {
-                                e.as_ref().is_ok_and(|e| e.file_type().is_dir() || is_kept(e.path()))
-                            })
-                    }
+                    let hidden_copy = crate::kit::config::relative(&home.dir, f)
+                        .is_some_and(|r| crate::kit::skills::is_hidden_copy(&format!("{r}/")));
+                    config.files.iter().any(|c| {
+                        let p = home.dir.join(c.path.as_str());
+                        p == f || (hidden_copy && p.starts_with(f))
+                    })
                 });
             if kept {
                 d.severity = Severity::KeptNatively;
