@@ -172,6 +172,96 @@ fn every_other_sample_is_written_as_rows_opencode_loads_with_every_prompt_and_an
     }
 }
 
+/// A session carried into OpenCode keeps its times and its family (spec §10 steps 4 to 6): its
+/// messages are dated as the source dated its turns, in order, and the session spans them; a
+/// sub-agent session whose parent came along points at the parent's row (`parent_id`, so
+/// OpenCode lists it under its parent, not as a conversation of its own), and the call that
+/// started it names it (`metadata.sessionId`).
+#[test]
+fn sessions_carried_into_opencode_keep_their_times_and_their_parents() {
+    let mut linked = 0;
+    for from in ["claude-code", "codex", "gemini", "qwen"] {
+        let packed = read_home(
+            from,
+            &samples().join(from),
+            KindSet::ALL,
+            ReadOptions::default(),
+        );
+        let home = tmp();
+        let (answer, _) = write_home(
+            "opencode",
+            home.path(),
+            &packed.state,
+            &packed.store,
+            false,
+            &PathMap::default(),
+        );
+        let c = rusqlite::Connection::open(home.path().join(DB)).unwrap();
+        for s in packed.state.sessions.iter().flatten() {
+            let Some(sid) = answer.sessions.get(s.id.as_str()) else {
+                continue;
+            };
+            let (created, updated, parent): (i64, i64, Option<String>) = c
+                .query_row(
+                    "SELECT time_created, time_updated, parent_id FROM session WHERE id = ?1",
+                    [sid],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .unwrap();
+            let mut q = c
+                .prepare("SELECT time_created FROM message WHERE session_id = ?1 ORDER BY id")
+                .unwrap();
+            let times: Vec<i64> = q
+                .query_map([sid], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let what = format!("{from} {}", s.id);
+            assert!(times.windows(2).all(|w| w[0] < w[1]), "{what}: {times:?}");
+            assert_eq!(times.first(), Some(&created), "{what}");
+            assert!(created <= updated, "{what}");
+            // The first prompt is dated as the source dated it.
+            let first = packed.updates(s.id.as_str()).iter().find_map(|u| {
+                if u["sessionUpdate"] != "user_message_chunk" {
+                    return None;
+                }
+                let meta = u["_meta"].as_object()?;
+                meta.values().find_map(|ns| match &ns["timestamp"] {
+                    Value::String(t) => chrono_ms(t),
+                    v => v.as_i64(),
+                })
+            });
+            if let Some(first) = first {
+                assert_eq!(created, first, "{what}: the first message's time");
+            }
+            let carried_parent = asp_convert::kit::meta::parent_id(s.meta.as_ref())
+                .and_then(|p| answer.sessions.get(p));
+            assert_eq!(parent.as_ref(), carried_parent, "{what}: parent_id");
+            if let Some(p) = carried_parent {
+                linked += 1;
+                let named: i64 = c
+                    .query_row(
+                        "SELECT count(*) FROM part WHERE session_id = ?1 \
+                         AND json_extract(data, '$.state.metadata.sessionId') = ?2",
+                        [p, sid],
+                        |r| r.get(0),
+                    )
+                    .unwrap();
+                assert_eq!(named, 1, "{what}: the parent's call that started it");
+            }
+        }
+    }
+    assert!(
+        linked >= 3,
+        "the samples' sub-agents were carried with their parents"
+    );
+}
+
+/// Epoch milliseconds of an RFC 3339 time.
+fn chrono_ms(t: &str) -> Option<i64> {
+    asp_convert::kit::time::parse(t).map(asp_convert::kit::time::millis)
+}
+
 // Damaged databases (tests/fixtures/opencode/: one SQL script per damage, applied to a copy of
 // the sample's database).
 

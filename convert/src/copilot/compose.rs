@@ -7,7 +7,7 @@
 //! are name-based UUIDs of the session id and the event's number, and times come from the
 //! carried updates, so the same session always gives the same bytes.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::kit::acp::ToolKind;
 use crate::kit::conversation::{Item, Message, ToolCall};
@@ -44,15 +44,7 @@ impl Composed {
     }
 }
 
-/// The first time any namespace of the `_meta`s carries.
-pub fn meta_time(metas: &[Map<String, Value>]) -> Option<i64> {
-    metas
-        .iter()
-        .flat_map(|m| m.values())
-        .filter_map(|ns| ns.get("timestamp")?.as_str())
-        .find_map(time::parse)
-        .map(time::millis)
-}
+use crate::kit::conversation::meta_time;
 
 /// The Copilot tool a call of another harness is written as: Copilot's own name when the
 /// call came from Copilot; else the source's name ([`crate::kit::tool_names`]), as Copilot

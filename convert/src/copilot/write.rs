@@ -329,11 +329,7 @@ fn placed(n: u32, id: String, how: Placement) -> SessionPlaced {
 /// `updatedAt`, else the Unix epoch. Never the time of the import: the same session must give
 /// the same bytes.
 fn start_ms(s: &Session, items: &[Item]) -> i64 {
-    let first = items.iter().find_map(|i| match i {
-        Item::User(m) | Item::Agent(m) | Item::Thought(m) => compose::meta_time(&m.metas),
-        Item::Tool(t) => compose::meta_time(std::slice::from_ref(&t.meta)),
-        _ => None,
-    });
+    let first = items.iter().find_map(Item::time);
     first
         .or_else(|| {
             s.updated_at

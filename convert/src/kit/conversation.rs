@@ -31,6 +31,34 @@ pub enum Item {
     Other(Value),
 }
 
+impl Item {
+    /// The time a message's or a tool call's updates carry ([`meta_time`]), in epoch ms;
+    /// `None` for the other items, which are not turns of the conversation.
+    pub fn time(&self) -> Option<i64> {
+        match self {
+            Item::User(m) | Item::Agent(m) | Item::Thought(m) => meta_time(&m.metas),
+            Item::Tool(t) => meta_time(std::slice::from_ref(&t.meta)),
+            Item::Plan { .. } | Item::Other(_) => None,
+        }
+    }
+}
+
+/// The time an update carries, in epoch ms: the first `timestamp` in any namespace of its
+/// `_meta` maps that reads as one (RFC 3339 text, or epoch ms), as the readers put them
+/// (`_meta.claudeCode.timestamp`, `_meta.opencode.timestamp`, ...). The time a writer gives
+/// what it composes, where the source had one.
+pub fn meta_time<'a>(metas: impl IntoIterator<Item = &'a Map<String, Value>>) -> Option<i64> {
+    metas
+        .into_iter()
+        .flat_map(|m| m.values())
+        .filter_map(|ns| ns.get("timestamp"))
+        .find_map(|t| match t {
+            Value::String(s) => crate::kit::time::parse(s).map(crate::kit::time::millis),
+            Value::Number(n) => n.as_i64(),
+            _ => None,
+        })
+}
+
 /// Consecutive chunks of one message.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Message {

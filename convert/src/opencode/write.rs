@@ -11,6 +11,7 @@
 //! ([`SCHEMA`]), so OpenCode's next start finds every migration done and runs none. An
 //! existing database is never replaced.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use asp_format::state::Session;
@@ -28,6 +29,7 @@ use crate::kit::acp::ToolKind;
 use crate::kit::beside::{MAX_COPIES, kept_beside};
 use crate::kit::conversation::{Folder, Item, ToolCall};
 use crate::kit::fsops::Writer;
+use crate::kit::meta;
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
 use crate::kit::time;
 
@@ -144,10 +146,36 @@ pub fn write_all(
         scratch = Some(dir);
         db
     };
-    for s in list {
-        ctx.progress.item(s.id.as_str());
-        let placed = write_one(&db, scratch_writer.as_ref().unwrap_or(ctx.writer), ctx, s)?;
-        tally.session(s.id.as_str(), placed);
+    // A sub-agent session composed from its stream points at its parent's row (`parent_id`),
+    // and the parent's call that started it at the child (`metadata.sessionId`): parents go
+    // first, so a child knows where its parent was placed.
+    let ids: HashSet<&str> = list.iter().map(|s| s.id.as_str()).collect();
+    let is_child = |s: &Session| {
+        !is_native(s) && meta::parent_id(s.meta.as_ref()).is_some_and(|p| ids.contains(p))
+    };
+    let children: HashMap<String, String> = list
+        .iter()
+        .filter(|s| is_child(s))
+        .map(|s| (s.id.to_string(), ids::session(s.id.as_str(), base_ms(s))))
+        .collect();
+    let mut placed_ids: HashMap<String, String> = HashMap::new();
+    for pass in [false, true] {
+        for s in list.iter().filter(|s| is_child(s) == pass) {
+            ctx.progress.item(s.id.as_str());
+            let links = Links {
+                parent: meta::parent_id(s.meta.as_ref())
+                    .filter(|_| pass)
+                    .and_then(|p| placed_ids.get(p))
+                    .map(String::as_str),
+                children: &children,
+            };
+            let writer = scratch_writer.as_ref().unwrap_or(ctx.writer);
+            let placed = write_one(&db, writer, ctx, s, &links)?;
+            if !placed.id.is_empty() {
+                placed_ids.insert(s.id.to_string(), placed.id.clone());
+            }
+            tally.session(s.id.as_str(), placed);
+        }
     }
     drop(scratch);
     Ok(())
@@ -160,12 +188,10 @@ fn write_one(
     writer: &Writer,
     ctx: &WriteContext<'_>,
     s: &Session,
+    links: &Links<'_>,
 ) -> Result<SessionPlaced, ConvertError> {
     let id = s.id.as_str();
-    let native = s
-        .native
-        .as_ref()
-        .filter(|n| n.harness.as_str() == super::NAME && !n.files.is_empty());
+    let native = s.native.as_ref().filter(|_| is_native(s));
     let harness = s.harness.as_ref().map_or("asp", |h| h.as_str()).to_owned();
     let mut items: Option<Vec<Item>> = None;
     for n in 0..MAX_COPIES {
@@ -222,7 +248,13 @@ fn write_one(
                     let k = kept_beside(id, &s.title, Some(&harness), n);
                     (k.name, k.title)
                 };
-                let Some(list) = compose(s, its, &name, &title, &harness, ctx) else {
+                let how = Composing {
+                    name: &name,
+                    title: &title,
+                    harness: &harness,
+                    links,
+                };
+                let Some(list) = compose(s, its, &how, ctx) else {
                     return Ok(SessionPlaced::refused(format!(
                         "session {id} has no prompt OpenCode can show; not written"
                     )));
@@ -278,6 +310,71 @@ fn write_one(
     Ok(SessionPlaced::refused(format!(
         "session {id}: {MAX_COPIES} different versions of it are already in OpenCode; not written"
     )))
+}
+
+/// A session packed from OpenCode, whose rows go back as they were.
+fn is_native(s: &Session) -> bool {
+    s.native
+        .as_ref()
+        .is_some_and(|n| n.harness.as_str() == super::NAME && !n.files.is_empty())
+}
+
+/// The time a composed session's id is made from: when the source last updated it, so the same
+/// session carried again gets the same id and is found there.
+fn base_ms(s: &Session) -> i64 {
+    s.updated_at
+        .as_deref()
+        .and_then(time::parse)
+        .map_or(0, time::millis)
+}
+
+/// How a composed session links to the sessions carried with it.
+struct Links<'a> {
+    /// Where its parent was placed, when it is a sub-agent session whose parent is carried.
+    parent: Option<&'a str>,
+    /// The id each sub-agent session carried with it is composed under (source id → `ses_…`).
+    children: &'a HashMap<String, String>,
+}
+
+/// What a composed session is written as.
+struct Composing<'a> {
+    /// The name its ids derive from: the source id, or the `<thread>~<harness>` of a copy kept
+    /// beside.
+    name: &'a str,
+    title: &'a str,
+    /// The harness it came from (the provider its messages name).
+    harness: &'a str,
+    links: &'a Links<'a>,
+}
+
+/// The times of composed rows: each item's own time where the source kept one, made strictly
+/// later than the one before (OpenCode orders messages and parts by their ids, which carry the
+/// time); an item without a time a millisecond after the one before it.
+struct Clock {
+    last: Option<i64>,
+    /// The time before the first item, when it has none: the first time the source kept, else
+    /// when it last updated the session.
+    start: i64,
+}
+
+impl Clock {
+    fn new(items: &[Item], base: i64) -> Self {
+        Clock {
+            last: None,
+            start: items.iter().find_map(Item::time).map_or(base, |t| t - 1),
+        }
+    }
+
+    fn tick(&mut self, item: &Item) -> i64 {
+        let after = self.last.unwrap_or(self.start) + 1;
+        let ms = match (item.time(), self.last) {
+            (Some(t), Some(_)) => t.max(after),
+            (Some(t), None) => t,
+            (None, _) => after,
+        };
+        self.last = Some(ms);
+        ms
+    }
 }
 
 fn fold(ctx: &WriteContext<'_>, s: &Session) -> Result<Vec<Item>, ConvertError> {
@@ -364,7 +461,7 @@ fn tool_name(c: &ToolCall) -> String {
     .to_owned()
 }
 
-fn tool_part(c: &ToolCall, ms: i64) -> Value {
+fn tool_part(c: &ToolCall, ms: i64, children: &HashMap<String, String>) -> Value {
     let input = c
         .raw_input
         .clone()
@@ -401,8 +498,15 @@ fn tool_part(c: &ToolCall, ms: i64) -> Value {
         json!({"status": "error", "input": input, "error": err,
                "time": {"start": ms, "end": ms}})
     } else {
+        // The call that started a sub-agent carried along names the child's session, as
+        // OpenCode's `task` does.
+        let metadata = match meta::subagent_session_id(Some(&c.meta)).and_then(|i| children.get(i))
+        {
+            Some(child) => json!({"sessionId": child}),
+            None => json!({}),
+        };
         json!({"status": "completed", "input": input, "output": output, "title": c.title,
-               "metadata": {}, "time": {"start": ms, "end": ms}})
+               "metadata": metadata, "time": {"start": ms, "end": ms}})
     };
     json!({"type": "tool", "tool": tool_name(c), "callID": c.id, "state": state})
 }
@@ -444,39 +548,35 @@ fn user_part(b: &Value) -> Option<Value> {
 fn compose(
     s: &Session,
     items: &[Item],
-    name: &str,
-    title: &str,
-    harness: &str,
+    how: &Composing<'_>,
     ctx: &WriteContext<'_>,
 ) -> Option<Vec<Row>> {
-    let base = s
-        .updated_at
-        .as_deref()
-        .and_then(time::parse)
-        .map_or(0, time::millis);
+    let (name, harness) = (how.name, how.harness);
+    let base = base_ms(s);
     let cwd = s
         .cwd
         .clone()
         .unwrap_or_else(|| ctx.home.absolute_dir().to_string_lossy().into_owned());
     let sid = ids::session(name, base);
     let provider = json!({"providerID": harness, "modelID": "imported"});
-    let mut msgs: Vec<(String, i64, Value, Vec<Value>)> = Vec::new();
+    // Each message: its id, its time, its `data`, and its parts with their times.
+    let mut msgs: Vec<(String, i64, Value, Vec<(i64, Value)>)> = Vec::new();
     let mut n = 0u64;
     let mut dropped = 0usize;
+    let mut clock = Clock::new(items, base);
     for item in items {
-        // Each message a millisecond after the one before: OpenCode orders them by time.
-        let ms = base + n as i64 + 1;
         match item {
             Item::User(m) => {
                 let parts: Vec<Value> = m.blocks.iter().filter_map(user_part).collect();
                 if parts.is_empty() {
                     continue;
                 }
+                let ms = clock.tick(item);
                 n += 1;
                 let mid = ids::ascending("msg", name, ms, n);
                 let info = json!({"role": "user", "time": {"created": ms}, "agent": "build",
                                   "model": provider});
-                msgs.push((mid, ms, info, parts));
+                msgs.push((mid, ms, info, parts.into_iter().map(|p| (ms, p)).collect()));
             }
             Item::Agent(_) | Item::Thought(_) | Item::Tool(_) => {
                 let Some(user) = msgs
@@ -488,6 +588,7 @@ fn compose(
                     dropped += 1;
                     continue;
                 };
+                let ms = clock.tick(item);
                 if msgs.last().is_some_and(|m| m.2["role"] == "user") {
                     n += 1;
                     let mid = ids::ascending("msg", name, ms, n);
@@ -504,10 +605,12 @@ fn compose(
                                              "time": {"start": ms, "end": ms}}),
                     Item::Thought(m) => json!({"type": "reasoning", "text": m.text(),
                                                "time": {"start": ms, "end": ms}}),
-                    Item::Tool(c) => tool_part(c, ms),
+                    Item::Tool(c) => tool_part(c, ms, how.links.children),
                     _ => unreachable!("matched above"),
                 };
-                msgs.last_mut().expect("pushed above").3.push(part);
+                let last = msgs.last_mut().expect("pushed above");
+                last.2["time"]["completed"] = json!(ms);
+                last.3.push((ms, part));
             }
             _ => {}
         }
@@ -526,18 +629,41 @@ fn compose(
             ),
         );
     }
-    let title = if title.trim().is_empty() {
+    let title = if how.title.trim().is_empty() {
         msgs.iter()
             .flat_map(|m| &m.3)
-            .find_map(|p| p.get("text").and_then(Value::as_str))
+            .find_map(|(_, p)| p.get("text").and_then(Value::as_str))
             .and_then(|t| t.lines().find(|l| !l.trim().is_empty()))
             .map_or_else(
                 || "Imported session".to_owned(),
                 |l| l.chars().take(100).collect(),
             )
     } else {
-        title.to_owned()
+        how.title.to_owned()
     };
+    // The session began with its first message and was last updated with its last one, or
+    // later when the source says so.
+    let created = msgs.first().map_or(base, |m| m.1);
+    let updated = msgs
+        .iter()
+        .flat_map(|m| m.3.iter().map(|p| p.0).chain([m.1]))
+        .max()
+        .unwrap_or(base)
+        .max(base);
+    let mut session = vec![
+        ("id", t(&sid)),
+        ("project_id", t("global")),
+        ("slug", t(ids::slug(name))),
+        ("directory", t(&cwd)),
+        ("path", t("")),
+        ("title", t(title)),
+        ("version", t(VERSION)),
+        ("time_created", Sql::Integer(created)),
+        ("time_updated", Sql::Integer(updated)),
+    ];
+    if let Some(parent) = how.links.parent {
+        session.push(("parent_id", t(parent)));
+    }
     let mut out = vec![
         text_row(
             "project",
@@ -549,45 +675,33 @@ fn compose(
                 ("sandboxes", t("[]")),
             ],
         ),
-        text_row(
-            "session",
-            vec![
-                ("id", t(&sid)),
-                ("project_id", t("global")),
-                ("slug", t(ids::slug(name))),
-                ("directory", t(&cwd)),
-                ("path", t("")),
-                ("title", t(title)),
-                ("version", t(VERSION)),
-                ("time_created", Sql::Integer(base)),
-                ("time_updated", Sql::Integer(base)),
-            ],
-        ),
+        text_row("session", session),
     ];
     let mut pn: u64;
     let mut parts = Vec::new();
     for (mid, ms, info, ps) in msgs {
         pn = 0;
+        let done = ps.last().map_or(ms, |p| p.0);
         out.push(text_row(
             "message",
             vec![
                 ("id", t(&mid)),
                 ("session_id", t(&sid)),
                 ("time_created", Sql::Integer(ms)),
-                ("time_updated", Sql::Integer(ms)),
+                ("time_updated", Sql::Integer(done)),
                 ("data", t(info.to_string())),
             ],
         ));
-        for p in ps {
+        for (at, p) in ps {
             pn += 1;
             parts.push(text_row(
                 "part",
                 vec![
-                    ("id", t(ids::ascending("prt", name, ms, pn))),
+                    ("id", t(ids::ascending("prt", name, at, pn))),
                     ("message_id", t(&mid)),
                     ("session_id", t(&sid)),
-                    ("time_created", Sql::Integer(ms)),
-                    ("time_updated", Sql::Integer(ms)),
+                    ("time_created", Sql::Integer(at)),
+                    ("time_updated", Sql::Integer(at)),
                     ("data", t(p.to_string())),
                 ],
             ));

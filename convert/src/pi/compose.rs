@@ -52,16 +52,7 @@ impl Composed {
     }
 }
 
-/// The time an update carries: the first parseable `timestamp` in any namespace of its
-/// `_meta`, in epoch ms.
-pub fn meta_time(metas: &[Map<String, Value>]) -> Option<i64> {
-    metas
-        .iter()
-        .flat_map(|m| m.values())
-        .filter_map(|ns| ns.get("timestamp")?.as_str())
-        .find_map(time::parse)
-        .map(time::millis)
-}
+use crate::kit::conversation::meta_time;
 
 struct Builder<'a> {
     h: &'a Header<'a>,

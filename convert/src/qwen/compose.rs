@@ -58,19 +58,10 @@ impl Chat {
     }
 }
 
-/// The first `timestamp` in any namespace of `_meta` maps.
+/// The first `timestamp` in any namespace of `_meta` maps
+/// ([`crate::kit::conversation::meta_time`]), as Qwen Code writes a time.
 fn meta_time<'a>(metas: impl IntoIterator<Item = &'a Map<String, Value>>) -> Option<String> {
-    metas
-        .into_iter()
-        .flat_map(|m| m.values())
-        .filter_map(|ns| ns.get("timestamp"))
-        .find_map(|t| match t {
-            Value::String(s) => time::parse(s).map(time::format_millis),
-            Value::Number(n) => n
-                .as_i64()
-                .map(|ms| time::format_millis(time::from_millis(ms))),
-            _ => None,
-        })
+    crate::kit::conversation::meta_time(metas).map(|ms| time::format_millis(time::from_millis(ms)))
 }
 
 /// A message's content blocks as Gemini parts (images inline; links and resources as text).
