@@ -542,6 +542,23 @@ fn user_part(b: &Value) -> Option<Value> {
     }
 }
 
+/// A composed message before it becomes rows.
+struct Message {
+    id: String,
+    /// When it was created (the first of its parts' times).
+    ms: i64,
+    /// The row's `data`.
+    data: Value,
+    /// Its parts, each with its time.
+    parts: Vec<(i64, Value)>,
+}
+
+impl Message {
+    fn is_user(&self) -> bool {
+        self.data["role"] == "user"
+    }
+}
+
 /// The rows of a session composed from its stream: the `global` project, the session, then
 /// each prompt as a user message and what answered it as one assistant message. `None` when
 /// there is no prompt to show.
@@ -559,8 +576,7 @@ fn compose(
         .unwrap_or_else(|| ctx.home.absolute_dir().to_string_lossy().into_owned());
     let sid = ids::session(name, base);
     let provider = json!({"providerID": harness, "modelID": "imported"});
-    // Each message: its id, its time, its `data`, and its parts with their times.
-    let mut msgs: Vec<(String, i64, Value, Vec<(i64, Value)>)> = Vec::new();
+    let mut msgs: Vec<Message> = Vec::new();
     let mut n = 0u64;
     let mut dropped = 0usize;
     let mut clock = Clock::new(items, base);
@@ -576,20 +592,26 @@ fn compose(
                 let mid = ids::ascending("msg", name, ms, n);
                 let info = json!({"role": "user", "time": {"created": ms}, "agent": "build",
                                   "model": provider});
-                msgs.push((mid, ms, info, parts.into_iter().map(|p| (ms, p)).collect()));
+                let parts = parts.into_iter().map(|p| (ms, p)).collect();
+                msgs.push(Message {
+                    id: mid,
+                    ms,
+                    data: info,
+                    parts,
+                });
             }
             Item::Agent(_) | Item::Thought(_) | Item::Tool(_) => {
                 let Some(user) = msgs
                     .iter()
                     .rev()
-                    .find(|m| m.2["role"] == "user")
-                    .map(|m| m.0.clone())
+                    .find(|m| m.is_user())
+                    .map(|m| m.id.clone())
                 else {
                     dropped += 1;
                     continue;
                 };
                 let ms = clock.tick(item);
-                if msgs.last().is_some_and(|m| m.2["role"] == "user") {
+                if msgs.last().is_some_and(Message::is_user) {
                     n += 1;
                     let mid = ids::ascending("msg", name, ms, n);
                     let info = json!({"parentID": user, "role": "assistant", "mode": "build",
@@ -598,7 +620,12 @@ fn compose(
                                    "cache": {"read": 0, "write": 0}},
                         "modelID": "imported", "providerID": harness,
                         "time": {"created": ms, "completed": ms}, "finish": "stop"});
-                    msgs.push((mid, ms, info, Vec::new()));
+                    msgs.push(Message {
+                        id: mid,
+                        ms,
+                        data: info,
+                        parts: Vec::new(),
+                    });
                 }
                 let part = match item {
                     Item::Agent(m) => json!({"type": "text", "text": m.text(),
@@ -609,13 +636,13 @@ fn compose(
                     _ => unreachable!("matched above"),
                 };
                 let last = msgs.last_mut().expect("pushed above");
-                last.2["time"]["completed"] = json!(ms);
-                last.3.push((ms, part));
+                last.data["time"]["completed"] = json!(ms);
+                last.parts.push((ms, part));
             }
             _ => {}
         }
     }
-    if !msgs.iter().any(|m| m.2["role"] == "user") {
+    if !msgs.iter().any(Message::is_user) {
         return None;
     }
     if dropped > 0 {
@@ -631,7 +658,7 @@ fn compose(
     }
     let title = if how.title.trim().is_empty() {
         msgs.iter()
-            .flat_map(|m| &m.3)
+            .flat_map(|m| &m.parts)
             .find_map(|(_, p)| p.get("text").and_then(Value::as_str))
             .and_then(|t| t.lines().find(|l| !l.trim().is_empty()))
             .map_or_else(
@@ -643,10 +670,10 @@ fn compose(
     };
     // The session began with its first message and was last updated with its last one, or
     // later when the source says so.
-    let created = msgs.first().map_or(base, |m| m.1);
+    let created = msgs.first().map_or(base, |m| m.ms);
     let updated = msgs
         .iter()
-        .flat_map(|m| m.3.iter().map(|p| p.0).chain([m.1]))
+        .flat_map(|m| m.parts.iter().map(|p| p.0).chain([m.ms]))
         .max()
         .unwrap_or(base)
         .max(base);
@@ -679,7 +706,13 @@ fn compose(
     ];
     let mut pn: u64;
     let mut parts = Vec::new();
-    for (mid, ms, info, ps) in msgs {
+    for Message {
+        id: mid,
+        ms,
+        data: info,
+        parts: ps,
+    } in msgs
+    {
         pn = 0;
         let done = ps.last().map_or(ms, |p| p.0);
         out.push(text_row(
