@@ -132,6 +132,10 @@ macro_rules! contract {
                 fn the_project_a_pack_predicts_a_dictionary_by_is_one_working_directory() {
                     super::a_surveyed_project_is_one_cwd(H)
                 }
+                #[test]
+                fn a_subagent_of_another_harness_goes_under_its_parent_or_is_said_to_stand_alone() {
+                    super::foreign_subagents_linked_or_said(H)
+                }
             }
         )*
     };
@@ -490,6 +494,59 @@ fn importing_twice_changes_nothing(h: &str) {
             "{from} into {h}: nothing was there before the first import"
         );
     }
+}
+
+/// A subagent session carried with its parent from another harness goes under that parent where
+/// the harness keeps such links (`Harness::links_foreign_subagents`); where it does not, it is
+/// written as a conversation of its own and the write says so, naming it.
+fn foreign_subagents_linked_or_said(h: &str) {
+    let links = asp_convert::harness(h).unwrap().links_foreign_subagents();
+    let mut subagents = 0;
+    for (from, packed) in every_source().into_iter().filter(|(f, _)| f != h) {
+        let home = tmp();
+        let (answer, diagnostics) = crate::support::write_home(
+            h,
+            home.path(),
+            &packed.state,
+            &packed.store,
+            false,
+            &PathMap::default(),
+        );
+        let back = read(h, home.path());
+        let said: Vec<&str> = diagnostics
+            .iter()
+            .map(|d| d.message.as_str())
+            .filter(|m| m.contains("written as conversations of their own"))
+            .collect();
+        for s in packed.state.sessions.iter().flatten() {
+            let Some(parent) = asp_convert::kit::meta::parent_id(s.meta.as_ref()) else {
+                continue;
+            };
+            if !answer.sessions.contains_key(parent) || !answer.sessions.contains_key(s.id.as_str())
+            {
+                continue;
+            }
+            subagents += 1;
+            let named = said
+                .iter()
+                .any(|m| m.contains(&format!("{} (of {parent}", s.id)));
+            assert_eq!(
+                named, !links,
+                "{from} into {h}: subagent {} said to stand alone: {said:?}",
+                s.id
+            );
+            if links {
+                let child = back.session(&answer.sessions[s.id.as_str()]);
+                assert_eq!(
+                    asp_convert::kit::meta::parent_id(child.meta.as_ref()),
+                    Some(answer.sessions[parent].as_str()),
+                    "{from} into {h}: subagent {} read back under its parent",
+                    s.id
+                );
+            }
+        }
+    }
+    assert!(subagents > 0, "the samples carried some subagent into {h}");
 }
 
 /// A harness appends to the log of a session it resumes: a session continued in the home

@@ -383,6 +383,15 @@ pub trait Harness: Send + Sync {
     /// ([`crate::kit::resume::in_dir`]). `None` when the harness has no such command.
     fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String>;
 
+    /// Whether a subagent session of another harness, written with its parent, goes under
+    /// that parent as this harness keeps its own subagents (Gemini CLI's child chats,
+    /// OpenCode's `parent_id`; Claude Code keeps only its own under a parent's `subagents/`). Where it does not, the subagent is
+    /// written as a conversation of its own, and the write says so: the link stays in the
+    /// bundle and in `_meta.asp.parent`, but the harness will not show it under its parent.
+    fn links_foreign_subagents(&self) -> bool {
+        false
+    }
+
     /// The environment that makes the harness use the store in `home` (a home other than the
     /// user's, named with `--home`), as the resume command sets it: the harness's own variable
     /// where it has one (`CODEX_HOME`), else `HOME`. Absolute paths.

@@ -651,12 +651,20 @@ impl Store {
                         restoring: req.restoring,
                     },
                 })?;
+                report_unlinked(&state, harness.as_ref(), &answer, req.diagnostics);
                 // A kind not given is never answered as taken, whatever the converter said.
                 answer.taken = answer.taken.intersection(given);
                 let mut resume = std::collections::BTreeMap::new();
                 let env = resume_env(harness.as_ref(), home);
+                let name = harness.name();
                 for s in state.sessions.iter().flatten() {
-                    if crate::kit::meta::parent_id(s.meta.as_ref()).is_some() {
+                    // A subagent under its parent is resumed with it; one written as a
+                    // conversation of its own (its parent not written, or not linked to it)
+                    // has its own command.
+                    let under_parent = crate::kit::meta::parent_id(s.meta.as_ref())
+                        .is_some_and(|p| answer.sessions.contains_key(p))
+                        && (harness.links_foreign_subagents() || s.harness.as_ref() == Some(&name));
+                    if under_parent {
                         continue;
                     }
                     let Some(new) = answer.sessions.get(s.id.as_str()) else {
@@ -666,7 +674,6 @@ impl Store {
                         resume.insert(new.clone(), with_env(&cmd, s.cwd.as_deref(), &env));
                     }
                 }
-                let name = harness.name();
                 for kind in given.iter().filter(|k| !imports.contains(*k)) {
                     answer.refuse(kind, format!("the {name} converter does not import {kind}"));
                 }
@@ -886,6 +893,54 @@ fn report_orphans(state: &State, diagnostics: &Diagnostics) {
             ),
         });
     }
+}
+
+/// Subagent sessions of another harness written with their parent into a harness that keeps no
+/// such link ([`Harness::links_foreign_subagents`]): each was written, as a conversation of its
+/// own, listed beside its parent. Said once, naming them, so no one looks for them under the
+/// parent.
+fn report_unlinked(
+    state: &State,
+    harness: &dyn Harness,
+    answer: &ImportAnswer,
+    diagnostics: &Diagnostics,
+) {
+    if harness.links_foreign_subagents() {
+        return;
+    }
+    let name = harness.name();
+    let sessions = state.sessions.iter().flatten();
+    let ids: std::collections::HashSet<&str> = sessions.clone().map(|s| s.id.as_str()).collect();
+    let unlinked: Vec<String> = sessions
+        .filter(|s| s.harness.as_ref() != Some(&name))
+        .filter(|s| answer.sessions.contains_key(s.id.as_str()))
+        .filter_map(|s| {
+            let parent = crate::kit::meta::parent_id(s.meta.as_ref())?;
+            let placed = answer.sessions.get(parent)?;
+            ids.contains(parent)
+                .then(|| format!("{} (of {parent}, written as {placed})", s.id))
+        })
+        .collect();
+    if unlinked.is_empty() {
+        return;
+    }
+    const NAMED: usize = 5;
+    let more = match unlinked.len().saturating_sub(NAMED) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    diagnostics.push(Diagnostic {
+        severity: Severity::Note,
+        file: None,
+        line: None,
+        message: format!(
+            "{} subagent session(s) written as conversations of their own, listed beside their \
+             parents: {name} keeps no link from a subagent of another harness to its parent (the \
+             link stays in the bundle): {}{more}",
+            unlinked.len(),
+            unlinked[..unlinked.len().min(NAMED)].join(", ")
+        ),
+    });
 }
 
 impl Store {

@@ -73,6 +73,10 @@ impl Harness for Gemini {
     }
 
     /// Gemini CLI 0.61: `gemini --resume <uuid>` searches the chats of the project it runs in.
+    fn links_foreign_subagents(&self) -> bool {
+        true
+    }
+
     fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String> {
         Some(crate::kit::resume::in_dir(
             cwd,

@@ -144,6 +144,10 @@ impl Harness for OpenCode {
     }
 
     /// OpenCode 1.18.33's `-s, --session <id>` continues a session (`opencode --help`); run in the session's project directory.
+    fn links_foreign_subagents(&self) -> bool {
+        true
+    }
+
     fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String> {
         Some(crate::kit::resume::in_dir(
             cwd,
