@@ -2153,3 +2153,33 @@ fn turns_after_the_last_checkpoint_are_carried() {
         "{said:?}"
     );
 }
+
+/// The sample's CLAUDE.md imports `@~/.claude/rules/security.md`. Written into a harness that
+/// does not read such a line as the file it names, the line is said, with its number; where the
+/// harness does read it (Claude Code, Gemini CLI, Qwen Code), nothing is said.
+#[test]
+fn an_import_line_of_claude_md_is_named_where_the_target_does_not_read_it() {
+    let packed = read_home(
+        "claude-code",
+        &sample_home(),
+        KindSet::default().with(StateKind::Instructions),
+        ReadOptions::default(),
+    );
+    for h in asp_convert::harness_names() {
+        let home = tmp();
+        let (answer, diagnostics) = write_home(
+            &h,
+            home.path(),
+            &packed.state,
+            &packed.store,
+            false,
+            &PathMap::default(),
+        );
+        assert!(answer.taken.contains(StateKind::Instructions), "{h}");
+        let said = diagnostics
+            .iter()
+            .any(|d| d.message.contains("line 10 `@~/.claude/rules/security.md`"));
+        let expands = asp_convert::harness(&h).unwrap().expands_imports();
+        assert_eq!(said, !expands, "{h}: {diagnostics:#?}");
+    }
+}

@@ -392,6 +392,14 @@ pub trait Harness: Send + Sync {
         false
     }
 
+    /// Whether the harness reads an `@path` line of its instructions file as the text of that
+    /// file (Claude Code's `@~/.claude/x.md`, Gemini CLI's and Qwen Code's `@file` imports).
+    /// Where it does not, instructions carried with such lines are written as they are and the
+    /// write names the lines: the harness sees the line, not the file's text.
+    fn expands_imports(&self) -> bool {
+        false
+    }
+
     /// The environment that makes the harness use the store in `home` (a home other than the
     /// user's, named with `--home`), as the resume command sets it: the harness's own variable
     /// where it has one (`CODEX_HOME`), else `HOME`. Absolute paths.

@@ -652,6 +652,9 @@ impl Store {
                     },
                 })?;
                 report_unlinked(&state, harness.as_ref(), &answer, req.diagnostics);
+                if answer.taken.contains(StateKind::Instructions) {
+                    report_imports(&state, harness.as_ref(), req.blobs, req.diagnostics)?;
+                }
                 // A kind not given is never answered as taken, whatever the converter said.
                 answer.taken = answer.taken.intersection(given);
                 let mut resume = std::collections::BTreeMap::new();
@@ -893,6 +896,51 @@ fn report_orphans(state: &State, diagnostics: &Diagnostics) {
             ),
         });
     }
+}
+
+/// The `@path` lines of carried instructions, written into a harness that does not read them as
+/// the files they name ([`Harness::expands_imports`]): each named, with its line, since the text
+/// it stood for in the source is not part of the instructions there.
+fn report_imports(
+    state: &State,
+    harness: &dyn Harness,
+    blobs: &dyn BlobSource,
+    diagnostics: &Diagnostics,
+) -> Result<(), ConvertError> {
+    let Some(i) = state
+        .instructions
+        .as_ref()
+        .filter(|_| !harness.expands_imports())
+    else {
+        return Ok(());
+    };
+    let text = blobs.read_all(&i.text)?;
+    let imports: Vec<String> = String::from_utf8_lossy(&text)
+        .lines()
+        .enumerate()
+        .filter_map(|(n, l)| {
+            let path = l.trim().strip_prefix('@')?;
+            let is_path = !path.contains(char::is_whitespace)
+                && (["~/", "./", "../", "/"].iter().any(|p| path.starts_with(p))
+                    || path.ends_with(".md"));
+            is_path.then(|| format!("line {} `@{path}`", n + 1))
+        })
+        .collect();
+    if !imports.is_empty() {
+        diagnostics.push(Diagnostic {
+            severity: Severity::Note,
+            file: None,
+            line: None,
+            message: format!(
+                "the instructions import other files ({}), which {} does not read as the files \
+                 they name: it sees the line, not the file's text; paste the text in where it \
+                 matters",
+                imports.join(", "),
+                harness.name()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Subagent sessions of another harness written with their parent into a harness that keeps no

@@ -98,6 +98,10 @@ impl Harness for ClaudeCode {
     }
 
     /// Claude Code 2.1.83: `claude --resume <id>` (`-r`) looks the id up in the project folder of the directory it runs in.
+    fn expands_imports(&self) -> bool {
+        true
+    }
+
     fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String> {
         Some(crate::kit::resume::in_dir(
             cwd,

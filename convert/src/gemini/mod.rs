@@ -77,6 +77,10 @@ impl Harness for Gemini {
         true
     }
 
+    fn expands_imports(&self) -> bool {
+        true
+    }
+
     fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String> {
         Some(crate::kit::resume::in_dir(
             cwd,

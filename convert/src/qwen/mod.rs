@@ -96,6 +96,10 @@ impl Harness for Qwen {
     }
 
     /// Qwen Code 0.24 finds `--resume <id>` among the chats of the project it runs in (its headless docs; spec/harnesses/qwen.md).
+    fn expands_imports(&self) -> bool {
+        true
+    }
+
     fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String> {
         Some(crate::kit::resume::in_dir(
             cwd,
