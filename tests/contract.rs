@@ -133,6 +133,10 @@ macro_rules! contract {
                     super::a_surveyed_project_is_one_cwd(H)
                 }
                 #[test]
+                fn a_copy_of_an_untitled_session_is_titled_by_its_prompt_and_marked() {
+                    super::an_untitled_copy_is_told_apart(H)
+                }
+                #[test]
                 fn a_subagent_of_another_harness_goes_under_its_parent_or_is_said_to_stand_alone() {
                     super::foreign_subagents_linked_or_said(H)
                 }
@@ -755,6 +759,84 @@ fn a_diverged_thread_is_kept_beside(h: &str) {
     // The same copy is found again on the next import.
     let again = write(h, home.path(), &packed, false);
     assert_eq!(&again.sessions[&id], copy, "{h}");
+}
+
+/// A session without a title (Pi's, until named) is listed by its first prompt. A copy of it
+/// kept beside a different version is listed by that prompt too, marked: never by the bare
+/// `~<harness>` marker, which would not say which conversation it is.
+fn an_untitled_copy_is_told_apart(h: &str) {
+    let from = if h == "claude-code" {
+        "codex"
+    } else {
+        "claude-code"
+    };
+    let other = read(from, &sample(from));
+    let store = MemoryStore::new();
+    for d in other.state.descriptors() {
+        use asp_format::blob::{BlobSink, BlobSource};
+        store.put(&other.store.read_all(&d).unwrap()).unwrap();
+    }
+    let mut untitled = other.state.clone();
+    for s in untitled.sessions.iter_mut().flatten() {
+        s.title = String::new();
+        s.native = None;
+    }
+    let s = untitled
+        .sessions
+        .iter()
+        .flatten()
+        .find(|s| asp_convert::kit::meta::parent_id(s.meta.as_ref()).is_none())
+        .unwrap()
+        .clone();
+    let home = tmp();
+    let first = write_home(
+        h,
+        home.path(),
+        &untitled,
+        &store,
+        false,
+        &PathMap::default(),
+    )
+    .0;
+    let Some(written) = first.sessions.get(s.id.as_str()) else {
+        panic!("{from} into {h}: {} not written: {first:?}", s.id);
+    };
+    let mut changed = untitled.clone();
+    let extra = {
+        use asp_format::blob::BlobSink;
+        let mut body = other.text(&s.updates);
+        body.push_str("{\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"one more answer\"}}}\n");
+        store.put(body.as_bytes()).unwrap()
+    };
+    for c in changed.sessions.iter_mut().flatten() {
+        if c.id == s.id {
+            c.updates = extra;
+        }
+    }
+    let again = write_home(h, home.path(), &changed, &store, false, &PathMap::default()).0;
+    let copy = &again.sessions[s.id.as_str()];
+    assert_ne!(copy, written, "{from} into {h}: a copy was kept beside");
+    let back = read(h, home.path());
+    // The one there is listed by its first prompt: by the harness's title, or with none (Pi),
+    // by the prompt itself.
+    let prompt = other
+        .updates(s.id.as_str())
+        .iter()
+        .find_map(|u| {
+            (u["sessionUpdate"] == "user_message_chunk").then(|| u["content"]["text"].as_str())?
+        })
+        .and_then(|t| t.lines().map(str::trim).find(|l| !l.is_empty()))
+        .unwrap()
+        .to_owned();
+    let there = match back.session(written).title.as_str() {
+        "" => prompt,
+        t => t.to_owned(),
+    };
+    assert_eq!(
+        back.session(copy).title,
+        asp_convert::kit::beside::marked_title(&there, from),
+        "{from} into {h}"
+    );
 }
 
 fn dry_run_is_exact(h: &str) {

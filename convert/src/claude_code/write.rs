@@ -827,7 +827,10 @@ fn write_composed(
     });
     let bucket = layout::bucket(&cwd);
     let harness = harness_of(s);
-    let marked = marked_title(&s.title, harness);
+    let marked = marked_title(
+        &crate::kit::conversation::title_or_prompt(&s.title, &items),
+        harness,
+    );
     let compose_as = |id: &str| {
         compose::compose(
             &Target {

@@ -446,7 +446,12 @@ impl<'a> SessionWriter<'a> {
         }
         let mut summary = foreign_summary(&id, &path, &built, session, &cwd);
         if attempt > 0 {
-            summary.title = marked_title(&summary.title, &harness);
+            // Codex lists an untitled thread by its first prompt: so is the copy, marked.
+            let title = match summary.title.trim() {
+                "" => summary.first_prompt.lines().next().unwrap_or_default(),
+                t => t,
+            };
+            summary.title = marked_title(title, &harness);
         }
         self.register(&summary, true)?;
         Ok(if attempt > 0 {

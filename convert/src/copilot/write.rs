@@ -306,8 +306,14 @@ impl Sessions<'_, '_> {
             );
         }
         let renamed = |new_id: &str, title: &str| Some(make(new_id, title).1);
+        // A copy kept beside is marked from the title, else from the first prompt, as Copilot
+        // lists an unnamed session.
+        let titled = Session {
+            title: crate::kit::conversation::title_or_prompt(&s.title, &items),
+            ..s.clone()
+        };
         self.place_or_beside(
-            s,
+            &titled,
             &harness,
             first_id,
             files,

@@ -562,7 +562,10 @@ impl Sessions<'_, '_> {
         let updated_ms = self.session_time(s, first_time, &chats);
         for n in 0..MAX_COPIES {
             let (name, gid) = candidate(id, &harness, n);
-            let marked = marked_title(&s.title, &harness);
+            let marked = marked_title(
+                &crate::kit::conversation::title_or_prompt(&s.title, &items),
+                &harness,
+            );
             let header = compose::Header {
                 session_id: &gid,
                 cwd: &cwd,

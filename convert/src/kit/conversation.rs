@@ -43,6 +43,31 @@ impl Item {
     }
 }
 
+/// What a harness lists a session without a title by: the first line of its first prompt
+/// with text, trimmed, cut after 100 characters (`…`). `None` when no prompt has text.
+pub fn prompt_title(items: &[Item]) -> Option<String> {
+    const LONGEST: usize = 100;
+    items.iter().find_map(|i| {
+        let Item::User(m) = i else { return None };
+        let text = m.text();
+        let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+        Some(match line.char_indices().nth(LONGEST) {
+            Some((end, _)) => format!("{}…", line[..end].trim_end()),
+            None => line.to_owned(),
+        })
+    })
+}
+
+/// The title a copy kept beside is marked from ([`crate::kit::beside::marked_title`]): the
+/// session's own, else its first prompt's ([`prompt_title`]), so a copy of an untitled session
+/// is listed as the conversation it is, not as the bare `~<harness>` marker.
+pub fn title_or_prompt(title: &str, items: &[Item]) -> String {
+    match title.trim() {
+        "" => prompt_title(items).unwrap_or_default(),
+        _ => title.to_owned(),
+    }
+}
+
 /// The time an update carries, in epoch ms: the first `timestamp` in any namespace of its
 /// `_meta` maps that reads as one (RFC 3339 text, or epoch ms), as the readers put them
 /// (`_meta.claudeCode.timestamp`, `_meta.opencode.timestamp`, ...). The time a writer gives

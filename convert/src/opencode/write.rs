@@ -26,7 +26,7 @@ use super::survey::explain;
 use crate::error::ConvertError;
 use crate::harness::WriteContext;
 use crate::kit::acp::ToolKind;
-use crate::kit::beside::{MAX_COPIES, kept_beside};
+use crate::kit::beside::{MAX_COPIES, kept_beside, marked_title};
 use crate::kit::conversation::{Folder, Item, ToolCall};
 use crate::kit::fsops::Writer;
 use crate::kit::meta;
@@ -242,15 +242,14 @@ fn write_one(
                     items = Some(folded);
                 }
                 let its = items.as_deref().unwrap_or_default();
-                let (name, title) = if n == 0 {
-                    (id.to_owned(), s.title.clone())
+                let name = if n == 0 {
+                    id.to_owned()
                 } else {
-                    let k = kept_beside(id, &s.title, Some(&harness), n);
-                    (k.name, k.title)
+                    kept_beside(id, &s.title, Some(&harness), n).name
                 };
                 let how = Composing {
                     name: &name,
-                    title: &title,
+                    beside: n > 0,
                     harness: &harness,
                     links,
                 };
@@ -341,7 +340,8 @@ struct Composing<'a> {
     /// The name its ids derive from: the source id, or the `<thread>~<harness>` of a copy kept
     /// beside.
     name: &'a str,
-    title: &'a str,
+    /// A copy kept beside a different version: its title is marked `~<harness>`.
+    beside: bool,
     /// The harness it came from (the provider its messages name).
     harness: &'a str,
     links: &'a Links<'a>,
@@ -656,7 +656,7 @@ fn compose(
             ),
         );
     }
-    let title = if how.title.trim().is_empty() {
+    let title = if s.title.trim().is_empty() {
         msgs.iter()
             .flat_map(|m| &m.parts)
             .find_map(|(_, p)| p.get("text").and_then(Value::as_str))
@@ -666,7 +666,13 @@ fn compose(
                 |l| l.chars().take(100).collect(),
             )
     } else {
-        how.title.to_owned()
+        s.title.clone()
+    };
+    // A copy's title is marked, the one made of its first prompt too (not the bare marker).
+    let title = if how.beside {
+        marked_title(&title, harness)
+    } else {
+        title
     };
     // The session began with its first message and was last updated with its last one, or
     // later when the source says so.

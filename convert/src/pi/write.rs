@@ -296,7 +296,8 @@ impl Sessions<'_, '_> {
             let (name, new_id, title) = if n == 0 {
                 (id.to_owned(), pi_id(id), s.title.clone())
             } else {
-                let k = kept_beside(id, &s.title, Some(&harness), n);
+                let title = crate::kit::conversation::title_or_prompt(&s.title, &items);
+                let k = kept_beside(id, &title, Some(&harness), n);
                 (k.name.clone(), name_uuid(&k.name), k.title)
             };
             let composed: Composed = compose::build(

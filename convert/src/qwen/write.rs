@@ -441,7 +441,8 @@ fn compose_one(
         let (qid, title) = if n == 0 {
             (qwen_id(id), (!prompt_title).then(|| s.title.clone()))
         } else {
-            let k = kept_beside(id, &s.title, Some(&harness), n);
+            let title = crate::kit::conversation::title_or_prompt(&s.title, &items);
+            let k = kept_beside(id, &title, Some(&harness), n);
             (name_uuid(&k.name), Some(k.title))
         };
         let header = Header {
