@@ -29,6 +29,13 @@
 //! 1.6-1.7 s -> 1.1-1.2 s); peak RSS 3-20 MiB higher. Only for commands that end when their
 //! work is done: `asp hub` runs for hours, and should give back what a burst of work freed.
 //! A user's own `MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_` or `MALLOC_TRIM_THRESHOLD_` wins.
+//!
+//! Another allocator was tried instead (stop 41): `mimalloc` as `asp-pack`'s global allocator
+//! took about a tenth less user time packing the 256 MiB Codex home (`malloc` and `free` are an
+//! eighth of its samples: its reader parses lines into `Value` trees) and the same for Claude
+//! Code's, but twice the peak RSS (214-218 against 107-110 MiB for Codex, 248-257 against
+//! 104-110 MiB for Claude Code; `/usr/bin/time`, two runs each, alternated), which issue 12
+//! bounds; not kept.
 
 /// Sets glibc up for a command that does its work and ends: [`bound_arenas`], and the free
 /// top of a heap kept up to 64 MiB (see the module documentation). Called first thing in
