@@ -724,24 +724,8 @@ fn a_diverged_thread_is_kept_beside(h: &str) {
         let first = write(h, home.path(), &other, false);
         let written = &first.sessions[s.id.as_str()];
         // Make the one there differ: a second import of a changed state keeps the copy beside.
-        let mut changed = other.state.clone();
-        let store = asp_format::blob::MemoryStore::new();
-        for d in other.state.descriptors() {
-            use asp_format::blob::{BlobSink, BlobSource};
-            store.put(&other.store.read_all(&d).unwrap()).unwrap();
-        }
-        let extra = {
-            use asp_format::blob::BlobSink;
-            let mut body = other.text(&s.updates);
-            body.push_str("{\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"one more answer\"}}}\n");
-            store.put(body.as_bytes()).unwrap()
-        };
-        for c in changed.sessions.iter_mut().flatten() {
-            if c.id == s.id {
-                c.updates = extra;
-                c.native = None;
-            }
-        }
+        let store = blobs_of(&other);
+        let changed = answered_once_more(&other, &other.state, &store, s);
         let again = write_home(h, home.path(), &changed, &store, false, &PathMap::default()).0;
         let copy = &again.sessions[s.id.as_str()];
         if copy == written {
@@ -761,6 +745,36 @@ fn a_diverged_thread_is_kept_beside(h: &str) {
     assert_eq!(&again.sessions[&id], copy, "{h}");
 }
 
+/// A copy of the blobs `r` read, to add to.
+fn blobs_of(r: &ReadBack) -> MemoryStore {
+    use asp_format::blob::{BlobSink, BlobSource};
+    let store = MemoryStore::new();
+    for d in r.state.descriptors() {
+        store.put(&r.store.read_all(&d).unwrap()).unwrap();
+    }
+    store
+}
+
+/// `state` where session `s` (read into `r`) has one more answer, to be composed from its
+/// stream: a different version of what was written from `state`. The new stream goes into
+/// `store`.
+fn answered_once_more(r: &ReadBack, state: &State, store: &MemoryStore, s: &Session) -> State {
+    use asp_format::blob::BlobSink;
+    let mut body = r.text(&s.updates);
+    body.push_str(
+        "{\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"one more answer\"}}}\n",
+    );
+    let extra = store.put(body.as_bytes()).unwrap();
+    let mut changed = state.clone();
+    for c in changed.sessions.iter_mut().flatten() {
+        if c.id == s.id {
+            c.updates = extra;
+            c.native = None;
+        }
+    }
+    changed
+}
+
 /// A session without a title (Pi's, until named) is listed by its first prompt. A copy of it
 /// kept beside a different version is listed by that prompt too, marked: never by the bare
 /// `~<harness>` marker, which would not say which conversation it is.
@@ -771,11 +785,7 @@ fn an_untitled_copy_is_told_apart(h: &str) {
         "claude-code"
     };
     let other = read(from, &sample(from));
-    let store = MemoryStore::new();
-    for d in other.state.descriptors() {
-        use asp_format::blob::{BlobSink, BlobSource};
-        store.put(&other.store.read_all(&d).unwrap()).unwrap();
-    }
+    let store = blobs_of(&other);
     let mut untitled = other.state.clone();
     for s in untitled.sessions.iter_mut().flatten() {
         s.title = String::new();
@@ -801,18 +811,7 @@ fn an_untitled_copy_is_told_apart(h: &str) {
     let Some(written) = first.sessions.get(s.id.as_str()) else {
         panic!("{from} into {h}: {} not written: {first:?}", s.id);
     };
-    let mut changed = untitled.clone();
-    let extra = {
-        use asp_format::blob::BlobSink;
-        let mut body = other.text(&s.updates);
-        body.push_str("{\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"one more answer\"}}}\n");
-        store.put(body.as_bytes()).unwrap()
-    };
-    for c in changed.sessions.iter_mut().flatten() {
-        if c.id == s.id {
-            c.updates = extra;
-        }
-    }
+    let changed = answered_once_more(&other, &untitled, &store, &s);
     let again = write_home(h, home.path(), &changed, &store, false, &PathMap::default()).0;
     let copy = &again.sessions[s.id.as_str()];
     assert_ne!(copy, written, "{from} into {h}: a copy was kept beside");

@@ -128,24 +128,36 @@ pub(crate) fn validate(home: &Path) -> Vec<String> {
     problems
 }
 
+/// Harness `from`'s sample, read whole and written into a new OpenCode home.
+fn carried_in(
+    from: &str,
+) -> (
+    crate::support::ReadBack,
+    tempfile::TempDir,
+    asp_format::answer::ImportAnswer,
+) {
+    let packed = read_home(
+        from,
+        &samples().join(from),
+        KindSet::ALL,
+        ReadOptions::default(),
+    );
+    let home = tmp();
+    let (answer, _) = write_home(
+        "opencode",
+        home.path(),
+        &packed.state,
+        &packed.store,
+        false,
+        &PathMap::default(),
+    );
+    (packed, home, answer)
+}
+
 #[test]
 fn every_other_sample_is_written_as_rows_opencode_loads_with_every_prompt_and_answer() {
     for from in ["claude-code", "codex", "gemini", "pi", "qwen"] {
-        let packed = read_home(
-            from,
-            &samples().join(from),
-            KindSet::ALL,
-            ReadOptions::default(),
-        );
-        let home = tmp();
-        let (answer, _) = write_home(
-            "opencode",
-            home.path(),
-            &packed.state,
-            &packed.store,
-            false,
-            &PathMap::default(),
-        );
+        let (packed, home, answer) = carried_in(from);
         let problems = validate(home.path());
         assert!(problems.is_empty(), "{from}: {problems:#?}");
         let back = read_home(
@@ -181,21 +193,7 @@ fn every_other_sample_is_written_as_rows_opencode_loads_with_every_prompt_and_an
 fn sessions_carried_into_opencode_keep_their_times_and_their_parents() {
     let mut linked = 0;
     for from in ["claude-code", "codex", "gemini", "qwen"] {
-        let packed = read_home(
-            from,
-            &samples().join(from),
-            KindSet::ALL,
-            ReadOptions::default(),
-        );
-        let home = tmp();
-        let (answer, _) = write_home(
-            "opencode",
-            home.path(),
-            &packed.state,
-            &packed.store,
-            false,
-            &PathMap::default(),
-        );
+        let (packed, home, answer) = carried_in(from);
         let c = rusqlite::Connection::open(home.path().join(DB)).unwrap();
         for s in packed.state.sessions.iter().flatten() {
             let Some(sid) = answer.sessions.get(s.id.as_str()) else {
