@@ -500,13 +500,24 @@ fn importing_twice_changes_nothing(h: &str) {
     }
 }
 
-/// A subagent session carried with its parent from another harness goes under that parent where
-/// the harness keeps such links (`Harness::links_foreign_subagents`); where it does not, it is
-/// written as a conversation of its own and the write says so, naming it.
+/// A subagent session composed from its stream (another harness's, or this one's carried
+/// without its native files, as the export form carries it), written with its parent, goes
+/// under that parent where the harness links what it composes
+/// (`Harness::links_composed_subagents`); where it does not, it is written as a conversation of
+/// its own and the write says so, naming it.
 fn foreign_subagents_linked_or_said(h: &str) {
-    let links = asp_convert::harness(h).unwrap().links_foreign_subagents();
+    let links = asp_convert::harness(h).unwrap().links_composed_subagents();
     let mut subagents = 0;
-    for (from, packed) in every_source().into_iter().filter(|(f, _)| f != h) {
+    let mut sources = every_source();
+    for (from, r) in &mut sources {
+        if from == h {
+            *from = format!("{h} without its native files");
+            for s in r.state.sessions.iter_mut().flatten() {
+                s.native = None;
+            }
+        }
+    }
+    for (from, packed) in sources {
         let home = tmp();
         let (answer, diagnostics) = crate::support::write_home(
             h,
@@ -531,9 +542,13 @@ fn foreign_subagents_linked_or_said(h: &str) {
                 continue;
             }
             subagents += 1;
-            let named = said
-                .iter()
-                .any(|m| m.contains(&format!("{} (of {parent}", s.id)));
+            let named = said.iter().any(|m| {
+                m.contains(&format!(
+                    "{} as {} (a subagent of {parent})",
+                    s.id,
+                    answer.sessions[s.id.as_str()]
+                ))
+            });
             assert_eq!(
                 named, !links,
                 "{from} into {h}: subagent {} said to stand alone: {said:?}",

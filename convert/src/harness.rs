@@ -383,12 +383,15 @@ pub trait Harness: Send + Sync {
     /// ([`crate::kit::resume::in_dir`]). `None` when the harness has no such command.
     fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String>;
 
-    /// Whether a subagent session of another harness, written with its parent, goes under
-    /// that parent as this harness keeps its own subagents (Gemini CLI's child chats,
-    /// OpenCode's `parent_id`; Claude Code keeps only its own under a parent's `subagents/`). Where it does not, the subagent is
-    /// written as a conversation of its own, and the write says so: the link stays in the
-    /// bundle and in `_meta.asp.parent`, but the harness will not show it under its parent.
-    fn links_foreign_subagents(&self) -> bool {
+    /// Whether a subagent session composed from its update stream (another harness's, or this
+    /// one's without its native files), written with its parent, goes under that parent as
+    /// this harness keeps its own subagents (Gemini CLI's child chats, OpenCode's `parent_id`).
+    /// One restored from this harness's own files is always under its parent: they hold the
+    /// link. Where it does not (Claude Code and Qwen Code link only what they restore), the
+    /// subagent is written as a conversation of its own, and the write says so: the link stays
+    /// in the bundle and in `_meta.asp.parent`, but the harness will not show it under its
+    /// parent.
+    fn links_composed_subagents(&self) -> bool {
         false
     }
 

@@ -241,7 +241,8 @@ pub struct Written {
     pub files: Option<dir::DirWritten>,
     /// For each session written (or already there) that a person can resume, by its id in
     /// the destination: the command that resumes it there (`claude --resume <id>` in its
-    /// directory, `codex resume <id>`, ...). Subagent sessions are resumed with their parent.
+    /// directory, `codex resume <id>`, ...). A subagent session under its parent there is
+    /// resumed with it; one written as a conversation of its own has its own command.
     pub resume: std::collections::BTreeMap<String, String>,
 }
 
@@ -653,21 +654,19 @@ impl Store {
                 })?;
                 report_unlinked(&state, harness.as_ref(), &answer, req.diagnostics);
                 if answer.taken.contains(StateKind::Instructions) {
-                    report_imports(&state, harness.as_ref(), req.blobs, req.diagnostics)?;
+                    report_imports(&state, harness.as_ref(), req.blobs, req.diagnostics);
                 }
                 // A kind not given is never answered as taken, whatever the converter said.
                 answer.taken = answer.taken.intersection(given);
                 let mut resume = std::collections::BTreeMap::new();
                 let env = resume_env(harness.as_ref(), home);
-                let name = harness.name();
                 for s in state.sessions.iter().flatten() {
                     // A subagent under its parent is resumed with it; one written as a
                     // conversation of its own (its parent not written, or not linked to it)
                     // has its own command.
-                    let under_parent = crate::kit::meta::parent_id(s.meta.as_ref())
-                        .is_some_and(|p| answer.sessions.contains_key(p))
-                        && (harness.links_foreign_subagents() || s.harness.as_ref() == Some(&name));
-                    if under_parent {
+                    let with_parent = crate::kit::meta::parent_id(s.meta.as_ref())
+                        .is_some_and(|p| answer.sessions.contains_key(p));
+                    if with_parent && under_its_parent(s, harness.as_ref()) {
                         continue;
                     }
                     let Some(new) = answer.sessions.get(s.id.as_str()) else {
@@ -677,6 +676,7 @@ impl Store {
                         resume.insert(new.clone(), with_env(&cmd, s.cwd.as_deref(), &env));
                     }
                 }
+                let name = harness.name();
                 for kind in given.iter().filter(|k| !imports.contains(*k)) {
                     answer.refuse(kind, format!("the {name} converter does not import {kind}"));
                 }
@@ -898,34 +898,27 @@ fn report_orphans(state: &State, diagnostics: &Diagnostics) {
     }
 }
 
-/// The `@path` lines of carried instructions, written into a harness that does not read them as
-/// the files they name ([`Harness::expands_imports`]): each named, with its line, since the text
-/// it stood for in the source is not part of the instructions there.
+/// The `@path` imports of carried instructions, written into a harness that does not read them
+/// as the files they name ([`Harness::expands_imports`]): each named, with its line, since the
+/// text it stood for in the source is not part of the instructions there. Said, never failing
+/// the write that has been done: instructions that cannot be read again say nothing.
 fn report_imports(
     state: &State,
     harness: &dyn Harness,
     blobs: &dyn BlobSource,
     diagnostics: &Diagnostics,
-) -> Result<(), ConvertError> {
+) {
     let Some(i) = state
         .instructions
         .as_ref()
         .filter(|_| !harness.expands_imports())
     else {
-        return Ok(());
+        return;
     };
-    let text = blobs.read_all(&i.text)?;
-    let imports: Vec<String> = String::from_utf8_lossy(&text)
-        .lines()
-        .enumerate()
-        .filter_map(|(n, l)| {
-            let path = l.trim().strip_prefix('@')?;
-            let is_path = !path.contains(char::is_whitespace)
-                && (["~/", "./", "../", "/"].iter().any(|p| path.starts_with(p))
-                    || path.ends_with(".md"));
-            is_path.then(|| format!("line {} `@{path}`", n + 1))
-        })
-        .collect();
+    let Ok(text) = blobs.read_all(&i.text) else {
+        return;
+    };
+    let imports = import_lines(&String::from_utf8_lossy(&text));
     if !imports.is_empty() {
         diagnostics.push(Diagnostic {
             severity: Severity::Note,
@@ -940,33 +933,70 @@ fn report_imports(
             ),
         });
     }
-    Ok(())
 }
 
-/// Subagent sessions of another harness written with their parent into a harness that keeps no
-/// such link ([`Harness::links_foreign_subagents`]): each was written, as a conversation of its
-/// own, listed beside its parent. Said once, naming them, so no one looks for them under the
-/// parent.
+/// The imports of Markdown instructions, as ``line N `@path` ``: a word `@` then a path (from
+/// `~/`, `./`, `../` or `/`, or a file name ending `.md`), outside fenced code blocks. Claude
+/// Code reads such a word anywhere in a line; `@name` mentions and decorators are no paths.
+fn import_lines(text: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        for word in line.split_whitespace() {
+            let Some(path) = word.strip_prefix('@') else {
+                continue;
+            };
+            let path = path.trim_end_matches([',', ';', ')', ':', '.']);
+            if ["~/", "./", "../", "/"].iter().any(|p| path.starts_with(p)) || path.ends_with(".md")
+            {
+                out.push(format!("line {} `@{path}`", n + 1));
+            }
+        }
+    }
+    out
+}
+
+/// Whether subagent session `s`, written with its parent into `harness`, is under that parent
+/// there: restored from the harness's own files, which hold the link, or composed into a
+/// harness that links what it composes ([`Harness::links_composed_subagents`]).
+fn under_its_parent(s: &Session, harness: &dyn Harness) -> bool {
+    let native = s
+        .native
+        .as_ref()
+        .is_some_and(|n| n.harness == harness.name() && !n.files.is_empty());
+    native || harness.links_composed_subagents()
+}
+
+/// Subagent sessions written with their parent but not under it
+/// ([`under_its_parent`]): each was written as a conversation of its own, listed beside its
+/// parent. Said once, naming them, so no one looks for them under the parent.
 fn report_unlinked(
     state: &State,
     harness: &dyn Harness,
     answer: &ImportAnswer,
     diagnostics: &Diagnostics,
 ) {
-    if harness.links_foreign_subagents() {
-        return;
-    }
     let name = harness.name();
-    let sessions = state.sessions.iter().flatten();
-    let ids: std::collections::HashSet<&str> = sessions.clone().map(|s| s.id.as_str()).collect();
-    let unlinked: Vec<String> = sessions
-        .filter(|s| s.harness.as_ref() != Some(&name))
-        .filter(|s| answer.sessions.contains_key(s.id.as_str()))
+    let unlinked: Vec<String> = state
+        .sessions
+        .iter()
+        .flatten()
+        .filter(|s| !under_its_parent(s, harness))
         .filter_map(|s| {
+            let written = answer.sessions.get(s.id.as_str())?;
             let parent = crate::kit::meta::parent_id(s.meta.as_ref())?;
-            let placed = answer.sessions.get(parent)?;
-            ids.contains(parent)
-                .then(|| format!("{} (of {parent}, written as {placed})", s.id))
+            answer
+                .sessions
+                .contains_key(parent)
+                .then(|| format!("{} as {written} (a subagent of {parent})", s.id))
         })
         .collect();
     if unlinked.is_empty() {
@@ -983,8 +1013,8 @@ fn report_unlinked(
         line: None,
         message: format!(
             "{} subagent session(s) written as conversations of their own, listed beside their \
-             parents: {name} keeps no link from a subagent of another harness to its parent (the \
-             link stays in the bundle): {}{more}",
+             parents: {name} keeps a subagent under its parent only as it restores its own \
+             files (the link stays in the bundle): {}{more}",
             unlinked.len(),
             unlinked[..unlinked.len().min(NAMED)].join(", ")
         ),
@@ -1272,5 +1302,31 @@ fn drop_empty_kinds(state: &mut State) {
     }
     if state.settings.as_ref().is_some_and(|s| s.is_empty()) {
         state.settings = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::import_lines;
+
+    #[test]
+    fn imports_are_paths_after_an_at_sign_outside_code_blocks() {
+        let text = "# Me\n\
+                    @~/.claude/rules/security.md\n\
+                    See @README.md and @./docs/style.md, then ask @sam.\n\
+                    Decorators like @dataclass and packages like @types/node are no imports.\n\
+                    ```\n\
+                    @/etc/in-a-code-block.md\n\
+                    ```\n\
+                    Last: @../shared/notes.md.\n";
+        assert_eq!(
+            import_lines(text),
+            [
+                "line 2 `@~/.claude/rules/security.md`",
+                "line 3 `@README.md`",
+                "line 3 `@./docs/style.md`",
+                "line 8 `@../shared/notes.md`",
+            ]
+        );
     }
 }

@@ -448,10 +448,12 @@ impl<'a> SessionWriter<'a> {
         if attempt > 0 {
             // Codex lists an untitled thread by its first prompt: so is the copy, marked.
             let title = match summary.title.trim() {
-                "" => summary.first_prompt.lines().next().unwrap_or_default(),
-                t => t,
+                "" => super::read::title_from_prompt(
+                    summary.first_prompt.lines().next().unwrap_or_default(),
+                ),
+                t => t.to_owned(),
             };
-            summary.title = marked_title(title, &harness);
+            summary.title = marked_title(&title, &harness);
         }
         self.register(&summary, true)?;
         Ok(if attempt > 0 {

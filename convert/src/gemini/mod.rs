@@ -73,7 +73,7 @@ impl Harness for Gemini {
     }
 
     /// Gemini CLI 0.61: `gemini --resume <uuid>` searches the chats of the project it runs in.
-    fn links_foreign_subagents(&self) -> bool {
+    fn links_composed_subagents(&self) -> bool {
         true
     }
 

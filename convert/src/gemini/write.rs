@@ -560,12 +560,12 @@ impl Sessions<'_, '_> {
         };
         let chats = self.gemini.join("tmp").join(&dir).join("chats");
         let updated_ms = self.session_time(s, first_time, &chats);
+        let marked = marked_title(
+            &crate::kit::conversation::title_or_prompt(&s.title, &items),
+            &harness,
+        );
         for n in 0..MAX_COPIES {
             let (name, gid) = candidate(id, &harness, n);
-            let marked = marked_title(
-                &crate::kit::conversation::title_or_prompt(&s.title, &items),
-                &harness,
-            );
             let header = compose::Header {
                 session_id: &gid,
                 cwd: &cwd,

@@ -71,7 +71,7 @@ pub fn title_or_prompt(title: &str, items: &[Item]) -> String {
 /// The time an update carries, in epoch ms: the first `timestamp` in any namespace of its
 /// `_meta` maps that reads as one (RFC 3339 text, or epoch ms), as the readers put them
 /// (`_meta.claudeCode.timestamp`, `_meta.opencode.timestamp`, ...). The time a writer gives
-/// what it composes, where the source had one.
+/// what it composes, where the source had one. A number before 1970 or after 9999 is none.
 pub fn meta_time<'a>(metas: impl IntoIterator<Item = &'a Map<String, Value>>) -> Option<i64> {
     metas
         .into_iter()
@@ -79,7 +79,11 @@ pub fn meta_time<'a>(metas: impl IntoIterator<Item = &'a Map<String, Value>>) ->
         .filter_map(|ns| ns.get("timestamp"))
         .find_map(|t| match t {
             Value::String(s) => crate::kit::time::parse(s).map(crate::kit::time::millis),
-            Value::Number(n) => n.as_i64(),
+            // Epoch ms of the years RFC 3339 can write (0000 to 9999): a number outside them
+            // is not a time, and arithmetic on it could overflow.
+            Value::Number(n) => n
+                .as_i64()
+                .filter(|ms| (0..=253_402_300_799_999).contains(ms)),
             _ => None,
         })
 }

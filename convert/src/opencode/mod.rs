@@ -144,7 +144,7 @@ impl Harness for OpenCode {
     }
 
     /// OpenCode 1.18.33's `-s, --session <id>` continues a session (`opencode --help`); run in the session's project directory.
-    fn links_foreign_subagents(&self) -> bool {
+    fn links_composed_subagents(&self) -> bool {
         true
     }
 

@@ -150,35 +150,60 @@ pub fn write_all(
     // and the parent's call that started it at the child (`metadata.sessionId`): parents go
     // first, so a child knows where its parent was placed.
     let ids: HashSet<&str> = list.iter().map(|s| s.id.as_str()).collect();
-    let is_child = |s: &Session| {
-        !is_native(s) && meta::parent_id(s.meta.as_ref()).is_some_and(|p| ids.contains(p))
-    };
     let children: HashMap<String, String> = list
         .iter()
-        .filter(|s| is_child(s))
+        .filter(|s| carried_parent(s, &ids).is_some())
         .map(|s| (s.id.to_string(), ids::session(s.id.as_str(), base_ms(s))))
         .collect();
     let mut placed_ids: HashMap<String, String> = HashMap::new();
-    for pass in [false, true] {
-        for s in list.iter().filter(|s| is_child(s) == pass) {
-            ctx.progress.item(s.id.as_str());
-            let links = Links {
-                parent: meta::parent_id(s.meta.as_ref())
-                    .filter(|_| pass)
-                    .and_then(|p| placed_ids.get(p))
-                    .map(String::as_str),
-                children: &children,
-            };
-            let writer = scratch_writer.as_ref().unwrap_or(ctx.writer);
-            let placed = write_one(&db, writer, ctx, s, &links)?;
-            if !placed.id.is_empty() {
-                placed_ids.insert(s.id.to_string(), placed.id.clone());
-            }
-            tally.session(s.id.as_str(), placed);
+    for s in parents_first(list, &ids) {
+        ctx.progress.item(s.id.as_str());
+        let links = Links {
+            parent: carried_parent(s, &ids)
+                .and_then(|p| placed_ids.get(p))
+                .map(String::as_str),
+            children: &children,
+        };
+        let writer = scratch_writer.as_ref().unwrap_or(ctx.writer);
+        let placed = write_one(&db, writer, ctx, s, &links)?;
+        if !placed.id.is_empty() {
+            placed_ids.insert(s.id.to_string(), placed.id.clone());
         }
+        tally.session(s.id.as_str(), placed);
     }
     drop(scratch);
     Ok(())
+}
+
+/// The parent of a sub-agent session composed from its stream, when the parent is carried
+/// with it (among `ids`).
+fn carried_parent<'s>(s: &'s Session, ids: &HashSet<&str>) -> Option<&'s str> {
+    meta::parent_id(s.meta.as_ref()).filter(|p| !is_native(s) && ids.contains(p))
+}
+
+/// `list` in the order to write it: each session after its carried parent (a
+/// sub-agent's sub-agent after its parent, whatever the list's order), else as listed. A
+/// chain that loops back on itself, which no harness writes, goes in list order.
+fn parents_first<'a>(list: &'a [Session], ids: &HashSet<&str>) -> Vec<&'a Session> {
+    let at: HashMap<&str, usize> = list
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.as_str(), i))
+        .collect();
+    let depth = |mut i: usize| {
+        let mut d = 0;
+        while let Some(&p) = carried_parent(&list[i], ids).and_then(|p| at.get(p)) {
+            d += 1;
+            i = p;
+            if d > list.len() {
+                return 0;
+            }
+        }
+        d
+    };
+    let mut order: Vec<(usize, usize)> = (0..list.len()).map(|i| (depth(i), i)).collect();
+    order.sort_unstable();
+    order.into_iter().map(|(_, i)| &list[i]).collect()
 }
 
 /// `writer` is the context's, or in a dry run into a home without a database, one for the
@@ -361,13 +386,18 @@ impl Clock {
     fn new(items: &[Item], base: i64) -> Self {
         Clock {
             last: None,
-            start: items.iter().find_map(Item::time).map_or(base, |t| t - 1),
+            start: items
+                .iter()
+                .find_map(Item::time)
+                .map_or(base, |t| t - 1)
+                .max(-1),
         }
     }
 
     fn tick(&mut self, item: &Item) -> i64 {
-        let after = self.last.unwrap_or(self.start) + 1;
-        let ms = match (item.time(), self.last) {
+        let after = self.last.unwrap_or(self.start).saturating_add(1);
+        // Ids hold no time before 1970: an earlier one is taken as 1970's first.
+        let ms = match (item.time().map(|t| t.max(0)), self.last) {
             (Some(t), Some(_)) => t.max(after),
             (Some(t), None) => t,
             (None, _) => after,
@@ -461,7 +491,7 @@ fn tool_name(c: &ToolCall) -> String {
     .to_owned()
 }
 
-fn tool_part(c: &ToolCall, ms: i64, children: &HashMap<String, String>) -> Value {
+fn tool_part(c: &ToolCall, ms: i64, children: Option<&HashMap<String, String>>) -> Value {
     let input = c
         .raw_input
         .clone()
@@ -500,8 +530,8 @@ fn tool_part(c: &ToolCall, ms: i64, children: &HashMap<String, String>) -> Value
     } else {
         // The call that started a sub-agent carried along names the child's session, as
         // OpenCode's `task` does.
-        let metadata = match meta::subagent_session_id(Some(&c.meta)).and_then(|i| children.get(i))
-        {
+        let child = meta::subagent_session_id(Some(&c.meta)).zip(children);
+        let metadata = match child.and_then(|(i, children)| children.get(i)) {
             Some(child) => json!({"sessionId": child}),
             None => json!({}),
         };
@@ -632,7 +662,9 @@ fn compose(
                                              "time": {"start": ms, "end": ms}}),
                     Item::Thought(m) => json!({"type": "reasoning", "text": m.text(),
                                                "time": {"start": ms, "end": ms}}),
-                    Item::Tool(c) => tool_part(c, ms, how.links.children),
+                    // A copy kept beside names no child: the children's own ids were
+                    // worked out for the first placing, which is not where this copy is.
+                    Item::Tool(c) => tool_part(c, ms, (!how.beside).then_some(how.links.children)),
                     _ => unreachable!("matched above"),
                 };
                 let last = msgs.last_mut().expect("pushed above");
@@ -748,4 +780,85 @@ fn compose(
     }
     out.extend(parts);
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use asp_format::digest::Descriptor;
+    use asp_format::name::SessionId;
+    use serde_json::Map;
+
+    fn session(id: &str, parent: Option<&str>) -> Session {
+        let mut s = Session {
+            id: SessionId::new(id).unwrap(),
+            title: String::new(),
+            harness: None,
+            cwd: None,
+            updated_at: None,
+            updates: Descriptor::of(b""),
+            native: None,
+            meta: None,
+        };
+        if let Some(p) = parent {
+            meta::set_parent(&mut s.meta, &meta::Parent::new(p));
+        }
+        s
+    }
+
+    #[test]
+    fn a_sub_agents_sub_agent_is_written_after_its_parent_whatever_the_list_order() {
+        let list = [
+            session("grandchild", Some("child")),
+            session("child", Some("root")),
+            session("root", None),
+            session("orphan", Some("not carried")),
+            session("loop-a", Some("loop-b")),
+            session("loop-b", Some("loop-a")),
+        ];
+        let ids: HashSet<&str> = list.iter().map(|s| s.id.as_str()).collect();
+        let order: Vec<&str> = parents_first(&list, &ids)
+            .into_iter()
+            .map(|s| s.id.as_str())
+            .collect();
+        assert_eq!(
+            order,
+            ["root", "orphan", "loop-a", "loop-b", "child", "grandchild"]
+        );
+    }
+
+    fn at(ms: Option<i64>) -> Item {
+        let mut meta = Map::new();
+        if let Some(ms) = ms {
+            meta.insert("x".into(), json!({"timestamp": ms}));
+        }
+        Item::Agent(crate::kit::conversation::Message {
+            message_id: None,
+            blocks: Vec::new(),
+            metas: vec![meta],
+        })
+    }
+
+    #[test]
+    fn composed_times_are_the_sources_made_strictly_later_and_never_before_1970() {
+        let items = [
+            at(None),
+            at(Some(100)),
+            at(Some(50)),
+            at(None),
+            at(Some(i64::MAX)),
+        ];
+        let mut clock = Clock::new(&items, 7);
+        let times: Vec<i64> = items.iter().map(|i| clock.tick(i)).collect();
+        // The first has none: a millisecond before the first time kept. A time going back is
+        // made a millisecond later; one that is no time (after 9999) is none.
+        assert_eq!(times, [100, 101, 102, 103, 104]);
+        let before_1970 = [at(None)];
+        let mut clock = Clock::new(&before_1970, 0);
+        assert_eq!(clock.tick(&before_1970[0]), 1);
+        let items = [at(Some(0)), at(Some(0))];
+        let mut clock = Clock::new(&items, 0);
+        let times: Vec<i64> = items.iter().map(|i| clock.tick(i)).collect();
+        assert_eq!(times, [0, 1]);
+    }
 }
