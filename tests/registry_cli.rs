@@ -117,6 +117,66 @@ pub(crate) fn assert_no_secret(out: &std::process::Output, secret: &str, user: &
     }
 }
 
+/// Pushing to a tag that names something else moves the tag, as `docker push` does, and says
+/// what it named before: that manifest is still there, pulled by its digest.
+#[test]
+fn a_push_that_moves_a_tag_names_what_it_named_before() {
+    let reg = TestRegistry::start(Auth::None);
+    let home = Home::new();
+    let reference = format!("{}/me/agent-state:laptop", reg.host());
+    let push = |src: &Path, json: bool| {
+        let mut cmd = home.asp();
+        cmd.args(["push", "--layout"]).arg(src).arg(&reference);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    let (a, b) = (home.path().join("a"), home.path().join("b"));
+    let first = make_layout(&a, &[noise(1, 2000)], "laptop");
+    make_layout(&b, &[noise(2, 2000)], "laptop");
+    let out = push(&a, true);
+    assert!(
+        json(&out.stdout).get("replaced").is_none(),
+        "a new tag replaced nothing"
+    );
+    // The same again: the tag names what it named.
+    let out = push(&a, true);
+    assert!(
+        json(&out.stdout).get("replaced").is_none(),
+        "the same manifest replaced nothing"
+    );
+    let out = push(&b, true);
+    assert_eq!(json(&out.stdout)["replaced"], first.digest.to_string());
+    let out = push(&a, false);
+    let said = String::from_utf8_lossy(&out.stderr);
+    let before = format!("{}/me/agent-state@", reg.host());
+    assert!(
+        said.contains("note: ") && said.contains("named sha256:") && said.contains(&before),
+        "{said}"
+    );
+    // What the tag named before is there by its digest.
+    let pulled = home.path().join("pulled");
+    let by_digest = format!("{}/me/agent-state@{}", reg.host(), first.digest);
+    let out = home
+        .asp()
+        .args(["pull", &by_digest, "--layout"])
+        .arg(&pulled)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn push_and_pull_through_the_cli_with_json_results() {
     let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));

@@ -517,6 +517,18 @@ pub fn run_push(args: PushArgs) -> Result<Exit> {
             ));
         }
         println!("{line}");
+        if let Some(before) = &report.replaced
+            && !args.common.quiet
+        {
+            // A tag is where the next pull looks; what it named before is not lost, but only
+            // its digest finds it now.
+            bar.println(format!(
+                "note: {} named {before} before this push; that one is still there, pulled as \
+                 {} (until the registry collects what no tag names)",
+                strip_tag_digest(&reference),
+                reference.with_digest(*before)
+            ));
+        }
     }
     Ok(Exit::Ok)
 }

@@ -70,6 +70,11 @@ pub struct PushReport {
     /// The repository blobs were mounted from, if any was tried.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mounted_from: Option<String>,
+    /// The manifest the tag named before this push, when it named another: the tag now names
+    /// what was pushed, and the one before stays pullable by its digest until the registry
+    /// collects what no tag names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<Digest>,
 }
 
 /// Pushes the manifest `manifest` (exact bytes) and the blobs it names, read from `blobs`, to
@@ -121,6 +126,8 @@ pub fn push(
         Ok(outcome)
     })?;
 
+    let replaced = tagged_before(client, reference, &opts.limits)
+        .filter(|before| *before != artifact.digest());
     let said = client.put_manifest(reference, artifact.bytes(), IMAGE_MANIFEST)?;
     if let Some(d) = said
         && d != artifact.digest()
@@ -145,6 +152,7 @@ pub fn push(
         bytes_mounted: 0,
         bytes_present: 0,
         mounted_from: mount_from,
+        replaced,
     };
     for (b, o) in list.iter().zip(outcomes) {
         match o {
@@ -166,6 +174,18 @@ pub fn push(
         report.mounted_from = None;
     }
     Ok(report)
+}
+
+/// The digest of the manifest `reference`'s tag names now, if it has a tag and names one. Only
+/// said, so a registry that will not answer (no pull access, a transient error) is the same as
+/// none: the push goes on.
+fn tagged_before(client: &Client, reference: &Reference, limits: &Limits) -> Option<Digest> {
+    if reference.digest().is_some() {
+        return None;
+    }
+    reference.tag()?;
+    let m = client.get_manifest(reference, limits).ok()?;
+    Some(Digest::of(&m.bytes))
 }
 
 fn push_blob(

@@ -100,6 +100,7 @@ pub fn push_from(
     report.bytes_mounted += r.bytes_mounted;
     report.bytes_present += r.bytes_present;
     report.mounted_from = report.mounted_from.or(r.mounted_from);
+    report.replaced = r.replaced;
     Ok(report)
 }
 
