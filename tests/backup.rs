@@ -516,6 +516,68 @@ fn a_damaged_newest_snapshot_is_passed_over_not_a_stop() {
     check(&repo, false);
 }
 
+/// Damaged source records (a snapshot manifest's first layer: what the next backup compares,
+/// the configuration files kept, the sessions gone) keep no session from coming back: a
+/// restore writes the whole state and says what it could not (exit 4), `asp sessions` lists
+/// them (exit 4), and `asp check` names the damage.
+#[test]
+fn damaged_source_records_keep_no_session_from_being_restored() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    let made = backup(&home, &repo);
+    let digest = made["snapshot"]["digest"].as_str().unwrap();
+    let manifest: Value = serde_json::from_slice(
+        &fs::read(repo.join("blobs/sha256").join(&digest["sha256:".len()..])).unwrap(),
+    )
+    .unwrap();
+    let head = manifest["layers"][0]["digest"].as_str().unwrap();
+    rot(&repo.join("blobs/sha256").join(&head["sha256:".len()..]), 3);
+
+    let out = restore_json(&repo, &t.path().join("restored"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(
+        said.contains("damaged: ") && said.contains("source records"),
+        "{said}"
+    );
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let listed = sessions_listed_by(&home);
+    assert_eq!(
+        answer["sessions"].as_object().unwrap().len(),
+        listed,
+        "every session is restored: {answer}"
+    );
+    assert_eq!(
+        projects(&t.path().join("restored")),
+        projects(&home),
+        "byte for byte"
+    );
+
+    let out = asp()
+        .args(["sessions", "--json", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), listed, "{rows}");
+
+    let out = asp().args(["check", "--repo"]).arg(&repo).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+}
+
+/// How many sessions `asp sessions --from claude-code` lists in `home`.
+fn sessions_listed_by(home: &Path) -> usize {
+    let out = asp()
+        .args(["sessions", "--from", "claude-code", "--json", "--home"])
+        .arg(home)
+        .output()
+        .unwrap();
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    rows.as_array().unwrap().len()
+}
+
 /// A session there whose subagent transcript was deleted since gets it back: the subagent is
 /// new (not "already there"), and what was written back into the session there is said.
 #[test]

@@ -401,6 +401,17 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
     // Every body is read and checked before anything is written; what a damaged one belongs
     // to is left out, and the rest restored (crate::salvage).
     let mut damaged = crate::salvage::check(&mut state, &blobs, &shown)?;
+    if let Some(problem) = &snapshot.sources_damage
+        && args.sessions.is_empty()
+        && args.kinds.is_none()
+        && info.harness == args.to
+    {
+        let head = snapshot.manifest.layers.first();
+        damaged.source_records(
+            &head.map_or(String::new(), |l| l.digest.to_string()),
+            problem,
+        );
+    }
 
     let staging_parent = Some(home.dir.clone())
         .filter(|d| d.is_dir())
@@ -446,6 +457,7 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
             ));
         }
     } else if snapshot.sources.config.is_none()
+        && snapshot.sources_damage.is_none()
         && args.sessions.is_empty()
         && args.kinds.is_none()
         && info.harness == args.to

@@ -40,6 +40,9 @@ pub struct Damaged {
     notes: BTreeSet<String>,
     config: BTreeSet<String>,
     instructions: bool,
+    /// The snapshot's source records could not be read: the configuration files they list
+    /// and the sessions they record as gone are not known.
+    source_records: bool,
 }
 
 /// One damaged body.
@@ -113,7 +116,26 @@ impl Damaged {
         if !self.config.is_empty() {
             parts.push(format!("configuration files {}", list(&self.config)));
         }
+        if self.source_records {
+            parts.push("the harness's own configuration files, whichever it held".to_owned());
+        }
         parts.join(", ")
+    }
+
+    /// The snapshot's source records (its manifest's first layer, `layer`) could not be read
+    /// (`asp_repo::Snapshot::sources_damage`): the state is restored whole, but what only they
+    /// hold, the harness's own configuration files and the sessions recorded as gone, is not.
+    pub fn source_records(&mut self, layer: &str, problem: &str) {
+        self.source_records = true;
+        self.blobs.push(DamagedBlob {
+            blob: layer.to_owned(),
+            problem: problem.to_owned(),
+            needed_by: vec![
+                "the snapshot's source records, which list the harness's own configuration \
+                 files and the sessions gone from its source"
+                    .to_owned(),
+            ],
+        });
     }
 
     /// How many configuration files were left out.

@@ -209,6 +209,17 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
             }
             let Some(snap) = found else { continue };
             let info = &snap.info;
+            if let Some(problem) = &snap.sources_damage {
+                // Its sessions are listed; which of them the source no longer has is not known.
+                eprintln!(
+                    "damaged: {} ({}): snapshot {}: {problem}; its sessions are listed, but not \
+                     which are gone from the source; `asp check` names the damage",
+                    newest.harness,
+                    newest.home,
+                    info.short_id()
+                );
+                damaged = true;
+            }
             for s in snap.state.sessions.iter().flatten() {
                 let mut r = row(
                     s,

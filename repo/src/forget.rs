@@ -172,7 +172,9 @@ pub fn plan_named(repo: &Repository, ids: &[String]) -> Result<NamedPlan, RepoEr
     };
     let unreadable = remove
         .iter()
-        .filter(|s| Snapshot::load_for_reading(repo, s).is_err())
+        .filter(|s| {
+            Snapshot::load_for_reading(repo, s).map_or(true, |s| s.sources_damage.is_some())
+        })
         .cloned()
         .collect();
     let mut newest_forgotten = Vec::new();

@@ -81,8 +81,15 @@ impl SnapshotSource {
         } else {
             repo.find(id)?
         };
-        // Reads and checks the snapshot's documents: a damaged one is not pushed.
+        // Reads and checks the snapshot's documents: a damaged one is not pushed (its record
+        // would not carry the configuration files and gone sessions its source records hold).
         let snapshot = Snapshot::load_for_reading(repo, &info)?;
+        if let Some(problem) = &snapshot.sources_damage {
+            return Err(RepoError::Integrity(format!(
+                "snapshot {} cannot be pushed: {problem}; `asp check` names the damage",
+                info.short_id()
+            )));
+        }
         let manifest = repo.read_blob(&snapshot.content, Limits::default().max_manifest_bytes)?;
         let record = RecordSource::of(repo, &snapshot)?;
         let credentials = credentials_sent(repo, &snapshot);

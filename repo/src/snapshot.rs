@@ -230,6 +230,11 @@ pub struct Snapshot {
     pub sources: Sources,
     /// The shard layers its source records were read from (none when read without entries).
     pub shards: crate::sources::StoredShards,
+    /// Why the source records could not be read, when a read for restoring or listing
+    /// ([`Snapshot::load_for_reading`]) went on without them: the state is whole, but the
+    /// harness's own configuration files and the sessions recorded as gone are not known
+    /// (`sources` is then empty). A read for a backup or a check fails instead.
+    pub sources_damage: Option<String>,
 }
 
 /// A snapshot that could not be read, passed over for an older one of its series
@@ -424,11 +429,22 @@ impl Snapshot {
             )));
         }
         // (Its own integrity failures say so already: not "integrity failure:" twice.)
-        let (sources, shards) =
-            crate::sources::decode(repo, &manifest.layers, entries).map_err(|e| match e {
-                RepoError::Integrity(_) => e,
-                e => bad(e.to_string()),
-            })?;
+        // Damaged source records keep no session from being restored: they hold what the next
+        // backup compares, the configuration files and the sessions gone, not the state.
+        let (sources, shards, sources_damage) = {
+            use asp_format::error::{Classify, ErrorClass};
+            let as_damage = |e: RepoError| match e {
+                RepoError::Integrity(m) => m,
+                e => e.to_string(),
+            };
+            match crate::sources::decode(repo, &manifest.layers, entries) {
+                Ok((sources, shards)) => (sources, shards, None),
+                Err(e) if !entries && e.class() == ErrorClass::Integrity => {
+                    (Sources::default(), Default::default(), Some(as_damage(e)))
+                }
+                Err(e) => return Err(bad(as_damage(e))),
+            }
+        };
         let content = subject.blob();
         let m_bytes = repo.read_blob(&content, MAX_DOCUMENT)?;
         let content_manifest: ContentManifest = serde_json::from_slice(&m_bytes)
@@ -448,6 +464,7 @@ impl Snapshot {
             table: table.blobs,
             sources,
             shards,
+            sources_damage,
         })
     }
 
