@@ -159,21 +159,33 @@ pub fn plan_named(repo: &Repository, ids: &[String]) -> Result<NamedPlan, RepoEr
         .cloned()
         .collect();
     let series = series_of(&all);
+    // Each snapshot named is read once: whether it can be, and the sessions it holds.
+    let ids_of = |snap: &Snapshot| -> BTreeSet<String> {
+        snap.state
+            .sessions
+            .iter()
+            .flatten()
+            .map(|s| s.id.as_str().to_owned())
+            .collect()
+    };
+    let read: BTreeMap<_, Option<Snapshot>> = remove
+        .iter()
+        .map(|s| (s.digest, Snapshot::load_for_reading(repo, s).ok()))
+        .collect();
     let sessions_of = |info: &SnapshotInfo| -> Option<BTreeSet<String>> {
-        let snap = Snapshot::load_for_reading(repo, info).ok()?;
-        Some(
-            snap.state
-                .sessions
-                .iter()
-                .flatten()
-                .map(|s| s.id.as_str().to_owned())
-                .collect(),
-        )
+        match read.get(&info.digest) {
+            Some(snap) => snap.as_ref().map(ids_of),
+            None => Snapshot::load_for_reading(repo, info)
+                .ok()
+                .map(|s| ids_of(&s)),
+        }
     };
     let unreadable = remove
         .iter()
         .filter(|s| {
-            Snapshot::load_for_reading(repo, s).map_or(true, |s| s.sources_damage.is_some())
+            read[&s.digest]
+                .as_ref()
+                .is_none_or(|snap| snap.sources_damage.is_some())
         })
         .cloned()
         .collect();
