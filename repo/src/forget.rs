@@ -245,14 +245,11 @@ pub struct Dropped {
 /// forgets those snapshots and prune runs.
 pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, RepoError> {
     let _lock = repo.lock_shared()?;
-    let mut newest = BTreeMap::new();
-    for s in repo.snapshots()? {
-        newest.insert((s.harness.clone(), s.home.clone()), s);
-    }
+    let newest = repo.newest_of_each_series()?;
     // Every snapshot is read before any is written: a session named that no newest
     // snapshot holds (a typo, a subagent's id mistyped) is an error that changes nothing.
     let snaps = newest
-        .values()
+        .iter()
         .map(|info| Snapshot::load(repo, info).map(|snap| (info, snap)))
         .collect::<Result<Vec<_>, _>>()?;
     let unknown: Vec<&str> = what
