@@ -131,6 +131,11 @@ pushed to or pulled from), the manifest goes last. A push cut off halfway skips,
 again, what already arrived. Progress (bytes and blobs) is drawn on stderr when it is a
 terminal; --json prints the digest, the blobs and the bytes uploaded and skipped.
 
+A tag names one manifest at a time: pushing to a tag that named another moves it there, as
+`docker push` does, and says what it named before (`replaced` in --json), which stays
+pullable by its digest (REPO@sha256:...) until the registry collects what no tag names. To
+keep each machine's snapshots apart, give each its own tag (`:laptop`, `:desktop`).
+
 {AUTH_HELP}
 
 Examples:
