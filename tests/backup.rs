@@ -235,11 +235,7 @@ fn restore_said(repo: &Path, to: &Path, harness: &str, extra: &[&str]) -> String
 /// Session `id`'s transcript in the shop project of `home`.
 /// `asp sessions --json` of a repository: one row per session ever backed up.
 fn sessions_in(repo: &Path) -> Vec<Value> {
-    let out = asp()
-        .args(["sessions", "--json", "--repo"])
-        .arg(repo)
-        .output()
-        .unwrap();
+    let out = sessions_run(repo);
     assert!(
         out.status.success(),
         "{}",
@@ -247,6 +243,15 @@ fn sessions_in(repo: &Path) -> Vec<Value> {
     );
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
     listed.as_array().unwrap().clone()
+}
+
+/// `asp sessions --json --repo REPO`, as it ran.
+fn sessions_run(repo: &Path) -> std::process::Output {
+    asp()
+        .args(["sessions", "--json", "--repo"])
+        .arg(repo)
+        .output()
+        .unwrap()
 }
 
 fn transcript(home: &Path, id: &str) -> Vec<u8> {
@@ -554,11 +559,7 @@ fn damaged_source_records_keep_no_session_from_being_restored() {
         "byte for byte"
     );
 
-    let out = asp()
-        .args(["sessions", "--json", "--repo"])
-        .arg(&repo)
-        .output()
-        .unwrap();
+    let out = sessions_run(&repo);
     assert_eq!(out.status.code(), Some(4), "{out:?}");
     let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows.as_array().unwrap().len(), listed, "{rows}");

@@ -130,13 +130,7 @@ fn a_push_that_moves_a_tag_names_what_it_named_before() {
         if json {
             cmd.arg("--json");
         }
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+        crate::support::succeeded(cmd.output().unwrap())
     };
     let (a, b) = (home.path().join("a"), home.path().join("b"));
     let first = make_layout(&a, &[noise(1, 2000)], "laptop");
@@ -164,17 +158,12 @@ fn a_push_that_moves_a_tag_names_what_it_named_before() {
     // What the tag named before is there by its digest.
     let pulled = home.path().join("pulled");
     let by_digest = format!("{}/me/agent-state@{}", reg.host(), first.digest);
-    let out = home
+    let pull = home
         .asp()
         .args(["pull", &by_digest, "--layout"])
         .arg(&pulled)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .output();
+    crate::support::succeeded(pull.unwrap());
 }
 
 #[test]

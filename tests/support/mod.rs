@@ -364,3 +364,13 @@ pub fn config_kept(harness: &str, home: &Path, dir: &str, files: &[&str]) -> Vec
         .map(|(rel, _)| rel)
         .collect()
 }
+
+/// `out`, having checked that its command exited 0 (else fails with what it said on stderr).
+pub fn succeeded(out: std::process::Output) -> std::process::Output {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
