@@ -531,7 +531,7 @@ fn foreign_subagents_linked_or_said(h: &str) {
         let said: Vec<&str> = diagnostics
             .iter()
             .map(|d| d.message.as_str())
-            .filter(|m| m.contains("written as conversations of their own"))
+            .filter(|m| m.contains("keeps a subagent under its parent only as it restores"))
             .collect();
         for s in packed.state.sessions.iter().flatten() {
             let Some(parent) = asp_convert::kit::meta::parent_id(s.meta.as_ref()) else {
@@ -542,13 +542,15 @@ fn foreign_subagents_linked_or_said(h: &str) {
                 continue;
             }
             subagents += 1;
-            let named = said.iter().any(|m| {
-                m.contains(&format!(
-                    "{} as {} (a subagent of {parent})",
-                    s.id,
-                    answer.sessions[s.id.as_str()]
-                ))
-            });
+            // Named with the id it was written as, when that is another.
+            let written = &answer.sessions[s.id.as_str()];
+            let shown = match written == s.id.as_str() {
+                true => s.id.to_string(),
+                false => format!("{} as {written}", s.id),
+            };
+            let named = said
+                .iter()
+                .any(|m| m.contains(&format!("{shown} (a subagent of {parent})")));
             assert_eq!(
                 named, !links,
                 "{from} into {h}: subagent {} said to stand alone: {said:?}",

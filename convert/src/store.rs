@@ -993,10 +993,14 @@ fn report_unlinked(
         .filter_map(|s| {
             let written = answer.sessions.get(s.id.as_str())?;
             let parent = crate::kit::meta::parent_id(s.meta.as_ref())?;
+            let named = match written == s.id.as_str() {
+                true => s.id.to_string(),
+                false => format!("{} as {written}", s.id),
+            };
             answer
                 .sessions
                 .contains_key(parent)
-                .then(|| format!("{} as {written} (a subagent of {parent})", s.id))
+                .then(|| format!("{named} (a subagent of {parent})"))
         })
         .collect();
     if unlinked.is_empty() {
@@ -1012,10 +1016,17 @@ fn report_unlinked(
         file: None,
         line: None,
         message: format!(
-            "{} subagent session(s) written as conversations of their own, listed beside their \
-             parents: {name} keeps a subagent under its parent only as it restores its own \
-             files (the link stays in the bundle): {}{more}",
-            unlinked.len(),
+            "{}: {name} keeps a subagent under its parent only as it restores its own files (the \
+             link stays in the bundle): {}{more}",
+            match unlinked.len() {
+                1 => "1 subagent session written as a conversation of its own, listed beside its \
+                      parent"
+                    .to_owned(),
+                n => format!(
+                    "{n} subagent sessions written as conversations of their own, listed beside \
+                     their parents"
+                ),
+            },
             unlinked[..unlinked.len().min(NAMED)].join(", ")
         ),
     });
