@@ -267,9 +267,7 @@ fn projects(home: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
 
 #[test]
 fn a_full_backup_is_the_bundle_asp_pack_makes_and_restores_byte_for_byte() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (t, home, repo) = home_and_repo();
     let o = backup(&home, &repo);
     assert_eq!(counts(&o), [5, 0, 0, 0], "{o}");
     let snap = &o["snapshot"];
@@ -318,9 +316,7 @@ fn a_full_backup_is_the_bundle_asp_pack_makes_and_restores_byte_for_byte() {
 
 #[test]
 fn nothing_changed_adds_no_blob_and_no_snapshot() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (_t, home, repo) = home_and_repo();
     backup(&home, &repo);
     let blobs = blob_count(&repo);
     let index = fs::read(repo.join("index.json")).unwrap();
@@ -343,9 +339,7 @@ fn nothing_changed_adds_no_blob_and_no_snapshot() {
 #[cfg(unix)]
 #[test]
 fn a_file_that_cannot_be_read_is_lost_on_every_backup_until_mended() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (_t, home, repo) = home_and_repo();
     let broken = home
         .join(SHOP)
         .join("aaaaaaaa-1111-2222-3333-444444444444.jsonl");
@@ -455,9 +449,7 @@ fn a_session_that_cannot_be_read_is_kept_as_before_not_gone() {
 /// let go.
 #[test]
 fn a_damaged_newest_snapshot_is_passed_over_not_a_stop() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (_t, home, repo) = home_and_repo();
     let instructions = home.join(".claude/CLAUDE.md");
     let first = backup(&home, &repo);
     fs::write(&instructions, "# Mine\n\nOne more rule.\n").unwrap();
@@ -527,9 +519,7 @@ fn a_damaged_newest_snapshot_is_passed_over_not_a_stop() {
 /// them (exit 4), and `asp check` names the damage.
 #[test]
 fn damaged_source_records_keep_no_session_from_being_restored() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (t, home, repo) = home_and_repo();
     let made = backup(&home, &repo);
     let digest = made["snapshot"]["digest"].as_str().unwrap();
     let manifest: Value = serde_json::from_slice(
@@ -583,9 +573,7 @@ fn sessions_listed_by(home: &Path) -> usize {
 /// new (not "already there"), and what was written back into the session there is said.
 #[test]
 fn a_restore_writes_back_the_missing_files_of_a_session_there_and_says_so() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (_t, home, repo) = home_and_repo();
     backup(&home, &repo);
     let parent = "12821015-852a-451b-911f-ba64553fbf57";
     let subagents = home.join(SHOP).join(parent).join("subagents");
@@ -632,9 +620,7 @@ fn a_restore_writes_back_the_missing_files_of_a_session_there_and_says_so() {
 
 #[test]
 fn an_appended_turn_reads_only_that_session() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (t, home, repo) = home_and_repo();
     let first = backup(&home, &repo);
     let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
     let text = append_turn(&file, 1);
@@ -731,6 +717,15 @@ fn a_file_read_again_only_for_the_racy_rule_counts_as_unchanged() {
 
 fn repo_of(t: &tempfile::TempDir) -> PathBuf {
     t.path().join("repo")
+}
+
+/// A scratch directory holding a copy of the Claude Code sample home (`home_in`) and the path
+/// of a repository beside it, not made yet.
+fn home_and_repo() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = repo_of(&t);
+    (t, home, repo)
 }
 
 /// A home and repository in `t` where session A was backed up, then deleted by the harness
@@ -1004,9 +999,7 @@ fn sessions_lists_a_live_store_without_a_repository() {
 
 #[test]
 fn check_finds_a_damaged_layer_and_a_missing_one() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (t, home, repo) = home_and_repo();
     backup(&home, &repo);
     check(&repo, true);
     let (big, _) = rot_largest_blob(&repo);
@@ -1090,9 +1083,7 @@ fn check_finds_a_damaged_layer_and_a_missing_one() {
 /// count of unreferenced blobs (they are its own, not garbage), and `asp prune` removes none.
 #[test]
 fn check_names_a_snapshot_whose_manifest_cannot_be_read() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (_t, home, repo) = home_and_repo();
     backup(&home, &repo);
     let id = asp_snapshots_latest(&repo);
     let index: Value = serde_json::from_slice(&fs::read(repo.join("index.json")).unwrap()).unwrap();
@@ -1133,9 +1124,7 @@ fn check_names_a_snapshot_whose_manifest_cannot_be_read() {
 /// sessions only it holds named, and a damaged one, which `asp check` says how to let go.
 #[test]
 fn a_snapshot_named_by_id_is_forgotten_and_what_goes_with_it_is_said() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (t, home, repo) = home_and_repo();
     let a = home.join(SHOP).join(format!("{A}.jsonl"));
     let aside = t.path().join("a.jsonl");
     fs::rename(&a, &aside).unwrap();
@@ -1241,9 +1230,7 @@ fn a_snapshot_named_by_id_is_forgotten_and_what_goes_with_it_is_said() {
 /// what needs it, restores the rest, names what it left out and exits 4.
 #[test]
 fn a_restore_brings_back_every_session_a_damaged_blob_does_not_touch() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (t, home, repo) = home_and_repo();
     backup(&home, &repo);
     rot_largest_blob(&repo);
 
@@ -1344,9 +1331,7 @@ fn a_skill_folder_another_hides_is_kept_by_a_backup() {
 /// restore names it, not only sessions and configuration files.
 #[test]
 fn check_names_the_skill_a_damaged_layer_holds() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (_t, home, repo) = home_and_repo();
     backup(&home, &repo);
     let skill = fs::read(home.join(".claude/skills/commit-style/SKILL.md")).unwrap();
     fs::remove_file(layer_holding(&repo, &skill)).unwrap();
@@ -1363,9 +1348,7 @@ fn check_names_the_skill_a_damaged_layer_holds() {
 /// else changed: the sessions that need it are read again from the source.
 #[test]
 fn a_missing_layer_is_mended_by_the_next_backup_even_when_nothing_changed() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (_t, home, repo) = home_and_repo();
     backup(&home, &repo);
     fs::remove_file(largest_blob(&repo)).unwrap();
     asp()
@@ -1389,9 +1372,7 @@ fn a_missing_layer_is_mended_by_the_next_backup_even_when_nothing_changed() {
 /// aside (nothing deleted), and the next backup stores it again from the source.
 #[test]
 fn a_damaged_layer_moved_aside_is_stored_again_by_the_next_backup() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (_t, home, repo) = home_and_repo();
     backup(&home, &repo);
     let (big, bytes) = rot_largest_blob(&repo);
     asp()
@@ -1435,9 +1416,7 @@ fn a_damaged_layer_moved_aside_is_stored_again_by_the_next_backup() {
 /// store it.
 #[test]
 fn the_empty_config_moved_aside_is_written_again_by_the_next_backup() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (_t, home, repo) = home_and_repo();
     backup(&home, &repo);
     let empty = repo
         .join("blobs/sha256")
@@ -1525,9 +1504,7 @@ fn a_lost_layer_of_a_gone_session_does_not_stop_later_backups() {
 /// list, the other checkpoint) is restored, and the checkpoint is named as lost.
 #[test]
 fn a_damaged_checkpoint_leaves_out_only_itself() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (t, home, repo) = home_and_repo();
     backup(&home, &repo);
     let checkpoints = format!(".claude/file-history/{A}");
     let v1 = fs::read(home.join(&checkpoints).join("b5276ea0bd7f01a0@v1")).unwrap();
@@ -1561,9 +1538,7 @@ fn a_damaged_checkpoint_leaves_out_only_itself() {
 /// as a session of its own); every other session is restored.
 #[test]
 fn a_damaged_subagent_transcript_leaves_out_its_session_and_subagent() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (t, home, repo) = home_and_repo();
     backup(&home, &repo);
     let (parent, agent) = (
         "12821015-852a-451b-911f-ba64553fbf57",
@@ -1675,9 +1650,7 @@ fn a_backup_killed_at_any_point_leaves_a_repository_that_checks_and_restores() {
 /// `asp check`, as what `asp prune` then removes, not passed over in silence.
 #[test]
 fn check_counts_the_leftovers_prune_removes() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (_t, home, repo) = home_and_repo();
     backup(&home, &repo);
     fs::create_dir_all(repo.join(".aspstate-layers-Ab12Cd")).unwrap();
     fs::write(
@@ -1729,9 +1702,7 @@ fn two_backups_at_once_both_succeed() {
 
 #[test]
 fn forget_and_prune_free_space_and_keep_every_session() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (t, home, repo) = home_and_repo();
     backup(&home, &repo);
     let original = transcript(&home, A);
     fs::remove_file(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap();
@@ -1886,9 +1857,7 @@ fn pack_repo_to(repo: &Path, out: &Path, snapshot: &str) -> Vec<u8> {
 /// a dry run does not say how to resume what it did not write.
 #[test]
 fn a_restore_run_again_says_every_session_is_already_there() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (t, home, repo) = home_and_repo();
     backup(&home, &repo);
     let fresh = t.path().join("fresh");
     fs::create_dir_all(&fresh).unwrap();
@@ -1928,9 +1897,7 @@ fn a_restore_run_again_says_every_session_is_already_there() {
 
 #[test]
 fn pack_from_repo_gives_the_bundle_asp_pack_makes_byte_for_byte() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (t, home, repo) = home_and_repo();
     backup(&home, &repo);
     let packed = pack_home_to(&home, &t.path().join("a.aspstate"));
     assert!(packed == pack_repo_to(&repo, &t.path().join("b.aspstate"), "latest"));
@@ -2580,9 +2547,7 @@ pub(crate) fn asp_snapshots_latest(repo: &Path) -> String {
 
 #[test]
 fn from_all_takes_only_the_harnesses_whose_store_is_there() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (_t, home, repo) = home_and_repo();
     let out = backup_run(&home, &repo, &["--from", "all", "--json", "-q"]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let harnesses: Vec<&str> = v
@@ -2596,9 +2561,7 @@ fn from_all_takes_only_the_harnesses_whose_store_is_there() {
 
 #[test]
 fn a_backup_of_a_store_that_is_not_there_makes_no_repository() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (t, home, repo) = home_and_repo();
     // Codex has no store in this home; no harness has one in an empty directory.
     let empty = t.path().join("empty");
     fs::create_dir(&empty).unwrap();
@@ -2722,9 +2685,7 @@ fn local_mcp(home: &Path) -> Value {
 
 #[test]
 fn local_scope_mcp_servers_come_back_into_the_same_harness_without_the_account() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (t, home, repo) = home_and_repo();
     backup(&home, &repo);
     check(&repo, true);
     let kept = local_mcp(&home);
@@ -2866,9 +2827,7 @@ fn local_scope_mcp_servers_come_back_into_the_same_harness_without_the_account()
 
 #[test]
 fn restore_map_path_moves_sessions_and_local_mcp_projects() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (t, home, repo) = home_and_repo();
     backup(&home, &repo);
     let fresh = t.path().join("fresh");
     fs::create_dir_all(&fresh).unwrap();
@@ -2995,9 +2954,7 @@ fn a_repository_written_by_layout_2_still_checks_lists_restores_packs_and_prunes
 /// are named with where each one is.
 #[test]
 fn restoring_a_session_finds_the_snapshot_that_holds_it() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (t, home, repo) = home_and_repo();
     backup(&home, &repo);
     let codex = t.path().join("codex");
     copy_tree(&samples().join("codex"), &codex);
@@ -3570,9 +3527,7 @@ fn a_local_scope_mcp_server_is_kept_by_a_backup_and_left_out_by_a_pack() {
 /// and maps it to itself. One changed in the middle is still kept beside.
 #[test]
 fn a_session_continued_since_the_backup_is_already_there() {
-    let t = tmp();
-    let home = home_in(t.path());
-    let repo = t.path().join("repo");
+    let (_t, home, repo) = home_and_repo();
     backup(&home, &repo);
     let file = home.join(SHOP).join(format!("{A}.jsonl"));
     append_turn(&file, 1);
