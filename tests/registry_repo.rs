@@ -71,6 +71,14 @@ fn backup(home: &Home, state_home: &Path) {
     );
 }
 
+/// `c` run logged in as alice, the password on standard input.
+fn as_alice(c: &mut assert_cmd::Command) -> std::process::Output {
+    c.args(["-u", "alice", "--password-stdin"])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap()
+}
+
 fn push(home: &Home, args: &[&str]) -> Value {
     json(&succeeds(
         asp_on(home)
@@ -252,18 +260,7 @@ fn a_pushed_snapshot_pulled_into_an_empty_repository_restores_the_same_files() {
     assert_eq!(bare["snapshot"]["gone"], 0, "{bare}");
     // Said to a person: the reference a push prints names what its tag names, the record
     // (pulling it gives the configuration too); a pull of a bare state says what it lacks.
-    let out = asp_on(&laptop)
-        .args([
-            "push",
-            "latest",
-            &reference,
-            "-u",
-            "alice",
-            "--password-stdin",
-        ])
-        .write_stdin(format!("{PASSWORD}\n"))
-        .output()
-        .unwrap();
+    let out = as_alice(asp_on(&laptop).args(["push", "latest", &reference]));
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         said.contains(&format!(
@@ -273,12 +270,9 @@ fn a_pushed_snapshot_pulled_into_an_empty_repository_restores_the_same_files() {
     );
 
     let elsewhere = Home::new();
-    let out = asp_on(&elsewhere)
-        .args(["pull", &format!("{}/me/agent-state@{content}", reg.host())])
-        .args(["-u", "alice", "--password-stdin"])
-        .write_stdin(format!("{PASSWORD}\n"))
-        .output()
-        .unwrap();
+    let out = as_alice(
+        asp_on(&elsewhere).args(["pull", &format!("{}/me/agent-state@{content}", reg.host())]),
+    );
     let (said, noted) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
@@ -350,17 +344,15 @@ fn a_failed_pull_leaves_no_repository_behind() {
     // An empty directory given as the repository stays, empty.
     let dir = desktop.path().join("empty");
     fs::create_dir(&dir).unwrap();
-    let out = asp_on(&desktop)
-        .args([
-            "pull",
-            &format!("{}/me/agent-state:missing", reg.host()),
-            "--repo",
-        ])
-        .arg(&dir)
-        .args(["-u", "alice", "--password-stdin"])
-        .write_stdin(format!("{PASSWORD}\n"))
-        .output()
-        .unwrap();
+    let out = as_alice(
+        asp_on(&desktop)
+            .args([
+                "pull",
+                &format!("{}/me/agent-state:missing", reg.host()),
+                "--repo",
+            ])
+            .arg(&dir),
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(
         dir.is_dir() && no_repository_in(&dir),
@@ -415,18 +407,7 @@ fn a_pull_says_how_to_restore_what_it_pulled_beside_the_machines_own_backups() {
     succeeds(&mut order);
     add_copies(&state, 3..4);
     backup(&laptop, &state);
-    let out = asp_on(&laptop)
-        .args([
-            "push",
-            "latest",
-            &reference,
-            "-u",
-            "alice",
-            "--password-stdin",
-        ])
-        .write_stdin(format!("{PASSWORD}\n"))
-        .output()
-        .unwrap();
+    let out = as_alice(asp_on(&laptop).args(["push", "latest", &reference]));
     let (said, noted) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
@@ -447,11 +428,7 @@ fn a_pull_says_how_to_restore_what_it_pulled_beside_the_machines_own_backups() {
     copy_dir(&samples().join("claude-code"), &own);
     fs::remove_file(own.join(GONE_FILE)).unwrap();
     backup(&desktop, &own);
-    let out = asp_on(&desktop)
-        .args(["pull", &reference, "-u", "alice", "--password-stdin"])
-        .write_stdin(format!("{PASSWORD}\n"))
-        .output()
-        .unwrap();
+    let out = as_alice(asp_on(&desktop).args(["pull", &reference]));
     let noted = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{noted}");
     let command = noted
@@ -517,16 +494,11 @@ fn a_snapshot_pushed_to_a_digest_is_refused_before_any_upload() {
     backup(&laptop, &state);
     let before = files_under(&reg.storage());
     let d = format!("sha256:{}", asp_test_registry::sha256_hex(b"x"));
-    let out = asp_on(&laptop)
-        .args([
-            "push",
-            "latest",
-            &format!("{}/me/agent-state@{d}", reg.host()),
-        ])
-        .args(["-u", "alice", "--password-stdin"])
-        .write_stdin(format!("{PASSWORD}\n"))
-        .output()
-        .unwrap();
+    let out = as_alice(asp_on(&laptop).args([
+        "push",
+        "latest",
+        &format!("{}/me/agent-state@{d}", reg.host()),
+    ]));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("needs a tag"), "{stderr}");
@@ -574,13 +546,11 @@ fn a_tampered_blob_writes_nothing_into_the_repository() {
 
     let desktop = Home::new();
     let repo = desktop.path().join("repo");
-    let out = asp_on(&desktop)
-        .args(["pull", &reference, "--repo"])
-        .arg(&repo)
-        .args(["-u", "alice", "--password-stdin"])
-        .write_stdin(format!("{PASSWORD}\n"))
-        .output()
-        .unwrap();
+    let out = as_alice(
+        asp_on(&desktop)
+            .args(["pull", &reference, "--repo"])
+            .arg(&repo),
+    );
     assert_eq!(
         out.status.code(),
         Some(4),
@@ -665,15 +635,13 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
     // A repository's own snapshot manifest (this machine's source records) is never pushed,
     // not even through --layout.
     let snapshots = json(&succeeds(asp_on(&laptop).args(["snapshots", "--json"])));
-    let out = asp_on(&laptop)
-        .args(["push", "--layout"])
-        .arg(default_repo(&laptop))
-        .args(["--manifest", snapshots[0]["digest"].as_str().unwrap()])
-        .arg(format!("{}/me/agent-state:leak", reg.host()))
-        .args(["-u", "alice", "--password-stdin"])
-        .write_stdin(format!("{PASSWORD}\n"))
-        .output()
-        .unwrap();
+    let out = as_alice(
+        asp_on(&laptop)
+            .args(["push", "--layout"])
+            .arg(default_repo(&laptop))
+            .args(["--manifest", snapshots[0]["digest"].as_str().unwrap()])
+            .arg(format!("{}/me/agent-state:leak", reg.host())),
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("not a snapshot record"), "{stderr}");
@@ -737,13 +705,11 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
             &reference,
         );
         let repo = desktop.path().join("repo");
-        let out = asp_on(&desktop)
-            .args(["pull", &reference, "--repo"])
-            .arg(&repo)
-            .args(["-u", "alice", "--password-stdin"])
-            .write_stdin(format!("{PASSWORD}\n"))
-            .output()
-            .unwrap();
+        let out = as_alice(
+            asp_on(&desktop)
+                .args(["pull", &reference, "--repo"])
+                .arg(&repo),
+        );
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(4), "{tag}: {stderr}");
         assert!(stderr.contains(says), "{tag}: {stderr}");
@@ -770,12 +736,8 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
 /// The note a push of `laptop`'s newest snapshot to `me/keys:TAG` gives on the credentials
 /// it sends (the push must succeed and give one).
 fn credentials_note(laptop: &Home, reg: &TestRegistry, tag: &str) -> String {
-    let out = asp_on(laptop)
-        .args(["push", "latest", &format!("{}/me/keys:{tag}", reg.host())])
-        .args(["-u", "alice", "--password-stdin"])
-        .write_stdin(format!("{PASSWORD}\n"))
-        .output()
-        .unwrap();
+    let out =
+        as_alice(asp_on(laptop).args(["push", "latest", &format!("{}/me/keys:{tag}", reg.host())]));
     let noted = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{noted}");
     noted
