@@ -510,17 +510,21 @@ fn environment_references_are_written_in_the_spelling_the_target_expands() {
         tools: s.tools.clone(),
         ..Default::default()
     };
-    let home = tmp();
-    write_home(
-        "opencode",
-        home.path(),
-        &tools_only(&claude.state),
-        &claude.store,
-        false,
-        &PathMap::default(),
-    );
-    let written =
-        std::fs::read_to_string(home.path().join(".config/opencode/opencode.json")).unwrap();
+    // The MCP servers of `from` written into `harness`: the text of its file `config`.
+    let written_into = |harness: &str, from: &crate::support::ReadBack, config: &str| {
+        let home = tmp();
+        let state = tools_only(&from.state);
+        write_home(
+            harness,
+            home.path(),
+            &state,
+            &from.store,
+            false,
+            &PathMap::default(),
+        );
+        std::fs::read_to_string(home.path().join(config)).unwrap()
+    };
+    let written = written_into("opencode", &claude, ".config/opencode/opencode.json");
     assert!(
         written.contains("\"{env:GITHUB_TOKEN}\"")
             && written.contains("\"Bearer {env:LINEAR_API_KEY}\"")
@@ -529,16 +533,7 @@ fn environment_references_are_written_in_the_spelling_the_target_expands() {
     );
 
     let opencode = read_all(&samples().join("opencode"));
-    let home = tmp();
-    write_home(
-        "claude-code",
-        home.path(),
-        &tools_only(&opencode.state),
-        &opencode.store,
-        false,
-        &PathMap::default(),
-    );
-    let written = std::fs::read_to_string(home.path().join(".claude.json")).unwrap();
+    let written = written_into("claude-code", &opencode, ".claude.json");
     assert!(
         written.contains("\"Bearer ${DOCS_MCP_TOKEN}\"") && !written.contains("{env:"),
         "{written}"
