@@ -30,8 +30,9 @@ Examples:
       backed-up one is written beside it under a new id (in the summary: session OLD → NEW).
       The harness's own configuration comes back where none is; where your machine has its
       own different file, that is kept and the backed-up copy is written beside it as
-      <file>.asp-restored; so are instructions changed since (AGENTS.md, GEMINI.md). Session options (model, permission mode, effort) are added to your
-      settings file only where it sets none, each one said.
+      <file>.asp-restored; so are instructions changed since (AGENTS.md, GEMINI.md,
+      QWEN.md). Session options (model, permission mode, effort) are added to your settings
+      file only where it sets none, each one said.
   asp restore --session 71958462-4bb8-46b6-a36a-1becf56c22dc --to claude-code
       Bring back one session (with its subagents; for Claude Code also its rewind
       checkpoints and todo lists), byte for byte.
