@@ -277,9 +277,10 @@ fn with_env(cmd: &str, cwd: Option<&str>, env: &str) -> String {
     if env.is_empty() {
         return cmd.to_owned();
     }
-    let cd = cwd.map(|c| format!("cd {} && ", crate::kit::resume::shell_word(c)));
-    match cd
-        .as_deref()
+    // The `cd DIR && ` a harness's command starts with, as `kit::resume::in_dir` spells it.
+    let cd = crate::kit::resume::in_dir(cwd, String::new());
+    match Some(cd.as_str())
+        .filter(|cd| !cd.is_empty())
         .and_then(|cd| Some((cd, cmd.strip_prefix(cd)?)))
     {
         Some((cd, run)) => format!("{cd}{env}{run}"),
