@@ -401,26 +401,23 @@ impl Snapshot {
         // Compared as read (a value spelled otherwise, `07` for `7`, is the same), and only
         // when the manifest's annotations read as a whole (one an older version wrote without
         // some is not compared).
-        let own = &manifest.annotations;
-        let differs = compare_index
-            && SnapshotInfo::from_annotations(info.digest, info.size, own)
-                .is_ok_and(|theirs| theirs != *info);
-        if let Some((k, v, there)) = differs
-            .then(|| {
-                let says = info.annotations();
-                let keys: std::collections::BTreeSet<&String> =
-                    says.keys().chain(own.keys()).collect();
-                keys.into_iter()
-                    .find(|k| says.get(*k) != own.get(*k))
-                    .map(|k| {
-                        let shown = |v: Option<&String>| {
-                            v.map_or("nothing".to_owned(), |v| format!("{v:?}"))
-                        };
-                        (k.clone(), shown(says.get(k)), shown(own.get(k)))
-                    })
-            })
-            .flatten()
-        {
+        // The key named is one whose value differs as read, not as spelled.
+        let theirs = compare_index
+            .then(|| SnapshotInfo::from_annotations(info.digest, info.size, &manifest.annotations))
+            .and_then(Result::ok)
+            .filter(|theirs| theirs != info)
+            .map(|theirs| theirs.annotations());
+        if let Some((k, v, there)) = theirs.and_then(|own| {
+            let says = info.annotations();
+            let keys: std::collections::BTreeSet<&String> = says.keys().chain(own.keys()).collect();
+            keys.into_iter()
+                .find(|k| says.get(*k) != own.get(*k))
+                .map(|k| {
+                    let shown =
+                        |v: Option<&String>| v.map_or("nothing".to_owned(), |v| format!("{v:?}"));
+                    (k.clone(), shown(says.get(k)), shown(own.get(k)))
+                })
+        }) {
             return Err(RepoError::IndexDiffers(format!(
                 "index.json says {k} {v} of snapshot {}, and its manifest {there}: \
                  index.json was changed; `asp check --rebuild-index` lists every snapshot again \
