@@ -137,7 +137,8 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
             match report.leftovers {
                 0 => String::new(),
                 n => format!(
-                    ", {} of interrupted writes (`asp prune` removes {})",
+                    ", {} of interrupted writes or of a backup running now (`asp prune` removes \
+                     {} once none runs)",
                     human::count(n as u64, "leftover", "leftovers"),
                     if n == 1 { "it" } else { "them" }
                 ),

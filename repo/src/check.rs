@@ -39,7 +39,8 @@ pub struct CheckReport {
     pub bodies_read: usize,
     /// Blobs nothing names (left by an interrupted backup or by forget; prune removes them).
     pub unreferenced: usize,
-    /// Temporary files and staging folders of interrupted writes (prune removes them).
+    /// Temporary files and staging folders of interrupted writes, or of a backup running now
+    /// (check holds the lock shared, as a backup does; prune, holding it alone, removes them).
     pub leftovers: usize,
     pub problems: Vec<String>,
     /// Layers moved into `<repo>/damaged/` (with `repair`).
@@ -361,7 +362,7 @@ pub fn check(
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         if name.starts_with('.') {
-            if name.starts_with(".asp-") && name.ends_with(".partial") {
+            if crate::prune::is_partial_blob(name) {
                 report.leftovers += 1;
             }
             continue;
@@ -389,7 +390,7 @@ pub fn check(
     for entry in std::fs::read_dir(repo.root()).map_err(RepoError::io(repo.root()))? {
         let name = entry.map_err(RepoError::io(repo.root()))?.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with(".aspstate-layers-") || name.starts_with(".asp-") {
+        if crate::prune::is_staging_leftover(&name) {
             report.leftovers += 1;
         }
     }

@@ -55,7 +55,7 @@ pub fn prune(repo: &Repository, dry_run: bool) -> Result<PruneReport, RepoError>
         let path = entry.path();
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        let leftover = name.starts_with(".asp-") && name.ends_with(".partial");
+        let leftover = is_partial_blob(&name);
         let keep = match Digest::from_hex(&name) {
             Ok(d) => named.contains(&d),
             Err(_) => !leftover,
@@ -83,7 +83,7 @@ pub fn prune(repo: &Repository, dry_run: bool) -> Result<PruneReport, RepoError>
         let entry = entry.map_err(RepoError::io(root))?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with(".aspstate-layers-") || name.starts_with(".asp-") {
+        if is_staging_leftover(&name) {
             report.removed_leftovers += 1;
             if !dry_run {
                 let p = entry.path();
@@ -100,4 +100,16 @@ pub fn prune(repo: &Repository, dry_run: bool) -> Result<PruneReport, RepoError>
         repo.sync_blobs();
     }
     Ok(report)
+}
+
+/// A blob being written under `blobs/sha256/` (renamed to its digest when whole): one a write
+/// that was cut off left behind, when no backup holds the lock.
+pub(crate) fn is_partial_blob(name: &str) -> bool {
+    name.starts_with(".asp-") && name.ends_with(".partial")
+}
+
+/// A backup's staging folder or temporary file at the top of the repository: one a backup that
+/// was killed left behind, when no backup holds the lock.
+pub(crate) fn is_staging_leftover(name: &str) -> bool {
+    name.starts_with(".aspstate-layers-") || name.starts_with(".asp-")
 }
