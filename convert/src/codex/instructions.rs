@@ -87,15 +87,8 @@ pub fn write(
         return Ok(Placement::AlreadyThere);
     }
     if different == DifferentInstructions::KeepBeside && !have.trim().is_empty() {
-        let beside = crate::kit::config::restored_beside(
-            &path,
-            text,
-            crate::kit::fsops::Mode::New { executable: false },
-            writer,
-        );
-        return Ok(Placement::Refused(format!(
-            "{} holds other instructions: {beside}",
-            path.display()
+        return Ok(Placement::Refused(DifferentInstructions::keep_beside(
+            &path, text, writer,
         )));
     }
     let mut merged = existing.clone();

@@ -483,15 +483,9 @@ pub fn write_file(
                     answer.take(StateKind::Instructions);
                 }
                 DifferentInstructions::KeepBeside => {
-                    let beside = crate::kit::config::restored_beside(
-                        file,
-                        incoming.as_bytes(),
-                        crate::kit::fsops::Mode::New { executable: false },
-                        writer,
-                    );
                     answer.refuse(
                         StateKind::Instructions,
-                        format!("{} holds other instructions: {beside}", file.display()),
+                        DifferentInstructions::keep_beside(file, incoming.as_bytes(), writer),
                     );
                 }
             }

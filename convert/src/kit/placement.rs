@@ -41,6 +41,24 @@ pub enum DifferentInstructions {
     KeepBeside,
 }
 
+impl DifferentInstructions {
+    /// [`DifferentInstructions::KeepBeside`] done: `text` written beside `file`, which holds
+    /// other instructions; the reason the instructions were not taken, for the owner.
+    pub fn keep_beside(
+        file: &std::path::Path,
+        text: &[u8],
+        writer: &crate::kit::fsops::Writer,
+    ) -> String {
+        let beside = crate::kit::config::restored_beside(
+            file,
+            text,
+            crate::kit::fsops::Mode::New { executable: false },
+            writer,
+        );
+        format!("{} holds other instructions: {beside}", file.display())
+    }
+}
+
 impl Placement {
     /// Whether the item is in the destination now (or would be, in a dry run).
     pub fn is_placed(&self) -> bool {
