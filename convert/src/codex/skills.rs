@@ -1,6 +1,7 @@
 //! Skills: `~/.agents/skills` (shared with Gemini and OpenCode) and `$CODEX_HOME/skills`
 //! (spec/harnesses/codex.md §11.2), read and written by [`crate::kit::skills`].
 
+use crate::kit::skills::AGENTS_SKILLS;
 use std::path::{Path, PathBuf};
 
 use asp_format::blob::{BlobSink, BlobSource};
@@ -20,7 +21,7 @@ pub const SYSTEM_SKILLS: &str = ".system";
 /// and OpenCode) and `$CODEX_HOME/skills` (deprecated but still read).
 pub fn skill_roots(home: &Path, codex_home: &Path) -> [(PathBuf, &'static str); 2] {
     [
-        (home.join(".agents/skills"), ".agents/skills"),
+        (home.join(AGENTS_SKILLS), AGENTS_SKILLS),
         (codex_home.join("skills"), ".codex/skills"),
     ]
 }

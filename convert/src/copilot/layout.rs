@@ -54,7 +54,7 @@ impl Layout {
 
     /// `~/.agents/skills/`, which Copilot shares with other harnesses.
     pub fn shared_skills(&self) -> PathBuf {
-        self.home.join(".agents/skills")
+        self.home.join(crate::kit::skills::AGENTS_SKILLS)
     }
 
     /// `mcp-config.json`: the user's MCP servers.

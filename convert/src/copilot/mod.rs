@@ -79,7 +79,7 @@ impl Harness for Copilot {
     /// (`kit::skills::shadowed`).
     fn config_folders(&self, home: &crate::Home) -> Vec<std::path::PathBuf> {
         let mut out = self.store_paths(home);
-        out.push(home.dir.join(".agents/skills"));
+        out.push(home.dir.join(crate::kit::skills::AGENTS_SKILLS));
         out
     }
 

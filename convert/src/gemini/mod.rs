@@ -188,7 +188,7 @@ impl Harness for Gemini {
         let mut dirs = vec![g.join("policies"), g.join("commands"), g.join("agents")];
         // A skill of `.gemini/skills` that one of `.agents/skills` hides (skills.rs).
         dirs.extend(crate::kit::skills::shadowed(
-            &layout.root.join(".agents/skills"),
+            &layout.root.join(crate::kit::skills::AGENTS_SKILLS),
             &g.join("skills"),
         ));
         crate::kit::config::collect(

@@ -13,7 +13,7 @@ use crate::kit::skills;
 
 /// Where skills live relative to the home, and how a skill says it came from `.gemini`.
 const GEMINI_SKILLS: &str = ".gemini/skills";
-const AGENTS_SKILLS: &str = ".agents/skills";
+use crate::kit::skills::AGENTS_SKILLS;
 
 fn skill_meta(dir: &str) -> Meta {
     let mut m = Meta::new();

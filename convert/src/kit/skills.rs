@@ -215,6 +215,10 @@ pub fn shadowed(winner: &Path, shadowed: &Path) -> Vec<PathBuf> {
 /// writes what is under them after the state (`asp restore`).
 pub const HIDDEN_COPIES_UNDER: [&str; 2] = [".agents/skills/", ".gemini/skills/"];
 
+/// The skills folder several harnesses share under the home (Codex, Gemini CLI, Qwen Code, Pi
+/// and Copilot CLI read it): the Agent Skills convention's.
+pub const AGENTS_SKILLS: &str = ".agents/skills";
+
 /// Whether `rel`, a configuration file's path relative to the home, is in a skill folder
 /// another hid ([`HIDDEN_COPIES_UNDER`]).
 pub fn is_hidden_copy(rel: &str) -> bool {

@@ -103,7 +103,7 @@ impl Harness for Pi {
     /// (`kit::skills::shadowed`).
     fn config_folders(&self, home: &crate::Home) -> Vec<std::path::PathBuf> {
         let mut out = self.store_paths(home);
-        out.push(home.dir.join(".agents/skills"));
+        out.push(home.dir.join(crate::kit::skills::AGENTS_SKILLS));
         out
     }
 
@@ -206,7 +206,7 @@ impl Harness for Pi {
         // A skill of `~/.agents/skills` that one of Pi's own hides (skills.rs).
         dirs.extend(crate::kit::skills::shadowed(
             &a.join("skills"),
-            &home.dir.join(".agents/skills"),
+            &home.dir.join(crate::kit::skills::AGENTS_SKILLS),
         ));
         crate::kit::config::collect(&home.dir, &files, &dirs)
             .only(|rel| !rel.split('/').any(|c| c == "node_modules" || c == ".git"))

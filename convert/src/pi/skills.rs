@@ -11,7 +11,7 @@ use crate::error::ConvertError;
 use crate::harness::{ReadContext, WriteContext};
 use crate::kit::skills;
 
-const AGENTS_SKILLS: &str = ".agents/skills";
+use crate::kit::skills::AGENTS_SKILLS;
 const OWN: &str = "agent";
 
 pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Result<Vec<Skill>, ConvertError> {

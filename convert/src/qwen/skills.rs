@@ -15,7 +15,7 @@ use crate::kit::fsops::Writer;
 use crate::kit::placement::{Placement, Tally};
 use crate::kit::skills;
 
-const AGENTS_SKILLS: &str = ".agents/skills";
+use crate::kit::skills::AGENTS_SKILLS;
 
 fn skill_meta(dir: &str) -> Meta {
     let mut m = Meta::new();
