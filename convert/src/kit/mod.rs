@@ -29,7 +29,6 @@ pub mod acp;
 pub mod beside;
 pub mod config;
 pub mod conversation;
-#[cfg(any(feature = "pi", feature = "qwen"))]
 pub mod credentialed_json;
 pub mod env_refs;
 pub mod escape;
@@ -49,13 +48,6 @@ pub mod prompt_log;
 pub mod report;
 pub mod resume;
 pub mod secrets;
-#[cfg(any(
-    feature = "gemini",
-    feature = "qwen",
-    feature = "opencode",
-    feature = "pi",
-    feature = "copilot"
-))]
 pub mod settings_json;
 pub mod skills;
 pub mod source;

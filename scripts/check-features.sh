@@ -1,0 +1,17 @@
+#!/bin/sh
+# Each harness feature of asp-convert builds alone, and so does each crate by itself.
+#
+# `cargo test --workspace` builds every crate with the union of the features its members ask
+# for, so a module gated on one harness's feature but used by another, or by the shared
+# `Harness` trait, compiles there and breaks `cargo build -p asp-repo` (which asks for
+# Claude Code alone) or a CLI built with one harness. `cargo check` only: no code generation.
+set -eu
+cd "$(dirname "$0")/.."
+for features in "" claude-code codex gemini opencode pi qwen copilot; do
+    echo "asp-convert, features: ${features:-none}"
+    cargo check --locked --quiet -p asp-convert --no-default-features ${features:+--features "$features"}
+done
+for crate in asp-format asp-protocol asp-registry asp-repo asp-hub; do
+    echo "$crate alone"
+    cargo check --locked --quiet -p "$crate"
+done
