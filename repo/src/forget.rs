@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use asp_convert::kit::time;
 use asp_format::bundle::Documents;
 use asp_format::digest::Digest;
+use asp_format::error::{Classify, ErrorClass};
 use asp_registry::manifest::{IMAGE_MANIFEST, ImageManifest, OciDescriptor};
 
 use crate::backup::content_options;
@@ -168,17 +169,15 @@ pub fn plan_named(repo: &Repository, ids: &[String]) -> Result<NamedPlan, RepoEr
             .map(|s| s.id.as_str().to_owned())
             .collect()
     };
-    let read: BTreeMap<_, Option<Snapshot>> = remove
-        .iter()
-        .map(|s| (s.digest, Snapshot::load_for_reading(repo, s).ok()))
-        .collect();
-    let sessions_of = |info: &SnapshotInfo| -> Option<BTreeSet<String>> {
-        match read.get(&info.digest) {
+    let mut read: BTreeMap<_, Option<Snapshot>> = BTreeMap::new();
+    for s in &remove {
+        read.insert(s.digest, readable(Snapshot::load_for_reading(repo, s))?);
+    }
+    let sessions_of = |info: &SnapshotInfo| -> Result<Option<BTreeSet<String>>, RepoError> {
+        Ok(match read.get(&info.digest) {
             Some(snap) => snap.as_ref().map(ids_of),
-            None => Snapshot::load_for_reading(repo, info)
-                .ok()
-                .map(|s| ids_of(&s)),
-        }
+            None => readable(Snapshot::load_for_reading(repo, info))?.map(|s| ids_of(&s)),
+        })
     };
     let unreadable = remove
         .iter()
@@ -202,13 +201,14 @@ pub fn plan_named(repo: &Repository, ids: &[String]) -> Result<NamedPlan, RepoEr
             .rev()
             .find(|s| !named.contains(&s.digest))
             .map(|s| (*s).clone());
-        let sessions_only_it_held = sessions_of(newest).and_then(|held| {
-            let kept = match &next {
-                Some(n) => sessions_of(n)?,
-                None => BTreeSet::new(),
-            };
-            Some(held.difference(&kept).cloned().collect())
-        });
+        let kept = match &next {
+            Some(n) => sessions_of(n)?,
+            None => Some(BTreeSet::new()),
+        };
+        let sessions_only_it_held = match (sessions_of(newest)?, kept) {
+            (Some(held), Some(kept)) => Some(held.difference(&kept).cloned().collect()),
+            _ => None,
+        };
         newest_forgotten.push(NewestForgotten {
             harness: harness.to_owned(),
             home: home.to_owned(),
@@ -221,6 +221,17 @@ pub fn plan_named(repo: &Repository, ids: &[String]) -> Result<NamedPlan, RepoEr
         newest_forgotten,
         unreadable,
     })
+}
+
+/// A snapshot read, `None` when it cannot be because of damage (a blob missing or not what
+/// its name says): that is what forgetting it can mend. Any other failure (the repository
+/// unreadable, out of memory) says nothing of the snapshot, and stops the plan.
+fn readable(read: Result<Snapshot, RepoError>) -> Result<Option<Snapshot>, RepoError> {
+    match read {
+        Ok(snap) => Ok(Some(snap)),
+        Err(e) if e.class() == ErrorClass::Integrity => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// Which sessions to drop from the newest snapshots.
