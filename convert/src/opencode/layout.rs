@@ -58,6 +58,12 @@ impl Layout {
         }
     }
 
+    /// Whether the configuration is at its usual place (`~/.config/opencode`, no
+    /// `$XDG_CONFIG_HOME` elsewhere): only there is a global file at that place OpenCode's.
+    pub fn config_is_usual(&self) -> bool {
+        self.config == self.home.join(".config/opencode")
+    }
+
     /// The database's path as row documents name it: relative to the home when under it.
     pub fn db_rel(&self) -> String {
         self.db

@@ -205,12 +205,13 @@ impl Harness for OpenCode {
     /// else there is read by OpenCode, so nothing else is kept): OpenCode's own, restored into
     /// OpenCode only.
     fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
-        let c = Layout::of(home).config;
+        let layout = Layout::of(home);
+        let c = &layout.config;
         let dirs = ["agent", "agents", "mode", "modes", "command", "commands"].map(|d| c.join(d));
-        let under = crate::kit::config::relative(&home.dir, &c).map(|r| format!("{r}/"));
+        let under = crate::kit::config::relative(&home.dir, c).map(|r| format!("{r}/"));
         // The global files where OpenCode reads them: not kept when `$XDG_CONFIG_HOME` puts
         // its configuration elsewhere (a file at the usual place is then not OpenCode's).
-        let usual = c == home.dir.join(".config/opencode");
+        let usual = layout.config_is_usual();
         let global: Vec<std::path::PathBuf> = GLOBAL
             .iter()
             .filter(|_| usual)
@@ -230,7 +231,7 @@ impl Harness for OpenCode {
     }
 
     fn config_parts(&self, home: &crate::Home) -> Vec<(String, Vec<u8>)> {
-        if Layout::of(home).config != home.dir.join(".config/opencode") {
+        if !Layout::of(home).config_is_usual() {
             return Vec::new();
         }
         GLOBAL
