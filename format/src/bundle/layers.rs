@@ -1280,8 +1280,8 @@ struct LayerWriter<'a> {
     project: Option<Digest>,
     /// Whether it is a transcript ([`BlobSink::begin_transcript`]).
     transcript: bool,
-    /// A transcript's heads, taken before its bytes spill to a file.
-    spilled_heads: Option<Heads>,
+    /// A transcript's heads, taken as it is hashed ([`Heads::update`]).
+    heads: Heads,
     /// The hint's bytes, pinned in memory for this body's compression (see [`St::pin`]).
     pinned: Option<Digest>,
     hasher: Hasher,
@@ -1416,7 +1416,10 @@ enum SpillOut {
 
 impl Write for LayerWriter<'_> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.hasher.update(data);
+        match self.transcript {
+            true => self.heads.update(&mut self.hasher, data),
+            false => self.hasher.update(data),
+        }
         if let Some(w) = &mut self.windows {
             // Filled to one frame and no further, so the buffer never grows past the frame
             // it was made for (a write of megabytes would double it, and keep it doubled).
@@ -1467,9 +1470,6 @@ impl LayerWriter<'_> {
         let file = Arc::new(tempfile::NamedTempFile::new_in(&self.store.shared.dir)?);
         let mut out = BufWriter::with_capacity(256 * 1024, file.reopen()?);
         out.write_all(&self.buf)?;
-        if self.transcript {
-            self.spilled_heads = Some(Heads::of(&self.buf));
-        }
         let first = self.buf[..DICT_MAGIC.len().min(self.buf.len())].to_vec();
         self.buf = Vec::new();
         self.raw = Some(Raw { file, out, first });
@@ -1507,7 +1507,7 @@ impl LayerWriter<'_> {
                 spilled: too_large,
                 dict_ok: !too_large && !first.starts_with(&DICT_MAGIC),
                 pending: None,
-                heads: self.spilled_heads.unwrap_or_default(),
+                heads: self.heads,
                 raw: Some(Arc::clone(&file)),
             },
         );
@@ -1547,9 +1547,6 @@ impl LayerWriter<'_> {
             SpillOut::Zstd(e) => e.write_all(&self.buf)?,
             SpillOut::Raw(w) => w.write_all(&self.buf)?,
         }
-        if self.transcript {
-            self.spilled_heads = Some(Heads::of(&self.buf));
-        }
         self.buf = Vec::new();
         self.spill = Some(Spill { file, out });
         Ok(())
@@ -1563,7 +1560,6 @@ impl BlobWrite for LayerWriter<'_> {
         let store = self.store;
         let hint = self.hint;
         let project = self.project;
-        let transcript = self.transcript;
         let hasher = std::mem::replace(&mut self.hasher, Hasher::new());
         let buf = std::mem::take(&mut self.buf);
         let spill = self.spill.take();
@@ -1600,12 +1596,7 @@ impl BlobWrite for LayerWriter<'_> {
                 })
             }
         };
-        // Hashed before the lock is taken: the other writers wait for it, not for this.
-        let heads = match self.spilled_heads {
-            Some(h) => h,
-            None if transcript => Heads::of(&buf),
-            None => Heads::default(),
-        };
+        let heads = self.heads;
         let mut st = shared.lock();
         if let Some(e) = &st.error {
             return Err(BlobError::Other(io::Error::other(e.clone())));
@@ -1821,7 +1812,7 @@ impl LayerStore {
             hint,
             project,
             transcript,
-            spilled_heads: None,
+            heads: Heads::default(),
             pinned,
             hasher: Hasher::new(),
             buf: Vec::with_capacity(room),

@@ -70,21 +70,31 @@ pub fn dictionary_source<'a, T>(
 pub struct Heads([Option<Digest>; DICTIONARY_LENGTHS.len()]);
 
 impl Heads {
-    /// The heads of `bytes` (a body's first bytes, at least as many as its heads hold): one
-    /// pass over the longest, the shorter ones taken on the way.
-    pub fn of(bytes: &[u8]) -> Heads {
-        let mut heads = Heads::default();
-        let mut hasher = crate::digest::Hasher::new();
-        let mut done = 0;
-        for (i, &length) in DICTIONARY_LENGTHS.iter().enumerate().rev() {
-            let Some(next) = bytes.get(done..length as usize) else {
-                break;
-            };
-            hasher.update(next);
-            done = length as usize;
-            heads.0[i] = Some(hasher.clone().finish().digest);
+    /// Feeds `bytes` to `hasher`, the running hash of a body from its first byte, and takes
+    /// each head the body reaches on the way. A writer that hashes a transcript as it comes
+    /// gets its heads from that one hash: hashed apart, the first MiB of every transcript
+    /// was hashed twice.
+    pub fn update(&mut self, hasher: &mut crate::digest::Hasher, mut bytes: &[u8]) {
+        loop {
+            let at = hasher.size();
+            let next = DICTIONARY_LENGTHS
+                .iter()
+                .enumerate()
+                .filter(|&(_, &l)| l > at)
+                .min_by_key(|&(_, &l)| l);
+            match next {
+                Some((i, &length)) if length - at <= bytes.len() as u64 => {
+                    let (head, rest) = bytes.split_at((length - at) as usize);
+                    hasher.update(head);
+                    self.0[i] = Some(hasher.clone().finish().digest);
+                    bytes = rest;
+                }
+                _ => {
+                    hasher.update(bytes);
+                    return;
+                }
+            }
         }
-        heads
     }
 
     /// The digest of the first `length` bytes, when `length` is one of [`DICTIONARY_LENGTHS`]
@@ -228,22 +238,38 @@ mod tests {
         assert_eq!(got, want);
     }
 
+    /// The heads of `body` and its digest, taken as a writer takes them: the body fed in
+    /// writes of `chunk` bytes.
+    fn heads_of(body: &[u8], chunk: usize) -> (Heads, Digest) {
+        let mut heads = Heads::default();
+        let mut hasher = crate::digest::Hasher::new();
+        for write in body.chunks(chunk) {
+            heads.update(&mut hasher, write);
+        }
+        (heads, hasher.finish().digest)
+    }
+
     #[test]
     fn heads_are_the_digests_of_each_dictionary_length_a_body_holds() {
         let body: Vec<u8> = (0..(3u32 << 19)).map(|i| (i % 251) as u8).collect();
-        let heads = Heads::of(&body);
-        for length in DICTIONARY_LENGTHS {
-            assert_eq!(
-                heads.get(length),
-                Some(Digest::of(&body[..length as usize]))
-            );
+        // Writes that end on a length, that straddle one, that straddle all three.
+        for chunk in [1 << 18, 1000, 3 << 19] {
+            let (heads, digest) = heads_of(&body, chunk);
+            assert_eq!(digest, Digest::of(&body), "the body's own digest");
+            for length in DICTIONARY_LENGTHS {
+                assert_eq!(
+                    heads.get(length),
+                    Some(Digest::of(&body[..length as usize])),
+                    "{chunk}"
+                );
+            }
+            assert_eq!(heads.get(12345), None);
+            let (short, _) = heads_of(&body[..(1 << 19) + 7], chunk);
+            assert_eq!(short.get(1 << 20), None);
+            assert_eq!(short.get(1 << 19), Some(Digest::of(&body[..1 << 19])));
+            assert_eq!(short.get(1 << 18), Some(Digest::of(&body[..1 << 18])));
+            assert_eq!(heads_of(&body[..100], chunk).0, Heads::default());
         }
-        let short = Heads::of(&body[..(1 << 19) + 7]);
-        assert_eq!(short.get(1 << 20), None);
-        assert_eq!(short.get(1 << 19), Some(Digest::of(&body[..1 << 19])));
-        assert_eq!(short.get(1 << 18), Some(Digest::of(&body[..1 << 18])));
-        assert_eq!(Heads::of(&body[..100]), Heads::default());
-        assert_eq!(heads.get(12345), None);
     }
 
     #[test]
