@@ -269,17 +269,21 @@ pub fn result_text(content: &Value) -> String {
     }
 }
 
-/// A fence longer than any run of backticks in `text`.
+/// A fence longer than any run of backticks in `text`. The backticks are found with
+/// `memchr`: file contents have few, and a loop over every byte of every result was 1.5 % of
+/// packing a Claude Code home.
 fn fenced(text: &str, info: &str) -> String {
+    let bytes = text.as_bytes();
     let mut longest = 0;
-    let mut run = 0;
-    for &c in text.as_bytes() {
-        if c == b'`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
+    // Where the run being counted ends: a backtick found inside it is already counted.
+    let mut counted = 0;
+    for at in memchr::memchr_iter(b'`', bytes) {
+        if at < counted {
+            continue;
         }
+        let run = bytes[at..].iter().take_while(|&&c| c == b'`').count();
+        longest = longest.max(run);
+        counted = at + run;
     }
     let fence = "`".repeat(longest.max(2) + 1);
     format!("{fence}{info}\n{text}\n{fence}")
@@ -371,6 +375,24 @@ mod tests {
     use super::*;
 
     const CWD: Option<&str> = Some("/home/dev/shop");
+
+    #[test]
+    fn a_fence_is_longer_than_every_run_of_backticks_and_at_least_three() {
+        for (text, fence) in [
+            ("plain", "```"),
+            ("", "```"),
+            ("a `b` c", "```"),
+            ("``", "```"),
+            ("x```y", "````"),
+            ("``` and ````` and `", "``````"),
+            ("ends with ````", "`````"),
+            ("````starts", "`````"),
+            ("é`è``ü", "```"),
+        ] {
+            let got = fenced(text, "ts");
+            assert_eq!(got, format!("{fence}ts\n{text}\n{fence}"), "{text:?}");
+        }
+    }
 
     #[test]
     fn titles_and_kinds_match_the_adapter() {

@@ -2,29 +2,9 @@
 //! that parses at all parses into a `Value`.
 
 /// Where the first `"` or `\\` of `text` is (its length when there is none). A string's body
-/// is most of a transcript's text; this looks at it eight bytes at a time.
+/// is most of a transcript's text: `memchr2` looks at it a vector at a time.
 pub fn plain_run(text: &[u8]) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // The high bit of each byte of `w` that is `b`, and maybe of bytes after one that is
-    // (the classic zero-byte test): the lowest bit set is the first such byte.
-    let find = |w: u64, b: u8| {
-        let x = w ^ (ONES * u64::from(b));
-        x.wrapping_sub(ONES) & !x & HIGH
-    };
-    let mut n = 0;
-    for c in text.chunks_exact(8) {
-        let w = u64::from_le_bytes(c.try_into().expect("eight bytes"));
-        let hits = find(w, b'"') | find(w, b'\\');
-        if hits != 0 {
-            return n + (hits.trailing_zeros() / 8) as usize;
-        }
-        n += 8;
-    }
-    n + text[n..]
-        .iter()
-        .position(|&b| b == b'"' || b == b'\\')
-        .unwrap_or(text.len() - n)
+    memchr::memchr2(b'"', b'\\', text).unwrap_or(text.len())
 }
 
 /// serde_json's nesting limit: a value nested this deep does not parse into a `Value`.
