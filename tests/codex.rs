@@ -192,6 +192,9 @@ fn the_sample_home_has_the_counts_expected_md_gives() {
     assert!(!diagnostics.any_lost(), "{:?}", diagnostics.items());
 }
 
+/// A token Codex reads from a variable (`bearer_token_env_var`, `env_http_headers`) is the
+/// header every other harness spells with `${VAR}`; what ACP has no field for stays under
+/// `_meta.codex`.
 #[test]
 fn mcp_servers_are_acp_servers_with_codex_only_keys_under_meta() {
     let (state, ..) = read(&sample_home());
@@ -204,9 +207,74 @@ fn mcp_servers_are_acp_servers_with_codex_only_keys_under_meta() {
                      {"name": "DOCS_MCP_LOG", "value": "warn"}],
              "_meta": {"codex": {"startup_timeout_sec": 20, "tool_timeout_sec": 60, "enabled": true}}},
             {"type": "http", "name": "tracker", "url": "https://mcp.tracker.example.com/mcp",
-             "headers": [{"name": "X-Workspace", "value": "acme"}],
-             "_meta": {"codex": {"bearer_token_env_var": "TRACKER_MCP_TOKEN", "enabled": false}}}
+             "headers": [{"name": "X-Workspace", "value": "acme"},
+                         {"name": "Authorization", "value": "Bearer ${TRACKER_MCP_TOKEN}"}],
+             "_meta": {"codex": {"enabled": false}}}
         ])
+    );
+}
+
+/// The sample's `tracker` is switched off (`enabled = false`) and takes its token from
+/// `TRACKER_MCP_TOKEN`. Carried, it keeps both: the token as a header each harness expands,
+/// switched off where the harness can say so, and left out (said, exit 0) where it cannot,
+/// rather than started.
+#[test]
+fn a_server_switched_off_in_codex_stays_off_and_keeps_its_token_variable() {
+    let t = tempfile::tempdir().unwrap();
+    let bundle = t.path().join("codex.aspstate");
+    pack_sample_codex(&bundle);
+    let carry = |to: &str| {
+        let home = new_home(t.path().join(to));
+        let out = asp_unpack()
+            .arg(&bundle)
+            .args(["--kinds", "tools", "--json", "--to", to, "--home"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{to}: {out:?}");
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (home, answer)
+    };
+    let (home, answer) = carry("claude-code");
+    let not_taken = answer["notTaken"].to_string();
+    assert!(
+        not_taken.contains("MCP server tracker is switched off in Codex (`enabled = false`)"),
+        "{answer}"
+    );
+    let claude: Value =
+        serde_json::from_slice(&fs::read(home.join(".claude.json")).unwrap()).unwrap();
+    assert!(claude["mcpServers"]["docs"].is_object(), "{claude}");
+    assert!(claude["mcpServers"].get("tracker").is_none(), "{claude}");
+    for (to, file) in [
+        ("gemini", ".gemini/settings.json"),
+        ("qwen", ".qwen/settings.json"),
+    ] {
+        let (home, answer) = carry(to);
+        assert_eq!(answer["notTaken"], json!([]), "{to}: {answer}");
+        let settings: Value = serde_json::from_slice(&fs::read(home.join(file)).unwrap()).unwrap();
+        assert_eq!(settings["mcp"]["excluded"], json!(["tracker"]), "{to}");
+        assert_eq!(
+            settings["mcpServers"]["tracker"]["headers"]["Authorization"],
+            "Bearer ${TRACKER_MCP_TOKEN}",
+            "{to}"
+        );
+    }
+    let (home, _) = carry("opencode");
+    let opencode: Value =
+        serde_json::from_slice(&fs::read(home.join(".config/opencode/opencode.json")).unwrap())
+            .unwrap();
+    let tracker = &opencode["mcp"]["tracker"];
+    assert_eq!(tracker["enabled"], false, "{opencode}");
+    assert_eq!(
+        tracker["headers"]["Authorization"], "Bearer {env:TRACKER_MCP_TOKEN}",
+        "{opencode}"
+    );
+    // And back into Codex: the keys it had.
+    let (home, _) = carry("codex");
+    let config = fs::read_to_string(home.join(".codex/config.toml")).unwrap();
+    assert!(
+        config.contains("enabled = false\nbearer_token_env_var = \"TRACKER_MCP_TOKEN\"\n"),
+        "{config}"
     );
 }
 

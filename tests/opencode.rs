@@ -532,7 +532,19 @@ fn environment_references_are_written_in_the_spelling_the_target_expands() {
         "{written}"
     );
 
-    let opencode = read_all(&samples().join("opencode"));
+    let mut opencode = read_all(&samples().join("opencode"));
+    // The sample's servers are switched off, and a server switched off is not written into
+    // Claude Code at all (`kit::mcp_switch`, tested in tests/codex.rs): switched on here.
+    for server in opencode.state.tools.iter_mut().flatten() {
+        if let Some(own) = server
+            .meta_mut()
+            .as_mut()
+            .and_then(|m| m.get_mut("opencode"))
+            .and_then(Value::as_object_mut)
+        {
+            own.remove("enabled");
+        }
+    }
     let written = written_into("claude-code", &opencode, ".claude.json");
     assert!(
         written.contains("\"Bearer ${DOCS_MCP_TOKEN}\"") && !written.contains("{env:"),

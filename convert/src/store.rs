@@ -636,6 +636,12 @@ impl Store {
                 let given = state.kinds();
                 let imports = harness.capabilities().import;
                 state.retain_kinds(imports);
+                let switched_off = match &mut state.tools {
+                    Some(servers) => {
+                        crate::kit::mcp_switch::carry(servers, harness.name().as_str())
+                    }
+                    None => Vec::new(),
+                };
                 let writer = Writer::new(req.dry_run).confined_to(
                     std::iter::once(home.dir.clone()).chain(harness.store_paths(home)),
                 );
@@ -654,6 +660,9 @@ impl Store {
                     },
                 })?;
                 report_unlinked(&state, harness.as_ref(), &answer, req.diagnostics);
+                for note in switched_off {
+                    answer.refuse(StateKind::Tools, note);
+                }
                 if answer.taken.contains(StateKind::Instructions) {
                     report_imports(&state, harness.as_ref(), req.blobs, req.diagnostics);
                 }

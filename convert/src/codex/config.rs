@@ -362,6 +362,7 @@ impl Config {
                         value: format!("Bearer {token}"),
                     });
                 }
+                headers_from_variables(&mut cfg, &mut headers);
                 McpServer::Http(McpRemote {
                     name: name.to_owned(),
                     url,
@@ -393,6 +394,45 @@ impl Config {
             out.push(server);
         }
         out
+    }
+}
+
+/// The headers Codex makes of environment variables, as the headers every other harness
+/// spells with a `${VAR}` in their value (Claude Code, Gemini CLI, Qwen Code and OpenCode
+/// expand it when they start the server): `bearer_token_env_var = "VAR"` is `Authorization:
+/// Bearer ${VAR}`, `env_http_headers = { H = "VAR" }` is `H: ${VAR}`. Left under
+/// `_meta.codex` they reached no other harness, and a server carried into one lost its token
+/// without a word. Writing into Codex gives the keys back ([`server_table`]). A header already
+/// given literally, or a value that is not a variable's name, keeps its key in `_meta.codex`.
+fn headers_from_variables(cfg: &mut Map<String, Json>, headers: &mut Vec<NameValue>) {
+    let has = |headers: &[NameValue], name: &str| {
+        headers.iter().any(|h| h.name.eq_ignore_ascii_case(name))
+    };
+    let is_name = |var: &str| env_reference(&format!("${{{var}}}")) == Some(var);
+    if let Some(Json::String(var)) = cfg.get("bearer_token_env_var")
+        && is_name(var)
+        && !has(headers, "Authorization")
+    {
+        headers.push(NameValue {
+            name: "Authorization".into(),
+            value: format!("Bearer ${{{var}}}"),
+        });
+        cfg.remove("bearer_token_env_var");
+    }
+    if let Some(Json::Object(by_name)) = cfg.get_mut("env_http_headers") {
+        by_name.retain(|header, var| match var {
+            Json::String(var) if is_name(var) && !has(headers, header) => {
+                headers.push(NameValue {
+                    name: header.clone(),
+                    value: format!("${{{var}}}"),
+                });
+                false
+            }
+            _ => true,
+        });
+        if by_name.is_empty() {
+            cfg.remove("env_http_headers");
+        }
     }
 }
 

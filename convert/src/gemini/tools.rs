@@ -9,7 +9,7 @@ use crate::kit::settings_json::{File, Merged};
 
 /// The servers of the settings file.
 pub fn read(file: &File, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
-    DIALECT.read(file, ctx)
+    DIALECT.read_switchable(file, ctx)
 }
 
 /// Adds `servers` to the settings file (in memory); see [`crate::kit::mcp_json::Dialect::merge`].
@@ -19,5 +19,5 @@ pub fn merge(
     ctx: &WriteContext<'_>,
     out: &mut Merged,
 ) -> bool {
-    DIALECT.merge(file, servers, ctx, out)
+    DIALECT.merge_switchable(file, servers, ctx, out)
 }

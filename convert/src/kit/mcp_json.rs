@@ -421,6 +421,94 @@ impl Dialect {
         }
     }
 
+    /// The names in `mcp.excluded` (Gemini CLI, Qwen Code): servers the harness configures but
+    /// does not start.
+    fn excluded(file: &File) -> Vec<String> {
+        file.get("/mcp/excluded")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// [`Dialect::read`], a server named in `mcp.excluded` (switched off) saying so as
+    /// `_meta.<meta_key>.excluded`, so it is switched off again where it is written
+    /// ([`Dialect::merge_switchable`], [`crate::kit::mcp_switch`]).
+    pub fn read_switchable(&self, file: &File, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
+        let off = Self::excluded(file);
+        let mut servers = self.read(file, ctx)?;
+        for s in servers
+            .iter_mut()
+            .filter(|s| off.iter().any(|n| n == s.name()))
+        {
+            let meta = s.meta_mut().get_or_insert_with(Default::default);
+            let own = meta.entry(self.meta_key).or_insert_with(|| json!({}));
+            if let Some(own) = own.as_object_mut() {
+                own.insert("excluded".into(), Value::Bool(true));
+            }
+        }
+        Some(servers)
+    }
+
+    /// [`Dialect::merge`], and a server switched off where it was read
+    /// (`_meta.<meta_key>.excluded`) switched off here too: its name added to `mcp.excluded`,
+    /// which only narrows what runs. Returns whether the file changed.
+    pub fn merge_switchable(
+        &self,
+        file: &mut File,
+        servers: &[McpServer],
+        ctx: &WriteContext<'_>,
+        out: &mut Merged,
+    ) -> bool {
+        let mut off = Vec::new();
+        let entries: Vec<McpServer> = servers
+            .iter()
+            .map(|s| {
+                let mut s = s.clone();
+                if let Some(own) = s
+                    .meta_mut()
+                    .as_mut()
+                    .and_then(|m| m.get_mut(self.meta_key))
+                    .and_then(Value::as_object_mut)
+                    && own.remove("excluded") == Some(Value::Bool(true))
+                {
+                    off.push(s.name().to_owned());
+                }
+                s
+            })
+            .collect();
+        let first = out.placed.len();
+        let mut changed = self.merge(file, &entries, ctx, out);
+        let have = Self::excluded(file);
+        for (s, placed) in entries.iter().zip(&out.placed[first..]) {
+            let name = s.name();
+            if !placed.is_written()
+                || !off.iter().any(|n| n == name)
+                || have.iter().any(|n| n == name)
+            {
+                continue;
+            }
+            let mcp = file.doc.entry("mcp").or_insert_with(|| json!({}));
+            let Some(list) = mcp
+                .as_object_mut()
+                .map(|m| m.entry("excluded").or_insert_with(|| json!([])))
+                .and_then(Value::as_array_mut)
+            else {
+                out.notes.push(format!(
+                    "MCP server {name:?} was switched off (mcp.excluded) where it was read, but \
+                     `mcp.excluded` in {} is not a list; it is configured switched on",
+                    file.path.display()
+                ));
+                continue;
+            };
+            list.push(json!(name));
+            changed = true;
+        }
+        changed
+    }
+
     /// Adds `servers` to the settings file (in memory), each with what it came to; what a
     /// server could not keep (a grant a carried state never gives) is said as a refusal beside
     /// it. Returns whether the file changed.

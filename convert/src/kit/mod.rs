@@ -17,6 +17,7 @@
 //! | [`json_scan`] | JSON text scanned without parsing it: a string's plain run, whether a line parses into a `Value` |
 //! | [`jsonc`] | JSON with comments (and trailing commas), read as the harnesses that allow it read it |
 //! | [`settings_json`], [`mcp_json`] | JSONC config files (Gemini's and Qwen's `settings.json`, OpenCode's `opencode.json`): read, merged write, and their MCP server entries ↔ ACP `McpServer` |
+//! | [`mcp_switch`] | MCP servers a harness keeps configured but switched off, kept off wherever they are carried |
 //! | [`instructions_file`] | instructions kept in one Markdown file, written only where there is none |
 //! | [`pathmap`] | `--map-path OLD=NEW` |
 //! | [`config`], [`prompt_log`], `credentialed_json` | a harness's own configuration kept whole by a backup and restored into that harness; its prompt history merged into one already there; a JSON file with credentials in it kept without them |
@@ -39,6 +40,7 @@ pub mod json_scan;
 pub mod jsonc;
 #[cfg(any(feature = "gemini", feature = "qwen", feature = "opencode"))]
 pub mod mcp_json;
+pub mod mcp_switch;
 #[cfg(any(feature = "gemini", feature = "qwen"))]
 pub mod memory_section;
 pub mod meta;

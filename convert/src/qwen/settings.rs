@@ -47,88 +47,20 @@ pub fn path(layout: &Layout) -> PathBuf {
     layout.qwen.join("settings.json")
 }
 
-/// The names in `mcp.excluded`: servers Qwen configures but does not start.
-fn excluded(file: &File) -> Vec<String> {
-    file.get("/mcp/excluded")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect()
-}
-
-/// The MCP servers; one named in `mcp.excluded` (disabled) says so in
-/// `_meta.qwen.excluded`, so it is disabled again where it is written back.
+/// The MCP servers, a server named in `mcp.excluded` saying so
+/// ([`Dialect::read_switchable`]).
 pub fn read_servers(file: &File, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
-    let off = excluded(file);
-    let mut servers = DIALECT.read(file, ctx)?;
-    for s in servers
-        .iter_mut()
-        .filter(|s| off.iter().any(|n| n == s.name()))
-    {
-        let meta = s.meta_mut().get_or_insert_with(Default::default);
-        let q = meta.entry("qwen").or_insert_with(|| json!({}));
-        if let Some(q) = q.as_object_mut() {
-            q.insert("excluded".into(), Value::Bool(true));
-        }
-    }
-    Some(servers)
+    DIALECT.read_switchable(file, ctx)
 }
 
-/// Adds `servers` to the file (in memory), each with what it came to: the entry as
-/// [`DIALECT`] writes it, and a server that was disabled where it was read is disabled here
-/// too (its name added to `mcp.excluded`, which only narrows what runs). Returns whether the
-/// file changed.
+/// Adds `servers` to the file (in memory); see [`Dialect::merge_switchable`].
 pub fn merge_servers(
     file: &mut File,
     servers: &[McpServer],
     ctx: &WriteContext<'_>,
     out: &mut Merged,
 ) -> bool {
-    let mut off = Vec::new();
-    let entries: Vec<McpServer> = servers
-        .iter()
-        .map(|s| {
-            let mut s = s.clone();
-            if let Some(q) = s
-                .meta_mut()
-                .as_mut()
-                .and_then(|m| m.get_mut("qwen"))
-                .and_then(Value::as_object_mut)
-                && q.remove("excluded") == Some(Value::Bool(true))
-            {
-                off.push(s.name().to_owned());
-            }
-            s
-        })
-        .collect();
-    let first = out.placed.len();
-    let mut changed = DIALECT.merge(file, &entries, ctx, out);
-    let have = excluded(file);
-    for (s, placed) in entries.iter().zip(&out.placed[first..]) {
-        let name = s.name();
-        if !placed.is_written() || !off.iter().any(|n| n == name) || have.iter().any(|n| n == name)
-        {
-            continue;
-        }
-        let mcp = file.doc.entry("mcp").or_insert_with(|| json!({}));
-        let Some(list) = mcp
-            .as_object_mut()
-            .map(|m| m.entry("excluded").or_insert_with(|| json!([])))
-            .and_then(Value::as_array_mut)
-        else {
-            out.notes.push(format!(
-                "MCP server {name:?} was disabled (mcp.excluded) where it was read, but \
-                 `mcp.excluded` in {} is not a list; it is configured enabled",
-                file.path.display()
-            ));
-            continue;
-        };
-        list.push(json!(name));
-        changed = true;
-    }
-    changed
+    DIALECT.merge_switchable(file, servers, ctx, out)
 }
 
 /// The session settings the file sets: `model` and `mode`.
