@@ -1737,13 +1737,23 @@ fn forget_and_prune_free_space_and_keep_every_session() {
         .arg(&repo)
         .assert()
         .success();
-    let out = asp()
-        .args(["prune", "--json", "--repo"])
-        .arg(&repo)
-        .output()
-        .unwrap();
-    let pruned: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let prune = |args: &[&str]| -> Value {
+        let out = asp()
+            .args(["prune", "--json", "--repo"])
+            .arg(&repo)
+            .args(args)
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // A dry run says it is one, with the counts the prune then gives.
+    let would = prune(&["--dry-run"]);
+    assert_eq!(would["dryRun"], true, "{would}");
+    assert_eq!(blob_count(&repo), blobs, "nothing removed");
+    let pruned = prune(&[]);
+    assert_eq!(pruned["dryRun"], false, "{pruned}");
     assert!(pruned["removedBlobs"].as_u64().unwrap() > 0, "{pruned}");
+    assert_eq!(pruned["removedBlobs"], would["removedBlobs"]);
     assert!(blob_count(&repo) < blobs);
     check(&repo, true);
     // The gone session survived the policy: it is in the newest snapshot.

@@ -1324,7 +1324,7 @@ fn pack_and_unpack_through_the_binaries() {
         .stdout
         .clone();
     assert!(nothing_in(&home), "a dry run writes nothing");
-    let dry: Value = serde_json::from_slice(&out).unwrap();
+    let dry = as_written(serde_json::from_slice(&out).unwrap());
     assert_eq!(dry["sessions"][A], A);
 
     let out = asp_unpack()

@@ -1169,7 +1169,11 @@ fn a_dry_run_writes_nothing_and_answers_like_the_real_run() {
     copy_dir(&sample_home(), &home);
     fs::remove_dir_all(home.join(".codex/sessions")).unwrap();
     let before = files_in(&home);
-    let dry = unpack_json(&samples().join("state.aspstate"), &home, &["--dry-run"]);
+    let dry = as_written(unpack_json(
+        &samples().join("state.aspstate"),
+        &home,
+        &["--dry-run"],
+    ));
     let dry_codex = unpack_json(&bundle, &home, &["--dry-run"]);
     assert_eq!(
         files_in(&home),

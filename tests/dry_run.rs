@@ -90,7 +90,7 @@ fn a_dry_run_answers_like_the_real_run_and_writes_nothing_even_on_conflicts() {
         change_a_session(&home, harness);
 
         let before = files_in(&home);
-        let planned = unpack(&bundle, harness, &home, true);
+        let planned = as_written(unpack(&bundle, harness, &home, true));
         assert!(
             before == files_in(&home),
             "{harness}: the dry run changed the home"

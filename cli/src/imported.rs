@@ -72,10 +72,14 @@ impl Imported {
     /// The `--json` answer: the protocol's, and under `_meta.asp` the resume commands, the
     /// sessions that were there already, what was written into files that were there, and
     /// every finding (what `--strict` counts besides
-    /// `notTaken`), so a script sees all the human output says.
-    pub fn json(&self) -> Value {
+    /// `notTaken`), so a script sees all the human output says; `dryRun: true` when nothing
+    /// was written (`dry_run`), since the answer is otherwise the one a write would give.
+    pub fn json(&self, dry_run: bool) -> Value {
         let mut out = serde_json::to_value(&self.answer).expect("an answer serialises");
         let mut asp = serde_json::Map::new();
+        if dry_run {
+            asp.insert("dryRun".into(), Value::Bool(true));
+        }
         if !self.resume.is_empty() {
             asp.insert("resume".into(), json!(self.resume));
         }
@@ -202,8 +206,10 @@ mod tests {
             message: "usage_update updates have no place here".into(),
         });
         let imported = Imported::new(answer, BTreeMap::new(), &diagnostics);
-        let v = imported.json();
+        let v = imported.json(false);
         assert_eq!(v["_meta"]["asp"]["alreadyThere"], json!(["a"]));
+        assert!(v["_meta"]["asp"].get("dryRun").is_none());
+        assert_eq!(imported.json(true)["_meta"]["asp"]["dryRun"], true);
         assert_eq!(v["_meta"]["asp"]["findings"][0]["severity"], "left out");
         assert_eq!(v["notTaken"][0]["kind"], "memory");
         let tail = imported.summary_tail();

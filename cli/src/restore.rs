@@ -531,7 +531,7 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
     }
     let mut answer = None;
     if args.common.json {
-        let mut json = imported.json();
+        let mut json = imported.json(args.dry_run);
         if !damaged.is_empty() {
             json["_meta"]["asp"]["damaged"] = serde_json::json!(damaged.blobs);
         }

@@ -13,10 +13,10 @@ Examples:
   asp snapshots
   asp snapshots --repo /mnt/backup/asp --json
 
-Each line: the snapshot id (the first 8 hex digits of its digest; any unique prefix of 4 or
-more works wherever a snapshot id is asked for; a session id is given whole), when it was
-made (UTC), harness, home, host, and how many sessions it holds (of them gone from the
-source).
+Columns, in order: ID, the snapshot id (the first 8 hex digits of its digest; any unique
+prefix of 4 or more works wherever a snapshot id is asked for; a session id is given whole);
+TIME, when it was made (UTC); HARNESS; SESSIONS, how many sessions it holds (of them gone
+from the source); HOST; HOME.
 
 {EXIT_CODES_HELP}"))]
 pub struct SnapshotsArgs {

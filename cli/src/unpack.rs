@@ -218,7 +218,7 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
         ));
     }
     if args.common.json {
-        let mut json = imported.json();
+        let mut json = imported.json(args.dry_run);
         if !damaged.is_empty() {
             json["_meta"]["asp"]["damaged"] = serde_json::json!(damaged.blobs);
         }

@@ -874,7 +874,8 @@ fn report_unreadable(state: &State, target: &str, diagnostics: &Diagnostics) {
             message: format!(
                 "session {}: {at} of its {source} file {}{others} could not be read into the \
                  conversation when it was packed; only that file keeps what they hold, and \
-                 {target} is written from the conversation, so it is not carried",
+                 {target} is written from the conversation, so what they hold is not carried \
+                 (the rest of the session is)",
                 s.id, first.path
             ),
         });

@@ -17,6 +17,8 @@ use crate::snapshot::Snapshot;
 #[derive(Debug, Clone, Default, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PruneReport {
+    /// Nothing was removed: the counts are what a prune would remove.
+    pub dry_run: bool,
     pub snapshots: usize,
     pub kept_blobs: usize,
     pub removed_blobs: usize,
@@ -46,6 +48,7 @@ pub fn prune(repo: &Repository, dry_run: bool) -> Result<PruneReport, RepoError>
     let _lock = repo.lock_exclusive()?;
     let (snapshots, named) = referenced(repo)?;
     let mut report = PruneReport {
+        dry_run,
         snapshots,
         ..PruneReport::default()
     };

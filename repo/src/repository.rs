@@ -226,7 +226,7 @@ impl Repository {
                 // What a failed first pull or backup leaves: ours, and no repository yet.
                 format!(
                     " (it holds only the locks/ folder a backup or pull that failed before \
-                     making one left: `asp backup --repo {0}` or `asp pull REF --repo {0}` \
+                     making one left: `asp backup --from HARNESS --repo {0}` or `asp pull REF --repo {0}` \
                      makes it there)",
                     root.display()
                 )
@@ -235,7 +235,10 @@ impl Repository {
             } else if root.exists() && !root.is_dir() {
                 " (it is a file: give a directory)".to_owned()
             } else {
-                format!("; `asp backup --repo {}` creates one", root.display())
+                format!(
+                    "; `asp backup --from HARNESS --repo {}` creates one",
+                    root.display()
+                )
             };
             return Err(RepoError::NotARepository(format!(
                 "{} is not an asp repository (no oci-layout file){hint}",

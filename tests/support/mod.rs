@@ -374,3 +374,24 @@ pub fn succeeded(out: std::process::Output) -> std::process::Output {
     );
     out
 }
+
+/// A dry run's `--json` answer without the `_meta.asp.dryRun: true` it must carry (checked
+/// here): the answer the write itself gives.
+pub fn as_written(mut dry: serde_json::Value) -> serde_json::Value {
+    let meta = dry["_meta"]
+        .as_object_mut()
+        .expect("a dry run's answer has _meta");
+    let asp = meta["asp"].as_object_mut().expect("and _meta.asp");
+    assert_eq!(
+        asp.remove("dryRun"),
+        Some(serde_json::Value::Bool(true)),
+        "a dry run says it is one"
+    );
+    if asp.is_empty() {
+        meta.remove("asp");
+    }
+    if meta.is_empty() {
+        dry.as_object_mut().expect("an object").remove("_meta");
+    }
+    dry
+}
