@@ -1851,6 +1851,31 @@ fn prune_while_a_backup_runs_removes_nothing_it_needs() {
     check(&repo, true);
 }
 
+/// `asp pack --from-repo` without --snapshot packs the newest snapshot of all: with more than
+/// one home (or harness) backed up, which one that is is said.
+#[test]
+fn packing_the_latest_of_several_homes_says_which_it_is() {
+    let (t, home, repo) = home_and_repo();
+    backup(&home, &repo);
+    let out = t.path().join("one.aspstate");
+    let said = pack_from_repo(&repo, &out).assert().success();
+    let err = String::from_utf8_lossy(&said.get_output().stderr).into_owned();
+    assert!(!err.contains("note:"), "one home: nothing to say: {err}");
+    let other = t.path().join("other");
+    copy_dir(&home, &other);
+    backup(&other, &repo);
+    let said = pack_from_repo(&repo, &out)
+        .arg("--force")
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&said.get_output().stderr).into_owned();
+    assert!(
+        err.contains("holds snapshots of 2 harnesses or homes; `latest` is the newest of them all (claude-code of ")
+            && err.contains("--snapshot ID packs another"),
+        "{err}"
+    );
+}
+
 fn pack_home_to(home: &Path, out: &Path) -> Vec<u8> {
     asp_pack()
         .args(["--from", "claude-code", "-q", "--home"])

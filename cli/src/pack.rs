@@ -82,7 +82,8 @@ pub struct PackArgs {
     #[arg(long)]
     pub from_repo: bool,
 
-    /// With --from-repo: the snapshot (id prefix, or `latest`: the newest) [default: latest]
+    /// With --from-repo: the snapshot (id prefix, or `latest`: the newest of any harness and
+    /// home) [default: latest]
     // (No clap default: with one, clap lets `--snapshot` through without --from-repo.)
     #[arg(long, value_name = "ID")]
     pub snapshot: Option<String>,
@@ -458,10 +459,24 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
     let _lock = repo.lock_shared()?;
     let wanted = args.snapshot.as_deref().unwrap_or("latest");
     let info = if wanted == "latest" {
-        match repo.snapshots()?.pop() {
-            Some(s) => s,
-            None => bail_usage!("{} holds no snapshot", repo.root().display()),
+        let all = repo.snapshots()?;
+        let newest = asp_repo::repository::newest_of_each_series(&all);
+        let Some(s) = all.last().cloned() else {
+            bail_usage!("{} holds no snapshot", repo.root().display());
+        };
+        // Several harnesses or homes backed up: the newest of them all is one of several a
+        // user may have meant.
+        if newest.len() > 1 {
+            eprintln!(
+                "note: {} holds snapshots of {} harnesses or homes; `latest` is the newest of \
+                 them all ({} of {}); --snapshot ID packs another (`asp snapshots` lists them)",
+                repo.root().display(),
+                newest.len(),
+                s.harness,
+                s.home
+            );
         }
+        s
     } else {
         repo.find(wanted)?
     };
