@@ -505,13 +505,13 @@ fn server_table(server: &McpServer) -> Result<(Table, Vec<String>), String> {
                         pass.push(var.to_owned());
                     } else {
                         notes.push(format!(
-                            "env {} refers to ${{{var}}}; Codex passes env values literally and can only pass variables through under their own name, so it was left out",
+                            "env {} refers to ${{{var}}}; Codex passes env values literally and can only pass variables through under their own name, so the server was written without that env entry",
                             nv.name
                         ));
                     }
                 } else if nv.value.contains("${") || secrets::is_reference(&nv.value) {
                     notes.push(format!(
-                        "env {} is {:?}, which another agent would expand; Codex passes env values literally, so it was left out",
+                        "env {} is {:?}, which another agent would expand; Codex passes env values literally, so the server was written without that env entry",
                         nv.name, nv.value
                     ));
                 } else {
@@ -548,7 +548,7 @@ fn server_table(server: &McpServer) -> Result<(Table, Vec<String>), String> {
                     env_headers.insert(h.name.clone(), json!(var));
                 } else if value.contains("${") || secrets::is_reference(value) {
                     notes.push(format!(
-                        "header {} mixes text and a variable ({value}); Codex cannot expand that, so it was left out",
+                        "header {} mixes text and a variable ({value}); Codex cannot expand that, so the server was written without that header",
                         h.name
                     ));
                 } else {
