@@ -278,6 +278,36 @@ fn a_server_switched_off_in_codex_stays_off_and_keeps_its_token_variable() {
     );
 }
 
+/// Codex's `reasoning_effort` and Claude Code's `effort` are the one ACP `thought_level`
+/// option: carried either way, the level is kept when the other harness has it.
+#[test]
+fn reasoning_effort_is_claude_codes_effort_level() {
+    let t = tempfile::tempdir().unwrap();
+    let bundle = t.path().join("codex.aspstate");
+    pack_home("codex", sample_home(), &bundle)
+        .arg("--kinds")
+        .arg("settings")
+        .assert()
+        .success();
+    let home = new_home(t.path().join("claude"));
+    let out = asp_unpack()
+        .arg(&bundle)
+        .args(["--to", "claude-code", "--json", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("reasoning_effort"),
+        "not refused: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let settings: Value =
+        serde_json::from_slice(&fs::read(home.join(".claude/settings.json")).unwrap()).unwrap();
+    // The sample's global `model_reasoning_effort = "medium"`.
+    assert_eq!(settings["effortLevel"], "medium", "{settings}");
+}
+
 #[test]
 fn settings_use_the_option_ids_of_codex_acp() {
     let (state, ..) = read(&sample_home());

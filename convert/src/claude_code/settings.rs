@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `model` | `model` | `model` |
 //! | `mode` | `mode` | `permissions.defaultMode` |
-//! | `effort` | `thought_level` | `effortLevel` (a `modelSettings["<model>"].effortLevel` wins for that model) |
+//! | `effort` (also taken as Codex's `reasoning_effort`, or `thought_level`) | `thought_level` | `effortLevel` (a `modelSettings["<model>"].effortLevel` wins for that model) |
 //!
 //! Everything else in `settings.json` (permission rules, hooks, env, ...) configures the
 //! harness, not a session, and stays where it is.
@@ -212,7 +212,11 @@ pub fn write(
                 None => tally.refuse(format!("Claude Code has no permission mode {v:?}; the mode was not written"),
                 ),
             },
-            "effort" if v == "default" || EFFORTS.contains(&v) => {
+            // Codex's `reasoning_effort` and the ACP category `thought_level` are the same
+            // setting (as the Codex writer takes `effort`).
+            "effort" | "reasoning_effort" | "thought_level"
+                if v == "default" || EFFORTS.contains(&v) =>
+            {
                 // A per-model level for the model in use wins over the top-level one.
                 let model = file.object.get("model").and_then(Value::as_str);
                 let (key, existing) = match model.and_then(|m| {
@@ -246,7 +250,7 @@ pub fn write(
                     },
                 }
             }
-            "effort" => tally.refuse(format!("Claude Code has no effort level {v:?}; not written"),
+            "effort" | "reasoning_effort" | "thought_level" => tally.refuse(format!("Claude Code has no effort level {v:?}; not written"),
             ),
             other => tally.refuse(format!("Claude Code has no session option {other:?} (value {v:?}); not written"),
             ),
