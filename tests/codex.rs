@@ -278,6 +278,72 @@ fn a_server_switched_off_in_codex_stays_off_and_keeps_its_token_variable() {
     );
 }
 
+/// Claude Code's auto memory is per project; Codex keeps the notes it carries under
+/// `memories/extensions/ad_hoc/notes/<project folder>/`. Carried back with its sessions, each
+/// note goes to the project its path names, byte for byte; into a home without that project
+/// it is not taken (said), as any note of no project.
+#[test]
+fn claude_code_memory_comes_back_from_codex_to_its_project() {
+    let t = tempfile::tempdir().unwrap();
+    let claude = samples().join("claude-code");
+    let codex = new_home(t.path().join("codex"));
+    let to_codex = t.path().join("to-codex.aspstate");
+    pack_home("claude-code", &claude, &to_codex)
+        .assert()
+        .code(predicates::ord::eq(0).or(predicates::ord::eq(3)));
+    asp_unpack()
+        .arg(&to_codex)
+        .args(["--to", "codex", "-q", "--home"])
+        .arg(&codex)
+        .assert()
+        .code(predicates::ord::eq(0).or(predicates::ord::eq(3)));
+    let back = t.path().join("back.aspstate");
+    pack_home("codex", &codex, &back)
+        .assert()
+        .code(predicates::ord::eq(0).or(predicates::ord::eq(3)));
+    let memory = ".claude/projects/-home-dev-shop/memory";
+    let home = new_home(t.path().join("claude"));
+    let out = asp_unpack()
+        .arg(&back)
+        .args(["--to", "claude-code", "--json", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(!answer.contains("belongs to no project"), "{answer}");
+    for note in [
+        "MEMORY.md",
+        "project_deploy_freeze.md",
+        "feedback_money_in_cents.md",
+    ] {
+        assert_eq!(
+            fs::read(home.join(memory).join(note)).unwrap(),
+            fs::read(claude.join(memory).join(note)).unwrap(),
+            "{note}"
+        );
+    }
+    // Memory alone, into a home without the project: said, not written.
+    let empty = new_home(t.path().join("empty"));
+    let out = asp_unpack()
+        .arg(&back)
+        .args([
+            "--kinds",
+            "memory",
+            "--to",
+            "claude-code",
+            "--json",
+            "--home",
+        ])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("belongs to no project"),
+        "{out:?}"
+    );
+}
+
 /// Codex's `reasoning_effort` and Claude Code's `effort` are the one ACP `thought_level`
 /// option: carried either way, the level is kept when the other harness has it.
 #[test]

@@ -130,23 +130,38 @@ fn claude_origin(o: &Origin) -> Option<(String, RelPath)> {
     Some((bucket.as_str().to_owned(), RelPath::new(rel).ok()?))
 }
 
+/// The project folder of this home that a note without a project names in its path, and the
+/// note's path after it: a Claude Code note carried through a harness that keeps no projects
+/// (Codex files it as `memories/extensions/ad_hoc/notes/-home-dev-shop/MEMORY.md`) comes
+/// back with the folder it had in its path. Only a folder the home has: a name that merely
+/// looks like one is no project.
+fn named_project(layout: &Layout, path: &RelPath) -> Option<(String, RelPath)> {
+    let parts: Vec<&str> = path.components().collect();
+    parts.iter().enumerate().find_map(|(i, part)| {
+        let rest = parts.get(i + 1..).filter(|r| !r.is_empty())?.join("/");
+        let is_project = part.starts_with('-') && layout.projects().join(part).is_dir();
+        is_project
+            .then(|| RelPath::new(&rest).ok())
+            .flatten()
+            .map(|rel| ((*part).to_owned(), rel))
+    })
+}
+
 /// Where a note goes: its memory folder and its path inside it.
 fn target(layout: &Layout, note: &MemoryNote) -> Result<(PathBuf, RelPath), String> {
     let kept = claude_origin(&note.origin);
-    let bucket = match (&note.origin.project, &kept) {
-        (Some(p), _) => layout::bucket(p),
-        (None, Some((b, _))) => b.clone(),
-        (None, None) => {
-            return Err(format!(
+    let last =
+        || RelPath::new(note.path.components().last().unwrap_or(INDEX)).map_err(|e| e.to_string());
+    let (bucket, rel) = match (&note.origin.project, kept) {
+        (Some(p), Some((_, rel))) => (layout::bucket(p), rel),
+        (Some(p), None) => (layout::bucket(p), last()?),
+        (None, Some(kept)) => kept,
+        (None, None) => named_project(layout, &note.path).ok_or_else(|| {
+            format!(
                 "memory note {} belongs to no project; Claude Code keeps auto memory per project, so it was not written",
                 note.path
-            ));
-        }
-    };
-    let rel = match kept {
-        Some((_, rel)) => rel,
-        None => RelPath::new(note.path.components().last().unwrap_or(INDEX))
-            .map_err(|e| e.to_string())?,
+            )
+        })?,
     };
     Ok((layout.projects().join(bucket).join("memory"), rel))
 }
