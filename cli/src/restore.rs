@@ -31,7 +31,8 @@ Examples:
       The harness's own configuration comes back where none is; where your machine has its
       own different file, that is kept and the backed-up copy is written beside it as
       <file>.asp-restored; so are instructions changed since (AGENTS.md, GEMINI.md,
-      QWEN.md). Session options (model, permission mode, effort) are added to your settings
+      QWEN.md; Claude Code's CLAUDE.md goes beside as CLAUDE.imported.md, as every carry
+      into Claude Code writes it). Session options (model, permission mode, effort) are added to your settings
       file only where it sets none, each one said.
   asp restore --session 71958462-4bb8-46b6-a36a-1becf56c22dc --to claude-code
       Bring back one session (with its subagents; for Claude Code also its rewind
@@ -70,7 +71,8 @@ pub struct RestoreArgs {
     pub snapshot: String,
 
     /// Restore only this session and its subagent sessions (repeatable; only the sessions
-    /// kind unless --kinds says more)
+    /// kind unless --kinds says more). A subagent's own id restores it alone, as a
+    /// conversation of its own: its parent's id brings it back under the parent
     #[arg(long = "session", value_name = "ID")]
     pub sessions: Vec<String>,
 

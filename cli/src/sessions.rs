@@ -19,15 +19,17 @@ use crate::exit::{Context, EXIT_CODES_HELP, Exit, Result};
 use crate::human;
 use crate::progress::Bar;
 
-/// List every session ever backed up (or, with --from, a live store's sessions)
+/// List the sessions backed up, gone ones included (or, with --from, a live store's sessions)
 #[derive(Debug, Clone, Parser)]
 #[command(after_help = format!("\
 Examples:
   asp sessions
-      Every session the repository holds: id, last activity, harness, the newest snapshot
-      holding it, whether it is gone from the source, working directory and title. A
-      subagent's session is listed under the conversation that started it (`└`), and in
-      --json names it as `parent`.
+      Every session the newest snapshots hold (each backup carries the sessions gone from
+      the source; one `asp forget --session` let go is no longer listed, though older
+      snapshots may still hold it): id, last activity, harness, the newest snapshot holding
+      it, whether it is gone from the source, working directory and title. A subagent's
+      session is listed under the conversation that started it (`└`), and in --json names it
+      as `parent`.
   asp sessions --json | jq -r '.[] | select(.goneFromSource) | .id'
       The sessions your harness has deleted, which the repository still holds.
   asp sessions --from claude-code
