@@ -1159,6 +1159,7 @@ fn a_snapshot_named_by_id_is_forgotten_and_what_goes_with_it_is_said() {
     assert_eq!(fs::read(repo.join("index.json")).unwrap(), index);
     let out = forget(&["--json", "--dry-run", "--snapshot", &newest]);
     let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(plan["dryRun"], true, "{plan}");
     assert_eq!(
         plan["named"]["newestForgotten"][0]["sessionsOnlyItHeld"],
         json!([A])

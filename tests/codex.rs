@@ -303,6 +303,16 @@ fn claude_code_memory_comes_back_from_codex_to_its_project() {
         .code(predicates::ord::eq(0).or(predicates::ord::eq(3)));
     let memory = ".claude/projects/-home-dev-shop/memory";
     let home = new_home(t.path().join("claude"));
+    // A dry run answers as the write does (the project folder is the sessions', not yet made).
+    let dry = asp_unpack()
+        .arg(&back)
+        .args(["--to", "claude-code", "--dry-run", "--json", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&dry.stdout);
+    assert!(!said.contains("belongs to no project"), "{said}");
+    assert!(nothing_in(&home), "a dry run writes nothing");
     let out = asp_unpack()
         .arg(&back)
         .args(["--to", "claude-code", "--json", "--home"])

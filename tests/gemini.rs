@@ -2324,3 +2324,57 @@ fn a_chat_carried_into_codex_keeps_the_time_of_its_last_message() {
         .unwrap();
     assert_eq!(last_line, last_message);
 }
+
+/// A server named in `mcp.excluded` is configured but not started: read, it says so
+/// (`_meta.gemini.excluded`); written back into Gemini CLI it is excluded again; into Claude
+/// Code, which would start it, it is left out and said.
+#[test]
+fn a_server_in_mcp_excluded_stays_switched_off() {
+    let home = tmp();
+    let gemini = home.path().join(".gemini");
+    fs::create_dir_all(&gemini).unwrap();
+    fs::write(
+        gemini.join("settings.json"),
+        r#"{"mcpServers": {"docs": {"command": "docs-mcp"}, "old": {"command": "old-mcp"}}, "mcp": {"excluded": ["old"]}}"#,
+    )
+    .unwrap();
+    let read =
+        crate::support::read_home("gemini", home.path(), KindSet::ALL, ReadOptions::default());
+    let tools = serde_json::to_value(read.state.tools.as_ref().unwrap()).unwrap();
+    assert_eq!(tools[0]["name"], "docs");
+    assert!(tools[0].get("_meta").is_none(), "{tools}");
+    assert_eq!(tools[1]["_meta"]["gemini"]["excluded"], true, "{tools}");
+    let only = State {
+        tools: read.state.tools.clone(),
+        ..State::default()
+    };
+    let again = tmp();
+    crate::support::write_home(
+        "gemini",
+        again.path(),
+        &only,
+        &read.store,
+        false,
+        &PathMap::default(),
+    );
+    let written: Value =
+        serde_json::from_slice(&fs::read(again.path().join(".gemini/settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(written["mcp"]["excluded"], json!(["old"]), "{written}");
+    assert!(written["mcpServers"]["old"].is_object(), "{written}");
+    let claude = tmp();
+    let (answer, _) = crate::support::write_home(
+        "claude-code",
+        claude.path(),
+        &only,
+        &read.store,
+        false,
+        &PathMap::default(),
+    );
+    assert!(
+        answer.not_taken.iter().any(|n| n.reason.starts_with(
+            "MCP server old is switched off in Gemini CLI (`mcp.excluded`); Claude Code cannot keep"
+        )),
+        "{answer:?}"
+    );
+}

@@ -171,6 +171,7 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
         );
     }
     if args.common.json {
+        json.insert("dryRun".to_owned(), serde_json::Value::Bool(args.dry_run));
         crate::outln!("{}", serde_json::Value::Object(json));
     }
     Ok(Exit::Ok)
@@ -188,7 +189,10 @@ fn forget_named(repo: &Repository, args: &ForgetArgs) -> Result<Exit> {
         forget(repo, &p.remove)?;
     }
     if args.common.json {
-        crate::outln!("{}", serde_json::json!({ "named": p }));
+        crate::outln!(
+            "{}",
+            serde_json::json!({ "named": p, "dryRun": args.dry_run })
+        );
         return Ok(Exit::Ok);
     }
     let verb = if args.dry_run {

@@ -14,7 +14,6 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use asp_convert::kit::time;
 use asp_format::bundle::Documents;
 use asp_format::digest::Digest;
-use asp_format::error::{Classify, ErrorClass};
 use asp_registry::manifest::{IMAGE_MANIFEST, ImageManifest, OciDescriptor};
 
 use crate::backup::content_options;
@@ -201,13 +200,15 @@ pub fn plan_named(repo: &Repository, ids: &[String]) -> Result<NamedPlan, RepoEr
             .rev()
             .find(|s| !named.contains(&s.digest))
             .map(|s| (*s).clone());
-        let kept = match &next {
-            Some(n) => sessions_of(n)?,
-            None => Some(BTreeSet::new()),
-        };
-        let sessions_only_it_held = match (sessions_of(newest)?, kept) {
-            (Some(held), Some(kept)) => Some(held.difference(&kept).cloned().collect()),
-            _ => None,
+        // The next snapshot is read only when the newest could be: without what the newest
+        // held there is nothing to compare.
+        let sessions_only_it_held = match sessions_of(newest)? {
+            None => None,
+            Some(held) => match &next {
+                Some(n) => sessions_of(n)?,
+                None => Some(BTreeSet::new()),
+            }
+            .map(|kept| held.difference(&kept).cloned().collect()),
         };
         newest_forgotten.push(NewestForgotten {
             harness: harness.to_owned(),
@@ -224,12 +225,14 @@ pub fn plan_named(repo: &Repository, ids: &[String]) -> Result<NamedPlan, RepoEr
 }
 
 /// A snapshot read, `None` when it cannot be because of damage (a blob missing or not what
-/// its name says): that is what forgetting it can mend. Any other failure (the repository
-/// unreadable, out of memory) says nothing of the snapshot, and stops the plan.
+/// its name says): that is what forgetting it can mend. Any other failure stops the plan: an
+/// I/O error says nothing of the snapshot, and an index that differs from the snapshot's own
+/// manifest is the index's damage (`asp check --rebuild-index` mends it, as its error says),
+/// not the snapshot's.
 fn readable(read: Result<Snapshot, RepoError>) -> Result<Option<Snapshot>, RepoError> {
     match read {
         Ok(snap) => Ok(Some(snap)),
-        Err(e) if e.class() == ErrorClass::Integrity => Ok(None),
+        Err(RepoError::Integrity(_)) => Ok(None),
         Err(e) => Err(e),
     }
 }

@@ -130,17 +130,23 @@ fn claude_origin(o: &Origin) -> Option<(String, RelPath)> {
     Some((bucket.as_str().to_owned(), RelPath::new(rel).ok()?))
 }
 
-/// The project folder of this home that a note without a project names in its path, and the
-/// note's path after it: a Claude Code note carried through a harness that keeps no projects
-/// (Codex files it as `memories/extensions/ad_hoc/notes/-home-dev-shop/MEMORY.md`) comes
-/// back with the folder it had in its path. Only a folder the home has: a name that merely
-/// looks like one is no project.
-fn named_project(layout: &Layout, path: &RelPath) -> Option<(String, RelPath)> {
+/// The project folder a note without a project names in its path, and the note's path after
+/// it: a Claude Code note carried through a harness that keeps no projects (Codex files it as
+/// `memories/extensions/ad_hoc/notes/-home-dev-shop/MEMORY.md`) comes back with the folder it
+/// had in its path. Only a folder of a project this write knows (`projects`: those of the
+/// sessions it writes, so a dry run answers as the write does) or this home has: a component
+/// that merely looks like one names no project.
+fn named_project(
+    layout: &Layout,
+    projects: &BTreeSet<String>,
+    path: &RelPath,
+) -> Option<(String, RelPath)> {
     let parts: Vec<&str> = path.components().collect();
     parts.iter().enumerate().find_map(|(i, part)| {
         let rest = parts.get(i + 1..).filter(|r| !r.is_empty())?.join("/");
-        let is_project = part.starts_with('-') && layout.projects().join(part).is_dir();
-        is_project
+        let known = part.starts_with('-')
+            && (projects.contains(*part) || layout.projects().join(part).is_dir());
+        known
             .then(|| RelPath::new(&rest).ok())
             .flatten()
             .map(|rel| ((*part).to_owned(), rel))
@@ -148,7 +154,11 @@ fn named_project(layout: &Layout, path: &RelPath) -> Option<(String, RelPath)> {
 }
 
 /// Where a note goes: its memory folder and its path inside it.
-fn target(layout: &Layout, note: &MemoryNote) -> Result<(PathBuf, RelPath), String> {
+fn target(
+    layout: &Layout,
+    projects: &BTreeSet<String>,
+    note: &MemoryNote,
+) -> Result<(PathBuf, RelPath), String> {
     let kept = claude_origin(&note.origin);
     let last =
         || RelPath::new(note.path.components().last().unwrap_or(INDEX)).map_err(|e| e.to_string());
@@ -156,7 +166,7 @@ fn target(layout: &Layout, note: &MemoryNote) -> Result<(PathBuf, RelPath), Stri
         (Some(p), Some((_, rel))) => (layout::bucket(p), rel),
         (Some(p), None) => (layout::bucket(p), last()?),
         (None, Some(kept)) => kept,
-        (None, None) => named_project(layout, &note.path).ok_or_else(|| {
+        (None, None) => named_project(layout, projects, &note.path).ok_or_else(|| {
             format!(
                 "memory note {} belongs to no project; Claude Code keeps auto memory per project, so it was not written",
                 note.path
@@ -226,8 +236,17 @@ pub fn write(
 ) -> Result<(), ConvertError> {
     let mut tally = Tally::new(answer, StateKind::Memory, notes.len());
     let mut folders: BTreeMap<PathBuf, Folder> = BTreeMap::new();
+    // The project folders of the sessions this write carries (written before the notes).
+    let projects: BTreeSet<String> = ctx
+        .state
+        .sessions
+        .iter()
+        .flatten()
+        .filter_map(|s| s.cwd.as_deref())
+        .map(layout::bucket)
+        .collect();
     for n in notes {
-        let (dir, rel) = match target(layout, n) {
+        let (dir, rel) = match target(layout, &projects, n) {
             Ok(t) => t,
             Err(why) => {
                 tally.place(Placement::Refused(why));

@@ -572,7 +572,20 @@ fn server_table(server: &McpServer) -> Result<(Table, Vec<String>), String> {
     if let Some(Json::Object(codex)) = server.meta().and_then(|m| m.get("codex")) {
         for (k, v) in codex {
             if allowed.contains(&k.as_str()) {
-                extra.entry(k.clone()).or_insert_with(|| v.clone());
+                match (extra.get_mut(k), v) {
+                    // What the reader could not make a header of (`env_http_headers` entries
+                    // beside a literal header of that name, or naming no plain variable) joins
+                    // what the headers give back.
+                    (Some(Json::Object(have)), Json::Object(more)) => {
+                        for (mk, mv) in more {
+                            have.entry(mk.clone()).or_insert_with(|| mv.clone());
+                        }
+                    }
+                    (Some(_), _) => {}
+                    (None, _) => {
+                        extra.insert(k.clone(), v.clone());
+                    }
+                }
             } else if k != "bearer_token" && k != NATIVE_DIGEST {
                 notes.push(format!(
                     "`{k}` is not a key Codex takes for this transport; left out"
@@ -901,6 +914,43 @@ mod tests {
             assert!(!out.contains("approve"), "{out}");
             assert!(out.contains("enabled = true"), "{out}");
         }
+    }
+
+    /// Headers Codex takes from variables come back as the keys they were, those the reader
+    /// made `${VAR}` headers of and those it kept under `_meta.codex` alike.
+    #[test]
+    fn headers_from_variables_come_back_as_codex_wrote_them() {
+        let text = "[mcp_servers.api]\nurl = \"https://x.example/mcp\"\n\
+                    bearer_token_env_var = \"API_TOKEN\"\n\
+                    http_headers = { X-Lit = \"v\" }\n\
+                    env_http_headers = { X-Team = \"TEAM_ID\", X-Lit = \"LIT_VAR\", X-Odd = \"MY-VAR\" }\n";
+        let servers = config(text).mcp_servers(&Diagnostics::new(), false);
+        let McpServer::Http(r) = &servers[0] else {
+            panic!("{servers:?}")
+        };
+        let headers: Vec<(&str, &str)> = r
+            .headers
+            .iter()
+            .map(|h| (h.name.as_str(), h.value.as_str()))
+            .collect();
+        assert_eq!(
+            headers,
+            [
+                ("X-Lit", "v"),
+                ("Authorization", "Bearer ${API_TOKEN}"),
+                ("X-Team", "${TEAM_ID}")
+            ]
+        );
+        assert_eq!(
+            r.meta.as_ref().unwrap()["codex"],
+            json!({"env_http_headers": {"X-Lit": "LIT_VAR", "X-Odd": "MY-VAR"}})
+        );
+        let mut c = config("");
+        assert!(matches!(c.merge_mcp(&servers[0]), Merge::Added { .. }));
+        let again = config(&c.doc.to_string()).mcp_servers(&Diagnostics::new(), false);
+        assert_eq!(again, servers, "{}", c.doc);
+        // Into the file it came from: the same server, already there.
+        assert_eq!(config(text).merge_mcp(&servers[0]), Merge::AlreadyThere);
     }
 
     #[test]

@@ -7,12 +7,14 @@ use super::settings::DIALECT;
 use crate::harness::{ReadContext, WriteContext};
 use crate::kit::settings_json::{File, Merged};
 
-/// The servers of the settings file.
+/// The servers of the settings file, one named in `mcp.excluded` marked switched off
+/// ([`crate::kit::mcp_json::Dialect::read_switchable`]).
 pub fn read(file: &File, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
     DIALECT.read_switchable(file, ctx)
 }
 
-/// Adds `servers` to the settings file (in memory); see [`crate::kit::mcp_json::Dialect::merge`].
+/// Adds `servers` to the settings file (in memory), a server switched off where it was read
+/// named in `mcp.excluded`; see [`crate::kit::mcp_json::Dialect::merge_switchable`].
 pub fn merge(
     file: &mut File,
     servers: &[McpServer],

@@ -55,7 +55,12 @@ pub fn carry(servers: &mut Vec<McpServer>, target: &str) -> Vec<String> {
                     true
                 } else {
                     // A namespace that is not an object: the key cannot be said there.
-                    notes.push(left_out(server, said, target));
+                    notes.push(format!(
+                        "MCP server {} is switched off in {said}, but its `_meta.{ns}` is not \
+                         an object, so it cannot say so for {}; left out rather than started",
+                        server.name(),
+                        label(target)
+                    ));
                     false
                 }
             }
@@ -70,10 +75,21 @@ pub fn carry(servers: &mut Vec<McpServer>, target: &str) -> Vec<String> {
 
 fn left_out(server: &McpServer, said: &str, target: &str) -> String {
     format!(
-        "MCP server {} is switched off in {said}; {target} cannot keep a server configured but \
+        "MCP server {} is switched off in {said}; {} cannot keep a server configured but \
          off, and would start it, so it was left out (add it there by hand to use it)",
-        server.name()
+        server.name(),
+        label(target)
     )
+}
+
+/// The harnesses that cannot switch a server off, as people call them.
+fn label(harness: &str) -> &str {
+    match harness {
+        "claude-code" => "Claude Code",
+        "pi" => "Pi",
+        "copilot" => "Copilot CLI",
+        other => other,
+    }
 }
 
 #[cfg(test)]
@@ -117,7 +133,7 @@ mod tests {
         assert_eq!(names, ["on", "plain"]);
         assert_eq!(notes.len(), 3, "{notes:?}");
         assert!(
-            notes[0].starts_with("MCP server codex-off is switched off in Codex (`enabled = false`); claude-code cannot keep"),
+            notes[0].starts_with("MCP server codex-off is switched off in Codex (`enabled = false`); Claude Code cannot keep"),
             "{notes:?}"
         );
         // Into each that can: every one kept, off in that harness's own words.
