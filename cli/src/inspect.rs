@@ -29,7 +29,10 @@ Examples:
 
 --json prints at least {\"kinds\": {kind: count}}, as _asp/state/describe answers, plus the
 bundle's digest and an entry per session (with the session it is a subagent of), skill, tool
-and note.")]
+and note.
+
+It reads what the bundle says it holds, not the bytes of every layer: a damaged transcript
+still lists. `asp verify BUNDLE` checks every byte (exit 4 on damage).")]
 pub struct InspectArgs {
     /// The bundle (`-` for standard input)
     #[arg(
