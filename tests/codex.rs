@@ -278,6 +278,47 @@ fn a_server_switched_off_in_codex_stays_off_and_keeps_its_token_variable() {
     );
 }
 
+/// A conversation carried into Codex again, after this home's settings changed, is the thread
+/// already there: the settings each turn was composed with (the session's, else this home's
+/// `config.toml`) make no other conversation.
+#[test]
+fn a_session_carried_again_after_the_settings_changed_is_already_there() {
+    let t = tempfile::tempdir().unwrap();
+    let bundle = t.path().join("claude.aspstate");
+    pack_home("claude-code", samples().join("claude-code"), &bundle)
+        .args(["--kinds", "sessions"])
+        .assert()
+        .code(predicates::ord::eq(0).or(predicates::ord::eq(3)));
+    let home = new_home(t.path().join("codex"));
+    let carry = || {
+        let out = asp_unpack()
+            .arg(&bundle)
+            .args(["--to", "codex", "--json", "--session"])
+            .arg("71958462-4bb8-46b6-a36a-1becf56c22dc")
+            .arg("--home")
+            .arg(&home)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    carry();
+    let first = rollouts(&home);
+    assert_eq!(first.len(), 1);
+    fs::write(
+        home.join(".codex/config.toml"),
+        "model = \"gpt-5.4\"\nmodel_reasoning_effort = \"low\"\n",
+    )
+    .unwrap();
+    let again = carry();
+    assert_eq!(
+        again["_meta"]["asp"]["alreadyThere"],
+        json!(["71958462-4bb8-46b6-a36a-1becf56c22dc"]),
+        "{again}"
+    );
+    assert_eq!(rollouts(&home), first, "no copy beside it");
+}
+
 /// Claude Code's auto memory is per project; Codex keeps the notes it carries under
 /// `memories/extensions/ad_hoc/notes/<project folder>/`. Carried back with its sessions, each
 /// note goes to the project its path names, byte for byte; into a home without that project

@@ -88,6 +88,34 @@ impl std::fmt::Debug for SessionWriter<'_> {
 }
 
 /// The thread's rollout bytes as JSONL (decompressed).
+/// `jsonl` with each `turn_context` line's payload cut to its turn and directory: what is left
+/// is the conversation, whatever model, effort, approval or sandbox each turn was recorded
+/// with. A line that does not parse stays as it is.
+fn without_turn_settings(jsonl: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(jsonl.len());
+    for line in jsonl.split_inclusive(|&b| b == b'\n') {
+        let body = line.strip_suffix(b"\n").unwrap_or(line);
+        let cut = (body.windows(14).any(|w| w == b"\"turn_context\""))
+            .then(|| serde_json::from_slice::<Value>(body).ok())
+            .flatten()
+            .filter(|v| v["type"] == "turn_context")
+            .map(|mut v| {
+                if let Some(p) = v.get_mut("payload").and_then(Value::as_object_mut) {
+                    p.retain(|k, _| k == "turn_id" || k == "cwd");
+                }
+                v.to_string()
+            });
+        match cut {
+            Some(text) => out.extend_from_slice(text.as_bytes()),
+            None => out.extend_from_slice(body),
+        }
+        if line.ends_with(b"\n") {
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
 fn jsonl_of(path: &Path) -> Option<Vec<u8>> {
     let bytes = std::fs::read(path).ok()?;
     rollout::decode_bytes(&bytes, path.extension().is_some_and(|e| e == "zst")).ok()
@@ -125,18 +153,30 @@ impl<'a> SessionWriter<'a> {
     /// Whether `bytes` (JSONL) are what the home holds for `id`: `Some(true)` the same, or a
     /// rollout that continues it (said); `Some(false)` a different version is there; `None`
     /// the id is free.
-    fn compare(&self, id: &str, bytes: &[u8]) -> Option<bool> {
+    ///
+    /// A rollout composed from another harness's session (`composed`) is compared without the
+    /// settings its `turn_context` lines record: they come from the session's options or, when
+    /// it has none, from this home's `config.toml` at the time of writing, so the same
+    /// conversation carried again after a setting changed is the same thread, not a copy.
+    fn compare(&self, id: &str, bytes: &[u8], composed: bool) -> Option<bool> {
         let paths = self.existing.get(id)?;
         let mut continued = None;
+        let carried = composed.then(|| without_turn_settings(bytes));
         for p in paths {
-            match jsonl_of(p) {
-                Some(have) if have == bytes => return Some(true),
-                // Codex appends to the rollout of a thread it resumes: one that starts with
-                // the carried lines holds all of them.
-                Some(have) if holds_all_of(&have, bytes) => {
-                    continued.get_or_insert(p);
-                }
-                _ => {}
+            let Some(have) = jsonl_of(p) else {
+                continue;
+            };
+            if have == bytes {
+                return Some(true);
+            }
+            // Codex appends to the rollout of a thread it resumes: one that starts with the
+            // carried lines holds all of them.
+            let holds = match &carried {
+                None => holds_all_of(&have, bytes),
+                Some(carried) => holds_all_of(&without_turn_settings(&have), carried),
+            };
+            if holds {
+                continued.get_or_insert(p);
             }
         }
         let Some(p) = continued else {
@@ -237,7 +277,7 @@ impl<'a> SessionWriter<'a> {
                 let rel = format!("{dir}/{stem}{id}.jsonl");
                 (id, rel, text.clone(), text)
             };
-            match self.compare(&id, &text) {
+            match self.compare(&id, &text, false) {
                 Some(true) => return Ok(SessionPlaced::already_there(id)),
                 Some(false) => continue,
                 None => {}
@@ -370,7 +410,7 @@ impl<'a> SessionWriter<'a> {
                 },
                 &items,
             );
-            match self.compare(&id, &built.bytes) {
+            match self.compare(&id, &built.bytes, true) {
                 Some(true) => return Ok(SessionPlaced::already_there(id)),
                 None => break built,
                 Some(false) => {
