@@ -2373,7 +2373,7 @@ fn a_server_in_mcp_excluded_stays_switched_off() {
     );
     assert!(
         answer.not_taken.iter().any(|n| n.reason.starts_with(
-            "MCP server old is switched off in Gemini CLI (`mcp.excluded`); Claude Code cannot keep"
+            "MCP server old is switched off in Gemini CLI (`mcp.excluded`), and claude-code cannot keep"
         )),
         "{answer:?}"
     );

@@ -408,9 +408,8 @@ fn headers_from_variables(cfg: &mut Map<String, Json>, headers: &mut Vec<NameVal
     let has = |headers: &[NameValue], name: &str| {
         headers.iter().any(|h| h.name.eq_ignore_ascii_case(name))
     };
-    let is_name = |var: &str| env_reference(&format!("${{{var}}}")) == Some(var);
     if let Some(Json::String(var)) = cfg.get("bearer_token_env_var")
-        && is_name(var)
+        && is_variable_name(var)
         && !has(headers, "Authorization")
     {
         headers.push(NameValue {
@@ -421,7 +420,7 @@ fn headers_from_variables(cfg: &mut Map<String, Json>, headers: &mut Vec<NameVal
     }
     if let Some(Json::Object(by_name)) = cfg.get_mut("env_http_headers") {
         by_name.retain(|header, var| match var {
-            Json::String(var) if is_name(var) && !has(headers, header) => {
+            Json::String(var) if is_variable_name(var) && !has(headers, header) => {
                 headers.push(NameValue {
                     name: header.clone(),
                     value: format!("${{{var}}}"),
@@ -465,11 +464,16 @@ fn env_reference(value: &str) -> Option<&str> {
         }
         None => v.strip_prefix('$')?,
     };
+    is_variable_name(name).then_some(name)
+}
+
+/// Whether `name` is a POSIX variable name, the only kind Codex passes on by name.
+fn is_variable_name(name: &str) -> bool {
     let mut bytes = name.bytes();
-    let first = bytes.next()?;
-    ((first.is_ascii_alphabetic() || first == b'_')
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_'))
-    .then_some(name)
+    bytes
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 use crate::kit::secrets::redacted;

@@ -89,9 +89,10 @@ mod tests {
 
     #[test]
     fn plain_run_finds_the_first_quote_or_backslash() {
-        // Every place in and around an eight-byte step, with bytes that trip the zero-byte
-        // test after a match (0x01, 0x80, 0xff next to it) and none.
-        for len in 0..20 {
+        // Every place in and around a vector's width (memchr looks at 16 or 32 bytes at a
+        // time), with the other byte, or bytes that are neither (0x01, 0x80, 0xc3), around
+        // the first.
+        for len in 0..70 {
             for at in 0..=len {
                 for (first, then) in [(b'"', b'\\'), (b'\\', b'"'), (b'"', 1), (b'\\', 0x80)] {
                     let mut t = vec![b'a'; len];

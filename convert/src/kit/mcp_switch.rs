@@ -12,8 +12,9 @@
 use asp_format::state::McpServer;
 use serde_json::Value;
 
-/// Where each harness that can switch a server off says so: its `_meta` namespace (the
-/// harness's name), the key, the value meaning "off", and how the harness's own file says it.
+/// The state's convention for a server switched off (spec/aspstate.md §10): the `_meta`
+/// namespace of the harness that can say so (its name), the key, the value meaning "off", and
+/// how that harness's own file says it, for the notes.
 const SWITCHES: [(&str, &str, bool, &str); 4] = [
     ("codex", "enabled", false, "Codex (`enabled = false`)"),
     (
@@ -57,9 +58,8 @@ pub fn carry(servers: &mut Vec<McpServer>, target: &str) -> Vec<String> {
                     // A namespace that is not an object: the key cannot be said there.
                     notes.push(format!(
                         "MCP server {} is switched off in {said}, but its `_meta.{ns}` is not \
-                         an object, so it cannot say so for {}; left out rather than started",
-                        server.name(),
-                        label(target)
+                         an object, so it cannot say so for {target}; left out rather than started",
+                        server.name()
                     ));
                     false
                 }
@@ -73,23 +73,13 @@ pub fn carry(servers: &mut Vec<McpServer>, target: &str) -> Vec<String> {
     notes
 }
 
+/// The note for a server `target` (a harness's name, as `--to` takes it) would start.
 fn left_out(server: &McpServer, said: &str, target: &str) -> String {
     format!(
-        "MCP server {} is switched off in {said}; {} cannot keep a server configured but \
-         off, and would start it, so it was left out (add it there by hand to use it)",
-        server.name(),
-        label(target)
+        "MCP server {} is switched off in {said}, and {target} cannot keep a server configured \
+         but off: left out rather than started (add it there by hand to use it)",
+        server.name()
     )
-}
-
-/// The harnesses that cannot switch a server off, as people call them.
-fn label(harness: &str) -> &str {
-    match harness {
-        "claude-code" => "Claude Code",
-        "pi" => "Pi",
-        "copilot" => "Copilot CLI",
-        other => other,
-    }
 }
 
 #[cfg(test)]
@@ -133,7 +123,7 @@ mod tests {
         assert_eq!(names, ["on", "plain"]);
         assert_eq!(notes.len(), 3, "{notes:?}");
         assert!(
-            notes[0].starts_with("MCP server codex-off is switched off in Codex (`enabled = false`); Claude Code cannot keep"),
+            notes[0].starts_with("MCP server codex-off is switched off in Codex (`enabled = false`), and claude-code cannot keep"),
             "{notes:?}"
         );
         // Into each that can: every one kept, off in that harness's own words.
