@@ -317,6 +317,12 @@ fn a_session_carried_again_after_the_settings_changed_is_already_there() {
         "{again}"
     );
     assert_eq!(rollouts(&home), first, "no copy beside it");
+    assert!(
+        again["_meta"]["asp"]["findings"].to_string().contains(
+            "the same conversation is here, its turns recorded with other settings; kept as it is"
+        ),
+        "{again}"
+    );
 }
 
 /// Claude Code's auto memory is per project; Codex keeps the notes it carries under

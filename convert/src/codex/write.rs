@@ -87,7 +87,6 @@ impl std::fmt::Debug for SessionWriter<'_> {
     }
 }
 
-/// The thread's rollout bytes as JSONL (decompressed).
 /// `jsonl` with each `turn_context` line's payload cut to its turn and directory: what is left
 /// is the conversation, whatever model, effort, approval or sandbox each turn was recorded
 /// with. A line that does not parse stays as it is.
@@ -95,9 +94,8 @@ fn without_turn_settings(jsonl: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(jsonl.len());
     for line in jsonl.split_inclusive(|&b| b == b'\n') {
         let body = line.strip_suffix(b"\n").unwrap_or(line);
-        let cut = (body.windows(14).any(|w| w == b"\"turn_context\""))
-            .then(|| serde_json::from_slice::<Value>(body).ok())
-            .flatten()
+        let cut = memchr::memmem::find(body, b"\"turn_context\"")
+            .and_then(|_| serde_json::from_slice::<Value>(body).ok())
             .filter(|v| v["type"] == "turn_context")
             .map(|mut v| {
                 if let Some(p) = v.get_mut("payload").and_then(Value::as_object_mut) {
@@ -116,6 +114,7 @@ fn without_turn_settings(jsonl: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The thread's rollout bytes as JSONL (decompressed).
 fn jsonl_of(path: &Path) -> Option<Vec<u8>> {
     let bytes = std::fs::read(path).ok()?;
     rollout::decode_bytes(&bytes, path.extension().is_some_and(|e| e == "zst")).ok()
@@ -169,13 +168,25 @@ impl<'a> SessionWriter<'a> {
             if have == bytes {
                 return Some(true);
             }
+            let have = match &carried {
+                None => have,
+                Some(_) => without_turn_settings(&have),
+            };
+            let carried = carried.as_deref().unwrap_or(bytes);
+            if have == carried {
+                self.diagnostics.note(
+                    p,
+                    None,
+                    format!(
+                        "thread {id}: the same conversation is here, its turns recorded with \
+                         other settings; kept as it is"
+                    ),
+                );
+                return Some(true);
+            }
             // Codex appends to the rollout of a thread it resumes: one that starts with the
             // carried lines holds all of them.
-            let holds = match &carried {
-                None => holds_all_of(&have, bytes),
-                Some(carried) => holds_all_of(&without_turn_settings(&have), carried),
-            };
-            if holds {
+            if holds_all_of(&have, carried) {
                 continued.get_or_insert(p);
             }
         }
