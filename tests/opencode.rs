@@ -255,6 +255,62 @@ fn sessions_carried_into_opencode_keep_their_times_and_their_parents() {
     );
 }
 
+/// A carried session's messages name the model that answered them, as OpenCode names models
+/// (`anthropic/claude-opus-4-6`, `openai/gpt-5.5`), so OpenCode resumes with that model where
+/// the user has its provider: the model each stream's `config_option_update` chose last, for
+/// the prompt it answered too. A stream that names no model, or one OpenCode cannot name,
+/// leaves `<harness>/imported` (spec/harnesses/opencode.md, "Composed").
+#[test]
+fn messages_carried_into_opencode_name_the_model_that_answered() {
+    let mut named = 0;
+    for from in ["claude-code", "codex", "gemini", "pi", "qwen"] {
+        let (packed, home, answer) = carried_in(from);
+        let c = rusqlite::Connection::open(home.path().join(DB)).unwrap();
+        for s in packed.state.sessions.iter().flatten() {
+            let Some(sid) = answer.sessions.get(s.id.as_str()) else {
+                continue;
+            };
+            // The last model the stream chose before its first answer, as `provider/model`.
+            let mut chosen = None;
+            for u in packed.updates(s.id.as_str()) {
+                if u["sessionUpdate"] == "agent_message_chunk" {
+                    break;
+                }
+                let options = u["configOptions"].as_array().into_iter().flatten();
+                for o in options.filter(|o| o["id"] == "model") {
+                    chosen = o["currentValue"]
+                        .as_str()
+                        .and_then(asp_convert::kit::accepted::with_provider);
+                }
+            }
+            let want = chosen.unwrap_or_else(|| format!("{from}/imported"));
+            let mut q = c
+                .prepare(
+                    "SELECT coalesce(json_extract(data, '$.model.providerID'), \
+                     json_extract(data, '$.providerID')) || '/' || \
+                     coalesce(json_extract(data, '$.model.modelID'), \
+                     json_extract(data, '$.modelID')) FROM message \
+                     WHERE session_id = ?1 ORDER BY id LIMIT 2",
+                )
+                .unwrap();
+            let first: Vec<String> = q
+                .query_map([sid], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            // The first prompt and its answer.
+            for m in &first {
+                assert_eq!(m, &want, "{from} {}", s.id);
+            }
+            named += usize::from(!want.ends_with("/imported"));
+        }
+    }
+    assert!(
+        named >= 4,
+        "the Claude Code and Codex samples' models are named"
+    );
+}
+
 /// Epoch milliseconds of an RFC 3339 time.
 fn chrono_ms(t: &str) -> Option<i64> {
     asp_convert::kit::time::parse(t).map(asp_convert::kit::time::millis)

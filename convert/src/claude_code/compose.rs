@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{Map, Value, json};
 
 use super::ids::{format_time, name_uuid, parse_time, tag};
+use crate::kit::acp;
 use crate::kit::conversation::{Item, Message, ToolCall};
 
 /// The Claude Code version written into rows: a real 2.1.x release (the one the judge runs).
@@ -385,18 +386,8 @@ impl Composer<'_> {
             }
             return;
         }
-        {
-            let model = u
-                .get("configOptions")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .find(|o| o.get("id").and_then(Value::as_str) == Some("model"))
-                .and_then(|o| o.get("currentValue"))
-                .and_then(Value::as_str);
-            if let Some(m) = model {
-                m.clone_into(&mut self.model);
-            }
+        if let Some(m) = acp::chosen(u, "model") {
+            m.clone_into(&mut self.model);
         }
     }
 

@@ -245,6 +245,21 @@ pub fn select_option(id: &str, name: &str, category: Option<&str>, current: &str
     o
 }
 
+/// The value a `config_option_update` gives the option `id` (`"model"`), if it gives one:
+/// what a composing writer follows to say which model answered each turn.
+pub fn chosen<'u>(update: &'u Value, id: &str) -> Option<&'u str> {
+    if update.get("sessionUpdate").and_then(Value::as_str) != Some("config_option_update") {
+        return None;
+    }
+    update
+        .get("configOptions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|o| o.get("id").and_then(Value::as_str) == Some(id))?
+        .get("currentValue")
+        .and_then(Value::as_str)
+}
+
 /// `{namespace: value}` as `_meta`.
 pub fn meta(namespace: &str, value: Value) -> Option<Meta> {
     let mut m = Meta::new();

@@ -25,7 +25,8 @@ use super::rows::{self, Row};
 use super::survey::explain;
 use crate::error::ConvertError;
 use crate::harness::WriteContext;
-use crate::kit::acp::ToolKind;
+use crate::kit::accepted;
+use crate::kit::acp::{self, ToolKind};
 use crate::kit::beside::{MAX_COPIES, kept_beside, marked_title};
 use crate::kit::conversation::{Folder, Item, ToolCall};
 use crate::kit::fsops::Writer;
@@ -589,6 +590,39 @@ impl Message {
     }
 }
 
+/// A model as OpenCode names it in a message: `providerID` and `modelID`.
+#[derive(Debug, Clone, PartialEq)]
+struct Model {
+    provider: String,
+    id: String,
+}
+
+impl Model {
+    /// The model after `item`: the one a `config_option_update` chooses, named as OpenCode
+    /// names it (`anthropic/claude-sonnet-4-5`: a `provider/model` spelling as it is, a bare
+    /// id whose provider OpenCode knows by that name); `unnamed` for a model it cannot name
+    /// (Claude Code's `opus`, a Qwen model), so no message claims a model that did not answer.
+    fn after(self, item: &Item, unnamed: &Model) -> Model {
+        let Item::Other(u) = item else {
+            return self;
+        };
+        let Some(chosen) = acp::chosen(u, "model") else {
+            return self;
+        };
+        let named = match chosen.split_once('/') {
+            Some(_) => Some(chosen.to_owned()),
+            None => accepted::with_provider(chosen),
+        };
+        match named.as_deref().and_then(|n| n.split_once('/')) {
+            Some((p, m)) if !p.is_empty() && !m.is_empty() => Model {
+                provider: p.to_owned(),
+                id: m.to_owned(),
+            },
+            _ => unnamed.clone(),
+        }
+    }
+}
+
 /// The rows of a session composed from its stream: the `global` project, the session, then
 /// each prompt as a user message and what answered it as one assistant message. `None` when
 /// there is no prompt to show.
@@ -605,12 +639,18 @@ fn compose(
         .clone()
         .unwrap_or_else(|| ctx.home.absolute_dir().to_string_lossy().into_owned());
     let sid = ids::session(name, base);
-    let provider = json!({"providerID": harness, "modelID": "imported"});
+    // The model each message names: the one the stream says answered, where OpenCode can
+    // name its provider; else the source harness and `imported`.
+    let unnamed = Model {
+        provider: harness.to_owned(),
+        id: "imported".to_owned(),
+    };
+    let mut model = unnamed.clone();
     let mut msgs: Vec<Message> = Vec::new();
     let mut n = 0u64;
     let mut dropped = 0usize;
     let mut clock = Clock::new(items, base);
-    for item in items {
+    for (i, item) in items.iter().enumerate() {
         match item {
             Item::User(m) => {
                 let parts: Vec<Value> = m.blocks.iter().filter_map(user_part).collect();
@@ -620,8 +660,16 @@ fn compose(
                 let ms = clock.tick(item);
                 n += 1;
                 let mid = ids::ascending("msg", name, ms, n);
+                // A prompt goes to the model that answers it: a change of model recorded
+                // between the prompt and its answer (Claude Code records it with the answer)
+                // is the prompt's.
+                let asked = items[i + 1..]
+                    .iter()
+                    .take_while(|it| matches!(it, Item::Other(_) | Item::Plan { .. }))
+                    .fold(model.clone(), |m, it| m.after(it, &unnamed));
                 let info = json!({"role": "user", "time": {"created": ms}, "agent": "build",
-                                  "model": provider});
+                                  "model": {"providerID": asked.provider,
+                                            "modelID": asked.id}});
                 let parts = parts.into_iter().map(|p| (ms, p)).collect();
                 msgs.push(Message {
                     id: mid,
@@ -648,7 +696,7 @@ fn compose(
                         "agent": "build", "path": {"cwd": cwd, "root": cwd}, "cost": 0,
                         "tokens": {"input": 0, "output": 0, "reasoning": 0,
                                    "cache": {"read": 0, "write": 0}},
-                        "modelID": "imported", "providerID": harness,
+                        "modelID": model.id, "providerID": model.provider,
                         "time": {"created": ms, "completed": ms}, "finish": "stop"});
                     msgs.push(Message {
                         id: mid,
@@ -671,7 +719,8 @@ fn compose(
                 last.data["time"]["completed"] = json!(ms);
                 last.parts.push((ms, part));
             }
-            _ => {}
+            Item::Other(_) => model = model.after(item, &unnamed),
+            Item::Plan { .. } => {}
         }
     }
     if !msgs.iter().any(Message::is_user) {
