@@ -2378,3 +2378,109 @@ fn a_server_in_mcp_excluded_stays_switched_off() {
         "{answer:?}"
     );
 }
+
+/// Gemini CLI 0.61 starts a configured server only when `mcp.allowed` (if there) names it,
+/// `mcp.excluded` does not, and `gemini mcp disable` has not switched it off in
+/// `mcp-server-enablement.json`; names match trimmed and in any case. Each of the others is
+/// read switched off, so it stays off where it is carried.
+#[test]
+fn a_server_gemini_cli_does_not_start_is_read_switched_off() {
+    let home = tmp();
+    let gemini = home.path().join(".gemini");
+    fs::create_dir_all(&gemini).unwrap();
+    fs::write(
+        gemini.join("settings.json"),
+        r#"{"mcpServers": {"docs": {"command": "docs-mcp"}, "old": {"command": "old-mcp"},
+            "paused": {"command": "paused-mcp"}, "Blocked": {"command": "b-mcp"}},
+            "mcp": {"allowed": [" DOCS", "paused", "blocked"], "excluded": ["BLOCKED"]}}"#,
+    )
+    .unwrap();
+    fs::write(
+        gemini.join("mcp-server-enablement.json"),
+        r#"{"paused": {"enabled": false}, "docs": {"enabled": true}}"#,
+    )
+    .unwrap();
+    let read =
+        crate::support::read_home("gemini", home.path(), KindSet::ALL, ReadOptions::default());
+    let tools = serde_json::to_value(read.state.tools.as_ref().unwrap()).unwrap();
+    let off: Vec<(&str, bool)> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap(),
+                t["_meta"]["gemini"]["excluded"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        off,
+        [
+            ("Blocked", true),
+            ("docs", false),
+            ("old", true),
+            ("paused", true)
+        ],
+        "{tools}"
+    );
+    // An enablement file Gemini CLI cannot read switches nothing off, and says so.
+    fs::write(gemini.join("mcp-server-enablement.json"), "{not json").unwrap();
+    let read =
+        crate::support::read_home("gemini", home.path(), KindSet::ALL, ReadOptions::default());
+    let tools = serde_json::to_value(read.state.tools.as_ref().unwrap()).unwrap();
+    assert!(tools[3]["_meta"].is_null(), "paused: {tools}");
+    assert!(
+        read.diagnostics.iter().any(|d| d
+            .file
+            .as_ref()
+            .is_some_and(|f| f.ends_with("mcp-server-enablement.json"))
+            && d.message.contains("starts every MCP server")),
+        "{:?}",
+        read.diagnostics
+    );
+}
+
+/// A server carried switched on into a Gemini CLI home whose `mcp.allowed` does not name it
+/// is written (the allow-list is the user's to widen) and the answer says it will not start.
+#[test]
+fn a_server_written_past_mcp_allowed_is_said_not_to_start() {
+    let from = tmp();
+    fs::create_dir_all(from.path().join(".gemini")).unwrap();
+    fs::write(
+        from.path().join(".gemini/settings.json"),
+        r#"{"mcpServers": {"docs": {"command": "docs-mcp"}}}"#,
+    )
+    .unwrap();
+    let read =
+        crate::support::read_home("gemini", from.path(), KindSet::ALL, ReadOptions::default());
+    let only = State {
+        tools: read.state.tools.clone(),
+        ..State::default()
+    };
+    let to = tmp();
+    fs::create_dir_all(to.path().join(".gemini")).unwrap();
+    fs::write(
+        to.path().join(".gemini/settings.json"),
+        r#"{"mcp": {"allowed": ["search"]}}"#,
+    )
+    .unwrap();
+    let (answer, diagnostics) = crate::support::write_home(
+        "gemini",
+        to.path(),
+        &only,
+        &read.store,
+        false,
+        &PathMap::default(),
+    );
+    let written: Value =
+        serde_json::from_slice(&fs::read(to.path().join(".gemini/settings.json")).unwrap())
+            .unwrap();
+    assert!(written["mcpServers"]["docs"].is_object(), "{written}");
+    assert_eq!(written["mcp"]["allowed"], json!(["search"]), "{written}");
+    let said = format!("{answer:?} {diagnostics:?}");
+    assert!(
+        said.contains("`mcp.allowed` does not name it, so Gemini will not start it"),
+        "{said}"
+    );
+}

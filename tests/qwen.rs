@@ -830,3 +830,43 @@ fn a_chat_name_taken_by_a_dangling_link_or_a_folder_is_kept_beside() {
         assert!(copy.is_file(), "{} was written", copy.display());
     }
 }
+
+/// Qwen Code 0.24 names servers in `mcp.allowed` and `mcp.excluded` by patterns (`*` any
+/// run, `?` one character, case as written): a server no allowed pattern names, or an
+/// excluded one does, is read switched off.
+#[test]
+fn a_server_qwen_code_does_not_start_by_its_patterns_is_read_switched_off() {
+    let home = tmp();
+    let qwen = home.path().join(".qwen");
+    fs::create_dir_all(&qwen).unwrap();
+    fs::write(
+        qwen.join("settings.json"),
+        r#"{"mcpServers": {"api": {"command": "a"}, "api-old": {"command": "b"},
+            "Api2": {"command": "c"}, "docs": {"command": "d"}},
+            "mcp": {"allowed": ["api*", "Api?"], "excluded": ["*-old"]}}"#,
+    )
+    .unwrap();
+    let read = read_home("qwen", home.path(), KindSet::ALL, ReadOptions::default());
+    let tools = serde_json::to_value(read.state.tools.as_ref().unwrap()).unwrap();
+    let off: Vec<(&str, bool)> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap(),
+                t["_meta"]["qwen"]["excluded"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        off,
+        [
+            ("Api2", false),
+            ("api", false),
+            ("api-old", true),
+            ("docs", true)
+        ],
+        "{tools}"
+    );
+}

@@ -167,7 +167,7 @@ impl Harness for Gemini {
         // A settings.json that cannot be read leaves both kinds out (reported above): a kind
         // left out is never one given empty.
         if want(StateKind::Tools) {
-            state.tools = file.as_ref().and_then(|f| tools::read(f, ctx));
+            state.tools = file.as_ref().and_then(|f| tools::read(f, &layout, ctx));
         }
         if want(StateKind::Settings) {
             state.settings = file.as_ref().map(settings::settings);

@@ -26,14 +26,14 @@ use asp_format::state::{SettingValue, Settings};
 use serde_json::{Value, json};
 
 use crate::kit::accepted::{Accepts, Provider, Runs};
-use crate::kit::mcp_json::{Dialect, Shape, UrlRule};
+use crate::kit::mcp_json::{Dialect, NameRule, Shape, UrlRule};
 use crate::kit::settings_json::{File, Merged};
 
 /// Gemini's `mcpServers`: an untyped `url` is streamable HTTP.
 pub const DIALECT: Dialect = Dialect {
     meta_key: "gemini",
     harness: "Gemini",
-    shape: Shape::McpServers(UrlRule::TypedUrl),
+    shape: Shape::McpServers(UrlRule::TypedUrl, NameRule::Folded),
 };
 
 /// The instruction file names (`context.fileName`: a string or a list), default `GEMINI.md`.

@@ -35,11 +35,61 @@ pub enum UrlRule {
     UrlIsSse,
 }
 
+/// How a harness matches a server's name against `mcp.allowed` and `mcp.excluded`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameRule {
+    /// Gemini CLI (0.61): the whole name, trimmed and in any case (`Tracker` is `tracker `).
+    Folded,
+    /// Qwen Code (0.24): a pattern where `*` stands for any run of characters and `?` for one
+    /// (`*puppeteer*`); a pattern without them is the whole name, case as written.
+    Glob,
+}
+
+impl NameRule {
+    /// Whether `list` (the strings of `mcp.allowed` or `mcp.excluded`) names `name`.
+    pub fn lists(self, list: &[String], name: &str) -> bool {
+        match self {
+            NameRule::Folded => {
+                let fold = |s: &str| s.trim().to_lowercase();
+                list.iter().any(|n| fold(n) == fold(name))
+            }
+            NameRule::Glob => list.iter().any(|p| glob(p, name)),
+        }
+    }
+}
+
+/// Whether `pattern` (`*` any run, `?` one character) matches the whole of `name`: the
+/// usual backtracking to the last `*`, so linear in practice.
+fn glob(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    let (mut pi, mut ni) = (0, 0);
+    // Where the last `*` was, and the name position it stands for up to.
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ni));
+            pi += 1;
+        } else if let Some((sp, sn)) = star {
+            // The `*` takes one character more.
+            star = Some((sp, sn + 1));
+            pi = sp + 1;
+            ni = sn + 1;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
 /// How a harness's file spells its MCP servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
-    /// `mcpServers` (Gemini CLI, Qwen Code): `command` + `args` + `env`, or a URL by the rule.
-    McpServers(UrlRule),
+    /// `mcpServers` (Gemini CLI, Qwen Code): `command` + `args` + `env`, or a URL by the rule;
+    /// `mcp.allowed` and `mcp.excluded` name servers by the [`NameRule`].
+    McpServers(UrlRule, NameRule),
     /// `mcp` (OpenCode 1.18): `{"type": "local", "command": [argv…], "environment": {…}}` or
     /// `{"type": "remote", "url", "headers"}`; a remote server is tried as streamable HTTP,
     /// then SSE, so both ACP transports are written as `remote`.
@@ -111,7 +161,7 @@ impl Dialect {
     /// The key of the file holding the servers by name.
     pub fn key(&self) -> &'static str {
         match self.shape {
-            Shape::McpServers(_) => "mcpServers",
+            Shape::McpServers(..) => "mcpServers",
             Shape::OpenCode => "mcp",
         }
     }
@@ -162,7 +212,7 @@ impl Dialect {
     /// (`httpUrl`, then `url`, then `command`).
     pub fn server_from(&self, name: &str, cfg: &Map<String, Value>) -> Option<McpServer> {
         let url_rule = match self.shape {
-            Shape::McpServers(rule) => rule,
+            Shape::McpServers(rule, _) => rule,
             Shape::OpenCode => return self.opencode_from(name, cfg),
         };
         let s = |k: &str| cfg.get(k).and_then(Value::as_str);
@@ -232,7 +282,7 @@ impl Dialect {
         let server = &crate::kit::env_refs::respelled(
             server,
             match self.shape {
-                Shape::McpServers(_) => crate::kit::env_refs::Spelling::Dollar,
+                Shape::McpServers(..) => crate::kit::env_refs::Spelling::Dollar,
                 Shape::OpenCode => crate::kit::env_refs::Spelling::Braces,
             },
         );
@@ -242,7 +292,7 @@ impl Dialect {
             .and_then(Value::as_object)
             .cloned();
         let url_rule = match self.shape {
-            Shape::McpServers(rule) => rule,
+            Shape::McpServers(rule, _) => rule,
             Shape::OpenCode => return opencode_to(server, native),
         };
         let mut out = Map::new();
@@ -358,7 +408,7 @@ impl Dialect {
                     &file.path,
                     None,
                     match self.shape {
-                        Shape::McpServers(_) => format!(
+                        Shape::McpServers(..) => format!(
                             "MCP server {name:?} has no `command`, `url` or `httpUrl` (ACP \
                              cannot describe a `tcp` server); skipped"
                         ),
@@ -421,27 +471,49 @@ impl Dialect {
         }
     }
 
-    /// The names in `mcp.excluded` (Gemini CLI, Qwen Code): servers the harness configures but
-    /// does not start.
-    fn excluded(file: &File) -> Vec<String> {
-        file.get("/mcp/excluded")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect()
+    /// The strings of `mcp.<key>` (`allowed`, `excluded`), or `None` when the file has no
+    /// such list.
+    fn list(file: &File, key: &str) -> Option<Vec<String>> {
+        let list = file.get(&format!("/mcp/{key}"))?.as_array()?;
+        Some(
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+        )
     }
 
-    /// [`Dialect::read`], a server named in `mcp.excluded` (switched off) saying so as
+    /// Why the harness (Gemini CLI, Qwen Code) does not start the server `name` it
+    /// configures: `mcp.allowed` does not name it (a list that is there, even empty, lets
+    /// only what it names start), or `mcp.excluded` does; `None` when it starts it. Names are
+    /// matched by the dialect's [`NameRule`], as the harness matches them.
+    pub fn switched_off(&self, file: &File, name: &str) -> Option<&'static str> {
+        let Shape::McpServers(_, rule) = self.shape else {
+            return None;
+        };
+        if Self::list(file, "allowed").is_some_and(|l| !rule.lists(&l, name)) {
+            return Some("mcp.allowed does not name it");
+        }
+        if Self::list(file, "excluded").is_some_and(|l| rule.lists(&l, name)) {
+            return Some("mcp.excluded names it");
+        }
+        None
+    }
+
+    /// [`Dialect::read`], a server the harness does not start ([`Dialect::switched_off`], or
+    /// `off_elsewhere`: Gemini CLI's `gemini mcp disable`) saying so as
     /// `_meta.<meta_key>.excluded`, so it is switched off again where it is written
     /// ([`Dialect::merge_switchable`], [`crate::kit::mcp_switch`]).
-    pub fn read_switchable(&self, file: &File, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
-        let off = Self::excluded(file);
+    pub fn read_switchable(
+        &self,
+        file: &File,
+        ctx: &ReadContext<'_>,
+        off_elsewhere: &dyn Fn(&str) -> bool,
+    ) -> Option<Vec<McpServer>> {
         let mut servers = self.read(file, ctx)?;
         for s in servers
             .iter_mut()
-            .filter(|s| off.iter().any(|n| n == s.name()))
+            .filter(|s| self.switched_off(file, s.name()).is_some() || off_elsewhere(s.name()))
         {
             let meta = s.meta_mut().get_or_insert_with(Default::default);
             let own = meta.entry(self.meta_key).or_insert_with(|| json!({}));
@@ -481,13 +553,28 @@ impl Dialect {
             .collect();
         let first = out.placed.len();
         let mut changed = self.merge(file, &entries, ctx, out);
-        let have = Self::excluded(file);
+        let Shape::McpServers(_, rule) = self.shape else {
+            return changed;
+        };
+        let have = Self::list(file, "excluded").unwrap_or_default();
+        let allowed = Self::list(file, "allowed");
         for (s, placed) in entries.iter().zip(&out.placed[first..]) {
             let name = s.name();
-            if !placed.is_written()
-                || !off.iter().any(|n| n == name)
-                || have.iter().any(|n| n == name)
-            {
+            if !placed.is_written() {
+                continue;
+            }
+            let off_here = off.iter().any(|n| n == name);
+            // The user's allow-list is theirs to widen: a server carried switched on is
+            // written, and they are told it will not start until the list names it.
+            if !off_here && allowed.as_ref().is_some_and(|l| !rule.lists(l, name)) {
+                out.notes.push(format!(
+                    "MCP server {name:?} was written to {}, but its `mcp.allowed` does not name \
+                     it, so {} will not start it until it is added there",
+                    file.path.display(),
+                    self.harness
+                ));
+            }
+            if !off_here || rule.lists(&have, name) {
                 continue;
             }
             let mcp = file.doc.entry("mcp").or_insert_with(|| json!({}));
@@ -552,5 +639,56 @@ impl Dialect {
             out.placed.push(placed);
         }
         changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NameRule;
+
+    fn lists(rule: NameRule, list: &[&str], name: &str) -> bool {
+        let list: Vec<String> = list.iter().map(|s| (*s).to_owned()).collect();
+        rule.lists(&list, name)
+    }
+
+    /// Qwen Code's `matchesServerPattern`: `*` any run (none too), `?` one character, the
+    /// whole name, case as written; no wildcard, the name itself.
+    #[test]
+    fn glob_patterns_match_as_qwen_code_matches_them() {
+        let yes = [
+            ("*", ""),
+            ("*", "anything"),
+            ("api*", "api"),
+            ("api*", "api-v2"),
+            ("*-old", "x-old"),
+            ("*pup*eer*", "my-puppeteer-server"),
+            ("a?c", "abc"),
+            ("a*b*c", "aXXbYYbZc"),
+            ("ü?", "üx"),
+        ];
+        let no = [
+            ("api", "Api"),
+            ("api", "api2"),
+            ("api*", "xapi"),
+            ("a?c", "ac"),
+            ("*-old", "x-old2"),
+            ("a*b*c", "aXXbYYbZ"),
+        ];
+        for (p, n) in yes {
+            assert!(lists(NameRule::Glob, &[p], n), "{p} {n}");
+        }
+        for (p, n) in no {
+            assert!(!lists(NameRule::Glob, &[p], n), "{p} {n}");
+        }
+    }
+
+    /// Gemini CLI's `isInSettingsList`: names trimmed and lowercased on both sides, no
+    /// wildcards.
+    #[test]
+    fn folded_names_match_as_gemini_cli_matches_them() {
+        assert!(lists(NameRule::Folded, &[" Docs "], "docs"));
+        assert!(lists(NameRule::Folded, &["docs"], "DOCS"));
+        assert!(!lists(NameRule::Folded, &["doc*"], "docs"));
+        assert!(!lists(NameRule::Folded, &[], "docs"));
     }
 }

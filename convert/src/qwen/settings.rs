@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::layout::Layout;
 use crate::harness::{ReadContext, WriteContext};
 use crate::kit::accepted::{Accepts, Provider, Runs};
-use crate::kit::mcp_json::{Dialect, Shape, UrlRule};
+use crate::kit::mcp_json::{Dialect, NameRule, Shape, UrlRule};
 use crate::kit::placement::Placement;
 use crate::kit::settings_json::{File, Merged};
 
@@ -36,7 +36,7 @@ pub const ACCEPTS: Accepts = Accepts {
 pub const DIALECT: Dialect = Dialect {
     meta_key: "qwen",
     harness: "Qwen Code",
-    shape: Shape::McpServers(UrlRule::UrlIsSse),
+    shape: Shape::McpServers(UrlRule::UrlIsSse, NameRule::Glob),
 };
 
 const MODEL: [&str; 2] = ["model", "name"];
@@ -47,10 +47,10 @@ pub fn path(layout: &Layout) -> PathBuf {
     layout.qwen.join("settings.json")
 }
 
-/// The MCP servers, a server named in `mcp.excluded` saying so
-/// ([`Dialect::read_switchable`]).
+/// The MCP servers, one Qwen Code does not start (`mcp.allowed` names it by no pattern, or
+/// `mcp.excluded` by one) saying so ([`Dialect::read_switchable`]).
 pub fn read_servers(file: &File, ctx: &ReadContext<'_>) -> Option<Vec<McpServer>> {
-    DIALECT.read_switchable(file, ctx)
+    DIALECT.read_switchable(file, ctx, &|_| false)
 }
 
 /// Adds `servers` to the file (in memory); see [`Dialect::merge_switchable`].
