@@ -35,7 +35,7 @@ use asp_format::state::{FileEntry, Native, Session, State};
 use asp_registry::manifest::{IMAGE_MANIFEST, ImageManifest, OciDescriptor};
 
 use crate::error::RepoError;
-use crate::repository::{PendingBlob, Repository};
+use crate::repository::{PendingBlob, Put, Repository};
 use crate::snapshot::{
     FileRecord, PassedOver, SNAPSHOT_ARTIFACT, Snapshot, SnapshotInfo, SourceEntry, Sources,
 };
@@ -109,6 +109,11 @@ pub struct BackupOutcome {
     /// lets it go.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub passed_over: Vec<PassedOver>,
+    /// Documents this backup wrote whose blob the repository held damaged (its bytes not its
+    /// name's), replaced by the right bytes: snapshots that name them (often every one of the
+    /// home, passed over above) can be read again.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mended: Vec<String>,
     /// The harness has no store in this home (with `skip_absent`): nothing was done.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub absent: bool,
@@ -987,11 +992,18 @@ fn put_counted(
     bytes: &[u8],
     outcome: &mut BackupOutcome,
 ) -> Result<Descriptor, RepoError> {
-    let d = Descriptor::of(bytes);
-    if !repo.has_blob(&d) {
-        repo.put_bytes(bytes)?;
-        outcome.blobs_added += 1;
-        outcome.bytes_added += d.size;
+    let (d, put) = repo.put_document(bytes)?;
+    match put {
+        Put::Kept => {}
+        Put::Stored => {
+            outcome.blobs_added += 1;
+            outcome.bytes_added += d.size;
+        }
+        Put::Mended => {
+            outcome.blobs_added += 1;
+            outcome.bytes_added += d.size;
+            outcome.mended.push(d.digest.to_string());
+        }
     }
     Ok(d)
 }

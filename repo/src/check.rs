@@ -56,6 +56,29 @@ impl CheckReport {
     }
 }
 
+/// Moves the blob `d` into `<repo>/damaged/` (under a name of its own: an earlier copy moved
+/// aside stays), so the next backup, finding it missing, stores it again. Nothing is deleted.
+fn move_aside(repo: &Repository, d: &Digest) -> Result<String, RepoError> {
+    let aside = repo.root().join("damaged");
+    std::fs::create_dir_all(&aside).map_err(RepoError::io(&aside))?;
+    let mut to = aside.join(d.hex());
+    let mut n = 1;
+    while to.exists() {
+        to = aside.join(format!("{}.{n}", d.hex()));
+        n += 1;
+    }
+    std::fs::rename(repo.blob_path(d), &to).map_err(RepoError::io(&to))?;
+    Ok(d.to_string())
+}
+
+/// Whether the file's sha256 is `d`, read as it streams.
+fn blob_matches_its_name(path: &std::path::Path, d: &Digest) -> Result<bool, RepoError> {
+    let mut f = std::fs::File::open(path).map_err(RepoError::io(path))?;
+    let mut h = asp_format::digest::HashingWriter::new(std::io::sink());
+    std::io::copy(&mut f, &mut h).map_err(RepoError::io(path))?;
+    Ok(h.finish().1.digest == *d)
+}
+
 /// What needs one layer.
 #[derive(Debug, Default)]
 struct Needers {
@@ -283,7 +306,20 @@ pub fn check(
             digest: *d,
             size: *size,
         };
-        if !repo.has_blob(&blob) {
+        let there = std::fs::metadata(repo.blob_path(d)).ok().map(|m| m.len());
+        if let Some(n) = there.filter(|n| n != size) {
+            // Cut short (or grown): its bytes cannot be its name's, so it is damaged as one
+            // with a flipped byte is, and moved aside the same way.
+            about_layer.push((report.problems.len(), *d));
+            report
+                .problems
+                .push(format!("blob {d} has {n} bytes, not {size}: it is damaged"));
+            if opts.repair {
+                report.moved_aside.push(move_aside(repo, d)?);
+            } else {
+                report.damaged_layers += 1;
+            }
+        } else if !repo.has_blob(&blob) {
             about_layer.push((report.problems.len(), *d));
             // One an earlier `--repair` moved aside is missing until a backup stores it again.
             let aside = repo.root().join("damaged").join(d.hex());
@@ -304,17 +340,7 @@ pub fn check(
                 report.problems.push(format!("{e}"));
                 if opts.repair {
                     drop(r);
-                    let aside = repo.root().join("damaged");
-                    std::fs::create_dir_all(&aside).map_err(RepoError::io(&aside))?;
-                    // A name of its own: an earlier copy moved aside stays.
-                    let mut to = aside.join(d.hex());
-                    let mut n = 1;
-                    while to.exists() {
-                        to = aside.join(format!("{}.{n}", d.hex()));
-                        n += 1;
-                    }
-                    std::fs::rename(repo.blob_path(d), &to).map_err(RepoError::io(&to))?;
-                    report.moved_aside.push(d.to_string());
+                    report.moved_aside.push(move_aside(repo, d)?);
                 } else {
                     report.damaged_layers += 1;
                 }
@@ -371,6 +397,22 @@ pub fn check(
             Ok(d) if named.contains(&d) => {}
             Ok(d) => {
                 report.unreferenced += 1;
+                // Not named by a snapshot that can be read: a leftover, or a document of one
+                // that cannot be (a damaged state manifest's part makes every snapshot that
+                // shares it unreadable). Read, with the data, so such damage is named and
+                // moved aside like any other.
+                if opts.read_data && !blob_matches_its_name(&entry.path(), &d)? {
+                    report.problems.push(format!(
+                        "blob {d} (which no snapshot that can be read names) holds other bytes \
+                         than its name says: it is damaged"
+                    ));
+                    if opts.repair {
+                        report.moved_aside.push(move_aside(repo, &d)?);
+                    } else {
+                        report.damaged_layers += 1;
+                    }
+                    continue;
+                }
                 if !manifest_missing.is_empty()
                     && matches!(
                         crate::repository::snapshot_manifest_at(&entry.path(), d),

@@ -632,9 +632,36 @@ impl Repository {
         Ok(())
     }
 
-    /// Stores `bytes` as a blob (a blob already there is kept).
+    /// Stores `bytes` as a blob; see [`Repository::put_document`].
     pub fn put_bytes(&self, bytes: &[u8]) -> Result<Descriptor, RepoError> {
-        Ok(self.layout.put_blob(bytes)?)
+        Ok(self.put_document(bytes)?.0)
+    }
+
+    /// Stores `bytes` (a document: a manifest, a state manifest's part, a record, all held
+    /// in memory) as a blob, and says how. A blob already there is read back and kept when
+    /// it holds these bytes; one that does not (a bit flipped on disk: same name and size,
+    /// other bytes) is replaced by them, atomically. Trusting the name alone would make every
+    /// later snapshot that writes the same document name the damaged copy, unreadable from
+    /// the moment it is written (found by a new user's trial: one flipped byte in a state
+    /// manifest's part shared by every snapshot of a home). Reading a document back costs
+    /// what writing it would, a few megabytes a backup at most.
+    pub fn put_document(&self, bytes: &[u8]) -> Result<(Descriptor, Put), RepoError> {
+        let d = Descriptor::of(bytes);
+        if self.has_blob(&d) {
+            let path = self.blob_path(&d.digest);
+            match std::fs::read(&path) {
+                Ok(there) if there == bytes => return Ok((d, Put::Kept)),
+                // Another size since `has_blob`, or other bytes: stored anew below.
+                Ok(_) => {}
+                Err(e) => return Err(RepoError::io(&path)(e)),
+            }
+            let pending = self.write_new(&d, &mut |w| w.write_all(bytes), true)?;
+            pending.persist()?;
+            self.sync_blobs();
+            return Ok((d, Put::Mended));
+        }
+        self.layout.put_blob(bytes)?;
+        Ok((d, Put::Stored))
     }
 
     /// Writes a staged layer as a blob unless it is there already, not yet in place: see
@@ -688,6 +715,17 @@ impl Repository {
         if self.has_blob(d) {
             return Ok(None);
         }
+        self.write_new(d, write, sync).map(Some)
+    }
+
+    /// Writes the blob `d` to a temporary file in `blobs/sha256/` and checks its digest,
+    /// whether or not a blob of that name is there: [`PendingBlob::persist`] puts it in place.
+    fn write_new(
+        &self,
+        d: &Descriptor,
+        write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+        sync: bool,
+    ) -> Result<PendingBlob, RepoError> {
         let dir = self.blobs_dir();
         let path = self.blob_path(&d.digest);
         let mut tmp = tempfile::Builder::new()
@@ -714,10 +752,10 @@ impl Repository {
         }
         // Closed now: a backup holds thousands of pending blobs, more than a process may
         // have files open.
-        Ok(Some(PendingBlob {
+        Ok(PendingBlob {
             tmp: tmp.into_temp_path(),
             path,
-        }))
+        })
     }
 
     /// Makes written blobs durable, then puts them in place: the data of every one reaches
@@ -804,6 +842,17 @@ impl Repository {
 
 /// A blob written to a temporary file next to its place and checked, not yet renamed into it
 /// ([`Repository::write_pending`]).
+/// How [`Repository::put_document`] stored a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Put {
+    /// The repository held it, byte for byte.
+    Kept,
+    /// Written: the repository did not hold it.
+    Stored,
+    /// The repository held a blob of its name with other bytes (damaged): replaced.
+    Mended,
+}
+
 #[derive(Debug)]
 pub struct PendingBlob {
     tmp: tempfile::TempPath,
