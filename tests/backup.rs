@@ -3750,6 +3750,60 @@ fn a_session_continued_since_the_backup_is_already_there() {
     assert_ne!(answer["sessions"][A], A, "{answer}");
 }
 
+/// Harnesses that share a folder come back whole from one `asp restore --to all`: Copilot
+/// CLI's and OpenCode's own skill of a name Codex's `~/.agents/skills` also has (restored a
+/// moment before, as the home had both), and OpenCode's own `AGENTS.md` beside the
+/// `CLAUDE.md` Claude Code's restore wrote: each back at its own path, byte for byte, the
+/// other copy named in a note (found by a new user's trial: both were left out, exit 0).
+#[test]
+fn restore_to_all_brings_back_what_harnesses_sharing_a_folder_each_had() {
+    let t = tmp();
+    let home = t.path().join("home");
+    for h in ["claude-code", "opencode", "copilot", "codex"] {
+        copy_dir(&samples().join(h), &home);
+    }
+    age(&home, Duration::from_secs(3600));
+    let repo = t.path().join("repo");
+    let out = backup_run(&home, &repo, &["--from", "all", "-q"]);
+    assert!(out.status.success(), "{out:?}");
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    let out = asp()
+        .args(["restore", "--to", "all", "--home"])
+        .arg(&fresh)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}{out:?}");
+    assert!(!said.contains("not taken"), "{said}");
+    for dir in [
+        ".copilot/skills/release-notes",
+        ".config/opencode/skills/release-notes",
+        ".agents/skills/release-notes",
+    ] {
+        assert!(!files_in(&home.join(dir)).is_empty(), "{dir}");
+        assert_eq!(
+            files_in(&fresh.join(dir)),
+            files_in(&home.join(dir)),
+            "{dir}: byte for byte"
+        );
+    }
+    for file in [".config/opencode/AGENTS.md", ".claude/CLAUDE.md"] {
+        assert_eq!(
+            fs::read(fresh.join(file)).unwrap(),
+            fs::read(home.join(file)).unwrap(),
+            "{file}"
+        );
+    }
+    let noted = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        noted.contains("release-notes is back where Copilot CLI had it"),
+        "{noted}"
+    );
+}
+
 /// A lost machine with several harnesses comes back in one command: `asp restore --to all`
 /// restores the newest snapshot of every harness into its own harness, as `asp backup --from
 /// all` took them.

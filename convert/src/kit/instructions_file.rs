@@ -54,7 +54,10 @@ pub fn write(
 /// (OpenCode reads `~/.claude/CLAUDE.md` while it has no `AGENTS.md`). Then `instead` holds the
 /// instructions already there: the same text is already there, and different text is never
 /// replaced by writing `path` (the harness would stop reading the user's live instructions);
-/// the carried text is saved as `aside` and answered as not taken, naming `instead`.
+/// the carried text is saved as `aside` and answered as not taken, naming `instead`. Restoring
+/// the harness's own backup (`restoring`), the text is its own `path` as it was: written where
+/// `path` is absent, as the backed-up home had it, whatever `instead` holds (left as it is and
+/// named in a note: the harness reads `path` again, as it did).
 pub fn write_unless_read_instead(
     path: &Path,
     instead: Option<&Path>,
@@ -67,8 +70,10 @@ pub fn write_unless_read_instead(
     let mut tally = Tally::new(answer, StateKind::Instructions, 1);
     let text = ctx.blobs.read_all(&i.text)?;
     // The file the harness reads now: `path`, or while it is absent the one it reads instead.
-    let live = match instead {
-        Some(other) if fs::symlink_metadata(path).is_err() && other.is_file() => other,
+    let read_instead =
+        instead.filter(|other| fs::symlink_metadata(path).is_err() && other.is_file());
+    let live = match read_instead {
+        Some(other) if !ctx.options.restoring => other,
         _ => path,
     };
     let placed = match fs::read(live) {
@@ -80,6 +85,17 @@ pub fn write_unless_read_instead(
         Err(e) => return Err(ConvertError::io(live)(e)),
     };
     if let Some(p) = placed {
+        if let (Placement::New, Some(other)) = (&p, read_instead) {
+            ctx.diagnostics.note(
+                path,
+                None,
+                format!(
+                    "restored as the backed-up home had it; the harness reads it, not {} \
+                     (left as it is), as it did there",
+                    other.display()
+                ),
+            );
+        }
         tally.place(p);
         tally.finish();
         return Ok(());

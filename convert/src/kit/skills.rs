@@ -336,6 +336,15 @@ pub fn write_skill(
 /// skill there is already there; a different skill of that name there is refused, since the
 /// carried one would stand beside it under the same name and the harness would use only one
 /// of them (the user's may be the one hidden). `label` names the harness in messages.
+///
+/// Restoring the harness's own backup ([`crate::harness::WriteOptions::restoring`]), a skill
+/// whose `dir` names one of `folders` was read from that folder: written back there, where
+/// that exact path is free, it is where the harness had it (a restore writes each file where
+/// none is), and a different namesake in another folder (Codex's copy in `~/.agents/skills`,
+/// written by the same `asp restore --to all` a moment before, as the backed-up home had both)
+/// is left as it is and named in a note, not a reason to leave the harness's own skill out.
+/// Carried otherwise, such a skill is refused as any other: the namesake may be the user's,
+/// and the harness might use the carried one instead.
 pub fn write_to_folders(
     ctx: &WriteContext<'_>,
     list: &[Skill],
@@ -356,10 +365,15 @@ pub fn write_to_folders(
             .iter()
             .find(|(d, _)| Some(*d) == dir)
             .unwrap_or(&folders[0]);
+        // This harness's own backup (`asp restore`), the skill read from the folder it goes
+        // back to.
+        let own = ctx.options.restoring && dir.is_some_and(|d| d == to.0);
         let probe = Writer::new(true);
         let mut found = None;
+        let mut beside = Vec::new();
         for (_, other) in folders.iter().filter(|(d, _)| *d != to.0) {
             match write_skill(&probe, other, s, ctx.blobs)? {
+                Placement::Refused(_) if own => beside.push(other.join(s.name.as_str())),
                 Placement::Refused(why) => {
                     found = Some(Placement::Refused(format!(
                         "skill {}: {why}, a folder {label} also reads skills from (of two skills \
@@ -368,7 +382,7 @@ pub fn write_to_folders(
                     )));
                     break;
                 }
-                Placement::AlreadyThere => found = Some(Placement::AlreadyThere),
+                Placement::AlreadyThere if !own => found = Some(Placement::AlreadyThere),
                 _ => {}
             }
         }
@@ -376,7 +390,22 @@ pub fn write_to_folders(
             tally.place(p);
             continue;
         }
-        tally.place(match write_skill(ctx.writer, &to.1, s, ctx.blobs)? {
+        let placed = write_skill(ctx.writer, &to.1, s, ctx.blobs)?;
+        if placed == Placement::New {
+            for other in &beside {
+                ctx.diagnostics.note(
+                    &to.1.join(s.name.as_str()),
+                    None,
+                    format!(
+                        "skill {} is back where {label} had it; {} holds a different skill of \
+                         that name, left as it is (of two skills with one name {label} uses one)",
+                        s.name,
+                        other.display()
+                    ),
+                );
+            }
+        }
+        tally.place(match placed {
             Placement::Refused(why) => {
                 Placement::Refused(format!("skill {}: {why}; it was left as it is", s.name))
             }
