@@ -99,16 +99,17 @@ impl Imported {
         out
     }
 
-    /// What the summary line adds: when some sessions were there already (the same, or a
-    /// different version the carried one is kept beside), how many of each kind, new ones
-    /// included; then what was not carried. (A session there whose missing files were
-    /// written back counts as there; a finding says what was written.)
+    /// What the summary line adds: how many sessions, and of each kind (new, there already
+    /// the same, or a different version the carried one is kept beside), so a dry run into an
+    /// empty home says what it would write too; then what was not carried. (A session there
+    /// whose missing files were written back counts as there; a finding says what was
+    /// written.)
     pub fn summary_tail(&self) -> String {
         let mut tail = String::new();
         let there = self.answer.already_there.len();
         let beside = self.answer.beside.len();
-        if there > 0 || beside > 0 {
-            let total = self.answer.sessions.len();
+        let total = self.answer.sessions.len();
+        if total > 0 {
             let new = total.saturating_sub(there + beside);
             let mut parts = Vec::new();
             if new > 0 {
@@ -222,5 +223,18 @@ mod tests {
         assert_eq!(imported.exit(false), Exit::Ok);
         assert_eq!(imported.exit(true), Exit::Incomplete);
         assert_eq!(imported.detail_lines(true), ["  session b → c"]);
+    }
+
+    /// Sessions all new (a dry run into an empty home) are counted too: the summary says what
+    /// the write would bring.
+    #[test]
+    fn sessions_all_new_are_counted() {
+        let mut answer = ImportAnswer::default();
+        answer.take(StateKind::Sessions);
+        for id in ["a", "b", "c"] {
+            answer.sessions.insert(id.into(), id.into());
+        }
+        let imported = Imported::new(answer, BTreeMap::new(), &Diagnostics::new());
+        assert_eq!(imported.summary_tail(), "; 3 sessions: 3 new");
     }
 }
