@@ -1551,6 +1551,41 @@ fn check_repair_moves_aside_a_damaged_document_and_a_blob_cut_short() {
     check(&repo, true);
 }
 
+/// A backup that stores again a layer the repository lost says so also when something else
+/// changed and it makes a snapshot: on its summary line, `-q` or not, and in `--json`
+/// (`layersStoredAgain`). Before, only a backup with nothing else to do said it.
+#[test]
+fn a_lost_layer_stored_again_is_said_beside_other_changes() {
+    let (_t, home, repo) = home_and_repo();
+    backup(&home, &repo);
+    rot_largest_blob(&repo);
+    asp()
+        .args(["check", "-q", "--read-data", "--repair", "--repo"])
+        .arg(&repo)
+        .assert()
+        .code(4);
+    fs::write(home.join(".claude/CLAUDE.md"), "# Mine\n\nA new rule.\n").unwrap();
+    let out = backup_run(&home, &repo, &["--from", "claude-code", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("snapshot ")
+            && said.contains("(1 layer the repository had lost stored again)"),
+        "{said}"
+    );
+    check(&repo, true);
+    rot_largest_blob(&repo);
+    asp()
+        .args(["check", "-q", "--read-data", "--repair", "--repo"])
+        .arg(&repo)
+        .assert()
+        .code(4);
+    fs::write(home.join(".claude/CLAUDE.md"), "# Mine\n\nAnother rule.\n").unwrap();
+    let v = backup(&home, &repo);
+    assert_eq!(v["layersStoredAgain"], 1, "{v}");
+    assert!(v["snapshot"].is_object(), "{v}");
+}
+
 /// The empty config every manifest names, damaged and moved aside, is written again by the
 /// next backup even when nothing changed: its two bytes are known, and nothing else would
 /// store it.

@@ -336,9 +336,17 @@ pub fn summary(o: &BackupOutcome) -> String {
         n if n == 0 || n == o.gone => String::new(),
         n => format!(" ({n} newly)"),
     };
+    // Said on the line, `-q` or not, as when nothing else changed.
+    let again = match o.layers_stored_again {
+        0 => String::new(),
+        n => format!(
+            " ({} the repository had lost stored again)",
+            human::count(n as u64, "layer", "layers")
+        ),
+    };
     format!(
         "{} ({}): snapshot {}: {} new, {} changed, {} unchanged{unreadable}, {} gone from \
-         source{newly}; {}, {} added",
+         source{newly}; {}, {} added{again}",
         o.harness,
         o.home,
         s.short_id(),

@@ -124,6 +124,10 @@ pub struct BackupOutcome {
     /// as lost).
     #[serde(skip_serializing_if = "is_zero")]
     pub layers_lost: usize,
+    /// Layers the parent names that the repository had lost (a damaged one `asp check
+    /// --repair` moved aside, one deleted) and this backup stored again from the source.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub layers_stored_again: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -219,8 +223,9 @@ pub fn backup(
     let (again, diagnostics) = pass(&missing);
     forward(diagnostics);
     match again? {
-        Attempt::Done(outcome) => {
+        Attempt::Done(mut outcome) => {
             let mended = missing.len().saturating_sub(outcome.layers_lost);
+            outcome.layers_stored_again = mended;
             if mended > 0 {
                 ctx.diagnostics.push(Diagnostic {
                     severity: Severity::Note,
