@@ -728,3 +728,240 @@ fn a_push_names_the_credentials_the_state_holds() {
         "the value itself is never printed: {note}"
     );
 }
+
+/// A directory named as a layout or a repository that exists and is something else is the
+/// same mistake either way, and fails the same way: exit 1 (as a `--repo` that is not a
+/// repository does everywhere), before anything is fetched or written. The registry holds
+/// what was asked for, so only the destination can be what stops the pull.
+#[test]
+fn a_destination_of_another_kind_is_refused_alike() {
+    let reg = TestRegistry::start(Auth::None);
+    let home = Home::new();
+    let src = home.path().join("src");
+    make_layout(&src, &[noise(61, 1000)], "v1");
+    let reference = format!("{}/me/kind:v1", reg.host());
+    let out = home
+        .asp()
+        .args(["push", "-q", "--layout"])
+        .arg(&src)
+        .arg(&reference)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let folder = home.path().join("photos");
+    fs::create_dir_all(&folder).unwrap();
+    fs::write(folder.join("cat.jpg"), b"not a layout").unwrap();
+    let before = files(&folder);
+    for (flag, says) in [
+        ("--repo", "is not an asp repository"),
+        ("--layout", "is not an OCI image layout"),
+    ] {
+        let out = home
+            .asp()
+            .args(["pull", &reference, flag])
+            .arg(&folder)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{flag}: {err}");
+        assert!(err.contains(says), "{flag}: {err}");
+        assert_eq!(files(&folder), before, "{flag} wrote into it");
+    }
+    // Pushing from it is the same: what is there is not a layout.
+    let out = home
+        .asp()
+        .args(["push", "--layout"])
+        .arg(&folder)
+        .arg(&reference)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is not an OCI image layout"), "{err}");
+}
+
+/// `-u USER` reads no password by itself: `--password-stdin` says to, as with `docker login`.
+/// The help says so on the option's own line, and leaving `--password-stdin` out is a usage
+/// error (exit 2) that says what to add, before anything is read; with it, the push goes.
+#[test]
+fn a_user_name_alone_says_to_add_password_stdin() {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let home = Home::new();
+    for cmd in ["push", "pull"] {
+        let out = home.asp().args([cmd, "--help"]).output().unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        let line = help
+            .lines()
+            .find(|l| l.contains("--username <USER>"))
+            .unwrap_or_else(|| panic!("{help}"));
+        assert!(
+            line.contains("with --password-stdin") && !line.contains("is read from standard input"),
+            "{cmd}: {line}"
+        );
+    }
+    let src = home.path().join("src");
+    make_layout(&src, &[noise(62, 1000)], "v1");
+    let reference = format!("{}/me/b1:v1", reg.host());
+    let mut push = home.asp();
+    push.args(["push", "--layout"]).arg(&src).arg(&reference);
+    let out = push
+        .args(["-u", "alice"])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--username alice needs --password-stdin")
+            && err.contains("-u alice --password-stdin"),
+        "{err}"
+    );
+    let out = home
+        .asp()
+        .args(["pull", &reference, "--password-stdin", "--layout"])
+        .arg(home.path().join("d"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--username USER"), "{err}");
+    assert!(!home.path().join("d").exists());
+    let out = home
+        .asp()
+        .args(["push", "-q", "--layout"])
+        .arg(&src)
+        .arg(&reference)
+        .args(["-u", "alice", "--password-stdin"])
+        .write_stdin(format!("{PASSWORD}\n"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A web server on 127.0.0.1 that answers everything, a TLS hello included, with a plain-HTTP
+/// `404` page and closes, as `python3 -m http.server` does.
+fn web_server() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let page = "<!DOCTYPE HTML><html><body><h1>Error response</h1>\
+                        <p>Error code: 404</p><p>Message: File not found.</p></body></html>";
+            let _ = conn.write_all(
+                format!(
+                    "HTTP/1.0 404 File not found\r\nServer: SimpleHTTP/0.6 Python/3.11.7\r\n\
+                     Content-Type: text/html;charset=utf-8\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n{page}",
+                    page.len()
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    format!("127.0.0.1:{port}")
+}
+
+/// What answers where a registry should be and is not one is reported as such: what answered
+/// (its status, page and server) and that a registry's header is missing, not the TLS error
+/// its plain-HTTP answer to the HTTPS attempt caused. An HTTPS registry reached without its
+/// CA still reports the certificate: its plain-HTTP 400 is what TLS servers say.
+#[test]
+fn a_web_server_that_is_not_a_registry_is_named_as_such() {
+    let host = web_server();
+    let home = Home::new();
+    let out = home
+        .asp()
+        .args(["pull", &format!("{host}/me/gem:v1"), "-o"])
+        .arg(home.path().join("x.aspstate"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{host} is not an OCI registry: http://{host}/v2/ answered 404 Not Found"
+        )) && err.contains("SimpleHTTP/0.6")
+            && err.contains("Docker-Distribution-API-Version"),
+        "{err}"
+    );
+    assert!(
+        err.find("not an OCI registry") < err.find(&format!("https://{host}/v2/")),
+        "the answer comes first, then the HTTPS attempt: {err}"
+    );
+    assert!(!err.contains("<html"), "{err}");
+
+    let reg = TestRegistry::start_with(Auth::None, true);
+    let out = home
+        .asp()
+        .args(["pull", &format!("localhost:{}/me/gem:v1", reg.port()), "-o"])
+        .arg(home.path().join("x.aspstate"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "asp: error: cannot reach localhost:{}",
+            reg.port()
+        )) && err.to_lowercase().contains("certificate")
+            && err.contains("answered plain HTTP as an HTTPS server does: 400"),
+        "{err}"
+    );
+}
+
+/// Two names in a layout's index for one manifest (`v1` and `latest`, as a pull of each tag
+/// leaves) are one manifest to push, not a choice: it is pushed, and the push says its names.
+#[test]
+fn a_manifest_a_layout_names_twice_is_pushed() {
+    let reg = TestRegistry::start(Auth::None);
+    let home = Home::new();
+    let src = home.path().join("src");
+    let m = make_layout(&src, &[noise(63, 2000)], "v1");
+    let layout = Layout::open(&src).unwrap();
+    let bytes = fs::read(layout.blob_path(&m.digest)).unwrap();
+    layout
+        .add_manifest(&bytes, Some(ARTIFACT_TYPE), Some("latest"))
+        .unwrap();
+    assert_eq!(layout.index().unwrap().manifests.len(), 2);
+    let out = home
+        .asp()
+        .args(["push", "--layout"])
+        .arg(&src)
+        .arg(format!("{}/me/gem:v9", reg.host()))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("(the manifest named v1, latest)") && said.contains(&m.digest.to_string()),
+        "{said}"
+    );
+    // A second manifest is a choice again.
+    make_layout(&src, &[noise(64, 2000)], "other");
+    let out = home
+        .asp()
+        .args(["push", "--layout"])
+        .arg(&src)
+        .arg(format!("{}/me/gem:v9", reg.host()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("holds 2 manifests"), "{err}");
+}

@@ -562,6 +562,119 @@ fn a_tampered_blob_writes_nothing_into_the_repository() {
     assert!(no_repository_in(&repo), "{:?}", files_under(&repo));
 }
 
+/// Bit rot in a repository blob (one byte flipped, the size kept) is caught while the blob is
+/// sent, before its last bytes leave: the registry never gets it whole (distribution logs a
+/// `PUT` its client cut short, never a digest it refused), no manifest is sent, and the error
+/// names the local file and what mends it, exit 4. What it says to run then works.
+#[test]
+fn a_damaged_blob_of_the_repository_is_never_sent_whole() {
+    let reg = TestRegistry::start(Auth::None);
+    let reference = format!("{}/me/gem:v1", reg.host());
+    let laptop = Home::new();
+    let state = laptop.path().join("work");
+    sample_home(&state, 0..3);
+    backup(&laptop, &state);
+    let repo = default_repo(&laptop);
+    let snapshots = json(&succeeds(asp_on(&laptop).args(["snapshots", "--json"])));
+    let content = snapshots[0]["content"].as_str().unwrap();
+    let blobs = repo.join("blobs/sha256");
+    let m: Value = serde_json::from_slice(
+        &fs::read(blobs.join(content.trim_start_matches("sha256:"))).unwrap(),
+    )
+    .unwrap();
+    // The largest native layer: a body the push sends and the state documents do not hold.
+    let layer = m["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["mediaType"].as_str().unwrap().contains(".native."))
+        .max_by_key(|l| l["size"].as_u64().unwrap())
+        .unwrap();
+    let hex = layer["digest"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:");
+    let file = blobs.join(hex);
+    let good = fs::read(&file).unwrap();
+    let mut rotten = good.clone();
+    let mid = rotten.len() / 2;
+    rotten[mid] ^= 0x01;
+    fs::write(&file, &rotten).unwrap();
+
+    let out = asp_on(&laptop)
+        .args(["push", "latest", &reference])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("integrity failure"), "{err}");
+    assert!(
+        err.contains(&file.display().to_string()),
+        "names the local file: {err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "asp check --read-data --repair --repo {}",
+            repo.display()
+        )),
+        "says what to run: {err}"
+    );
+    assert!(!err.contains("DIGEST_INVALID"), "{err}");
+
+    // The registry saw that upload stop short of its length, and refused no digest.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let cut = loop {
+        let log = reg.log();
+        if let Some(l) = log
+            .lines()
+            .find(|l| l.contains("client disconnected during blob PUT"))
+        {
+            break l.to_owned();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no upload was cut short; the registry's log:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let field = |name: &str| -> u64 {
+        let at = cut
+            .find(&format!("{name}="))
+            .unwrap_or_else(|| panic!("{cut}"))
+            + name.len()
+            + 1;
+        cut[at..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(field("contentLength"), good.len() as u64, "{cut}");
+    assert!(field("copied") < good.len() as u64, "sent whole: {cut}");
+    assert!(!reg.log().contains("digest invalid"), "{}", reg.log());
+    assert!(!reg.blob_data(hex).exists());
+    let out = asp_on(&laptop)
+        .args(["pull", &reference, "-o"])
+        .arg(laptop.path().join("x.aspstate"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "no manifest was sent");
+
+    // What it said to run mends it: the layer is moved aside, stored again by the next
+    // backup, and the push goes through.
+    let out = asp_on(&laptop)
+        .args(["check", "-q", "--read-data", "--repair", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    backup(&laptop, &state);
+    assert_eq!(fs::read(&file).unwrap(), good);
+    succeeds(asp_on(&laptop).args(["push", "-q", "latest", &reference]));
+    assert_eq!(fs::read(reg.blob_data(hex)).unwrap(), good);
+}
+
 /// Pushes, as an OCI layout, a snapshot record of `layers` (its layer, of its media type,
 /// then the configuration's) whose subject is the state `m` of `m_size` bytes, to `reference`.
 fn push_record(

@@ -30,7 +30,8 @@ use crate::progress::TransferBar;
 use crate::stdio::Input;
 
 const AUTH_HELP: &str = "\
-Credentials, first found wins: --username with --password-stdin; ASP_REGISTRY_USERNAME and
+Credentials, first found wins: --username USER with --password-stdin (both or neither, as with
+docker login: standard input is read for the password only with --password-stdin); ASP_REGISTRY_USERNAME and
 ASP_REGISTRY_PASSWORD; docker's config.json ($DOCKER_CONFIG or ~/.docker): credHelpers,
 credsStore (docker-credential-<helper> get), auths (auth, identitytoken). They are offered
 only when the registry asks (basic auth, or the token flow), and never printed.
@@ -46,12 +47,12 @@ transfer are waited for up to 120 s, or SECONDS if longer.";
 /// How to reach and log in to a registry.
 #[derive(Debug, Clone, Args)]
 pub struct RegistryArgs {
-    /// Log in as USER; the password (or token) is read from standard input
-    #[arg(long, short = 'u', value_name = "USER", requires = "password_stdin")]
+    /// Log in as USER, with --password-stdin (as `docker login`: both, or neither)
+    #[arg(long, short = 'u', value_name = "USER")]
     pub username: Option<String>,
 
-    /// Read the password for --username from standard input
-    #[arg(long, requires = "username")]
+    /// Read the password (or token) for --username from standard input
+    #[arg(long)]
     pub password_stdin: bool,
 
     /// Allow plain HTTP and certificates that do not verify, for any registry
@@ -70,6 +71,30 @@ pub struct RegistryArgs {
     /// (decimals allowed) [default: $ASP_REGISTRY_TIMEOUT, else 30]
     #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
     pub timeout: Option<Duration>,
+}
+
+impl RegistryArgs {
+    /// `--username` and `--password-stdin` go together, as `docker login`'s do: the password
+    /// is read from standard input only when asked to, never because a user name was given
+    /// (a script piping something else in would send it as a password). Checked before
+    /// anything is read, with a message that says what to add.
+    fn check(&self, command: &str) -> Result<()> {
+        match (&self.username, self.password_stdin) {
+            (Some(user), false) => Err(Error::Usage(format!(
+                "--username {user} needs --password-stdin: the password (or token) is read from \
+                 standard input only with it, as with `docker login`: \
+                 echo \"$TOKEN\" | asp {command} ... -u {} --password-stdin (or set \
+                 ASP_REGISTRY_USERNAME and ASP_REGISTRY_PASSWORD, or run `docker login`)",
+                shell_word(user)
+            ))
+            .into()),
+            (None, true) => Err(Error::Usage(
+                "--password-stdin reads the password for --username USER: give both".to_owned(),
+            )
+            .into()),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// The environment variable `--timeout` defaults to.
@@ -172,7 +197,8 @@ pub struct PushArgs {
     pub layout: Option<PathBuf>,
 
     /// Which manifest of the --layout: its name (org.opencontainers.image.ref.name) or its
-    /// digest [default: the one named like REF's tag, else the only one]
+    /// digest [default: the one named like REF's tag, else the only one, however many names
+    /// the index gives it]
     #[arg(long, value_name = "NAME|DIGEST", requires = "layout")]
     pub manifest: Option<String>,
 
@@ -221,8 +247,9 @@ An existing FILE is replaced only with --force. Pulling what `asp push FILE` pus
 FILE's bytes again (for bundles written with `asp pack --compression zstd` or `stored`, the
 default, by the same asp version; others hold the same manifest, digests and state).
 
---layout DIR writes into an OCI image layout (created if missing); blobs it holds already are
-not downloaded.
+--layout DIR writes into an OCI image layout (created if missing or empty; a directory that
+holds anything else is refused, exit 1, as --repo refuses one that is not a repository); blobs
+it holds already are not downloaded.
 
 {AUTH_HELP}
 
@@ -283,7 +310,10 @@ fn connect(reference: &Reference, args: &RegistryArgs, bar: &TransferBar) -> Res
         if password.is_empty() {
             return Err(Error::Usage("--password-stdin got an empty password".to_owned()).into());
         }
-        let user = args.username.clone().expect("clap requires --username");
+        let user = args
+            .username
+            .clone()
+            .expect("RegistryArgs::check requires --username");
         Some((user, Secret::new(password)))
     } else {
         None
@@ -331,10 +361,16 @@ fn remember(reference: &Reference, bar: &TransferBar) {
     }
 }
 
-/// What `asp push` reads, and where to.
-/// What `asp push` sends: the source, where to, how it is named to the person, and the
-/// credentials its state holds written out (said before they leave).
-type Source = (Box<dyn PushSource>, Reference, String, Vec<String>);
+/// What `asp push` sends: the source, where to, how it is named to the person, the
+/// credentials its state holds written out (said before they leave), and what to run when one
+/// of its blobs turns out damaged.
+type Source = (
+    Box<dyn PushSource>,
+    Reference,
+    String,
+    Vec<String>,
+    Option<String>,
+);
 
 fn push_source(args: &PushArgs) -> Result<Source> {
     let is_snapshot = |s: &str| {
@@ -371,12 +407,17 @@ fn push_source(args: &PushArgs) -> Result<Source> {
             let reference = parse_reference(&args.first)?;
             let layout = Layout::open(dir)?;
             let source = LayoutSource::select(layout, args.manifest.as_deref(), reference.tag())?;
-            Ok((
-                Box::new(source),
-                reference,
-                dir.display().to_string(),
-                Vec::new(),
-            ))
+            // A manifest the index names more than once is pushed once: say its names, so
+            // whoever looks for `latest` and `v1` knows both went.
+            let shown = match source.names() {
+                names @ [_, _, ..] => format!(
+                    "{} (the manifest named {})",
+                    dir.display(),
+                    names.join(", ")
+                ),
+                _ => dir.display().to_string(),
+            };
+            Ok((Box::new(source), reference, shown, Vec::new(), None))
         }
         (Some(_), Some(_)) => Err(Error::Usage(format!(
             "push either a bundle ({} REF) or --layout DIR, not both",
@@ -407,7 +448,20 @@ fn push_source(args: &PushArgs) -> Result<Source> {
                     .as_deref()
                     .unwrap_or_default(),
             );
-            Ok((Box::new(bundle), reference, input.display(), credentials))
+            let remedy = (args.first != "-").then(|| {
+                format!(
+                    "the bundle is damaged; `asp verify {}` names what else is, and packing it \
+                     again from its source mends it",
+                    shell_word(&args.first)
+                )
+            });
+            Ok((
+                Box::new(bundle),
+                reference,
+                input.display(),
+                credentials,
+                remedy,
+            ))
         }
         (None, None) => unreachable!("a snapshot push, above"),
     }
@@ -452,7 +506,25 @@ fn snapshot_source(args: &PushArgs, id: &str, reference: &str) -> Result<Source>
         }
     }
     let credentials = source.credentials().to_vec();
-    Ok((Box::new(source), reference, shown, credentials))
+    // A blob that does not match its digest is mended in the repository: moved aside, then
+    // stored again by the next backup from the harness's own files.
+    let remedy = format!(
+        "run `asp check --read-data --repair --repo {}` (it moves the damaged layer aside), \
+         then `asp backup` (it stores it again from the harness's files) and push again",
+        shell_word(&repo.root().display().to_string())
+    );
+    Ok((
+        Box::new(source),
+        reference,
+        shown,
+        credentials,
+        Some(remedy),
+    ))
+}
+
+/// A path as a shell word, for commands the messages give.
+fn shell_word(s: &str) -> String {
+    asp_convert::kit::resume::shell_word(s)
 }
 
 /// A push's `--json` answer.
@@ -467,7 +539,8 @@ struct Pushed<'a> {
 }
 
 pub fn run_push(args: PushArgs) -> Result<Exit> {
-    let (source, reference, shown, credentials) = push_source(&args)?;
+    args.registry.check("push")?;
+    let (source, reference, shown, credentials, remedy) = push_source(&args)?;
     let bar = TransferBar::new(args.common.quiet, "push");
     if !credentials.is_empty() && !args.common.quiet {
         bar.println(format!(
@@ -492,7 +565,19 @@ pub fn run_push(args: PushArgs) -> Result<Exit> {
     };
     let result = push_from(&client, &reference, source.as_ref(), &opts, &bar);
     bar.clear();
-    let report = result?;
+    let report = result.map_err(|e| match e {
+        // A damaged blob of ours: what mends it is the source's to say.
+        Error::LocalBlob {
+            digest,
+            detail,
+            remedy: None,
+        } => Error::LocalBlob {
+            digest,
+            detail,
+            remedy: remedy.clone(),
+        },
+        other => other,
+    })?;
     remember(&reference, &bar);
     if args.common.json {
         let answer = Pushed {
@@ -615,6 +700,7 @@ struct Pulled<'a> {
 }
 
 pub fn run_pull(args: PullArgs) -> Result<Exit> {
+    args.registry.check("pull")?;
     let reference = parse_reference(&args.reference)?;
     let (sink, output, spool) = pull_sink(&args)?;
     let bar = TransferBar::new(args.common.quiet, "pull");
@@ -719,10 +805,7 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
                 s.harness,
                 args.repo
                     .as_ref()
-                    .map(|r| format!(
-                        " --repo {}",
-                        asp_convert::kit::resume::shell_word(&r.display().to_string())
-                    ))
+                    .map(|r| format!(" --repo {}", shell_word(&r.display().to_string())))
                     .unwrap_or_default()
             ));
         }

@@ -79,7 +79,10 @@ enum Failure {
     Unreachable(String),
     /// Connected, and no answer in time.
     Silent(String),
-    /// An answer that ends the attempt (not a registry, a bad request).
+    /// An answer, with this status, from something that is not a registry
+    /// ([`Error::NotARegistry`]).
+    Foreign(u16, Error),
+    /// An answer that ends the attempt (a registry's error, a bad request).
     Other(Error),
 }
 
@@ -87,7 +90,7 @@ impl Failure {
     fn detail(&self) -> String {
         match self {
             Failure::Unreachable(d) | Failure::Silent(d) => d.clone(),
-            Failure::Other(e) => e.to_string(),
+            Failure::Foreign(_, e) | Failure::Other(e) => e.to_string(),
         }
     }
 
@@ -97,7 +100,7 @@ impl Failure {
                 registry: registry.to_owned(),
                 detail: format!("{d} ({base}/v2/)"),
             },
-            Failure::Other(e) => e,
+            Failure::Foreign(_, e) | Failure::Other(e) => e,
         }
     }
 }
@@ -146,6 +149,9 @@ pub struct Client {
 }
 
 const USER_AGENT: &str = concat!("asp/", env!("CARGO_PKG_VERSION"));
+/// The header a registry names its API with (`registry/2.0`) on its answers; what tells a
+/// registry's error from a web server's page at `/v2/`.
+const API_VERSION: &str = "Docker-Distribution-API-Version";
 /// Error bodies and token answers are read up to this much.
 const SMALL_BODY: u64 = 1 << 20;
 
@@ -208,9 +214,16 @@ impl Client {
         Err(client.first_contact_failed(failures, budget))
     }
 
-    /// Why no scheme reached the registry, naming every URL tried. Where plain HTTP got an
-    /// answer that is not a registry's (an HTTPS-only registry answers plain HTTP with a 400
-    /// that says nothing about the certificate), the HTTPS failure is the one worth reporting.
+    /// Why no scheme reached the registry, naming every URL tried. When HTTPS failed and plain
+    /// HTTP got an answer, the answer decides what is reported:
+    /// - a `400` from something that is not a registry is what a TLS server says to plain
+    ///   HTTP (Go's "Client sent an HTTP request to an HTTPS server", nginx's "The plain HTTP
+    ///   request was sent to HTTPS port"): the registry there speaks HTTPS, and the HTTPS
+    ///   failure (a certificate it does not trust) is reported first, the answer after it;
+    /// - any other answer comes from a server that speaks plain HTTP there, so HTTPS failing
+    ///   against it ("received corrupt message": it answered the TLS hello in plain text) says
+    ///   nothing: the answer is reported (a web server's `404` is not a registry; a registry's
+    ///   own error is that error), with the HTTPS attempt named after it.
     fn first_contact_failed(&self, failures: Vec<(String, Failure)>, budget: Duration) -> Error {
         let tried = failures
             .iter()
@@ -233,9 +246,51 @@ impl Client {
         let mut failures = failures.into_iter();
         let (first_base, first) = failures.next().expect("at least one scheme was tried");
         match (first, failures.next()) {
-            (Failure::Other(e), _) => e,
+            (Failure::Other(e) | Failure::Foreign(_, e), _) => e,
             (f, None) => f.into_error(&self.registry, &first_base),
-            (f, Some((_, Failure::Other(_)))) => f.into_error(&self.registry, &first_base),
+            // With the API version header or without (a proxy in front of a registry may add
+            // it to every answer), a 400 to plain HTTP is a TLS server's.
+            (
+                f,
+                Some((
+                    second_base,
+                    g @ (Failure::Foreign(400, _)
+                    | Failure::Other(Error::Registry { status: 400, .. })),
+                )),
+            ) => Error::Unreachable {
+                registry: self.registry.clone(),
+                detail: format!(
+                    "{} ({first_base}/v2/); {second_base}/v2/ answered plain HTTP as an HTTPS \
+                     server does: {}",
+                    f.detail(),
+                    match g {
+                        Failure::Foreign(_, Error::NotARegistry { status, said, .. }) => {
+                            format!("{status}{said}")
+                        }
+                        Failure::Other(Error::Registry { detail, .. }) => {
+                            format!("400 Bad Request: {detail}")
+                        }
+                        other => other.detail(),
+                    }
+                ),
+            },
+            (f, Some((_, Failure::Foreign(_, e)))) => match e {
+                Error::NotARegistry {
+                    registry,
+                    url,
+                    status,
+                    said,
+                    ..
+                } => Error::NotARegistry {
+                    registry,
+                    url,
+                    status,
+                    said,
+                    tried: format!("; tried first: {first_base}/v2/, {}", f.detail()),
+                },
+                other => other,
+            },
+            (_, Some((_, Failure::Other(e)))) => e,
             (f, Some((second_base, g))) => {
                 let (a, b) = (f.detail(), g.detail());
                 let detail = if a == b {
@@ -341,15 +396,64 @@ impl Client {
                 }
                 Ok(())
             }
-            status => Err(Failure::Other(Error::Registry {
-                registry: self.registry.clone(),
-                request: "GET /v2/".to_owned(),
-                status: status.as_u16(),
-                detail: format!(
-                    "this does not look like an OCI registry ({})",
-                    self.error_detail(&mut resp)
-                ),
-            })),
+            // A registry answering with an error of its own (it names its API version).
+            status if resp.headers().contains_key(API_VERSION) => {
+                Err(Failure::Other(Error::Registry {
+                    registry: self.registry.clone(),
+                    request: "GET /v2/".to_owned(),
+                    status: status.as_u16(),
+                    detail: self.error_detail(&mut resp),
+                }))
+            }
+            status => Err(Failure::Foreign(
+                status.as_u16(),
+                self.not_a_registry(&url, &mut resp),
+            )),
+        }
+    }
+
+    /// What answered `GET /v2/` with neither `200` nor `401` and without the API version
+    /// header every registry sends: what the answer was, what the server calls itself, and
+    /// what it said (not an HTML page, which says nothing a person needs here).
+    fn not_a_registry(&self, url: &str, resp: &mut Response<Body>) -> Error {
+        let status = resp.status();
+        let header_text = |name: header::HeaderName| {
+            resp.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| shorten(&self.scrubber.scrub(v), 80))
+                .filter(|v| !v.is_empty())
+        };
+        let media = header_text(header::CONTENT_TYPE)
+            .map(|t| t.split(';').next().unwrap_or_default().trim().to_owned());
+        let server = header_text(header::SERVER);
+        let html = media.as_deref().is_some_and(|m| m.contains("html"));
+        let mut about = Vec::new();
+        if let Some(m) = &media {
+            about.push(format!("a {m} page"));
+        }
+        if let Some(s) = server {
+            about.push(format!("from {s}"));
+        }
+        let mut said = String::new();
+        if !about.is_empty() {
+            said.push_str(&format!(" ({})", about.join(", ")));
+        }
+        if !html {
+            let text = self.error_detail(resp);
+            if text != "(no details)" {
+                said.push_str(&format!(": {text}"));
+            }
+        }
+        Error::NotARegistry {
+            registry: self.registry.clone(),
+            url: url.to_owned(),
+            status: match status.canonical_reason() {
+                Some(r) => format!("{} {r}", status.as_u16()),
+                None => status.as_u16().to_string(),
+            },
+            said,
+            tried: String::new(),
         }
     }
 

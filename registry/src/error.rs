@@ -9,6 +9,7 @@ use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use asp_format::Digest;
 use asp_format::error::{Classify, ErrorClass, io_class};
 
 use crate::reference::ReferenceError;
@@ -23,6 +24,33 @@ pub enum Error {
     /// not in the layout).
     #[error("{0}")]
     Usage(String),
+
+    /// A directory named as a layout (to push from, or to pull into) that exists and is not
+    /// one: refused before anything is read or written. The same class (exit 1) as a `--repo`
+    /// that is not a repository or a `--home` without the harness's store: what is there is
+    /// the wrong kind of thing, not a wrong way of asking.
+    #[error("{0}")]
+    NotALayout(String),
+
+    /// Something answered where the registry should be, and it is not an OCI registry: `GET
+    /// /v2/` (where every registry answers, `200` or `401`, with a
+    /// `Docker-Distribution-API-Version` header) answered otherwise, without that header.
+    #[error(
+        "{registry} is not an OCI registry: {url} answered {status}{said}, without the \
+         Docker-Distribution-API-Version header every registry sends (is the host or port \
+         wrong?){tried}"
+    )]
+    NotARegistry {
+        registry: String,
+        url: String,
+        /// The status and its reason (`404 Not Found`).
+        status: String,
+        /// Empty, or what tells what answered: ` (a text/html page, from SimpleHTTP/0.6)`,
+        /// `: ` and what it said.
+        said: String,
+        /// Empty, or what was tried before it (`; tried first: https://…/v2/, …`).
+        tried: String,
+    },
 
     /// The registry cannot be reached at all (refused, unknown host, TLS failure, timeout).
     #[error("cannot reach {registry}: {detail}")]
@@ -92,6 +120,22 @@ pub enum Error {
     #[error("integrity failure: {0}")]
     Integrity(String),
 
+    /// A blob of what is being pushed does not match its digest or size (or is missing): found
+    /// before the upload of it was completed, so the registry never got it whole, and the
+    /// manifest naming it was not sent.
+    #[error(
+        "integrity failure: {detail}; the push stopped before that blob was sent whole, and \
+         sent no manifest{}",
+        remedy.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
+    )]
+    LocalBlob {
+        digest: Digest,
+        /// What is wrong, naming the file where the source knows it.
+        detail: String,
+        /// What to run to mend it, when the caller knows (`asp check --read-data --repair`).
+        remedy: Option<String>,
+    },
+
     /// The registry answered something this client cannot go on from.
     #[error("{registry} answered {status} to {request}: {detail}")]
     Registry {
@@ -127,10 +171,12 @@ impl Classify for Error {
     fn class(&self) -> ErrorClass {
         match self {
             Error::Reference(_) | Error::Usage(_) => ErrorClass::Usage,
-            Error::Integrity(_) => ErrorClass::Integrity,
+            Error::Integrity(_) | Error::LocalBlob { .. } => ErrorClass::Integrity,
             Error::Read { source, .. } => io_class(source, ErrorClass::Source),
             Error::Write { source, .. } => io_class(source, ErrorClass::Store),
-            Error::Unreachable { .. }
+            Error::NotALayout(_)
+            | Error::Unreachable { .. }
+            | Error::NotARegistry { .. }
             | Error::NoAnswer { .. }
             | Error::Transport { .. }
             | Error::AuthRequired { .. }

@@ -50,7 +50,7 @@ impl Layout {
         let root = root.into();
         let marker_path = root.join(LAYOUT_FILE);
         let bytes = read_bounded(&marker_path, 64 << 10).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => Error::Usage(format!(
+            io::ErrorKind::NotFound => Error::NotALayout(format!(
                 "{} is not an OCI image layout (no {LAYOUT_FILE} file)",
                 root.display()
             )),
@@ -167,7 +167,15 @@ impl Layout {
         {
             return Ok((*d).clone());
         }
-        match manifests.as_slice() {
+        // Entries, not manifests, are what the index lists: two names (or a name and none)
+        // for one digest are one manifest, and no choice to make.
+        let mut distinct: Vec<&OciDescriptor> = Vec::new();
+        for d in &manifests {
+            if !distinct.iter().any(|e| e.digest == d.digest) {
+                distinct.push(d);
+            }
+        }
+        match distinct.as_slice() {
             [one] => Ok((*one).clone()),
             [] => Err(Error::Usage(format!(
                 "{} holds no image manifest",
@@ -177,9 +185,24 @@ impl Layout {
                 "{} holds {} manifests; choose one with --manifest NAME|DIGEST ({})",
                 self.root.display(),
                 many.len(),
-                listing(many)
+                listing(&manifests)
             ))),
         }
+    }
+
+    /// The names (`org.opencontainers.image.ref.name`) the index gives the manifest `digest`,
+    /// in index order, each once.
+    pub fn names_of(&self, digest: &Digest) -> Result<Vec<String>, Error> {
+        let mut names: Vec<String> = Vec::new();
+        for d in self.index()?.manifests {
+            if d.digest == *digest
+                && let Some(n) = d.annotations.get(REF_NAME)
+                && !names.contains(n)
+            {
+                names.push(n.clone());
+            }
+        }
+        Ok(names)
     }
 
     /// A manifest's bytes: size checked against the descriptor and `limits` before reading,
@@ -270,7 +293,8 @@ fn blob_error(layout: &Layout, digest: &Digest, e: BlobError) -> Error {
 
 fn io_error(layout: &Layout, digest: &Digest, e: io::Error) -> Error {
     if asp_format::digest::is_integrity_error(&e) {
-        Error::Integrity(format!("{}: {e}", layout.root.display()))
+        // The reader's error names the blob's file already.
+        Error::Integrity(e.to_string())
     } else {
         Error::read(layout.blob_path(digest), e)
     }
@@ -303,10 +327,30 @@ impl BlobSource for Layout {
                 actual,
             });
         }
-        Ok(Box::new(VerifyingReader::new(
-            BufReader::with_capacity(256 << 10, file),
-            *blob,
-        )))
+        Ok(Box::new(NamedFile {
+            inner: VerifyingReader::new(BufReader::with_capacity(256 << 10, file), *blob),
+            path,
+        }))
+    }
+}
+
+/// A blob file's reader whose integrity failures name the file: the digest alone does not
+/// tell a person which file to look at, or that it is theirs and not the registry's.
+struct NamedFile<R> {
+    inner: R,
+    path: PathBuf,
+}
+
+impl<R: Read> Read for NamedFile<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).map_err(|e| {
+            if asp_format::digest::is_integrity_error(&e) {
+                asp_format::digest::IntegrityError(format!("{}: {e}", self.path.display()))
+                    .into_io()
+            } else {
+                e
+            }
+        })
     }
 }
 
@@ -329,7 +373,7 @@ impl LayoutSink {
                 .next()
                 .is_none();
             if !empty {
-                return Err(Error::Usage(format!(
+                return Err(Error::NotALayout(format!(
                     "{} exists and is not an OCI image layout; pull into an empty or new \
                      directory, or into a layout",
                     root.display()
@@ -492,6 +536,25 @@ mod tests {
     }
 
     #[test]
+    fn two_names_of_one_manifest_are_no_choice() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::init(dir.path().join("l")).unwrap();
+        let a = sample(&layout, b"a", "v1");
+        let bytes = layout.read_manifest(&a, &Limits::default()).unwrap();
+        layout
+            .add_manifest(&bytes, Some(crate::ARTIFACT_TYPE), Some("latest"))
+            .unwrap();
+        assert_eq!(layout.index().unwrap().manifests.len(), 2);
+        assert_eq!(layout.select(None, None).unwrap().digest, a.digest);
+        assert_eq!(layout.select(None, Some("v2")).unwrap().digest, a.digest);
+        assert_eq!(layout.names_of(&a.digest).unwrap(), ["v1", "latest"]);
+        // A second manifest is a choice again.
+        sample(&layout, b"b", "other");
+        let e = layout.select(None, None).unwrap_err();
+        assert!(e.to_string().contains("holds 2 manifests"), "{e}");
+    }
+
+    #[test]
     fn a_damaged_blob_is_an_integrity_failure() {
         let dir = tempfile::tempdir().unwrap();
         let layout = Layout::init(dir.path()).unwrap();
@@ -501,6 +564,8 @@ mod tests {
         fs::write(layout.blob_path(&d.digest), &bytes).unwrap();
         let e = layout.read_manifest(&d, &Limits::default()).unwrap_err();
         assert!(matches!(e, Error::Integrity(_)), "{e}");
+        let file = layout.blob_path(&d.digest).display().to_string();
+        assert!(e.to_string().contains(&file), "names the file: {e}");
         fs::remove_file(layout.blob_path(&d.digest)).unwrap();
         let e = layout.read_manifest(&d, &Limits::default()).unwrap_err();
         assert!(matches!(e, Error::Integrity(_)), "{e}");
@@ -509,7 +574,10 @@ mod tests {
     #[test]
     fn not_a_layout() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(matches!(Layout::open(dir.path()), Err(Error::Usage(_))));
+        assert!(matches!(
+            Layout::open(dir.path()),
+            Err(Error::NotALayout(_))
+        ));
         fs::write(
             dir.path().join(LAYOUT_FILE),
             br#"{"imageLayoutVersion":"2.0.0"}"#,
@@ -519,7 +587,7 @@ mod tests {
         fs::write(dir.path().join("stray"), b"x").unwrap();
         fs::remove_file(dir.path().join(LAYOUT_FILE)).unwrap();
         assert!(
-            LayoutSink::new(dir.path()).is_err(),
+            matches!(LayoutSink::new(dir.path()), Err(Error::NotALayout(_))),
             "a non-empty non-layout"
         );
     }

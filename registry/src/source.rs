@@ -126,11 +126,13 @@ impl Observer for Planned<'_> {
 pub struct LayoutSource {
     layout: Layout,
     manifest: Vec<u8>,
+    names: Vec<String>,
 }
 
 impl LayoutSource {
     /// The manifest of `layout` chosen by `selector` (a name or digest), else the one named
-    /// `tag_hint`, else the only one; see [`Layout::select`].
+    /// `tag_hint`, else the only one (however many names the index gives it); see
+    /// [`Layout::select`].
     pub fn select(
         layout: Layout,
         selector: Option<&str>,
@@ -138,7 +140,17 @@ impl LayoutSource {
     ) -> Result<Self, Error> {
         let d: OciDescriptor = layout.select(selector, tag_hint)?;
         let manifest = layout.read_manifest(&d, &Limits::default())?;
-        Ok(LayoutSource { layout, manifest })
+        let names = layout.names_of(&d.digest)?;
+        Ok(LayoutSource {
+            layout,
+            manifest,
+            names,
+        })
+    }
+
+    /// The names the layout's index gives the chosen manifest (`org.opencontainers.image.ref.name`).
+    pub fn names(&self) -> &[String] {
+        &self.names
     }
 }
 
