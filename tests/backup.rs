@@ -755,6 +755,22 @@ fn snapshots_listed(repo: &Path) -> (Option<i32>, String, String) {
     )
 }
 
+/// A session gone from the source that comes back (its transcript put back) is live again
+/// and named as back (`backSessions`, and "back in source" on the details), not only counted
+/// as unchanged.
+#[test]
+fn a_gone_session_put_back_is_named_as_back() {
+    let t = tmp();
+    let (home, repo, original, o) = with_a_gone(&t);
+    assert_eq!(o["goneNow"], json!([A]), "{o}");
+    fs::write(home.join(SHOP).join(format!("{A}.jsonl")), &original).unwrap();
+    let back = backup(&home, &repo);
+    assert_eq!(back["backSessions"], json!([A]), "{back}");
+    assert_eq!(back["gone"], 0, "{back}");
+    let again = backup(&home, &repo);
+    assert!(again.get("backSessions").is_none(), "said once: {again}");
+}
+
 #[test]
 fn an_index_damaged_or_deleted_is_rebuilt_from_the_snapshot_manifests() {
     let t = tmp();

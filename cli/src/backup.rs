@@ -290,6 +290,7 @@ fn which(o: &BackupOutcome) -> Vec<String> {
         ("new", &o.new_sessions),
         ("changed", &o.changed_sessions),
         ("newly gone from source", &o.gone_now),
+        ("back in source", &o.back_sessions),
         ("unreadable, kept as before", &o.unreadable_sessions),
     ]
     .into_iter()

@@ -95,6 +95,11 @@ pub struct BackupOutcome {
     pub changed_sessions: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gone_now: Vec<String>,
+    /// Sessions the parent held gone that the source has again (a transcript put back from
+    /// elsewhere): live again, counted as unchanged or changed as their content says, and
+    /// named here.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub back_sessions: Vec<String>,
     /// Sessions the source still has but whose files could not be read this time (a damaged
     /// header, a database that does not open: the read reported them lost), kept as the
     /// parent held them rather than marked gone: nothing deleted them. Counted in neither
@@ -553,6 +558,12 @@ fn backup_once(
     // to the snapshot's sessions.
     for e in &read.entries {
         for id in &e.sessions {
+            if parent
+                .as_ref()
+                .is_some_and(|p| p.sources.gone.contains_key(id.as_str()))
+            {
+                outcome.back_sessions.push(id.to_string());
+            }
             match parent_sessions.get(id.as_str()) {
                 _ if e.reused => outcome.unchanged += 1,
                 None => {
