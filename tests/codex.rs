@@ -379,6 +379,28 @@ fn claude_code_memory_comes_back_from_codex_to_its_project() {
             "{note}"
         );
     }
+    // With the home moved (`--map-path /home/dev=/home/me`), the sessions go to the new
+    // project folder, and so do the notes the old folder named.
+    let moved = new_home(t.path().join("moved"));
+    let out = asp_unpack()
+        .arg(&back)
+        .args([
+            "--to",
+            "claude-code",
+            "--map-path",
+            "/home/dev=/home/me",
+            "--json",
+            "--home",
+        ])
+        .arg(&moved)
+        .output()
+        .unwrap();
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(!answer.contains("belongs to no project"), "{answer}");
+    assert_eq!(
+        fs::read(moved.join(".claude/projects/-home-me-shop/memory/MEMORY.md")).unwrap(),
+        fs::read(claude.join(memory).join("MEMORY.md")).unwrap(),
+    );
     // Memory alone, into a home without the project: said, not written.
     let empty = new_home(t.path().join("empty"));
     let out = asp_unpack()

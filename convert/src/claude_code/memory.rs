@@ -28,6 +28,7 @@ use super::layout::{self, Layout, bucket_matches};
 use crate::error::ConvertError;
 use crate::harness::{ReadContext, WriteContext};
 use crate::kit::fsops::Created;
+use crate::kit::pathmap::PathMap;
 use crate::kit::placement::{Placement, Tally};
 use crate::kit::skills::{parse_front_matter, split_front_matter};
 
@@ -135,21 +136,42 @@ fn claude_origin(o: &Origin) -> Option<(String, RelPath)> {
 /// `memories/extensions/ad_hoc/notes/-home-dev-shop/MEMORY.md`) comes back with the folder it
 /// had in its path. Only a folder of a project this write knows (`projects`: those of the
 /// sessions it writes, so a dry run answers as the write does) or this home has: a component
-/// that merely looks like one names no project.
+/// that merely looks like one names no project. With `--map-path OLD=NEW` the folder is named
+/// after the old path (`-home-dev-shop`) while the sessions moved to the new one's
+/// (`-home-me-shop`): the name is mapped as its path would be, and the mapped one is taken
+/// when it is a known project.
 fn named_project(
     layout: &Layout,
     projects: &BTreeSet<String>,
+    path_map: &PathMap,
     path: &RelPath,
 ) -> Option<(String, RelPath)> {
     let parts: Vec<&str> = path.components().collect();
+    let known = |b: &str| projects.contains(b) || layout.projects().join(b).is_dir();
     parts.iter().enumerate().find_map(|(i, part)| {
         let rest = parts.get(i + 1..).filter(|r| !r.is_empty())?.join("/");
-        let known = part.starts_with('-')
-            && (projects.contains(*part) || layout.projects().join(part).is_dir());
-        known
-            .then(|| RelPath::new(&rest).ok())
-            .flatten()
-            .map(|rel| ((*part).to_owned(), rel))
+        if !part.starts_with('-') {
+            return None;
+        }
+        let bucket = std::iter::once((*part).to_owned())
+            .chain(mapped_buckets(path_map, part))
+            .find(|b| known(b))?;
+        RelPath::new(&rest).ok().map(|rel| (bucket, rel))
+    })
+}
+
+/// `bucket` as each rule of `path_map` maps it: a bucket is its project's path with every
+/// character but letters and digits a dash, so `OLD`'s bucket, whole or followed by a dash
+/// (a folder under it), becomes `NEW`'s. Lossy as buckets are (`/home/dev-old` is under
+/// `-home-dev` too): [`named_project`] takes a mapped name only when it is a known project.
+fn mapped_buckets<'a>(path_map: &'a PathMap, bucket: &'a str) -> impl Iterator<Item = String> + 'a {
+    path_map.rules().filter_map(move |(old, new)| {
+        let (from, to) = (layout::bucket(old), layout::bucket(new));
+        if bucket == from {
+            return Some(to);
+        }
+        let under = bucket.strip_prefix(&from)?.strip_prefix('-')?;
+        Some(format!("{to}-{under}"))
     })
 }
 
@@ -157,6 +179,7 @@ fn named_project(
 fn target(
     layout: &Layout,
     projects: &BTreeSet<String>,
+    path_map: &PathMap,
     note: &MemoryNote,
 ) -> Result<(PathBuf, RelPath), String> {
     let kept = claude_origin(&note.origin);
@@ -166,7 +189,7 @@ fn target(
         (Some(p), Some((_, rel))) => (layout::bucket(p), rel),
         (Some(p), None) => (layout::bucket(p), last()?),
         (None, Some(kept)) => kept,
-        (None, None) => named_project(layout, projects, &note.path).ok_or_else(|| {
+        (None, None) => named_project(layout, projects, path_map, &note.path).ok_or_else(|| {
             format!(
                 "memory note {} belongs to no project; Claude Code keeps auto memory per project, so it was not written",
                 note.path
@@ -246,7 +269,7 @@ pub fn write(
         .map(layout::bucket)
         .collect();
     for n in notes {
-        let (dir, rel) = match target(layout, &projects, n) {
+        let (dir, rel) = match target(layout, &projects, &ctx.options.path_map, n) {
             Ok(t) => t,
             Err(why) => {
                 tally.place(Placement::Refused(why));

@@ -76,6 +76,12 @@ impl PathMap {
         self.rules.is_empty()
     }
 
+    /// The rules, `(OLD, NEW)`, in the order given: for a converter that names folders after
+    /// paths (Claude Code's project buckets) and must map such a name as the path would be.
+    pub fn rules(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.rules.iter().map(|(o, n)| (o.as_str(), n.as_str()))
+    }
+
     /// The rules (`OLD=NEW`) under whose `OLD` none of `dirs` is: with sessions' working
     /// directories, a mistyped `OLD` (`/home/de` for `/home/dev`), which would otherwise
     /// rewrite nothing without a word.
