@@ -1484,7 +1484,12 @@ fn a_damaged_shared_document_is_written_again_by_the_next_backup() {
     );
     let name = part.file_name().unwrap().to_string_lossy().into_owned();
     assert!(
-        said.contains("mended: claude-code") && said.contains(&name),
+        said.contains("mended: claude-code")
+            && said.contains(&name)
+            && said.contains(
+                "held other bytes than its name says (damaged); this backup wrote that document \
+                 again, so the snapshots that name it can be read again"
+            ),
         "{said}"
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -1494,6 +1499,14 @@ fn a_damaged_shared_document_is_written_again_by_the_next_backup() {
     check(&repo, true);
     let out = backup_run(&home, &repo, &["--from", "claude-code", "-q"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // Cut short, the same: written again, and said.
+    fs::write(&part, &good[..good.len() / 2]).unwrap();
+    let out = backup_run(&home, &repo, &["--from", "claude-code", "--json", "-q"]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["mended"][0], format!("sha256:{name}"), "{v}");
+    assert_eq!(fs::read(&part).unwrap(), good);
+    check(&repo, true);
 }
 
 /// `asp check --read-data --repair` moves aside what it finds damaged also where no snapshot
@@ -3850,7 +3863,10 @@ fn restore_to_all_brings_back_what_harnesses_sharing_a_folder_each_had() {
     }
     let noted = String::from_utf8_lossy(&out.stderr);
     assert!(
-        noted.contains("release-notes is back where Copilot CLI had it"),
+        noted.contains(
+            "release-notes is back where Copilot CLI had it; a different skill named \
+             release-notes is already in"
+        ),
         "{noted}"
     );
 }

@@ -2149,8 +2149,9 @@ pub(crate) fn validate(home: &Path) -> Vec<String> {
 }
 
 /// A Gemini backup keeps the CLI's own configuration: settings, folder trust, policy rules,
-/// commands, subagents and extension settings; never the account, the machine's id or the
-/// TUI's counters, nor a project's files under `tmp/`.
+/// commands, subagents, extension settings and the MCP servers `gemini mcp disable` switched
+/// off; never the account, the machine's id or the TUI's counters, nor a project's files
+/// under `tmp/`.
 #[test]
 fn the_own_configuration_is_the_settings_trust_policies_commands_and_agents() {
     let home = tmp();
@@ -2162,6 +2163,7 @@ fn the_own_configuration_is_the_settings_trust_policies_commands_and_agents() {
         &[
             "commands/review.toml",
             "agents/tester.md",
+            "mcp-server-enablement.json",
             "oauth_creds.json",
             "tmp/shop/checkpoint-before-refactor.json",
             "tmp/shop/shell_history",
@@ -2173,6 +2175,7 @@ fn the_own_configuration_is_the_settings_trust_policies_commands_and_agents() {
         [
             ".gemini/agents/tester.md",
             ".gemini/commands/review.toml",
+            ".gemini/mcp-server-enablement.json",
             ".gemini/policies/guardrails.toml",
             ".gemini/settings.json",
             ".gemini/trustedFolders.json",
@@ -2373,7 +2376,8 @@ fn a_server_in_mcp_excluded_stays_switched_off() {
     );
     assert!(
         answer.not_taken.iter().any(|n| n.reason.starts_with(
-            "MCP server old is switched off in Gemini CLI (`mcp.excluded`), and claude-code cannot keep"
+            "MCP server old is switched off in Gemini CLI (`mcp.excluded`, left out of \
+             `mcp.allowed`, or `gemini mcp disable`), and claude-code cannot keep"
         )),
         "{answer:?}"
     );
@@ -2480,7 +2484,10 @@ fn a_server_written_past_mcp_allowed_is_said_not_to_start() {
     assert_eq!(written["mcp"]["allowed"], json!(["search"]), "{written}");
     let said = format!("{answer:?} {diagnostics:?}");
     assert!(
-        said.contains("`mcp.allowed` does not name it, so Gemini will not start it"),
+        said.contains(
+            "but `mcp.allowed` does not name it there, so Gemini will not start it until that \
+             changes"
+        ),
         "{said}"
     );
 }

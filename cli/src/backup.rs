@@ -210,7 +210,9 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
             // Said `-q` or not: the repository was damaged, and is no longer.
             for d in &o.mended {
                 bar.println(format!(
-                    "mended: {} ({}): blob {d} in {} held other bytes than its name says                      (damaged); this backup wrote that document again, so the snapshots that                      name it can be read again",
+                    "mended: {} ({}): blob {d} in {} held other bytes than its name says \
+                     (damaged); this backup wrote that document again, so the snapshots that \
+                     name it can be read again",
                     o.harness,
                     o.home,
                     repo.root().display(),

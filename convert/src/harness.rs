@@ -305,9 +305,14 @@ pub struct WriteOptions {
     /// native file's recorded path; the map is here to do that.
     pub path_map: PathMap,
     /// The state is this harness's own backup written back (`asp restore` into the harness
-    /// the snapshot is of): an instructions file there that holds other instructions is the
-    /// person's newer version, kept as it is with the backed-up one beside it, not added to
-    /// ([`crate::kit::placement::DifferentInstructions`]).
+    /// the snapshot is of), so each file goes where the backed-up home had it: an instructions
+    /// file there that holds other instructions is the person's newer version, kept as it is
+    /// with the backed-up one beside it, not added to
+    /// ([`crate::kit::placement::DifferentInstructions`]); a skill goes back to its own folder
+    /// though another folder the harness reads holds a namesake
+    /// ([`crate::kit::skills::write_to_folders`]); an instructions file the harness reads in
+    /// place of another is written where absent
+    /// ([`crate::kit::instructions_file::write_unless_read_instead`]).
     pub restoring: bool,
 }
 

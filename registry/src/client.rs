@@ -430,7 +430,13 @@ impl Client {
         let html = media.as_deref().is_some_and(|m| m.contains("html"));
         let mut about = Vec::new();
         if let Some(m) = &media {
-            about.push(format!("a {m} page"));
+            // The media type's own article: "an application/json page".
+            let article = if m.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                "an"
+            } else {
+                "a"
+            };
+            about.push(format!("{article} {m} page"));
         }
         if let Some(s) = server {
             about.push(format!("from {s}"));

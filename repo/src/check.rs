@@ -331,7 +331,7 @@ pub fn check(
                     aside.display()
                 )
             } else {
-                format!("blob {d} ({size} bytes) is missing or has another size")
+                format!("blob {d} ({size} bytes) is missing")
             });
         } else if opts.read_data {
             let mut r = repo.open_raw(&blob)?;
@@ -396,11 +396,11 @@ pub fn check(
         match Digest::from_hex(name) {
             Ok(d) if named.contains(&d) => {}
             Ok(d) => {
-                report.unreferenced += 1;
                 // Not named by a snapshot that can be read: a leftover, or a document of one
                 // that cannot be (a damaged state manifest's part makes every snapshot that
                 // shares it unreadable). Read, with the data, so such damage is named and
-                // moved aside like any other.
+                // moved aside like any other (then it is a damaged blob, not an unreferenced
+                // one prune would delete).
                 if opts.read_data && !blob_matches_its_name(&entry.path(), &d)? {
                     report.problems.push(format!(
                         "blob {d} (which no snapshot that can be read names) holds other bytes \
@@ -413,6 +413,7 @@ pub fn check(
                     }
                     continue;
                 }
+                report.unreferenced += 1;
                 if !manifest_missing.is_empty()
                     && matches!(
                         crate::repository::snapshot_manifest_at(&entry.path(), d),

@@ -647,13 +647,16 @@ impl Repository {
     /// what writing it would, a few megabytes a backup at most.
     pub fn put_document(&self, bytes: &[u8]) -> Result<(Descriptor, Put), RepoError> {
         let d = Descriptor::of(bytes);
-        if self.has_blob(&d) {
-            let path = self.blob_path(&d.digest);
-            match std::fs::read(&path) {
-                Ok(there) if there == bytes => return Ok((d, Put::Kept)),
-                // Another size since `has_blob`, or other bytes: stored anew below.
-                Ok(_) => {}
-                Err(e) => return Err(RepoError::io(&path)(e)),
+        let path = self.blob_path(&d.digest);
+        // A file of that name, whatever its size (one cut short is damaged too); read back
+        // only at the right size, so never more than the document itself.
+        if std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+            if self.has_blob(&d) {
+                match std::fs::read(&path) {
+                    Ok(there) if there == bytes => return Ok((d, Put::Kept)),
+                    Ok(_) => {}
+                    Err(e) => return Err(RepoError::io(&path)(e)),
+                }
             }
             let pending = self.write_new(&d, &mut |w| w.write_all(bytes), true)?;
             pending.persist()?;
@@ -840,8 +843,6 @@ impl Repository {
     }
 }
 
-/// A blob written to a temporary file next to its place and checked, not yet renamed into it
-/// ([`Repository::write_pending`]).
 /// How [`Repository::put_document`] stored a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Put {
@@ -853,6 +854,8 @@ pub enum Put {
     Mended,
 }
 
+/// A blob written to a temporary file next to its place and checked, not yet renamed into it
+/// ([`Repository::write_pending`]).
 #[derive(Debug)]
 pub struct PendingBlob {
     tmp: tempfile::TempPath,

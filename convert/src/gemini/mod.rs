@@ -197,6 +197,9 @@ impl Harness for Gemini {
                 g.join("settings.json"),
                 g.join("trustedFolders.json"),
                 g.join("extensions").join("extension-enablement.json"),
+                // `gemini mcp disable`'s servers: restored with `settings.json`, they stay off
+                // (the state's servers are then already there, so nothing else would say so).
+                g.join(tools::ENABLEMENT),
             ],
             &dirs,
         )

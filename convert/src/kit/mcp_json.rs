@@ -492,10 +492,10 @@ impl Dialect {
             return None;
         };
         if Self::list(file, "allowed").is_some_and(|l| !rule.lists(&l, name)) {
-            return Some("mcp.allowed does not name it");
+            return Some("`mcp.allowed` does not name it");
         }
         if Self::list(file, "excluded").is_some_and(|l| rule.lists(&l, name)) {
-            return Some("mcp.excluded names it");
+            return Some("`mcp.excluded` names it");
         }
         None
     }
@@ -557,19 +557,18 @@ impl Dialect {
             return changed;
         };
         let have = Self::list(file, "excluded").unwrap_or_default();
-        let allowed = Self::list(file, "allowed");
         for (s, placed) in entries.iter().zip(&out.placed[first..]) {
             let name = s.name();
             if !placed.is_written() {
                 continue;
             }
             let off_here = off.iter().any(|n| n == name);
-            // The user's allow-list is theirs to widen: a server carried switched on is
-            // written, and they are told it will not start until the list names it.
-            if !off_here && allowed.as_ref().is_some_and(|l| !rule.lists(l, name)) {
+            // The user's lists are theirs to change: a server carried switched on is written,
+            // and they are told it will not start until they do.
+            if !off_here && let Some(why) = self.switched_off(file, name) {
                 out.notes.push(format!(
-                    "MCP server {name:?} was written to {}, but its `mcp.allowed` does not name \
-                     it, so {} will not start it until it is added there",
+                    "MCP server {name:?} was written to {}, but {why} there, so {} will not \
+                     start it until that changes",
                     file.path.display(),
                     self.harness
                 ));

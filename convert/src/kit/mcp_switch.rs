@@ -1,7 +1,8 @@
 //! MCP servers a harness keeps configured but does not start.
 //!
 //! Codex (`enabled = false`), OpenCode (`"enabled": false`), Gemini CLI and Qwen Code (the
-//! server's name in `mcp.excluded`) can switch a server off without removing it. ACP's `McpServer` has no such
+//! server's name in `mcp.excluded`, or not in `mcp.allowed`; Gemini's `gemini mcp disable`)
+//! can switch a server off without removing it. ACP's `McpServer` has no such
 //! flag, so their readers say it under their own `_meta` namespace, and their writers give it
 //! back. Carried into another harness, that key was read by nobody: a server the user had
 //! switched off came back on, and started with the next session. [`carry`] keeps it off: into a
@@ -23,8 +24,20 @@ const SWITCHES: [(&str, &str, bool, &str); 4] = [
         false,
         "OpenCode (`\"enabled\": false`)",
     ),
-    ("qwen", "excluded", true, "Qwen Code (`mcp.excluded`)"),
-    ("gemini", "excluded", true, "Gemini CLI (`mcp.excluded`)"),
+    // Read off also when `mcp.allowed` does not name it (and, in Gemini CLI, after `gemini
+    // mcp disable`): named by the file where asp writes it back.
+    (
+        "qwen",
+        "excluded",
+        true,
+        "Qwen Code (`mcp.excluded`, or left out of `mcp.allowed`)",
+    ),
+    (
+        "gemini",
+        "excluded",
+        true,
+        "Gemini CLI (`mcp.excluded`, left out of `mcp.allowed`, or `gemini mcp disable`)",
+    ),
 ];
 
 /// How the harness that switched `server` off says it, when one did.

@@ -373,7 +373,7 @@ pub fn write_to_folders(
         let mut beside = Vec::new();
         for (_, other) in folders.iter().filter(|(d, _)| *d != to.0) {
             match write_skill(&probe, other, s, ctx.blobs)? {
-                Placement::Refused(_) if own => beside.push(other.join(s.name.as_str())),
+                Placement::Refused(why) if own => beside.push(why),
                 Placement::Refused(why) => {
                     found = Some(Placement::Refused(format!(
                         "skill {}: {why}, a folder {label} also reads skills from (of two skills \
@@ -392,15 +392,14 @@ pub fn write_to_folders(
         }
         let placed = write_skill(ctx.writer, &to.1, s, ctx.blobs)?;
         if placed == Placement::New {
-            for other in &beside {
+            for why in &beside {
                 ctx.diagnostics.note(
                     &to.1.join(s.name.as_str()),
                     None,
                     format!(
-                        "skill {} is back where {label} had it; {} holds a different skill of \
-                         that name, left as it is (of two skills with one name {label} uses one)",
+                        "skill {} is back where {label} had it; {why}, left as it is (of two \
+                         skills with one name {label} uses one)",
                         s.name,
-                        other.display()
                     ),
                 );
             }

@@ -599,9 +599,10 @@ struct Model {
 
 impl Model {
     /// The model after `item`: the one a `config_option_update` chooses, named as OpenCode
-    /// names it (`anthropic/claude-sonnet-4-5`: a `provider/model` spelling as it is, a bare
-    /// id whose provider OpenCode knows by that name); `unnamed` for a model it cannot name
-    /// (Claude Code's `opus`, a Qwen model), so no message claims a model that did not answer.
+    /// names it (`anthropic/claude-sonnet-4-5`: a `provider/model` spelling whose provider is
+    /// an id, as OpenCode's and Pi's are, as it is; a bare id whose provider OpenCode knows by
+    /// that name); `unnamed` for a model it cannot name (Claude Code's `opus`, a Qwen model, a
+    /// Bedrock ARN), so no message claims a model that did not answer.
     fn after(self, item: &Item, unnamed: &Model) -> Model {
         let Item::Other(u) = item else {
             return self;
@@ -613,8 +614,13 @@ impl Model {
             Some(_) => Some(chosen.to_owned()),
             None => accepted::with_provider(chosen),
         };
+        let is_id = |p: &str| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_.".contains(c))
+        };
         match named.as_deref().and_then(|n| n.split_once('/')) {
-            Some((p, m)) if !p.is_empty() && !m.is_empty() => Model {
+            Some((p, m)) if is_id(p) && !m.is_empty() => Model {
                 provider: p.to_owned(),
                 id: m.to_owned(),
             },
@@ -837,6 +843,46 @@ mod tests {
     use asp_format::digest::Descriptor;
     use asp_format::name::SessionId;
     use serde_json::Map;
+
+    /// A model the stream chose, as each message names it: a bare id by the provider OpenCode
+    /// knows it under, a `provider/model` spelling as it is (the model part may have slashes
+    /// of its own), anything else (an alias, a Bedrock ARN) the source harness and `imported`;
+    /// an update that chooses no model changes nothing.
+    #[test]
+    fn a_model_is_named_as_opencode_names_it_or_not_at_all() {
+        let unnamed = Model {
+            provider: "claude-code".into(),
+            id: "imported".into(),
+        };
+        let choose = |m: &str| {
+            Item::Other(json!({"sessionUpdate": "config_option_update",
+                "configOptions": [acp::select_option("model", "Model", Some("model"), m)]}))
+        };
+        let after = |m: &str| {
+            let Model { provider, id } = unnamed.clone().after(&choose(m), &unnamed);
+            format!("{provider}/{id}")
+        };
+        assert_eq!(after("claude-opus-4-6"), "anthropic/claude-opus-4-6");
+        assert_eq!(after("gpt-5.5"), "openai/gpt-5.5");
+        assert_eq!(
+            after("openrouter/qwen/qwen3-coder"),
+            "openrouter/qwen/qwen3-coder"
+        );
+        for unknown in [
+            "opus",
+            "qwen3-coder-plus",
+            "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude",
+            "/x",
+        ] {
+            assert_eq!(after(unknown), "claude-code/imported", "{unknown}");
+        }
+        let chosen = Model {
+            provider: "openai".into(),
+            id: "gpt-5.5".into(),
+        };
+        let other = Item::Other(json!({"sessionUpdate": "usage_update", "used": 1, "size": 2}));
+        assert_eq!(chosen.clone().after(&other, &unnamed), chosen);
+    }
 
     fn session(id: &str, parent: Option<&str>) -> Session {
         let mut s = Session {
