@@ -135,6 +135,31 @@ async fn describe_and_export_read_the_native_store() {
     .await;
 }
 
+/// A home with no store yet (where a first import will write) holds nothing: describe counts
+/// no kind and export gives none, rather than failing as a store that cannot be read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_home_without_a_store_yet_holds_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let (agent, _log) = agent_with_handle(Options::default());
+    with_hub(with_converter(home.path()), agent, async |c| {
+        initialized(&c).await;
+        assert_eq!(
+            c.request("_asp/state/describe", json!({})).await?,
+            json!({"kinds": {}})
+        );
+        assert_eq!(
+            c.request(
+                "_asp/state/export",
+                json!({"kinds": ["sessions", "instructions"]})
+            )
+            .await?,
+            json!({"state": {}})
+        );
+        Ok(())
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn import_writes_through_the_converter_and_maps_each_sessions_old_id_to_its_new_one() {
     let home = tempfile::tempdir().unwrap();

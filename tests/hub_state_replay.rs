@@ -249,6 +249,36 @@ async fn a_replay_that_comes_after_the_load_answer_is_waited_for() {
     .await;
 }
 
+/// A kind not held is left out of describe, never counted 0; and without `session/list`, no
+/// session opened through the hub says nothing of what the agent holds, so the export gives
+/// no sessions kind rather than an empty one (which would say there are none). With a list
+/// that is empty, the kind is given empty: the agent holds none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_not_known_are_not_given_as_none() {
+    for list_sessions in [false, true] {
+        let (agent, _log) = agent_with_handle(Options {
+            list_sessions,
+            ..Options::default()
+        });
+        with_hub(options(), agent, async |c| {
+            c.initialize().await;
+            assert_eq!(
+                c.request("_asp/state/describe", json!({})).await?,
+                json!({"kinds": {}}),
+                "list: {list_sessions}"
+            );
+            let answer = export_raw(&c, json!(["sessions"])).await?;
+            let want = match list_sessions {
+                true => json!({"state": {"sessions": []}}),
+                false => json!({"state": {}}),
+            };
+            assert_eq!(answer, want, "list: {list_sessions}");
+            Ok(())
+        })
+        .await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_session_list_the_sessions_the_client_opened_are_exported() {
     let (agent, log) = agent_with_handle(Options {

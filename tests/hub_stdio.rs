@@ -461,3 +461,34 @@ async fn a_harness_switch_through_two_hubs_and_the_real_converters() {
     )
     .await;
 }
+
+/// A home named with `--home` is the agent's home too: it runs with the variable that makes
+/// its harness use that store (`CODEX_HOME` for Codex), unless the command sets it; without
+/// `--home` nothing is added. Else the hub imports into one store while the agent serves
+/// another (found by a new user's trial).
+#[test]
+fn a_home_named_is_the_agents_home_too() {
+    let home = tempfile::tempdir().unwrap();
+    let with = |agent: &[&str], home: Option<PathBuf>| {
+        asp_hub::HubConfig::new(agent.iter().map(|s| (*s).to_owned()).collect())
+            .with_harness("codex", home)
+            .unwrap()
+            .agent
+    };
+    let agent = with(&["codex-acp", "--x"], Some(home.path().to_path_buf()));
+    assert!(
+        agent[0].starts_with("CODEX_HOME=/") && agent[0].ends_with("/.codex"),
+        "{agent:?}"
+    );
+    assert_eq!(agent[1..], ["codex-acp", "--x"]);
+    let agent = with(
+        &["CODEX_HOME=/elsewhere", "codex-acp"],
+        Some(home.path().to_path_buf()),
+    );
+    assert_eq!(
+        agent,
+        ["CODEX_HOME=/elsewhere", "codex-acp"],
+        "the command's own"
+    );
+    assert_eq!(with(&["codex-acp"], None), ["codex-acp"]);
+}

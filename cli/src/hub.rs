@@ -23,16 +23,29 @@ of it. Every ACP message passes through unchanged, both ways, except:
     _meta.asp.busy asks: queue, interrupt, or steer (when the agent offers a way to steer).
 Logs go to stderr; the agent's own stderr is shown with an [agent] prefix.
 
+With --home, the agent runs with that home too (HOME, or its harness's own variable such as
+CODEX_HOME, unless AGENT_COMMAND starts with NAME=VALUE words setting it), so the store the
+hub reads and writes is the one the agent serves.
+
+A client sends initialize first and waits for its answer, as ACP asks: the hub answers the
+_asp/state/* methods only after it (-32600 before). Without --harness, an agent without
+session/list is exported only for the sessions its client opened through the hub.
+
 Examples:
   asp hub -- gemini --acp
   asp hub --harness claude-code -- claude-agent-acp
-  asp hub --harness codex --home /srv/backup-home -- codex-acp")]
+  asp hub --harness codex --home /srv/backup-home -- codex-acp
+
+In an editor's agent settings (Zed's agent_servers, for one), the command is asp and its
+arguments the hub's, then --, then the agent's own command:
+  \"command\": \"asp\", \"args\": [\"hub\", \"--harness\", \"gemini\", \"--\", \"gemini\", \"--acp\"]")]
 pub struct HubArgs {
     /// Answer the agent-state methods from this harness's native store
     #[arg(long, value_name = "NAME")]
     pub harness: Option<String>,
 
-    /// The home directory holding the harness's store (default: the user's home)
+    /// The home directory holding the harness's store, the agent's home too (default: the
+    /// user's home)
     #[arg(long, value_name = "DIR", requires = "harness")]
     pub home: Option<PathBuf>,
 

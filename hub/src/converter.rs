@@ -94,8 +94,11 @@ pub(crate) async fn describe(conv: &Converter, kinds: KindSet) -> Result<KindCou
     let conv = conv.clone();
     blocking(move || {
         let name = name(&conv);
-        conv.describe(kinds, &Quiet)
-            .map_err(failed("read its store", &name))
+        match conv.describe(kinds, &Quiet) {
+            // A home with no store yet (the destination of a first import) holds nothing.
+            Err(ConvertError::NoStore { .. }) => Ok(KindCounts::new()),
+            r => r.map_err(failed("read its store", &name)),
+        }
     })
     .await
 }
@@ -124,7 +127,11 @@ pub(crate) async fn export(
             progress: &Quiet,
         });
         report(log, &diagnostics);
-        let state = read.map_err(failed("read its store", &name))?;
+        let state = match read {
+            // A home with no store yet holds nothing: no kind is given.
+            Err(ConvertError::NoStore { .. }) => return Ok(ExportState::default()),
+            r => r.map_err(failed("read its store", &name))?,
+        };
         ExportState::from_state(&state, &store).map_err(|e| {
             AspError::StateFailed {
                 message: format!("the {name} converter's state could not be put inline: {e}"),

@@ -93,7 +93,12 @@ impl HubConfig {
         }
     }
 
-    /// Uses the registered converter `name` on `home` (the user's home when `None`).
+    /// Uses the registered converter `name` on `home` (the user's home when `None`). A home
+    /// named is the agent's too: it runs with the environment that makes the harness use that
+    /// store (`CODEX_HOME`, else `HOME`: [`asp_convert::harness::Harness::resume_env`]), unless
+    /// the command sets that variable itself; else the hub would import into one store while
+    /// the agent serves another, and the session ids it answers would name sessions the agent
+    /// cannot load.
     pub fn with_harness(mut self, name: &str, home: Option<PathBuf>) -> Result<Self, HubError> {
         let harness = asp_convert::harness(name).ok_or_else(|| HubError::UnknownHarness {
             name: name.to_owned(),
@@ -102,9 +107,26 @@ impl HubConfig {
                 .map(|h| h.name().to_string())
                 .collect(),
         })?;
+        let named = home.is_some();
+        let home = Home::resolve(home).map_err(HubError::Home)?;
+        if named {
+            let given: Vec<&str> = self
+                .agent
+                .iter()
+                .take_while(|w| is_env_assignment(w))
+                .filter_map(|w| w.split_once('=').map(|(n, _)| n))
+                .collect();
+            let env: Vec<String> = harness
+                .resume_env(&home)
+                .into_iter()
+                .filter(|(n, _)| !given.contains(n))
+                .map(|(n, p)| format!("{n}={}", p.display()))
+                .collect();
+            self.agent.splice(0..0, env);
+        }
         let store = Store::Harness {
             harness: Arc::from(harness),
-            home: Home::resolve(home).map_err(HubError::Home)?,
+            home,
         };
         // A typo in --home is said at once. A home without the store yet is fine: an import
         // creates it, and an export or describe before that says the store is not there.

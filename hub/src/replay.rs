@@ -139,6 +139,12 @@ pub(crate) async fn export(hub: &Arc<HubShared>, kinds: KindSet) -> Result<Expor
         return Ok(ExportState::default());
     }
     let listed = enumerate(hub).await?;
+    // Without `session/list`, the sessions are those the client opened through the hub; none
+    // opened says nothing of what the agent holds, so the kind is not given rather than given
+    // empty (which would say the agent holds none).
+    if listed.is_empty() && !offers(hub).list {
+        return Ok(ExportState::default());
+    }
     let mut loaded = Vec::with_capacity(listed.len());
     let mut failed = Map::new();
     for session in listed {

@@ -93,7 +93,12 @@ pub(crate) fn describe(
         let counts = match &hub.options.converter {
             Some(c) => converter::describe(c, exports).await,
             None => replay::describe(&hub).await,
-        };
+        }
+        // A kind not held is left out (spec/protocol.md §3.1), never counted 0.
+        .map(|mut kinds| {
+            kinds.retain(|_, n| *n > 0);
+            kinds
+        });
         reply(
             &hub,
             responder,

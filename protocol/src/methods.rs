@@ -32,10 +32,30 @@ use crate::errors::AspError;
 /// words and the JSON Pointer of the value it failed on (as deep as it can be told; `""` for
 /// the params as a whole).
 pub fn parse_params<T: DeserializeOwned>(params: &Value) -> Result<T, AspError> {
+    // ASP's params are named: serde would take a struct from a list by position (`[]` as a
+    // describe or an import), which no schema of spec/schemas allows.
+    if !matches!(params, Value::Object(_) | Value::Null) {
+        return Err(AspError::InvalidParams {
+            path: String::new(),
+            error: format!("params must be an object, not {}", json_kind(params)),
+        });
+    }
     serde_path_to_error::deserialize(params).map_err(|e| AspError::InvalidParams {
         path: pointer(e.path()),
         error: concise(e.into_inner().to_string()),
     })
+}
+
+/// What a JSON value is, for messages: `a list`, `a string`.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// The longest error text an invalid-params answer carries: a parser's words quote the value
@@ -178,6 +198,7 @@ impl ExportResponse {
 /// `_asp/state/import`: a state to take.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ImportRequest {
+    #[serde(deserialize_with = "object_state")]
     pub state: ExportState,
     #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
@@ -198,12 +219,38 @@ asp_request!(ImportRequest, IMPORT, ImportResponse);
 #[serde(transparent)]
 pub struct ImportResponse(pub ImportAnswer);
 
+/// The kinds named: a name this side does not know is skipped (a kind not given), but an item
+/// that is not a name at all (`1`) is a request that does not decode.
 fn known_kinds<'de, D: Deserializer<'de>>(d: D) -> Result<KindSet, D::Error> {
     let names = Vec::<Value>::deserialize(d)?;
-    Ok(names
-        .iter()
-        .filter_map(|v| v.as_str()?.parse::<StateKind>().ok())
-        .collect())
+    let mut kinds = KindSet::EMPTY;
+    for v in &names {
+        let Some(name) = v.as_str() else {
+            return Err(serde::de::Error::custom(format!(
+                "kinds holds {v}, not a kind's name"
+            )));
+        };
+        if let Ok(kind) = name.parse::<StateKind>() {
+            kinds.insert(kind);
+        }
+    }
+    Ok(kinds)
+}
+
+/// The state to import, which must be an object: serde alone would take a struct from a list
+/// by position, and `"state": []` imported nothing without a word.
+fn object_state<'de, D: Deserializer<'de>>(d: D) -> Result<ExportState, D::Error> {
+    struct Object;
+    impl<'de> serde::de::Visitor<'de> for Object {
+        type Value = ExportState;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a state object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<ExportState, A::Error> {
+            ExportState::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    d.deserialize_map(Object)
 }
 
 fn known_counts<'de, D: Deserializer<'de>>(d: D) -> Result<KindCounts, D::Error> {
@@ -334,6 +381,39 @@ mod tests {
             "cut, and marked"
         );
         assert!(e.message.len() < 1_000);
+    }
+
+    /// Params of the wrong shape are refused, not taken by position or skipped: a list as the
+    /// params (or as the state to import) and a kind that is not a name; each with where.
+    #[test]
+    fn params_of_the_wrong_shape_are_refused_not_guessed() {
+        let data = |e: Error| {
+            assert_eq!(i32::from(e.code), -32602);
+            e.data.unwrap()
+        };
+        let e = DescribeRequest::parse_message(DESCRIBE, &json!([])).unwrap_err();
+        assert_eq!(
+            data(e),
+            json!({"error": "params must be an object, not a list", "path": ""})
+        );
+        assert!(DescribeRequest::parse_message(DESCRIBE, &Value::Null).is_ok());
+        let e = ImportRequest::parse_message(IMPORT, &json!({"state": []})).unwrap_err();
+        let d = data(e);
+        assert_eq!(d["path"], "/state", "{d}");
+        assert!(
+            d["error"].as_str().unwrap().contains("a state object"),
+            "{d}"
+        );
+        let e =
+            ExportRequest::parse_message(EXPORT, &json!({"kinds": ["sessions", 1]})).unwrap_err();
+        let d = data(e);
+        assert_eq!(d["path"], "/kinds", "{d}");
+        assert!(
+            d["error"].as_str().unwrap().contains("kinds holds 1"),
+            "{d}"
+        );
+        // A name this side does not know is still a kind not given.
+        assert!(ExportRequest::parse_message(EXPORT, &json!({"kinds": ["later"]})).is_ok());
     }
 
     #[test]
