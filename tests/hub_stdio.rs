@@ -258,6 +258,30 @@ fn the_hub_exits_cleanly_when_its_client_closes_stdin_with_prompts_waiting() {
     assert!(status.success(), "{status:?}");
 }
 
+/// A client that closes its input with requests still being answered (a script piping 50 of
+/// them in) has left: the hub ends cleanly, exit 0, however far the answers got. The SDK's
+/// forwarding of an answer that found the client gone once failed the run (exit 1, about half
+/// the time): five runs, so that race shows.
+#[test]
+fn the_hub_exits_cleanly_when_its_client_closes_stdin_with_requests_in_flight() {
+    for _ in 0..5 {
+        let mut hub = RawHub::start().listen();
+        hub.send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
+        );
+        hub.wait_for(&|v| v["id"] == 1);
+        let big = "y".repeat(10_000);
+        for id in 2..52 {
+            hub.send(
+                json!({"jsonrpc": "2.0", "id": id, "method": "_scripted/echo",
+                "params": {"x": big}}),
+            );
+        }
+        let status = hub.exit_status();
+        assert!(status.success(), "{status:?}");
+    }
+}
+
 /// The agent exits with a prompt running and one queued behind it: over stdio, the hub answers
 /// both (the agent has exited) before its stdout ends. The answers are the hub's last frames;
 /// they were once dropped when the transport finished before the hub's output was handed on.
