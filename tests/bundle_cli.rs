@@ -1651,3 +1651,52 @@ fn a_resume_command_names_the_home_it_was_written_into() {
         "{said:?}"
     );
 }
+
+/// `--from-dir` reads what `asp-unpack --to-dir` writes: a harness's home given to it instead
+/// of `--from HARNESS --home` is refused (it packed as an empty state, exit 0), and a session
+/// whose header (`sessions/<id>.json`) was deleted while its other files stayed is refused
+/// naming them, not left out without a word. Both found by a new user's trial.
+#[test]
+fn the_directory_form_refuses_a_home_and_a_session_without_its_header() {
+    let t = tmp();
+    let out = asp_pack()
+        .args(["--from-dir"])
+        .arg(samples().join("claude-code"))
+        .arg("-o")
+        .arg(t.path().join("x.aspstate"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("not a state directory") && said.contains("--from HARNESS --home DIR"),
+        "{said}"
+    );
+    assert!(!t.path().join("x.aspstate").exists());
+
+    let bundle = t.path().join("b.aspstate");
+    pack_home("claude-code", samples().join("claude-code"), &bundle)
+        .assert()
+        .code(predicates::prelude::PredicateBooleanExt::or(
+            predicates::ord::eq(0),
+            predicates::ord::eq(3),
+        ));
+    let dir = t.path().join("dir");
+    unpack_to_dir(&bundle, &dir).assert().success();
+    let header = dir.join("sessions/0e06340e-3c10-486d-a4a9-8763cc8a6c00.json");
+    fs::remove_file(&header).unwrap();
+    let out = asp_pack()
+        .args(["--from-dir"])
+        .arg(&dir)
+        .arg("-o")
+        .arg(t.path().join("y.aspstate"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("0e06340e-3c10-486d-a4a9-8763cc8a6c00.jsonl")
+            && said.contains("without its sessions/0e06340e-3c10-486d-a4a9-8763cc8a6c00.json"),
+        "{said}"
+    );
+}

@@ -2183,3 +2183,57 @@ fn an_import_line_of_claude_md_is_named_where_the_target_does_not_read_it() {
         assert_eq!(said, !expands, "{h}: {diagnostics:#?}");
     }
 }
+
+/// A session whose cwd moved in the directory form (`asp-unpack --to-dir --map-path`, which
+/// rewrites the files' contents but not their paths, or a cwd edited by hand) goes to the
+/// bucket of its cwd when restored, where `claude --resume` from that folder finds it: not to
+/// the bucket its transcript was filed under (found by a new user's trial: the printed
+/// resume command could not find the session).
+#[test]
+fn a_session_whose_cwd_moved_in_the_directory_form_goes_to_its_cwds_project() {
+    let t = tmp();
+    let bundle = t.path().join("b.aspstate");
+    pack_home("claude-code", sample_home(), &bundle)
+        .assert()
+        .code(predicates::prelude::PredicateBooleanExt::or(
+            predicates::ord::eq(0),
+            predicates::ord::eq(3),
+        ));
+    let dir = t.path().join("dir");
+    asp_unpack()
+        .arg(&bundle)
+        .arg("--to-dir")
+        .arg(&dir)
+        .args(["--map-path", "/home/dev=/Users/me", "-q"])
+        .assert()
+        .success();
+    let moved = t.path().join("moved.aspstate");
+    asp_pack()
+        .args(["--from-dir"])
+        .arg(&dir)
+        .arg("-o")
+        .arg(&moved)
+        .arg("-q")
+        .assert()
+        .success();
+    let home = new_home(t.path().join("home"));
+    asp_unpack()
+        .arg(&moved)
+        .args(["--to", "claude-code", "-q", "--home"])
+        .arg(&home)
+        .assert()
+        .code(predicates::prelude::PredicateBooleanExt::or(
+            predicates::ord::eq(0),
+            predicates::ord::eq(3),
+        ));
+    let mut buckets: Vec<String> = fs::read_dir(home.join(".claude/projects"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    buckets.sort();
+    assert_eq!(buckets, ["-Users-me-api-gateway", "-Users-me-shop"]);
+    assert!(
+        home.join(".claude/projects/-Users-me-shop/71958462-4bb8-46b6-a36a-1becf56c22dc.jsonl")
+            .is_file()
+    );
+}

@@ -35,7 +35,9 @@ Examples:
       One session (with its subagents) and nothing else (--kinds adds the other kinds); no
       other session is read.
   asp-pack --from-dir ./state -o state.aspstate
-      Pack a state directory written by `asp-unpack --to-dir` (and maybe edited by hand).
+      Pack a state directory written by `asp-unpack --to-dir` (and maybe edited by hand: a
+      session with native files goes back into its own harness from those, so edit them, or
+      delete its .native/; spec/aspstate.md §11).
   asp-pack --from gemini -o - | ssh other-host 'asp-unpack - --to gemini'
       Carry Gemini CLI state to another machine.
   asp pack --from-repo --snapshot 1a2b3c4d -o monday.aspstate

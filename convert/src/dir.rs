@@ -224,11 +224,45 @@ pub fn read(
 }
 
 fn check_dir(dir: &Path) -> Result<(), ConvertError> {
-    if dir.is_dir() {
-        Ok(())
-    } else {
-        Err(ConvertError::invalid(dir, "not a directory"))
+    if !dir.is_dir() {
+        return Err(ConvertError::invalid(dir, "not a directory"));
     }
+    // A folder that holds something, but nothing a state directory has, is not one: most
+    // often a harness's home given to `--from-dir` instead of `--from HARNESS --home`, which
+    // would otherwise pack as an empty state, exit 0.
+    let known = [
+        SESSIONS,
+        AGENTS_MD,
+        SKILLS,
+        SKILLS_INDEX,
+        TOOLS,
+        MEMORY,
+        MEMORY_INDEX,
+        SETTINGS,
+    ];
+    let mut other = Vec::new();
+    for entry in fs::read_dir(dir).map_err(ConvertError::io(dir))? {
+        let name = entry.map_err(ConvertError::io(dir))?.file_name();
+        let name = name.to_string_lossy();
+        if known.contains(&name.as_ref()) {
+            return Ok(());
+        }
+        other.push(name.into_owned());
+    }
+    if other.is_empty() {
+        return Ok(());
+    }
+    other.sort();
+    other.truncate(5);
+    Err(ConvertError::invalid(
+        dir,
+        format!(
+            "not a state directory: it holds none of sessions/, AGENTS.md, skills/, tools.json, \
+             memory/, settings.json (it holds {}); a state directory is what `asp-unpack \
+             --to-dir` writes, and a harness's home is read with `--from HARNESS --home DIR`",
+            other.join(", ")
+        ),
+    ))
 }
 
 /// Reads every kind in `kinds` but sessions.
@@ -285,6 +319,8 @@ pub fn survey(dir: &Path) -> Result<Survey, ConvertError> {
         return Ok(Survey::default());
     }
     let mut metas = Vec::new();
+    // A session's other files, which its `<id>.json` must be there to name.
+    let mut parts: Vec<(String, PathBuf)> = Vec::new();
     for entry in fs::read_dir(&sdir).map_err(ConvertError::io(&sdir))? {
         let entry = entry.map_err(ConvertError::io(&sdir))?;
         let name = entry.file_name();
@@ -296,8 +332,11 @@ pub fn survey(dir: &Path) -> Result<Survey, ConvertError> {
         };
         if let Some(stem) = name.strip_suffix(".json") {
             metas.push((stem.to_owned(), entry.path()));
-        } else if name.ends_with(".jsonl") || name.ends_with(".native") {
-            continue;
+        } else if let Some(stem) = name
+            .strip_suffix(".jsonl")
+            .or_else(|| name.strip_suffix(".native"))
+        {
+            parts.push((stem.to_owned(), entry.path()));
         } else {
             return Err(ConvertError::invalid(
                 entry.path(),
@@ -306,6 +345,20 @@ pub fn survey(dir: &Path) -> Result<Survey, ConvertError> {
         }
     }
     metas.sort();
+    parts.sort();
+    if let Some((stem, path)) = parts
+        .iter()
+        .find(|(stem, _)| !metas.iter().any(|(m, _)| m == stem))
+    {
+        return Err(ConvertError::invalid(
+            path,
+            format!(
+                "a file of session {stem} without its sessions/{stem}.json (the session's header, \
+                 which names it and its files): put the header back, or delete the session's \
+                 other files to leave the session out"
+            ),
+        ));
+    }
     let mut sessions = Vec::with_capacity(metas.len());
     for (stem, meta_path) in metas {
         let meta: SessionFile = read_json(&meta_path)?;

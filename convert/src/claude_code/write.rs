@@ -528,12 +528,14 @@ fn write_native(
     let stem = s.id.as_str();
     let mut refused = Vec::new();
     let files = restorable(s, files, src_bucket, ctx.blobs, &mut refused);
-    // A bucket is derived from the cwd; when --map-path moved the cwd, the transcript moves to
-    // the new cwd's bucket (its contents were already rewritten).
+    // A bucket is derived from the cwd, and Claude Code looks a session up in the bucket of
+    // the folder it runs in. The state's cwd is the transcript's first one (or where asp moved
+    // it), so the two agree as Claude Code wrote them; when they do not, the cwd moved since:
+    // by --map-path here, or by one given to `asp-unpack --to-dir` (which rewrites the files'
+    // contents, not their paths) or by hand in the directory form, and the transcript goes to
+    // the new cwd's bucket, where `claude --resume` from that folder finds it.
     let bucket = match &s.cwd {
-        Some(cwd) if !ctx.options.path_map.is_empty() && !bucket_matches(src_bucket, cwd) => {
-            layout::bucket(cwd)
-        }
+        Some(cwd) if !bucket_matches(src_bucket, cwd) => layout::bucket(cwd),
         _ => src_bucket.to_owned(),
     };
     let mut bucket = bucket;
