@@ -118,6 +118,25 @@ fn a_truncated_file() {
     let mut bytes = fs::read(samples().join("state.aspstate")).unwrap();
     bytes.truncate(bytes.len() - 100);
     refused(&bytes, &["truncated or damaged"]);
+    // The zip crate's words, without its type names.
+    bytes.truncate(5000);
+    let (_dir, _) = unpacked_with_damage(&bytes, &["truncated or damaged"]);
+    let path = tmp();
+    let damaged = path.path().join("cut.aspstate");
+    fs::write(&damaged, &bytes).unwrap();
+    let out = asp().arg("verify").arg(&damaged).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(!said.contains("::"), "{said}");
+}
+
+/// Bytes appended after the zip's end record are not part of the bundle: refused, as bytes
+/// before its first entry are (found by a new user's trial: `asp verify` said ok).
+#[test]
+fn data_appended_after_the_end_record() {
+    let mut bytes = fs::read(samples().join("state.aspstate")).unwrap();
+    bytes.extend_from_slice(&[0x5a; 1000]);
+    refused(&bytes, &["1000 bytes follow the zip's end record"]);
 }
 
 #[test]

@@ -15,12 +15,15 @@ use crate::stdio::Input;
 /// Check a bundle: structure, then every blob's size and sha256
 #[derive(Debug, Clone, Parser)]
 #[command(after_help = "\
-Checks the layout marker and its major version, entry names (no duplicates, no encrypted or
-symlink entries, nothing but blobs/sha256/<hex> besides the two documents), sizes and counts
-against limits, that the manifest parses and every descriptor has its blob, and then reads
-every blob and checks its size and sha256. Every bad entry is named; exit code 4 if any.
+Checks the layout marker and its major version, the zip's structure (entry names, no
+duplicates, no encrypted or symlink entries, local headers that agree with the directory,
+nothing before the first entry or after the end record), sizes and counts against limits, that
+the image manifest, the state manifest and the layer table parse and name every blob, and then
+reads every blob and checks it: each layer's bytes, and each body, decoded, against its digest
+(the blobs it counts are the bodies). Every bad entry is named; exit code 4 if any.
 
-Prints the bundle's digest (the sha256 of its manifest.json), its identity.
+Prints the bundle's digest, its identity: the sha256 of its image manifest (of its
+manifest.json in a layout 1 bundle), what a registry names it by.
 
 Example:
   asp verify backup.aspstate && echo intact")]

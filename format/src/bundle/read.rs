@@ -1239,7 +1239,12 @@ fn scan(
     let reader = BufReader::new(File::open(path).map_err(io_err)?);
     let archive = ZipArchive::new(reader).map_err(|e| {
         invalid(Problem::whole(format!(
-            "its zip directory cannot be read, so the file is truncated or damaged ({e})"
+            "its zip directory cannot be read, so the file is truncated or damaged{}",
+            // The zip crate's own words, but not when they are its type names
+            // (`Unexpected end of zip::format::blocks::Zip32CDEBlock`).
+            Some(e.to_string())
+                .filter(|e| !e.contains("::"))
+                .map_or_else(String::new, |e| format!(" ({e})"))
         )))
     })?;
     if archive.offset() != 0 {
@@ -2590,6 +2595,30 @@ fn check_directory_end(file: &SharedFile, start: u64, end: u64) -> Result<(), St
         return Err(format!(
             "the zip directory's end record gives its size as {size} bytes, its records take {}",
             end - start
+        ));
+    }
+    // Nothing after the end record but its own comment: bytes appended to a bundle are not
+    // part of it, and a reader that took the file's last bytes as its digest or its size
+    // would be misled (as data before the first entry is refused, above).
+    let classic = match u32::from_le_bytes(record[0..4].try_into().expect("4 bytes")) {
+        ZIP64_END_SIG => {
+            let rest = u64::from_le_bytes(record[4..12].try_into().expect("8 bytes"));
+            // The ZIP64 end record, its 20-byte locator, then the classic end record.
+            end.saturating_add(12)
+                .saturating_add(rest)
+                .saturating_add(20)
+        }
+        _ => end,
+    };
+    let mut tail = [0u8; 22];
+    file.read_exact_at(&mut tail, classic).map_err(outside)?;
+    let comment = u64::from(u16::from_le_bytes([tail[20], tail[21]]));
+    let archive_end = classic + 22 + comment;
+    let len = file.0.metadata().map_or(archive_end, |m| m.len());
+    if len > archive_end {
+        return Err(format!(
+            "{} bytes follow the zip's end record: data appended to the bundle",
+            len - archive_end
         ));
     }
     Ok(())
