@@ -1700,3 +1700,35 @@ fn the_directory_form_refuses_a_home_and_a_session_without_its_header() {
         "{said}"
     );
 }
+
+/// A state directory gives a kind exactly when its file or folder is there: packing one that
+/// holds only sessions says only sessions, not "0 notes, 0 settings" (found by a new user's
+/// trial; `asp inspect` lists neither).
+#[test]
+fn a_state_directory_packs_as_saying_only_the_kinds_it_gives() {
+    let t = tmp();
+    let bundle = t.path().join("b.aspstate");
+    pack_home("claude-code", samples().join("claude-code"), &bundle)
+        .assert()
+        .code(predicates::prelude::PredicateBooleanExt::or(
+            predicates::ord::eq(0),
+            predicates::ord::eq(3),
+        ));
+    let dir = t.path().join("dir");
+    asp_unpack()
+        .arg(&bundle)
+        .args(["--kinds", "sessions", "-q", "--to-dir"])
+        .arg(&dir)
+        .assert()
+        .success();
+    let out = asp_pack()
+        .arg("--from-dir")
+        .arg(&dir)
+        .arg("-o")
+        .arg(t.path().join("only.aspstate"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(said.starts_with("packed 5 sessions → "), "{said}");
+}

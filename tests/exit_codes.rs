@@ -422,3 +422,44 @@ fn a_missing_source_or_target_names_every_choice() {
         ));
     assert!(!dir.path().join("repo").exists(), "no repository made");
 }
+
+/// `--home` names a harness's home: beside `--to-dir` or `--from-dir`, which name the directory
+/// themselves, it is a usage error (exit 2), not silently ignored, and nothing is written.
+#[test]
+fn home_beside_a_state_directory_is_a_usage_error() {
+    let t = tmp();
+    let bundle = t.path().join("b.aspstate");
+    pack_home("claude-code", claude_home(), &bundle)
+        .assert()
+        .code(predicates::prelude::PredicateBooleanExt::or(
+            predicates::ord::eq(0),
+            predicates::ord::eq(3),
+        ));
+    let dir = t.path().join("dir");
+    let out = asp_unpack()
+        .arg(&bundle)
+        .arg("--to-dir")
+        .arg(&dir)
+        .args(["--home", "/nonexistent"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(!dir.exists());
+    unpack_to_dir(&bundle, &dir).assert().success();
+    let again = t.path().join("again.aspstate");
+    let out = asp_pack()
+        .arg("--from-dir")
+        .arg(&dir)
+        .arg("--home")
+        .arg(t.path())
+        .arg("-o")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--home is for --from HARNESS"),
+        "{out:?}"
+    );
+    assert!(!again.exists());
+}

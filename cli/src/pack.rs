@@ -254,6 +254,12 @@ pub fn run(args: PackArgs) -> Result<Exit> {
     let bar = Bar::new(args.common.quiet);
     let output = output_file(&args, to_stdout)?;
     let parent = staging_parent(output.as_deref());
+    // (clap's `requires` lets a flag through beside an argument of its group.)
+    if args.home.is_some() && args.from_dir.is_some() {
+        bail_usage!(
+            "--home is for --from HARNESS (the home whose store is read); --from-dir names the directory itself"
+        );
+    }
     if args.redact_secrets && args.from_dir.is_some() {
         bail_usage!(
             "--redact-secrets works with --from; edit tools.json to redact a state directory"
@@ -364,9 +370,15 @@ pub fn run(args: PackArgs) -> Result<Exit> {
         .filter(|d| d.severity.is_not_carried() && !d.severity.is_loss())
         .map(human::finding_json)
         .collect();
+    // A state directory gives a kind exactly when its file or folder is there (spec §11): one
+    // that is not is not "0" of it.
+    let said = match args.from_dir {
+        Some(_) => kinds.intersection(state.kinds()),
+        None => kinds.intersection(store.exports()),
+    };
     let mut summary = summary_line(
         &state,
-        kinds.intersection(store.exports()),
+        said,
         &shown,
         written.size,
         &written.digest.to_string(),

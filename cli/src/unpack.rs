@@ -81,7 +81,8 @@ pub struct UnpackArgs {
     #[arg(long = "session", value_name = "ID")]
     pub sessions: Vec<String>,
 
-    /// Say what would be taken and what not; write nothing
+    /// With --to: say what would be taken and what not; write nothing (--to-dir writes only
+    /// into a directory that is missing or empty, or with --force)
     #[arg(long, requires = "to")]
     pub dry_run: bool,
 
@@ -105,6 +106,11 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
     if args.force && args.to_dir.is_none() {
         bail_usage!(
             "--force is for --to-dir (a directory that is not empty); a harness's store is merged into, never overwritten"
+        );
+    }
+    if args.to_dir.is_some() && args.home.is_some() {
+        bail_usage!(
+            "--home is for --to HARNESS (the home whose store is written); --to-dir names the directory itself"
         );
     }
     let path_map = args.map_path.path_map()?;
