@@ -39,6 +39,12 @@ fn is_absolute(s: &str) -> bool {
             && matches!(b[2], b'/' | b'\\'))
 }
 
+/// Whether `s` is a Windows path that separates with backslashes (`C:\Users\me`,
+/// `\\server\share`): the rest of a path mapped to or from it is written in its separator.
+fn backslashed(s: &str) -> bool {
+    !s.starts_with('/') && s.contains('\\')
+}
+
 fn trim_slash(s: &str) -> &str {
     if s.len() > 1 {
         s.trim_end_matches('/')
@@ -132,9 +138,17 @@ impl PathMap {
             let rest = if old == "/" {
                 s.starts_with('/').then_some(s)
             } else {
-                s.strip_prefix(old.as_str()).filter(|r| r.starts_with('/'))
+                s.strip_prefix(old.as_str())
+                    .filter(|r| r.starts_with('/') || (backslashed(old) && r.starts_with('\\')))
             };
             if let Some(rest) = rest {
+                // The rest in NEW's separator: `/home/dev=C:\Users\me` maps `/home/dev/notes` to
+                // `C:\Users\me\notes`, not `C:\Users\me/notes`; and back.
+                let rest = match (backslashed(old), backslashed(new)) {
+                    (false, true) => rest.replace('/', "\\"),
+                    (true, false) => rest.replace('\\', "/"),
+                    _ => rest.to_owned(),
+                };
                 return Some(format!("{new}{rest}"));
             }
         }
@@ -352,6 +366,28 @@ mod tests {
         m.add("/home/dev=/Users/dev").unwrap();
         m.add("/home/dev/shop=/work/shop/").unwrap();
         m
+    }
+
+    /// A path mapped to a Windows folder is written in its separator, and one mapped from it
+    /// in the POSIX one: `C:\Users\me\notes`, never `C:\Users\me/notes` (found by a new
+    /// user's trial); a Windows folder written with `/` keeps `/`.
+    #[test]
+    fn a_path_mapped_across_systems_takes_the_new_folders_separator() {
+        let mut m = PathMap::default();
+        m.add(r"/home/dev=C:\Users\me").unwrap();
+        m.add(r"D:\work=/srv/work").unwrap();
+        m.add("E:/x=/y").unwrap();
+        assert_eq!(
+            m.map_path("/home/dev/notes/a.md").as_deref(),
+            Some(r"C:\Users\me\notes\a.md")
+        );
+        assert_eq!(
+            m.map_path(r"D:\work\shop\src").as_deref(),
+            Some("/srv/work/shop/src")
+        );
+        assert_eq!(m.map_path(r"D:\workshop"), None, "a whole folder name");
+        assert_eq!(m.map_path("E:/x/z").as_deref(), Some("/y/z"));
+        assert_eq!(m.map_path(r"C:\Users\me"), None, "NEW is not an OLD");
     }
 
     #[test]
