@@ -421,7 +421,7 @@ pub fn summary_line(state: &State, asked: KindSet, shown: &str, size: u64, diges
     )
 }
 
-/// `3 sessions, instructions, 2 skills, 1 MCP server, 4 notes, 2 settings`: every kind asked
+/// `3 sessions, instructions, 2 skills, 1 MCP server, 4 memory notes, 2 settings`: every kind asked
 /// for, with none of it said as 0 (a store that has none gives none of it), or `nothing`.
 pub fn describe_counts(state: &State, asked: KindSet) -> String {
     use asp_format::StateKind as K;
@@ -435,7 +435,7 @@ pub fn describe_counts(state: &State, asked: KindSet) -> String {
             K::Instructions => continue,
             K::Skills => human::count(n, "skill", "skills"),
             K::Tools => human::count(n, "MCP server", "MCP servers"),
-            K::Memory => human::count(n, "note", "notes"),
+            K::Memory => human::count(n, "memory note", "memory notes"),
             K::Settings => human::count(n, "setting", "settings"),
         });
     }
