@@ -901,8 +901,9 @@ fn report_orphans(state: &State, diagnostics: &Diagnostics) {
             line: None,
             message: format!(
                 "session {} is a subagent of {parent}, which is not written with it: it is \
-                 written as a conversation of its own; `--session {parent}` writes the \
-                 conversation with its subagents where they belong",
+                 written as a conversation of its own; where the state holds {parent} \
+                 (`asp inspect` lists it), `--session {parent}` writes the conversation with its \
+                 subagents where they belong",
                 s.id
             ),
         });
