@@ -306,6 +306,15 @@ pub fn run(args: PackArgs) -> Result<Exit> {
             progress: &bar,
         })
         .map_err(|e| {
+            // The bodies go into the bundle's staging files as they are read: a failure there
+            // (a full disk) is a write, not a store that cannot be read.
+            if let asp_convert::ConvertError::Blob(_) = &e {
+                let e: Failure = e.into();
+                return e.context(format!(
+                    "cannot write the bundle's staging files in {}",
+                    parent.display()
+                ));
+            }
             let e: Failure = e.into();
             let what = match &store {
                 Store::Dir(d) => format!("the state directory {}", d.display()),
