@@ -444,6 +444,10 @@ fn home_beside_a_state_directory_is_a_usage_error() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--home is for --to HARNESS"),
+        "{out:?}"
+    );
     assert!(!dir.exists());
     unpack_to_dir(&bundle, &dir).assert().success();
     let again = t.path().join("again.aspstate");

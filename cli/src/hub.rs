@@ -25,7 +25,8 @@ Logs go to stderr; the agent's own stderr is shown with an [agent] prefix.
 
 With --home, the agent runs with that home too (HOME, or its harness's own variable such as
 CODEX_HOME, unless AGENT_COMMAND starts with NAME=VALUE words setting it), so the store the
-hub reads and writes is the one the agent serves.
+hub reads and writes is the one the agent serves. A variable the agent reads in its place that
+this environment sets (CLAUDE_CONFIG_DIR, QWEN_HOME, OPENCODE_DB) still wins: unset it.
 
 A client sends initialize first and waits for its answer, as ACP asks: the hub answers the
 _asp/state/* methods only after it (-32600 before). Without --harness, an agent without

@@ -188,6 +188,38 @@ fn staging_parent(output: Option<&Path>) -> PathBuf {
     }
 }
 
+/// Whether `e` is the disk (or the user's quota) full: the staging files' write, which a read
+/// of the store never is (its errors pass through the same sink, `put_reader` copying from
+/// the store, so the variant alone does not tell).
+fn disk_full(e: &(dyn std::error::Error + 'static)) -> bool {
+    use asp_format::blob::BlobError;
+    use std::io::ErrorKind::{QuotaExceeded, StorageFull};
+    let full = |io: &std::io::Error| matches!(io.kind(), StorageFull | QuotaExceeded);
+    let mut at: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = at {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if full(io) {
+                return true;
+            }
+        } else if let Some(BlobError::Io { source, .. } | BlobError::Other(source)) =
+            err.downcast_ref::<BlobError>()
+        {
+            // (`Other` is transparent: its `source()` skips the I/O error itself.)
+            if full(source) {
+                return true;
+            }
+        } else if let Some(asp_convert::ConvertError::Blob(
+            BlobError::Io { source, .. } | BlobError::Other(source),
+        )) = err.downcast_ref::<asp_convert::ConvertError>()
+            && full(source)
+        {
+            return true;
+        }
+        at = err.source();
+    }
+    false
+}
+
 /// The file [`output_file`] found (not standard output).
 fn file(output: &Option<PathBuf>) -> &Path {
     output
@@ -252,14 +284,14 @@ pub fn run(args: PackArgs) -> Result<Exit> {
         KindSet::EMPTY.with(asp_format::StateKind::Sessions)
     });
     let bar = Bar::new(args.common.quiet);
-    let output = output_file(&args, to_stdout)?;
-    let parent = staging_parent(output.as_deref());
     // (clap's `requires` lets a flag through beside an argument of its group.)
     if args.home.is_some() && args.from_dir.is_some() {
         bail_usage!(
             "--home is for --from HARNESS (the home whose store is read); --from-dir names the directory itself"
         );
     }
+    let output = output_file(&args, to_stdout)?;
+    let parent = staging_parent(output.as_deref());
     if args.redact_secrets && args.from_dir.is_some() {
         bail_usage!(
             "--redact-secrets works with --from; edit tools.json to redact a state directory"
@@ -308,7 +340,7 @@ pub fn run(args: PackArgs) -> Result<Exit> {
         .map_err(|e| {
             // The bodies go into the bundle's staging files as they are read: a failure there
             // (a full disk) is a write, not a store that cannot be read.
-            if let asp_convert::ConvertError::Blob(_) = &e {
+            if disk_full(&e) {
                 let e: Failure = e.into();
                 return e.context(format!(
                     "cannot write the bundle's staging files in {}",

@@ -129,7 +129,7 @@ impl HubConfig {
             home,
         };
         // A typo in --home is said at once. A home without the store yet is fine: an import
-        // creates it, and an export or describe before that says the store is not there.
+        // creates it, and an export or describe before that finds nothing held.
         store.check_home().map_err(HubError::Home)?;
         self.options.converter = Some(store);
         Ok(self)

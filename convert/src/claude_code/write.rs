@@ -534,8 +534,18 @@ fn write_native(
     // by --map-path here, or by one given to `asp-unpack --to-dir` (which rewrites the files'
     // contents, not their paths) or by hand in the directory form, and the transcript goes to
     // the new cwd's bucket, where `claude --resume` from that folder finds it.
+    // Only for a cwd that is surely another folder: an absolute path (a relative or empty one
+    // names no bucket Claude Code looks in) whose bucket differs in more than letter case
+    // (Claude Code compares buckets ignoring case), and ASCII (it buckets the NFC form of the
+    // real path, which asp cannot tell from a name in another normalisation).
+    let moved = |cwd: &str| {
+        (cwd.starts_with('/') || cwd.as_bytes().get(1) == Some(&b':'))
+            && cwd.is_ascii()
+            && !bucket_matches(src_bucket, cwd)
+            && !layout::bucket(cwd).eq_ignore_ascii_case(src_bucket)
+    };
     let bucket = match &s.cwd {
-        Some(cwd) if !bucket_matches(src_bucket, cwd) => layout::bucket(cwd),
+        Some(cwd) if moved(cwd) => layout::bucket(cwd),
         _ => src_bucket.to_owned(),
     };
     let mut bucket = bucket;

@@ -167,10 +167,17 @@ impl PathMap {
                 let rest = if new == "/" {
                     s.starts_with('/').then_some(s)
                 } else {
-                    s.strip_prefix(new.as_str()).filter(|r| r.starts_with('/'))
+                    s.strip_prefix(new.as_str())
+                        .filter(|r| r.starts_with('/') || (backslashed(new) && r.starts_with('\\')))
                 }?;
+                // The inverse of [`PathMap::map_path`]: the rest back in OLD's separator.
+                let rest = match (backslashed(new), backslashed(old)) {
+                    (true, false) => rest.replace('\\', "/"),
+                    (false, true) => rest.replace('/', "\\"),
+                    _ => rest.to_owned(),
+                };
                 Some(if old == "/" {
-                    rest.to_owned()
+                    rest
                 } else {
                     format!("{old}{rest}")
                 })
@@ -388,6 +395,14 @@ mod tests {
         assert_eq!(m.map_path(r"D:\workshop"), None, "a whole folder name");
         assert_eq!(m.map_path("E:/x/z").as_deref(), Some("/y/z"));
         assert_eq!(m.map_path(r"C:\Users\me"), None, "NEW is not an OLD");
+        // And back, exactly: what a writer that finds a session by its old path asks.
+        for (from, to) in [
+            ("/home/dev/notes/a.md", r"C:\Users\me\notes\a.md"),
+            (r"D:\work\shop\src", "/srv/work/shop/src"),
+            ("E:/x/z", "/y/z"),
+        ] {
+            assert!(m.sources_of(to).contains(&from.to_owned()), "{to}");
+        }
     }
 
     #[test]

@@ -164,7 +164,9 @@ struct St {
     read_back: usize,
     /// Bytes of bodies queued for a worker (for tests of streaming in windows).
     queued: u64,
-    error: Option<String>,
+    /// A worker's failure, for every writer after it: its kind kept (a full disk is
+    /// `StorageFull` wherever it is said), and its words.
+    error: Option<(io::ErrorKind, String)>,
     closing: bool,
 }
 
@@ -769,8 +771,8 @@ impl LayerStore {
             let _ = h.join();
         }
         let shared = &self.shared;
-        if let Some(e) = shared.lock().error.take() {
-            return Err(BlobError::Other(io::Error::other(e)));
+        if let Some((kind, e)) = shared.lock().error.take() {
+            return Err(BlobError::Other(io::Error::new(kind, e)));
         }
         // Settle each body's dictionary by a rule that does not depend on write order: the
         // least eligible body it derives from, else its project's dictionary.
@@ -1225,7 +1227,11 @@ fn worker(shared: &Shared) {
                 }
             }
             Err(e) => {
-                st.error.get_or_insert_with(|| e.to_string());
+                let kind = match &e {
+                    BlobError::Io { source, .. } | BlobError::Other(source) => source.kind(),
+                    _ => io::ErrorKind::Other,
+                };
+                st.error.get_or_insert_with(|| (kind, e.to_string()));
                 st.closing = true;
                 st.queue.clear();
                 shared.work.notify_all();
@@ -1488,8 +1494,8 @@ impl LayerWriter<'_> {
             .map_err(|e| BlobError::Other(e.into_error()))?;
         let too_large = blob.size > SPILL;
         let mut st = shared.lock();
-        if let Some(e) = &st.error {
-            return Err(BlobError::Other(io::Error::other(e.clone())));
+        if let Some((kind, e)) = &st.error {
+            return Err(BlobError::Other(io::Error::new(*kind, e.clone())));
         }
         if let Some(e) = st.blobs.get_mut(&blob.digest) {
             e.hints.insert(None);
@@ -1598,8 +1604,8 @@ impl BlobWrite for LayerWriter<'_> {
         };
         let heads = self.heads;
         let mut st = shared.lock();
-        if let Some(e) = &st.error {
-            return Err(BlobError::Other(io::Error::other(e.clone())));
+        if let Some((kind, e)) = &st.error {
+            return Err(BlobError::Other(io::Error::new(*kind, e.clone())));
         }
         if let Some(e) = st.blobs.get_mut(&blob.digest) {
             e.hints.insert(hint);
@@ -1702,8 +1708,8 @@ impl LayerWriter<'_> {
         };
         {
             let mut st = shared.lock();
-            if let Some(e) = &st.error {
-                return Err(BlobError::Other(io::Error::other(e.clone())));
+            if let Some((kind, e)) = &st.error {
+                return Err(BlobError::Other(io::Error::new(*kind, e.clone())));
             }
             if known(&mut st) {
                 return Ok(None);

@@ -2612,6 +2612,13 @@ fn check_directory_end(file: &SharedFile, start: u64, end: u64) -> Result<(), St
     };
     let mut tail = [0u8; 22];
     file.read_exact_at(&mut tail, classic).map_err(outside)?;
+    // The bytes read must be the end record: a ZIP64 record's size is not to be trusted to
+    // place it.
+    if u32::from_le_bytes(tail[0..4].try_into().expect("4 bytes")) != END_SIG {
+        return Err(format!(
+            "the zip's end record is not at byte {classic}, where its ZIP64 end record places it"
+        ));
+    }
     let comment = u64::from(u16::from_le_bytes([tail[20], tail[21]]));
     let archive_end = classic + 22 + comment;
     let len = file.0.metadata().map_or(archive_end, |m| m.len());
