@@ -288,6 +288,15 @@ pub fn pack_home(harness: &str, home: impl AsRef<Path>, out: impl AsRef<Path>) -
     cmd
 }
 
+/// Packs harness `harness`'s sample home into `out`, asserting it packed: exit 0, or 3 where
+/// the sample holds what is lost on purpose (a damaged line).
+pub fn pack_sample_home(harness: &str, out: &Path) {
+    use predicates::prelude::PredicateBooleanExt;
+    pack_home(harness, samples().join(harness), out)
+        .assert()
+        .code(predicates::ord::eq(0).or(predicates::ord::eq(3)));
+}
+
 /// Unpacks `bundle` into the directory form under `scratch` and packs that back: the same
 /// bytes, whatever the writer predicted when it packed the bundle from a harness's store.
 pub fn assert_packs_back_from_dir(bundle: &Path, scratch: &Path) {
