@@ -581,7 +581,9 @@ fn kinds_narrow_what_is_packed_and_unpacked() {
         .arg(&out)
         .assert()
         .success()
-        .stdout(predicate::str::contains("packed 2 MCP servers, 3 memory notes"));
+        .stdout(predicate::str::contains(
+            "packed 2 MCP servers, 3 memory notes",
+        ));
     let plain = dir.path().join("plain");
     unpack_to_dir(&out, &plain)
         .args(["--kinds", "memory"])
