@@ -191,33 +191,19 @@ fn staging_parent(output: Option<&Path>) -> PathBuf {
 /// Whether `e` is the disk (or the user's quota) full: the staging files' write, which a read
 /// of the store never is (its errors pass through the same sink, `put_reader` copying from
 /// the store, so the variant alone does not tell).
-fn disk_full(e: &(dyn std::error::Error + 'static)) -> bool {
-    use asp_format::blob::BlobError;
-    use std::io::ErrorKind::{QuotaExceeded, StorageFull};
-    let full = |io: &std::io::Error| matches!(io.kind(), StorageFull | QuotaExceeded);
-    let mut at: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = at {
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            if full(io) {
-                return true;
-            }
-        } else if let Some(BlobError::Io { source, .. } | BlobError::Other(source)) =
-            err.downcast_ref::<BlobError>()
-        {
-            // (`Other` is transparent: its `source()` skips the I/O error itself.)
-            if full(source) {
-                return true;
-            }
-        } else if let Some(asp_convert::ConvertError::Blob(
-            BlobError::Io { source, .. } | BlobError::Other(source),
-        )) = err.downcast_ref::<asp_convert::ConvertError>()
-            && full(source)
-        {
-            return true;
-        }
-        at = err.source();
-    }
-    false
+fn disk_full(e: &asp_convert::ConvertError) -> bool {
+    use asp_convert::ConvertError as C;
+    use asp_format::blob::BlobError as B;
+    let (C::Blob(B::Io { source, .. } | B::Other(source))
+    | C::Io { source, .. }
+    | C::Write { source, .. }) = e
+    else {
+        return false;
+    };
+    matches!(
+        source.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
 }
 
 /// The file [`output_file`] found (not standard output).

@@ -71,12 +71,20 @@ fn move_aside(repo: &Repository, d: &Digest) -> Result<String, RepoError> {
     Ok(d.to_string())
 }
 
-/// Whether the file's sha256 is `d`, read as it streams.
-fn blob_matches_its_name(path: &std::path::Path, d: &Digest) -> Result<bool, RepoError> {
-    let mut f = std::fs::File::open(path).map_err(RepoError::io(path))?;
-    let mut h = asp_format::digest::HashingWriter::new(std::io::sink());
-    std::io::copy(&mut f, &mut h).map_err(RepoError::io(path))?;
-    Ok(h.finish().1.digest == *d)
+/// Whether the blob file `d` names holds bytes whose sha256 is `d`, read as it streams through
+/// the repository's own verifying reader ([`Repository::open_raw`], at the file's size).
+fn blob_matches_its_name(
+    repo: &Repository,
+    path: &std::path::Path,
+    d: &Digest,
+) -> Result<bool, RepoError> {
+    let size = std::fs::metadata(path).map_err(RepoError::io(path))?.len();
+    let mut r = repo.open_raw(&Descriptor { digest: *d, size })?;
+    match std::io::copy(&mut r, &mut std::io::sink()) {
+        Ok(_) => Ok(true),
+        Err(e) if asp_format::digest::is_integrity_error(&e) => Ok(false),
+        Err(e) => Err(RepoError::io(path)(e)),
+    }
 }
 
 /// What needs one layer.
@@ -401,7 +409,7 @@ pub fn check(
                 // shares it unreadable). Read, with the data, so such damage is named and
                 // moved aside like any other (then it is a damaged blob, not an unreferenced
                 // one prune would delete).
-                if opts.read_data && !blob_matches_its_name(&entry.path(), &d)? {
+                if opts.read_data && !blob_matches_its_name(repo, &entry.path(), &d)? {
                     report.problems.push(format!(
                         "blob {d} (which no snapshot that can be read names) holds other bytes \
                          than its name says: it is damaged"

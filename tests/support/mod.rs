@@ -288,6 +288,24 @@ pub fn pack_home(harness: &str, home: impl AsRef<Path>, out: impl AsRef<Path>) -
     cmd
 }
 
+/// Each MCP server a read gave, by name, with whether `_meta.<ns>.excluded` says it is
+/// switched off (Gemini CLI's and Qwen Code's word for it).
+pub fn servers_off(read: &ReadBack, ns: &str) -> Vec<(String, bool)> {
+    read.state
+        .tools
+        .iter()
+        .flatten()
+        .map(|s| {
+            let off = s
+                .meta()
+                .and_then(|m| m.get(ns))
+                .and_then(|m| m.get("excluded"))
+                == Some(&serde_json::Value::Bool(true));
+            (s.name().to_owned(), off)
+        })
+        .collect()
+}
+
 /// Packs harness `harness`'s sample home into `out`, asserting it packed: exit 0, or 3 where
 /// the sample holds what is lost on purpose (a damaged line).
 pub fn pack_sample_home(harness: &str, out: &Path) {

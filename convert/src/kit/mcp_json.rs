@@ -84,6 +84,31 @@ fn glob(pattern: &str, name: &str) -> bool {
     p[pi..].iter().all(|&c| c == '*')
 }
 
+/// A file's `mcp.allowed` (a list that is there, even empty, lets only what it names start)
+/// and `mcp.excluded`, as [`Dialect::gates`] read them.
+struct Gates {
+    rule: NameRule,
+    allowed: Option<Vec<String>>,
+    excluded: Vec<String>,
+}
+
+impl Gates {
+    /// Why the harness does not start the server `name` it configures; `None` when it starts
+    /// it. Names are matched by the dialect's [`NameRule`], as the harness matches them.
+    fn why_off(&self, name: &str) -> Option<&'static str> {
+        if self
+            .allowed
+            .as_ref()
+            .is_some_and(|l| !self.rule.lists(l, name))
+        {
+            return Some("`mcp.allowed` does not name it");
+        }
+        self.rule
+            .lists(&self.excluded, name)
+            .then_some("`mcp.excluded` names it")
+    }
+}
+
 /// How a harness's file spells its MCP servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
@@ -483,25 +508,22 @@ impl Dialect {
         )
     }
 
-    /// Why the harness (Gemini CLI, Qwen Code) does not start the server `name` it
-    /// configures: `mcp.allowed` does not name it (a list that is there, even empty, lets
-    /// only what it names start), or `mcp.excluded` does; `None` when it starts it. Names are
-    /// matched by the dialect's [`NameRule`], as the harness matches them.
-    pub fn switched_off(&self, file: &File, name: &str) -> Option<&'static str> {
+    /// The file's `mcp.allowed` and `mcp.excluded`, read once for all its servers (Gemini CLI,
+    /// Qwen Code; `None` for a dialect without them).
+    fn gates(&self, file: &File) -> Option<Gates> {
         let Shape::McpServers(_, rule) = self.shape else {
             return None;
         };
-        if Self::list(file, "allowed").is_some_and(|l| !rule.lists(&l, name)) {
-            return Some("`mcp.allowed` does not name it");
-        }
-        if Self::list(file, "excluded").is_some_and(|l| rule.lists(&l, name)) {
-            return Some("`mcp.excluded` names it");
-        }
-        None
+        Some(Gates {
+            rule,
+            allowed: Self::list(file, "allowed"),
+            excluded: Self::list(file, "excluded").unwrap_or_default(),
+        })
     }
 
-    /// [`Dialect::read`], a server the harness does not start ([`Dialect::switched_off`], or
-    /// `off_elsewhere`: Gemini CLI's `gemini mcp disable`) saying so as
+    /// [`Dialect::read`], a server the harness does not start (its `mcp.allowed` or
+    /// `mcp.excluded`, as [`Gates`] tell, or `off_elsewhere`: Gemini CLI's `gemini mcp
+    /// disable`) saying so as
     /// `_meta.<meta_key>.excluded`, so it is switched off again where it is written
     /// ([`Dialect::merge_switchable`], [`crate::kit::mcp_switch`]).
     pub fn read_switchable(
@@ -511,9 +533,11 @@ impl Dialect {
         off_elsewhere: &dyn Fn(&str) -> bool,
     ) -> Option<Vec<McpServer>> {
         let mut servers = self.read(file, ctx)?;
+        let gates = self.gates(file);
+        let gated = |name: &str| gates.as_ref().and_then(|g| g.why_off(name)).is_some();
         for s in servers
             .iter_mut()
-            .filter(|s| self.switched_off(file, s.name()).is_some() || off_elsewhere(s.name()))
+            .filter(|s| gated(s.name()) || off_elsewhere(s.name()))
         {
             let meta = s.meta_mut().get_or_insert_with(Default::default);
             let own = meta.entry(self.meta_key).or_insert_with(|| json!({}));
@@ -553,10 +577,9 @@ impl Dialect {
             .collect();
         let first = out.placed.len();
         let mut changed = self.merge(file, &entries, ctx, out);
-        let Shape::McpServers(_, rule) = self.shape else {
+        let Some(gates) = self.gates(file) else {
             return changed;
         };
-        let have = Self::list(file, "excluded").unwrap_or_default();
         for (s, placed) in entries.iter().zip(&out.placed[first..]) {
             let name = s.name();
             if !placed.is_written() {
@@ -565,7 +588,7 @@ impl Dialect {
             let off_here = off.iter().any(|n| n == name);
             // The user's lists are theirs to change: a server carried switched on is written,
             // and they are told it will not start until they do.
-            if !off_here && let Some(why) = self.switched_off(file, name) {
+            if !off_here && let Some(why) = gates.why_off(name) {
                 out.notes.push(format!(
                     "MCP server {name:?} was written to {}, but {why} there, so {} will not \
                      start it until that changes",
@@ -573,7 +596,7 @@ impl Dialect {
                     self.harness
                 ));
             }
-            if !off_here || rule.lists(&have, name) {
+            if !off_here || gates.rule.lists(&gates.excluded, name) {
                 continue;
             }
             let mcp = file.doc.entry("mcp").or_insert_with(|| json!({}));
