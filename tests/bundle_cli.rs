@@ -471,19 +471,74 @@ fn an_output_link_is_followed_and_a_pipe_or_a_directory_is_refused() {
     }
 }
 #[test]
-fn unpacking_into_a_non_empty_directory_needs_force() {
+fn unpacking_into_a_non_empty_directory_needs_force_and_never_touches_what_is_not_a_state() {
     let dir = tmp();
     fs::write(dir.path().join("mine.txt"), b"keep me").unwrap();
     unpack_to_dir(samples().join("state.aspstate"), dir.path())
         .assert()
         .code(1)
         .stderr(predicate::str::contains("not empty"));
+    // --force replaces a state directory as a whole; a folder holding anything else (a home,
+    // a project) is not one, and is left as it was.
     unpack_to_dir(samples().join("state.aspstate"), dir.path())
         .arg("--force")
         .assert()
-        .success();
+        .code(1)
+        .stderr(predicate::str::contains(
+            "holds \"mine.txt\", which is not part of a state directory",
+        ));
     assert_eq!(fs::read(dir.path().join("mine.txt")).unwrap(), b"keep me");
-    assert!(dir.path().join("AGENTS.md").exists());
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+/// `--to-dir --force` over an earlier unpack leaves exactly the new state: nothing of the
+/// earlier one (its sessions, a skill the new one lacks) mixes in, so packing the directory
+/// again gives the new bundle back, byte for byte. Merging file by file kept the earlier
+/// sessions, which the next `--from-dir` packed as if the bundle had held them.
+#[test]
+fn unpacking_with_force_replaces_a_state_directory_whole() {
+    let dir = tmp();
+    let out = dir.path().join("state");
+    let claude = dir.path().join("claude.aspstate");
+    asp_pack()
+        .args(["--from", "claude-code", "--home"])
+        .arg(samples().join("claude-code"))
+        .arg("-o")
+        .arg(&claude)
+        .assert()
+        .code(0);
+    unpack_to_dir(&claude, &out).assert().success();
+    // A hand edit, kept only if --force merged.
+    fs::write(out.join("skills").join("by-hand.md"), b"x").unwrap();
+    let earlier: Vec<_> = fs::read_dir(out.join("sessions")).unwrap().collect();
+    assert!(!earlier.is_empty());
+
+    unpack_to_dir(samples().join("state.aspstate"), &out)
+        .arg("--force")
+        .assert()
+        .success();
+    let repacked = dir.path().join("again.aspstate");
+    asp_pack()
+        .arg("--from-dir")
+        .arg(&out)
+        .arg("-o")
+        .arg(&repacked)
+        .env_remove("SOURCE_DATE_EPOCH")
+        .assert()
+        .success();
+    assert_eq!(
+        fs::read(&repacked).unwrap(),
+        fs::read(samples().join("state.aspstate")).unwrap(),
+        "the directory holds the second state only"
+    );
+    assert!(!out.join("skills").join("by-hand.md").exists());
+    // Nothing is left beside it: the staging folder became the directory, and the old one went.
+    let beside: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(beside.is_empty(), "{beside:?}");
 }
 
 #[test]

@@ -86,8 +86,8 @@ pub struct UnpackArgs {
     #[arg(long, requires = "to")]
     pub dry_run: bool,
 
-    /// With --to-dir: write into a directory that is not empty, replacing files of the same
-    /// name
+    /// With --to-dir: replace a state directory already there (one an earlier --to-dir wrote,
+    /// holding nothing else) as a whole; it is exchanged with the new one once that is complete
     #[arg(long, requires = "to_dir")]
     pub force: bool,
 

@@ -593,8 +593,25 @@ pub struct DirWritten {
     pub bytes: u64,
 }
 
-/// Writes `state` into `dir` as plain files. `dir` must be missing or empty unless `force`,
-/// in which case files of the same name are replaced (atomically) and others left alone.
+/// The names a state directory holds at its top (§ the module's table): what `--force` may
+/// replace. Anything else in a directory means it is not one `write` made, and it is left alone.
+const ENTRIES: [&str; 8] = [
+    SESSIONS,
+    AGENTS_MD,
+    SKILLS,
+    SKILLS_INDEX,
+    TOOLS,
+    MEMORY,
+    MEMORY_INDEX,
+    SETTINGS,
+];
+
+/// Writes `state` into `dir` as plain files. `dir` must be missing or empty, unless `force`:
+/// then a state directory already there (one holding nothing but [`ENTRIES`]) is replaced as a
+/// whole. The new one is written beside it and exchanged with it, so what was there stays
+/// intact until the new one is complete, and afterwards nothing of the old one is left to mix
+/// with it: merging file by file kept an earlier unpack's sessions, skills and notes, which
+/// `asp-pack --from-dir` then packed as if the bundle had them.
 pub fn write(
     dir: &Path,
     state: &State,
@@ -602,22 +619,63 @@ pub fn write(
     force: bool,
     progress: &dyn Progress,
 ) -> Result<DirWritten, ConvertError> {
+    let mut replacing = false;
     if exists(dir)? {
         if !dir.is_dir() {
             return Err(ConvertError::invalid(dir, "exists and is not a directory"));
         }
-        let non_empty = fs::read_dir(dir)
-            .map_err(ConvertError::io(dir))?
-            .next()
-            .is_some();
-        if non_empty && !force {
-            return Err(ConvertError::invalid(
-                dir,
-                "exists and is not empty (use --force to write into it anyway)",
-            ));
+        let mut entries = fs::read_dir(dir).map_err(ConvertError::io(dir))?;
+        if let Some(first) = entries.next() {
+            if !force {
+                return Err(ConvertError::invalid(
+                    dir,
+                    "exists and is not empty (use --force to replace the state directory there)",
+                ));
+            }
+            for entry in std::iter::once(first).chain(entries) {
+                let name = entry.map_err(ConvertError::io(dir))?.file_name();
+                if !name.to_str().is_some_and(|n| ENTRIES.contains(&n)) {
+                    return Err(ConvertError::invalid(
+                        dir,
+                        format!(
+                            "holds {:?}, which is not part of a state directory: --force replaces \
+                             only a directory asp-unpack --to-dir wrote; give a new or empty one",
+                            name.to_string_lossy()
+                        ),
+                    ));
+                }
+            }
+            replacing = true;
         }
     }
-    fs::create_dir_all(dir).map_err(ConvertError::io(dir))?;
+    if !replacing {
+        fs::create_dir_all(dir).map_err(ConvertError::io(dir))?;
+        return write_new(dir, state, blobs, progress);
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = dir
+        .file_name()
+        .map_or_else(|| "state".into(), |n| n.to_string_lossy().into_owned());
+    let staged = tempfile::Builder::new()
+        .prefix(&format!(".{name}.asp-unpack-"))
+        .tempdir_in(parent)
+        .map_err(ConvertError::write(parent))?;
+    let written = write_new(staged.path(), state, blobs, progress)?;
+    let staged = staged.keep();
+    crate::kit::fsops::replace_dir(&staged, dir).map_err(ConvertError::write(dir))?;
+    Ok(written)
+}
+
+/// Writes `state` into `dir`, an empty directory.
+fn write_new(
+    dir: &Path,
+    state: &State,
+    blobs: &dyn BlobSource,
+    progress: &dyn Progress,
+) -> Result<DirWritten, ConvertError> {
     let w = Writer::new(false);
     let mut out = DirWritten::default();
     let mut put =
@@ -626,10 +684,7 @@ pub fn write(
                 inner: reader,
                 n: 0,
             };
-            if force && exists(path)? {
-                w.replace_from(path, &mut counting, Some(executable))?;
-            } else if w.create_new_from(path, &mut counting, executable)? == Created::AlreadyExists
-            {
+            if w.create_new_from(path, &mut counting, executable)? == Created::AlreadyExists {
                 return Err(ConvertError::invalid(path, "already exists"));
             }
             out.files += 1;

@@ -381,6 +381,55 @@ pub fn rename_noclobber_dir(from: &Path, to: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Puts the folder `staged` in place of the folder `dir`, with `dir`'s permissions, and
+/// removes what `dir` held. Where the system can, the two are exchanged in one step (Linux's
+/// `renameat2(RENAME_EXCHANGE)`), so a crash at any point leaves one or the other whole at
+/// `dir`; elsewhere `dir` is renamed aside to `<staged>.old` first, and for a moment is
+/// missing (a crash then leaves both, under those names).
+pub fn replace_dir(staged: &Path, dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(dir)?.permissions().mode() & 0o7777;
+        fs::set_permissions(staged, fs::Permissions::from_mode(mode))?;
+    }
+    let old = match exchange(staged, dir) {
+        Ok(()) => staged.to_path_buf(),
+        Err(_) => {
+            let mut aside = staged.as_os_str().to_owned();
+            aside.push(".old");
+            let aside = PathBuf::from(aside);
+            fs::rename(dir, &aside)?;
+            if let Err(e) = fs::rename(staged, dir) {
+                let _ = fs::rename(&aside, dir);
+                return Err(e);
+            }
+            aside
+        }
+    };
+    sync_dir(parent_of(dir));
+    fs::remove_dir_all(&old).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "the directory was replaced, but its old files could not be removed from {}: {e}",
+                old.display()
+            ),
+        )
+    })
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE).map_err(io::Error::from)
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn exchange(_: &Path, _: &Path) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
 /// `path` made absolute (against the current directory) with `.` and `..` resolved by
 /// spelling alone, never by following links.
 fn lexical(path: &Path) -> PathBuf {
