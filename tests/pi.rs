@@ -903,3 +903,68 @@ fn a_mapped_session_goes_into_its_new_cwds_folder() {
         }
     }
 }
+
+/// The user's messages of `updates`, each as its text: chunks of one kind are one message
+/// while their `messageId` is the same, as every composer groups them.
+fn prompts(updates: &[Value]) -> Vec<String> {
+    let mut out: Vec<(Value, String)> = Vec::new();
+    let mut last_was_user = false;
+    for u in updates {
+        let user = u["sessionUpdate"] == "user_message_chunk";
+        if user {
+            let text = u["content"]["text"].as_str().unwrap_or("");
+            match out.last_mut() {
+                Some((id, t)) if last_was_user && *id == u["messageId"] => t.push_str(text),
+                _ => out.push((u["messageId"].clone(), text.to_owned())),
+            }
+        }
+        last_was_user = user;
+    }
+    out.into_iter().map(|(_, t)| t).collect()
+}
+
+/// Prompts 2 and 3 of the sample follow each other with only a failed turn between them
+/// (EXPECTED.md §6): each chunk names its entry as its message, so every harness the session
+/// is carried into gets two prompts, not one "…right?…right? (retry)" (found by a new user's
+/// trial in Claude Code, Gemini CLI and Copilot CLI).
+#[test]
+fn two_prompts_in_a_row_stay_two_in_every_harness() {
+    let id = "01a23402-34b7-7388-8129-ef78ff38aa87";
+    let packed = read_home(&sample_home());
+    let src = prompts(&packed.updates(id));
+    let retry = "Is the route order still right? (retry)";
+    let at = src
+        .iter()
+        .position(|p| p == retry)
+        .expect("the sample's retry");
+    assert_eq!(src[at - 1], "Is the route order still right?", "{src:#?}");
+    for to in [
+        "claude-code",
+        "codex",
+        "gemini",
+        "opencode",
+        "qwen",
+        "copilot",
+    ] {
+        let home = tmp();
+        let (answer, _) = crate::support::write_home(
+            to,
+            home.path(),
+            &packed.state,
+            &packed.store,
+            false,
+            &PathMap::default(),
+        );
+        let new = answer
+            .sessions
+            .get(id)
+            .unwrap_or_else(|| panic!("{to}: {answer:?}"));
+        let back = crate::support::read_home(
+            to,
+            home.path(),
+            KindSet::EMPTY.with(StateKind::Sessions),
+            ReadOptions::default(),
+        );
+        assert_eq!(prompts(&back.updates(new)), src, "{to}");
+    }
+}

@@ -197,8 +197,13 @@ impl Replay {
         if self.summary.first_prompt.is_none() && !content.is_empty() {
             self.summary.first_prompt = Some(content.to_owned());
         }
+        let id = str_at(data, "messageId");
         let meta = json!({"messageId": data.get("messageId"), "timestamp": time});
-        let mut out = vec![Update::user(acp::text(content)).with_meta("copilot", meta.clone())];
+        let mut out = vec![
+            Update::user(acp::text(content))
+                .in_message(id)
+                .with_meta("copilot", meta.clone()),
+        ];
         for a in data
             .get("attachments")
             .and_then(Value::as_array)
@@ -208,6 +213,7 @@ impl Replay {
             match str_at(a, "assetId").and_then(|id| self.assets.get(id)) {
                 Some((mime, b64)) => out.push(
                     Update::user(acp::image(b64.clone(), mime.clone()))
+                        .in_message(id)
                         .with_meta("copilot", json!({"attachment": a, "timestamp": time})),
                 ),
                 None => out.push(
@@ -216,6 +222,7 @@ impl Replay {
                         "uri": format!("file://{}", str_at(a, "path").unwrap_or("")),
                         "name": str_at(a, "displayName").or(str_at(a, "path")).unwrap_or(""),
                     }))
+                    .in_message(id)
                     .with_meta("copilot", json!({"attachment": a, "timestamp": time})),
                 ),
             }
@@ -235,10 +242,18 @@ impl Replay {
             }
         }
         if let Some(r) = str_at(data, "reasoningText").filter(|r| !r.is_empty()) {
-            out.push(Update::thought(acp::text(r)).with_meta("copilot", meta.clone()));
+            out.push(
+                Update::thought(acp::text(r))
+                    .in_message(str_at(data, "messageId"))
+                    .with_meta("copilot", meta.clone()),
+            );
         }
         if let Some(c) = str_at(data, "content").filter(|c| !c.is_empty()) {
-            out.push(Update::agent(acp::text(c)).with_meta("copilot", meta.clone()));
+            out.push(
+                Update::agent(acp::text(c))
+                    .in_message(str_at(data, "messageId"))
+                    .with_meta("copilot", meta.clone()),
+            );
         }
         for r in data
             .get("toolRequests")

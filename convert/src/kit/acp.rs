@@ -292,6 +292,19 @@ impl Update {
         })
     }
 
+    /// A chunk as part of message `id`: chunks of one kind are one message while their
+    /// `messageId` is the same, so without one, two prompts in a row (a turn that failed
+    /// between them) read as one. Other updates are returned as they are.
+    pub fn in_message(mut self, id: Option<&str>) -> Update {
+        if let Update::UserMessageChunk(c)
+        | Update::AgentMessageChunk(c)
+        | Update::AgentThoughtChunk(c) = &mut self
+        {
+            c.message_id = id.map(str::to_owned);
+        }
+        self
+    }
+
     /// The update's `_meta`.
     pub fn meta(&self) -> Option<&Meta> {
         match self {

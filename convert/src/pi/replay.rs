@@ -100,7 +100,11 @@ pub fn replay(
             "custom_message" if e.get("display").and_then(Value::as_bool) == Some(true) => {
                 for b in content_blocks(e.get("content")) {
                     let meta = pi_meta(&e, &[("customType", e.get("customType"))]);
-                    emit(Update::agent(b).with_meta("pi", meta))?;
+                    emit(
+                        Update::agent(b)
+                            .in_message(str_of(&e, "id"))
+                            .with_meta("pi", meta),
+                    )?;
                 }
             }
             "session_info" => {
@@ -165,7 +169,7 @@ fn message(
             let mut first = true;
             for b in content_blocks(m.get("content")) {
                 let skill = b.get("text").and_then(Value::as_str).and_then(skill_of);
-                let mut u = Update::user(b);
+                let mut u = Update::user(b).in_message(str_of(e, "id"));
                 if first || skill.is_some() {
                     u = u.with_meta("pi", pi_meta(e, &[("skill", skill.as_ref())]));
                 }
@@ -218,12 +222,17 @@ fn message(
                             ("thinkingSignature", b.get("thinkingSignature")),
                             ("redacted", b.get("redacted")),
                         ]);
-                        emit(Update::thought(acp::text(t)).with_meta("pi", meta))?;
+                        emit(
+                            Update::thought(acp::text(t))
+                                .in_message(str_of(e, "id"))
+                                .with_meta("pi", meta),
+                        )?;
                     }
                     "text" => {
                         let meta = meta_for(&[("textSignature", b.get("textSignature"))]);
                         emit(
                             Update::agent(acp::text(str_of(b, "text").unwrap_or("")))
+                                .in_message(str_of(e, "id"))
                                 .with_meta("pi", meta),
                         )?;
                     }
@@ -348,7 +357,11 @@ fn message(
         "custom" if m.get("display").and_then(Value::as_bool) == Some(true) => {
             for b in content_blocks(m.get("content")) {
                 let meta = pi_meta(e, &[("customType", m.get("customType"))]);
-                emit(Update::agent(b).with_meta("pi", meta))?;
+                emit(
+                    Update::agent(b)
+                        .in_message(str_of(e, "id"))
+                        .with_meta("pi", meta),
+                )?;
             }
         }
         _ => {}
