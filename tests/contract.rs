@@ -73,6 +73,11 @@ macro_rules! contract {
                     super::damage_is_named(H)
                 }
                 #[test]
+                #[cfg(unix)]
+                fn a_fifo_in_place_of_a_session_file_is_named_not_waited_on() {
+                    super::a_fifo_is_named_not_waited_on(H)
+                }
+                #[test]
                 fn an_export_reads_no_native_files() {
                     super::an_export_reads_no_native_files(H)
                 }
@@ -1311,6 +1316,48 @@ fn a_growing_file_is_read_as_surveyed(h: &str) {
             .all(|d| !d.severity.is_not_carried()),
         "{h}: no half line was read: {:#?}",
         diagnostics.items()
+    );
+}
+
+/// A FIFO where a session's file was (planted, or left by a tool) is a file that is not
+/// there: named, and the rest packed. Opening it for reading waits for a writer that never
+/// comes, which hung `asp backup` for good, with the repository's lock held (found by a new
+/// user's trial).
+#[cfg(unix)]
+fn a_fifo_is_named_not_waited_on(h: &str) {
+    let packed = read(h, &sample(h));
+    let home = tmp();
+    write(h, home.path(), &packed, false);
+    if database(&packed.state, home.path()).is_some() {
+        // Sessions are rows of a database, not files.
+        return;
+    }
+    let (_, log) = main_log(&packed.state, home.path());
+    fs::remove_file(&log).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&log)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = tmp();
+    let run = crate::support::asp_pack()
+        .args(["--from", h, "--home"])
+        .arg(home.path())
+        .arg("-o")
+        .arg(out.path().join("b.aspstate"))
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.code().is_some(),
+        "{h}: the pack was stopped after waiting 120 s: {stderr}"
+    );
+    let name = log.file_name().unwrap().to_str().unwrap();
+    assert!(stderr.contains(name), "{h}: {name} is named: {stderr}");
+    assert!(
+        out.path().join("b.aspstate").exists(),
+        "{h}: the rest is packed: {stderr}"
     );
 }
 

@@ -181,7 +181,7 @@ fn files_under(root: &Path) -> Result<Vec<(RelPath, PathBuf, bool)>, ConvertErro
 
 fn put_file(sink: &dyn BlobSink, path: &Path) -> Result<asp_format::Descriptor, ConvertError> {
     regular_file(path)?;
-    let mut f = fs::File::open(path).map_err(ConvertError::io(path))?;
+    let mut f = crate::kit::source::open_regular(path).map_err(ConvertError::io(path))?;
     Ok(sink.put_reader(&mut f)?)
 }
 
@@ -419,7 +419,7 @@ pub fn read_session(entry: &Surveyed, sink: &dyn BlobSink) -> Result<Vec<Session
     };
     let jsonl = dir.join(format!("{stem}.jsonl"));
     regular_file(&jsonl)?;
-    let file = fs::File::open(&jsonl).map_err(ConvertError::io(&jsonl))?;
+    let file = crate::kit::source::open_regular(&jsonl).map_err(ConvertError::io(&jsonl))?;
     let base = native
         .as_ref()
         .and_then(|n| transcript(&meta.id, n, meta.meta.as_ref()));

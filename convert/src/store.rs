@@ -99,7 +99,8 @@ fn predict_dictionaries(
             continue;
         };
         let mut head = Vec::with_capacity(length as usize);
-        let read = std::fs::File::open(path).and_then(|f| f.take(length).read_to_end(&mut head));
+        let read = crate::kit::source::open_regular(path)
+            .and_then(|f| f.take(length).read_to_end(&mut head));
         if read.is_ok() && head.len() as u64 == length {
             sink.predict_dictionary(&folder, &head)?;
         }

@@ -236,7 +236,9 @@ fn discover(layout: &Layout, diagnostics: &Diagnostics) -> Vec<Found> {
             });
         }
         for (agent, path) in legacy {
-            let owner = fs::File::open(&path).ok().and_then(owner_of);
+            let owner = crate::kit::source::open_regular(&path)
+                .ok()
+                .and_then(owner_of);
             let sub = Subagent {
                 agent_id: agent.clone(),
                 file: path.clone(),
@@ -329,7 +331,7 @@ fn last_timestamp(file: &Path) -> String {
             newest = r.timestamp().to_owned();
         }
     });
-    if let Ok(f) = fs::File::open(file) {
+    if let Ok(f) = crate::kit::source::open_regular(file) {
         let mut f = io::BufReader::with_capacity(1 << 16, f);
         while let Ok(buf) = f.fill_buf() {
             if buf.is_empty() {
@@ -523,7 +525,7 @@ pub fn project_paths(layout: &Layout) -> BTreeSet<String> {
             if p.extension().and_then(|e| e.to_str()) != Some("jsonl") {
                 continue;
             }
-            let Ok(file) = fs::File::open(&p) else {
+            let Ok(file) = crate::kit::source::open_regular(&p) else {
                 continue;
             };
             use std::io::BufRead;

@@ -63,7 +63,7 @@ fn find_transcript(layout: &Layout, preferred_bucket: &str, stem: &str) -> Optio
 
 /// The digest and size of a file, hashed as it streams (`None` when it cannot be read).
 fn file_descriptor(path: &Path) -> Option<Descriptor> {
-    descriptor_of(fs::File::open(path).ok()?).ok()
+    descriptor_of(crate::kit::source::open_regular(path).ok()?).ok()
 }
 
 /// The digest and size of everything `r` yields.
@@ -92,7 +92,7 @@ fn file_is(path: &Path, d: &Descriptor) -> bool {
 fn file_continues(path: &Path, d: &Descriptor) -> bool {
     use std::io::{Seek, SeekFrom};
     let continues = || -> io::Result<bool> {
-        let mut f = fs::File::open(path)?;
+        let mut f = crate::kit::source::open_regular(path)?;
         if d.size == 0 || f.metadata()?.len() <= d.size {
             return Ok(false);
         }

@@ -39,7 +39,7 @@ impl SessionIndex {
             path: path.clone(),
             by_id: HashMap::new(),
         };
-        let file = match std::fs::File::open(&path) {
+        let file = match crate::kit::source::open_regular(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(index),
             Err(e) => return Err(ConvertError::io(&path)(e)),

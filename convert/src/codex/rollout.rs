@@ -7,7 +7,6 @@
 //! markers). Damage never stops a read: a line that is not JSON is reported with its file and
 //! line and skipped, as Codex itself skips it.
 
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -92,7 +91,22 @@ pub fn discover(codex_home: &Path, diagnostics: &Diagnostics) -> Vec<RolloutFile
                     continue;
                 }
             };
+            if entry.file_type().is_dir() {
+                continue;
+            }
             if !entry.file_type().is_file() {
+                if !entry.path_is_symlink()
+                    && entry
+                        .file_name()
+                        .as_encoded_bytes()
+                        .starts_with(b"rollout-")
+                {
+                    diagnostics.lost(
+                        entry.path(),
+                        None,
+                        "named like a rollout but not a regular file (a FIFO, socket or device); skipped",
+                    );
+                }
                 continue;
             }
             let Some(name) = entry.file_name().to_str() else {
@@ -166,7 +180,7 @@ pub fn discover(codex_home: &Path, diagnostics: &Diagnostics) -> Vec<RolloutFile
 
 /// A rollout's JSONL, decompressed if needed.
 pub fn open(path: &Path) -> Result<Box<dyn BufRead + Send>, ConvertError> {
-    let file = File::open(path).map_err(ConvertError::io(path))?;
+    let file = crate::kit::source::open_regular(path).map_err(ConvertError::io(path))?;
     Ok(decoded(file, path.extension().is_some_and(|e| e == "zst")))
 }
 

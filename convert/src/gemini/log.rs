@@ -9,7 +9,6 @@
 //! resumes, and reports the damage the CLI skips in silence.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
@@ -189,7 +188,7 @@ pub fn read_chat(
     diagnostics: &Diagnostics,
 ) -> Result<Result<Chat, NotAChat>, ConvertError> {
     read_from(path, diagnostics, || {
-        File::open(path).map(|f| Box::new(f) as Box<dyn Read>)
+        crate::kit::source::open_regular(path).map(|f| Box::new(f) as Box<dyn Read>)
     })
 }
 

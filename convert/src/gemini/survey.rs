@@ -130,8 +130,16 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
                         sub_files.push((n.clone(), f));
                     }
                 }
-            } else if n.starts_with("session-") && is_chat_name(&n) && entry.is_file() {
-                main_files.push(entry);
+            } else if n.starts_with("session-") && is_chat_name(&n) {
+                if entry.is_file() {
+                    main_files.push(entry);
+                } else {
+                    diagnostics.lost(
+                        &entry,
+                        None,
+                        "named like a chat but not a readable file (a FIFO, socket or device, or a link to nowhere); skipped",
+                    );
+                }
             }
         }
         // parent folder → the stems of the subagent chats in it.

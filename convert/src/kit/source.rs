@@ -14,6 +14,28 @@ use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+/// Opens `path` for reading when it is a regular file (links followed). A FIFO, a socket or a
+/// device named like a store's file is refused with `InvalidInput` instead of being opened as
+/// it is: opening a FIFO for reading waits for a writer that never comes, which hung a backup
+/// (and the repository lock it held) for good. It is opened without blocking, then checked.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, socket or device); not read",
+        ));
+    }
+    Ok(file)
+}
+
 /// One file a session's read depends on, as the survey found it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SourceFile {
@@ -34,6 +56,12 @@ impl SourceFile {
     /// The stat record of `path` now (links followed, as readers follow them).
     pub fn stat(path: &Path, appended: bool) -> io::Result<SourceFile> {
         let m = fs::metadata(path)?;
+        if !m.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file (a FIFO, socket, device or folder); not read",
+            ));
+        }
         Ok(SourceFile::from_metadata(path, &m, appended))
     }
 
@@ -62,7 +90,7 @@ impl SourceFile {
     /// Opens the file for reading what the survey saw (see the module doc). A file replaced
     /// since the survey (another inode) is read as it is now: it was written whole.
     pub fn open(&self) -> io::Result<Surveyed> {
-        let mut file = File::open(&self.path)?;
+        let mut file = open_regular(&self.path)?;
         let now = file.metadata()?;
         let (inode, device) = ids(&now);
         let same_file = inode == self.inode && device == self.device;

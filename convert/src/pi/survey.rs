@@ -4,7 +4,6 @@
 //! session; the file is all its read depends on.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 
@@ -26,7 +25,7 @@ pub struct Plan {
 const HEAD: u64 = 64 * 1024;
 
 fn first_line(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-    let mut r = BufReader::new(File::open(path)?.take(HEAD));
+    let mut r = BufReader::new(crate::kit::source::open_regular(path)?.take(HEAD));
     let mut line = Vec::new();
     r.read_until(b'\n', &mut line)?;
     Ok(line)
@@ -43,7 +42,9 @@ pub fn session_files(
     let mut out = Vec::new();
     for e in walkdir::WalkDir::new(&root).follow_links(true) {
         match e {
-            Ok(e) if e.file_type().is_file() => {
+            // Not only files: a FIFO or a link to nowhere named like a session is handed on,
+            // for the survey to name when it cannot be read.
+            Ok(e) if !e.file_type().is_dir() => {
                 let p = e.into_path();
                 if p.extension().is_some_and(|x| x == "jsonl") {
                     out.push(p);

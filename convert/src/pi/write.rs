@@ -39,7 +39,9 @@ fn existing(layout: &Layout) -> HashMap<String, PathBuf> {
     // A folder that cannot be listed was reported when the store was surveyed; a session in
     // it is not found here either.
     for p in session_files(layout, &mut |_, _| {}) {
-        let Ok(f) = fs::File::open(&p) else { continue };
+        let Ok(f) = crate::kit::source::open_regular(&p) else {
+            continue;
+        };
         let mut line = Vec::new();
         use std::io::{BufRead, BufReader, Read};
         if BufReader::new(f.take(64 * 1024))

@@ -67,7 +67,7 @@ fn project_of(dir: &Path, name: &str) -> Option<String> {
     files.sort();
     files.into_iter().find_map(|f| {
         let mut line = String::new();
-        BufReader::new(fs::File::open(&f).ok()?)
+        BufReader::new(crate::kit::source::open_regular(&f).ok()?)
             .read_line(&mut line)
             .ok()?;
         let cwd = serde_json::from_str::<Value>(&line)
