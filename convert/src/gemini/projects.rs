@@ -394,7 +394,7 @@ impl Projects {
 /// Syncs every file under `dir`, so a copy renamed into place is on disk.
 fn sync_tree(dir: &Path) {
     for e in walkdir::WalkDir::new(dir).into_iter().flatten() {
-        if let Ok(f) = crate::kit::source::open_regular(&e.path()) {
+        if let Ok(f) = crate::kit::source::open_regular(e.path()) {
             let _ = f.sync_all();
         }
     }
