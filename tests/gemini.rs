@@ -2480,3 +2480,87 @@ fn a_server_written_past_mcp_allowed_is_said_not_to_start() {
         "{said}"
     );
 }
+
+/// Pi's ids are time-ordered (UUID v7): sessions begun within a minute of each other share
+/// their first 8 characters, and so the name Gemini CLI would give their chats. Each keeps
+/// its id all the same: the second is named by its last 8 letters and digits, and none is
+/// called "a different version" of another and kept beside itself under a new id and a
+/// marked title, which the real run and the dry run did (found by a new user's trial).
+#[test]
+fn sessions_whose_ids_begin_alike_keep_their_ids_and_titles() {
+    let pi = crate::support::read_home(
+        "pi",
+        &samples().join("pi"),
+        KindSet::EMPTY.with(StateKind::Sessions),
+        ReadOptions::default(),
+    );
+    let ids: Vec<&str> = pi
+        .state
+        .sessions
+        .iter()
+        .flatten()
+        .map(|s| s.id.as_str())
+        .collect();
+    let first8 = |id: &str| id[..8].to_owned();
+    assert!(
+        ids.iter()
+            .any(|a| ids.iter().any(|b| a != b && first8(a) == first8(b))),
+        "the sample has two ids beginning alike: {ids:?}"
+    );
+    for dry_run in [true, false] {
+        let home = tmp();
+        let (answer, diagnostics) = crate::support::write_home(
+            "gemini",
+            home.path(),
+            &pi.state,
+            &pi.store,
+            dry_run,
+            &PathMap::default(),
+        );
+        for id in &ids {
+            assert_eq!(
+                answer.sessions.get(*id).map(String::as_str),
+                Some(*id),
+                "dry run {dry_run}: {answer:?}"
+            );
+        }
+        assert!(
+            diagnostics
+                .iter()
+                .all(|d| !d.message.contains("different version")),
+            "dry run {dry_run}: {diagnostics:#?}"
+        );
+    }
+    let home = tmp();
+    crate::support::write_home(
+        "gemini",
+        home.path(),
+        &pi.state,
+        &pi.store,
+        false,
+        &PathMap::default(),
+    );
+    let back = read_home(home.path());
+    for s in pi.state.sessions.iter().flatten() {
+        let title = &back.session(s.id.as_str()).title;
+        // (An untitled one is titled by its first prompt, as Gemini CLI lists it.)
+        if !s.title.is_empty() {
+            assert_eq!(title, &s.title, "{}", s.id);
+        }
+        assert!(!title.ends_with("~pi"), "{}: {title}", s.id);
+    }
+    // Written again: every one is already there.
+    let (again, _) = crate::support::write_home(
+        "gemini",
+        home.path(),
+        &pi.state,
+        &pi.store,
+        false,
+        &PathMap::default(),
+    );
+    assert_eq!(again.sessions, back_map(&ids));
+}
+
+fn back_map(ids: &[&str]) -> BTreeMap<String, String> {
+    ids.iter().map(|i| (i.to_string(), i.to_string())).collect()
+}

@@ -27,12 +27,12 @@ pub struct Planned {
     pub bytes: Vec<u8>,
 }
 
-/// The chat files in `chats` that belong to session `id`: main chats end in its first 8
-/// characters; a subagent's chat is `<parent>/<id>.jsonl` under any parent (a subagent id
+/// The chat files in `chats` that belong to session `id`: main chats end in one of its
+/// [`ids::shorts`]; a subagent's chat is `<parent>/<id>.jsonl` under any parent (a subagent id
 /// names one conversation, whichever chat started it).
 pub fn versions(chats: &Path, id: &str, parent: Option<&str>) -> Vec<PathBuf> {
     let quiet = Diagnostics::new();
-    let (short, stem) = (ids::short(id), ids::file_part(id));
+    let (shorts, stem) = (ids::shorts(id), ids::file_part(id));
     let candidates: Vec<PathBuf> = match parent {
         Some(_) => fs::read_dir(chats)
             .into_iter()
@@ -55,8 +55,10 @@ pub fn versions(chats: &Path, id: &str, parent: Option<&str>) -> Vec<PathBuf> {
             .filter(|e| {
                 e.file_name().to_str().is_some_and(|n| {
                     n.starts_with("session-")
-                        && (n.ends_with(&format!("-{short}.jsonl"))
-                            || n.ends_with(&format!("-{short}.json")))
+                        && shorts.iter().any(|short| {
+                            n.ends_with(&format!("-{short}.jsonl"))
+                                || n.ends_with(&format!("-{short}.json"))
+                        })
                 })
             })
             .map(|e| e.path())
@@ -68,6 +70,30 @@ pub fn versions(chats: &Path, id: &str, parent: Option<&str>) -> Vec<PathBuf> {
         .collect();
     out.sort();
     out
+}
+
+/// The path of session `id`'s main chat named `session-<stamp>-<ending>.jsonl` in `chats`:
+/// the first of its [`ids::shorts`] endings whose file is not another session's. A name taken
+/// by another session is not a version of this one: it is passed over, not called a conflict
+/// (which kept the carried session beside itself under a new id and a marked title).
+/// `planned` says whether a dry run has planned another session's file at a path.
+pub fn main_chat_path(
+    chats: &Path,
+    stamp: &str,
+    id: &str,
+    planned: &dyn Fn(&Path) -> bool,
+) -> PathBuf {
+    let quiet = Diagnostics::new();
+    let shorts = ids::shorts(id);
+    let path = |short: &str| chats.join(format!("session-{stamp}-{short}.jsonl"));
+    shorts
+        .iter()
+        .map(|s| path(s))
+        .find(|p| match read_chat(p, &quiet) {
+            Ok(Ok(chat)) => chat.session_id().is_none_or(|other| other == id),
+            _ => !planned(p),
+        })
+        .unwrap_or_else(|| path(&shorts[0]))
 }
 
 /// Whether the chat at `path` holds a conversation: something Gemini would list, or for a

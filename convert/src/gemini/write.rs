@@ -435,13 +435,17 @@ impl Sessions<'_, '_> {
     /// the first one's file there and keeps the second beside it, and so must the dry run,
     /// which wrote nothing.
     fn planned_earlier(&self, planned: &[Planned]) -> bool {
-        if !self.writer.is_dry_run() {
-            return false;
-        }
-        let changes = self.writer.changes();
-        planned.iter().any(|p| {
-            changes.contains(&crate::kit::fsops::Change::Create(p.path.clone())) && !p.path.exists()
-        })
+        planned.iter().any(|p| self.planned_at(&p.path))
+    }
+
+    /// Whether a dry run planned a file at `path` that is not there.
+    fn planned_at(&self, path: &Path) -> bool {
+        self.writer.is_dry_run()
+            && !path.exists()
+            && self
+                .writer
+                .changes()
+                .contains(&crate::kit::fsops::Change::Create(path.to_path_buf()))
     }
 
     fn note_copy(&self, id: &str, name: &str, gid: &str, chats: &Path) {
@@ -598,11 +602,11 @@ impl Sessions<'_, '_> {
                 Some(p) => chats
                     .join(ids::file_part(&p.gid))
                     .join(format!("{}.jsonl", ids::file_part(&gid))),
-                None => chats.join(format!(
-                    "session-{}-{}.jsonl",
-                    time::file_stamp(chat.start_ms),
-                    ids::short(&gid)
-                )),
+                None => {
+                    place::main_chat_path(&chats, &time::file_stamp(chat.start_ms), &gid, &|p| {
+                        self.planned_at(p)
+                    })
+                }
             };
             let planned = [Planned {
                 path,
