@@ -2040,6 +2040,186 @@ fn prune_while_a_backup_runs_removes_nothing_it_needs() {
     check(&repo, true);
 }
 
+/// Stores `bytes` as a blob of the OCI image layout at `layout`, as any OCI tool does; its
+/// descriptor (`mediaType`, `digest`, `size`).
+fn oci_blob(layout: &Path, media_type: &str, bytes: &[u8]) -> Value {
+    let hex = sha256_hex(bytes);
+    let dir = layout.join("blobs/sha256");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join(&hex), bytes).unwrap();
+    json!({"mediaType": media_type, "digest": format!("sha256:{hex}"), "size": bytes.len()})
+}
+
+/// An image of another tool, as `skopeo copy` or `docker save --format oci` write it into a
+/// layout: a config and a layer under an image manifest; its manifest's descriptor.
+fn oci_image(layout: &Path, name: &str) -> Value {
+    let config = oci_blob(
+        layout,
+        "application/vnd.oci.image.config.v1+json",
+        format!(r#"{{"architecture":"amd64","os":"linux","name":"{name}"}}"#).as_bytes(),
+    );
+    let layer = oci_blob(
+        layout,
+        "application/vnd.oci.image.layer.v1.tar+gzip",
+        format!("the layer of {name}").as_bytes(),
+    );
+    let manifest = json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": config,
+        "layers": [layer],
+    });
+    oci_blob(
+        layout,
+        "application/vnd.oci.image.manifest.v1+json",
+        &serde_json::to_vec(&manifest).unwrap(),
+    )
+}
+
+/// `index.json` of the layout at `layout` with `entry` added to its manifests.
+fn oci_index_add(layout: &Path, entry: Value) {
+    let path = layout.join("index.json");
+    let mut index: Value = match fs::read(&path) {
+        Ok(b) => serde_json::from_slice(&b).unwrap(),
+        Err(_) => json!({"schemaVersion": 2, "manifests": []}),
+    };
+    index["manifests"].as_array_mut().unwrap().push(entry);
+    fs::write(&path, serde_json::to_vec(&index).unwrap()).unwrap();
+}
+
+/// Another tool's OCI image layout at `layout`: `myimage:1` (a manifest, its config and
+/// layer), and `multi:1`, an image index naming one platform's image the layout holds and one
+/// it does not (a partial copy of a multi-platform image).
+fn foreign_layout(layout: &Path) {
+    fs::create_dir_all(layout).unwrap();
+    fs::write(
+        layout.join("oci-layout"),
+        r#"{"imageLayoutVersion":"1.0.0"}"#,
+    )
+    .unwrap();
+    let mut mine = oci_image(layout, "myimage");
+    mine["annotations"] = json!({"org.opencontainers.image.ref.name": "myimage:1"});
+    oci_index_add(layout, mine);
+    let held = oci_image(layout, "multi-amd64");
+    let absent = json!({
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "digest": format!("sha256:{}", sha256_hex(b"not copied")),
+        "size": 10,
+    });
+    let index = json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [held, absent],
+    });
+    let mut multi = oci_blob(
+        layout,
+        "application/vnd.oci.image.index.v1+json",
+        &serde_json::to_vec(&index).unwrap(),
+    );
+    multi["annotations"] = json!({"org.opencontainers.image.ref.name": "multi:1"});
+    oci_index_add(layout, multi);
+}
+
+/// Another tool's OCI image layout is not a repository: `asp backup` refuses to make one in it,
+/// and `asp check` and `asp prune` keep every blob its index reaches (an image manifest's
+/// config and layers, a nested index's manifests and theirs). Found by a new user's trial:
+/// check called the image's blobs unreferenced, backup took the layout, and prune deleted them.
+#[test]
+fn another_tools_image_layout_is_never_pruned_nor_taken_for_a_repository() {
+    let (t, home, _) = home_and_repo();
+    let oci = t.path().join("oci");
+    foreign_layout(&oci);
+    let image = files_in(&oci);
+    assert_eq!(files_under(&oci.join("blobs/sha256")).len(), 7);
+
+    let out = asp().args(["check", "--repo"]).arg(&oci).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}{out:?}");
+    assert!(
+        said.contains("0 unreferenced")
+            && said.contains("7 blobs of 2 index entries that are not asp snapshots"),
+        "{said}"
+    );
+
+    let out = backup_run(&home, &oci, &["--from", "claude-code", "-q"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("an OCI image layout of another tool")
+            && said.contains("myimage:1")
+            && said.contains("no asp snapshot"),
+        "{said}"
+    );
+
+    let out = asp()
+        .args(["prune", "--json", "--repo"])
+        .arg(&oci)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let pruned: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(pruned["removedBlobs"], 0, "{pruned}");
+    assert_eq!(pruned["otherEntries"], 2, "{pruned}");
+    // (check and prune add only the lock files a command takes.)
+    let now: std::collections::BTreeMap<String, Vec<u8>> = files_in(&oci)
+        .into_iter()
+        .filter(|(p, _)| !p.starts_with("locks/"))
+        .collect();
+    assert_eq!(now, image, "the layout is as its tool left it");
+}
+
+/// An image put by hand into an asp repository stays through forget and prune, beside
+/// the snapshots, while what nothing names goes; a manifest of such an image that cannot be
+/// read stops the prune (what it needs cannot be told) and is a problem to `asp check`.
+#[test]
+fn an_image_put_into_a_repository_by_hand_stays_through_prune() {
+    let (_t, home, repo) = home_and_repo();
+    backup(&home, &repo);
+    let mut mine = oci_image(&repo, "myimage");
+    mine["annotations"] = json!({"org.opencontainers.image.ref.name": "myimage:1"});
+    let manifest = repo
+        .join("blobs/sha256")
+        .join(&mine["digest"].as_str().unwrap()["sha256:".len()..]);
+    oci_index_add(&repo, mine);
+    let junk = oci_blob(&repo, "", b"a blob nothing names");
+    let junk = repo
+        .join("blobs/sha256")
+        .join(&junk["digest"].as_str().unwrap()["sha256:".len()..]);
+    fs::write(home.join(".claude/CLAUDE.md"), "# Mine\n\nOne more rule.\n").unwrap();
+    backup(&home, &repo);
+
+    let out = asp().args(["prune", "--repo"]).arg(&repo).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        said.contains("removed 1 unreferenced blob")
+            && said.contains("and 1 index entry that is not an asp snapshot kept"),
+        "{said}"
+    );
+    assert!(manifest.exists() && !junk.exists());
+    check(&repo, true);
+
+    // Damaged, it names what cannot be known: nothing is deleted.
+    rot(&manifest, 10);
+    oci_blob(&repo, "", b"another blob nothing names");
+    let before = blob_count(&repo);
+    let out = asp().args(["prune", "--repo"]).arg(&repo).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(
+        said.contains("myimage:1") && said.contains("nothing is deleted"),
+        "{said}"
+    );
+    assert_eq!(blob_count(&repo), before);
+    let out = asp().args(["check", "--repo"]).arg(&repo).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(
+        said.contains("problem: index.json's entry myimage:1"),
+        "{said}"
+    );
+}
+
 /// `asp pack --from-repo` without --snapshot packs the newest snapshot of all: with more than
 /// one home (or harness) backed up, which one that is is said.
 #[test]

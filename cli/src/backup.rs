@@ -20,7 +20,8 @@ Examples:
   asp backup --from claude-code
       Snapshot your Claude Code sessions, instructions, skills, MCP servers, memory and
       settings into the repository ($ASP_REPO, else $XDG_DATA_HOME/asp/repo, else
-      ~/.local/share/asp/repo; created on first use).
+      ~/.local/share/asp/repo; created on first use, in a missing or empty directory only:
+      never in one holding other files, nor in another tool's OCI image layout).
   asp backup --from all --repo /mnt/backup/asp
       Every harness whose store exists in your home, one snapshot each.
   asp backup --from codex --home /mnt/old-laptop/home/me

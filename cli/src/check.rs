@@ -38,7 +38,9 @@ session go from the newest snapshot, and the older snapshots that still hold it 
 blob until a forget policy and `asp prune` let them go.
 
 Blobs no snapshot names (left by an interrupted backup, or by forget) are counted, not
-problems; `asp prune` removes them. Problems exit 4.
+problems; `asp prune` removes them. What the index's other entries name (another tool's image
+put into the layout: its manifests, configs and layers) is counted apart, not checked, and
+never removed. Problems exit 4.
 
 {EXIT_CODES_HELP}"))]
 pub struct CheckArgs {
@@ -120,7 +122,7 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
             );
         }
         crate::outln!(
-            "checked {}, {}{}; {} unreferenced{}{}; {}",
+            "checked {}, {}{}; {} unreferenced{}{}{}; {}",
             human::count(report.snapshots as u64, "snapshot", "snapshots"),
             human::count(report.blobs as u64, "blob", "blobs"),
             if args.read_data {
@@ -141,6 +143,20 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
                      {} once none runs)",
                     human::count(n as u64, "leftover", "leftovers"),
                     if n == 1 { "it" } else { "them" }
+                ),
+            },
+            match report.other_entries {
+                0 => String::new(),
+                n => format!(
+                    "; {} of {} that {} (another tool's: not checked, and kept by `asp \
+                     prune`)",
+                    human::count(report.other_blobs as u64, "blob", "blobs"),
+                    human::count(n as u64, "index entry", "index entries"),
+                    if n == 1 {
+                        "is not an asp snapshot"
+                    } else {
+                        "are not asp snapshots"
+                    }
                 ),
             },
             if report.is_ok() {

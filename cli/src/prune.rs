@@ -15,8 +15,10 @@ Examples:
   asp prune --dry-run
 
 Prune takes the repository's lock exclusively: it waits for running backups and restores to
-finish, and they wait for it. A blob any snapshot names is never removed; a snapshot that
-cannot be read stops the prune before anything is deleted.
+finish, and they wait for it. A blob any snapshot names is never removed, nor one another
+entry of index.json names (another tool's image put into the layout: its manifests, configs
+and layers); a snapshot, or such an entry's manifest, that cannot be read stops the prune
+before anything is deleted.
 
 {EXIT_CODES_HELP}"))]
 pub struct PruneArgs {
@@ -38,7 +40,7 @@ pub fn run(args: PruneArgs) -> Result<Exit> {
         crate::outln!("{}", serde_json::to_string(&r).expect("serialises"));
     } else {
         crate::outln!(
-            "{} {} ({}) and {} of interrupted writes; {} of {} kept",
+            "{} {} ({}) and {} of interrupted writes; {} of {}{} kept",
             if args.dry_run {
                 "would remove"
             } else {
@@ -52,7 +54,19 @@ pub fn run(args: PruneArgs) -> Result<Exit> {
             human::bytes(r.removed_bytes),
             human::count(r.removed_leftovers as u64, "leftover", "leftovers"),
             human::count(r.kept_blobs as u64, "blob", "blobs"),
-            human::count(r.snapshots as u64, "snapshot", "snapshots")
+            human::count(r.snapshots as u64, "snapshot", "snapshots"),
+            match r.other_entries {
+                0 => String::new(),
+                n => format!(
+                    " and {} that {}",
+                    human::count(n as u64, "index entry", "index entries"),
+                    if n == 1 {
+                        "is not an asp snapshot"
+                    } else {
+                        "are not asp snapshots"
+                    }
+                ),
+            }
         );
     }
     Ok(Exit::Ok)

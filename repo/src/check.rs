@@ -39,6 +39,10 @@ pub struct CheckReport {
     pub bodies_read: usize,
     /// Blobs nothing names (left by an interrupted backup or by forget; prune removes them).
     pub unreferenced: usize,
+    /// Entries of the index that are not snapshots (another tool's images), and the blobs of
+    /// `blobs/` only they name: not checked, and kept by prune.
+    pub other_entries: usize,
+    pub other_blobs: usize,
     /// Temporary files and staging folders of interrupted writes, or of a backup running now
     /// (check holds the lock shared, as a backup does; prune, holding it alone, removes them).
     pub leftovers: usize,
@@ -389,6 +393,16 @@ pub fn check(
             }
         }
     }
+    // What the index's other entries name is another tool's, not unreferenced: prune keeps
+    // it, and stops while an entry's manifest cannot be read.
+    let others = crate::prune::other_entries(repo)?;
+    report.other_entries = others.entries;
+    for p in others.unreadable {
+        report.problems.push(format!(
+            "{p}: `asp prune` deletes nothing until it can be read or the entry is taken out \
+             of index.json"
+        ));
+    }
     let dir = repo.blobs_dir();
     let mut unnamed_manifests: Vec<String> = Vec::new();
     for entry in std::fs::read_dir(&dir).map_err(RepoError::io(&dir))? {
@@ -403,6 +417,7 @@ pub fn check(
         }
         match Digest::from_hex(name) {
             Ok(d) if named.contains(&d) => {}
+            Ok(d) if others.named.contains(&d) => report.other_blobs += 1,
             Ok(d) => {
                 // Not named by a snapshot that can be read: a leftover, or a document of one
                 // that cannot be (a damaged state manifest's part makes every snapshot that

@@ -1,13 +1,16 @@
-//! `asp prune`: deletes every blob no snapshot in `index.json` names, and what interrupted
+//! `asp prune`: deletes every blob no entry of `index.json` names, and what interrupted
 //! writes left behind, under the exclusive repository lock, so no backup is running (a backup
 //! holds the lock shared from before it reads its parent until its snapshot is in the index).
 //! A snapshot that cannot be read stops the prune before anything is deleted: a blob is
-//! removed only when every snapshot is known not to need it.
+//! removed only when every snapshot is known not to need it. So does an entry of the index
+//! that is not a snapshot (another tool's image) whose manifest cannot be read: what it
+//! names is kept whole ([`other_entries`]).
 
 use std::collections::BTreeSet;
 use std::fs;
 
-use asp_format::digest::Digest;
+use asp_format::digest::{Descriptor, Digest};
+use asp_registry::manifest::{DOCKER_MANIFEST, DOCKER_MANIFEST_LIST, IMAGE_INDEX, IMAGE_MANIFEST};
 
 use crate::error::RepoError;
 use crate::repository::Repository;
@@ -20,6 +23,9 @@ pub struct PruneReport {
     /// Nothing was removed: the counts are what a prune would remove.
     pub dry_run: bool,
     pub snapshots: usize,
+    /// Entries of the index that are not snapshots (another tool's images), whose blobs are
+    /// kept.
+    pub other_entries: usize,
     pub kept_blobs: usize,
     pub removed_blobs: usize,
     pub removed_bytes: u64,
@@ -27,9 +33,20 @@ pub struct PruneReport {
     pub removed_leftovers: usize,
 }
 
-/// Every blob the snapshots of the index name: snapshot manifests, their config and source
-/// records, content manifests, their config and layers.
-pub fn referenced(repo: &Repository) -> Result<(usize, BTreeSet<Digest>), RepoError> {
+/// Every blob the index names, and how many snapshots and other entries name them.
+#[derive(Debug, Default)]
+pub struct Referenced {
+    pub snapshots: usize,
+    /// Entries of the index that are not snapshots.
+    pub other_entries: usize,
+    pub named: BTreeSet<Digest>,
+}
+
+/// Every blob the index names: what the snapshots name (snapshot manifests, their config and
+/// source records, content manifests, their config and layers), and what its other entries
+/// name ([`other_entries`]). An entry of either kind that cannot be read is an error: what it
+/// needs cannot be told.
+pub fn referenced(repo: &Repository) -> Result<Referenced, RepoError> {
     let infos = repo.snapshots()?;
     let mut named = BTreeSet::new();
     for info in &infos {
@@ -41,15 +58,143 @@ pub fn referenced(repo: &Repository) -> Result<(usize, BTreeSet<Digest>), RepoEr
         named.insert(snap.content_manifest.config.digest);
         named.extend(snap.content_manifest.layers.iter().map(|l| l.digest));
     }
-    Ok((infos.len(), named))
+    let others = other_entries(repo)?;
+    if let Some(first) = others.unreadable.first() {
+        return Err(RepoError::Integrity(format!(
+            "{first}; nothing is deleted while what an entry of index.json names cannot be told \
+             (`asp check` names each such entry)"
+        )));
+    }
+    named.extend(others.named);
+    Ok(Referenced {
+        snapshots: infos.len(),
+        other_entries: others.entries,
+        named,
+    })
+}
+
+/// What the entries of `index.json` that are not asp snapshots name.
+#[derive(Debug, Default)]
+pub struct OtherEntries {
+    /// How many entries there are.
+    pub entries: usize,
+    /// Every blob reachable from them.
+    pub named: BTreeSet<Digest>,
+    /// Their manifests that are in `blobs/` but cannot be read (damaged, cut short, not
+    /// JSON), each said with its entry: what such a manifest names is not known.
+    pub unreadable: Vec<String>,
+}
+
+/// The largest manifest read while following another tool's entries (what a registry takes
+/// in one manifest).
+const LARGEST_MANIFEST: u64 = 4 << 20;
+
+/// Whether a descriptor of `media_type` names a manifest or an index, whose own descriptors
+/// are followed. (An entry of `index.json` is one by definition; one without a media type is
+/// read as one too.)
+fn is_manifest(media_type: &str) -> bool {
+    media_type.is_empty()
+        || [
+            IMAGE_MANIFEST,
+            IMAGE_INDEX,
+            DOCKER_MANIFEST,
+            DOCKER_MANIFEST_LIST,
+            "application/vnd.oci.artifact.manifest.v1+json",
+        ]
+        .contains(&media_type)
+}
+
+/// The descriptors a manifest or index names: its config, layers, manifests (an index's),
+/// blobs (an artifact manifest's) and subject. Digests of another algorithm than sha256 are
+/// passed over: their blobs are not under `blobs/sha256/`, which is all prune deletes from.
+fn named_by(doc: &serde_json::Value) -> Vec<(Digest, Option<u64>, String)> {
+    let one = |v: &serde_json::Value| {
+        let digest = v.get("digest")?.as_str()?.parse::<Digest>().ok()?;
+        let size = v.get("size").and_then(serde_json::Value::as_u64);
+        let media_type = v
+            .get("mediaType")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        Some((digest, size, media_type))
+    };
+    let mut out = Vec::new();
+    for key in ["config", "subject"] {
+        out.extend(doc.get(key).and_then(one));
+    }
+    for key in ["layers", "manifests", "blobs"] {
+        if let Some(list) = doc.get(key).and_then(serde_json::Value::as_array) {
+            out.extend(list.iter().filter_map(one));
+        }
+    }
+    out
+}
+
+/// Every blob the entries of `index.json` that are not asp snapshots name, followed down:
+/// an image manifest's config and layers, an index's manifests and theirs, a subject. Another
+/// tool's image in the layout is not asp's to delete (found by a new user's trial: `asp
+/// prune` on such a layout deleted the image's blobs as unreferenced). A manifest missing
+/// from `blobs/` (a partial copy of a multi-platform image lists manifests it does not hold)
+/// names nothing that can be known; one there that cannot be read is said in `unreadable`.
+pub fn other_entries(repo: &Repository) -> Result<OtherEntries, RepoError> {
+    let entries = repo.other_entries()?;
+    let mut out = OtherEntries {
+        entries: entries.len(),
+        ..OtherEntries::default()
+    };
+    let mut todo: Vec<(String, Digest, Option<u64>, String)> = entries
+        .into_iter()
+        .map(|d| {
+            let name = match d.annotations.get(asp_registry::manifest::REF_NAME) {
+                Some(n) => format!("{n} ({})", d.digest),
+                None => d.digest.to_string(),
+            };
+            (name, d.digest, Some(d.size), d.media_type)
+        })
+        .collect();
+    while let Some((entry, digest, size, media_type)) = todo.pop() {
+        if !out.named.insert(digest) || !is_manifest(&media_type) {
+            continue;
+        }
+        let Ok(meta) = fs::symlink_metadata(repo.blob_path(&digest)) else {
+            continue;
+        };
+        let blob = Descriptor {
+            digest,
+            size: size.unwrap_or(meta.len()),
+        };
+        let doc = repo
+            .read_blob(&blob, LARGEST_MANIFEST)
+            .map_err(|e| e.to_string())
+            .and_then(|b| {
+                serde_json::from_slice::<serde_json::Value>(&b).map_err(|e| e.to_string())
+            });
+        match doc {
+            Ok(doc) => todo.extend(
+                named_by(&doc)
+                    .into_iter()
+                    .map(|(d, size, media_type)| (entry.clone(), d, size, media_type)),
+            ),
+            Err(e) => out.unreadable.push(format!(
+                "index.json's entry {entry}, not an asp snapshot: its manifest {digest} cannot be \
+                 read ({e})"
+            )),
+        }
+    }
+    Ok(out)
 }
 
 pub fn prune(repo: &Repository, dry_run: bool) -> Result<PruneReport, RepoError> {
     let _lock = repo.lock_exclusive()?;
-    let (snapshots, named) = referenced(repo)?;
+    let Referenced {
+        snapshots,
+        other_entries,
+        named,
+    } = referenced(repo)?;
     let mut report = PruneReport {
         dry_run,
         snapshots,
+        other_entries,
         ..PruneReport::default()
     };
     let dir = repo.blobs_dir();

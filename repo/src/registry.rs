@@ -288,7 +288,8 @@ impl RepoSink {
         opened: impl FnOnce(Repository) -> Repository,
     ) -> Result<Self, RepoError> {
         if Repository::is_at(root) {
-            return RepoSink::new(opened(Repository::open(root)?), host);
+            // (Not another tool's image layout: `open_or_init` refuses one.)
+            return RepoSink::new(opened(Repository::open_or_init(root)?), host);
         }
         let repo = opened(Repository::open_or_init(root)?);
         let mut sink = RepoSink::new(repo, host)?;

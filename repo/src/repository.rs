@@ -259,9 +259,13 @@ impl Repository {
     /// holds only the lock files a failed first pull leaves.
     /// The layout is made in a directory beside `root` and renamed into place, so two
     /// processes creating the same repository at once both end up opening one.
+    /// An OCI image layout there already is opened only when it is an asp repository: one
+    /// whose index lists entries but no snapshot is another tool's ([`Repository::refuse_foreign`]).
     pub fn open_or_init(root: &Path) -> Result<Self, RepoError> {
         if Repository::is_at(root) {
-            return Repository::open(root);
+            let repo = Repository::open(root)?;
+            repo.refuse_foreign()?;
+            return Ok(repo);
         }
         if only_locks(root)? {
             // What a failed first pull leaves: the lock files, never unlinked (another process
@@ -312,6 +316,61 @@ impl Repository {
             sync_dir(&parent);
         }
         Repository::open(root)
+    }
+
+    /// Refuses to make a repository of another tool's OCI image layout: one whose
+    /// `index.json` lists entries and none of them an asp snapshot (an image a container tool
+    /// keeps there). `asp backup` makes a repository only where nothing is, but the layout's
+    /// `oci-layout` file made any such folder look like one, and its images were then only
+    /// "unreferenced" blobs to `asp check` (found by a new user's trial, whose `asp prune`
+    /// then deleted them; prune now keeps what such entries name, see
+    /// [`crate::prune::other_entries`]). An empty index is a repository a first backup or pull
+    /// has just made; an index that cannot be read is named by the command that reads it.
+    fn refuse_foreign(&self) -> Result<(), RepoError> {
+        let Ok(index) = self.layout.index() else {
+            return Ok(());
+        };
+        if index.manifests.is_empty()
+            || index
+                .manifests
+                .iter()
+                .any(|d| d.artifact_type.as_deref() == Some(SNAPSHOT_ARTIFACT))
+        {
+            return Ok(());
+        }
+        let named: Vec<String> = index
+            .manifests
+            .iter()
+            .take(3)
+            .map(|d| {
+                d.annotations
+                    .get(asp_registry::manifest::REF_NAME)
+                    .cloned()
+                    .unwrap_or_else(|| d.digest.to_string())
+            })
+            .collect();
+        let more = match index.manifests.len() {
+            n if n > 3 => format!(", … {n} in all"),
+            _ => String::new(),
+        };
+        Err(RepoError::NotARepository(format!(
+            "{} is an OCI image layout of another tool, not an asp repository: its index.json \
+             lists {}{more} and no asp snapshot; asp makes no repository in it (give another \
+             --repo: an empty or missing directory)",
+            self.root().display(),
+            named.join(", ")
+        )))
+    }
+
+    /// The entries of `index.json` that are not asp snapshots: another tool's images (put
+    /// into the layout by hand, say), never read as snapshots, and kept with everything they
+    /// name by prune and check ([`crate::prune::other_entries`]).
+    pub fn other_entries(&self) -> Result<Vec<OciDescriptor>, RepoError> {
+        let mut index = self.index()?;
+        index
+            .manifests
+            .retain(|d| d.artifact_type.as_deref() != Some(SNAPSHOT_ARTIFACT));
+        Ok(index.manifests)
     }
 
     /// `locks/repo`, exclusive, without waiting: `None` while another process holds it.
