@@ -2220,6 +2220,176 @@ fn an_image_put_into_a_repository_by_hand_stays_through_prune() {
     );
 }
 
+/// Makes every file under `dir` read-only for everybody (0444, folders 0555: readable by any
+/// user, writable by none but one who passes permission checks), or, with `writable`, gives
+/// the owner write access back.
+fn read_only_tree(dir: &Path, writable: bool) {
+    use std::os::unix::fs::PermissionsExt;
+    for e in walkdir::WalkDir::new(dir).contents_first(writable) {
+        let e = e.unwrap();
+        let mode = match (e.file_type().is_dir(), writable) {
+            (true, false) => 0o555,
+            (false, false) => 0o444,
+            (true, true) => 0o755,
+            (false, true) => 0o644,
+        };
+        fs::set_permissions(e.path(), fs::Permissions::from_mode(mode)).unwrap();
+    }
+}
+
+/// Gives `dir` write access back when dropped, so a failed test's scratch folder can still be
+/// removed.
+struct WritableAgain<'a>(&'a Path);
+
+impl Drop for WritableAgain<'_> {
+    fn drop(&mut self) {
+        read_only_tree(self.0, true);
+    }
+}
+
+/// A repository is read from where it cannot be written: restore, check, sessions and pack
+/// take their shared lock through a read-only handle of the lock file (flock needs no write
+/// access) and work; with no lock file there and none makeable, they read without a lock and
+/// say so; backup and prune, which write, say they cannot (exit 1). Found by a new user's
+/// trial: `asp restore` from a read-only mount failed on making `locks/repo`.
+///
+/// What this proves: the repository's tree is made read-only by its permissions. Where this
+/// test runs with privileges that permissions do not stop (root), asp is run as `nobody`
+/// (uid 65534) so they do; where it cannot switch users either, the test says so and proves
+/// nothing. Permissions give EACCES; a read-only mount (EROFS) takes the same path in asp
+/// (`cannot_write`), but no mount is made here.
+#[test]
+fn a_read_only_repository_is_read_and_said_not_writable() {
+    use std::os::unix::process::CommandExt;
+    let (t, home, repo) = home_and_repo();
+    backup(&home, &repo);
+    assert!(repo.join("locks/repo").is_file());
+    read_only_tree(&repo, false);
+    let _again = WritableAgain(&repo);
+    // Whether this process writes a read-only file regardless (root): then asp runs as nobody.
+    let privileged = fs::OpenOptions::new()
+        .append(true)
+        .open(repo.join("index.json"))
+        .is_ok();
+    let user = privileged.then_some(65534u32);
+    let scratch = t.path().join("scratch");
+    fs::create_dir_all(&scratch).unwrap();
+    if let Some(uid) = user {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(t.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::chown(&scratch, Some(uid), Some(uid)).unwrap();
+    }
+    let run = |args: &[&std::ffi::OsStr]| -> Option<std::process::Output> {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("asp"));
+        cmd.args(args)
+            .arg("--repo")
+            .arg(&repo)
+            .env("HOME", &scratch)
+            .env("TMPDIR", &scratch);
+        if let Some(uid) = user {
+            cmd.uid(uid).gid(uid);
+        }
+        match cmd.output() {
+            Ok(out) => Some(out),
+            Err(e) if user.is_some() => {
+                eprintln!(
+                    "skipped: permissions do not stop this user's writes, and asp cannot be \
+                     run as uid 65534 ({e}); nothing about a read-only repository was checked"
+                );
+                None
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    let restored = scratch.join("restored");
+    fs::create_dir_all(&restored).unwrap();
+    if let Some(uid) = user {
+        std::os::unix::fs::chown(&restored, Some(uid), Some(uid)).unwrap();
+    }
+    let Some(out) = run(&[
+        os("restore"),
+        os("-q"),
+        os("--to"),
+        os("claude-code"),
+        os("--home"),
+        restored.as_os_str(),
+    ]) else {
+        return;
+    };
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        !said.contains("without a lock"),
+        "the lock file was there: {said}"
+    );
+    assert_eq!(projects(&restored), projects(&home), "byte for byte");
+    for args in [
+        &[os("check"), os("--read-data")][..],
+        &[os("sessions"), os("--json")],
+        &[os("snapshots")],
+    ] {
+        let out = run(args).unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+    }
+    let bundle = scratch.join("out.aspstate");
+    let out = run(&[
+        os("pack"),
+        os("--from-repo"),
+        os("-q"),
+        os("-o"),
+        bundle.as_os_str(),
+    ])
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(bundle.is_file());
+
+    // The commands that write say they cannot.
+    for args in [
+        &[
+            os("backup"),
+            os("--from"),
+            os("claude-code"),
+            os("--home"),
+            home.as_os_str(),
+        ][..],
+        &[os("prune")],
+        &[os("check"), os("--read-data"), os("--repair")],
+    ] {
+        let out = run(args).unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {said}");
+        assert!(
+            said.contains("cannot be written to here") && said.contains("locks/repo"),
+            "{args:?}: {said}"
+        );
+    }
+
+    // With no lock file, and none makeable: read without one, and said.
+    read_only_tree(&repo, true);
+    fs::remove_dir_all(repo.join("locks")).unwrap();
+    read_only_tree(&repo, false);
+    let again = scratch.join("again");
+    fs::create_dir_all(&again).unwrap();
+    if let Some(uid) = user {
+        std::os::unix::fs::chown(&again, Some(uid), Some(uid)).unwrap();
+    }
+    let out = run(&[
+        os("restore"),
+        os("-q"),
+        os("--to"),
+        os("claude-code"),
+        os("--home"),
+        again.as_os_str(),
+    ])
+    .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("is read without a lock"), "{said}");
+    assert_eq!(projects(&again), projects(&home), "byte for byte");
+    assert!(!repo.join("locks").exists(), "nothing was made");
+}
+
 /// `asp pack --from-repo` without --snapshot packs the newest snapshot of all: with more than
 /// one home (or harness) backed up, which one that is is said.
 #[test]

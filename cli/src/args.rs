@@ -104,7 +104,8 @@ pub fn parse_threads(s: &str) -> Result<NonZeroUsize, String> {
 /// `--repo DIR`, shared by the repository commands.
 #[derive(Debug, Clone, Args)]
 pub struct RepoArg {
-    /// The snapshot repository [default: $ASP_REPO, else $XDG_DATA_HOME/asp/repo, else
+    /// The snapshot repository; restore, check, sessions, snapshots, pack and push only read
+    /// it, from a read-only mount too [default: $ASP_REPO, else $XDG_DATA_HOME/asp/repo, else
     /// ~/.local/share/asp/repo]
     #[arg(long, value_name = "DIR")]
     pub repo: Option<std::path::PathBuf>,

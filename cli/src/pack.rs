@@ -497,7 +497,7 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
     }
     let output = output_file(args, to_stdout)?;
     let repo = args.repo.open()?;
-    let _lock = repo.lock_shared()?;
+    let _lock = repo.lock_to_read()?;
     let wanted = args.snapshot.as_deref().unwrap_or("latest");
     let info = if wanted == "latest" {
         let all = repo.snapshots()?;

@@ -380,7 +380,7 @@ fn run_all(args: RestoreArgs) -> Result<Exit> {
 fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
     let path_map = args.map_path.path_map()?;
     let repo = args.repo.open()?;
-    let _lock = repo.lock_shared()?;
+    let _lock = repo.lock_to_read()?;
     let home = Home::resolve_to_write(args.home.clone())?;
     let (info, snapshot) = match args.sessions.is_empty() {
         true => {

@@ -192,7 +192,7 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
         incomplete = !lost.is_empty();
     } else {
         let repo = args.repo.open()?;
-        let _lock = repo.lock_shared()?;
+        let _lock = repo.lock_to_read()?;
         looked_in = repo.root().display().to_string();
         // The newest snapshot of each harness and home holds every session of that series; one
         // that cannot be read is said (exit 4) and the series listed from the newest that can.

@@ -213,7 +213,8 @@ pub fn check(
     let _lock = if opts.repair {
         repo.lock_exclusive()?
     } else {
-        repo.lock_shared()?
+        // Only read: a repository that cannot be written here is checked all the same.
+        repo.lock_to_read()?
     };
     let mut report = CheckReport::default();
     let infos = match repo.snapshots() {

@@ -32,6 +32,24 @@ pub enum RepoError {
         holder: String,
     },
 
+    /// A command that writes into the repository cannot write there: a read-only mount, or
+    /// a repository of another user's. (A command that only reads needs no write access,
+    /// [`crate::Repository::lock_to_read`].)
+    #[error(
+        "{} cannot be written to here, and this command writes into the repository (backup, \
+         pull, forget, prune, check --repair and --rebuild-index do; restore, check, sessions, \
+         snapshots, pack and push only read it): run it as a user who can write there, or \
+         through a read-write mount; {}: {source}",
+        root.display(),
+        path.display()
+    )]
+    ReadOnly {
+        root: PathBuf,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+
     /// The repository's data does not match what it promises.
     #[error("integrity failure: {0}")]
     Integrity(String),
@@ -79,7 +97,7 @@ impl Classify for RepoError {
             RepoError::Usage(_) => ErrorClass::Usage,
             RepoError::NotARepository(_) => ErrorClass::Source,
             RepoError::Integrity(_) | RepoError::IndexDiffers(_) => ErrorClass::Integrity,
-            RepoError::Locked { .. } => ErrorClass::Store,
+            RepoError::Locked { .. } | RepoError::ReadOnly { .. } => ErrorClass::Store,
             RepoError::Io { source, .. } => io_class(source, ErrorClass::Store),
             RepoError::Convert(e) => e.class(),
             RepoError::Layout(e) => e.class(),

@@ -70,7 +70,8 @@ pub struct SnapshotSource {
 impl SnapshotSource {
     /// The snapshot `id` names (a unique hex prefix, or `latest`: the newest of all).
     pub fn open(repo: &Repository, id: &str) -> Result<Self, RepoError> {
-        let lock = repo.lock_shared()?;
+        // Only read: a repository that cannot be written here is pushed from all the same.
+        let lock = repo.lock_to_read()?;
         let info = if id == "latest" {
             repo.snapshots()?.pop().ok_or_else(|| {
                 RepoError::Usage(format!(

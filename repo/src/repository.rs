@@ -8,7 +8,9 @@
 //!
 //! Locks are `flock(2)` locks (`File::lock`), which the kernel releases when their process
 //! dies: a backup, restore or check holds `locks/repo` shared, prune holds it exclusive, so
-//! prune never deletes a blob a running backup is about to name.
+//! prune never deletes a blob a running backup is about to name. A command that only reads
+//! takes its lock through a read-only handle when the repository cannot be written here (a
+//! read-only mount, another user's repository): see [`Repository::lock_to_read`].
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -50,7 +52,8 @@ pub struct Repository {
 
 /// What to tell the person when a lock is held by another process and this one waits for it
 /// ([`Repository::with_wait_notice`]): a wait can last as long as a prune, and a command that
-/// says nothing meanwhile looks hung.
+/// says nothing meanwhile looks hung. (Also what a read without any lock says,
+/// [`Repository::lock_to_read`].)
 #[derive(Clone, Default)]
 struct WaitNotice(Option<std::sync::Arc<Notice>>);
 
@@ -103,10 +106,43 @@ impl RawBlobs for Repository {
     }
 }
 
-/// A held lock; released when dropped (or when the process dies).
+/// A held lock; released when dropped (or when the process dies). `None`: a read of a
+/// repository that has no lock file and cannot be given one here ([`Repository::lock_to_read`]).
 #[derive(Debug)]
 pub struct Lock {
-    _file: File,
+    _file: Option<File>,
+}
+
+/// Whether an error opening or making a file of the repository says that it cannot be written
+/// here (a read-only mount; a directory or lock file of another user's), rather than that
+/// something failed.
+fn cannot_write(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ReadOnlyFilesystem | io::ErrorKind::PermissionDenied
+    )
+}
+
+/// The lock file at `path`, opened to be written (made, with `locks/`, when it is not there:
+/// [`Repository::open`] goes on without `locks/` where it cannot make it).
+fn open_lock(path: &Path) -> io::Result<File> {
+    let open = || {
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(path)
+    };
+    match open() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(locks) = path.parent() {
+                fs::create_dir_all(locks)?;
+            }
+            open()
+        }
+        opened => opened,
+    }
 }
 
 /// Whether `root` holds nothing but a `locks/` folder of files: a repository a failed first
@@ -377,12 +413,18 @@ impl Repository {
     pub fn try_lock_exclusive(&self) -> Result<Option<Lock>, RepoError> {
         let f = self.lock_file("repo")?;
         let path = self.root().join(LOCKS).join("repo");
-        Ok(try_take(&f, true, &path)?.then_some(Lock { _file: f }))
+        Ok(try_take(&f, true, &path)?.then_some(Lock { _file: Some(f) }))
     }
 
+    /// Makes `locks/` and `blobs/sha256/` when they are missing. A repository that cannot be
+    /// written here is opened all the same: the commands that only read it need neither made,
+    /// and one that writes says it cannot when it takes its lock ([`RepoError::ReadOnly`]).
     fn ensure_dirs(&self) -> Result<(), RepoError> {
         for d in [self.root().join(LOCKS), self.blobs_dir()] {
-            fs::create_dir_all(&d).map_err(RepoError::io(&d))?;
+            match fs::create_dir_all(&d) {
+                Err(e) if !cannot_write(&e) => return Err(RepoError::io(&d)(e)),
+                _ => {}
+            }
         }
         Ok(())
     }
@@ -409,15 +451,21 @@ impl Repository {
         self.layout.has_blob(blob)
     }
 
+    /// A lock file, for a command that writes into the repository: one that cannot be opened
+    /// to be written (or made) says the repository cannot be written here.
     fn lock_file(&self, name: &str) -> Result<File, RepoError> {
         let path = self.root().join(LOCKS).join(name);
-        OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(RepoError::io(&path))
+        open_lock(&path).map_err(|source| {
+            if cannot_write(&source) {
+                RepoError::ReadOnly {
+                    root: self.root().to_path_buf(),
+                    path: path.clone(),
+                    source,
+                }
+            } else {
+                RepoError::io(&path)(source)
+            }
+        })
     }
 
     /// Says `notice` once each time a lock of the repository is held by another process and
@@ -436,23 +484,62 @@ impl Repository {
         self
     }
 
-    /// `locks/repo`, shared: backups, restores and checks run side by side; waits while a
-    /// prune runs.
+    /// `locks/repo`, shared, for a command that writes into the repository (backup, pull,
+    /// forget, `check --rebuild-index`): backups, restores and checks run side by side; waits
+    /// while a prune runs. A repository that cannot be written here is an error
+    /// ([`RepoError::ReadOnly`]).
     pub fn lock_shared(&self) -> Result<Lock, RepoError> {
-        self.lock_repo(false)
+        self.lock_repo(false, self.lock_file("repo")?)
+    }
+
+    /// `locks/repo`, shared, for a command that only reads the repository (restore, check,
+    /// `asp sessions`, pack, push): as [`Repository::lock_shared`], but a repository this
+    /// process cannot write (a read-only mount, one of another user's) is read all the same.
+    /// `flock(2)` takes a lock through a read-only handle, so the lock file there is opened
+    /// read-only and locked as ever: a prune that can write there, through another mount or
+    /// as its owner, is still waited for (found by a new user's trial: a restore from a
+    /// read-only mount failed on making the lock file, before reading anything). When there is
+    /// no lock file and none can be made, nothing is locked, and that is said: whoever could
+    /// write there could have made it, so nothing that writes is likely to run, but a
+    /// repository whose permissions differ between users, or that is mounted read-write
+    /// elsewhere, is not proof of it.
+    pub fn lock_to_read(&self) -> Result<Lock, RepoError> {
+        let path = self.root().join(LOCKS).join("repo");
+        let f = match open_lock(&path) {
+            Ok(f) => f,
+            Err(e) if cannot_write(&e) => match File::open(&path) {
+                Ok(f) => f,
+                Err(missing) if missing.kind() == io::ErrorKind::NotFound => {
+                    if let Some(say) = &self.waiting.0 {
+                        say(&format!(
+                            "note: {} is read without a lock: it has no lock file and none can \
+                             be made here ({}: {e}); an asp command writing into it meanwhile \
+                             (as another user, or through a writable mount of it) is not waited \
+                             for",
+                            self.root().display(),
+                            path.display()
+                        ));
+                    }
+                    return Ok(Lock { _file: None });
+                }
+                Err(other) => return Err(RepoError::io(&path)(other)),
+            },
+            Err(e) => return Err(RepoError::io(&path)(e)),
+        };
+        self.lock_repo(false, f)
     }
 
     /// `locks/repo`, exclusive: what prune holds while it deletes blobs.
     pub fn lock_exclusive(&self) -> Result<Lock, RepoError> {
-        self.lock_repo(true)
+        self.lock_repo(true, self.lock_file("repo")?)
     }
 
-    /// `locks/repo`, at once when it is free, else after saying why it waits.
-    fn lock_repo(&self, exclusive: bool) -> Result<Lock, RepoError> {
+    /// `locks/repo`, through its file `f`, at once when it is free, else after saying why it
+    /// waits.
+    fn lock_repo(&self, exclusive: bool, f: File) -> Result<Lock, RepoError> {
         let path = self.root().join(LOCKS).join("repo");
-        let f = self.lock_file("repo")?;
         if try_take(&f, exclusive, &path)? {
-            return Ok(Lock { _file: f });
+            return Ok(Lock { _file: Some(f) });
         }
         let holder = if exclusive {
             format!(
@@ -473,7 +560,7 @@ impl Repository {
                 ));
             }
             if exclusive { f.lock() } else { f.lock_shared() }.map_err(RepoError::io(&path))?;
-            return Ok(Lock { _file: f });
+            return Ok(Lock { _file: Some(f) });
         };
         if let Some(say) = self.waiting.0.as_ref().filter(|_| !limit.is_zero()) {
             say(&format!(
@@ -486,7 +573,7 @@ impl Repository {
         let start = std::time::Instant::now();
         loop {
             if try_take(&f, exclusive, &path)? {
-                return Ok(Lock { _file: f });
+                return Ok(Lock { _file: Some(f) });
             }
             let waited = start.elapsed();
             if waited >= limit {
@@ -504,7 +591,7 @@ impl Repository {
         let f = self.lock_file("index")?;
         f.lock()
             .map_err(RepoError::io(self.root().join(LOCKS).join("index")))?;
-        Ok(Lock { _file: f })
+        Ok(Lock { _file: Some(f) })
     }
 
     /// The index; one that cannot be read is named with the way back.
