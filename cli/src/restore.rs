@@ -11,7 +11,8 @@ use asp_convert::{Home, Store};
 use asp_format::KindSet;
 use asp_repo::backup::home_name;
 use asp_repo::blobs::SnapshotBlobs;
-use asp_repo::{Repository, Snapshot, SnapshotInfo};
+use asp_repo::snapshot::PassedOver;
+use asp_repo::{RepoError, Repository, Snapshot, SnapshotInfo};
 use clap::Parser;
 
 use crate::args::{Common, RepoArg, Strict, parse_harness, parse_kinds};
@@ -53,7 +54,11 @@ is none, the newest snapshot of that harness; when the repository holds none of 
 (carrying into another one), its newest snapshot if all its snapshots are of one harness and
 home, else name one with --snapshot. With --session, it is the newest snapshot that holds
 the sessions, looked for in that order and then in every other harness and home (so
-`--session ID --to codex` finds a session backed up from Claude Code). --json prints the _asp/state/import answer, as
+`--session ID --to codex` finds a session backed up from Claude Code). A newer snapshot of
+that harness and home that cannot be read (damaged) is passed over for the newest one that
+can, as `asp sessions` lists them: the restore says which it passed over, restores, and exits
+4 (_meta.asp.passedOver in --json); a snapshot named with --snapshot that cannot be read is
+not passed over. --json prints the _asp/state/import answer, as
 asp-unpack --json does (with _meta.asp.resume, alreadyThere, writtenInto and findings).
 
 Every body is read and checked before anything is written. What needs data the repository
@@ -183,24 +188,27 @@ fn older_holder<'a>(
     })
 }
 
-/// The snapshot to restore the sessions `ids` from, loaded with them. `latest`: the newest
-/// snapshot that holds them all, preferring what [`pick`] prefers (the --to harness in the
-/// home, then that harness anywhere), then the newest of every other harness and home, so
-/// that `asp restore --session ID --to codex` carries a Claude Code session without being
-/// told which snapshot holds it. Sessions that no one snapshot holds together are a usage
-/// error naming where each one is.
+/// The snapshot to restore the sessions `ids` from, loaded with them, and the snapshots that
+/// could not be read and were passed over on the way. `latest`: the newest snapshot that
+/// holds them all, preferring what [`pick`] prefers (the --to harness in the home, then that
+/// harness anywhere), then the newest of every other harness and home, so that `asp restore
+/// --session ID --to codex` carries a Claude Code session without being told which snapshot
+/// holds it; of each harness and home, the newest that can be read (as `asp sessions` lists
+/// it). Sessions that no one snapshot holds together are a usage error naming where each one
+/// is.
 fn pick_for_sessions(
     repo: &Repository,
     id: &str,
     harness: &str,
     home: &Home,
     ids: &[String],
-) -> Result<(SnapshotInfo, Snapshot)> {
+) -> Result<(SnapshotInfo, Snapshot, Vec<PassedOver>)> {
     if id != "latest" {
         let info = repo.find(id)?;
         let snap = Snapshot::load_sessions(repo, &info, ids)?;
-        return Ok((info, snap));
+        return Ok((info, snap, Vec::new()));
     }
+    let all = repo.snapshots()?;
     // The newest snapshot of each harness and home holds every session of that series.
     let mut candidates = repo.newest_of_each_series()?;
     if candidates.is_empty() {
@@ -217,22 +225,41 @@ fn pick_for_sessions(
     // A snapshot of another harness that cannot be read does not stop the search; it is said
     // only when no snapshot holds the sessions.
     let mut unreadable = None;
+    // Newer snapshots of a series passed over for the newest that can be read: said, and the
+    // restore exits 4, when the sessions are then restored from another snapshot.
+    let mut passed_over: Vec<PassedOver> = Vec::new();
     // The ids there are, for a hint of the whole ones when given ones are not found.
     let mut known: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
-    for info in &candidates {
-        let snap = match Snapshot::load_sessions(repo, info, ids) {
-            Ok(s) => s,
+    for newest in &candidates {
+        // (The loader returns what every repository read returns, `RepoError`, which is large
+        // for every caller alike; clippy says so only of a closure.)
+        #[allow(clippy::result_large_err)]
+        let read = Snapshot::newest_readable(repo, &all, &newest.harness, &newest.home, |r, i| {
+            Snapshot::load_sessions(r, i, ids)
+        });
+        let snap = match read {
+            Ok((found, passed)) => {
+                if let Some(first) = passed.first() {
+                    unreadable.get_or_insert(RepoError::Integrity(first.error.clone()));
+                }
+                passed_over.extend(passed);
+                match found {
+                    Some(s) => s,
+                    None => continue,
+                }
+            }
             Err(e) => {
                 unreadable.get_or_insert(e);
                 continue;
             }
         };
+        let info = &snap.info;
         let (_, missing) = snap.state.select(
             KindSet::EMPTY.with(asp_format::StateKind::Sessions),
             Some(ids),
         );
         if missing.is_empty() {
-            return Ok((info.clone(), snap));
+            return Ok((info.clone(), snap, passed_over));
         }
         known.extend(
             snap.state
@@ -382,15 +409,21 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
     let repo = args.repo.open()?;
     let _lock = repo.lock_to_read()?;
     let home = Home::resolve_to_write(args.home.clone())?;
-    let (info, snapshot) = match args.sessions.is_empty() {
+    let (info, snapshot, passed_over) = match args.sessions.is_empty() {
         true => {
             let info = pick(&repo, &args.snapshot, &args.to, &home)?;
-            let snap = Snapshot::load_for_reading(&repo, &info)?;
-            (info, snap)
+            newest_readable(&repo, &args.snapshot, info)?
         }
         false => pick_for_sessions(&repo, &args.snapshot, &args.to, &home, &args.sessions)?,
     };
     let shown = format!("snapshot {}", info.short_id());
+    // Said before anything is written, `-q` or not: what is restored is not the newest.
+    for p in &passed_over {
+        eprintln!(
+            "damaged: {}; restoring from {shown} ({} of {} in {}), the newest that can be read",
+            p.error, info.created, info.harness, info.home
+        );
+    }
     let (mut state, _) = crate::unpack::select(
         &snapshot.state,
         args.kinds,
@@ -537,6 +570,9 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
         if !damaged.is_empty() {
             json["_meta"]["asp"]["damaged"] = serde_json::json!(damaged.blobs);
         }
+        if !passed_over.is_empty() {
+            json["_meta"]["asp"]["passedOver"] = serde_json::json!(passed_over);
+        }
         answer = Some(json);
     } else {
         let verb = if args.dry_run {
@@ -561,10 +597,46 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
             crate::outln!("{line}");
         }
     }
-    if !damaged.is_empty() {
+    if !damaged.is_empty() || !passed_over.is_empty() {
         return Ok((Exit::Integrity, answer));
     }
     Ok((imported.exit(args.strict.strict), answer))
+}
+
+/// The snapshot [`pick`] chose, loaded, and the snapshots passed over for it. For `latest`,
+/// the newest of its series (harness and home) that can be read: a newer one that cannot (a
+/// document of it damaged) is passed over, as `asp sessions` and a backup pass it over, so
+/// that one damaged snapshot does not keep every session from coming back (found by a new
+/// user's trial: the restore failed whole while `asp sessions` listed them from the snapshot
+/// before). A snapshot named by its id is read as it is, or the restore fails.
+fn newest_readable(
+    repo: &Repository,
+    id: &str,
+    info: SnapshotInfo,
+) -> Result<(SnapshotInfo, Snapshot, Vec<PassedOver>)> {
+    if id != "latest" {
+        let snap = Snapshot::load_for_reading(repo, &info)?;
+        return Ok((info, snap, Vec::new()));
+    }
+    let (found, passed_over) = Snapshot::newest_readable(
+        repo,
+        &repo.snapshots()?,
+        &info.harness,
+        &info.home,
+        Snapshot::load_for_reading,
+    )?;
+    match found {
+        Some(snap) => Ok((snap.info.clone(), snap, passed_over)),
+        // None can be read: the newest's damage is the error.
+        None => Err(RepoError::Integrity(
+            passed_over
+                .into_iter()
+                .next()
+                .map(|p| p.error)
+                .unwrap_or_else(|| format!("snapshot {} cannot be read", info.short_id())),
+        )
+        .into()),
+    }
 }
 
 /// Restores `config`, the harness's own files or some of them ([`Store::write_config`]).
