@@ -209,6 +209,50 @@ fn an_import_into_another_harness_exits_0_unless_strict() {
         .code(3);
 }
 
+/// An empty transcript packs as a session with no updates: carried into another harness it
+/// holds nothing to write, which is said, and is no loss (every writer refused it as having
+/// nothing to show, and the refusal exited 3). Into its own harness its file comes back as it
+/// was.
+#[test]
+fn a_session_with_no_conversation_is_not_written_and_not_lost() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    copy_dir(&claude_home(), &home);
+    let id = "71958462-4bb8-46b6-a36a-1becf56c22dc";
+    let transcript = home
+        .join(".claude/projects/-home-dev-shop")
+        .join(format!("{id}.jsonl"));
+    fs::write(&transcript, b"").unwrap();
+    let bundle = dir.path().join("b.aspstate");
+    pack_home("claude-code", &home, &bundle).assert().code(0);
+    for to in ["pi", "codex", "gemini"] {
+        let o = asp_unpack()
+            .arg(&bundle)
+            .args(["--session", id, "--to", to, "--home"])
+            .arg(new_home(dir.path().join(to)))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{to}: {err}");
+        assert!(
+            err.contains(&format!("session {id} holds no conversation")),
+            "{to}: {err}"
+        );
+        assert!(!err.contains("lost"), "{to}: {err}");
+    }
+    let own = new_home(dir.path().join("own"));
+    asp_unpack()
+        .arg(&bundle)
+        .args(["--session", id, "--to", "claude-code", "--home"])
+        .arg(&own)
+        .assert()
+        .code(0);
+    let back = own
+        .join(".claude/projects/-home-dev-shop")
+        .join(format!("{id}.jsonl"));
+    assert_eq!(fs::read(back).unwrap(), b"");
+}
+
 /// The same finding about many sessions is shown for the first three and then counted on
 /// stderr; `--json` lists every one.
 #[test]

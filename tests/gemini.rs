@@ -2115,10 +2115,19 @@ pub(crate) fn validate(home: &Path) -> Vec<String> {
                 .and_then(|(_, l)| serde_json::from_str::<Value>(l).ok())
                 .unwrap_or(Value::Null);
             let id = meta["sessionId"].as_str().unwrap_or("");
-            let short: String = id.chars().take(8).collect();
+            // Gemini CLI lists any `session-*.jsonl` by what it holds; it names its own
+            // chats by their id's first 8 characters, and a writer that finds that name
+            // taken by another session uses the id's last 8 letters and digits.
+            let alnum: String = id.chars().filter(char::is_ascii_alphanumeric).collect();
+            let endings = [
+                id.chars().take(8).collect::<String>(),
+                alnum[alnum.len().saturating_sub(8)..].to_owned(),
+            ];
             if !asp_convert::kit::uuid::is_uuid(id)
                 || !name.starts_with("session-")
-                || !name.ends_with(&format!("-{short}.jsonl"))
+                || !endings
+                    .iter()
+                    .any(|e| name.ends_with(&format!("-{e}.jsonl")))
             {
                 problems.push(format!("{at}: not named for its session {id:?}"));
             }

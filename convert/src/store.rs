@@ -646,6 +646,7 @@ impl Store {
                 let writer = Writer::new(req.dry_run).confined_to(
                     std::iter::once(home.dir.clone()).chain(harness.store_paths(home)),
                 );
+                let empty = take_empty_sessions(&mut state, harness.name().as_str());
                 report_unreadable(&state, harness.name().as_str(), req.diagnostics);
                 report_orphans(&state, req.diagnostics);
                 let mut answer = harness.write(&WriteContext {
@@ -661,6 +662,15 @@ impl Store {
                     },
                 })?;
                 report_unlinked(&state, harness.as_ref(), &answer, req.diagnostics);
+                for id in empty {
+                    answer.refuse(
+                        StateKind::Sessions,
+                        format!(
+                            "session {id} holds no conversation (its update stream is empty), \
+                             so nothing of it is written"
+                        ),
+                    );
+                }
                 for note in switched_off {
                     answer.refuse(StateKind::Tools, note);
                 }
@@ -818,6 +828,30 @@ fn mark_unreadable(sessions: &mut [Session], places: Vec<(usize, Unreadable)>) {
 /// the state manifest as long as the transcript.
 const UNREADABLE_KEPT: usize = 100;
 
+/// Takes out of `state` the sessions with no updates that `target` would compose from them
+/// (a harness's own session is written from its native files, as it was): an empty
+/// transcript packs as such a session, and every writer refused it as having nothing to show,
+/// which was answered as a loss (exit 3) though the source held nothing. Their ids, to be
+/// answered as not taken.
+fn take_empty_sessions(state: &mut State, target: &str) -> Vec<String> {
+    let Some(sessions) = state.sessions.as_mut() else {
+        return Vec::new();
+    };
+    let mut empty = Vec::new();
+    sessions.retain(|s| {
+        let own = s
+            .native
+            .as_ref()
+            .is_some_and(|n| n.harness.as_str() == target);
+        let keep = own || s.updates.size > 0;
+        if !keep {
+            empty.push(s.id.to_string());
+        }
+        keep
+    });
+    empty
+}
+
 /// What a session written from its updates lacks: the damaged places of its native file,
 /// which only that file holds. Lost, unless the target is the harness the file is from (it
 /// is then written as it was).
@@ -875,8 +909,9 @@ fn report_unreadable(state: &State, target: &str, diagnostics: &Diagnostics) {
             message: format!(
                 "session {}: {at} of its {source} file {}{others} could not be read into the \
                  conversation when it was packed; only that file keeps what they hold, and \
-                 {target} is written from the conversation, so what they hold is not carried \
-                 (the rest of the session is)",
+                 {target} is written from the conversation, so what they hold is not carried, \
+                 nor the rows reached only through them (a row whose parent was on a damaged \
+                 line cuts off the rows before it; the pack's report counted them)",
                 s.id, first.path
             ),
         });
