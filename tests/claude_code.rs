@@ -556,6 +556,72 @@ fn damaged_transcripts_are_carried_and_the_damage_reported_with_file_and_line() 
     );
 }
 
+/// A line whose text holds bytes that are not UTF-8 is read as Claude Code reads it (Node
+/// decodes the file with U+FFFD), with a note naming the line; its row stays in the
+/// conversation. It was left out as a line that "changed while the transcript was read".
+#[test]
+fn bytes_that_are_not_utf8_are_read_as_claude_code_reads_them() {
+    let t = tmp();
+    let home = t.path().join("home");
+    crate::support::copy_dir(&sample_home(), &home);
+    let file = home
+        .join(".claude/projects/-home-dev-shop")
+        .join(format!("{A}.jsonl"));
+    let before = read(&home);
+    let texts = |r: &Read| -> Vec<String> {
+        updates_of(&r.store, r.session(A))
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "user_message_chunk")
+            .filter_map(|u| u["content"]["text"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let prompts = texts(&before);
+    let bytes = fs::read(&file).unwrap();
+    let at = bytes
+        .windows(8)
+        .position(|w| w == b"Percenta")
+        .expect("the sample's first prompt");
+    let mut damaged = bytes.clone();
+    damaged.splice(at..at + 1, [0xff, 0xfe]);
+    fs::write(&file, &damaged).unwrap();
+    let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count() as u64;
+
+    let after = read(&home);
+    let found: Vec<_> = after
+        .diagnostics
+        .iter()
+        .filter(|d| d.file.as_deref() == Some(file.as_path()))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(
+        (found[0].line, found[0].severity),
+        (Some(line), Severity::Note),
+        "{}",
+        found[0].message
+    );
+    assert!(
+        found[0].message.contains("not UTF-8"),
+        "{}",
+        found[0].message
+    );
+    let now = texts(&after);
+    assert_eq!(now.len(), prompts.len(), "{now:#?}");
+    assert!(
+        now.iter()
+            .any(|t| t.starts_with("\u{fffd}\u{fffd}ercentage")),
+        "{now:#?}"
+    );
+    // The transcript itself travels as it is.
+    let native = after.session(A).native.as_ref().unwrap();
+    let rel = file.strip_prefix(&home).unwrap().to_str().unwrap();
+    let f = native
+        .files
+        .iter()
+        .find(|f| f.path.as_str() == rel)
+        .unwrap();
+    assert_eq!(after.store.read_all(&f.content).unwrap(), damaged);
+}
+
 /// A damaged line that was the parent of the next row cuts the chain there, as Claude Code
 /// resumes it; the rows before the cut are named with the damage, not dropped silently.
 #[test]

@@ -480,4 +480,8 @@ impl replay::LineSource for IndexedLines<'_, '_> {
     fn changed(&mut self, i: usize) {
         self.lines.changed(self.index, i);
     }
+
+    fn not_utf8(&mut self, i: usize) {
+        self.lines.not_utf8(self.index, i);
+    }
 }

@@ -99,6 +99,9 @@ pub trait LineSource {
     /// Reports that record `i`'s line, read back, is not the JSON object the first pass saw;
     /// the record is left out.
     fn changed(&mut self, i: usize);
+    /// Reports that record `i`'s line holds bytes that are not UTF-8, read as U+FFFD as Claude
+    /// Code (Node reading the file as UTF-8) reads them.
+    fn not_utf8(&mut self, i: usize);
 }
 
 type Sink<'s> = dyn FnMut(Out) -> Result<(), ConvertError> + 's;
@@ -431,7 +434,17 @@ fn read(
     let Some(raw) = lines.line(i) else {
         return Ok(());
     };
-    match line::with_line(raw, f) {
+    let done = if std::str::from_utf8(raw).is_ok() {
+        line::with_line(raw, f)
+    } else {
+        // A line the first pass could index (its members are ASCII) whose text has bytes
+        // that are not UTF-8 is read as Claude Code reads it, not left out as a line that
+        // "changed" (found by a new user's trial).
+        let text = String::from_utf8_lossy(raw).into_owned();
+        lines.not_utf8(i);
+        line::with_line(text.as_bytes(), f)
+    };
+    match done {
         Some(done) => done,
         None => {
             lines.changed(i);

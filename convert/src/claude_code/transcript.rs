@@ -600,9 +600,19 @@ impl<'d, F: FnMut(&Record)> Indexer<'d, F> {
         if raw.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        // `None`: JSON, but not an object.
+        // `None`: JSON, but not an object. A line with bytes that are not UTF-8 is read as
+        // Claude Code reads it (Node decodes the file with U+FFFD); the replay does the same,
+        // and says so.
         let parsed = match skim(raw) {
             Some(skeleton) => Ok(Some(skeleton)),
+            None if std::str::from_utf8(raw).is_err() => {
+                let text = String::from_utf8_lossy(raw);
+                match skim(text.as_bytes()) {
+                    Some(skeleton) => Ok(Some(skeleton)),
+                    None => serde_json::from_str::<Value>(&text)
+                        .map(|v| v.is_object().then(|| Skeleton::of(&v))),
+                }
+            }
             None => serde_json::from_slice::<Value>(raw)
                 .map(|v| v.is_object().then(|| Skeleton::of(&v))),
         };
@@ -766,6 +776,16 @@ impl<'d> Lines<'d> {
         };
         self.diagnostics.damaged(&self.file, Some(line), why);
         None
+    }
+
+    /// Notes that record `i`'s line holds bytes that are not UTF-8, read as U+FFFD.
+    pub fn not_utf8(&self, index: &Index, i: usize) {
+        self.diagnostics.note(
+            &self.file,
+            Some(index.records[i].line),
+            "holds bytes that are not UTF-8; they were read as U+FFFD, as Claude Code reads \
+             them (the transcript itself is carried unchanged)",
+        );
     }
 
     /// Reports that record `i`'s line, read back, is not the record the first pass saw.
