@@ -1961,3 +1961,43 @@ fn updates_left_out_are_not_carried(h: &str) {
         "{h}: the {kind} update is neither kept nor reported as not carried: {diagnostics:?}"
     );
 }
+
+/// A file where a harness keeps a folder (`chats`, `session-state`, a project's folder) is
+/// named as such, and nothing is written under it: it was said as "File exists (os error
+/// 17)", or as 100 different versions of each session already there (found by a new user's
+/// trial).
+#[test]
+fn a_file_where_a_store_keeps_a_folder_is_named() {
+    let claude = read("claude-code", &sample("claude-code"));
+    for (to, folder) in [
+        ("qwen", ".qwen/projects/-home-dev-shop/chats"),
+        ("copilot", ".copilot/session-state"),
+        ("pi", ".pi/agent/sessions/--home-dev-shop--"),
+        ("codex", ".codex/sessions"),
+    ] {
+        if !CONTRACTED.contains(&to) {
+            continue;
+        }
+        let home = tmp();
+        let file = home.path().join(folder);
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(&file, b"").unwrap();
+        let tried = crate::support::try_write_home(
+            to,
+            home.path(),
+            &claude.state,
+            &claude.store,
+            false,
+            &PathMap::default(),
+        );
+        let said = match tried {
+            Err(e) => e.to_string(),
+            Ok((answer, diagnostics)) => format!("{answer:?} {diagnostics:?}"),
+        };
+        assert!(
+            said.contains(folder) && said.contains("is a file where"),
+            "{to}: {said}"
+        );
+        assert_eq!(fs::read(&file).unwrap(), b"", "{to}");
+    }
+}

@@ -652,20 +652,31 @@ pub fn write(
         fs::create_dir_all(dir).map_err(ConvertError::io(dir))?;
         return write_new(dir, state, blobs, progress);
     }
-    let parent = match dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
+    // Spelled out (`.`, `..`, `x/..` name a folder whose parent and name they do not say),
+    // since the new folder is made beside it. (`dir` is no link: `exists` refused one.)
+    let dir = &fs::canonicalize(dir).map_err(ConvertError::io(dir))?;
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return Err(ConvertError::invalid(
+            dir,
+            "is the root of the file system, which --force does not replace",
+        ));
     };
-    let name = dir
-        .file_name()
-        .map_or_else(|| "state".into(), |n| n.to_string_lossy().into_owned());
+    if std::env::current_dir().is_ok_and(|cwd| cwd.starts_with(dir)) {
+        // A shell there would be left in the old folder, deleted, and see nothing.
+        return Err(ConvertError::invalid(
+            dir,
+            "is the current directory (or holds it): --force replaces the folder as a whole; \
+             run the command from outside it",
+        ));
+    }
     let staged = tempfile::Builder::new()
-        .prefix(&format!(".{name}.asp-unpack-"))
+        .prefix(&format!(".{}.asp-unpack-", name.to_string_lossy()))
         .tempdir_in(parent)
         .map_err(ConvertError::write(parent))?;
     let written = write_new(staged.path(), state, blobs, progress)?;
-    let staged = staged.keep();
-    crate::kit::fsops::replace_dir(&staged, dir).map_err(ConvertError::write(dir))?;
+    // `staged` goes when dropped: the new state if it could not be put in place, else the
+    // old one (if `replace_dir` could not remove it).
+    crate::kit::fsops::replace_dir(staged.path(), dir).map_err(ConvertError::write(dir))?;
     Ok(written)
 }
 

@@ -197,11 +197,11 @@ impl Replay {
         if self.summary.first_prompt.is_none() && !content.is_empty() {
             self.summary.first_prompt = Some(content.to_owned());
         }
-        let id = str_at(data, "messageId");
+        let message_id = str_at(data, "messageId");
         let meta = json!({"messageId": data.get("messageId"), "timestamp": time});
         let mut out = vec![
             Update::user(acp::text(content))
-                .in_message(id)
+                .in_message(message_id)
                 .with_meta("copilot", meta.clone()),
         ];
         for a in data
@@ -213,7 +213,7 @@ impl Replay {
             match str_at(a, "assetId").and_then(|id| self.assets.get(id)) {
                 Some((mime, b64)) => out.push(
                     Update::user(acp::image(b64.clone(), mime.clone()))
-                        .in_message(id)
+                        .in_message(message_id)
                         .with_meta("copilot", json!({"attachment": a, "timestamp": time})),
                 ),
                 None => out.push(
@@ -222,7 +222,7 @@ impl Replay {
                         "uri": format!("file://{}", str_at(a, "path").unwrap_or("")),
                         "name": str_at(a, "displayName").or(str_at(a, "path")).unwrap_or(""),
                     }))
-                    .in_message(id)
+                    .in_message(message_id)
                     .with_meta("copilot", json!({"attachment": a, "timestamp": time})),
                 ),
             }

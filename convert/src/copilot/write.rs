@@ -102,6 +102,12 @@ impl Sessions<'_, '_> {
             return Ok(Outcome::Written);
         }
         let root = self.layout.sessions();
+        if let Some(file) = crate::kit::fsops::file_in_the_way(&root.join("x")) {
+            return Err(ConvertError::invalid(
+                file,
+                "is a file where Copilot CLI keeps a folder; nothing is written under it",
+            ));
+        }
         fs::create_dir_all(&root).map_err(ConvertError::io(&root))?;
         let staging = tempfile::Builder::new()
             .prefix(".asp-session-")

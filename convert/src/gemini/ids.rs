@@ -42,26 +42,6 @@ pub fn short(id: &str) -> String {
     file_part(id).chars().take(8).collect()
 }
 
-/// The endings a main chat of session `id` may have, in the order a writer tries them: the
-/// first 8 characters, as Gemini CLI names its own, then the last 8 letters and digits. Time-
-/// ordered ids made within a minute of each other (UUID v7, as Pi's are) share their first 8
-/// characters, and so their file name in that minute; the second one is named by its last 8
-/// instead, which also keeps the two apart where Gemini groups chats by that ending (its
-/// retention deletes a group together, `spec/harnesses/gemini.md` §3.3).
-pub fn shorts(id: &str) -> Vec<String> {
-    let first = short(id);
-    let alnum: Vec<char> = file_part(id)
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .collect();
-    let last: String = alnum[alnum.len().saturating_sub(8)..].iter().collect();
-    if last.len() == 8 && last != first {
-        vec![first, last]
-    } else {
-        vec![first]
-    }
-}
-
 /// The time a time-based UUID carries, in epoch milliseconds: version 7 (Unix milliseconds),
 /// version 1 and 6 (100 ns intervals since 1582-10-15). `None` for any other id.
 pub fn time_of(id: &str) -> Option<i64> {

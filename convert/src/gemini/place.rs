@@ -27,12 +27,12 @@ pub struct Planned {
     pub bytes: Vec<u8>,
 }
 
-/// The chat files in `chats` that belong to session `id`: main chats end in one of its
-/// [`ids::shorts`]; a subagent's chat is `<parent>/<id>.jsonl` under any parent (a subagent id
+/// The chat files in `chats` that belong to session `id`: main chats end in its first 8
+/// characters; a subagent's chat is `<parent>/<id>.jsonl` under any parent (a subagent id
 /// names one conversation, whichever chat started it).
 pub fn versions(chats: &Path, id: &str, parent: Option<&str>) -> Vec<PathBuf> {
     let quiet = Diagnostics::new();
-    let (shorts, stem) = (ids::shorts(id), ids::file_part(id));
+    let (short, stem) = (ids::short(id), ids::file_part(id));
     let candidates: Vec<PathBuf> = match parent {
         Some(_) => fs::read_dir(chats)
             .into_iter()
@@ -55,10 +55,8 @@ pub fn versions(chats: &Path, id: &str, parent: Option<&str>) -> Vec<PathBuf> {
             .filter(|e| {
                 e.file_name().to_str().is_some_and(|n| {
                     n.starts_with("session-")
-                        && shorts.iter().any(|short| {
-                            n.ends_with(&format!("-{short}.jsonl"))
-                                || n.ends_with(&format!("-{short}.json"))
-                        })
+                        && (n.ends_with(&format!("-{short}.jsonl"))
+                            || n.ends_with(&format!("-{short}.json")))
                 })
             })
             .map(|e| e.path())
@@ -72,28 +70,35 @@ pub fn versions(chats: &Path, id: &str, parent: Option<&str>) -> Vec<PathBuf> {
     out
 }
 
-/// The path of session `id`'s main chat named `session-<stamp>-<ending>.jsonl` in `chats`:
-/// the first of its [`ids::shorts`] endings whose file is not another session's. A name taken
-/// by another session is not a version of this one: it is passed over, not called a conflict
-/// (which kept the carried session beside itself under a new id and a marked title).
-/// `planned` says whether a dry run has planned another session's file at a path.
-pub fn main_chat_path(
-    chats: &Path,
-    stamp: &str,
-    id: &str,
-    planned: &dyn Fn(&Path) -> bool,
-) -> PathBuf {
+/// Whether a main chat of another session ends as session `id`'s would (the first 8
+/// characters of the ids alike: UUID v7 ids made within about a minute of each other, as Pi's
+/// are), in any of `chats` or among the files `planned` (a dry run's, not written). Gemini CLI
+/// groups chats by that ending: its retention deletes a group together, and a resume first
+/// writes a file with the resumed id's ending (`spec/harnesses/gemini.md` §3.3), so two
+/// sessions sharing one put each other at risk.
+pub fn ending_taken(chats: &[PathBuf], id: &str, planned: &[PathBuf]) -> bool {
     let quiet = Diagnostics::new();
-    let shorts = ids::shorts(id);
-    let path = |short: &str| chats.join(format!("session-{stamp}-{short}.jsonl"));
-    shorts
+    let short = ids::short(id);
+    let ends = |n: &str| {
+        n.starts_with("session-")
+            && (n.ends_with(&format!("-{short}.jsonl")) || n.ends_with(&format!("-{short}.json")))
+    };
+    let name_ends = |p: &Path| p.file_name().and_then(|n| n.to_str()).is_some_and(ends);
+    if planned
         .iter()
-        .map(|s| path(s))
-        .find(|p| match read_chat(p, &quiet) {
-            Ok(Ok(chat)) => chat.session_id().is_none_or(|other| other == id),
-            _ => !planned(p),
+        .any(|p| name_ends(p) && chats.iter().any(|c| p.parent() == Some(c.as_path())))
+    {
+        return true;
+    }
+    chats
+        .iter()
+        .flat_map(|c| fs::read_dir(c).into_iter().flatten().flatten())
+        .map(|e| e.path())
+        .filter(|p| name_ends(p))
+        .any(|p| {
+            matches!(read_chat(&p, &quiet), Ok(Ok(chat))
+                if chat.session_id().is_some_and(|other| other != id))
         })
-        .unwrap_or_else(|| path(&shorts[0]))
 }
 
 /// Whether the chat at `path` holds a conversation: something Gemini would list, or for a

@@ -391,10 +391,11 @@ impl Projects {
     }
 }
 
-/// Syncs every file under `dir`, so a copy renamed into place is on disk.
+/// Syncs every file and folder under `dir`, so a copy renamed into place is on disk. (The
+/// copy was made by this process, so it holds no FIFO to wait on.)
 fn sync_tree(dir: &Path) {
     for e in walkdir::WalkDir::new(dir).into_iter().flatten() {
-        if let Ok(f) = crate::kit::source::open_regular(e.path()) {
+        if let Ok(f) = fs::File::open(e.path()) {
             let _ = f.sync_all();
         }
     }

@@ -435,17 +435,28 @@ impl Sessions<'_, '_> {
     /// the first one's file there and keeps the second beside it, and so must the dry run,
     /// which wrote nothing.
     fn planned_earlier(&self, planned: &[Planned]) -> bool {
-        planned.iter().any(|p| self.planned_at(&p.path))
+        if !self.writer.is_dry_run() {
+            return false;
+        }
+        let changes = self.writer.changes();
+        planned.iter().any(|p| {
+            changes.contains(&crate::kit::fsops::Change::Create(p.path.clone())) && !p.path.exists()
+        })
     }
 
-    /// Whether a dry run planned a file at `path` that is not there.
-    fn planned_at(&self, path: &Path) -> bool {
-        self.writer.is_dry_run()
-            && !path.exists()
-            && self
-                .writer
-                .changes()
-                .contains(&crate::kit::fsops::Change::Create(path.to_path_buf()))
+    /// The files a dry run has planned and not written.
+    fn planned_paths(&self) -> Vec<PathBuf> {
+        if !self.writer.is_dry_run() {
+            return Vec::new();
+        }
+        self.writer
+            .changes()
+            .into_iter()
+            .filter_map(|c| match c {
+                crate::kit::fsops::Change::Create(p) if !p.exists() => Some(p),
+                _ => None,
+            })
+            .collect()
     }
 
     fn note_copy(&self, id: &str, name: &str, gid: &str, chats: &Path) {
@@ -568,13 +579,25 @@ impl Sessions<'_, '_> {
             &crate::kit::conversation::title_or_prompt(&s.title, &items),
             &harness,
         );
-        for n in 0..MAX_COPIES {
+        // Another session whose id begins as this one's (its chat's name ends alike) holds
+        // the ending: this one is given an id of its own, neither a copy nor titled as one.
+        let apart = parent.is_none()
+            && place::ending_taken(
+                &self.project_chats(&dir, Some(&cwd)),
+                &gemini_id(id),
+                &self.planned_paths(),
+            );
+        for n in u32::from(apart)..MAX_COPIES {
             let (name, gid) = candidate(id, &harness, n);
             let header = compose::Header {
                 session_id: &gid,
                 cwd: &cwd,
                 // A copy kept beside is titled with the marker.
-                title: if n == 0 { &s.title } else { &marked },
+                title: if n == 0 || (apart && n == 1) {
+                    &s.title
+                } else {
+                    &marked
+                },
                 updated_ms,
                 subagent: parent.is_some(),
                 harness: &harness,
@@ -602,11 +625,11 @@ impl Sessions<'_, '_> {
                 Some(p) => chats
                     .join(ids::file_part(&p.gid))
                     .join(format!("{}.jsonl", ids::file_part(&gid))),
-                None => {
-                    place::main_chat_path(&chats, &time::file_stamp(chat.start_ms), &gid, &|p| {
-                        self.planned_at(p)
-                    })
-                }
+                None => chats.join(format!(
+                    "session-{}-{}.jsonl",
+                    time::file_stamp(chat.start_ms),
+                    ids::short(&gid)
+                )),
             };
             let planned = [Planned {
                 path,
@@ -625,7 +648,17 @@ impl Sessions<'_, '_> {
                     _ => true,
                 },
             };
-            if n > 0 {
+            if apart && n == 1 {
+                self.ctx.diagnostics.note(
+                    &chats,
+                    None,
+                    format!(
+                        "session {id} was given the id {gid}: another session there begins as \
+                         {id} does, and Gemini CLI tells chats apart by an id's first 8 \
+                         characters (its cleanup deletes chats of one ending together)"
+                    ),
+                );
+            } else if n > 0 {
                 self.note_copy(id, &name, &gid, &chats);
             }
             let last = chat.records[0]["lastUpdated"]

@@ -63,6 +63,12 @@ impl Writer {
 
     /// Refuses `path` when it leads outside every root.
     fn inside(&self, path: &Path) -> Result<(), ConvertError> {
+        if let Some(file) = file_in_the_way(path) {
+            return Err(ConvertError::invalid(
+                file,
+                "is a file where a folder is expected; nothing is written under it",
+            ));
+        }
         if self.roots.is_empty() {
             return Ok(());
         }
@@ -366,6 +372,20 @@ impl Writer {
         );
         self.record(Change::Create(path.to_path_buf()));
     }
+}
+
+/// The nearest existing ancestor of `path` when it is not a folder (links followed): a file
+/// where a store keeps a folder, under which nothing can be written. Said as such, rather than
+/// as "File exists" from making the folder, or as a name already taken.
+pub fn file_in_the_way(path: &Path) -> Option<PathBuf> {
+    let mut up = path.parent();
+    while let Some(dir) = up.filter(|d| !d.as_os_str().is_empty()) {
+        match fs::metadata(dir) {
+            Ok(m) => return (!m.is_dir()).then(|| dir.to_path_buf()),
+            Err(_) => up = dir.parent(),
+        }
+    }
+    None
 }
 
 /// Renames the folder `from` to `to`, failing with `AlreadyExists` if `to` exists (a racing

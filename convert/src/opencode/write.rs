@@ -29,7 +29,7 @@ use crate::kit::accepted;
 use crate::kit::acp::{self, ToolKind};
 use crate::kit::beside::{MAX_COPIES, kept_beside, marked_title};
 use crate::kit::conversation::{Folder, Item, ToolCall};
-use crate::kit::fsops::Writer;
+use crate::kit::fsops::{Created, Writer};
 use crate::kit::meta;
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
 use crate::kit::time;
@@ -132,11 +132,21 @@ pub fn write_all(
         let (dir, path, bytes) = fresh_database().map_err(|e| {
             ConvertError::invalid(&layout.db, format!("cannot make a database: {e}"))
         })?;
-        ctx.writer.create_new(&layout.db, &bytes, false)?;
+        if ctx.writer.create_new(&layout.db, &bytes, false)? == Created::AlreadyExists {
+            // A folder (or a link to nowhere) where the database goes.
+            return Err(ConvertError::invalid(
+                &layout.db,
+                "is there but is not a file: OpenCode's database must be a file; nothing was written",
+            ));
+        }
         ctx.diagnostics.note(
             &layout.db,
             None,
-            "there was no OpenCode database; it was made as OpenCode 1.18.33 makes one on its first start",
+            if ctx.writer.is_dry_run() {
+                "there is no OpenCode database; it would be made as OpenCode 1.18.33 makes one on its first start"
+            } else {
+                "there was no OpenCode database; it was made as OpenCode 1.18.33 makes one on its first start"
+            },
         );
         let db = if ctx.writer.is_dry_run() {
             scratch_writer = Some(Writer::new(true));

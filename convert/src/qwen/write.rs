@@ -62,6 +62,12 @@ fn check(files: &[Planned]) -> Result<Check, ConvertError> {
             Err(e)
                 if e.kind() == std::io::ErrorKind::NotFound
                     && std::fs::symlink_metadata(&f.path).is_err() => {}
+            Err(_) if let Some(file) = crate::kit::fsops::file_in_the_way(&f.path) => {
+                return Err(ConvertError::invalid(
+                    file,
+                    "is a file where Qwen Code keeps a folder; nothing is written under it",
+                ));
+            }
             Err(_) => return Ok(Check::Taken),
         }
     }
