@@ -2325,6 +2325,154 @@ fn an_image_put_into_a_repository_by_hand_stays_through_prune() {
     );
 }
 
+/// A descriptor without a media type within another tool's manifest is read as a manifest only
+/// when it can be: a layer of 5 MiB that is not JSON, a config that is not JSON, and a blob
+/// naming itself (its bytes cannot match its name) are blobs of their own, kept and not
+/// followed; they were said to be manifests that cannot be read, and every prune stopped. A
+/// typed manifest that cannot be read still stops the prune. A referrer keeps another tool's
+/// subject, not asp's: a snapshot a referrer was attached to is pruned once forgotten.
+#[test]
+fn another_tools_untyped_blobs_are_kept_and_a_referrer_keeps_no_forgotten_snapshot() {
+    const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+    const INDEX: &str = "application/vnd.oci.image.index.v1+json";
+    let (_t, home, repo) = home_and_repo();
+    let first = backup(&home, &repo);
+    fs::write(home.join(".claude/CLAUDE.md"), "# Mine\n\nOne more rule.\n").unwrap();
+    backup(&home, &repo);
+    let path_of = |d: &Value| {
+        repo.join("blobs/sha256")
+            .join(&d["digest"].as_str().unwrap()["sha256:".len()..])
+    };
+    let untyped = |mut d: Value| {
+        d.as_object_mut().unwrap().remove("mediaType");
+        d
+    };
+    let doc = |v: Value| serde_json::to_vec(&v).unwrap();
+    // A blob of the name `hex` that names itself, with `media_type` or none.
+    let names_itself = |what: &str, media_type: Option<&str>| {
+        let hex = sha256_hex(what.as_bytes());
+        let mut me = json!({"digest": format!("sha256:{hex}"), "size": 1});
+        if let Some(t) = media_type {
+            me["mediaType"] = json!(t);
+        }
+        let bytes = doc(json!({"schemaVersion": 2, "mediaType": INDEX, "manifests": [me]}));
+        fs::write(repo.join("blobs/sha256").join(&hex), &bytes).unwrap();
+        me["size"] = json!(bytes.len());
+        me
+    };
+
+    let big: Vec<u8> = (0..5u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    assert!(serde_json::from_slice::<Value>(&big).is_err());
+    let layer = untyped(oci_blob(&repo, "", &big));
+    let config = untyped(oci_blob(&repo, "", b"not JSON"));
+    let image = oci_blob(
+        &repo,
+        MANIFEST,
+        &doc(
+            json!({"schemaVersion": 2, "mediaType": MANIFEST, "config": config,
+            "layers": [layer]}),
+        ),
+    );
+    let itself = untyped(names_itself("an untyped index naming itself", None));
+    let mut untyped_index = oci_blob(
+        &repo,
+        INDEX,
+        &doc(json!({"schemaVersion": 2, "mediaType": INDEX,
+            "manifests": [image, itself]})),
+    );
+    untyped_index["annotations"] = json!({"org.opencontainers.image.ref.name": "untyped:1"});
+    oci_index_add(&repo, untyped_index);
+
+    // A referrer of the first snapshot, and one of an image of another tool's that the index
+    // does not list (a signature put in with its image).
+    let s1 = first["snapshot"]["digest"].as_str().unwrap();
+    let s1_path = repo.join("blobs/sha256").join(&s1["sha256:".len()..]);
+    let s1_desc = json!({"mediaType": MANIFEST, "digest": s1,
+        "size": fs::metadata(&s1_path).unwrap().len()});
+    let unlisted = oci_image(&repo, "unlisted");
+    let empty = oci_blob(&repo, "application/vnd.oci.empty.v1+json", b"{}");
+    let mut listed = Vec::new();
+    for (name, subject) in [("on-asp", &s1_desc), ("on-unlisted", &unlisted)] {
+        let signature = oci_blob(&repo, "application/vnd.example.signature", name.as_bytes());
+        let mut referrer = oci_blob(
+            &repo,
+            MANIFEST,
+            &doc(json!({"schemaVersion": 2, "mediaType": MANIFEST,
+                "artifactType": "application/vnd.example.signature", "config": empty,
+                "layers": [signature], "subject": subject})),
+        );
+        referrer["annotations"] = json!({"org.opencontainers.image.ref.name": name});
+        listed.push(path_of(&referrer));
+        oci_index_add(&repo, referrer);
+    }
+    let kept = [
+        path_of(&layer),
+        path_of(&config),
+        path_of(&itself),
+        path_of(&unlisted),
+        listed[0].clone(),
+        listed[1].clone(),
+    ];
+
+    let out = asp().args(["check", "--repo"]).arg(&repo).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("0 unreferenced"), "{said}");
+    let out = asp()
+        .args(["prune", "--json", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let pruned: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(pruned["removedBlobs"], 0, "{pruned}");
+    assert_eq!(pruned["otherEntries"], 3, "{pruned}");
+
+    // Forgotten, the first snapshot goes, though a referrer names it; the referrer stays.
+    let out = asp()
+        .args(["forget", "--snapshot", &s1[7..19], "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = asp()
+        .args(["prune", "--json", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let pruned: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(pruned["removedBlobs"].as_u64().unwrap() >= 1, "{pruned}");
+    assert!(
+        !s1_path.exists(),
+        "the forgotten snapshot's manifest is pruned"
+    );
+    for p in &kept {
+        assert!(p.exists(), "{} is kept", p.display());
+    }
+    check(&repo, true);
+
+    // A typed index naming itself (its bytes cannot match its name) cannot be read: the
+    // prune stops, and the walk ends.
+    let itself = names_itself("a typed index naming itself", Some(INDEX));
+    let mut typed = oci_blob(
+        &repo,
+        INDEX,
+        &doc(json!({"schemaVersion": 2, "mediaType": INDEX, "manifests": [itself]})),
+    );
+    typed["annotations"] = json!({"org.opencontainers.image.ref.name": "typed:1"});
+    oci_index_add(&repo, typed);
+    let out = asp().args(["prune", "--repo"]).arg(&repo).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(
+        said.contains("typed:1") && said.contains("nothing is deleted"),
+        "{said}"
+    );
+}
+
 /// Makes every file under `dir` read-only for everybody (0444, folders 0555: readable by any
 /// user, writable by none but one who passes permission checks), or, with `writable`, gives
 /// the owner write access back.

@@ -9,12 +9,13 @@
 use std::collections::BTreeSet;
 use std::fs;
 
+use asp_format::bundle::oci::ARTIFACT_TYPE as STATE_ARTIFACT;
 use asp_format::digest::{Descriptor, Digest};
 use asp_registry::manifest::{DOCKER_MANIFEST, DOCKER_MANIFEST_LIST, IMAGE_INDEX, IMAGE_MANIFEST};
 
 use crate::error::RepoError;
 use crate::repository::Repository;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{SNAPSHOT_ARTIFACT, Snapshot};
 
 /// What a prune removed (or would).
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -89,26 +90,44 @@ pub struct OtherEntries {
 /// in one manifest).
 const LARGEST_MANIFEST: u64 = 4 << 20;
 
-/// Whether a descriptor of `media_type` names a manifest or an index, whose own descriptors
-/// are followed. (An entry of `index.json` is one by definition; one without a media type is
-/// read as one too.)
+/// Whether `media_type` is that of a manifest or an index, whose own descriptors are followed.
 fn is_manifest(media_type: &str) -> bool {
-    media_type.is_empty()
-        || [
-            IMAGE_MANIFEST,
-            IMAGE_INDEX,
-            DOCKER_MANIFEST,
-            DOCKER_MANIFEST_LIST,
-            "application/vnd.oci.artifact.manifest.v1+json",
-        ]
-        .contains(&media_type)
+    [
+        IMAGE_MANIFEST,
+        IMAGE_INDEX,
+        DOCKER_MANIFEST,
+        DOCKER_MANIFEST_LIST,
+        "application/vnd.oci.artifact.manifest.v1+json",
+    ]
+    .contains(&media_type)
+}
+
+/// How a blob was reached while following another tool's entries ([`other_entries`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// An entry of `index.json`: a manifest or an index by definition, with a media type or
+    /// without one.
+    Entry,
+    /// A manifest's config, layer or blob, or an index's manifest.
+    Child,
+    /// A manifest's `subject`: what it is a referrer of.
+    Subject,
+}
+
+/// Whether the manifest `doc` is asp's own: a snapshot manifest (S) or the state it records
+/// (M), which only a snapshot of the index keeps.
+fn is_asp_document(doc: &serde_json::Value) -> bool {
+    matches!(
+        doc.get("artifactType").and_then(serde_json::Value::as_str),
+        Some(SNAPSHOT_ARTIFACT | STATE_ARTIFACT)
+    )
 }
 
 /// The descriptors a manifest or index names: its config, layers, manifests (an index's),
 /// blobs (an artifact manifest's) and subject. Digests of another algorithm than sha256 are
 /// passed over: their blobs are not under `blobs/sha256/`, which is all prune deletes from.
-fn named_by(doc: &serde_json::Value) -> Vec<(Digest, Option<u64>, String)> {
-    let one = |v: &serde_json::Value| {
+fn named_by(doc: &serde_json::Value) -> Vec<(Digest, Option<u64>, String, Via)> {
+    let one = |v: &serde_json::Value, via| {
         let digest = v.get("digest")?.as_str()?.parse::<Digest>().ok()?;
         let size = v.get("size").and_then(serde_json::Value::as_u64);
         let media_type = v
@@ -116,15 +135,14 @@ fn named_by(doc: &serde_json::Value) -> Vec<(Digest, Option<u64>, String)> {
             .and_then(serde_json::Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        Some((digest, size, media_type))
+        Some((digest, size, media_type, via))
     };
     let mut out = Vec::new();
-    for key in ["config", "subject"] {
-        out.extend(doc.get(key).and_then(one));
-    }
+    out.extend(doc.get("config").and_then(|v| one(v, Via::Child)));
+    out.extend(doc.get("subject").and_then(|v| one(v, Via::Subject)));
     for key in ["layers", "manifests", "blobs"] {
         if let Some(list) = doc.get(key).and_then(serde_json::Value::as_array) {
-            out.extend(list.iter().filter_map(one));
+            out.extend(list.iter().filter_map(|v| one(v, Via::Child)));
         }
     }
     out
@@ -136,27 +154,48 @@ fn named_by(doc: &serde_json::Value) -> Vec<(Digest, Option<u64>, String)> {
 /// prune` on such a layout deleted the image's blobs as unreferenced). A manifest missing
 /// from `blobs/` (a partial copy of a multi-platform image lists manifests it does not hold)
 /// names nothing that can be known; one there that cannot be read is said in `unreadable`.
+///
+/// What is a manifest, to be read and followed: an entry of `index.json` (one without a media
+/// type too), and a descriptor of a manifest's or index's media type. A descriptor within
+/// one that has no media type (the OCI descriptor requires one; some tools leave it out) is
+/// read as a manifest when it can be (JSON of at most 4 MiB whose digest matches), else it is
+/// a blob of its own, kept and not followed: a config or layer without a media type, large or
+/// not JSON, was said to be an unreadable manifest, and stopped every prune.
+///
+/// A `subject` is followed (a referrer keeps what it refers to: a signature or an SBOM put in
+/// with its image, whose image is not listed itself, keeps the image), unless it is asp's
+/// own: a snapshot manifest or the state it records is kept only while the index lists that
+/// snapshot, so a snapshot a referrer was attached to can still be forgotten and pruned (the
+/// referrer stays, naming a subject that is gone, which OCI allows).
 pub fn other_entries(repo: &Repository) -> Result<OtherEntries, RepoError> {
     let entries = repo.other_entries()?;
     let mut out = OtherEntries {
         entries: entries.len(),
         ..OtherEntries::default()
     };
-    let mut todo: Vec<(String, Digest, Option<u64>, String)> = entries
+    let mut todo: Vec<(String, Digest, Option<u64>, String, Via)> = entries
         .into_iter()
         .map(|d| {
             let name = match d.annotations.get(asp_registry::manifest::REF_NAME) {
                 Some(n) => format!("{n} ({})", d.digest),
                 None => d.digest.to_string(),
             };
-            (name, d.digest, Some(d.size), d.media_type)
+            (name, d.digest, Some(d.size), d.media_type, Via::Entry)
         })
         .collect();
-    while let Some((entry, digest, size, media_type)) = todo.pop() {
-        if !out.named.insert(digest) || !is_manifest(&media_type) {
+    while let Some((entry, digest, size, media_type, via)) = todo.pop() {
+        if out.named.contains(&digest) {
+            continue;
+        }
+        // Known by its media type to be a blob, not a manifest: kept, not read.
+        let untyped = media_type.is_empty();
+        if !untyped && !is_manifest(&media_type) {
+            out.named.insert(digest);
             continue;
         }
         let Ok(meta) = fs::symlink_metadata(repo.blob_path(&digest)) else {
+            // Not in `blobs/`: names nothing that can be known.
+            out.named.insert(digest);
             continue;
         };
         let blob = Descriptor {
@@ -170,15 +209,29 @@ pub fn other_entries(repo: &Repository) -> Result<OtherEntries, RepoError> {
                 serde_json::from_slice::<serde_json::Value>(&b).map_err(|e| e.to_string())
             });
         match doc {
-            Ok(doc) => todo.extend(
-                named_by(&doc)
-                    .into_iter()
-                    .map(|(d, size, media_type)| (entry.clone(), d, size, media_type)),
-            ),
-            Err(e) => out.unreadable.push(format!(
-                "index.json's entry {entry}, not an asp snapshot: its manifest {digest} cannot be \
-                 read ({e})"
-            )),
+            // A subject that is asp's own is not kept by a referrer: see above.
+            Ok(doc) if via == Via::Subject && is_asp_document(&doc) => {}
+            Ok(doc) => {
+                out.named.insert(digest);
+                todo.extend(
+                    named_by(&doc)
+                        .into_iter()
+                        .map(|(d, size, media_type, via)| {
+                            (entry.clone(), d, size, media_type, via)
+                        }),
+                );
+            }
+            // Within a manifest, without a media type: a blob of its own, not a manifest.
+            Err(_) if untyped && via != Via::Entry => {
+                out.named.insert(digest);
+            }
+            Err(e) => {
+                out.named.insert(digest);
+                out.unreadable.push(format!(
+                    "index.json's entry {entry}, not an asp snapshot: its manifest {digest} \
+                     cannot be read ({e})"
+                ));
+            }
         }
     }
     Ok(out)
