@@ -2226,9 +2226,12 @@ fn foreign_layout(layout: &Path) {
 }
 
 /// Another tool's OCI image layout is not a repository: `asp backup` refuses to make one in it,
-/// and `asp check` and `asp prune` keep every blob its index reaches (an image manifest's
-/// config and layers, a nested index's manifests and theirs). Found by a new user's trial:
-/// check called the image's blobs unreferenced, backup took the layout, and prune deleted them.
+/// `asp check` counts every blob its index reaches (an image manifest's config and layers, a
+/// nested index's manifests and theirs) as that index's, and the commands that write (prune,
+/// forget, check --repair) refuse it too. Nothing is made in it, not even `locks/`, which tells
+/// an asp repository from another tool's layout. Found by a new user's trial: check called the
+/// image's blobs unreferenced, backup took the layout, and prune deleted them; then check made
+/// `locks/`, which would have passed the layout for a repository.
 #[test]
 fn another_tools_image_layout_is_never_pruned_nor_taken_for_a_repository() {
     let (t, home, _) = home_and_repo();
@@ -2256,21 +2259,76 @@ fn another_tools_image_layout_is_never_pruned_nor_taken_for_a_repository() {
         "{said}"
     );
 
+    for args in [
+        &["prune"][..],
+        &["prune", "--dry-run"],
+        &["forget", "--keep-last", "1"],
+        &["check", "--read-data", "--repair"],
+        &["check", "--rebuild-index"],
+    ] {
+        let out = asp().args(args).arg("--repo").arg(&oci).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {said}");
+        assert!(
+            said.contains("an OCI image layout of another tool")
+                && said.contains("writes nothing into it"),
+            "{args:?}: {said}"
+        );
+    }
+    // Checked again after all that, it is still no repository to a backup.
+    let out = asp().args(["check", "--repo"]).arg(&oci).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = backup_run(&home, &oci, &["--from", "claude-code", "-q"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(files_in(&oci), image, "the layout is as its tool left it");
+    assert!(!oci.join("locks").exists(), "no locks/ was made");
+}
+
+/// An asp repository whose snapshots were all forgotten and pruned, beside an image put into
+/// it by hand, is still asp's: its `locks/` folder tells it from another tool's layout, and the
+/// next backup goes into it (it was refused as another tool's).
+#[test]
+fn a_repository_whose_snapshots_were_all_forgotten_beside_an_image_is_still_asps() {
+    let (_t, home, repo) = home_and_repo();
+    let first = backup(&home, &repo);
+    let mut mine = oci_image(&repo, "myimage");
+    mine["annotations"] = json!({"org.opencontainers.image.ref.name": "myimage:1"});
+    oci_index_add(&repo, mine);
+    let id = &first["snapshot"]["digest"].as_str().unwrap()[7..19];
+    for args in [&["forget", "--snapshot", id][..], &["prune"]] {
+        let out = asp().args(args).arg("--repo").arg(&repo).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+    }
+    assert!(repo.join("locks").is_dir());
+    let out = asp().args(["check", "--repo"]).arg(&repo).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("checked 0 snapshots"), "{said}");
+
+    let again = backup(&home, &repo);
+    assert_ne!(again["snapshot"]["digest"], first["snapshot"]["digest"]);
+    check(&repo, true);
+
+    // Without its locks/ (copied without it), it is taken for another tool's layout, and the
+    // refusal says how to make it one again.
     let out = asp()
-        .args(["prune", "--json", "--repo"])
-        .arg(&oci)
+        .args(["forget", "--snapshot"])
+        .arg(&again["snapshot"]["digest"].as_str().unwrap()[7..19])
+        .arg("--repo")
+        .arg(&repo)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let pruned: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(pruned["removedBlobs"], 0, "{pruned}");
-    assert_eq!(pruned["otherEntries"], 2, "{pruned}");
-    // (check and prune add only the lock files a command takes.)
-    let now: std::collections::BTreeMap<String, Vec<u8>> = files_in(&oci)
-        .into_iter()
-        .filter(|(p, _)| !p.starts_with("locks/"))
-        .collect();
-    assert_eq!(now, image, "the layout is as its tool left it");
+    let copy = repo.with_file_name("copy");
+    copy_tree(&repo, &copy);
+    fs::remove_dir_all(copy.join("locks")).unwrap();
+    let out = backup_run(&home, &copy, &["--from", "claude-code", "-q"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("mkdir"), "{said}");
+    fs::create_dir(copy.join("locks")).unwrap();
+    let out = backup_run(&home, &copy, &["--from", "claude-code", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
 /// An image put by hand into an asp repository stays through forget and prune, beside

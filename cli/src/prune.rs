@@ -18,7 +18,8 @@ Prune takes the repository's lock exclusively: it waits for running backups and 
 finish, and they wait for it. A blob any snapshot names is never removed, nor one another
 entry of index.json names (another tool's image put into the layout: its manifests, configs
 and layers); a snapshot, or such an entry's manifest, that cannot be read stops the prune
-before anything is deleted.
+before anything is deleted. Another tool's OCI image layout (no locks/ folder, and no asp
+snapshot in its index) is not a repository: prune refuses it.
 
 {EXIT_CODES_HELP}"))]
 pub struct PruneArgs {

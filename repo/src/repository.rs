@@ -48,6 +48,10 @@ pub struct Repository {
     /// How long to wait for `locks/repo` before giving up; `None`: as long as it takes
     /// ([`Repository::with_lock_wait`]).
     lock_wait: Option<std::time::Duration>,
+    /// The layout is another tool's, said with what its index lists: no `locks/` folder, and
+    /// an index listing entries but no snapshot ([`Repository::refuse_foreign`]). Nothing is
+    /// made in it, and no command writes into it.
+    foreign: Option<String>,
 }
 
 /// What to tell the person when a lock is held by another process and this one waits for it
@@ -107,7 +111,8 @@ impl RawBlobs for Repository {
 }
 
 /// A held lock; released when dropped (or when the process dies). `None`: a read of a
-/// repository that has no lock file and cannot be given one here ([`Repository::lock_to_read`]).
+/// repository that has no lock file and cannot be given one here, or of another tool's layout
+/// ([`Repository::lock_to_read`]).
 #[derive(Debug)]
 pub struct Lock {
     _file: Option<File>,
@@ -229,6 +234,42 @@ pub(crate) fn snapshot_manifest_at(path: &Path, digest: Digest) -> Result<Manife
     )
 }
 
+/// What the index of the layout at `root` lists, said for [`Repository::refuse_foreign`],
+/// when the layout is another tool's: it has no `locks/` folder, and its index lists entries
+/// and none of them an asp snapshot. `None` for an asp repository (`locks/` there, a snapshot
+/// listed, or an index with no entries, as a first backup or pull makes), and for an index
+/// that cannot be read (named by the command that reads it).
+fn foreign_entries(root: &Path, layout: &Layout) -> Option<String> {
+    if root.join(LOCKS).is_dir() {
+        return None;
+    }
+    let index = layout.index().ok()?;
+    if index.manifests.is_empty()
+        || index
+            .manifests
+            .iter()
+            .any(|d| d.artifact_type.as_deref() == Some(SNAPSHOT_ARTIFACT))
+    {
+        return None;
+    }
+    let named: Vec<String> = index
+        .manifests
+        .iter()
+        .take(3)
+        .map(|d| {
+            d.annotations
+                .get(asp_registry::manifest::REF_NAME)
+                .cloned()
+                .unwrap_or_else(|| d.digest.to_string())
+        })
+        .collect();
+    let more = match index.manifests.len() {
+        n if n > 3 => format!(", … {n} in all"),
+        _ => String::new(),
+    };
+    Some(format!("{}{more}", named.join(", ")))
+}
+
 impl Repository {
     /// Where the repository is when none is named: `$ASP_REPO`, else
     /// `$XDG_DATA_HOME/asp/repo`, else `~/.local/share/asp/repo`.
@@ -282,12 +323,16 @@ impl Repository {
             )));
         }
         let layout = Layout::open(root)?;
+        let foreign = foreign_entries(root, &layout);
         let repo = Repository {
             layout,
             waiting: WaitNotice::default(),
             lock_wait: None,
+            foreign,
         };
-        repo.ensure_dirs()?;
+        if repo.foreign.is_none() {
+            repo.ensure_dirs()?;
+        }
         Ok(repo)
     }
 
@@ -296,7 +341,8 @@ impl Repository {
     /// The layout is made in a directory beside `root` and renamed into place, so two
     /// processes creating the same repository at once both end up opening one.
     /// An OCI image layout there already is opened only when it is an asp repository: one
-    /// whose index lists entries but no snapshot is another tool's ([`Repository::refuse_foreign`]).
+    /// with no `locks/` folder whose index lists entries but no snapshot is another tool's
+    /// ([`Repository::refuse_foreign`]).
     pub fn open_or_init(root: &Path) -> Result<Self, RepoError> {
         if Repository::is_at(root) {
             let repo = Repository::open(root)?;
@@ -354,48 +400,35 @@ impl Repository {
         Repository::open(root)
     }
 
-    /// Refuses to make a repository of another tool's OCI image layout: one whose
-    /// `index.json` lists entries and none of them an asp snapshot (an image a container tool
-    /// keeps there). `asp backup` makes a repository only where nothing is, but the layout's
-    /// `oci-layout` file made any such folder look like one, and its images were then only
-    /// "unreferenced" blobs to `asp check` (found by a new user's trial, whose `asp prune`
-    /// then deleted them; prune now keeps what such entries name, see
-    /// [`crate::prune::other_entries`]). An empty index is a repository a first backup or pull
-    /// has just made; an index that cannot be read is named by the command that reads it.
+    /// Refuses to make a repository of another tool's OCI image layout, or to write into one:
+    /// a layout with no `locks/` folder whose `index.json` lists entries and none of them an
+    /// asp snapshot (an image a container tool keeps there). `asp backup` makes a repository
+    /// only where nothing is, but the layout's `oci-layout` file made any such folder look
+    /// like one, and its images were then only "unreferenced" blobs to `asp check` (found by a
+    /// new user's trial, whose `asp prune` then deleted them; prune now keeps what such entries
+    /// name, see [`crate::prune::other_entries`]).
+    ///
+    /// `locks/` tells an asp repository whose snapshots were all forgotten, beside an image put
+    /// into it by hand, from another tool's layout: asp makes it when it makes a repository,
+    /// and every command that writes into one needs it; and asp makes nothing in a layout
+    /// this refuses, not even for a command that only reads it (`asp check` on another tool's
+    /// layout made `locks/`, and the layout then passed for a repository). An empty index is a
+    /// repository a first backup or pull has just made; an index that cannot be read is named
+    /// by the command that reads it.
     fn refuse_foreign(&self) -> Result<(), RepoError> {
-        let Ok(index) = self.layout.index() else {
-            return Ok(());
-        };
-        if index.manifests.is_empty()
-            || index
-                .manifests
-                .iter()
-                .any(|d| d.artifact_type.as_deref() == Some(SNAPSHOT_ARTIFACT))
-        {
-            return Ok(());
+        match &self.foreign {
+            None => Ok(()),
+            Some(named) => Err(RepoError::NotARepository(format!(
+                "{} is an OCI image layout of another tool, not an asp repository: its index.json \
+                 lists {named} and no asp snapshot, and it has no locks/ folder, which asp makes \
+                 in each repository; asp makes no repository in it and writes nothing into it \
+                 (give another --repo: an empty or missing directory; `asp check` reads it as it \
+                 is. An asp repository whose snapshots were all forgotten has its locks/ folder: \
+                 if this is one that lost it, `mkdir {}` makes it one again)",
+                self.root().display(),
+                self.root().join(LOCKS).display()
+            ))),
         }
-        let named: Vec<String> = index
-            .manifests
-            .iter()
-            .take(3)
-            .map(|d| {
-                d.annotations
-                    .get(asp_registry::manifest::REF_NAME)
-                    .cloned()
-                    .unwrap_or_else(|| d.digest.to_string())
-            })
-            .collect();
-        let more = match index.manifests.len() {
-            n if n > 3 => format!(", … {n} in all"),
-            _ => String::new(),
-        };
-        Err(RepoError::NotARepository(format!(
-            "{} is an OCI image layout of another tool, not an asp repository: its index.json \
-             lists {}{more} and no asp snapshot; asp makes no repository in it (give another \
-             --repo: an empty or missing directory)",
-            self.root().display(),
-            named.join(", ")
-        )))
     }
 
     /// The entries of `index.json` that are not asp snapshots: another tool's images (put
@@ -454,6 +487,7 @@ impl Repository {
     /// A lock file, for a command that writes into the repository: one that cannot be opened
     /// to be written (or made) says the repository cannot be written here.
     fn lock_file(&self, name: &str) -> Result<File, RepoError> {
+        self.refuse_foreign()?;
         let path = self.root().join(LOCKS).join(name);
         open_lock(&path).map_err(|source| {
             if cannot_write(&source) {
@@ -502,8 +536,15 @@ impl Repository {
     /// no lock file and none can be made, nothing is locked, and that is said: whoever could
     /// write there could have made it, so nothing that writes is likely to run, but a
     /// repository whose permissions differ between users, or that is mounted read-write
-    /// elsewhere, is not proof of it.
+    /// elsewhere, is not proof of it. Another tool's layout is read without a lock, and
+    /// without a word: no asp command writes into it ([`Repository::refuse_foreign`]).
     pub fn lock_to_read(&self) -> Result<Lock, RepoError> {
+        if self.foreign.is_some() {
+            // Another tool's layout: no asp command writes into it (they refuse it), so
+            // nothing is waited for, and no `locks/` is made that would pass it for a
+            // repository ([`Repository::refuse_foreign`]).
+            return Ok(Lock { _file: None });
+        }
         let path = self.root().join(LOCKS).join("repo");
         let f = match open_lock(&path) {
             Ok(f) => f,
