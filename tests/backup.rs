@@ -2589,6 +2589,26 @@ fn a_read_only_repository_is_read_and_said_not_writable() {
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(t.path(), fs::Permissions::from_mode(0o755)).unwrap();
         std::os::unix::fs::chown(&scratch, Some(uid), Some(uid)).unwrap();
+        // The temporary folder may be under one that uid 65534 cannot pass (TMPDIR in a home
+        // of mode 0700): then nothing here can be checked as that user.
+        let probe = std::process::Command::new("/bin/sh")
+            .args(["-c", r#"test -r "$1/index.json" && test -w "$2""#, "sh"])
+            .arg(&repo)
+            .arg(&scratch)
+            .uid(uid)
+            .gid(uid)
+            .status();
+        if !probe.as_ref().is_ok_and(|s| s.success()) {
+            eprintln!(
+                "skipped: permissions do not stop this user's writes, and uid 65534 cannot \
+                 read {} or write {} (an ancestor of the temporary folder it cannot pass?), \
+                 or cannot be switched to ({probe:?}); nothing about a read-only repository \
+                 was checked",
+                repo.display(),
+                scratch.display()
+            );
+            return;
+        }
     }
     let run = |args: &[&std::ffi::OsStr]| -> Option<std::process::Output> {
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("asp"));
@@ -2699,6 +2719,42 @@ fn a_read_only_repository_is_read_and_said_not_writable() {
     assert!(said.contains("is read without a lock"), "{said}");
     assert_eq!(projects(&again), projects(&home), "byte for byte");
     assert!(!repo.join("locks").exists(), "nothing was made");
+
+    // A lock file that cannot be opened even to be read (another user's, mode 0600; here
+    // 0000, which stops its owner too when permissions stop this one): read without a lock,
+    // and said, not a bare "Permission denied".
+    read_only_tree(&repo, true);
+    fs::create_dir(repo.join("locks")).unwrap();
+    fs::write(repo.join("locks/repo"), "").unwrap();
+    read_only_tree(&repo, false);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(repo.join("locks/repo"), fs::Permissions::from_mode(0o000)).unwrap();
+    }
+    let third = scratch.join("third");
+    fs::create_dir_all(&third).unwrap();
+    if let Some(uid) = user {
+        std::os::unix::fs::chown(&third, Some(uid), Some(uid)).unwrap();
+    }
+    let out = run(&[
+        os("restore"),
+        os("-q"),
+        os("--to"),
+        os("claude-code"),
+        os("--home"),
+        third.as_os_str(),
+    ])
+    .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("is read without a lock")
+            && said.contains("cannot be opened here, not even to be read"),
+        "{said}"
+    );
+    assert_eq!(projects(&third), projects(&home), "byte for byte");
+    let out = run(&[os("check")]).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
 /// `asp pack --from-repo` without --snapshot packs the newest snapshot of all: with more than

@@ -533,7 +533,8 @@ impl Repository {
     /// read-only and locked as ever: a prune that can write there, through another mount or
     /// as its owner, is still waited for (found by a new user's trial: a restore from a
     /// read-only mount failed on making the lock file, before reading anything). When there is
-    /// no lock file and none can be made, nothing is locked, and that is said: whoever could
+    /// no lock file and none can be made, or the one there cannot be opened even to be read (a
+    /// lock file of another user's, mode 0600), nothing is locked, and that is said: whoever could
     /// write there could have made it, so nothing that writes is likely to run, but a
     /// repository whose permissions differ between users, or that is mounted read-write
     /// elsewhere, is not proof of it. Another tool's layout is read without a lock, and
@@ -546,22 +547,34 @@ impl Repository {
             return Ok(Lock { _file: None });
         }
         let path = self.root().join(LOCKS).join("repo");
+        let unlocked = |why: String| {
+            if let Some(say) = &self.waiting.0 {
+                say(&format!(
+                    "note: {} is read without a lock: {why}; an asp command writing into it \
+                     meanwhile (as another user, or through a writable mount of it) is not \
+                     waited for",
+                    self.root().display(),
+                ));
+            }
+            Ok(Lock { _file: None })
+        };
         let f = match open_lock(&path) {
             Ok(f) => f,
             Err(e) if cannot_write(&e) => match File::open(&path) {
                 Ok(f) => f,
                 Err(missing) if missing.kind() == io::ErrorKind::NotFound => {
-                    if let Some(say) = &self.waiting.0 {
-                        say(&format!(
-                            "note: {} is read without a lock: it has no lock file and none can \
-                             be made here ({}: {e}); an asp command writing into it meanwhile \
-                             (as another user, or through a writable mount of it) is not waited \
-                             for",
-                            self.root().display(),
-                            path.display()
-                        ));
-                    }
-                    return Ok(Lock { _file: None });
+                    return unlocked(format!(
+                        "it has no lock file and none can be made here ({}: {e})",
+                        path.display()
+                    ));
+                }
+                // A lock file (or a locks/ folder) of another user's that this one may not
+                // read either (mode 0600, say): a bare "Permission denied" stopped the read.
+                Err(denied) if cannot_write(&denied) => {
+                    return unlocked(format!(
+                        "its lock file cannot be opened here, not even to be read ({}: {denied})",
+                        path.display()
+                    ));
                 }
                 Err(other) => return Err(RepoError::io(&path)(other)),
             },
