@@ -618,6 +618,74 @@ fn a_restore_passes_over_a_damaged_newest_snapshot() {
     assert!(nothing_in(&named), "nothing restored");
 }
 
+/// `asp restore --session` says as damage (and exits 4 for) only the snapshots passed over in
+/// the series it restores from: a damaged newest snapshot of another home looked in first,
+/// whose readable snapshot does not hold the session, is a note, and the restore from the
+/// newest snapshot of the home that holds it exits 0. It was "damaged: …; restoring from"
+/// that snapshot, as if it were not the newest of its own series, and exit 4.
+#[test]
+fn a_session_restore_says_damage_elsewhere_as_a_note() {
+    let (t, here, repo) = home_and_repo();
+    let p1 = backup(&here, &repo);
+    // Another home, backed up first without the session, then with it; that newest damaged
+    // (its instructions differ, so that it shares no content manifest with the first home's).
+    let there = home_in(&t.path().join("there"));
+    fs::write(there.join(".claude/CLAUDE.md"), "# There\n").unwrap();
+    let session = there.join(SHOP).join(format!("{A}.jsonl"));
+    let kept = fs::read(&session).unwrap();
+    fs::remove_file(&session).unwrap();
+    backup(&there, &repo);
+    fs::write(&session, &kept).unwrap();
+    set_mtime(&session, Duration::from_secs(3600));
+    let q2 = backup(&there, &repo);
+    let s = q2["snapshot"]["digest"].as_str().unwrap();
+    let manifest: Value =
+        serde_json::from_slice(&fs::read(repo.join("blobs/sha256").join(&s[7..])).unwrap())
+            .unwrap();
+    let content = manifest["annotations"]["vnd.asp.snapshot.content"]
+        .as_str()
+        .unwrap();
+    rot(&repo.join("blobs/sha256").join(&content[7..]), 40);
+    let short = |o: &Value| o["snapshot"]["digest"].as_str().unwrap()[7..15].to_owned();
+
+    let one = new_home(t.path().join("one"));
+    let out = asp()
+        .args([
+            "restore",
+            "--session",
+            A,
+            "--to",
+            "claude-code",
+            "--json",
+            "--home",
+        ])
+        .arg(&one)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(!said.contains("damaged: "), "{said}");
+    assert!(
+        said.contains(&format!("note: snapshot {} cannot be read", short(&q2)))
+            && said.contains("which it may have held")
+            && said.contains(&format!("restoring from snapshot {}", short(&p1))),
+        "{said}"
+    );
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        answer["_meta"]["asp"].get("passedOver").is_none(),
+        "{answer}"
+    );
+    assert_eq!(
+        answer["_meta"]["asp"]["passedOverElsewhere"][0]["snapshot"],
+        short(&q2),
+        "{answer}"
+    );
+    assert_eq!(transcript(&one, A), transcript(&here, A));
+}
+
 /// Damaged source records (a snapshot manifest's first layer: what the next backup compares,
 /// the configuration files kept, the sessions gone) keep no session from coming back: a
 /// restore writes the whole state and says what it could not (exit 4), `asp sessions` lists

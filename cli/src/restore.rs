@@ -58,8 +58,11 @@ the sessions, looked for in that order and then in every other harness and home 
 that harness and home that cannot be read (damaged) is passed over for the newest one that
 can, as `asp sessions` lists them: the restore says which it passed over, restores, and exits
 4 (_meta.asp.passedOver in --json); a snapshot named with --snapshot that cannot be read is
-not passed over. --json prints the _asp/state/import answer, as
-asp-unpack --json does (with _meta.asp.resume, alreadyThere, writtenInto and findings).
+not passed over. With --session, that is of the harness and home restored from: a damaged
+snapshot of one looked in before it (whose newest readable snapshot does not hold the
+sessions) is a note, not exit 4 (_meta.asp.passedOverElsewhere). --json prints the
+_asp/state/import answer, as asp-unpack --json does (with _meta.asp.resume, alreadyThere,
+writtenInto and findings).
 
 Every body is read and checked before anything is written. What needs data the repository
 has lost or damaged is left out and named (a rewind checkpoint, todo list or tool result
@@ -188,25 +191,43 @@ fn older_holder<'a>(
     })
 }
 
+/// What [`pick_for_sessions`] chose: the snapshot, loaded; the newer snapshots of its own
+/// series (harness and home) passed over for it, being damaged (said, and the restore exits
+/// 4: what is restored is not the newest of its series); and those of the series looked in
+/// before it, whose newest readable snapshot did not hold the sessions (said as a note, the
+/// exit unchanged: the damaged one may have held a newer copy of them, but the sessions are
+/// restored whole from where they are found, as they would be had that series no snapshot).
+struct ForSessions {
+    info: SnapshotInfo,
+    snapshot: Snapshot,
+    passed_over: Vec<PassedOver>,
+    elsewhere: Vec<(SnapshotInfo, PassedOver)>,
+}
+
 /// The snapshot to restore the sessions `ids` from, loaded with them, and the snapshots that
-/// could not be read and were passed over on the way. `latest`: the newest snapshot that
-/// holds them all, preferring what [`pick`] prefers (the --to harness in the home, then that
-/// harness anywhere), then the newest of every other harness and home, so that `asp restore
-/// --session ID --to codex` carries a Claude Code session without being told which snapshot
-/// holds it; of each harness and home, the newest that can be read (as `asp sessions` lists
-/// it). Sessions that no one snapshot holds together are a usage error naming where each one
-/// is.
+/// could not be read and were passed over on the way ([`ForSessions`]). `latest`: the
+/// newest snapshot that holds them all, preferring what [`pick`] prefers (the --to harness in
+/// the home, then that harness anywhere), then the newest of every other harness and home,
+/// so that `asp restore --session ID --to codex` carries a Claude Code session without being
+/// told which snapshot holds it; of each harness and home, the newest that can be read (as
+/// `asp sessions` lists it). Sessions that no one snapshot holds together are a usage error
+/// naming where each one is.
 fn pick_for_sessions(
     repo: &Repository,
     id: &str,
     harness: &str,
     home: &Home,
     ids: &[String],
-) -> Result<(SnapshotInfo, Snapshot, Vec<PassedOver>)> {
+) -> Result<ForSessions> {
     if id != "latest" {
         let info = repo.find(id)?;
-        let snap = Snapshot::load_sessions(repo, &info, ids)?;
-        return Ok((info, snap, Vec::new()));
+        let snapshot = Snapshot::load_sessions(repo, &info, ids)?;
+        return Ok(ForSessions {
+            info,
+            snapshot,
+            passed_over: Vec::new(),
+            elsewhere: Vec::new(),
+        });
     }
     let all = repo.snapshots()?;
     // The newest snapshot of each harness and home holds every session of that series.
@@ -225,9 +246,9 @@ fn pick_for_sessions(
     // A snapshot of another harness that cannot be read does not stop the search; it is said
     // only when no snapshot holds the sessions.
     let mut unreadable = None;
-    // Newer snapshots of a series passed over for the newest that can be read: said, and the
-    // restore exits 4, when the sessions are then restored from another snapshot.
-    let mut passed_over: Vec<PassedOver> = Vec::new();
+    // Newer snapshots of the series looked in, passed over for the newest that can be read,
+    // each with the newest of its series ([`ForSessions::elsewhere`]).
+    let mut elsewhere: Vec<(SnapshotInfo, PassedOver)> = Vec::new();
     // The ids there are, for a hint of the whole ones when given ones are not found.
     let mut known: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for newest in &candidates {
@@ -237,15 +258,17 @@ fn pick_for_sessions(
         let read = Snapshot::newest_readable(repo, &all, &newest.harness, &newest.home, |r, i| {
             Snapshot::load_sessions(r, i, ids)
         });
-        let snap = match read {
+        let (snap, passed) = match read {
             Ok((found, passed)) => {
                 if let Some(first) = passed.first() {
                     unreadable.get_or_insert(RepoError::Integrity(first.error.clone()));
                 }
-                passed_over.extend(passed);
                 match found {
-                    Some(s) => s,
-                    None => continue,
+                    Some(s) => (s, passed),
+                    None => {
+                        elsewhere.extend(passed.into_iter().map(|p| (newest.clone(), p)));
+                        continue;
+                    }
                 }
             }
             Err(e) => {
@@ -259,8 +282,14 @@ fn pick_for_sessions(
             Some(ids),
         );
         if missing.is_empty() {
-            return Ok((info.clone(), snap, passed_over));
+            return Ok(ForSessions {
+                info: info.clone(),
+                snapshot: snap,
+                passed_over: passed,
+                elsewhere,
+            });
         }
+        elsewhere.extend(passed.into_iter().map(|p| (newest.clone(), p)));
         known.extend(
             snap.state
                 .sessions
@@ -409,12 +438,16 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
     let repo = args.repo.open()?;
     let _lock = repo.lock_to_read()?;
     let home = Home::resolve_to_write(args.home.clone())?;
-    let (info, snapshot, passed_over) = match args.sessions.is_empty() {
+    let (info, snapshot, passed_over, elsewhere) = match args.sessions.is_empty() {
         true => {
             let info = pick(&repo, &args.snapshot, &args.to, &home)?;
-            newest_readable(&repo, &args.snapshot, info)?
+            let (info, snapshot, passed_over) = newest_readable(&repo, &args.snapshot, info)?;
+            (info, snapshot, passed_over, Vec::new())
         }
-        false => pick_for_sessions(&repo, &args.snapshot, &args.to, &home, &args.sessions)?,
+        false => {
+            let f = pick_for_sessions(&repo, &args.snapshot, &args.to, &home, &args.sessions)?;
+            (f.info, f.snapshot, f.passed_over, f.elsewhere)
+        }
     };
     let shown = format!("snapshot {}", info.short_id());
     // Said before anything is written, `-q` or not: what is restored is not the newest.
@@ -422,6 +455,15 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
         eprintln!(
             "damaged: {}; restoring from {shown} ({} of {} in {}), the newest that can be read",
             p.error, info.created, info.harness, info.home
+        );
+    }
+    // A series looked in first, whose damaged newest snapshot may have held the sessions: a
+    // note, not a failure (they are restored whole from the series they are found in).
+    for (newest, p) in &elsewhere {
+        eprintln!(
+            "note: {}; passed over while looking for the sessions in {} in {}, which it may \
+             have held; restoring from {shown} ({} of {} in {}), which holds them",
+            p.error, newest.harness, newest.home, info.created, info.harness, info.home
         );
     }
     let (mut state, _) = crate::unpack::select(
@@ -572,6 +614,10 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
         }
         if !passed_over.is_empty() {
             json["_meta"]["asp"]["passedOver"] = serde_json::json!(passed_over);
+        }
+        if !elsewhere.is_empty() {
+            json["_meta"]["asp"]["passedOverElsewhere"] =
+                serde_json::json!(elsewhere.iter().map(|(_, p)| p).collect::<Vec<_>>());
         }
         answer = Some(json);
     } else {
