@@ -138,6 +138,14 @@ pub struct Survey {
     pub given: bool,
 }
 
+/// The version of what the readers make of a store, part of every [`Surveyed::facts`]: raised
+/// whenever a reader gives a session differently from unchanged files (a stream's updates or
+/// their `messageId`s, a title, a note), so the next backup reads every session again rather
+/// than carrying the stream an older build made (unchanged layers are stored once all the
+/// same). 2: Pi and Copilot CLI chunks name their message; Claude Code reads bytes that are
+/// not UTF-8 as U+FFFD.
+pub const READ_VERSION: u32 = 2;
+
 /// One session of a store, as a survey found it.
 ///
 /// Reading it ([`Harness::read_session`]) depends on exactly [`Surveyed::files`] and
@@ -178,6 +186,7 @@ impl Surveyed {
         plan: P,
     ) -> Self {
         let mut h = Hasher::new();
+        h.update(&READ_VERSION.to_be_bytes());
         h.update(facts);
         Surveyed {
             id,
@@ -642,5 +651,25 @@ impl std::fmt::Debug for WriteContext<'_> {
             .field("dry_run", &self.writer.is_dry_run())
             .field("options", self.options)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same files and facts surveyed by a build whose readers give sessions differently
+    /// are not "unchanged" to a backup: the readers' version is part of the facts' digest.
+    #[test]
+    fn the_readers_version_is_part_of_the_facts() {
+        let id = SessionId::new("s").unwrap();
+        let surveyed = Surveyed::new(id, Vec::new(), b"facts", ());
+        let mut h = Hasher::new();
+        h.update(b"facts");
+        assert_ne!(surveyed.facts, h.finish().digest);
+        let mut h = Hasher::new();
+        h.update(&READ_VERSION.to_be_bytes());
+        h.update(b"facts");
+        assert_eq!(surveyed.facts, h.finish().digest);
     }
 }
