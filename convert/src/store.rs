@@ -648,7 +648,7 @@ impl Store {
                 );
                 let empty = take_empty_sessions(&mut state, harness.name().as_str());
                 report_unreadable(&state, harness.name().as_str(), req.diagnostics);
-                report_orphans(&state, req.diagnostics);
+                report_orphans(&state, &empty, req.diagnostics);
                 let mut answer = harness.write(&WriteContext {
                     home,
                     state: &state,
@@ -909,10 +909,17 @@ fn report_unreadable(state: &State, target: &str, diagnostics: &Diagnostics) {
             message: format!(
                 "session {}: {at} of its {source} file {}{others} could not be read into the \
                  conversation when it was packed; only that file keeps what they hold, and \
-                 {target} is written from the conversation, so what they hold is not carried, \
-                 nor the rows reached only through them (a row whose parent was on a damaged \
-                 line cuts off the rows before it; the pack's report counted them)",
-                s.id, first.path
+                 {target} is written from the conversation, so what they hold is not carried{}",
+                s.id,
+                first.path,
+                // A transcript that is a tree of rows (each naming its parent) replays from a
+                // row whose parent was on a damaged line: the rows before it are cut off.
+                if matches!(from, Some("claude-code" | "pi")) {
+                    ", nor the rows reached only through them (a row whose parent was on a \
+                     damaged line cuts off the rows before it; the pack's report counted them)"
+                } else {
+                    " (the rest of the session is)"
+                }
             ),
         });
     }
@@ -921,7 +928,8 @@ fn report_unreadable(state: &State, target: &str, diagnostics: &Diagnostics) {
 /// A subagent session written without its parent (`--session` named the subagent) becomes a
 /// conversation of its own in the target, listed beside the others: said, with the way to
 /// bring it back where it was.
-fn report_orphans(state: &State, diagnostics: &Diagnostics) {
+/// `empty` are the sessions taken out for holding no conversation ([`take_empty_sessions`]).
+fn report_orphans(state: &State, empty: &[String], diagnostics: &Diagnostics) {
     let sessions = state.sessions.iter().flatten();
     let ids: std::collections::HashSet<&str> = sessions.clone().map(|s| s.id.as_str()).collect();
     for s in sessions {
@@ -931,17 +939,26 @@ fn report_orphans(state: &State, diagnostics: &Diagnostics) {
         if ids.contains(parent) {
             continue;
         }
-        diagnostics.push(Diagnostic {
-            severity: Severity::Note,
-            file: None,
-            line: None,
-            message: format!(
+        let message = if empty.iter().any(|e| e == parent) {
+            format!(
+                "session {} is a subagent of {parent}, which holds no conversation and is not \
+                 written: it is written as a conversation of its own",
+                s.id
+            )
+        } else {
+            format!(
                 "session {} is a subagent of {parent}, which is not written with it: it is \
                  written as a conversation of its own; where the state holds {parent} \
                  (`asp inspect` lists it), `--session {parent}` writes the conversation with its \
                  subagents where they belong",
                 s.id
-            ),
+            )
+        };
+        diagnostics.push(Diagnostic {
+            severity: Severity::Note,
+            file: None,
+            line: None,
+            message,
         });
     }
 }
