@@ -53,6 +53,20 @@ const MEMORY: &str = "memory";
 const MEMORY_INDEX: &str = "memory.json";
 const SETTINGS: &str = "settings.json";
 
+/// The names a state directory holds at its top (the module's table): what `--from-dir`
+/// looks for, and what `--force` may replace (anything else in a directory means it is not
+/// one [`write()`] made, and it is left alone).
+const ENTRIES: [&str; 8] = [
+    SESSIONS,
+    AGENTS_MD,
+    SKILLS,
+    SKILLS_INDEX,
+    TOOLS,
+    MEMORY,
+    MEMORY_INDEX,
+    SETTINGS,
+];
+
 /// `sessions/<id>.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -230,21 +244,11 @@ fn check_dir(dir: &Path) -> Result<(), ConvertError> {
     // A folder that holds something, but nothing a state directory has, is not one: most
     // often a harness's home given to `--from-dir` instead of `--from HARNESS --home`, which
     // would otherwise pack as an empty state, exit 0.
-    let known = [
-        SESSIONS,
-        AGENTS_MD,
-        SKILLS,
-        SKILLS_INDEX,
-        TOOLS,
-        MEMORY,
-        MEMORY_INDEX,
-        SETTINGS,
-    ];
     let mut other = Vec::new();
     for entry in fs::read_dir(dir).map_err(ConvertError::io(dir))? {
         let name = entry.map_err(ConvertError::io(dir))?.file_name();
         let name = name.to_string_lossy();
-        if known.contains(&name.as_ref()) {
+        if ENTRIES.contains(&name.as_ref()) {
             return Ok(());
         }
         other.push(name.into_owned());
@@ -592,19 +596,6 @@ pub struct DirWritten {
     pub files: u64,
     pub bytes: u64,
 }
-
-/// The names a state directory holds at its top (§ the module's table): what `--force` may
-/// replace. Anything else in a directory means it is not one `write` made, and it is left alone.
-const ENTRIES: [&str; 8] = [
-    SESSIONS,
-    AGENTS_MD,
-    SKILLS,
-    SKILLS_INDEX,
-    TOOLS,
-    MEMORY,
-    MEMORY_INDEX,
-    SETTINGS,
-];
 
 /// Writes `state` into `dir` as plain files. `dir` must be missing or empty, unless `force`:
 /// then a state directory already there (one holding nothing but [`ENTRIES`]) is replaced as a
