@@ -567,6 +567,29 @@ fn a_restore_passes_over_a_damaged_newest_snapshot() {
         "the instructions the first snapshot holds"
     );
 
+    // `asp pack --from-repo` (latest) passes it over too, and packs the snapshot before.
+    let bundle = t.path().join("latest.aspstate");
+    let out = asp()
+        .args(["pack", "--from-repo", "--json", "--repo"])
+        .arg(&repo)
+        .arg("-o")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(
+        said.contains(&format!("damaged: snapshot {s2} cannot be read"))
+            && said.contains(&format!("packing snapshot {s1}")),
+        "{said}"
+    );
+    let packed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        packed["_meta"]["asp"]["passedOver"][0]["snapshot"], s2,
+        "{packed}"
+    );
+    asp().arg("verify").arg(&bundle).assert().success();
+
     // One session alone, from the newest snapshot that can be read.
     let one = new_home(t.path().join("one"));
     let out = asp()

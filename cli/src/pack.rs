@@ -85,7 +85,8 @@ pub struct PackArgs {
     pub from_repo: bool,
 
     /// With --from-repo: the snapshot (id prefix, or `latest`: the newest of any harness and
-    /// home) [default: latest]
+    /// home; a newer one of its series that cannot be read is passed over, said, and the pack
+    /// exits 4) [default: latest]
     // (No clap default: with one, clap lets `--snapshot` through without --from-repo.)
     #[arg(long, value_name = "ID")]
     pub snapshot: Option<String>,
@@ -521,7 +522,45 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
     } else {
         repo.find(wanted)?
     };
-    let snapshot = asp_repo::Snapshot::load_for_reading(&repo, &info)?;
+    // `latest` is the newest of its series that can be read: a newer one that cannot (a
+    // document of it damaged) is passed over, said, and the pack exits 4, as `asp restore`
+    // does, so one damaged snapshot does not keep the rest from coming back.
+    let (info, snapshot, passed_over) = if wanted == "latest" {
+        let (found, passed_over) = asp_repo::Snapshot::newest_readable(
+            &repo,
+            &repo.snapshots()?,
+            &info.harness,
+            &info.home,
+            asp_repo::Snapshot::load_for_reading,
+        )?;
+        match found {
+            Some(snapshot) => (snapshot.info.clone(), snapshot, passed_over),
+            // None can be read: the newest's damage is the error.
+            None => {
+                return Err(asp_repo::RepoError::Integrity(
+                    passed_over
+                        .into_iter()
+                        .next()
+                        .map(|p| p.error)
+                        .unwrap_or_else(|| format!("snapshot {} cannot be read", info.short_id())),
+                )
+                .into());
+            }
+        }
+    } else {
+        let snapshot = asp_repo::Snapshot::load_for_reading(&repo, &info)?;
+        (info, snapshot, Vec::new())
+    };
+    for p in &passed_over {
+        eprintln!(
+            "damaged: {}; packing snapshot {} ({} of {} in {}), the newest that can be read",
+            p.error,
+            info.short_id(),
+            info.created,
+            info.harness,
+            info.home
+        );
+    }
     let layers = asp_repo::blobs::RepoLayers {
         repo: &repo,
         table: &snapshot.table,
@@ -565,14 +604,17 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
         args.output.display().to_string()
     };
     let line = if args.common.json {
-        serde_json::json!({
+        let mut json = serde_json::json!({
             "bundle": shown,
             "digest": written.digest,
             "size": written.size,
             "source": format!("snapshot {}", info.digest),
             "kinds": snapshot.state.counts(),
-        })
-        .to_string()
+        });
+        if !passed_over.is_empty() {
+            json["_meta"] = serde_json::json!({"asp": {"passedOver": passed_over}});
+        }
+        json.to_string()
     } else {
         // Which snapshot: `latest` is the newest of any harness and home.
         format!(
@@ -594,6 +636,9 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
         eprintln!("{line}");
     } else {
         crate::outln!("{line}");
+    }
+    if !passed_over.is_empty() {
+        return Ok(Exit::Integrity);
     }
     Ok(Exit::Ok)
 }
