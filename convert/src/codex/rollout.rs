@@ -94,13 +94,12 @@ pub fn discover(codex_home: &Path, diagnostics: &Diagnostics) -> Vec<RolloutFile
             if entry.file_type().is_dir() {
                 continue;
             }
+            let rollout_named = entry
+                .file_name()
+                .as_encoded_bytes()
+                .starts_with(b"rollout-");
             if !entry.file_type().is_file() {
-                if !entry.path_is_symlink()
-                    && entry
-                        .file_name()
-                        .as_encoded_bytes()
-                        .starts_with(b"rollout-")
-                {
+                if rollout_named && !entry.path_is_symlink() {
                     diagnostics.lost(
                         entry.path(),
                         None,
@@ -110,11 +109,7 @@ pub fn discover(codex_home: &Path, diagnostics: &Diagnostics) -> Vec<RolloutFile
                 continue;
             }
             let Some(name) = entry.file_name().to_str() else {
-                if entry
-                    .file_name()
-                    .as_encoded_bytes()
-                    .starts_with(b"rollout-")
-                {
+                if rollout_named {
                     diagnostics.lost(
                         entry.path(),
                         None,

@@ -435,13 +435,8 @@ impl Sessions<'_, '_> {
     /// the first one's file there and keeps the second beside it, and so must the dry run,
     /// which wrote nothing.
     fn planned_earlier(&self, planned: &[Planned]) -> bool {
-        if !self.writer.is_dry_run() {
-            return false;
-        }
-        let changes = self.writer.changes();
-        planned.iter().any(|p| {
-            changes.contains(&crate::kit::fsops::Change::Create(p.path.clone())) && !p.path.exists()
-        })
+        let paths = self.planned_paths();
+        planned.iter().any(|p| paths.contains(&p.path))
     }
 
     /// The files a dry run has planned and not written.

@@ -239,19 +239,13 @@ fn is_changed(e: &std::io::Error) -> bool {
 /// Opens the file at `p` for reading without blocking (a FIFO swapped in must not hang the
 /// backup) and checks that it is a regular file and, where screened, the one screened.
 fn open_screened(p: &Path, screened: Option<(u64, u64)>) -> std::io::Result<fs::File> {
-    let mut options = fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
-    }
-    let f = options.open(p)?;
-    let m = f.metadata()?;
     let changed = || std::io::Error::other(Changed);
-    if !m.is_file() {
-        return Err(changed());
-    }
+    // Not a regular file any more: swapped since it was screened.
+    let f = crate::kit::source::open_regular(p).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidInput => changed(),
+        _ => e,
+    })?;
+    let m = f.metadata()?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
