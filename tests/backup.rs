@@ -2474,6 +2474,43 @@ fn an_image_put_into_a_repository_by_hand_stays_through_prune() {
     );
 }
 
+/// What another tool wrote into `index.json` comes out of asp's rewrites of it as it went in:
+/// an entry's `platform` and members asp does not know, and the index's own. The index was
+/// read through asp's descriptor type, which dropped them (a multi-platform image's entries
+/// lost what told them apart).
+#[test]
+fn another_tools_index_entries_keep_every_member_through_backup_forget_and_prune() {
+    let (_t, home, repo) = home_and_repo();
+    let first = backup(&home, &repo);
+    let mut mine = oci_image(&repo, "myimage");
+    mine["annotations"] = json!({"org.opencontainers.image.ref.name": "myimage:1"});
+    mine["platform"] = json!({"architecture": "arm64", "os": "linux", "variant": "v8"});
+    mine["io.example.future"] = json!({"kept": [1, 2, 3]});
+    oci_index_add(&repo, mine.clone());
+    let path = repo.join("index.json");
+    let mut index: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    index["io.example.indexMember"] = json!("kept too");
+    fs::write(&path, serde_json::to_vec(&index).unwrap()).unwrap();
+
+    fs::write(home.join(".claude/CLAUDE.md"), "# Mine\n\nOne more rule.\n").unwrap();
+    backup(&home, &repo);
+    let id = &first["snapshot"]["digest"].as_str().unwrap()[7..19];
+    for args in [&["forget", "--snapshot", id][..], &["prune"]] {
+        let out = asp().args(args).arg("--repo").arg(&repo).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+    }
+    let index: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    assert_eq!(index["io.example.indexMember"], "kept too", "{index}");
+    let theirs: Vec<&Value> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["digest"] == mine["digest"])
+        .collect();
+    assert_eq!(theirs, [&mine], "{index}");
+    check(&repo, true);
+}
+
 /// A descriptor without a media type within another tool's manifest is read as a manifest only
 /// when it can be: a layer of 5 MiB that is not JSON, a config that is not JSON, and a blob
 /// naming itself (its bytes cannot match its name) are blobs of their own, kept and not

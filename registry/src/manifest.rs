@@ -11,8 +11,10 @@
 //! ```
 //!
 //! The types mirror the OCI image spec (`descriptor.md`, `manifest.md`, `image-index.md`,
-//! `image-layout.md`); unknown members are ignored when reading. A manifest is never
-//! re-serialised: its bytes are kept as they came, since its digest is its identity.
+//! `image-layout.md`). A manifest is never re-serialised: its bytes are kept as they came,
+//! since its digest is its identity. Descriptors and image indexes keep the members they do
+//! not know (`other`), because `index.json` is: another tool's entries in it must survive
+//! asp's rewrites.
 
 use std::collections::BTreeMap;
 
@@ -69,6 +71,11 @@ pub struct OciDescriptor {
     pub data: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_type: Option<String>,
+    /// Every other member, kept as it came (`platform` in an image index, and what later
+    /// versions of the spec add): `index.json` is rewritten whole by every change, and an
+    /// entry of another tool's must come out of it as it went in.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
 }
 
 impl OciDescriptor {
@@ -81,6 +88,7 @@ impl OciDescriptor {
             annotations: BTreeMap::new(),
             data: None,
             artifact_type: None,
+            other: BTreeMap::new(),
         }
     }
 
@@ -148,6 +156,10 @@ pub struct ImageIndex {
     pub manifests: Vec<OciDescriptor>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
+    /// Every other member (`artifactType`, `subject`, what later versions add), kept as it
+    /// came for the same reason as [`OciDescriptor::other`].
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
 }
 
 impl Default for ImageIndex {
@@ -157,6 +169,7 @@ impl Default for ImageIndex {
             media_type: Some(IMAGE_INDEX.to_owned()),
             manifests: Vec::new(),
             annotations: BTreeMap::new(),
+            other: BTreeMap::new(),
         }
     }
 }
