@@ -641,6 +641,41 @@ fn a_restore_passes_over_a_damaged_newest_snapshot() {
     assert!(nothing_in(&named), "nothing restored");
 }
 
+/// `asp push latest` does not pass over a damaged newest snapshot as restore does (the tag
+/// could already name that snapshot, pushed before the damage, and would go back to an older
+/// state): it stops before reaching the registry, exit 4, and names the newest of the series
+/// that can be read, to push by its id.
+#[test]
+fn a_push_of_latest_names_the_newest_readable_snapshot_when_the_newest_is_damaged() {
+    let (_t, home, repo) = home_and_repo();
+    let first = backup(&home, &repo);
+    fs::write(home.join(".claude/CLAUDE.md"), "# Mine\n\nOne more rule.\n").unwrap();
+    let second = backup(&home, &repo);
+    let short = |o: &Value| o["snapshot"]["digest"].as_str().unwrap()[7..19].to_owned();
+    let s = second["snapshot"]["digest"].as_str().unwrap();
+    let manifest: Value =
+        serde_json::from_slice(&fs::read(repo.join("blobs/sha256").join(&s[7..])).unwrap())
+            .unwrap();
+    let content = manifest["annotations"]["vnd.asp.snapshot.content"]
+        .as_str()
+        .unwrap();
+    rot(&repo.join("blobs/sha256").join(&content[7..]), 40);
+
+    // Port 9 (discard) on the loopback: nothing is sent, so nothing needs to answer.
+    let out = asp()
+        .args(["push", "latest", "127.0.0.1:9/me/state:laptop", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(
+        said.contains(&format!("snapshot {} cannot be read", &short(&second)[..8]))
+            && said.contains(&format!("`asp push {} REF` pushes it", &short(&first)[..8])),
+        "{said}"
+    );
+}
+
 /// `asp restore --session` says as damage (and exits 4 for) only the snapshots passed over in
 /// the series it restores from: a damaged newest snapshot of another home looked in first,
 /// whose readable snapshot does not hold the session, is a note, and the restore from the

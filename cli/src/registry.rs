@@ -130,7 +130,8 @@ fn timeout(args: &RegistryArgs) -> Result<Duration> {
     override_usage = "asp push [OPTIONS] [--repo <DIR>] [SNAPSHOT|latest] <REF>\n       asp push [OPTIONS] <FILE.aspstate> <REF>\n       asp push [OPTIONS] --layout <DIR> <REF>"
 )]
 #[command(after_help = format!("\
-A snapshot (`asp snapshots` lists them; `latest`, the default, is the newest) is pushed as
+A snapshot (`asp snapshots` lists them; `latest`, the default, is the newest; when the newest
+cannot be read, the push stops and names the newest that can, to push by its id) is pushed as
 two artifacts: its state (content manifest and blobs, untagged: the artifact `asp pack
 --from-repo` would make a bundle of, the same digest), then a snapshot record whose subject
 is that state and which REF's tag names: the harness, the sessions gone from the source and

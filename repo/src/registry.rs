@@ -84,7 +84,12 @@ impl SnapshotSource {
         };
         // Reads and checks the snapshot's documents: a damaged one is not pushed (its record
         // would not carry the configuration files and gone sessions its source records hold).
-        let snapshot = Snapshot::load_for_reading(repo, &info)?;
+        let snapshot = match Snapshot::load_for_reading(repo, &info) {
+            Err(RepoError::Integrity(said)) if id == "latest" => {
+                return Err(RepoError::Integrity(latest_damaged(repo, &info, said)?));
+            }
+            loaded => loaded?,
+        };
         if let Some(problem) = &snapshot.sources_damage {
             return Err(RepoError::Integrity(format!(
                 "snapshot {} cannot be pushed: {problem}; `asp check` names the damage",
@@ -118,6 +123,40 @@ impl SnapshotSource {
 /// servers', then those its configuration files hold, each named once (what reads a file's
 /// is its harness's, `Harness::credentials_reader`: JSON files, Codex's `config.toml`; a body
 /// that cannot be read is left to `asp check`: the push itself refuses it).
+/// What stops `asp push latest` when the newest snapshot cannot be read: its damage, and the
+/// newest of its series that can be, to push by its id. Not pushed in its place, as `asp
+/// restore` and `asp pack --from-repo` pass over it: the tag may already name the damaged one
+/// (pushed before the damage), and would go back to an older state.
+fn latest_damaged(
+    repo: &Repository,
+    newest: &SnapshotInfo,
+    said: String,
+) -> Result<String, RepoError> {
+    let (readable, _) = Snapshot::newest_readable(
+        repo,
+        &repo.snapshots()?,
+        &newest.harness,
+        &newest.home,
+        Snapshot::load_for_reading,
+    )?;
+    Ok(match readable {
+        Some(s) => format!(
+            "{said}. The newest snapshot of {} in {} that can be read is {} ({}): `asp push {} \
+             REF` pushes it (not done in place of `latest`: the tag could go back to an older \
+             state than it names now)",
+            newest.harness,
+            newest.home,
+            s.info.short_id(),
+            s.info.created,
+            s.info.short_id()
+        ),
+        None => format!(
+            "{said}. No snapshot of {} in {} can be read",
+            newest.harness, newest.home
+        ),
+    })
+}
+
 fn credentials_sent(repo: &Repository, snapshot: &Snapshot) -> Vec<String> {
     use asp_convert::kit::secrets::{credentials_of, json_credentials_reader};
     let mut found = credentials_of(snapshot.state.tools.as_deref().unwrap_or_default());
