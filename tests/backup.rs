@@ -641,6 +641,34 @@ fn a_restore_passes_over_a_damaged_newest_snapshot() {
     assert!(nothing_in(&named), "nothing restored");
 }
 
+/// A damaged snapshot manifest is one problem to `asp check --read-data`: the snapshot that
+/// cannot be read names it, and it is not said again as a blob no readable snapshot names (it
+/// was: 2 problems for one flipped byte).
+#[test]
+fn a_damaged_snapshot_manifest_is_one_problem_to_check() {
+    let (_t, home, repo) = home_and_repo();
+    backup(&home, &repo);
+    fs::write(home.join(".claude/CLAUDE.md"), "# Mine\n\nOne more rule.\n").unwrap();
+    let second = backup(&home, &repo);
+    let s = second["snapshot"]["digest"].as_str().unwrap();
+    rot(&repo.join("blobs/sha256").join(&s[7..]), 40);
+    let out = asp()
+        .args(["check", "--read-data", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    let problems: Vec<&str> = said.lines().filter(|l| l.starts_with("problem:")).collect();
+    assert_eq!(problems.len(), 1, "{said}");
+    assert!(
+        problems[0].contains(&format!("snapshot {} ", &s[7..15]))
+            && problems[0].contains(&s[7..])
+            && said.contains("1 problem"),
+        "{said}"
+    );
+}
+
 /// `asp push latest` does not pass over a damaged newest snapshot as restore does (the tag
 /// could already name that snapshot, pushed before the damage, and would go back to an older
 /// state): it stops before reaching the registry, exit 4, and names the newest of the series

@@ -235,6 +235,9 @@ pub fn check(
     // index may name them wrong (a damaged `index.json`), which `--rebuild-index` mends and
     // `forget` then `prune` would make worse.
     let mut manifest_missing: Vec<usize> = Vec::new();
+    // The manifests of the snapshots said above to be unreadable: when it is the manifest
+    // itself that is damaged, that problem names it, and it is not said again as a blob.
+    let mut unreadable: BTreeSet<Digest> = BTreeSet::new();
     progress.begin("checking snapshots", Some(infos.len() as u64));
     for info in &infos {
         progress.advance(1);
@@ -256,6 +259,7 @@ pub fn check(
                 }) {
                     manifest_missing.push(report.problems.len());
                 }
+                unreadable.insert(info.digest);
                 // Named, so the person knows which snapshot it costs; what only it holds is
                 // counted below as unreferenced, which it is not.
                 report.problems.push(format!(
@@ -426,10 +430,12 @@ pub fn check(
                 // moved aside like any other (then it is a damaged blob, not an unreferenced
                 // one prune would delete).
                 if opts.read_data && !blob_matches_its_name(repo, &entry.path(), &d)? {
-                    report.problems.push(format!(
-                        "blob {d} (which no snapshot that can be read names) holds other bytes \
-                         than its name says: it is damaged"
-                    ));
+                    if !unreadable.contains(&d) {
+                        report.problems.push(format!(
+                            "blob {d} (which no snapshot that can be read names) holds other \
+                             bytes than its name says: it is damaged"
+                        ));
+                    }
                     if opts.repair {
                         report.moved_aside.push(move_aside(repo, &d)?);
                     } else {
