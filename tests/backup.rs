@@ -2438,6 +2438,25 @@ fn another_tools_image_layout_is_never_pruned_nor_taken_for_a_repository() {
     assert!(!oci.join("locks").exists(), "no locks/ was made");
 }
 
+/// A layout of asp state artifacts (what `asp pull --layout` writes) is not a repository
+/// either, but it is not another tool's: the refusal says what it is and what reads it.
+#[test]
+fn a_layout_of_asp_state_is_not_called_another_tools() {
+    let (t, home, _) = home_and_repo();
+    let state = t.path().join("state");
+    crate::registry_cli::make_layout(&state, &[b"a state's layer".to_vec()], "laptop");
+    let out = backup_run(&home, &state, &["--from", "claude-code", "-q"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("an OCI image layout of asp state artifacts")
+            && said.contains("asp push --layout")
+            && said.contains("laptop")
+            && !said.contains("another tool"),
+        "{said}"
+    );
+}
+
 /// An asp repository whose snapshots were all forgotten and pruned, beside an image put into
 /// it by hand, is still asp's: its `locks/` folder tells it from another tool's layout, and the
 /// next backup goes into it (it was refused as another tool's).

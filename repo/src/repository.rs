@@ -267,7 +267,23 @@ fn foreign_entries(root: &Path, layout: &Layout) -> Option<String> {
         n if n > 3 => format!(", … {n} in all"),
         _ => String::new(),
     };
-    Some(format!("{}{more}", named.join(", ")))
+    // asp's own state artifacts (what `asp pull --layout` writes) are not another tool's, but
+    // not a repository either: said as what they are, and what reads them.
+    let whose = match index
+        .manifests
+        .iter()
+        .all(|d| d.artifact_type.as_deref() == Some(asp_registry::manifest::ARTIFACT_TYPE))
+    {
+        true => {
+            "asp state artifacts (as `asp pull --layout` writes them; `asp push --layout` \
+                 pushes from it)"
+        }
+        false => "another tool",
+    };
+    Some(format!(
+        "an OCI image layout of {whose}, not an asp repository: its index.json lists {}{more}",
+        named.join(", ")
+    ))
 }
 
 impl Repository {
@@ -419,8 +435,7 @@ impl Repository {
         match &self.foreign {
             None => Ok(()),
             Some(named) => Err(RepoError::NotARepository(format!(
-                "{} is an OCI image layout of another tool, not an asp repository: its index.json \
-                 lists {named} and no asp snapshot, and it has no locks/ folder, which asp makes \
+                "{} is {named} and no asp snapshot, and it has no locks/ folder, which asp makes \
                  in each repository; asp makes no repository in it and writes nothing into it \
                  (give another --repo: an empty or missing directory; `asp check` reads it as it \
                  is. An asp repository whose snapshots were all forgotten has its locks/ folder: \
