@@ -1779,3 +1779,57 @@ fn a_state_directory_packs_as_saying_only_the_kinds_it_gives() {
     assert!(out.status.success(), "{out:?}");
     assert!(said.starts_with("packed 5 sessions → "), "{said}");
 }
+
+/// What a killed `asp-pack` leaves beside its output (its bundle's `.aspstate-*.partial`, its
+/// `.aspstate-layers-*` staging folder) is removed by the next pack into that folder: up to a
+/// bundle's size was left there for good each time. What another pack is still writing (its
+/// lock held), what was made in the last minute, and names not of a bundle's write stay.
+#[cfg(unix)]
+#[test]
+fn the_next_pack_sweeps_what_a_killed_one_left_beside_its_output() {
+    use std::fs::File;
+    use std::time::{Duration, SystemTime};
+    let dir = tmp();
+    let at = |name: &str| dir.path().join(name);
+    let long_ago = SystemTime::now() - Duration::from_secs(600);
+    let age = |path: &std::path::Path| File::open(path).unwrap().set_modified(long_ago).unwrap();
+
+    fs::create_dir(at(".aspstate-layers-Killed")).unwrap();
+    fs::write(at(".aspstate-layers-Killed/layer"), b"staged").unwrap();
+    age(&at(".aspstate-layers-Killed"));
+    fs::write(at(".aspstate-Killed.partial"), b"PK half a bundle").unwrap();
+    age(&at(".aspstate-Killed.partial"));
+    // Another pack's, running: its folder locked as a running pack holds it.
+    fs::create_dir(at(".aspstate-layers-Running")).unwrap();
+    age(&at(".aspstate-layers-Running"));
+    let running = File::open(at(".aspstate-layers-Running")).unwrap();
+    running.lock().unwrap();
+    // Made a moment ago, not yet locked by its maker.
+    fs::write(at(".aspstate-Young.partial"), b"PK").unwrap();
+    // The user's.
+    fs::write(at(".aspstate-notes"), b"mine").unwrap();
+    age(&at(".aspstate-notes"));
+
+    asp_pack()
+        .args(["--from", "claude-code", "--home"])
+        .arg(samples().join("claude-code"))
+        .arg("-o")
+        .arg(at("b.aspstate"))
+        .assert()
+        .success();
+    let mut left: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            ".aspstate-Young.partial",
+            ".aspstate-layers-Running",
+            ".aspstate-notes",
+            "b.aspstate"
+        ]
+    );
+    drop(running);
+}

@@ -243,7 +243,7 @@ pub struct Layers {
     /// The staging directory, which holds the layers of bodies over [`SPILL`] in files of
     /// their own ([`Loc::Spill`], opened by path when copied): it goes with the last of
     /// these, not with the store.
-    _dir: Arc<tempfile::TempDir>,
+    _dir: Arc<super::leftovers::StagingDir>,
 }
 
 impl Layers {
@@ -660,7 +660,7 @@ pub struct LayerStore {
     shared: Arc<Shared>,
     workers: Mutex<Vec<JoinHandle<()>>>,
     /// Shared with the [`Layers`] it finishes into.
-    dir: Arc<tempfile::TempDir>,
+    dir: Arc<super::leftovers::StagingDir>,
 }
 
 impl std::fmt::Debug for LayerStore {
@@ -679,10 +679,7 @@ impl LayerStore {
             path: parent.to_path_buf(),
             source,
         };
-        let dir = tempfile::Builder::new()
-            .prefix(".aspstate-layers-")
-            .tempdir_in(parent)
-            .map_err(io_err)?;
+        let dir = super::leftovers::staging_dir(parent).map_err(io_err)?;
         let staging = tempfile::tempfile_in(dir.path()).map_err(io_err)?;
         let threads = if opts.threads == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())

@@ -11,6 +11,7 @@
 mod contexts;
 pub mod layers;
 mod layout;
+mod leftovers;
 pub mod oci;
 mod part;
 mod projects;

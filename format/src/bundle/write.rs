@@ -372,11 +372,13 @@ pub(crate) fn atomic(
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
+    super::leftovers::sweep(dir);
     let tmp = tempfile::Builder::new()
         .prefix(".aspstate-")
         .suffix(".partial")
         .tempfile_in(dir)
         .map_err(io_err)?;
+    super::leftovers::hold(tmp.as_file());
     let (file, handle) = tmp.into_parts();
     let (file, written) = write(file)?;
     file.sync_all().map_err(io_err)?;
