@@ -541,6 +541,106 @@ fn unpacking_with_force_replaces_a_state_directory_whole() {
     assert!(beside.is_empty(), "{beside:?}");
 }
 
+/// With --force, old files that cannot be removed once the new state directory is in place
+/// do not fail the unpack (it exited 1 though the new state was there): they are said, with
+/// where they are, and the unpack exits 0.
+///
+/// The old directory holds a folder this user cannot empty. Where permissions do not stop
+/// this process (root), asp runs as `nobody` (uid 65534) so they do; where that cannot be
+/// done, the test says so and checks nothing.
+#[cfg(unix)]
+#[test]
+fn old_files_force_cannot_remove_are_said_and_the_unpack_succeeds() {
+    use std::os::unix::fs::{PermissionsExt, chown};
+    use std::os::unix::process::CommandExt;
+    let dir = tmp();
+    let out = dir.path().join("state");
+    unpack_to_dir(samples().join("state.aspstate"), &out)
+        .assert()
+        .success();
+    let claude = dir.path().join("claude.aspstate");
+    asp_pack()
+        .args(["--from", "claude-code", "--home"])
+        .arg(samples().join("claude-code"))
+        .arg("-o")
+        .arg(&claude)
+        .assert()
+        .code(0);
+    let stuck = out.join("sessions");
+    let probe = stuck.join(".probe");
+    fs::write(&probe, b"").unwrap();
+    fs::set_permissions(&stuck, fs::Permissions::from_mode(0o555)).unwrap();
+    let privileged = fs::remove_file(&probe).is_ok();
+    let user = privileged.then_some(65534u32);
+    let scratch = dir.path().join("scratch");
+    fs::create_dir(&scratch).unwrap();
+    if let Some(uid) = user {
+        // Everything but the folder that stays stuck is that user's.
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        for e in walkdir::WalkDir::new(dir.path()) {
+            let e = e.unwrap();
+            if e.path() != stuck && e.path().parent() != Some(stuck.as_path()) {
+                chown(e.path(), Some(uid), Some(uid)).unwrap();
+            }
+        }
+        fs::set_permissions(&stuck, fs::Permissions::from_mode(0o755)).unwrap();
+        // The temporary folder may be under one that uid 65534 cannot pass.
+        let probe = std::process::Command::new("/bin/sh")
+            .args(["-c", r#"test -w "$1" && test -r "$2""#, "sh"])
+            .arg(dir.path())
+            .arg(&claude)
+            .uid(uid)
+            .gid(uid)
+            .status();
+        if !probe.as_ref().is_ok_and(|s| s.success()) {
+            eprintln!(
+                "skipped: permissions do not stop this user, and uid 65534 cannot write {} \
+                 or cannot be switched to ({probe:?}); nothing was checked",
+                dir.path().display()
+            );
+            return;
+        }
+    }
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("asp-unpack"));
+    cmd.arg(&claude)
+        .arg("--to-dir")
+        .arg(&out)
+        .arg("--force")
+        .env("HOME", &scratch)
+        .env("TMPDIR", &scratch);
+    if let Some(uid) = user {
+        cmd.uid(uid).gid(uid);
+    }
+    let o = cmd.output().unwrap();
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("note: ")
+            && said.contains("was replaced, but its old files could not all be removed from"),
+        "{said}"
+    );
+    // The new state is in place; the old one's files are where the note says.
+    let leftover: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(".state.asp-unpack-")
+        })
+        .collect();
+    assert_eq!(leftover.len(), 1, "{said}");
+    assert!(said.contains(&leftover[0].display().to_string()), "{said}");
+    assert!(fs::read_dir(out.join("sessions")).unwrap().next().is_some());
+    // So the temporary folder can go.
+    fs::set_permissions(
+        leftover[0].join("sessions"),
+        fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+}
+
 #[test]
 fn bundles_flow_through_pipes() {
     let packed = asp_pack()

@@ -203,6 +203,9 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
     let mut answer = written.answer;
     damaged.into_answer(&mut answer, "the bundle (asp verify names it)");
     let imported = Imported::new(answer, written.resume, &diagnostics);
+    if let Some(leftover) = written.files.as_ref().and_then(|f| f.leftover.as_ref()) {
+        bar.println(format!("note: {leftover}"));
+    }
     let target = match (&store, written.files) {
         (Store::Dir(d), Some(files)) => format!(
             "{} ({} files, {})",

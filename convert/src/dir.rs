@@ -595,6 +595,9 @@ fn put_text(sink: &dyn BlobSink, path: &Path) -> Result<asp_format::Descriptor, 
 pub struct DirWritten {
     pub files: u64,
     pub bytes: u64,
+    /// With --force, when the old state directory's files could not all be removed once the
+    /// new one was in place: what is left, and where.
+    pub leftover: Option<String>,
 }
 
 /// Writes `state` into `dir` as plain files. `dir` must be missing or empty, unless `force`:
@@ -667,8 +670,16 @@ pub fn write(
     let written = write_new(staged.path(), state, blobs, progress)?;
     // `staged` goes when dropped: the new state if it could not be put in place, else the
     // old one (if `replace_dir` could not remove it).
-    crate::kit::fsops::replace_dir(staged.path(), dir).map_err(ConvertError::write(dir))?;
-    Ok(written)
+    let leftover =
+        crate::kit::fsops::replace_dir(staged.path(), dir).map_err(ConvertError::write(dir))?;
+    if leftover.is_some() {
+        // What could not be removed is the user's to see, not a temporary folder's to drop.
+        let _ = staged.keep();
+    }
+    Ok(DirWritten {
+        leftover,
+        ..written
+    })
 }
 
 /// Writes `state` into `dir`, an empty directory.

@@ -406,7 +406,11 @@ pub fn rename_noclobber_dir(from: &Path, to: &Path) -> io::Result<()> {
 /// `renameat2(RENAME_EXCHANGE)`), so a crash at any point leaves one or the other whole at
 /// `dir`; elsewhere `dir` is renamed aside to `<staged>.old` first, and for a moment is
 /// missing (a crash then leaves both, under those names).
-pub fn replace_dir(staged: &Path, dir: &Path) -> io::Result<()> {
+///
+/// Once the new folder is in place the replacement has happened: old files that cannot be
+/// removed after it are not an error but said in what comes back (`Some`: what is left and
+/// where), for the caller to tell.
+pub fn replace_dir(staged: &Path, dir: &Path) -> io::Result<Option<String>> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -428,15 +432,14 @@ pub fn replace_dir(staged: &Path, dir: &Path) -> io::Result<()> {
         }
     };
     sync_dir(parent_of(dir));
-    fs::remove_dir_all(&old).map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!(
-                "the directory was replaced, but its old files could not be removed from {}: {e}",
-                old.display()
-            ),
+    Ok(fs::remove_dir_all(&old).err().map(|e| {
+        format!(
+            "{} was replaced, but its old files could not all be removed from {} ({e}); \
+             remove that folder when you no longer need them",
+            dir.display(),
+            old.display()
         )
-    })
+    }))
 }
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
