@@ -2298,3 +2298,71 @@ fn a_session_whose_cwd_moved_in_the_directory_form_goes_to_its_cwds_project() {
             .is_file()
     );
 }
+
+/// The git branch a session was on travels into every harness that keeps one (Codex's
+/// `session_meta.git`, Qwen Code's and Claude Code's `gitBranch`, Copilot CLI's `branch`), and
+/// back: the resume pickers show it. Every carried session was written on no branch (`""`, or
+/// none at all).
+#[test]
+fn the_git_branch_travels_into_every_harness_that_keeps_one() {
+    use asp_convert::kit::git_branch::source_branch;
+    let sessions = KindSet::EMPTY.with(StateKind::Sessions);
+    let branches = |back: &Read| -> BTreeMap<String, Option<String>> {
+        back.state
+            .sessions
+            .iter()
+            .flatten()
+            .map(|s| {
+                (
+                    s.id.to_string(),
+                    source_branch(s.meta.as_ref()).map(str::to_owned),
+                )
+            })
+            .collect()
+    };
+    for (from, to) in [
+        ("claude-code", "codex"),
+        ("claude-code", "qwen"),
+        ("claude-code", "copilot"),
+        ("codex", "claude-code"),
+        ("qwen", "codex"),
+        ("copilot", "claude-code"),
+    ] {
+        let packed = read_home(
+            from,
+            &samples().join(from),
+            sessions,
+            ReadOptions::default(),
+        );
+        let before = branches(&packed);
+        assert!(
+            before.values().any(Option::is_some),
+            "{from}'s sample has a session on a branch: {before:?}"
+        );
+        let home = tmp();
+        let (answer, _) = write_home(
+            to,
+            home.path(),
+            &packed.state,
+            &packed.store,
+            false,
+            &PathMap::default(),
+        );
+        let back = branches(&read_home(
+            to,
+            home.path(),
+            sessions,
+            ReadOptions::default(),
+        ));
+        for (id, branch) in &before {
+            let Some(new) = answer.sessions.get(id) else {
+                continue;
+            };
+            assert_eq!(
+                back.get(new.as_str()),
+                Some(branch),
+                "{from} -> {to}: session {id} (there {new})"
+            );
+        }
+    }
+}

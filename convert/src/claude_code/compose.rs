@@ -44,6 +44,8 @@ pub struct Target<'a> {
     pub harness: &'a str,
     /// Its last activity; the last row gets this time.
     pub updated_at: Option<&'a str>,
+    /// The git branch it was on, when its harness kept one ([`crate::kit::git_branch`]).
+    pub git_branch: Option<&'a str>,
 }
 
 /// When each tool call was announced and when it last changed, and where each plan was, by
@@ -159,7 +161,10 @@ impl Composer<'_> {
         row.insert("cwd".into(), json!(self.t.cwd));
         row.insert("sessionId".into(), json!(self.t.id));
         row.insert("version".into(), json!(VERSION));
-        row.insert("gitBranch".into(), json!(""));
+        row.insert(
+            "gitBranch".into(),
+            json!(self.t.git_branch.unwrap_or_default()),
+        );
         self.rows.push(row);
         self.parent = Some(uuid.clone());
         uuid
@@ -625,6 +630,7 @@ mod tests {
             title: "Which tests?",
             harness: "codex",
             updated_at: Some("2026-11-28T16:20:00.000Z"),
+            git_branch: None,
         };
         let c = compose(&t, &items, &Timeline::default());
         let text = String::from_utf8(c.bytes.clone()).unwrap();

@@ -856,6 +856,7 @@ fn write_composed(
                 },
                 harness,
                 updated_at: s.updated_at.as_deref(),
+                git_branch: crate::kit::git_branch::source_branch(s.meta.as_ref()),
             },
             &items,
             &timeline,

@@ -557,6 +557,9 @@ pub struct Source<'a> {
     pub harness: &'a str,
     pub start: Nanos,
     pub defaults: &'a Defaults,
+    /// The git branch it was on, when its harness kept one ([`crate::kit::git_branch`]):
+    /// `session_meta.git.branch`, as Codex writes it in a repository.
+    pub git_branch: Option<&'a str>,
 }
 
 /// Builds the rollout of a conversation.
@@ -587,19 +590,22 @@ pub fn build(src: &Source<'_>, items: &[Item]) -> Built {
             apply_settings(&mut b.settings, v, &mut not_run);
         }
     }
-    b.line(
-        "session_meta",
-        json!({
-            "id": src.thread_id,
-            "timestamp": time::format_millis(src.start),
-            "cwd": src.cwd,
-            "originator": ORIGINATOR,
-            "cli_version": FORMAT_VERSION,
-            "source": "cli",
-            "thread_source": "user",
-            "model_provider": model_provider,
-        }),
-    );
+    let mut meta = json!({
+        "id": src.thread_id,
+        "timestamp": time::format_millis(src.start),
+        "cwd": src.cwd,
+        "originator": ORIGINATOR,
+        "cli_version": FORMAT_VERSION,
+        "source": "cli",
+        "thread_source": "user",
+        "model_provider": model_provider,
+    });
+    if let Some(branch) = src.git_branch {
+        // Codex writes `git` only in a repository, with what it knows of it; the branch is
+        // what a carried session knows.
+        meta["git"] = json!({"branch": branch});
+    }
+    b.line("session_meta", meta);
     let mut first_prompt = None;
     let mut dropped: Vec<String> = Vec::new();
     let mut user_turns = 0;

@@ -418,6 +418,7 @@ impl<'a> SessionWriter<'a> {
                     harness: &harness,
                     start,
                     defaults: &self.defaults,
+                    git_branch: crate::kit::git_branch::source_branch(session.meta.as_ref()),
                 },
                 &items,
             );
@@ -703,7 +704,8 @@ fn foreign_summary(id: &str, path: &Path, built: &Built, session: &Session, cwd:
         cli_version: compose::FORMAT_VERSION.into(),
         originator: compose::ORIGINATOR.into(),
         thread_source: Some("user".into()),
-        git: None,
+        git: crate::kit::git_branch::source_branch(session.meta.as_ref())
+            .map(|b| serde_json::json!({"branch": b})),
         archived: false,
         paginated: false,
         tokens_used: 0,

@@ -21,6 +21,9 @@ pub struct Header<'a> {
     pub cwd: &'a str,
     pub start_ms: i64,
     pub model: Option<&'a str>,
+    /// The git branch it was on, when its harness kept one ([`crate::kit::git_branch`]):
+    /// `session.start`'s `context.branch`, and `workspace.yaml`'s `branch`.
+    pub branch: Option<&'a str>,
 }
 
 pub struct Composed {
@@ -294,6 +297,9 @@ pub fn build(items: &[Item], h: &Header<'_>) -> Composed {
         "copilotVersion": COPILOT_VERSION, "startTime": start, "context": {"cwd": h.cwd}});
     if let Some(m) = h.model {
         data["selectedModel"] = json!(m);
+    }
+    if let Some(branch) = h.branch {
+        data["context"]["branch"] = json!(branch);
     }
     b.push("session.start", data);
     for i in items {

@@ -269,6 +269,7 @@ impl Sessions<'_, '_> {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         let start_ms = start_ms(s, &items);
+        let branch = crate::kit::git_branch::source_branch(s.meta.as_ref());
         let make = |new_id: &str, title: &str| -> (Composed, Files) {
             let composed = compose::build(
                 &items,
@@ -277,11 +278,13 @@ impl Sessions<'_, '_> {
                     cwd: &cwd,
                     start_ms,
                     model,
+                    branch,
                 },
             );
             let ws = Workspace {
                 id: Some(new_id.to_owned()),
                 cwd: Some(cwd.clone()),
+                branch: branch.map(str::to_owned),
                 name: (!title.is_empty()).then(|| title.to_owned()),
                 user_named,
                 created_at: Some(time::format_millis(time::from_millis(start_ms))),

@@ -34,6 +34,7 @@ pub mod credentialed_json;
 pub mod env_refs;
 pub mod escape;
 pub mod fsops;
+pub mod git_branch;
 pub mod grants;
 pub mod instructions_file;
 pub mod json_scan;

@@ -34,6 +34,9 @@ pub struct Header<'a> {
     pub title: Option<&'a str>,
     /// The time of records that carry none (the session's `updatedAt`).
     pub default_time: String,
+    /// The git branch it was on, when its harness kept one ([`crate::kit::git_branch`]):
+    /// every record's `gitBranch`, which Qwen Code leaves out outside git.
+    pub git_branch: Option<&'a str>,
 }
 
 /// A built chat.
@@ -181,6 +184,9 @@ impl Builder<'_> {
         rec.insert("type".into(), json!(kind));
         rec.insert("cwd".into(), json!(self.header.cwd));
         rec.insert("version".into(), json!(VERSION));
+        if let Some(branch) = self.header.git_branch {
+            rec.insert("gitBranch".into(), json!(branch));
+        }
         rec.extend(body);
         self.chat.records.push(Value::Object(rec));
     }
@@ -408,6 +414,7 @@ mod tests {
             cwd: "/w",
             title: Some("T"),
             default_time: "2026-01-01T00:00:00.000Z".into(),
+            git_branch: None,
         };
         let chat = build(&items, &h);
         let kinds: Vec<&str> = chat

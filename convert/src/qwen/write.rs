@@ -456,6 +456,7 @@ fn compose_one(
             cwd: &cwd,
             title: title.as_deref(),
             default_time: default_time.clone(),
+            git_branch: crate::kit::git_branch::source_branch(s.meta.as_ref()),
         };
         let chat = compose::build(&items, &header);
         if !chat.has_conversation {
