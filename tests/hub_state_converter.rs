@@ -312,6 +312,104 @@ async fn a_state_that_is_not_valid_is_refused_as_invalid_params() {
     .await;
 }
 
+/// A state with several problems is refused naming every one of them (spec/protocol.md §4):
+/// those found while reading its entries (a session id that is not allowed, a skill name with
+/// a `/`), an update that is another session's, and a duplicate; `path` is the first one's,
+/// and each of the others is named with its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_with_several_problems_is_refused_naming_every_one() {
+    let home = tempfile::tempdir().unwrap();
+    let (agent, _log) = agent_with_handle(Options::default());
+    with_hub(with_converter(home.path()), agent, async |c| {
+        initialized(&c).await;
+        let refused = async |state: Value| {
+            let e = c
+                .request("_asp/state/import", json!({"state": state}))
+                .await
+                .unwrap_err();
+            assert_eq!(i32::from(e.code), -32602);
+            let data = e.data.unwrap();
+            assert_eq!(
+                data.as_object().unwrap().keys().collect::<Vec<_>>(),
+                ["error", "path"],
+                "{data}"
+            );
+            let message = e.message;
+            (
+                data["path"].as_str().unwrap().to_owned(),
+                data["error"].as_str().unwrap().to_owned(),
+                message,
+            )
+        };
+
+        // Every entry reads, but two updates are other sessions' and a session is there twice.
+        let (path, error, message) = refused(json!({"sessions": [
+            {"id": "s0", "title": "T", "updates": [line("s0", "x"), line("another", "x")]},
+            {"id": "s1", "title": "T", "updates": [line("s1", "x")]},
+            {"id": "s1", "title": "T", "updates": [line("s9", "x")]}
+        ]}))
+        .await;
+        assert_eq!(path, "/state/sessions/0/updates/1", "the first one's");
+        assert!(message.starts_with("invalid params at /state/sessions/0/updates/1: "));
+        for named in [
+            "session \"s0\", update 2: sessionId \"another\" is not the session's id",
+            "at /state/sessions/2/updates/0: session \"s1\", update 1: sessionId \"s9\"",
+            "at /state/sessions: sessions: session \"s1\" appears more than once",
+        ] {
+            assert!(error.contains(named), "{named:?} not in {error:?}");
+        }
+
+        // Entries that do not read at all, beside the problems of those that do.
+        let (path, error, _) = refused(json!({
+            "sessions": [
+                {"id": "", "title": "T", "updates": []},
+                {"id": "s1", "title": "T", "updates": [line("another", "x")]},
+                {"id": "s2", "title": "T", "updates": []},
+                {"id": "s2", "title": "T", "updates": []}
+            ],
+            "skills": [{"name": "ok", "files": []}, {"name": "../x", "files": []}]
+        }))
+        .await;
+        assert_eq!(path, "/state/sessions/0", "the first one's");
+        for named in [
+            "session id \"\" is not allowed: it is empty",
+            "at /state/skills/1/name: skill name \"../x\" is not allowed",
+            "at /state/sessions/1/updates/0: session \"s1\", update 1: sessionId \"another\"",
+            "at /state/sessions: sessions: session \"s2\" appears more than once",
+        ] {
+            assert!(error.contains(named), "{named:?} not in {error:?}");
+        }
+        assert!(!home.path().join(STORE).exists(), "nothing written");
+
+        // Many problems: as many as fit, then how many more, never the whole list.
+        let sessions: Vec<Value> = (0..200)
+            .map(
+                |i| json!({"id": format!("s{i}"), "title": "T", "updates": [line("another", "x")]}),
+            )
+            .collect();
+        let (path, error, message) = refused(json!({"sessions": sessions})).await;
+        assert_eq!(path, "/state/sessions/0/updates/0");
+        let named = 1 + error.matches("; at /state/sessions/").count();
+        let more: usize = error
+            .rsplit_once("; and ")
+            .and_then(|(_, rest)| rest.strip_suffix(" more problems"))
+            .unwrap_or_else(|| panic!("no count of the rest: {error:?}"))
+            .parse()
+            .unwrap();
+        assert!(named > 1, "{error:?}");
+        assert_eq!(named + more, 200, "{error:?}");
+        assert!(
+            error.chars().count() <= asp_protocol::methods::MAX_ERROR_CHARS,
+            "{} characters",
+            error.chars().count()
+        );
+        assert!(message.len() < 1_000, "{message}");
+        assert!(!home.path().join(STORE).exists(), "nothing written");
+        Ok(())
+    })
+    .await;
+}
+
 /// Params an import or export cannot parse: -32602 with what is wrong and where (a JSON
 /// Pointer into the params), and nothing of the params sent back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

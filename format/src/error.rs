@@ -64,7 +64,7 @@ impl Classify for crate::export::ExportError {
         use crate::export::ExportError as E;
         match self {
             E::Blob { source, .. } => source.class(),
-            E::BadUpdate { .. } | E::NotText { .. } => ErrorClass::Source,
+            E::BadUpdate { .. } | E::NotText { .. } | E::Invalid(_) => ErrorClass::Source,
             E::Io(e) => io_class(e, ErrorClass::Store),
         }
     }

@@ -229,6 +229,29 @@ pub enum ExportError {
     NotText { what: String },
     #[error("writing the export: {0}")]
     Io(#[from] io::Error),
+    /// What [`ExportState::into_checked_state`] found wrong: every problem, in the order found.
+    #[error("{}", Invalid::list(.0))]
+    Invalid(Vec<Invalid>),
+}
+
+/// One thing that makes a state in the inline form not valid, and where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    /// A JSON Pointer (RFC 6901) into the state object: `/sessions/1/updates/3` for an update,
+    /// the kind (`/sessions`) for a duplicate entry.
+    pub path: String,
+    /// What is wrong, in words.
+    pub error: String,
+}
+
+impl Invalid {
+    fn list(problems: &[Invalid]) -> String {
+        problems
+            .iter()
+            .map(|p| format!("at {}: {}", p.path, p.error))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
 }
 
 fn blob_err(what: impl Into<String>) -> impl FnOnce(BlobError) -> ExportError {
@@ -342,6 +365,36 @@ impl ExportState {
     /// Moves every body into `sink`, giving the state with descriptors. Update lines are
     /// checked ([`check_line`]) and compacted.
     pub fn into_state(self, sink: &dyn BlobSink) -> Result<State, ExportError> {
+        self.convert(sink, None)
+    }
+
+    /// [`Self::into_state`] for a state handed over by someone else, which must be valid
+    /// whole: instead of stopping at the first update that is not its session's, it names
+    /// every one, and then what [`State::validate`] finds (a duplicate entry), all in one
+    /// [`ExportError::Invalid`]. Nothing it finds wrong is written anywhere but `sink`.
+    pub fn into_checked_state(self, sink: &dyn BlobSink) -> Result<State, ExportError> {
+        let mut problems = Vec::new();
+        let state = self.convert(sink, Some(&mut problems))?;
+        if let Err(found) = state.validate() {
+            problems.extend(found.into_iter().map(|e| Invalid {
+                path: format!("/{}", e.kind()),
+                error: e.to_string(),
+            }));
+        }
+        if problems.is_empty() {
+            Ok(state)
+        } else {
+            Err(ExportError::Invalid(problems))
+        }
+    }
+
+    /// The state with its bodies in `sink`. An update that is not its session's fails the
+    /// conversion, or, given `problems`, is put there and left out, so every one is found.
+    fn convert(
+        self,
+        sink: &dyn BlobSink,
+        mut problems: Option<&mut Vec<Invalid>>,
+    ) -> Result<State, ExportError> {
         let mut state = State {
             tools: self.tools,
             settings: self.settings,
@@ -349,16 +402,30 @@ impl ExportState {
         };
         if let Some(sessions) = self.sessions {
             let mut list = Vec::with_capacity(sessions.len());
-            for s in sessions {
+            for (n, s) in sessions.into_iter().enumerate() {
                 let what = format!("the updates of session {:?}", s.head.id.as_str());
                 let mut w = UpdateWriter::new(sink).map_err(blob_err(&what))?;
                 for (i, raw) in s.updates.iter().enumerate() {
-                    let line =
-                        check_line(raw.get(), &s.head.id).map_err(|e| ExportError::BadUpdate {
-                            session: s.head.id.to_string(),
-                            line: i as u64 + 1,
-                            message: e.0,
-                        })?;
+                    let line = match check_line(raw.get(), &s.head.id) {
+                        Ok(line) => line,
+                        Err(e) => {
+                            let bad = ExportError::BadUpdate {
+                                session: s.head.id.to_string(),
+                                line: i as u64 + 1,
+                                message: e.0,
+                            };
+                            match problems.as_deref_mut() {
+                                None => return Err(bad),
+                                Some(problems) => {
+                                    problems.push(Invalid {
+                                        path: format!("/sessions/{n}/updates/{i}"),
+                                        error: bad.to_string(),
+                                    });
+                                    continue;
+                                }
+                            }
+                        }
+                    };
                     w.push_raw(&line).map_err(blob_err(&what))?;
                 }
                 let updates = w.finish().map_err(blob_err(&what))?;
@@ -605,6 +672,42 @@ mod tests {
         let mut out = Vec::new();
         write_export(&mut out, &state, &store, KindSet::ALL).unwrap();
         assert_eq!(out, b"{\"state\":{\"tools\":[]}}\n");
+    }
+
+    #[test]
+    fn a_checked_state_names_every_problem_with_its_place() {
+        let mut v = sample();
+        let session = v["state"]["sessions"][0].clone();
+        v["state"]["sessions"][0]["updates"][1]["sessionId"] = json!("other");
+        v["state"]["sessions"]
+            .as_array_mut()
+            .unwrap()
+            .extend([session.clone(), session]);
+        v["state"]["sessions"][2]["updates"][0]["sessionId"] = json!("third");
+        let parsed: ExportResponse = serde_json::from_value(v).unwrap();
+        let Err(ExportError::Invalid(problems)) =
+            parsed.state.into_checked_state(&MemoryStore::new())
+        else {
+            panic!("not refused with every problem");
+        };
+        let places: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(
+            places,
+            [
+                "/sessions/0/updates/1",
+                "/sessions/2/updates/0",
+                "/sessions",
+                "/sessions"
+            ],
+            "{problems:?}"
+        );
+        assert!(
+            problems[3].error.contains("appears more than once"),
+            "{problems:?}"
+        );
+
+        let parsed: ExportResponse = serde_json::from_value(sample()).unwrap();
+        assert!(parsed.state.into_checked_state(&MemoryStore::new()).is_ok());
     }
 
     #[test]

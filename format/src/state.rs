@@ -381,6 +381,17 @@ pub enum StateError {
     EmptyToolName,
 }
 
+impl StateError {
+    /// The kind the problem is in.
+    pub fn kind(&self) -> StateKind {
+        match self {
+            StateError::Duplicate { kind, .. } => *kind,
+            StateError::EmptySettingId => StateKind::Settings,
+            StateError::EmptyToolName => StateKind::Tools,
+        }
+    }
+}
+
 /// How many entries of each kind are present, as `_asp/state/describe` answers.
 pub type KindCounts = BTreeMap<StateKind, u64>;
 

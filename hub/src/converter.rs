@@ -13,9 +13,9 @@ use asp_convert::store::{ReadRequest, Sessions, WriteRequest};
 use asp_format::KindSet;
 use asp_format::answer::ImportAnswer;
 use asp_format::blob::MemoryStore;
-use asp_format::export::{ExportError, ExportState};
+use asp_format::export::{ExportError, ExportState, Invalid};
 use asp_format::progress::Quiet;
-use asp_format::state::{KindCounts, StateError};
+use asp_format::state::KindCounts;
 use asp_protocol::errors::AspError;
 use serde_json::json;
 
@@ -50,37 +50,16 @@ fn failed(what: &'static str, harness: &str) -> impl FnOnce(ConvertError) -> Err
     }
 }
 
-/// -32602 for a state that parsed but is not valid, in the form every invalid-params answer
-/// has: what is wrong, and where in the params.
-fn not_valid(path: String, error: String) -> Error {
-    AspError::InvalidParams {
-        path,
-        error: asp_protocol::methods::concise(format!(
-            "the state handed over is not valid: {error}"
-        )),
-    }
-    .into()
-}
-
-/// Where in the import params a state that does not convert went wrong.
-fn export_error_path(e: &ExportError, sessions: &[String]) -> String {
+/// -32602 for a state that parsed but is not valid, naming every problem (spec/protocol.md
+/// §4), in the form every invalid-params answer has: what is wrong, and where in the params.
+fn not_valid(e: ExportError) -> Error {
     match e {
-        ExportError::BadUpdate { session, line, .. } => {
-            match sessions.iter().position(|s| s == session) {
-                Some(i) => format!("/state/sessions/{i}/updates/{}", line.saturating_sub(1)),
-                None => "/state/sessions".to_owned(),
-            }
-        }
-        _ => "/state".to_owned(),
-    }
-}
-
-/// Where in the import params a problem of [`asp_format::state::State::validate`] is: the kind.
-fn problem_path(p: &StateError) -> String {
-    match p {
-        StateError::Duplicate { kind, .. } => format!("/state/{kind}"),
-        StateError::EmptySettingId => "/state/settings".to_owned(),
-        StateError::EmptyToolName => "/state/tools".to_owned(),
+        ExportError::Invalid(problems) => asp_protocol::methods::invalid_state(&problems).into(),
+        other => asp_protocol::methods::invalid_state(&[Invalid {
+            path: String::new(),
+            error: other.to_string(),
+        }])
+        .into(),
     }
 }
 
@@ -153,22 +132,7 @@ pub(crate) async fn import(
     blocking(move || {
         let name = name(&conv);
         let store = MemoryStore::new();
-        let sessions: Vec<String> = state
-            .sessions
-            .iter()
-            .flatten()
-            .map(|s| s.head.id.to_string())
-            .collect();
-        let state = state
-            .into_state(&store)
-            .map_err(|e| not_valid(export_error_path(&e, &sessions), e.to_string()))?;
-        if let Err(problems) = state.validate() {
-            let path = problems
-                .first()
-                .map_or_else(|| "/state".to_owned(), problem_path);
-            let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
-            return Err(not_valid(path, problems.join("; ")));
-        }
+        let state = state.into_checked_state(&store).map_err(not_valid)?;
         // Kinds the hub does not take are answered by the store's porcelain, whatever the
         // converter does with kinds it was not built for.
         let diagnostics = Diagnostics::new();

@@ -24,7 +24,6 @@ use agent_client_protocol::{
     Client, Error, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, UntypedMessage,
 };
 use asp_format::KindSet;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::shared::HubShared;
@@ -32,8 +31,8 @@ use super::{client_side, converter, replay, turns};
 use asp_protocol::capabilities::AspCapabilities;
 use asp_protocol::errors::AspError;
 use asp_protocol::methods::{
-    self, DescribeRequest, DescribeResponse, ExportRequest, ExportResponse, ImportRequest,
-    ImportResponse,
+    self, AspParams, DescribeRequest, DescribeResponse, ExportRequest, ExportResponse,
+    ImportRequest, ImportResponse,
 };
 
 /// An ASP request as it arrived: its params, or why they do not parse (answered only after
@@ -44,7 +43,7 @@ pub(crate) struct Asked<T> {
     params: Result<T, AspError>,
 }
 
-impl<T: JsonRpcRequest + DeserializeOwned> JsonRpcMessage for Asked<T> {
+impl<T: JsonRpcRequest + AspParams> JsonRpcMessage for Asked<T> {
     fn matches_method(method: &str) -> bool {
         T::matches_method(method)
     }
@@ -64,7 +63,7 @@ impl<T: JsonRpcRequest + DeserializeOwned> JsonRpcMessage for Asked<T> {
         if !T::matches_method(method) {
             return Err(Error::method_not_found());
         }
-        let params = methods::parse_params(params);
+        let params = T::parse(params);
         Ok(Asked {
             method: method.to_owned(),
             params,
@@ -72,7 +71,7 @@ impl<T: JsonRpcRequest + DeserializeOwned> JsonRpcMessage for Asked<T> {
     }
 }
 
-impl<T: JsonRpcRequest + DeserializeOwned> JsonRpcRequest for Asked<T> {
+impl<T: JsonRpcRequest + AspParams> JsonRpcRequest for Asked<T> {
     type Response = T::Response;
 }
 

@@ -19,7 +19,8 @@ use agent_client_protocol::{
     Error, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, UntypedMessage,
 };
 use asp_format::answer::ImportAnswer;
-use asp_format::export::{self, ExportState};
+use asp_format::blob::MemoryStore;
+use asp_format::export::{self, ExportState, Invalid};
 use asp_format::state::KindCounts;
 use asp_format::{KindSet, StateKind};
 use serde::de::DeserializeOwned;
@@ -88,9 +89,226 @@ fn pointer(path: &serde_path_to_error::Path) -> String {
     out
 }
 
-/// The SDK's request traits, with [`parse_params`] as the parser.
+/// -32602 for a state that is not valid, naming every problem in it (spec/protocol.md §4).
+/// Each problem's `path` points into the state object; the answer's `path` is the first
+/// one's, into the params (`/state/...`). Its `error` gives the first one's words, then each
+/// other one with its own place (`; at /state/skills/1/name: ...`) as long as the whole stays
+/// within [`MAX_ERROR_CHARS`], and then how many more there are (`; and 12 more problems`).
+pub fn invalid_state(problems: &[Invalid]) -> AspError {
+    let Some(first) = problems.first() else {
+        return AspError::InvalidParams {
+            path: "/state".to_owned(),
+            error: "the state is not valid".to_owned(),
+        };
+    };
+    AspError::InvalidParams {
+        path: format!("/state{}", first.path),
+        error: name_all(problems),
+    }
+}
+
+/// The words of every problem, within [`MAX_ERROR_CHARS`] when there are several.
+fn name_all(problems: &[Invalid]) -> String {
+    let [first, others @ ..] = problems else {
+        return String::new();
+    };
+    if others.is_empty() {
+        return concise(first.error.clone());
+    }
+    let more = |n: usize| match n {
+        1 => "; and 1 more problem".to_owned(),
+        n => format!("; and {n} more problems"),
+    };
+    // Room kept for the longest count of the rest there can be.
+    let reserve = more(others.len()).chars().count();
+    let mut out = first.error.clone();
+    let mut len = out.chars().count();
+    if len + reserve > MAX_ERROR_CHARS {
+        let keep = MAX_ERROR_CHARS - reserve - 1;
+        out = format!("{}…", first.error.chars().take(keep).collect::<String>());
+        len = keep + 1;
+    }
+    let mut named = 1;
+    for p in others {
+        let part = format!("; at /state{}: {}", p.path, p.error);
+        let n = part.chars().count();
+        let room = if named == others.len() {
+            MAX_ERROR_CHARS
+        } else {
+            MAX_ERROR_CHARS - reserve
+        };
+        if len + n > room {
+            break;
+        }
+        out.push_str(&part);
+        len += n;
+        named += 1;
+    }
+    if named < problems.len() {
+        out.push_str(&more(problems.len() - named));
+    }
+    out
+}
+
+/// Reads an import's params. A state the parser stops in is read again entry by entry, so the
+/// answer names every problem in it (§4), not only the first the parser met: each entry that
+/// does not read, and what [`ExportState::into_checked_state`] finds in the entries that do
+/// (an update that is another session's, a duplicate).
+pub fn parse_import(params: &Value) -> Result<ImportRequest, AspError> {
+    let refused = match parse_params::<ImportRequest>(params) {
+        Ok(request) => return Ok(request),
+        Err(e) => e,
+    };
+    let in_state = matches!(&refused, AspError::InvalidParams { path, .. }
+        if path == "/state" || path.starts_with("/state/"));
+    let Some(Value::Object(state)) = params.get("state").filter(|_| in_state) else {
+        return Err(refused);
+    };
+    let problems = state_problems(state);
+    if problems.is_empty() {
+        // The entries read one by one where the whole did not: say what the parser said.
+        return Err(refused);
+    }
+    Err(invalid_state(&problems))
+}
+
+/// Every problem of a state object, each with its place in it, in the order of the state
+/// (kinds in canonical order, entries in theirs; a duplicate after the entries of its kind).
+fn state_problems(state: &Map<String, Value>) -> Vec<Invalid> {
+    let mut problems = Vec::new();
+    let mut partial = ExportState::default();
+    // Where each entry of `partial`'s lists is in `state`.
+    let mut places: Vec<(StateKind, Vec<usize>)> = Vec::new();
+    for kind in StateKind::ALL {
+        // Absent and `null` are the same to the parser: the kind is not given.
+        let Some(value) = state.get(kind.as_str()).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let at = format!("/{kind}");
+        let mut entries = Entries {
+            kind,
+            at: &at,
+            problems: &mut problems,
+            places: &mut places,
+        };
+        match kind {
+            StateKind::Sessions => partial.sessions = entries.read(value),
+            StateKind::Skills => partial.skills = entries.read(value),
+            StateKind::Tools => partial.tools = entries.read(value),
+            StateKind::Memory => partial.memory = entries.read(value),
+            StateKind::Instructions => partial.instructions = read(value, &at, &mut problems),
+            StateKind::Settings => partial.settings = read(value, &at, &mut problems),
+        }
+    }
+    match partial.into_checked_state(&MemoryStore::new()) {
+        Ok(_) => {}
+        Err(export::ExportError::Invalid(found)) => {
+            problems.extend(found.into_iter().map(|p| Invalid {
+                path: placed(&p.path, &places),
+                error: p.error,
+            }))
+        }
+        Err(other) => problems.push(Invalid {
+            path: String::new(),
+            error: other.to_string(),
+        }),
+    }
+    problems.sort_by_key(|p| order(&p.path));
+    problems
+}
+
+/// A value of one kind as a whole; what does not read goes to `problems`.
+fn read<T: DeserializeOwned>(value: &Value, at: &str, problems: &mut Vec<Invalid>) -> Option<T> {
+    serde_path_to_error::deserialize(value)
+        .map_err(|e| {
+            problems.push(Invalid {
+                path: format!("{at}{}", pointer(e.path())),
+                error: concise(e.into_inner().to_string()),
+            })
+        })
+        .ok()
+}
+
+/// Reading the entries of one list kind.
+struct Entries<'a> {
+    kind: StateKind,
+    /// The kind's place in the state: `/sessions`.
+    at: &'a str,
+    problems: &'a mut Vec<Invalid>,
+    places: &'a mut Vec<(StateKind, Vec<usize>)>,
+}
+
+impl Entries<'_> {
+    /// The entries that read, their places noted; each that does not goes to `problems` (a
+    /// value that is not a list at all is one problem, the kind's).
+    fn read<T: DeserializeOwned>(&mut self, value: &Value) -> Option<Vec<T>> {
+        let Value::Array(items) = value else {
+            return read(value, self.at, self.problems);
+        };
+        let mut indices = Vec::new();
+        let mut entries = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            if let Some(entry) = read(item, &format!("{}/{i}", self.at), self.problems) {
+                indices.push(i);
+                entries.push(entry);
+            }
+        }
+        self.places.push((self.kind, indices));
+        Some(entries)
+    }
+}
+
+/// A path into the state of entries that read (`/sessions/1/...`) as a path into the state
+/// handed over, where that entry may have had others before it that did not read.
+fn placed(path: &str, places: &[(StateKind, Vec<usize>)]) -> String {
+    let mut steps = path.splitn(4, '/').skip(1);
+    let (Some(kind), Some(index)) = (steps.next(), steps.next()) else {
+        return path.to_owned();
+    };
+    let original = places
+        .iter()
+        .find(|(k, _)| k.as_str() == kind)
+        .zip(index.parse::<usize>().ok())
+        .and_then(|((_, indices), i)| indices.get(i));
+    match original {
+        Some(i) => match steps.next() {
+            Some(rest) => format!("/{kind}/{i}/{rest}"),
+            None => format!("/{kind}/{i}"),
+        },
+        None => path.to_owned(),
+    }
+}
+
+/// Where a path into the state is, for putting problems in the state's order: the kind, then
+/// the entry (a problem of the kind as a whole after its entries').
+fn order(path: &str) -> (usize, usize) {
+    let mut steps = path.split('/').skip(1);
+    let kind = steps
+        .next()
+        .and_then(|k| StateKind::ALL.iter().position(|s| s.as_str() == k))
+        .unwrap_or(StateKind::ALL.len());
+    let entry = steps
+        .next()
+        .and_then(|i| i.parse().ok())
+        .unwrap_or(usize::MAX);
+    (kind, entry)
+}
+
+/// How each ASP request's params are read: [`parse_params`], and for an import
+/// [`parse_import`], which names every problem of a state that is not valid.
+pub trait AspParams: Sized {
+    fn parse(params: &Value) -> Result<Self, AspError>;
+}
+
+/// The SDK's request traits, with `$parse` as the parser.
 macro_rules! asp_request {
-    ($ty:ty, $method:expr, $response:ty) => {
+    ($ty:ty, $method:expr, $response:ty, $parse:expr) => {
+        impl AspParams for $ty {
+            fn parse(params: &Value) -> Result<Self, AspError> {
+                $parse(params)
+            }
+        }
+
         impl JsonRpcMessage for $ty {
             fn matches_method(method: &str) -> bool {
                 method == $method
@@ -108,7 +326,7 @@ macro_rules! asp_request {
                 if method != $method {
                     return Err(Error::method_not_found());
                 }
-                parse_params(params).map_err(Error::from)
+                <$ty as AspParams>::parse(params).map_err(Error::from)
             }
         }
 
@@ -210,9 +428,9 @@ impl ImportRequest {
     }
 }
 
-asp_request!(DescribeRequest, DESCRIBE, DescribeResponse);
-asp_request!(ExportRequest, EXPORT, ExportResponse);
-asp_request!(ImportRequest, IMPORT, ImportResponse);
+asp_request!(DescribeRequest, DESCRIBE, DescribeResponse, parse_params);
+asp_request!(ExportRequest, EXPORT, ExportResponse, parse_params);
+asp_request!(ImportRequest, IMPORT, ImportResponse, parse_import);
 
 /// The import answer: what was taken, what was not and why, each session's new id by its old.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonRpcResponse)]
@@ -381,6 +599,37 @@ mod tests {
             "cut, and marked"
         );
         assert!(e.message.len() < 1_000);
+    }
+
+    /// A state with several problems names them all, within [`MAX_ERROR_CHARS`] however long
+    /// one problem's words are: a first one too long to leave room is cut, and the rest
+    /// counted.
+    #[test]
+    fn every_problem_is_named_within_the_bound() {
+        let long = format!("{}/x", "a".repeat(5_000));
+        let e = ImportRequest::parse_message(
+            IMPORT,
+            &json!({"state": {"skills": [{"name": long, "files": []}, {"name": "../x", "files": []}]}}),
+        )
+        .unwrap_err();
+        let data = e.data.unwrap();
+        assert_eq!(data["path"], "/state/skills/0/name");
+        let error = data["error"].as_str().unwrap();
+        assert!(error.starts_with("skill name \"aaa"), "{error}");
+        assert!(error.ends_with("…; and 1 more problem"), "{error}");
+        assert_eq!(error.chars().count(), MAX_ERROR_CHARS);
+
+        let e = ImportRequest::parse_message(
+            IMPORT,
+            &json!({"state": {"skills": [{"name": "../x", "files": []}], "memory": 7, "settings": {"": true}}}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.data.unwrap(),
+            json!({"path": "/state/skills/0/name", "error": "skill name \"../x\" is not allowed: it \
+                contains a `/`; at /state/memory: invalid type: integer `7`, expected a sequence; \
+                at /state/settings: settings: the option id is empty"})
+        );
     }
 
     /// Params of the wrong shape are refused, not taken by position or skipped: a list as the
