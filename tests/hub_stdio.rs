@@ -135,9 +135,16 @@ const DEADLOCK: std::time::Duration = std::time::Duration::from_secs(120);
 
 impl RawHub {
     fn start() -> RawHub {
+        RawHub::start_with(&[])
+    }
+
+    /// `asp hub [hub args] -- asp-scripted-agent`.
+    fn start_with(hub_args: &[&str]) -> RawHub {
         use std::process::{Command, Stdio};
         let mut child = Command::new(env!("CARGO_BIN_EXE_asp"))
-            .args(["hub", "--"])
+            .arg("hub")
+            .args(hub_args)
+            .arg("--")
             .arg(scripted_agent())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -227,6 +234,23 @@ impl RawHub {
         self.wait_for(&|v| v["id"] == 5);
     }
 
+    /// Asks the agent, through the hub, what it did (`_scripted/log`) until `pred` holds of
+    /// its events: the hub routes requests that name no session even while an export runs.
+    fn wait_for_agent(&mut self, what: &str, pred: &dyn Fn(&[Value]) -> bool) {
+        let deadline = std::time::Instant::now() + DEADLOCK;
+        for id in 1_000.. {
+            self.send(json!({"jsonrpc": "2.0", "id": id, "method": "_scripted/log", "params": {}}));
+            let log = self.wait_for(&|v| v["id"] == id);
+            if pred(log["result"]["events"].as_array().unwrap()) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "deadlock guard: the agent never {what}"
+            );
+        }
+    }
+
     /// Closes the hub's stdin and waits for it to exit.
     fn exit_status(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());
@@ -302,6 +326,51 @@ fn the_hub_answers_waiting_prompts_over_stdio_when_the_agent_exits() {
         !status.success(),
         "the agent exited: the hub says so: {status:?}"
     );
+}
+
+/// The agent exits while requests are in flight: one the hub handles itself (an export, its
+/// replay waiting out the quiet time) and one forwarded to the agent (held there). Each is
+/// answered with an error that says the agent behind the hub has exited, before the hub's
+/// stdout ends; the export was once dropped unanswered, and the forwarded one answered only
+/// with the SDK's "Incoming transport closed".
+#[test]
+fn requests_in_flight_when_the_agent_exits_are_answered() {
+    // A quiet time far beyond the deadlock guard: the export cannot end by itself in time.
+    let mut hub = RawHub::start_with(&["--replay-quiet-ms", "600000"]).listen();
+    hub.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
+    );
+    hub.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}),
+    );
+    let sid = hub.wait_for(&|v| v["id"] == 2)["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    hub.send(json!({"jsonrpc": "2.0", "id": 3, "method": "_asp/state/export", "params": {"kinds": ["sessions"]}}));
+    hub.send(
+        json!({"jsonrpc": "2.0", "id": 4, "method": "_scripted/hold", "params": {"key": "k"}}),
+    );
+    hub.wait_for_agent("loaded the session and held the request", &|events| {
+        events.contains(&json!({"load": sid})) && events.contains(&json!({"holding": "k"}))
+    });
+    hub.send(json!({"jsonrpc": "2.0", "method": "_scripted/exit", "params": {}}));
+    let rest = hub.rest();
+    for id in [3, 4] {
+        let answer = rest.iter().find(|v| v["id"] == id).unwrap_or_else(|| {
+            panic!("request {id} was not answered before stdout ended: {rest:?}")
+        });
+        assert_eq!(answer["error"]["code"], -32603, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("the agent behind the hub has exited"),
+            "{answer}"
+        );
+    }
+    let status = hub.exit_status();
+    assert!(!status.success(), "{status:?}");
 }
 
 /// The client stops reading (closes its end of the hub's stdout) before it closes stdin, with

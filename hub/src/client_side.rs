@@ -63,16 +63,25 @@ pub(crate) fn route_now(hub: &Arc<HubShared>, d: Dispatch) -> Result<(), Error> 
                 );
                 Ok(())
             }
-            _ => hub
-                .agent()
-                .send_proxied_message(Forwarded::Request(msg, responder)),
+            _ => forward(hub, msg, responder),
         },
         Dispatch::Notification(n) if n.method() == "session/cancel" => turns::cancel(hub, n),
         Dispatch::Notification(n) => hub.agent().send_proxied_message(Forwarded::Notification(n)),
     }
 }
 
+/// Sends a request on and answers the client with the agent's answer, as it is.
+pub(crate) fn forward(
+    hub: &Arc<HubShared>,
+    msg: UntypedMessage,
+    responder: v1::Responder<Value>,
+) -> Result<(), Error> {
+    forward_then(hub, msg, responder, |_, result| result)
+}
+
 /// Sends a request on and answers the client with what `then` makes of the agent's answer.
+/// A request the agent went away with (or that was sent after) is answered why it went, once
+/// the hub knows ([`HubShared::owe`]), not with the SDK's "Incoming transport closed".
 fn forward_then(
     hub: &Arc<HubShared>,
     msg: UntypedMessage,
@@ -84,8 +93,13 @@ fn forward_then(
         .send_request(msg)
         .forward_cancellation_from(responder.cancellation())
         .on_receiving_result(move |result| {
-            let result = then(&hub2, result);
-            answer(&hub2, responder, result);
+            match then(&hub2, result) {
+                Err(e) if HubShared::lost_with_agent(&e) => {
+                    let hub3 = hub2.clone();
+                    hub2.owe(move |gone| answer(&hub3, responder, Err(gone)));
+                }
+                result => answer(&hub2, responder, result),
+            }
             std::future::ready(Ok(()))
         })
 }
@@ -140,9 +154,7 @@ fn open_session(
     responder: v1::Responder<Value>,
 ) -> Result<(), Error> {
     let Some(sid) = session_id(msg.params()) else {
-        return hub
-            .agent()
-            .send_proxied_message(Forwarded::Request(msg, responder));
+        return forward(hub, msg, responder);
     };
     let cwd = msg
         .params()

@@ -317,7 +317,13 @@ pub async fn serve(
                         () = up.incoming_closed() => Ended::ClientLeft,
                         () = down.incoming_closed() => Ended::AgentLeft,
                     };
-                    hub.close(ended);
+                    hub.close(ended, turns::agent_gone());
+                    if ended == Ended::AgentLeft {
+                        // Every request gets an answer before the client's connection ends:
+                        // the hub's own that need the agent fail now, the others (a
+                        // converter's export or import) answer how they went.
+                        hub.work_done().await;
+                    }
                     Ok(ended)
                 })
                 .await

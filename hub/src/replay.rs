@@ -73,11 +73,7 @@ async fn enumerate(hub: &HubShared) -> Result<Vec<Listed>, Error> {
         if let Some(c) = &cursor {
             params["cursor"] = json!(c);
         }
-        let page = hub
-            .agent()
-            .send_request(UntypedMessage::new("session/list", params)?)
-            .block_task()
-            .await?;
+        let page = ask(hub, "session/list", params).await?;
         for info in page["sessions"].as_array().into_iter().flatten() {
             let text = |key: &str| info.get(key).and_then(Value::as_str).map(str::to_owned);
             let Some(id) = text("sessionId") else {
@@ -120,6 +116,20 @@ async fn enumerate(hub: &HubShared) -> Result<Vec<Listed>, Error> {
     ))
 }
 
+/// Asks the agent. When it has gone instead of answering, the error is why it went, once the
+/// hub knows (the SDK's would say only "Incoming transport closed").
+async fn ask(hub: &HubShared, method: &str, params: Value) -> Result<Value, Error> {
+    let asked = hub
+        .agent()
+        .send_request(UntypedMessage::new(method, params)?)
+        .block_task()
+        .await;
+    match asked {
+        Err(e) if HubShared::lost_with_agent(&e) => Err(hub.gone().await),
+        answered => answered,
+    }
+}
+
 /// The most `session/list` pages an enumeration asks for: a guard against an agent whose
 /// cursors never end, far beyond any real store.
 const MAX_LIST_PAGES: usize = 10_000;
@@ -156,18 +166,20 @@ pub(crate) async fn export(hub: &Arc<HubShared>, kinds: KindSet) -> Result<Expor
         let cwd = session.cwd.clone().unwrap_or_else(|| "/".to_owned());
         hub.log
             .debug(|| format!("replaying session {} in {cwd}", session.id));
-        let load = hub
-            .agent()
-            .send_request(UntypedMessage::new(
-                "session/load",
-                json!({"sessionId": session.id, "cwd": cwd, "mcpServers": []}),
-            )?)
-            .block_task()
-            .await;
+        let load = ask(
+            hub,
+            "session/load",
+            json!({"sessionId": session.id, "cwd": cwd, "mcpServers": []}),
+        )
+        .await;
         match load {
             Ok(_) => loaded.push(session),
             Err(e) => {
                 end_capture(hub, &session.id);
+                if hub.gone_error().is_some() {
+                    // No session can be replayed any more: the export fails as a whole.
+                    return Err(e);
+                }
                 failed.insert(
                     session.id.clone(),
                     serde_json::to_value(&e).unwrap_or(Value::Null),
@@ -244,11 +256,7 @@ async fn let_go(hub: &HubShared, loaded: &[Listed]) {
         if hub.lock().known.contains_key(&session.id) {
             continue;
         }
-        let close = UntypedMessage::new("session/close", json!({"sessionId": session.id}));
-        let closed = match close {
-            Ok(msg) => hub.agent().send_request(msg).block_task().await.map(drop),
-            Err(e) => Err(e),
-        };
+        let closed = ask(hub, "session/close", json!({"sessionId": session.id})).await;
         if let Err(e) = closed {
             hub.log.warn(format!(
                 "session {}: session/close after the export failed: {e}",

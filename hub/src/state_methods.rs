@@ -87,11 +87,16 @@ pub(crate) fn describe(
         Ok(kinds) => kinds,
         Err(e) => return reply(hub, responder, Err(e)),
     };
+    let working = match hub.begin_work() {
+        Ok(w) => w,
+        Err(e) => return reply(hub, responder, Err(e)),
+    };
     let hub = hub.clone();
     cx.spawn(async move {
+        let _working = working;
         let counts = match &hub.options.converter {
             Some(c) => converter::describe(c, exports).await,
-            None => replay::describe(&hub).await,
+            None => hub.unless_gone(replay::describe(&hub)).await,
         }
         // A kind not held is left out (spec/protocol.md §3.1), never counted 0.
         .map(|mut kinds| {
@@ -120,13 +125,19 @@ pub(crate) fn export(
     };
     // A kind asked for but not exported is simply not given.
     let kinds = req.kinds.intersection(exports);
+    let working = match hub.begin_work() {
+        Ok(w) => w,
+        Err(e) => return reply(hub, responder, Err(e)),
+    };
     let hub = hub.clone();
     cx.spawn(async move {
+        let _working = working;
         let result = async {
             let _op = StateOp::begin(&hub, methods::EXPORT).await?;
             let state = match &hub.options.converter {
                 Some(c) => converter::export(&hub, c, kinds).await?,
-                None => replay::export(&hub, kinds).await?,
+                // A replay needs the agent: it ends when the agent goes away.
+                None => hub.unless_gone(replay::export(&hub, kinds)).await?,
             };
             Ok(ExportResponse::new(state))
         }
@@ -151,8 +162,13 @@ pub(crate) fn import(
         // Import is only ever advertised with a converter.
         return reply(hub, responder, Err(not_offered(hub, methods::IMPORT)));
     };
+    let working = match hub.begin_work() {
+        Ok(w) => w,
+        Err(e) => return reply(hub, responder, Err(e)),
+    };
     let hub = hub.clone();
     cx.spawn(async move {
+        let _working = working;
         let result = async {
             let _op = StateOp::begin(&hub, methods::IMPORT).await?;
             converter::import(&hub, &conv, req.state, imports)

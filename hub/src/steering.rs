@@ -27,7 +27,7 @@ use agent_client_protocol::v1;
 use agent_client_protocol::{Error, UntypedMessage};
 use serde_json::{Value, json};
 
-use super::shared::{HubShared, Inner};
+use super::shared::{Ended, HubShared, Inner};
 use super::turns::{self, answer};
 use asp_protocol::busy::BusyMode;
 use asp_protocol::errors::AspError;
@@ -129,6 +129,16 @@ fn steering_answered(
     let mut inner = hub.lock();
     let t = inner.turns.entry(sid.to_owned()).or_default();
     t.steering_inflight = t.steering_inflight.saturating_sub(1);
+    if let Err(e) = &result
+        && HubShared::lost_with_agent(e)
+    {
+        // The agent went away with it: answered why, once the hub knows.
+        inner.ended.get_or_insert(Ended::AgentLeft);
+        drop(inner);
+        let hub2 = hub.clone();
+        hub.owe(move |e| answer(&hub2, responder, Err(e)));
+        return;
+    }
     let outcome = result
         .as_ref()
         .ok()

@@ -107,9 +107,7 @@ pub(crate) fn prompt(
 ) -> Result<(), Error> {
     let Some(sid) = session_id(msg.params()) else {
         // Not a prompt the hub can place: the agent answers it as it would.
-        return hub.agent().send_proxied_message(
-            Dispatch::<UntypedMessage, UntypedMessage>::Request(msg, responder),
-        );
+        return super::client_side::forward(hub, msg, responder);
     };
     let asked = busy_of_params(msg.params());
     let mut inner = hub.lock();
@@ -134,8 +132,10 @@ pub(crate) fn prompt(
         Err(e) => return refuse(hub, responder, e.value, offered),
     };
     if inner.ended.is_some() {
+        // The agent has gone (or the run is over): answered why, once the hub knows.
         drop(inner);
-        answer(hub, responder, Err(agent_gone()));
+        let hub2 = hub.clone();
+        hub.owe(move |e| answer(&hub2, responder, Err(e)));
         return Ok(());
     }
     let turns = inner.turns.entry(sid.clone()).or_default();
@@ -215,16 +215,20 @@ fn prompt_ended(
     result: Result<Value, Error>,
 ) {
     let mut inner = hub.lock();
-    let result = result.map_err(|e| {
-        if agent_client_protocol::is_incoming_transport_closed(&e) {
-            // The agent is gone: nothing more is sent to it, and what waits is answered when
-            // the hub sees the end of its input.
-            inner.ended.get_or_insert(Ended::AgentLeft);
-            agent_gone()
-        } else {
-            e
+    if let Err(e) = &result
+        && HubShared::lost_with_agent(e)
+    {
+        // The agent is gone: nothing more is sent to it; this prompt, and what joined or
+        // waits behind it, are answered why, once the hub knows (`HubShared::close`).
+        inner.ended.get_or_insert(Ended::AgentLeft);
+        if let Some(t) = inner.turns.get_mut(sid) {
+            t.running = t.running.saturating_sub(1);
         }
-    });
+        drop(inner);
+        let hub2 = hub.clone();
+        hub.owe(move |e| answer(&hub2, responder, Err(e)));
+        return;
+    }
     let Some(t) = inner.turns.get_mut(sid) else {
         answer(hub, responder, result);
         return;
@@ -379,7 +383,7 @@ pub(crate) fn cancel(hub: &Arc<HubShared>, n: UntypedMessage) -> Result<(), Erro
 
 /// The run ended: nothing waiting is sent on. When the agent left, what waited is answered
 /// with an error; when the client left, there is nobody to answer.
-pub(crate) fn close_all(hub: &HubShared, inner: &mut Inner, ended: Ended) {
+pub(crate) fn close_all(hub: &HubShared, inner: &mut Inner, ended: Ended, gone: &Error) {
     for t in inner.turns.values_mut() {
         let responders = t
             .waiting
@@ -389,7 +393,7 @@ pub(crate) fn close_all(hub: &HubShared, inner: &mut Inner, ended: Ended) {
             .chain(t.held.drain(..).map(|(r, _)| r));
         for r in responders {
             if ended == Ended::AgentLeft {
-                answer(hub, r, Err(agent_gone()));
+                answer(hub, r, Err(gone.clone()));
             }
         }
     }

@@ -31,6 +31,8 @@ struct State {
     held: HashMap<String, Arc<TurnHandle>>,
     /// Releases that arrived before their turn started.
     released: HashSet<String>,
+    /// `_scripted/hold` requests not answered yet, by key.
+    held_requests: HashMap<String, v1::Responder<Value>>,
     events: Vec<Value>,
     received: Vec<Value>,
 }
@@ -247,6 +249,10 @@ fn notification(shared: &Shared, method: &str, params: &Value) {
         "_scripted/release" => {
             let key = params["key"].as_str().unwrap_or_default().to_owned();
             let mut g = shared.lock();
+            if let Some(responder) = g.held_requests.remove(&key) {
+                let _ = responder.respond(json!({"released": key}));
+                return;
+            }
             match g.held.get(&key) {
                 Some(t) => {
                     let _ = t.tx.send(TurnEvent::Release);
@@ -381,6 +387,13 @@ fn request(
             responder.respond(json!({"events": g.events, "received": g.received}))
         }
         "_scripted/echo" => responder.respond(params),
+        "_scripted/hold" => {
+            let key = params["key"].as_str().unwrap_or_default().to_owned();
+            let mut g = shared.lock();
+            g.events.push(json!({"holding": key}));
+            g.held_requests.insert(key, responder);
+            Ok(())
+        }
         other => responder.respond_with_error(Error::method_not_found().data(json!(other))),
     }
 }

@@ -35,10 +35,13 @@
 //!
 //! # Extension methods (all pass through a transparent hub)
 //!
-//! - `_scripted/release {"key"}` (notification): ends a held turn.
+//! - `_scripted/release {"key"}` (notification): ends a held turn, or answers a held request.
 //! - `_scripted/log` (request): `{"events": [...], "received": [{"method", "params"}]}`,
 //!   what the agent saw, in order.
 //! - `_scripted/echo` (request): answers its params unchanged.
+//! - `_scripted/hold {"key"}` (request): answered `{"released": KEY}` when the notification
+//!   `_scripted/release {"key": KEY}` arrives, and not before: a request the agent has in
+//!   hand for as long as a test wants.
 //! - `_scripted/exit` (notification): the agent ends its connection, as if it crashed.
 //! - `_session/steering` when [`Steering::SessionSteering`] (the codex-acp / claude-agent-acp
 //!   extension).
