@@ -128,6 +128,8 @@ struct RawHub {
     stdout: Option<std::process::ChildStdout>,
     lines: Option<std::sync::mpsc::Receiver<Value>>,
     reader: Option<std::thread::JoinHandle<()>>,
+    /// What the hub says on stderr, read to its end.
+    stderr: Option<std::thread::JoinHandle<String>>,
 }
 
 /// How long a test waits for the hub before it calls it a deadlock.
@@ -148,15 +150,22 @@ impl RawHub {
             .arg(scripted_agent())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
+            text
+        });
         RawHub {
             stdin: child.stdin.take(),
             stdout: child.stdout.take(),
             child,
             lines: None,
             reader: None,
+            stderr: Some(stderr),
         }
     }
 
@@ -249,6 +258,14 @@ impl RawHub {
                 "deadlock guard: the agent never {what}"
             );
         }
+    }
+
+    /// Closes the hub's stdin, waits for it to exit, and gives its exit status and what it
+    /// said on stderr.
+    fn ended(mut self) -> (std::process::ExitStatus, String) {
+        let stderr = self.stderr.take().unwrap();
+        let status = self.exit_status();
+        (status, stderr.join().unwrap())
     }
 
     /// Closes the hub's stdin and waits for it to exit.
@@ -371,6 +388,67 @@ fn requests_in_flight_when_the_agent_exits_are_answered() {
     }
     let status = hub.exit_status();
     assert!(!status.success(), "{status:?}");
+}
+
+/// The agent exits with a status of its own while a prompt runs and another waits: each is
+/// answered with that status, in words and in `data.exit`, and the hub says it as it ends.
+#[test]
+fn the_agents_exit_status_is_said_wherever_its_exit_is() {
+    for (code, words) in [(3, "exit status 3"), (0, "exit status 0")] {
+        let mut hub = RawHub::start().listen();
+        hub.two_prompts_waiting();
+        hub.send(json!({"jsonrpc": "2.0", "method": "_scripted/exit", "params": {"code": code}}));
+        let rest = hub.rest();
+        for id in [3, 4] {
+            let answer = rest.iter().find(|v| v["id"] == id).unwrap_or_else(|| {
+                panic!("prompt {id} was not answered before stdout ended: {rest:?}")
+            });
+            assert_eq!(
+                answer["error"]["message"],
+                format!("the agent behind the hub has exited ({words})"),
+                "{answer}"
+            );
+            assert_eq!(answer["error"]["data"], json!({"exit": {"code": code}}));
+        }
+        let (status, stderr) = hub.ended();
+        assert!(!status.success(), "{status:?}");
+        assert!(
+            stderr.contains(&format!("the agent exited ({words})")),
+            "{stderr}"
+        );
+    }
+}
+
+/// The agent is killed by a signal: the answers and the hub's last words name it.
+#[cfg(unix)]
+#[test]
+fn an_agent_killed_by_a_signal_is_said_to_be() {
+    let mut hub = RawHub::start().listen();
+    hub.two_prompts_waiting();
+    hub.send(json!({"jsonrpc": "2.0", "id": 6, "method": "_scripted/pid", "params": {}}));
+    let pid = hub.wait_for(&|v| v["id"] == 6)["result"]["pid"].to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success(), "kill -KILL {pid}: {killed:?}");
+    let rest = hub.rest();
+    for id in [3, 4] {
+        let answer = rest.iter().find(|v| v["id"] == id).unwrap_or_else(|| {
+            panic!("prompt {id} was not answered before stdout ended: {rest:?}")
+        });
+        assert_eq!(
+            answer["error"]["message"], "the agent behind the hub has exited (killed by signal 9)",
+            "{answer}"
+        );
+        assert_eq!(answer["error"]["data"], json!({"exit": {"signal": 9}}));
+    }
+    let (status, stderr) = hub.ended();
+    assert!(!status.success(), "{status:?}");
+    assert!(
+        stderr.contains("the agent exited (killed by signal 9)"),
+        "{stderr}"
+    );
 }
 
 /// The client stops reading (closes its end of the hub's stdout) before it closes stdin, with

@@ -680,7 +680,10 @@ async fn when_the_agent_goes_away_every_waiting_prompt_is_answered() {
     assert!(
         matches!(
             ended,
-            Err(asp_hub::HubError::AgentExited { detail: Some(_) })
+            Err(asp_hub::HubError::AgentExited {
+                exit: None,
+                detail: Some(_)
+            })
         ),
         "the hub says the agent exited, and why: {ended:?}"
     );

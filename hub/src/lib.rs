@@ -25,6 +25,7 @@
 #![allow(rustdoc::private_intra_doc_links)]
 
 mod advertise;
+mod agent_process;
 mod agent_side;
 mod client_side;
 mod converter;
@@ -41,8 +42,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol::v1::{self, Dispatch};
-use agent_client_protocol::{AcpAgent, Agent, Client, ConnectTo, LineDirection};
+use agent_client_protocol::{Agent, Client, ConnectTo};
 use asp_convert::{ConvertError, Home, Store};
+
+use agent_process::AgentEnd;
+pub use agent_process::AgentExit;
 
 use asp_protocol::methods::{DescribeRequest, ExportRequest, ImportRequest};
 use shared::{Ended, HubShared};
@@ -151,8 +155,17 @@ pub enum HubError {
         #[source]
         source: Box<agent_client_protocol::Error>,
     },
-    #[error("the agent exited{}", detail.as_ref().map(|d| format!(": {d}")).unwrap_or_default())]
-    AgentExited { detail: Option<String> },
+    #[error(
+        "the agent exited{}{}",
+        exit.as_ref().map(|e| format!(" ({e})")).unwrap_or_default(),
+        detail.as_ref().map(|d| format!(": {d}")).unwrap_or_default()
+    )]
+    AgentExited {
+        /// How its process ended, when the hub ran it (`asp hub`); in process, not known.
+        exit: Option<AgentExit>,
+        /// Why its connection failed, when it did.
+        detail: Option<String>,
+    },
     #[error("ACP connection failed: {0}")]
     Acp(Box<agent_client_protocol::Error>),
 }
@@ -196,19 +209,8 @@ pub async fn run_hub(config: HubConfig) -> Result<(), HubError> {
             ))),
         });
     }
-    let verbose = config.options.verbose;
-    let agent = AcpAgent::from_args(config.agent.iter())
-        .map_err(|source| HubError::Spawn {
-            command,
-            source: Box::new(source),
-        })?
-        .with_debug(move |line, direction| match direction {
-            // The agent's own stderr stays visible, marked as the agent's.
-            LineDirection::Stderr => eprintln!("[agent] {line}"),
-            d if verbose => eprintln!("asp hub: wire {d:?}: {line}"),
-            _ => {}
-        });
-    serve(config.options, listening::stdio(), agent).await
+    let (agent, end) = agent_process::spawn(&config.agent, config.options.verbose)?;
+    serve_with(config.options, listening::stdio(), agent, Some(end)).await
 }
 
 /// `NAME=VALUE`, which `AcpAgent` takes as the agent's environment.
@@ -237,7 +239,19 @@ pub async fn serve(
     client: impl ConnectTo<Agent> + 'static,
     agent: impl ConnectTo<Client> + 'static,
 ) -> Result<(), HubError> {
+    serve_with(options, client, agent, None).await
+}
+
+/// [`serve`], with the agent's process when the hub runs one (`end`), whose exit status the
+/// hub says wherever it says the agent has exited.
+async fn serve_with(
+    options: HubOptions,
+    client: impl ConnectTo<Agent> + 'static,
+    agent: impl ConnectTo<Client> + 'static,
+    end: Option<AgentEnd>,
+) -> Result<(), HubError> {
     let hub = HubShared::new(options);
+    let exit = Arc::new(std::sync::Mutex::new(None));
     let to_agent = Client.v1().name("asp-hub->agent").on_receive_dispatch(
         {
             let hub = hub.clone();
@@ -248,10 +262,13 @@ pub async fn serve(
     let failure = Arc::new(std::sync::Mutex::new(None));
     let agent = EndsCleanly {
         agent,
-        log: hub.log,
-        failure: failure.clone(),
+        failure: Failure {
+            log: hub.log,
+            why: failure.clone(),
+        },
     };
     let shared = hub.clone();
+    let exited = exit.clone();
     let ended = to_agent
         .connect_with(agent, async move |down: v1::ConnectionTo<Agent>| {
             hub.set_agent(down.clone());
@@ -317,7 +334,13 @@ pub async fn serve(
                         () = up.incoming_closed() => Ended::ClientLeft,
                         () = down.incoming_closed() => Ended::AgentLeft,
                     };
-                    hub.close(ended, turns::agent_gone());
+                    // How the agent ended, before anything is answered with it.
+                    let exit = match (&end, ended) {
+                        (Some(end), Ended::AgentLeft) => Some(end.exited().await),
+                        _ => None,
+                    };
+                    hub.close(ended, turns::agent_gone(exit.as_ref()));
+                    *exited.lock().unwrap_or_else(|e| e.into_inner()) = exit;
                     if ended == Ended::AgentLeft {
                         // Every request gets an answer before the client's connection ends:
                         // the hub's own that need the agent fail now, the others (a
@@ -349,6 +372,7 @@ pub async fn serve(
         // An ACP agent does not end on its own: the client is told (what was waiting was
         // answered), and so is whoever started the hub.
         Ended::AgentLeft => Err(HubError::AgentExited {
+            exit: exit.lock().unwrap_or_else(|e| e.into_inner()).take(),
             detail: failure.lock().unwrap_or_else(|e| e.into_inner()).take(),
         }),
     }
@@ -359,9 +383,24 @@ pub async fn serve(
 /// the whole run failing at once and the client's requests going unanswered.
 struct EndsCleanly<A> {
     agent: A,
+    failure: Failure,
+}
+
+/// Where the agent's connection's failure is said and kept.
+#[derive(Clone)]
+struct Failure {
     log: log::Log,
     /// Why the agent's connection failed, for the hub's own exit.
-    failure: Arc<std::sync::Mutex<Option<String>>>,
+    why: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+impl Failure {
+    fn record(&self, connected: Result<(), agent_client_protocol::Error>) {
+        if let Err(e) = connected {
+            self.log.warn(format!("the agent's connection failed: {e}"));
+            *self.why.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
+        }
+    }
 }
 
 impl<A: ConnectTo<Client>> ConnectTo<Client> for EndsCleanly<A> {
@@ -369,11 +408,27 @@ impl<A: ConnectTo<Client>> ConnectTo<Client> for EndsCleanly<A> {
         self,
         client: impl ConnectTo<Agent>,
     ) -> Result<(), agent_client_protocol::Error> {
-        if let Err(e) = self.agent.connect_to(client).await {
-            self.log.warn(format!("the agent's connection failed: {e}"));
-            *self.failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
-        }
+        self.failure.record(self.agent.connect_to(client).await);
         Ok(())
+    }
+
+    /// The agent's own channel and driver, so a transport that finishes (writes what it was
+    /// given, waits for its process) is let finish when the run ends, not dropped.
+    fn into_channel_and_future(
+        self,
+    ) -> (
+        agent_client_protocol::Channel,
+        Option<agent_client_protocol::ConnectionDriver>,
+    ) {
+        let (channel, driver) = self.agent.into_channel_and_future();
+        let failure = self.failure;
+        let driver = driver.map(|driver| {
+            driver.map_future(|work| async move {
+                failure.record(work.await);
+                Ok(())
+            })
+        });
+        (channel, driver)
     }
 }
 

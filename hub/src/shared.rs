@@ -134,9 +134,9 @@ impl HubShared {
     pub(crate) async fn gone(&self) -> Error {
         let mut rx = self.gone.subscribe();
         match rx.wait_for(Option::is_some).await {
-            Ok(e) => e.clone().unwrap_or_else(super::turns::agent_gone),
+            Ok(e) => e.clone().unwrap_or_else(|| super::turns::agent_gone(None)),
             // Not reached: the sender lives as long as the hub.
-            Err(_) => super::turns::agent_gone(),
+            Err(_) => super::turns::agent_gone(None),
         }
     }
 

@@ -24,6 +24,7 @@ use agent_client_protocol::{Error, UntypedMessage};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use super::AgentExit;
 use super::shared::{Ended, HubShared, Inner};
 use super::steering;
 use asp_protocol::busy::{BusyMode, busy_of_params};
@@ -78,8 +79,17 @@ pub(crate) fn session_id(params: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-pub(crate) fn agent_gone() -> Error {
-    Error::new(-32603, "the agent behind the hub has exited")
+/// The answer to a request the agent can no longer answer: it has exited, and how, when the
+/// hub ran it (`exit`).
+pub(crate) fn agent_gone(exit: Option<&AgentExit>) -> Error {
+    match exit {
+        None => Error::new(-32603, "the agent behind the hub has exited"),
+        Some(exit) => Error::new(
+            -32603,
+            format!("the agent behind the hub has exited ({exit})"),
+        )
+        .data(json!({"exit": exit.to_json()})),
+    }
 }
 
 /// Answers a client request, logging (not failing) when the client can no longer hear it:

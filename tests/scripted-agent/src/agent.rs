@@ -196,6 +196,10 @@ pub fn agent_with_handle(options: Options) -> (impl ConnectTo<Client>, AgentHand
 
 /// Serves the agent on this process's stdin and stdout.
 pub async fn run_stdio(options: Options) -> Result<(), Error> {
+    let options = Options {
+        process: true,
+        ..options
+    };
     ConnectTo::<Client>::connect_to(agent(options), Stdio::new()).await
 }
 
@@ -214,6 +218,12 @@ fn handle(
                 .received
                 .push(json!({"method": method, "params": params}));
             if method == "_scripted/exit" {
+                if options.process
+                    && let Some(code) = params["code"].as_i64()
+                {
+                    // The process ends with the exit status asked for.
+                    std::process::exit(i32::try_from(code).unwrap_or(1));
+                }
                 // A failing task ends the connection, as an agent that crashes would.
                 return cx.spawn(async { Err(Error::internal_error().data("_scripted/exit")) });
             }
@@ -387,6 +397,7 @@ fn request(
             responder.respond(json!({"events": g.events, "received": g.received}))
         }
         "_scripted/echo" => responder.respond(params),
+        "_scripted/pid" => responder.respond(json!({"pid": std::process::id()})),
         "_scripted/hold" => {
             let key = params["key"].as_str().unwrap_or_default().to_owned();
             let mut g = shared.lock();

@@ -42,7 +42,10 @@
 //! - `_scripted/hold {"key"}` (request): answered `{"released": KEY}` when the notification
 //!   `_scripted/release {"key": KEY}` arrives, and not before: a request the agent has in
 //!   hand for as long as a test wants.
-//! - `_scripted/exit` (notification): the agent ends its connection, as if it crashed.
+//! - `_scripted/exit` (notification): the agent ends its connection, as if it crashed. Run as
+//!   its own process ([`run_stdio`]), `{"code": N}` makes it exit with status N instead.
+//! - `_scripted/pid` (request): `{"pid"}`, the process the agent runs in (its own, run by
+//!   [`run_stdio`]), for a test that kills it.
 //! - `_session/steering` when [`Steering::SessionSteering`] (the codex-acp / claude-agent-acp
 //!   extension).
 
@@ -112,6 +115,8 @@ pub struct Options {
     /// A native store (`harness`, home) whose sessions `session/list` and `session/load`
     /// also serve, read through the harness's asp converter each time they are asked for.
     pub store: Option<(String, std::path::PathBuf)>,
+    /// The agent is a process of its own (set by [`run_stdio`]): `_scripted/exit` may end it.
+    pub process: bool,
 }
 
 impl Default for Options {
@@ -129,6 +134,7 @@ impl Default for Options {
             fail_loads: Vec::new(),
             sessions: Vec::new(),
             store: None,
+            process: false,
         }
     }
 }
