@@ -130,6 +130,10 @@ macro_rules! contract {
                     super::pack_session_selects(H)
                 }
                 #[test]
+                fn pack_session_of_a_subagent_packs_it_as_export_and_unpack_take_it() {
+                    super::pack_session_takes_a_subagent_as_export_does(H)
+                }
+                #[test]
                 fn each_update_stream_is_compressed_against_the_transcript_it_derives_from() {
                     super::streams_go_against_their_transcript(H)
                 }
@@ -1235,6 +1239,7 @@ fn one_session_reads_alone(h: &str) {
         let own: BTreeSet<_> = survey
             .select(std::slice::from_ref(&entry.id))
             .unwrap()
+            .entries
             .iter()
             .flat_map(|e| e.files.iter().map(|f| f.path.clone()))
             .collect();
@@ -1496,6 +1501,7 @@ fn pack_session_selects(h: &str) {
     let expected: BTreeSet<String> = survey
         .select(std::slice::from_ref(&first.id))
         .unwrap()
+        .entries
         .iter()
         .map(|e| e.id.to_string())
         .collect();
@@ -1542,6 +1548,40 @@ fn pack_session_selects(h: &str) {
         "{h}: {}",
         String::from_utf8_lossy(&missing.stderr)
     );
+}
+
+/// `asp-pack --session` of a subagent session packs what `asp export --session` and
+/// `asp-unpack --session` take of the same id from the whole pack: that subagent with its own
+/// subagents, not its parent, whether the harness keeps it as an entry of its own (OpenCode,
+/// Codex) or reads it with its parent (Claude Code, Gemini CLI, Qwen Code). A sample without
+/// subagents has nothing to check.
+fn pack_session_takes_a_subagent_as_export_does(h: &str) {
+    let dir = tmp();
+    let whole = dir.path().join("whole.aspstate");
+    pack_sample(h, &whole, &[]);
+    let whole = asp_format::bundle::Bundle::open(&whole).unwrap();
+    let state = &whole.manifest().state;
+    let subagents = state
+        .sessions
+        .iter()
+        .flatten()
+        .filter(|s| asp_convert::kit::meta::parent_id(s.meta.as_ref()).is_some());
+    for (n, sub) in subagents.enumerate() {
+        let out = dir.path().join(format!("subagent-{n}.aspstate"));
+        pack_sample(h, &out, &["--session", sub.id.as_str()]);
+        let packed = asp_format::bundle::Bundle::open(&out).unwrap();
+        let (taken, missing) = state.select(
+            KindSet::EMPTY.with(StateKind::Sessions),
+            Some(&[sub.id.to_string()]),
+        );
+        assert!(missing.is_empty(), "{h}: {missing:?}");
+        assert_eq!(
+            packed.manifest().state.sessions,
+            taken.sessions,
+            "{h}: --session {} packs that subagent session as export takes it",
+            sub.id
+        );
+    }
 }
 
 /// A backup of nothing must not succeed: a home that does not exist, or that holds no store of

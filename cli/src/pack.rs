@@ -33,7 +33,7 @@ Examples:
       Only the Codex sessions of another home directory.
   asp-pack --from claude-code --session 71958462-4bb8-46b6-a36a-1becf56c22dc -o one.aspstate
       One session (with its subagents) and nothing else (--kinds adds the other kinds); no
-      other session is read.
+      other session is read. A subagent session's id packs that subagent alone.
   asp-pack --from-dir ./state -o state.aspstate
       Pack a state directory written by `asp-unpack --to-dir` (and maybe edited by hand: a
       session with native files goes back into its own harness from those, so edit them, or
@@ -109,7 +109,10 @@ pub struct PackArgs {
     #[arg(long, value_name = "KINDS", value_parser = parse_kinds)]
     pub kinds: Option<KindSet>,
 
-    /// Pack only this session, with its subagent sessions (repeatable) [default: every session]
+    /// Pack only this session, with its subagent sessions (repeatable); a subagent session's
+    /// id packs that subagent alone, with its own, as `asp export` and `asp-unpack` take it
+    /// (its parent is read for it where the harness keeps the two together) [default: every
+    /// session]
     #[arg(long = "session", value_name = "ID", value_parser = parse_session, requires = "from")]
     pub sessions: Vec<SessionId>,
 

@@ -157,6 +157,10 @@ pub struct Surveyed {
     /// The session this one is a subagent of, when that parent is a survey entry of its own
     /// (selecting the parent selects it too).
     pub parent: Option<SessionId>,
+    /// The subagent sessions its read gives besides its own, where the harness reads them
+    /// with it (Claude Code, Gemini CLI, Qwen Code): `--session` may name one of them, as it
+    /// may name a subagent that is an entry of its own.
+    pub subagents: Vec<SessionId>,
     /// Every file the read depends on, in the order the read takes them.
     pub files: Vec<SourceFile>,
     /// The digest of everything else the read takes from the store (an index's naming of the
@@ -170,6 +174,7 @@ impl std::fmt::Debug for Surveyed {
         f.debug_struct("Surveyed")
             .field("id", &self.id)
             .field("parent", &self.parent)
+            .field("subagents", &self.subagents)
             .field("files", &self.files)
             .field("facts", &self.facts)
             .finish_non_exhaustive()
@@ -191,6 +196,7 @@ impl Surveyed {
         Surveyed {
             id,
             parent: None,
+            subagents: Vec::new(),
             files,
             facts: h.finish().digest,
             plan: Arc::new(plan),
@@ -206,6 +212,13 @@ impl Surveyed {
     #[must_use]
     pub fn with_parent(mut self, parent: Option<SessionId>) -> Self {
         self.parent = parent;
+        self
+    }
+
+    /// The entry, naming the subagent sessions its read gives besides its own.
+    #[must_use]
+    pub fn with_subagents(mut self, subagents: Vec<SessionId>) -> Self {
+        self.subagents = subagents;
         self
     }
 
@@ -228,23 +241,41 @@ impl Survey {
     }
 
     /// The entries for the sessions named in `ids`, with every entry that is a subagent of one
-    /// of them (transitively), in survey order. An id the survey does not have is an error.
-    pub fn select(&self, ids: &[SessionId]) -> Result<Vec<&Surveyed>, ConvertError> {
-        let missing: Vec<&str> = ids
+    /// of them (transitively), in survey order. An id may name a subagent session read with
+    /// its parent's entry ([`Surveyed::subagents`]): that entry is taken for it, and of what
+    /// its read gives only that subagent and its own subagents are kept
+    /// ([`Selection::keep`]), as a bundle gives a subagent named alone. An id the survey does
+    /// not have is an error.
+    pub fn select(&self, ids: &[SessionId]) -> Result<Selection<'_>, ConvertError> {
+        let entry = |id: &SessionId| self.sessions.iter().any(|s| &s.id == id);
+        // The entry each id that is not one of its own is read with.
+        let held: Vec<(&SessionId, Option<usize>)> = ids
             .iter()
-            .filter(|id| !self.sessions.iter().any(|s| &s.id == *id))
-            .map(SessionId::as_str)
+            .filter(|id| !entry(id))
+            .map(|id| {
+                (
+                    id,
+                    self.sessions.iter().position(|s| s.subagents.contains(id)),
+                )
+            })
+            .collect();
+        let missing: Vec<&str> = held
+            .iter()
+            .filter(|(_, at)| at.is_none())
+            .map(|(id, _)| id.as_str())
             .collect();
         if !missing.is_empty() {
             return Err(ConvertError::Usage(format!(
                 "no session {} among its {} sessions (`asp sessions --from HARNESS --home DIR` \
-                 lists them; a subagent session is read with the session that started it: give \
-                 that one's id){}",
+                 lists them){}",
                 missing.join(", "),
                 self.sessions.len(),
                 asp_format::state::whole_ids_hint(
                     &missing,
-                    self.sessions.iter().map(|s| s.id.as_str())
+                    self.sessions
+                        .iter()
+                        .flat_map(|s| std::iter::once(&s.id).chain(&s.subagents))
+                        .map(SessionId::as_str)
                 )
             )));
         }
@@ -270,13 +301,59 @@ impl Survey {
                 break;
             }
         }
-        Ok(self
-            .sessions
-            .iter()
-            .zip(chosen)
-            .filter(|(_, c)| *c)
-            .map(|(s, _)| s)
-            .collect())
+        // An entry taken for itself gives all its read gives; one taken only for a subagent
+        // read with it, that subagent.
+        let partial: Vec<bool> = (0..self.sessions.len())
+            .map(|i| !chosen[i] && held.iter().any(|(_, at)| *at == Some(i)))
+            .collect();
+        let mut selection = Selection {
+            entries: Vec::new(),
+            partial: std::collections::HashSet::new(),
+            ids: ids.iter().map(SessionId::to_string).collect(),
+        };
+        for (i, s) in self.sessions.iter().enumerate() {
+            if chosen[i] || partial[i] {
+                selection.entries.push(s);
+            }
+            if partial[i] {
+                selection.partial.insert(s.id.clone());
+            }
+        }
+        Ok(selection)
+    }
+
+    /// Every entry, each for all its read gives.
+    pub fn all(&self) -> Selection<'_> {
+        Selection {
+            entries: self.sessions.iter().collect(),
+            partial: std::collections::HashSet::new(),
+            ids: Vec::new(),
+        }
+    }
+}
+
+/// The survey entries a read takes ([`Survey::select`], [`Survey::all`]).
+#[derive(Debug)]
+pub struct Selection<'a> {
+    /// The entries to read, in survey order.
+    pub entries: Vec<&'a Surveyed>,
+    /// The entries taken only for a subagent session read with them.
+    partial: std::collections::HashSet<SessionId>,
+    /// The session ids named.
+    ids: Vec<String>,
+}
+
+impl Selection<'_> {
+    /// Of the sessions `entry`'s read gave, the ones asked for: all of them, unless the entry
+    /// was taken only for a subagent session read with it; then that subagent and its own
+    /// subagents, picked as a bundle's state picks them (`asp_format::state::kept_sessions`),
+    /// so `asp-pack --session` takes a subagent as `asp export` and `asp-unpack` do.
+    pub fn keep(&self, entry: &Surveyed, mut sessions: Vec<Session>) -> Vec<Session> {
+        if self.partial.contains(&entry.id) {
+            let (kept, _) = asp_format::state::kept_sessions(&sessions, &self.ids);
+            sessions.retain(|s| kept.contains(s.id.as_str()));
+        }
+        sessions
     }
 }
 

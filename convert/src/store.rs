@@ -127,7 +127,8 @@ pub enum Sessions {
     /// Every session of the store.
     #[default]
     All,
-    /// The sessions with these ids, with their subagent sessions.
+    /// The sessions with these ids, with their subagent sessions; a subagent session named
+    /// is taken alone (with its own subagents), as a bundle gives it ([`Survey::select`]).
     Only(Vec<SessionId>),
 }
 
@@ -394,16 +395,18 @@ impl Store {
         let mut taken = Vec::new();
         if kinds.contains(StateKind::Sessions) {
             let survey = self.survey(req.diagnostics)?;
-            let entries: Vec<&Surveyed> = match req.sessions {
-                Sessions::All => survey.sessions.iter().collect(),
+            let selection = match req.sessions {
+                Sessions::All => survey.all(),
                 Sessions::Only(ids) => survey.select(ids)?,
             };
+            let entries = &selection.entries;
             if let (Store::Harness { harness, .. }, true) = (self, req.options.native) {
-                predict_dictionaries(harness.as_ref(), &entries, reuse, req.blobs)?;
+                predict_dictionaries(harness.as_ref(), entries, reuse, req.blobs)?;
             }
-            let read = self.read_sessions(&entries, req, reuse)?;
+            let read = self.read_sessions(entries, req, reuse)?;
             let mut all = Vec::new();
             for (entry, (got, reused)) in entries.iter().zip(read) {
+                let got = selection.keep(entry, got);
                 taken.push(EntryRead {
                     id: entry.id.clone(),
                     files: entry.files.clone(),

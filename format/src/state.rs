@@ -728,8 +728,9 @@ impl std::fmt::Display for Reference<'_> {
 }
 
 /// The ids of the sessions `ids` names and of their subagent sessions at any depth, and the
-/// ids that name no session.
-fn kept_sessions(sessions: &[Session], ids: &[String]) -> (BTreeSet<String>, Vec<String>) {
+/// ids that name no session: what [`State::select`] keeps, and what `asp-pack --session`
+/// keeps of a store's read.
+pub fn kept_sessions(sessions: &[Session], ids: &[String]) -> (BTreeSet<String>, Vec<String>) {
     let pairs: Vec<(&str, Option<&str>)> = sessions
         .iter()
         .map(|s| (s.id.as_str(), parent_of(s)))

@@ -499,12 +499,16 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
                 "meta": s.meta_file.as_ref().map(|m| m.display().to_string()),
             })).collect::<Vec<_>>(),
         });
-        out.push(Surveyed::new(
-            id,
-            files,
-            facts.to_string().as_bytes(),
-            Plan { found: f, sources },
-        ));
+        let subagents = f.subagents.iter().filter_map(|s| s.id.clone()).collect();
+        out.push(
+            Surveyed::new(
+                id,
+                files,
+                facts.to_string().as_bytes(),
+                Plan { found: f, sources },
+            )
+            .with_subagents(subagents),
+        );
     }
     Ok(Survey::of(out))
 }

@@ -278,7 +278,12 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
                 .map(|(s, fs)| (s, fs.iter().map(describe).collect::<Vec<_>>()))
                 .collect::<Vec<_>>()
         );
-        out.push(Surveyed::new(id, files, facts.as_bytes(), plan));
+        let subagents = plan
+            .subagents
+            .iter()
+            .filter_map(|(s, _)| SessionId::new(s).ok())
+            .collect();
+        out.push(Surveyed::new(id, files, facts.as_bytes(), plan).with_subagents(subagents));
     }
     Ok(Survey::of(out))
 }

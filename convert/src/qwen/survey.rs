@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::ids;
 use super::layout::Layout;
+use super::read::subagent_id;
 use crate::error::ConvertError;
 use crate::harness::{Survey, SurveyContext, Surveyed};
 use crate::kit::report::Diagnostics;
@@ -197,17 +198,24 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
                 layout.runtime.display(),
                 subagents.iter().map(|s| &s.agent_id).collect::<Vec<_>>()
             );
-            out.push(Surveyed::new(
-                id,
-                files,
-                facts.as_bytes(),
-                Plan {
-                    layout: layout.clone(),
-                    chat,
-                    subagents,
-                    file_history,
-                },
-            ));
+            let subagent_ids = subagents
+                .iter()
+                .filter_map(|s| SessionId::new(&subagent_id(id.as_str(), &s.agent_id)).ok())
+                .collect();
+            out.push(
+                Surveyed::new(
+                    id,
+                    files,
+                    facts.as_bytes(),
+                    Plan {
+                        layout: layout.clone(),
+                        chat,
+                        subagents,
+                        file_history,
+                    },
+                )
+                .with_subagents(subagent_ids),
+            );
         }
     }
     Ok(Survey::of(out))
