@@ -230,6 +230,75 @@ fn every_other_sample_is_written_as_pi_sessions_with_their_titles() {
     }
 }
 
+/// A plan has no Pi form: it is written as an answer's text, and said, as the other writers
+/// say what they carry otherwise or leave out (Copilot CLI, OpenCode: "plan updates have no
+/// place in ..."), naming the session and the file written.
+#[test]
+fn a_plan_written_as_answer_text_is_said() {
+    let packed = crate::support::read_home(
+        "claude-code",
+        &samples().join("claude-code"),
+        KindSet::EMPTY.with(StateKind::Sessions),
+        ReadOptions::default(),
+    );
+    let planned: Vec<&str> = packed
+        .state
+        .sessions
+        .iter()
+        .flatten()
+        .filter(|s| count(&packed.updates(s.id.as_str()), "plan") > 0)
+        .map(|s| s.id.as_str())
+        .collect();
+    assert!(!planned.is_empty(), "the Claude Code sample has a plan");
+    let home = tmp();
+    let (answer, findings) = crate::support::write_home(
+        HARNESS,
+        home.path(),
+        &packed.state,
+        &packed.store,
+        false,
+        &PathMap::default(),
+    );
+    for id in planned {
+        let new = &answer.sessions[id];
+        let said: Vec<_> = findings
+            .iter()
+            .filter(|d| d.message.starts_with(&format!("session {id}: ")))
+            .filter(|d| {
+                d.message
+                    .contains("plan updates have no place in a Pi session")
+            })
+            .collect();
+        assert_eq!(said.len(), 1, "{id}: {findings:#?}");
+        assert_eq!(
+            said[0].severity,
+            Severity::Note,
+            "{id}: the plan's text is carried"
+        );
+        assert!(
+            said[0].message.contains("answer text"),
+            "{id}: {}",
+            said[0].message
+        );
+        assert!(
+            said[0]
+                .file
+                .as_ref()
+                .is_some_and(|f| f.to_string_lossy().ends_with(&format!("_{new}.jsonl"))),
+            "{id}: {:?}",
+            said[0].file
+        );
+        // And it is there, as the answer's text.
+        let back = read_home(home.path());
+        assert!(
+            back.updates(new).iter().any(|u| u["content"]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Plan:\n"))),
+            "{id}"
+        );
+    }
+}
+
 #[test]
 fn a_foreign_copy_kept_beside_is_titled_with_its_harness() {
     let packed = crate::support::read_home(

@@ -39,6 +39,9 @@ pub struct Composed {
     pub resumable: bool,
     /// Update kinds that have no place in a Pi session.
     pub dropped: Vec<String>,
+    /// Whether it holds a plan, which has no Pi form either and is written as an answer's
+    /// text (`Plan:` and a line per step), so that what it said is still there.
+    pub plan_as_text: bool,
 }
 
 impl Composed {
@@ -302,6 +305,7 @@ pub fn build(items: &[Item], h: &Header<'_>) -> Composed {
         json!({"thinkingLevel": h.thinking_level}),
     );
     let mut dropped: Vec<String> = Vec::new();
+    let mut plan_as_text = false;
     for item in items {
         match item {
             Item::User(m) => {
@@ -354,6 +358,7 @@ pub fn build(items: &[Item], h: &Header<'_>) -> Composed {
                 b.assistant_block(
                     json!({"type": "text", "text": format!("Plan:\n{}", lines.join("\n"))}),
                 );
+                plan_as_text = true;
             }
             Item::Other(v) => {
                 let k = v
@@ -377,6 +382,7 @@ pub fn build(items: &[Item], h: &Header<'_>) -> Composed {
         lines,
         resumable,
         dropped,
+        plan_as_text,
     }
 }
 

@@ -333,6 +333,17 @@ impl Sessions<'_, '_> {
                     ),
                 );
             }
+            if n == 0 && composed.plan_as_text {
+                // A note, not left out: what the plan said is there, as text.
+                self.ctx.diagnostics.note(
+                    &file,
+                    None,
+                    format!(
+                        "session {id}: plan updates have no place in a Pi session and were \
+                         written as answer text (`Plan:` and a line per step)"
+                    ),
+                );
+            }
             match self.place(&new_id, &file, &composed.bytes())? {
                 Outcome::Taken => continue,
                 Outcome::Same => return Ok(placed(n, new_id, Placement::AlreadyThere)),
