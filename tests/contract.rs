@@ -864,20 +864,45 @@ fn an_untitled_copy_is_told_apart(h: &str) {
     );
 }
 
+/// The files a write's findings name, in the order found.
+fn files_named(findings: &[asp_convert::kit::report::Diagnostic]) -> Vec<Option<&Path>> {
+    findings.iter().map(|d| d.file.as_deref()).collect()
+}
+
 fn dry_run_is_exact(h: &str) {
     for (from, packed) in every_source() {
         // Into an empty home, and into one that already holds it, once diverged.
         let home = tmp();
         let before = crate::support::files_in(home.path());
-        let planned = write(h, home.path(), &packed, true);
+        let (planned, said) = write_home(
+            h,
+            home.path(),
+            &packed.state,
+            &packed.store,
+            true,
+            &PathMap::default(),
+        );
         assert!(
             before == crate::support::files_in(home.path()),
             "{from} into {h}: the dry run wrote"
         );
-        let done = write(h, home.path(), &packed, false);
+        let (done, found) = write_home(
+            h,
+            home.path(),
+            &packed.state,
+            &packed.store,
+            false,
+            &PathMap::default(),
+        );
         assert_eq!(
             planned, done,
             "{from} into {h}: the dry run said something else"
+        );
+        // Its findings name the files the real run's name, never a scratch copy of them.
+        assert_eq!(
+            files_named(&said),
+            files_named(&found),
+            "{from} into {h}: the dry run's findings name other files"
         );
         if let Some((id, db)) = database(&packed.state, home.path()).filter(|_| from == h) {
             diverge_row(&db, &id);
@@ -891,15 +916,34 @@ fn dry_run_is_exact(h: &str) {
             fs::write(&log, bytes).unwrap();
         }
         let before = crate::support::files_in(home.path());
-        let planned = write(h, home.path(), &packed, true);
+        let (planned, said) = write_home(
+            h,
+            home.path(),
+            &packed.state,
+            &packed.store,
+            true,
+            &PathMap::default(),
+        );
         assert!(
             before == crate::support::files_in(home.path()),
             "{from} into {h}: the dry run wrote"
         );
-        let done = write(h, home.path(), &packed, false);
+        let (done, found) = write_home(
+            h,
+            home.path(),
+            &packed.state,
+            &packed.store,
+            false,
+            &PathMap::default(),
+        );
         assert_eq!(
             planned, done,
             "{from} into {h}: the dry run said something else"
+        );
+        assert_eq!(
+            files_named(&said),
+            files_named(&found),
+            "{from} into {h}: the dry run's findings name other files"
         );
     }
 }

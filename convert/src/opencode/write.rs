@@ -176,7 +176,16 @@ pub fn write_all(
             children: &children,
         };
         let writer = scratch_writer.as_ref().unwrap_or(ctx.writer);
-        let placed = write_one(&db, writer, ctx, s, &links)?;
+        let placed = write_one(
+            Database {
+                open: &db,
+                named: &layout.db,
+            },
+            writer,
+            ctx,
+            s,
+            &links,
+        )?;
         if !placed.id.is_empty() {
             placed_ids.insert(s.id.to_string(), placed.id.clone());
         }
@@ -217,10 +226,21 @@ fn parents_first<'a>(list: &'a [Session], ids: &HashSet<&str>) -> Vec<&'a Sessio
     order.into_iter().map(|(_, i)| &list[i]).collect()
 }
 
+/// The database a session is written into.
+#[derive(Clone, Copy)]
+struct Database<'a> {
+    /// The file opened: the user's database, or in a dry run into a home without one, the
+    /// scratch database standing in for it.
+    open: &'a Path,
+    /// The file findings name: always the user's database, so a dry run says what the real
+    /// run would of the file the user has, never of a scratch copy thrown away.
+    named: &'a Path,
+}
+
 /// `writer` is the context's, or in a dry run into a home without a database, one for the
 /// scratch database standing in for it (outside the home, rolled back, thrown away).
 fn write_one(
-    db: &Path,
+    db: Database<'_>,
     writer: &Writer,
     ctx: &WriteContext<'_>,
     s: &Session,
@@ -266,7 +286,7 @@ fn write_one(
                     let kinds = left_out(&folded);
                     if !kinds.is_empty() {
                         ctx.diagnostics.left_out(
-                            db,
+                            db.named,
                             None,
                             format!(
                                 "session {id}: {} updates have no place in OpenCode's rows and \
@@ -298,11 +318,11 @@ fn write_one(
                 (list, sid)
             }
         };
-        match place(writer, db, &list) {
+        match place(writer, db.open, &list) {
             Ok(Outcome::Written) => {
                 if n > 0 {
                     ctx.diagnostics.note(
-                        db,
+                        db.named,
                         None,
                         format!(
                             "a different version of session {id} is already in OpenCode; the \
@@ -325,7 +345,7 @@ fn write_one(
             Ok(Outcome::Migrations(why)) => {
                 return Ok(SessionPlaced::refused(format!(
                     "session {id}: {}: {why}; not written",
-                    db.display()
+                    db.named.display()
                 )));
             }
             Ok(Outcome::Misfit(why)) => {
@@ -336,7 +356,7 @@ fn write_one(
             Err(e) => {
                 return Ok(SessionPlaced::refused(format!(
                     "session {id}: {}: {}; not written",
-                    db.display(),
+                    db.named.display(),
                     explain(&e)
                 )));
             }
