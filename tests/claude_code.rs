@@ -556,6 +556,66 @@ fn damaged_transcripts_are_carried_and_the_damage_reported_with_file_and_line() 
     );
 }
 
+/// A transcript that holds no conversation (no bytes at all, or only lines that are no prompt
+/// or answer: a checkpoint, a title) is said to, naming its file, as the other harnesses say
+/// it of such a session; it is still packed, its file to come back into Claude Code as it was
+/// (another harness is answered that it holds nothing to write, `store::take_empty_sessions`).
+#[test]
+fn a_transcript_without_a_conversation_is_said_to_hold_none_and_still_packed() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    copy_dir(&sample_home(), &home);
+    let bucket = home.join(".claude/projects/-home-dev-shop");
+    let empty = "11111111-1111-4111-8111-111111111111";
+    let checkpoint = "22222222-2222-4222-8222-222222222222";
+    let titled = "33333333-3333-4333-8333-333333333333";
+    fs::write(bucket.join(format!("{empty}.jsonl")), b"").unwrap();
+    fs::write(
+        bucket.join(format!("{checkpoint}.jsonl")),
+        "{\"type\":\"file-history-snapshot\",\"messageId\":\"m1\",\"snapshot\":{\"messageId\":\"m1\",\"trackedFileBackups\":{},\"timestamp\":\"2026-11-24T09:12:03.418Z\"},\"isSnapshotUpdate\":false}\n",
+    )
+    .unwrap();
+    fs::write(
+        bucket.join(format!("{titled}.jsonl")),
+        format!(
+            "{{\"type\":\"custom-title\",\"customTitle\":\"later\",\"sessionId\":\"{titled}\"}}\n"
+        ),
+    )
+    .unwrap();
+    let r = read(&home);
+    for id in [empty, checkpoint, titled] {
+        let file = bucket.join(format!("{id}.jsonl"));
+        let said: Vec<&Diagnostic> = r
+            .diagnostics
+            .iter()
+            .filter(|d| d.file.as_deref() == Some(file.as_path()))
+            .collect();
+        assert_eq!(said.len(), 1, "{id}: {said:#?}");
+        assert!(
+            said[0].message.contains("holds no conversation"),
+            "{id}: {}",
+            said[0].message
+        );
+        assert_eq!(said[0].severity, Severity::Note, "{id}: it is carried");
+        assert_eq!(
+            native_paths(&r, id),
+            [format!(".claude/projects/-home-dev-shop/{id}.jsonl")],
+            "{id}: packed, with its file"
+        );
+    }
+    // A session with a conversation is not said to hold none.
+    assert!(
+        !r.diagnostics
+            .iter()
+            .any(|d| d.message.contains("holds no conversation")
+                && d.file
+                    .as_deref()
+                    .is_some_and(|f| f.ends_with(format!("{A}.jsonl")))),
+        "{:#?}",
+        r.diagnostics
+    );
+}
+
 /// A line whose text holds bytes that are not UTF-8 is read as Claude Code reads it (Node
 /// decodes the file with U+FFFD), with a note naming the line; its row stays in the
 /// conversation. It was left out as a line that "changed while the transcript was read".

@@ -371,6 +371,26 @@ fn build(
     if let Some(i) = chain.broken_at {
         report_cut(ctx.diagnostics, &t.path, records, i, &chain);
     }
+    // Said as the other harnesses say it (a session that holds no conversation); the session
+    // is packed all the same, its file to come back into Claude Code as it was; a write into
+    // another harness answers that one whose stream is empty has nothing to write
+    // (`store::take_empty_sessions`).
+    if !records
+        .iter()
+        .any(|r| r.is_row() && matches!(r.kind(), "user" | "assistant"))
+    {
+        ctx.diagnostics.note(
+            &t.path,
+            None,
+            match files {
+                Some(_) => {
+                    "the transcript holds no conversation (no prompt or answer); the session is \
+                     carried as its file, which a restore into Claude Code gives back"
+                }
+                None => "the transcript holds no conversation (no prompt or answer)",
+            },
+        );
+    }
     let mut cwd = records.iter().find_map(|r| r.str("cwd").map(str::to_owned));
     if let Some(moved) = records
         .iter()
