@@ -1394,6 +1394,7 @@ fn a_fifo_is_named_not_waited_on(h: &str) {
         .arg(home.path())
         .arg("-o")
         .arg(out.path().join("b.aspstate"))
+        .arg("--json")
         .timeout(std::time::Duration::from_secs(120))
         .output()
         .unwrap();
@@ -1402,11 +1403,25 @@ fn a_fifo_is_named_not_waited_on(h: &str) {
         run.status.code().is_some(),
         "{h}: the pack was stopped after waiting 120 s: {stderr}"
     );
-    let name = log.file_name().unwrap().to_str().unwrap();
-    assert!(stderr.contains(name), "{h}: {name} is named: {stderr}");
     assert!(
         out.path().join("b.aspstate").exists(),
         "{h}: the rest is packed: {stderr}"
+    );
+    // Named as what it is: a file that is not one to read, not a session without its file.
+    let said: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let named: Vec<&serde_json::Value> = said["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["file"].as_str() == log.to_str())
+        .collect();
+    assert!(
+        named.iter().any(|f| {
+            let m = f["message"].as_str().unwrap_or("");
+            m.contains("not a regular file") || m.contains("not a readable file")
+        }),
+        "{h}: {} is named as not a regular file: {said:#}",
+        log.display()
     );
 }
 

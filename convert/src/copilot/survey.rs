@@ -89,7 +89,22 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
         if unreadable {
             continue;
         }
-        if !dir.join("events.jsonl").is_file() {
+        let events = dir.join("events.jsonl");
+        if !events.is_file() && std::fs::symlink_metadata(&events).is_ok() {
+            // Something is there that is not a file to read (a FIFO, which opening would wait
+            // on, a socket, a device, a folder, a link to nowhere): named as such, as the other
+            // surveys name it, not as a session without its events.
+            let why = SourceFile::stat(&events, true)
+                .err()
+                .map_or_else(|| "it is not a regular file".to_owned(), |e| e.to_string());
+            d.lost(
+                &events,
+                None,
+                format!("cannot be read ({why}); session skipped"),
+            );
+            continue;
+        }
+        if !events.is_file() {
             d.left_out(
                 &dir,
                 None,
