@@ -299,6 +299,82 @@ fn a_plan_written_as_answer_text_is_said() {
     }
 }
 
+/// A session written as a copy beside a different version of it is said of the copy: every
+/// finding about it names the file written (the copy), not the one already there, and the note
+/// that it was kept beside names that one too. Restored (Pi's own file) and composed (another
+/// harness's session, whose left-out updates and plan are said as well).
+#[test]
+fn the_findings_of_a_copy_kept_beside_name_the_copy() {
+    for from in ["gemini", "pi"] {
+        let packed = crate::support::read_home(
+            from,
+            &samples().join(from),
+            KindSet::EMPTY.with(StateKind::Sessions),
+            ReadOptions::default(),
+        );
+        let home = tmp();
+        let w = |home: &Path| {
+            crate::support::write_home(
+                HARNESS,
+                home,
+                &packed.state,
+                &packed.store,
+                false,
+                &PathMap::default(),
+            )
+        };
+        let (first, _) = w(home.path());
+        // Every session changes in Pi (a line that is not the carried one's next).
+        let files = crate::support::files_under(home.path());
+        for file in files
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        {
+            let mut bytes = fs::read(file).unwrap();
+            crate::support::diverge(&mut bytes, b"{\"type\":\"label\",\"id\":\"zz000001\",\"parentId\":null,\"timestamp\":\"2026-12-02T00:00:00.000Z\",\"targetId\":\"x\",\"label\":\"mine\"}\n");
+            fs::write(file, &bytes).unwrap();
+        }
+        let (second, findings) = w(home.path());
+        let mut copies = 0;
+        for s in packed.state.sessions.iter().flatten() {
+            let id = s.id.as_str();
+            let (Some(there), Some(copy)) = (first.sessions.get(id), second.sessions.get(id))
+            else {
+                continue;
+            };
+            assert_ne!(there, copy, "{from}: {id} is kept beside");
+            copies += 1;
+            let about: Vec<_> = findings
+                .iter()
+                .filter(|d| {
+                    d.message.starts_with(&format!("session {id}: "))
+                        || d.message
+                            .contains(&format!("a different version of session {id} "))
+                })
+                .collect();
+            assert!(!about.is_empty(), "{from}: {id}: {findings:#?}");
+            for d in &about {
+                let named = d.file.as_ref().unwrap().to_string_lossy().into_owned();
+                assert!(
+                    named.ends_with(&format!("_{copy}.jsonl")),
+                    "{from}: {id}: names the copy, not {named}: {}",
+                    d.message
+                );
+            }
+            let kept = about
+                .iter()
+                .find(|d| d.message.contains("a different version"))
+                .unwrap();
+            assert!(
+                kept.message.contains(&format!("_{there}.jsonl")),
+                "{from}: {id}: the one there is named too: {}",
+                kept.message
+            );
+        }
+        assert!(copies > 0, "{from}: {second:?}");
+    }
+}
+
 #[test]
 fn a_foreign_copy_kept_beside_is_titled_with_its_harness() {
     let packed = crate::support::read_home(

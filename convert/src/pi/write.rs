@@ -60,8 +60,10 @@ fn existing(layout: &Layout) -> HashMap<String, PathBuf> {
 /// What a planned file came to.
 enum Outcome {
     Written,
-    Same,
-    Taken,
+    /// The session is there already, in this file.
+    Same(PathBuf),
+    /// Another version of the session (or another session) is there, in this file.
+    Taken(PathBuf),
 }
 
 pub struct Sessions<'a, 'b> {
@@ -104,14 +106,15 @@ impl Sessions<'_, '_> {
         // Pi appends to a session it resumes: one continued there since holds all we carry.
         if let Some(there) = self.existing.get(id) {
             return Ok(match fs::read(there) {
-                Ok(b) if holds_all_of(&b, bytes) => Outcome::Same,
-                _ => Outcome::Taken,
+                Ok(b) if holds_all_of(&b, bytes) => Outcome::Same(there.clone()),
+                _ => Outcome::Taken(there.clone()),
             });
         }
+        let taken = || Outcome::Taken(path.to_path_buf());
         match fs::read(path) {
-            Ok(b) if holds_all_of(&b, bytes) => return Ok(Outcome::Same),
-            Ok(_) => return Ok(Outcome::Taken),
-            Err(_) if fs::symlink_metadata(path).is_ok() => return Ok(Outcome::Taken),
+            Ok(b) if holds_all_of(&b, bytes) => return Ok(Outcome::Same(path.to_path_buf())),
+            Ok(_) => return Ok(taken()),
+            Err(_) if fs::symlink_metadata(path).is_ok() => return Ok(taken()),
             Err(_) => {}
         }
         match self.ctx.writer.create_new(path, bytes, false)? {
@@ -119,17 +122,20 @@ impl Sessions<'_, '_> {
                 self.existing.insert(id.to_owned(), path.to_path_buf());
                 Ok(Outcome::Written)
             }
-            Created::AlreadyExists => Ok(Outcome::Taken),
+            Created::AlreadyExists => Ok(taken()),
         }
     }
 
-    fn note_copy(&self, id: &str, name: &str, new_id: &str, path: &Path) {
+    /// Said of the copy written at `copy`, naming the file `there` that holds the other
+    /// version.
+    fn note_copy(&self, id: &str, name: &str, new_id: &str, copy: &Path, there: &Path) {
         self.ctx.diagnostics.note(
-            path,
+            copy,
             None,
             format!(
-                "a different version of session {id} is already in Pi; the carried one was kept \
-                 beside it as {name} (Pi session id {new_id})"
+                "a different version of session {id} is already in Pi ({}); the carried one was \
+                 kept beside it as {name} (Pi session id {new_id})",
+                there.display()
             ),
         );
     }
@@ -186,6 +192,8 @@ impl Sessions<'_, '_> {
         {
             path = self.dir_for(cwd).join(name);
         }
+        // The file holding the version a copy is kept beside.
+        let mut there: Option<PathBuf> = None;
         for n in 0..MAX_COPIES {
             let (name, new_id, file, data) = if n == 0 {
                 (
@@ -217,11 +225,14 @@ impl Sessions<'_, '_> {
                 (k.name, new_id, file, data)
             };
             match self.place(&new_id, &file, &data)? {
-                Outcome::Taken => continue,
-                Outcome::Same => return Ok(placed(n, new_id, Placement::AlreadyThere)),
+                Outcome::Taken(at) => {
+                    there.get_or_insert(at);
+                    continue;
+                }
+                Outcome::Same(_) => return Ok(placed(n, new_id, Placement::AlreadyThere)),
                 Outcome::Written => {
-                    if n > 0 {
-                        self.note_copy(id, &name, &new_id, &file);
+                    if let Some(there) = there.as_deref().filter(|_| n > 0) {
+                        self.note_copy(id, &name, &new_id, &file, there);
                     }
                     return Ok(placed(n, new_id, Placement::New));
                 }
@@ -294,6 +305,8 @@ impl Sessions<'_, '_> {
             .to_owned();
         let start_ms = Self::start_ms(s, &items);
         let dir = self.dir_for(&cwd);
+        // The file holding the version a copy is kept beside.
+        let mut there: Option<PathBuf> = None;
         for n in 0..MAX_COPIES {
             let (name, new_id, title) = if n == 0 {
                 (id.to_owned(), pi_id(id), s.title.clone())
@@ -323,33 +336,19 @@ impl Sessions<'_, '_> {
                 .unwrap_or("")
                 .to_owned();
             let file = dir.join(ids::file_name(&stamp, &new_id));
-            if n == 0 && !composed.dropped.is_empty() {
-                self.ctx.diagnostics.left_out(
-                    &file,
-                    None,
-                    format!(
-                        "session {id}: {} updates have no place in a Pi session and were left out",
-                        composed.dropped.join(", ")
-                    ),
-                );
-            }
-            if n == 0 && composed.plan_as_text {
-                // A note, not left out: what the plan said is there, as text.
-                self.ctx.diagnostics.note(
-                    &file,
-                    None,
-                    format!(
-                        "session {id}: plan updates have no place in a Pi session and were \
-                         written as answer text (`Plan:` and a line per step)"
-                    ),
-                );
-            }
             match self.place(&new_id, &file, &composed.bytes())? {
-                Outcome::Taken => continue,
-                Outcome::Same => return Ok(placed(n, new_id, Placement::AlreadyThere)),
+                Outcome::Taken(at) => {
+                    there.get_or_insert(at);
+                    continue;
+                }
+                Outcome::Same(at) => {
+                    self.note_not_composed(id, &composed, &at);
+                    return Ok(placed(n, new_id, Placement::AlreadyThere));
+                }
                 Outcome::Written => {
-                    if n > 0 {
-                        self.note_copy(id, &name, &new_id, &file);
+                    self.note_not_composed(id, &composed, &file);
+                    if let Some(there) = there.as_deref().filter(|_| n > 0) {
+                        self.note_copy(id, &name, &new_id, &file, there);
                     }
                     return Ok(placed(n, new_id, Placement::New));
                 }
@@ -358,6 +357,33 @@ impl Sessions<'_, '_> {
         Ok(SessionPlaced::refused(format!(
             "session {id}: {MAX_COPIES} different versions of it are already in Pi; not written"
         )))
+    }
+
+    /// Says what of session `id` the composed file `at` has no place for, or has as text: of
+    /// the file it was written into, or found in, so a copy kept beside another version is
+    /// said of the copy.
+    fn note_not_composed(&self, id: &str, composed: &Composed, at: &Path) {
+        if !composed.dropped.is_empty() {
+            self.ctx.diagnostics.left_out(
+                at,
+                None,
+                format!(
+                    "session {id}: {} updates have no place in a Pi session and were left out",
+                    composed.dropped.join(", ")
+                ),
+            );
+        }
+        if composed.plan_as_text {
+            // A note, not left out: what the plan said is there, as text.
+            self.ctx.diagnostics.note(
+                at,
+                None,
+                format!(
+                    "session {id}: plan updates have no place in a Pi session and were written \
+                     as answer text (`Plan:` and a line per step)"
+                ),
+            );
+        }
     }
 }
 
