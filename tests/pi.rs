@@ -461,6 +461,9 @@ fn a_truncated_last_line_is_named_and_the_rest_is_read() {
     assert_eq!(s.len(), 1, "{s:?}");
     assert_eq!(s[0].0, Some(6));
     assert!(s[0].1.contains("cut off"), "{}", s[0].1);
+    // Where the line is kept is said once, by the read that knows it (a doubled "(kept in the
+    // native file) (kept byte for byte in the session's native file)" was said).
+    assert_eq!(s[0].1.matches("native file").count(), 1, "{}", s[0].1);
     let id = "01a20000-0000-7000-8000-000000000001";
     assert_eq!(count(&r.updates(id), "agent_message_chunk"), 1);
     assert_eq!(
@@ -468,6 +471,19 @@ fn a_truncated_last_line_is_named_and_the_rest_is_read() {
         fs::read(&file).unwrap(),
         "nothing lost"
     );
+    // A read that carries no native file (an export) does not say the line is kept in one.
+    let bare = crate::support::read_home(
+        HARNESS,
+        home.path(),
+        KindSet::ALL,
+        ReadOptions {
+            native: false,
+            ..ReadOptions::default()
+        },
+    );
+    let s = skipped_at(&bare, &file);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert!(!s[0].1.contains("native file"), "{}", s[0].1);
 }
 
 #[test]
@@ -479,6 +495,7 @@ fn a_broken_parent_chain_replays_what_pi_replays_and_names_the_orphan() {
     assert_eq!(s.len(), 1, "{s:?}");
     assert_eq!(s[0].0, Some(5));
     assert!(s[0].1.contains("\"gone0000\""), "{}", s[0].1);
+    assert_eq!(s[0].1.matches("native file").count(), 1, "{}", s[0].1);
     let u = r.updates("01a20000-0000-7000-8000-000000000002");
     assert_eq!(
         count(&u, "user_message_chunk"),

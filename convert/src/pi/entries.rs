@@ -152,9 +152,12 @@ impl<'a> Indexer<'a> {
                 let why = if ended {
                     format!("not a JSON entry ({e}); skipped, as Pi skips it")
                 } else {
+                    // Whether the line is kept in the native file is the porcelain's to say
+                    // (`store::resolve_damage`, as of every damaged record here): a read without
+                    // native files keeps it nowhere.
                     format!(
                         "the last line is cut off ({e}), as by a crash while Pi wrote it; \
-                         skipped, as Pi skips it (kept in the native file)"
+                         skipped, as Pi skips it"
                     )
                 };
                 self.diagnostics.damaged(&self.path, Some(n), why);
@@ -226,8 +229,7 @@ pub fn branch(index: &Index, path: &Path, diagnostics: &Diagnostics) -> Branch {
             diagnostics.damaged(
                 path,
                 Some(records[at].line),
-                "the parent chain loops here; what is before it is not replayed (kept in the \
-                 native file)",
+                "the parent chain loops here; what is before it is not replayed",
             );
             break;
         }
@@ -241,8 +243,7 @@ pub fn branch(index: &Index, path: &Path, diagnostics: &Diagnostics) -> Branch {
                     Some(records[at].line),
                     format!(
                         "broken parent chain: parentId {p:?} is not in the file, so Pi shows \
-                         nothing before this entry; the earlier entries are not replayed (kept in \
-                         the native file)"
+                         nothing before this entry; the earlier entries are not replayed"
                     ),
                 );
                 break;
