@@ -184,6 +184,31 @@ fn every_other_sample_is_written_as_rows_opencode_loads_with_every_prompt_and_an
     }
 }
 
+/// A session without a title is titled by its first prompt as the user typed it: a Pi session
+/// begun with `/skill:route-check Add an /orders route…` by that command, not by the
+/// `<skill name=… location=…>` block Pi stores the skill's text in (Claude Code's reader
+/// titles a command the same way, `/name args`).
+#[test]
+fn an_untitled_session_begun_with_a_skill_is_titled_by_the_command_typed() {
+    let (packed, home, answer) = carried_in("pi");
+    let back = read_home(
+        "opencode",
+        home.path(),
+        KindSet::ALL,
+        ReadOptions::default(),
+    );
+    let skill = "01a23402-34b7-7388-8129-ef78ff38aa87";
+    assert_eq!(packed.session(skill).title, "", "untitled in Pi");
+    assert_eq!(
+        back.session(&answer.sessions[skill]).title,
+        "/skill:route-check Add an /orders route to the gateway."
+    );
+    for s in packed.state.sessions.iter().flatten() {
+        let title = &back.session(&answer.sessions[s.id.as_str()]).title;
+        assert!(!title.contains("<skill"), "{}: {title}", s.id);
+    }
+}
+
 /// A session carried into OpenCode keeps its times and its family (spec §10 steps 4 to 6): its
 /// messages are dated as the source dated its turns, in order, and the session spans them; a
 /// sub-agent session whose parent came along points at the parent's row (`parent_id`, so

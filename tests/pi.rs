@@ -375,6 +375,45 @@ fn the_findings_of_a_copy_kept_beside_name_the_copy() {
     }
 }
 
+/// A copy of an untitled session begun with a skill, kept beside a different version, is
+/// titled by the command typed (`/skill:route-check …`), marked, not by the first line of the
+/// `<skill …>` block Pi stores.
+#[test]
+fn a_copy_of_an_untitled_skill_session_is_titled_by_the_command_typed() {
+    let packed = read_home(&sample_home());
+    let skill = "01a23402-34b7-7388-8129-ef78ff38aa87";
+    let only = asp_format::State {
+        sessions: Some(vec![packed.session(skill).clone()]),
+        ..asp_format::State::default()
+    };
+    let home = tmp();
+    let w = |home: &Path| {
+        crate::support::write_home(
+            HARNESS,
+            home,
+            &only,
+            &packed.store,
+            false,
+            &PathMap::default(),
+        )
+        .0
+    };
+    w(home.path());
+    let file = crate::support::files_under(home.path())
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with(&format!("_{skill}.jsonl")))
+        .unwrap();
+    let mut bytes = fs::read(&file).unwrap();
+    crate::support::diverge(&mut bytes, b"{\"type\":\"label\",\"id\":\"zz000001\",\"parentId\":null,\"timestamp\":\"2026-12-02T00:00:00.000Z\",\"targetId\":\"x\",\"label\":\"mine\"}\n");
+    fs::write(&file, &bytes).unwrap();
+    let copy = &w(home.path()).sessions[skill];
+    assert_ne!(copy, skill);
+    assert_eq!(
+        read_home(home.path()).session(copy).title,
+        "/skill:route-check Add an /orders route to the gateway. ~pi"
+    );
+}
+
 #[test]
 fn a_foreign_copy_kept_beside_is_titled_with_its_harness() {
     let packed = crate::support::read_home(

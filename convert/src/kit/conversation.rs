@@ -44,12 +44,15 @@ impl Item {
 }
 
 /// What a harness lists a session without a title by: the first line of its first prompt
-/// with text, trimmed, cut after 100 characters (`…`). `None` when no prompt has text.
+/// with text, as the user typed it (a skill's block given back as its command,
+/// [`crate::kit::skill_block`]), trimmed, cut after 100 characters (`…`). `None` when no
+/// prompt has text.
 pub fn prompt_title(items: &[Item]) -> Option<String> {
     const LONGEST: usize = 100;
     items.iter().find_map(|i| {
         let Item::User(m) = i else { return None };
         let text = m.text();
+        let text = crate::kit::skill_block::as_typed(&text);
         let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
         Some(match line.char_indices().nth(LONGEST) {
             Some((end, _)) => format!("{}…", line[..end].trim_end()),

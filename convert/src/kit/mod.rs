@@ -12,6 +12,7 @@
 //! | [`report`] | diagnostics: what was found wrong or odd, by file and line |
 //! | [`acp`], [`conversation`] | ACP `session/update` values: building them, folding a stream into messages and tool calls |
 //! | [`skills`] | Agent Skills folders, read byte for byte and written whole |
+//! | [`skill_block`] | a skill invoked by a command, as a prompt holds it (Pi's `<skill …>` block), and the command typed |
 //! | [`memory_section`] | the `## <Harness> Added Memories` section of Gemini's and Qwen's instructions files |
 //! | [`secrets`] | `--redact-secrets` |
 //! | [`json_scan`] | JSON text scanned without parsing it: a string's plain run, whether a line parses into a `Value` |
@@ -52,6 +53,7 @@ pub mod report;
 pub mod resume;
 pub mod secrets;
 pub mod settings_json;
+pub mod skill_block;
 pub mod skills;
 pub mod source;
 pub mod text;

@@ -773,17 +773,11 @@ fn compose(
             ),
         );
     }
-    let title = if s.title.trim().is_empty() {
-        msgs.iter()
-            .flat_map(|m| &m.parts)
-            .find_map(|(_, p)| p.get("text").and_then(Value::as_str))
-            .and_then(|t| t.lines().find(|l| !l.trim().is_empty()))
-            .map_or_else(
-                || "Imported session".to_owned(),
-                |l| l.chars().take(100).collect(),
-            )
-    } else {
-        s.title.clone()
+    // An untitled session is titled by its first prompt as the other writers title one
+    // (a skill's block given back as the command typed).
+    let title = match crate::kit::conversation::title_or_prompt(&s.title, items) {
+        t if t.trim().is_empty() => "Imported session".to_owned(),
+        t => t,
     };
     // A copy's title is marked, the one made of its first prompt too (not the bare marker).
     let title = if how.beside {

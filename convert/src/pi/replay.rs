@@ -73,13 +73,8 @@ fn block(b: &Value) -> Option<Value> {
 
 /// The name and location of a `/skill:` invocation's `<skill name=… location=…>` block.
 fn skill_of(text: &str) -> Option<Value> {
-    let head = text.strip_prefix("<skill ")?.split_once('>')?.0;
-    let attr = |k: &str| {
-        let from = head.find(&format!("{k}=\""))? + k.len() + 2;
-        let len = head[from..].find('"')?;
-        Some(head[from..from + len].to_owned())
-    };
-    Some(json!({"name": attr("name")?, "location": attr("location")}))
+    let b = crate::kit::skill_block::parse(text)?;
+    Some(json!({"name": b.name, "location": b.location}))
 }
 
 /// Replays one session's branch. `entries` are the branch's entries, root first; `emit`

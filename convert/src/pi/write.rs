@@ -405,7 +405,8 @@ fn v7_ms(id: &str) -> Option<i64> {
 }
 
 /// The first line of the first user message in a Pi session's entries, at most 60 characters:
-/// what Pi's session list shows for a session without a name.
+/// what Pi's session list shows for a session without a name (a skill's block said as the
+/// command typed, `/skill:<name> <args>`, not as the block's first line).
 fn first_prompt(entries: &[u8]) -> Option<String> {
     entries
         .split(|b| *b == b'\n')
@@ -420,6 +421,8 @@ fn first_prompt(entries: &[u8]) -> Option<String> {
                     .find_map(|p| (p["type"] == "text").then(|| p["text"].as_str())?)
                     .map(str::to_owned)
             })?;
+            // A skill's block as the command typed, as every prompt-made title says it.
+            let text = crate::kit::skill_block::as_typed(&text);
             let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
             Some(match line.char_indices().nth(60) {
                 Some((end, _)) => format!("{}…", &line[..end]),
