@@ -616,6 +616,66 @@ fn a_transcript_without_a_conversation_is_said_to_hold_none_and_still_packed() {
     );
 }
 
+/// Carried into another harness, a session with no conversation (an empty transcript, one of
+/// only a checkpoint, one of only a title) is answered not taken, with why, and nothing is
+/// said lost: the title-only one was "lost: … has no prompt or answer … can show" (exit 3),
+/// since its stream held one update, its title.
+#[test]
+fn a_session_without_a_conversation_is_not_taken_into_another_harness_not_lost() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    copy_dir(&sample_home(), &home);
+    let bucket = home.join(".claude/projects/-home-dev-shop");
+    let ids = [
+        "11111111-1111-4111-8111-111111111111",
+        "22222222-2222-4222-8222-222222222222",
+        "33333333-3333-4333-8333-333333333333",
+    ];
+    fs::write(bucket.join(format!("{}.jsonl", ids[0])), b"").unwrap();
+    fs::write(
+        bucket.join(format!("{}.jsonl", ids[1])),
+        "{\"type\":\"file-history-snapshot\",\"messageId\":\"m1\",\"snapshot\":{\"messageId\":\"m1\",\"trackedFileBackups\":{},\"timestamp\":\"2026-11-24T09:12:03.418Z\"},\"isSnapshotUpdate\":false}\n",
+    )
+    .unwrap();
+    fs::write(
+        bucket.join(format!("{}.jsonl", ids[2])),
+        format!(
+            "{{\"type\":\"custom-title\",\"customTitle\":\"later\",\"sessionId\":\"{}\"}}\n",
+            ids[2]
+        ),
+    )
+    .unwrap();
+    let bundle = dir.path().join("b.aspstate");
+    asp_pack()
+        .args(["--from", "claude-code", "--home"])
+        .arg(&home)
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .code(0);
+    for to in ["codex", "gemini", "opencode", "qwen", "copilot", "pi"] {
+        let target = new_home(dir.path().join(to));
+        let out = asp_unpack()
+            .arg(&bundle)
+            .args(["--to", to, "--home"])
+            .arg(&target)
+            .arg("--json")
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{to}: {said}");
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let not_taken = answer["notTaken"].to_string();
+        for id in ids {
+            assert!(
+                not_taken.contains(&format!("session {id} holds no conversation")),
+                "{to}: {id}: {not_taken}"
+            );
+        }
+        assert!(!said.contains("lost"), "{to}: {said}");
+    }
+}
+
 /// A line whose text holds bytes that are not UTF-8 is read as Claude Code reads it (Node
 /// decodes the file with U+FFFD), with a note naming the line; its row stays in the
 /// conversation. It was left out as a line that "changed while the transcript was read".

@@ -649,7 +649,7 @@ impl Store {
                 let writer = Writer::new(req.dry_run).confined_to(
                     std::iter::once(home.dir.clone()).chain(harness.store_paths(home)),
                 );
-                let empty = take_empty_sessions(&mut state, harness.name().as_str());
+                let empty = take_empty_sessions(&mut state, harness.name().as_str(), req.blobs);
                 report_unreadable(&state, harness.name().as_str(), req.diagnostics);
                 report_orphans(&state, &empty, req.diagnostics);
                 let mut answer = harness.write(&WriteContext {
@@ -665,12 +665,12 @@ impl Store {
                     },
                 })?;
                 report_unlinked(&state, harness.as_ref(), &answer, req.diagnostics);
-                for id in empty {
+                for (id, what) in empty {
                     answer.refuse(
                         StateKind::Sessions,
                         format!(
-                            "session {id} holds no conversation (its update stream is empty), \
-                             so nothing of it is written"
+                            "session {id} holds no conversation ({what}), so nothing of it is \
+                             written"
                         ),
                     );
                 }
@@ -831,12 +831,17 @@ fn mark_unreadable(sessions: &mut [Session], places: Vec<(usize, Unreadable)>) {
 /// the state manifest as long as the transcript.
 const UNREADABLE_KEPT: usize = 100;
 
-/// Takes out of `state` the sessions with no updates that `target` would compose from them
-/// (a harness's own session is written from its native files, as it was): an empty
-/// transcript packs as such a session, and every writer refused it as having nothing to show,
-/// which was answered as a loss (exit 3) though the source held nothing. Their ids, to be
-/// answered as not taken.
-fn take_empty_sessions(state: &mut State, target: &str) -> Vec<String> {
+/// Takes out of `state` the sessions with no conversation that `target` would compose from
+/// their updates (a harness's own session is written from its native files, as it was): an
+/// empty transcript packs as a session with no updates, one with only a title as a session
+/// whose one update says its title, and every writer refused them as having nothing to show,
+/// which was answered as a loss (exit 3) though the source held no conversation. Their ids,
+/// with what their updates are, to be answered as not taken.
+fn take_empty_sessions(
+    state: &mut State,
+    target: &str,
+    blobs: &dyn BlobSource,
+) -> Vec<(String, &'static str)> {
     let Some(sessions) = state.sessions.as_mut() else {
         return Vec::new();
     };
@@ -846,13 +851,50 @@ fn take_empty_sessions(state: &mut State, target: &str) -> Vec<String> {
             .native
             .as_ref()
             .is_some_and(|n| n.harness.as_str() == target);
-        let keep = own || s.updates.size > 0;
-        if !keep {
-            empty.push(s.id.to_string());
+        let what = match own {
+            true => None,
+            false => no_conversation(s, blobs),
+        };
+        if let Some(what) = what {
+            empty.push((s.id.to_string(), what));
         }
-        keep
+        what.is_none()
     });
     empty
+}
+
+/// Update kinds that tell about a session rather than hold its conversation.
+const ABOUT_THE_SESSION: &[&str] = &[
+    "session_info_update",
+    "usage_update",
+    "current_mode_update",
+    "available_commands_update",
+    "config_option_update",
+];
+
+/// The longest update stream [`no_conversation`] reads through: a stream of only updates about
+/// the session is a few of them, and a conversation's first prompt comes early.
+const ABOUT_ONLY_MAX: u64 = 64 << 10;
+
+/// What a session's updates are when they hold no conversation: none, or only updates about
+/// the session ([`ABOUT_THE_SESSION`]). `None` when they hold some, or cannot be read (the
+/// writer that reads them says what is wrong).
+fn no_conversation(s: &Session, blobs: &dyn BlobSource) -> Option<&'static str> {
+    if s.updates.size == 0 {
+        return Some("its update stream is empty");
+    }
+    if s.updates.size > ABOUT_ONLY_MAX {
+        return None;
+    }
+    let mut lines = asp_format::update::UpdateLines::open(blobs, &s.updates).ok()?;
+    while let Some((_, line)) = lines.next_line().ok()? {
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        let kind = v.pointer("/update/sessionUpdate")?.as_str()?;
+        if !ABOUT_THE_SESSION.contains(&kind) {
+            return None;
+        }
+    }
+    Some("its updates only tell about it, such as its title")
 }
 
 /// What a session written from its updates lacks: the damaged places of its native file,
@@ -932,7 +974,7 @@ fn report_unreadable(state: &State, target: &str, diagnostics: &Diagnostics) {
 /// conversation of its own in the target, listed beside the others: said, with the way to
 /// bring it back where it was.
 /// `empty` are the sessions taken out for holding no conversation ([`take_empty_sessions`]).
-fn report_orphans(state: &State, empty: &[String], diagnostics: &Diagnostics) {
+fn report_orphans(state: &State, empty: &[(String, &str)], diagnostics: &Diagnostics) {
     let sessions = state.sessions.iter().flatten();
     let ids: std::collections::HashSet<&str> = sessions.clone().map(|s| s.id.as_str()).collect();
     for s in sessions {
@@ -942,7 +984,7 @@ fn report_orphans(state: &State, empty: &[String], diagnostics: &Diagnostics) {
         if ids.contains(parent) {
             continue;
         }
-        let message = if empty.iter().any(|e| e == parent) {
+        let message = if empty.iter().any(|(e, _)| e == parent) {
             format!(
                 "session {} is a subagent of {parent}, which holds no conversation and is not \
                  written: it is written as a conversation of its own",
