@@ -2474,6 +2474,7 @@ fn the_git_branch_travels_into_every_harness_that_keeps_one() {
             sessions,
             ReadOptions::default(),
         ));
+        let mut on_a_branch = 0;
         for (id, branch) in &before {
             let Some(new) = answer.sessions.get(id) else {
                 continue;
@@ -2483,6 +2484,8 @@ fn the_git_branch_travels_into_every_harness_that_keeps_one() {
                 Some(branch),
                 "{from} -> {to}: session {id} (there {new})"
             );
+            on_a_branch += usize::from(branch.is_some());
         }
+        assert!(on_a_branch > 0, "{from} -> {to}: {answer:?}");
     }
 }

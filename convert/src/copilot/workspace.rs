@@ -56,19 +56,19 @@ impl Workspace {
             out.push('\n');
         };
         if let Some(v) = &self.id {
-            put("id", v, true);
+            put("id", &text(v), false);
         }
         if let Some(v) = &self.cwd {
-            put("cwd", v, true);
+            put("cwd", &text(v), false);
         }
         if let Some(v) = &self.git_root {
-            put("git_root", v, true);
+            put("git_root", &text(v), false);
         }
         if let Some(v) = &self.branch {
-            put("branch", v, true);
+            put("branch", &text(v), false);
         }
         if let Some(v) = &self.name {
-            put("name", v, true);
+            put("name", &text(v), false);
         }
         put(
             "user_named",
@@ -105,6 +105,15 @@ fn quoted(v: &str) -> String {
         v.to_owned()
     } else {
         serde_json::to_string(v).expect("a string serialises")
+    }
+}
+
+/// A value that is text (an id, a folder, a branch, a name): quoted when it would read as a
+/// number or a time, which a branch named `1234` or a session named `2026` would.
+fn text(v: &str) -> String {
+    match is_time_or_number(v) {
+        true => serde_json::to_string(v).expect("a string serialises"),
+        false => quoted(v),
     }
 }
 
@@ -146,5 +155,27 @@ mod tests {
             Some("it's")
         );
         assert!(Workspace::parse("[not, a, map]").is_err());
+    }
+
+    /// A branch or a name that would read as a number or a time is written quoted, so YAML
+    /// gives it back as text; times of the workspace itself stay plain, as Copilot writes them.
+    #[test]
+    fn text_that_looks_like_a_number_or_a_time_is_quoted() {
+        let w = Workspace {
+            id: Some("x".into()),
+            branch: Some("1234".into()),
+            name: Some("2026-12-02T00:18:37.729Z".into()),
+            created_at: Some("2026-12-02T00:18:37.729Z".into()),
+            ..Workspace::default()
+        };
+        let text = w.render();
+        assert!(text.contains("branch: \"1234\"\n"), "{text}");
+        assert!(
+            text.contains("name: \"2026-12-02T00:18:37.729Z\"\n")
+                && text.contains("created_at: 2026-12-02T00:18:37.729Z\n"),
+            "{text}"
+        );
+        let back = Workspace::parse(&text).unwrap();
+        assert_eq!((back.branch, back.name), (w.branch, w.name));
     }
 }

@@ -12,7 +12,9 @@ use asp_format::state::Meta;
 use serde_json::Value;
 
 /// The branch the session's reader kept under `_meta` (the first namespace that has one, `asp`
-/// passed over); `None` when none did or it is empty (Claude Code writes `""` outside git).
+/// passed over); `None` when none did, or it is no branch: empty (Claude Code writes `""`
+/// outside git) or `HEAD` (Claude Code's word for a detached head, which Codex never writes as
+/// a branch: its `collect_git_info` drops it).
 pub fn source_branch(meta: Option<&Meta>) -> Option<&str> {
     meta?
         .iter()
@@ -22,7 +24,7 @@ pub fn source_branch(meta: Option<&Meta>) -> Option<&str> {
                 .or_else(|| v.get("branch"))
                 .or_else(|| v.pointer("/sessionMeta/git/branch"))
                 .and_then(Value::as_str)
-                .filter(|b| !b.is_empty())
+                .filter(|b| !b.is_empty() && *b != "HEAD")
         })
 }
 
@@ -43,6 +45,7 @@ mod tests {
                 Some("dev"),
             ),
             (json!({"claudeCode": {"gitBranch": ""}}), None),
+            (json!({"claudeCode": {"gitBranch": "HEAD"}}), None),
             (
                 json!({"asp": {"gitBranch": "no"}, "gemini": {"file": "x"}}),
                 None,
