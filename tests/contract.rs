@@ -282,6 +282,17 @@ fn database(state: &State, home: &Path) -> Option<(String, PathBuf)> {
 /// differs from the one there.
 fn diverge_row(db: &Path, id: &str) {
     let c = rusqlite::Connection::open(db).unwrap();
+    // The conversation differs (a title alone does not make another version: the harness
+    // renames), and the title says which one is there.
+    let n = c
+        .execute(
+            "UPDATE part SET data = json_set(data, '$.text', json_extract(data, '$.text') || \
+             ' (changed there)') WHERE id = (SELECT id FROM part WHERE session_id = ?1 AND \
+             json_extract(data, '$.type') = 'text' ORDER BY id LIMIT 1)",
+            [id],
+        )
+        .unwrap();
+    assert_eq!(n, 1, "{id} has a text part in {}", db.display());
     let n = c
         .execute(
             "UPDATE session SET title = title || ' (changed there)' WHERE id = ?1",

@@ -1092,3 +1092,45 @@ fn listing_a_database_that_does_not_open_is_a_loss_not_no_sessions() {
         "{said}"
     );
 }
+
+/// A session renamed in OpenCode after it was imported is the same session to the next import
+/// of the same state: already there, no copy kept beside it. The title was compared with the
+/// other columns, so a rename (or a change in how asp titles an untitled session) made every
+/// later import keep a `~harness` copy.
+#[test]
+fn a_session_renamed_in_opencode_is_already_there_to_the_next_import() {
+    let claude = read_home(
+        "claude-code",
+        &samples().join("claude-code"),
+        KindSet::EMPTY.with(asp_format::StateKind::Sessions),
+        ReadOptions::default(),
+    );
+    let home = tmp();
+    let write = || {
+        write_home(
+            "opencode",
+            home.path(),
+            &claude.state,
+            &claude.store,
+            false,
+            &PathMap::default(),
+        )
+        .0
+    };
+    let first = write();
+    let renamed = rusqlite::Connection::open(home.path().join(DB))
+        .unwrap()
+        .execute("UPDATE session SET title = title || ' (renamed here)'", [])
+        .unwrap();
+    assert!(renamed > 0);
+    let before = crate::support::files_in(home.path());
+    let again = write();
+    assert_eq!(again.sessions, first.sessions, "{again:?}");
+    assert!(again.not_taken.is_empty(), "{again:?}");
+    let count: i64 = rusqlite::Connection::open(home.path().join(DB))
+        .unwrap()
+        .query_row("SELECT count(*) FROM session", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(count as usize, first.sessions.len());
+    assert_eq!(crate::support::files_in(home.path()), before);
+}

@@ -237,6 +237,9 @@ impl PullSink for BundleSink {
             .suffix(".partial")
             .tempfile_in(&dir)
             .map_err(|e| Error::write(&dir, e))?;
+        // Held while it is written and checked: a pack into this folder meanwhile would take
+        // an unlocked one for a killed write's, and remove it.
+        asp_format::bundle::hold_temporary(tmp.as_file());
         let (file, handle) = tmp.into_parts();
         let file = self.write_zip(artifact, staged, file)?;
         file.sync_all().map_err(|e| Error::write(&self.path, e))?;

@@ -119,10 +119,6 @@ impl SnapshotSource {
     }
 }
 
-/// The credentials written out in full that a push of `snapshot` sends: its state's MCP
-/// servers', then those its configuration files hold, each named once (what reads a file's
-/// is its harness's, `Harness::credentials_reader`: JSON files, Codex's `config.toml`; a body
-/// that cannot be read is left to `asp check`: the push itself refuses it).
 /// What stops `asp push latest` when the newest snapshot cannot be read: its damage, and the
 /// newest of its series that can be, to push by its id. Not pushed in its place, as `asp
 /// restore` and `asp pack --from-repo` pass over it: the tag may already name the damaged one
@@ -157,6 +153,10 @@ fn latest_damaged(
     })
 }
 
+/// The credentials written out in full that a push of `snapshot` sends: its state's MCP
+/// servers', then those its configuration files hold, each named once (what reads a file's
+/// is its harness's, `Harness::credentials_reader`: JSON files, Codex's `config.toml`; a body
+/// that cannot be read is left to `asp check`: the push itself refuses it).
 fn credentials_sent(repo: &Repository, snapshot: &Snapshot) -> Vec<String> {
     use asp_convert::kit::secrets::{credentials_of, json_credentials_reader};
     let mut found = credentials_of(snapshot.state.tools.as_deref().unwrap_or_default());

@@ -41,6 +41,12 @@ const VERSION: &str = "1.18.33";
 /// since: one already there is used as it is.
 const SHARED: &[&str] = &["project", "project_directory"];
 
+/// Columns not compared when a row is already there: a session's title is the user's to change
+/// in OpenCode, and what an untitled one is titled by has changed between versions of asp
+/// (a Pi skill's block given back as the command typed). Compared, either made the next import
+/// of the same session keep a copy beside it.
+const NOT_COMPARED: &[(&str, &str)] = &[("session", "title")];
+
 /// Where a table's rows go in a session's transaction: a row after the rows it points to.
 fn table_rank(table: &str) -> usize {
     const ORDER: &[&str] = &[
@@ -103,7 +109,10 @@ fn place(writer: &Writer, db: &Path, list: &[Row]) -> rusqlite::Result<Outcome> 
                 // their defaults.
                 Some(there)
                     if SHARED.contains(&r.table.as_str())
-                        || r.cols.iter().all(|(c, v)| there.get(c) == Some(v)) => {}
+                        || r.cols.iter().all(|(c, v)| {
+                            NOT_COMPARED.contains(&(r.table.as_str(), c.as_str()))
+                                || there.get(c) == Some(v)
+                        }) => {}
                 Some(_) => return Ok(Outcome::Taken),
             }
         }

@@ -27,8 +27,9 @@ fn is_ours(name: &str) -> bool {
 
 /// Locks `file` (a temporary file, or a staging folder opened as a file) for as long as it is
 /// open, so [`sweep`] knows it is in use. Where the platform cannot, nothing is locked, and
-/// nothing is swept either.
-pub(crate) fn hold(file: &File) {
+/// nothing is swept either. Whatever else writes a bundle through a `.aspstate-*.partial` of
+/// its own (`asp pull -o`) holds it with this too.
+pub fn hold(file: &File) {
     #[cfg(unix)]
     let _ = file.try_lock();
     #[cfg(not(unix))]

@@ -12,6 +12,7 @@ mod contexts;
 pub mod layers;
 mod layout;
 mod leftovers;
+pub use leftovers::hold as hold_temporary;
 pub mod oci;
 mod part;
 mod projects;
