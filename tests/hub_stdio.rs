@@ -419,6 +419,30 @@ fn the_agents_exit_status_is_said_wherever_its_exit_is() {
     }
 }
 
+/// What the agent writes on stderr is shown as `[agent] …` lines whatever its bytes: a line
+/// that is not UTF-8 is shown with U+FFFD, and the lines after it still are. The hub stopped
+/// reading at such a line and closed the pipe, so the agent's next write to stderr failed
+/// (`EPIPE`; a program that does not ignore `SIGPIPE` dies of it).
+#[test]
+fn the_agents_stderr_is_shown_whatever_its_bytes() {
+    let mut hub = RawHub::start().listen();
+    hub.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}));
+    hub.wait_for(&|v| v["id"] == 1);
+    let mut bad = b"cache at /tmp/caf".to_vec();
+    bad.extend([0xe9, b'\n']);
+    for (id, bytes) in [(2, bad), (3, b"still here\n".to_vec())] {
+        hub.send(json!({"jsonrpc": "2.0", "id": id, "method": "_scripted/stderr", "params": {"bytes": bytes}}));
+        let answer = hub.wait_for(&|v| v["id"] == id);
+        assert_eq!(answer["result"], json!({"written": null}), "{answer}");
+    }
+    let (_, stderr) = hub.ended();
+    assert!(
+        stderr.contains("[agent] cache at /tmp/caf\u{fffd}\n")
+            && stderr.contains("[agent] still here\n"),
+        "{stderr}"
+    );
+}
+
 /// The agent is killed by a signal: the answers and the hub's last words name it.
 #[cfg(unix)]
 #[test]

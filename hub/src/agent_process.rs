@@ -194,13 +194,8 @@ pub(crate) fn spawn(
         ));
     };
 
-    // Its stderr stays visible, marked as the agent's.
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr).lines();
-        while let Some(Ok(line)) = lines.next().await {
-            eprintln!("[agent] {line}");
-        }
-    });
+    // Its stderr stays visible, marked as the agent's, until it closes.
+    let stderr = tokio::spawn(show_stderr(stderr));
 
     let incoming = BufReader::new(stdout).lines().inspect(move |line| {
         if let (true, Ok(line)) = (verbose, line) {
@@ -219,7 +214,7 @@ pub(crate) fn spawn(
 
     let (exit_tx, exit) = watch::channel(None);
     let terminate = Arc::new(Notify::new());
-    tokio::spawn(watch_exit(child, exit_tx, terminate.clone()));
+    tokio::spawn(watch_exit(child, stderr, exit_tx, terminate.clone()));
     let end = AgentEnd { exit, terminate };
     let transport = AgentTransport {
         lines: Lines::new(Box::pin(outgoing), Box::pin(incoming)),
@@ -233,6 +228,7 @@ pub(crate) fn spawn(
 /// child cannot keep the connection open after the agent proper is gone.
 async fn watch_exit(
     mut child: async_process::Child,
+    stderr: tokio::task::JoinHandle<()>,
     exit: watch::Sender<Option<AgentExit>>,
     terminate: Arc<Notify>,
 ) {
@@ -257,6 +253,9 @@ async fn watch_exit(
         }
     };
     drop(group);
+    // Its last words (often why it failed) are shown before its exit is said, unless
+    // something it started keeps its stderr open.
+    let _ = tokio::time::timeout(STDERR_GRACE, stderr).await;
     let exited = match status {
         Ok(status) => AgentExit::of(status, ended_by_hub),
         Err(e) => {
@@ -269,6 +268,42 @@ async fn watch_exit(
         }
     };
     exit.send_replace(Some(exited));
+}
+
+/// How long the agent's stderr is read on after it exited, for its last lines.
+const STDERR_GRACE: Duration = Duration::from_secs(1);
+
+/// The longest line of the agent's stderr shown as one: a longer one is shown in pieces, so
+/// an agent that writes without newlines is not held in memory.
+const STDERR_LINE: usize = 16 * 1024;
+
+/// Shows the agent's stderr as `[agent] …` lines until it closes: bytes that are not UTF-8 as
+/// U+FFFD (stopping at them left the pipe closed, and the agent's next write to it failed).
+async fn show_stderr(stderr: async_process::ChildStderr) {
+    use futures::AsyncReadExt as _;
+    let mut stderr = stderr;
+    let mut chunk = vec![0u8; 8 * 1024];
+    let mut line: Vec<u8> = Vec::new();
+    let show = |line: &mut Vec<u8>| {
+        let text = String::from_utf8_lossy(line);
+        eprintln!("[agent] {}", text.trim_end_matches(['\n', '\r']));
+        line.clear();
+    };
+    loop {
+        let n = match stderr.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        for &b in &chunk[..n] {
+            line.push(b);
+            if b == b'\n' || line.len() >= STDERR_LINE {
+                show(&mut line);
+            }
+        }
+    }
+    if !line.is_empty() {
+        show(&mut line);
+    }
 }
 
 /// Kills the agent's process group when dropped.

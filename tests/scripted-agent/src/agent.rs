@@ -397,6 +397,19 @@ fn request(
             responder.respond(json!({"events": g.events, "received": g.received}))
         }
         "_scripted/echo" => responder.respond(params),
+        "_scripted/stderr" => {
+            // Bytes written to stderr as they are (not UTF-8 if so given); what the write
+            // gave is the answer.
+            let bytes: Vec<u8> = params["bytes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+                .collect();
+            let written = std::io::Write::write_all(&mut std::io::stderr(), &bytes)
+                .and_then(|()| std::io::Write::flush(&mut std::io::stderr()));
+            responder.respond(json!({"written": written.map_err(|e| e.to_string()).err()}))
+        }
         "_scripted/pid" => responder.respond(json!({"pid": std::process::id()})),
         "_scripted/hold" => {
             let key = params["key"].as_str().unwrap_or_default().to_owned();

@@ -39,6 +39,8 @@
 //! - `_scripted/log` (request): `{"events": [...], "received": [{"method", "params"}]}`,
 //!   what the agent saw, in order.
 //! - `_scripted/echo` (request): answers its params unchanged.
+//! - `_scripted/stderr {"bytes": [..]}` (request): writes the bytes to stderr as they are;
+//!   answered `{"written": null}`, or the write's error.
 //! - `_scripted/hold {"key"}` (request): answered `{"released": KEY}` when the notification
 //!   `_scripted/release {"key": KEY}` arrives, and not before: a request the agent has in
 //!   hand for as long as a test wants.
