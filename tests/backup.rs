@@ -122,6 +122,21 @@ fn rot(path: &Path, at: isize) -> Vec<u8> {
     bytes
 }
 
+/// Flips a byte of the content manifest (`vnd.asp.snapshot.content`, the snapshot manifest's
+/// subject) of the snapshot a backup made (its `--json` outcome): the snapshot can no longer
+/// be read, while its layers are sound.
+fn rot_content_manifest(repo: &Path, backed_up: &Value) {
+    let s = backed_up["snapshot"]["digest"].as_str().unwrap();
+    let manifest: Value =
+        serde_json::from_slice(&fs::read(repo.join("blobs/sha256").join(&s[7..])).unwrap())
+            .unwrap();
+    let content = manifest["annotations"]["vnd.asp.snapshot.content"]
+        .as_str()
+        .unwrap();
+    assert_eq!(manifest["subject"]["digest"], content);
+    rot(&repo.join("blobs/sha256").join(&content[7..]), 40);
+}
+
 /// [`rot`] in the middle of the repository's largest blob: its path and damaged bytes.
 fn rot_largest_blob(repo: &Path) -> (PathBuf, Vec<u8>) {
     let big = largest_blob(repo);
@@ -530,15 +545,7 @@ fn a_restore_passes_over_a_damaged_newest_snapshot() {
     let short = |o: &Value| o["snapshot"]["digest"].as_str().unwrap()[7..15].to_owned();
     let (s1, s2) = (short(&first), short(&second));
     // The second snapshot's content manifest (vnd.asp.snapshot.content), a byte flipped.
-    let s = second["snapshot"]["digest"].as_str().unwrap();
-    let manifest: Value =
-        serde_json::from_slice(&fs::read(repo.join("blobs/sha256").join(&s[7..])).unwrap())
-            .unwrap();
-    let content = manifest["annotations"]["vnd.asp.snapshot.content"]
-        .as_str()
-        .unwrap();
-    assert_eq!(manifest["subject"]["digest"], content);
-    rot(&repo.join("blobs/sha256").join(&content[7..]), 40);
+    rot_content_manifest(&repo, &second);
     assert_eq!(sessions_run(&repo).status.code(), Some(4), "as documented");
 
     let to = t.path().join("restored");
@@ -680,14 +687,7 @@ fn a_push_of_latest_names_the_newest_readable_snapshot_when_the_newest_is_damage
     fs::write(home.join(".claude/CLAUDE.md"), "# Mine\n\nOne more rule.\n").unwrap();
     let second = backup(&home, &repo);
     let short = |o: &Value| o["snapshot"]["digest"].as_str().unwrap()[7..19].to_owned();
-    let s = second["snapshot"]["digest"].as_str().unwrap();
-    let manifest: Value =
-        serde_json::from_slice(&fs::read(repo.join("blobs/sha256").join(&s[7..])).unwrap())
-            .unwrap();
-    let content = manifest["annotations"]["vnd.asp.snapshot.content"]
-        .as_str()
-        .unwrap();
-    rot(&repo.join("blobs/sha256").join(&content[7..]), 40);
+    rot_content_manifest(&repo, &second);
 
     // Port 9 (discard) on the loopback: nothing is sent, so nothing needs to answer.
     let out = asp()
@@ -724,14 +724,7 @@ fn a_session_restore_says_damage_elsewhere_as_a_note() {
     fs::write(&session, &kept).unwrap();
     set_mtime(&session, Duration::from_secs(3600));
     let q2 = backup(&there, &repo);
-    let s = q2["snapshot"]["digest"].as_str().unwrap();
-    let manifest: Value =
-        serde_json::from_slice(&fs::read(repo.join("blobs/sha256").join(&s[7..])).unwrap())
-            .unwrap();
-    let content = manifest["annotations"]["vnd.asp.snapshot.content"]
-        .as_str()
-        .unwrap();
-    rot(&repo.join("blobs/sha256").join(&content[7..]), 40);
+    rot_content_manifest(&repo, &q2);
     let short = |o: &Value| o["snapshot"]["digest"].as_str().unwrap()[7..15].to_owned();
 
     let one = new_home(t.path().join("one"));
