@@ -278,9 +278,9 @@ fn database(state: &State, home: &Path) -> Option<(String, PathBuf)> {
         .map(|(_, id, db)| (id, db))
 }
 
-/// Changes session `id` in `db` where the harness keeps it (its title), so the carried version
-/// differs from the one there.
-fn diverge_row(db: &Path, id: &str) {
+/// Makes OpenCode's session `id` in `db` another version of the one carried: a message part's
+/// text and the title differ.
+pub(crate) fn diverge_row(db: &Path, id: &str) {
     let c = rusqlite::Connection::open(db).unwrap();
     // The conversation differs (a title alone does not make another version: the harness
     // renames), and the title says which one is there.

@@ -32,8 +32,11 @@ fn change_a_session(home: &Path, harness: &str) {
     if harness == "opencode" {
         // Its sessions are rows of a database: the first session's row changes there.
         let db = home.join(".local/share/opencode/opencode.db");
-        let c = rusqlite::Connection::open(db).unwrap();
-        c.execute("UPDATE session SET title = title || ' (changed)' WHERE id = (SELECT min(id) FROM session)", []).unwrap();
+        let first: String = rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row("SELECT min(id) FROM session", [], |r| r.get(0))
+            .unwrap();
+        crate::contract::diverge_row(&db, &first);
         return;
     }
     let files: Vec<_> = files_under(home)
