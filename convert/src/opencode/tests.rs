@@ -222,6 +222,17 @@ fn a_diverged_session_is_kept_beside_and_found_again() {
     let id = "ses_dcbe208e2ffeMHTQ6GSyj1unVK";
     let db = home.join(layout::DEFAULT_DB);
     let c = rusqlite::Connection::open(&db).unwrap();
+    // Another version: a message's text changed there (a title alone is not one: OpenCode
+    // renames), and the title says which one is there.
+    let parts = c
+        .execute(
+            "UPDATE part SET data = json_set(data, '$.text', json_extract(data, '$.text') || \
+             ' (changed there)') WHERE id = (SELECT id FROM part WHERE session_id = ?1 AND \
+             json_extract(data, '$.type') = 'text' ORDER BY id LIMIT 1)",
+            [id],
+        )
+        .unwrap();
+    assert_eq!(parts, 1);
     c.execute(
         "UPDATE session SET title = 'changed there' WHERE id = ?1",
         [id],
