@@ -605,7 +605,7 @@ fn old_files_force_cannot_remove_are_said_and_the_unpack_succeeds() {
     cmd.arg(&claude)
         .arg("--to-dir")
         .arg(&out)
-        .arg("--force")
+        .args(["--force", "--json"])
         .env("HOME", &scratch)
         .env("TMPDIR", &scratch);
     if let Some(uid) = user {
@@ -632,6 +632,14 @@ fn old_files_force_cannot_remove_are_said_and_the_unpack_succeeds() {
         .collect();
     assert_eq!(leftover.len(), 1, "{said}");
     assert!(said.contains(&leftover[0].display().to_string()), "{said}");
+    // Said to a program too.
+    let answer: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        answer["_meta"]["asp"]["leftover"]
+            .as_str()
+            .is_some_and(|l| l.contains(&leftover[0].display().to_string())),
+        "{answer}"
+    );
     assert!(fs::read_dir(out.join("sessions")).unwrap().next().is_some());
     // So the temporary folder can go.
     fs::set_permissions(

@@ -203,7 +203,8 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
     let mut answer = written.answer;
     damaged.into_answer(&mut answer, "the bundle (asp verify names it)");
     let imported = Imported::new(answer, written.resume, &diagnostics);
-    if let Some(leftover) = written.files.as_ref().and_then(|f| f.leftover.as_ref()) {
+    let leftover = written.files.as_ref().and_then(|f| f.leftover.clone());
+    if let Some(leftover) = &leftover {
         bar.println(format!("note: {leftover}"));
     }
     let target = match (&store, written.files) {
@@ -230,6 +231,10 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
         let mut json = imported.json(args.dry_run);
         if !damaged.is_empty() {
             json["_meta"]["asp"]["damaged"] = serde_json::json!(damaged.blobs);
+        }
+        if let Some(leftover) = leftover {
+            // The old state directory's files that --force could not remove, and where.
+            json["_meta"]["asp"]["leftover"] = serde_json::json!(leftover);
         }
         crate::outln!("{json}");
     } else {
