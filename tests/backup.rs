@@ -702,6 +702,35 @@ fn a_push_of_latest_names_the_newest_readable_snapshot_when_the_newest_is_damage
             && said.contains(&format!("`asp push {} REF` pushes it", &short(&first)[..8])),
         "{said}"
     );
+
+    // A third snapshot whose source records are damaged (it restores, but its record would
+    // lack the configuration they hold) is not pushed either, and the suggestion passes over
+    // the second too.
+    fs::write(home.join(".claude/CLAUDE.md"), "# Mine\n\nA third rule.\n").unwrap();
+    // (It exits 4: it was made from the first, passing over the damaged second.)
+    let made = backup_run(&home, &repo, &["--from", "claude-code", "--json", "-q"]);
+    assert_eq!(made.status.code(), Some(4), "{made:?}");
+    let third = serde_json::from_slice::<Value>(&made.stdout).unwrap()[0].clone();
+    let s = third["snapshot"]["digest"].as_str().unwrap();
+    let manifest: Value =
+        serde_json::from_slice(&fs::read(repo.join("blobs/sha256").join(&s[7..])).unwrap())
+            .unwrap();
+    let records = manifest["layers"][0]["digest"].as_str().unwrap();
+    rot(&repo.join("blobs/sha256").join(&records[7..]), 10);
+    let out = asp()
+        .args(["push", "latest", "127.0.0.1:9/me/state:laptop", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(
+        said.contains(&format!(
+            "snapshot {} cannot be pushed",
+            &short(&third)[..8]
+        )) && said.contains(&format!("`asp push {} REF` pushes it", &short(&first)[..8])),
+        "{said}"
+    );
 }
 
 /// `asp restore --session` says as damage (and exits 4 for) only the snapshots passed over in

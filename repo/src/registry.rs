@@ -32,6 +32,7 @@ use asp_format::blob::BlobSource;
 use asp_format::bundle::Manifest;
 use asp_format::bundle::oci::{ARTIFACT_TYPE, ImageManifest as ContentManifest, LayerRef};
 use asp_format::digest::{Descriptor, Digest, VerifyingReader};
+use asp_format::error::{Classify, ErrorClass};
 use asp_format::name::HarnessName;
 use asp_registry::layout::Layout;
 use asp_registry::manifest::{
@@ -82,20 +83,16 @@ impl SnapshotSource {
         } else {
             repo.find(id)?
         };
-        // Reads and checks the snapshot's documents: a damaged one is not pushed (its record
-        // would not carry the configuration files and gone sessions its source records hold).
-        let snapshot = match Snapshot::load_for_reading(repo, &info) {
-            Err(RepoError::Integrity(said)) if id == "latest" => {
+        let snapshot = match pushable(repo, &info) {
+            Err(e) if id == "latest" && e.class() == ErrorClass::Integrity => {
+                let said = match e {
+                    RepoError::Integrity(said) | RepoError::IndexDiffers(said) => said,
+                    e => e.to_string(),
+                };
                 return Err(RepoError::Integrity(latest_damaged(repo, &info, said)?));
             }
             loaded => loaded?,
         };
-        if let Some(problem) = &snapshot.sources_damage {
-            return Err(RepoError::Integrity(format!(
-                "snapshot {} cannot be pushed: {problem}; `asp check` names the damage",
-                info.short_id()
-            )));
-        }
         let manifest = repo.read_blob(&snapshot.content, Limits::default().max_manifest_bytes)?;
         let record = RecordSource::of(repo, &snapshot)?;
         let credentials = credentials_sent(repo, &snapshot);
@@ -119,7 +116,21 @@ impl SnapshotSource {
     }
 }
 
-/// What stops `asp push latest` when the newest snapshot cannot be read: its damage, and the
+/// The snapshot `info` names, read and checked as a push needs it: its documents (a damaged
+/// one is not pushed), and its source records (its record would not carry the configuration
+/// files and gone sessions they hold).
+fn pushable(repo: &Repository, info: &SnapshotInfo) -> Result<Snapshot, RepoError> {
+    let snapshot = Snapshot::load_for_reading(repo, info)?;
+    if let Some(problem) = &snapshot.sources_damage {
+        return Err(RepoError::Integrity(format!(
+            "snapshot {} cannot be pushed: {problem}; `asp check` names the damage",
+            info.short_id()
+        )));
+    }
+    Ok(snapshot)
+}
+
+/// What stops `asp push latest` when the newest snapshot cannot be pushed ([`pushable`]): its damage, and the
 /// newest of its series that can be, to push by its id. Not pushed in its place, as `asp
 /// restore` and `asp pack --from-repo` pass over it: the tag may already name the damaged one
 /// (pushed before the damage), and would go back to an older state.
@@ -133,11 +144,11 @@ fn latest_damaged(
         &repo.snapshots()?,
         &newest.harness,
         &newest.home,
-        Snapshot::load_for_reading,
+        pushable,
     )?;
     Ok(match readable {
         Some(s) => format!(
-            "{said}. The newest snapshot of {} in {} that can be read is {} ({}): `asp push {} \
+            "{said}. The newest snapshot of {} in {} that can be pushed is {} ({}): `asp push {} \
              REF` pushes it (not done in place of `latest`: the tag could go back to an older \
              state than it names now)",
             newest.harness,
@@ -147,7 +158,7 @@ fn latest_damaged(
             s.info.short_id()
         ),
         None => format!(
-            "{said}. No snapshot of {} in {} can be read",
+            "{said}. No snapshot of {} in {} can be pushed",
             newest.harness, newest.home
         ),
     })
