@@ -2865,19 +2865,24 @@ fn a_read_only_repository_is_read_and_said_not_writable() {
         }
     };
     let os = |s: &'static str| std::ffi::OsStr::new(s);
-    let restored = scratch.join("restored");
-    fs::create_dir_all(&restored).unwrap();
-    if let Some(uid) = user {
-        std::os::unix::fs::chown(&restored, Some(uid), Some(uid)).unwrap();
-    }
-    let Some(out) = run(&[
-        os("restore"),
-        os("-q"),
-        os("--to"),
-        os("claude-code"),
-        os("--home"),
-        restored.as_os_str(),
-    ]) else {
+    // `asp restore --to claude-code` into a new home of the user asp runs as.
+    let restore_into = |name: &str| -> (PathBuf, Option<std::process::Output>) {
+        let to = scratch.join(name);
+        fs::create_dir_all(&to).unwrap();
+        if let Some(uid) = user {
+            std::os::unix::fs::chown(&to, Some(uid), Some(uid)).unwrap();
+        }
+        let out = run(&[
+            os("restore"),
+            os("-q"),
+            os("--to"),
+            os("claude-code"),
+            os("--home"),
+            to.as_os_str(),
+        ]);
+        (to, out)
+    };
+    let (restored, Some(out)) = restore_into("restored") else {
         return;
     };
     let said = String::from_utf8_lossy(&out.stderr);
@@ -2932,20 +2937,8 @@ fn a_read_only_repository_is_read_and_said_not_writable() {
     read_only_tree(&repo, true);
     fs::remove_dir_all(repo.join("locks")).unwrap();
     read_only_tree(&repo, false);
-    let again = scratch.join("again");
-    fs::create_dir_all(&again).unwrap();
-    if let Some(uid) = user {
-        std::os::unix::fs::chown(&again, Some(uid), Some(uid)).unwrap();
-    }
-    let out = run(&[
-        os("restore"),
-        os("-q"),
-        os("--to"),
-        os("claude-code"),
-        os("--home"),
-        again.as_os_str(),
-    ])
-    .unwrap();
+    let (again, out) = restore_into("again");
+    let out = out.unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{said}");
     assert!(said.contains("is read without a lock"), "{said}");
@@ -2963,20 +2956,8 @@ fn a_read_only_repository_is_read_and_said_not_writable() {
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(repo.join("locks/repo"), fs::Permissions::from_mode(0o000)).unwrap();
     }
-    let third = scratch.join("third");
-    fs::create_dir_all(&third).unwrap();
-    if let Some(uid) = user {
-        std::os::unix::fs::chown(&third, Some(uid), Some(uid)).unwrap();
-    }
-    let out = run(&[
-        os("restore"),
-        os("-q"),
-        os("--to"),
-        os("claude-code"),
-        os("--home"),
-        third.as_os_str(),
-    ])
-    .unwrap();
+    let (third, out) = restore_into("third");
+    let out = out.unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{said}");
     assert!(
