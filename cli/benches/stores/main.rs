@@ -4,7 +4,9 @@
 //! - `--harness claude-code` (default), `codex` or `gemini`: whose homes to generate and pack;
 //! - `--sizes 64M,256M,1G` (default): which stores to build and measure;
 //! - `--runs N` (default 3): runs per tool; the median is shown;
-//! - `--keep`: keep the bundles and archives next to the stores.
+//! - `--keep`: keep the bundles and archives next to the stores;
+//! - `--one` (Claude Code): each size is one session of that size (and its subagents), not a
+//!   home of many: what a pack holds in memory whatever the size of a session.
 //!
 //! Each store is a Claude Code home made by [`claude::generate`], a Codex home made by
 //! [`codex::generate`] or a Gemini CLI home made by [`gemini::generate`] (deterministic),
@@ -153,10 +155,29 @@ struct Store {
     sessions: usize,
 }
 
-fn build(root: &Path, harness: &'static Harness, label: &str, total: u64) -> Store {
+fn build(root: &Path, harness: &'static Harness, label: &str, total: u64, one: bool) -> Store {
+    let (label, generate, generator) = match one {
+        false => (
+            label.to_owned(),
+            harness.generate,
+            harness.generator.to_owned(),
+        ),
+        true => {
+            assert_eq!(
+                harness.name, "claude-code",
+                "--one makes Claude Code homes only"
+            );
+            let generate: fn(&Path, u64, u64) -> claude::Summary = claude::generate_one;
+            (
+                format!("one-{label}"),
+                generate,
+                format!("{}-one", harness.generator),
+            )
+        }
+    };
     let home = root.join(format!("{}-{label}", harness.prefix));
     let marker = home.join(".generated");
-    let want = format!("{} {total}", harness.generator);
+    let want = format!("{generator} {total}");
     if fs::read_to_string(&marker)
         .ok()
         .as_deref()
@@ -171,7 +192,7 @@ fn build(root: &Path, harness: &'static Harness, label: &str, total: u64) -> Sto
             harness.name,
             home.display()
         );
-        let s = (harness.generate)(&home, total, 0x5eed_0000 ^ total);
+        let s = generate(&home, total, 0x5eed_0000 ^ total);
         fs::write(
             &marker,
             format!(
@@ -184,13 +205,17 @@ fn build(root: &Path, harness: &'static Harness, label: &str, total: u64) -> Sto
     }
     let text = fs::read_to_string(&marker).expect("marker");
     let mut lines = text.lines().skip(1);
-    let _session = lines.next().expect("session line");
+    let sample = lines.next().expect("session line").to_owned();
     let sessions = lines.next().and_then(|l| l.parse().ok()).unwrap_or(0);
     Store {
         harness,
-        label: label.to_owned(),
+        label,
         bytes: du(&home.join(harness.dot_dir)),
-        session: (harness.typical)(&home),
+        // A home of one session: that one.
+        session: match one {
+            true => sample,
+            false => (harness.typical)(&home),
+        },
         home,
         sessions,
     }
@@ -603,6 +628,7 @@ fn main() {
     let harness = Harness::parse(value("--harness").as_deref().unwrap_or("claude-code"));
     let runs: usize = value("--runs").and_then(|r| r.parse().ok()).unwrap_or(3);
     let keep = args.iter().any(|a| a == "--keep");
+    let one = args.iter().any(|a| a == "--one");
     let restic = harness.name == "claude-code"
         && std::env::var("ASP_BENCH_RESTIC").as_deref() == Ok("1")
         && Command::new("restic").arg("version").output().is_ok();
@@ -611,7 +637,7 @@ fn main() {
     let out = root.join("out");
     let stores: Vec<Store> = sizes
         .split(',')
-        .map(|s| build(&root, harness, s, parse_size(s)))
+        .map(|s| build(&root, harness, s, parse_size(s), one))
         .collect();
     if args.iter().any(|a| a == "--generate-only") {
         for s in &stores {

@@ -58,6 +58,25 @@ pub(crate) fn with<'d, R>(bytes: usize, f: impl FnOnce(&mut CCtx<'d>) -> R) -> R
     f(lent.cctx.as_mut().expect("lent until dropped"))
 }
 
+/// Lets go of this thread's kept context, if any. A thread that compresses only now and then
+/// (a converter's, which compresses the windows of a large transcript's stream itself) should
+/// not hold a context's megabytes of tables from one such stream to the next, while it reads
+/// the hundreds of sessions in between.
+pub(crate) fn release() {
+    let _ = KEPT.try_with(|k| k.borrow_mut().take());
+}
+
+/// Calls [`release`] when dropped, on the thread that drops it: held by what compresses now
+/// and then on a thread that is not a compression worker.
+#[derive(Debug, Default)]
+pub(crate) struct ReleaseOnDrop;
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        release();
+    }
+}
+
 /// A context lent to one use: reset and kept when the use ends, even by a panic.
 struct Lent<'d> {
     cctx: Option<CCtx<'d>>,

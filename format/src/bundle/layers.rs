@@ -427,11 +427,26 @@ pub fn compress(src: &[u8], dict: Option<&[u8]>, level: i32) -> io::Result<Vec<u
 /// One frame of `src` against `dict` as [`compress`] makes it, always a frame (a windowed
 /// layer's frames cannot fall back to the body's bytes, spec §4.2).
 pub(crate) fn compress_frame(src: &[u8], dict: &[u8], level: i32) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    compress_frame_into(src, dict, level, &mut out)?;
+    Ok(out)
+}
+
+/// [`compress_frame`] into `out` (its bytes replaced), which keeps its room for the next
+/// frame: a frame of a windowed layer needs room for 4 MiB, above the binaries' mmap
+/// threshold, so a new buffer each time was mapped and unmapped each time.
+pub(crate) fn compress_frame_into(
+    src: &[u8],
+    dict: &[u8],
+    level: i32,
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
     with_context(level, dict.len() + src.len(), |cctx| {
         against_prefix(cctx, dict, src.len(), level)?;
-        let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(src.len()));
-        cctx.compress2(&mut out, src).map_err(zstd_err)?;
-        Ok(out)
+        out.clear();
+        out.reserve(zstd::zstd_safe::compress_bound(src.len()));
+        cctx.compress2(out, src).map_err(zstd_err)?;
+        Ok(())
     })
 }
 
@@ -469,6 +484,25 @@ pub fn compress_streamed(
     dict: Option<&CDict<'_>>,
     level: i32,
 ) -> io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(usize::try_from(len / 8).unwrap_or(0));
+    compress_streamed_into(src, len, dict, level, &mut out)?;
+    Ok(out)
+}
+
+/// How much of a frame [`compress_streamed_into`] holds before it hands it on.
+const STREAMED_OUT: usize = 1 << 17;
+
+/// [`compress_streamed`], handing the frame to `out` as it is made, [`STREAMED_OUT`] bytes at
+/// a time: a body of hundreds of megabytes is held as neither body nor layer (its layer of
+/// tens of megabytes was held whole, in a buffer grown by doubling). The bytes are those of
+/// [`compress_streamed`]: zstd's frame does not depend on how much room its output has.
+pub fn compress_streamed_into(
+    src: &mut dyn Read,
+    len: u64,
+    dict: Option<&CDict<'_>>,
+    level: i32,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     use zstd::zstd_safe::zstd_sys::ZSTD_EndDirective;
     use zstd::zstd_safe::{CCtx, CParameter, InBuffer, OutBuffer};
     // A context of its own, not the thread's ([`contexts`]): these bodies are few, and their
@@ -486,7 +520,7 @@ pub fn compress_streamed(
         cctx.ref_cdict(d).map_err(zstd_err)?;
     }
     cctx.set_pledged_src_size(Some(len)).map_err(zstd_err)?;
-    let mut out: Vec<u8> = Vec::with_capacity(size / 8);
+    let mut held: Vec<u8> = Vec::with_capacity(STREAMED_OUT);
     let mut chunk = vec![0u8; STREAMED_CHUNK];
     let mut read = 0u64;
     loop {
@@ -513,12 +547,12 @@ pub fn compress_streamed(
         };
         let mut input = InBuffer::around(&chunk[..n]);
         loop {
-            out.reserve(1 << 16);
-            let pos = out.len();
-            let mut output = OutBuffer::around_pos(&mut out, pos);
+            held.clear();
+            let mut output = OutBuffer::around(&mut held);
             let left = cctx
                 .compress_stream2(&mut output, &mut input, directive)
                 .map_err(zstd_err)?;
+            out.write_all(&held)?;
             let done = match end {
                 true => left == 0,
                 false => input.pos() == n,
@@ -536,7 +570,7 @@ pub fn compress_streamed(
             "the body holds {read} bytes, not the {len} it was written with"
         )));
     }
-    Ok(out)
+    Ok(())
 }
 
 /// A body's dictionary when it is compressed: the bytes of a body it derives from, used as a
@@ -1071,6 +1105,92 @@ fn stage(
     })
 }
 
+/// A layer being made in a file of its own (a large body's, compressed as it streams), then
+/// copied into the staging file: its size is known only at the end, and the staging file is
+/// appended to by every worker.
+struct Unstaged {
+    file: tempfile::NamedTempFile,
+    writer: BufWriter<File>,
+    /// Bytes written so far.
+    len: u64,
+}
+
+impl Unstaged {
+    fn new(shared: &Shared) -> io::Result<Self> {
+        let file = tempfile::NamedTempFile::new_in(&shared.dir)?;
+        let writer = BufWriter::with_capacity(256 * 1024, file.reopen()?);
+        Ok(Unstaged {
+            file,
+            writer,
+            len: 0,
+        })
+    }
+
+    /// Its bytes, read back (for the rare layer that turns out no smaller than its body).
+    fn read(mut self) -> io::Result<Vec<u8>> {
+        self.writer.flush()?;
+        std::fs::read(self.file.path())
+    }
+
+    fn stage(
+        mut self,
+        shared: &Shared,
+        encoding: Encoding,
+        dictionary: Option<Digest>,
+    ) -> Result<Stored, BlobError> {
+        self.writer.flush().map_err(BlobError::Other)?;
+        stage_file(shared, self.file.as_file(), self.len, encoding, dictionary)
+    }
+}
+
+impl Write for Unstaged {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.writer.write(buf)?;
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.writer.flush()
+    }
+}
+
+/// [`stage`] of the `len` bytes of `file`, copied a piece at a time.
+fn stage_file(
+    shared: &Shared,
+    file: &File,
+    len: u64,
+    encoding: Encoding,
+    dictionary: Option<Digest>,
+) -> Result<Stored, BlobError> {
+    let offset = {
+        let mut st = shared.lock();
+        let o = st.next_offset;
+        st.next_offset += len;
+        o
+    };
+    let mut hasher = Hasher::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut done = 0u64;
+    while done < len {
+        let want = buf
+            .len()
+            .min(usize::try_from(len - done).unwrap_or(usize::MAX));
+        read_exact_at(file, &mut buf[..want], done).map_err(BlobError::Other)?;
+        hasher.update(&buf[..want]);
+        write_all_at(&shared.staging, &buf[..want], offset + done).map_err(BlobError::Other)?;
+        done += want as u64;
+    }
+    Ok(Stored {
+        loc: Loc::Staging(offset),
+        layer: hasher.finish(),
+        encoding,
+        dictionary,
+        tried: dictionary,
+        prepared: false,
+    })
+}
+
 /// The bytes of a stored layer.
 fn read_layer(shared: &Shared, stored: &Stored) -> io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(usize::try_from(stored.layer.size).unwrap_or(0));
@@ -1257,18 +1377,18 @@ fn compress_file_and_stage(
         None => None,
     };
     let mut reader = io::BufReader::new(File::open(file.path()).map_err(BlobError::Other)?);
-    let out = compress_streamed(
+    let mut out = Unstaged::new(shared).map_err(BlobError::Other)?;
+    compress_streamed_into(
         &mut reader,
         size,
         prepared_dict.as_deref(),
         shared.opts.level,
+        &mut out,
     )
     .map_err(BlobError::Other)?;
-    let mut stored = if (out.len() as u64) < size {
-        stage(shared, &[], Some(&out), Encoding::Zstd, dictionary)?
-    } else {
-        let body = std::fs::read(file.path()).map_err(BlobError::Other)?;
-        stage(shared, &body, None, Encoding::Identity, None)?
+    let mut stored = match out.len < size {
+        true => out.stage(shared, Encoding::Zstd, dictionary)?,
+        false => stage_file(shared, file.as_file(), size, Encoding::Identity, None)?,
     };
     stored.tried = dictionary;
     stored.prepared = dictionary.is_some();
@@ -1279,6 +1399,9 @@ fn compress_file_and_stage(
 struct LayerWriter<'a> {
     store: &'a LayerStore,
     hint: Option<Digest>,
+    /// Whether it is compressed without a body it derives from: written without a hint, or
+    /// derived from a body over [`SPILL`], which serves as no dictionary.
+    alone: bool,
     /// The predicted dictionary of the project whose transcript this is.
     project: Option<Digest>,
     /// Whether it is a transcript ([`BlobSink::begin_transcript`]).
@@ -1312,11 +1435,17 @@ struct Streamed {
     bytes: Source,
     /// A window read from a file base.
     window: Vec<u8>,
-    /// The frames so far, and how many bytes of the body they hold.
-    frames: Vec<u8>,
+    /// The frame being made, its room kept from one frame to the next.
+    frame: Vec<u8>,
+    /// The frames so far, in a file (a stream of hundreds of megabytes has tens of megabytes
+    /// of them), and how many bytes of the body they hold.
+    frames: Unstaged,
     done: usize,
     /// The body's first bytes, to tell whether it could serve as a dictionary.
     first: Vec<u8>,
+    /// The converter's thread compresses the frames itself: the context it keeps for them
+    /// goes with the stream.
+    _context: contexts::ReleaseOnDrop,
 }
 
 impl Streamed {
@@ -1334,8 +1463,8 @@ impl Streamed {
                 &self.window[..]
             }
         };
-        self.frames
-            .extend_from_slice(&compress_frame(body, window, level)?);
+        compress_frame_into(body, window, level, &mut self.frame)?;
+        self.frames.write_all(&self.frame)?;
         self.done += body.len();
         Ok(())
     }
@@ -1439,23 +1568,36 @@ impl Write for LayerWriter<'_> {
             }
             return Ok(data.len());
         }
+        if self.spill.is_none() && self.raw.is_none() {
+            // To a file or a spill before the buffer would grow past its room (growing, it
+            // doubles: a transcript's buffer of 8 MiB took 16 MiB for the write that made it
+            // go to a file), so the body goes there when it is larger than the room.
+            let to_file = self.alone && self.store.shared.opts.encoding == Encoding::Zstd;
+            let room = match to_file {
+                true => WINDOWED_BASE,
+                false => SPILL,
+            };
+            if (self.buf.len() + data.len()) as u64 <= room {
+                self.buf.extend_from_slice(data);
+                return Ok(data.len());
+            }
+            match to_file {
+                true => self.start_raw()?,
+                false => self.start_spill()?,
+            }
+        }
         if let Some(s) = &mut self.spill {
             match &mut s.out {
                 SpillOut::Zstd(e) => e.write_all(data)?,
                 SpillOut::Raw(w) => w.write_all(data)?,
             }
-            return Ok(data.len());
-        }
-        if let Some(r) = &mut self.raw {
+        } else if let Some(r) = &mut self.raw {
+            let n = DICT_MAGIC
+                .len()
+                .saturating_sub(r.first.len())
+                .min(data.len());
+            r.first.extend_from_slice(&data[..n]);
             r.out.write_all(data)?;
-            return Ok(data.len());
-        }
-        self.buf.extend_from_slice(data);
-        let large = self.buf.len() as u64 > WINDOWED_BASE;
-        if large && self.hint.is_none() && self.store.shared.opts.encoding == Encoding::Zstd {
-            self.start_raw()?;
-        } else if self.buf.len() as u64 > SPILL {
-            self.start_spill()?;
         }
         Ok(data.len())
     }
@@ -1495,7 +1637,7 @@ impl LayerWriter<'_> {
             return Err(BlobError::Other(io::Error::new(*kind, e.clone())));
         }
         if let Some(e) = st.blobs.get_mut(&blob.digest) {
-            e.hints.insert(None);
+            e.hints.insert(self.hint);
             return Ok(());
         }
         let dictionary = self
@@ -1505,7 +1647,7 @@ impl LayerWriter<'_> {
             blob.digest,
             Entry {
                 size: blob.size,
-                hints: BTreeSet::from([None]),
+                hints: BTreeSet::from([self.hint]),
                 stored: None,
                 spilled: too_large,
                 dict_ok: !too_large && !first.starts_with(&DICT_MAGIC),
@@ -1696,9 +1838,16 @@ impl LayerWriter<'_> {
                 .frame(&buf, shared.opts.level)
                 .map_err(BlobError::Other)?;
         }
+        let Streamed {
+            base,
+            bytes,
+            frames,
+            first,
+            ..
+        } = streamed;
         let known = |st: &mut St| match st.blobs.get_mut(&blob.digest) {
             Some(e) => {
-                e.hints.insert(Some(streamed.base));
+                e.hints.insert(Some(base));
                 true
             }
             None => false,
@@ -1712,19 +1861,13 @@ impl LayerWriter<'_> {
                 return Ok(None);
             }
         }
-        if streamed.frames.len() as u64 >= blob.size {
-            let base = streamed.bytes.whole().map_err(BlobError::Other)?;
-            let body = windows::decompress(&streamed.frames, &base, blob.size)
-                .map_err(BlobError::Other)?;
+        if frames.len >= blob.size {
+            let whole = bytes.whole().map_err(BlobError::Other)?;
+            let frames = frames.read().map_err(BlobError::Other)?;
+            let body = windows::decompress(&frames, &whole, blob.size).map_err(BlobError::Other)?;
             return Ok(Some(body));
         }
-        let stored = stage(
-            shared,
-            &[],
-            Some(&streamed.frames),
-            Encoding::ZstdWindows,
-            Some(streamed.base),
-        )?;
+        let stored = frames.stage(shared, Encoding::ZstdWindows, Some(base))?;
         let mut st = shared.lock();
         if let Some(p) = self.pinned.take() {
             st.unpin(&p);
@@ -1734,17 +1877,17 @@ impl LayerWriter<'_> {
                 blob.digest,
                 Entry {
                     size: blob.size,
-                    hints: BTreeSet::from([Some(streamed.base)]),
+                    hints: BTreeSet::from([Some(base)]),
                     stored: Some(stored),
                     spilled: false,
-                    dict_ok: !streamed.first.starts_with(&DICT_MAGIC),
+                    dict_ok: !first.starts_with(&DICT_MAGIC),
                     pending: None,
                     heads: Heads::default(),
                     raw: None,
                 },
             );
         }
-        if let (Source::File(..), Some(e)) = (&streamed.bytes, st.blobs.get_mut(&streamed.base)) {
+        if let (Source::File(..), Some(e)) = (&bytes, st.blobs.get_mut(&base)) {
             // Its stream is written: the file goes once no other writer reads it.
             e.raw = None;
         }
@@ -1764,10 +1907,18 @@ impl LayerStore {
         transcript: bool,
         expected: u64,
     ) -> Result<Box<dyn BlobWrite + '_>, BlobError> {
-        // A body written without a hint goes to a file past [`WINDOWED_BASE`].
-        let most = match hint {
-            None => WINDOWED_BASE + 1,
-            Some(_) => SPILL,
+        // A body derived from one too large to serve as a dictionary (over [`SPILL`]) is
+        // compressed alone, as a body written without a hint; such a body goes to a file past
+        // [`WINDOWED_BASE`], and a worker compresses it as it streams. (Kept in memory up to
+        // [`SPILL`] instead, the stream of a transcript of 150 MB took 64 MiB, in a buffer
+        // that doubled to 128 MiB before it spilled.)
+        let alone = match hint {
+            None => true,
+            Some(h) => self.shared.lock().blobs.get(&h).is_some_and(|e| e.spilled),
+        };
+        let most = match alone {
+            true => WINDOWED_BASE + 1,
+            false => SPILL,
         };
         let mut room = usize::try_from(expected.min(most)).unwrap_or(0);
         let eligible = |st: &St, h: &Digest| {
@@ -1797,14 +1948,19 @@ impl LayerStore {
                     (None, Some(f)) => Source::File(f, size),
                     (None, None) => Source::Memory(body_of(&self.shared, &base)?),
                 };
-                bytes.clear().map_err(BlobError::Other)?.then(|| Streamed {
-                    base,
-                    bytes,
-                    window: Vec::new(),
-                    frames: Vec::new(),
-                    done: 0,
-                    first: Vec::new(),
-                })
+                match bytes.clear().map_err(BlobError::Other)? {
+                    false => None,
+                    true => Some(Streamed {
+                        base,
+                        bytes,
+                        window: Vec::new(),
+                        frame: Vec::new(),
+                        frames: Unstaged::new(&self.shared).map_err(BlobError::Other)?,
+                        done: 0,
+                        first: Vec::new(),
+                        _context: contexts::ReleaseOnDrop,
+                    }),
+                }
             }
         };
         if windows.is_some() {
@@ -1813,6 +1969,7 @@ impl LayerStore {
         Ok(Box::new(LayerWriter {
             store: self,
             hint,
+            alone,
             project,
             transcript,
             heads: Heads::default(),
@@ -1907,18 +2064,50 @@ mod tests {
             );
         }
         let big = store.put(&transcript).unwrap();
-        // A stream derived from it, also over SPILL: spilled as it is written.
+        // A stream derived from it, also over SPILL: it cannot be compressed against a body
+        // that serves as no dictionary, so it goes to a file as it is written, as a body
+        // without a hint does, and a worker compresses it alone as it streams.
         let mut w = store.begin_derived(&big).unwrap();
         w.write_all(&transcript).unwrap();
         w.write_all(b"one more line\n").unwrap();
         let stream = w.finish().unwrap();
+        // And one under SPILL (the stream of a transcript can be smaller than it).
+        let mut w = store.begin_derived(&big).unwrap();
+        w.write_all(&transcript[..WINDOWED_BASE as usize * 2])
+            .unwrap();
+        let smaller = w.finish().unwrap();
+        {
+            let st = store.shared.lock();
+            for d in [big, stream, smaller] {
+                let e = &st.blobs[&d.digest];
+                assert!(e.raw.is_some(), "{d:?} went to a file as it was written");
+            }
+            assert!(
+                !plain_candidate(&st, &stream.digest),
+                "a stream serves as no dictionary"
+            );
+            assert!(
+                !plain_candidate(&st, &smaller.digest),
+                "a stream serves as no dictionary"
+            );
+        }
         let layers = store.finish().unwrap();
-        for d in [big, stream] {
+        let mut body = transcript.clone();
+        body.extend_from_slice(b"one more line\n");
+        for (d, bytes) in [
+            (big, &transcript[..]),
+            (stream, &body[..]),
+            (smaller, &transcript[..WINDOWED_BASE as usize * 2]),
+        ] {
             let staged = &layers.blobs[&d.digest];
             let mut out = Vec::new();
             let copied = layers.copy_to(staged, &mut out).unwrap();
             assert_eq!(copied, staged.layer.size);
             assert_eq!(Digest::of(&out), staged.layer.layer, "{d:?}");
+            assert_eq!(staged.layer.encoding, Encoding::Zstd, "{d:?}");
+            assert_eq!(staged.layer.dictionary, None, "{d:?}");
+            assert!(out.len() < bytes.len(), "{d:?}");
+            assert!(decompress(&out, None, d.size).unwrap() == bytes, "{d:?}");
         }
         drop(layers);
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
@@ -1927,6 +2116,39 @@ mod tests {
             "the staging directory goes with the layers"
         );
     }
+    /// A body larger than its writer's room goes to a file before the write that would grow
+    /// the buffer past it, and is still known by its first bytes when that write is all of
+    /// it: one that starts with zstd's dictionary magic serves as no dictionary.
+    #[test]
+    fn a_body_written_at_once_past_its_room_is_known_by_its_first_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LayerStore::new_in(dir.path(), LayerOptions::default()).unwrap();
+        let mut body = DICT_MAGIC.to_vec();
+        body.extend((0..WINDOWED_BASE + 100).map(|i| (i * 7 % 251) as u8));
+        let mut w = store.begin().unwrap();
+        w.write_all(&body).unwrap();
+        let magic = w.finish().unwrap();
+        body[0] = b'{';
+        let mut w = store.begin().unwrap();
+        w.write_all(&body).unwrap();
+        let plain = w.finish().unwrap();
+        {
+            let st = store.shared.lock();
+            assert!(st.blobs[&magic.digest].raw.is_some());
+            assert!(!plain_candidate(&st, &magic.digest));
+            assert!(plain_candidate(&st, &plain.digest));
+        }
+        let layers = store.finish().unwrap();
+        for d in [magic, plain] {
+            let mut out = Vec::new();
+            layers.copy_to(&layers.blobs[&d.digest], &mut out).unwrap();
+            assert_eq!(
+                Digest::of(&decompress(&out, None, d.size).unwrap()),
+                d.digest
+            );
+        }
+    }
+
     use crate::bundle::{Bundle, Options2, PROJECT_DICTIONARY, write_layers_file};
     use crate::progress::Quiet;
     use crate::state::{FileEntry, Native, Session, State};
