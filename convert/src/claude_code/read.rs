@@ -137,7 +137,7 @@ pub fn read_session(
         let Some(agent) = r.agent_id() else {
             return;
         };
-        let tool = r.blocks().iter().find_map(|b| b.str("tool_use_id"));
+        let tool = r.tool_blocks().iter().find_map(|b| b.str("tool_use_id"));
         if let Some(t) = tool {
             agent_tool.insert(agent.to_owned(), t.to_owned());
         }

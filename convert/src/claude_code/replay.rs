@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::calls::{self, image_block};
 use super::line::{self, Block, Carried, Content, Line};
-use super::transcript::{Chain, Record, str_at};
+use super::transcript::{Chain, Record, TOOL_CALLS, str_at};
 use crate::error::ConvertError;
 use crate::kit::acp::{
     self, Chunk, PlanEntry, PlanStatus, Priority, ToolFields, ToolStatus, Update,
@@ -80,11 +80,9 @@ pub struct Source<'a> {
 
 /// Adds the tool calls of one record to a `tool_use` id → tool name map.
 pub fn note_tool_names(r: &Record, names: &mut HashMap<String, String>) {
-    for b in r.blocks() {
-        if matches!(
-            b.str("type"),
-            Some("tool_use" | "server_tool_use" | "mcp_tool_use")
-        ) && let (Some(id), Some(name)) = (b.str("id"), b.str("name"))
+    for b in r.tool_blocks() {
+        if b.str("type").is_some_and(|t| TOOL_CALLS.contains(&t))
+            && let (Some(id), Some(name)) = (b.str("id"), b.str("name"))
         {
             names.insert(id.to_owned(), name.to_owned());
         }

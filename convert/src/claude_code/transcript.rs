@@ -44,11 +44,14 @@ pub struct Skeleton {
     message: Option<Box<MessageSkeleton>>,
 }
 
-/// A kept member's value: a string (nearly every member is one) as its text, anything else
-/// whole. A third of the size of a `Value`.
+/// A kept member's value: a string (nearly every member is one) as its text, a flag or `null`
+/// as itself, anything else whole. A third of the size of a `Value`, and a flag (every line's
+/// `isSidechain`) allocates nothing.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kept {
     Str(Box<str>),
+    Bool(bool),
+    Null,
     Other(Box<Value>),
 }
 
@@ -56,6 +59,8 @@ impl From<Value> for Kept {
     fn from(v: Value) -> Kept {
         match v {
             Value::String(s) => Kept::Str(s.into_boxed_str()),
+            Value::Bool(b) => Kept::Bool(b),
+            Value::Null => Kept::Null,
             other => Kept::Other(Box::new(other)),
         }
     }
@@ -69,19 +74,19 @@ impl Kept {
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Kept::Str(s) => Some(s),
-            Kept::Other(_) => None,
+            _ => None,
         }
     }
 
     pub fn as_bool(&self) -> Option<bool> {
         match self {
-            Kept::Other(v) => v.as_bool(),
-            Kept::Str(_) => None,
+            Kept::Bool(b) => Some(*b),
+            _ => None,
         }
     }
 
     pub fn is_null(&self) -> bool {
-        matches!(self, Kept::Other(v) if v.is_null())
+        matches!(self, Kept::Null)
     }
 }
 
@@ -89,17 +94,31 @@ impl Kept {
 #[derive(Debug, Clone, PartialEq, Default)]
 struct MessageSkeleton {
     id: Option<Kept>,
-    /// `content`, when it is an array.
-    blocks: Option<Vec<Block>>,
+    /// `content`'s blocks that tie a tool call to its name or its result
+    /// ([`Block::ties_a_tool`]), when it is an array.
+    blocks: Option<Box<[Block]>>,
 }
 
 /// [`BLOCK_KEYS`]' members of one content block (none for a block that is not an object).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Block([Option<Kept>; BLOCK_KEYS.len()]);
 
+/// Block types that call a tool: what the first pass learns tool names from.
+pub const TOOL_CALLS: [&str; 3] = ["tool_use", "server_tool_use", "mcp_tool_use"];
+
 impl Block {
     fn of(b: &Value) -> Block {
         Block(BLOCK_KEYS.map(|k| Kept::of(b.get(k))))
+    }
+
+    /// Whether the index keeps it: a tool call (its id and name), or a block that answers
+    /// one (a `tool_result`, or any block with a `tool_use_id`). The first pass reads nothing
+    /// else of a block, and text and thinking blocks are most of them: kept, they took
+    /// a third of a large transcript's index (stop 46; spec/aspstate.md §13.3).
+    fn ties_a_tool(&self) -> bool {
+        let kind = self.str("type");
+        kind.is_some_and(|k| TOOL_CALLS.contains(&k) || k == "tool_result")
+            || self.str("tool_use_id").is_some()
     }
 
     /// The block's member `key` (one of [`BLOCK_KEYS`]) when it is a string.
@@ -122,10 +141,13 @@ impl Skeleton {
             message: v.get("message").and_then(Value::as_object).map(|m| {
                 Box::new(MessageSkeleton {
                     id: Kept::of(m.get("id")),
-                    blocks: m
-                        .get("content")
-                        .and_then(Value::as_array)
-                        .map(|blocks| blocks.iter().map(Block::of).collect()),
+                    blocks: m.get("content").and_then(Value::as_array).map(|blocks| {
+                        blocks
+                            .iter()
+                            .map(Block::of)
+                            .filter(Block::ties_a_tool)
+                            .collect()
+                    }),
                 })
             }),
         }
@@ -197,8 +219,9 @@ impl Record {
         m.id.as_ref().and_then(Kept::as_str)
     }
 
-    /// `message.content`'s blocks, when it is an array (none otherwise).
-    pub fn blocks(&self) -> &[Block] {
+    /// `message.content`'s blocks that tie a tool call to its name or its result (none when it
+    /// is not an array): what the index keeps of a line's blocks ([`Block::ties_a_tool`]).
+    pub fn tool_blocks(&self) -> &[Block] {
         self.skeleton
             .message
             .as_ref()
@@ -208,7 +231,7 @@ impl Record {
 
     /// Whether a user row carries tool results.
     pub fn has_tool_result(&self) -> bool {
-        self.blocks()
+        self.tool_blocks()
             .iter()
             .any(|b| b.str("type") == Some("tool_result"))
     }
@@ -372,8 +395,10 @@ pub(super) mod skim {
         }
     }
 
-    /// `message.content`: blocks when it is an array, nothing otherwise.
-    pub struct Blocks(pub Option<Vec<Obj<Block>>>);
+    /// `message.content`: its blocks that tie a tool ([`KeptBlock::ties_a_tool`]) when it is
+    /// an array, nothing otherwise. The others are skipped as they are read, so a row of text
+    /// or thinking allocates nothing for them.
+    pub struct Blocks(pub Option<Vec<KeptBlock>>);
 
     impl<'de> Deserialize<'de> for Blocks {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -386,7 +411,12 @@ pub(super) mod skim {
                 fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Blocks, A::Error> {
                     let mut out = Vec::new();
                     while let Some(b) = seq.next_element::<Obj<Block>>()? {
-                        out.push(b);
+                        let b = KeptBlock(b.0.map_or_else(Default::default, |b| {
+                            [b.kind, b.id, b.name, b.tool_use_id]
+                        }));
+                        if b.ties_a_tool() {
+                            out.push(b);
+                        }
                     }
                     Ok(Blocks(Some(out)))
                 }
@@ -534,16 +564,7 @@ pub(super) mod skim {
                 message: self.message.and_then(|o| o.0).map(|m| {
                     Box::new(MessageSkeleton {
                         id: m.id,
-                        blocks: m.content.and_then(|b| b.0).map(|blocks| {
-                            blocks
-                                .into_iter()
-                                .map(|b| {
-                                    KeptBlock(b.0.map_or_else(Default::default, |b| {
-                                        [b.kind, b.id, b.name, b.tool_use_id]
-                                    }))
-                                })
-                                .collect()
-                        }),
+                        blocks: m.content.and_then(|b| b.0).map(Vec::into_boxed_slice),
                     })
                 }),
             }
