@@ -23,25 +23,147 @@ pub struct Record {
 
 /// The small part of a line the tree, the leaf, the chain and the session facts read:
 /// [`SKELETON_KEYS`], `snipMetadata.removedUuids`, `compactMetadata.preservedSegment`,
-/// `toolUseResult.agentId`, `message.id`, and [`BLOCK_KEYS`] of each content block. Each is
-/// the member's value when the line has it (`null` included); a nested one only when what
-/// holds it is an object, as `Value::get` and `Value::pointer` see them.
+/// `toolUseResult.agentId`, `message.id`, and [`BLOCK_KEYS`] of each content block that ties a
+/// tool ([`Block::ties_a_tool`]). Each is the member's value when the line has it (`null`
+/// included); a nested one only when what holds it is an object, as `Value::get` and
+/// `Value::pointer` see them.
 ///
 /// Typed rather than a `Value` tree: every line of every transcript gets one, and a tree
 /// spent an object map and an owned key per member on it, built, looked up and freed again
 /// (some 8 % of packing's CPU time in a profile before; spec/aspstate.md §13.3 has what
-/// changed). Members are [`Kept`] rather than `Value`s (72 bytes each), and the rarer parts
-/// boxed, so a record takes 392 bytes rather than 1.3 KB: the 11,500 records of a 34 MB
-/// transcript take 4.5 MB of its index instead of 15.
+/// changed). The members are packed ([`Members`]): their text in one allocation, each an
+/// 12-byte [`Slot`] of it. A record takes 264 bytes and one allocation for its text (392 bytes
+/// and one allocation per string member before stop 46, 1.3 KB as a tree): the index of a
+/// 300 MiB transcript's 100,000 lines is a few tens of megabytes, what the replay must hold to
+/// find the conversation's tree.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Skeleton {
-    /// [`SKELETON_KEYS`]' members, in that order.
-    members: [Option<Kept>; SKELETON_KEYS.len()],
+    /// [`SKELETON_KEYS`]' members, then `toolUseResult.agentId` and `message.id`.
+    members: Members,
     removed_uuids: Option<Box<Value>>,
     preserved_segment: Option<Box<Value>>,
-    agent_id: Option<Kept>,
-    /// `message`, when it is an object.
-    message: Option<Box<MessageSkeleton>>,
+    /// `message.content`'s blocks that tie a tool, when `message` is an object and its
+    /// `content` an array.
+    blocks: Option<Box<[Block]>>,
+}
+
+/// Where `toolUseResult.agentId` is among a skeleton's members, after [`SKELETON_KEYS`].
+const AGENT_ID: usize = SKELETON_KEYS.len();
+/// Where `message.id` is.
+const MESSAGE_ID: usize = SKELETON_KEYS.len() + 1;
+/// How many members a skeleton keeps.
+const MEMBERS: usize = SKELETON_KEYS.len() + 2;
+
+/// A skeleton's members, packed: the text of those that are strings one after another in one
+/// allocation, each member a [`Slot`].
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Members {
+    text: Box<str>,
+    slots: [Slot; MEMBERS],
+    /// The members that are neither text, a flag nor `null` (a number, an object: rare), whole.
+    others: Box<[Value]>,
+}
+
+/// One member of [`Members`].
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+enum Slot {
+    /// The line has no such member.
+    #[default]
+    Absent,
+    Null,
+    Bool(bool),
+    /// Text at `text[at..at + len]`.
+    Str {
+        at: u32,
+        len: u32,
+    },
+    /// `others[i]`.
+    Other(u32),
+}
+
+impl Members {
+    fn pack(values: [Option<Kept>; MEMBERS]) -> Members {
+        let mut text = String::with_capacity(
+            values
+                .iter()
+                .map(|v| match v {
+                    Some(Kept::Str(s)) => s.len(),
+                    _ => 0,
+                })
+                .sum(),
+        );
+        let mut others = Vec::new();
+        let slots = values.map(|v| match v {
+            None => Slot::Absent,
+            Some(Kept::Null) => Slot::Null,
+            Some(Kept::Bool(b)) => Slot::Bool(b),
+            Some(Kept::Str(s)) => match (u32::try_from(text.len()), u32::try_from(s.len())) {
+                (Ok(at), Ok(len)) if at.checked_add(len).is_some() => {
+                    text.push_str(&s);
+                    Slot::Str { at, len }
+                }
+                // Past 4 GiB of one line's members: whole, as anything else.
+                _ => {
+                    others.push(Value::String(s.into()));
+                    Slot::Other(u32::try_from(others.len() - 1).unwrap_or(u32::MAX))
+                }
+            },
+            Some(Kept::Other(v)) => {
+                others.push(*v);
+                Slot::Other(u32::try_from(others.len() - 1).unwrap_or(u32::MAX))
+            }
+        });
+        Members {
+            text: text.into_boxed_str(),
+            slots,
+            others: others.into_boxed_slice(),
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<Member<'_>> {
+        match self.slots[i] {
+            Slot::Absent => None,
+            Slot::Null => Some(Member::Null),
+            Slot::Bool(b) => Some(Member::Bool(b)),
+            Slot::Str { at, len } => {
+                let at = at as usize;
+                Some(Member::Str(&self.text[at..at + len as usize]))
+            }
+            Slot::Other(i) => Some(match &self.others[i as usize] {
+                Value::String(s) => Member::Str(s),
+                v => Member::Other(v),
+            }),
+        }
+    }
+}
+
+/// A member of a line's skeleton, as [`Record::get`] gives it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Member<'a> {
+    Str(&'a str),
+    Bool(bool),
+    Null,
+    Other(&'a Value),
+}
+
+impl<'a> Member<'a> {
+    pub fn as_str(self) -> Option<&'a str> {
+        match self {
+            Member::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(self) -> Option<bool> {
+        match self {
+            Member::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(self) -> bool {
+        matches!(self, Member::Null)
+    }
 }
 
 /// A kept member's value: a string (nearly every member is one) as its text, a flag or `null`
@@ -77,26 +199,6 @@ impl Kept {
             _ => None,
         }
     }
-
-    pub fn as_bool(&self) -> Option<bool> {
-        match self {
-            Kept::Bool(b) => Some(*b),
-            _ => None,
-        }
-    }
-
-    pub fn is_null(&self) -> bool {
-        matches!(self, Kept::Null)
-    }
-}
-
-/// What a [`Skeleton`] keeps of `message`.
-#[derive(Debug, Clone, PartialEq, Default)]
-struct MessageSkeleton {
-    id: Option<Kept>,
-    /// `content`'s blocks that tie a tool call to its name or its result
-    /// ([`Block::ties_a_tool`]), when it is an array.
-    blocks: Option<Box<[Block]>>,
 }
 
 /// [`BLOCK_KEYS`]' members of one content block (none for a block that is not an object).
@@ -133,38 +235,42 @@ impl Skeleton {
     /// The skeleton of a whole parsed line.
     pub fn of(v: &Value) -> Skeleton {
         let boxed = |p: &str| v.pointer(p).cloned().map(Box::new);
+        let message = v.get("message").and_then(Value::as_object);
+        let mut members: [Option<Kept>; MEMBERS] = Default::default();
+        for (i, k) in SKELETON_KEYS.iter().enumerate() {
+            members[i] = Kept::of(v.get(*k));
+        }
+        members[AGENT_ID] = Kept::of(v.pointer("/toolUseResult/agentId"));
+        members[MESSAGE_ID] = Kept::of(message.and_then(|m| m.get("id")));
         Skeleton {
-            members: SKELETON_KEYS.map(|k| Kept::of(v.get(k))),
+            members: Members::pack(members),
             removed_uuids: boxed("/snipMetadata/removedUuids"),
             preserved_segment: boxed("/compactMetadata/preservedSegment"),
-            agent_id: Kept::of(v.pointer("/toolUseResult/agentId")),
-            message: v.get("message").and_then(Value::as_object).map(|m| {
-                Box::new(MessageSkeleton {
-                    id: Kept::of(m.get("id")),
-                    blocks: m.get("content").and_then(Value::as_array).map(|blocks| {
-                        blocks
-                            .iter()
-                            .map(Block::of)
-                            .filter(Block::ties_a_tool)
-                            .collect()
-                    }),
-                })
-            }),
+            blocks: message
+                .and_then(|m| m.get("content"))
+                .and_then(Value::as_array)
+                .map(|blocks| {
+                    blocks
+                        .iter()
+                        .map(Block::of)
+                        .filter(Block::ties_a_tool)
+                        .collect()
+                }),
         }
     }
 }
 
 impl Record {
     /// The line's member `key`, one of [`SKELETON_KEYS`] (any other is never kept).
-    pub fn get(&self, key: &str) -> Option<&Kept> {
+    pub fn get(&self, key: &str) -> Option<Member<'_>> {
         let i = SKELETON_KEYS.iter().position(|k| *k == key);
         debug_assert!(i.is_some(), "{key} is not kept in a skeleton");
-        self.skeleton.members[i?].as_ref()
+        self.skeleton.members.get(i?)
     }
 
     /// The line's member `key` (one of [`SKELETON_KEYS`]) when it is a string.
     pub fn str(&self, key: &str) -> Option<&str> {
-        self.get(key).and_then(Kept::as_str)
+        self.get(key).and_then(Member::as_str)
     }
 
     pub fn kind(&self) -> &str {
@@ -184,7 +290,7 @@ impl Record {
     }
 
     pub fn flag(&self, key: &str) -> bool {
-        self.get(key).and_then(Kept::as_bool) == Some(true)
+        self.get(key).and_then(Member::as_bool) == Some(true)
     }
 
     /// `snipMetadata.removedUuids`: the rows a snip took out.
@@ -199,7 +305,7 @@ impl Record {
 
     /// `toolUseResult.agentId`: the subagent a Task/Agent call's result names.
     pub fn agent_id(&self) -> Option<&str> {
-        self.skeleton.agent_id.as_ref().and_then(Kept::as_str)
+        self.skeleton.members.get(AGENT_ID).and_then(Member::as_str)
     }
 
     /// Whether this is a row of the conversation tree.
@@ -215,18 +321,16 @@ impl Record {
         if self.kind() != "assistant" {
             return None;
         }
-        let m = self.skeleton.message.as_ref()?;
-        m.id.as_ref().and_then(Kept::as_str)
+        self.skeleton
+            .members
+            .get(MESSAGE_ID)
+            .and_then(Member::as_str)
     }
 
     /// `message.content`'s blocks that tie a tool call to its name or its result (none when it
     /// is not an array): what the index keeps of a line's blocks ([`Block::ties_a_tool`]).
     pub fn tool_blocks(&self) -> &[Block] {
-        self.skeleton
-            .message
-            .as_ref()
-            .and_then(|m| m.blocks.as_deref())
-            .unwrap_or_default()
+        self.skeleton.blocks.as_deref().unwrap_or_default()
     }
 
     /// Whether a user row carries tool results.
@@ -343,7 +447,7 @@ pub(super) mod skim {
     use serde::{Deserialize, de};
     use serde_json::Value;
 
-    use super::{Block as KeptBlock, Kept, MessageSkeleton, Skeleton};
+    use super::{Block as KeptBlock, Kept, Members, Skeleton};
 
     fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Kept>, D::Error> {
         Value::deserialize(d).map(|v| Some(Kept::from(v)))
@@ -532,8 +636,13 @@ pub(super) mod skim {
 
     impl Line {
         pub fn into_skeleton(self) -> Skeleton {
+            let message = self.message.and_then(|o| o.0);
+            let (message_id, blocks) = match message {
+                Some(m) => (m.id, m.content.and_then(|b| b.0).map(Vec::into_boxed_slice)),
+                None => (None, None),
+            };
             Skeleton {
-                members: [
+                members: Members::pack([
                     self.kind,
                     self.subtype,
                     self.uuid,
@@ -548,7 +657,11 @@ pub(super) mod skim {
                     self.git_branch,
                     self.leaf_uuid,
                     self.explicit,
-                ],
+                    self.tool_use_result
+                        .and_then(|o| o.0)
+                        .and_then(|t| t.agent_id),
+                    message_id,
+                ]),
                 removed_uuids: self
                     .snip_metadata
                     .and_then(|o| o.0)
@@ -557,16 +670,7 @@ pub(super) mod skim {
                     .compact_metadata
                     .and_then(|o| o.0)
                     .and_then(|c| c.preserved_segment),
-                agent_id: self
-                    .tool_use_result
-                    .and_then(|o| o.0)
-                    .and_then(|t| t.agent_id),
-                message: self.message.and_then(|o| o.0).map(|m| {
-                    Box::new(MessageSkeleton {
-                        id: m.id,
-                        blocks: m.content.and_then(|b| b.0).map(Vec::into_boxed_slice),
-                    })
-                }),
+                blocks,
             }
         }
     }
@@ -959,7 +1063,7 @@ impl<'a> Tree<'a> {
             .find(|r| r.kind() == "last-prompt" && r.get("leafUuid").is_some());
         if let Some(cp) = checkpoint {
             match cp.get("leafUuid") {
-                Some(Kept::Str(u)) => {
+                Some(Member::Str(u)) => {
                     if let Some(i) = self.index_of(u).filter(|i| self.rows.contains(i)) {
                         // Claude Code 2.1.318 takes the last row instead when it descends
                         // from a checkpoint not set by /rewind (spec/harnesses/claude-code.md
@@ -1111,11 +1215,52 @@ mod tests {
     }
 
     /// The index holds one record per line of the session being read: a 34 MB transcript
-    /// has 11,000 of them.
+    /// has 11,000 of them, a 300 MiB one 100,000.
     #[test]
     fn a_record_stays_small() {
         let size = std::mem::size_of::<Record>();
-        assert!(size <= 400, "a record takes {size} bytes");
+        assert!(size <= 264, "a record takes {size} bytes");
+    }
+
+    /// Packed, each member reads back as the line gave it: text (escapes decoded), a flag,
+    /// `null`, a number, and an absent member as none.
+    #[test]
+    fn every_member_reads_back_as_the_line_gave_it() {
+        let line = r#"{"type":"assistant","uuid":"u\u00e9\"1","parentUuid":null,"isSidechain":true,"isMeta":false,"timestamp":17,"cwd":"","toolUseResult":{"agentId":"a7"},"message":{"id":"msg_9","content":[{"type":"text","text":"t"},{"type":"tool_use","id":"t1","name":"Read"},{"type":"thinking"},{"type":"web_search_tool_result","tool_use_id":"t2"}]}}"#;
+        let d = Diagnostics::new();
+        let mut ix = Indexer::new(Path::new("t.jsonl"), &d, |_: &Record| {});
+        ix.feed(line.as_bytes());
+        let index = ix.finish();
+        let r = &index.records[0];
+        assert_eq!(r.kind(), "assistant");
+        assert_eq!(r.uuid(), Some("u\u{e9}\"1"));
+        assert_eq!(r.get("parentUuid"), Some(Member::Null));
+        assert_eq!(r.parent_uuid(), None);
+        assert!(r.flag("isSidechain") && !r.flag("isMeta"));
+        assert_eq!(r.get("isMeta"), Some(Member::Bool(false)));
+        assert_eq!(r.get("timestamp"), Some(Member::Other(&json!(17))));
+        assert_eq!(r.timestamp(), "");
+        assert_eq!(r.str("cwd"), Some(""));
+        assert_eq!(r.get("gitBranch"), None);
+        assert_eq!(r.agent_id(), Some("a7"));
+        assert_eq!(r.message_id(), Some("msg_9"));
+        // Of the blocks, those that tie a tool: its call and the result naming one.
+        let ids: Vec<_> = r
+            .tool_blocks()
+            .iter()
+            .map(|b| (b.str("type"), b.str("id"), b.str("tool_use_id")))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                (Some("tool_use"), Some("t1"), None),
+                (Some("web_search_tool_result"), None, Some("t2"))
+            ]
+        );
+        assert_eq!(
+            r.skeleton,
+            Skeleton::of(&serde_json::from_str(line).unwrap())
+        );
     }
 
     #[test]
