@@ -31,7 +31,7 @@ pub struct Record {
 /// Typed rather than a `Value` tree: every line of every transcript gets one, and a tree
 /// spent an object map and an owned key per member on it, built, looked up and freed again
 /// (some 8 % of packing's CPU time in a profile before; spec/aspstate.md §13.3 has what
-/// changed). The members are packed ([`Members`]): their text in one allocation, each an
+/// changed). The members are packed ([`Members`]): their text in one allocation, each a
 /// 12-byte [`Slot`] of it. A record takes 264 bytes and one allocation for its text (392 bytes
 /// and one allocation per string member before stop 46, 1.3 KB as a tree): the index of a
 /// 300 MiB transcript's 100,000 lines is a few tens of megabytes, what the replay must hold to
