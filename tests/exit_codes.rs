@@ -325,6 +325,68 @@ fn unpacking_or_restoring_into_a_home_that_is_not_there_is_an_error() {
     assert!(!dir.path().join("hmoe").exists());
 }
 
+/// An unpack into a harness that stops part way (here a file where one project's folder must
+/// go) says, with the error, what it had written before it stopped: those sessions are there,
+/// each whole, and the next run finds them already there.
+#[test]
+fn an_unpack_that_stops_part_way_says_what_it_wrote_before() {
+    let dir = tmp();
+    let bundle = dir.path().join("codex.aspstate");
+    pack_home("codex", samples().join("codex"), &bundle)
+        .assert()
+        .code(0);
+    // The sample's sessions are in two projects; whichever is written second is blocked.
+    let mut said_some = false;
+    for blocked in ["-home-dev-notes", "-home-dev-shop"] {
+        let home = new_home(dir.path().join(format!("home{blocked}")));
+        let projects = home.join(".claude/projects");
+        fs::create_dir_all(&projects).unwrap();
+        fs::write(projects.join(blocked), b"").unwrap();
+        let out = asp_unpack()
+            .arg(&bundle)
+            .args(["--to", "claude-code", "--home"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("is a file where a folder is expected"),
+            "{stderr}"
+        );
+        let written: Vec<_> = files_under(&projects)
+            .into_iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        match written.is_empty() {
+            true => assert!(!stderr.contains("before it stopped"), "{stderr}"),
+            false => {
+                said_some = true;
+                assert!(
+                    stderr.contains("before it stopped it wrote, each in full:"),
+                    "{stderr}"
+                );
+                for f in &written {
+                    assert!(
+                        stderr.contains(&format!("created {}", f.display())),
+                        "{} is not named: {stderr}",
+                        f.display()
+                    );
+                    let text = fs::read_to_string(f).unwrap();
+                    assert!(text.ends_with('\n'), "{}", f.display());
+                    for line in text.lines() {
+                        serde_json::from_str::<serde_json::Value>(line).unwrap();
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        said_some,
+        "neither order wrote a session before the blocked one"
+    );
+}
+
 /// A session id the store or the bundle does not have is a wrong argument (exit 2), said as
 /// one: which store or bundle, and the command that lists what is there. An output folder
 /// that is not there is an error (exit 1) that says so.

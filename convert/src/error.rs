@@ -60,6 +60,14 @@ pub enum ConvertError {
     /// A write that went wrong part way and says what it left.
     #[error("{0}")]
     Partial(String),
+    /// A write into a store that stopped at `error`, after it had changed the files of
+    /// `done` (each whole: every write is atomic). Said, so the person knows what is there now
+    /// (the sessions written before the error, which a second run finds already there).
+    #[error("{error}{}", done_before(.done))]
+    Stopped {
+        error: Box<ConvertError>,
+        done: Vec<crate::kit::fsops::Change>,
+    },
     /// The request cannot be done as asked (a session id the store does not have).
     #[error("{0}")]
     Usage(String),
@@ -67,6 +75,35 @@ pub enum ConvertError {
     /// written there.
     #[error("{}: refused: this path leads outside {}", .path.display(), roots_list(.roots))]
     Outside { path: PathBuf, roots: Vec<PathBuf> },
+}
+
+/// How many of the changes before an error [`ConvertError::Stopped`] names.
+const DONE_NAMED: usize = 10;
+
+fn done_before(done: &[crate::kit::fsops::Change]) -> String {
+    use crate::kit::fsops::Change;
+    if done.is_empty() {
+        return String::new();
+    }
+    let named: Vec<String> = done
+        .iter()
+        .take(DONE_NAMED)
+        .map(|c| match c {
+            Change::Create(p) => format!("created {}", p.display()),
+            Change::Replace(p) => format!("replaced {}", p.display()),
+            Change::Append(p) => format!("appended to {}", p.display()),
+            Change::Remove(p) => format!("removed {}", p.display()),
+            Change::Database(p) => format!("committed to {}", p.display()),
+        })
+        .collect();
+    let more = match done.len().saturating_sub(DONE_NAMED) {
+        0 => String::new(),
+        n => format!(", and {n} more"),
+    };
+    format!(
+        "; before it stopped it wrote, each in full: {}{more}",
+        named.join(", ")
+    )
 }
 
 fn roots_list(roots: &[PathBuf]) -> String {
@@ -135,6 +172,7 @@ impl Classify for ConvertError {
             ConvertError::Carried { source, .. } => io_class(source, ErrorClass::Source),
             ConvertError::Blob(e) => e.class(),
             ConvertError::Partial(_) => ErrorClass::Store,
+            ConvertError::Stopped { error, .. } => error.class(),
             ConvertError::Usage(_) => ErrorClass::Usage,
             // What the bundle carried cannot be used as it is.
             ConvertError::Outside { .. } => ErrorClass::Source,

@@ -652,18 +652,20 @@ impl Store {
                 let empty = take_empty_sessions(&mut state, harness.name().as_str(), req.blobs);
                 report_unreadable(&state, harness.name().as_str(), req.diagnostics);
                 report_orphans(&state, &empty, req.diagnostics);
-                let mut answer = harness.write(&WriteContext {
-                    home,
-                    state: &state,
-                    blobs: req.blobs,
-                    writer: &writer,
-                    diagnostics: req.diagnostics,
-                    progress: req.progress,
-                    options: &WriteOptions {
-                        path_map: req.path_map.clone(),
-                        restoring: req.restoring,
-                    },
-                })?;
+                let mut answer = harness
+                    .write(&WriteContext {
+                        home,
+                        state: &state,
+                        blobs: req.blobs,
+                        writer: &writer,
+                        diagnostics: req.diagnostics,
+                        progress: req.progress,
+                        options: &WriteOptions {
+                            path_map: req.path_map.clone(),
+                            restoring: req.restoring,
+                        },
+                    })
+                    .map_err(|error| stopped(error, &writer))?;
                 report_unlinked(&state, harness.as_ref(), &answer, req.diagnostics);
                 for (id, what) in empty {
                     answer.refuse(
@@ -861,6 +863,20 @@ fn take_empty_sessions(
         what.is_none()
     });
     empty
+}
+
+/// `error`, with what `writer` had changed before it (nothing, in a dry run, is changed).
+fn stopped(error: ConvertError, writer: &Writer) -> ConvertError {
+    match writer.is_dry_run() {
+        true => error,
+        false => match writer.changes() {
+            done if done.is_empty() => error,
+            done => ConvertError::Stopped {
+                error: Box::new(error),
+                done,
+            },
+        },
+    }
 }
 
 /// Update kinds that tell about a session rather than hold its conversation.
