@@ -954,9 +954,9 @@ fn projects_under(home: &Path, seed: u64) -> (Vec<Project>, Vec<PathBuf>) {
 }
 
 /// Generates a Claude Code home with one session of about `size` bytes (and its subagents)
-/// in its first project: a large session alone, for tests of what depends on its size (the
-/// benchmark itself does not use it).
-#[allow(dead_code)]
+/// in its first project: a large session alone, for tests of what depends on its size and
+/// for the benchmark's `--one`.
+#[allow(dead_code)] // (The tests include this file without `--one`'s caller.)
 pub fn generate_one(home: &Path, size: u64, seed: u64) -> Summary {
     let mut rng = Rng::new(seed);
     let (projects, dirs) = projects_under(home, seed);

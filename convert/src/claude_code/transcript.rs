@@ -500,8 +500,8 @@ pub(super) mod skim {
     }
 
     /// `message.content`: its blocks that tie a tool ([`KeptBlock::ties_a_tool`]) when it is
-    /// an array, nothing otherwise. The others are skipped as they are read, so a row of text
-    /// or thinking allocates nothing for them.
+    /// an array, nothing otherwise. The others are dropped as they are read, so a row of text
+    /// or thinking keeps nothing of them.
     pub struct Blocks(pub Option<Vec<KeptBlock>>);
 
     impl<'de> Deserialize<'de> for Blocks {

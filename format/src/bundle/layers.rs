@@ -24,8 +24,11 @@
 //!
 //! Memory stays bounded: at most [`BUDGET`] bytes of bodies wait for a worker (a writer blocks
 //! beyond that), recently finished bodies are cached for use as dictionaries up to [`CACHE`]
-//! bytes (older ones are read back from their layer), and a body larger than [`SPILL`] is
-//! compressed as it streams, on the writer's thread, into a file of its own. A body still in
+//! bytes (older ones are read back from their layer), a body compressed alone (a transcript,
+//! or the stream of one over [`SPILL`]) larger than [`WINDOWED_BASE`] goes to a file as it is
+//! written and a worker compresses it from there as it streams, and any other body larger
+//! than [`SPILL`] is compressed as it streams, on the writer's thread, into a file of its own
+//! (the layers of both are made in files too). A body still in
 //! memory when a body derived from it begins is *pinned* there until that one is compressed:
 //! the stream of a transcript larger than the cache, or of one the cache let go while its
 //! session was replayed (which happens more, the more sessions are read at once), is then
@@ -134,8 +137,10 @@ struct Entry {
     /// project takes when the rule chooses it, found among the bodies (predicted) without
     /// decoding the transcript again.
     heads: Heads,
-    /// A body over [`WINDOWED_BASE`] written without a hint: its bytes in a file of their own
-    /// (it is never held whole), kept for the windows of a stream derived from it.
+    /// A transcript over [`WINDOWED_BASE`] (a body written without a hint): its bytes in a
+    /// file of their own (it is never held whole), kept for the windows of a stream derived
+    /// from it. (A stream written to a file is not kept here: its worker's job holds the file
+    /// until the stream is compressed.)
     raw: Option<Arc<tempfile::NamedTempFile>>,
 }
 
@@ -494,8 +499,12 @@ const STREAMED_OUT: usize = 1 << 17;
 
 /// [`compress_streamed`], handing the frame to `out` as it is made, [`STREAMED_OUT`] bytes at
 /// a time: a body of hundreds of megabytes is held as neither body nor layer (its layer of
-/// tens of megabytes was held whole, in a buffer grown by doubling). The bytes are those of
-/// [`compress_streamed`]: zstd's frame does not depend on how much room its output has.
+/// tens of megabytes was held whole, in a buffer grown by doubling). The bytes depend only on
+/// the body, `dict` and `level`, as [`compress_streamed`]'s (which is this into memory): the
+/// room for the output is fixed too, since zstd may end a frame differently when the output
+/// has room for all the rest. (They were the same as before this room was fixed on every
+/// bench home, byte for byte; a body that ends where zstd's input buffer has just wrapped,
+/// about every 33 MiB, may end in other bytes than it did.)
 pub fn compress_streamed_into(
     src: &mut dyn Read,
     len: u64,
@@ -1364,7 +1373,7 @@ enum Body {
     File(Arc<tempfile::NamedTempFile>),
 }
 
-/// Compresses a body written to a file (over [`WINDOWED_BASE`], without a hint) as it reads it
+/// Compresses a body written to a file (over [`WINDOWED_BASE`], compressed alone) as it reads it
 /// ([`compress_streamed`], as [`encode`] compresses such a body from memory), and stages it.
 fn compress_file_and_stage(
     shared: &Shared,
@@ -1415,7 +1424,7 @@ struct LayerWriter<'a> {
     spill: Option<Spill>,
     /// An update stream of a large transcript, compressed in windows as it is written.
     windows: Option<Streamed>,
-    /// A body over [`WINDOWED_BASE`] written without a hint, going to a file of its own.
+    /// A body over [`WINDOWED_BASE`] compressed alone, going to a file of its own.
     raw: Option<Raw>,
 }
 
@@ -1622,10 +1631,11 @@ impl LayerWriter<'_> {
     }
 
     /// Finishes a body written to a file ([`Self::start_raw`]): a worker compresses it from
-    /// the file as it streams, against its project's predicted dictionary as any transcript
-    /// (`settle` compresses it again, from its layer, if the prediction was wrong), and the
-    /// file stays for the windows of a stream derived from it. Over [`SPILL`] it is
-    /// compressed alone and serves as no dictionary, as a spilled body.
+    /// the file as it streams. A transcript is compressed against its project's predicted
+    /// dictionary (`settle` compresses it again, from its layer, if the prediction was
+    /// wrong), and its file stays for the windows of a stream derived from it; over [`SPILL`]
+    /// it is compressed alone and serves as no dictionary, as a spilled body. A stream (of a
+    /// transcript over [`SPILL`]) is compressed alone, and its file goes with its job.
     fn finish_raw(&mut self, raw: Raw, blob: Descriptor) -> Result<(), BlobError> {
         let shared = &self.store.shared;
         let Raw { file, out, first } = raw;
@@ -1653,7 +1663,7 @@ impl LayerWriter<'_> {
                 dict_ok: !too_large && !first.starts_with(&DICT_MAGIC),
                 pending: None,
                 heads: self.heads,
-                raw: Some(Arc::clone(&file)),
+                raw: self.hint.is_none().then(|| Arc::clone(&file)),
             },
         );
         // What its worker holds: zstd's window, not the body.
@@ -1897,7 +1907,8 @@ impl LayerWriter<'_> {
 }
 
 impl LayerStore {
-    /// A writer whose buffer has room for `expected` bytes, up to [`SPILL`] (a larger body
+    /// A writer whose buffer has room for `expected` bytes, up to its most ([`SPILL`], or
+    /// [`WINDOWED_BASE`] for a body compressed alone, which then goes to a file; a larger body
     /// spills to a file): growing a buffer of a few hundred kilobytes by doubling copies it
     /// about once more.
     fn writer(
@@ -2071,17 +2082,35 @@ mod tests {
         w.write_all(&transcript).unwrap();
         w.write_all(b"one more line\n").unwrap();
         let stream = w.finish().unwrap();
-        // And one under SPILL (the stream of a transcript can be smaller than it).
+        // And one under SPILL (the stream of a transcript can be smaller than it): past
+        // WINDOWED_BASE it is in a file, not in memory, while it is written.
+        let files_of = |len: std::ops::Range<u64>| {
+            let mut n = 0;
+            let mut dirs = vec![dir.path().to_path_buf()];
+            while let Some(d) = dirs.pop() {
+                for e in std::fs::read_dir(&d).unwrap().flatten() {
+                    let m = e.metadata().unwrap();
+                    match m.is_dir() {
+                        true => dirs.push(e.path()),
+                        false => n += usize::from(len.contains(&m.len())),
+                    }
+                }
+            }
+            n
+        };
+        let size = WINDOWED_BASE * 2;
+        let near = size - (1 << 20)..size + 1;
+        let before = files_of(near.clone());
         let mut w = store.begin_derived(&big).unwrap();
-        w.write_all(&transcript[..WINDOWED_BASE as usize * 2])
-            .unwrap();
+        w.write_all(&transcript[..size as usize]).unwrap();
+        assert_eq!(
+            files_of(near),
+            before + 1,
+            "the stream is in a file as it is written"
+        );
         let smaller = w.finish().unwrap();
         {
             let st = store.shared.lock();
-            for d in [big, stream, smaller] {
-                let e = &st.blobs[&d.digest];
-                assert!(e.raw.is_some(), "{d:?} went to a file as it was written");
-            }
             assert!(
                 !plain_candidate(&st, &stream.digest),
                 "a stream serves as no dictionary"
