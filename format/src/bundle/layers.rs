@@ -1467,6 +1467,9 @@ impl Streamed {
         let window = match &self.bytes {
             Source::Memory(b) => &b[w],
             Source::File(f, _) => {
+                // Exactly a window's room: grown by `resize`, it doubled (6 to 12 MiB).
+                self.window
+                    .reserve_exact(w.len().saturating_sub(self.window.len()));
                 self.window.resize(w.len(), 0);
                 read_exact_at(f.as_file(), &mut self.window, w.start as u64)?;
                 &self.window[..]
