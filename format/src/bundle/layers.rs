@@ -1097,21 +1097,43 @@ fn stage(
     dictionary: Option<Digest>,
 ) -> Result<Stored, BlobError> {
     let bytes = encoded.unwrap_or(body);
-    let offset = {
-        let mut st = shared.lock();
-        let o = st.next_offset;
-        st.next_offset += bytes.len() as u64;
-        o
-    };
+    let offset = shared.reserve(bytes.len() as u64);
     write_all_at(&shared.staging, bytes, offset).map_err(BlobError::Other)?;
-    Ok(Stored {
-        loc: Loc::Staging(offset),
-        layer: Descriptor::of(bytes),
+    Ok(Stored::staged(
+        offset,
+        Descriptor::of(bytes),
         encoding,
         dictionary,
-        tried: dictionary,
-        prepared: false,
-    })
+    ))
+}
+
+impl Shared {
+    /// Room for a layer of `len` bytes in the staging file: where it goes.
+    fn reserve(&self, len: u64) -> u64 {
+        let mut st = self.lock();
+        let o = st.next_offset;
+        st.next_offset += len;
+        o
+    }
+}
+
+impl Stored {
+    /// A layer in the staging file at `offset`, compressed (or tried) against `dictionary`.
+    fn staged(
+        offset: u64,
+        layer: Descriptor,
+        encoding: Encoding,
+        dictionary: Option<Digest>,
+    ) -> Stored {
+        Stored {
+            loc: Loc::Staging(offset),
+            layer,
+            encoding,
+            dictionary,
+            tried: dictionary,
+            prepared: false,
+        }
+    }
 }
 
 /// A layer being made in a file of its own (a large body's, compressed as it streams), then
@@ -1172,32 +1194,39 @@ fn stage_file(
     encoding: Encoding,
     dictionary: Option<Digest>,
 ) -> Result<Stored, BlobError> {
-    let offset = {
-        let mut st = shared.lock();
-        let o = st.next_offset;
-        st.next_offset += len;
-        o
+    let mut at = StagingAt {
+        staging: &shared.staging,
+        offset: shared.reserve(len),
+        hasher: Hasher::new(),
     };
-    let mut hasher = Hasher::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut done = 0u64;
-    while done < len {
-        let want = buf
-            .len()
-            .min(usize::try_from(len - done).unwrap_or(usize::MAX));
-        read_exact_at(file, &mut buf[..want], done).map_err(BlobError::Other)?;
-        hasher.update(&buf[..want]);
-        write_all_at(&shared.staging, &buf[..want], offset + done).map_err(BlobError::Other)?;
-        done += want as u64;
-    }
-    Ok(Stored {
-        loc: Loc::Staging(offset),
-        layer: hasher.finish(),
+    let offset = at.offset;
+    copy_range(file, 0, len, &mut at).map_err(BlobError::Other)?;
+    Ok(Stored::staged(
+        offset,
+        at.hasher.finish(),
         encoding,
         dictionary,
-        tried: dictionary,
-        prepared: false,
-    })
+    ))
+}
+
+/// Writes into the staging file from `offset` on, hashing what it writes.
+struct StagingAt<'a> {
+    staging: &'a File,
+    offset: u64,
+    hasher: Hasher,
+}
+
+impl Write for StagingAt<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        write_all_at(self.staging, buf, self.offset)?;
+        self.hasher.update(buf);
+        self.offset += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The bytes of a stored layer.
