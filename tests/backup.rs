@@ -688,15 +688,20 @@ fn a_push_of_latest_names_the_newest_readable_snapshot_when_the_newest_is_damage
     let second = backup(&home, &repo);
     let short = |o: &Value| o["snapshot"]["digest"].as_str().unwrap()[7..19].to_owned();
     rot_content_manifest(&repo, &second);
+    // Port 9 (discard) on the loopback: nothing is sent, so nothing needs to answer. It stops
+    // before reaching the registry, exit 4, and says why.
+    let push_latest = || {
+        let out = asp()
+            .args(["push", "latest", "127.0.0.1:9/me/state:laptop", "--repo"])
+            .arg(&repo)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(4), "{said}");
+        said
+    };
 
-    // Port 9 (discard) on the loopback: nothing is sent, so nothing needs to answer.
-    let out = asp()
-        .args(["push", "latest", "127.0.0.1:9/me/state:laptop", "--repo"])
-        .arg(&repo)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(4), "{said}");
+    let said = push_latest();
     assert!(
         said.contains(&format!("snapshot {} cannot be read", &short(&second)[..8]))
             && said.contains(&format!("`asp push {} REF` pushes it", &short(&first)[..8])),
@@ -717,13 +722,7 @@ fn a_push_of_latest_names_the_newest_readable_snapshot_when_the_newest_is_damage
             .unwrap();
     let records = manifest["layers"][0]["digest"].as_str().unwrap();
     rot(&repo.join("blobs/sha256").join(&records[7..]), 10);
-    let out = asp()
-        .args(["push", "latest", "127.0.0.1:9/me/state:laptop", "--repo"])
-        .arg(&repo)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(4), "{said}");
+    let said = push_latest();
     assert!(
         said.contains(&format!(
             "snapshot {} cannot be pushed",

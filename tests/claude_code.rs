@@ -2353,14 +2353,7 @@ fn an_import_line_of_claude_md_is_named_where_the_target_does_not_read_it() {
     );
     for h in asp_convert::harness_names() {
         let home = tmp();
-        let (answer, diagnostics) = write_home(
-            &h,
-            home.path(),
-            &packed.state,
-            &packed.store,
-            false,
-            &PathMap::default(),
-        );
+        let (answer, diagnostics) = packed.write_into(&h, home.path());
         assert!(answer.taken.contains(StateKind::Instructions), "{h}");
         let said = diagnostics
             .iter()
@@ -2460,14 +2453,7 @@ fn the_git_branch_travels_into_every_harness_that_keeps_one() {
             "{from}'s sample has a session on a branch: {before:?}"
         );
         let home = tmp();
-        let (answer, _) = write_home(
-            to,
-            home.path(),
-            &packed.state,
-            &packed.store,
-            false,
-            &PathMap::default(),
-        );
+        let (answer, _) = packed.write_into(to, home.path());
         let back = branches(&read_home(
             to,
             home.path(),

@@ -1513,14 +1513,7 @@ mod with_claude_code {
         let sessions = KindSet::EMPTY.with(asp_format::StateKind::Sessions);
         let read = crate::support::read_home(from, from_home, sessions, ReadOptions::default());
         let dir = tmp();
-        crate::support::write_home(
-            to,
-            dir.path(),
-            &read.state,
-            &read.store,
-            false,
-            &PathMap::default(),
-        );
+        read.write_into(to, dir.path());
         let back = crate::support::read_home(to, dir.path(), sessions, ReadOptions::default());
         (read.state, read.store, back.state, back.store)
     }

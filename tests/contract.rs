@@ -539,14 +539,7 @@ fn foreign_subagents_linked_or_said(h: &str) {
     }
     for (from, packed) in sources {
         let home = tmp();
-        let (answer, diagnostics) = crate::support::write_home(
-            h,
-            home.path(),
-            &packed.state,
-            &packed.store,
-            false,
-            &PathMap::default(),
-        );
+        let (answer, diagnostics) = packed.write_into(h, home.path());
         let back = read(h, home.path());
         let said: Vec<&str> = diagnostics
             .iter()
@@ -897,14 +890,7 @@ fn dry_run_is_exact(h: &str) {
             before == crate::support::files_in(home.path()),
             "{from} into {h}: the dry run wrote"
         );
-        let (done, found) = write_home(
-            h,
-            home.path(),
-            &packed.state,
-            &packed.store,
-            false,
-            &PathMap::default(),
-        );
+        let (done, found) = packed.write_into(h, home.path());
         assert_eq!(
             planned, done,
             "{from} into {h}: the dry run said something else"
@@ -939,14 +925,7 @@ fn dry_run_is_exact(h: &str) {
             before == crate::support::files_in(home.path()),
             "{from} into {h}: the dry run wrote"
         );
-        let (done, found) = write_home(
-            h,
-            home.path(),
-            &packed.state,
-            &packed.store,
-            false,
-            &PathMap::default(),
-        );
+        let (done, found) = packed.write_into(h, home.path());
         assert_eq!(
             planned, done,
             "{from} into {h}: the dry run said something else"
@@ -1031,14 +1010,7 @@ fn damage_kept_natively_is_lost_elsewhere(h: &str, back: &ReadBack) {
         "{h}: a session says where its damage is: {kept:#?}"
     );
     let own = tmp();
-    let (_, said) = write_home(
-        h,
-        own.path(),
-        &back.state,
-        &back.store,
-        false,
-        &PathMap::default(),
-    );
+    let (_, said) = back.write_into(h, own.path());
     assert!(
         !said.iter().any(|d| d.severity.is_loss()),
         "{h} into {h}: the native file travels, nothing is lost: {said:#?}"
@@ -1049,14 +1021,7 @@ fn damage_kept_natively_is_lost_elsewhere(h: &str, back: &ReadBack) {
         "claude-code"
     };
     let other = tmp();
-    let (_, said) = write_home(
-        to,
-        other.path(),
-        &back.state,
-        &back.store,
-        false,
-        &PathMap::default(),
-    );
+    let (_, said) = back.write_into(to, other.path());
     for s in marked {
         assert!(
             said.iter()

@@ -163,14 +163,7 @@ fn sessions_of_every_other_harness_are_written_as_copilot_loads_them() {
             ReadOptions::default(),
         );
         let home = tmp();
-        let (answer, _) = crate::support::write_home(
-            HARNESS,
-            home.path(),
-            &from.state,
-            &from.store,
-            false,
-            &PathMap::default(),
-        );
+        let (answer, _) = from.write_into(HARNESS, home.path());
         let problems = validate(home.path());
         assert!(problems.is_empty(), "{h}: {problems:#?}");
         let back = read_home(home.path());
@@ -249,14 +242,7 @@ fn damaged_stores_are_reported_with_file_and_line_and_nothing_is_lost() {
 
     // Nothing lost: restored byte for byte into an empty Copilot home ...
     let restored = tmp();
-    crate::support::write_home(
-        HARNESS,
-        restored.path(),
-        &r.state,
-        &r.store,
-        false,
-        &PathMap::default(),
-    );
+    r.write_into(HARNESS, restored.path());
     for id in [one, two] {
         let src = crate::support::files_in(&states.join(id));
         let dst =
@@ -266,14 +252,7 @@ fn damaged_stores_are_reported_with_file_and_line_and_nothing_is_lost() {
     // ... and importing the sample into the damaged home leaves every damaged file as it was.
     let before = crate::support::files_in(home.path());
     let sample = read_home(&sample_home());
-    crate::support::write_home(
-        HARNESS,
-        home.path(),
-        &sample.state,
-        &sample.store,
-        false,
-        &PathMap::default(),
-    );
+    sample.write_into(HARNESS, home.path());
     let after = crate::support::files_in(home.path());
     for (path, bytes) in &before {
         assert_eq!(after.get(path), Some(bytes), "{path} is unchanged");

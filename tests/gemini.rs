@@ -2309,14 +2309,7 @@ fn a_chat_carried_into_codex_keeps_the_time_of_its_last_message() {
         ReadOptions::default(),
     );
     let home = tmp();
-    crate::support::write_home(
-        "codex",
-        home.path(),
-        &packed.state,
-        &packed.store,
-        false,
-        &PathMap::default(),
-    );
+    packed.write_into("codex", home.path());
     let rollout = crate::support::files_under(home.path())
         .into_iter()
         .find(|p| p.to_string_lossy().ends_with(&format!("{ID}.jsonl")))

@@ -143,14 +143,7 @@ fn carried_in(
         ReadOptions::default(),
     );
     let home = tmp();
-    let (answer, _) = write_home(
-        "opencode",
-        home.path(),
-        &packed.state,
-        &packed.store,
-        false,
-        &PathMap::default(),
-    );
+    let (answer, _) = packed.write_into("opencode", home.path());
     (packed, home, answer)
 }
 
@@ -410,14 +403,7 @@ fn a_damaged_row_is_named_by_file_table_and_row_the_rest_read_and_the_row_restor
     }
     // Nothing lost: the damaged row travels as it is, and a restore puts it back.
     let restored = tmp();
-    write_home(
-        "opencode",
-        restored.path(),
-        &r.state,
-        &r.store,
-        false,
-        &PathMap::default(),
-    );
+    r.write_into("opencode", restored.path());
     let data = |db: &Path| -> String {
         rusqlite::Connection::open(db)
             .unwrap()
@@ -1106,17 +1092,7 @@ fn a_session_renamed_in_opencode_is_already_there_to_the_next_import() {
         ReadOptions::default(),
     );
     let home = tmp();
-    let write = || {
-        write_home(
-            "opencode",
-            home.path(),
-            &claude.state,
-            &claude.store,
-            false,
-            &PathMap::default(),
-        )
-        .0
-    };
+    let write = || claude.write_into("opencode", home.path()).0;
     let first = write();
     let renamed = rusqlite::Connection::open(home.path().join(DB))
         .unwrap()

@@ -182,14 +182,7 @@ fn every_other_sample_is_written_as_pi_sessions_with_their_titles() {
             ReadOptions::default(),
         );
         let home = tmp();
-        let (answer, _) = crate::support::write_home(
-            HARNESS,
-            home.path(),
-            &packed.state,
-            &packed.store,
-            false,
-            &PathMap::default(),
-        );
+        let (answer, _) = packed.write_into(HARNESS, home.path());
         assert!(
             answer.taken.contains(StateKind::Sessions),
             "{from}: {answer:?}"
@@ -251,14 +244,7 @@ fn a_plan_written_as_answer_text_is_said() {
         .collect();
     assert!(!planned.is_empty(), "the Claude Code sample has a plan");
     let home = tmp();
-    let (answer, findings) = crate::support::write_home(
-        HARNESS,
-        home.path(),
-        &packed.state,
-        &packed.store,
-        false,
-        &PathMap::default(),
-    );
+    let (answer, findings) = packed.write_into(HARNESS, home.path());
     for id in planned {
         let new = &answer.sessions[id];
         let said: Vec<_> = findings
@@ -313,16 +299,7 @@ fn the_findings_of_a_copy_kept_beside_name_the_copy() {
             ReadOptions::default(),
         );
         let home = tmp();
-        let w = |home: &Path| {
-            crate::support::write_home(
-                HARNESS,
-                home,
-                &packed.state,
-                &packed.store,
-                false,
-                &PathMap::default(),
-            )
-        };
+        let w = |home: &Path| packed.write_into(HARNESS, home);
         let (first, _) = w(home.path());
         // Every session changes in Pi (a line that is not the carried one's next).
         let files = crate::support::files_under(home.path());
@@ -423,17 +400,7 @@ fn a_foreign_copy_kept_beside_is_titled_with_its_harness() {
         ReadOptions::default(),
     );
     let home = tmp();
-    let w = |home: &Path| {
-        crate::support::write_home(
-            HARNESS,
-            home,
-            &packed.state,
-            &packed.store,
-            false,
-            &PathMap::default(),
-        )
-        .0
-    };
+    let w = |home: &Path| packed.write_into(HARNESS, home).0;
     let first = w(home.path());
     // One of them changes in Pi (a line that is not the carried one's next).
     let s = packed
@@ -899,17 +866,7 @@ fn claude_md_that_pi_reads_instead_is_never_replaced_by_an_agents_md() {
     );
     let carried = packed.text(&packed.state.instructions.as_ref().unwrap().text);
     let agent = |h: &Path| h.join(".pi/agent");
-    let write = |home: &Path| {
-        crate::support::write_home(
-            HARNESS,
-            home,
-            &packed.state,
-            &packed.store,
-            false,
-            &PathMap::default(),
-        )
-        .0
-    };
+    let write = |home: &Path| packed.write_into(HARNESS, home).0;
 
     // Different text in CLAUDE.md: AGENTS.md is not written, the carried text goes beside.
     let home = tmp();
@@ -1148,14 +1105,7 @@ fn two_prompts_in_a_row_stay_two_in_every_harness() {
         "copilot",
     ] {
         let home = tmp();
-        let (answer, _) = crate::support::write_home(
-            to,
-            home.path(),
-            &packed.state,
-            &packed.store,
-            false,
-            &PathMap::default(),
-        );
+        let (answer, _) = packed.write_into(to, home.path());
         let new = answer
             .sessions
             .get(id)

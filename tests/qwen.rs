@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::support::{new_home, read_home, samples, tmp, write_home};
+use crate::support::{new_home, read_home, samples, tmp};
 use asp_convert::harness::ReadOptions;
 use asp_convert::kit::pathmap::PathMap;
 use asp_format::kind::KindSet;
@@ -165,14 +165,7 @@ fn a_session_from_elsewhere_is_listed_under_its_cwd_with_its_title() {
         ReadOptions::default(),
     );
     let home = tmp();
-    let (answer, _) = write_home(
-        HARNESS,
-        home.path(),
-        &r.state,
-        &r.store,
-        false,
-        &PathMap::default(),
-    );
+    let (answer, _) = r.write_into(HARNESS, home.path());
     assert!(
         validate(home.path()).is_empty(),
         "{:?}",
@@ -377,14 +370,7 @@ fn damage_is_named_and_replayed_as_qwen_replays_it() {
     said("telegram-42.jsonl", None, "not named <session uuid>.jsonl");
     // Whatever was carried restores byte for byte, damage included.
     let target = tmp();
-    let (answer, _) = write_home(
-        HARNESS,
-        target.path(),
-        &r.state,
-        &r.store,
-        false,
-        &PathMap::default(),
-    );
+    let (answer, _) = r.write_into(HARNESS, target.path());
     for n in [1, 2, 3, 4, 6, 7] {
         let name = format!(".qwen/projects/-w/chats/{}.jsonl", id(n));
         assert_eq!(answer.sessions[&id(n)], id(n));
@@ -486,14 +472,7 @@ fn instructions_memory_and_skills_are_read_where_qwen_keeps_them() {
     assert_eq!(skills, ["release-notes"]);
     // Restored into an empty home: the same files, and QWEN.md as it was.
     let home = tmp();
-    let (answer, _) = write_home(
-        HARNESS,
-        home.path(),
-        &r.state,
-        &r.store,
-        false,
-        &PathMap::default(),
-    );
+    let (answer, _) = r.write_into(HARNESS, home.path());
     assert!(answer.not_taken.is_empty(), "{answer:?}");
     for f in [
         ".qwen/QWEN.md",
@@ -561,14 +540,7 @@ fn archived_chats_are_carried_and_go_back_to_the_archive() {
         true
     );
     let target = tmp();
-    let (answer, _) = write_home(
-        HARNESS,
-        target.path(),
-        &r.state,
-        &r.store,
-        false,
-        &PathMap::default(),
-    );
+    let (answer, _) = r.write_into(HARNESS, target.path());
     assert_eq!(answer.sessions[sid], sid);
     assert!(fs::read(target.path().join(&rel)).unwrap() == fs::read(&from).unwrap());
 }
@@ -815,14 +787,7 @@ fn a_chat_name_taken_by_a_dangling_link_or_a_folder_is_kept_beside() {
     fs::create_dir_all(chats[0].1.parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(home.path().join("nowhere"), &chats[0].1).unwrap();
     fs::create_dir_all(&chats[1].1).unwrap();
-    let (answer, _) = write_home(
-        HARNESS,
-        home.path(),
-        &r.state,
-        &r.store,
-        false,
-        &PathMap::default(),
-    );
+    let (answer, _) = r.write_into(HARNESS, home.path());
     for (id, path) in &chats {
         let new = &answer.sessions[id];
         assert_ne!(new, id, "{id} is kept beside what is at {}", path.display());

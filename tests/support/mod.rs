@@ -147,6 +147,28 @@ pub struct ReadBack {
     pub diagnostics: Vec<asp_convert::kit::report::Diagnostic>,
 }
 
+impl ReadBack {
+    /// Writes the whole of it into `home` with the harness `name` ([`write_home`], not a dry
+    /// run, no path mapping): the answer and what was noted on the way.
+    pub fn write_into(
+        &self,
+        name: &str,
+        home: &Path,
+    ) -> (
+        asp_format::answer::ImportAnswer,
+        Vec<asp_convert::kit::report::Diagnostic>,
+    ) {
+        write_home(
+            name,
+            home,
+            &self.state,
+            &self.store,
+            false,
+            &asp_convert::kit::pathmap::PathMap::default(),
+        )
+    }
+}
+
 /// The store of the registered harness `name` in `home`.
 pub fn store_of(name: &str, home: &Path) -> asp_convert::Store {
     asp_convert::Store::harness(name, asp_convert::Home::at(home))
