@@ -3427,23 +3427,35 @@ fn a_restore_says_each_setting_it_adds_to_a_settings_file_that_was_there() {
     );
 }
 
-/// Each harness's prompt history (what ↑ recalls) comes back whole into a fresh home, and is
-/// merged, in time order and each record once, into one the new machine already has.
+/// Each harness's prompt history (what ↑ recalls), and Codex's thread names, come back whole
+/// into a fresh home, and are merged, in time order and each record once, into the ones the new
+/// machine already has. The thread names came back as one line per thread, dated to its last
+/// turn, until a new user's trial found the renames gone and `updated_at` moved earlier.
 #[test]
-fn prompt_histories_come_back_and_merge_into_the_ones_there() {
-    // (harness, its history in the sample, the time member, a record typed on the new machine)
+fn prompt_histories_and_thread_names_come_back_and_merge_into_the_ones_there() {
+    // (harness, its log in the sample, the time member, a record written on the new machine,
+    // whether the file is its owner's alone)
     let cases = [
         (
             "claude-code",
             ".claude/history.jsonl",
             "timestamp",
             json!({"display": "on the new machine", "pastedContents": {}, "timestamp": 1795300000000_u64, "project": "/home/dev/shop", "sessionId": "aaaaaaaa-0000-4000-8000-000000000001"}),
+            true,
         ),
         (
             "codex",
             ".codex/history.jsonl",
             "ts",
             json!({"session_id": "01a20000-0000-7000-8000-000000000001", "ts": 1795200000_u64, "text": "on the new machine"}),
+            true,
+        ),
+        (
+            "codex",
+            ".codex/session_index.jsonl",
+            "updated_at",
+            json!({"id": "01a20000-0000-7000-8000-000000000001", "thread_name": "on the new machine", "updated_at": "2026-11-22T08:00:00.123456789Z"}),
+            false,
         ),
     ];
     // Both are JSON lines.
@@ -3461,7 +3473,7 @@ fn prompt_histories_come_back_and_merge_into_the_ones_there() {
             .collect::<String>()
             .into_bytes()
     };
-    for (harness, log, time, typed) in cases {
+    for (harness, log, time, typed, private) in cases {
         let t = tmp();
         let home = t.path().join("home");
         copy_tree(&samples().join(harness), &home);
@@ -3482,15 +3494,18 @@ fn prompt_histories_come_back_and_merge_into_the_ones_there() {
         let fresh = t.path().join("fresh");
         fs::create_dir_all(&fresh).unwrap();
         restore_into(&fresh);
-        assert!(fs::read(fresh.join(log)).unwrap() == sample, "{harness}");
+        assert!(
+            fs::read(fresh.join(log)).unwrap() == sample,
+            "{harness} {log}"
+        );
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
             let mode = fs::metadata(fresh.join(log)).unwrap().permissions().mode();
             assert_eq!(
-                mode & 0o077,
-                0,
-                "{harness}: the prompts are the owner's alone"
+                mode & 0o077 == 0,
+                private,
+                "{harness} {log}: only the prompts are the owner's alone"
             );
         }
 
@@ -3511,10 +3526,13 @@ fn prompt_histories_come_back_and_merge_into_the_ones_there() {
             }
         });
         let merged = fs::read(used.join(log)).unwrap();
-        assert_eq!(records(&merged), want, "{harness}");
+        assert_eq!(records(&merged), want, "{harness} {log}");
         // Again: it has every record now, and stays as it is.
         restore_into(&used);
-        assert!(fs::read(used.join(log)).unwrap() == merged, "{harness}");
+        assert!(
+            fs::read(used.join(log)).unwrap() == merged,
+            "{harness} {log}"
+        );
     }
 }
 

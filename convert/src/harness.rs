@@ -579,9 +579,9 @@ pub trait Harness: Send + Sync {
     }
 
     /// Whether the configuration file at `rel` (relative to the home, as
-    /// [`Harness::config_files`] names it) is the harness's prompt history, and its shape: a
-    /// restore merges it into one already there ([`crate::kit::prompt_log`]) instead of
-    /// keeping that one as it is. None by default.
+    /// [`Harness::config_files`] names it) is a log the harness appends to (its prompt
+    /// history; Codex's thread names), and its shape: a restore merges it into one already
+    /// there ([`crate::kit::prompt_log`]) instead of keeping that one as it is. None by default.
     fn prompt_log(&self, home: &Home, rel: &str) -> Option<crate::kit::prompt_log::PromptLog> {
         let _ = (home, rel);
         None
@@ -600,7 +600,7 @@ pub trait Harness: Send + Sync {
 
     /// Whether the configuration file at `rel` holds what the person typed or pasted (a
     /// prompt history, a pasted text): a restore creates it readable by its owner alone
-    /// (mode 0600), as the harness does. The prompt history by default.
+    /// (mode 0600), as the harness does. Every log [`Harness::prompt_log`] names, by default.
     fn private_config(&self, home: &Home, rel: &str) -> bool {
         self.prompt_log(home, rel).is_some()
     }

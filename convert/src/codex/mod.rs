@@ -171,13 +171,24 @@ impl Harness for Codex {
         Ok(state)
     }
 
-    /// `config.toml`, `rules/`, `prompts/` and the prompt history `history.jsonl` (what ↑
-    /// recalls); never `auth.json`.
+    /// `config.toml`, `rules/`, `prompts/`, the prompt history `history.jsonl` (what ↑
+    /// recalls) and the thread names `session_index.jsonl`; never `auth.json`.
+    ///
+    /// The thread names are state too (each session's title and its renames), but the state
+    /// carries them as each session's `session_info_update`s, to the millisecond and without
+    /// the namings of threads the state does not hold: a restore that only appended a line per
+    /// thread gave back one naming of each, dated to its last turn (found by a new user's
+    /// trial: `updated_at` moved earlier and the renames were gone). Kept whole, the file comes
+    /// back as it was, and the state's write then finds each thread named already.
     fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
         let c = layout::Layout::of(home).codex;
         crate::kit::config::collect(
             &home.dir,
-            &[c.join("config.toml"), c.join("history.jsonl")],
+            &[
+                c.join("config.toml"),
+                c.join("history.jsonl"),
+                c.join(index::FILE),
+            ],
             &[c.join("rules"), c.join("prompts")],
         )
     }
@@ -202,15 +213,31 @@ impl Harness for Codex {
         config::trusted_projects(bytes)
     }
 
-    /// `history.jsonl`: `{session_id, ts (epoch s), text}` per line.
+    /// `history.jsonl`: `{session_id, ts (epoch s), text}` per line; `session_index.jsonl`:
+    /// `{id, thread_name, updated_at (RFC 3339)}` per line, appended to as threads are named.
     fn prompt_log(
         &self,
         home: &crate::Home,
         rel: &str,
     ) -> Option<crate::kit::prompt_log::PromptLog> {
+        let codex = layout::Layout::of(home).codex;
+        let is = |name: &str| {
+            crate::kit::config::relative(&home.dir, &codex.join(name)).as_deref() == Some(rel)
+        };
+        if is("history.jsonl") {
+            Some(crate::kit::prompt_log::PromptLog { time: "ts" })
+        } else if is(index::FILE) {
+            Some(crate::kit::prompt_log::PromptLog { time: "updated_at" })
+        } else {
+            None
+        }
+    }
+
+    /// The prompt history only: Codex makes `session_index.jsonl` readable by others, as
+    /// any file it writes.
+    fn private_config(&self, home: &crate::Home, rel: &str) -> bool {
         let history = layout::Layout::of(home).codex.join("history.jsonl");
-        (crate::kit::config::relative(&home.dir, &history).as_deref() == Some(rel))
-            .then_some(crate::kit::prompt_log::PromptLog { time: "ts" })
+        crate::kit::config::relative(&home.dir, &history).as_deref() == Some(rel)
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {

@@ -1,7 +1,8 @@
 //! A harness's prompt history (what ↑ recalls) merged into one that is already there.
 //!
 //! Prompt histories are logs the harness appends to, a JSON object per line: Claude Code's
-//! and Codex's `history.jsonl`. A backup keeps them with the harness's configuration.
+//! and Codex's `history.jsonl`; Codex's thread names (`session_index.jsonl`) are another. A
+//! backup keeps them with the harness's configuration.
 //! Restored onto a machine where the harness already ran, one is there: keeping it would leave
 //! the backup's prompts out, and replacing it would lose the new machine's. So the two are
 //! merged: every line of both, each once (the same bytes are the same record), in time order,
