@@ -1257,7 +1257,7 @@ fn one_session_reads_alone(h: &str) {
         }
         // What is read is only the entry's own (and its subagents').
         let own: BTreeSet<_> = survey
-            .select(std::slice::from_ref(&entry.id))
+            .select(std::slice::from_ref(&entry.id), "asp sessions")
             .unwrap()
             .entries
             .iter()
@@ -1534,7 +1534,7 @@ fn pack_session_selects(h: &str) {
     let bundle = asp_format::bundle::Bundle::open(&out).unwrap();
     let packed = &bundle.manifest().state;
     let expected: BTreeSet<String> = survey
-        .select(std::slice::from_ref(&first.id))
+        .select(std::slice::from_ref(&first.id), "asp sessions")
         .unwrap()
         .entries
         .iter()

@@ -245,8 +245,8 @@ impl Survey {
     /// its parent's entry ([`Surveyed::subagents`]): that entry is taken for it, and of what
     /// its read gives only that subagent and its own subagents are kept
     /// ([`Selection::keep`]), as a bundle gives a subagent named alone. An id the survey does
-    /// not have is an error.
-    pub fn select(&self, ids: &[SessionId]) -> Result<Selection<'_>, ConvertError> {
+    /// not have is an error, which names `lists`, the command that lists the store's sessions.
+    pub fn select(&self, ids: &[SessionId], lists: &str) -> Result<Selection<'_>, ConvertError> {
         let entry = |id: &SessionId| self.sessions.iter().any(|s| &s.id == id);
         // The entry each id that is not one of its own is read with.
         let held: Vec<(&SessionId, Option<usize>)> = ids
@@ -265,18 +265,18 @@ impl Survey {
             .map(|(id, _)| id.as_str())
             .collect();
         if !missing.is_empty() {
+            let known = || {
+                self.sessions
+                    .iter()
+                    .flat_map(|s| std::iter::once(&s.id).chain(&s.subagents))
+            };
+            // Subagents read with their parent's entry count too, as `asp-pack` counts them
+            // (it said "4 sessions" of a home it packed as 5: a new user's trial).
+            let count = known().collect::<std::collections::BTreeSet<_>>().len();
             return Err(ConvertError::Usage(format!(
-                "no session {} among its {} sessions (`asp sessions --from HARNESS --home DIR` \
-                 lists them){}",
+                "no session {} among its {count} sessions (`{lists}` lists them){}",
                 missing.join(", "),
-                self.sessions.len(),
-                asp_format::state::whole_ids_hint(
-                    &missing,
-                    self.sessions
-                        .iter()
-                        .flat_map(|s| std::iter::once(&s.id).chain(&s.subagents))
-                        .map(SessionId::as_str)
-                )
+                asp_format::state::whole_ids_hint(&missing, known().map(SessionId::as_str))
             )));
         }
         let mut chosen: Vec<bool> = self.sessions.iter().map(|s| ids.contains(&s.id)).collect();

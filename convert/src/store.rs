@@ -309,6 +309,18 @@ impl Store {
         }
     }
 
+    /// The command that lists this store's sessions, for a person to run.
+    pub fn lists_sessions(&self) -> String {
+        match self {
+            Store::Harness { harness, home } => format!(
+                "asp sessions --from {} --home {}",
+                harness.name(),
+                home.dir.display()
+            ),
+            Store::Dir(d) => format!("asp inspect --from-dir {}", d.display()),
+        }
+    }
+
     /// Kinds this store can give.
     pub fn exports(&self) -> KindSet {
         match self {
@@ -397,7 +409,7 @@ impl Store {
             let survey = self.survey(req.diagnostics)?;
             let selection = match req.sessions {
                 Sessions::All => survey.all(),
-                Sessions::Only(ids) => survey.select(ids)?,
+                Sessions::Only(ids) => survey.select(ids, &self.lists_sessions())?,
             };
             let entries = &selection.entries;
             if let (Store::Harness { harness, .. }, true) = (self, req.options.native) {
