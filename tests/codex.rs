@@ -2173,3 +2173,32 @@ fn a_thread_continued_in_codex_is_already_there() {
     );
     assert_eq!(files_in(&home), before, "nothing written");
 }
+
+/// A `config.toml` that is not TOML costs its servers and settings, said once with its path
+/// (it was said twice: `…/config.toml: …/config.toml: not valid TOML`, a new user's trial).
+#[test]
+fn a_config_toml_that_is_not_toml_is_named_once_in_what_was_lost() {
+    let t = tmp();
+    let home = t.path().join("home");
+    copy_dir(&sample_home(), &home);
+    let config = home.join(".codex/config.toml");
+    fs::write(&config, "[mcp_servers.docs\ncommand = 1\n").unwrap();
+    let (_, _, d) = read(&home);
+    let said: Vec<String> = d
+        .items()
+        .iter()
+        .filter(|i| i.file.as_deref() == Some(config.as_path()))
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    let path = config.display().to_string();
+    assert!(
+        said[0].starts_with(&format!("{path}: not valid TOML: ")),
+        "{said:?}"
+    );
+    assert_eq!(said[0].matches(&path).count(), 1, "{said:?}");
+    assert!(
+        said[0].ends_with("; no MCP servers or settings were read"),
+        "{said:?}"
+    );
+}

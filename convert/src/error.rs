@@ -151,6 +151,18 @@ impl ConvertError {
         }
     }
 
+    /// What went wrong, without the path the error names: for a report that names the file
+    /// itself (it said `lost: …/config.toml: …/config.toml: not valid TOML`).
+    pub fn without_path(&self) -> String {
+        match self {
+            ConvertError::Io { source, .. } | ConvertError::Write { source, .. } => {
+                source.to_string()
+            }
+            ConvertError::Invalid { message, .. } => message.clone(),
+            other => other.to_string(),
+        }
+    }
+
     /// A carried body (`what` says which) that cannot be read.
     pub fn carried(what: impl Into<String>, source: io::Error) -> ConvertError {
         ConvertError::Carried {
@@ -197,5 +209,14 @@ mod tests {
             ConvertError::Usage("no such session".into()).class(),
             ErrorClass::Usage
         );
+    }
+
+    #[test]
+    fn an_error_says_what_went_wrong_without_its_path_for_a_report_that_names_it() {
+        let bad = ConvertError::invalid("/h/.codex/config.toml", "not valid TOML: x");
+        assert_eq!(bad.to_string(), "/h/.codex/config.toml: not valid TOML: x");
+        assert_eq!(bad.without_path(), "not valid TOML: x");
+        let read = ConvertError::io("/x")(io::Error::other("boom"));
+        assert_eq!(read.without_path(), "boom");
     }
 }

@@ -161,7 +161,7 @@ impl Harness for Codex {
                 Err(e) => ctx.diagnostics.lost(
                     &layout.codex.join(config::FILE),
                     None,
-                    format!("{e}; no MCP servers or settings were read"),
+                    format!("{}; no MCP servers or settings were read", e.without_path()),
                 ),
             }
         }
