@@ -689,3 +689,37 @@ fn deflate_data_far_longer_than_its_content_is_refused() {
         &[config, "more than any Deflate or Stored entry takes"],
     );
 }
+
+/// A marker the reader cannot read (one flipped byte) leaves the layout unknown: the finding is
+/// the marker's damage, and no entry is judged as another layout's. Checked as layout 1's, a
+/// current bundle's `oci-layout` and `index.json` were said to belong to layout 2 only, and it
+/// to have no `manifest.json` (a new user's trial).
+#[test]
+fn a_damaged_marker_leaves_the_layout_unknown_and_is_the_only_finding() {
+    let dir = tmp();
+    let bundle = dir.path().join("b.aspstate");
+    pack_home("claude-code", samples().join("claude-code"), &bundle)
+        .assert()
+        .code(0);
+    let mut bytes = fs::read(&bundle).unwrap();
+    let at = {
+        let mut zip = zip::ZipArchive::new(std::io::Cursor::new(&bytes)).unwrap();
+        let marker = zip.by_name("aspstate-layout").unwrap();
+        marker.data_start().unwrap() as usize + 5
+    };
+    bytes[at] ^= 1;
+    fs::write(&bundle, &bytes).unwrap();
+    let out = asp().arg("verify").arg(&bundle).output().unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let said = String::from_utf8_lossy(&out.stderr);
+    let bad: Vec<&str> = said.lines().filter(|l| l.starts_with("bad: ")).collect();
+    assert_eq!(bad.len(), 2, "{said}");
+    assert!(
+        bad[0].starts_with("bad: aspstate-layout: its CRC-32 is "),
+        "{said}"
+    );
+    assert!(
+        bad[1].contains("which layout it is cannot be told without its `aspstate-layout`"),
+        "{said}"
+    );
+}

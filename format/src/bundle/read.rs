@@ -1527,6 +1527,17 @@ fn scan(
         },
     }
 
+    // Without a marker it can read, the reader cannot tell which layout the entries follow:
+    // checking them as layout 1's (the oldest) said of a layout 3 bundle whose marker had one
+    // flipped byte that its `oci-layout` and `index.json` belong to layout 2 only and that it
+    // had no `manifest.json` (a new user's trial). The marker's own problem is the finding.
+    if scan.layout.is_none() {
+        scan.problems.push(Problem::whole(format!(
+            "which layout it is cannot be told without its `{LAYOUT_ENTRY}`, so its other \
+             entries are not checked"
+        )));
+        return Ok(scan);
+    }
     let major = scan.layout.as_ref().and_then(Layout::major);
     if let Some(major @ 2..=5) = major {
         if manifest_entry.is_some() {
