@@ -1319,7 +1319,7 @@ fn scan(
             scan.problems.push(Problem::at(
                 name,
                 format!(
-                    "entries other than `{LAYOUT_ENTRY}`, `{MANIFEST_ENTRY}` (layout 1), `{OCI_LAYOUT_ENTRY}` and `{INDEX_ENTRY}` (layout 2) and `{BLOB_PREFIX}<64 hex>` are not allowed"
+                    "entries other than `{LAYOUT_ENTRY}`, `{MANIFEST_ENTRY}` (layout 1), `{OCI_LAYOUT_ENTRY}` and `{INDEX_ENTRY}` (layouts 2 to 5) and `{BLOB_PREFIX}<64 hex>` are not allowed"
                 ),
             ));
         }
