@@ -33,7 +33,8 @@ fn refused(bytes: &[u8], needles: &[&str]) {
 
 /// A bundle one of whose bodies does not check out: `asp-unpack` leaves out what needs it,
 /// unpacks the rest, names the damage (the body by its digest, as wherever it is stored) and
-/// exits 4; nothing unchecked is written; `asp verify` refuses the bundle.
+/// exits 4; nothing unchecked is written; `asp verify` refuses the bundle; `asp export`
+/// prints the rest, whole, and says the same.
 fn salvaged(bytes: &[u8], needles: &[&str]) {
     let mut needles: Vec<String> = needles
         .iter()
@@ -47,6 +48,21 @@ fn salvaged(bytes: &[u8], needles: &[&str]) {
         "the rest is unpacked into {}",
         out.display()
     );
+    // Export prints only what checks out, whole (it printed what a damaged body decoded to,
+    // then cut-off JSON: a new user's trial), and says what it left out.
+    let export = asp()
+        .arg("export")
+        .arg(dir.path().join("bad.aspstate"))
+        .output()
+        .unwrap();
+    assert_eq!(export.status.code(), Some(4));
+    let said = String::from_utf8_lossy(&export.stderr);
+    for n in &needles {
+        assert!(said.contains(n), "export: {n:?} in {said}");
+    }
+    let printed: serde_json::Value =
+        serde_json::from_slice(&export.stdout).unwrap_or_else(|e| panic!("export: {e}: {said}"));
+    assert!(printed["state"].is_object(), "{printed}");
     // What was written is a whole, checked state: it packs again.
     asp_pack()
         .arg("--from-dir")

@@ -16,8 +16,11 @@ use crate::stdio::Input;
 /// Print a bundle's state as the _asp/state/export answer: {"state": {...}}
 #[derive(Debug, Clone, Parser)]
 #[command(after_help = "\
-Sessions stream line by line, so a large bundle prints without being loaded whole. Native
-harness files (kept for byte-exact restores) are not part of this form.
+Sessions stream line by line, so a large bundle prints without being loaded whole. Every body
+printed is read and checked first (its sha256, its update lines), so nothing damaged is
+printed: a damaged body leaves out what needs it, the rest is printed, the damage is said and
+the exit code is 4. Native harness files (kept for byte-exact restores) are not part of this
+form.
 
 Examples:
   asp export backup.aspstate --kinds tools,settings
@@ -34,7 +37,7 @@ pub struct ExportArgs {
     pub kinds: Option<KindSet>,
 
     /// Export only this session and its subagent sessions (repeatable); no other session's
-    /// data is read, and only what is read is checked (`asp verify` checks the whole bundle)
+    /// data is read. What is printed is checked first; `asp verify` checks the whole bundle
     #[arg(long = "session", value_name = "ID")]
     pub sessions: Vec<String>,
 }
@@ -42,8 +45,39 @@ pub struct ExportArgs {
 pub fn run(args: ExportArgs) -> crate::exit::Result<Exit> {
     let input = Input::open(&args.bundle)?;
     let part = crate::unpack::part(args.kinds, &args.sessions)?;
-    let (bundle, state) = crate::unpack::open_part(&input, &part)?;
+    let (bundle, mut state) = crate::unpack::open_part(&input, &part)?;
     let kinds = part.kinds;
+    state.retain_kinds(kinds);
+    // Native files are not part of this form: they are neither printed nor read.
+    for s in state.sessions.iter_mut().flatten() {
+        s.native = None;
+    }
+    // What is printed is checked first, as `asp-unpack` checks what it writes: a stream read
+    // while it prints could only fail part way, after printing what a damaged body decoded
+    // to (a new user's trial: text with a flipped byte, then cut-off JSON, then exit 4). A
+    // body that does not check out leaves out what needs it, and the rest is printed. Each
+    // body is read twice so, never held: the second read streams as before.
+    let quiet = crate::progress::Bar::new(true);
+    let damaged = match bundle.check_data(&state, &quiet) {
+        Ok(()) => crate::salvage::Damaged::default(),
+        Err(e) => {
+            let damaged = match e {
+                asp_format::bundle::ReadError::Invalid { .. } => {
+                    crate::salvage::check(&mut state, &bundle, &input.display())?
+                }
+                _ => crate::salvage::Damaged::default(),
+            };
+            let rest = match damaged.is_empty() {
+                true => Err(e),
+                false => bundle.check_data(&state, &quiet),
+            };
+            if let Err(e) = rest {
+                return Err(Failure::from(input.own(e)))
+                    .with_context(|| format!("{} is damaged", input.display()));
+            }
+            damaged
+        }
+    };
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(256 * 1024, stdout.lock());
     write_export(&mut out, &state, &bundle, kinds)
@@ -58,5 +92,15 @@ pub fn run(args: ExportArgs) -> crate::exit::Result<Exit> {
     out.flush()
         .map_err(Failure::store)
         .context("cannot write to standard output")?;
-    Ok(Exit::Ok)
+    if damaged.is_empty() {
+        return Ok(Exit::Ok);
+    }
+    for line in damaged.lines() {
+        eprintln!("damaged: {}: {line}", input.display());
+    }
+    eprintln!(
+        "left out, their data in the bundle being damaged: {}",
+        damaged.summary()
+    );
+    Ok(Exit::Integrity)
 }
