@@ -1941,3 +1941,18 @@ fn the_next_pack_sweeps_what_a_killed_one_left_beside_its_output() {
     );
     drop(running);
 }
+
+/// `asp inspect` with nothing to inspect is a usage error that says what to give, with the
+/// usage `--help` shows (`[BUNDLE]`; clap's own error showed `<BUNDLE>`, a new user's trial).
+#[test]
+fn inspect_with_nothing_to_inspect_says_what_to_give() {
+    asp()
+        .arg("inspect")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "name the bundle to inspect (`asp inspect BUNDLE`, `-` for standard input), or a \
+             state directory with --from-dir DIR",
+        ))
+        .stderr(predicate::str::contains("<BUNDLE>").not());
+}

@@ -69,7 +69,8 @@ pub struct BackupArgs {
     #[arg(long, value_name = "FILE")]
     pub from_bundle: Option<PathBuf>,
 
-    /// Home directory holding the harness's store [default: your home]
+    /// Home directory holding the harness's store [default: your home; CODEX_HOME and the
+    /// like are honoured when this is not given]
     #[arg(long, value_name = "DIR")]
     pub home: Option<PathBuf>,
 

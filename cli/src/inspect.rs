@@ -35,11 +35,9 @@ It reads what the bundle says it holds, not the bytes of every layer: a damaged 
 still lists. `asp verify BUNDLE` checks every byte (exit 4 on damage).")]
 pub struct InspectArgs {
     /// The bundle (`-` for standard input)
-    #[arg(
-        value_name = "BUNDLE",
-        required_unless_present = "from_dir",
-        conflicts_with = "from_dir"
-    )]
+    // Not `required_unless_present`: clap's error for it showed `asp inspect <BUNDLE>`,
+    // against the `[BUNDLE]` of `--help` (a new user's trial); `run` says what to give.
+    #[arg(value_name = "BUNDLE", conflicts_with = "from_dir")]
     pub bundle: Option<PathBuf>,
 
     /// Inspect a state directory (the plain form `asp-unpack --to-dir` writes) instead of a
@@ -122,7 +120,10 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
                 size,
             }
         }
-        (None, None) => unreachable!("clap requires BUNDLE or --from-dir"),
+        (None, None) => crate::bail_usage!(
+            "name the bundle to inspect (`asp inspect BUNDLE`, `-` for standard input), or a \
+             state directory with --from-dir DIR"
+        ),
     };
     let state = source.state();
     if args.common.json {
