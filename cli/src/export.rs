@@ -58,26 +58,7 @@ pub fn run(args: ExportArgs) -> crate::exit::Result<Exit> {
     // body that does not check out leaves out what needs it, and the rest is printed. Each
     // body is read twice so, never held: the second read streams as before.
     let quiet = crate::progress::Bar::new(true);
-    let damaged = match bundle.check_data(&state, &quiet) {
-        Ok(()) => crate::salvage::Damaged::default(),
-        Err(e) => {
-            let damaged = match e {
-                asp_format::bundle::ReadError::Invalid { .. } => {
-                    crate::salvage::check(&mut state, &bundle, &input.display())?
-                }
-                _ => crate::salvage::Damaged::default(),
-            };
-            let rest = match damaged.is_empty() {
-                true => Err(e),
-                false => bundle.check_data(&state, &quiet),
-            };
-            if let Err(e) = rest {
-                return Err(Failure::from(input.own(e)))
-                    .with_context(|| format!("{} is damaged", input.display()));
-            }
-            damaged
-        }
-    };
+    let damaged = crate::salvage::check_bundle(&mut state, &bundle, &input, &quiet)?;
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(256 * 1024, stdout.lock());
     write_export(&mut out, &state, &bundle, kinds)

@@ -326,6 +326,34 @@ pub fn check_config(
 }
 
 /// Reads the body `d` to its end: the source checks its size and digest as it goes.
+/// Checks every body of `state` in `bundle` (read from `input`) before anything is written
+/// or printed: a body that does not check out leaves out what needs it ([`check`]), and what
+/// is left must pass every check (update lines, dictionaries), not only its digests; a bundle
+/// damaged otherwise is an error. What `asp-unpack` writes and `asp export` prints.
+pub fn check_bundle(
+    state: &mut State,
+    bundle: &asp_format::bundle::Bundle,
+    input: &crate::stdio::Input,
+    progress: &dyn asp_format::progress::Progress,
+) -> Result<Damaged> {
+    let Err(e) = bundle.check_data(state, progress) else {
+        return Ok(Damaged::default());
+    };
+    let damaged = match e {
+        asp_format::bundle::ReadError::Invalid { .. } => check(state, bundle, &input.display())?,
+        _ => Damaged::default(),
+    };
+    let rest = match damaged.is_empty() {
+        true => Err(e),
+        false => bundle.check_data(state, progress),
+    };
+    if let Err(e) = rest {
+        return Err(Failure::from(input.own(e)))
+            .with_context(|| format!("{} is damaged", input.display()));
+    }
+    Ok(damaged)
+}
+
 fn read_through(blobs: &dyn BlobSource, d: &Descriptor) -> std::result::Result<(), BlobError> {
     let mut r = blobs.open(d)?;
     std::io::copy(&mut r.by_ref(), &mut std::io::sink()).map_err(BlobError::Other)?;

@@ -131,28 +131,7 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
     // leaves out what needs it, and the rest is unpacked (crate::salvage); a bundle damaged
     // otherwise writes nothing.
     let mut state = state;
-    let damaged = match bundle.check_data(&state, &bar) {
-        Ok(()) => crate::salvage::Damaged::default(),
-        Err(e) => {
-            let damaged = match e {
-                asp_format::bundle::ReadError::Invalid { .. } => {
-                    crate::salvage::check(&mut state, &bundle, &input.display())?
-                }
-                _ => crate::salvage::Damaged::default(),
-            };
-            // What is left must pass every check (update lines, dictionaries), not only its
-            // digests: else nothing is written, as before.
-            let rest = match damaged.is_empty() {
-                true => Err(e),
-                false => bundle.check_data(&state, &bar),
-            };
-            if let Err(e) = rest {
-                return Err(crate::exit::Failure::from(input.own(e)))
-                    .with_context(|| format!("{} is damaged", input.display()));
-            }
-            damaged
-        }
-    };
+    let damaged = crate::salvage::check_bundle(&mut state, &bundle, &input, &bar)?;
 
     // Rewritten bodies go into a staging store read before the bundle, on the destination's
     // file system (the system temporary directory may be memory-backed).
