@@ -2202,3 +2202,40 @@ fn a_config_toml_that_is_not_toml_is_named_once_in_what_was_lost() {
         "{said:?}"
     );
 }
+
+/// A thread carried to a home that has not got it is named with its newest naming's own
+/// `updated_at`, to the nanosecond: the line is the sample's own. It was dated to the thread's
+/// last turn, which moved a naming made after the last turn earlier (the sample renames
+/// 01a1fe6b two minutes after its last turn).
+#[test]
+fn a_carried_thread_is_named_with_its_newest_namings_own_time() {
+    let t = tmp();
+    let bundle = t.path().join("codex.aspstate");
+    pack_sample_codex(&bundle);
+    let home = t.path().join("fresh");
+    fs::create_dir_all(&home).unwrap();
+    asp_unpack()
+        .arg(&bundle)
+        .args(["--to", "codex", "--home"])
+        .arg(&home)
+        .assert()
+        .success();
+    let index = |home: &Path| fs::read_to_string(home.join(".codex/session_index.jsonl")).unwrap();
+    let sample = index(&sample_home());
+    // The newest naming of each thread, as the sample has it.
+    let mut newest: BTreeMap<String, &str> = BTreeMap::new();
+    for line in sample.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        newest.insert(v["id"].as_str().unwrap().to_owned(), line);
+    }
+    let written: Vec<String> = index(&home).lines().map(str::to_owned).collect();
+    assert_eq!(written.len(), newest.len(), "{written:?}");
+    for line in &written {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            Some(&line.as_str()),
+            newest.get(v["id"].as_str().unwrap()),
+            "{written:?}"
+        );
+    }
+}

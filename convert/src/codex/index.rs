@@ -108,9 +108,10 @@ impl SessionIndex {
     }
 
     /// Names `id` (appends a line), unless the index already names it so. The line is written
-    /// in one append, as Codex writes its own. Its `updated_at` is `at`, the thread's last
-    /// activity, not the time of the import: no line depends on when an import runs
-    /// (spec/harnesses/codex.md §16.4), and an old conversation does not look renamed today.
+    /// in one append, as Codex writes its own. Its `updated_at` is `at`: when the state says
+    /// the thread was named so, else its last activity; never the time of the import, so no
+    /// line depends on when an import runs (spec/harnesses/codex.md §16.4), and an old
+    /// conversation does not look renamed today.
     pub fn name_thread(
         &mut self,
         writer: &Writer,

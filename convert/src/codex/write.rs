@@ -312,24 +312,30 @@ impl<'a> SessionWriter<'a> {
                 );
             }
             let survey = survey(&text, &path);
-            let named = session
-                .meta
-                .as_ref()
-                .and_then(|m| m.get("codex"))
+            let codex_meta = session.meta.as_ref().and_then(|m| m.get("codex"));
+            let named = codex_meta
                 .and_then(|c| c.get("titleSource"))
                 .and_then(Value::as_str)
                 .is_some_and(|s| matches!(s, "session_index" | "thread_name_updated" | "state_db"));
+            let titled_at = codex_meta
+                .and_then(|c| c.get("titleAt"))
+                .and_then(Value::as_str)
+                .and_then(time::parse);
             let mut summary =
                 summary_of(&id, &path, &survey, session, rel.starts_with(ARCHIVED_DIR));
             // A copy kept beside is named with the marker (session_index.jsonl and the state
             // DB), so `codex resume` tells the two apart.
-            let named = if id == name_id {
-                named
-            } else {
+            let naming = if id != name_id {
                 summary.title = marked_title(&summary.title, NAME);
-                true
+                Naming::AtLastTurn
+            } else if !named {
+                Naming::Not
+            } else if let Some(at) = titled_at {
+                Naming::At(at)
+            } else {
+                Naming::AtLastTurn
             };
-            self.register(&summary, named)?;
+            self.register(&summary, naming)?;
             return Ok(if id == name_id {
                 SessionPlaced::new(id)
             } else {
@@ -507,7 +513,7 @@ impl<'a> SessionWriter<'a> {
             };
             summary.title = marked_title(&title, &harness);
         }
-        self.register(&summary, true)?;
+        self.register(&summary, Naming::AtLastTurn)?;
         Ok(if attempt > 0 {
             SessionPlaced::beside(id)
         } else {
@@ -515,11 +521,15 @@ impl<'a> SessionWriter<'a> {
         })
     }
 
-    /// Names the thread and adds its index row.
-    fn register(&mut self, s: &Summary, named: bool) -> Result<(), ConvertError> {
-        if named {
-            self.index
-                .name_thread(self.writer, &s.id, &s.title, s.updated)?;
+    /// Names the thread as `naming` says and adds its index row.
+    fn register(&mut self, s: &Summary, naming: Naming) -> Result<(), ConvertError> {
+        let at = match naming {
+            Naming::Not => None,
+            Naming::AtLastTurn => Some(s.updated),
+            Naming::At(at) => Some(at),
+        };
+        if let Some(at) = at {
+            self.index.name_thread(self.writer, &s.id, &s.title, at)?;
         }
         let Some(db) = self.db.clone() else {
             return Ok(());
@@ -539,6 +549,19 @@ impl<'a> SessionWriter<'a> {
         }
         Ok(())
     }
+}
+
+/// Whether a written thread is named in `session_index.jsonl`, and with which time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Naming {
+    /// Its title is its first prompt, as Codex shows an unnamed thread.
+    Not,
+    /// At its last turn: a built thread, a copy kept beside another version, or a thread named
+    /// where the state does not say when.
+    AtLastTurn,
+    /// At the time the index named it so (`_meta.codex.titleAt`): a naming made after the last
+    /// turn keeps its time.
+    At(Nanos),
 }
 
 /// The id of a copy of thread `id` kept beside a different version: a UUIDv7 with the time
