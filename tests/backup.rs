@@ -3509,11 +3509,16 @@ fn prompt_histories_and_thread_names_come_back_and_merge_into_the_ones_there() {
             );
         }
 
-        // The new machine has one prompt of its own, and one the backup has too.
+        // The new machine has one record of its own, and (a prompt history) one the backup has
+        // too. A thread the new machine names keeps its name (below), so there it has only
+        // the naming of a thread the backup does not hold.
         let used = t.path().join("used");
-        let first = records(&sample)[0].clone();
+        let mut its_own = vec![typed.clone()];
+        if log.ends_with("history.jsonl") {
+            its_own.insert(0, records(&sample)[0].clone());
+        }
         fs::create_dir_all(used.join(log).parent().unwrap()).unwrap();
-        fs::write(used.join(log), written(&[first, typed.clone()])).unwrap();
+        fs::write(used.join(log), written(&its_own)).unwrap();
         restore_into(&used);
         let mut want = records(&sample);
         want.push(typed);
@@ -3534,6 +3539,46 @@ fn prompt_histories_and_thread_names_come_back_and_merge_into_the_ones_there() {
             "{harness} {log}"
         );
     }
+}
+
+/// A Codex thread the new machine named keeps its name when a backup is restored there: the
+/// backup's namings of it are not merged in, even those dated later (the last naming of a
+/// thread is its name, so a later one from the backup renamed it: an independent review).
+#[test]
+fn a_thread_the_new_machine_named_keeps_its_name() {
+    let t = tmp();
+    let home = t.path().join("home");
+    copy_tree(&samples().join("codex"), &home);
+    let repo = t.path().join("repo");
+    let out = backup_run(&home, &repo, &["--from", "codex", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // The same threads on the new machine, 01a1fe6b renamed there before the backup's last
+    // naming of it (2026-11-21T14:13:28.375800432Z).
+    let used = t.path().join("used");
+    copy_tree(&samples().join("codex"), &used);
+    let index = used.join(".codex/session_index.jsonl");
+    let renamed = "{\"id\":\"01a1fe6b-30a4-77a2-b12a-76a63dd1d7e5\",\"thread_name\":\"renamed here\",\"updated_at\":\"2026-11-21T14:12:00Z\"}";
+    let lines: Vec<String> = fs::read_to_string(&index)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("01a1fe6b"))
+        .map(str::to_owned)
+        .chain([renamed.to_owned()])
+        .collect();
+    fs::write(&index, lines.join("\n") + "\n").unwrap();
+    let before = fs::read(&index).unwrap();
+    asp()
+        .args(["restore", "-q", "--to", "codex", "--home"])
+        .arg(&used)
+        .arg("--repo")
+        .arg(&repo)
+        .assert()
+        .success();
+    let after = fs::read_to_string(&index).unwrap();
+    let last = after.lines().rfind(|l| l.contains("01a1fe6b")).unwrap();
+    assert_eq!(last, renamed, "{after}");
+    // The threads were there already, so nothing was added.
+    assert_eq!(after.as_bytes(), before, "{after}");
 }
 
 /// Pi's and Qwen Code's own configuration comes back into the same harness, and a file that

@@ -207,8 +207,12 @@ impl Harness for ClaudeCode {
         rel: &str,
     ) -> Option<crate::kit::prompt_log::PromptLog> {
         let history = Layout::of(home).config.join("history.jsonl");
-        (crate::kit::config::relative(&home.dir, &history).as_deref() == Some(rel))
-            .then_some(crate::kit::prompt_log::PromptLog { time: "timestamp" })
+        (crate::kit::config::relative(&home.dir, &history).as_deref() == Some(rel)).then_some(
+            crate::kit::prompt_log::PromptLog {
+                time: "timestamp",
+                owner: None,
+            },
+        )
     }
 
     /// The pasted texts the prompt history still names (`pastedContents.*.contentHash`):

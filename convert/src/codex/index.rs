@@ -122,6 +122,16 @@ impl SessionIndex {
         if self.name(id) == Some(name) || name.trim().is_empty() {
             return Ok(false);
         }
+        // A naming the file has made later stays the thread's name: appended last, an older
+        // one would take its place (an independent review).
+        if self
+            .entries(id)
+            .last()
+            .and_then(|e| e.at)
+            .is_some_and(|newest| newest > at)
+        {
+            return Ok(false);
+        }
         // A file whose last line lacks its newline (cut off) must not swallow ours.
         let needs_newline = std::fs::read(&self.path)
             .map(|b| !b.is_empty() && !b.ends_with(b"\n"))
@@ -146,6 +156,37 @@ impl SessionIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A thread is named again only when the file does not name it so, and not over a later
+    /// naming of its own.
+    #[test]
+    fn a_later_naming_in_the_file_is_not_named_over() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join(FILE),
+            "{\"id\":\"a\",\"thread_name\":\"mine\",\"updated_at\":\"2026-11-21T14:00:00Z\"}\n",
+        )
+        .unwrap();
+        let d = Diagnostics::new();
+        let mut index = SessionIndex::load(home.path(), &d).unwrap();
+        let w = Writer::new(false);
+        let at = |t: &str| time::parse(t).unwrap();
+        assert!(
+            !index
+                .name_thread(&w, "a", "older", at("2026-11-21T13:00:00Z"))
+                .unwrap()
+        );
+        assert_eq!(index.name("a"), Some("mine"));
+        assert!(
+            index
+                .name_thread(&w, "a", "newer", at("2026-11-21T15:00:00Z"))
+                .unwrap()
+        );
+        assert_eq!(index.name("a"), Some("newer"));
+        let again = SessionIndex::load(home.path(), &d).unwrap();
+        assert_eq!(again.name("a"), Some("newer"));
+        assert_eq!(again.entries("a").len(), 2);
+    }
 
     #[test]
     fn a_line_that_is_not_utf8_is_reported_and_the_others_are_read() {

@@ -225,9 +225,16 @@ impl Harness for Codex {
             crate::kit::config::relative(&home.dir, &codex.join(name)).as_deref() == Some(rel)
         };
         if is("history.jsonl") {
-            Some(crate::kit::prompt_log::PromptLog { time: "ts" })
+            Some(crate::kit::prompt_log::PromptLog {
+                time: "ts",
+                owner: None,
+            })
         } else if is(index::FILE) {
-            Some(crate::kit::prompt_log::PromptLog { time: "updated_at" })
+            // The last naming of a thread is its name: one the new machine named keeps it.
+            Some(crate::kit::prompt_log::PromptLog {
+                time: "updated_at",
+                owner: Some("id"),
+            })
         } else {
             None
         }

@@ -765,7 +765,10 @@ mod tests {
         let there = b"{\"display\":\"a\",\"timestamp\":1}";
         fs::write(&path, there).unwrap();
         let want = b"{\"display\":\"b\",\"timestamp\":2}\n";
-        let log = PromptLog { time: "timestamp" };
+        let log = PromptLog {
+            time: "timestamp",
+            owner: None,
+        };
         let placed = merge_log(&path, &log, there, want, &Writer::new(false)).unwrap();
         assert_eq!(placed, Placement::New);
         let merged = fs::read_to_string(&path).unwrap();

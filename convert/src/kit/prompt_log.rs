@@ -15,26 +15,41 @@
 
 use serde_json::Value;
 
-/// A prompt history: the member of each line that holds its time (epoch milliseconds, epoch
-/// seconds or RFC 3339 text, compared as they are).
+/// A log the harness appends to: the member of each line that holds its time (epoch
+/// milliseconds, epoch seconds or RFC 3339 text: compared as times, text that is not one as
+/// text), and, for a log whose last line of a key is what the harness shows (Codex's thread
+/// names: the last naming of a thread is its name), that key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PromptLog {
     pub time: &'static str,
+    /// The member naming what a line is about, when the file there must keep the last word on
+    /// it: a carried line is added only for what the file there says nothing about, so a
+    /// restore never renames a thread the new machine named (a carried naming dated later
+    /// would have come last).
+    pub owner: Option<&'static str>,
 }
 
-/// One line, without its newline, and its time.
+/// One line, without its newline, its time and what it is about.
 struct Record<'b> {
     text: &'b [u8],
     time: Option<Value>,
+    owner: Option<String>,
 }
 
-/// Whether time `a` is strictly before `b` (both numbers, or both text).
+/// Whether time `a` is strictly before `b` (both numbers, or both text). RFC 3339 text is
+/// compared as the times it gives: Codex drops a fraction's trailing zeros, so `…:08.7Z` is
+/// before `…:08.73Z`, which a comparison of the text has the other way round.
 fn before(a: Option<&Value>, b: Option<&Value>) -> bool {
     match (a, b) {
         (Some(Value::Number(a)), Some(Value::Number(b))) => {
             a.as_f64().zip(b.as_f64()).is_some_and(|(a, b)| a < b)
         }
-        (Some(Value::String(a)), Some(Value::String(b))) => a < b,
+        (Some(Value::String(a)), Some(Value::String(b))) => {
+            match (crate::kit::time::parse(a), crate::kit::time::parse(b)) {
+                (Some(a), Some(b)) => a < b,
+                _ => a < b,
+            }
+        }
         _ => false,
     }
 }
@@ -46,12 +61,16 @@ fn records<'b>(log: &PromptLog, bytes: &'b [u8]) -> Option<Vec<Record<'b>>> {
         .split(|b| *b == b'\n')
         .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
         .map(|text| {
-            let value = serde_json::from_slice::<Value>(text).ok();
+            let mut value = serde_json::from_slice::<Value>(text).ok();
             json |= value.is_some();
+            let owner = log
+                .owner
+                .and_then(|k| value.as_ref()?.get(k)?.as_str().map(str::to_owned));
             let time = value
-                .and_then(|mut v| v.get_mut(log.time).map(Value::take))
+                .as_mut()
+                .and_then(|v| v.get_mut(log.time).map(Value::take))
                 .filter(|t| t.is_number() || t.is_string());
-            Record { text, time }
+            Record { text, time, owner }
         })
         .collect();
     // Damaged lines are kept, but a file none of whose lines is JSON is no log.
@@ -69,7 +88,13 @@ pub fn merge(log: &PromptLog, there: &[u8], carried: &[u8]) -> Result<Option<Vec
         return Err("the backed-up file is not JSON lines".to_owned());
     };
     let mut seen: std::collections::HashSet<&[u8]> = mine.iter().map(|r| r.text).collect();
-    let added: Vec<Record> = theirs.into_iter().filter(|r| seen.insert(r.text)).collect();
+    let owned: std::collections::HashSet<&str> =
+        mine.iter().filter_map(|r| r.owner.as_deref()).collect();
+    let added: Vec<Record> = theirs
+        .into_iter()
+        .filter(|r| !r.owner.as_deref().is_some_and(|o| owned.contains(o)))
+        .filter(|r| seen.insert(r.text))
+        .collect();
     if added.is_empty() {
         return Ok(None);
     }
@@ -98,7 +123,50 @@ pub fn merge(log: &PromptLog, there: &[u8], carried: &[u8]) -> Result<Option<Vec
 mod tests {
     use super::*;
 
-    const CLAUDE: PromptLog = PromptLog { time: "timestamp" };
+    const CLAUDE: PromptLog = PromptLog {
+        time: "timestamp",
+        owner: None,
+    };
+    const CODEX_NAMES: PromptLog = PromptLog {
+        time: "updated_at",
+        owner: Some("id"),
+    };
+
+    fn naming(id: &str, name: &str, at: &str) -> String {
+        format!("{{\"id\":\"{id}\",\"thread_name\":\"{name}\",\"updated_at\":\"{at}\"}}\n")
+    }
+
+    /// The new machine's naming of a thread stays its name: the backup's namings of it are not
+    /// added, even dated later; those of other threads join in time order, and RFC 3339 times
+    /// are compared as times (`:08.7Z` is before `:08.73Z`, though its text sorts after).
+    #[test]
+    fn a_thread_the_file_there_names_keeps_its_name() {
+        let there = [
+            naming("a", "renamed here", "2026-11-20T09:00:05Z"),
+            naming("c", "c", "2026-11-20T09:00:08.73Z"),
+        ]
+        .concat();
+        let carried = [
+            naming("a", "old", "2026-11-20T09:00:03Z"),
+            naming("b", "b", "2026-11-20T09:00:04Z"),
+            naming("a", "old, later", "2026-11-20T09:00:07Z"),
+            naming("d", "d", "2026-11-20T09:00:08.7Z"),
+        ]
+        .concat();
+        let merged = merge(&CODEX_NAMES, there.as_bytes(), carried.as_bytes())
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(merged).unwrap(),
+            [
+                naming("b", "b", "2026-11-20T09:00:04Z"),
+                naming("a", "renamed here", "2026-11-20T09:00:05Z"),
+                naming("d", "d", "2026-11-20T09:00:08.7Z"),
+                naming("c", "c", "2026-11-20T09:00:08.73Z"),
+            ]
+            .concat()
+        );
+    }
 
     fn line(display: &str, t: u64) -> String {
         format!("{{\"display\":\"{display}\",\"pastedContents\":{{}},\"timestamp\":{t}}}\n")
