@@ -48,7 +48,8 @@ pub fn run(args: ExportArgs) -> crate::exit::Result<Exit> {
     let (bundle, mut state) = crate::unpack::open_part(&input, &part)?;
     let kinds = part.kinds;
     state.retain_kinds(kinds);
-    // Native files are not part of this form: they are neither printed nor read.
+    // Native files are not part of this form: they are not printed, and read only where a
+    // stream needs one as its dictionary (so a damaged transcript leaves its session out).
     for s in state.sessions.iter_mut().flatten() {
         s.native = None;
     }

@@ -325,7 +325,6 @@ pub fn check_config(
     Ok(())
 }
 
-/// Reads the body `d` to its end: the source checks its size and digest as it goes.
 /// Checks every body of `state` in `bundle` (read from `input`) before anything is written
 /// or printed: a body that does not check out leaves out what needs it ([`check`]), and what
 /// is left must pass every check (update lines, dictionaries), not only its digests; a bundle
@@ -354,6 +353,7 @@ pub fn check_bundle(
     Ok(damaged)
 }
 
+/// Reads the body `d` to its end: the source checks its size and digest as it goes.
 fn read_through(blobs: &dyn BlobSource, d: &Descriptor) -> std::result::Result<(), BlobError> {
     let mut r = blobs.open(d)?;
     std::io::copy(&mut r.by_ref(), &mut std::io::sink()).map_err(BlobError::Other)?;

@@ -309,15 +309,19 @@ impl Store {
         }
     }
 
-    /// The command that lists this store's sessions, for a person to run.
+    /// The command that lists this store's sessions, for a person to run: `--home` only when
+    /// the user named one (naming it turns `CODEX_HOME` and the like off), each path quoted
+    /// for a shell where it needs it.
     pub fn lists_sessions(&self) -> String {
+        let word = |p: &std::path::Path| crate::kit::resume::shell_word(&p.to_string_lossy());
         match self {
-            Store::Harness { harness, home } => format!(
+            Store::Harness { harness, home } if home.explicit => format!(
                 "asp sessions --from {} --home {}",
                 harness.name(),
-                home.dir.display()
+                word(&home.dir)
             ),
-            Store::Dir(d) => format!("asp inspect --from-dir {}", d.display()),
+            Store::Harness { harness, .. } => format!("asp sessions --from {}", harness.name()),
+            Store::Dir(d) => format!("asp inspect --from-dir {}", word(d)),
         }
     }
 
