@@ -3541,6 +3541,33 @@ fn prompt_histories_and_thread_names_come_back_and_merge_into_the_ones_there() {
     }
 }
 
+/// `--map-path` moves the folders a prompt history names, not a Codex thread's name that reads
+/// like one: the thread names come back byte for byte (they were rewritten as a prompt history
+/// is, once the file was kept: an independent review).
+#[test]
+fn map_path_leaves_codex_thread_names_as_they_are() {
+    let t = tmp();
+    let home = t.path().join("home");
+    copy_tree(&samples().join("codex"), &home);
+    let index = ".codex/session_index.jsonl";
+    let mut names = fs::read_to_string(home.join(index)).unwrap();
+    names.push_str(
+        "{\"id\":\"01a1fe6b-30a4-77a2-b12a-76a63dd1d7e5\",\"thread_name\":\"/home/dev/shop\",\"updated_at\":\"2026-11-22T08:00:00Z\"}\n",
+    );
+    fs::write(home.join(index), &names).unwrap();
+    let repo = t.path().join("repo");
+    let out = backup_run(&home, &repo, &["--from", "codex", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let to = t.path().join("moved");
+    restore_said(
+        &repo,
+        &to,
+        "codex",
+        &["--map-path", "/home/dev/shop=/home/me/shop"],
+    );
+    assert_eq!(fs::read_to_string(to.join(index)).unwrap(), names);
+}
+
 /// A Codex thread the new machine named keeps its name when a backup is restored there: the
 /// backup's namings of it are not merged in, even those dated later (the last naming of a
 /// thread is its name, so a later one from the backup renamed it: an independent review).

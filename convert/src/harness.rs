@@ -581,8 +581,14 @@ pub trait Harness: Send + Sync {
     /// Whether the configuration file at `rel` (relative to the home, as
     /// [`Harness::config_files`] names it) is a log the harness appends to (its prompt
     /// history; Codex's thread names), and its shape: a restore merges it into one already
-    /// there ([`crate::kit::prompt_log`]) instead of keeping that one as it is. None by default.
-    fn prompt_log(&self, home: &Home, rel: &str) -> Option<crate::kit::prompt_log::PromptLog> {
+    /// there ([`crate::kit::appended_log`]) instead of keeping that one as it is, and the shape
+    /// says whether it is private and whether `--map-path` moves the folders it names. None
+    /// by default.
+    fn appended_log(
+        &self,
+        home: &Home,
+        rel: &str,
+    ) -> Option<crate::kit::appended_log::AppendedLog> {
         let _ = (home, rel);
         None
     }
@@ -600,9 +606,10 @@ pub trait Harness: Send + Sync {
 
     /// Whether the configuration file at `rel` holds what the person typed or pasted (a
     /// prompt history, a pasted text): a restore creates it readable by its owner alone
-    /// (mode 0600), as the harness does. Every log [`Harness::prompt_log`] names, by default.
+    /// (mode 0600), as the harness does. Every log [`Harness::appended_log`] says is private,
+    /// by default.
     fn private_config(&self, home: &Home, rel: &str) -> bool {
-        self.prompt_log(home, rel).is_some()
+        self.appended_log(home, rel).is_some_and(|l| l.private)
     }
 
     /// The folders a restore writes the harness's own configuration into, and nowhere else (a

@@ -1361,14 +1361,15 @@ impl Store {
             }
             whole.files.push(f.clone());
         }
-        let log = |rel: &str| harness.prompt_log(home, rel);
+        let log = |rel: &str| harness.appended_log(home, rel);
+        let moves_paths = |rel: &str| log(rel).is_some_and(|l| l.moves_paths);
         // The paths a prompt history names (Claude Code's `project`) move with --map-path,
         // so ↑ finds the prompts in the moved projects; every other file is restored as it is.
         // (Staged files, what is left of a grant file, are read from the overlay.)
         let blobs = asp_format::blob::Overlay::new(vec![&staged as &dyn BlobSource, blobs]);
         if !path_map.is_empty() {
             for f in &mut whole.files {
-                if log(f.path.as_str()).is_some() {
+                if moves_paths(f.path.as_str()) {
                     *f = path_map.rewrite_file(&blobs, &staged, f)?;
                 }
             }
@@ -1378,11 +1379,7 @@ impl Store {
         let mut unmoved = Vec::new();
         if !path_map.is_empty() {
             // (Prompt histories were rewritten above: a prompt that names a folder is prose.)
-            for f in whole
-                .files
-                .iter()
-                .filter(|f| log(f.path.as_str()).is_none())
-            {
+            for f in whole.files.iter().filter(|f| !moves_paths(f.path.as_str())) {
                 if let Ok(bytes) = blobs.read_all(&f.content) {
                     let text = String::from_utf8_lossy(&bytes);
                     let old = path_map.old_folders_in(&text);

@@ -201,18 +201,14 @@ impl Harness for ClaudeCode {
 
     /// `history.jsonl`: `{display, pastedContents, timestamp (epoch ms), project, sessionId}`
     /// per line.
-    fn prompt_log(
+    fn appended_log(
         &self,
         home: &crate::Home,
         rel: &str,
-    ) -> Option<crate::kit::prompt_log::PromptLog> {
+    ) -> Option<crate::kit::appended_log::AppendedLog> {
         let history = Layout::of(home).config.join("history.jsonl");
-        (crate::kit::config::relative(&home.dir, &history).as_deref() == Some(rel)).then_some(
-            crate::kit::prompt_log::PromptLog {
-                time: "timestamp",
-                owner: None,
-            },
-        )
+        (crate::kit::config::relative(&home.dir, &history).as_deref() == Some(rel))
+            .then_some(crate::kit::appended_log::AppendedLog::prompts("timestamp"))
     }
 
     /// The pasted texts the prompt history still names (`pastedContents.*.contentHash`):
@@ -255,7 +251,7 @@ impl Harness for ClaudeCode {
     /// The prompt history, and the texts it refers to by hash (`paste-cache/`), which Claude
     /// Code writes with mode 0600.
     fn private_config(&self, home: &crate::Home, rel: &str) -> bool {
-        self.prompt_log(home, rel).is_some() || in_paste_cache(home, rel)
+        self.appended_log(home, rel).is_some_and(|l| l.private) || in_paste_cache(home, rel)
     }
 
     /// The per-project (local-scope) MCP servers of `.claude.json` ([`local_mcp`]), the

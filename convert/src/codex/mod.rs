@@ -215,36 +215,30 @@ impl Harness for Codex {
 
     /// `history.jsonl`: `{session_id, ts (epoch s), text}` per line; `session_index.jsonl`:
     /// `{id, thread_name, updated_at (RFC 3339)}` per line, appended to as threads are named.
-    fn prompt_log(
+    fn appended_log(
         &self,
         home: &crate::Home,
         rel: &str,
-    ) -> Option<crate::kit::prompt_log::PromptLog> {
+    ) -> Option<crate::kit::appended_log::AppendedLog> {
         let codex = layout::Layout::of(home).codex;
         let is = |name: &str| {
             crate::kit::config::relative(&home.dir, &codex.join(name)).as_deref() == Some(rel)
         };
         if is("history.jsonl") {
-            Some(crate::kit::prompt_log::PromptLog {
-                time: "ts",
-                owner: None,
-            })
+            Some(crate::kit::appended_log::AppendedLog::prompts("ts"))
         } else if is(index::FILE) {
             // The last naming of a thread is its name: one the new machine named keeps it.
-            Some(crate::kit::prompt_log::PromptLog {
+            // Codex makes the file readable by others, as any file it writes, and a name that
+            // reads like a path is a name.
+            Some(crate::kit::appended_log::AppendedLog {
                 time: "updated_at",
                 owner: Some("id"),
+                private: false,
+                moves_paths: false,
             })
         } else {
             None
         }
-    }
-
-    /// The prompt history only: Codex makes `session_index.jsonl` readable by others, as
-    /// any file it writes.
-    fn private_config(&self, home: &crate::Home, rel: &str) -> bool {
-        let history = layout::Layout::of(home).codex.join("history.jsonl");
-        crate::kit::config::relative(&home.dir, &history).as_deref() == Some(rel)
     }
 
     fn write(&self, ctx: &WriteContext<'_>) -> Result<ImportAnswer, ConvertError> {

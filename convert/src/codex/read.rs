@@ -250,12 +250,9 @@ pub fn read_session(
     let rel = format!(".codex/{}", f.rel);
 
     let db_row = plan.db_row.as_ref();
-    let index_name = plan.index_entries.last().map(|e| e.name.clone());
-    // When the index named it so: a write names the thread again with that time, not its last
-    // turn's (which moved a naming made after the last turn earlier).
-    let titled_at = plan.index_entries.last().and_then(|e| e.at);
-    let (title, source) = if let Some(n) = index_name {
-        (n, "session_index")
+    let newest_naming = plan.index_entries.last();
+    let (title, source) = if let Some(e) = newest_naming {
+        (e.name.clone(), "session_index")
     } else if let Some(n) = &outcome.renamed {
         (n.clone(), "thread_name_updated")
     } else if let Some(n) = db_row
@@ -280,7 +277,9 @@ pub fn read_session(
         "format": format_of(f, diagnostics),
         "titleSource": source,
     });
-    if let (Some(at), "session_index") = (titled_at, source) {
+    // When the index named it so: a write names the thread again with that time, not its last
+    // turn's (which moved a naming made after the last turn earlier).
+    if let Some(at) = newest_naming.and_then(|e| e.at) {
         codex["titleAt"] = json!(time::format_nanos(at));
     }
     if f.archived || db_row.is_some_and(|t| t.archived) {

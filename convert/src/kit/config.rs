@@ -16,9 +16,9 @@ use asp_format::name::RelPath;
 use asp_format::state::{FileEntry, Native};
 
 use crate::error::ConvertError;
+use crate::kit::appended_log::{self, AppendedLog};
 use crate::kit::fsops::{Created, Mode, Writer, is_executable};
 use crate::kit::placement::Placement;
-use crate::kit::prompt_log::{self, PromptLog};
 
 /// File names that hold credentials, never backed up whatever folder they are in.
 const CREDENTIALS: &[&str] = &[
@@ -452,7 +452,7 @@ pub fn write(
     config: &Native,
     blobs: &dyn BlobSource,
     writer: &Writer,
-    log: &dyn Fn(&str) -> Option<PromptLog>,
+    log: &dyn Fn(&str) -> Option<AppendedLog>,
     private: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<(String, Placement)>, ConvertError> {
     let mut out = Vec::new();
@@ -544,7 +544,7 @@ pub(crate) fn restored_beside(path: &Path, want: &[u8], mode: Mode, writer: &Wri
 /// inode: restore with the harness closed to be sure.)
 fn merge_log(
     path: &Path,
-    log: &PromptLog,
+    log: &AppendedLog,
     there: &[u8],
     want: &[u8],
     writer: &Writer,
@@ -553,7 +553,7 @@ fn merge_log(
     let mut there = there.to_vec();
     let mut waited = false;
     for _ in 0..3 {
-        let merged = match prompt_log::merge(log, &there, want) {
+        let merged = match appended_log::merge(log, &there, want) {
             Ok(Some(merged)) => merged,
             Ok(None) => return Ok(Placement::AlreadyThere),
             Err(why) => {
@@ -765,10 +765,7 @@ mod tests {
         let there = b"{\"display\":\"a\",\"timestamp\":1}";
         fs::write(&path, there).unwrap();
         let want = b"{\"display\":\"b\",\"timestamp\":2}\n";
-        let log = PromptLog {
-            time: "timestamp",
-            owner: None,
-        };
+        let log = AppendedLog::prompts("timestamp");
         let placed = merge_log(&path, &log, there, want, &Writer::new(false)).unwrap();
         assert_eq!(placed, Placement::New);
         let merged = fs::read_to_string(&path).unwrap();

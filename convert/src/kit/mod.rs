@@ -21,13 +21,14 @@
 //! | [`mcp_switch`] | MCP servers a harness keeps configured but switched off, kept off wherever they are carried |
 //! | [`instructions_file`] | instructions kept in one Markdown file, written only where there is none |
 //! | [`pathmap`] | `--map-path OLD=NEW` |
-//! | [`config`], [`prompt_log`], `credentialed_json` | a harness's own configuration kept whole by a backup and restored into that harness; its prompt history merged into one already there; a JSON file with credentials in it kept without them |
+//! | [`config`], [`appended_log`], `credentialed_json` | a harness's own configuration kept whole by a backup and restored into that harness; a log it appends to (a prompt history, Codex's thread names) merged into one already there; a JSON file with credentials in it kept without them |
 //! | [`escape`], [`time`], [`uuid`], [`text`] | file-name escaping, RFC 3339 times, name-based UUIDs, text on one line |
 //!
 //! Converters never import each other; what two of them need goes here.
 
 pub mod accepted;
 pub mod acp;
+pub mod appended_log;
 pub mod beside;
 pub mod config;
 pub mod conversation;
@@ -48,7 +49,6 @@ pub mod memory_section;
 pub mod meta;
 pub mod pathmap;
 pub mod placement;
-pub mod prompt_log;
 pub mod report;
 pub mod resume;
 pub mod secrets;

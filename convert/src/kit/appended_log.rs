@@ -1,4 +1,5 @@
-//! A harness's prompt history (what ↑ recalls) merged into one that is already there.
+//! A log a harness appends to (its prompt history, what ↑ recalls; Codex's thread names)
+//! merged into one that is already there.
 //!
 //! Prompt histories are logs the harness appends to, a JSON object per line: Claude Code's
 //! and Codex's `history.jsonl`; Codex's thread names (`session_index.jsonl`) are another. A
@@ -20,13 +21,31 @@ use serde_json::Value;
 /// text), and, for a log whose last line of a key is what the harness shows (Codex's thread
 /// names: the last naming of a thread is its name), that key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PromptLog {
+pub struct AppendedLog {
     pub time: &'static str,
     /// The member naming what a line is about, when the file there must keep the last word on
     /// it: a carried line is added only for what the file there says nothing about, so a
     /// restore never renames a thread the new machine named (a carried naming dated later
     /// would have come last).
     pub owner: Option<&'static str>,
+    /// Whether it holds what the person typed (a prompt history): a restore creates it
+    /// readable by its owner alone, as the harness does.
+    pub private: bool,
+    /// Whether its lines name folders `--map-path` moves (a prompt history's project), which
+    /// a restore rewrites; thread names are prose, restored as they are.
+    pub moves_paths: bool,
+}
+
+impl AppendedLog {
+    /// A prompt history: private, its folders moved with `--map-path`, timed by `time`.
+    pub const fn prompts(time: &'static str) -> AppendedLog {
+        AppendedLog {
+            time,
+            owner: None,
+            private: true,
+            moves_paths: true,
+        }
+    }
 }
 
 /// One line, without its newline, its time and what it is about.
@@ -55,7 +74,7 @@ fn before(a: Option<&Value>, b: Option<&Value>) -> bool {
 }
 
 /// The lines of `bytes` (blank ones dropped); `None` when none of them is JSON.
-fn records<'b>(log: &PromptLog, bytes: &'b [u8]) -> Option<Vec<Record<'b>>> {
+fn records<'b>(log: &AppendedLog, bytes: &'b [u8]) -> Option<Vec<Record<'b>>> {
     let mut json = false;
     let records: Vec<Record> = bytes
         .split(|b| *b == b'\n')
@@ -80,7 +99,7 @@ fn records<'b>(log: &PromptLog, bytes: &'b [u8]) -> Option<Vec<Record<'b>>> {
 /// `there` with every line of `carried` it does not have, in time order; `Ok(None)` when it
 /// has them all (nothing to write). `Err` with the reason when either is not a log (an
 /// unreadable backup copy is not merged into a good file).
-pub fn merge(log: &PromptLog, there: &[u8], carried: &[u8]) -> Result<Option<Vec<u8>>, String> {
+pub fn merge(log: &AppendedLog, there: &[u8], carried: &[u8]) -> Result<Option<Vec<u8>>, String> {
     let Some(mine) = records(log, there) else {
         return Err("the file there is not JSON lines".to_owned());
     };
@@ -123,13 +142,12 @@ pub fn merge(log: &PromptLog, there: &[u8], carried: &[u8]) -> Result<Option<Vec
 mod tests {
     use super::*;
 
-    const CLAUDE: PromptLog = PromptLog {
-        time: "timestamp",
-        owner: None,
-    };
-    const CODEX_NAMES: PromptLog = PromptLog {
+    const CLAUDE: AppendedLog = AppendedLog::prompts("timestamp");
+    const CODEX_NAMES: AppendedLog = AppendedLog {
         time: "updated_at",
         owner: Some("id"),
+        private: false,
+        moves_paths: false,
     };
 
     fn naming(id: &str, name: &str, at: &str) -> String {
