@@ -3710,6 +3710,74 @@ fn pi_and_qwen_configuration_comes_back_without_its_credentials() {
     }
 }
 
+/// A script an MCP server runs from the harness's own folder is kept with the configuration
+/// and comes back with it, mode and all; a file it names elsewhere under the home is said not
+/// to be kept. (Found by a new user's trial: the server came back without its script.)
+#[test]
+fn a_script_an_mcp_server_runs_from_the_harness_folder_comes_back_with_it() {
+    // (harness, the file that names the servers, the script the sample's server runs)
+    let cases = [
+        (
+            "copilot",
+            ".copilot/mcp-config.json",
+            ".copilot/mcp/issues.py",
+        ),
+        (
+            "opencode",
+            ".config/opencode/opencode.json",
+            ".config/opencode/mcp/issues.py",
+        ),
+    ];
+    for (harness, config, script) in cases {
+        let t = tmp();
+        let home = t.path().join("home");
+        copy_tree(&samples().join(harness), &home);
+        // The sample's servers name their files under /home/dev, the home it was made in.
+        let named = fs::read_to_string(home.join(config)).unwrap();
+        assert!(named.contains(&format!("/home/dev/{script}")), "{harness}");
+        let here = format!("{}/", home.display());
+        fs::write(home.join(config), named.replace("/home/dev/", &here)).unwrap();
+        fs::create_dir_all(home.join(".local/share")).unwrap();
+        fs::write(home.join(".local/share/issues.db"), b"SQLite format 3\0").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(home.join(script), fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let repo = t.path().join("repo");
+        let out = backup_run(&home, &repo, &["--from", harness]);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{harness}: {said}");
+        assert!(
+            said.contains(&format!(
+                "note: {}: MCP server \"issues\" runs or reads this file, which is outside \
+                 {harness}'s folders: a backup of {harness} does not keep it",
+                home.join(".local/share/issues.db").display()
+            )),
+            "{harness}: {said}"
+        );
+
+        let fresh = t.path().join("fresh");
+        restore_said(&repo, &fresh, harness, &[]);
+        let fresh = new_home(&fresh);
+        assert_eq!(
+            fs::read(fresh.join(script)).unwrap(),
+            fs::read(home.join(script)).unwrap(),
+            "{harness}: {script}"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(fresh.join(script))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o111, 0o111, "{harness}: {script} runs as it ran");
+        }
+        assert!(!fresh.join(".local/share/issues.db").exists(), "{harness}");
+    }
+}
+
 #[test]
 fn what_the_configuration_keeps_is_not_said_to_be_left_out() {
     let t = tmp();

@@ -446,6 +446,7 @@ fn configuration_restores_byte_for_byte(h: &str) {
     let kept = store
         .read_config(
             &MemoryStore::new(),
+            &[],
             &asp_convert::kit::report::Diagnostics::new(),
         )
         .unwrap()

@@ -367,7 +367,7 @@ fn custom_agents_come_back_into_copilot_byte_for_byte() {
     .unwrap();
     let blobs = asp_format::blob::MemoryStore::new();
     let config = crate::support::store_of(HARNESS, home.path())
-        .read_config(&blobs, &asp_convert::kit::report::Diagnostics::new())
+        .read_config(&blobs, &[], &asp_convert::kit::report::Diagnostics::new())
         .unwrap()
         .expect("the agents are configuration")
         .native;
@@ -456,6 +456,7 @@ fn a_backup_keeps_the_settings_history_instructions_and_agents() {
     let kept = store
         .read_config(
             &asp_format::blob::MemoryStore::new(),
+            &[],
             &asp_convert::kit::report::Diagnostics::new(),
         )
         .unwrap()

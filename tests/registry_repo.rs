@@ -939,3 +939,42 @@ fn a_codex_snapshot_push_names_the_credentials_its_config_toml_holds() {
         "{note}"
     );
 }
+
+/// The script an MCP server runs from the harness's folder, kept by the backup, travels with
+/// the snapshot: the pull takes it as configuration (a server of the state names it) and the
+/// restore on the other machine writes it.
+#[test]
+fn a_script_an_mcp_server_runs_travels_with_its_snapshot() {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let reference = format!("{}/me/agent-state:copilot", reg.host());
+    let laptop = Home::new();
+    let state = laptop.path().join("work");
+    copy_dir(&samples().join("copilot"), &state);
+    let config = state.join(".copilot/mcp-config.json");
+    let text = fs::read_to_string(&config).unwrap();
+    fs::write(
+        &config,
+        text.replace("/home/dev/", &format!("{}/", state.display())),
+    )
+    .unwrap();
+    succeeds(
+        asp_on(&laptop)
+            .args(["backup", "-q", "--from", "copilot", "--home"])
+            .arg(&state),
+    );
+    push(&laptop, &["latest", &reference]);
+
+    let desktop = Home::new();
+    pull(&desktop, &[&reference]);
+    let to = desktop.path().join("work");
+    fs::create_dir_all(&to).unwrap();
+    succeeds(
+        asp_on(&desktop)
+            .args(["restore", "-q", "--to", "copilot", "--home"])
+            .arg(&to),
+    );
+    assert_eq!(
+        fs::read(to.join(".copilot/mcp/issues.py")).unwrap(),
+        fs::read(state.join(".copilot/mcp/issues.py")).unwrap()
+    );
+}

@@ -1181,15 +1181,38 @@ impl Store {
     /// What the read of the kinds reported left out (into `diagnostics`) is said to be kept
     /// natively when it is one of these files: a Claude Code `rules/` file is not carried as
     /// instructions, but a backup keeps it with the configuration.
+    ///
+    /// `servers` are the MCP servers the state read from the harness: a file one runs from the
+    /// harness's folders (a script beside its settings) is kept too, and one elsewhere under
+    /// the home is said not to be ([`crate::kit::server_files`]).
     pub fn read_config(
         &self,
         blobs: &dyn BlobSink,
+        servers: &[asp_format::state::McpServer],
         diagnostics: &Diagnostics,
     ) -> Result<Option<crate::kit::config::ConfigRead>, ConvertError> {
         let Store::Harness { harness, home } = self else {
             return Ok(None);
         };
-        let files = harness.config_files(home);
+        let mut files = harness.config_files(home);
+        let named = crate::kit::server_files::server_files(
+            &home.dir,
+            &harness.config_folders(home),
+            servers,
+        );
+        files.keep_also(&home.dir, &named.kept);
+        for (path, server) in &named.elsewhere {
+            diagnostics.note(
+                path,
+                None,
+                format!(
+                    "MCP server \"{server}\" runs or reads this file, which is outside {}'s \
+                     folders: a backup of {} does not keep it",
+                    harness.name(),
+                    harness.name()
+                ),
+            );
+        }
         let parts = harness.config_parts(home);
         for w in &files.withheld {
             diagnostics.left_out(&w.path, None, w.why);

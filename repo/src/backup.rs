@@ -614,7 +614,11 @@ fn backup_once(
     }
     outcome.gone = gone.len();
 
-    let read_config = store.read_config(&staging, ctx.diagnostics)?;
+    let read_config = store.read_config(
+        &staging,
+        state.tools.as_deref().unwrap_or_default(),
+        ctx.diagnostics,
+    )?;
     let unreadable = read_config
         .as_ref()
         .map(|r| r.unreadable.clone())

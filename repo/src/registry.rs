@@ -609,7 +609,11 @@ fn check_record(
             config.harness, r.harness
         )));
     }
-    check_config_paths(config, reference)?;
+    check_config_paths(
+        config,
+        state.state.tools.as_deref().unwrap_or_default(),
+        reference,
+    )?;
     let listed: BTreeMap<Digest, u64> = record
         .manifest()
         .layers
@@ -689,8 +693,11 @@ const MAX_CONFIG_FILES: usize = 10_000;
 /// [`asp_convert::Harness::config_files`] must pick each one. So a hostile record can make a
 /// restore write `.claude/settings.json` or `.claude/rules/x.md` where none is, but never
 /// `.ssh/authorized_keys` or `.bashrc`, and never a file whose name says it holds credentials.
+/// A file one of the state's MCP servers (`servers`) names, inside the harness's folders, is
+/// one too: a backup keeps the script a server runs from there (`kit::server_files`).
 fn check_config_paths(
     config: &asp_format::state::Native,
+    servers: &[asp_format::state::McpServer],
     reference: &Reference,
 ) -> Result<(), RepoError> {
     let bad = |m: String| RepoError::Integrity(format!("{reference}: the snapshot record: {m}"));
@@ -735,10 +742,21 @@ fn check_config_paths(
         .map(|(rel, _)| rel)
         .chain(parts.iter().map(|p| (*p).to_owned()))
         .collect();
+    // Screened as the backup screened it (no credentials, a regular file), in the harness's
+    // folders.
+    let folders = harness.config_folders(&asp_convert::Home::at(scratch.path()));
+    let a_server_runs = |rel: &str| {
+        let path = scratch.path().join(rel);
+        let mut screened = asp_convert::kit::config::ConfigFiles::default();
+        screened.keep_also(scratch.path(), std::slice::from_ref(&path));
+        asp_convert::kit::server_files::named_by(servers, rel)
+            && folders.iter().any(|d| path.starts_with(d))
+            && !screened.keep.is_empty()
+    };
     match config
         .files
         .iter()
-        .find(|f| !kept.contains(f.path.as_str()))
+        .find(|f| !kept.contains(f.path.as_str()) && !a_server_runs(f.path.as_str()))
     {
         Some(f) => Err(bad(format!(
             "{} is not a configuration file {} keeps",
@@ -888,11 +906,47 @@ mod tests {
     #[test]
     fn configuration_paths_are_refused_by_the_right_class() {
         let r = Reference::parse("registry.example/me/state:tag").unwrap();
-        let e = check_config_paths(&native("not-a-harness", "x.md"), &r).unwrap_err();
+        let e = check_config_paths(&native("not-a-harness", "x.md"), &[], &r).unwrap_err();
         assert_eq!(e.class(), ErrorClass::Usage, "{e}");
         assert!(e.to_string().contains("not-a-harness"), "{e}");
-        let e = check_config_paths(&native("claude-code", ".ssh/authorized_keys"), &r).unwrap_err();
+        let e = check_config_paths(&native("claude-code", ".ssh/authorized_keys"), &[], &r)
+            .unwrap_err();
         assert_eq!(e.class(), ErrorClass::Integrity, "{e}");
-        check_config_paths(&native("claude-code", ".claude/settings.json"), &r).unwrap();
+        check_config_paths(&native("claude-code", ".claude/settings.json"), &[], &r).unwrap();
+    }
+
+    /// A script an MCP server of the state runs from the harness's folder is configuration a
+    /// backup keeps; the same name outside those folders, a file no server names, or a
+    /// credentials file a server names, is not.
+    #[test]
+    fn a_file_a_server_runs_from_the_harness_folder_is_configuration() {
+        use asp_format::state::{McpServer, McpStdio};
+        let r = Reference::parse("registry.example/me/state:tag").unwrap();
+        let server = |args: &[&str]| {
+            vec![McpServer::Stdio(McpStdio {
+                name: "issues".to_owned(),
+                command: "python3".to_owned(),
+                args: args.iter().map(|a| (*a).to_owned()).collect(),
+                env: Vec::new(),
+                meta: None,
+            })]
+        };
+        let runs = server(&[
+            "/home/dev/.claude/mcp/issues.py",
+            "--auth=/home/dev/.ssh/id_rsa",
+        ]);
+        check_config_paths(&native("claude-code", ".claude/mcp/issues.py"), &runs, &r).unwrap();
+        for (path, servers) in [
+            (".claude/mcp/issues.py", server(&[])),
+            (".claude/mcp/other.py", runs.clone()),
+            (".ssh/id_rsa", runs.clone()),
+            (
+                ".claude/.credentials.json",
+                server(&["~/.claude/.credentials.json"]),
+            ),
+        ] {
+            let e = check_config_paths(&native("claude-code", path), &servers, &r).unwrap_err();
+            assert_eq!(e.class(), ErrorClass::Integrity, "{path}: {e}");
+        }
     }
 }

@@ -71,6 +71,22 @@ impl ConfigFiles {
         self
     }
 
+    /// Keeps `paths` too (files under `home` the harness's folders hold that its own rule did
+    /// not name: [`crate::kit::server_files`]), screened as every other file is.
+    pub fn keep_also(&mut self, home: &Path, paths: &[PathBuf]) {
+        for p in paths {
+            if !self.keep.iter().any(|(_, k)| k == p) {
+                take(self, p, relative(home, p));
+            }
+        }
+        self.keep.sort();
+        self.keep.dedup();
+        self.withheld.sort();
+        self.withheld.dedup();
+        self.followed.sort();
+        self.followed.dedup();
+    }
+
     /// The relative paths kept.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.keep.iter().map(|(rel, _)| rel.as_str())

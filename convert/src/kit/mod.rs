@@ -21,7 +21,7 @@
 //! | [`mcp_switch`] | MCP servers a harness keeps configured but switched off, kept off wherever they are carried |
 //! | [`instructions_file`] | instructions kept in one Markdown file, written only where there is none |
 //! | [`pathmap`] | `--map-path OLD=NEW` |
-//! | [`config`], [`appended_log`], `credentialed_json` | a harness's own configuration kept whole by a backup and restored into that harness; a log it appends to (a prompt history, Codex's thread names) merged into one already there; a JSON file with credentials in it kept without them |
+//! | [`config`], [`appended_log`], `credentialed_json`, [`server_files`] | a harness's own configuration kept whole by a backup and restored into that harness; a log it appends to (a prompt history, Codex's thread names) merged into one already there; a JSON file with credentials in it kept without them; the scripts its MCP servers run from its folders |
 //! | [`escape`], [`time`], [`uuid`], [`text`] | file-name escaping, RFC 3339 times, name-based UUIDs, text on one line |
 //!
 //! Converters never import each other; what two of them need goes here.
@@ -52,6 +52,7 @@ pub mod placement;
 pub mod report;
 pub mod resume;
 pub mod secrets;
+pub mod server_files;
 pub mod settings_json;
 pub mod skill_block;
 pub mod skills;
