@@ -112,3 +112,58 @@ fn a_dry_run_answers_like_the_real_run_and_writes_nothing_even_on_conflicts() {
         );
     }
 }
+
+/// `asp restore --strict --json` of the repository's latest snapshot of `harness` into `home`,
+/// with `--dry-run` or not: its exit code and answer.
+fn restore(repo: &Path, harness: &str, home: &Path, dry: bool) -> (Option<i32>, Value) {
+    let mut cmd = asp();
+    cmd.args([
+        "restore", "-q", "--strict", "--json", "--to", harness, "--home",
+    ])
+    .arg(home)
+    .arg("--repo")
+    .arg(repo);
+    if dry {
+        cmd.arg("--dry-run");
+    }
+    let out = cmd.output().unwrap();
+    let answer = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{harness}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code(), answer)
+}
+
+/// A whole restore writes the backup's configuration before the state, and judges the state
+/// against it; its dry run judges the state against the configuration as the restore would
+/// leave it, so it answers the same, exit code and all (found by a new user's trial: the
+/// Gemini CLI sample's dry run with `--strict` exited 3 over a server's `trust`, which the
+/// restored settings keep, and named another session retention than the restored settings').
+#[test]
+fn a_dry_run_of_a_whole_restore_answers_like_the_restore() {
+    for harness in asp_convert::harness_names() {
+        let harness = harness.as_str();
+        let dir = tmp();
+        let source = dir.path().join("source");
+        copy_dir(&samples().join(harness), &source);
+        let repo = dir.path().join("repo");
+        let backed_up = asp()
+            .args(["backup", "-q", "--from", harness, "--home"])
+            .arg(&source)
+            .arg("--repo")
+            .arg(&repo)
+            .output()
+            .unwrap();
+        assert_eq!(backed_up.status.code(), Some(0), "{harness}: {backed_up:?}");
+
+        let home = dir.path().join("home");
+        fs::create_dir(&home).unwrap();
+        let (dry_code, dry) = restore(&repo, harness, &home, true);
+        assert!(files_in(&home).is_empty(), "{harness}: the dry run wrote");
+        let (code, done) = restore(&repo, harness, &home, false);
+        assert_eq!(dry_code, code, "{harness}: {dry} against {done}");
+        assert_eq!(
+            as_written(dry),
+            done,
+            "{harness}: the dry run said something else"
+        );
+    }
+}

@@ -100,7 +100,8 @@ pub struct RestoreArgs {
     #[arg(long, value_name = "KINDS", value_parser = parse_kinds)]
     pub kinds: Option<KindSet>,
 
-    /// Say what would be taken and what not; write nothing
+    /// Say what would be taken and what not, and exit as the restore would; write nothing
+    /// (the state is judged against the configuration as the restore would leave it)
     #[arg(long)]
     pub dry_run: bool,
 
@@ -499,6 +500,11 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
     let mapped_blobs = mapped.blobs(&blobs);
 
     let diagnostics = Diagnostics::new();
+    // A dry run judges the state, and each configuration file merged into another, against
+    // the files as the restore would leave them, not as they are (`PlannedView`).
+    let _planned = args
+        .dry_run
+        .then(asp_convert::kit::fsops::PlannedView::begin);
     // The configuration's files this restore makes (below): what the import then adds to one
     // of them is not added to a file the owner had, so it is not said to be.
     let mut made_here: std::collections::BTreeSet<PathBuf> = std::collections::BTreeSet::new();

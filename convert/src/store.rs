@@ -1325,7 +1325,7 @@ impl Store {
         // on: nothing is written outside the harness's own folders (a tampered record naming
         // `.bashrc` is refused), whatever the path says.
         let folders = harness.config_folders(home);
-        let writer = Writer::new(dry_run);
+        let writer = Writer::new(dry_run).planning();
         let mut whole = Native {
             harness: config.harness.clone(),
             files: Vec::new(),

@@ -5,7 +5,6 @@
 //! builds serde_json with `preserve_order`), so keys this converter does not touch come back
 //! byte for byte and new keys go at the end.
 
-use std::fs;
 use std::io;
 use std::path::Path;
 
@@ -31,7 +30,7 @@ pub struct NotEditable(pub String);
 
 /// Reads `path` as a JSON object; a missing file is an empty object.
 pub fn read(path: &Path) -> Result<ObjectFile, NotEditable> {
-    let bytes = match fs::read(path) {
+    let bytes = match crate::kit::fsops::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Ok(ObjectFile {
@@ -142,6 +141,7 @@ fn write_as(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn untouched_keys_come_back_byte_for_byte() {

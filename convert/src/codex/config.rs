@@ -235,7 +235,7 @@ impl Config {
     /// TOML is an error: it must not be rewritten.
     pub fn load(codex_home: &Path) -> Result<Config, ConvertError> {
         let path = codex_home.join(FILE);
-        let original = match std::fs::read_to_string(&path) {
+        let original = match crate::kit::fsops::read_to_string(&path) {
             Ok(s) => Some(s),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(ConvertError::io(&path)(e)),

@@ -128,7 +128,7 @@ impl Projects {
             },
         }
         let mut trusted = Vec::new();
-        if let Ok(bytes) = fs::read(gemini.join("trustedFolders.json"))
+        if let Ok(bytes) = crate::kit::fsops::read(&gemini.join("trustedFolders.json"))
             && let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(&bytes)
         {
             for (root, how) in m {

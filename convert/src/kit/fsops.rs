@@ -5,10 +5,11 @@
 //! New files are never renamed over existing ones. In dry-run mode the same calls check
 //! everything (including whether a file exists) and record what they would do.
 
+use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::error::ConvertError;
 
@@ -32,6 +33,67 @@ pub enum Created {
     AlreadyExists,
 }
 
+/// The files a dry run's earlier steps would have written, with their bytes, in view of its
+/// later steps: a whole restore writes the backup's configuration before the state, and the
+/// state is judged against the configuration as restored (a server already there with the
+/// `trust` the backup gave it, the session retention the restored settings set), and one
+/// configuration file merged into another is merged into what the first left. A dry run
+/// writes nothing, so without this it judged against the home as it is, and said other things
+/// than the restore (found by a new user's trial: `--dry-run --strict` exited 3 where the
+/// restore exited 0).
+///
+/// While a view lives, a [`Writer::planning`] writer's dry run keeps there the bytes each file
+/// would be left with, [`read`] and [`read_to_string`] read them in place of the file, and
+/// every dry run's writer counts them as there. Process-wide, since the reads are deep in every
+/// converter: the restore that holds the view is the only thing the process does then.
+#[derive(Debug)]
+#[must_use = "the planned files are in view only while this lives"]
+pub struct PlannedView(());
+
+/// Files by path, with their bytes.
+type Files = BTreeMap<PathBuf, Vec<u8>>;
+
+static IN_VIEW: RwLock<Option<Arc<Mutex<Files>>>> = RwLock::new(None);
+
+impl PlannedView {
+    /// Begins a view, with no file planned yet.
+    pub fn begin() -> PlannedView {
+        *IN_VIEW.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::default());
+        PlannedView(())
+    }
+}
+
+impl Drop for PlannedView {
+    fn drop(&mut self) {
+        *IN_VIEW.write().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+/// The files in view, if a view lives.
+fn in_view() -> Option<Arc<Mutex<Files>>> {
+    IN_VIEW.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The planned bytes of `path`, if a view lives and has them.
+fn planned(path: &Path) -> Option<Vec<u8>> {
+    in_view().and_then(|v| v.lock().expect("planned poisoned").get(path).cloned())
+}
+
+/// The bytes of the file at `path`: those a dry run's earlier step would have written there
+/// ([`PlannedView`]), else the file's. For the configuration files a write reads to judge
+/// what it writes.
+pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+    match planned(path) {
+        Some(bytes) => Ok(bytes),
+        None => fs::read(path),
+    }
+}
+
+/// [`read`], as UTF-8 text.
+pub fn read_to_string(path: &Path) -> io::Result<String> {
+    String::from_utf8(read(path)?).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
 /// Atomic, no-clobber file operations with a dry-run mode.
 #[derive(Debug, Default)]
 pub struct Writer {
@@ -39,6 +101,8 @@ pub struct Writer {
     changes: Mutex<Vec<Change>>,
     /// The folders every path must stay inside (empty: anywhere, for scratch writers).
     roots: Vec<PathBuf>,
+    /// In a dry run, whether to keep the bytes each write would leave ([`Writer::planning`]).
+    planning: bool,
 }
 
 impl Writer {
@@ -47,7 +111,39 @@ impl Writer {
             dry_run,
             changes: Mutex::new(Vec::new()),
             roots: Vec::new(),
+            planning: false,
         }
+    }
+
+    /// A writer whose dry run keeps in the [`PlannedView`], while one lives, the bytes each
+    /// file would be left with, for the steps after it to read. Only for the few files of a
+    /// configuration, not a store's sessions.
+    pub fn planning(mut self) -> Self {
+        self.planning = true;
+        self
+    }
+
+    /// Reads what a dry run would leave at `path`, kept in the view when planning.
+    fn plan(&self, path: &Path, reader: &mut dyn Read) -> Result<(), ConvertError> {
+        let view = in_view().filter(|_| self.planning);
+        let Some(view) = view else {
+            io::copy(reader, &mut io::sink()).map_err(ConvertError::write(path))?;
+            return Ok(());
+        };
+        let mut bytes = Vec::new();
+        reader
+            .read_to_end(&mut bytes)
+            .map_err(ConvertError::write(path))?;
+        view.lock()
+            .expect("planned poisoned")
+            .insert(path.to_path_buf(), bytes);
+        Ok(())
+    }
+
+    /// Whether a dry run's earlier step has planned a file at `path` ([`PlannedView`]).
+    fn is_planned(&self, path: &Path) -> bool {
+        self.dry_run
+            && in_view().is_some_and(|v| v.lock().expect("planned poisoned").contains_key(path))
     }
 
     /// A writer that refuses every path outside `roots` (the home and the harness's store
@@ -135,12 +231,12 @@ impl Writer {
         mode: Mode,
     ) -> Result<Created, ConvertError> {
         self.inside(path)?;
-        if fs::symlink_metadata(path).is_ok() {
+        if fs::symlink_metadata(path).is_ok() || self.is_planned(path) {
             return Ok(Created::AlreadyExists);
         }
         if self.dry_run {
             // Still read everything, so a bad blob fails the dry run as it would the real one.
-            io::copy(reader, &mut io::sink()).map_err(ConvertError::write(path))?;
+            self.plan(path, reader)?;
             self.record(Change::Create(path.to_path_buf()));
             return Ok(Created::New);
         }
@@ -174,12 +270,13 @@ impl Writer {
         }
         if files
             .iter()
-            .any(|(path, _)| fs::symlink_metadata(path).is_ok())
+            .any(|(path, _)| fs::symlink_metadata(path).is_ok() || self.is_planned(path))
         {
             return Ok(Created::AlreadyExists);
         }
         if self.dry_run {
-            for (path, _) in files {
+            for (path, bytes) in files {
+                self.plan(path, &mut &bytes[..])?;
                 self.record(Change::Create(path.to_path_buf()));
             }
             return Ok(Created::New);
@@ -259,7 +356,7 @@ impl Writer {
             _ => path.to_path_buf(),
         };
         if self.dry_run {
-            io::copy(reader, &mut io::sink()).map_err(ConvertError::write(path))?;
+            self.plan(path, reader)?;
             self.record(Change::Replace(path.to_path_buf()));
             return Ok(());
         }
@@ -292,6 +389,19 @@ impl Writer {
     pub fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
         self.inside(path)?;
         if self.dry_run {
+            if let Some(view) = in_view().filter(|_| self.planning) {
+                let mut view = view.lock().expect("planned poisoned");
+                let mut after = match view.remove(path) {
+                    Some(b) => b,
+                    None => match fs::read(path) {
+                        Ok(b) => b,
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+                        Err(e) => return Err(ConvertError::write(path)(e)),
+                    },
+                };
+                after.extend_from_slice(bytes);
+                view.insert(path.to_path_buf(), after);
+            }
             self.record(Change::Append(path.to_path_buf()));
             return Ok(());
         }
@@ -650,6 +760,47 @@ pub fn is_executable(meta: &fs::Metadata) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// (The only test that begins a view: it is process-wide.)
+    #[test]
+    fn a_dry_runs_later_steps_see_the_files_its_earlier_steps_would_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = dir.path().join("settings.json");
+        let log = dir.path().join("history.jsonl");
+        let there = dir.path().join("there.json");
+        fs::write(&log, "one\n").unwrap();
+        fs::write(&there, "on disk").unwrap();
+        {
+            let _view = PlannedView::begin();
+            let config = Writer::new(true).planning();
+            assert_eq!(
+                config.create_new(&settings, b"{}", false).unwrap(),
+                Created::New
+            );
+            config.append(&log, b"two\n").unwrap();
+            config.replace(&there, b"planned").unwrap();
+            // Written over by a later step of the same configuration.
+            config.replace(&settings, b"{\"a\": 1}").unwrap();
+            assert_eq!(read_to_string(&settings).unwrap(), "{\"a\": 1}");
+            assert_eq!(read_to_string(&log).unwrap(), "one\ntwo\n");
+            assert_eq!(read_to_string(&there).unwrap(), "planned");
+            // Any dry run after it counts the planned file as there; a writer that is not
+            // planning keeps nothing.
+            let state = Writer::new(true);
+            assert_eq!(
+                state.create_new(&settings, b"[]", false).unwrap(),
+                Created::AlreadyExists
+            );
+            let other = dir.path().join("other.json");
+            state.create_new(&other, b"x", false).unwrap();
+            assert!(read(&other).is_err());
+        }
+        // Nothing was written, and without the view the files read as they are.
+        assert!(!settings.exists());
+        assert_eq!(fs::read_to_string(&log).unwrap(), "one\n");
+        assert_eq!(read_to_string(&there).unwrap(), "on disk");
+        assert!(read(&settings).is_err());
+    }
 
     /// A write into a folder removes the temporary files an interrupted write left there an
     /// hour ago or more, and nothing else: not a younger one (another process may be writing

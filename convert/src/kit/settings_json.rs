@@ -8,7 +8,6 @@
 //! What each harness keeps in it (its session options, its `mcpServers` transport rules) is
 //! the converter's; the MCP entry mapping the two share is [`super::mcp_json`].
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -79,7 +78,7 @@ impl File {
             column,
             why,
         };
-        let text = match fs::read_to_string(path) {
+        let text = match crate::kit::fsops::read_to_string(path) {
             Ok(t) => t,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 return Ok(File {
@@ -349,7 +348,7 @@ pub fn save_object(
 /// A strict-JSON settings file as an object (Pi's and Copilot CLI's `settings.json`);
 /// `Ok(None)` when there is none, else why it cannot be used, naming the file and the line.
 pub fn load_object(path: &Path) -> Result<Option<Map<String, Value>>, String> {
-    let bytes = match fs::read(path) {
+    let bytes = match crate::kit::fsops::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{} cannot be read ({e})", path.display())),
@@ -370,6 +369,7 @@ pub fn load_object(path: &Path) -> Result<Option<Map<String, Value>>, String> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::fs;
 
     #[test]
     fn trailing_commas_are_read_only_where_the_harness_allows_them() {

@@ -151,11 +151,9 @@ pub fn write_all(
         ctx.diagnostics.note(
             &layout.db,
             None,
-            if ctx.writer.is_dry_run() {
-                "there is no OpenCode database; it would be made as OpenCode 1.18.33 makes one on its first start"
-            } else {
-                "there was no OpenCode database; it was made as OpenCode 1.18.33 makes one on its first start"
-            },
+            // Neutral in tense: a dry run answers as the real run does.
+            "the home has no OpenCode database: the import makes one as OpenCode 1.18.33 makes \
+             one on its first start",
         );
         let db = if ctx.writer.is_dry_run() {
             scratch_writer = Some(Writer::new(true));
