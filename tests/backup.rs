@@ -5140,3 +5140,57 @@ fn a_restore_keeps_instructions_changed_since_and_writes_the_backup_beside() {
         );
     }
 }
+
+/// A server that names a file the harness keeps only in part (Claude Code's `.claude.json`,
+/// which holds the account) does not make a backup keep it whole; one that names a file only
+/// its owner may read is said to be left out.
+#[test]
+fn a_server_naming_the_harness_account_file_or_a_key_does_not_make_a_backup_keep_it() {
+    use asp_format::state::{McpServer, McpStdio};
+    let t = tmp();
+    let home = home_in(t.path());
+    let key = home.join(".claude/mcp/deploy.token");
+    fs::create_dir_all(key.parent().unwrap()).unwrap();
+    fs::write(&key, b"s3cret").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&key, fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let servers = [McpServer::Stdio(McpStdio {
+        name: "deploy".to_owned(),
+        command: "sh".to_owned(),
+        args: vec![
+            "~/.claude.json".to_owned(),
+            format!("--token={}", key.display()),
+        ],
+        env: Vec::new(),
+        meta: None,
+    })];
+    let diagnostics = asp_convert::kit::report::Diagnostics::new();
+    let kept = asp_convert::Store::harness("claude-code", asp_convert::Home::at(&home))
+        .unwrap()
+        .read_config(
+            &asp_format::blob::MemoryStore::new(),
+            &servers,
+            &diagnostics,
+        )
+        .unwrap()
+        .unwrap();
+    let paths: Vec<&str> = kept.native.files.iter().map(|f| f.path.as_str()).collect();
+    assert!(
+        !paths.contains(&".claude.json") && !paths.contains(&".claude/mcp/deploy.token"),
+        "{paths:?}"
+    );
+    #[cfg(unix)]
+    assert!(
+        diagnostics
+            .items()
+            .iter()
+            .any(|d| d.file.as_deref() == Some(key.as_path())
+                && d.message
+                    .starts_with("named by MCP server \"deploy\"; may hold keys")),
+        "{:?}",
+        diagnostics.items()
+    );
+}

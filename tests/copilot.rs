@@ -505,3 +505,38 @@ fn a_restored_prompt_history_is_the_owners_alone() {
         .mode();
     assert_eq!(mode & 0o777, 0o600);
 }
+
+/// A server Copilot CLI keeps without the members it may leave out (`env`, `args`, `tools`)
+/// is the same server when carried back into its home: already there, not "another
+/// configuration" (a new user's trial: `--strict` exited 3 on a restore into its own home).
+#[test]
+fn a_server_without_the_members_copilot_leaves_out_is_already_there_when_carried_back() {
+    let t = tmp();
+    let home = t.path().join("home");
+    crate::support::copy_dir(&sample_home(), &home);
+    let config = home.join(".copilot/mcp-config.json");
+    let mut doc: Value = serde_json::from_slice(&fs::read(&config).unwrap()).unwrap();
+    doc["mcpServers"]["plain"] = serde_json::json!({"type": "local", "command": "/usr/bin/true"});
+    doc["mcpServers"]["remote"] =
+        serde_json::json!({"type": "http", "url": "https://mcp.example.com/x"});
+    fs::write(&config, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    let bundle = t.path().join("b.aspstate");
+    crate::support::asp_pack()
+        .args(["--from", HARNESS, "--home"])
+        .arg(&home)
+        .arg("-o")
+        .arg(&bundle)
+        .assert()
+        .success();
+    let out = crate::support::asp_unpack()
+        .arg(&bundle)
+        .args([
+            "--to", HARNESS, "--kinds", "tools", "--strict", "--json", "--home",
+        ])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{answer}");
+    assert_eq!(answer["notTaken"], serde_json::json!([]), "{answer}");
+}

@@ -154,16 +154,31 @@ fn a_dry_run_of_a_whole_restore_answers_like_the_restore() {
             .unwrap();
         assert_eq!(backed_up.status.code(), Some(0), "{harness}: {backed_up:?}");
 
-        let home = dir.path().join("home");
-        fs::create_dir(&home).unwrap();
-        let (dry_code, dry) = restore(&repo, harness, &home, true);
-        assert!(files_in(&home).is_empty(), "{harness}: the dry run wrote");
-        let (code, done) = restore(&repo, harness, &home, false);
-        assert_eq!(dry_code, code, "{harness}: {dry} against {done}");
-        assert_eq!(
-            as_written(dry),
-            done,
-            "{harness}: the dry run said something else"
-        );
+        // Into an empty home; into it again, with everything there; into a home that has the
+        // sample's sessions and its configuration files, each one changed.
+        let empty = dir.path().join("empty");
+        fs::create_dir(&empty).unwrap();
+        let changed = dir.path().join("changed");
+        copy_dir(&samples().join(harness), &changed);
+        let kept = crate::support::config_kept(harness, &changed, "", &[]);
+        assert!(!kept.is_empty(), "{harness}: the sample has configuration");
+        for rel in &kept {
+            let mut bytes = fs::read(changed.join(rel)).unwrap();
+            bytes.extend_from_slice(b"\n");
+            fs::write(changed.join(rel), bytes).unwrap();
+        }
+        for home in [&empty, &empty, &changed] {
+            let before = files_in(home);
+            let (dry_code, dry) = restore(&repo, harness, home, true);
+            assert!(before == files_in(home), "{harness}: the dry run wrote");
+            let (code, done) = restore(&repo, harness, home, false);
+            assert_eq!(dry_code, code, "{harness}: {dry} against {done}");
+            assert_eq!(
+                as_written(dry),
+                done,
+                "{harness}: the dry run said something else into {}",
+                home.display()
+            );
+        }
     }
 }

@@ -1195,21 +1195,45 @@ impl Store {
             return Ok(None);
         };
         let mut files = harness.config_files(home);
+        // The files the harness's configuration keeps only in part (`.claude.json`).
+        let part_files: Vec<&str> = harness
+            .config_part_names()
+            .into_iter()
+            .map(|p| p.split('#').next().unwrap_or(p))
+            .collect();
         let named = crate::kit::server_files::server_files(
             &home.dir,
             &harness.config_folders(home),
+            &part_files,
             servers,
         );
         files.keep_also(&home.dir, &named.kept);
+        let name = harness.name();
+        for (path, why, server) in &named.withheld {
+            diagnostics.left_out(
+                path,
+                None,
+                format!("named by MCP server \"{server}\"; {why}"),
+            );
+        }
         for (path, server) in &named.elsewhere {
             diagnostics.note(
                 path,
                 None,
                 format!(
-                    "MCP server \"{server}\" runs or reads this file, which is outside {}'s \
-                     folders: a backup of {} does not keep it",
-                    harness.name(),
-                    harness.name()
+                    "MCP server \"{server}\" runs or reads this file, which is outside {name}'s \
+                     folders: a backup of {name} does not keep it"
+                ),
+            );
+        }
+        for (dir, others) in &named.beside {
+            diagnostics.note(
+                dir,
+                None,
+                format!(
+                    "a backup keeps the files an MCP server's entry names in this folder, not \
+                     the {others} other file(s) or folder(s) beside them; if the server needs \
+                     them, keep them with the rest of your files"
                 ),
             );
         }

@@ -745,11 +745,16 @@ fn check_config_paths(
     // Screened as the backup screened it (no credentials, a regular file), in the harness's
     // folders.
     let folders = harness.config_folders(&asp_convert::Home::at(scratch.path()));
+    let part_files: Vec<&str> = parts
+        .iter()
+        .map(|p| p.split('#').next().unwrap_or(p))
+        .collect();
     let a_server_runs = |rel: &str| {
         let path = scratch.path().join(rel);
         let mut screened = asp_convert::kit::config::ConfigFiles::default();
         screened.keep_also(scratch.path(), std::slice::from_ref(&path));
         asp_convert::kit::server_files::named_by(servers, rel)
+            && asp_convert::kit::server_files::server_file_may_be_kept(rel, &part_files)
             && folders.iter().any(|d| path.starts_with(d))
             && !screened.keep.is_empty()
     };
@@ -944,6 +949,14 @@ mod tests {
                 ".claude/.credentials.json",
                 server(&["~/.claude/.credentials.json"]),
             ),
+            // Kept only in part (it holds the account), and a server's data.
+            (".claude.json", server(&["~/.claude.json"])),
+            (
+                ".claude/mcp/issues.db",
+                server(&["~/.claude/mcp/issues.db"]),
+            ),
+            // Named, but not by a path.
+            (".claude/mcp/x.py", server(&["key=.claude/mcp/x.py"])),
         ] {
             let e = check_config_paths(&native("claude-code", path), &servers, &r).unwrap_err();
             assert_eq!(e.class(), ErrorClass::Integrity, "{path}: {e}");

@@ -39,12 +39,15 @@ impl SessionIndex {
             path: path.clone(),
             by_id: HashMap::new(),
         };
-        let file = match crate::kit::source::open_regular(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(index),
-            Err(e) => return Err(ConvertError::io(&path)(e)),
+        // (In a dry run of a whole restore, as the restore's configuration would leave it.)
+        let mut reader: Box<dyn BufRead> = match crate::kit::fsops::planned(&path) {
+            Some(bytes) => Box::new(std::io::Cursor::new(bytes)),
+            None => match crate::kit::source::open_regular(&path) {
+                Ok(f) => Box::new(BufReader::new(f)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(index),
+                Err(e) => return Err(ConvertError::io(&path)(e)),
+            },
         };
-        let mut reader = BufReader::new(file);
         let mut buf = Vec::new();
         let mut n: u64 = 0;
         loop {
@@ -133,7 +136,7 @@ impl SessionIndex {
             return Ok(false);
         }
         // A file whose last line lacks its newline (cut off) must not swallow ours.
-        let needs_newline = std::fs::read(&self.path)
+        let needs_newline = crate::kit::fsops::read(&self.path)
             .map(|b| !b.is_empty() && !b.ends_with(b"\n"))
             .unwrap_or(false);
         let mut line = if needs_newline {

@@ -155,6 +155,33 @@ fn native(s: &McpServer) -> Value {
     o
 }
 
+/// Whether the server `there` in the file is `want` as [`native`] writes it: a member Copilot
+/// CLI leaves out reads as the one [`native`] writes (`env` and `headers` empty, `args` none,
+/// `tools` all), so a server configured without an `env` is the same server carried back (found
+/// by a new user's trial: it was refused as "another configuration", and `--strict` exited 3
+/// on a restore into its own home).
+fn same_server(there: &Value, want: &Value) -> bool {
+    let filled = |v: &Value| -> Value {
+        let mut v = v.clone();
+        if let Some(o) = v.as_object_mut() {
+            let stdio = o.contains_key("command");
+            let defaults = [
+                ("env", json!({}), stdio),
+                ("args", json!([]), stdio),
+                ("headers", json!({}), !stdio),
+                ("tools", json!(["*"]), true),
+            ];
+            for (key, empty, applies) in defaults {
+                if applies && !o.contains_key(key) {
+                    o.insert(key.to_owned(), empty);
+                }
+            }
+        }
+        v
+    };
+    filled(there) == filled(want)
+}
+
 pub fn write(
     layout: &Layout,
     ctx: &WriteContext<'_>,
@@ -185,7 +212,7 @@ pub fn write(
     for s in list {
         let want = native(s);
         match servers.get(s.name()) {
-            Some(there) if *there == want => tally.place(Placement::AlreadyThere),
+            Some(there) if same_server(there, &want) => tally.place(Placement::AlreadyThere),
             Some(_) => tally.place(Placement::Refused(format!(
                 "MCP server {:?} is already in {} with another configuration; it was left as it is",
                 s.name(),

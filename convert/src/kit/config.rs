@@ -276,7 +276,7 @@ fn open_screened(p: &Path, screened: Option<(u64, u64)>) -> std::io::Result<fs::
 
 /// Why a symbolic link to the regular file `target` (canonical, with metadata `m`) is not
 /// followed, if it is not.
-fn link_withheld(target: &Path, m: &fs::Metadata) -> Option<&'static str> {
+pub(crate) fn link_withheld(target: &Path, m: &fs::Metadata) -> Option<&'static str> {
     let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let parts: Vec<&str> = target
         .components()
@@ -486,7 +486,7 @@ pub fn write(
                     .open(&f.content)?
                     .read_to_end(&mut want)
                     .map_err(ConvertError::io(&path))?;
-                let there = fs::read(&path).ok();
+                let there = crate::kit::fsops::read(&path).ok();
                 if there.as_deref() == Some(&want[..]) {
                     Placement::AlreadyThere
                 } else if let (Some(log), Some(there)) = (log, there) {
@@ -537,7 +537,9 @@ pub(crate) fn restored_beside(path: &Path, want: &[u8], mode: Mode, writer: &Wri
         Ok(Created::New) => {
             format!("kept, not replaced; the backed-up copy is written beside it as {name}")
         }
-        Ok(Created::AlreadyExists) if fs::read(&side).ok().as_deref() == Some(want) => {
+        Ok(Created::AlreadyExists)
+            if crate::kit::fsops::read(&side).ok().as_deref() == Some(want) =>
+        {
             format!("kept, not replaced; the backed-up copy is beside it as {name}")
         }
         Ok(Created::AlreadyExists) => format!(

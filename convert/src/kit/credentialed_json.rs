@@ -3,7 +3,6 @@
 //! without them, restored as the file where there is none (mode 0600: the user puts the keys
 //! back). A file with comments is never kept whole: a commented-out key is a key.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::ConvertError;
@@ -165,7 +164,7 @@ fn write_part_as_file(
     let path = home.join(rel);
     let placed = match writer.create_private_from(&path, &mut &bytes[..])? {
         Created::New => Placement::New,
-        Created::AlreadyExists if fs::read(&path).ok().as_deref() == Some(bytes) => {
+        Created::AlreadyExists if crate::kit::fsops::read(&path).ok().as_deref() == Some(bytes) => {
             Placement::AlreadyThere
         }
         Created::AlreadyExists => Placement::Refused(format!(
@@ -179,6 +178,7 @@ fn write_part_as_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn keep(text: &str, secrets: &[Secret]) -> Keep {
         let dir = tempfile::tempdir().unwrap();

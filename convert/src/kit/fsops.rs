@@ -48,7 +48,7 @@ pub enum Created {
 /// converter: the restore that holds the view is the only thing the process does then.
 #[derive(Debug)]
 #[must_use = "the planned files are in view only while this lives"]
-pub struct PlannedView(());
+pub struct PlannedView(Arc<Mutex<Files>>);
 
 /// Files by path, with their bytes.
 type Files = BTreeMap<PathBuf, Vec<u8>>;
@@ -56,27 +56,35 @@ type Files = BTreeMap<PathBuf, Vec<u8>>;
 static IN_VIEW: RwLock<Option<Arc<Mutex<Files>>>> = RwLock::new(None);
 
 impl PlannedView {
-    /// Begins a view, with no file planned yet.
+    /// Begins a view, with no file planned yet (in place of one begun before, which then
+    /// shows nothing).
     pub fn begin() -> PlannedView {
-        *IN_VIEW.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::default());
-        PlannedView(())
+        let files = Arc::new(Mutex::new(Files::new()));
+        *IN_VIEW.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&files));
+        PlannedView(files)
     }
 }
 
 impl Drop for PlannedView {
     fn drop(&mut self) {
-        *IN_VIEW.write().unwrap_or_else(|e| e.into_inner()) = None;
+        let mut shown = IN_VIEW.write().unwrap_or_else(|e| e.into_inner());
+        if shown.as_ref().is_some_and(|s| Arc::ptr_eq(s, &self.0)) {
+            *shown = None;
+        }
     }
 }
 
-/// The files in view, if a view lives.
-fn in_view() -> Option<Arc<Mutex<Files>>> {
-    IN_VIEW.read().unwrap_or_else(|e| e.into_inner()).clone()
+/// The files in view, locked, if a view lives. (A panic while one was held leaves files
+/// whole: each is inserted or removed in one call.)
+fn with_view<R>(f: impl FnOnce(&mut Files) -> R) -> Option<R> {
+    let view = IN_VIEW.read().unwrap_or_else(|e| e.into_inner()).clone()?;
+    let mut files = view.lock().unwrap_or_else(|e| e.into_inner());
+    Some(f(&mut files))
 }
 
-/// The planned bytes of `path`, if a view lives and has them.
-fn planned(path: &Path) -> Option<Vec<u8>> {
-    in_view().and_then(|v| v.lock().expect("planned poisoned").get(path).cloned())
+/// The bytes a dry run's earlier step would have left at `path` ([`PlannedView`]), if any.
+pub fn planned(path: &Path) -> Option<Vec<u8>> {
+    with_view(|files| files.get(path).cloned()).flatten()
 }
 
 /// The bytes of the file at `path`: those a dry run's earlier step would have written there
@@ -87,6 +95,12 @@ pub fn read(path: &Path) -> io::Result<Vec<u8>> {
         Some(bytes) => Ok(bytes),
         None => fs::read(path),
     }
+}
+
+/// Whether something is at `path` (a link counts, wherever it leads), or a dry run's earlier
+/// step would have written a file there ([`PlannedView`]).
+pub fn exists(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok() || with_view(|files| files.contains_key(path)) == Some(true)
 }
 
 /// [`read`], as UTF-8 text.
@@ -115,35 +129,34 @@ impl Writer {
         }
     }
 
-    /// A writer whose dry run keeps in the [`PlannedView`], while one lives, the bytes each
-    /// file would be left with, for the steps after it to read. Only for the few files of a
-    /// configuration, not a store's sessions.
+    /// A writer whose dry run keeps in the [`PlannedView`], while one lives, the bytes of each
+    /// file it would make, for the steps after it to read (every dry run keeps those of the
+    /// files it would replace or append to). Only for the few files of a configuration, not a
+    /// store's sessions.
     pub fn planning(mut self) -> Self {
         self.planning = true;
         self
     }
 
-    /// Reads what a dry run would leave at `path`, kept in the view when planning.
-    fn plan(&self, path: &Path, reader: &mut dyn Read) -> Result<(), ConvertError> {
-        let view = in_view().filter(|_| self.planning);
-        let Some(view) = view else {
+    /// Reads what a dry run would leave at `path`, and keeps it in the view while one lives:
+    /// a file replaced always (a state's write edits configuration files one after another,
+    /// each reading what the one before left), a file `made` only when planning.
+    fn plan(&self, path: &Path, reader: &mut dyn Read, made: bool) -> Result<(), ConvertError> {
+        if (made && !self.planning) || with_view(|_| ()).is_none() {
             io::copy(reader, &mut io::sink()).map_err(ConvertError::write(path))?;
             return Ok(());
-        };
+        }
         let mut bytes = Vec::new();
         reader
             .read_to_end(&mut bytes)
             .map_err(ConvertError::write(path))?;
-        view.lock()
-            .expect("planned poisoned")
-            .insert(path.to_path_buf(), bytes);
+        with_view(|files| files.insert(path.to_path_buf(), bytes));
         Ok(())
     }
 
     /// Whether a dry run's earlier step has planned a file at `path` ([`PlannedView`]).
     fn is_planned(&self, path: &Path) -> bool {
-        self.dry_run
-            && in_view().is_some_and(|v| v.lock().expect("planned poisoned").contains_key(path))
+        self.dry_run && with_view(|files| files.contains_key(path)) == Some(true)
     }
 
     /// A writer that refuses every path outside `roots` (the home and the harness's store
@@ -236,7 +249,7 @@ impl Writer {
         }
         if self.dry_run {
             // Still read everything, so a bad blob fails the dry run as it would the real one.
-            self.plan(path, reader)?;
+            self.plan(path, reader, true)?;
             self.record(Change::Create(path.to_path_buf()));
             return Ok(Created::New);
         }
@@ -276,7 +289,7 @@ impl Writer {
         }
         if self.dry_run {
             for (path, bytes) in files {
-                self.plan(path, &mut &bytes[..])?;
+                self.plan(path, &mut &bytes[..], true)?;
                 self.record(Change::Create(path.to_path_buf()));
             }
             return Ok(Created::New);
@@ -356,7 +369,7 @@ impl Writer {
             _ => path.to_path_buf(),
         };
         if self.dry_run {
-            self.plan(path, reader)?;
+            self.plan(path, reader, false)?;
             self.record(Change::Replace(path.to_path_buf()));
             return Ok(());
         }
@@ -389,9 +402,8 @@ impl Writer {
     pub fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
         self.inside(path)?;
         if self.dry_run {
-            if let Some(view) = in_view().filter(|_| self.planning) {
-                let mut view = view.lock().expect("planned poisoned");
-                let mut after = match view.remove(path) {
+            if with_view(|_| ()).is_some() {
+                let mut after = match planned(path) {
                     Some(b) => b,
                     None => match fs::read(path) {
                         Ok(b) => b,
@@ -400,7 +412,7 @@ impl Writer {
                     },
                 };
                 after.extend_from_slice(bytes);
-                view.insert(path.to_path_buf(), after);
+                with_view(|files| files.insert(path.to_path_buf(), after));
             }
             self.record(Change::Append(path.to_path_buf()));
             return Ok(());
@@ -428,6 +440,8 @@ impl Writer {
         }
         if !self.dry_run {
             fs::remove_file(path).map_err(ConvertError::write(path))?;
+        } else {
+            with_view(|files| files.remove(path));
         }
         self.record(Change::Remove(path.to_path_buf()));
         Ok(true)

@@ -70,13 +70,12 @@ pub fn write_unless_read_instead(
     let mut tally = Tally::new(answer, StateKind::Instructions, 1);
     let text = ctx.blobs.read_all(&i.text)?;
     // The file the harness reads now: `path`, or while it is absent the one it reads instead.
-    let read_instead =
-        instead.filter(|other| fs::symlink_metadata(path).is_err() && other.is_file());
+    let read_instead = instead.filter(|other| !crate::kit::fsops::exists(path) && other.is_file());
     let live = match read_instead {
         Some(other) if !ctx.options.restoring => other,
         _ => path,
     };
-    let placed = match fs::read(live) {
+    let placed = match crate::kit::fsops::read(live) {
         Ok(existing) if existing == text => Some(Placement::AlreadyThere),
         Ok(_) => None,
         Err(_) if live == path => {

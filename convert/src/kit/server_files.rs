@@ -1,95 +1,199 @@
-//! The files an MCP server runs from by its path: a script the user keeps in the harness's own
-//! folder (`~/.copilot/mcp/issues.py`, `~/.config/opencode/mcp/issues.py`) is part of that
-//! harness's configuration as much as the file that names it, and a backup that kept the
+//! The files an MCP server runs from by their path: a script the user keeps in the harness's
+//! own folder (`~/.copilot/mcp/issues.py`, `~/.config/opencode/mcp/issues.py`) is part of that
+//! harness's configuration as much as the entry that runs it, and a backup that kept the
 //! server without its script gave back a server that fails to start on the new machine, with
 //! nothing said (found by a new user's trial).
 //!
-//! A server names its files in its command and its arguments (`--config=PATH` too), by an
-//! absolute path or one under the home (`~/`, `$HOME/`, `${HOME}/`, which a harness's shell or
-//! its own expansion turns into one). Only paths that lead to a file under the home count: a
-//! server's interpreter (`/usr/bin/python3`) or the folder it works in is not the person's to
-//! back up. [`ServerFiles::kept`] are those inside the harness's folders, kept with its
-//! configuration (screened as every configuration file is: no credentials, links only to
-//! regular files); [`ServerFiles::elsewhere`] are the others under the home, which a backup of
-//! the harness does not keep and says so.
+//! A server names its files in its arguments (`--config=PATH` too), by an absolute path or one
+//! under the home (`~/`, `$HOME/`, `${HOME}/`, which a shell or the harness's own expansion
+//! turns into one); its command is such a file too. Only what leads to a regular file under the
+//! home counts: an interpreter (`/usr/bin/python3`) is not the person's to back up.
+//!
+//! - [`ServerFiles::kept`]: inside one of the harness's folders, the path's links resolved (a
+//!   linked folder on the way that leads elsewhere does not count), and none of these: a
+//!   file the harness keeps only in part ([`server_file_may_be_kept`]: `.claude.json` holds the
+//!   account), a database, larger than [`MAX_SERVER_FILE`], or one that may hold keys (by its
+//!   name, its folder, or being readable by its owner alone). The configuration then screens it
+//!   as every file it keeps.
+//! - [`ServerFiles::withheld`]: inside the folders but one of those, with why (said).
+//! - [`ServerFiles::elsewhere`]: an argument's file elsewhere under the home, which a backup
+//!   of the harness does not keep (said; a command there is an interpreter, not said).
+//! - [`ServerFiles::beside`]: the folder of a kept file, when it holds more than the files
+//!   kept: a server made of several files comes back with only those its entry names (said).
 
+use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 use asp_format::state::McpServer;
 
+/// The largest file a server names that a backup keeps as configuration: a script or its
+/// settings, not its data.
+pub const MAX_SERVER_FILE: u64 = 1 << 20;
+
 /// The files `servers` name, sorted and each once.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct ServerFiles {
-    /// Files inside one of the harness's folders.
+    /// Files inside one of the harness's folders, kept as configuration.
     pub kept: Vec<PathBuf>,
-    /// Files elsewhere under the home, each with the first server (by name) that names it.
+    /// Files inside the folders that are not kept, with why and the server that names them.
+    pub withheld: Vec<(PathBuf, &'static str, String)>,
+    /// Files an argument names elsewhere under the home, with the server that names them.
     pub elsewhere: Vec<(PathBuf, String)>,
+    /// Folders of kept files that hold other entries too, with how many.
+    pub beside: Vec<(PathBuf, usize)>,
 }
 
-/// The files the stdio servers among `servers` name that are regular files (or links to
-/// them) under `home`, split by whether they are inside one of `folders`.
-/// The paths found are spelled under `home` as it is given (a relative home gives relative
-/// paths), as the harness's other configuration files are.
-pub fn server_files(home: &Path, folders: &[PathBuf], servers: &[McpServer]) -> ServerFiles {
+/// Whether the file at `rel` (relative to the home) may be kept because a server names it,
+/// by its path alone: not a file `whole_never` names (files the harness keeps only in part,
+/// [`crate::Harness::config_part_names`] before their `#`), not a database. What a pull
+/// checks of a record's files, which are not there to look at; a backup checks this and more.
+pub fn server_file_may_be_kept(rel: &str, whole_never: &[&str]) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    let database = [".db", ".sqlite", ".sqlite3", "-wal", "-shm", "-journal"]
+        .iter()
+        .any(|s| name.ends_with(s));
+    !database && !whole_never.contains(&rel)
+}
+
+/// The files the stdio servers among `servers` name, under `home`, split as the module says.
+/// `folders` are the harness's folders ([`crate::Harness::config_folders`]); `whole_never` as
+/// for [`server_file_may_be_kept`]. Paths are spelled under `home` as it is given (a relative
+/// home gives relative paths), as the harness's other configuration files are.
+pub fn server_files(
+    home: &Path,
+    folders: &[PathBuf],
+    whole_never: &[&str],
+    servers: &[McpServer],
+) -> ServerFiles {
     let absolute = |p: &Path| resolved(&std::path::absolute(p).unwrap_or_else(|_| p.to_owned()));
     let home_abs = absolute(home);
-    let folders: Vec<PathBuf> = folders.iter().map(|f| absolute(f)).collect();
+    // Where each folder really is: a file counts as inside one only where it really is.
+    let real_folders: Vec<PathBuf> = folders
+        .iter()
+        .filter_map(|f| fs::canonicalize(f).ok())
+        .collect();
     let mut out = ServerFiles::default();
     for server in servers {
         let McpServer::Stdio(s) = server else {
             continue;
         };
-        let words = std::iter::once(s.command.as_str()).chain(s.args.iter().map(String::as_str));
-        for word in words {
+        let words = std::iter::once((true, s.command.as_str()))
+            .chain(s.args.iter().map(|a| (false, a.as_str())));
+        for (command, word) in words {
             let Some(named) = named_path(&home_abs, word) else {
                 continue;
             };
             let Ok(rel) = named.strip_prefix(&home_abs) else {
                 continue;
             };
-            let path = home.join(rel);
-            if rel.as_os_str().is_empty() || !path.is_file() {
+            if rel.as_os_str().is_empty() {
                 continue;
             }
-            if folders.iter().any(|f| named.starts_with(f)) {
-                out.kept.push(path);
-            } else if !out.elsewhere.iter().any(|(p, _)| *p == path) {
-                out.elsewhere.push((path, s.name.clone()));
+            let path = home.join(rel);
+            let (Ok(meta), Ok(real)) = (fs::metadata(&path), fs::canonicalize(&path)) else {
+                continue;
+            };
+            if !meta.is_file() {
+                continue;
+            }
+            if !real_folders.iter().any(|f| real.starts_with(f)) {
+                if !command && !out.elsewhere.iter().any(|(p, _)| *p == path) {
+                    out.elsewhere.push((path, s.name.clone()));
+                }
+                continue;
+            }
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            if whole_never.contains(&rel.as_str()) {
+                // The harness's own file, which its configuration keeps in part.
+                continue;
+            }
+            let why = if !server_file_may_be_kept(&rel, whole_never) || is_sqlite(&real) {
+                Some("a database, the server's data: not kept as configuration")
+            } else if meta.len() > MAX_SERVER_FILE {
+                Some(
+                    "larger than 1 MiB, which a script or its settings are not: not kept as \
+                     configuration",
+                )
+            } else if crate::kit::config::link_withheld(&real, &meta).is_some() {
+                Some(
+                    "may hold keys (its name or folder says so, or only its owner may read it): \
+                     not kept",
+                )
+            } else {
+                None
+            };
+            match why {
+                Some(why) => {
+                    if !out.withheld.iter().any(|(p, _, _)| *p == path) {
+                        out.withheld.push((path, why, s.name.clone()));
+                    }
+                }
+                None => out.kept.push(path),
             }
         }
     }
     out.kept.sort();
     out.kept.dedup();
+    out.withheld.sort();
     out.elsewhere.sort();
+    // A kept file's folder that holds more than the files kept (not a harness folder itself,
+    // whose other files are its own configuration).
+    let mut dirs: Vec<&Path> = out.kept.iter().filter_map(|p| p.parent()).collect();
+    dirs.dedup();
+    for dir in dirs {
+        let real = fs::canonicalize(dir).ok();
+        if real.as_ref().is_none_or(|r| real_folders.contains(r)) {
+            continue;
+        }
+        let others = fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| !out.kept.contains(&e.path()))
+                    .count()
+            })
+            .unwrap_or(0);
+        if others > 0 {
+            out.beside.push((dir.to_path_buf(), others));
+        }
+    }
     out
 }
 
+/// Whether the file at `path` is an SQLite database (by its header).
+fn is_sqlite(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0")
+}
+
 /// Whether a stdio server of `servers` names a file whose path ends with `rel` (a path relative
-/// to some home): how a pulled snapshot record's configuration file that the harness's own
-/// rule does not name is told to be one [`server_files`] kept, whatever home it was kept in.
+/// to some home), by an absolute path or one under the home: how a pulled snapshot record's
+/// configuration file that the harness's own rule does not name is told to be one
+/// [`server_files`] kept, whatever home it was kept in.
 pub fn named_by(servers: &[McpServer], rel: &str) -> bool {
     let rel = Path::new(rel);
+    // (Any absolute folder stands for the home: only the path's end is compared.)
+    let home = Path::new("/");
     servers.iter().any(|server| match server {
         McpServer::Stdio(s) => std::iter::once(s.command.as_str())
             .chain(s.args.iter().map(String::as_str))
-            .any(|word| resolved(Path::new(value_of(word))).ends_with(rel)),
+            .any(|word| named_path(home, word).is_some_and(|p| p.ends_with(rel))),
         _ => false,
     })
 }
 
-/// The path part of a word: the value of `--flag=value`, else the word.
-fn value_of(word: &str) -> &str {
-    match word.split_once('=') {
+/// The path `word` (a command, an argument, or the value of a `--flag=value` argument) names,
+/// `..` resolved without following links, with `home` (absolute) for `~/` and the like; `None`
+/// when it names none (a relative path is relative to a folder the harness starts the server
+/// in, which the configuration does not say).
+fn named_path(home: &Path, word: &str) -> Option<PathBuf> {
+    let word = match word.split_once('=') {
         Some((flag, value)) if flag.starts_with('-') => value,
         _ => word,
-    }
-}
-
-/// The path `word` (a command or an argument) names, `..` resolved without following links;
-/// `None` when it names none (a relative path is relative to a folder the harness starts the
-/// server in, which the configuration does not say).
-fn named_path(home: &Path, word: &str) -> Option<PathBuf> {
-    let word = value_of(word);
+    };
     let path = ["~/", "$HOME/", "${HOME}/"]
         .iter()
         .find_map(|prefix| word.strip_prefix(prefix))
@@ -117,7 +221,6 @@ fn resolved(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
     use asp_format::state::McpStdio;
-    use std::fs;
 
     fn stdio(name: &str, command: &str, args: &[&str]) -> McpServer {
         McpServer::Stdio(McpStdio {
@@ -129,17 +232,38 @@ mod tests {
         })
     }
 
+    fn write(path: &Path, bytes: &[u8], mode: u32) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, bytes).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+        }
+        #[cfg(not(unix))]
+        let _ = mode;
+    }
+
     #[test]
-    fn a_script_in_the_harness_folder_is_kept_and_one_elsewhere_in_the_home_is_said() {
+    fn a_script_in_the_harness_folder_is_kept_and_what_is_not_is_said() {
         let t = tempfile::tempdir().unwrap();
         let home = t.path().join("home");
         let folder = home.join(".copilot");
-        fs::create_dir_all(folder.join("mcp")).unwrap();
-        fs::create_dir_all(home.join("bin")).unwrap();
-        fs::write(folder.join("mcp/issues.py"), "print()\n").unwrap();
-        fs::write(folder.join("mcp/issues.toml"), "x = 1\n").unwrap();
-        fs::write(folder.join("run.sh"), "#!/bin/sh\n").unwrap();
-        fs::write(home.join("bin/db.sqlite"), "").unwrap();
+        write(&folder.join("mcp/issues.py"), b"print()\n", 0o755);
+        write(&folder.join("mcp/issues.toml"), b"x = 1\n", 0o644);
+        write(&folder.join("mcp/util.py"), b"", 0o644);
+        write(&folder.join("run.sh"), b"#!/bin/sh\n", 0o755);
+        write(&folder.join("data/issues.db"), b"", 0o644);
+        write(&folder.join("data/cache"), b"SQLite format 3\0....", 0o644);
+        write(
+            &folder.join("data/big.json"),
+            &vec![b' '; MAX_SERVER_FILE as usize + 1],
+            0o644,
+        );
+        write(&folder.join("data/token.txt"), b"s3cret", 0o600);
+        write(&folder.join("own.json"), b"{}", 0o644);
+        write(&home.join("bin/db.sqlite"), b"", 0o644);
+        write(&home.join("bin/node"), b"", 0o755);
         let h = home.to_str().unwrap();
         let servers = [
             stdio(
@@ -156,10 +280,91 @@ mod tests {
                     "--verbose",
                 ],
             ),
-            stdio("runner", "~/.copilot/run.sh", &["${HOME}/bin/db.sqlite"]),
-            // The interpreter is outside the home.
-            stdio("system", "/bin/sh", &["$HOME/.copilot/run.sh"]),
+            // An interpreter under the home is not said to be left out.
+            stdio("runner", &format!("{h}/bin/node"), &["~/.copilot/run.sh"]),
+            stdio(
+                "data",
+                "/bin/sh",
+                &[
+                    "$HOME/.copilot/data/issues.db",
+                    "${HOME}/.copilot/data/cache",
+                    "~/.copilot/data/big.json",
+                    "--token=~/.copilot/data/token.txt",
+                    // The harness's own file, kept in part: passed over without a word.
+                    "~/.copilot/own.json",
+                ],
+            ),
         ];
+        let found = server_files(
+            &home,
+            std::slice::from_ref(&folder),
+            &[".copilot/own.json"],
+            &servers,
+        );
+        let c = |rel: &str| folder.join(rel);
+        assert_eq!(
+            found.kept,
+            [c("mcp/issues.py"), c("mcp/issues.toml"), c("run.sh")]
+        );
+        let withheld: Vec<(PathBuf, &str)> = found
+            .withheld
+            .iter()
+            .map(|(p, why, server)| {
+                assert_eq!(server, "data");
+                (p.clone(), why.split(':').next().unwrap())
+            })
+            .collect();
+        let mut expected = vec![
+            (c("data/issues.db"), "a database, the server's data"),
+            (c("data/cache"), "a database, the server's data"),
+            (
+                c("data/big.json"),
+                "larger than 1 MiB, which a script or its settings are not",
+            ),
+        ];
+        #[cfg(unix)]
+        expected.push((
+            c("data/token.txt"),
+            "may hold keys (its name or folder says so, or only its owner may read it)",
+        ));
+        expected.sort();
+        assert_eq!(withheld, expected);
+        assert_eq!(
+            found.elsewhere,
+            [(home.join("bin/db.sqlite"), "issues".to_owned())]
+        );
+        // `mcp/util.py` is beside the scripts kept; the harness folder's own files are not.
+        assert_eq!(found.beside, [(c("mcp"), 1)]);
+    }
+
+    /// A folder linked into the harness's folder that leads elsewhere (`~/.ssh`) does not make
+    /// what is in it the harness's.
+    #[cfg(unix)]
+    #[test]
+    fn a_linked_folder_that_leads_outside_does_not_count_as_inside() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let folder = home.join(".claude");
+        write(&home.join("keys/deploy.sh"), b"#!/bin/sh\n", 0o755);
+        fs::create_dir_all(&folder).unwrap();
+        std::os::unix::fs::symlink(home.join("keys"), folder.join("keys")).unwrap();
+        let servers = [stdio("deploy", "sh", &["~/.claude/keys/deploy.sh"])];
+        let found = server_files(&home, std::slice::from_ref(&folder), &[], &servers);
+        assert!(found.kept.is_empty(), "{found:?}");
+        assert_eq!(found.elsewhere.len(), 1, "{found:?}");
+    }
+
+    #[test]
+    fn a_pulled_file_is_told_by_how_a_server_names_it() {
+        let servers = [stdio(
+            "issues",
+            "~/.copilot/run.sh",
+            &[
+                "/home/dev/.copilot/mcp/issues.py",
+                "--config=$HOME/.copilot/mcp/issues.toml",
+                "key=/home/dev/.copilot/mcp/other.py",
+            ],
+        )];
         for rel in [
             ".copilot/mcp/issues.py",
             "mcp/issues.toml",
@@ -167,20 +372,11 @@ mod tests {
         ] {
             assert!(named_by(&servers, rel), "{rel}");
         }
-        for rel in [".copilot/mcp/other.py", "copilot/run.sh", "bin"] {
+        for rel in [".copilot/mcp/other.py", "copilot/run.sh", "mcp"] {
             assert!(!named_by(&servers, rel), "{rel}");
         }
-        let found = server_files(&home, std::slice::from_ref(&folder), &servers);
-        assert_eq!(
-            found,
-            ServerFiles {
-                kept: vec![
-                    folder.join("mcp/issues.py"),
-                    folder.join("mcp/issues.toml"),
-                    folder.join("run.sh"),
-                ],
-                elsewhere: vec![(home.join("bin/db.sqlite"), "issues".to_owned())],
-            }
-        );
+        assert!(server_file_may_be_kept(".copilot/mcp/issues.py", &[]));
+        assert!(!server_file_may_be_kept(".claude.json", &[".claude.json"]));
+        assert!(!server_file_may_be_kept(".copilot/mcp/issues.db-wal", &[]));
     }
 }

@@ -152,8 +152,8 @@ pub fn write_all(
             &layout.db,
             None,
             // Neutral in tense: a dry run answers as the real run does.
-            "the home has no OpenCode database: the import makes one as OpenCode 1.18.33 makes \
-             one on its first start",
+            "there was no OpenCode database in the home: the import makes one as OpenCode \
+             1.18.33 makes one on its first start",
         );
         let db = if ctx.writer.is_dry_run() {
             scratch_writer = Some(Writer::new(true));
