@@ -5194,3 +5194,35 @@ fn a_server_naming_the_harness_account_file_or_a_key_does_not_make_a_backup_keep
         diagnostics.items()
     );
 }
+
+/// A snapshot made for what is not a session says what: the kinds whose content changed and
+/// the configuration files new, changed or gone (found by a new user's trial: an edited
+/// configuration made a snapshot that read "0 new, 0 changed").
+#[test]
+fn a_snapshot_made_for_configuration_or_other_kinds_names_them() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    fs::create_dir_all(home.join(".claude/agents")).unwrap();
+    fs::write(home.join(".claude/agents/reviewer.md"), b"# reviewer\n").unwrap();
+    fs::remove_file(home.join(".claude/rules/security.md")).unwrap();
+    let skill = home.join(".claude/skills/commit-style/SKILL.md");
+    let mut text = fs::read_to_string(&skill).unwrap();
+    text.push_str("\nKeep the subject under 50 characters.\n");
+    fs::write(&skill, text).unwrap();
+    age(&home.join(".claude"), Duration::from_secs(3600));
+    let o = backup(&home, &repo);
+    assert!(o["snapshot"].is_object(), "{o}");
+    assert_eq!(o["new"], 0, "{o}");
+    assert_eq!(o["changed"], 0, "{o}");
+    assert_eq!(o["kindsChanged"], json!(["skills"]), "{o}");
+    assert_eq!(
+        o["configChanged"],
+        json!([".claude/agents/reviewer.md", ".claude/rules/security.md"]),
+        "{o}"
+    );
+    let out = backup_run(&home, &repo, &["--from", "claude-code"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("nothing changed"), "{said}");
+}

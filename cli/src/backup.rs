@@ -296,6 +296,11 @@ fn which(o: &BackupOutcome) -> Vec<String> {
         ("newly gone from source", &o.gone_now),
         ("back in source", &o.back_sessions),
         ("unreadable, kept as before", &o.unreadable_sessions),
+        ("changed besides sessions", &o.kinds_changed),
+        (
+            "configuration files new, changed or gone",
+            &o.config_changed,
+        ),
     ]
     .into_iter()
     .filter(|(_, ids)| !ids.is_empty())

@@ -107,6 +107,15 @@ pub struct BackupOutcome {
     pub unreadable: usize,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unreadable_sessions: Vec<String>,
+    /// The kinds besides sessions whose content differs from the parent's (`skills`,
+    /// `tools`, ...): a snapshot made for them alone says so, not only "0 new, 0 changed".
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kinds_changed: Vec<String>,
+    /// The harness's own configuration files new, changed or gone since the parent, by their
+    /// path relative to the home (found by a new user's trial: an edited MCP script made a
+    /// snapshot that said nothing changed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub config_changed: Vec<String>,
     /// Newer snapshots of the series that could not be read (a manifest or document damaged),
     /// passed over for the parent: the backup is made from the newest that can be, so an
     /// hourly job goes on. This backup says so (exit 4); the next ones have its snapshot as
@@ -699,6 +708,10 @@ fn backup_once(
             sessions,
         });
     }
+    if let Some(p) = &parent {
+        outcome.kinds_changed = kinds_changed(&p.state, &state);
+        outcome.config_changed = config_changed(p.sources.config.as_ref(), config.as_ref());
+    }
     // Transcripts read this time go against their project's dictionary; one made from a
     // transcript taken from the parent is read from the repository (spec/aspstate.md §4.1).
     let parent_blobs = parent
@@ -1048,4 +1061,40 @@ pub fn live_state(snapshot: &Snapshot, with_gone: bool) -> State {
         s.retain(|s| !snapshot.is_gone(s.id.as_str()));
     }
     state
+}
+
+/// The kinds besides sessions that differ between `before` and `after` (both normalised).
+fn kinds_changed(before: &State, after: &State) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut differs = |kind: &str, same: bool| {
+        if !same {
+            out.push(kind.to_owned());
+        }
+    };
+    differs("instructions", before.instructions == after.instructions);
+    differs("skills", before.skills == after.skills);
+    differs("tools", before.tools == after.tools);
+    differs("memory", before.memory == after.memory);
+    differs("settings", before.settings == after.settings);
+    out
+}
+
+/// The configuration files new, changed (by content or mode) or gone between `before` and
+/// `after`, sorted.
+fn config_changed(before: Option<&Native>, after: Option<&Native>) -> Vec<String> {
+    let files = |n: Option<&Native>| -> BTreeMap<String, FileEntry> {
+        n.into_iter()
+            .flat_map(|n| &n.files)
+            .map(|f| (f.path.to_string(), f.clone()))
+            .collect()
+    };
+    let (before, after) = (files(before), files(after));
+    let mut out: Vec<String> = after
+        .iter()
+        .filter(|(path, f)| before.get(*path) != Some(*f))
+        .map(|(path, _)| path.clone())
+        .chain(before.keys().filter(|p| !after.contains_key(*p)).cloned())
+        .collect();
+    out.sort();
+    out
 }
