@@ -5226,3 +5226,80 @@ fn a_snapshot_made_for_configuration_or_other_kinds_names_them() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("nothing changed"), "{said}");
 }
+
+/// `--map-path` moves the paths an MCP server runs from with the sessions: a server that ran a
+/// script in the old home runs it in the new one (a new user's trial found it left pointing at
+/// the old home).
+#[test]
+fn map_path_moves_the_paths_an_mcp_server_runs_from() {
+    let t = tmp();
+    let repo = t.path().join("repo");
+    let out = backup_run(
+        &samples().join("copilot"),
+        &repo,
+        &["--from", "copilot", "-q"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let to = t.path().join("to");
+    let said = restore_said(
+        &repo,
+        &to,
+        "copilot",
+        &["--map-path", "/home/dev=/Users/me"],
+    );
+    assert!(!said.contains("a typo"), "{said}");
+    let config: Value =
+        serde_json::from_slice(&fs::read(to.join(".copilot/mcp-config.json")).unwrap()).unwrap();
+    assert_eq!(
+        config["mcpServers"]["issues"]["args"],
+        json!([
+            "/Users/me/.copilot/mcp/issues.py",
+            "--db",
+            "/Users/me/.local/share/issues.db"
+        ]),
+        "{config}"
+    );
+}
+
+/// A whole restore with `--map-path` takes every MCP server, for every harness: where the
+/// configuration restored as it is holds a server at the old paths, the state's server is kept
+/// so too (said), not refused as configured differently (exit 3 with `--strict`); elsewhere
+/// its paths move. The dry run answers the same.
+#[test]
+fn a_whole_restore_with_map_path_takes_every_server() {
+    for harness in asp_convert::harness_names() {
+        let harness = harness.as_str();
+        let t = tmp();
+        let repo = t.path().join("repo");
+        let out = backup_run(&samples().join(harness), &repo, &["--from", harness, "-q"]);
+        assert_eq!(out.status.code(), Some(0), "{harness}: {out:?}");
+        let to = new_home(t.path().join("to"));
+        let mut answers = Vec::new();
+        for dry in [true, false] {
+            let mut cmd = asp();
+            cmd.args(["restore", "-q", "--strict", "--json", "--to", harness])
+                .args(["--map-path", "/home/dev=/Users/me", "--home"])
+                .arg(&to)
+                .arg("--repo")
+                .arg(&repo);
+            if dry {
+                cmd.arg("--dry-run");
+            }
+            let out = cmd.output().unwrap();
+            let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{harness} (dry run: {dry}): {answer}"
+            );
+            assert_eq!(answer["notTaken"], json!([]), "{harness}: {answer}");
+            answers.push(answer);
+        }
+        let done = answers.pop().unwrap();
+        assert_eq!(
+            crate::support::as_written(answers.pop().unwrap()),
+            done,
+            "{harness}"
+        );
+    }
+}

@@ -775,7 +775,7 @@ fn map_path_rewrites_working_directories_and_paths_in_updates() {
         .assert()
         .success()
         .stderr(predicate::str::contains(
-            "warning: --map-path /home/de=/Users/dev: no session's working directory is under /home/de (a typo?)",
+            "warning: --map-path /home/de=/Users/dev: no session's working directory and no MCP server's path is under /home/de (a typo?)",
         ));
     let meta: Value = serde_json::from_str(
         &fs::read_to_string(plain.join("sessions/da41f528-2d0a-4f84-8acd-fe5d7087734b.json"))

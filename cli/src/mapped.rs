@@ -52,17 +52,26 @@ impl Mapped {
                 staging: None,
             });
         }
-        let cwds = state
+        // A rule is used when a session's working directory or an MCP server's path is under
+        // its OLD.
+        let server_paths: Vec<&str> = state
+            .tools
+            .iter()
+            .flatten()
+            .flat_map(PathMap::server_paths)
+            .collect();
+        let used = state
             .sessions
             .iter()
             .flatten()
-            .filter_map(|s| s.cwd.as_deref());
+            .filter_map(|s| s.cwd.as_deref())
+            .chain(server_paths.iter().copied());
         if state.sessions.as_ref().is_some_and(|s| !s.is_empty()) {
-            for rule in map.unused(cwds) {
+            for rule in map.unused(used) {
                 let old = rule.split_once('=').map_or(rule.as_str(), |(o, _)| o);
                 eprintln!(
-                    "warning: --map-path {rule}: no session's working directory is under {old} \
-                     (a typo?)"
+                    "warning: --map-path {rule}: no session's working directory and no MCP \
+                     server's path is under {old} (a typo?)"
                 );
             }
         }
@@ -83,4 +92,79 @@ impl Mapped {
             None => Overlay::new(vec![source]),
         }
     }
+}
+
+/// Puts back as the backup had them, in `mapped` (the state with `--map-path` applied), the
+/// MCP servers whose paths it moved where `store` already holds the server so: a whole restore
+/// writes the harness's configuration as it is before the state (Gemini CLI's settings.json,
+/// Codex's config.toml, with their servers at the old paths, and said to be), and a home may
+/// have the server from before; the moved one would be refused there as "configured
+/// differently", exit 3 with `--strict`. Reads the store's servers as its converter does (in
+/// a dry run, its configuration as the restore would leave it). Each one put back is said in
+/// `diagnostics`.
+pub fn keep_servers_as_there(
+    mapped: &mut State,
+    original: &[asp_format::state::McpServer],
+    store: &asp_convert::Store,
+    diagnostics: &asp_convert::kit::report::Diagnostics,
+) {
+    for name in servers_kept_as_there(mapped, original, store) {
+        diagnostics.push(asp_convert::kit::report::Diagnostic {
+            severity: asp_convert::kit::report::Severity::Note,
+            file: None,
+            line: None,
+            message: format!(
+                "MCP server \"{name}\" is kept as the backup had it, at the paths --map-path \
+                 moves: the harness's configuration here already has it so; set its paths again \
+                 for the moved folders"
+            ),
+        });
+    }
+}
+
+/// [`keep_servers_as_there`]: the names put back.
+fn servers_kept_as_there(
+    mapped: &mut State,
+    original: &[asp_format::state::McpServer],
+    store: &asp_convert::Store,
+) -> Vec<String> {
+    let moved: Vec<&asp_format::state::McpServer> = original
+        .iter()
+        .filter(|o| {
+            mapped
+                .tools
+                .iter()
+                .flatten()
+                .any(|m| m.name() == o.name() && m != *o)
+        })
+        .collect();
+    if moved.is_empty() {
+        return Vec::new();
+    }
+    let request = asp_convert::store::ReadRequest {
+        kinds: asp_format::kind::KindSet::EMPTY.with(asp_format::kind::StateKind::Tools),
+        sessions: &asp_convert::store::Sessions::All,
+        options: asp_convert::harness::ReadOptions::default(),
+        threads: None,
+        blobs: &asp_format::blob::MemoryStore::new(),
+        diagnostics: &asp_convert::kit::report::Diagnostics::new(),
+        progress: &asp_format::progress::Quiet,
+    };
+    // (A home with no store of the harness yet has no server.)
+    let Ok(there) = store.read(&request) else {
+        return Vec::new();
+    };
+    let there = there.tools.unwrap_or_default();
+    let mut kept = Vec::new();
+    for o in moved {
+        if there.iter().any(|t| t == o) {
+            for m in mapped.tools.iter_mut().flatten() {
+                if m.name() == o.name() {
+                    *m = o.clone();
+                }
+            }
+            kept.push(o.name().to_owned());
+        }
+    }
+    kept
 }

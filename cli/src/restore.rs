@@ -495,9 +495,8 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
     let staging_parent = Some(home.dir.clone())
         .filter(|d| d.is_dir())
         .unwrap_or_else(std::env::temp_dir);
-    let mapped = Mapped::new(state, &path_map, &blobs, &staging_parent)?;
-    let state = &mapped.state;
-    let mapped_blobs = mapped.blobs(&blobs);
+    let original_tools = state.tools.clone().unwrap_or_default();
+    let mut mapped = Mapped::new(state, &path_map, &blobs, &staging_parent)?;
 
     let diagnostics = Diagnostics::new();
     // A dry run judges the state, and each configuration file merged into another, against
@@ -556,6 +555,11 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
             info.harness
         ));
     }
+    // A server whose paths --map-path moves stays as the backup had it where the home (its
+    // configuration just restored, or as it was) has it so.
+    crate::mapped::keep_servers_as_there(&mut mapped.state, &original_tools, &store, &diagnostics);
+    let state = &mapped.state;
+    let mapped_blobs = mapped.blobs(&blobs);
     let written = store
         .write(
             state,

@@ -144,9 +144,8 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
         (None, None) => None,
     }
     .unwrap_or_else(std::env::temp_dir);
-    let mapped = Mapped::new(state, &path_map, &bundle, &staging_parent)?;
-    let blobs = mapped.blobs(&bundle);
-    let state = &mapped.state;
+    let original_tools = state.tools.clone().unwrap_or_default();
+    let mut mapped = Mapped::new(state, &path_map, &bundle, &staging_parent)?;
 
     let diagnostics = Diagnostics::new();
     let store = match (&args.to, &args.to_dir, home) {
@@ -156,6 +155,9 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
         (None, Some(d), _) => Store::Dir(d.clone()),
         _ => unreachable!("clap requires --to or --to-dir"),
     };
+    crate::mapped::keep_servers_as_there(&mut mapped.state, &original_tools, &store, &diagnostics);
+    let blobs = mapped.blobs(&bundle);
+    let state = &mapped.state;
     let written = store
         .write(
             state,

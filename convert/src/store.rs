@@ -348,7 +348,11 @@ impl Store {
         match self {
             Store::Harness { harness, home } => {
                 let looked_for = harness.store_paths(home);
-                if home.dir.is_dir() && looked_for.iter().any(|p| p.exists()) {
+                if home.dir.is_dir()
+                    && looked_for
+                        .iter()
+                        .any(|p| crate::kit::fsops::exists_or_planned_under(p))
+                {
                     return Ok(());
                 }
                 Err(ConvertError::NoStore {

@@ -103,6 +103,13 @@ pub fn exists(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok() || with_view(|files| files.contains_key(path)) == Some(true)
 }
 
+/// Whether `path` exists (through links), or a dry run's earlier step would have written a
+/// file at it or under it ([`PlannedView`]): a store folder the restore's configuration would
+/// make is there for the dry run of its state.
+pub fn exists_or_planned_under(path: &Path) -> bool {
+    path.exists() || with_view(|files| files.keys().any(|f| f.starts_with(path))) == Some(true)
+}
+
 /// [`read`], as UTF-8 text.
 pub fn read_to_string(path: &Path) -> io::Result<String> {
     String::from_utf8(read(path)?).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))

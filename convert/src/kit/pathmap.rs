@@ -269,7 +269,52 @@ impl PathMap {
                 n.origin.project = Some(p);
             }
         }
+        for server in out.tools.iter_mut().flatten() {
+            self.map_server(server);
+        }
         Ok(out)
+    }
+
+    /// Rewrites the paths a stdio MCP server runs from: its command, each argument (the value
+    /// of a `--flag=PATH` too) and each environment value that is a mapped path. A server that
+    /// runs a script from the old home would otherwise be restored pointing at a folder that
+    /// is not on the new machine (found by a new user's trial).
+    pub fn map_server(&self, server: &mut asp_format::state::McpServer) {
+        let asp_format::state::McpServer::Stdio(s) = server else {
+            return;
+        };
+        let map_word = |w: &mut String| {
+            let mapped = match w.split_once('=') {
+                Some((flag, value)) if flag.starts_with('-') => {
+                    self.map_path(value).map(|v| format!("{flag}={v}"))
+                }
+                _ => self.map_path(w),
+            };
+            if let Some(m) = mapped {
+                *w = m;
+            }
+        };
+        map_word(&mut s.command);
+        s.args.iter_mut().for_each(map_word);
+        for e in &mut s.env {
+            if let Some(m) = self.map_path(&e.value) {
+                e.value = m;
+            }
+        }
+    }
+
+    /// The paths [`PathMap::map_server`] would look at in `server`: what counts a rule as used.
+    pub fn server_paths(server: &asp_format::state::McpServer) -> Vec<&str> {
+        let asp_format::state::McpServer::Stdio(s) = server else {
+            return Vec::new();
+        };
+        std::iter::once(s.command.as_str())
+            .chain(s.args.iter().map(|a| match a.split_once('=') {
+                Some((flag, value)) if flag.starts_with('-') => value,
+                _ => a.as_str(),
+            }))
+            .chain(s.env.iter().map(|e| e.value.as_str()))
+            .collect()
     }
 
     fn rewrite_lines(
@@ -373,6 +418,53 @@ mod tests {
         m.add("/home/dev=/Users/dev").unwrap();
         m.add("/home/dev/shop=/work/shop/").unwrap();
         m
+    }
+
+    /// A server that runs a script from the old home runs it from the new one: its command,
+    /// its arguments (a `--flag=PATH` value too) and its environment's paths move; other
+    /// words, a remote server's URL, stay.
+    #[test]
+    fn an_mcp_servers_paths_move_with_the_rest() {
+        use asp_format::state::{McpRemote, McpServer, McpStdio, NameValue};
+        let mut local = McpServer::Stdio(McpStdio {
+            name: "issues".to_owned(),
+            command: "/home/dev/.venv/bin/python".to_owned(),
+            args: vec![
+                "/home/dev/.copilot/mcp/issues.py".to_owned(),
+                "--db=/home/dev/shop/issues.db".to_owned(),
+                "--verbose".to_owned(),
+                "key=/home/dev/x".to_owned(),
+            ],
+            env: vec![NameValue {
+                name: "CACHE".to_owned(),
+                value: "/home/dev/.cache/issues".to_owned(),
+            }],
+            meta: None,
+        });
+        map().map_server(&mut local);
+        let McpServer::Stdio(s) = &local else {
+            unreachable!()
+        };
+        assert_eq!(s.command, "/Users/dev/.venv/bin/python");
+        assert_eq!(
+            s.args,
+            [
+                "/Users/dev/.copilot/mcp/issues.py",
+                "--db=/work/shop/issues.db",
+                "--verbose",
+                "key=/home/dev/x"
+            ]
+        );
+        assert_eq!(s.env[0].value, "/Users/dev/.cache/issues");
+        let remote = McpServer::Http(McpRemote {
+            name: "docs".to_owned(),
+            url: "https://example.com/home/dev".to_owned(),
+            headers: Vec::new(),
+            meta: None,
+        });
+        let mut moved = remote.clone();
+        map().map_server(&mut moved);
+        assert_eq!(moved, remote);
     }
 
     /// A path mapped to a Windows folder is written in its separator, and one mapped from it

@@ -41,7 +41,8 @@ impl Global {
         let mut files = Vec::new();
         let mut merged = Map::new();
         for path in layout.config_files() {
-            if !path.exists() {
+            // (In a dry run of a whole restore, the files its configuration would write too.)
+            if !path.exists() && crate::kit::fsops::planned(&path).is_none() {
                 continue;
             }
             let f = File::load_as(&path, Jsonc::CommentsAndTrailingCommas)?;
