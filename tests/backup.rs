@@ -3775,6 +3775,21 @@ fn a_script_an_mcp_server_runs_from_the_harness_folder_comes_back_with_it() {
             assert_eq!(mode & 0o111, 0o111, "{harness}: {script} runs as it ran");
         }
         assert!(!fresh.join(".local/share/issues.db").exists(), "{harness}");
+        // Only a whole restore brings the configuration back, and one of some kinds says so.
+        let said = restore_said(
+            &repo,
+            &t.path().join("tools"),
+            harness,
+            &["--kinds", "tools"],
+        );
+        assert!(
+            said.contains(&format!("configuration: {harness}'s own files ("))
+                && said.contains(
+                    "are restored by a whole restore only, not with --session or --kinds"
+                ),
+            "{harness}: {said}"
+        );
+        assert!(!t.path().join("tools").join(script).exists(), "{harness}");
     }
 }
 

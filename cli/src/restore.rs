@@ -539,6 +539,21 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
                 config.harness, config.harness
             ));
         }
+    } else if let Some(config) = &snapshot.sources.config
+        && config.harness.as_str() == args.to
+        && !config.files.is_empty()
+    {
+        // A restore of some sessions or kinds leaves the configuration (a server's script
+        // with it) where it is: said, so that `--kinds tools` is not taken for all a server
+        // needs (found by a new user's trial).
+        config_lines.push(format!(
+            "configuration: {}'s own files ({} in snapshot {}: settings, prompt history, the \
+             scripts MCP servers run) are restored by a whole restore only, not with --session \
+             or --kinds",
+            config.harness,
+            config.files.len(),
+            info.short_id()
+        ));
     } else if snapshot.sources.config.is_none()
         && snapshot.sources_damage.is_none()
         && args.sessions.is_empty()
