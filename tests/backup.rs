@@ -5318,3 +5318,46 @@ fn a_whole_restore_with_map_path_takes_every_server() {
         );
     }
 }
+
+/// Dropping a session the harness still has says the next backup keeps it again; dropping
+/// one gone from the source does not (a new user's trial: a session dropped for a secret in
+/// it came back at the next backup, with no word).
+#[test]
+fn forgetting_a_session_the_harness_still_has_says_the_next_backup_keeps_it_again() {
+    let (_t, home, repo) = home_and_repo();
+    backup(&home, &repo);
+    fs::remove_file(home.join(GATEWAY).join(format!("{C}.jsonl"))).unwrap();
+    backup(&home, &repo);
+    let out = asp()
+        .args(["forget", "--json", "--session", A, "--session", C, "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["dropped"]["stillInSource"], json!([A]), "{v}");
+    let out = asp()
+        .args([
+            "forget",
+            "--session",
+            "0e06340e-3c10-486d-a4a9-8763cc8a6c00",
+            "--repo",
+        ])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(
+            "warning: 1 session was still in the harness's store when last backed up \
+             (0e06340e-3c10-486d-a4a9-8763cc8a6c00): the next backup keeps it again"
+        ),
+        "{said}"
+    );
+    let o = backup(&home, &repo);
+    assert_eq!(
+        o["newSessions"],
+        json!(["0e06340e-3c10-486d-a4a9-8763cc8a6c00", A]),
+        "{o}"
+    );
+}

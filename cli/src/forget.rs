@@ -22,7 +22,8 @@ Examples:
   asp forget --gone-before 2026-01-01
       Let go of the sessions the harness deleted before 2026 (a new snapshot without them).
   asp forget --session 71958462-4bb8-46b6-a36a-1becf56c22dc
-      Let go of one session in the newest snapshot.
+      Let go of one session in the newest snapshot. While the harness still has it, the next
+      backup takes it again (said): delete it in the harness first.
   asp forget --snapshot 3f2a9c1e --dry-run
       Say what forgetting that one snapshot would do (one `asp check` says is damaged, or one
       taken by mistake). If it is the newest of its harness and home, the sessions only it
@@ -133,6 +134,28 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
             );
             for s in &dropped.sessions {
                 crate::outln!("  {s}");
+            }
+            if !dropped.still_in_source.is_empty() {
+                eprintln!(
+                    "warning: {} still in the harness's store when last backed up ({}): the \
+                     next backup keeps {} again; delete {} in the harness first",
+                    human::count(
+                        dropped.still_in_source.len() as u64,
+                        "session was",
+                        "sessions were"
+                    ),
+                    dropped.still_in_source.join(", "),
+                    if dropped.still_in_source.len() == 1 {
+                        "it"
+                    } else {
+                        "them"
+                    },
+                    if dropped.still_in_source.len() == 1 {
+                        "it"
+                    } else {
+                        "them"
+                    },
+                );
             }
         }
         json.insert(

@@ -252,6 +252,11 @@ pub struct DropSessions {
 pub struct Dropped {
     pub snapshots: Vec<SnapshotInfo>,
     pub sessions: Vec<String>,
+    /// Those the source still had when its newest snapshot was made (not marked gone): the
+    /// next backup of that home reads them again while the harness keeps them (found by a new
+    /// user's trial: a session dropped for a secret in it came back with no word).
+    #[serde(rename = "stillInSource", skip_serializing_if = "Vec::is_empty")]
+    pub still_in_source: Vec<String>,
 }
 
 /// Writes, for each harness and home whose newest snapshot holds sessions to drop, a new
@@ -314,6 +319,11 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
             continue;
         }
         out.sessions.extend(drop.iter().cloned());
+        out.still_in_source.extend(
+            drop.iter()
+                .filter(|id| !snap.sources.gone.contains_key(id.as_str()))
+                .cloned(),
+        );
         if what.dry_run {
             continue;
         }
