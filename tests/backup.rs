@@ -5361,3 +5361,27 @@ fn forgetting_a_session_the_harness_still_has_says_the_next_backup_keeps_it_agai
         "{o}"
     );
 }
+
+/// A restore into a home the repository holds no backup of takes the harness's newest backup
+/// of another home, and names the other homes it holds backups of (a new user's trial: a
+/// laptop's sessions went unmentioned on a fresh machine).
+#[test]
+fn a_restore_into_a_new_home_names_the_other_homes_backed_up() {
+    let t = tmp();
+    let repo = t.path().join("repo");
+    let laptop = home_in(&t.path().join("laptop"));
+    let desktop = home_in(&t.path().join("desktop"));
+    backup(&laptop, &repo);
+    backup(&desktop, &repo);
+    let said = restore_said(&repo, &t.path().join("new"), "claude-code", &[]);
+    assert!(
+        said.contains(&format!(
+            "note: restoring the newest backup of claude-code, of {}",
+            desktop.display()
+        )) && said.contains(&format!(
+            "the repository also holds backups of claude-code from {} (snapshot",
+            laptop.display()
+        )),
+        "{said}"
+    );
+}

@@ -139,6 +139,24 @@ pub fn pick(repo: &Repository, id: &str, harness: &str, home: &Home) -> Result<S
     }
     let all = repo.snapshots()?;
     if let Some(s) = all.iter().rev().find(|s| s.harness == harness) {
+        // A backup of another home: the newest. Backups of other homes too are named, so that
+        // a fresh machine does not go without a laptop's sessions unsaid (found by a new
+        // user's trial).
+        let others: Vec<String> = repo
+            .newest_of_each_series()?
+            .into_iter()
+            .filter(|o| o.harness == harness && o.home != s.home)
+            .map(|o| format!("{} (snapshot {})", o.home, o.short_id()))
+            .collect();
+        if !others.is_empty() {
+            eprintln!(
+                "note: restoring the newest backup of {harness}, of {} (snapshot {}); the \
+                 repository also holds backups of {harness} from {}: name one with --snapshot ID",
+                s.home,
+                s.short_id(),
+                others.join(", ")
+            );
+        }
         return Ok(s.clone());
     }
     // Carrying into another harness: the newest snapshot of each harness and home there is.
