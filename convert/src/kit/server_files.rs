@@ -83,13 +83,18 @@ pub fn server_files(
             let Some(named) = named_path(&home_abs, word) else {
                 continue;
             };
-            let Ok(rel) = named.strip_prefix(&home_abs) else {
+            let Some(rel) = named
+                .strip_prefix(&home_abs)
+                .ok()
+                .map(Path::to_path_buf)
+                .or_else(|| rerooted(&named, &home_abs, folders))
+            else {
                 continue;
             };
             if rel.as_os_str().is_empty() {
                 continue;
             }
-            let path = home.join(rel);
+            let path = home.join(&rel);
             let (Ok(meta), Ok(real)) = (fs::metadata(&path), fs::canonicalize(&path)) else {
                 continue;
             };
@@ -158,6 +163,28 @@ pub fn server_files(
         }
     }
     out
+}
+
+/// The path under the home (relative to `home`, absolute) of a file that `named`, a path
+/// outside it, names inside one of the harness's `folders` as another home has it: a home
+/// backed up from where it is mounted (`--home /mnt/old/home/me`) names its files by the paths
+/// of the machine it was on (`/home/me/.copilot/mcp/issues.py`). The folder's own path under
+/// the home (`.copilot`, `.config/opencode`) must appear whole in `named`; what follows it is
+/// looked for under this home's folder.
+fn rerooted(named: &Path, home: &Path, folders: &[PathBuf]) -> Option<PathBuf> {
+    let parts: Vec<Component> = named.components().collect();
+    folders.iter().find_map(|folder| {
+        let folder = resolved(&std::path::absolute(folder).ok()?);
+        let under: Vec<Component> = folder.strip_prefix(home).ok()?.components().collect();
+        if under.is_empty() {
+            return None;
+        }
+        let at = parts
+            .windows(under.len())
+            .rposition(|w| w == under.as_slice())?;
+        let rel: PathBuf = parts[at..].iter().collect();
+        home.join(&rel).is_file().then_some(rel)
+    })
 }
 
 /// Whether the file at `path` is an SQLite database (by its header).
@@ -352,6 +379,30 @@ mod tests {
         let found = server_files(&home, std::slice::from_ref(&folder), &[], &servers);
         assert!(found.kept.is_empty(), "{found:?}");
         assert_eq!(found.elsewhere.len(), 1, "{found:?}");
+    }
+
+    /// A home backed up from where it is mounted names its files by the paths of the machine
+    /// it was on: those inside the harness's folder are found under this home.
+    #[test]
+    fn a_mounted_homes_script_is_found_by_the_harness_folders_path() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("mnt/old/home/me");
+        let folder = home.join(".config/opencode");
+        write(&folder.join("mcp/issues.py"), b"print()\n", 0o755);
+        write(&home.join("opencode/mcp/other.py"), b"", 0o644);
+        let servers = [stdio(
+            "issues",
+            "python3",
+            &[
+                "/home/me/.config/opencode/mcp/issues.py",
+                // Not the folder's whole path, and a file this home has not got.
+                "/home/me/opencode/mcp/other.py",
+                "/home/me/.config/opencode/mcp/gone.py",
+            ],
+        )];
+        let found = server_files(&home, std::slice::from_ref(&folder), &[], &servers);
+        assert_eq!(found.kept, [folder.join("mcp/issues.py")]);
+        assert!(found.elsewhere.is_empty() && found.withheld.is_empty());
     }
 
     #[test]
