@@ -155,7 +155,15 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
         (None, Some(d), _) => Store::Dir(d.clone()),
         _ => unreachable!("clap requires --to or --to-dir"),
     };
-    crate::mapped::keep_servers_as_there(&mut mapped.state, &original_tools, &store, &diagnostics);
+    // (A state directory is written whole, not merged into: nothing there to keep.)
+    if matches!(store, Store::Harness { .. }) {
+        crate::mapped::keep_servers_as_there(
+            &mut mapped.state,
+            &original_tools,
+            &store,
+            &diagnostics,
+        );
+    }
     let blobs = mapped.blobs(&bundle);
     let state = &mapped.state;
     let written = store

@@ -1367,11 +1367,16 @@ impl Store {
         for f in &config.files {
             let name = f.path.as_str();
             let file = name.split('#').next().unwrap_or(name);
-            if !folders.iter().any(|d| home.dir.join(file).starts_with(d)) {
+            let target = home.dir.join(file);
+            if !folders
+                .iter()
+                .any(|d| crate::kit::config::really_inside(&target, d))
+            {
                 out.push((
                     name.to_owned(),
                     Placement::Refused(format!(
-                        "{} is not in {}'s folders; not written",
+                        "{} is not in {}'s folders (by its path, or through a link on the way); not \
+                         written",
                         home.dir.join(file).display(),
                         harness.name()
                     )),

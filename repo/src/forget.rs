@@ -319,11 +319,14 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
             continue;
         }
         out.sessions.extend(drop.iter().cloned());
-        out.still_in_source.extend(
-            drop.iter()
-                .filter(|id| !snap.sources.gone.contains_key(id.as_str()))
-                .cloned(),
-        );
+        // (A series made from a bundle or a pull has no source a backup reads again.)
+        if !snap.sources.entries.is_empty() {
+            out.still_in_source.extend(
+                drop.iter()
+                    .filter(|id| !snap.sources.gone.contains_key(id.as_str()))
+                    .cloned(),
+            );
+        }
         if what.dry_run {
             continue;
         }

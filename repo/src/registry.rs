@@ -955,8 +955,9 @@ mod tests {
                 ".claude/mcp/issues.db",
                 server(&["~/.claude/mcp/issues.db"]),
             ),
-            // Named, but not by a path.
-            (".claude/mcp/x.py", server(&["key=.claude/mcp/x.py"])),
+            // Named, but not by a path a home holds (relative to a folder the configuration
+            // does not say).
+            (".claude/mcp/x.py", server(&["--config=.claude/mcp/x.py"])),
         ] {
             let e = check_config_paths(&native("claude-code", path), &servers, &r).unwrap_err();
             assert_eq!(e.class(), ErrorClass::Integrity, "{path}: {e}");

@@ -157,7 +157,7 @@ fn native(s: &McpServer) -> Value {
 
 /// Whether the server `there` in the file is `want` as [`native`] writes it: a member Copilot
 /// CLI leaves out reads as the one [`native`] writes (`env` and `headers` empty, `args` none,
-/// `tools` all), so a server configured without an `env` is the same server carried back (found
+/// `tools` all, `type` local, which `stdio` is too), so a server configured without an `env` is the same server carried back (found
 /// by a new user's trial: it was refused as "another configuration", and `--strict` exited 3
 /// on a restore into its own home).
 fn same_server(there: &Value, want: &Value) -> bool {
@@ -170,11 +170,16 @@ fn same_server(there: &Value, want: &Value) -> bool {
                 ("args", json!([]), stdio),
                 ("headers", json!({}), !stdio),
                 ("tools", json!(["*"]), true),
+                ("type", json!("local"), stdio),
             ];
             for (key, empty, applies) in defaults {
                 if applies && !o.contains_key(key) {
                     o.insert(key.to_owned(), empty);
                 }
+            }
+            // Copilot CLI reads `stdio` as `local`.
+            if o.get("type") == Some(&json!("stdio")) {
+                o.insert("type".to_owned(), json!("local"));
             }
         }
         v

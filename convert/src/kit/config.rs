@@ -274,6 +274,33 @@ fn open_screened(p: &Path, screened: Option<(u64, u64)>) -> std::io::Result<fs::
     Ok(f)
 }
 
+/// Whether writing `path` (under `folder` as spelled) stays inside where `folder` really is:
+/// no link among the folders on the way that exist leads out of it (`~/.claude/keys` linked to
+/// `~/.ssh`), though `folder` itself may be a link (a dotfiles manager's). A restore writes
+/// names a backup or a pulled record gives; the check on the names alone is by their text.
+pub fn really_inside(path: &Path, folder: &Path) -> bool {
+    if !path.starts_with(folder) {
+        return false;
+    }
+    // The deepest folder on the way that is there: what a write would go through.
+    let mut there = path.parent();
+    while let Some(p) = there {
+        if fs::symlink_metadata(p).is_ok() {
+            break;
+        }
+        there = p.parent();
+    }
+    match there {
+        // Not yet made down to the folder: nothing under it to lead out.
+        Some(p) if !p.starts_with(folder) => true,
+        Some(p) => match (fs::canonicalize(p), fs::canonicalize(folder)) {
+            (Ok(real), Ok(real_folder)) => real.starts_with(real_folder),
+            _ => false,
+        },
+        None => true,
+    }
+}
+
 /// Why a symbolic link to the regular file `target` (canonical, with metadata `m`) is not
 /// followed, if it is not.
 pub(crate) fn link_withheld(target: &Path, m: &fs::Metadata) -> Option<&'static str> {
@@ -614,6 +641,35 @@ fn merge_log(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A restore never writes through a link that leads out of the harness's folder, though
+    /// the folder itself may be a link.
+    #[cfg(unix)]
+    #[test]
+    fn a_write_is_really_inside_only_where_no_link_on_the_way_leads_out() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path();
+        fs::create_dir_all(home.join(".ssh")).unwrap();
+        fs::create_dir_all(home.join("dotfiles/claude")).unwrap();
+        fs::create_dir_all(home.join(".claude")).unwrap();
+        std::os::unix::fs::symlink(home.join(".ssh"), home.join(".claude/keys")).unwrap();
+        std::os::unix::fs::symlink(home.join("dotfiles/claude"), home.join(".pi")).unwrap();
+        let claude = home.join(".claude");
+        assert!(!really_inside(
+            &claude.join("keys/authorized_keys"),
+            &claude
+        ));
+        assert!(really_inside(&claude.join("mcp/new/x.py"), &claude));
+        assert!(really_inside(
+            &home.join(".pi/agents/a.md"),
+            &home.join(".pi")
+        ));
+        assert!(really_inside(
+            &home.join(".gemini/settings.json"),
+            &home.join(".gemini")
+        ));
+        assert!(!really_inside(&home.join(".bashrc"), &claude));
+    }
 
     #[test]
     fn a_name_holds_credentials_when_it_is_a_data_file_named_so() {

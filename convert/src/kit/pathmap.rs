@@ -301,6 +301,14 @@ impl PathMap {
                 e.value = m;
             }
         }
+        // The folder a harness starts it in, which each keeps under its own `_meta` key.
+        for own in s.meta.iter_mut().flat_map(|m| m.values_mut()) {
+            if let Some(Value::String(cwd)) = own.get_mut("cwd")
+                && let Some(m) = self.map_path(cwd)
+            {
+                *cwd = m;
+            }
+        }
     }
 
     /// The paths [`PathMap::map_server`] would look at in `server`: what counts a rule as used.
@@ -314,6 +322,12 @@ impl PathMap {
                 _ => a.as_str(),
             }))
             .chain(s.env.iter().map(|e| e.value.as_str()))
+            .chain(
+                s.meta
+                    .iter()
+                    .flat_map(|m| m.values())
+                    .filter_map(|own| own.get("cwd").and_then(Value::as_str)),
+            )
             .collect()
     }
 
@@ -439,7 +453,9 @@ mod tests {
                 name: "CACHE".to_owned(),
                 value: "/home/dev/.cache/issues".to_owned(),
             }],
-            meta: None,
+            meta: json!({"copilot": {"cwd": "/home/dev/shop", "tools": ["*"]}})
+                .as_object()
+                .cloned(),
         });
         map().map_server(&mut local);
         let McpServer::Stdio(s) = &local else {
@@ -456,6 +472,10 @@ mod tests {
             ]
         );
         assert_eq!(s.env[0].value, "/Users/dev/.cache/issues");
+        assert_eq!(
+            s.meta.as_ref().unwrap()["copilot"],
+            json!({"cwd": "/work/shop", "tools": ["*"]})
+        );
         let remote = McpServer::Http(McpRemote {
             name: "docs".to_owned(),
             url: "https://example.com/home/dev".to_owned(),

@@ -72,14 +72,30 @@ pub fn server_files(
         .iter()
         .filter_map(|f| fs::canonicalize(f).ok())
         .collect();
+    // The files kept in part, where they really are: a link to one is one.
+    let whole_never_real: Vec<PathBuf> = whole_never
+        .iter()
+        .filter_map(|rel| fs::canonicalize(home.join(rel)).ok())
+        .collect();
     let mut out = ServerFiles::default();
     for server in servers {
         let McpServer::Stdio(s) = server else {
             continue;
         };
-        let words = std::iter::once((true, s.command.as_str()))
-            .chain(s.args.iter().map(|a| (false, a.as_str())));
-        for (command, word) in words {
+        // Each word with whether it is the command, and the flag it is the value of
+        // (`--token=PATH`, or `--token PATH`).
+        let mut words = vec![(true, s.command.as_str(), "")];
+        let mut previous = "";
+        for a in &s.args {
+            let flag = match a.split_once('=') {
+                Some((flag, _)) if flag.starts_with('-') => flag,
+                _ if previous.starts_with('-') && !previous.contains('=') => previous,
+                _ => "",
+            };
+            words.push((false, a.as_str(), flag));
+            previous = a;
+        }
+        for (command, word, flag) in words {
             let Some(named) = named_path(&home_abs, word) else {
                 continue;
             };
@@ -101,17 +117,25 @@ pub fn server_files(
             if !meta.is_file() {
                 continue;
             }
-            if !real_folders.iter().any(|f| real.starts_with(f)) {
+            // Inside where its folder really is (a linked folder on the way that leads out does
+            // not count); the file itself may be a link (a dotfiles manager's), which the
+            // configuration follows and screens as it does every link.
+            let real_parent = path.parent().and_then(|p| fs::canonicalize(p).ok());
+            if !real_parent.is_some_and(|p| real_folders.iter().any(|f| p.starts_with(f))) {
                 if !command && !out.elsewhere.iter().any(|(p, _)| *p == path) {
                     out.elsewhere.push((path, s.name.clone()));
                 }
                 continue;
             }
             let rel = rel.to_string_lossy().replace('\\', "/");
-            if whole_never.contains(&rel.as_str()) {
+            if whole_never.contains(&rel.as_str()) || whole_never_real.contains(&real) {
                 // The harness's own file, which its configuration keeps in part.
                 continue;
             }
+            let lower = flag.to_ascii_lowercase();
+            let key_flag = ["token", "key", "secret", "credential", "password", "auth"]
+                .iter()
+                .any(|k| lower.contains(k));
             let why = if !server_file_may_be_kept(&rel, whole_never) || is_sqlite(&real) {
                 Some("a database, the server's data: not kept as configuration")
             } else if meta.len() > MAX_SERVER_FILE {
@@ -119,10 +143,10 @@ pub fn server_files(
                     "larger than 1 MiB, which a script or its settings are not: not kept as \
                      configuration",
                 )
-            } else if crate::kit::config::link_withheld(&real, &meta).is_some() {
+            } else if key_flag || crate::kit::config::link_withheld(&real, &meta).is_some() {
                 Some(
-                    "may hold keys (its name or folder says so, or only its owner may read it): \
-                     not kept",
+                    "may hold keys (its name, its folder or the flag that names it says so, or \
+                     only its owner may read it): not kept",
                 )
             } else {
                 None
@@ -144,17 +168,24 @@ pub fn server_files(
     // A kept file's folder that holds more than the files kept (not a harness folder itself,
     // whose other files are its own configuration).
     let mut dirs: Vec<&Path> = out.kept.iter().filter_map(|p| p.parent()).collect();
+    dirs.sort();
     dirs.dedup();
     for dir in dirs {
         let real = fs::canonicalize(dir).ok();
         if real.as_ref().is_none_or(|r| real_folders.contains(r)) {
             continue;
         }
+        // (A folder on the way to a kept file is not left behind; a file withheld is said
+        // apart.)
         let others = fs::read_dir(dir)
             .map(|entries| {
                 entries
                     .flatten()
-                    .filter(|e| !out.kept.contains(&e.path()))
+                    .filter(|e| {
+                        let p = e.path();
+                        !out.kept.iter().any(|k| k.starts_with(&p))
+                            && !out.withheld.iter().any(|(w, _, _)| *w == p)
+                    })
                     .count()
             })
             .unwrap_or(0);
@@ -288,6 +319,7 @@ mod tests {
             0o644,
         );
         write(&folder.join("data/token.txt"), b"s3cret", 0o600);
+        write(&folder.join("mcp/sa.json"), b"{}", 0o644);
         write(&folder.join("own.json"), b"{}", 0o644);
         write(&home.join("bin/db.sqlite"), b"", 0o644);
         write(&home.join("bin/node"), b"", 0o755);
@@ -317,6 +349,9 @@ mod tests {
                     "${HOME}/.copilot/data/cache",
                     "~/.copilot/data/big.json",
                     "--token=~/.copilot/data/token.txt",
+                    // A key by the flag that names it, whatever its own name.
+                    "--credentials",
+                    "~/.copilot/mcp/sa.json",
                     // The harness's own file, kept in part: passed over without a word.
                     "~/.copilot/own.json",
                 ],
@@ -349,10 +384,15 @@ mod tests {
                 "larger than 1 MiB, which a script or its settings are not",
             ),
         ];
-        #[cfg(unix)]
         expected.push((
             c("data/token.txt"),
-            "may hold keys (its name or folder says so, or only its owner may read it)",
+            "may hold keys (its name, its folder or the flag that names it says so, or only its \
+             owner may read it)",
+        ));
+        expected.push((
+            c("mcp/sa.json"),
+            "may hold keys (its name, its folder or the flag that names it says so, or only its \
+             owner may read it)",
         ));
         expected.sort();
         assert_eq!(withheld, expected);
@@ -375,10 +415,26 @@ mod tests {
         write(&home.join("keys/deploy.sh"), b"#!/bin/sh\n", 0o755);
         fs::create_dir_all(&folder).unwrap();
         std::os::unix::fs::symlink(home.join("keys"), folder.join("keys")).unwrap();
-        let servers = [stdio("deploy", "sh", &["~/.claude/keys/deploy.sh"])];
-        let found = server_files(&home, std::slice::from_ref(&folder), &[], &servers);
-        assert!(found.kept.is_empty(), "{found:?}");
+        // A file that is itself a link (a dotfiles manager's) counts where the link is; a link
+        // to a file the harness keeps in part is that file.
+        write(&home.join("dotfiles/run.sh"), b"#!/bin/sh\n", 0o755);
+        std::os::unix::fs::symlink(home.join("dotfiles/run.sh"), folder.join("run.sh")).unwrap();
+        write(&home.join(".claude.json"), b"{}", 0o644);
+        std::os::unix::fs::symlink(home.join(".claude.json"), folder.join("acct.json")).unwrap();
+        let servers = [stdio(
+            "deploy",
+            "sh",
+            &[
+                "~/.claude/keys/deploy.sh",
+                "~/.claude/run.sh",
+                "~/.claude/acct.json",
+            ],
+        )];
+        let folders = [folder.clone(), home.join(".claude.json")];
+        let found = server_files(&home, &folders, &[".claude.json"], &servers);
+        assert_eq!(found.kept, [folder.join("run.sh")], "{found:?}");
         assert_eq!(found.elsewhere.len(), 1, "{found:?}");
+        assert!(found.withheld.is_empty(), "{found:?}");
     }
 
     /// A home backed up from where it is mounted names its files by the paths of the machine
