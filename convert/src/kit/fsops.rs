@@ -586,11 +586,15 @@ fn exchange(_: &Path, _: &Path) -> io::Result<()> {
 
 /// `path` made absolute (against the current directory) with `.` and `..` resolved by
 /// spelling alone, never by following links.
-fn lexical(path: &Path) -> PathBuf {
+pub(crate) fn lexical(path: &Path) -> PathBuf {
+    resolved(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
+}
+
+/// `path` with `.` and `..` resolved by spelling alone, never by following links.
+pub(crate) fn resolved(path: &Path) -> PathBuf {
     use std::path::Component;
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let mut out = PathBuf::new();
-    for c in abs.components() {
+    for c in path.components() {
         match c {
             Component::CurDir => {}
             Component::ParentDir => {

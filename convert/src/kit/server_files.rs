@@ -26,6 +26,8 @@ use std::path::{Component, Path, PathBuf};
 
 use asp_format::state::McpServer;
 
+use crate::kit::fsops::{lexical, resolved};
+
 /// The largest file a server names that a backup keeps as configuration: a script or its
 /// settings, not its data.
 pub const MAX_SERVER_FILE: u64 = 1 << 20;
@@ -65,8 +67,7 @@ pub fn server_files(
     whole_never: &[&str],
     servers: &[McpServer],
 ) -> ServerFiles {
-    let absolute = |p: &Path| resolved(&std::path::absolute(p).unwrap_or_else(|_| p.to_owned()));
-    let home_abs = absolute(home);
+    let home_abs = lexical(home);
     // Where each folder really is: a file counts as inside one only where it really is.
     let real_folders: Vec<PathBuf> = folders
         .iter()
@@ -205,7 +206,7 @@ pub fn server_files(
 fn rerooted(named: &Path, home: &Path, folders: &[PathBuf]) -> Option<PathBuf> {
     let parts: Vec<Component> = named.components().collect();
     folders.iter().find_map(|folder| {
-        let folder = resolved(&std::path::absolute(folder).ok()?);
+        let folder = lexical(folder);
         let under: Vec<Component> = folder.strip_prefix(home).ok()?.components().collect();
         if under.is_empty() {
             return None;
@@ -258,21 +259,6 @@ fn named_path(home: &Path, word: &str) -> Option<PathBuf> {
         .map(|rest| home.join(rest))
         .or_else(|| Path::new(word).is_absolute().then(|| PathBuf::from(word)))?;
     Some(resolved(&path))
-}
-
-/// `path` with `.` and `..` resolved as text, links not followed.
-fn resolved(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
