@@ -409,17 +409,23 @@ impl Writer {
     pub fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
         self.inside(path)?;
         if self.dry_run {
-            if with_view(|_| ()).is_some() {
-                let mut after = match planned(path) {
-                    Some(b) => b,
-                    None => match fs::read(path) {
-                        Ok(b) => b,
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
-                        Err(e) => return Err(ConvertError::write(path)(e)),
-                    },
+            // Appended in place, under the view's lock: no copy of the file per line.
+            let appended = with_view(|files| -> io::Result<()> {
+                let there = match files.entry(path.to_path_buf()) {
+                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        e.insert(match fs::read(path) {
+                            Ok(b) => b,
+                            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+                            Err(e) => return Err(e),
+                        })
+                    }
                 };
-                after.extend_from_slice(bytes);
-                with_view(|files| files.insert(path.to_path_buf(), after));
+                there.extend_from_slice(bytes);
+                Ok(())
+            });
+            if let Some(Err(e)) = appended {
+                return Err(ConvertError::write(path)(e));
             }
             self.record(Change::Append(path.to_path_buf()));
             return Ok(());
