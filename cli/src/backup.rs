@@ -19,7 +19,9 @@ const AFTER_HELP: &str = "\
 Examples:
   asp backup --from claude-code
       Snapshot your Claude Code sessions, instructions, skills, MCP servers, memory and
-      settings into the repository ($ASP_REPO, else $XDG_DATA_HOME/asp/repo, else
+      settings, with Claude Code's own files (settings, rules, prompt history, the scripts
+      its MCP servers run from ~/.claude; never credentials, databases or keys), into the
+      repository ($ASP_REPO, else $XDG_DATA_HOME/asp/repo, else
       ~/.local/share/asp/repo; created on first use, in a missing or empty directory only:
       never in one holding other files, nor in another tool's OCI image layout).
   asp backup --from all --repo /mnt/backup/asp

@@ -678,6 +678,18 @@ pub trait Harness: Send + Sync {
         self.credentialed_json().iter().map(|g| g.part).collect()
     }
 
+    /// The files [`Harness::config_part_names`] are parts of (relative to the home): never kept
+    /// whole, whatever names them (`.claude.json` holds the account).
+    fn config_part_files(&self) -> Vec<&'static str> {
+        let mut files: Vec<&'static str> = self
+            .config_part_names()
+            .into_iter()
+            .map(|p| p.split_once('#').map_or(p, |(file, _)| file))
+            .collect();
+        files.dedup();
+        files
+    }
+
     /// Merges a part [`Harness::config_parts`] gave back into its file, adding what is not
     /// there and changing nothing that is: what became of each item, by a name for the owner.
     /// `path_map` rewrites the paths it holds (`asp restore --map-path`); `grants` says

@@ -1199,16 +1199,10 @@ impl Store {
             return Ok(None);
         };
         let mut files = harness.config_files(home);
-        // The files the harness's configuration keeps only in part (`.claude.json`).
-        let part_files: Vec<&str> = harness
-            .config_part_names()
-            .into_iter()
-            .map(|p| p.split('#').next().unwrap_or(p))
-            .collect();
         let named = crate::kit::server_files::server_files(
             &home.dir,
             &harness.config_folders(home),
-            &part_files,
+            &harness.config_part_files(),
             servers,
         );
         files.keep_also(&home.dir, &named.kept);

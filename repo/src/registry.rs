@@ -745,10 +745,7 @@ fn check_config_paths(
     // Screened as the backup screened it (no credentials, a regular file), in the harness's
     // folders.
     let folders = harness.config_folders(&asp_convert::Home::at(scratch.path()));
-    let part_files: Vec<&str> = parts
-        .iter()
-        .map(|p| p.split('#').next().unwrap_or(p))
-        .collect();
+    let part_files = harness.config_part_files();
     let a_server_runs = |rel: &str| {
         let path = scratch.path().join(rel);
         let mut screened = asp_convert::kit::config::ConfigFiles::default();

@@ -284,11 +284,9 @@ impl PathMap {
             return;
         };
         let map_word = |w: &mut String| {
-            let mapped = match w.split_once('=') {
-                Some((flag, value)) if flag.starts_with('-') => {
-                    self.map_path(value).map(|v| format!("{flag}={v}"))
-                }
-                _ => self.map_path(w),
+            let mapped = match crate::kit::server_files::flag_value(w) {
+                Some((flag, value)) => self.map_path(value).map(|v| format!("{flag}={v}")),
+                None => self.map_path(w),
             };
             if let Some(m) = mapped {
                 *w = m;
@@ -317,9 +315,8 @@ impl PathMap {
             return Vec::new();
         };
         std::iter::once(s.command.as_str())
-            .chain(s.args.iter().map(|a| match a.split_once('=') {
-                Some((flag, value)) if flag.starts_with('-') => value,
-                _ => a.as_str(),
+            .chain(s.args.iter().map(|a| {
+                crate::kit::server_files::flag_value(a).map_or(a.as_str(), |(_, value)| value)
             }))
             .chain(s.env.iter().map(|e| e.value.as_str()))
             .chain(

@@ -50,11 +50,22 @@ pub struct ServerFiles {
 /// [`crate::Harness::config_part_names`] before their `#`), not a database. What a pull
 /// checks of a record's files, which are not there to look at; a backup checks this and more.
 pub fn server_file_may_be_kept(rel: &str, whole_never: &[&str]) -> bool {
+    !database_by_name(rel) && !whole_never.contains(&rel)
+}
+
+/// Whether the file at `rel` is a database, or one of its journals, by its name.
+fn database_by_name(rel: &str) -> bool {
     let name = rel.rsplit('/').next().unwrap_or(rel);
-    let database = [".db", ".sqlite", ".sqlite3", "-wal", "-shm", "-journal"]
+    [".db", ".sqlite", ".sqlite3", "-wal", "-shm", "-journal"]
         .iter()
-        .any(|s| name.ends_with(s));
-    !database && !whole_never.contains(&rel)
+        .any(|s| name.ends_with(s))
+}
+
+/// The flag and its value of a server argument `--flag=value` (or `-f=value`); `None` for any
+/// other argument (`key=value` is not a flag's).
+pub fn flag_value(arg: &str) -> Option<(&str, &str)> {
+    arg.split_once('=')
+        .filter(|(flag, _)| flag.starts_with('-'))
 }
 
 /// The files the stdio servers among `servers` name, under `home`, split as the module says.
@@ -88,10 +99,10 @@ pub fn server_files(
         let mut words = vec![(true, s.command.as_str(), "")];
         let mut previous = "";
         for a in &s.args {
-            let flag = match a.split_once('=') {
-                Some((flag, _)) if flag.starts_with('-') => flag,
-                _ if previous.starts_with('-') && !previous.contains('=') => previous,
-                _ => "",
+            let flag = match flag_value(a) {
+                Some((flag, _)) => flag,
+                None if previous.starts_with('-') && !previous.contains('=') => previous,
+                None => "",
             };
             words.push((false, a.as_str(), flag));
             previous = a;
@@ -137,7 +148,7 @@ pub fn server_files(
             let key_flag = ["token", "key", "secret", "credential", "password", "auth"]
                 .iter()
                 .any(|k| lower.contains(k));
-            let why = if !server_file_may_be_kept(&rel, whole_never) || is_sqlite(&real) {
+            let why = if database_by_name(&rel) || is_sqlite(&real) {
                 Some("a database, the server's data: not kept as configuration")
             } else if meta.len() > MAX_SERVER_FILE {
                 Some(
@@ -249,10 +260,7 @@ pub fn named_by(servers: &[McpServer], rel: &str) -> bool {
 /// when it names none (a relative path is relative to a folder the harness starts the server
 /// in, which the configuration does not say).
 fn named_path(home: &Path, word: &str) -> Option<PathBuf> {
-    let word = match word.split_once('=') {
-        Some((flag, value)) if flag.starts_with('-') => value,
-        _ => word,
-    };
+    let word = flag_value(word).map_or(word, |(_, value)| value);
     let path = ["~/", "$HOME/", "${HOME}/"]
         .iter()
         .find_map(|prefix| word.strip_prefix(prefix))
