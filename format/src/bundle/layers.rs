@@ -374,12 +374,7 @@ fn frame(cctx: &mut zstd::zstd_safe::CCtx<'_>, src: &[u8]) -> io::Result<Vec<u8>
     let mut out = Vec::with_capacity(src.len());
     match cctx.compress2(&mut out, src) {
         Ok(_) => Ok(out),
-        Err(code)
-            if zstd::zstd_safe::get_error_name(code)
-                .contains("Destination buffer is too small") =>
-        {
-            Ok(src.to_vec())
-        }
+        Err(code) if too_small(code) => Ok(src.to_vec()),
         Err(code) => Err(zstd_err(code)),
     }
 }
@@ -447,19 +442,49 @@ pub(crate) fn compress_frame(src: &[u8], dict: &[u8], level: i32) -> io::Result<
 /// [`compress_frame`] into `out` (its bytes replaced), which keeps its room for the next
 /// frame: a frame of a windowed layer needs room for 4 MiB, above the binaries' mmap
 /// threshold, so a new buffer each time was mapped and unmapped each time.
+///
+/// The room asked for first is an eighth of the frame and [`FRAME_SLACK`] (an update stream
+/// against its window takes a tenth to a fiftieth of it), not zstd's bound for the frame
+/// (4.2 MB for 4 MiB, held beside the window by every large session being read). A frame is
+/// kept only when [`FRAME_SLACK`] of the room is still free after it: every block then had
+/// room for zstd's bound of a block, as with all the room, and zstd decides nothing by the
+/// room it has beyond that bound, so the bytes are those made with all of it. A frame that
+/// does not fit so is made again with room for the bound of the whole frame.
 pub(crate) fn compress_frame_into(
     src: &[u8],
     dict: &[u8],
     level: i32,
     out: &mut Vec<u8>,
 ) -> io::Result<()> {
-    with_context(level, dict.len() + src.len(), |cctx| {
-        against_prefix(cctx, dict, src.len(), level)?;
-        out.clear();
-        out.reserve(zstd::zstd_safe::compress_bound(src.len()));
-        cctx.compress2(out, src).map_err(zstd_err)?;
-        Ok(())
-    })
+    let bound = zstd::zstd_safe::compress_bound(src.len());
+    let first = (src.len() / 8).saturating_add(FRAME_SLACK).min(bound);
+    let attempt = |room: usize, out: &mut Vec<u8>| {
+        with_context(level, dict.len() + src.len(), |cctx| {
+            against_prefix(cctx, dict, src.len(), level)?;
+            out.clear();
+            out.reserve(room);
+            match cctx.compress2(out, src) {
+                Ok(n) => {
+                    Ok(n.saturating_add(FRAME_SLACK) <= out.capacity() || out.capacity() >= bound)
+                }
+                Err(code) if too_small(code) && out.capacity() < bound => Ok(false),
+                Err(code) => Err(zstd_err(code)),
+            }
+        })
+    };
+    if !attempt(first, out)? {
+        attempt(bound, out)?;
+    }
+    Ok(())
+}
+
+/// What a frame's room must hold beyond the frame for its bytes to be those made with all the
+/// room ([`compress_frame_into`]): zstd's bound for one block of 128 KiB, rounded up.
+const FRAME_SLACK: usize = 136 * 1024;
+
+/// Whether a zstd error is "Destination buffer is too small".
+fn too_small(code: usize) -> bool {
+    zstd::zstd_safe::get_error_name(code).contains("Destination buffer is too small")
 }
 
 /// Compresses `src` into one zstd frame, as [`compress`] does without a dictionary, against a
@@ -520,73 +545,75 @@ pub fn compress_streamed_into(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     use zstd::zstd_safe::zstd_sys::ZSTD_EndDirective;
-    use zstd::zstd_safe::{CCtx, CParameter, InBuffer, OutBuffer};
-    // A context of its own, not the thread's ([`contexts`]): these bodies are few, and their
-    // window and long-distance tables would stay with the thread for the frames after.
-    let mut cctx = CCtx::create();
-    shared_parameters(&mut cctx, level)?;
+    use zstd::zstd_safe::{CParameter, InBuffer, OutBuffer};
+    // The thread's context ([`contexts`]), as for every other frame: its tables for a frame
+    // against a prefix (a 2^20 hash table) and these (a window of 2^22 and long-distance
+    // tables) are about the same size, so the one context serves both in the room of one,
+    // where a context of its own cost a second 5 MB beside it.
     let size = usize::try_from(len).unwrap_or(usize::MAX);
-    cctx.set_parameter(CParameter::WindowLog(
-        window_log(0, size).min(STREAMED_WINDOW_LOG),
-    ))
-    .map_err(zstd_err)?;
-    cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
+    with_context(level, size, |cctx| {
+        cctx.set_parameter(CParameter::WindowLog(
+            window_log(0, size).min(STREAMED_WINDOW_LOG),
+        ))
         .map_err(zstd_err)?;
-    if let Some(d) = dict {
-        cctx.ref_cdict(d).map_err(zstd_err)?;
-    }
-    cctx.set_pledged_src_size(Some(len)).map_err(zstd_err)?;
-    let mut held: Vec<u8> = Vec::with_capacity(STREAMED_OUT);
-    let mut chunk = vec![0u8; STREAMED_CHUNK];
-    let mut read = 0u64;
-    loop {
-        // A whole chunk unless the body ends, whatever the reader gives at a time.
-        let mut n = 0;
-        while n < chunk.len() {
-            match src.read(&mut chunk[n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+        cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
+            .map_err(zstd_err)?;
+        if let Some(d) = dict {
+            cctx.ref_cdict(d).map_err(zstd_err)?;
         }
-        read += n as u64;
-        if read > len {
-            return Err(io::Error::other(format!(
-                "the body holds more than the {len} bytes it was written with"
-            )));
-        }
-        let end = n < chunk.len();
-        let directive = match end {
-            true => ZSTD_EndDirective::ZSTD_e_end,
-            false => ZSTD_EndDirective::ZSTD_e_continue,
-        };
-        let mut input = InBuffer::around(&chunk[..n]);
+        cctx.set_pledged_src_size(Some(len)).map_err(zstd_err)?;
+        let mut held: Vec<u8> = Vec::with_capacity(STREAMED_OUT);
+        let mut chunk = vec![0u8; STREAMED_CHUNK];
+        let mut read = 0u64;
         loop {
-            held.clear();
-            let mut output = OutBuffer::around(&mut held);
-            let left = cctx
-                .compress_stream2(&mut output, &mut input, directive)
-                .map_err(zstd_err)?;
-            out.write_all(&held)?;
-            let done = match end {
-                true => left == 0,
-                false => input.pos() == n,
+            // A whole chunk unless the body ends, whatever the reader gives at a time.
+            let mut n = 0;
+            while n < chunk.len() {
+                match src.read(&mut chunk[n..]) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            read += n as u64;
+            if read > len {
+                return Err(io::Error::other(format!(
+                    "the body holds more than the {len} bytes it was written with"
+                )));
+            }
+            let end = n < chunk.len();
+            let directive = match end {
+                true => ZSTD_EndDirective::ZSTD_e_end,
+                false => ZSTD_EndDirective::ZSTD_e_continue,
             };
-            if done {
+            let mut input = InBuffer::around(&chunk[..n]);
+            loop {
+                held.clear();
+                let mut output = OutBuffer::around(&mut held);
+                let left = cctx
+                    .compress_stream2(&mut output, &mut input, directive)
+                    .map_err(zstd_err)?;
+                out.write_all(&held)?;
+                let done = match end {
+                    true => left == 0,
+                    false => input.pos() == n,
+                };
+                if done {
+                    break;
+                }
+            }
+            if end {
                 break;
             }
         }
-        if end {
-            break;
+        if read != len {
+            return Err(io::Error::other(format!(
+                "the body holds {read} bytes, not the {len} it was written with"
+            )));
         }
-    }
-    if read != len {
-        return Err(io::Error::other(format!(
-            "the body holds {read} bytes, not the {len} it was written with"
-        )));
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// A body's dictionary when it is compressed: the bytes of a body it derives from, used as a
@@ -2868,6 +2895,78 @@ mod tests {
         // A body that is not the length it was written with.
         assert!(compress_streamed(&mut &base[..], len - 1, None, 3).is_err());
         assert!(compress_streamed(&mut &base[..], len + 1, None, 3).is_err());
+    }
+
+    /// A frame against `dict` as it was made before [`compress_frame_into`] asked for less
+    /// room: a new context, the room of zstd's bound.
+    fn frame_with_all_the_room(src: &[u8], dict: &[u8]) -> Vec<u8> {
+        let mut cctx = zstd::zstd_safe::CCtx::create();
+        shared_parameters(&mut cctx, 3).unwrap();
+        against_prefix(&mut cctx, dict, src.len(), 3).unwrap();
+        let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(src.len()));
+        cctx.compress2(&mut out, src).unwrap();
+        out
+    }
+
+    #[test]
+    fn a_windowed_frame_is_the_same_in_the_room_it_asks_for_first_as_in_all_of_it() {
+        let f = windows::FRAME;
+        let (base, stream) = windows::tests::pair(f + (1 << 20));
+        let dict = &base[..f];
+        let mut out = Vec::new();
+        // An update stream against its window: far smaller than its room.
+        compress_frame_into(&stream[..f], dict, 3, &mut out).unwrap();
+        assert!(out == frame_with_all_the_room(&stream[..f], dict));
+        assert!(
+            out.capacity() < zstd::zstd_safe::compress_bound(f) / 4,
+            "the room of zstd's bound was asked for: {}",
+            out.capacity()
+        );
+        // Frames whose size comes near the first room, from either side, and one that does
+        // not fit it at all (random bytes): each the frame made with all the room.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let noise: Vec<u8> = (0..f)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let first = f / 8 + FRAME_SLACK;
+        for random in (first - 3 * FRAME_SLACK / 2..first + FRAME_SLACK / 2).step_by(24 << 10) {
+            let mut src = stream[..f].to_vec();
+            src[..random].copy_from_slice(&noise[..random]);
+            let mut out = Vec::new();
+            compress_frame_into(&src, dict, 3, &mut out).unwrap();
+            assert!(
+                out == frame_with_all_the_room(&src, dict),
+                "{random} random bytes"
+            );
+        }
+        compress_frame_into(&noise, dict, 3, &mut out).unwrap();
+        assert!(out == frame_with_all_the_room(&noise, dict));
+    }
+
+    #[test]
+    fn a_large_body_streams_to_the_same_frame_after_the_threads_other_frames() {
+        let (base, stream) = windows::tests::pair(WINDOWED_BASE as usize + 1);
+        let len = base.len() as u64;
+        let alone = std::thread::spawn({
+            let base = base.clone();
+            move || compress_streamed(&mut &base[..], len, None, 3).unwrap()
+        })
+        .join()
+        .unwrap();
+        // On a thread whose context made a frame against a prefix first, and a streamed frame.
+        let after = std::thread::spawn(move || {
+            compress(&stream[..1 << 20], Some(&base[..1 << 20]), 3).unwrap();
+            compress_streamed(&mut &stream[..], stream.len() as u64, None, 3).unwrap();
+            compress_streamed(&mut &base[..], len, None, 3).unwrap()
+        })
+        .join()
+        .unwrap();
+        assert!(alone == after);
     }
 
     /// A store with one compression worker, so what reaches it is in the order written.
