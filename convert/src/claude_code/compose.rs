@@ -85,6 +85,10 @@ struct Composer<'a> {
     /// Each pending result with the stream position where its call finished.
     results: Vec<(Value, Option<Value>, usize)>,
     usage: Option<Value>,
+    /// The latest time the source recorded for what has been read so far (epoch ms).
+    at: Option<i64>,
+    /// Each row's [`Composer::at`] when it was made.
+    times: Vec<Option<i64>>,
     intended: BTreeMap<&'static str, u64>,
     dropped: Vec<String>,
 }
@@ -105,15 +109,22 @@ pub fn compose(t: &Target<'_>, items: &[Item], timeline: &Timeline) -> Composed 
         response: Vec::new(),
         results: Vec::new(),
         usage: None,
+        at: None,
+        times: Vec::new(),
         intended: BTreeMap::new(),
         dropped: Vec::new(),
     };
     for item in items {
+        // A user message begins a turn: what was built before it is written at the time it
+        // had, not at this message's.
+        if matches!(item, Item::User(_)) {
+            c.flush();
+        }
+        if let Some(t) = crate::kit::conversation::item_millis(item) {
+            c.at = Some(c.at.map_or(t, |a| a.max(t)));
+        }
         match item {
-            Item::User(m) => {
-                c.flush();
-                c.user(m);
-            }
+            Item::User(m) => c.user(m),
             Item::Agent(m) => {
                 c.before_text();
                 c.agent_text(&m.text(), m);
@@ -166,6 +177,7 @@ impl Composer<'_> {
             json!(self.t.git_branch.unwrap_or_default()),
         );
         self.rows.push(row);
+        self.times.push(self.at);
         self.parent = Some(uuid.clone());
         uuid
     }
@@ -474,13 +486,12 @@ impl Composer<'_> {
     }
 
     fn finish(mut self) -> Composed {
-        let total = self.rows.len() as i64;
-        let end = self.t.updated_at.and_then(parse_time).unwrap_or(0);
-        for (i, row) in self.rows.iter_mut().enumerate() {
-            row.insert(
-                "timestamp".into(),
-                json!(format_time(end - (total - 1 - i as i64))),
-            );
+        for (row, ms) in self
+            .rows
+            .iter_mut()
+            .zip(row_times(&self.times, self.t.updated_at))
+        {
+            row.insert("timestamp".into(), json!(format_time(ms)));
         }
         let mut bytes = Vec::new();
         for row in &self.rows {
@@ -498,6 +509,35 @@ impl Composer<'_> {
             dropped: std::mem::take(&mut self.dropped),
         }
     }
+}
+
+/// Each row's time, in epoch ms, from the time the source recorded for what it holds (`times`,
+/// the latest recorded up to that row): a row is never earlier than the one before it, and a
+/// row with the same time as the one before it is 1 ms after it, so the rows keep their order
+/// and their source's times. Rows before the first recorded time end 1 ms apart at it; a
+/// conversation that records none ends 1 ms apart at the session's `updatedAt`.
+fn row_times(times: &[Option<i64>], updated_at: Option<&str>) -> Vec<i64> {
+    let total = times.len() as i64;
+    let Some((first_at, first)) = times
+        .iter()
+        .enumerate()
+        .find_map(|(i, t)| t.map(|t| (i as i64, t)))
+    else {
+        let end = updated_at.and_then(parse_time).unwrap_or(0);
+        return (0..total).map(|i| end - (total - 1 - i)).collect();
+    };
+    let mut out = Vec::with_capacity(times.len());
+    for (i, t) in times.iter().enumerate() {
+        let i = i as i64;
+        let ms = match (*t, out.last()) {
+            (None, None) => first - (first_at - i),
+            (None, Some(&prev)) => prev + 1,
+            (Some(t), None) => t,
+            (Some(t), Some(&prev)) => t.max(prev + 1),
+        };
+        out.push(ms);
+    }
+    out
 }
 
 fn image(b: &Value) -> Value {
@@ -666,6 +706,86 @@ mod tests {
             compose(&t, &items, &Timeline::default()),
             c,
             "deterministic"
+        );
+    }
+
+    #[test]
+    fn each_row_keeps_the_time_its_source_recorded() {
+        let at = |t: &str| json!({"codex": {"timestamp": t}});
+        let items = fold([
+            p(
+                json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "Which tests?"}, "_meta": at("2026-11-21T14:03:26.740Z")}),
+            ),
+            p(
+                json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "rg", "kind": "search", "status": "pending", "_meta": at("2026-11-21T14:03:30.000Z")}),
+            ),
+            p(
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed", "rawOutput": "a\n"}),
+            ),
+            p(
+                json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Two."}, "_meta": at("2026-11-21T14:03:31.500Z")}),
+            ),
+            p(
+                json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "And now?"}, "_meta": at("2026-11-23T09:00:00.000Z")}),
+            ),
+        ]);
+        let t = Target {
+            id: "01a1f83a-cfc8-7f41-a357-d22735d28371",
+            cwd: "/home/dev/shop",
+            title: "",
+            harness: "codex",
+            updated_at: Some("2026-11-28T16:20:00.000Z"),
+            git_branch: None,
+        };
+        let text = String::from_utf8(compose(&t, &items, &Timeline::default()).bytes).unwrap();
+        let times: Vec<String> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["timestamp"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        // The prompt; the response's rows (its call, the call's result, its text: written
+        // when the response ended, 1 ms apart); the next prompt, two days later.
+        assert_eq!(
+            times,
+            [
+                "2026-11-21T14:03:26.740Z",
+                "2026-11-21T14:03:31.500Z",
+                "2026-11-21T14:03:31.501Z",
+                "2026-11-21T14:03:31.502Z",
+                "2026-11-23T09:00:00.000Z",
+            ]
+        );
+    }
+
+    #[test]
+    fn rows_without_a_recorded_time_are_placed_around_those_with_one() {
+        let ms = |t: &str| parse_time(t).unwrap();
+        let t0 = ms("2026-11-21T14:03:26.740Z");
+        // Before the first time, 1 ms apart up to it; after one, 1 ms after the row before;
+        // never before the row before, even when the source's times go back.
+        assert_eq!(
+            row_times(
+                &[
+                    None,
+                    None,
+                    Some(t0),
+                    None,
+                    Some(t0 - 5_000),
+                    Some(t0 + 60_000)
+                ],
+                None
+            ),
+            [t0 - 2, t0 - 1, t0, t0 + 1, t0 + 2, t0 + 60_000]
+        );
+        // No time at all: 1 ms apart, ending at updatedAt.
+        let end = ms("2026-11-28T16:20:00.000Z");
+        assert_eq!(
+            row_times(&[None, None, None], Some("2026-11-28T16:20:00.000Z")),
+            [end - 2, end - 1, end]
         );
     }
 }

@@ -91,6 +91,16 @@ pub fn meta_time<'a>(metas: impl IntoIterator<Item = &'a Map<String, Value>>) ->
         })
 }
 
+/// The time an item carries ([`meta_time`] of its updates' `_meta`), in epoch ms.
+pub fn item_millis(item: &Item) -> Option<i64> {
+    match item {
+        Item::User(m) | Item::Agent(m) | Item::Thought(m) => meta_time(&m.metas),
+        Item::Tool(t) => meta_time([&t.meta]),
+        Item::Plan { meta, .. } => meta_time(meta.as_ref()),
+        Item::Other(v) => meta_time(v.get("_meta").and_then(Value::as_object)),
+    }
+}
+
 /// Consecutive chunks of one message.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Message {
