@@ -3279,6 +3279,17 @@ fn a_backup_waiting_for_a_lock_says_so_and_a_new_repository_is_said() {
         "{}",
         String::from_utf8_lossy(&first.stderr)
     );
+    // `--quiet` hides the progress bar, not a repository made where the user may have
+    // mistyped its path.
+    let other = t.path().join("other-repo");
+    let quiet = backup_run(&home, &other, &["--from", "claude-code", "-q"]);
+    assert_eq!(quiet.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&quiet.stderr)
+            .contains(&format!("created a new repository at {}", other.display())),
+        "{}",
+        String::from_utf8_lossy(&quiet.stderr)
+    );
     append_turn(&home.join(SHOP).join(format!("{A}.jsonl")), 1);
     // What a prune holds.
     let held = fs::File::open(repo.join("locks/repo")).unwrap();
@@ -3331,6 +3342,75 @@ fn a_backup_waiting_for_a_lock_says_so_and_a_new_repository_is_said() {
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
     assert!(!rest.contains("created a new repository"), "{rest}");
+}
+
+/// Two backups of one home at once run one after the other: the second waits for the first's
+/// series lock, then builds on the first's snapshot, so the newest holds what either saw (a
+/// session deleted between the two is gone in it, not missing from it). A backup of another
+/// home does not wait.
+#[test]
+fn a_second_backup_of_the_same_home_waits_for_the_first_and_builds_on_it() {
+    let t = tempfile::tempdir().unwrap();
+    let home = home_in(t.path());
+    let repo = t.path().join("repo");
+    let first = backup(&home, &repo);
+    let series: Vec<PathBuf> = fs::read_dir(repo.join("locks"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("series-")
+        })
+        .collect();
+    assert_eq!(series.len(), 1, "{series:?}");
+    // What the first of two backups holds.
+    let held = fs::File::open(&series[0]).unwrap();
+    held.lock().unwrap();
+    append_turn(&home.join(SHOP).join(format!("{A}.jsonl")), 1);
+    let (mut child, _err, line) = backup_waiting(&home, &repo, &[]);
+    assert!(
+        line.starts_with("waiting for the other asp backup (or forget) of claude-code in "),
+        "{line}"
+    );
+    assert!(child.try_wait().unwrap().is_none(), "it waits");
+    let other = home_in(&t.path().join("elsewhere"));
+    assert_eq!(
+        backup_run(&other, &repo, &["--from", "claude-code", "-q"])
+            .status
+            .code(),
+        Some(0),
+        "another home's backup goes on"
+    );
+    // A third backup of the home waits too. Let go, the two run one after the other: the
+    // first of them takes both turns, and the other, made from its snapshot, finds nothing
+    // new to keep (at once, both would have been made from the first snapshot, each a
+    // snapshot of its own).
+    append_turn(&home.join(SHOP).join(format!("{A}.jsonl")), 2);
+    let (mut third, _err3, line) = backup_waiting(&home, &repo, &[]);
+    assert!(
+        line.starts_with("waiting for the other asp backup"),
+        "{line}"
+    );
+    held.unlock().unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(third.wait().unwrap().success());
+    let snaps = asp()
+        .args(["snapshots", "--json", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let snaps: Value = serde_json::from_slice(&snaps.stdout).unwrap();
+    let ours: Vec<&Value> = snaps
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["home"] == first["home"])
+        .collect();
+    assert_eq!(ours.len(), 2, "{snaps:#}");
+    assert_eq!(ours[0]["digest"], first["snapshot"]["digest"]);
+    assert_eq!(ours[1]["parent"], ours[0]["digest"], "{snaps:#}");
 }
 
 /// A restore into a home whose settings file is the user's own keeps the file (the backed-up
@@ -5202,7 +5282,7 @@ fn a_server_naming_the_harness_account_file_or_a_key_does_not_make_a_backup_keep
         diagnostics
             .items()
             .iter()
-            .any(|d| d.file.as_deref() == Some(key.as_path())
+            .any(|d| d.file() == Some(key.as_path())
                 && d.message
                     .starts_with("named by MCP server \"deploy\"; may hold keys")),
         "{:?}",

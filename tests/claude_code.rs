@@ -540,8 +540,7 @@ fn damaged_transcripts_are_carried_and_the_damage_reported_with_file_and_line() 
         assert_eq!(skipped[0].line, Some(line), "{dir}");
         assert!(
             skipped[0]
-                .file
-                .as_ref()
+                .file()
                 .unwrap()
                 .to_string_lossy()
                 .ends_with(".jsonl")
@@ -588,7 +587,7 @@ fn a_transcript_without_a_conversation_is_said_to_hold_none_and_still_packed() {
         let said: Vec<&Diagnostic> = r
             .diagnostics
             .iter()
-            .filter(|d| d.file.as_deref() == Some(file.as_path()))
+            .filter(|d| d.file() == Some(file.as_path()))
             .collect();
         assert_eq!(said.len(), 1, "{id}: {said:#?}");
         assert!(
@@ -608,8 +607,7 @@ fn a_transcript_without_a_conversation_is_said_to_hold_none_and_still_packed() {
         !r.diagnostics
             .iter()
             .any(|d| d.message.contains("holds no conversation")
-                && d.file
-                    .as_deref()
+                && d.file()
                     .is_some_and(|f| f.ends_with(format!("{A}.jsonl")))),
         "{:#?}",
         r.diagnostics
@@ -710,7 +708,7 @@ fn bytes_that_are_not_utf8_are_read_as_claude_code_reads_them() {
     let found: Vec<_> = after
         .diagnostics
         .iter()
-        .filter(|d| d.file.as_deref() == Some(file.as_path()))
+        .filter(|d| d.file() == Some(file.as_path()))
         .collect();
     assert_eq!(found.len(), 1, "{found:#?}");
     assert_eq!(
@@ -761,7 +759,7 @@ fn a_damaged_parent_row_is_reported_with_the_rows_it_cuts_off() {
         read(&home)
             .diagnostics
             .into_iter()
-            .filter(|d| d.file.as_deref() == Some(file.as_path()))
+            .filter(|d| d.file() == Some(file.as_path()))
             .collect::<Vec<_>>()
     };
     let found = findings(format!("{}<<garbage", &lines[3][..50]));
@@ -1980,7 +1978,7 @@ fn an_unreadable_transcript_costs_only_that_session() {
         r.diagnostics
             .clone()
             .iter()
-            .any(|d| d.severity.is_not_carried() && d.file.as_deref() == Some(&*locked)),
+            .any(|d| d.severity.is_not_carried() && d.file() == Some(&*locked)),
         "{:?}",
         r.diagnostics.clone()
     );
@@ -2011,7 +2009,7 @@ fn the_same_session_in_two_project_folders_is_carried_once_the_newest() {
         .diagnostics
         .clone()
         .into_iter()
-        .find(|d| d.severity.is_not_carried() && d.file.as_deref() == Some(&*older))
+        .find(|d| d.severity.is_not_carried() && d.file() == Some(&*older))
         .expect("the left-out copy is reported");
     assert!(d.message.contains("-a"), "names the one carried: {d}");
 }
@@ -2068,7 +2066,7 @@ fn a_tombstone_never_removes_the_memory_index_and_removes_only_notes_there() {
     let removed: Vec<PathBuf> = diagnostics
         .into_iter()
         .filter(|d| d.message.contains("removed"))
-        .filter_map(|d| d.file)
+        .filter_map(|d| d.file().map(Path::to_path_buf))
         .collect();
     assert_eq!(removed, [mem.join("gone.md")]);
 }

@@ -800,8 +800,7 @@ fn a_line_that_is_not_json_is_reported_with_file_and_line_and_skipped() {
     assert_eq!(items[0].line, Some(8));
     assert!(
         items[0]
-            .file
-            .as_ref()
+            .file()
             .unwrap()
             .ends_with("rollout-2026-11-20T09-12-47-01a1f83a-cfc8-7f41-a357-d22735d28371.jsonl")
     );
@@ -1777,7 +1776,7 @@ fn read_with(home: &Path, options: ReadOptions) -> (State, MemoryStore, Diagnost
 fn skipped_in(d: &Diagnostics, file: &Path) -> Vec<Diagnostic> {
     d.items()
         .into_iter()
-        .filter(|i| i.severity.is_not_carried() && i.file.as_deref() == Some(file))
+        .filter(|i| i.severity.is_not_carried() && i.file() == Some(file))
         .collect()
 }
 
@@ -2187,7 +2186,7 @@ fn a_config_toml_that_is_not_toml_is_named_once_in_what_was_lost() {
     let said: Vec<String> = d
         .items()
         .iter()
-        .filter(|i| i.file.as_deref() == Some(config.as_path()))
+        .filter(|i| i.file() == Some(config.as_path()))
         .map(ToString::to_string)
         .collect();
     assert_eq!(said.len(), 1, "{said:?}");

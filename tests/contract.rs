@@ -871,7 +871,7 @@ fn an_untitled_copy_is_told_apart(h: &str) {
 
 /// The files a write's findings name, in the order found.
 fn files_named(findings: &[asp_convert::kit::report::Diagnostic]) -> Vec<Option<&Path>> {
-    findings.iter().map(|d| d.file.as_deref()).collect()
+    findings.iter().map(|d| d.file()).collect()
 }
 
 fn dry_run_is_exact(h: &str) {
@@ -958,7 +958,7 @@ fn damage_is_named(h: &str) {
         let back = read(h, home.path());
         assert!(
             back.diagnostics.iter().any(|d| d.severity.is_not_carried()
-                && d.file.as_deref() == Some(db.as_path())
+                && d.file() == Some(db.as_path())
                 && d.message.contains(&format!("part row {part}"))),
             "{h}: the damaged row {part} of {} is reported: {:#?}",
             db.display(),
@@ -974,7 +974,7 @@ fn damage_is_named(h: &str) {
     let back = read(h, home.path());
     let named = back.diagnostics.iter().any(|d| {
         d.severity.is_not_carried()
-            && d.file.as_deref() == Some(log.as_path())
+            && d.file() == Some(log.as_path())
             && d.line == Some(lines + 1)
     });
     assert!(

@@ -43,7 +43,7 @@ fn the_sample_reads_as_expected_md_says() {
     let said: Vec<String> = r
         .diagnostics
         .iter()
-        .map(|d| d.file.as_ref().unwrap().display().to_string())
+        .map(|d| d.file().unwrap().display().to_string())
         .collect();
     assert_eq!(said.len(), 2, "{:#?}", r.diagnostics);
     assert!(said[0].ends_with(".copilot/instructions/money.instructions.md"));
@@ -204,7 +204,7 @@ fn damaged_stores_are_reported_with_file_and_line_and_nothing_is_lost() {
     let at = |file: &Path, line: Option<u64>| {
         r.diagnostics
             .iter()
-            .any(|d| d.file.as_deref() == Some(file) && d.line == line)
+            .any(|d| d.file() == Some(file) && d.line == line)
     };
     assert!(at(&ev, Some(1)), "non-UTF-8: {:#?}", r.diagnostics);
     assert!(at(&ev, Some(2)), "not JSON: {:#?}", r.diagnostics);
@@ -228,7 +228,7 @@ fn damaged_stores_are_reported_with_file_and_line_and_nothing_is_lost() {
     let three = "33333333-4444-4555-8666-777777777777";
     assert!(
         r.diagnostics.iter().any(|d| d.severity.is_not_carried()
-            && d.file.as_deref() == Some(states.join(three).as_path())),
+            && d.file() == Some(states.join(three).as_path())),
         "{:#?}",
         r.diagnostics
     );

@@ -1973,7 +1973,7 @@ fn a_settings_file_that_is_not_json_leaves_tools_and_settings_out_and_says_where
     let d = r
         .diagnostics
         .iter()
-        .find(|d| d.file.as_deref() == Some(g.join("settings.json").as_path()))
+        .find(|d| d.file() == Some(g.join("settings.json").as_path()))
         .expect("reported");
     assert_eq!(d.severity, Severity::Lost);
     assert_eq!(d.line, Some(2));
@@ -2418,8 +2418,7 @@ fn a_server_gemini_cli_does_not_start_is_read_switched_off() {
     );
     assert!(
         read.diagnostics.iter().any(|d| d
-            .file
-            .as_ref()
+            .file()
             .is_some_and(|f| f.ends_with("mcp-server-enablement.json"))
             && d.message.contains("starts every MCP server")),
         "{:?}",

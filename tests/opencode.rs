@@ -390,7 +390,7 @@ fn a_damaged_row_is_named_by_file_table_and_row_the_rest_read_and_the_row_restor
     let r = read_all(home.path());
     assert!(
         r.diagnostics.iter().any(|d| d.severity.is_not_carried()
-            && d.file.as_deref() == Some(db.as_path())
+            && d.file() == Some(db.as_path())
             && d.message.contains(&format!("table part row {part}"))),
         "{:#?}",
         r.diagnostics
@@ -416,7 +416,7 @@ fn a_damaged_row_is_named_by_file_table_and_row_the_rest_read_and_the_row_restor
     let r = read_all(home.path());
     assert!(
         r.diagnostics.iter().any(|d| !d.severity.is_not_carried()
-            && d.file.as_deref() == Some(home.path().join(DB).as_path())
+            && d.file() == Some(home.path().join(DB).as_path())
             && d.message.contains("not UTF-8")),
         "{:#?}",
         r.diagnostics

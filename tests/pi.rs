@@ -49,7 +49,7 @@ fn the_sample_reads_as_expected_md_says() {
     let said: Vec<String> = r
         .diagnostics
         .iter()
-        .map(|d| d.file.as_ref().unwrap().display().to_string())
+        .map(|d| d.file().unwrap().display().to_string())
         .collect();
     assert_eq!(said.len(), 1, "{:#?}", r.diagnostics);
     assert!(said[0].ends_with(".pi/agent/prompts/review.md"), "{said:?}");
@@ -268,11 +268,10 @@ fn a_plan_written_as_answer_text_is_said() {
         );
         assert!(
             said[0]
-                .file
-                .as_ref()
+                .file()
                 .is_some_and(|f| f.to_string_lossy().ends_with(&format!("_{new}.jsonl"))),
             "{id}: {:?}",
-            said[0].file
+            said[0].file()
         );
         // And it is there, as the answer's text.
         let back = read_home(home.path());
@@ -331,7 +330,7 @@ fn the_findings_of_a_copy_kept_beside_name_the_copy() {
                 .collect();
             assert!(!about.is_empty(), "{from}: {id}: {findings:#?}");
             for d in &about {
-                let named = d.file.as_ref().unwrap().to_string_lossy().into_owned();
+                let named = d.file().unwrap().to_string_lossy().into_owned();
                 assert!(
                     named.ends_with(&format!("_{copy}.jsonl")),
                     "{from}: {id}: names the copy, not {named}: {}",
@@ -445,7 +444,7 @@ fn fixture_home(name: &str) -> (tempfile::TempDir, PathBuf) {
 fn skipped_at(r: &Read, file: &Path) -> Vec<(Option<u64>, String)> {
     r.diagnostics
         .iter()
-        .filter(|d| d.severity.is_not_carried() && d.file.as_deref() == Some(file))
+        .filter(|d| d.severity.is_not_carried() && d.file() == Some(file))
         .map(|d| (d.line, d.message.clone()))
         .collect()
 }
@@ -548,7 +547,7 @@ fn bytes_that_are_not_utf8_are_read_lossily_and_kept_raw() {
     let note = r
         .diagnostics
         .iter()
-        .find(|d| d.file.as_deref() == Some(file.as_path()))
+        .find(|d| d.file() == Some(file.as_path()))
         .unwrap();
     assert_eq!(note.line, Some(5));
     assert_eq!(note.severity, Severity::Note);

@@ -318,7 +318,7 @@ fn damage_is_named_and_replayed_as_qwen_replays_it() {
         assert!(
             r.diagnostics
                 .iter()
-                .any(|d| d.file.as_deref() == Some(file.as_path())
+                .any(|d| d.file() == Some(file.as_path())
                     && d.line == line
                     && d.message.contains(what)),
             "{n}:{line:?} {what:?}: {:#?}",

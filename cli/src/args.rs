@@ -172,13 +172,14 @@ impl RepoArg {
         Ok(self.wait.apply(asp_repo::Repository::open(&self.path()?)?))
     }
 
-    /// Opens the repository, making it where nothing is (what `asp backup` does); a new one is
-    /// said unless `quiet`, so a mistyped `--repo` does not go unnoticed.
-    pub fn open_or_init(&self, quiet: bool) -> Result<asp_repo::Repository, crate::exit::Failure> {
+    /// Opens the repository, making it where nothing is (what `asp backup` does). A new one
+    /// is said on stderr even with `--quiet` (which hides the progress bar, not what was done),
+    /// so a mistyped `--repo` in a scheduled backup does not go unnoticed.
+    pub fn open_or_init(&self) -> Result<asp_repo::Repository, crate::exit::Failure> {
         let path = self.path()?;
         let existed = asp_repo::Repository::is_at(&path);
         let repo = asp_repo::Repository::open_or_init(&path)?;
-        if !existed && !quiet {
+        if !existed {
             eprintln!("created a new repository at {}", path.display());
         }
         Ok(self.wait.apply(repo))

@@ -89,7 +89,7 @@ pub struct BackupArgs {
 
 pub fn run(args: BackupArgs) -> Result<Exit> {
     if let Some(file) = &args.from_bundle {
-        let repo = args.repo.open_or_init(args.common.quiet)?;
+        let repo = args.repo.open_or_init()?;
         let bar = Bar::new(args.common.quiet);
         let o = asp_repo::from_bundle::backup_bundle(&repo, file, None, &bar)?;
         bar.clear();
@@ -150,7 +150,7 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
         }
         return Err(no_store(missing));
     }
-    let repo = args.repo.open_or_init(args.common.quiet)?;
+    let repo = args.repo.open_or_init()?;
     let bar = Bar::new(args.common.quiet);
     let mut outcomes = Vec::new();
     let mut incomplete = false;

@@ -54,7 +54,8 @@ pub fn finding_lines<'a>(
 ) -> Vec<String> {
     let items: Vec<_> = items.into_iter().collect();
     fn alike(d: &asp_convert::kit::report::Diagnostic) -> Option<(&'static str, &str)> {
-        (d.line.is_none() && d.file.is_some()).then_some((severity(d.severity), d.message.as_str()))
+        (d.line.is_none() && d.subject.is_some())
+            .then_some((severity(d.severity), d.message.as_str()))
     }
     let mut count = std::collections::HashMap::new();
     for d in &items {
@@ -89,14 +90,19 @@ pub fn finding_lines<'a>(
 /// How many findings alike [`finding_lines`] shows before it counts the rest.
 pub const SAME_SHOWN: usize = 3;
 
-/// A finding as `--json` gives it: `{severity, file, line, message}`.
+/// A finding as `--json` gives it: `{severity, file, line, message}`, and `session` (its id in the
+/// state) for a writer's finding about a session rather than a file (`file` then null).
 pub fn finding_json(d: &asp_convert::kit::report::Diagnostic) -> serde_json::Value {
-    serde_json::json!({
+    let mut finding = serde_json::json!({
         "severity": severity(d.severity),
-        "file": d.file,
+        "file": d.file(),
         "line": d.line,
         "message": d.message,
-    })
+    });
+    if let Some(id) = d.session() {
+        finding["session"] = serde_json::Value::from(id);
+    }
+    finding
 }
 
 /// `; 3 not taken (listed above, each with why)`, `; 1 LOST (listed above)`: what the summary

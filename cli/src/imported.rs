@@ -202,7 +202,7 @@ mod tests {
         let diagnostics = Diagnostics::new();
         diagnostics.push(Diagnostic {
             severity: Severity::LeftOut,
-            file: None,
+            subject: None,
             line: None,
             message: "usage_update updates have no place here".into(),
         });

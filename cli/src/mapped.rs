@@ -111,7 +111,7 @@ pub fn keep_servers_as_there(
     for name in servers_kept_as_there(mapped, original, store) {
         diagnostics.push(asp_convert::kit::report::Diagnostic {
             severity: asp_convert::kit::report::Severity::Note,
-            file: None,
+            subject: None,
             line: None,
             message: format!(
                 "MCP server \"{name}\" is kept as the backup had it, at the paths --map-path \

@@ -617,7 +617,7 @@ impl Store {
             let mut places: Vec<(usize, Unreadable)> = Vec::new();
             for d in diagnostics.items() {
                 let was_damage = d.severity == Severity::Damaged;
-                let mut d = resolve_damage(d, entry, native);
+                let mut d = resolve_damage(resolve_deleted(d, entry), entry, native);
                 if was_damage
                     && d.severity == Severity::KeptNatively
                     && let (Ok(got), Store::Harness { harness, home }) = (&read, self)
@@ -757,6 +757,27 @@ impl Store {
     }
 }
 
+/// A file of the session the survey listed and the read found deleted (the harness removed it
+/// in between, as Claude Code's cleanup of old transcripts does) is no loss: the store no
+/// longer has it, so nothing it has is missing, and a backup records its session as gone from
+/// the source (before, this was reported lost, exit 3, beside a summary that said the session
+/// was kept as before: review helper-123).
+fn resolve_deleted(mut d: Diagnostic, entry: &Surveyed) -> Diagnostic {
+    let deleted = d.severity == Severity::Lost
+        && d.line.is_none()
+        && d.file().is_some_and(|f| {
+            entry.files.iter().any(|s| s.path == f)
+                && std::fs::symlink_metadata(f)
+                    .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        });
+    if deleted {
+        d.severity = Severity::Note;
+        d.message
+            .push_str(" (it was deleted while the store was read: the harness no longer has it)");
+    }
+    d
+}
+
 /// A damaged record dropped from a session's conversation is lost unless its file travels byte
 /// for byte as the session's native file (`native`: the read carried native files): then a
 /// restore into the same harness gives it back, and it is reported but not a loss.
@@ -765,8 +786,7 @@ fn resolve_damage(mut d: Diagnostic, entry: &Surveyed, native: bool) -> Diagnost
         return d;
     }
     let kept = native
-        && d.file
-            .as_deref()
+        && d.file()
             .is_some_and(|f| entry.files.iter().any(|s| s.path == f));
     if kept {
         d.severity = Severity::KeptNatively;
@@ -790,7 +810,7 @@ fn unreadable_place(
     harness: &dyn crate::harness::Harness,
     home: &std::path::Path,
 ) -> Option<(usize, Unreadable)> {
-    let file = d.file.as_deref()?;
+    let file = d.file()?;
     let is_file = |rel: &str| {
         home.join(rel) == file || {
             let mut parts = std::path::Path::new(rel).components();
@@ -985,7 +1005,7 @@ fn report_unreadable(state: &State, target: &str, diagnostics: &Diagnostics) {
         let source = from.unwrap_or("native");
         diagnostics.push(Diagnostic {
             severity: Severity::Lost,
-            file: None,
+            subject: None,
             line: None,
             message: format!(
                 "session {}: {at} of its {source} file {}{others} could not be read into the \
@@ -1037,7 +1057,7 @@ fn report_orphans(state: &State, empty: &[(String, &str)], diagnostics: &Diagnos
         };
         diagnostics.push(Diagnostic {
             severity: Severity::Note,
-            file: None,
+            subject: None,
             line: None,
             message,
         });
@@ -1068,7 +1088,7 @@ fn report_imports(
     if !imports.is_empty() {
         diagnostics.push(Diagnostic {
             severity: Severity::Note,
-            file: None,
+            subject: None,
             line: None,
             message: format!(
                 "the instructions import other files ({}), which {} does not read as the files \
@@ -1159,7 +1179,7 @@ fn report_unlinked(
     };
     diagnostics.push(Diagnostic {
         severity: Severity::Note,
-        file: None,
+        subject: None,
         line: None,
         message: format!(
             "{}: {name} keeps a subagent under its parent only as it restores its own files (the \
@@ -1265,7 +1285,7 @@ impl Store {
             // A file kept, or a skill folder another hides, kept whole
             // (`kit::skills::shadowed`).
             let kept = d.severity == Severity::LeftOut
-                && d.file.as_deref().is_some_and(|f| {
+                && d.file().is_some_and(|f| {
                     let hidden_copy = crate::kit::config::relative(&home.dir, f)
                         .is_some_and(|r| crate::kit::skills::is_hidden_copy(&format!("{r}/")));
                     config.files.iter().any(|c| {
@@ -1508,6 +1528,62 @@ fn drop_empty_kinds(state: &mut State) {
 #[cfg(test)]
 mod tests {
     use super::import_lines;
+    use super::*;
+    use crate::harness::Home;
+    use asp_format::blob::MemoryStore;
+    use asp_format::progress::Quiet;
+
+    fn copy_tree(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let target = to.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy_tree(&e.path(), &target);
+            } else {
+                std::fs::copy(e.path(), &target).unwrap();
+            }
+        }
+    }
+
+    /// A transcript the harness deletes after the survey listed it and before the read took
+    /// it is no loss: the store no longer has it.
+    #[test]
+    fn a_session_file_deleted_while_the_store_is_read_is_not_a_loss() {
+        let t = tempfile::tempdir().unwrap();
+        let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/claude-code");
+        copy_tree(&sample, t.path());
+        let store = Store::harness("claude-code", Home::at(t.path().to_path_buf())).unwrap();
+        let (blobs, diagnostics) = (MemoryStore::new(), Diagnostics::new());
+        let mut req = ReadRequest::new(&blobs, &diagnostics, &Quiet);
+        req.threads = NonZeroUsize::new(1);
+        let deleted = Mutex::new(None);
+        let reuse = |e: &Surveyed| {
+            let mut d = deleted.lock().unwrap();
+            if d.is_none() && e.parent.is_none() {
+                std::fs::remove_file(&e.files[0].path).unwrap();
+                *d = Some(e.id.to_string());
+            }
+            None
+        };
+        let read = store.read_reusing(&req, &reuse).unwrap();
+        let id = deleted.into_inner().unwrap().unwrap();
+        assert!(
+            read.state
+                .sessions
+                .iter()
+                .flatten()
+                .all(|s| s.id.as_str() != id),
+            "{id}"
+        );
+        let items = diagnostics.items();
+        assert!(!items.iter().any(|d| d.severity.is_loss()), "{items:#?}");
+        assert!(
+            items.iter().any(|d| d.severity == Severity::Note
+                && d.message.contains("deleted while the store was read")),
+            "{items:#?}"
+        );
+    }
 
     #[test]
     fn imports_are_paths_after_an_at_sign_outside_code_blocks() {

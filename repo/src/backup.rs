@@ -208,6 +208,8 @@ pub fn backup(
     ctx: &BackupContext<'_>,
 ) -> Result<BackupOutcome, RepoError> {
     let _lock = repo.lock_shared()?;
+    // One backup of a series at a time: the next builds on this one ([`Repository::lock_series`]).
+    let _series = repo.lock_series(&opts.harness, &home_name(&opts.home))?;
     // Each pass reports into its own diagnostics, passed on when the pass ends (an error
     // included: they often say why) but for a first pass that a second one does again.
     let pass = |avoid: &HashSet<Digest>| -> (Result<Attempt, RepoError>, Diagnostics) {
@@ -243,7 +245,7 @@ pub fn backup(
             if mended > 0 {
                 ctx.diagnostics.push(Diagnostic {
                     severity: Severity::Note,
-                    file: None,
+                    subject: None,
                     line: None,
                     message: format!(
                         "{} of the parent snapshot {} missing from {}; the sessions that need \
@@ -328,11 +330,13 @@ fn carry_config(
         .iter()
         .filter(|f| wanted.contains(f.path.as_str()))
     {
-        let file = Some(std::path::PathBuf::from(f.path.as_str()));
+        let file = Some(asp_convert::kit::report::Subject::File(
+            std::path::PathBuf::from(f.path.as_str()),
+        ));
         if !present(f) {
             ctx.diagnostics.push(Diagnostic {
                 severity: Severity::Lost,
-                file,
+                subject: file,
                 line: None,
                 message: format!(
                     "the copy an earlier backup kept is no longer kept: the repository has lost \
@@ -345,7 +349,7 @@ fn carry_config(
         if unreadable.iter().any(|u| u == f.path.as_str()) {
             ctx.diagnostics.push(Diagnostic {
                 severity: Severity::Note,
-                file,
+                subject: file,
                 line: None,
                 message: "the copy an earlier backup kept is kept".to_owned(),
             });
@@ -406,7 +410,7 @@ fn unreadable_files(diagnostics: &Diagnostics, home: &Path, live: &State) -> Vec
         .items()
         .into_iter()
         .filter(|d| d.severity == Severity::Lost && d.line.is_none_or(|l| l == 1))
-        .filter_map(|d| asp_convert::kit::config::relative(home, d.file.as_deref()?))
+        .filter_map(|d| asp_convert::kit::config::relative(home, d.file()?))
         .filter(|u| !read_from(u))
         .collect()
 }
@@ -433,7 +437,7 @@ fn report_lost_to_gone(
     for (id, n) in lost {
         ctx.diagnostics.push(Diagnostic {
             severity: Severity::Lost,
-            file: None,
+            subject: None,
             line: None,
             message: format!(
                 "session {id} (gone from the source since {}) needs {} the repository has lost \

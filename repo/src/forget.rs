@@ -264,6 +264,14 @@ pub struct Dropped {
 /// forgets those snapshots and prune runs.
 pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, RepoError> {
     let _lock = repo.lock_shared()?;
+    // Every series this may add a snapshot to, locked before its newest is read
+    // ([`Repository::lock_series`]), in one order (the index's), so two such commands never
+    // wait for each other in a circle; a backup takes only its own.
+    let _series = repo
+        .newest_of_each_series()?
+        .iter()
+        .map(|s| repo.lock_series(&s.harness, &s.home))
+        .collect::<Result<Vec<_>, _>>()?;
     let newest = repo.newest_of_each_series()?;
     // Every snapshot is read before any is written: a session named that no newest
     // snapshot holds (a typo, a subagent's id mistyped) is an error that changes nothing.

@@ -37,6 +37,7 @@ pub fn backup_bundle(
             .unwrap_or_else(|_| path.to_path_buf())
             .display()
     );
+    let _series = repo.lock_series(&harness, &home)?;
     let parent = repo.latest(&harness, &home)?;
     let docs = Documents::plan(&state, &|d| bundle.layer_ref(d), &content_options())?;
     let mut outcome = BackupOutcome {

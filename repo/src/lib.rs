@@ -7,6 +7,7 @@
 //! REPO/blobs/sha256/<hex>    content manifests, snapshot manifests and every layer, by digest
 //! REPO/locks/repo            flock: shared by backup, restore and check; exclusive by prune
 //! REPO/locks/index           flock: exclusive around every change of index.json
+//! REPO/locks/series-<hex>    flock: exclusive by what adds a snapshot to one series (harness, home)
 //! ```
 //!
 //! A snapshot is two manifests: the **content manifest**, exactly the image manifest a bundle

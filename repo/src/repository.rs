@@ -607,9 +607,6 @@ impl Repository {
     /// waits.
     fn lock_repo(&self, exclusive: bool, f: File) -> Result<Lock, RepoError> {
         let path = self.root().join(LOCKS).join("repo");
-        if try_take(&f, exclusive, &path)? {
-            return Ok(Lock { _file: Some(f) });
-        }
         let holder = if exclusive {
             format!(
                 "the other asp commands using {} (backups, restores, checks)",
@@ -621,6 +618,39 @@ impl Repository {
                 self.root().display()
             )
         };
+        self.take_waiting(f, exclusive, path, holder)
+    }
+
+    /// The lock of one series (a harness's store in one home, as [`Repository::latest`]
+    /// names it), exclusive, held by whatever adds a snapshot to the series (a backup, a
+    /// backup of a bundle, `asp forget --session` / `--gone-before`) from the moment it picks
+    /// the series' newest snapshot as its parent until its own is in the index. Two at once
+    /// would each build on the same parent, and the one that started later, the newest, would
+    /// not hold what the other saw: a session the source deleted in between would be only in
+    /// the other, which a keep policy forgets (found by review helper-123). Waits, as for
+    /// `locks/repo`, while another holds it. `locks/series-<hex>`, named by the sha256 of
+    /// harness and home.
+    pub fn lock_series(&self, harness: &str, home: &str) -> Result<Lock, RepoError> {
+        let key = Digest::of(format!("{harness}\0{home}").as_bytes()).hex();
+        let name = format!("series-{}", &key[..16]);
+        let f = self.lock_file(&name)?;
+        let path = self.root().join(LOCKS).join(&name);
+        let holder = format!("the other asp backup (or forget) of {harness} in {home}");
+        self.take_waiting(f, true, path, holder)
+    }
+
+    /// Takes the lock on `f` (at `path`), waiting while `holder` has it, as long as
+    /// [`Repository::with_lock_wait`] allows, saying so through the wait notice.
+    fn take_waiting(
+        &self,
+        f: File,
+        exclusive: bool,
+        path: PathBuf,
+        holder: String,
+    ) -> Result<Lock, RepoError> {
+        if try_take(&f, exclusive, &path)? {
+            return Ok(Lock { _file: Some(f) });
+        }
         let Some(limit) = self.lock_wait else {
             if let Some(say) = &self.waiting.0 {
                 say(&format!(

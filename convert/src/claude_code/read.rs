@@ -311,7 +311,7 @@ fn report_cut(diagnostics: &Diagnostics, path: &Path, records: &[Record], i: usi
     let damaged_before = diagnostics.items().iter().find_map(|d| {
         let l = d.line?;
         (d.severity == Severity::Damaged
-            && d.file.as_deref() == Some(path)
+            && d.file() == Some(path)
             && l > previous_line
             && l < r.line)
             .then_some(l)

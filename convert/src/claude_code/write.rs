@@ -41,6 +41,7 @@ use crate::kit::beside::{MAX_COPIES, kept_beside, marked_title};
 use crate::kit::conversation::Folder;
 use crate::kit::fsops::{Created, Writer};
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
+use crate::kit::report::Severity;
 
 /// Where a session's transcript file is, in any bucket.
 fn find_transcript(layout: &Layout, preferred_bucket: &str, stem: &str) -> Option<PathBuf> {
@@ -807,8 +808,9 @@ fn write_composed(
                         folder.push(u.clone());
                     }
                 }
-                Err(e) => ctx.diagnostics.lost(
-                    Path::new(s.id.as_str()),
+                Err(e) => ctx.diagnostics.in_session(
+                    Severity::Lost,
+                    s.id.as_str(),
                     Some(n),
                     format!("an update that is not JSON ({e}); skipped"),
                 ),
@@ -827,13 +829,11 @@ fn write_composed(
         .to_string_lossy()
         .into_owned();
     let cwd = s.cwd.clone().unwrap_or_else(|| {
-        ctx.diagnostics.note(
-            Path::new(s.id.as_str()),
+        ctx.diagnostics.in_session(
+            Severity::Note,
+            s.id.as_str(),
             None,
-            format!(
-                "session {} names no working directory; written for your home directory {home}",
-                s.id
-            ),
+            format!("names no working directory; written for your home directory {home}"),
         );
         home.clone()
     });
@@ -865,8 +865,9 @@ fn write_composed(
     let mut id = claude_id(s.id.as_str());
     let mut composed = compose_as(&id);
     if !composed.dropped.is_empty() {
-        ctx.diagnostics.left_out(
-            Path::new(s.id.as_str()),
+        ctx.diagnostics.in_session(
+            Severity::LeftOut,
+            s.id.as_str(),
             None,
             format!(
                 "{} updates have no place in a Claude Code transcript and were left out",

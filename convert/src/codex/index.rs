@@ -204,7 +204,7 @@ mod tests {
         let items = d.items();
         assert_eq!(items.len(), 1, "{items:?}");
         assert_eq!(items[0].line, Some(1));
-        assert_eq!(items[0].file, Some(home.path().join(FILE)));
+        assert_eq!(items[0].file(), Some(home.path().join(FILE).as_path()));
         assert!(items[0].message.contains("not UTF-8"), "{}", items[0]);
     }
 }

@@ -661,7 +661,7 @@ mod tests {
         assert_eq!(found[0].path, good);
         let items = d.items();
         assert_eq!(items.len(), 1, "{items:?}");
-        assert_eq!(items[0].file.as_deref(), Some(odd.as_path()));
+        assert_eq!(items[0].file(), Some(odd.as_path()));
         assert!(items[0].message.contains("thread UUID"), "{}", items[0]);
     }
 }

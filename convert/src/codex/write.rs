@@ -40,7 +40,7 @@ use crate::kit::conversation::Folder;
 use crate::kit::fsops::{Created, Writer};
 use crate::kit::pathmap::PathMap;
 use crate::kit::placement::SessionPlaced;
-use crate::kit::report::Diagnostics;
+use crate::kit::report::{Diagnostics, Severity};
 
 /// Facts for the thread index row.
 #[derive(Debug, Clone, Default)]
@@ -360,8 +360,9 @@ impl<'a> SessionWriter<'a> {
                             folder.push(u.take());
                         }
                     }
-                    Err(e) => self.diagnostics.note(
-                        Path::new(session.id.as_str()),
+                    Err(e) => self.diagnostics.in_session(
+                        Severity::Note,
+                        session.id.as_str(),
                         Some(n),
                         format!("update line is not JSON ({e}); skipped"),
                     ),
@@ -392,8 +393,9 @@ impl<'a> SessionWriter<'a> {
         let start = match compose::first_time(&items).or(fallback) {
             Some(t) => t,
             None => {
-                self.diagnostics.note(
-                    Path::new(sid),
+                self.diagnostics.in_session(
+                    Severity::Note,
+                    sid,
                     None,
                     "the session carries no time; it was dated 1970-01-01 (the same every time, so importing it again finds it)",
                 );
@@ -443,8 +445,9 @@ impl<'a> SessionWriter<'a> {
             }
         };
         if !built.dropped.is_empty() {
-            self.diagnostics.left_out(
-                std::path::Path::new(sid),
+            self.diagnostics.in_session(
+                Severity::LeftOut,
+                sid,
                 None,
                 format!(
                     "{} updates have no place in a Codex rollout and were left out",
@@ -454,8 +457,9 @@ impl<'a> SessionWriter<'a> {
         }
         if !built.not_run.is_empty() {
             let s = &built.settings;
-            self.diagnostics.left_out(
-                std::path::Path::new(sid),
+            self.diagnostics.in_session(
+                Severity::LeftOut,
+                sid,
                 None,
                 format!(
                     "its {} {} not for Codex; the thread runs with model {}, approval {}, \
@@ -473,8 +477,9 @@ impl<'a> SessionWriter<'a> {
             );
         }
         if built.user_turns == 0 {
-            self.diagnostics.note(
-                Path::new(sid),
+            self.diagnostics.in_session(
+                Severity::Note,
+                sid,
                 None,
                 "the session has no user message; Codex lists only threads that start with one",
             );

@@ -41,22 +41,53 @@ impl Severity {
     }
 }
 
+/// What a finding is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// A file (of the store read, or written).
+    File(PathBuf),
+    /// A session of the state being written, by its id in the state: a writer's finding about
+    /// the session's update stream (its `line` is the stream's line), or about the session as
+    /// a whole, before it has a file of its own.
+    Session(String),
+}
+
 /// One finding.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
     pub severity: Severity,
-    pub file: Option<PathBuf>,
-    /// 1-based line, for line-oriented files.
+    pub subject: Option<Subject>,
+    /// 1-based line, for line-oriented files and update streams.
     pub line: Option<u64>,
     pub message: String,
 }
 
+impl Diagnostic {
+    /// The file the finding is about, if it is about a file.
+    pub fn file(&self) -> Option<&Path> {
+        match &self.subject {
+            Some(Subject::File(p)) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The session (by its id in the state) the finding is about, if it is about one.
+    pub fn session(&self) -> Option<&str> {
+        match &self.subject {
+            Some(Subject::Session(id)) => Some(id),
+            _ => None,
+        }
+    }
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.file, self.line) {
-            (Some(p), Some(l)) => write!(f, "{}:{l}: ", p.display())?,
-            (Some(p), None) => write!(f, "{}: ", p.display())?,
-            _ => {}
+        match (&self.subject, self.line) {
+            (Some(Subject::File(p)), Some(l)) => write!(f, "{}:{l}: ", p.display())?,
+            (Some(Subject::File(p)), None) => write!(f, "{}: ", p.display())?,
+            (Some(Subject::Session(id)), Some(l)) => write!(f, "session {id}, update line {l}: ")?,
+            (Some(Subject::Session(id)), None) => write!(f, "session {id}: ")?,
+            (None, _) => {}
         }
         f.write_str(&self.message)
     }
@@ -106,7 +137,7 @@ impl Diagnostics {
     fn at(&self, severity: Severity, file: &Path, line: Option<u64>, message: impl Into<String>) {
         self.push(Diagnostic {
             severity,
-            file: Some(file.to_path_buf()),
+            subject: Some(Subject::File(file.to_path_buf())),
             line,
             message: message.into(),
         });
@@ -116,7 +147,24 @@ impl Diagnostics {
     pub fn note(&self, file: &Path, line: Option<u64>, message: impl Into<String>) {
         self.push(Diagnostic {
             severity: Severity::Note,
-            file: Some(file.to_path_buf()),
+            subject: Some(Subject::File(file.to_path_buf())),
+            line,
+            message: message.into(),
+        });
+    }
+
+    /// A finding about session `id` of the state being written (at `line` of its update
+    /// stream), not about a file: a writer's, before the session has a file of its own.
+    pub fn in_session(
+        &self,
+        severity: Severity,
+        id: &str,
+        line: Option<u64>,
+        message: impl Into<String>,
+    ) {
+        self.push(Diagnostic {
+            severity,
+            subject: Some(Subject::Session(id.to_owned())),
             line,
             message: message.into(),
         });

@@ -338,7 +338,7 @@ fn a_locked_database_is_named_and_nothing_is_read_half() {
     let items = d.items();
     assert!(
         items.iter().any(|i| i.severity.is_not_carried()
-            && i.file.as_deref() == Some(db.as_path())
+            && i.file() == Some(db.as_path())
             && i.message.contains("locked")),
         "{items:?}"
     );
