@@ -366,6 +366,11 @@ pub fn build(items: &[Item], h: &Header<'_>) -> Composed {
                     .and_then(Value::as_str)
                     .unwrap_or("unknown")
                     .to_owned();
+                // The title travels as the session's own (`h.title`, the `session_info` entry
+                // below): not left out (new-user trial helper-122, 3).
+                if k == "session_info_update" {
+                    continue;
+                }
                 if !dropped.contains(&k) {
                     dropped.push(k);
                 }
@@ -416,6 +421,8 @@ mod tests {
             p(
                 json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Done"}}),
             ),
+            p(json!({"sessionUpdate": "session_info_update", "title": "T"})),
+            p(json!({"sessionUpdate": "usage_update", "used": 10, "size": 100})),
         ]);
         let c = build(
             &items,
@@ -459,6 +466,8 @@ mod tests {
         assert_eq!(c.lines[5]["message"]["isError"], true);
         assert_eq!(c.lines[5]["message"]["toolName"], "bash");
         assert!(c.resumable);
+        // The title is written (`session_info`): only what has no place is left out.
+        assert_eq!(c.dropped, ["usage_update"]);
         // Chained, and the same bytes every time.
         for w in c.lines[1..].windows(2) {
             assert_eq!(w[1]["parentId"], w[0]["id"]);
