@@ -3084,6 +3084,80 @@ fn pack_from_repo_gives_the_bundle_asp_pack_makes_byte_for_byte() {
     assert!(packed == pack_repo_to(&repo, &t.path().join("d.aspstate"), "latest"));
 }
 
+/// A keep policy keeps a snapshot that alone holds a session. A series of bundles records
+/// no session as gone, so the bundle packed after a session was deleted lacks it, and keeping
+/// only the newest snapshot let prune delete the session (review helper-123, 3).
+#[test]
+fn a_keep_policy_keeps_a_snapshot_that_alone_holds_a_session() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let bundle = t.path().join("a.aspstate");
+    let repo = t.path().join("repo");
+    let add = || {
+        asp()
+            .args(["backup", "-q", "--from-bundle"])
+            .arg(&bundle)
+            .arg("--repo")
+            .arg(&repo)
+            .assert()
+            .success();
+    };
+    pack_home_to(&home, &bundle);
+    add();
+    fs::remove_file(home.join(GATEWAY).join(format!("{C}.jsonl"))).unwrap();
+    let _ = fs::remove_dir_all(home.join(GATEWAY).join(C));
+    fs::remove_file(&bundle).unwrap();
+    pack_home_to(&home, &bundle);
+    add();
+    let forget = |json: bool| {
+        let mut cmd = asp();
+        cmd.args(["forget", "--keep-last", "1", "--repo"])
+            .arg(&repo);
+        if json {
+            cmd.args(["--json", "--dry-run"]);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let planned: Value = serde_json::from_str(&forget(true)).unwrap();
+    assert_eq!(
+        planned["heldBack"][0]["sessions"],
+        json!([C]),
+        "{planned:#}"
+    );
+    assert_eq!(planned["snapshots"]["remove"], json!([]), "{planned:#}");
+    let said = forget(false);
+    assert!(
+        said.contains("forgot 0 snapshots") && said.contains(&format!("holds session {C}")),
+        "{said}"
+    );
+    asp()
+        .args(["prune", "-q", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    // The newest snapshot does not hold it; the one kept does, and restores it.
+    let kept = planned["heldBack"][0]["snapshot"]["digest"]
+        .as_str()
+        .unwrap();
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    asp()
+        .args(["restore", "-q", "--to", "claude-code", "--snapshot", kept])
+        .args(["--session", C, "--home"])
+        .arg(&fresh)
+        .arg("--repo")
+        .arg(&repo)
+        .assert()
+        .success();
+    assert!(fresh.join(GATEWAY).join(format!("{C}.jsonl")).exists());
+}
+
 #[test]
 fn a_bundle_becomes_a_snapshot() {
     let t = tmp();

@@ -607,8 +607,7 @@ fn a_transcript_without_a_conversation_is_said_to_hold_none_and_still_packed() {
         !r.diagnostics
             .iter()
             .any(|d| d.message.contains("holds no conversation")
-                && d.file()
-                    .is_some_and(|f| f.ends_with(format!("{A}.jsonl")))),
+                && d.file().is_some_and(|f| f.ends_with(format!("{A}.jsonl")))),
         "{:#?}",
         r.diagnostics
     );

@@ -973,9 +973,7 @@ fn damage_is_named(h: &str) {
     fs::write(&log, bytes).unwrap();
     let back = read(h, home.path());
     let named = back.diagnostics.iter().any(|d| {
-        d.severity.is_not_carried()
-            && d.file() == Some(log.as_path())
-            && d.line == Some(lines + 1)
+        d.severity.is_not_carried() && d.file() == Some(log.as_path()) && d.line == Some(lines + 1)
     });
     assert!(
         named,

@@ -227,8 +227,9 @@ fn damaged_stores_are_reported_with_file_and_line_and_nothing_is_lost() {
     // 3: no events.jsonl: no session, the directory named as left out.
     let three = "33333333-4444-4555-8666-777777777777";
     assert!(
-        r.diagnostics.iter().any(|d| d.severity.is_not_carried()
-            && d.file() == Some(states.join(three).as_path())),
+        r.diagnostics
+            .iter()
+            .any(|d| d.severity.is_not_carried() && d.file() == Some(states.join(three).as_path())),
         "{:#?}",
         r.diagnostics
     );

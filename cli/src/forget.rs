@@ -2,7 +2,7 @@
 
 use asp_convert::kit::time;
 use asp_repo::forget::{
-    DropSessions, KeepPolicy, NamedPlan, drop_sessions, forget, plan, plan_named,
+    DropSessions, KeepPolicy, NamedPlan, drop_sessions, forget, plan_keeping_sessions, plan_named,
 };
 use asp_repo::{Repository, SnapshotInfo};
 use clap::Parser;
@@ -164,7 +164,7 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
         );
     }
     if !policy.is_empty() {
-        let p = plan(&repo.snapshots()?, &policy);
+        let (p, held) = plan_keeping_sessions(&repo, &repo.snapshots()?, &policy)?;
         if !args.dry_run {
             forget(&repo, &p.remove)?;
         }
@@ -187,11 +187,33 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
             for s in &p.remove {
                 crate::outln!("  {}", snapshot_line(s));
             }
+            for h in &held {
+                let why = match h.sessions.as_slice() {
+                    [] => "its state cannot be read to tell which sessions it holds (`asp check` says why)".to_owned(),
+                    ids => format!(
+                        "no other snapshot kept of {} in {} holds {} {}",
+                        h.snapshot.harness,
+                        h.snapshot.home,
+                        if ids.len() == 1 { "session" } else { "sessions" },
+                        match ids.len() {
+                            1..=5 => ids.join(", "),
+                            n => format!("{} and {} more", ids[..5].join(", "), n - 5),
+                        }
+                    ),
+                };
+                crate::outln!("  kept {}: {why}", snapshot_line(&h.snapshot));
+            }
         }
         json.insert(
             "snapshots".to_owned(),
             serde_json::to_value(&p).expect("serialises"),
         );
+        if !held.is_empty() {
+            json.insert(
+                "heldBack".to_owned(),
+                serde_json::to_value(&held).expect("serialises"),
+            );
+        }
     }
     if args.common.json {
         json.insert("dryRun".to_owned(), serde_json::Value::Bool(args.dry_run));

@@ -89,6 +89,85 @@ pub fn plan(snapshots: &[SnapshotInfo], policy: &KeepPolicy) -> ForgetPlan {
     ForgetPlan { keep, remove }
 }
 
+/// A snapshot a keep policy would forget that [`plan_keeping_sessions`] keeps, and why.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldBack {
+    pub snapshot: SnapshotInfo,
+    /// The sessions (by id) no other snapshot the plan keeps of its series holds.
+    pub sessions: Vec<String>,
+}
+
+/// [`plan`], and then every snapshot it would forget that holds a session (by id, gone from
+/// the source or not) that no snapshot it keeps of the same series holds is kept too, newest
+/// first. The newest snapshot of a series holds every session of it when each backup was made
+/// from the one before; this keeps the promise that no keep policy loses a session when one
+/// was not: a backup that could not read its parent's source records (damaged) made its
+/// snapshot from an older one, and a series of `--from-bundle` backups records no session as
+/// gone (found by review helper-123, reproduced with `asp forget --keep-last 1` and `asp
+/// prune`). Reads the state of every snapshot of a series the plan forgets one of (not their
+/// bodies); a snapshot whose state cannot be read is kept, as one that may hold any session.
+pub fn plan_keeping_sessions(
+    repo: &Repository,
+    snapshots: &[SnapshotInfo],
+    policy: &KeepPolicy,
+) -> Result<(ForgetPlan, Vec<HeldBack>), RepoError> {
+    let planned = plan(snapshots, policy);
+    if planned.remove.is_empty() {
+        return Ok((planned, Vec::new()));
+    }
+    let ids = |info: &SnapshotInfo| -> Result<Option<BTreeSet<String>>, RepoError> {
+        match Snapshot::load_for_reading(repo, info) {
+            Ok(snap) => Ok(Some(
+                snap.state
+                    .sessions
+                    .iter()
+                    .flatten()
+                    .map(|s| s.id.to_string())
+                    .collect(),
+            )),
+            Err(e) if asp_format::Classify::class(&e) == asp_format::ErrorClass::Integrity => {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    };
+    let removed: HashSet<Digest> = planned.remove.iter().map(|s| s.digest).collect();
+    let mut held = Vec::new();
+    for group in series_of(snapshots).values() {
+        if !group.iter().any(|s| removed.contains(&s.digest)) {
+            continue;
+        }
+        let mut kept: BTreeSet<String> = BTreeSet::new();
+        for s in group.iter().filter(|s| !removed.contains(&s.digest)) {
+            kept.extend(ids(s)?.unwrap_or_default());
+        }
+        for s in group.iter().rev().filter(|s| removed.contains(&s.digest)) {
+            let Some(own) = ids(s)? else {
+                held.push(HeldBack {
+                    snapshot: (*s).clone(),
+                    sessions: Vec::new(),
+                });
+                continue;
+            };
+            let alone: Vec<String> = own.difference(&kept).cloned().collect();
+            if !alone.is_empty() {
+                kept.extend(own);
+                held.push(HeldBack {
+                    snapshot: (*s).clone(),
+                    sessions: alone,
+                });
+            }
+        }
+    }
+    let back: HashSet<Digest> = held.iter().map(|h| h.snapshot.digest).collect();
+    let (keep, remove) = snapshots
+        .iter()
+        .cloned()
+        .partition(|s| !removed.contains(&s.digest) || back.contains(&s.digest));
+    Ok((ForgetPlan { keep, remove }, held))
+}
+
 /// The newest snapshot of each of the newest `n` buckets.
 fn newest_per(
     newest_first: &[&SnapshotInfo],
