@@ -1889,7 +1889,8 @@ fn a_state_directory_packs_as_saying_only_the_kinds_it_gives() {
 }
 
 /// What a killed `asp-pack` leaves beside its output (its bundle's `.aspstate-*.partial`, its
-/// `.aspstate-layers-*` staging folder) is removed by the next pack into that folder: up to a
+/// `.aspstate-layers-*` staging folder), or a killed unpack that spooled its bodies (its
+/// `.aspstate-staging-*` folder), is removed by the next pack into that folder: up to a
 /// bundle's size was left there for good each time. What another pack is still writing (its
 /// lock held), what was made in the last minute, and names not of a bundle's write stay.
 #[cfg(unix)]
@@ -1907,6 +1908,10 @@ fn the_next_pack_sweeps_what_a_killed_one_left_beside_its_output() {
     age(&at(".aspstate-layers-Killed"));
     fs::write(at(".aspstate-Killed.partial"), b"PK half a bundle").unwrap();
     age(&at(".aspstate-Killed.partial"));
+    // What a killed restore with --map-path spooled: conversations, decompressed.
+    fs::create_dir(at(".aspstate-staging-Killed")).unwrap();
+    fs::write(at(".aspstate-staging-Killed/partial-0"), b"{\"update\":{}}").unwrap();
+    age(&at(".aspstate-staging-Killed"));
     // Another pack's, running: its folder locked as a running pack holds it.
     fs::create_dir(at(".aspstate-layers-Running")).unwrap();
     age(&at(".aspstate-layers-Running"));

@@ -136,19 +136,20 @@ pub trait BlobSource: Send + Sync {
 /// Blobs in a temporary directory, one file per digest.
 ///
 /// Create it next to the output so the spooled bodies land on the same filesystem and not in a
-/// `/tmp` that may be memory-backed. The directory is removed when the store is dropped.
+/// `/tmp` that may be memory-backed. The directory is removed when the store is dropped, and
+/// locked while it lives, so that one a killed process left behind (conversations,
+/// decompressed, in the home a restore writes to) is swept by the next write there
+/// ([`crate::bundle::leftovers`]; found by review helper-123).
 #[derive(Debug)]
 pub struct StagingStore {
-    dir: tempfile::TempDir,
+    dir: crate::bundle::leftovers::StagingDir,
     counter: AtomicU64,
 }
 
 impl StagingStore {
     /// A new, empty store in a fresh directory under `parent`.
     pub fn new_in(parent: &Path) -> Result<Self, BlobError> {
-        let dir = tempfile::Builder::new()
-            .prefix(".aspstate-staging-")
-            .tempdir_in(parent)
+        let dir = crate::bundle::leftovers::staging_dir_named(parent, ".aspstate-staging-")
             .map_err(|source| BlobError::Io {
                 path: parent.to_path_buf(),
                 source,

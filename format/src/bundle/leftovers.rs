@@ -3,6 +3,9 @@
 //!
 //! A bundle is written into `.aspstate-*.partial` beside its path, then renamed, and its
 //! layers are staged in a `.aspstate-layers-*` folder there ([`super::layers::LayerStore`]).
+//! An unpack whose bodies must be spooled (a restore with `--map-path`) spools them into a
+//! `.aspstate-staging-*` folder beside what it writes ([`crate::blob::StagingStore`]): the
+//! conversations, decompressed.
 //! `kill -9`, a power cut or the out-of-memory killer leave both behind: up to the size of the
 //! bundle each time, for good, in a folder a scheduled backup writes to every hour.
 //!
@@ -22,6 +25,7 @@ const GRACE: Duration = Duration::from_secs(60);
 /// Whether `name` is of a temporary file or staging folder a bundle write makes.
 fn is_ours(name: &str) -> bool {
     name.starts_with(".aspstate-layers-")
+        || name.starts_with(".aspstate-staging-")
         || (name.starts_with(".aspstate-") && name.ends_with(".partial"))
 }
 
@@ -53,10 +57,14 @@ impl StagingDir {
 /// A new `.aspstate-layers-*` folder in `parent`, locked ([`hold`]), once the leftovers of
 /// killed writes there are swept.
 pub(crate) fn staging_dir(parent: &Path) -> std::io::Result<StagingDir> {
+    staging_dir_named(parent, ".aspstate-layers-")
+}
+
+/// [`staging_dir`] with another of [`is_ours`]'s prefixes.
+pub(crate) fn staging_dir_named(parent: &Path, prefix: &str) -> std::io::Result<StagingDir> {
+    debug_assert!(is_ours(prefix));
     sweep(parent);
-    let dir = tempfile::Builder::new()
-        .prefix(".aspstate-layers-")
-        .tempdir_in(parent)?;
+    let dir = tempfile::Builder::new().prefix(prefix).tempdir_in(parent)?;
     #[cfg(unix)]
     let held = File::open(dir.path()).ok().inspect(hold);
     #[cfg(not(unix))]
@@ -114,6 +122,7 @@ mod tests {
     fn names_of_a_bundle_writes_temporaries_are_ours_and_no_others() {
         for ours in [
             ".aspstate-layers-Ab12Cd",
+            ".aspstate-staging-Ab12Cd",
             ".aspstate-Ab12Cd.partial",
             ".aspstate-.partial",
         ] {

@@ -11,7 +11,7 @@
 mod contexts;
 pub mod layers;
 mod layout;
-mod leftovers;
+pub(crate) mod leftovers;
 pub use leftovers::hold as hold_temporary;
 pub mod oci;
 mod part;
