@@ -675,10 +675,13 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
         } else {
             taken.to_string().replace(',', ", ")
         };
+        // The home backed up is named: several homes' backups can hold the same session, and
+        // which one it came from is what the user may want to know (new-user trial helper-122).
         crate::outln!(
-            "{verb} {taken} from {shown} ({} of {}) into {}{}",
+            "{verb} {taken} from {shown} ({} of {} in {}) into {}{}",
             info.created,
             info.harness,
+            info.home,
             store.describe_location(),
             imported.summary_tail()
         );
