@@ -3403,7 +3403,9 @@ fn a_backup_waiting_for_a_lock_says_so_and_a_new_repository_is_said() {
     assert_eq!(fs::read(repo.join("index.json")).unwrap(), index);
     // A lock freed within the limit is taken: this backup waits up to a minute, and goes on
     // once the lock is free (below).
-    let (mut limited, _, line) = backup_waiting(&home, &repo, &["--lock-wait", "1m"]);
+    // (Its stderr is kept open: once the repository's lock is let go it may wait for the
+    // other backup's lock of the series, and says so there.)
+    let (mut limited, _limited_err, line) = backup_waiting(&home, &repo, &["--lock-wait", "1m"]);
     assert!(
         line.starts_with("waiting up to 60s for the asp prune (or check --repair) running on"),
         "{line}"
