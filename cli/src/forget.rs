@@ -31,9 +31,10 @@ Examples:
       has them).
 
 Policies apply per harness and home. The newest snapshot of each is always kept: it holds
-every session ever backed up, so no policy loses a session; only --gone-before and --session
-let sessions go (older snapshots keep them until forgotten themselves), or --snapshot naming
-that newest one.
+every session ever backed up, so no policy loses a session; an older snapshot that alone holds
+a session (a series of --from-bundle backups, a backup made past a damaged parent) is kept too,
+and said. Only --gone-before and --session let sessions go (older snapshots keep them until
+forgotten themselves), or --snapshot naming that newest one.
 
 {EXIT_CODES_HELP}"))]
 pub struct ForgetArgs {
