@@ -57,6 +57,10 @@ macro_rules! contract {
                     super::a_diverged_thread_is_kept_beside(H)
                 }
                 #[test]
+                fn a_session_cut_short_there_is_kept_beside_not_filled_in() {
+                    super::a_cut_short_session_is_kept_beside(H)
+                }
+                #[test]
                 fn a_session_continued_there_is_already_there() {
                     super::a_continued_session_is_already_there(H)
                 }
@@ -615,6 +619,54 @@ fn a_continued_session_is_already_there(h: &str) {
         before == crate::support::files_in(home.path()),
         "{h}: nothing is written for it"
     );
+}
+
+/// A session there that lacks the carried one's last records (a conversation rewound or
+/// trimmed there, or an older copy of it) is another version: the carried one is kept beside
+/// it, and the one there is left as it is, never filled in with what it no longer has (nor
+/// with what it never had). A log loses its last line; a database its session's last message.
+fn a_cut_short_session_is_kept_beside(h: &str) {
+    let packed = read(h, &sample(h));
+    let home = tmp();
+    write(h, home.path(), &packed, false);
+    let (id, before) = if let Some((id, db)) = database(&packed.state, home.path()) {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        let last = "(SELECT id FROM message WHERE session_id = ?1 ORDER BY time_created DESC, \
+                    id DESC LIMIT 1)";
+        c.execute(&format!("DELETE FROM part WHERE message_id = {last}"), [&id])
+            .unwrap();
+        let n = c
+            .execute(&format!("DELETE FROM message WHERE id = {last}"), [&id])
+            .unwrap();
+        assert_eq!(n, 1, "{h}: {id} has a message");
+        drop(c);
+        (id, Vec::new())
+    } else {
+        let (id, log) = main_log(&packed.state, home.path());
+        let mut cut = fs::read(&log).unwrap();
+        let last = cut[..cut.len() - 1]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1);
+        cut.truncate(last);
+        fs::write(&log, &cut).unwrap();
+        (id, cut)
+    };
+    let answer = write(h, home.path(), &packed, false);
+    let copy = &answer.sessions[&id];
+    assert_ne!(copy, &id, "{h}: the carried {id} is kept beside: {answer:?}");
+    assert!(!answer.already_there.contains(&id), "{h}: {answer:?}");
+    if database(&packed.state, home.path()).is_some() {
+        let back = read(h, home.path());
+        assert_ne!(
+            back.session(&id).updates,
+            packed.session(&id).updates,
+            "{h}: the one there was filled in with what it lacked"
+        );
+    } else {
+        let (_, log) = main_log(&packed.state, home.path());
+        assert_eq!(fs::read(&log).unwrap(), before, "{h}: the log there is kept");
+    }
 }
 
 /// MCP servers added to a configuration file the home already had are each named in the

@@ -180,7 +180,7 @@ impl RepoArg {
         let existed = asp_repo::Repository::is_at(&path);
         let repo = asp_repo::Repository::open_or_init(&path)?;
         if !existed {
-            eprintln!("created a new repository at {}", path.display());
+            crate::errln!("created a new repository at {}", path.display());
         }
         Ok(self.wait.apply(repo))
     }
@@ -188,7 +188,7 @@ impl RepoArg {
 
 /// `repo`, saying on stderr when it waits for a lock another process holds.
 fn waits_said(repo: asp_repo::Repository) -> asp_repo::Repository {
-    repo.with_wait_notice(|m| eprintln!("{m}"))
+    repo.with_wait_notice(|m| crate::errln!("{m}"))
 }
 
 #[cfg(test)]

@@ -81,7 +81,7 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
                 )
             })
             .collect();
-        eprintln!(
+        crate::errln!(
             "rebuilt {}: {} listed (a snapshot forgotten but not yet pruned is listed again: \
              `asp forget` it again){}",
             repo.root().join("index.json").display(),

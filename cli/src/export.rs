@@ -78,9 +78,9 @@ pub fn run(args: ExportArgs) -> crate::exit::Result<Exit> {
         return Ok(Exit::Ok);
     }
     for line in damaged.lines() {
-        eprintln!("damaged: {}: {line}", input.display());
+        crate::errln!("damaged: {}: {line}", input.display());
     }
-    eprintln!(
+    crate::errln!(
         "left out, their data in the bundle being damaged: {}",
         damaged.summary()
     );

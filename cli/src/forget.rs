@@ -137,7 +137,7 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
                 crate::outln!("  {s}");
             }
             if !dropped.still_in_source.is_empty() {
-                eprintln!(
+                crate::errln!(
                     "warning: {} still in the harness's store when last backed up ({}): the \
                      next backup keeps {} again; delete {} in the harness first",
                     human::count(

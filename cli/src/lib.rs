@@ -50,6 +50,18 @@ macro_rules! outln {
     }};
 }
 
+/// `eprintln!` that never panics: a message that cannot be written to standard error (its
+/// reader went away: `asp backup 2>&1 | head -1`) is dropped and the command goes on, so a
+/// backup or restore is never cut short half way by where its messages go. What it did still
+/// shows in its exit code.
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 /// Runs a command and turns its outcome into an exit code, printing the error (with its
 /// causes) on stderr. The code is the error's class ([`exit::Failure`]). A closed standard
 /// output (the reader of a pipe went away) ends the command quietly, with the status a shell
@@ -59,7 +71,7 @@ pub fn finish(program: &str, result: exit::Result<Exit>) -> ExitCode {
         Ok(code) => code.into(),
         Err(err) if err.is_broken_pipe() => ExitCode::from(141),
         Err(err) => {
-            eprintln!("{program}: error: {err}");
+            errln!("{program}: error: {err}");
             err.exit().into()
         }
     }

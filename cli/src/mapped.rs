@@ -69,7 +69,7 @@ impl Mapped {
         if state.sessions.as_ref().is_some_and(|s| !s.is_empty()) {
             for rule in map.unused(used) {
                 let old = rule.split_once('=').map_or(rule.as_str(), |(o, _)| o);
-                eprintln!(
+                crate::errln!(
                     "warning: --map-path {rule}: no session's working directory and no MCP \
                      server's path is under {old} (a typo?)"
                 );

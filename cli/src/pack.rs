@@ -427,12 +427,12 @@ pub fn run(args: PackArgs) -> Result<Exit> {
             "findings": items.iter().map(human::finding_json).collect::<Vec<_>>(),
         });
         if to_stdout {
-            eprintln!("{out}");
+            crate::errln!("{out}");
         } else {
             crate::outln!("{out}");
         }
     } else if to_stdout {
-        eprintln!("{summary}");
+        crate::errln!("{summary}");
     } else {
         crate::outln!("{summary}");
     }
@@ -512,7 +512,7 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
         // Several harnesses or homes backed up: the newest of them all is one of several a
         // user may have meant.
         if newest.len() > 1 {
-            eprintln!(
+            crate::errln!(
                 "note: {} holds snapshots of {} harnesses or homes; `latest` is the newest of \
                  them all ({} of {}); --snapshot ID packs another (`asp snapshots` lists them)",
                 repo.root().display(),
@@ -555,7 +555,7 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
         (info, snapshot, Vec::new())
     };
     for p in &passed_over {
-        eprintln!(
+        crate::errln!(
             "damaged: {}; packing snapshot {} ({} of {} in {}), the newest that can be read",
             p.error,
             info.short_id(),
@@ -636,7 +636,7 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
         )
     };
     if to_stdout {
-        eprintln!("{line}");
+        crate::errln!("{line}");
     } else {
         crate::outln!("{line}");
     }

@@ -27,9 +27,9 @@ impl Bar {
     /// Prints a line above the bar (or plainly when it is hidden), on stderr.
     pub fn println(&self, line: impl AsRef<str>) {
         if self.bar.is_hidden() {
-            eprintln!("{}", line.as_ref());
+            crate::errln!("{}", line.as_ref());
         } else {
-            self.bar.suspend(|| eprintln!("{}", line.as_ref()));
+            self.bar.suspend(|| crate::errln!("{}", line.as_ref()));
         }
     }
 
@@ -112,9 +112,9 @@ impl TransferBar {
     /// Prints a line above the bar (or plainly when it is hidden), on stderr.
     pub fn println(&self, line: impl AsRef<str>) {
         if self.bar.is_hidden() {
-            eprintln!("{}", line.as_ref());
+            crate::errln!("{}", line.as_ref());
         } else {
-            self.bar.suspend(|| eprintln!("{}", line.as_ref()));
+            self.bar.suspend(|| crate::errln!("{}", line.as_ref()));
         }
     }
 

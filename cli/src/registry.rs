@@ -498,7 +498,7 @@ fn snapshot_source(args: &PushArgs, id: &str, reference: &str) -> Result<Source>
             .map(|s| format!("{} ({}, {})", s.short_id(), s.harness, s.home))
             .collect();
         if !others.is_empty() {
-            eprintln!(
+            crate::errln!(
                 "note: `latest` is the newest snapshot, {}'s; the newest of each other \
                  series stays here: {} (push each by its id, to a tag of its own)",
                 info.harness,

@@ -149,7 +149,7 @@ pub fn pick(repo: &Repository, id: &str, harness: &str, home: &Home) -> Result<S
             .map(|o| format!("{} (snapshot {})", o.home, o.short_id()))
             .collect();
         if !others.is_empty() {
-            eprintln!(
+            crate::errln!(
                 "note: restoring the newest backup of {harness}, of {} (snapshot {}); the \
                  repository also holds backups of {harness} from {}: name one with --snapshot ID",
                 s.home,
@@ -407,7 +407,7 @@ fn run_all(args: RestoreArgs) -> Result<Exit> {
         .map(|s| s.harness)
         .partition(|h| known.contains(h));
     for h in &unknown {
-        eprintln!(
+        crate::errln!(
             "note: the repository's snapshots of {h} are not restored: this build has no {h} \
              converter"
         );
@@ -471,7 +471,7 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
     let shown = format!("snapshot {}", info.short_id());
     // Said before anything is written, `-q` or not: what is restored is not the newest.
     for p in &passed_over {
-        eprintln!(
+        crate::errln!(
             "damaged: {}; restoring from {shown} ({} of {} in {}), the newest that can be read",
             p.error, info.created, info.harness, info.home
         );
@@ -479,7 +479,7 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
     // A series looked in first, whose damaged newest snapshot may have held the sessions: a
     // note, not a failure (they are restored whole from the series they are found in).
     for (newest, p) in &elsewhere {
-        eprintln!(
+        crate::errln!(
             "note: {}; passed over while looking for the sessions in {} in {}, which it may \
              have held; restoring from {shown} ({} of {} in {}), which holds them",
             p.error, newest.harness, newest.home, info.created, info.harness, info.home

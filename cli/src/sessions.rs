@@ -187,7 +187,7 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
             .filter(|d| d.severity.is_loss())
             .collect();
         for line in crate::human::finding_lines(lost.iter()) {
-            eprintln!("{line}");
+            crate::errln!("{line}");
         }
         incomplete = !lost.is_empty();
     } else {
@@ -206,14 +206,14 @@ pub fn run(args: SessionsArgs) -> Result<Exit> {
                 Snapshot::load_for_reading,
             )?;
             for p in &passed_over {
-                eprintln!("damaged: {} ({}): {}", newest.harness, newest.home, p.error);
+                crate::errln!("damaged: {} ({}): {}", newest.harness, newest.home, p.error);
                 damaged = true;
             }
             let Some(snap) = found else { continue };
             let info = &snap.info;
             if let Some(problem) = &snap.sources_damage {
                 // Its sessions are listed; which of them the source no longer has is not known.
-                eprintln!(
+                crate::errln!(
                     "damaged: {} ({}): snapshot {}: {problem}; its sessions are listed, but not \
                      which are gone from the source; `asp check` names the damage",
                     newest.harness,

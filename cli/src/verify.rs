@@ -82,10 +82,10 @@ pub fn run(args: VerifyArgs) -> crate::exit::Result<Exit> {
         );
     } else {
         for w in &report.warnings {
-            eprintln!("warning: {w}");
+            crate::errln!("warning: {w}");
         }
         for p in &report.problems {
-            eprintln!("bad: {p}");
+            crate::errln!("bad: {p}");
         }
         let digest = report
             .digest

@@ -25,11 +25,17 @@ use zstd::zstd_safe::{CCtx, CParameter};
 
 /// The size of `src` in one frame against `prefix` at level 3, with `hash_log` (0: the
 /// level's own), with long-distance matching or without.
-fn compressed(src: &[u8], prefix: &[u8], hash_log: u32, ldm: bool) -> Result<usize, Error> {
+fn compressed(
+    src: &[u8],
+    prefix: &[u8],
+    level: i32,
+    hash_log: u32,
+    ldm: bool,
+) -> Result<usize, Error> {
     let err = |code: usize| zstd::zstd_safe::get_error_name(code).to_owned();
     let mut cctx = CCtx::create();
     let mut set = |p: CParameter| cctx.set_parameter(p).map(|_| ()).map_err(err);
-    set(CParameter::CompressionLevel(3))?;
+    set(CParameter::CompressionLevel(level))?;
     set(CParameter::ContentSizeFlag(true))?;
     set(CParameter::ChecksumFlag(false))?;
     set(CParameter::WindowLog(window_log(prefix.len(), src.len())))?;
@@ -59,19 +65,25 @@ fn main() -> Result<(), Error> {
     );
     println!("| update streams | bytes | time |");
     println!("|---|---|---|");
-    for (name, hash_log, ldm) in [
-        ("level 3's own table (2^17)", 0, false),
-        ("2^19", 19, false),
-        ("2^20 (the writer's)", 20, false),
-        ("2^21", 21, false),
-        ("2^17, long-distance matching", 0, true),
-        ("2^19, long-distance matching (before)", 19, true),
-        ("2^20, long-distance matching", 20, true),
+    for (name, level, hash_log, ldm) in [
+        ("level 3's own table (2^17)", 3, 0, false),
+        ("2^19", 3, 19, false),
+        ("2^20 (the writer's)", 3, 20, false),
+        ("2^21", 3, 21, false),
+        ("2^17, long-distance matching", 3, 0, true),
+        ("2^19, long-distance matching (before)", 3, 19, true),
+        ("2^20, long-distance matching", 3, 20, true),
+        ("level 1, its own table", 1, 0, false),
+        ("level 1, 2^20", 1, 20, false),
+        ("level 1, 2^19", 1, 19, false),
+        ("level 2, 2^20", 2, 20, false),
+        ("level -1, 2^20", -1, 20, false),
+        ("level -3, 2^20", -3, 20, false),
     ] {
         let t = Instant::now();
         let mut total = 0;
         for (stream, transcript) in &pairs {
-            total += compressed(stream, transcript, hash_log, ldm)?;
+            total += compressed(stream, transcript, level, hash_log, ldm)?;
         }
         println!("| {name} | {total} | {:.2} s |", t.elapsed().as_secs_f64());
     }

@@ -199,12 +199,12 @@ pub(crate) fn spawn(
 
     let incoming = BufReader::new(stdout).lines().inspect(move |line| {
         if let (true, Ok(line)) = (verbose, line) {
-            eprintln!("asp hub: wire Stdout: {line}");
+            crate::log::line(format_args!("asp hub: wire Stdout: {line}"));
         }
     });
     let outgoing = futures::sink::unfold(stdin, move |mut stdin, line: String| async move {
         if verbose {
-            eprintln!("asp hub: wire Stdin: {line}");
+            crate::log::line(format_args!("asp hub: wire Stdin: {line}"));
         }
         stdin.write_all(line.as_bytes()).await?;
         stdin.write_all(b"\n").await?;
@@ -259,7 +259,7 @@ async fn watch_exit(
     let exited = match status {
         Ok(status) => AgentExit::of(status, ended_by_hub),
         Err(e) => {
-            eprintln!("asp hub: cannot tell how the agent ended: {e}");
+            crate::log::line(format_args!("asp hub: cannot tell how the agent ended: {e}"));
             AgentExit {
                 code: None,
                 signal: None,
@@ -286,7 +286,7 @@ async fn show_stderr(stderr: async_process::ChildStderr) {
     let mut line: Vec<u8> = Vec::new();
     let show = |line: &mut Vec<u8>| {
         let text = String::from_utf8_lossy(line);
-        eprintln!("[agent] {}", text.trim_end_matches(['\n', '\r']));
+        crate::log::line(format_args!("[agent] {}", text.trim_end_matches(['\n', '\r'])));
         line.clear();
     };
     loop {

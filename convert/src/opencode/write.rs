@@ -98,26 +98,41 @@ fn place(writer: &Writer, db: &Path, list: &[Row]) -> rusqlite::Result<Outcome> 
             return Ok(Outcome::Migrations(why));
         }
         let mut missing = Vec::new();
+        // Whether a row of the session's own (not a project's) is there already: then every
+        // one must be, or the database holds another version of the session (messages
+        // reverted or deleted there), which is not this one's to fill in.
+        let mut own_there = false;
         for r in list {
             let cols = rows::columns(tx, &r.table)?;
             if let Some(why) = rows::misfit(&cols, r) {
                 return Ok(Outcome::Misfit(why));
             }
+            let shared = SHARED.contains(&r.table.as_str());
             match rows::existing(tx, r)? {
                 None => missing.push(r),
                 // Only the columns carried are compared: a composed row leaves the others to
                 // their defaults.
                 Some(there)
-                    if SHARED.contains(&r.table.as_str())
+                    if shared
                         || r.cols.iter().all(|(c, v)| {
                             NOT_COMPARED.contains(&(r.table.as_str(), c.as_str()))
                                 || there.get(c) == Some(v)
-                        }) => {}
+                        }) =>
+                {
+                    own_there |= !shared;
+                }
                 Some(_) => return Ok(Outcome::Taken),
             }
         }
         if missing.is_empty() {
             return Ok(Outcome::Same);
+        }
+        if own_there
+            && missing
+                .iter()
+                .any(|r| !SHARED.contains(&r.table.as_str()))
+        {
+            return Ok(Outcome::Taken);
         }
         for r in missing {
             rows::insert(tx, r)?;
