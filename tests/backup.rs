@@ -2276,6 +2276,13 @@ fn forget_and_prune_free_space_and_keep_every_session() {
     let listed = sessions_in(&repo);
     assert_eq!(listed.len(), 4);
     assert!(listed.iter().all(|r| r["id"] != A));
+    // And no snapshot is held back for it: the owner let it go (new-user trial helper-124, 4:
+    // the one before the forget was kept for good, and A with it).
+    let (code, out, err) = snapshots_listed(&repo);
+    assert_eq!(code, Some(0), "{err}");
+    let snapshots: Vec<Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(snapshots.len(), 1, "{out}");
+    assert_eq!(snapshots[0]["dropped"], json!([A]), "{out}");
 
     // A session no newest snapshot holds (a typo, or one already let go) is a usage error
     // that changes nothing, even beside one that exists.
@@ -5474,6 +5481,45 @@ fn a_whole_restore_with_map_path_takes_every_server() {
             "{harness}"
         );
     }
+}
+
+/// A session dropped goes with its subagent sessions (as `--session` restores them with it),
+/// and what was dropped is said by series: harness, home, the snapshot it was dropped from
+/// and the one made without it (new-user trial helper-124, 9 and 10: the subagent was left
+/// behind, listed as a conversation of its own; an id four series held was said four times
+/// with nothing to tell them apart).
+#[test]
+fn forgetting_a_session_drops_its_subagents_and_says_from_which_series() {
+    let (_t, home, repo) = home_and_repo();
+    backup(&home, &repo);
+    let (parent, agent) = (
+        "12821015-852a-451b-911f-ba64553fbf57",
+        "agent-a44a1a1a1ce6520e9",
+    );
+    assert!(sessions_in(&repo).iter().any(|r| r["id"] == agent));
+    let out = asp()
+        .args(["forget", "--session", parent, "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.starts_with("dropped 2 sessions from the newest snapshot of 1 series\n"),
+        "{said}"
+    );
+    let line = said.lines().nth(1).unwrap();
+    assert!(
+        line.starts_with("  claude-code ")
+            && line.contains(", new snapshot ")
+            && line.ends_with(&format!(": {parent}, {agent}")),
+        "{said}"
+    );
+    let listed = sessions_in(&repo);
+    assert!(
+        listed.iter().all(|r| r["id"] != agent && r["id"] != parent),
+        "{listed:?}"
+    );
 }
 
 /// Dropping a session the harness still has says the next backup keeps it again; dropping

@@ -633,8 +633,11 @@ fn a_cut_short_session_is_kept_beside(h: &str) {
         let c = rusqlite::Connection::open(&db).unwrap();
         let last = "(SELECT id FROM message WHERE session_id = ?1 ORDER BY time_created DESC, \
                     id DESC LIMIT 1)";
-        c.execute(&format!("DELETE FROM part WHERE message_id = {last}"), [&id])
-            .unwrap();
+        c.execute(
+            &format!("DELETE FROM part WHERE message_id = {last}"),
+            [&id],
+        )
+        .unwrap();
         let n = c
             .execute(&format!("DELETE FROM message WHERE id = {last}"), [&id])
             .unwrap();
@@ -654,7 +657,10 @@ fn a_cut_short_session_is_kept_beside(h: &str) {
     };
     let answer = write(h, home.path(), &packed, false);
     let copy = &answer.sessions[&id];
-    assert_ne!(copy, &id, "{h}: the carried {id} is kept beside: {answer:?}");
+    assert_ne!(
+        copy, &id,
+        "{h}: the carried {id} is kept beside: {answer:?}"
+    );
     assert!(!answer.already_there.contains(&id), "{h}: {answer:?}");
     if database(&packed.state, home.path()).is_some() {
         let back = read(h, home.path());
@@ -665,7 +671,11 @@ fn a_cut_short_session_is_kept_beside(h: &str) {
         );
     } else {
         let (_, log) = main_log(&packed.state, home.path());
-        assert_eq!(fs::read(&log).unwrap(), before, "{h}: the log there is kept");
+        assert_eq!(
+            fs::read(&log).unwrap(),
+            before,
+            "{h}: the log there is kept"
+        );
     }
 }
 

@@ -125,16 +125,22 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
                 "dropped"
             };
             crate::outln!(
-                "{verb} {}{}",
+                "{verb} {} from the newest snapshot of {}",
                 human::count(dropped.sessions.len() as u64, "session", "sessions"),
-                dropped
-                    .snapshots
-                    .iter()
-                    .map(|s| format!("; new snapshot {}", s.short_id()))
-                    .collect::<String>()
+                human::count(dropped.from.len() as u64, "series", "series"),
             );
-            for s in &dropped.sessions {
-                crate::outln!("  {s}");
+            for f in &dropped.from {
+                let short = |d: &asp_format::Digest| d.hex()[..8].to_owned();
+                crate::outln!(
+                    "  {} {} (snapshot {}{}): {}",
+                    f.harness,
+                    f.home,
+                    short(&f.snapshot),
+                    f.new
+                        .map(|n| format!(", new snapshot {}", short(&n)))
+                        .unwrap_or_default(),
+                    f.sessions.join(", ")
+                );
             }
             if !dropped.still_in_source.is_empty() {
                 crate::errln!(

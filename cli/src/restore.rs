@@ -473,7 +473,10 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
     for p in &passed_over {
         crate::errln!(
             "damaged: {}; restoring from {shown} ({} of {} in {}), the newest that can be read",
-            p.error, info.created, info.harness, info.home
+            p.error,
+            info.created,
+            info.harness,
+            info.home
         );
     }
     // A series looked in first, whose damaged newest snapshot may have held the sessions: a
@@ -482,7 +485,12 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
         crate::errln!(
             "note: {}; passed over while looking for the sessions in {} in {}, which it may \
              have held; restoring from {shown} ({} of {} in {}), which holds them",
-            p.error, newest.harness, newest.home, info.created, info.harness, info.home
+            p.error,
+            newest.harness,
+            newest.home,
+            info.created,
+            info.harness,
+            info.home
         );
     }
     let (mut state, _) = crate::unpack::select(

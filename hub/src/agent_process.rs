@@ -259,7 +259,9 @@ async fn watch_exit(
     let exited = match status {
         Ok(status) => AgentExit::of(status, ended_by_hub),
         Err(e) => {
-            crate::log::line(format_args!("asp hub: cannot tell how the agent ended: {e}"));
+            crate::log::line(format_args!(
+                "asp hub: cannot tell how the agent ended: {e}"
+            ));
             AgentExit {
                 code: None,
                 signal: None,
@@ -286,7 +288,10 @@ async fn show_stderr(stderr: async_process::ChildStderr) {
     let mut line: Vec<u8> = Vec::new();
     let show = |line: &mut Vec<u8>| {
         let text = String::from_utf8_lossy(line);
-        crate::log::line(format_args!("[agent] {}", text.trim_end_matches(['\n', '\r'])));
+        crate::log::line(format_args!(
+            "[agent] {}",
+            text.trim_end_matches(['\n', '\r'])
+        ));
         line.clear();
     };
     loop {

@@ -142,22 +142,34 @@ pub fn plan_keeping_sessions(
         for s in group.iter().filter(|s| !removed.contains(&s.digest)) {
             kept.extend(ids(s)?.unwrap_or_default());
         }
-        for s in group.iter().rev().filter(|s| removed.contains(&s.digest)) {
-            let Some(own) = ids(s)? else {
-                held.push(HeldBack {
-                    snapshot: (*s).clone(),
-                    sessions: Vec::new(),
-                });
-                continue;
-            };
-            let alone: Vec<String> = own.difference(&kept).cloned().collect();
-            if !alone.is_empty() {
-                kept.extend(own);
-                held.push(HeldBack {
-                    snapshot: (*s).clone(),
-                    sessions: alone,
-                });
+        // Sessions a snapshot newer than the one at hand was made without on purpose (`asp
+        // forget --session`): the owner asked for them to go, so no older snapshot is held
+        // back for them.
+        let mut dropped_since: BTreeSet<&str> = BTreeSet::new();
+        for s in group.iter().rev() {
+            if removed.contains(&s.digest) {
+                let Some(own) = ids(s)? else {
+                    held.push(HeldBack {
+                        snapshot: (*s).clone(),
+                        sessions: Vec::new(),
+                    });
+                    dropped_since.extend(s.dropped.iter().map(String::as_str));
+                    continue;
+                };
+                let alone: Vec<String> = own
+                    .iter()
+                    .filter(|id| !kept.contains(*id) && !dropped_since.contains(id.as_str()))
+                    .cloned()
+                    .collect();
+                if !alone.is_empty() {
+                    kept.extend(own);
+                    held.push(HeldBack {
+                        snapshot: (*s).clone(),
+                        sessions: alone,
+                    });
+                }
             }
+            dropped_since.extend(s.dropped.iter().map(String::as_str));
         }
     }
     let back: HashSet<Digest> = held.iter().map(|h| h.snapshot.digest).collect();
@@ -336,6 +348,21 @@ pub struct Dropped {
     /// user's trial: a session dropped for a secret in it came back with no word).
     #[serde(rename = "stillInSource", skip_serializing_if = "Vec::is_empty")]
     pub still_in_source: Vec<String>,
+    /// The same, by series: one id can be held by several homes' or harnesses' snapshots.
+    pub from: Vec<DroppedFrom>,
+}
+
+/// The sessions dropped from one series' newest snapshot.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DroppedFrom {
+    pub harness: String,
+    pub home: String,
+    /// The newest snapshot they were dropped from.
+    pub snapshot: Digest,
+    pub sessions: Vec<String>,
+    /// The snapshot made without them (none in a dry run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new: Option<Digest>,
 }
 
 /// Writes, for each harness and home whose newest snapshot holds sessions to drop, a new
@@ -385,6 +412,14 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
     }
     let mut out = Dropped::default();
     for (info, snap) in snaps {
+        // A session named goes with its subagent sessions, at any depth, as `--session`
+        // restores them with it: left behind, they would be listed as conversations of their
+        // own (new-user trial helper-124, 10).
+        let named = asp_format::state::kept_sessions(
+            snap.state.sessions.as_deref().unwrap_or_default(),
+            &what.sessions,
+        )
+        .0;
         let drop: BTreeSet<String> = snap
             .state
             .sessions
@@ -392,7 +427,7 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
             .flatten()
             .map(|s| s.id.to_string())
             .filter(|id| {
-                what.sessions.contains(id)
+                named.contains(id)
                     || what.gone_before.is_some_and(|t| {
                         snap.sources
                             .gone
@@ -406,6 +441,13 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
             continue;
         }
         out.sessions.extend(drop.iter().cloned());
+        out.from.push(DroppedFrom {
+            harness: info.harness.clone(),
+            home: info.home.clone(),
+            snapshot: info.digest,
+            sessions: drop.iter().cloned().collect(),
+            new: None,
+        });
         // (A series made from a bundle or a pull has no source a backup reads again.)
         if !snap.sources.entries.is_empty() {
             out.still_in_source.extend(
@@ -439,6 +481,7 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
             content: docs.manifest.digest,
             sessions: docs.state.sessions.as_ref().map_or(0, Vec::len) as u64,
             gone: sources.gone.len() as u64,
+            dropped: drop.iter().cloned().collect(),
             ..info.clone()
         };
         let mut subject = OciDescriptor::new(IMAGE_MANIFEST, docs.manifest);
@@ -451,6 +494,9 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
         new.digest = s.digest;
         new.size = s.size;
         repo.add_snapshot(&new)?;
+        if let Some(from) = out.from.last_mut() {
+            from.new = Some(new.digest);
+        }
         out.snapshots.push(new);
     }
     Ok(out)
@@ -472,6 +518,7 @@ mod tests {
             content: Digest::of(b"m"),
             sessions: 0,
             gone: 0,
+            dropped: Vec::new(),
         }
     }
 

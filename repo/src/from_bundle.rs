@@ -87,6 +87,7 @@ pub fn backup_bundle(
         content: docs.manifest.digest,
         sessions: docs.state.sessions.as_ref().map_or(0, Vec::len) as u64,
         gone: 0,
+        dropped: Vec::new(),
     };
     outcome.snapshot = Some(write_snapshot(
         repo,

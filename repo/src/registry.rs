@@ -495,6 +495,7 @@ impl RepoSink {
             content: artifact.digest(),
             sessions: state.state.sessions.as_ref().map_or(0, Vec::len) as u64,
             gone: gone_count,
+            dropped: Vec::new(),
         };
         let mut outcome = BackupOutcome::default();
         pulled.snapshot = Some(write_snapshot_of(

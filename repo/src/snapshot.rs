@@ -32,6 +32,9 @@ pub const PARENT_ANNOTATION: &str = "vnd.asp.snapshot.parent";
 pub const CONTENT_ANNOTATION: &str = "vnd.asp.snapshot.content";
 pub const SESSIONS_ANNOTATION: &str = "vnd.asp.snapshot.sessions";
 pub const GONE_ANNOTATION: &str = "vnd.asp.snapshot.gone";
+/// The sessions `asp forget --session` / `--gone-before` dropped making this snapshot, as a
+/// JSON array of ids; absent when none.
+pub const DROPPED_ANNOTATION: &str = "vnd.asp.snapshot.dropped";
 
 /// Largest document (manifest, state manifest, layer table, source records) read whole.
 pub const MAX_DOCUMENT: u64 = 256 << 20;
@@ -57,6 +60,11 @@ pub struct SnapshotInfo {
     pub sessions: u64,
     /// Sessions held that are gone from the source.
     pub gone: u64,
+    /// The sessions (by id) its parent held and this snapshot was made without on purpose
+    /// (`asp forget --session`, `--gone-before`): a keep policy does not hold an older
+    /// snapshot back for them ([`crate::forget::plan_keeping_sessions`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
 }
 
 impl SnapshotInfo {
@@ -77,6 +85,12 @@ impl SnapshotInfo {
         ]);
         if let Some(p) = self.parent {
             a.insert(PARENT_ANNOTATION.to_owned(), p.to_string());
+        }
+        if !self.dropped.is_empty() {
+            a.insert(
+                DROPPED_ANNOTATION.to_owned(),
+                serde_json::to_string(&self.dropped).expect("strings serialise"),
+            );
         }
         a
     }
@@ -126,6 +140,18 @@ impl SnapshotInfo {
             content: digest_of(CONTENT_ANNOTATION, &get(CONTENT_ANNOTATION)?)?,
             sessions: number(SESSIONS_ANNOTATION)?,
             gone: number(GONE_ANNOTATION)?,
+            dropped: a
+                .get(DROPPED_ANNOTATION)
+                .map(|v| {
+                    serde_json::from_str(v).map_err(|e| {
+                        RepoError::Integrity(format!(
+                            "snapshot {digest}: annotation {DROPPED_ANNOTATION} is not a list \
+                             of session ids: {e}"
+                        ))
+                    })
+                })
+                .transpose()?
+                .unwrap_or_default(),
         })
     }
 

@@ -127,11 +127,7 @@ fn place(writer: &Writer, db: &Path, list: &[Row]) -> rusqlite::Result<Outcome> 
         if missing.is_empty() {
             return Ok(Outcome::Same);
         }
-        if own_there
-            && missing
-                .iter()
-                .any(|r| !SHARED.contains(&r.table.as_str()))
-        {
+        if own_there && missing.iter().any(|r| !SHARED.contains(&r.table.as_str())) {
             return Ok(Outcome::Taken);
         }
         for r in missing {
