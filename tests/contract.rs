@@ -61,6 +61,11 @@ macro_rules! contract {
                     super::a_cut_short_session_is_kept_beside(H)
                 }
                 #[test]
+                #[cfg(unix)]
+                fn a_link_in_place_of_a_session_file_keeps_the_session_beside() {
+                    super::a_link_in_the_way_keeps_it_beside(H)
+                }
+                #[test]
                 fn a_session_continued_there_is_already_there() {
                     super::a_continued_session_is_already_there(H)
                 }
@@ -675,6 +680,52 @@ fn a_cut_short_session_is_kept_beside(h: &str) {
             fs::read(&log).unwrap(),
             before,
             "{h}: the log there is kept"
+        );
+    }
+}
+
+/// A symbolic link where the session's log would go (one that leads nowhere, or to a file
+/// elsewhere) is something there that is not this session: the link is left as it is, never
+/// followed or replaced, and the session is kept beside it under a new id (Claude Code, Gemini
+/// CLI, Pi, Qwen Code, Copilot CLI) or said to be lost, naming the path (Codex), never
+/// answered as written under its own id with its log unwritten (new-user trial helper-124, 2:
+/// Claude Code counted it new, and exit 0).
+#[cfg(unix)]
+fn a_link_in_the_way_keeps_it_beside(h: &str) {
+    let packed = read(h, &sample(h));
+    for target in ["/nonexistent/asp-test", "elsewhere.jsonl"] {
+        let home = tmp();
+        write(h, home.path(), &packed, false);
+        if database(&packed.state, home.path()).is_some() {
+            return;
+        }
+        let (id, log) = main_log(&packed.state, home.path());
+        let elsewhere = home.path().join("elsewhere.jsonl");
+        fs::write(&elsewhere, b"{\"not\":\"this session\"}\n").unwrap();
+        fs::remove_file(&log).unwrap();
+        let target = if target.starts_with('/') {
+            PathBuf::from(target)
+        } else {
+            elsewhere.clone()
+        };
+        std::os::unix::fs::symlink(&target, &log).unwrap();
+        let answer = write(h, home.path(), &packed, false);
+        assert_ne!(
+            answer.sessions.get(&id),
+            Some(&id),
+            "{h}: kept beside the link to {}: {answer:?}",
+            target.display()
+        );
+        assert!(!answer.already_there.contains(&id), "{h}: {answer:?}");
+        assert_eq!(
+            fs::read_link(&log).unwrap(),
+            target,
+            "{h}: the link is kept"
+        );
+        assert_eq!(
+            fs::read(&elsewhere).unwrap(),
+            b"{\"not\":\"this session\"}\n",
+            "{h}: nothing is written through the link"
         );
     }
 }

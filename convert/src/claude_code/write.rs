@@ -45,9 +45,13 @@ use crate::kit::report::Severity;
 
 /// Where a session's transcript file is, in any bucket.
 fn find_transcript(layout: &Layout, preferred_bucket: &str, stem: &str) -> Option<PathBuf> {
+    // Anything at the name is there: a symbolic link (even one that leads nowhere) or a
+    // folder is not this session, and the carried one is kept beside it rather than written
+    // through it or counted as written (new-user trial helper-124, 2).
+    let occupied = |p: &Path| fs::symlink_metadata(p).is_ok();
     let name = format!("{stem}.jsonl");
     let preferred = layout.projects().join(preferred_bucket).join(&name);
-    if preferred.is_file() {
+    if occupied(&preferred) {
         return Some(preferred);
     }
     let mut buckets: Vec<PathBuf> = fs::read_dir(layout.projects())
@@ -59,7 +63,7 @@ fn find_transcript(layout: &Layout, preferred_bucket: &str, stem: &str) -> Optio
     buckets
         .into_iter()
         .map(|b| b.join(&name))
-        .find(|p| p.is_file())
+        .find(|p| occupied(p))
 }
 
 /// The digest and size of a file, hashed as it streams (`None` when it cannot be read).
