@@ -5137,6 +5137,41 @@ fn restore_to_all_brings_back_what_harnesses_sharing_a_folder_each_had() {
     );
 }
 
+/// `asp restore --to all` whose output's reader went away (`| head -1`) still restores every
+/// harness, and exits as a closed pipe ends a command, 141 (new-user trial helper-124, 3: it
+/// stopped after the first harness, with nothing said).
+#[test]
+#[cfg(unix)]
+fn restore_to_all_restores_every_harness_when_its_output_is_closed() {
+    let t = tmp();
+    let home = t.path().join("home");
+    for h in ["claude-code", "codex", "gemini"] {
+        copy_dir(&samples().join(h), &home);
+    }
+    age(&home, Duration::from_secs(3600));
+    let repo = t.path().join("repo");
+    let out = backup_run(&home, &repo, &["--from", "all", "-q"]);
+    assert!(out.status.success(), "{out:?}");
+    let fresh = t.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("asp"))
+        .args(["restore", "--to", "all", "--home"])
+        .arg(&fresh)
+        .arg("--repo")
+        .arg(&repo)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before the first line is written.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(141), "{out:?}");
+    for dir in [".claude/projects", ".codex/sessions", ".gemini/tmp"] {
+        assert!(!files_in(&fresh.join(dir)).is_empty(), "{dir}: {out:?}");
+    }
+}
+
 /// A lost machine with several harnesses comes back in one command: `asp restore --to all`
 /// restores the newest snapshot of every harness into its own harness, as `asp backup --from
 /// all` took them.

@@ -50,6 +50,46 @@ macro_rules! outln {
     }};
 }
 
+/// Standard output for a command that goes on after its reader went away: a command that
+/// writes into several stores one after the other (`asp restore --to all`) says what it did
+/// after each, and stopping at the first line that cannot be written would leave the stores
+/// after it unwritten, with nothing said (new-user trial helper-124, 3: `| head -1` restored
+/// one harness of seven). Once a line cannot be written, the rest are dropped, and
+/// [`Lines::finish`] gives the exit a closed output gives ([`finish`]: 141), unless the work
+/// itself exits worse.
+#[derive(Debug, Default)]
+pub struct Lines {
+    gone: std::cell::Cell<bool>,
+}
+
+impl Lines {
+    pub fn line(&self, text: impl std::fmt::Display) -> exit::Result<()> {
+        use std::io::Write as _;
+        if self.gone.get() {
+            return Ok(());
+        }
+        match writeln!(std::io::stdout().lock(), "{text}") {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.gone.set(true);
+                Ok(())
+            }
+            Err(e) => Err(exit::Failure::store(e).context("cannot write to standard output")),
+        }
+    }
+
+    /// `exit`, or the closed output's broken pipe when the work did all it was asked.
+    pub fn finish(&self, exit: Exit) -> exit::Result<Exit> {
+        if self.gone.get() && exit == Exit::Ok {
+            return Err(
+                exit::Failure::store(std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+                    .context("cannot write to standard output"),
+            );
+        }
+        Ok(exit)
+    }
+}
+
 /// `eprintln!` that never panics: a message that cannot be written to standard error (its
 /// reader went away: `asp backup 2>&1 | head -1`) is dropped and the command goes on, so a
 /// backup or restore is never cut short half way by where its messages go. What it did still

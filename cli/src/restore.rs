@@ -378,11 +378,12 @@ pub fn run(args: RestoreArgs) -> Result<Exit> {
     if args.to == "all" {
         return run_all(args);
     }
-    let (exit, json) = run_one(args)?;
+    let out = crate::Lines::default();
+    let (exit, json) = run_one(args, &out)?;
     if let Some(json) = json {
-        crate::outln!("{json}");
+        out.line(json)?;
     }
-    Ok(exit)
+    out.finish(exit)
 }
 
 /// `--to all`: each harness the repository holds a snapshot of, in name order, restored as
@@ -422,17 +423,21 @@ fn run_all(args: RestoreArgs) -> Result<Exit> {
     // With --json, one array: each harness's answer with `harness` beside it (printed also
     // when a later harness fails: what was restored is said).
     let mut answers = Vec::new();
+    let out = crate::Lines::default();
     let print = |answers: &mut Vec<serde_json::Value>| -> Result<()> {
         if args.common.json {
-            crate::outln!("{}", serde_json::Value::Array(std::mem::take(answers)));
+            out.line(serde_json::Value::Array(std::mem::take(answers)))?;
         }
         Ok(())
     };
     for harness in harnesses {
-        let (exit, json) = match run_one(RestoreArgs {
-            to: harness.clone(),
-            ..args.clone()
-        }) {
+        let (exit, json) = match run_one(
+            RestoreArgs {
+                to: harness.clone(),
+                ..args.clone()
+            },
+            &out,
+        ) {
             Ok(done) => done,
             Err(e) => {
                 print(&mut answers)?;
@@ -448,11 +453,11 @@ fn run_all(args: RestoreArgs) -> Result<Exit> {
         }
     }
     print(&mut answers)?;
-    Ok(worst)
+    out.finish(worst)
 }
 
 /// One harness's restore; with `--json`, its answer, for the caller to print.
-fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
+fn run_one(args: RestoreArgs, out: &crate::Lines) -> Result<(Exit, Option<serde_json::Value>)> {
     let path_map = args.map_path.path_map()?;
     let repo = args.repo.open()?;
     let _lock = repo.lock_to_read()?;
@@ -685,16 +690,16 @@ fn run_one(args: RestoreArgs) -> Result<(Exit, Option<serde_json::Value>)> {
         };
         // The home backed up is named: several homes' backups can hold the same session, and
         // which one it came from is what the user may want to know (new-user trial helper-122).
-        crate::outln!(
+        out.line(format_args!(
             "{verb} {taken} from {shown} ({} of {} in {}) into {}{}",
             info.created,
             info.harness,
             info.home,
             store.describe_location(),
             imported.summary_tail()
-        );
+        ))?;
         for line in imported.detail_lines(args.dry_run) {
-            crate::outln!("{line}");
+            out.line(line)?;
         }
     }
     if !damaged.is_empty() || !passed_over.is_empty() {
