@@ -666,6 +666,7 @@ fn a_cut_short_session_is_kept_beside(h: &str) {
         copy, &id,
         "{h}: the carried {id} is kept beside: {answer:?}"
     );
+    assert!(answer.beside.contains(&id), "{h}: {answer:?}");
     assert!(!answer.already_there.contains(&id), "{h}: {answer:?}");
     if database(&packed.state, home.path()).is_some() {
         let back = read(h, home.path());
@@ -793,6 +794,7 @@ fn a_diverged_thread_is_kept_beside(h: &str) {
             copy, &id,
             "{h}: the carried {id} is kept beside the one there"
         );
+        assert!(answer.beside.contains(&id), "{h}: {answer:?}");
         let back = read(h, home.path());
         assert!(
             back.session(&id).title.ends_with(" (changed there)"),
@@ -818,6 +820,8 @@ fn a_diverged_thread_is_kept_beside(h: &str) {
         copy, &id,
         "{h}: the carried {id} is kept beside the one there"
     );
+    // And counted so, not as a new session (trial helper-124, 8: Gemini CLI said "1 new").
+    assert!(answer.beside.contains(&id), "{h}: {answer:?}");
     assert!(
         answer.not_taken.iter().all(|n| !n.reason.contains(&id)),
         "{h}: {answer:?}"

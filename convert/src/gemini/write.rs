@@ -41,6 +41,8 @@ struct Placed {
     dir: String,
     last_updated_ms: Option<i64>,
     written: bool,
+    /// Written beside a different version of it under a new id (not a new session).
+    beside: bool,
 }
 
 /// The writer of one run.
@@ -221,7 +223,11 @@ impl Sessions<'_, '_> {
                     Ok(p) => {
                         let how = if p.written {
                             written_times.push(p.last_updated_ms);
-                            Placement::New
+                            if p.beside {
+                                Placement::Beside
+                            } else {
+                                Placement::New
+                            }
                         } else {
                             Placement::AlreadyThere
                         };
@@ -422,6 +428,7 @@ impl Sessions<'_, '_> {
                 dir,
                 last_updated_ms: s.updated_at.as_deref().and_then(time::parse_rfc3339),
                 written: outcome,
+                beside: n > 0,
             }));
         }
         Ok(Err(format!(
@@ -664,6 +671,9 @@ impl Sessions<'_, '_> {
                 dir,
                 last_updated_ms: last,
                 written,
+                // An id changed only to stand apart from another session's first characters
+                // is a new session, not a version kept beside one.
+                beside: n > 0 && !(apart && n == 1),
             }));
         }
         Ok(Err(format!(
