@@ -2192,6 +2192,46 @@ fn two_backups_at_once_both_succeed() {
     check(&repo, true);
 }
 
+/// A transcript rewritten in place, its size and mtime as before (a tool that keeps times,
+/// `touch -r`), is read again: its status change time moved (new-user trial helper-124, 5:
+/// "nothing changed" on every run, and the backup kept the old text). `--force` reads every
+/// session whatever its files say.
+#[test]
+#[cfg(unix)]
+fn a_file_rewritten_with_its_times_put_back_is_read_again_and_force_reads_all() {
+    let (_t, home, repo) = home_and_repo();
+    let first = backup(&home, &repo);
+    let file = home.join(SHOP).join(format!("{A}.jsonl"));
+    let mtime = fs::metadata(&file).unwrap().modified().unwrap();
+    let mut text = fs::read(&file).unwrap();
+    let at = text.windows(4).position(|w| w == b"text").unwrap();
+    text[at..at + 4].copy_from_slice(b"TEXT");
+    fs::write(&file, &text).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let v = backup(&home, &repo);
+    assert_eq!(v["changedSessions"], json!([A]), "{v}");
+    assert_eq!(v["sessionsRead"], 1, "{v}");
+
+    let unchanged = backup(&home, &repo);
+    assert!(unchanged["snapshot"].is_null(), "{unchanged}");
+    assert_eq!(unchanged["sessionsRead"], 0, "{unchanged}");
+    let out = backup_run(
+        &home,
+        &repo,
+        &["--from", "claude-code", "--force", "--json", "-q"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let forced: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let forced = &forced[0];
+    assert!(forced["snapshot"].is_null(), "nothing changed: {forced}");
+    assert_eq!(forced["sessionsRead"], first["new"], "{forced}");
+}
+
 #[test]
 fn forget_and_prune_free_space_and_keep_every_session() {
     let (t, home, repo) = home_and_repo();

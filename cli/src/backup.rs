@@ -31,8 +31,9 @@ Examples:
   asp backup --from-bundle claude-2026-11.aspstate
       Add a bundle made by asp-pack as a snapshot (its layers are stored as they are).
 
-Incremental: a session whose files (path, size, mtime, inode) have not changed since the last
-snapshot of the same harness and home is not read again. A session the harness has deleted
+Incremental: a session whose files (path, size, mtime, status change time, inode) have not
+changed since the last snapshot of the same harness and home is not read again; --force reads
+every one. A session the harness has deleted
 since is kept, marked gone from source (`asp sessions` shows it; `asp restore --session ID`
 brings it back). Nothing changed: no snapshot is made and the command says so, exit 0.
 
@@ -78,6 +79,11 @@ pub struct BackupArgs {
 
     #[command(flatten)]
     pub repo: RepoArg,
+
+    /// Read every session again, not only those whose files changed since the last snapshot
+    /// (after a tool rewrote files and put their times back, or to check the store as it is)
+    #[arg(long, conflicts_with = "from_bundle")]
+    pub force: bool,
 
     /// Threads reading sessions and compressing [default: one per core]
     #[arg(long, value_name = "N", value_parser = parse_threads)]
@@ -165,6 +171,7 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
                 threads: args.threads,
                 host: None,
                 skip_absent: all,
+                reread_all: args.force,
             },
             &BackupContext {
                 diagnostics: &diagnostics,

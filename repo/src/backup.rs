@@ -56,6 +56,8 @@ pub struct BackupOptions {
     /// Make no snapshot when the store gives nothing at all and no earlier snapshot of this
     /// harness and home exists (`--from all`: the harness is not used in this home).
     pub skip_absent: bool,
+    /// Read every survey entry again, reusing nothing of the parent's reads (`--force`).
+    pub reread_all: bool,
 }
 
 /// Where findings and progress go.
@@ -87,6 +89,9 @@ pub struct BackupOutcome {
     pub unchanged: usize,
     /// Sessions held that are gone from the source.
     pub gone: usize,
+    /// Sessions read from the source this time, whatever they came to; the others were
+    /// taken from the parent, their files unchanged (all of them with `--force`).
+    pub sessions_read: usize,
     /// The ids of the new and changed sessions, and of those this backup found gone (the
     /// ones found gone before are counted in `gone` only), each in reading order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -179,6 +184,7 @@ fn record(f: &SourceFile, home: &Path) -> FileRecord {
         path: f.relative_to(home),
         size: f.size,
         mtime_ns: f.mtime_ns,
+        ctime_ns: f.ctime_ns,
         inode: f.inode,
         device: f.device,
     }
@@ -509,7 +515,7 @@ fn backup_once(
             && files
                 .iter()
                 .zip(&rec.files)
-                .all(|(f, r)| record(f, home_dir) == *r)
+                .all(|(f, r)| r.unchanged_as(&record(f, home_dir)))
     };
     // Whether a session of the parent needs a layer of `avoid`.
     let needs_avoided = |s: &Session| {
@@ -520,7 +526,8 @@ fn backup_once(
     };
     let reuse = |entry: &Surveyed| -> Option<Vec<Session>> {
         let rec = records.get(entry.id.as_str())?;
-        if !as_recorded(rec, &entry.facts, &entry.files)
+        if opts.reread_all
+            || !as_recorded(rec, &entry.facts, &entry.files)
             || entry.files.iter().any(|f| f.mtime_ns >= racy_from)
         {
             return None;
@@ -570,6 +577,9 @@ fn backup_once(
     // only for the racy-timestamp rule is), changed otherwise. With the gone ones they add up
     // to the snapshot's sessions.
     for e in &read.entries {
+        if !e.reused {
+            outcome.sessions_read += e.sessions.len();
+        }
         for id in &e.sessions {
             if parent
                 .as_ref()

@@ -239,8 +239,28 @@ pub struct FileRecord {
     pub path: String,
     pub size: u64,
     pub mtime_ns: i128,
+    /// The status change time (ns), compared when recorded: records written before it was
+    /// (and on systems that keep none) have 0, and are compared by the rest.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ctime_ns: i128,
     pub inode: u64,
     pub device: u64,
+}
+
+fn is_zero(n: &i128) -> bool {
+    *n == 0
+}
+
+impl FileRecord {
+    /// Whether `now` (this file as surveyed now, recorded) is the file as this record has it.
+    pub fn unchanged_as(&self, now: &FileRecord) -> bool {
+        self.path == now.path
+            && self.size == now.size
+            && self.mtime_ns == now.mtime_ns
+            && self.inode == now.inode
+            && self.device == now.device
+            && (self.ctime_ns == 0 || self.ctime_ns == now.ctime_ns)
+    }
 }
 
 /// A snapshot read from the repository: its manifests, state, layer table and records.

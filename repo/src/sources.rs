@@ -253,6 +253,7 @@ mod tests {
                 path: format!(".claude/projects/p/session-{i}.jsonl"),
                 size: i as u64,
                 mtime_ns: 1_796_021_000_000_000_000 + i as i128,
+                ctime_ns: 1_796_021_000_500_000_000 + i as i128,
                 inode: 1000 + i as u64,
                 device: 2049,
             }],

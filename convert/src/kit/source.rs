@@ -44,6 +44,10 @@ pub struct SourceFile {
     pub size: u64,
     /// Modification time in nanoseconds since the Unix epoch (negative before it).
     pub mtime_ns: i128,
+    /// Status change time, the same way (0 where the system keeps none): it moves with every
+    /// write, also one whose mtime was put back after it (`touch -r`, a tool that keeps
+    /// times), which the mtime alone does not show.
+    pub ctime_ns: i128,
     pub inode: u64,
     pub device: u64,
     /// Whether the file is a log of lines that its harness appends to (JSONL), as opposed to a
@@ -71,6 +75,7 @@ impl SourceFile {
             path: path.to_path_buf(),
             size: m.len(),
             mtime_ns: mtime_ns(m),
+            ctime_ns: ctime_ns(m),
             inode,
             device,
             appended,
@@ -214,6 +219,17 @@ fn ids(m: &fs::Metadata) -> (u64, u64) {
 #[cfg(not(unix))]
 fn ids(_m: &fs::Metadata) -> (u64, u64) {
     (0, 0)
+}
+
+#[cfg(unix)]
+fn ctime_ns(m: &fs::Metadata) -> i128 {
+    use std::os::unix::fs::MetadataExt;
+    i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec())
+}
+
+#[cfg(not(unix))]
+fn ctime_ns(_m: &fs::Metadata) -> i128 {
+    0
 }
 
 fn mtime_ns(m: &fs::Metadata) -> i128 {
