@@ -14,7 +14,9 @@ pub struct Common {
     #[arg(long, global = true)]
     pub json: bool,
 
-    /// No progress bar
+    /// No progress bar, and no lines of detail: `asp backup` leaves out the sessions new,
+    /// changed and gone and what was left out by design; `asp push` and `asp pull` their
+    /// notes. What was lost, and what was done, are still said
     #[arg(short, long, global = true)]
     pub quiet: bool,
 }

@@ -54,7 +54,7 @@ Exit codes:
   3  done, but something was lost: a file that could not be read, a session that could not be
      carried or written, a record dropped as damaged and not kept natively (a crash-cut last
      line travels byte for byte in the native file: not a loss). With --strict (pack,
-     unpack), anything not taken exits 3 too
+     unpack, restore), anything not taken exits 3 too
   4  integrity failure (digest or size mismatch; corrupt, truncated or hostile bundle)";
 
 /// The exit of a command that carried state: [`Exit::Incomplete`] when something was lost, or
