@@ -119,8 +119,9 @@ pub struct RepoArg {
 /// `--lock-wait DURATION`, shared by every command that opens a repository.
 #[derive(Debug, Clone, Default, Args)]
 pub struct LockWaitArg {
-    /// Give up (exit 1) when another asp command still holds the repository's lock after
-    /// waiting this long for it: 0, 30s, 10m, 2h [default: wait until it is free]
+    /// Give up (exit 1) when another asp command still holds a lock this one needs after
+    /// waiting this long for it (the repository's, or a backup's of the same harness and
+    /// home): 0, 30s, 10m, 2h [default: wait until it is free]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub lock_wait: Option<std::time::Duration>,
 }
