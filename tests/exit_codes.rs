@@ -567,3 +567,33 @@ fn home_beside_a_state_directory_is_a_usage_error() {
     );
     assert!(!again.exists());
 }
+
+/// A directory given where a bundle goes is a usage error (2) for every command that reads a
+/// bundle, and the message says what reads a directory (it was 2 for `inspect` and 1 for the
+/// others: new-user trial helper-122, 9).
+#[test]
+fn a_directory_given_as_the_bundle_is_a_usage_error_everywhere() {
+    let dir = tmp();
+    let there = dir.path().join("state");
+    fs::create_dir_all(&there).unwrap();
+    let to = dir.path().join("out");
+    for args in [
+        vec!["inspect"],
+        vec!["export"],
+        vec!["verify"],
+        vec!["unpack", "--to-dir", to.to_str().unwrap()],
+    ] {
+        let o = asp()
+            .args(&args[..1])
+            .arg(&there)
+            .args(&args[1..])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("is a directory") && err.contains("--from-dir"),
+            "{args:?}: {err}"
+        );
+    }
+}

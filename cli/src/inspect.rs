@@ -100,13 +100,13 @@ pub fn run(args: InspectArgs) -> crate::exit::Result<Exit> {
             state: read_dir(dir, &args.common)?,
         },
         (Some(path), None) => {
-            let input = Input::open(path)?;
-            if input.path().is_dir() {
+            if path.is_dir() {
                 crate::bail_usage!(
                     "{} is a directory: inspect a state directory with --from-dir {0}",
-                    input.display()
+                    path.display()
                 );
             }
+            let input = Input::open(path)?;
             let bundle = Bundle::open(input.path())
                 // The error names the bundle already ("cannot read X: ...", "X is not a usable
                 // bundle: ...").

@@ -18,8 +18,19 @@ pub enum Input {
 }
 
 impl Input {
+    /// A directory given as the bundle is a usage error (exit 2) for every command that reads
+    /// one, naming what reads a directory of state (it was exit 2 for `asp inspect` and 1 for
+    /// `asp export` and `asp verify`: new-user trial helper-122, 9).
     pub fn open(arg: &Path) -> Result<Input> {
         if arg.as_os_str() != "-" {
+            if arg.is_dir() {
+                crate::bail_usage!(
+                    "{} is a directory, not a bundle (a .aspstate file); a state directory that \
+                     asp-unpack --to-dir wrote is read with `asp inspect --from-dir` and \
+                     `asp-pack --from-dir`, a repository with --repo",
+                    arg.display()
+                );
+            }
             return Ok(Input::File(arg.to_path_buf()));
         }
         let mut tmp = tempfile::Builder::new()
