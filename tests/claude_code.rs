@@ -2472,3 +2472,76 @@ fn the_git_branch_travels_into_every_harness_that_keeps_one() {
         assert!(on_a_branch > 0, "{from} -> {to}: {answer:?}");
     }
 }
+
+/// Who gave a title travels (`asp_convert::kit::title`): a name the user chose (`custom-title`)
+/// reaches Copilot CLI as `user_named` and Codex as a thread name; one Claude Code made
+/// (`ai-title`, `summary`) is no user's name in Copilot; a session without a title, listed by
+/// its first prompt, is named nowhere, and comes back into Claude Code without a title record
+/// (new-user trial helper-122, 2 and 4: every title was written as one the user chose).
+#[test]
+#[cfg(all(feature = "copilot", feature = "codex"))]
+fn who_gave_a_title_travels_with_it() {
+    let all = || (KindSet::ALL, ReadOptions::default());
+    let source = read_home("claude-code", &sample_home(), all().0, all().1);
+    let meta = |r: &Read, id: &str, ns: &str, key: &str| -> Value {
+        r.session(id)
+            .meta
+            .as_ref()
+            .and_then(|m| m.get(ns))
+            .and_then(|n| n.get(key))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    for (id, source_of) in [
+        (A, "custom-title"),
+        (B, "ai-title"),
+        (C, "summary"),
+        (D, "first_prompt"),
+    ] {
+        assert_eq!(
+            meta(&source, id, "claudeCode", "titleSource"),
+            source_of,
+            "{id}"
+        );
+    }
+
+    let copilot = tmp();
+    let (answer, _) = source.write_into("copilot", copilot.path());
+    let back = read_home("copilot", copilot.path(), all().0, all().1);
+    for (id, named) in [(A, true), (B, false), (C, false), (D, false)] {
+        let there = &answer.sessions[id];
+        assert_eq!(
+            meta(&back, there, "copilot", "userNamed") == json!(true),
+            named,
+            "{id} in Copilot"
+        );
+    }
+
+    let codex = tmp();
+    let (answer, _) = source.write_into("codex", codex.path());
+    let back = read_home("codex", codex.path(), all().0, all().1);
+    for (id, named) in [(A, true), (B, true), (C, true), (D, false)] {
+        let there = &answer.sessions[id];
+        let source_of = meta(&back, there, "codex", "titleSource");
+        assert_eq!(
+            source_of != json!("first_prompt"),
+            named,
+            "{id} in Codex: {source_of}"
+        );
+    }
+
+    // And from Codex into Claude Code: the thread named keeps a custom title; the one listed
+    // by its prompt gets no title record.
+    let claude = tmp();
+    let (answer, _) = back.write_into("claude-code", claude.path());
+    let again = read_home("claude-code", claude.path(), all().0, all().1);
+    let codex_answer = source.write_into("codex", tmp().path()).0;
+    for (id, source_of) in [(A, "custom-title"), (D, "first_prompt")] {
+        let there = &answer.sessions[&codex_answer.sessions[id]];
+        assert_eq!(
+            meta(&again, there, "claudeCode", "titleSource"),
+            source_of,
+            "{id}"
+        );
+    }
+}

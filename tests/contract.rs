@@ -718,6 +718,17 @@ fn a_link_in_the_way_keeps_it_beside(h: &str) {
             target.display()
         );
         assert!(!answer.already_there.contains(&id), "{h}: {answer:?}");
+        if h == "codex" {
+            assert!(
+                answer
+                    .not_taken
+                    .iter()
+                    .any(|n| n.reason.contains(&*log.to_string_lossy())),
+                "{h}: said lost, naming the path: {answer:?}"
+            );
+        } else {
+            assert!(answer.beside.contains(&id), "{h}: kept beside: {answer:?}");
+        }
         assert_eq!(
             fs::read_link(&log).unwrap(),
             target,

@@ -35,7 +35,8 @@ Incremental: a session whose files (path, size, mtime, status change time, inode
 changed since the last snapshot of the same harness and home is not read again; --force reads
 every one. A session the harness has deleted
 since is kept, marked gone from source (`asp sessions` shows it; `asp restore --session ID`
-brings it back). Nothing changed: no snapshot is made and the command says so, exit 0.
+brings it back). Nothing changed (neither what the sessions hold nor their files' records):
+no snapshot is made and the command says so, exit 0.
 
 A file that cannot be read (a transcript the harness left broken, a configuration file the
 user cannot read) is in no snapshot as it is now (the copy an earlier backup made is kept:
@@ -363,9 +364,21 @@ pub fn summary(o: &BackupOutcome) -> String {
             human::count(n as u64, "layer", "layers")
         ),
     };
+    // A snapshot made only for its records says why, not only "0 new, 0 changed".
+    let records = if o.records_changed
+        && o.new + o.changed == 0
+        && o.gone_now.is_empty()
+        && o.kinds_changed.is_empty()
+        && o.config_changed.is_empty()
+    {
+        " (the sessions' files changed on disk, not what they hold: their records are kept \
+         so the next backup need not read them)"
+    } else {
+        ""
+    };
     format!(
         "{} ({}): snapshot {}: {} new, {} changed, {} unchanged{unreadable}, {} gone from \
-         source{newly}; {}, {} added{again}",
+         source{newly}; {}, {} added{again}{records}",
         o.harness,
         o.home,
         s.short_id(),

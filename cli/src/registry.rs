@@ -586,7 +586,7 @@ pub fn run_push(args: PushArgs) -> Result<Exit> {
             report: &report,
             bytes_skipped: report.bytes_present + report.bytes_mounted,
         };
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string(&answer).expect("a report serialises")
         );
@@ -607,7 +607,7 @@ pub fn run_push(args: PushArgs) -> Result<Exit> {
                 human::bytes(report.bytes_mounted)
             ));
         }
-        println!("{line}");
+        crate::outln!("{line}");
         if let Some(before) = &report.replaced
             && !args.common.quiet
         {
@@ -765,7 +765,7 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
             snapshot: snapshot.clone(),
             backed_up: backed_up.clone(),
         };
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string(&answer).expect("a report serialises")
         );
@@ -796,7 +796,7 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
             Some(None) => line.push_str("; nothing new: the repository holds this content"),
             None => {}
         }
-        println!("{line}");
+        crate::outln!("{line}");
         if let (Some(Some(s)), false) = (&snapshot, args.common.quiet) {
             // By its id: `latest` of a harness is the newest in the home restored into
             // first, which on a machine that backs up into this repository too is its own.

@@ -143,8 +143,9 @@ pub struct Survey {
 /// their `messageId`s, a title, a note), so the next backup reads every session again rather
 /// than carrying the stream an older build made (unchanged layers are stored once all the
 /// same). 2: Pi and Copilot CLI chunks name their message; Claude Code reads bytes that are
-/// not UTF-8 as U+FFFD. 3: Claude Code says a transcript that holds no conversation.
-pub const READ_VERSION: u32 = 3;
+/// not UTF-8 as U+FFFD. 3: Claude Code says a transcript that holds no conversation. 4: Claude
+/// Code records where a title comes from (`_meta.claudeCode.titleSource`).
+pub const READ_VERSION: u32 = 4;
 
 /// One session of a store, as a survey found it.
 ///

@@ -92,6 +92,10 @@ pub struct BackupOutcome {
     /// Sessions read from the source this time, whatever they came to; the others were
     /// taken from the parent, their files unchanged (all of them with `--force`).
     pub sessions_read: usize,
+    /// The source records differ from the parent's (a file's stat changed, its content not
+    /// necessarily): a snapshot is made for them even when nothing else changed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub records_changed: bool,
     /// The ids of the new and changed sessions, and of those this backup found gone (the
     /// ones found gone before are counted in `gone` only), each in reading order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -675,9 +679,28 @@ fn backup_once(
     if !repo.has_blob(&asp_format::digest::Descriptor::of(empty)) {
         repo.put_bytes(empty)?;
     }
+    // The source records this backup gives its snapshot. When they differ from the parent's
+    // though the content does not (a file's status changed, chmod or a new link; a file copied
+    // to a new inode; a record of an older build without status change times), a snapshot is
+    // made all the same, for its records: otherwise every later backup would read those
+    // sessions again, for good (review helper-125, 1).
+    let entries: Vec<SourceEntry> = read
+        .entries
+        .iter()
+        .map(|e| SourceEntry {
+            id: e.id.to_string(),
+            facts: e.facts,
+            sessions: e.sessions.iter().map(ToString::to_string).collect(),
+            files: e.files.iter().map(|f| record(f, home_dir)).collect(),
+        })
+        .collect();
+    outcome.records_changed = parent
+        .as_ref()
+        .is_some_and(|p| p.sources.entries != entries);
     // (A pass mending missing layers goes on: the layers read again are to be stored.)
     if let Some(p) = &parent
         && avoid.is_empty()
+        && !outcome.records_changed
         && p.sources.gone.keys().eq(gone.keys())
         && p.sources.config == config
         && p.state == state
@@ -755,6 +778,7 @@ fn backup_once(
         .collect();
     let same_as_parent = parent.as_ref().is_some_and(|p| {
         p.content.digest == docs.manifest.digest
+            && !outcome.records_changed
             && p.sources.gone.keys().eq(gone.keys())
             && p.sources.config == config
     });
@@ -808,16 +832,7 @@ fn backup_once(
     }
     let sources = Sources {
         started_ns: started,
-        entries: read
-            .entries
-            .iter()
-            .map(|e| SourceEntry {
-                id: e.id.to_string(),
-                facts: e.facts,
-                sessions: e.sessions.iter().map(ToString::to_string).collect(),
-                files: e.files.iter().map(|f| record(f, home_dir)).collect(),
-            })
-            .collect(),
+        entries,
         gone,
         config,
         config_layers,

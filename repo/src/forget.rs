@@ -499,6 +499,11 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
         }
         out.snapshots.push(new);
     }
+    // One id several series held is one session dropped (`from` says where).
+    out.sessions.sort();
+    out.sessions.dedup();
+    out.still_in_source.sort();
+    out.still_in_source.dedup();
     Ok(out)
 }
 

@@ -140,17 +140,11 @@ impl SnapshotInfo {
             content: digest_of(CONTENT_ANNOTATION, &get(CONTENT_ANNOTATION)?)?,
             sessions: number(SESSIONS_ANNOTATION)?,
             gone: number(GONE_ANNOTATION)?,
+            // Read leniently: a list that does not parse only holds more back (it can only
+            // ever let a keep policy forget what the owner let go).
             dropped: a
                 .get(DROPPED_ANNOTATION)
-                .map(|v| {
-                    serde_json::from_str(v).map_err(|e| {
-                        RepoError::Integrity(format!(
-                            "snapshot {digest}: annotation {DROPPED_ANNOTATION} is not a list \
-                             of session ids: {e}"
-                        ))
-                    })
-                })
-                .transpose()?
+                .and_then(|v| serde_json::from_str(v).ok())
                 .unwrap_or_default(),
         })
     }

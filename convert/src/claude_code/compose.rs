@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 use super::ids::{format_time, name_uuid, parse_time, tag};
 use crate::kit::acp;
 use crate::kit::conversation::{Item, Message, ToolCall};
+use crate::kit::title::TitleOrigin;
 
 /// The Claude Code version written into rows: a real 2.1.x release (the one the judge runs).
 pub const VERSION: &str = "2.1.83";
@@ -40,6 +41,10 @@ pub struct Target<'a> {
     pub id: &'a str,
     pub cwd: &'a str,
     pub title: &'a str,
+    /// Who gave it: written as a `custom-title` record (chosen, or nothing says), an
+    /// `ai-title` one (generated), or not at all (only the first prompt stood for one, which
+    /// Claude Code shows anyway).
+    pub title_origin: Option<TitleOrigin>,
     /// The harness the conversation came from.
     pub harness: &'a str,
     /// Its last activity; the last row gets this time.
@@ -498,8 +503,17 @@ impl Composer<'_> {
             serde_json::to_writer(&mut bytes, row).expect("rows serialise");
             bytes.push(b'\n');
         }
-        if !self.t.title.is_empty() {
-            let title = json!({"type": "custom-title", "customTitle": self.t.title, "sessionId": self.t.id});
+        let title = match self.t.title_origin {
+            _ if self.t.title.is_empty() => None,
+            Some(TitleOrigin::Prompt) => None,
+            Some(TitleOrigin::Generated) => {
+                Some(json!({"type": "ai-title", "aiTitle": self.t.title, "sessionId": self.t.id}))
+            }
+            Some(TitleOrigin::Chosen) | None => Some(
+                json!({"type": "custom-title", "customTitle": self.t.title, "sessionId": self.t.id}),
+            ),
+        };
+        if let Some(title) = title {
             serde_json::to_writer(&mut bytes, &title).expect("serialises");
             bytes.push(b'\n');
         }
@@ -668,6 +682,7 @@ mod tests {
             id: "01a1f83a-cfc8-7f41-a357-d22735d28371",
             cwd: "/home/dev/shop",
             title: "Which tests?",
+            title_origin: None,
             harness: "codex",
             updated_at: Some("2026-11-28T16:20:00.000Z"),
             git_branch: None,
@@ -733,6 +748,7 @@ mod tests {
             id: "01a1f83a-cfc8-7f41-a357-d22735d28371",
             cwd: "/home/dev/shop",
             title: "",
+            title_origin: None,
             harness: "codex",
             updated_at: Some("2026-11-28T16:20:00.000Z"),
             git_branch: None,

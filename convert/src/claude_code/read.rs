@@ -261,6 +261,10 @@ pub fn read_session(
             && !titled
         {
             cs.title = d.to_owned();
+            if let Some(Value::Object(cc)) = cs.meta.as_mut().and_then(|m| m.get_mut("claudeCode"))
+            {
+                cc.insert("titleSource".into(), json!("agent-description"));
+            }
         }
         if cs.cwd.is_none() {
             cs.cwd.clone_from(&cwd);
@@ -466,6 +470,16 @@ fn build(
         Value::Object(cc.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()),
     );
     let titled = summary.title.is_some();
+    let title_source = summary.title_source.or_else(|| {
+        summary
+            .first_prompt
+            .as_ref()
+            .is_some_and(|p| !p.is_empty())
+            .then_some("first_prompt")
+    });
+    if let (Some(source), Some(Value::Object(cc))) = (title_source, meta.get_mut("claudeCode")) {
+        cc.insert("titleSource".into(), json!(source));
+    }
     let title = summary.title.or(summary.first_prompt).unwrap_or_default();
     Ok((
         Session {

@@ -54,6 +54,9 @@ const MARKERS: &[&str] = &[
 pub struct Summary {
     /// The title from title records (custom > ai > summary), if any.
     pub title: Option<String>,
+    /// Which record it came from: `custom-title`, `ai-title` or `summary`
+    /// ([`crate::kit::title`]).
+    pub title_source: Option<&'static str>,
     /// The first real prompt, shown when there is no title.
     pub first_prompt: Option<String>,
     pub updates: u64,
@@ -313,6 +316,17 @@ struct Titles {
 }
 
 impl Titles {
+    /// The record type [`Titles::effective`] comes from.
+    fn source(&self) -> Option<&'static str> {
+        if self.custom.is_some() {
+            Some("custom-title")
+        } else if self.ai.is_some() {
+            Some("ai-title")
+        } else {
+            self.summary.as_ref().map(|_| "summary")
+        }
+    }
+
     fn effective(&self) -> Option<&String> {
         self.custom
             .as_ref()
@@ -413,6 +427,7 @@ pub fn replay(
     }
     let summary = Summary {
         title: rp.titles.effective().cloned(),
+        title_source: rp.titles.source(),
         first_prompt: rp.first_prompt.take().or(rp.command_prompt.take()),
         updates: 0,
         model: rp.model.clone(),

@@ -496,7 +496,10 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
                 "agentId": s.agent_id,
                 "id": s.id.as_ref().map(SessionId::as_str),
                 "legacy": s.legacy,
-                "meta": s.meta_file.as_ref().map(|m| m.display().to_string()),
+                // By name, not path: the home's path as it was spelled (a link, `x/..`) is no
+                // fact of the session, and made every backup through another spelling record
+                // other facts.
+                "meta": s.meta_file.as_ref().and_then(|m| m.file_name()).map(|n| n.to_string_lossy().into_owned()),
             })).collect::<Vec<_>>(),
         });
         let subagents = f.subagents.iter().filter_map(|s| s.id.clone()).collect();

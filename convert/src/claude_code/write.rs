@@ -45,25 +45,31 @@ use crate::kit::report::Severity;
 
 /// Where a session's transcript file is, in any bucket.
 fn find_transcript(layout: &Layout, preferred_bucket: &str, stem: &str) -> Option<PathBuf> {
-    // Anything at the name is there: a symbolic link (even one that leads nowhere) or a
-    // folder is not this session, and the carried one is kept beside it rather than written
-    // through it or counted as written (new-user trial helper-124, 2).
-    let occupied = |p: &Path| fs::symlink_metadata(p).is_ok();
     let name = format!("{stem}.jsonl");
     let preferred = layout.projects().join(preferred_bucket).join(&name);
-    if occupied(&preferred) {
+    if preferred.is_file() {
         return Some(preferred);
     }
     let mut buckets: Vec<PathBuf> = fs::read_dir(layout.projects())
-        .ok()?
+        .ok()
+        .into_iter()
         .flatten()
-        .map(|e| e.path())
+        .flatten()
+        .map(|e| e.path().join(&name))
         .collect();
     buckets.sort();
-    buckets
-        .into_iter()
-        .map(|b| b.join(&name))
-        .find(|p| occupied(p))
+    // A transcript in any bucket first: a stale link in the preferred one does not hide it.
+    if let Some(p) = buckets.iter().find(|p| p.is_file()) {
+        return Some(p.clone());
+    }
+    // Then anything else at the name: a symbolic link (even one that leads nowhere) or a
+    // folder is not this session, and the carried one is kept beside it rather than written
+    // through it or counted as written (new-user trial helper-124, 2).
+    let occupied = |p: &Path| fs::symlink_metadata(p).is_ok();
+    if occupied(&preferred) {
+        return Some(preferred);
+    }
+    buckets.into_iter().find(|p| occupied(p))
 }
 
 /// The digest and size of a file, hashed as it streams (`None` when it cannot be read).
@@ -848,15 +854,17 @@ fn write_composed(
         harness,
     );
     let compose_as = |id: &str| {
+        let own = *id == *s.id.as_str() || id == claude_id(s.id.as_str());
         compose::compose(
             &Target {
                 id,
                 cwd: &cwd,
-                // A copy kept beside is titled with the marker.
-                title: if *id == *s.id.as_str() || id == claude_id(s.id.as_str()) {
-                    &s.title
+                // A copy kept beside is titled with the marker, a name asp gives it.
+                title: if own { &s.title } else { &marked },
+                title_origin: if own {
+                    crate::kit::title::origin(s)
                 } else {
-                    &marked
+                    Some(crate::kit::title::TitleOrigin::Chosen)
                 },
                 harness,
                 updated_at: s.updated_at.as_deref(),

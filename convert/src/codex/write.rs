@@ -518,7 +518,16 @@ impl<'a> SessionWriter<'a> {
             };
             summary.title = marked_title(&title, &harness);
         }
-        self.register(&summary, Naming::AtLastTurn)?;
+        // A title that was only the first prompt is not named: Codex lists an unnamed thread
+        // by that prompt itself, and a naming would stand for one the user gave.
+        let naming = if attempt == 0
+            && crate::kit::title::origin(session) == Some(crate::kit::title::TitleOrigin::Prompt)
+        {
+            Naming::Not
+        } else {
+            Naming::AtLastTurn
+        };
+        self.register(&summary, naming)?;
         Ok(if attempt > 0 {
             SessionPlaced::beside(id)
         } else {

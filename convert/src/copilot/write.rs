@@ -264,10 +264,13 @@ impl Sessions<'_, '_> {
             .and_then(|c| c.get("model"))
             .and_then(Value::as_str)
             .filter(|m| super::settings::ACCEPTS.model(m).is_ok());
+        // A name someone gave it in any harness is one Copilot must not replace with its own
+        // (`user_named`); a made one, or a first prompt, it may.
         let user_named = copilot
             .and_then(|c| c.get("userNamed"))
             .and_then(Value::as_bool)
-            .unwrap_or(false);
+            .unwrap_or(false)
+            || crate::kit::title::origin(s) == Some(crate::kit::title::TitleOrigin::Chosen);
         let start_ms = start_ms(s, &items);
         let branch = crate::kit::git_branch::source_branch(s.meta.as_ref());
         let make = |new_id: &str, title: &str| -> (Composed, Files) {

@@ -32,6 +32,9 @@ pub struct Header<'a> {
     pub cwd: &'a str,
     /// `None`: no title record (Qwen lists the first prompt).
     pub title: Option<&'a str>,
+    /// The title was made by a harness or its model (`titleSource` `auto`), not given by the
+    /// user (`manual`): [`crate::kit::title`].
+    pub title_generated: bool,
     /// The time of records that carry none (the session's `updatedAt`).
     pub default_time: String,
     /// The git branch it was on, when its harness kept one ([`crate::kit::git_branch`]):
@@ -383,7 +386,7 @@ pub fn build(items: &[Item], header: &Header<'_>) -> Chat {
         body.insert("subtype".into(), json!("custom_title"));
         body.insert(
             "systemPayload".into(),
-            json!({"customTitle": title, "titleSource": "manual"}),
+            json!({"customTitle": title, "titleSource": if header.title_generated { "auto" } else { "manual" }}),
         );
         b.push("system", body, t);
     }
@@ -413,6 +416,7 @@ mod tests {
             session_id: "s",
             cwd: "/w",
             title: Some("T"),
+            title_generated: false,
             default_time: "2026-01-01T00:00:00.000Z".into(),
             git_branch: None,
         };

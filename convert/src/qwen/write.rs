@@ -436,13 +436,11 @@ fn compose_one(
         || "1970-01-01T00:00:00.000Z".to_owned(),
         time::format_millis,
     );
-    let prompt_title = s
-        .meta
-        .as_ref()
-        .and_then(|m| m.get("qwen"))
-        .and_then(|q| q.get("titleSource"))
-        .and_then(Value::as_str)
-        == Some("prompt");
+    // A title that was only the first prompt is not written as one (Qwen lists the prompt
+    // itself); one the harness made is written as made (`auto`), not as the user's.
+    let origin = crate::kit::title::origin(s);
+    let prompt_title = origin == Some(crate::kit::title::TitleOrigin::Prompt);
+    let generated = origin == Some(crate::kit::title::TitleOrigin::Generated);
     for n in 0..MAX_COPIES {
         let (qid, title) = if n == 0 {
             (qwen_id(id), (!prompt_title).then(|| s.title.clone()))
@@ -455,6 +453,8 @@ fn compose_one(
             session_id: &qid,
             cwd: &cwd,
             title: title.as_deref(),
+            // A copy's marked title is a name asp gives it.
+            title_generated: n == 0 && generated,
             default_time: default_time.clone(),
             git_branch: crate::kit::git_branch::source_branch(s.meta.as_ref()),
         };
