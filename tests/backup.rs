@@ -951,6 +951,24 @@ fn an_appended_turn_reads_only_that_session() {
     assert!(said.contains(&format!("\n  changed: {C}\n")), "{said}");
 }
 
+/// Rewrites `file` in place with the first `from` made `to` (as long), then puts its mtime
+/// back: same size, inode and mtime, other bytes. Gives the new bytes.
+fn rewrite_keeping_mtime(file: &Path, from: &[u8], to: &[u8]) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let mtime = fs::metadata(file).unwrap().modified().unwrap();
+    let mut bytes = fs::read(file).unwrap();
+    let at = bytes.windows(from.len()).position(|w| w == from).unwrap();
+    bytes[at..at + to.len()].copy_from_slice(to);
+    fs::write(file, &bytes).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(file)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    bytes
+}
+
 #[test]
 fn a_file_changed_within_the_mtime_granularity_is_read_again() {
     let t = tmp();
@@ -958,19 +976,9 @@ fn a_file_changed_within_the_mtime_granularity_is_read_again() {
     copy_tree(&samples().join("claude-code"), &home);
     // Written just before the backup starts: within the racy window.
     let file = home.join(GATEWAY).join(format!("{C}.jsonl"));
-    let stamp = fs::metadata(&file).unwrap().modified().unwrap();
     backup(&home, &repo_of(&t));
     // Same size, same inode, same mtime, other bytes.
-    let mut bytes = fs::read(&file).unwrap();
-    let at = bytes.windows(5).position(|w| w == b"build").unwrap();
-    bytes[at..at + 5].copy_from_slice(b"BUILD");
-    fs::write(&file, &bytes).unwrap();
-    fs::File::options()
-        .write(true)
-        .open(&file)
-        .unwrap()
-        .set_modified(stamp)
-        .unwrap();
+    let bytes = rewrite_keeping_mtime(&file, b"build", b"BUILD");
     let o = backup(&home, &repo_of(&t));
     assert!(o["snapshot"].is_object(), "the change was seen: {o}");
     let fresh = t.path().join("fresh");
@@ -2202,17 +2210,7 @@ fn a_file_rewritten_with_its_times_put_back_is_read_again_and_force_reads_all() 
     let (_t, home, repo) = home_and_repo();
     let first = backup(&home, &repo);
     let file = home.join(SHOP).join(format!("{A}.jsonl"));
-    let mtime = fs::metadata(&file).unwrap().modified().unwrap();
-    let mut text = fs::read(&file).unwrap();
-    let at = text.windows(4).position(|w| w == b"text").unwrap();
-    text[at..at + 4].copy_from_slice(b"TEXT");
-    fs::write(&file, &text).unwrap();
-    fs::File::options()
-        .write(true)
-        .open(&file)
-        .unwrap()
-        .set_modified(mtime)
-        .unwrap();
+    rewrite_keeping_mtime(&file, b"text", b"TEXT");
     let v = backup(&home, &repo);
     assert_eq!(v["changedSessions"], json!([A]), "{v}");
     assert_eq!(v["sessionsRead"], 1, "{v}");
