@@ -33,10 +33,10 @@ Examples:
 
 Incremental: a session whose files (path, size, mtime, status change time, inode) have not
 changed since the last snapshot of the same harness and home is not read again; --force reads
-every one. A session the harness has deleted
-since is kept, marked gone from source (`asp sessions` shows it; `asp restore --session ID`
-brings it back). Nothing changed (neither what the sessions hold nor their files' records):
-no snapshot is made and the command says so, exit 0.
+every one. A session the harness has deleted since is kept, marked gone from source (`asp
+sessions` shows it; `asp restore --session ID` brings it back). Nothing changed (neither what
+the sessions hold nor their files' records): no snapshot is made and the command says so,
+exit 0.
 
 A file that cannot be read (a transcript the harness left broken, a configuration file the
 user cannot read) is in no snapshot as it is now (the copy an earlier backup made is kept:

@@ -55,7 +55,7 @@ pub struct ForgetArgs {
     #[arg(long, value_name = "DATE")]
     pub gone_before: Option<String>,
 
-    /// Drop this session from the newest snapshots (repeatable)
+    /// Drop this session, with its subagent sessions, from the newest snapshots (repeatable)
     #[arg(long = "session", value_name = "ID")]
     pub sessions: Vec<String>,
 
