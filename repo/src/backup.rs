@@ -694,9 +694,13 @@ fn backup_once(
             files: e.files.iter().map(|f| record(f, home_dir)).collect(),
         })
         .collect();
-    outcome.records_changed = parent
-        .as_ref()
-        .is_some_and(|p| p.sources.entries != entries);
+    // By id: the parent's come in shard order, these in survey order.
+    outcome.records_changed = parent.as_ref().is_some_and(|p| {
+        p.sources.entries.len() != entries.len()
+            || entries
+                .iter()
+                .any(|e| records.get(e.id.as_str()) != Some(&e))
+    });
     // (A pass mending missing layers goes on: the layers read again are to be stored.)
     if let Some(p) = &parent
         && avoid.is_empty()
