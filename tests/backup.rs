@@ -5232,6 +5232,26 @@ fn restore_to_all_brings_back_what_harnesses_sharing_a_folder_each_had() {
     );
 }
 
+/// A home holding the Claude Code, Codex and Gemini CLI samples, backed up with `--from all`
+/// into a repository, and an empty home to restore into: (home, repository, empty home).
+fn three_harnesses_backed_up(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let home = dir.join("home");
+    for h in ["claude-code", "codex", "gemini"] {
+        copy_dir(&samples().join(h), &home);
+    }
+    age(&home, Duration::from_secs(3600));
+    let repo = dir.join("repo");
+    let out = backup_run(&home, &repo, &["--from", "all", "-q"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fresh = dir.join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    (home, repo, fresh)
+}
+
 /// `asp restore --to all` whose output's reader went away (`| head -1`) still restores every
 /// harness, and exits as a closed pipe ends a command, 141 (new-user trial helper-124, 3: it
 /// stopped after the first harness, with nothing said).
@@ -5239,16 +5259,7 @@ fn restore_to_all_brings_back_what_harnesses_sharing_a_folder_each_had() {
 #[cfg(unix)]
 fn restore_to_all_restores_every_harness_when_its_output_is_closed() {
     let t = tmp();
-    let home = t.path().join("home");
-    for h in ["claude-code", "codex", "gemini"] {
-        copy_dir(&samples().join(h), &home);
-    }
-    age(&home, Duration::from_secs(3600));
-    let repo = t.path().join("repo");
-    let out = backup_run(&home, &repo, &["--from", "all", "-q"]);
-    assert!(out.status.success(), "{out:?}");
-    let fresh = t.path().join("fresh");
-    fs::create_dir_all(&fresh).unwrap();
+    let (_, repo, fresh) = three_harnesses_backed_up(t.path());
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("asp"))
         .args(["restore", "--to", "all", "--home"])
         .arg(&fresh)
@@ -5273,20 +5284,7 @@ fn restore_to_all_restores_every_harness_when_its_output_is_closed() {
 #[test]
 fn restore_to_all_brings_every_harness_back() {
     let t = tmp();
-    let home = t.path().join("home");
-    for h in ["claude-code", "codex", "gemini"] {
-        copy_dir(&samples().join(h), &home);
-    }
-    age(&home, Duration::from_secs(3600));
-    let repo = t.path().join("repo");
-    let out = backup_run(&home, &repo, &["--from", "all", "-q"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let fresh = t.path().join("fresh");
-    fs::create_dir_all(&fresh).unwrap();
+    let (home, repo, fresh) = three_harnesses_backed_up(t.path());
     let out = asp()
         .args(["restore", "--to", "all", "--home"])
         .arg(&fresh)

@@ -215,7 +215,7 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
                     o.parent
                         .map_or("nothing (a full backup)".to_owned(), |d| format!(
                             "snapshot {}, the newest that can be read",
-                            &d.hex()[..8]
+                            d.short()
                         )),
                 ));
             }

@@ -130,14 +130,13 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
                 human::count(dropped.from.len() as u64, "series", "series"),
             );
             for f in &dropped.from {
-                let short = |d: &asp_format::Digest| d.hex()[..8].to_owned();
                 crate::outln!(
                     "  {} {} (snapshot {}{}): {}",
                     f.harness,
                     f.home,
-                    short(&f.snapshot),
+                    f.snapshot.short(),
                     f.new
-                        .map(|n| format!(", new snapshot {}", short(&n)))
+                        .map(|n| format!(", new snapshot {}", n.short()))
                         .unwrap_or_default(),
                     f.sessions.join(", ")
                 );

@@ -44,10 +44,14 @@ pub fn generator() -> String {
 macro_rules! outln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        writeln!(std::io::stdout().lock(), $($arg)*).map_err(|e| {
-            $crate::exit::Failure::store(e).context("cannot write to standard output")
-        })?
+        writeln!(std::io::stdout().lock(), $($arg)*).map_err($crate::stdout_failure)?
     }};
+}
+
+/// A write to standard output that failed, as [`outln!`] and [`Lines`] give it ([`finish`]
+/// ends a closed pipe quietly).
+pub fn stdout_failure(e: std::io::Error) -> exit::Failure {
+    exit::Failure::store(e).context("cannot write to standard output")
 }
 
 /// Standard output for a command that goes on after its reader went away: a command that
@@ -74,17 +78,14 @@ impl Lines {
                 self.gone.set(true);
                 Ok(())
             }
-            Err(e) => Err(exit::Failure::store(e).context("cannot write to standard output")),
+            Err(e) => Err(stdout_failure(e)),
         }
     }
 
     /// `exit`, or the closed output's broken pipe when the work did all it was asked.
     pub fn finish(&self, exit: Exit) -> exit::Result<Exit> {
         if self.gone.get() && exit == Exit::Ok {
-            return Err(
-                exit::Failure::store(std::io::Error::from(std::io::ErrorKind::BrokenPipe))
-                    .context("cannot write to standard output"),
-            );
+            return Err(stdout_failure(std::io::ErrorKind::BrokenPipe.into()));
         }
         Ok(exit)
     }

@@ -30,6 +30,12 @@ impl Digest {
         hex::encode(self.0)
     }
 
+    /// The first 8 hex characters: how a snapshot or a manifest is named to a person (`asp
+    /// snapshots`), and how a prefix of it is given back.
+    pub fn short(&self) -> String {
+        hex::encode(&self.0[..4])
+    }
+
     /// The raw 32 bytes.
     pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0

@@ -450,7 +450,7 @@ pub fn check(
                         Ok(crate::repository::ManifestAt::Snapshot(..))
                     )
                 {
-                    unnamed_manifests.push(d.hex()[..8].to_owned());
+                    unnamed_manifests.push(d.short());
                 }
             }
             Err(_) => report

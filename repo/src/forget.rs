@@ -148,25 +148,27 @@ pub fn plan_keeping_sessions(
         let mut dropped_since: BTreeSet<&str> = BTreeSet::new();
         for s in group.iter().rev() {
             if removed.contains(&s.digest) {
-                let Some(own) = ids(s)? else {
-                    held.push(HeldBack {
+                match ids(s)? {
+                    None => held.push(HeldBack {
                         snapshot: (*s).clone(),
                         sessions: Vec::new(),
-                    });
-                    dropped_since.extend(s.dropped.iter().map(String::as_str));
-                    continue;
-                };
-                let alone: Vec<String> = own
-                    .iter()
-                    .filter(|id| !kept.contains(*id) && !dropped_since.contains(id.as_str()))
-                    .cloned()
-                    .collect();
-                if !alone.is_empty() {
-                    kept.extend(own);
-                    held.push(HeldBack {
-                        snapshot: (*s).clone(),
-                        sessions: alone,
-                    });
+                    }),
+                    Some(own) => {
+                        let alone: Vec<String> = own
+                            .iter()
+                            .filter(|id| {
+                                !kept.contains(*id) && !dropped_since.contains(id.as_str())
+                            })
+                            .cloned()
+                            .collect();
+                        if !alone.is_empty() {
+                            kept.extend(own);
+                            held.push(HeldBack {
+                                snapshot: (*s).clone(),
+                                sessions: alone,
+                            });
+                        }
+                    }
                 }
             }
             dropped_since.extend(s.dropped.iter().map(String::as_str));

@@ -70,7 +70,7 @@ pub struct SnapshotInfo {
 impl SnapshotInfo {
     /// The first 8 hex digits of the digest, as `asp snapshots` shows it.
     pub fn short_id(&self) -> String {
-        self.digest.hex()[..8].to_owned()
+        self.digest.short()
     }
 
     pub fn annotations(&self) -> BTreeMap<String, String> {

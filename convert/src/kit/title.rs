@@ -69,12 +69,6 @@ pub fn origin(s: &Session) -> Option<TitleOrigin> {
     None
 }
 
-/// Whether a writer should record `s`'s title as one the user chose: chosen, or nothing says
-/// (what every writer did before origins were read).
-pub fn is_chosen(s: &Session) -> bool {
-    matches!(origin(s), Some(TitleOrigin::Chosen) | None)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,10 +127,5 @@ mod tests {
             assert_eq!(origin(&session("T", meta.clone())), want, "{meta}");
         }
         assert_eq!(origin(&session("", json!({"copilot": {}}))), None);
-        assert!(is_chosen(&session("T", json!({}))));
-        assert!(!is_chosen(&session(
-            "T",
-            json!({"qwen": {"titleSource": "auto"}})
-        )));
     }
 }

@@ -257,44 +257,6 @@ fn a_diverged_session_is_kept_beside_and_found_again() {
     assert_eq!(&again.sessions[id], copy);
 }
 
-/// Rows of the session deleted there (OpenCode reverts a conversation by deleting its later
-/// messages) make it another version: the carried one is kept beside it, and the one there is
-/// not filled in with what it no longer has.
-#[test]
-fn a_session_missing_rows_there_is_kept_beside_not_filled_in() {
-    let (sessions, blobs, _) = read_all(&sample());
-    let (_dir, home) = empty_home();
-    write(&home, &sessions, &blobs, false);
-    let id = "ses_dcbe25720ffePQA8vq5bct6Xvh";
-    let db = home.join(layout::DEFAULT_DB);
-    let c = rusqlite::Connection::open(&db).unwrap();
-    let last = "(SELECT id FROM message WHERE session_id = ?1 ORDER BY time_created DESC, id DESC \
-                LIMIT 1)";
-    c.execute(&format!("DELETE FROM part WHERE message_id = {last}"), [id])
-        .unwrap();
-    assert_eq!(
-        c.execute(&format!("DELETE FROM message WHERE id = {last}"), [id])
-            .unwrap(),
-        1
-    );
-    let rows_there = |c: &rusqlite::Connection| -> i64 {
-        c.query_row(
-            "SELECT (SELECT count(*) FROM message WHERE session_id = ?1) + \
-             (SELECT count(*) FROM part WHERE session_id = ?1)",
-            [id],
-            |r| r.get(0),
-        )
-        .unwrap()
-    };
-    let before = rows_there(&c);
-    drop(c);
-    let answer = write(&home, &sessions, &blobs, false);
-    let copy = &answer.sessions[id];
-    assert_ne!(copy, id, "{answer:?}");
-    let c = rusqlite::Connection::open(&db).unwrap();
-    assert_eq!(rows_there(&c), before, "the session there was filled in");
-}
-
 #[test]
 fn a_foreign_session_is_composed_into_rows_opencode_loads() {
     let (mut sessions, blobs, _) = read_all(&sample());

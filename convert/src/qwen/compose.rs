@@ -21,6 +21,7 @@ use super::ids::name_uuid;
 use crate::kit::acp::ToolStatus;
 use crate::kit::conversation::{Item, Message, ToolCall};
 use crate::kit::time;
+use crate::kit::title::TitleOrigin;
 
 /// The Qwen Code version composed records claim: the version asp was checked against.
 pub const VERSION: &str = "0.24.4";
@@ -32,9 +33,9 @@ pub struct Header<'a> {
     pub cwd: &'a str,
     /// `None`: no title record (Qwen lists the first prompt).
     pub title: Option<&'a str>,
-    /// The title was made by a harness or its model (`titleSource` `auto`), not given by the
-    /// user (`manual`): [`crate::kit::title`].
-    pub title_generated: bool,
+    /// Who gave it ([`crate::kit::title`]): one a harness or its model made is written with
+    /// `titleSource` `auto`, any other `manual`.
+    pub title_origin: Option<TitleOrigin>,
     /// The time of records that carry none (the session's `updatedAt`).
     pub default_time: String,
     /// The git branch it was on, when its harness kept one ([`crate::kit::git_branch`]):
@@ -386,7 +387,7 @@ pub fn build(items: &[Item], header: &Header<'_>) -> Chat {
         body.insert("subtype".into(), json!("custom_title"));
         body.insert(
             "systemPayload".into(),
-            json!({"customTitle": title, "titleSource": if header.title_generated { "auto" } else { "manual" }}),
+            json!({"customTitle": title, "titleSource": if header.title_origin == Some(TitleOrigin::Generated) { "auto" } else { "manual" }}),
         );
         b.push("system", body, t);
     }
@@ -416,7 +417,7 @@ mod tests {
             session_id: "s",
             cwd: "/w",
             title: Some("T"),
-            title_generated: false,
+            title_origin: None,
             default_time: "2026-01-01T00:00:00.000Z".into(),
             git_branch: None,
         };

@@ -440,7 +440,6 @@ fn compose_one(
     // itself); one the harness made is written as made (`auto`), not as the user's.
     let origin = crate::kit::title::origin(s);
     let prompt_title = origin == Some(crate::kit::title::TitleOrigin::Prompt);
-    let generated = origin == Some(crate::kit::title::TitleOrigin::Generated);
     for n in 0..MAX_COPIES {
         let (qid, title) = if n == 0 {
             (qwen_id(id), (!prompt_title).then(|| s.title.clone()))
@@ -454,7 +453,11 @@ fn compose_one(
             cwd: &cwd,
             title: title.as_deref(),
             // A copy's marked title is a name asp gives it.
-            title_generated: n == 0 && generated,
+            title_origin: if n == 0 {
+                origin
+            } else {
+                Some(crate::kit::title::TitleOrigin::Chosen)
+            },
             default_time: default_time.clone(),
             git_branch: crate::kit::git_branch::source_branch(s.meta.as_ref()),
         };
