@@ -66,6 +66,10 @@ macro_rules! contract {
                     super::a_link_in_the_way_keeps_it_beside(H)
                 }
                 #[test]
+                fn an_archived_session_goes_into_the_archive_or_is_said_to_be_listed() {
+                    super::archived_sessions_stay_archived(H)
+                }
+                #[test]
                 fn a_session_continued_there_is_already_there() {
                     super::a_continued_session_is_already_there(H)
                 }
@@ -528,6 +532,56 @@ fn importing_twice_changes_nothing(h: &str) {
             "{from} into {h}: nothing was there before the first import"
         );
     }
+}
+
+/// A session archived where it was read (Codex's `archived_sessions/`, OpenCode's
+/// `time_archived`) is archived where the harness keeps an archive, and a listed one stays
+/// listed; a harness without one lists it, and the write names it.
+fn archived_sessions_stay_archived(h: &str) {
+    use asp_convert::kit::archive::archived;
+    let keeps = asp_convert::harness(h).unwrap().keeps_an_archive();
+    let mut seen = 0;
+    for (from, packed) in every_source() {
+        let home = tmp();
+        let (answer, diagnostics) = write_home(
+            h,
+            home.path(),
+            &packed.state,
+            &packed.store,
+            false,
+            &PathMap::default(),
+        );
+        let back = read(h, home.path());
+        for s in packed.state.sessions.iter().flatten() {
+            let Some(there) = answer.sessions.get(s.id.as_str()) else {
+                continue;
+            };
+            let was = archived(s).is_some();
+            let is = archived(back.session(there)).is_some();
+            if !was {
+                assert!(!is, "{from} into {h}: {} was listed, and is archived", s.id);
+                continue;
+            }
+            seen += 1;
+            if keeps {
+                assert!(is, "{from} into {h}: {} was archived, and is listed", s.id);
+            } else {
+                assert!(
+                    diagnostics
+                        .iter()
+                        .any(|d| d.message.contains("keeps no archive")
+                            && d.message.contains(s.id.as_str())),
+                    "{from} into {h}: {} was archived; the write does not say it is listed: \
+                     {diagnostics:#?}",
+                    s.id
+                );
+            }
+        }
+    }
+    assert!(
+        seen >= 2,
+        "the samples' archived sessions (Codex's, OpenCode's) reach {h}"
+    );
 }
 
 /// A subagent session composed from its stream (another harness's, or this one's carried

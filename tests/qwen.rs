@@ -543,6 +543,18 @@ fn archived_chats_are_carried_and_go_back_to_the_archive() {
     let (answer, _) = r.write_into(HARNESS, target.path());
     assert_eq!(answer.sessions[sid], sid);
     assert!(fs::read(target.path().join(&rel)).unwrap() == fs::read(&from).unwrap());
+
+    // Taken out of the archive since (or put into it): the same chat, already there, not a
+    // second file of it under the same id.
+    let live = format!(".qwen/projects/-home-dev-shop/chats/{sid}.jsonl");
+    fs::rename(target.path().join(&rel), target.path().join(&live)).unwrap();
+    let (again, _) = r.write_into(HARNESS, target.path());
+    assert!(again.already_there.contains(sid), "{again:?}");
+    assert!(!target.path().join(&rel).exists());
+    let listed = read_home(HARNESS, target.path(), KindSet::ALL, ReadOptions::default());
+    let (back, _) = listed.write_into(HARNESS, home.path());
+    assert!(back.already_there.contains(sid), "{back:?}");
+    assert!(!home.path().join(&live).exists());
 }
 
 // ---------------------------------------------------------------------------------------

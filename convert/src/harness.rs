@@ -487,6 +487,15 @@ pub trait Harness: Send + Sync {
         false
     }
 
+    /// Whether the harness keeps an archive of sessions taken out of its list without being
+    /// deleted (Codex's `archived_sessions/`, Qwen Code's `chats/archive/`, OpenCode's
+    /// `time_archived`). Its writer puts a session archived where it was read
+    /// ([`crate::kit::archive`]) into that archive; where there is none, the session is listed
+    /// with the others and the write says so.
+    fn keeps_an_archive(&self) -> bool {
+        false
+    }
+
     /// Whether the harness reads an `@path` line of its instructions file as the text of that
     /// file (Claude Code's `@~/.claude/x.md`, Gemini CLI's and Qwen Code's `@file` imports).
     /// Where it does not, instructions carried with such lines are written as they are and the

@@ -687,6 +687,7 @@ impl Store {
                     })
                     .map_err(|error| stopped(error, &writer))?;
                 report_unlinked(&state, harness.as_ref(), &answer, req.diagnostics);
+                report_unarchived(&state, harness.as_ref(), &answer, req.diagnostics);
                 for (id, what) in empty {
                     answer.refuse(
                         StateKind::Sessions,
@@ -1194,6 +1195,67 @@ fn report_unlinked(
                 ),
             },
             unlinked[..unlinked.len().min(NAMED)].join(", ")
+        ),
+    });
+}
+
+/// Sessions archived where they were read ([`crate::kit::archive`]), written into a harness
+/// that keeps no archive: it lists them with the others. Said once, naming a few.
+fn report_unarchived(
+    state: &State,
+    harness: &dyn Harness,
+    answer: &ImportAnswer,
+    diagnostics: &Diagnostics,
+) {
+    if harness.keeps_an_archive() {
+        return;
+    }
+    let listed: Vec<String> = state
+        .sessions
+        .iter()
+        .flatten()
+        .filter(|s| crate::kit::archive::archived(s).is_some())
+        .filter_map(|s| {
+            let written = answer.sessions.get(s.id.as_str())?;
+            (!answer.already_there.contains(s.id.as_str())).then(|| {
+                match written == s.id.as_str() {
+                    true => s.id.to_string(),
+                    false => format!("{} as {written}", s.id),
+                }
+            })
+        })
+        .collect();
+    if listed.is_empty() {
+        return;
+    }
+    const NAMED: usize = 5;
+    let more = match listed.len().saturating_sub(NAMED) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    diagnostics.push(Diagnostic {
+        severity: Severity::Note,
+        subject: None,
+        line: None,
+        message: format!(
+            "{} archived where {} read from; {} keeps no archive, so {} listed with the \
+             others: {}{more}",
+            match listed.len() {
+                1 => "1 session was".to_owned(),
+                n => format!("{n} sessions were"),
+            },
+            if listed.len() == 1 {
+                "it was"
+            } else {
+                "they were"
+            },
+            harness.name(),
+            if listed.len() == 1 {
+                "it is"
+            } else {
+                "they are"
+            },
+            listed[..listed.len().min(NAMED)].join(", ")
         ),
     });
 }

@@ -58,6 +58,10 @@ pub const NAME: &str = "codex";
 pub struct Codex;
 
 impl Harness for Codex {
+    fn keeps_an_archive(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> HarnessName {
         HarnessName::new(NAME).expect("a valid harness name")
     }

@@ -484,11 +484,21 @@ impl<'a> SessionWriter<'a> {
                 "the session has no user message; Codex lists only threads that start with one",
             );
         }
-        let rel = format!(
-            "{SESSIONS_DIR}/{}/rollout-{}-{id}.jsonl",
-            time::date_dirs(start),
-            time::file_stamp(start)
-        );
+        // A thread archived where it was read goes into the archive, as Codex's own archiving
+        // moves it: flat, under the same file name.
+        let archived = crate::kit::archive::archived(session).is_some();
+        let rel = if archived {
+            format!(
+                "{ARCHIVED_DIR}/rollout-{}-{id}.jsonl",
+                time::file_stamp(start)
+            )
+        } else {
+            format!(
+                "{SESSIONS_DIR}/{}/rollout-{}-{id}.jsonl",
+                time::date_dirs(start),
+                time::file_stamp(start)
+            )
+        };
         let path = self.paths.codex.join(&rel);
         if self.writer.create_new(&path, &built.bytes, false)? == Created::AlreadyExists {
             return Ok(SessionPlaced::refused(format!(
@@ -508,6 +518,7 @@ impl<'a> SessionWriter<'a> {
             );
         }
         let mut summary = foreign_summary(&id, &path, &built, session, &cwd);
+        summary.archived = archived;
         if attempt > 0 {
             // Codex lists an untitled thread by its first prompt: so is the copy, marked.
             let title = match summary.title.trim() {

@@ -22,6 +22,7 @@
 //! | [`instructions_file`] | instructions kept in one Markdown file, written only where there is none |
 //! | [`pathmap`] | `--map-path OLD=NEW` |
 //! | [`config`], [`appended_log`], `credentialed_json`, [`server_files`] | a harness's own configuration kept whole by a backup and restored into that harness; a log it appends to (a prompt history, Codex's thread names) merged into one already there; a JSON file with credentials in it kept without them; the scripts its MCP servers run from its folders |
+//! | [`archive`] | whether a session was archived (out of the harness's list, not deleted), from every reader's record of it |
 //! | [`title`] | who gave a session its title (chosen, generated, or only its first prompt), from every reader's record of it |
 //! | [`escape`], [`time`], [`uuid`], [`text`] | file-name escaping, RFC 3339 times, name-based UUIDs, text on one line |
 //!
@@ -30,6 +31,7 @@
 pub mod accepted;
 pub mod acp;
 pub mod appended_log;
+pub mod archive;
 pub mod beside;
 pub mod config;
 pub mod conversation;

@@ -143,11 +143,15 @@ impl Harness for OpenCode {
         }
     }
 
-    /// OpenCode 1.18.33's `-s, --session <id>` continues a session (`opencode --help`); run in the session's project directory.
     fn links_composed_subagents(&self) -> bool {
         true
     }
 
+    fn keeps_an_archive(&self) -> bool {
+        true
+    }
+
+    /// OpenCode 1.18.33's `-s, --session <id>` continues a session (`opencode --help`); run in the session's project directory.
     fn resume_command(&self, id: &str, cwd: Option<&str>) -> Option<String> {
         Some(crate::kit::resume::in_dir(
             cwd,

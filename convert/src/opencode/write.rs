@@ -826,6 +826,11 @@ fn compose(
     if let Some(parent) = how.links.parent {
         session.push(("parent_id", t(parent)));
     }
+    // A session archived where it was read is archived here too (out of the list, kept).
+    if let Some(a) = crate::kit::archive::archived(s) {
+        let at = crate::kit::archive::archived_at(s, a, time::from_millis(updated));
+        session.push(("time_archived", Sql::Integer(time::millis(at))));
+    }
     let mut out = vec![
         text_row(
             "project",

@@ -78,6 +78,10 @@ const SETTINGS: CredentialedJson = CredentialedJson {
 pub struct Qwen;
 
 impl Harness for Qwen {
+    fn keeps_an_archive(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> HarnessName {
         HarnessName::new(NAME).expect("a valid harness name")
     }

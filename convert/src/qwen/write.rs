@@ -51,17 +51,42 @@ fn is_log(path: &std::path::Path) -> bool {
     path.extension().is_some_and(|e| e == "jsonl")
 }
 
+/// Where Qwen Code keeps the chat at `path` when the other of archived and listed: a chat
+/// moved into `chats/archive/` (or back) is the same session, never a second file of it.
+fn other_place(path: &Path) -> Option<PathBuf> {
+    let dir = path.parent()?;
+    let name = path.file_name()?;
+    Some(match dir.file_name()? {
+        n if n == "archive" => dir.parent()?.join(name),
+        n if n == "chats" => dir.join("archive").join(name),
+        _ => return None,
+    })
+}
+
+/// Whether nothing at all is at `path`: a dangling link reads as NotFound but takes the name.
+fn nothing_at(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_err()
+}
+
 fn check(files: &[Planned]) -> Result<Check, ConvertError> {
     let mut same = 0;
     for f in files {
-        match std::fs::read(&f.path) {
+        // A chat is looked for where it is archived or listed, whichever it is written to.
+        let read = match std::fs::read(&f.path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && nothing_at(&f.path) => {
+                match other_place(&f.path).filter(|_| is_log(&f.path)) {
+                    Some(other) if !nothing_at(&other) => std::fs::read(&other),
+                    _ => Err(e),
+                }
+            }
+            read => read,
+        };
+        match read {
             Ok(b) if b == f.bytes || (is_log(&f.path) && holds_all_of(&b, &f.bytes)) => same += 1,
             Ok(_) => return Ok(Check::Taken),
             // Free only when nothing at all is there: a dangling link reads as NotFound but
             // takes the name, and a folder or an unreadable file is someone else's too.
-            Err(e)
-                if e.kind() == std::io::ErrorKind::NotFound
-                    && std::fs::symlink_metadata(&f.path).is_err() => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && nothing_at(&f.path) => {}
             Err(_) if let Some(file) = crate::kit::fsops::file_in_the_way(&f.path) => {
                 return Err(ConvertError::invalid(
                     file,
@@ -431,7 +456,11 @@ fn compose_one(
     let harness = harness_of(s);
     let items = fold(ctx, s)?;
     let cwd = crate::kit::resume::cwd_or_home(s, ctx, &layout.projects());
-    let chats = layout.projects().join(sanitize_cwd(&cwd)).join("chats");
+    let mut chats = layout.projects().join(sanitize_cwd(&cwd)).join("chats");
+    // A session archived where it was read goes into Qwen Code's archive.
+    if crate::kit::archive::archived(s).is_some() {
+        chats.push("archive");
+    }
     let default_time = s.updated_at.as_deref().and_then(time::parse).map_or_else(
         || "1970-01-01T00:00:00.000Z".to_owned(),
         time::format_millis,
