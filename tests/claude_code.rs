@@ -2545,3 +2545,54 @@ fn who_gave_a_title_travels_with_it() {
         );
     }
 }
+
+/// A transcript whose only line is damaged (cut short as a crash leaves it) packs as a session
+/// with no updates, its line kept natively. Written into another harness, it is lost, and said
+/// so: not "holds no conversation", as if the source had held none (new-user trial
+/// helper-126, 2).
+#[test]
+fn a_session_whose_every_line_is_damaged_is_lost_elsewhere_not_empty() {
+    let home = tmp();
+    let id = "cccccccc-0000-4000-8000-000000000000";
+    let dir = home.path().join(".claude/projects/-home-dev-shop");
+    fs::create_dir_all(&dir).unwrap();
+    let line = fs::read_to_string(
+        sample_home().join(format!(".claude/projects/-home-dev-shop/{A}.jsonl")),
+    )
+    .unwrap()
+    .lines()
+    .nth(2)
+    .unwrap()
+    .to_owned();
+    fs::write(dir.join(format!("{id}.jsonl")), &line[..250]).unwrap();
+    let r = read_home(
+        "claude-code",
+        home.path(),
+        KindSet::EMPTY.with(StateKind::Sessions),
+        ReadOptions::default(),
+    );
+    assert!(
+        r.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::KeptNatively && d.line == Some(1)),
+        "{:#?}",
+        r.diagnostics
+    );
+    let (answer, said) = r.write_into("codex", tmp().path());
+    assert!(!answer.sessions.contains_key(id));
+    assert!(
+        said.iter()
+            .any(|d| d.severity.is_loss() && d.message.contains(id)),
+        "the damaged line is said lost: {said:#?}"
+    );
+    let refused = answer
+        .not_taken
+        .iter()
+        .find(|n| n.reason.contains(id))
+        .expect("the session is answered not taken");
+    assert!(
+        refused.reason.contains("could not be read"),
+        "{}",
+        refused.reason
+    );
+}

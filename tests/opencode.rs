@@ -8,6 +8,7 @@ use std::path::Path;
 use crate::support::{copy_dir, read_home, samples, tmp, write_home};
 use asp_convert::harness::ReadOptions;
 use asp_convert::kit::pathmap::PathMap;
+use asp_convert::kit::report::Severity;
 use asp_format::kind::KindSet;
 use serde_json::Value;
 
@@ -389,9 +390,11 @@ fn a_damaged_row_is_named_by_file_table_and_row_the_rest_read_and_the_row_restor
     let db = home.path().join(DB);
     let r = read_all(home.path());
     assert!(
-        r.diagnostics.iter().any(|d| d.severity.is_not_carried()
-            && d.file() == Some(db.as_path())
-            && d.message.contains(&format!("table part row {part}"))),
+        r.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::KeptNatively
+                && d.file() == Some(db.join(format!("part/{part}.row.json")).as_path())
+                && d.message.contains(&format!("table part row {part}"))),
         "{:#?}",
         r.diagnostics
     );

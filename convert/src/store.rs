@@ -669,8 +669,10 @@ impl Store {
                 let writer = Writer::new(req.dry_run).confined_to(
                     std::iter::once(home.dir.clone()).chain(harness.store_paths(home)),
                 );
-                let empty = take_empty_sessions(&mut state, harness.name().as_str(), req.blobs);
+                // Damage first: a session whose every record was damaged has nothing else to
+                // show, and what it lost is said before it is taken out as empty.
                 report_unreadable(&state, harness.name().as_str(), req.diagnostics);
+                let empty = take_empty_sessions(&mut state, harness.name().as_str(), req.blobs);
                 report_orphans(&state, &empty, req.diagnostics);
                 let mut answer = harness
                     .write(&WriteContext {
@@ -786,9 +788,11 @@ fn resolve_damage(mut d: Diagnostic, entry: &Surveyed, native: bool) -> Diagnost
     if d.severity != Severity::Damaged {
         return d;
     }
+    // A surveyed file, or a record under one: a database's row, which travels as a native
+    // file of its own named by the database's path and the row's key (OpenCode).
     let kept = native
         && d.file()
-            .is_some_and(|f| entry.files.iter().any(|s| s.path == f));
+            .is_some_and(|f| entry.files.iter().any(|s| f.starts_with(&s.path)));
     if kept {
         d.severity = Severity::KeptNatively;
         d.message
@@ -898,6 +902,15 @@ fn take_empty_sessions(
             true => None,
             false => no_conversation(s, blobs),
         };
+        // Empty because its records were damaged, not because the source held nothing: the
+        // damaged places are said as lost ([`report_unreadable`]).
+        let what =
+            what.map(
+                |what| match crate::kit::meta::unreadable(s.meta.as_ref()).is_empty() {
+                    true => what,
+                    false => "what it held could not be read; its damaged places are said above",
+                },
+            );
         if let Some(what) = what {
             empty.push((s.id.to_string(), what));
         }

@@ -144,8 +144,10 @@ pub fn read_session(
         match serde_json::from_str::<Value>(text) {
             Ok(v) if v.is_object() => Some(v),
             _ => {
+                // Named by the row's own native file (under the database's path), so the
+                // damage is kept natively with the session and said lost where it is composed.
                 d.damaged(
-                    db,
+                    &db.join(r.path()),
                     None,
                     format!(
                         "table {} row {}: its data is not a JSON object (OpenCode cannot load \
