@@ -416,6 +416,25 @@ fn an_output_link_is_followed_and_a_pipe_or_a_directory_is_refused() {
         fs::read(samples().join("state.aspstate")).unwrap()
     );
 
+    // A link that leads nowhere takes the name: without --force nothing is written through
+    // it (as `cp` will not; trial helper-127, 5), with it the file it names is made.
+    let dangling = dir.path().join("dangling.aspstate");
+    let nowhere = dir.path().join("nowhere.aspstate");
+    std::os::unix::fs::symlink("nowhere.aspstate", &dangling).unwrap();
+    let out = asp_pack()
+        .arg("--from-dir")
+        .arg(samples().join("state"))
+        .arg("-o")
+        .arg(&dangling)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
+    assert!(!nowhere.exists());
+    pack_to(&dangling).assert().success();
+    assert!(fs::symlink_metadata(&dangling).unwrap().is_symlink());
+    assert!(nowhere.is_file());
+
     let fifo = dir.path().join("fifo");
     assert!(
         std::process::Command::new("mkfifo")
@@ -439,7 +458,7 @@ fn an_output_link_is_followed_and_a_pipe_or_a_directory_is_refused() {
         .stderr(predicate::str::contains("is a directory"));
     assert!(sub.is_dir());
     // Only what the test made: no temporary file was left.
-    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 4);
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 6);
 
     // A link another user planted in a sticky directory anyone writes to (as /tmp) is not
     // followed, as the kernel does not: its maker would choose the file replaced. Making a

@@ -206,8 +206,9 @@ fn a_pushed_snapshot_pulled_into_an_empty_repository_restores_the_same_files() {
     assert_eq!(snap["gone"], 1, "{pulled}");
     assert_eq!(
         snap["home"],
-        format!("registry:{}/me/agent-state", reg.host()).as_str()
+        format!("registry:{}/me/agent-state:laptop", reg.host()).as_str()
     );
+    assert_eq!(snap["backedUp"], snapshots[1]["created"], "{pulled}");
     succeeds(asp_on(&desktop).args(["check", "-q", "--read-data"]));
     assert_eq!(gone_sessions(&desktop), [GONE]);
     assert_eq!(gone_sessions(&laptop), [GONE]);
@@ -447,6 +448,84 @@ fn a_pull_says_how_to_restore_what_it_pulled_beside_the_machines_own_backups() {
     );
 }
 
+/// Two machines, each pushing to its own tag and pulling the other's (new-user trial
+/// helper-127, 2 to 4): `push latest` after a pull pushes this machine's own backup, not the
+/// other's state under this one's tag; each tag pulled is a series of its own, so a third
+/// machine lists both machines' sessions; a pulled snapshot pushed again keeps its backup's
+/// time.
+#[test]
+fn machines_pushing_to_their_own_tags_keep_their_states_apart() {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let tag = |t: &str| format!("{}/me/agent-state:{t}", reg.host());
+    let laptop = Home::new();
+    let on_laptop = laptop.path().join("work");
+    sample_home(&on_laptop, 0..1);
+    backup(&laptop, &on_laptop);
+    push(&laptop, &["latest", &tag("laptop")]);
+    let laptop_snapshots = json(&succeeds(asp_on(&laptop).args(["snapshots", "--json"])));
+    let laptop_time = laptop_snapshots[0]["created"].clone();
+
+    let desktop = Home::new();
+    let on_desktop = desktop.path().join("work");
+    sample_home(&on_desktop, 1..2);
+    backup(&desktop, &on_desktop);
+    let own = json(&succeeds(asp_on(&desktop).args(["snapshots", "--json"])))[0]["digest"]
+        .as_str()
+        .unwrap()["sha256:".len()..]
+        .to_owned();
+    // The laptop's state, pulled after the desktop's own backup, is the newest snapshot.
+    pull(&desktop, &[&tag("laptop")]);
+    let pushed = push(&desktop, &["latest", &tag("desktop")]);
+    assert_eq!(
+        pushed["source"],
+        format!("snapshot {} (claude-code)", &own[..8]).as_str(),
+        "{pushed}"
+    );
+
+    // A third machine pulls both tags: two series, and both machines' sessions listed.
+    let third = Home::new();
+    pull(&third, &[&tag("laptop")]);
+    pull(&third, &[&tag("desktop")]);
+    let sessions = json(&succeeds(asp_on(&third).args(["sessions", "--json"])));
+    let ids: Vec<&str> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    for id in [
+        "00000001-0000-4000-8000-000000000001",
+        "00000002-0000-4000-8000-000000000002",
+    ] {
+        assert!(ids.contains(&id), "{id} is listed: {sessions}");
+    }
+    // Pulling a tag again adds nothing to its series.
+    let again = pull(&third, &[&tag("laptop")]);
+    assert!(again["snapshot"].is_null(), "{again}");
+    assert_eq!(
+        json(&succeeds(asp_on(&third).args(["snapshots", "--json"])))
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // The laptop's snapshot, pushed again from the desktop by its id, says when the laptop
+    // backed it up, and so does a pull of it.
+    let snapshots = json(&succeeds(asp_on(&desktop).args(["snapshots", "--json"])));
+    let pulled = snapshots
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["home"].as_str().unwrap().starts_with("registry:"))
+        .unwrap();
+    assert_eq!(pulled["backedUp"], laptop_time, "{pulled}");
+    let id = pulled["digest"].as_str().unwrap();
+    push(&desktop, &[id, &tag("relay")]);
+    let relayed = pull(&Home::new(), &[&tag("relay")]);
+    assert_eq!(relayed["backedUp"], laptop_time, "{relayed}");
+}
+
 #[test]
 fn a_second_snapshot_uploads_only_what_the_registry_lacks() {
     let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
@@ -485,6 +564,49 @@ fn a_second_snapshot_uploads_only_what_the_registry_lacks() {
 
 /// A snapshot is pushed as the state (by digest) and its record (by the tag): a reference that
 /// names a digest has no tag for the record, so it is refused before anything is uploaded.
+/// A repository's index changes only under its lock, by what makes snapshots: `pull --layout`
+/// into one would write the index while a backup adds its snapshot, and drop its entry (new-user
+/// trial helper-127, 1). Both layout commands refuse a repository and name the one that takes
+/// it, before anything is read or sent.
+#[test]
+fn a_repository_is_not_taken_for_a_plain_layout() {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let laptop = Home::new();
+    let state = laptop.path().join("work");
+    sample_home(&state, 0..1);
+    backup(&laptop, &state);
+    let reference = format!("{}/me/agent-state:laptop", reg.host());
+    push(&laptop, &["latest", &reference]);
+    let repo = default_repo(&laptop);
+    let before = files_under(&repo);
+    let out = as_alice(
+        asp_on(&laptop)
+            .args(["pull", &reference, "--layout"])
+            .arg(&repo),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is an asp snapshot repository"), "{stderr}");
+    assert!(stderr.contains("--repo"), "{stderr}");
+    assert_eq!(
+        files_under(&repo),
+        before,
+        "the pull wrote into the repository"
+    );
+
+    let registry = files_under(&reg.storage());
+    let out = as_alice(
+        asp_on(&laptop)
+            .args(["push", "--layout"])
+            .arg(&repo)
+            .arg(format!("{}/me/agent-state:other", reg.host())),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("asp push SNAPSHOT"), "{stderr}");
+    assert_eq!(files_under(&reg.storage()), registry);
+}
+
 #[test]
 fn a_snapshot_pushed_to_a_digest_is_refused_before_any_upload() {
     let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
@@ -756,8 +878,8 @@ fn a_record_that_does_not_fit_its_state_writes_nothing() {
             .arg(format!("{}/me/agent-state:leak", reg.host())),
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("not a snapshot record"), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is an asp snapshot repository"), "{stderr}");
 
     let x = format!("sha256:{}", asp_test_registry::sha256_hex(b"x"));
     const RECORD: &str = "application/vnd.asp.snapshot.record.v1+json";

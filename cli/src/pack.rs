@@ -225,7 +225,8 @@ fn output_file(args: &PackArgs, to_stdout: bool) -> Result<Option<PathBuf>> {
         return Ok(None);
     }
     let file = bundle::output_path(&args.output)?;
-    if !args.force && file.exists() {
+    // A link that leads nowhere takes the name too (`cp` will not write through one).
+    if !args.force && std::fs::symlink_metadata(&args.output).is_ok() {
         return Err(Failure::new(
             ErrorClass::Store,
             format!(

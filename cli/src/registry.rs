@@ -130,8 +130,10 @@ fn timeout(args: &RegistryArgs) -> Result<Duration> {
     override_usage = "asp push [OPTIONS] [--repo <DIR>] [SNAPSHOT|latest] <REF>\n       asp push [OPTIONS] <FILE.aspstate> <REF>\n       asp push [OPTIONS] --layout <DIR> <REF>"
 )]
 #[command(after_help = format!("\
-A snapshot (`asp snapshots` lists them; `latest`, the default, is the newest; when the newest
-cannot be read, the push stops and names the newest that can, to push by its id) is pushed as
+A snapshot (`asp snapshots` lists them; `latest`, the default, is the newest this machine
+backed up, passing over snapshots pulled from a registry, which are another machine's state;
+when it cannot be read, the push stops and names the newest that can, to push by its id;
+a pulled snapshot pushed by its id says its backup's own time, not the pull's) is pushed as
 two artifacts: its state (content manifest and blobs, untagged: the artifact `asp pack
 --from-repo` would make a bundle of, the same digest), then a snapshot record whose subject
 is that state and which REF's tag names: the harness, the sessions gone from the source and
@@ -234,8 +236,10 @@ manifest and layer table are read from the downloaded blobs and every body is de
 checked before any blob joins the repository, under its lock (a prune waits). When REF names
 a snapshot record (what `asp push SNAPSHOT REF` pushes), the state is its subject, and the
 record's gone marks and harness configuration files, checked the same way, join the
-snapshot. The snapshot's home is `registry:<host>/<repository>`; pulling the same content
-again adds nothing. The pull says the command that restores it, `asp restore --snapshot ID
+snapshot. The snapshot's home is `registry:<host>/<repository>:<tag>` (pulled by digest:
+`@sha256:` and its first 12 hex digits), so each tag, one per machine, is a series of its own
+(`asp sessions` lists the newest of each); pulling the same content into it again adds
+nothing. The pull says the command that restores it, `asp restore --snapshot ID
 --to HARNESS`, configuration files included. (`asp restore --to HARNESS` alone takes the newest
 snapshot of that harness in the home restored into first: on a machine that backs up into the
 same repository, its own.)
@@ -249,8 +253,9 @@ FILE's bytes again (for bundles written with `asp pack --compression zstd` or `s
 default, by the same asp version; others hold the same manifest, digests and state).
 
 --layout DIR writes into an OCI image layout (created if missing or empty; a directory that
-holds anything else is refused, exit 1, as --repo refuses one that is not a repository); blobs
-it holds already are not downloaded.
+holds anything else is refused, exit 1, as --repo refuses one that is not a repository; an asp
+repository is refused too, exit 2: pull into it with --repo DIR, under its lock); blobs it
+holds already are not downloaded.
 
 {AUTH_HELP}
 
@@ -406,6 +411,16 @@ fn push_source(args: &PushArgs) -> Result<Source> {
     match (&args.layout, &args.second) {
         (Some(dir), None) => {
             let reference = parse_reference(&args.first)?;
+            if asp_repo::Repository::is_snapshot_repository(dir) {
+                return Err(Error::Usage(format!(
+                    "{dir} is an asp snapshot repository, not a plain OCI image layout: push a \
+                     snapshot of it with asp push SNAPSHOT {reference} --repo {dir} (`asp \
+                     snapshots --repo {dir}` lists them; `latest` is the newest)",
+                    dir = shell_word(&dir.display().to_string()),
+                    reference = args.first,
+                ))
+                .into());
+            }
             let layout = Layout::open(dir)?;
             let source = LayoutSource::select(layout, args.manifest.as_deref(), reference.tag())?;
             // A manifest the index names more than once is pushed once: say its names, so
@@ -499,8 +514,12 @@ fn snapshot_source(args: &PushArgs, id: &str, reference: &str) -> Result<Source>
             .collect();
         if !others.is_empty() {
             crate::errln!(
-                "note: `latest` is the newest snapshot, {}'s; the newest of each other \
+                "note: `latest` is the newest snapshot {}, {}'s; the newest of each other \
                  series stays here: {} (push each by its id, to a tag of its own)",
+                match info.is_pulled() {
+                    true => "(none was backed up here, only pulled)",
+                    false => "backed up here",
+                },
                 info.harness,
                 others.join(", ")
             );
@@ -667,7 +686,20 @@ fn pull_sink(args: &PullArgs) -> Result<(Sink, PathBuf, Option<tempfile::TempDir
             file.clone(),
             None,
         )),
-        (None, Some(dir)) => Ok((Sink::Layout(LayoutSink::new(dir)?), dir.clone(), None)),
+        (None, Some(dir)) => {
+            // A repository's index is changed only under its lock, by what makes snapshots: a
+            // layout written into it would drop the entry of a backup made meanwhile.
+            if asp_repo::Repository::is_snapshot_repository(dir) {
+                return Err(Error::Usage(format!(
+                    "{} is an asp snapshot repository, not a plain OCI image layout: pull into \
+                     it as a snapshot with --repo {}",
+                    dir.display(),
+                    shell_word(&dir.display().to_string())
+                ))
+                .into());
+            }
+            Ok((Sink::Layout(LayoutSink::new(dir)?), dir.clone(), None))
+        }
         (None, None) => {
             let path = RepoArg {
                 repo: args.repo.clone(),

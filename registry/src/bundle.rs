@@ -138,10 +138,11 @@ impl BundleSink {
             Err(WriteError::Io { source, .. }) => return Err(Error::write(&given, source)),
             Err(e) => return Err(Error::Usage(e.to_string())),
         };
-        match fs::symlink_metadata(&path) {
-            // Refusing to overwrite is an error of the destination (exit 1), as for asp-pack.
-            Ok(_) if !force => return Err(exists(&path)),
-            _ => {}
+        // The name taken by anything, a link that leads nowhere included (`cp` will not write
+        // through one), is replaced only with --force. Refusing to overwrite is an error of
+        // the destination (exit 1), as for asp-pack.
+        if !force && fs::symlink_metadata(&given).is_ok() {
+            return Err(exists(&given));
         }
         let sink = BundleSink {
             path,

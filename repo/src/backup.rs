@@ -853,6 +853,7 @@ fn backup_once(
         sessions: docs.state.sessions.as_ref().map_or(0, Vec::len) as u64,
         gone: outcome.gone as u64,
         dropped: Vec::new(),
+        backed_up: None,
     };
     // (The parent's shards of the records that did not change are named, not written again.)
     let none = StoredShards::default();

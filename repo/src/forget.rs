@@ -526,6 +526,7 @@ mod tests {
             sessions: 0,
             gone: 0,
             dropped: Vec::new(),
+            backed_up: None,
         }
     }
 

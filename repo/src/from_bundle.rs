@@ -88,6 +88,7 @@ pub fn backup_bundle(
         sessions: docs.state.sessions.as_ref().map_or(0, Vec::len) as u64,
         gone: 0,
         dropped: Vec::new(),
+        backed_up: None,
     };
     outcome.snapshot = Some(write_snapshot(
         repo,

@@ -50,8 +50,8 @@ use crate::error::RepoError;
 use crate::from_bundle::{harness_of, sole_harness};
 use crate::repository::{Lock, RawBlobs, Repository};
 use crate::snapshot::{
-    GONE_ANNOTATION, HARNESS_ANNOTATION, Record, SESSIONS_ANNOTATION, Snapshot, SnapshotInfo,
-    Sources, read_document,
+    GONE_ANNOTATION, HARNESS_ANNOTATION, PULLED_HOME_PREFIX, Record, SESSIONS_ANNOTATION, Snapshot,
+    SnapshotInfo, Sources, read_document,
 };
 
 /// A snapshot's content manifest and blobs, ready to push, with its record. Holds the
@@ -69,17 +69,26 @@ pub struct SnapshotSource {
 }
 
 impl SnapshotSource {
-    /// The snapshot `id` names (a unique hex prefix, or `latest`: the newest of all).
+    /// The snapshot `id` names (a unique hex prefix, or `latest`: the newest this machine
+    /// backed up, else the newest pulled).
+    ///
+    /// `latest` passes over pulled snapshots: a machine pushes its own state to its own tag,
+    /// and the newest snapshot after a pull is the other machine's (its time is the pull's),
+    /// which `asp backup && asp push latest REF:laptop` would have put under this one's tag.
     pub fn open(repo: &Repository, id: &str) -> Result<Self, RepoError> {
         // Only read: a repository that cannot be written here is pushed from all the same.
         let lock = repo.lock_to_read()?;
         let info = if id == "latest" {
-            repo.snapshots()?.pop().ok_or_else(|| {
-                RepoError::Usage(format!(
-                    "{} holds no snapshot (`asp backup` makes one)",
-                    repo.root().display()
-                ))
-            })?
+            let mut all = repo.snapshots()?;
+            match all.iter().rposition(|s| !s.is_pulled()) {
+                Some(i) => all.swap_remove(i),
+                None => all.pop().ok_or_else(|| {
+                    RepoError::Usage(format!(
+                        "{} holds no snapshot (`asp backup` makes one)",
+                        repo.root().display()
+                    ))
+                })?,
+            }
         } else {
             repo.find(id)?
         };
@@ -232,10 +241,11 @@ impl RecordSource {
             (SESSIONS_ANNOTATION.to_owned(), info.sessions.to_string()),
             (GONE_ANNOTATION.to_owned(), info.gone.to_string()),
         ]);
-        // When the backup was made: what `oras` and registries' web pages show.
+        // When the backup was made: what `oras` and registries' web pages show. A pulled
+        // snapshot pushed again says its record's time, not the pull's.
         annotations.insert(
             asp_format::bundle::oci::CREATED_ANNOTATION.to_owned(),
-            info.created.clone(),
+            info.backed_up().to_owned(),
         );
         let manifest = ImageManifest {
             schema_version: 2,
@@ -422,10 +432,19 @@ impl RepoSink {
             Some(r) => (r.gone, r.config, r.config_layers),
             None => Default::default(),
         };
+        // One series per tag, as each machine pushes to a tag of its own: pulls of `:laptop`
+        // and `:desktop` are two series, each with its newest snapshot (and so its sessions),
+        // and pulling the same tag again continues its series. A pull by digest is a series of
+        // its own.
         let home = format!(
-            "registry:{}/{}",
+            "{PULLED_HOME_PREFIX}{}/{}{}",
             reference.registry(),
-            reference.repository()
+            reference.repository(),
+            match (reference.tag(), reference.digest()) {
+                (Some(tag), _) => format!(":{tag}"),
+                (None, Some(d)) => format!("@sha256:{}", &d.hex()[..12]),
+                (None, None) => String::new(),
+            }
         );
         let parent = repo.latest(&harness, &home)?;
         let mut pulled = Pulled {
@@ -496,6 +515,7 @@ impl RepoSink {
             sessions: state.state.sessions.as_ref().map_or(0, Vec::len) as u64,
             gone: gone_count,
             dropped: Vec::new(),
+            backed_up: pulled.backed_up.clone(),
         };
         let mut outcome = BackupOutcome::default();
         pulled.snapshot = Some(write_snapshot_of(

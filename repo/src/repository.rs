@@ -310,6 +310,20 @@ impl Repository {
         root.join("oci-layout").exists()
     }
 
+    /// Whether the layout at `root` is a snapshot repository, not only an OCI image layout: it
+    /// has the `locks/` folder every backup and pull makes, or its index lists a snapshot.
+    /// What writes a plain layout (`asp pull --layout`) refuses one: it would change the
+    /// index without the repository's lock, and a backup made meanwhile would lose its entry.
+    pub fn is_snapshot_repository(root: &Path) -> bool {
+        Repository::is_at(root)
+            && (root.join(LOCKS).is_dir()
+                || Layout::open(root).and_then(|l| l.index()).is_ok_and(|i| {
+                    i.manifests
+                        .iter()
+                        .any(|d| d.artifact_type.as_deref() == Some(SNAPSHOT_ARTIFACT))
+                }))
+    }
+
     /// Opens the repository at `root`, which must exist.
     pub fn open(root: &Path) -> Result<Self, RepoError> {
         if !Repository::is_at(root) {

@@ -35,6 +35,14 @@ pub const GONE_ANNOTATION: &str = "vnd.asp.snapshot.gone";
 /// The sessions `asp forget --session` / `--gone-before` dropped making this snapshot, as a
 /// JSON array of ids; absent when none.
 pub const DROPPED_ANNOTATION: &str = "vnd.asp.snapshot.dropped";
+/// When the backup a pulled snapshot holds was made (its record's
+/// `org.opencontainers.image.created`), RFC 3339; absent for a backup made here. The
+/// snapshot's own time is the pull's, which orders it among the repository's; pushed again,
+/// its record says this one.
+pub const BACKED_UP_ANNOTATION: &str = "vnd.asp.snapshot.backedUp";
+/// The home of a snapshot pulled from a registry starts so: `registry:<host>/<repository>`,
+/// then `:<tag>` (or `@sha256:<12 hex>` when pulled by digest).
+pub const PULLED_HOME_PREFIX: &str = "registry:";
 
 /// Largest document (manifest, state manifest, layer table, source records) read whole.
 pub const MAX_DOCUMENT: u64 = 256 << 20;
@@ -65,12 +73,26 @@ pub struct SnapshotInfo {
     /// snapshot back for them ([`crate::forget::plan_keeping_sessions`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<String>,
+    /// When the backup a pulled snapshot holds was made, as its record said
+    /// ([`BACKED_UP_ANNOTATION`]); `None` for a backup made here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backed_up: Option<String>,
 }
 
 impl SnapshotInfo {
     /// The first 8 hex digits of the digest, as `asp snapshots` shows it.
     pub fn short_id(&self) -> String {
         self.digest.short()
+    }
+
+    /// Whether it was pulled from a registry, not backed up here.
+    pub fn is_pulled(&self) -> bool {
+        self.home.starts_with(PULLED_HOME_PREFIX)
+    }
+
+    /// When the backup it holds was made: a pulled snapshot's record's time, else its own.
+    pub fn backed_up(&self) -> &str {
+        self.backed_up.as_deref().unwrap_or(&self.created)
     }
 
     pub fn annotations(&self) -> BTreeMap<String, String> {
@@ -91,6 +113,9 @@ impl SnapshotInfo {
                 DROPPED_ANNOTATION.to_owned(),
                 serde_json::to_string(&self.dropped).expect("strings serialise"),
             );
+        }
+        if let Some(t) = &self.backed_up {
+            a.insert(BACKED_UP_ANNOTATION.to_owned(), t.clone());
         }
         a
     }
@@ -146,6 +171,11 @@ impl SnapshotInfo {
                 .get(DROPPED_ANNOTATION)
                 .and_then(|v| serde_json::from_str(v).ok())
                 .unwrap_or_default(),
+            // What only says when: one that is not a time is left unsaid.
+            backed_up: a
+                .get(BACKED_UP_ANNOTATION)
+                .filter(|t| asp_convert::kit::time::parse(t).is_some())
+                .cloned(),
         })
     }
 

@@ -358,10 +358,13 @@ pub(crate) fn atomic(
     force: bool,
     write: impl FnOnce(File) -> Result<(File, Written), WriteError>,
 ) -> Result<Written, WriteError> {
+    let given = path;
     let path = &output_path(path)?;
-    if !force && path.exists() {
+    // The name taken by anything, a link that leads nowhere included, is replaced only with
+    // `force` (as `cp` will not write through a dangling link).
+    if !force && std::fs::symlink_metadata(given).is_ok() {
         return Err(WriteError::Exists {
-            path: path.to_path_buf(),
+            path: given.to_path_buf(),
         });
     }
     let io_err = |source| WriteError::Io {
