@@ -74,6 +74,10 @@ macro_rules! contract {
                     super::a_continued_session_is_already_there(H)
                 }
                 #[test]
+                fn every_file_there_a_write_adds_to_is_named() {
+                    super::files_added_to_are_named(H)
+                }
+                #[test]
                 fn mcp_servers_added_to_a_file_there_are_named() {
                     super::servers_added_to_a_file_there_are_named(H)
                 }
@@ -800,6 +804,39 @@ fn a_link_in_the_way_keeps_it_beside(h: &str) {
 /// answer's `written_into` (by name only: their entries can hold credentials), whichever file
 /// and key the harness keeps them under: the harness's own sample makes its file, then another
 /// harness's servers are added beside its own.
+/// Every file the home had that a write of another harness's instructions, memory, MCP servers
+/// and settings changed is named in the answer's `writtenInto`, so the owner knows which of
+/// their files changed (new-user trial helper-126, 3: an index of memory notes and an
+/// instructions file were changed unnamed).
+fn files_added_to_are_named(h: &str) {
+    use asp_format::StateKind::*;
+    let own = read(h, &sample(h));
+    let kinds = KindSet::EMPTY
+        .with(Instructions)
+        .with(Memory)
+        .with(Tools)
+        .with(Settings);
+    for other in CONTRACTED.iter().filter(|o| **o != h) {
+        let home = tmp();
+        write(h, home.path(), &own, false);
+        let before = crate::support::files_in(home.path());
+        let carried = read_home(other, &sample(other), kinds, ReadOptions::default());
+        let answer = write(h, home.path(), &carried, false);
+        let after = crate::support::files_in(home.path());
+        for (path, bytes) in &before {
+            if after.get(path).is_some_and(|now| now != bytes) {
+                let file = home.path().join(path);
+                assert!(
+                    answer.written_into.iter().any(|w| w.file == file),
+                    "{other} into {h}: {} changed, and is not named: {:#?}",
+                    path,
+                    answer.written_into
+                );
+            }
+        }
+    }
+}
+
 fn servers_added_to_a_file_there_are_named(h: &str) {
     let own = read(h, &sample(h));
     if own.state.tools.as_ref().is_none_or(Vec::is_empty) {

@@ -834,3 +834,40 @@ fn a_server_qwen_code_does_not_start_by_its_patterns_is_read_switched_off() {
         ]
     );
 }
+
+/// Qwen Code's project memory into a Claude Code home that has its own: the index line links
+/// to the note where it is written (Claude Code's folder is flat), once, and the owner's index
+/// it was added to is named in the answer (new-user trial helper-126, 3).
+#[test]
+fn project_memory_into_claude_code_links_each_note_once_where_it_is() {
+    use asp_format::kind::StateKind;
+    let qwen = read_home(
+        HARNESS,
+        &sample_home(),
+        KindSet::EMPTY.with(StateKind::Memory),
+        ReadOptions::default(),
+    );
+    let home = tmp();
+    crate::support::copy_dir(&samples().join("claude-code"), home.path());
+    let memory = home.path().join(".claude/projects/-home-dev-shop/memory");
+    let before = fs::read_to_string(memory.join("MEMORY.md")).unwrap();
+    let (answer, _) = qwen.write_into("claude-code", home.path());
+    let index = fs::read_to_string(memory.join("MEMORY.md")).unwrap();
+    assert!(index.starts_with(&before), "{index}");
+    let added: Vec<&str> = index[before.len()..].lines().collect();
+    assert_eq!(added.len(), 1, "{index}");
+    let link = added[0]
+        .split_once("](")
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(l, _)| l)
+        .unwrap();
+    assert!(memory.join(link).is_file(), "{link} is not there: {index}");
+    assert!(
+        answer
+            .written_into
+            .iter()
+            .any(|w| w.file == memory.join("MEMORY.md") && w.what.contains(link)),
+        "{:?}",
+        answer.written_into
+    );
+}

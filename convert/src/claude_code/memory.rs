@@ -246,6 +246,29 @@ fn index_line(rel: &RelPath, text: &str) -> String {
     line
 }
 
+/// A carried index with its links to the notes carried with it made to name them where they
+/// are written: another harness's index links to its notes by their path under its memory
+/// folder (Qwen Code's `project/deploy-freeze.md`), and [`target`] writes such a note flat in
+/// the project's folder (`deploy-freeze.md`). Unchanged, the line named a file that is not
+/// there, and the note got a second line of its own.
+fn relinked(incoming: &str, index: &MemoryNote, notes: &[(RelPath, &MemoryNote)]) -> String {
+    let base = index
+        .path
+        .as_str()
+        .rsplit_once('/')
+        .map_or(String::new(), |(dir, _)| format!("{dir}/"));
+    let mut text = incoming.to_owned();
+    for (rel, n) in notes {
+        let Some(linked) = n.path.as_str().strip_prefix(&base) else {
+            continue;
+        };
+        if linked != rel.as_str() {
+            text = text.replace(&format!("]({linked})"), &format!("]({rel})"));
+        }
+    }
+    text
+}
+
 fn links_to(line: &str, rel: &RelPath) -> bool {
     line.contains(&format!("]({rel})"))
 }
@@ -331,7 +354,7 @@ fn write_folder(
     let existing = fs::read_to_string(&index_path).ok();
     let mut index = existing.clone();
     if let Some(n) = f.index {
-        let incoming = text_of(blobs, n)?;
+        let incoming = relinked(&text_of(blobs, n)?, n, &f.notes);
         index = Some(match index {
             None => incoming,
             Some(cur) if cur == incoming => cur,
@@ -422,7 +445,15 @@ fn write_folder(
     if index != existing
         && let Some(text) = index
     {
-        if existing.is_some() {
+        if let Some(before) = &existing {
+            // The owner's own index changed: said line by line, as a settings file is.
+            let had: BTreeSet<&str> = before.lines().collect();
+            let added: Vec<String> = text
+                .lines()
+                .filter(|l| !l.trim().is_empty() && !had.contains(l))
+                .map(|l| format!("{l:?}"))
+                .collect();
+            tally.wrote_into(&index_path, &added, writer.is_dry_run());
             writer.replace(&index_path, text.as_bytes())?;
         } else {
             writer.create_new(&index_path, text.as_bytes(), false)?;

@@ -69,6 +69,7 @@ pub fn write(
     text: &[u8],
     different: DifferentInstructions,
     diagnostics: &crate::kit::report::Diagnostics,
+    tally: &mut crate::kit::placement::Tally<'_>,
 ) -> Result<Placement, ConvertError> {
     let path = instructions_file(codex_home);
     let existing = match fs::read(&path) {
@@ -99,6 +100,13 @@ pub fn write(
     merged.extend_from_slice(text);
     writer.replace(&path, &merged)?;
     if !have.trim().is_empty() {
+        tally.wrote_into(
+            &path,
+            &[format!(
+                "the carried instructions, after the ones it had, under the line {MARKER}"
+            )],
+            writer.is_dry_run(),
+        );
         diagnostics.note(
             &path,
             None,

@@ -303,13 +303,15 @@ impl Harness for Codex {
         if let Some(i) = &state.instructions {
             let text = ctx.blobs.read_all(&i.text)?;
             let mut tally = Tally::new(&mut answer, StateKind::Instructions, 1);
-            tally.place(instructions::write(
+            let placed = instructions::write(
                 writer,
                 &layout.codex,
                 &text,
                 ctx.options.different_instructions(),
                 ctx.diagnostics,
-            )?);
+                &mut tally,
+            )?;
+            tally.place(placed);
             tally.finish();
         }
 

@@ -260,6 +260,22 @@ impl Harness for Gemini {
         }
         write_settings_file(&layout, ctx, &mut answer)?;
         projects.save(writer)?;
+        // The project registry the owner had, extended for the sessions and memory written.
+        let (registry, added) = projects.added_to_registry();
+        if !added.is_empty() {
+            let kind = match state.sessions.as_ref().is_some_and(|s| !s.is_empty()) {
+                true => StateKind::Sessions,
+                false => StateKind::Memory,
+            };
+            answer
+                .written_into
+                .push(crate::kit::placement::written_into(
+                    kind,
+                    &registry,
+                    added,
+                    writer.is_dry_run(),
+                ));
+        }
         Ok(answer)
     }
 }

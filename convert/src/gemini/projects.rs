@@ -87,6 +87,12 @@ pub struct Projects {
     claimed: Vec<(String, String)>,
     /// Marker files this run must create: (path, root).
     pending_markers: Vec<(PathBuf, String)>,
+    /// Entries this run added to a `projects.json` that was there (`root → slug`), for the
+    /// answer's `writtenInto`.
+    added: Vec<String>,
+    /// Whether `projects.json` was there when the write began (one this write made is not
+    /// the owner's, however often it is saved).
+    registry_was_there: bool,
 }
 
 fn read_markers(base: &Path) -> BTreeMap<String, String> {
@@ -150,6 +156,8 @@ impl Projects {
             trusted,
             claimed: Vec::new(),
             pending_markers: Vec::new(),
+            added: Vec::new(),
+            registry_was_there: crate::kit::fsops::exists(&path),
         }
     }
 
@@ -345,6 +353,11 @@ impl Projects {
         dir
     }
 
+    /// `projects.json` and the entries this run added to it, when it was there before.
+    pub fn added_to_registry(&self) -> (PathBuf, &[String]) {
+        (self.gemini.join(REGISTRY), &self.added)
+    }
+
     /// Writes the markers and registry entries claimed so far, as the CLI writes them: each
     /// marker created exclusively with the root and no newline; `projects.json` re-read under
     /// the CLI's lock (`projects.json.lock/`), extended, and replaced atomically as
@@ -384,6 +397,9 @@ impl Projects {
         }
         let map = projects.as_object_mut().expect("made an object above");
         for (root, slug) in claimed {
+            if !map.contains_key(&root) && self.registry_was_there {
+                self.added.push(format!("project {root} as {slug}"));
+            }
             map.entry(root).or_insert(Value::String(slug));
         }
         let text = serde_json::to_string_pretty(&Value::Object(doc)).expect("JSON serialises");

@@ -479,6 +479,14 @@ pub fn write_file(
                         None,
                         "it already had instructions; the carried ones were added after them",
                     );
+                    answer
+                        .written_into
+                        .push(crate::kit::placement::written_into(
+                            StateKind::Instructions,
+                            file,
+                            &["the carried instructions, after the ones it had".to_owned()],
+                            writer.is_dry_run(),
+                        ));
                     text = merged;
                     answer.take(StateKind::Instructions);
                 }

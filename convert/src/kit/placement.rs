@@ -124,6 +124,30 @@ impl SessionPlaced {
     }
 }
 
+/// What of `kind` was written into `path`, a file the owner already had: `added`, each in
+/// words. `dry_run`: it would be.
+pub fn written_into(
+    kind: StateKind,
+    path: &std::path::Path,
+    added: &[String],
+    dry_run: bool,
+) -> asp_format::answer::WrittenInto {
+    asp_format::answer::WrittenInto {
+        kind,
+        file: path.to_path_buf(),
+        what: format!(
+            "{} {}, a file that was there: {}",
+            if dry_run {
+                "would be added to"
+            } else {
+                "added to"
+            },
+            path.display(),
+            added.join(", ")
+        ),
+    }
+}
+
 /// The answer for one kind, item by item.
 #[derive(Debug)]
 pub struct Tally<'a> {
@@ -198,20 +222,7 @@ impl<'a> Tally<'a> {
         }
         self.answer
             .written_into
-            .push(asp_format::answer::WrittenInto {
-                kind: self.kind,
-                file: path.to_path_buf(),
-                what: format!(
-                    "{} {}, a file that was there: {}",
-                    if dry_run {
-                        "would be added to"
-                    } else {
-                        "added to"
-                    },
-                    path.display(),
-                    added.join(", ")
-                ),
-            });
+            .push(written_into(self.kind, path, added, dry_run));
     }
 
     /// Says which MCP servers were added to `path`, a file the owner already had: by name

@@ -246,7 +246,8 @@ pub fn write<'n>(
             NoteBody::Text(d) => ctx.blobs.read_all(&d)?,
         };
         if file == INDEX {
-            tally.place(merge_index(ctx, &path, &String::from_utf8_lossy(&body))?);
+            let placed = merge_index(ctx, tally, &path, &String::from_utf8_lossy(&body))?;
+            tally.place(placed);
             continue;
         }
         let mut placed = None;
@@ -279,6 +280,7 @@ pub fn write<'n>(
                 {
                     merge_index(
                         ctx,
+                        tally,
                         &dir.join(INDEX),
                         &index_line(&rel, &String::from_utf8_lossy(&body)),
                     )?;
@@ -302,10 +304,16 @@ pub fn write<'n>(
 }
 
 /// Adds the lines of `text` that `MEMORY.md` does not have yet (creating it when missing).
-fn merge_index(ctx: &WriteContext<'_>, path: &Path, text: &str) -> Result<Placement, ConvertError> {
+/// The owner's own index, changed, is named in the answer (`tally`), line by line.
+fn merge_index(
+    ctx: &WriteContext<'_>,
+    tally: &mut Tally<'_>,
+    path: &Path,
+    text: &str,
+) -> Result<Placement, ConvertError> {
     let old = fs::read_to_string(path).ok();
     let mut out = old.clone().unwrap_or_default();
-    let mut added = false;
+    let mut added = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         if !out.lines().any(|l| l == line) {
             if !out.is_empty() && !out.ends_with('\n') {
@@ -313,7 +321,7 @@ fn merge_index(ctx: &WriteContext<'_>, path: &Path, text: &str) -> Result<Placem
             }
             out.push_str(line);
             out.push('\n');
-            added = true;
+            added.push(format!("{line:?}"));
         }
     }
     match old {
@@ -321,7 +329,10 @@ fn merge_index(ctx: &WriteContext<'_>, path: &Path, text: &str) -> Result<Placem
             ctx.writer.create_new(path, text.as_bytes(), false)?;
             Ok(Placement::New)
         }
-        Some(_) if added => {
+        Some(_) if !added.is_empty() => {
+            if !ctx.writer.created(path) {
+                tally.wrote_into(path, &added, ctx.writer.is_dry_run());
+            }
             ctx.writer.replace(path, out.as_bytes())?;
             Ok(Placement::New)
         }
