@@ -164,6 +164,33 @@ fn a_push_that_moves_a_tag_names_what_it_named_before() {
         .arg(&pulled)
         .output();
     crate::support::succeeded(pull.unwrap());
+
+    // A pull into a layout that moves the tag there says so too (new-user trial helper-127,
+    // 6): `replaced` in --json, a note without.
+    let named = home.path().join("named");
+    let pull = |json_out: bool| {
+        let mut cmd = home.asp();
+        cmd.args(["pull", &reference, "--layout"]).arg(&named);
+        if json_out {
+            cmd.arg("--json");
+        }
+        crate::support::succeeded(cmd.output().unwrap())
+    };
+    let out = pull(true);
+    assert!(json(&out.stdout).get("replaced").is_none());
+    let b_digest = json(&push(&b, true).stdout)["digest"].clone();
+    let out = pull(true);
+    assert_eq!(json(&out.stdout)["replaced"], first.digest.to_string());
+    push(&a, false);
+    let out = pull(false);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!(
+            "note: laptop named {}",
+            b_digest.as_str().unwrap()
+        )),
+        "{said}"
+    );
 }
 
 #[test]

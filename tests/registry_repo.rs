@@ -499,9 +499,13 @@ fn machines_pushing_to_their_own_tags_keep_their_states_apart() {
     ] {
         assert!(ids.contains(&id), "{id} is listed: {sessions}");
     }
-    // Pulling a tag again adds nothing to its series.
+    // Pulling a tag again adds nothing to its series, and names the snapshot that holds it.
     let again = pull(&third, &[&tag("laptop")]);
     assert!(again["snapshot"].is_null(), "{again}");
+    let holder = again["alreadyIn"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{again}"));
+    assert_eq!(holder.len(), 8, "{again}");
     assert_eq!(
         json(&succeeds(asp_on(&third).args(["snapshots", "--json"])))
             .as_array()

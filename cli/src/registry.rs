@@ -239,7 +239,7 @@ record's gone marks and harness configuration files, checked the same way, join 
 snapshot. The snapshot's home is `registry:<host>/<repository>:<tag>` (pulled by digest:
 `@sha256:` and its first 12 hex digits), so each tag, one per machine, is a series of its own
 (`asp sessions` lists the newest of each); pulling the same content into it again adds
-nothing. The pull says the command that restores it, `asp restore --snapshot ID
+nothing, and says which snapshot holds it (`alreadyIn` in --json). The pull says the command that restores it, `asp restore --snapshot ID
 --to HARNESS`, configuration files included. (`asp restore --to HARNESS` alone takes the newest
 snapshot of that harness in the home restored into first: on a machine that backs up into the
 same repository, its own.)
@@ -255,7 +255,8 @@ default, by the same asp version; others hold the same manifest, digests and sta
 --layout DIR writes into an OCI image layout (created if missing or empty; a directory that
 holds anything else is refused, exit 1, as --repo refuses one that is not a repository; an asp
 repository is refused too, exit 2: pull into it with --repo DIR, under its lock); blobs it
-holds already are not downloaded.
+holds already are not downloaded. A tag that named another manifest there is moved to this
+one, and the pull says what it named (`replaced` in --json); that manifest stays, unnamed.
 
 {AUTH_HELP}
 
@@ -730,6 +731,12 @@ struct Pulled<'a> {
     /// When the backup was made, as its snapshot record says (`--repo`, a record pulled).
     #[serde(skip_serializing_if = "Option::is_none")]
     backed_up: Option<String>,
+    /// The snapshot that holds this content already (`--repo`, nothing new).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    already_in: Option<asp_repo::SnapshotInfo>,
+    /// What the tag named in the layout before, when this pull moved it (`--layout`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replaced: Option<asp_format::digest::Digest>,
 }
 
 pub fn run_pull(args: PullArgs) -> Result<Exit> {
@@ -766,15 +773,20 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
         Sink::Bundle(b) => b.written(),
         Sink::Layout(_) | Sink::Repo(_) => None,
     };
-    let (snapshot, backed_up) = match &sink {
+    let (snapshot, backed_up, already_in) = match &sink {
         Sink::Repo(r) => {
             let pulled = r.pulled();
             (
                 Some(pulled.as_ref().and_then(|p| p.snapshot.clone())),
-                pulled.and_then(|p| p.backed_up),
+                pulled.as_ref().and_then(|p| p.backed_up.clone()),
+                pulled.and_then(|p| p.already_in),
             )
         }
-        _ => (None, None),
+        _ => (None, None, None),
+    };
+    let replaced = match &sink {
+        Sink::Layout(l) => l.replaced(),
+        _ => None,
     };
     if spool.is_some() {
         // The bundle is the output; what was pulled goes where diagnostics go.
@@ -796,6 +808,8 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
             bundle_bytes,
             snapshot: snapshot.clone(),
             backed_up: backed_up.clone(),
+            already_in: already_in.clone(),
+            replaced,
         };
         crate::outln!(
             "{}",
@@ -825,10 +839,25 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
                     .map(|t| format!(", backed up {t}"))
                     .unwrap_or_default()
             )),
-            Some(None) => line.push_str("; nothing new: the repository holds this content"),
+            Some(None) => line.push_str(&match &already_in {
+                Some(s) => format!(
+                    "; nothing new: snapshot {} holds this content",
+                    s.short_id()
+                ),
+                None => "; nothing new: the repository holds this content".to_owned(),
+            }),
             None => {}
         }
         crate::outln!("{line}");
+        if let Some(before) = replaced {
+            // Said `-q` or not, as a push says it: a name now names something else.
+            bar.println(format!(
+                "note: {} named {before} in {} before this pull; that manifest and its blobs \
+                 stay in the layout, unnamed",
+                reference.tag().unwrap_or_default(),
+                output.display()
+            ));
+        }
         if let (Some(Some(s)), false) = (&snapshot, args.common.quiet) {
             // By its id: `latest` of a harness is the newest in the home restored into
             // first, which on a machine that backs up into this repository too is its own.

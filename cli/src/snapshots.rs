@@ -32,17 +32,9 @@ pub fn run(args: SnapshotsArgs) -> Result<Exit> {
     let snapshots = repo.snapshots()?;
     if args.common.json {
         // Each with its short `id` too, as `asp sessions --json` names a snapshot.
-        let listed: Vec<serde_json::Value> = snapshots
-            .iter()
-            .map(|s| {
-                let mut v = serde_json::to_value(s).expect("a snapshot serialises");
-                v["id"] = serde_json::Value::String(s.short_id());
-                v
-            })
-            .collect();
         crate::outln!(
             "{}",
-            serde_json::to_string(&listed).expect("snapshots serialise")
+            serde_json::to_string(&snapshots).expect("snapshots serialise")
         );
         return Ok(Exit::Ok);
     }

@@ -356,9 +356,11 @@ impl<R: Read> Read for NamedFile<R> {
 
 /// A pull into a layout directory, which need not exist yet: blobs are staged beside it (in
 /// it when it exists, else in its parent), and the directory is created only at commit.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct LayoutSink {
     root: PathBuf,
+    /// What the tag named in the layout before this pull, when it named another manifest.
+    replaced: std::sync::Mutex<Option<Digest>>,
 }
 
 impl LayoutSink {
@@ -380,7 +382,16 @@ impl LayoutSink {
                 )));
             }
         }
-        Ok(LayoutSink { root })
+        Ok(LayoutSink {
+            root,
+            replaced: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// What the tag pulled named in the layout before, when the pull moved it to another
+    /// manifest (that manifest and its blobs stay in the layout, unnamed).
+    pub fn replaced(&self) -> Option<Digest> {
+        *self.replaced.lock().expect("not poisoned")
     }
 
     pub fn root(&self) -> &Path {
@@ -439,6 +450,16 @@ impl PullSink for LayoutSink {
         } else {
             reference.tag()
         };
+        if let Some(n) = name {
+            let digest = Digest::of(artifact.bytes());
+            *self.replaced.lock().expect("not poisoned") = layout
+                .index()?
+                .manifests
+                .iter()
+                .find(|m| m.annotations.get(REF_NAME).map(String::as_str) == Some(n))
+                .map(|m| m.digest)
+                .filter(|d| *d != digest);
+        }
         layout.add_manifest(
             artifact.bytes(),
             artifact.manifest().artifact_type.as_deref(),

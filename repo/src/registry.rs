@@ -304,6 +304,9 @@ pub struct Pulled {
     /// The new snapshot; `None` when the newest snapshot of the same registry repository and
     /// harness already holds this content.
     pub snapshot: Option<SnapshotInfo>,
+    /// The snapshot that holds this content already, when no new one was made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub already_in: Option<SnapshotInfo>,
     pub harness: String,
     pub home: String,
     /// When the backup was made, as its snapshot record says (`org.opencontainers.image.created`);
@@ -458,6 +461,7 @@ impl RepoSink {
         {
             let p = Snapshot::load(repo, p)?;
             if p.sources.gone.keys().eq(gone.keys()) && p.sources.config == config {
+                pulled.already_in = Some(p.info);
                 return Ok(pulled);
             }
         }

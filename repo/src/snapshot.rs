@@ -47,20 +47,19 @@ pub const PULLED_HOME_PREFIX: &str = "registry:";
 /// Largest document (manifest, state manifest, layer table, source records) read whole.
 pub const MAX_DOCUMENT: u64 = 256 << 20;
 
-/// What the index says of a snapshot (the snapshot manifest's annotations).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// What the index says of a snapshot (the snapshot manifest's annotations). Serialised with
+/// its short `id` last, as every command's `--json` names a snapshot (`asp snapshots`,
+/// `asp pull`, `asp backup`, `asp forget`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SnapshotInfo {
     /// The snapshot manifest's digest: the snapshot's id.
     pub digest: Digest,
-    #[serde(skip)]
     pub size: u64,
     /// RFC 3339, milliseconds, UTC: when the backup started.
     pub created: String,
     pub harness: String,
     pub home: String,
     pub host: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<Digest>,
     /// The content manifest (the bundle's image manifest) this snapshot holds.
     pub content: Digest,
@@ -71,12 +70,36 @@ pub struct SnapshotInfo {
     /// The sessions (by id) its parent held and this snapshot was made without on purpose
     /// (`asp forget --session`, `--gone-before`): a keep policy does not hold an older
     /// snapshot back for them ([`crate::forget::plan_keeping_sessions`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<String>,
     /// When the backup a pulled snapshot holds was made, as its record said
     /// ([`BACKED_UP_ANNOTATION`]); `None` for a backup made here.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub backed_up: Option<String>,
+}
+
+impl Serialize for SnapshotInfo {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("digest", &self.digest)?;
+        m.serialize_entry("created", &self.created)?;
+        m.serialize_entry("harness", &self.harness)?;
+        m.serialize_entry("home", &self.home)?;
+        m.serialize_entry("host", &self.host)?;
+        if let Some(p) = &self.parent {
+            m.serialize_entry("parent", p)?;
+        }
+        m.serialize_entry("content", &self.content)?;
+        m.serialize_entry("sessions", &self.sessions)?;
+        m.serialize_entry("gone", &self.gone)?;
+        if !self.dropped.is_empty() {
+            m.serialize_entry("dropped", &self.dropped)?;
+        }
+        if let Some(t) = &self.backed_up {
+            m.serialize_entry("backedUp", t)?;
+        }
+        m.serialize_entry("id", &self.short_id())?;
+        m.end()
+    }
 }
 
 impl SnapshotInfo {

@@ -436,6 +436,18 @@ pub fn as_written(mut dry: serde_json::Value) -> serde_json::Value {
         Some(serde_json::Value::Bool(true)),
         "a dry run says it is one"
     );
+    // What would be added to a file there is what is added.
+    for w in asp
+        .get_mut("writtenInto")
+        .and_then(serde_json::Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(what) = w["what"].as_str() {
+            w["what"] =
+                serde_json::Value::String(what.replacen("would be added to", "added to", 1));
+        }
+    }
     if asp.is_empty() {
         meta.remove("asp");
     }
