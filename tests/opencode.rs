@@ -1113,3 +1113,40 @@ fn a_session_renamed_in_opencode_is_already_there_to_the_next_import() {
     assert_eq!(count as usize, first.sessions.len());
     assert_eq!(crate::support::files_in(home.path()), before);
 }
+
+/// Whether a session is archived is the user's to change in OpenCode, and asp wrote none
+/// archived before it carried archives: a session taken out of the archive since (or written
+/// by an earlier asp) is already there, not kept beside as a copy (review helper-128, 1).
+#[test]
+fn a_session_taken_out_of_the_archive_is_already_there() {
+    let codex = read_home(
+        "codex",
+        &samples().join("codex"),
+        KindSet::EMPTY.with(asp_format::kind::StateKind::Sessions),
+        ReadOptions::default(),
+    );
+    let archived = "01a20271-1024-7681-a31d-f248f3c4db0a";
+    assert!(asp_convert::kit::archive::archived(codex.session(archived)).is_some());
+    let home = tmp();
+    let (first, _) = codex.write_into("opencode", home.path());
+    let sid = first.sessions[archived].clone();
+    let db = home.path().join(DB);
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let at: Option<i64> = c
+        .query_row(
+            "SELECT time_archived FROM session WHERE id = ?1",
+            [&sid],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(at.is_some(), "written archived");
+    c.execute(
+        "UPDATE session SET time_archived = NULL WHERE id = ?1",
+        [&sid],
+    )
+    .unwrap();
+    drop(c);
+    let (again, _) = codex.write_into("opencode", home.path());
+    assert!(again.already_there.contains(archived), "{again:?}");
+    assert!(again.beside.is_empty(), "{again:?}");
+}

@@ -763,9 +763,7 @@ impl<'d, F: FnMut(&Record)> Indexer<'d, F> {
                 "the last line is cut off (the file ends mid-record); skipped",
             ),
             Err(e) => {
-                // serde's position is inside the line; the line number is what matters.
-                let why = e.to_string();
-                let why = why.split(" at line ").next().unwrap_or(&why).to_owned();
+                let why = crate::kit::report::why_line_is_not_json(&e);
                 self.diagnostics.damaged(
                     file,
                     Some(line),

@@ -822,7 +822,10 @@ fn write_composed(
                     Severity::Lost,
                     s.id.as_str(),
                     Some(n),
-                    format!("an update that is not JSON ({e}); skipped"),
+                    format!(
+                        "an update that is not JSON ({}); skipped",
+                        crate::kit::report::why_line_is_not_json(&e)
+                    ),
                 ),
             },
             Ok(None) => break,

@@ -75,7 +75,14 @@ impl SessionIndex {
             let v: Value = match serde_json::from_str(line) {
                 Ok(v) => v,
                 Err(e) => {
-                    diagnostics.lost(&path, Some(n), format!("not JSON ({e}); skipped"));
+                    diagnostics.lost(
+                        &path,
+                        Some(n),
+                        format!(
+                            "not JSON ({}); skipped",
+                            crate::kit::report::why_line_is_not_json(&e)
+                        ),
+                    );
                     continue;
                 }
             };

@@ -511,7 +511,10 @@ impl Lines {
                     self.damaged += 1;
                     if self.report {
                         let message = if complete {
-                            format!("not JSON ({e}); line skipped, as Codex skips it")
+                            format!(
+                                "not JSON ({}); line skipped, as Codex skips it",
+                                crate::kit::report::why_line_is_not_json(&e)
+                            )
                         } else {
                             "the last line is incomplete (the file was cut off or was still \
                              being written); skipped"

@@ -364,7 +364,10 @@ impl<'a> SessionWriter<'a> {
                         Severity::Note,
                         session.id.as_str(),
                         Some(n),
-                        format!("update line is not JSON ({e}); skipped"),
+                        format!(
+                            "update line is not JSON ({}); skipped",
+                            crate::kit::report::why_line_is_not_json(&e)
+                        ),
                     ),
                 },
                 Err((n, e)) => {

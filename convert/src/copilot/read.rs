@@ -215,15 +215,20 @@ pub fn read_session(
         };
         let v: Value = match serde_json::from_str(&text) {
             Ok(v @ Value::Object(_)) => v,
-            Ok(_) | Err(_) => {
+            other => {
                 let cut = !line.ends_with(b"\n");
                 d.damaged(
                     path,
                     Some(n),
-                    if cut {
-                        "the last line is cut off (not whole JSON); skipped, as Copilot skips it"
-                    } else {
-                        "not a JSON event; skipped, as Copilot skips it"
+                    match other {
+                        _ if cut => "the last line is cut off (not whole JSON); skipped, as \
+                                     Copilot skips it"
+                            .to_owned(),
+                        Err(e) => format!(
+                            "not JSON ({}); skipped, as Copilot skips it",
+                            crate::kit::report::why_line_is_not_json(&e)
+                        ),
+                        Ok(_) => "not a JSON object; skipped, as Copilot skips it".to_owned(),
                     },
                 );
                 continue;

@@ -336,7 +336,10 @@ fn replay_lines<R: Read>(mut reader: BufReader<R>) -> std::io::Result<(Chat, Vec
             Ok(v) => v,
             Err(e) => {
                 let message = if ended {
-                    format!("not JSON ({e}); the line is skipped, as Gemini skips it")
+                    format!(
+                        "not JSON ({}); the line is skipped, as Gemini skips it",
+                        crate::kit::report::why_line_is_not_json(&e)
+                    )
                 } else {
                     "the last line is cut off (no newline at the end: the CLI was stopped while \
                      writing it); skipped, as Gemini skips it"

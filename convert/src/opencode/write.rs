@@ -44,8 +44,9 @@ const SHARED: &[&str] = &["project", "project_directory"];
 /// Columns not compared when a row is already there: a session's title is the user's to change
 /// in OpenCode, and what an untitled one is titled by has changed between versions of asp
 /// (a Pi skill's block given back as the command typed). Compared, either made the next import
-/// of the same session keep a copy beside it.
-const NOT_COMPARED: &[(&str, &str)] = &[("session", "title")];
+/// of the same session keep a copy beside it. So is whether it is archived: the user archives
+/// and unarchives it in OpenCode, and asp wrote none archived before it carried archives.
+const NOT_COMPARED: &[(&str, &str)] = &[("session", "title"), ("session", "time_archived")];
 
 /// Where a table's rows go in a session's transaction: a row after the rows it points to.
 fn table_rank(table: &str) -> usize {

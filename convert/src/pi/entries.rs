@@ -150,7 +150,10 @@ impl<'a> Indexer<'a> {
             Ok(s) => s,
             Err(e) => {
                 let why = if ended {
-                    format!("not a JSON entry ({e}); skipped, as Pi skips it")
+                    format!(
+                        "not a JSON entry ({}); skipped, as Pi skips it",
+                        crate::kit::report::why_line_is_not_json(&e)
+                    )
                 } else {
                     // Whether the line is kept in the native file is the porcelain's to say
                     // (`store::resolve_damage`, as of every damaged record here): a read without

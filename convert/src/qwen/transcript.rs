@@ -198,6 +198,7 @@ pub fn read(
             }
             Err(e) => {
                 let got = recover_objects(&text);
+                let e = crate::kit::report::why_line_is_not_json(&e);
                 let valid = got.iter().filter(|o| invalid(o).is_none()).count();
                 if valid == 0 {
                     let what = if raw.ends_with(b"\n") {
