@@ -800,10 +800,6 @@ fn a_link_in_the_way_keeps_it_beside(h: &str) {
     }
 }
 
-/// MCP servers added to a configuration file the home already had are each named in the
-/// answer's `written_into` (by name only: their entries can hold credentials), whichever file
-/// and key the harness keeps them under: the harness's own sample makes its file, then another
-/// harness's servers are added beside its own.
 /// Every file the home had that a write of another harness's instructions, memory, MCP servers
 /// and settings changed is named in the answer's `writtenInto`, so the owner knows which of
 /// their files changed (new-user trial helper-126, 3: an index of memory notes and an
@@ -837,6 +833,10 @@ fn files_added_to_are_named(h: &str) {
     }
 }
 
+/// MCP servers added to a configuration file the home already had are each named in the
+/// answer's `written_into` (by name only: their entries can hold credentials), whichever file
+/// and key the harness keeps them under: the harness's own sample makes its file, then another
+/// harness's servers are added beside its own.
 fn servers_added_to_a_file_there_are_named(h: &str) {
     let own = read(h, &sample(h));
     if own.state.tools.as_ref().is_none_or(Vec::is_empty) {

@@ -485,6 +485,11 @@ fn machines_pushing_to_their_own_tags_keep_their_states_apart() {
     // A third machine pulls both tags: two series, and both machines' sessions listed.
     let third = Home::new();
     pull(&third, &[&tag("laptop")]);
+    // It has backed up nothing of its own: no `latest` of it to push.
+    let out = as_alice(asp_on(&third).args(["push", "latest", &tag("third")]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("only snapshots pulled"), "{stderr}");
     pull(&third, &[&tag("desktop")]);
     let sessions = json(&succeeds(asp_on(&third).args(["sessions", "--json"])));
     let ids: Vec<&str> = sessions
@@ -506,6 +511,19 @@ fn machines_pushing_to_their_own_tags_keep_their_states_apart() {
         .as_str()
         .unwrap_or_else(|| panic!("{again}"));
     assert_eq!(holder.len(), 8, "{again}");
+    // So does a pull of it by its digest: held already, under its tag.
+    let by_digest = format!(
+        "{}/me/agent-state@{}",
+        reg.host(),
+        again["record"].as_str().unwrap()
+    );
+    let by_digest = pull(&third, &[&by_digest]);
+    assert!(by_digest["snapshot"].is_null(), "{by_digest}");
+    assert_eq!(
+        by_digest["alreadyIn"]["id"].as_str(),
+        Some(holder),
+        "{by_digest}"
+    );
     assert_eq!(
         json(&succeeds(asp_on(&third).args(["snapshots", "--json"])))
             .as_array()
@@ -566,8 +584,6 @@ fn a_second_snapshot_uploads_only_what_the_registry_lacks() {
     );
 }
 
-/// A snapshot is pushed as the state (by digest) and its record (by the tag): a reference that
-/// names a digest has no tag for the record, so it is refused before anything is uploaded.
 /// A repository's index changes only under its lock, by what makes snapshots: `pull --layout`
 /// into one would write the index while a backup adds its snapshot, and drop its entry (new-user
 /// trial helper-127, 1). Both layout commands refuse a repository and name the one that takes
@@ -611,6 +627,8 @@ fn a_repository_is_not_taken_for_a_plain_layout() {
     assert_eq!(files_under(&reg.storage()), registry);
 }
 
+/// A snapshot is pushed as the state (by digest) and its record (by the tag): a reference that
+/// names a digest has no tag for the record, so it is refused before anything is uploaded.
 #[test]
 fn a_snapshot_pushed_to_a_digest_is_refused_before_any_upload() {
     let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));

@@ -131,7 +131,8 @@ fn timeout(args: &RegistryArgs) -> Result<Duration> {
 )]
 #[command(after_help = format!("\
 A snapshot (`asp snapshots` lists them; `latest`, the default, is the newest this machine
-backed up, passing over snapshots pulled from a registry, which are another machine's state;
+backed up, passing over snapshots pulled from a registry, which are another machine's state
+(with only pulled ones, `latest` is refused, exit 2: push one by its id);
 when it cannot be read, the push stops and names the newest that can, to push by its id;
 a pulled snapshot pushed by its id says its backup's own time, not the pull's) is pushed as
 two artifacts: its state (content manifest and blobs, untagged: the artifact `asp pack
@@ -236,8 +237,9 @@ manifest and layer table are read from the downloaded blobs and every body is de
 checked before any blob joins the repository, under its lock (a prune waits). When REF names
 a snapshot record (what `asp push SNAPSHOT REF` pushes), the state is its subject, and the
 record's gone marks and harness configuration files, checked the same way, join the
-snapshot. The snapshot's home is `registry:<host>/<repository>:<tag>` (pulled by digest:
-`@sha256:` and its first 12 hex digits), so each tag, one per machine, is a series of its own
+snapshot. The snapshot's home is `registry:<host>/<repository>:<tag>` (pulled by digest,
+which decides when REF gives a tag too: `@sha256:` and its first 12 hex digits), so each tag,
+one per machine, is a series of its own
 (`asp sessions` lists the newest of each); pulling the same content into it again adds
 nothing, and says which snapshot holds it (`alreadyIn` in --json). The pull says the command that restores it, `asp restore --snapshot ID
 --to HARNESS`, configuration files included. (`asp restore --to HARNESS` alone takes the newest
@@ -515,12 +517,8 @@ fn snapshot_source(args: &PushArgs, id: &str, reference: &str) -> Result<Source>
             .collect();
         if !others.is_empty() {
             crate::errln!(
-                "note: `latest` is the newest snapshot {}, {}'s; the newest of each other \
-                 series stays here: {} (push each by its id, to a tag of its own)",
-                match info.is_pulled() {
-                    true => "(none was backed up here, only pulled)",
-                    false => "backed up here",
-                },
+                "note: `latest` is the newest snapshot backed up here, {}'s; the newest of \
+                 each other series stays here: {} (push each by its id, to a tag of its own)",
                 info.harness,
                 others.join(", ")
             );
@@ -737,6 +735,10 @@ struct Pulled<'a> {
     /// What the tag named in the layout before, when this pull moved it (`--layout`).
     #[serde(skip_serializing_if = "Option::is_none")]
     replaced: Option<asp_format::digest::Digest>,
+    /// The newest snapshot of the series earlier pulls of this registry repository went into,
+    /// before series were kept per tag (`--repo`, the tag's first pull).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    earlier_series: Option<asp_repo::SnapshotInfo>,
 }
 
 pub fn run_pull(args: PullArgs) -> Result<Exit> {
@@ -773,17 +775,17 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
         Sink::Bundle(b) => b.written(),
         Sink::Layout(_) | Sink::Repo(_) => None,
     };
-    let (snapshot, backed_up, already_in) = match &sink {
-        Sink::Repo(r) => {
-            let pulled = r.pulled();
-            (
-                Some(pulled.as_ref().and_then(|p| p.snapshot.clone())),
-                pulled.as_ref().and_then(|p| p.backed_up.clone()),
-                pulled.and_then(|p| p.already_in),
-            )
-        }
-        _ => (None, None, None),
+    let pulled = match &sink {
+        Sink::Repo(r) => r.pulled(),
+        _ => None,
     };
+    let snapshot = match &sink {
+        Sink::Repo(_) => Some(pulled.as_ref().and_then(|p| p.snapshot.clone())),
+        _ => None,
+    };
+    let backed_up = pulled.as_ref().and_then(|p| p.backed_up.clone());
+    let already_in = pulled.as_ref().and_then(|p| p.already_in.clone());
+    let earlier_series = pulled.and_then(|p| p.earlier_series);
     let replaced = match &sink {
         Sink::Layout(l) => l.replaced(),
         _ => None,
@@ -810,6 +812,7 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
             backed_up: backed_up.clone(),
             already_in: already_in.clone(),
             replaced,
+            earlier_series: earlier_series.clone(),
         };
         crate::outln!(
             "{}",
@@ -856,6 +859,18 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
                  stay in the layout, unnamed",
                 reference.tag().unwrap_or_default(),
                 output.display()
+            ));
+        }
+        if let (Some(e), false) = (&earlier_series, args.common.quiet) {
+            bar.println(format!(
+                "note: earlier pulls of {} went into one series for every tag ({}, newest \
+                 snapshot {}); this pull begins the series of its tag. The older one is kept \
+                 until `asp forget --snapshot {}` lets it go",
+                e.home
+                    .trim_start_matches(asp_repo::snapshot::PULLED_HOME_PREFIX),
+                e.home,
+                e.short_id(),
+                e.short_id()
             ));
         }
         if let (Some(Some(s)), false) = (&snapshot, args.common.quiet) {

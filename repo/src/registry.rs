@@ -16,7 +16,7 @@
 //! it; here the state manifest and layer table are read from those staged blobs and every
 //! body is decoded and compared with its digest, and so is the record and every configuration
 //! file it names. Only then are the blobs renamed in, and a new snapshot (home
-//! `registry:<host>/<repository>`; source records without entries, holding the record's gone
+//! `registry:<host>/<repository>:<tag>`; source records without entries, holding the record's gone
 //! marks and configuration) written as a backup writes one. The repository's lock is held
 //! shared from before the first blob is looked at until the index names the snapshot, so a
 //! prune never removes a blob the pull counted on.
@@ -70,11 +70,12 @@ pub struct SnapshotSource {
 
 impl SnapshotSource {
     /// The snapshot `id` names (a unique hex prefix, or `latest`: the newest this machine
-    /// backed up, else the newest pulled).
+    /// backed up).
     ///
     /// `latest` passes over pulled snapshots: a machine pushes its own state to its own tag,
     /// and the newest snapshot after a pull is the other machine's (its time is the pull's),
     /// which `asp backup && asp push latest REF:laptop` would have put under this one's tag.
+    /// A repository that holds only pulled ones has no `latest` to push: one is pushed by id.
     pub fn open(repo: &Repository, id: &str) -> Result<Self, RepoError> {
         // Only read: a repository that cannot be written here is pushed from all the same.
         let lock = repo.lock_to_read()?;
@@ -82,12 +83,21 @@ impl SnapshotSource {
             let mut all = repo.snapshots()?;
             match all.iter().rposition(|s| !s.is_pulled()) {
                 Some(i) => all.swap_remove(i),
-                None => all.pop().ok_or_else(|| {
-                    RepoError::Usage(format!(
+                None if all.is_empty() => {
+                    return Err(RepoError::Usage(format!(
                         "{} holds no snapshot (`asp backup` makes one)",
                         repo.root().display()
-                    ))
-                })?,
+                    )));
+                }
+                None => {
+                    return Err(RepoError::Usage(format!(
+                        "{} holds only snapshots pulled from a registry (another machine's \
+                         state), so there is no `latest` of this machine to push: back it up \
+                         first (`asp backup`), or push a pulled one by its id (`asp snapshots` \
+                         lists them)",
+                        repo.root().display()
+                    )));
+                }
             }
         } else {
             repo.find(id)?
@@ -307,6 +317,11 @@ pub struct Pulled {
     /// The snapshot that holds this content already, when no new one was made.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub already_in: Option<SnapshotInfo>,
+    /// The newest snapshot of the series pulls of this registry repository went into before
+    /// series were kept per tag (`registry:<host>/<repository>`), when this pull began the
+    /// tag's own series.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub earlier_series: Option<SnapshotInfo>,
     pub harness: String,
     pub home: String,
     /// When the backup was made, as its snapshot record says (`org.opencontainers.image.created`);
@@ -418,10 +433,12 @@ impl RepoSink {
             staged: staged.files(),
         };
         let state = check_content(&overlay, artifact, reference)?;
+        // Only a time is taken: the annotation is the registry's text.
         let backed_up = record.and_then(|r| {
             r.manifest()
                 .annotations
                 .get(asp_format::bundle::oci::CREATED_ANNOTATION)
+                .filter(|t| time::parse(t).is_some())
                 .cloned()
         });
         let record = record
@@ -438,17 +455,18 @@ impl RepoSink {
         // One series per tag, as each machine pushes to a tag of its own: pulls of `:laptop`
         // and `:desktop` are two series, each with its newest snapshot (and so its sessions),
         // and pulling the same tag again continues its series. A pull by digest is a series of
-        // its own.
-        let home = format!(
-            "{PULLED_HOME_PREFIX}{}/{}{}",
+        // its own; the digest decides what is fetched, so it names the series when a REF
+        // gives both (a pinned older digest is not the newest of the tag's series).
+        let repository = format!(
+            "{PULLED_HOME_PREFIX}{}/{}",
             reference.registry(),
-            reference.repository(),
-            match (reference.tag(), reference.digest()) {
-                (Some(tag), _) => format!(":{tag}"),
-                (None, Some(d)) => format!("@sha256:{}", &d.hex()[..12]),
-                (None, None) => String::new(),
-            }
+            reference.repository()
         );
+        let home = match (reference.digest(), reference.tag()) {
+            (Some(d), _) => format!("{repository}@sha256:{}", &d.hex()[..12]),
+            (None, Some(tag)) => format!("{repository}:{tag}"),
+            (None, None) => repository.clone(),
+        };
         let parent = repo.latest(&harness, &home)?;
         let mut pulled = Pulled {
             harness: harness.clone(),
@@ -456,14 +474,43 @@ impl RepoSink {
             backed_up,
             ..Pulled::default()
         };
-        if let Some(p) = &parent
-            && p.content == artifact.digest()
-        {
-            let p = Snapshot::load(repo, p)?;
+        // Nothing new when the series' newest holds this content, gone marks and
+        // configuration; pulled by digest, when any snapshot pulled from this repository does
+        // (by its tag, most often).
+        let snapshots = repo.snapshots()?;
+        let candidates: Vec<&SnapshotInfo> = match reference.digest() {
+            Some(_) => snapshots
+                .iter()
+                .rev()
+                .filter(|s| {
+                    s.harness == harness
+                        && s.content == artifact.digest()
+                        && (s.home == repository
+                            || s.home.starts_with(&format!("{repository}:"))
+                            || s.home.starts_with(&format!("{repository}@")))
+                })
+                .collect(),
+            None => parent
+                .iter()
+                .filter(|p| p.content == artifact.digest())
+                .collect(),
+        };
+        for c in candidates {
+            let p = Snapshot::load(repo, c)?;
             if p.sources.gone.keys().eq(gone.keys()) && p.sources.config == config {
                 pulled.already_in = Some(p.info);
                 return Ok(pulled);
             }
+        }
+        // A tag's first pull into a repository that holds pulls of the same registry
+        // repository from before series were kept per tag (home without the tag): said, so
+        // the older series, whose newest no policy forgets, can be let go.
+        if parent.is_none() && home != repository {
+            pulled.earlier_series = snapshots
+                .iter()
+                .rev()
+                .find(|s| s.harness == harness && s.home == repository)
+                .cloned();
         }
         // Everything checked: the staged blobs the state and the configuration name join the
         // repository (same file system, each file already synced), then the manifests that

@@ -311,16 +311,18 @@ impl Repository {
     }
 
     /// Whether the layout at `root` is a snapshot repository, not only an OCI image layout: it
-    /// has the `locks/` folder every backup and pull makes, or its index lists a snapshot.
-    /// What writes a plain layout (`asp pull --layout`) refuses one: it would change the
-    /// index without the repository's lock, and a backup made meanwhile would lose its entry.
+    /// has the `locks/` folder every backup and pull makes, or its index lists a snapshot (by
+    /// its home annotation: a snapshot record, which a plain layout may hold, has the same
+    /// artifact type and no home). What writes a plain layout (`asp pull --layout`) refuses
+    /// one: it would change the index without the repository's lock, and a backup made
+    /// meanwhile would lose its entry.
     pub fn is_snapshot_repository(root: &Path) -> bool {
         Repository::is_at(root)
             && (root.join(LOCKS).is_dir()
                 || Layout::open(root).and_then(|l| l.index()).is_ok_and(|i| {
                     i.manifests
                         .iter()
-                        .any(|d| d.artifact_type.as_deref() == Some(SNAPSHOT_ARTIFACT))
+                        .any(|d| d.annotations.contains_key(crate::snapshot::HOME_ANNOTATION))
                 }))
     }
 

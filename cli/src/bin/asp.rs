@@ -23,7 +23,7 @@ Examples:
   asp backup --from claude-code                      (incremental; every hour)
   asp sessions                                       (every session ever backed up)
   asp restore --session ID --to claude-code
-  asp push latest ghcr.io/me/agent-state:laptop      (the newest snapshot, thin)
+  asp push latest ghcr.io/me/agent-state:laptop      (the newest backed up here, thin)
   asp pull ghcr.io/me/agent-state:laptop             (into the repository; then asp restore)
 
 {EXIT_CODES_HELP}"))]
