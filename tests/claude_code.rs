@@ -2068,6 +2068,17 @@ fn a_tombstone_never_removes_the_memory_index_and_removes_only_notes_there() {
         .filter_map(|d| d.file().map(Path::to_path_buf))
         .collect();
     assert_eq!(removed, [mem.join("gone.md")]);
+    // And the line taken out of the user's index is named in the answer.
+    assert!(
+        answer
+            .written_into
+            .iter()
+            .any(|w| w.file == mem.join("MEMORY.md")
+                && w.what.starts_with("removed from")
+                && w.what.contains("[Gone](gone.md)")),
+        "{:?}",
+        answer.written_into
+    );
 }
 
 #[test]

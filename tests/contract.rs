@@ -807,30 +807,52 @@ fn a_link_in_the_way_keeps_it_beside(h: &str) {
 fn files_added_to_are_named(h: &str) {
     use asp_format::StateKind::*;
     let own = read(h, &sample(h));
-    let kinds = KindSet::EMPTY
+    let configuration = KindSet::EMPTY
         .with(Instructions)
         .with(Memory)
         .with(Tools)
         .with(Settings);
-    for other in CONTRACTED.iter().filter(|o| **o != h) {
-        let home = tmp();
-        write(h, home.path(), &own, false);
-        let before = crate::support::files_in(home.path());
-        let carried = read_home(other, &sample(other), kinds, ReadOptions::default());
-        let answer = write(h, home.path(), &carried, false);
-        let after = crate::support::files_in(home.path());
-        for (path, bytes) in &before {
-            if after.get(path).is_some_and(|now| now != bytes) {
+    let mut changed = 0;
+    for (from, packed) in every_source().into_iter().filter(|(f, _)| f != h) {
+        // Each run with the configuration kinds, then memory alone: a file changed by the
+        // memory it was given is named as memory's.
+        for kinds in [configuration, KindSet::EMPTY.with(Memory)] {
+            let home = tmp();
+            write(h, home.path(), &own, false);
+            let before = crate::support::files_in(home.path());
+            let mut given = packed.state.clone();
+            given.retain_kinds(kinds);
+            let carried = ReadBack {
+                state: given,
+                store: blobs_of(&packed),
+                diagnostics: Vec::new(),
+            };
+            let answer = write(h, home.path(), &carried, false);
+            let after = crate::support::files_in(home.path());
+            for (path, bytes) in &before {
+                if after.get(path).is_none_or(|now| now == bytes) {
+                    continue;
+                }
+                changed += 1;
                 let file = home.path().join(path);
                 assert!(
-                    answer.written_into.iter().any(|w| w.file == file),
-                    "{other} into {h}: {} changed, and is not named: {:#?}",
-                    path,
+                    answer
+                        .written_into
+                        .iter()
+                        .any(|w| w.file == file && kinds.contains(w.kind)),
+                    "{from} into {h} ({kinds:?}): {path} changed, and is not named as one of \
+                     those kinds: {:#?}",
                     answer.written_into
                 );
             }
         }
     }
+    // Pi adds nothing to a file there (other instructions are kept beside, its settings are
+    // not written over the user's); every other harness merges into some file.
+    assert!(
+        changed > 0 || h == "pi",
+        "{h}: no write changed a file there; nothing was checked"
+    );
 }
 
 /// MCP servers added to a configuration file the home already had are each named in the

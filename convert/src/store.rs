@@ -908,7 +908,7 @@ fn take_empty_sessions(
             what.map(
                 |what| match crate::kit::meta::unreadable(s.meta.as_ref()).is_empty() {
                     true => what,
-                    false => "what it held could not be read; its damaged places are said above",
+                    false => "what it held could not be read; its damaged places are named as lost",
                 },
             );
         if let Some(what) = what {

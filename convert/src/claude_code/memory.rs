@@ -263,7 +263,15 @@ fn relinked(incoming: &str, index: &MemoryNote, notes: &[(RelPath, &MemoryNote)]
             continue;
         };
         if linked != rel.as_str() {
-            text = text.replace(&format!("]({linked})"), &format!("]({rel})"));
+            // As Markdown links it: plain, `./`-relative, with a fragment or a title.
+            for (from, to) in [
+                (format!("]({linked})"), format!("]({rel})")),
+                (format!("](./{linked})"), format!("]({rel})")),
+                (format!("]({linked}#"), format!("]({rel}#")),
+                (format!("]({linked} "), format!("]({rel} ")),
+            ] {
+                text = text.replace(&from, &to);
+            }
         }
     }
     text
@@ -408,6 +416,8 @@ fn write_folder(
             cur.push('\n');
         }
     }
+    // Lines of the owner's index a tombstone takes out, said as its additions are.
+    let mut removed = Vec::new();
     for rel in &f.tombstones {
         let path = rel.under(dir);
         match fs::symlink_metadata(&path) {
@@ -433,6 +443,14 @@ fn write_folder(
         if let Some(cur) = index.as_mut()
             && cur.lines().any(|l| links_to(l, rel))
         {
+            if let Some(before) = &existing {
+                removed.extend(
+                    before
+                        .lines()
+                        .filter(|l| links_to(l, rel))
+                        .map(|l| format!("{l:?}")),
+                );
+            }
             let kept: Vec<&str> = cur.lines().filter(|l| !links_to(l, rel)).collect();
             let mut t = kept.join("\n");
             if cur.ends_with('\n') && !t.is_empty() {
@@ -454,6 +472,7 @@ fn write_folder(
                 .map(|l| format!("{l:?}"))
                 .collect();
             tally.wrote_into(&index_path, &added, writer.is_dry_run());
+            tally.removed_from(&index_path, &removed, writer.is_dry_run());
             writer.replace(&index_path, text.as_bytes())?;
         } else {
             writer.create_new(&index_path, text.as_bytes(), false)?;

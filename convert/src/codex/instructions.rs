@@ -99,14 +99,15 @@ pub fn write(
     merged.extend_from_slice(format!("\n{MARKER}\n\n").as_bytes());
     merged.extend_from_slice(text);
     writer.replace(&path, &merged)?;
+    // The file was there (an empty one too): what was added to it is said.
+    tally.wrote_into(
+        &path,
+        &[format!(
+            "the carried instructions, after what it held, under the line {MARKER}"
+        )],
+        writer.is_dry_run(),
+    );
     if !have.trim().is_empty() {
-        tally.wrote_into(
-            &path,
-            &[format!(
-                "the carried instructions, after the ones it had, under the line {MARKER}"
-            )],
-            writer.is_dry_run(),
-        );
         diagnostics.note(
             &path,
             None,

@@ -9,6 +9,7 @@
 //! pointer. An existing file with different content is never overwritten: the carried note is
 //! kept beside it under [`kept_beside`]'s name (`<name>~<harness>.md`).
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -158,6 +159,8 @@ pub fn write_projects(
     tally: &mut Tally<'_>,
 ) -> Result<(), ConvertError> {
     let mut list: Vec<ProjectNote<'_>> = notes.iter().filter_map(project_note).collect();
+    // Indexes this write made: lines added to one later are not added to the owner's file.
+    let mut made: BTreeSet<PathBuf> = BTreeSet::new();
     // Indexes first, so the pointers of the notes after them are only added when missing.
     list.sort_by_key(|p| p.name != "MEMORY.md");
     for p in list {
@@ -179,7 +182,11 @@ pub fn write_projects(
             NoteBody::Deleted => {
                 writer.remove(&target)?;
                 if p.name != "MEMORY.md" {
-                    remove_pointer(&memdir.join("MEMORY.md"), &p.name, writer)?;
+                    let index = memdir.join("MEMORY.md");
+                    let removed = remove_pointer(&index, &p.name, writer)?;
+                    if !made.contains(&index) {
+                        tally.removed_from(&index, &removed, writer.is_dry_run());
+                    }
                 }
             }
             NoteBody::Text(d) => {
@@ -188,6 +195,7 @@ pub fn write_projects(
                 let stem = p.name.strip_suffix(".md").unwrap_or(&p.name);
                 let beside = memdir.join(format!("{}.md", kept_beside(stem, "", harness, 1).name));
                 let mut written_as = None;
+                let mut made_now = false;
                 for candidate in [&target, &beside] {
                     match fs::read(candidate) {
                         Ok(existing) if existing == bytes => {
@@ -198,6 +206,7 @@ pub fn write_projects(
                         Err(_) => {
                             if writer.create_new(candidate, &bytes, false)? == Created::New {
                                 written_as = Some(candidate.clone());
+                                made_now = true;
                                 break;
                             }
                         }
@@ -213,8 +222,20 @@ pub fn write_projects(
                     continue;
                 };
                 let at_name = at.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                if at_name == "MEMORY.md" && made_now {
+                    made.insert(at.clone());
+                }
                 if at_name != "MEMORY.md" && !(from_gemini && at == target) {
-                    add_pointer(&memdir.join("MEMORY.md"), &at, at_name, writer)?;
+                    let index = memdir.join("MEMORY.md");
+                    match add_pointer(&index, &at, at_name, writer)? {
+                        Pointer::Made => {
+                            made.insert(index);
+                        }
+                        Pointer::Added(line) if !made.contains(&index) => {
+                            tally.wrote_into(&index, &[format!("{line:?}")], writer.is_dry_run());
+                        }
+                        Pointer::Added(_) | Pointer::There => {}
+                    }
                 }
             }
         }
@@ -222,39 +243,63 @@ pub fn write_projects(
     Ok(())
 }
 
-fn add_pointer(index: &Path, file: &Path, name: &str, writer: &Writer) -> Result<(), ConvertError> {
+/// What [`add_pointer`] did to a project's `MEMORY.md`.
+enum Pointer {
+    /// It was not there: made, with the line.
+    Made,
+    /// The line was added to the index there.
+    Added(String),
+    /// The index names the note already.
+    There,
+}
+
+fn add_pointer(
+    index: &Path,
+    file: &Path,
+    name: &str,
+    writer: &Writer,
+) -> Result<Pointer, ConvertError> {
     let abs = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
     let line = pointer_line(&abs, name);
     match fs::read_to_string(index) {
-        Ok(text) if text.contains(name) => Ok(()),
+        Ok(text) if text.contains(name) => Ok(Pointer::There),
         Ok(mut text) => {
             if !text.is_empty() && !text.ends_with('\n') {
                 text.push('\n');
             }
             text.push_str(&line);
-            writer.replace(index, text.as_bytes())
+            writer.replace(index, text.as_bytes())?;
+            Ok(Pointer::Added(line.trim_end().to_owned()))
         }
-        Err(_) => writer
-            .create_new(
+        Err(_) => {
+            writer.create_new(
                 index,
                 format!("# Project Memory\n\n{line}").as_bytes(),
                 false,
-            )
-            .map(|_| ()),
+            )?;
+            Ok(Pointer::Made)
+        }
     }
 }
 
-fn remove_pointer(index: &Path, name: &str, writer: &Writer) -> Result<(), ConvertError> {
+/// Takes the lines pointing at `name` out of a project's `MEMORY.md`; the lines taken.
+fn remove_pointer(index: &Path, name: &str, writer: &Writer) -> Result<Vec<String>, ConvertError> {
     let Ok(text) = fs::read_to_string(index) else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let needle = format!("/{name} ");
+    let is_pointer = |l: &str| l.trim_start().starts_with("- See ") && l.contains(&needle);
+    let removed: Vec<String> = text
+        .lines()
+        .filter(|l| is_pointer(l))
+        .map(|l| format!("{l:?}"))
+        .collect();
     let kept: String = text
         .split_inclusive('\n')
-        .filter(|l| !(l.trim_start().starts_with("- See ") && l.contains(&needle)))
+        .filter(|l| !is_pointer(l))
         .collect();
     if kept != text {
         writer.replace(index, kept.as_bytes())?;
     }
-    Ok(())
+    Ok(removed)
 }

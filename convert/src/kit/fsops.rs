@@ -202,16 +202,6 @@ impl Writer {
         self.dry_run
     }
 
-    /// Whether this writer made the file at `path` (or would, in a dry run): then it is not
-    /// a file the owner had, whatever is added to it later in the same write.
-    pub fn created(&self, path: &Path) -> bool {
-        self.changes
-            .lock()
-            .expect("changes poisoned")
-            .iter()
-            .any(|c| matches!(c, Change::Create(p) if p == path))
-    }
-
     /// Every change made (or planned, in a dry run), in order.
     pub fn changes(&self) -> Vec<Change> {
         self.changes.lock().expect("changes poisoned").clone()

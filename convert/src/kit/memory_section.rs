@@ -536,6 +536,35 @@ pub fn write_file(
         let merged = merge(&text, &add, &remove, sec);
         text = merged.text;
         answer.take(StateKind::Memory);
+        // The owner's own file: what changed in its section is said.
+        if existing.is_some() {
+            let count = |n: usize| match n {
+                1 => "1 memory".to_owned(),
+                n => format!("{n} memories"),
+            };
+            let under = format!("under {:?}", sec.header);
+            let dry_run = writer.is_dry_run();
+            if merged.added > 0 {
+                answer
+                    .written_into
+                    .push(crate::kit::placement::written_into(
+                        StateKind::Memory,
+                        file,
+                        &[format!("{} {under}", count(merged.added))],
+                        dry_run,
+                    ));
+            }
+            if merged.removed > 0 {
+                answer
+                    .written_into
+                    .push(crate::kit::placement::removed_from(
+                        StateKind::Memory,
+                        file,
+                        &[format!("{} {under}", count(merged.removed))],
+                        dry_run,
+                    ));
+            }
+        }
     }
     match existing {
         None => {

@@ -148,6 +148,30 @@ pub fn written_into(
     }
 }
 
+/// What of `kind` was taken out of `path`, a file the owner already had (a line of an index
+/// whose note the carried state deletes): `removed`, each in words. `dry_run`: it would be.
+pub fn removed_from(
+    kind: StateKind,
+    path: &std::path::Path,
+    removed: &[String],
+    dry_run: bool,
+) -> asp_format::answer::WrittenInto {
+    asp_format::answer::WrittenInto {
+        kind,
+        file: path.to_path_buf(),
+        what: format!(
+            "{} {}, a file that was there: {}",
+            if dry_run {
+                "would be removed from"
+            } else {
+                "removed from"
+            },
+            path.display(),
+            removed.join(", ")
+        ),
+    }
+}
+
 /// The answer for one kind, item by item.
 #[derive(Debug)]
 pub struct Tally<'a> {
@@ -223,6 +247,17 @@ impl<'a> Tally<'a> {
         self.answer
             .written_into
             .push(written_into(self.kind, path, added, dry_run));
+    }
+
+    /// Says what of the kind was taken out of `path`, a file the owner already had
+    /// (nothing when `removed` is empty). `dry_run`: it would be.
+    pub fn removed_from(&mut self, path: &std::path::Path, removed: &[String], dry_run: bool) {
+        if removed.is_empty() {
+            return;
+        }
+        self.answer
+            .written_into
+            .push(removed_from(self.kind, path, removed, dry_run));
     }
 
     /// Says which MCP servers were added to `path`, a file the owner already had: by name

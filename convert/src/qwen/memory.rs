@@ -13,6 +13,7 @@
 //! never replaced: the carried note is kept beside it (`<name>~<harness>.md`). A tombstone
 //! removes the file it names, if it is there.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -216,6 +217,11 @@ pub fn write<'n>(
     tally: &mut Tally<'_>,
 ) -> Result<Vec<&'n MemoryNote>, ConvertError> {
     let mut section = Vec::new();
+    // What to add to each index (carried indexes' texts, then the lines of the notes written
+    // beside them), merged once a file after every note is written (so a dry run, which reads
+    // the file as it is, adds what the real run adds), and how many carried indexes each
+    // holds (each placed as what its file's merge came to).
+    let mut indexes: BTreeMap<PathBuf, (Vec<String>, usize)> = BTreeMap::new();
     for n in notes {
         let Some((dir, file)) = target(layout, n) else {
             section.push(n);
@@ -246,8 +252,9 @@ pub fn write<'n>(
             NoteBody::Text(d) => ctx.blobs.read_all(&d)?,
         };
         if file == INDEX {
-            let placed = merge_index(ctx, tally, &path, &String::from_utf8_lossy(&body))?;
-            tally.place(placed);
+            let index = indexes.entry(path).or_default();
+            index.0.push(String::from_utf8_lossy(&body).into_owned());
+            index.1 += 1;
             continue;
         }
         let mut placed = None;
@@ -278,12 +285,11 @@ pub fn write<'n>(
                     .as_ref()
                     .is_none_or(|h| h.as_str() != super::NAME)
                 {
-                    merge_index(
-                        ctx,
-                        tally,
-                        &dir.join(INDEX),
-                        &index_line(&rel, &String::from_utf8_lossy(&body)),
-                    )?;
+                    indexes
+                        .entry(dir.join(INDEX))
+                        .or_default()
+                        .0
+                        .push(index_line(&rel, &String::from_utf8_lossy(&body)));
                 }
                 placed = Some(if attempt == 1 {
                     Placement::New
@@ -300,21 +306,36 @@ pub fn write<'n>(
             ))
         }));
     }
+    for (path, (texts, carried)) in indexes {
+        let placed = merge_index(ctx, tally, &path, &texts)?;
+        for _ in 0..carried {
+            tally.place(placed.clone());
+        }
+    }
     Ok(section)
 }
 
-/// Adds the lines of `text` that `MEMORY.md` does not have yet (creating it when missing).
+/// Adds the lines of `texts` that `MEMORY.md` does not have yet (creating it when missing).
 /// The owner's own index, changed, is named in the answer (`tally`), line by line.
 fn merge_index(
     ctx: &WriteContext<'_>,
     tally: &mut Tally<'_>,
     path: &Path,
-    text: &str,
+    texts: &[String],
 ) -> Result<Placement, ConvertError> {
     let old = fs::read_to_string(path).ok();
-    let mut out = old.clone().unwrap_or_default();
+    // A new index begins as the first text given, byte for byte (a carried index restored
+    // into a home without one is the file it was).
+    let (mut out, rest) = match (&old, texts.split_first()) {
+        (None, Some((first, rest))) => (first.clone(), rest),
+        _ => (old.clone().unwrap_or_default(), texts),
+    };
     let mut added = Vec::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+    for line in rest
+        .iter()
+        .flat_map(|t| t.lines())
+        .filter(|l| !l.trim().is_empty())
+    {
         if !out.lines().any(|l| l == line) {
             if !out.is_empty() && !out.ends_with('\n') {
                 out.push('\n');
@@ -326,13 +347,11 @@ fn merge_index(
     }
     match old {
         None => {
-            ctx.writer.create_new(path, text.as_bytes(), false)?;
+            ctx.writer.create_new(path, out.as_bytes(), false)?;
             Ok(Placement::New)
         }
         Some(_) if !added.is_empty() => {
-            if !ctx.writer.created(path) {
-                tally.wrote_into(path, &added, ctx.writer.is_dry_run());
-            }
+            tally.wrote_into(path, &added, ctx.writer.is_dry_run());
             ctx.writer.replace(path, out.as_bytes())?;
             Ok(Placement::New)
         }
