@@ -1250,6 +1250,29 @@ fn a_session_the_harness_deleted_is_kept_and_comes_back() {
     check(&repo, false);
 }
 
+/// A damaged record in a session's file does not make a listing incomplete: the session is
+/// listed, its record kept in its file as a backup keeps it (new-user trial helper-126, 6: the
+/// listing said `lost:` and exited 3).
+#[test]
+fn a_damaged_record_does_not_make_a_listing_lose_anything() {
+    let home = tmp();
+    copy_dir(&samples().join("claude-code"), home.path());
+    let log = home.path().join(SHOP).join(format!("{A}.jsonl"));
+    let mut bytes = fs::read(&log).unwrap();
+    bytes.extend_from_slice(b"{\"this line\": is not JSON\n");
+    fs::write(&log, bytes).unwrap();
+    let out = asp()
+        .args(["sessions", "--json", "--from", "claude-code", "--home"])
+        .arg(home.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("lost"), "{stderr}");
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(rows.as_array().unwrap().iter().any(|r| r["id"] == A));
+}
+
 #[test]
 fn sessions_lists_a_live_store_without_a_repository() {
     let t = tmp();

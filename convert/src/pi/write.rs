@@ -60,8 +60,8 @@ fn existing(layout: &Layout) -> HashMap<String, PathBuf> {
 /// What a planned file came to.
 enum Outcome {
     Written,
-    /// The session is there already, in this file.
-    Same(PathBuf),
+    /// The session is there already.
+    Same,
     /// Another version of the session (or another session) is there, in this file.
     Taken(PathBuf),
 }
@@ -106,13 +106,13 @@ impl Sessions<'_, '_> {
         // Pi appends to a session it resumes: one continued there since holds all we carry.
         if let Some(there) = self.existing.get(id) {
             return Ok(match fs::read(there) {
-                Ok(b) if holds_all_of(&b, bytes) => Outcome::Same(there.clone()),
+                Ok(b) if holds_all_of(&b, bytes) => Outcome::Same,
                 _ => Outcome::Taken(there.clone()),
             });
         }
         let taken = || Outcome::Taken(path.to_path_buf());
         match fs::read(path) {
-            Ok(b) if holds_all_of(&b, bytes) => return Ok(Outcome::Same(path.to_path_buf())),
+            Ok(b) if holds_all_of(&b, bytes) => return Ok(Outcome::Same),
             Ok(_) => return Ok(taken()),
             Err(_) if fs::symlink_metadata(path).is_ok() => return Ok(taken()),
             Err(_) => {}
@@ -229,7 +229,7 @@ impl Sessions<'_, '_> {
                     there.get_or_insert(at);
                     continue;
                 }
-                Outcome::Same(_) => return Ok(placed(n, new_id, Placement::AlreadyThere)),
+                Outcome::Same => return Ok(placed(n, new_id, Placement::AlreadyThere)),
                 Outcome::Written => {
                     if let Some(there) = there.as_deref().filter(|_| n > 0) {
                         self.note_copy(id, &name, &new_id, &file, there);
@@ -341,10 +341,9 @@ impl Sessions<'_, '_> {
                     there.get_or_insert(at);
                     continue;
                 }
-                Outcome::Same(at) => {
-                    self.note_not_composed(id, &composed, &at);
-                    return Ok(placed(n, new_id, Placement::AlreadyThere));
-                }
+                // Nothing written: what the file there lacks was said when it was written
+                // (as every other writer says it, once).
+                Outcome::Same => return Ok(placed(n, new_id, Placement::AlreadyThere)),
                 Outcome::Written => {
                     self.note_not_composed(id, &composed, &file);
                     if let Some(there) = there.as_deref().filter(|_| n > 0) {
@@ -360,8 +359,8 @@ impl Sessions<'_, '_> {
     }
 
     /// Says what of session `id` the composed file `at` has no place for, or has as text: of
-    /// the file it was written into, or found in, so a copy kept beside another version is
-    /// said of the copy.
+    /// the file it was written into, so a copy kept beside another version is said of the
+    /// copy.
     fn note_not_composed(&self, id: &str, composed: &Composed, at: &Path) {
         if !composed.dropped.is_empty() {
             self.ctx.diagnostics.left_out(
