@@ -627,6 +627,34 @@ fn a_repository_is_not_taken_for_a_plain_layout() {
     assert_eq!(files_under(&reg.storage()), registry);
 }
 
+/// A record whose state was deleted from the registry since the push is named as such, with
+/// what puts it back (new-user trial helper-127, 7: "REF@sha256:…: the manifest is not in the
+/// registry").
+#[test]
+fn a_record_whose_state_is_gone_says_so_and_what_puts_it_back() {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let laptop = Home::new();
+    let state = laptop.path().join("work");
+    sample_home(&state, 0..1);
+    backup(&laptop, &state);
+    let reference = format!("{}/me/agent-state:laptop", reg.host());
+    let pushed = push(&laptop, &["latest", &reference]);
+    let digest = pushed["digest"].as_str().unwrap();
+    let revision = reg.storage().join(format!(
+        "docker/registry/v2/repositories/me/agent-state/_manifests/revisions/sha256/{}",
+        &digest["sha256:".len()..]
+    ));
+    fs::remove_dir_all(&revision).unwrap();
+    let desktop = Home::new();
+    let out = as_alice(asp_on(&desktop).args(["pull", &reference]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the state its snapshot record names") && stderr.contains("asp push"),
+        "{stderr}"
+    );
+}
+
 /// A snapshot is pushed as the state (by digest) and its record (by the tag): a reference that
 /// names a digest has no tag for the record, so it is refused before anything is uploaded.
 #[test]

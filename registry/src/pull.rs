@@ -126,7 +126,20 @@ pub fn pull(
         Some(subject) => {
             let at = reference.with_digest(subject.digest);
             let shown = format!("{at} (the subject of {source})");
-            let state = fetch_manifest(client, &at, &shown, opts)?;
+            // A record whose state was deleted from the registry since (by digest, or by a
+            // clean-up of untagged manifests) is named as such, with what puts it back.
+            let state = fetch_manifest(client, &at, &shown, opts).map_err(|e| match e {
+                Error::NotFound { .. } => Error::NotFound {
+                    reference: source.clone(),
+                    what: format!(
+                        "the state its snapshot record names ({}; deleted since the push, or \
+                         never pushed whole: pushing the snapshot again from the machine that \
+                         backed it up, `asp push SNAPSHOT REF`, puts it back)",
+                        subject.digest
+                    ),
+                },
+                e => e,
+            })?;
             if state.bytes().len() as u64 != subject.size {
                 return Err(Error::Integrity(format!(
                     "{shown} has {} bytes, but the record says {}",
