@@ -289,6 +289,26 @@ impl RawHub {
     }
 }
 
+/// A line from the client that is not UTF-8 is read with U+FFFD and answered as any other
+/// line; it does not end the hub with a turn running (new-user trial helper-129, 1).
+#[test]
+fn a_line_that_is_not_utf8_does_not_end_the_hub() {
+    use std::io::Write;
+    let mut hub = RawHub::start().listen();
+    hub.two_prompts_waiting();
+    let stdin = hub.stdin.as_mut().expect("stdin open");
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"_scripted/echo\",\"params\":{\"x\":\"\xff\"}}\n")
+        .unwrap();
+    let echoed = hub.wait_for(&|v| v["id"] == 6);
+    assert!(echoed.get("result").is_some(), "{echoed}");
+    hub.send(json!({"jsonrpc": "2.0", "id": 7, "method": "_scripted/echo", "params": {}}));
+    hub.wait_for(&|v| v["id"] == 7);
+    let (status, said) = hub.ended();
+    assert!(status.success(), "{status:?}: {said}");
+    assert!(said.contains("not UTF-8"), "{said}");
+}
+
 /// Raw bytes this time: the hub's stdout carries only JSON-RPC lines, and closing its stdin
 /// ends it cleanly (exit status 0) with a turn running and a prompt waiting.
 #[test]

@@ -15,8 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol::{AcpAgent, Agent, Channel, Client, ConnectTo, ConnectionDriver, Lines};
-use futures::io::BufReader;
-use futures::{AsyncBufReadExt as _, AsyncWriteExt as _, StreamExt as _};
+use futures::{AsyncWriteExt as _, StreamExt as _};
 use tokio::sync::{Notify, watch};
 
 use super::HubError;
@@ -197,7 +196,7 @@ pub(crate) fn spawn(
     // Its stderr stays visible, marked as the agent's, until it closes.
     let stderr = tokio::spawn(show_stderr(stderr));
 
-    let incoming = BufReader::new(stdout).lines().inspect(move |line| {
+    let incoming = crate::wire::lossy_lines(stdout, "the agent").inspect(move |line| {
         if let (true, Ok(line)) = (verbose, line) {
             crate::log::line(format_args!("asp hub: wire Stdout: {line}"));
         }

@@ -36,6 +36,7 @@ mod shared;
 mod state_methods;
 mod steering;
 mod turns;
+mod wire;
 
 use std::path::PathBuf;
 use std::sync::Arc;

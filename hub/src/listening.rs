@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use agent_client_protocol::{
-    Agent, ByteStreams, Channel, Client, ConnectTo, ConnectionDriver, TransportFrame,
+    Agent, Channel, Client, ConnectTo, ConnectionDriver, Lines, TransportFrame,
 };
 use futures::{AsyncWrite, StreamExt as _};
 
@@ -133,14 +133,27 @@ impl<C: ConnectTo<Agent>> ConnectTo<Agent> for MayStopListening<C> {
 
 /// The hub's stdio as its client's transport, as the SDK's `Stdio` has it, except that a
 /// closed stdout (`EPIPE`: the client closed its reading end before the hub's stdin ended) is
-/// the client having stopped listening, not a failure: see [`MayStopListening`].
+/// the client having stopped listening, not a failure (see [`MayStopListening`]), and a line
+/// that is not UTF-8 is read lossily, not the end of the connection ([`crate::wire`]).
 pub(crate) fn stdio() -> impl ConnectTo<Agent> {
-    ByteStreams::new(
-        UntilClosed {
-            out: blocking::Unblock::new(io::stdout()),
-            closed: false,
-        },
-        blocking::Unblock::new(io::stdin()),
+    let out = UntilClosed {
+        out: blocking::Unblock::new(io::stdout()),
+        closed: false,
+    };
+    let outgoing = futures::sink::unfold(out, |mut out, line: String| async move {
+        use futures::AsyncWriteExt as _;
+        let mut bytes = line.into_bytes();
+        bytes.push(b'\n');
+        out.write_all(&bytes).await?;
+        out.flush().await?;
+        Ok::<_, io::Error>(out)
+    });
+    Lines::new(
+        Box::pin(outgoing),
+        Box::pin(crate::wire::lossy_lines(
+            blocking::Unblock::new(io::stdin()),
+            "the client",
+        )),
     )
 }
 
