@@ -309,6 +309,60 @@ fn a_line_that_is_not_utf8_does_not_end_the_hub() {
     assert!(said.contains("not UTF-8"), "{said}");
 }
 
+/// SIGTERM (as an editor stops its agent server) ends the hub as its client leaving does: the
+/// agent's process group with it, and the hub exits 0. Killed by the signal, the hub left the
+/// agent running, adopted by init (new-user trial helper-129, 2).
+#[cfg(unix)]
+#[test]
+fn sigterm_ends_the_hub_and_its_agent() {
+    let mut hub = RawHub::start().listen();
+    hub.two_prompts_waiting();
+    let hub_pid = hub.child.id() as i32;
+    let agent_pid: i32 = String::from_utf8(
+        std::process::Command::new("pgrep")
+            .args(["-P", &hub_pid.to_string()])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .split_whitespace()
+    .next()
+    .expect("the agent runs under the hub")
+    .parse()
+    .unwrap();
+    let kill = |args: &[&str]| {
+        std::process::Command::new("kill")
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(kill(&["-TERM", &hub_pid.to_string()]));
+    let deadline = std::time::Instant::now() + DEADLOCK;
+    let status = loop {
+        if let Some(status) = hub.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "the hub did not end");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    // The agent's group (it leads one of its own) is gone, within the hub's grace to it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // Signal 0 only asks whether the group has a process.
+    while kill(&["-0", "--", &format!("-{agent_pid}")]) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent {agent_pid} outlived the hub"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let said = hub.stderr.take().unwrap().join().unwrap();
+    assert!(said.contains("SIGTERM"), "{said}");
+}
+
 /// Raw bytes this time: the hub's stdout carries only JSON-RPC lines, and closing its stdin
 /// ends it cleanly (exit status 0) with a turn running and a prompt waiting.
 #[test]

@@ -210,8 +210,56 @@ pub async fn run_hub(config: HubConfig) -> Result<(), HubError> {
             ))),
         });
     }
+    // Listened for before the agent starts, so no signal finds the hub without its handler.
+    let stop = told_to_stop();
     let (agent, end) = agent_process::spawn(&config.agent, config.options.verbose)?;
-    serve_with(config.options, listening::stdio(), agent, Some(end)).await
+    serve_with(config.options, listening::stdio(), agent, Some(end), stop).await
+}
+
+/// When the hub's process is told to stop (SIGTERM, SIGINT, SIGHUP: an editor stopping its
+/// agent server, Ctrl-C, a closed terminal): then it ends as when its client leaves, the agent
+/// with it. Killed by the signal instead, it left the agent running, adopted by init (new-user
+/// trial helper-129, 2). Never, when no signal can be listened for.
+fn told_to_stop() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut listening = Vec::new();
+        for (kind, name) in [
+            (SignalKind::terminate(), "SIGTERM"),
+            (SignalKind::interrupt(), "SIGINT"),
+            (SignalKind::hangup(), "SIGHUP"),
+        ] {
+            if let Ok(s) = signal(kind) {
+                listening.push((s, name));
+            }
+        }
+        Box::pin(async move {
+            if listening.is_empty() {
+                return std::future::pending().await;
+            }
+            let received = futures::future::select_all(
+                listening
+                    .iter_mut()
+                    .map(|(s, name)| Box::pin(async move { s.recv().await.map(|_| *name) })),
+            )
+            .await
+            .0;
+            if let Some(name) = received {
+                log::line(format_args!(
+                    "asp hub: {name}: ending, and the agent with it"
+                ));
+            }
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        Box::pin(async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        })
+    }
 }
 
 /// `NAME=VALUE`, which `AcpAgent` takes as the agent's environment.
@@ -240,16 +288,25 @@ pub async fn serve(
     client: impl ConnectTo<Agent> + 'static,
     agent: impl ConnectTo<Client> + 'static,
 ) -> Result<(), HubError> {
-    serve_with(options, client, agent, None).await
+    serve_with(
+        options,
+        client,
+        agent,
+        None,
+        Box::pin(std::future::pending()),
+    )
+    .await
 }
 
 /// [`serve`], with the agent's process when the hub runs one (`end`), whose exit status the
-/// hub says wherever it says the agent has exited.
+/// hub says wherever it says the agent has exited, and what ends the hub as its client leaving
+/// does (`stop`: the process told to stop).
 async fn serve_with(
     options: HubOptions,
     client: impl ConnectTo<Agent> + 'static,
     agent: impl ConnectTo<Client> + 'static,
     end: Option<AgentEnd>,
+    stop: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
 ) -> Result<(), HubError> {
     let hub = HubShared::new(options);
     let exit = Arc::new(std::sync::Mutex::new(None));
@@ -334,6 +391,7 @@ async fn serve_with(
                     let ended = tokio::select! {
                         () = up.incoming_closed() => Ended::ClientLeft,
                         () = down.incoming_closed() => Ended::AgentLeft,
+                        () = stop => Ended::ClientLeft,
                     };
                     // How the agent ended, before anything is answered with it.
                     let exit = match (&end, ended) {
