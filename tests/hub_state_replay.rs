@@ -492,6 +492,8 @@ async fn state_methods_before_initialize_are_refused() {
             // Before initialize, even params that do not parse are answered -32600.
             ("_asp/state/export", json!({"kinds": "sessions"})),
             ("_asp/state/import", json!({"nostate": 1})),
+            // And a method ASP does not define: -32600 first, as JSON-RPC checks.
+            ("_asp/nonsense", json!({})),
         ] {
             let e = c.request(method, params).await.unwrap_err();
             assert_eq!(i32::from(e.code), -32600, "{method}");

@@ -32,6 +32,11 @@ A client sends initialize first and waits for its answer, as ACP asks: the hub a
 _asp/state/* methods only after it (-32600 before). Without --harness, an agent without
 session/list is exported only for the sessions its client opened through the hub.
 
+The hub ends when its client closes stdin, or when it is told to stop (SIGTERM, SIGINT,
+SIGHUP): exit 0, the agent ended with it. When the agent exits, every request still owed is
+answered with -32603 and the hub exits 1, saying how the agent ended. An agent command that
+cannot start is exit 1; usage errors are exit 2.
+
 Examples:
   asp hub -- gemini --acp
   asp hub --harness claude-code -- claude-agent-acp
@@ -45,8 +50,8 @@ pub struct HubArgs {
     #[arg(long, value_name = "NAME")]
     pub harness: Option<String>,
 
-    /// The home directory holding the harness's store, the agent's home too (default: the
-    /// user's home)
+    /// The home directory holding the harness's store, the agent's home too (with --harness;
+    /// default: the user's home)
     #[arg(long, value_name = "DIR", requires = "harness")]
     pub home: Option<PathBuf>,
 

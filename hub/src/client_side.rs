@@ -52,15 +52,21 @@ pub(crate) fn route_now(hub: &Arc<HubShared>, d: Dispatch) -> Result<(), Error> 
             "session/load" | "session/resume" => open_session(hub, msg, responder),
             m if m.starts_with(methods::PREFIX) => {
                 let method = m.to_owned();
-                answer(
-                    hub,
-                    responder,
-                    Err(AspError::NotOffered {
+                // In JSON-RPC's order, as for the methods ASP defines: before `initialize`
+                // was answered -32600, then -32601 (trial helper-129, 4).
+                let refused = match hub.lock().advertised.is_none() {
+                    true => AspError::NotInitialized {
+                        method,
+                        reason: "send initialize first; the hub says what it offers in its \
+                                 answer"
+                            .to_owned(),
+                    },
+                    false => AspError::NotOffered {
                         method,
                         reason: "ASP defines no such method".to_owned(),
-                    }
-                    .into()),
-                );
+                    },
+                };
+                answer(hub, responder, Err(refused.into()));
                 Ok(())
             }
             _ => forward(hub, msg, responder),

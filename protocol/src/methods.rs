@@ -440,19 +440,29 @@ pub struct ImportResponse(pub ImportAnswer);
 /// The kinds named: a name this side does not know is skipped (a kind not given), but an item
 /// that is not a name at all (`1`) is a request that does not decode.
 fn known_kinds<'de, D: Deserializer<'de>>(d: D) -> Result<KindSet, D::Error> {
-    let names = Vec::<Value>::deserialize(d)?;
+    let names = Vec::<KindName>::deserialize(d)?;
     let mut kinds = KindSet::EMPTY;
-    for v in &names {
-        let Some(name) = v.as_str() else {
-            return Err(serde::de::Error::custom(format!(
-                "kinds holds {v}, not a kind's name"
-            )));
-        };
+    for KindName(name) in &names {
         if let Ok(kind) = name.parse::<StateKind>() {
             kinds.insert(kind);
         }
     }
     Ok(kinds)
+}
+
+/// An item of `kinds`, which must be a string: decoded item by item, so a refusal's `path`
+/// names the item at fault (`/kinds/1`), as deep as the import's do.
+struct KindName(String);
+
+impl<'de> Deserialize<'de> for KindName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::String(name) => Ok(KindName(name)),
+            v => Err(serde::de::Error::custom(format!(
+                "kinds holds {v}, not a kind's name"
+            ))),
+        }
+    }
 }
 
 /// The state to import, which must be an object: serde alone would take a struct from a list
@@ -656,7 +666,7 @@ mod tests {
         let e =
             ExportRequest::parse_message(EXPORT, &json!({"kinds": ["sessions", 1]})).unwrap_err();
         let d = data(e);
-        assert_eq!(d["path"], "/kinds", "{d}");
+        assert_eq!(d["path"], "/kinds/1", "{d}");
         assert!(
             d["error"].as_str().unwrap().contains("kinds holds 1"),
             "{d}"
