@@ -1186,18 +1186,13 @@ fn report_unlinked(
     if unlinked.is_empty() {
         return;
     }
-    const NAMED: usize = 5;
-    let more = match unlinked.len().saturating_sub(NAMED) {
-        0 => String::new(),
-        n => format!(" and {n} more"),
-    };
     diagnostics.push(Diagnostic {
         severity: Severity::Note,
         subject: None,
         line: None,
         message: format!(
             "{}: {name} keeps a subagent under its parent only as it restores its own files (the \
-             link stays in the bundle): {}{more}",
+             link stays in the bundle): {}",
             match unlinked.len() {
                 1 => "1 subagent session written as a conversation of its own, listed beside its \
                       parent"
@@ -1207,9 +1202,19 @@ fn report_unlinked(
                      their parents"
                 ),
             },
-            unlinked[..unlinked.len().min(NAMED)].join(", ")
+            a_few(&unlinked)
         ),
     });
+}
+
+/// The first few of `names`, and how many more: a note names some, not a thousand.
+fn a_few(names: &[String]) -> String {
+    const NAMED: usize = 5;
+    let shown = names[..names.len().min(NAMED)].join(", ");
+    match names.len().saturating_sub(NAMED) {
+        0 => shown,
+        n => format!("{shown} and {n} more"),
+    }
 }
 
 /// Sessions archived where they were read ([`crate::kit::archive`]), written into a harness
@@ -1241,18 +1246,13 @@ fn report_unarchived(
     if listed.is_empty() {
         return;
     }
-    const NAMED: usize = 5;
-    let more = match listed.len().saturating_sub(NAMED) {
-        0 => String::new(),
-        n => format!(" and {n} more"),
-    };
     diagnostics.push(Diagnostic {
         severity: Severity::Note,
         subject: None,
         line: None,
         message: format!(
             "{} archived where {} read from; {} keeps no archive, so {} listed with the \
-             others: {}{more}",
+             others: {}",
             match listed.len() {
                 1 => "1 session was".to_owned(),
                 n => format!("{n} sessions were"),
@@ -1268,7 +1268,7 @@ fn report_unarchived(
             } else {
                 "they are"
             },
-            listed[..listed.len().min(NAMED)].join(", ")
+            a_few(&listed)
         ),
     });
 }

@@ -132,20 +132,7 @@ pub fn written_into(
     added: &[String],
     dry_run: bool,
 ) -> asp_format::answer::WrittenInto {
-    asp_format::answer::WrittenInto {
-        kind,
-        file: path.to_path_buf(),
-        what: format!(
-            "{} {}, a file that was there: {}",
-            if dry_run {
-                "would be added to"
-            } else {
-                "added to"
-            },
-            path.display(),
-            added.join(", ")
-        ),
-    }
+    changed_in(kind, path, "added to", added, dry_run)
 }
 
 /// What of `kind` was taken out of `path`, a file the owner already had (a line of an index
@@ -156,18 +143,25 @@ pub fn removed_from(
     removed: &[String],
     dry_run: bool,
 ) -> asp_format::answer::WrittenInto {
+    changed_in(kind, path, "removed from", removed, dry_run)
+}
+
+/// `items` `done` `path` ("added to", "removed from"), or in a dry run would be.
+fn changed_in(
+    kind: StateKind,
+    path: &std::path::Path,
+    done: &str,
+    items: &[String],
+    dry_run: bool,
+) -> asp_format::answer::WrittenInto {
     asp_format::answer::WrittenInto {
         kind,
         file: path.to_path_buf(),
         what: format!(
-            "{} {}, a file that was there: {}",
-            if dry_run {
-                "would be removed from"
-            } else {
-                "removed from"
-            },
+            "{}{done} {}, a file that was there: {}",
+            if dry_run { "would be " } else { "" },
             path.display(),
-            removed.join(", ")
+            items.join(", ")
         ),
     }
 }
