@@ -88,6 +88,14 @@ def source_calls(session):
                 if u["sessionUpdate"] in ("tool_call", "tool_call_update")})
 
 
+def archived(session) -> bool:
+    """Whether the source session was archived where it was read (asp_convert::kit::archive)."""
+    meta = (session or {}).get("_meta") or {}
+    return ((meta.get("codex") or {}).get("archived") is True
+            or (meta.get("qwen") or {}).get("archived") is True
+            or "archivedAt" in (meta.get("opencode") or {}))
+
+
 def verdict(home: Path, answer: dict, sources: dict, written: dict, report: dict):
     """(old id, new id, ok, detail) for every session the answer says was written."""
     qwen = home / ".qwen"
@@ -100,6 +108,17 @@ def verdict(home: Path, answer: dict, sources: dict, written: dict, report: dict
                                          "listed by Qwen (by design)" if subs else "no subagent transcript")
             continue
         files = list(qwen.glob(f"projects/*/chats/{new}.jsonl"))
+        if not files and archived(sources.get(old)):
+            # Archived where it was read: asp writes it into Qwen's archive, which Qwen lists
+            # only on request, so it is judged by its place and its records, not loaded.
+            kept = list(qwen.glob(f"projects/*/chats/archive/{new}.jsonl"))
+            recs = records(kept[0]) if kept else []
+            ok = bool(recs) and all(r.get("sessionId") == new for r in recs if "sessionId" in r)
+            yield old, new, ok, (f"archived, as where it was read: {kept[0].relative_to(qwen)}, "
+                                 f"{len(recs)} records (Qwen lists an archived chat only on "
+                                 "request: not loaded)" if kept else "archived where it was "
+                                 "read, and not in chats/archive/")
+            continue
         if not files:
             yield old, new, False, "no chat file with this session id"
             continue
