@@ -52,6 +52,17 @@ fn add_copies(home: &Path, copies: std::ops::Range<usize>) {
     }
 }
 
+/// A registry that takes alice, and a laptop whose Claude Code home (`state`: the sample with
+/// `copies` more sessions) is backed up into its default repository.
+fn laptop_backed_up(copies: std::ops::Range<usize>) -> (TestRegistry, Home, PathBuf) {
+    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let laptop = Home::new();
+    let state = laptop.path().join("work");
+    sample_home(&state, copies);
+    backup(&laptop, &state);
+    (reg, laptop, state)
+}
+
 /// `asp` as run on `home`'s machine: its repository is the default one under its HOME.
 fn asp_on(home: &Home) -> assert_cmd::Command {
     let mut c = home.asp();
@@ -550,11 +561,7 @@ fn machines_pushing_to_their_own_tags_keep_their_states_apart() {
 
 #[test]
 fn a_second_snapshot_uploads_only_what_the_registry_lacks() {
-    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
-    let laptop = Home::new();
-    let state = laptop.path().join("work");
-    sample_home(&state, 0..200);
-    backup(&laptop, &state);
+    let (reg, laptop, state) = laptop_backed_up(0..200);
     let repo = default_repo(&laptop);
     let first = push(
         &laptop,
@@ -590,11 +597,7 @@ fn a_second_snapshot_uploads_only_what_the_registry_lacks() {
 /// it, before anything is read or sent.
 #[test]
 fn a_repository_is_not_taken_for_a_plain_layout() {
-    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
-    let laptop = Home::new();
-    let state = laptop.path().join("work");
-    sample_home(&state, 0..1);
-    backup(&laptop, &state);
+    let (reg, laptop, _) = laptop_backed_up(0..1);
     let reference = format!("{}/me/agent-state:laptop", reg.host());
     push(&laptop, &["latest", &reference]);
     let repo = default_repo(&laptop);
@@ -632,11 +635,7 @@ fn a_repository_is_not_taken_for_a_plain_layout() {
 /// registry").
 #[test]
 fn a_record_whose_state_is_gone_says_so_and_what_puts_it_back() {
-    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
-    let laptop = Home::new();
-    let state = laptop.path().join("work");
-    sample_home(&state, 0..1);
-    backup(&laptop, &state);
+    let (reg, laptop, _) = laptop_backed_up(0..1);
     let reference = format!("{}/me/agent-state:laptop", reg.host());
     let pushed = push(&laptop, &["latest", &reference]);
     let digest = pushed["digest"].as_str().unwrap();
@@ -659,11 +658,7 @@ fn a_record_whose_state_is_gone_says_so_and_what_puts_it_back() {
 /// names a digest has no tag for the record, so it is refused before anything is uploaded.
 #[test]
 fn a_snapshot_pushed_to_a_digest_is_refused_before_any_upload() {
-    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
-    let laptop = Home::new();
-    let state = laptop.path().join("work");
-    sample_home(&state, 0..1);
-    backup(&laptop, &state);
+    let (reg, laptop, _) = laptop_backed_up(0..1);
     let before = files_under(&reg.storage());
     let d = format!("sha256:{}", asp_test_registry::sha256_hex(b"x"));
     let out = as_alice(asp_on(&laptop).args([
@@ -679,12 +674,8 @@ fn a_snapshot_pushed_to_a_digest_is_refused_before_any_upload() {
 
 #[test]
 fn a_tampered_blob_writes_nothing_into_the_repository() {
-    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
+    let (reg, laptop, _) = laptop_backed_up(0..2);
     let reference = format!("{}/me/agent-state:laptop", reg.host());
-    let laptop = Home::new();
-    let state = laptop.path().join("work");
-    sample_home(&state, 0..2);
-    backup(&laptop, &state);
     let pushed = push(&laptop, &["latest", &reference]);
     // Damage the largest layer in the registry's storage, keeping its size.
     let m: Value = serde_json::from_slice(
@@ -903,11 +894,7 @@ fn push_record(
 /// (pushed here by hand, as OCI layouts), writes nothing.
 #[test]
 fn a_record_that_does_not_fit_its_state_writes_nothing() {
-    let reg = TestRegistry::start(Auth::Htpasswd(vec![User::new("alice", PASSWORD)]));
-    let laptop = Home::new();
-    let state = laptop.path().join("work");
-    sample_home(&state, 0..1);
-    backup(&laptop, &state);
+    let (reg, laptop, _) = laptop_backed_up(0..1);
     let pushed = push(
         &laptop,
         &["latest", &format!("{}/me/agent-state:laptop", reg.host())],

@@ -543,26 +543,19 @@ pub fn write_file(
                 n => format!("{n} memories"),
             };
             let under = format!("under {:?}", sec.header);
-            let dry_run = writer.is_dry_run();
-            if merged.added > 0 {
-                answer
-                    .written_into
-                    .push(crate::kit::placement::written_into(
+            use crate::kit::placement::{removed_from, written_into};
+            for (n, said) in [
+                (merged.added, written_into as fn(_, &_, &_, _) -> _),
+                (merged.removed, removed_from),
+            ] {
+                if n > 0 {
+                    answer.written_into.push(said(
                         StateKind::Memory,
                         file,
-                        &[format!("{} {under}", count(merged.added))],
-                        dry_run,
+                        &[format!("{} {under}", count(n))],
+                        writer.is_dry_run(),
                     ));
-            }
-            if merged.removed > 0 {
-                answer
-                    .written_into
-                    .push(crate::kit::placement::removed_from(
-                        StateKind::Memory,
-                        file,
-                        &[format!("{} {under}", count(merged.removed))],
-                        dry_run,
-                    ));
+                }
             }
         }
     }
