@@ -1118,3 +1118,26 @@ fn two_prompts_in_a_row_stay_two_in_every_harness() {
         assert_eq!(prompts(&back.updates(new)), src, "{to}");
     }
 }
+
+/// What a composed session lacks in Pi (a plan written as answer text) is said when it is
+/// written, not again by an import that finds it already there (new-user trial helper-126, 6).
+#[test]
+fn what_a_composed_session_lacks_is_said_once() {
+    let claude = crate::support::read_home(
+        "claude-code",
+        &samples().join("claude-code"),
+        KindSet::EMPTY.with(StateKind::Sessions),
+        ReadOptions::default(),
+    );
+    let home = tmp();
+    let said = |d: &[asp_convert::kit::report::Diagnostic]| {
+        d.iter()
+            .filter(|d| d.message.contains("written as answer text"))
+            .count()
+    };
+    let (_, first) = claude.write_into("pi", home.path());
+    assert!(said(&first) > 0, "{first:#?}");
+    let (again, second) = claude.write_into("pi", home.path());
+    assert!(!again.already_there.is_empty(), "{again:?}");
+    assert_eq!(said(&second), 0, "{second:#?}");
+}
