@@ -4830,6 +4830,94 @@ fn a_backup_compresses_transcripts_against_their_projects_dictionary() {
     assert!(fs::read(to.join(rel)).unwrap() == text.as_bytes());
 }
 
+/// A session let go (`asp forget --session`) leaves none of its text in the repository once
+/// the snapshots before are forgotten and pruned, though its transcript's first MiB was its
+/// project's dictionary (spec/aspstate.md §4.1), which the layers of the project's other
+/// transcripts named: they are compressed again against a dictionary of a kept transcript,
+/// and restore byte for byte (review helper-133, 2: the dictionary stayed, and `asp push`
+/// would have uploaded it).
+#[cfg(feature = "claude-code")]
+#[test]
+fn a_session_let_go_leaves_none_of_its_text_in_a_projects_dictionary() {
+    let t = tmp();
+    let home = crate::project_dictionaries::long_claude_home(t.path());
+    age(&home, Duration::from_secs(3600));
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    // The first transcript of a MiB or more of a project with others (by id, the file name):
+    // its first MiB is the project's dictionary.
+    let (source, others) = project_transcripts(&home)
+        .into_iter()
+        .find_map(|files| {
+            let source = files
+                .iter()
+                .find(|f| fs::metadata(f).unwrap().len() >= 1 << 20)?
+                .clone();
+            let others: Vec<PathBuf> = files.into_iter().filter(|f| *f != source).collect();
+            (!others.is_empty()).then_some((source, others))
+        })
+        .expect("a project with a long transcript and others");
+    let head = fs::read(&source).unwrap()[..1 << 20].to_vec();
+    let id = source.file_stem().unwrap().to_str().unwrap().to_owned();
+    // What only that transcript holds: its first 64 KiB, its first line among them.
+    let secret = &head[..1 << 16];
+    let holding_it = |repo: &Path| -> Vec<String> {
+        let scratch = t.path().join("decoded");
+        files_under(&repo.join("blobs/sha256"))
+            .into_iter()
+            .filter(|blob| {
+                // What decodes alone: a dictionary, a document, a layer without a dictionary.
+                let ok = std::process::Command::new("zstd")
+                    .args(["-q", "-d", "-f", "-o"])
+                    .arg(&scratch)
+                    .arg(blob)
+                    .output()
+                    .unwrap()
+                    .status
+                    .success();
+                let bytes = if ok {
+                    fs::read(&scratch).unwrap()
+                } else {
+                    fs::read(blob).unwrap()
+                };
+                bytes.windows(secret.len()).any(|w| w == secret)
+            })
+            .map(|b| b.file_name().unwrap().to_string_lossy().into_owned())
+            .collect()
+    };
+    assert!(
+        !holding_it(&repo).is_empty(),
+        "the backup holds the session"
+    );
+
+    let out = asp()
+        .args(["forget", "--json", "--session", &id, "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let dropped: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let again = dropped["dropped"]["compressedAgain"]
+        .as_array()
+        .expect("compressedAgain");
+    assert!(!again.is_empty(), "{dropped}");
+    for args in [&["forget", "-q", "--keep-last", "1"][..], &["prune", "-q"]] {
+        asp().args(args).arg("--repo").arg(&repo).assert().success();
+    }
+    assert_eq!(holding_it(&repo), Vec::<String>::new(), "gone after prune");
+    check(&repo, true);
+    let to = t.path().join("restored");
+    restore(&repo, &to, &[]);
+    for f in &others {
+        let rel = f.strip_prefix(&home).unwrap();
+        assert!(
+            fs::read(to.join(rel)).unwrap() == fs::read(f).unwrap(),
+            "{rel:?}"
+        );
+    }
+    assert!(!to.join(source.strip_prefix(&home).unwrap()).exists());
+}
+
 /// A small project's dictionary grows with its transcripts (spec/aspstate.md §4.1): a
 /// project whose transcripts are all under 512 KiB takes the first 256 KiB of its least one
 /// that holds them; once a transcript of it passes 512 KiB, the next backup compresses what it

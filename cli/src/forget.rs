@@ -141,6 +141,17 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
                     f.sessions.join(", ")
                 );
             }
+            if !dropped.compressed_again.is_empty() {
+                crate::outln!(
+                    "  compressed again, without a dictionary made of a dropped session's \
+                     transcript: {}",
+                    human::count(
+                        dropped.compressed_again.len() as u64,
+                        "session",
+                        "sessions"
+                    )
+                );
+            }
             if !dropped.still_in_source.is_empty() {
                 crate::errln!(
                     "warning: {} still in the harness's store when last backed up ({}): the \

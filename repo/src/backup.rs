@@ -911,7 +911,7 @@ const WRITERS: usize = 4;
 
 /// Stores the staged layers on [`WRITERS`] threads, made durable together
 /// ([`Repository::commit_blobs`]); gives how many blobs were written and their bytes.
-fn write_layers(
+pub(crate) fn write_layers(
     repo: &Repository,
     layers: &asp_format::bundle::layers::Layers,
     todo: &[&asp_format::bundle::layers::StagedLayer],

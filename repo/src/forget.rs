@@ -9,14 +9,19 @@
 //! goes with it.
 //! Forgetting only edits `index.json`; `asp prune` then deletes the blobs nothing names.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::io::Read as _;
 
 use asp_convert::kit::time;
+use asp_format::blob::{BlobSink as _, BlobSource as _};
 use asp_format::bundle::Documents;
-use asp_format::digest::Digest;
+use asp_format::bundle::layers::{LayerOptions, LayerStore, Layers};
+use asp_format::digest::{Descriptor, Digest};
+use asp_format::state::{Session, State};
 use asp_registry::manifest::{IMAGE_MANIFEST, ImageManifest, OciDescriptor};
 
 use crate::backup::content_options;
+use crate::blobs::SnapshotBlobs;
 use crate::error::RepoError;
 use crate::repository::Repository;
 use crate::snapshot::{Snapshot, SnapshotInfo};
@@ -352,6 +357,10 @@ pub struct Dropped {
     pub still_in_source: Vec<String>,
     /// The same, by series: one id can be held by several homes' or harnesses' snapshots.
     pub from: Vec<DroppedFrom>,
+    /// Sessions kept whose transcripts were compressed again, because their project's
+    /// dictionary was made of a dropped session's transcript ([`compressed_again`]).
+    #[serde(rename = "compressedAgain", skip_serializing_if = "Vec::is_empty")]
+    pub compressed_again: Vec<String>,
 }
 
 /// The sessions dropped from one series' newest snapshot.
@@ -465,7 +474,32 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
         if let Some(s) = &mut state.sessions {
             s.retain(|s| !drop.contains(s.id.as_str()));
         }
-        let docs = Documents::plan(&state, &|d| snap.table.get(d).copied(), &content_options())?;
+        let dropped: Vec<&Session> = snap
+            .state
+            .sessions
+            .iter()
+            .flatten()
+            .filter(|s| drop.contains(s.id.as_str()))
+            .collect();
+        let again = compressed_again(repo, &snap, &state, &dropped)?;
+        let layer_of = |d: &Digest| {
+            again
+                .as_ref()
+                .and_then(|(layers, _)| layers.blobs.get(d).map(|s| s.layer))
+                .or_else(|| snap.table.get(d).copied())
+        };
+        let docs = Documents::plan(&state, &layer_of, &content_options())?;
+        if let Some((layers, sessions)) = &again {
+            let mut written = HashSet::new();
+            let todo: Vec<_> = docs
+                .table
+                .iter()
+                .filter_map(|(body, r)| layers.blobs.get(body).filter(|s| s.layer == *r))
+                .filter(|s| written.insert(s.layer.layer))
+                .collect();
+            crate::backup::write_layers(repo, layers, &todo)?;
+            out.compressed_again.extend(sessions.iter().cloned());
+        }
         for b in docs.blobs() {
             repo.put_bytes(b)?;
         }
@@ -506,7 +540,98 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
     out.sessions.dedup();
     out.still_in_source.sort();
     out.still_in_source.dedup();
+    out.compressed_again.sort();
+    out.compressed_again.dedup();
     Ok(out)
+}
+
+/// The kept bodies of `state` compressed again without a dictionary made of a `dropped`
+/// session, with the sessions they belong to; `None` when no kept layer names such a
+/// dictionary.
+///
+/// A project's dictionary is the first 256 KiB to 1 MiB of one of its transcripts, stored as a
+/// body of its own (spec/aspstate.md §4.1), and a transcript may be compressed against
+/// another session's whole transcript. Kept for the layers that name it, a dictionary made of
+/// a dropped session would keep that session's text in every later snapshot, past `asp
+/// prune`, and `asp push` would upload it: a session let go for a secret in it would not be
+/// gone (review helper-133, 2). The bodies compressed against such a dictionary are read back
+/// and compressed again as a backup would compress them with the state kept, so their project
+/// takes a dictionary of a kept transcript, or none.
+fn compressed_again(
+    repo: &Repository,
+    snap: &Snapshot,
+    state: &State,
+    dropped: &[&Session],
+) -> Result<Option<(Layers, BTreeSet<String>)>, RepoError> {
+    let blobs = SnapshotBlobs::new(repo, &snap.table);
+    let kept: HashMap<Digest, Descriptor> = state
+        .descriptors()
+        .into_iter()
+        .map(|d| (d.digest, d))
+        .collect();
+    let dropped_bodies: Vec<&Descriptor> = dropped.iter().flat_map(|s| s.bodies()).collect();
+    let dictionaries: BTreeSet<Digest> = snap
+        .table
+        .values()
+        .filter_map(|r| r.dictionary)
+        .filter(|d| !kept.contains_key(d))
+        .collect();
+    let mut made_of_dropped = BTreeSet::new();
+    for d in dictionaries {
+        // A dropped body itself, or the first bytes of one (a project's dictionary, whose
+        // table entry gives its size).
+        if dropped_bodies.iter().any(|b| b.digest == d) {
+            made_of_dropped.insert(d);
+            continue;
+        }
+        let Some(size) = snap.table.get(&d).and_then(|r| r.body_size) else {
+            continue;
+        };
+        let dictionary = blobs.read_all(&Descriptor { digest: d, size })?;
+        for b in dropped_bodies.iter().filter(|b| b.size >= size) {
+            let mut head = Vec::with_capacity(size as usize);
+            blobs
+                .open(b)?
+                .take(size)
+                .read_to_end(&mut head)
+                .map_err(|e| {
+                    RepoError::Integrity(format!("body {} of a dropped session: {e}", b.digest))
+                })?;
+            if head == dictionary {
+                made_of_dropped.insert(d);
+                break;
+            }
+        }
+    }
+    let again: Vec<&Descriptor> = kept
+        .values()
+        .filter(|b| {
+            snap.table
+                .get(&b.digest)
+                .and_then(|r| r.dictionary)
+                .is_some_and(|d| made_of_dropped.contains(&d))
+        })
+        .collect();
+    if again.is_empty() {
+        return Ok(None);
+    }
+    let staging = LayerStore::new_in(repo.root(), LayerOptions::default())?;
+    for b in &again {
+        let mut w = staging.begin_sized(b.size)?;
+        std::io::copy(&mut blobs.open(b)?, &mut w)
+            .map_err(|e| RepoError::Integrity(format!("body {}: {e}", b.digest)))?;
+        w.finish()?;
+    }
+    let layers = staging.finish_for(state, &asp_convert::transcript_of, Some(&blobs))?;
+    let bodies: HashSet<Digest> = again.iter().map(|b| b.digest).collect();
+    let sessions = state
+        .sessions
+        .iter()
+        .flatten()
+        .filter(|s| s.bodies().any(|b| bodies.contains(&b.digest)))
+        .map(|s| s.id.to_string())
+        .collect();
+    Ok(Some((layers, sessions)))
 }
 
 #[cfg(test)]
