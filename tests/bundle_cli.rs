@@ -1265,7 +1265,7 @@ fn with_documents(
 
 /// [`with_documents`], then `layers` may change the image manifest and the entries (the blobs)
 /// before the manifest's digest is taken.
-fn with_documents_and(
+pub(crate) fn with_documents_and(
     bundle: &std::path::Path,
     edit: impl FnOnce(&mut BTreeMap<usize, serde_json::Value>),
     layers: impl FnOnce(&mut Value, &mut Vec<(String, Vec<u8>)>),
@@ -1349,6 +1349,114 @@ fn one_blob_named_as_two_state_parts_is_refused() {
         .stderr(predicate::str::contains(
             "names this blob as more than one part of the state",
         ));
+}
+
+/// The image manifest's word on a body layer's size is checked as the table's is, by every
+/// reader: a registry goes by the manifest (spec conformance trial helper-132, 1: `verify`
+/// passed a manifest that said a layer held a terabyte).
+#[test]
+fn a_body_layer_whose_manifest_size_lies_is_refused() {
+    let dir = tmp();
+    many_sessions(&dir.path().join("state"), 3);
+    let bundle = packed(&dir.path().join("state"));
+    let crafted = dir.path().join("crafted.aspstate");
+    fs::write(
+        &crafted,
+        with_documents_and(
+            &bundle,
+            |_| {},
+            |m, _| {
+                let body = m["layers"]
+                    .as_array_mut()
+                    .unwrap()
+                    .iter_mut()
+                    .find(|l| l["mediaType"].as_str().unwrap().contains("session"))
+                    .unwrap();
+                body["size"] = Value::from(1u64 << 40);
+            },
+        ),
+    )
+    .unwrap();
+    for args in [&["verify"][..], &["export"], &["inspect"]] {
+        asp()
+            .args(args)
+            .arg(&crafted)
+            .assert()
+            .code(4)
+            .stderr(predicate::str::contains(
+                "but the image manifest's descriptor says 1099511627776",
+            ));
+    }
+}
+
+/// Instructions are UTF-8 text (spec/aspstate.md §5.1): a bundle whose instructions are not is
+/// damaged for every reader, not only for `asp export` (spec conformance trial helper-132, 2:
+/// verify passed it and an unpack wrote the bytes into `CLAUDE.md`, exit 0).
+#[test]
+fn instructions_that_are_not_utf8_are_refused_by_every_reader() {
+    let dir = tmp();
+    let bytes = b"Use tabs \xff\xfe here\n".to_vec();
+    let digest = asp_format::digest::Digest::of(&bytes);
+    let old_layer = std::cell::RefCell::new(String::new());
+    let crafted = dir.path().join("crafted.aspstate");
+    fs::write(
+        &crafted,
+        with_documents_and(
+            &samples().join("state.aspstate"),
+            |docs| {
+                let mut old = String::new();
+                for doc in docs.values_mut() {
+                    if let Some(text) = doc.pointer_mut("/state/instructions/text") {
+                        old = text["digest"].as_str().unwrap().to_owned();
+                        *text = serde_json::json!({"digest": digest.to_string(), "size": bytes.len()});
+                    }
+                }
+                for doc in docs.values_mut() {
+                    // (The head's table holds it; the parts' tables hold their sessions'.)
+                    if let Some(blobs) = doc.get_mut("blobs").and_then(Value::as_object_mut)
+                        && let Some(was) = blobs.remove(&old)
+                    {
+                        *old_layer.borrow_mut() = was["layer"].as_str().unwrap().to_owned();
+                        blobs.insert(
+                            digest.to_string(),
+                            serde_json::json!({"layer": digest.to_string(), "size": bytes.len(), "encoding": "identity"}),
+                        );
+                    }
+                }
+            },
+            |m, e| {
+                let old = old_layer.borrow();
+                let l = m["layers"]
+                    .as_array_mut()
+                    .unwrap()
+                    .iter_mut()
+                    .find(|l| l["digest"] == old.as_str())
+                    .unwrap();
+                let media = l["mediaType"].as_str().unwrap().trim_end_matches("+zstd").to_owned();
+                *l = serde_json::json!({"mediaType": media, "digest": digest.to_string(), "size": bytes.len()});
+                e.push((format!("blobs/sha256/{}", digest.hex()), bytes.clone()));
+            },
+        ),
+    )
+    .unwrap();
+    for args in [&["verify"][..], &["export"]] {
+        asp()
+            .args(args)
+            .arg(&crafted)
+            .assert()
+            .code(4)
+            .stderr(predicate::str::contains("the instructions"))
+            .stderr(predicate::str::contains("not UTF-8 text"));
+    }
+    let home = new_home(dir.path().join("home"));
+    asp_unpack()
+        .arg(&crafted)
+        .args(["--to", "claude-code", "--home"])
+        .arg(&home)
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains("not UTF-8 text"));
+    assert!(!home.join(".claude/CLAUDE.md").exists());
 }
 
 #[test]

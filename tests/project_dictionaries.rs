@@ -193,4 +193,41 @@ fn a_home_with_long_transcripts_packs_to_layout_4_and_every_reader_takes_it() {
     let file = &session.native.as_ref().unwrap().files[0];
     let restored = fs::read(to.join(file.path.as_str())).unwrap();
     assert_eq!(asp_format::Descriptor::of(&restored), file.content);
+
+    // A dictionary's `bodySize` is a MUST for every reader, not only for `asp verify` (spec
+    // conformance trial helper-132, 3: `asp export` took a table a byte short).
+    let crafted = t.path().join("crafted.aspstate");
+    fs::write(
+        &crafted,
+        crate::bundle_cli::with_documents_and(
+            &bundle,
+            |docs| {
+                for doc in docs.values_mut() {
+                    for e in doc
+                        .get_mut("blobs")
+                        .and_then(serde_json::Value::as_object_mut)
+                        .into_iter()
+                        .flat_map(|b| b.values_mut())
+                    {
+                        if let Some(n) = e.get("bodySize").and_then(serde_json::Value::as_u64) {
+                            e["bodySize"] = serde_json::Value::from(n - 1);
+                        }
+                    }
+                }
+            },
+            |_, _| {},
+        ),
+    )
+    .unwrap();
+    for args in [
+        &["export"][..],
+        &["export", "--session", session.id.as_str()],
+    ] {
+        asp()
+            .args(args)
+            .arg(&crafted)
+            .assert()
+            .code(4)
+            .stderr(predicates::str::contains("its table entry says"));
+    }
 }

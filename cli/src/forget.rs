@@ -145,11 +145,7 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
                 crate::outln!(
                     "  compressed again, without a dictionary made of a dropped session's \
                      transcript: {}",
-                    human::count(
-                        dropped.compressed_again.len() as u64,
-                        "session",
-                        "sessions"
-                    )
+                    human::count(dropped.compressed_again.len() as u64, "session", "sessions")
                 );
             }
             if !dropped.still_in_source.is_empty() {

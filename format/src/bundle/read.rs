@@ -47,7 +47,7 @@ use crate::digest::{Descriptor, Digest, Hasher, IntegrityError, VerifyingReader}
 use crate::kind::StateKind;
 use crate::name::SessionId;
 use crate::progress::Progress;
-use crate::state::{Session, State};
+use crate::state::{Reference, Session, State};
 use crate::update::{UpdateLines, validate_line};
 
 /// Bounds checked before anything is decompressed.
@@ -700,6 +700,20 @@ impl Bundle {
                 .take(limit + 1)
                 .read_to_end(&mut out)
                 .map_err(BlobError::Other)?;
+                // Its table entry's `bodySize` is a MUST (§3.4), as `asp verify` and a
+                // repository's reader hold it (spec conformance trial helper-132, 3).
+                if let Some(size) = loc.known_size()
+                    && out.len() as u64 != size
+                {
+                    return Err(BlobError::Other(
+                        IntegrityError(format!(
+                            "the dictionary body {d} holds {} bytes, not the {size} its table \
+                             entry says",
+                            out.len()
+                        ))
+                        .into_io(),
+                    ));
+                }
                 Ok(out)
             },
             &|m| BlobError::Other(IntegrityError(m).into_io()),
@@ -799,6 +813,41 @@ impl Bundle {
 /// is decoded once. With `layers`, the sha256 of every layer's stored bytes is checked against
 /// its name too. Update streams are checked line by line as they are read. Problems come back
 /// sorted by entry name, whatever the number of threads.
+/// UTF-8 checked a piece at a time: a character may be cut between two reads.
+#[derive(Default)]
+struct Utf8Check {
+    /// The bytes of a character the last piece ended inside.
+    carry: Vec<u8>,
+}
+
+impl Utf8Check {
+    /// Whether `piece`, after what came before, is UTF-8 so far.
+    fn feed(&mut self, piece: &[u8]) -> bool {
+        let mut joined;
+        let bytes = if self.carry.is_empty() {
+            piece
+        } else {
+            joined = std::mem::take(&mut self.carry);
+            joined.extend_from_slice(piece);
+            &joined[..]
+        };
+        match std::str::from_utf8(bytes) {
+            Ok(_) => true,
+            // Cut at the end (`error_len` none): the rest comes with the next piece.
+            Err(e) if e.error_len().is_none() => {
+                self.carry = bytes[e.valid_up_to()..].to_vec();
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Whether the text did not end inside a character.
+    fn finish(self) -> bool {
+        self.carry.is_empty()
+    }
+}
+
 fn check_blobs(
     file: &SharedFile,
     blobs: &BTreeMap<Digest, BlobLoc>,
@@ -815,6 +864,15 @@ fn check_blobs(
     for s in state.sessions.iter().flatten() {
         sessions.entry(s.updates.digest).or_default().push(&s.id);
     }
+    // The bodies that are text (§5.1: the instructions and memory notes are UTF-8), with what
+    // they are: `asp export` refused such a body that verify and unpack took (spec
+    // conformance trial helper-132, 2).
+    let texts: BTreeMap<Digest, String> = state
+        .references()
+        .into_iter()
+        .filter(|(_, r)| matches!(r, Reference::Instructions | Reference::Note(_)))
+        .map(|(d, r)| (d.digest, r.to_string()))
+        .collect();
     // Groups: a blob, with the blobs that need it as their dictionary. A group's blob may
     // itself need a dictionary (layout 4: a transcript, its project's dictionary); it is then
     // checked in its own group, not in its dictionary's.
@@ -940,6 +998,7 @@ fn check_blobs(
                 }
             } else {
                 let mut buf = vec![0u8; 256 * 1024];
+                let mut text = texts.get(d).map(|what| (what, Utf8Check::default()));
                 loop {
                     match r.read(&mut buf) {
                         Ok(0) => break,
@@ -948,9 +1007,21 @@ fn check_blobs(
                             if let Some(k) = kept.as_mut() {
                                 k.extend_from_slice(&buf[..n]);
                             }
+                            if let Some((what, check)) = text.as_mut()
+                                && !check.feed(&buf[..n])
+                            {
+                                return Err(format!("{what} is not UTF-8 text"));
+                            }
                         }
                         Err(e) => return Err(e.to_string()),
                     }
+                }
+                if let Some((what, check)) = text
+                    && !check.finish()
+                {
+                    return Err(format!(
+                        "{what} is not UTF-8 text (it ends inside a character)"
+                    ));
                 }
             }
             if let Some(t) = tee {
@@ -1989,6 +2060,24 @@ fn scan_v2(
             "missing: the empty config blob",
         ));
     }
+    // Each layer's size as the image manifest says it, which a registry checks on push and
+    // pull: the table's word alone let a manifest that lies about it pass (spec conformance
+    // trial helper-132, 1). A few comparisons, nothing read.
+    let mut said = BTreeSet::new();
+    for l in &image.layers {
+        if let Some(e) = scan.entries.get(&l.digest)
+            && e.size != l.size
+            && said.insert(l.digest)
+        {
+            scan.problems.push(Problem::at(
+                name_of(l),
+                format!(
+                    "it holds {} bytes, but the image manifest's descriptor says {}",
+                    e.size, l.size
+                ),
+            ));
+        }
+    }
     if part.is_all() {
         for d in &listed {
             if !scan.entries.contains_key(d) {
@@ -2677,12 +2766,13 @@ mod tests {
     use crate::bundle::{Options2, write_layers_file};
     use crate::name::RelPath;
     use crate::progress::Quiet;
-    use crate::state::{MemoryNote, NoteBody, Origin};
+    use crate::state::{FileEntry, Skill};
     use std::io::{Cursor, Write};
     use zip::write::SimpleFileOptions;
 
-    /// A layout 3 bundle as asp writes it, with one memory note per body, each body its own
-    /// layer as it is (identity, Stored), so its bytes can be found in the file.
+    /// A layout 3 bundle as asp writes it, with one file of a skill per body (any bytes, where
+    /// a memory note must be UTF-8 text), each body its own layer as it is (identity, Stored),
+    /// so its bytes can be found in the file.
     fn pack(dir: &Path, bodies: &[&[u8]]) -> Vec<u8> {
         let store = LayerStore::new_in(
             dir,
@@ -2693,17 +2783,21 @@ mod tests {
             },
         )
         .unwrap();
-        let notes = bodies
+        let files = bodies
             .iter()
             .enumerate()
-            .map(|(i, b)| MemoryNote {
-                path: RelPath::new(&format!("n{i}.md")).unwrap(),
-                origin: Origin::default(),
-                body: NoteBody::Text(store.put(b).unwrap()),
+            .map(|(i, b)| FileEntry {
+                path: RelPath::new(&format!("n{i}.bin")).unwrap(),
+                executable: false,
+                content: store.put(b).unwrap(),
             })
             .collect();
         let state = State {
-            memory: Some(notes),
+            skills: Some(vec![Skill {
+                name: "bodies".parse().unwrap(),
+                files,
+                meta: None,
+            }]),
             ..State::default()
         };
         let layers = store.finish().unwrap();
