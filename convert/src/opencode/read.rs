@@ -70,6 +70,7 @@ pub fn read_session(
     let db = &layout.db;
     let rows = match open(layout).and_then(|c| session_rows(&c, &plan.id)) {
         Ok(r) => r,
+        Err(e) if super::survey::is_locked(&e) => return Err(super::survey::locked(db, &e)),
         Err(e) => {
             d.lost(
                 db,

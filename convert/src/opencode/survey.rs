@@ -50,6 +50,29 @@ fn uri_path(path: &Path) -> String {
     out
 }
 
+/// Whether another program holds the database's lock past [`BUSY`]: a moment's state of the
+/// store, not damage. A read or write that meets it fails as a whole (exit 1, nothing
+/// written), where a lost read would give a bundle of no sessions (exit 3) that `--force`
+/// put over a good one, and a write would try each session for [`BUSY`] and call every one
+/// lost (new-user trial helper-131, 7).
+pub fn is_locked(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+/// [`is_locked`], as the error that ends the read or write.
+pub fn locked(db: &Path, e: &rusqlite::Error) -> ConvertError {
+    ConvertError::io(db)(std::io::Error::new(
+        std::io::ErrorKind::ResourceBusy,
+        format!(
+            "{}; nothing was read or written of it: try again when it is free",
+            explain(e)
+        ),
+    ))
+}
+
 /// Says what went wrong with the database in words a person acts on.
 pub fn explain(e: &rusqlite::Error) -> String {
     match e.sqlite_error_code() {
@@ -126,6 +149,7 @@ pub fn survey(layout: &Layout, ctx: &SurveyContext<'_>) -> Result<Survey, Conver
             );
             return Ok(Survey::of(Vec::new()));
         }
+        Err(e) if is_locked(&e) => return Err(locked(&layout.db, &e)),
         Err(e) => {
             d.lost(&layout.db, None, format!("{}; nothing read", explain(&e)));
             return Ok(Survey::of(Vec::new()));

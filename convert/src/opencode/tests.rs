@@ -328,20 +328,23 @@ fn a_locked_database_is_named_and_nothing_is_read_half() {
         .unwrap();
     c.execute("UPDATE session SET title = title", []).unwrap();
     let d = Diagnostics::new();
-    let survey = OpenCode
+    // An error that ends the read (exit 1), naming the file: not a read of no sessions, which
+    // a pack would write as a bundle (exit 3) and `--force` would put over a good one.
+    let e = OpenCode
         .survey(&SurveyContext {
             home: &home,
             diagnostics: &d,
         })
-        .unwrap();
-    assert!(survey.sessions.is_empty());
-    let items = d.items();
+        .err()
+        .expect("a locked database ends the read");
+    use asp_format::error::Classify as _;
+    assert_eq!(e.class(), asp_format::error::ErrorClass::Source, "{e}");
+    let said = e.to_string();
     assert!(
-        items.iter().any(|i| i.severity.is_not_carried()
-            && i.file() == Some(db.as_path())
-            && i.message.contains("locked")),
-        "{items:?}"
+        said.contains(&db.display().to_string()) && said.contains("locked"),
+        "{said}"
     );
+    assert!(d.items().is_empty(), "{:?}", d.items());
     drop(c);
 }
 

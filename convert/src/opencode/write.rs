@@ -372,6 +372,9 @@ fn write_one(
                     "session {id}: {why} (OpenCode's schema moved on); not written"
                 )));
             }
+            Err(e) if super::survey::is_locked(&e) => {
+                return Err(super::survey::locked(db.named, &e));
+            }
             Err(e) => {
                 return Ok(SessionPlaced::refused(format!(
                     "session {id}: {}: {}; not written",
