@@ -2716,6 +2716,68 @@ fn another_tools_index_entries_keep_every_member_through_backup_forget_and_prune
     check(&repo, true);
 }
 
+/// An entry of `index.json` without a media type (the spec reads one "with or without a
+/// `mediaType`") is another tool's image like any other: every command reads the index, the
+/// entry stays as it came through a backup and a prune, and so do its blobs. An index that
+/// cannot be read whole is rebuilt with what can be read of it, entry by entry, and the
+/// rebuild says what it could not list. Review helper-133, 1: such an entry made the index
+/// unreadable, the rebuild the error advised dropped every other tool's entry, and the next
+/// prune deleted their blobs.
+#[test]
+fn an_index_entry_without_a_media_type_and_its_blobs_stay() {
+    let (_t, home, repo) = home_and_repo();
+    backup(&home, &repo);
+    let mut mine = oci_image(&repo, "myimage");
+    mine["annotations"] = json!({"org.opencontainers.image.ref.name": "myimage:1"});
+    mine.as_object_mut().unwrap().remove("mediaType");
+    let manifest = repo
+        .join("blobs/sha256")
+        .join(&mine["digest"].as_str().unwrap()["sha256:".len()..]);
+    oci_index_add(&repo, mine.clone());
+    fs::write(home.join(".claude/CLAUDE.md"), "# Mine\n\nOne more rule.\n").unwrap();
+    backup(&home, &repo);
+    let listed = |repo: &Path| -> Vec<Value> {
+        let index: Value =
+            serde_json::from_slice(&fs::read(repo.join("index.json")).unwrap()).unwrap();
+        index["manifests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["digest"] == mine["digest"])
+            .cloned()
+            .collect()
+    };
+    assert_eq!(listed(&repo), [mine.clone()]);
+    asp()
+        .args(["prune", "-q", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    assert!(manifest.exists());
+    check(&repo, true);
+
+    // Damaged: an entry that is no descriptor beside it. The rebuild keeps the image's.
+    oci_index_add(&repo, json!({"digest": 5}));
+    let out = asp()
+        .args(["check", "--rebuild-index", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("could not be read whole (1 entry could not be read)"),
+        "{said}"
+    );
+    assert_eq!(listed(&repo), [mine.clone()]);
+    asp()
+        .args(["prune", "-q", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    assert!(manifest.exists());
+    check(&repo, true);
+}
+
 /// A descriptor without a media type within another tool's manifest is read as a manifest only
 /// when it can be: a layer of 5 MiB that is not JSON, a config that is not JSON, and a blob
 /// naming itself (its bytes cannot match its name) are blobs of their own, kept and not

@@ -92,6 +92,20 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
                 .map(|p| format!("; the index before is kept as {}", p.display()))
                 .unwrap_or_default()
         );
+        if rebuilt.unreadable_before {
+            // An image of another tool's that it listed and that is not listed again would
+            // have its blobs deleted by the next prune.
+            crate::errln!(
+                "warning: the index before could not be read whole{}: what else it listed                  (not asp's snapshots) is listed again only where it could be read; look in                  the copy kept before any `asp prune`, which deletes the blobs no listed                  entry names",
+                match rebuilt.entries_unread {
+                    0 => String::new(),
+                    n => format!(
+                        " ({} could not be read)",
+                        human::count(n as u64, "entry", "entries")
+                    ),
+                }
+            );
+        }
     }
     let bar = Bar::new(args.common.quiet);
     let mut report = check(

@@ -60,6 +60,11 @@ application/vnd.docker.distribution.manifest.list.v2+json";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OciDescriptor {
+    /// Empty when the descriptor came without one (the spec's `index.json` entries may: an
+    /// entry of another tool's must be read, and written back as it came; review
+    /// helper-133, 1: one such entry made the whole index unreadable, and the repair that
+    /// names dropped the tool's entries, whose blobs `asp prune` then deleted).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub media_type: String,
     pub digest: Digest,
     pub size: u64,

@@ -38,6 +38,12 @@ pub struct RebuiltIndex {
     pub damaged: Vec<Digest>,
     /// Where the index there before was kept, when there was one.
     pub kept_aside: Option<PathBuf>,
+    /// Entries of the index there before that are not snapshots and could not be read, so
+    /// are not listed again (they are in `kept_aside`; a prune would delete their blobs).
+    pub entries_unread: usize,
+    /// The index there before could not be read whole (then `entries_unread` counts what of
+    /// it could not be read at all; an index that is not JSON gives nothing to count).
+    pub unreadable_before: bool,
 }
 
 /// A snapshot repository.
@@ -735,15 +741,20 @@ impl Repository {
         // snapshot this lists again.
         let _repo = self.lock_shared()?;
         let _lock = self.lock_index()?;
-        let mut kept = match self.layout.index() {
-            Ok(mut old) => {
-                old.manifests
-                    .retain(|d| d.artifact_type.as_deref() != Some(SNAPSHOT_ARTIFACT));
-                old
-            }
-            Err(_) => asp_registry::manifest::ImageIndex::default(),
-        };
         let mut rebuilt = RebuiltIndex::default();
+        let mut kept = match self.layout.index() {
+            Ok(old) => old,
+            // What can be read of it, entry by entry: another tool's image listed there must
+            // stay listed, or a prune deletes its blobs.
+            Err(_) => {
+                let (index, unread) = salvaged_index(&self.root().join("index.json"));
+                rebuilt.entries_unread = unread;
+                rebuilt.unreadable_before = self.root().join("index.json").exists();
+                index
+            }
+        };
+        kept.manifests
+            .retain(|d| d.artifact_type.as_deref() != Some(SNAPSHOT_ARTIFACT));
         let dir = self.blobs_dir();
         let io_err = |path: &Path, source| RepoError::Io {
             path: path.to_path_buf(),
@@ -1131,4 +1142,30 @@ impl PendingBlob {
             .map_err(|e| RepoError::io(&path)(e.error))?;
         Ok(())
     }
+}
+
+/// The entries of an index that cannot be read whole (damaged, or written by a tool that
+/// breaks its format), each that can be read as a descriptor, with how many could not; an
+/// index that is not JSON at all gives none.
+fn salvaged_index(path: &Path) -> (asp_registry::manifest::ImageIndex, usize) {
+    let mut index = asp_registry::manifest::ImageIndex::default();
+    let Some(entries) = fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|mut v| v.get_mut("manifests").map(serde_json::Value::take))
+        .and_then(|m| match m {
+            serde_json::Value::Array(a) => Some(a),
+            _ => None,
+        })
+    else {
+        return (index, 0);
+    };
+    let mut unread = 0;
+    for e in entries {
+        match serde_json::from_value::<OciDescriptor>(e) {
+            Ok(d) => index.manifests.push(d),
+            Err(_) => unread += 1,
+        }
+    }
+    (index, unread)
 }
