@@ -137,6 +137,61 @@ fn rot_content_manifest(repo: &Path, backed_up: &Value) {
     rot(&repo.join("blobs/sha256").join(&content[7..]), 40);
 }
 
+/// A snapshot whose source records (what the next backup compares the store with) cannot be
+/// read still holds a whole state: `asp check` says so and does not offer to forget it, and
+/// the next backup builds on it, every session read again, the sessions gone from the home
+/// that only it holds carried (new-user trial helper-130, 2: check called it unreadable and
+/// offered `asp forget --snapshot`, and the backup started afresh without them).
+#[test]
+fn a_snapshot_whose_records_are_damaged_is_built_on_and_not_offered_to_forget() {
+    let (t, home, repo) = home_and_repo();
+    let first = backup(&home, &repo);
+    let original = transcript(&home, A);
+    fs::remove_file(home.join(SHOP).join(format!("{A}.jsonl"))).unwrap();
+    let s = first["snapshot"]["digest"].as_str().unwrap();
+    let manifest: Value =
+        serde_json::from_slice(&fs::read(repo.join("blobs/sha256").join(&s[7..])).unwrap())
+            .unwrap();
+    let shard = manifest["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["mediaType"].as_str().unwrap().contains("sources-shard"))
+        .expect("a source records shard");
+    let shard = repo
+        .join("blobs/sha256")
+        .join(&shard["digest"].as_str().unwrap()[7..]);
+    let len = fs::metadata(&shard).unwrap().len() as isize;
+    rot(&shard, len / 2);
+
+    let out = asp().args(["check", "--repo"]).arg(&repo).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(
+        said.contains("its source records cannot be read")
+            && said.contains("its sessions restore")
+            && !said.contains("asp forget --snapshot"),
+        "{said}"
+    );
+
+    let out = backup_run(&home, &repo, &["--from", "claude-code", "--json"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(said.contains("every session read again"), "{said}");
+    let o: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let o = &o[0];
+    assert_eq!(o["parent"], first["snapshot"]["digest"], "{o}");
+    assert_eq!(o["sessionsRead"], first["new"].as_u64().unwrap() - 1, "{o}");
+    assert_eq!(o["gone"], 1, "{o}");
+    // The next one reads nothing again and says nothing of it.
+    let next = backup(&home, &repo);
+    assert_eq!(next["sessionsRead"], 0, "{next}");
+    assert!(next.get("recordsUnread").is_none(), "{next}");
+    let fresh = t.path().join("fresh");
+    restore(&repo, &fresh, &["--session", A]);
+    assert_eq!(transcript(&fresh, A), original);
+}
+
 /// [`rot`] in the middle of the repository's largest blob: its path and damaged bytes.
 fn rot_largest_blob(repo: &Path) -> (PathBuf, Vec<u8>) {
     let big = largest_blob(repo);

@@ -219,6 +219,17 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
                         )),
                 ));
             }
+            if let (Some(why), Some(parent)) = (&o.records_unread, o.parent) {
+                damaged = true;
+                bar.println(format!(
+                    "damaged: {} ({}): the source records of snapshot {} cannot be read \
+                     ({why}); its state is whole: this backup is made from it, every session \
+                     read again",
+                    o.harness,
+                    o.home,
+                    parent.short(),
+                ));
+            }
             // Said `-q` or not: the repository was damaged, and is no longer.
             for d in &o.mended {
                 bar.println(format!(

@@ -132,6 +132,11 @@ pub struct BackupOutcome {
     /// lets it go.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub passed_over: Vec<PassedOver>,
+    /// Why the parent's source records could not be read: its state was built on, every
+    /// session read again (exit 4, as for a snapshot passed over; said once, since the
+    /// next backup has this one's records).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub records_unread: Option<String>,
     /// Documents this backup wrote whose blob the repository held damaged (its bytes not its
     /// name's), replaced by the right bytes: snapshots that name them (often every one of the
     /// home, passed over above) can be read again.
@@ -151,6 +156,15 @@ pub struct BackupOutcome {
     /// --repair` moved aside, one deleted) and this backup stored again from the source.
     #[serde(skip_serializing_if = "is_zero")]
     pub layers_stored_again: usize,
+}
+
+/// What a read of a snapshot with its source records' entries found that a read without them
+/// did not: damage in those records, said as it is.
+pub(crate) fn records_damage(e: &RepoError) -> String {
+    match e {
+        RepoError::Integrity(m) => m.clone(),
+        e => e.to_string(),
+    }
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -482,12 +496,25 @@ fn backup_once(
     let store = Store::harness(&opts.harness, opts.home.clone())
         .ok_or_else(|| RepoError::Usage(format!("this build knows no harness {}", opts.harness)))?;
     let home = home_name(&opts.home);
+    // A snapshot whose source records cannot be read is still the parent: its state is
+    // whole, so the sessions gone from the source that it holds are carried, and without
+    // records every session is read again (the newest readable before it would have given a
+    // snapshot without them, and a forget of the damaged one would have let them go).
     let (parent, passed_over) = Snapshot::newest_readable(
         repo,
         &repo.snapshots()?,
         &opts.harness,
         &home,
-        Snapshot::load,
+        |repo, info| {
+            Snapshot::load(repo, info).or_else(|e| match Snapshot::load_for_reading(repo, info) {
+                Ok(mut snap) => {
+                    snap.sources_damage
+                        .get_or_insert_with(|| records_damage(&e));
+                    Ok(snap)
+                }
+                Err(_) => Err(e),
+            })
+        },
     )?;
     let started = time::now();
     let staging = LayerStore::new_in(
@@ -566,6 +593,7 @@ fn backup_once(
         harness: opts.harness.clone(),
         home: home.clone(),
         parent: parent.as_ref().map(|p| p.info.digest),
+        records_unread: parent.as_ref().and_then(|p| p.sources_damage.clone()),
         passed_over,
         ..BackupOutcome::default()
     };

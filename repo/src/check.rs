@@ -2,6 +2,7 @@
 //! with `read_data` every body decoded and every layer's digest recomputed.
 
 use asp_format::bundle::windows::Base;
+use asp_format::error::{Classify as _, ErrorClass};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -247,6 +248,36 @@ pub fn check(
             Err(RepoError::IndexDiffers(said)) => {
                 report.problems.push(said);
                 Snapshot::load_unsaid_as_its_manifest_says(repo, info)
+            }
+            other => other,
+        };
+        // Source records that cannot be read leave the state whole: a restore takes it, and
+        // the next backup reads every session again (review of a new user's trial,
+        // helper-130, 2: check called such a snapshot unreadable and offered to forget it,
+        // which would have let go of the sessions only it holds).
+        let loaded = match loaded {
+            Err(e) if e.class() == ErrorClass::Integrity => {
+                match Snapshot::load_for_reading(repo, info) {
+                    Ok(snap) => {
+                        let damage = snap
+                            .sources_damage
+                            .clone()
+                            .unwrap_or_else(|| crate::backup::records_damage(&e));
+                        report.problems.push(format!(
+                            "snapshot {} ({} of {} in {}): its source records cannot be read \
+                             ({damage}); its state is whole, and its sessions restore. The next \
+                             `asp backup` of that home reads every session again and writes \
+                             new records; do not `asp forget` it for this: it may hold \
+                             sessions gone from the home",
+                            info.short_id(),
+                            info.created,
+                            info.harness,
+                            info.home,
+                        ));
+                        Ok(snap)
+                    }
+                    Err(_) => Err(e),
+                }
             }
             other => other,
         };

@@ -330,13 +330,12 @@ fn a_locked_database_is_named_and_nothing_is_read_half() {
     let d = Diagnostics::new();
     // An error that ends the read (exit 1), naming the file: not a read of no sessions, which
     // a pack would write as a bundle (exit 3) and `--force` would put over a good one.
-    let e = OpenCode
-        .survey(&SurveyContext {
-            home: &home,
-            diagnostics: &d,
-        })
-        .err()
-        .expect("a locked database ends the read");
+    let Err(e) = OpenCode.survey(&SurveyContext {
+        home: &home,
+        diagnostics: &d,
+    }) else {
+        panic!("a locked database ends the read");
+    };
     use asp_format::error::Classify as _;
     assert_eq!(e.class(), asp_format::error::ErrorClass::Source, "{e}");
     let said = e.to_string();
