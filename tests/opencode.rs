@@ -1150,3 +1150,99 @@ fn a_session_taken_out_of_the_archive_is_already_there() {
     assert!(again.already_there.contains(archived), "{again:?}");
     assert!(again.beside.is_empty(), "{again:?}");
 }
+
+/// A session carried into OpenCode and then used there is already there when carried again:
+/// OpenCode moves it into the project of the git directory it is opened in, and adds to its
+/// times and totals with every message, and none of that makes it another version (new-user
+/// trial helper-131, 1: each kept the session beside itself as a copy). A message it lost
+/// (reverted there) still does.
+#[test]
+fn a_session_used_in_opencode_since_it_was_carried_is_already_there() {
+    let pi = read_home(
+        "pi",
+        &samples().join("pi"),
+        KindSet::EMPTY.with(asp_format::kind::StateKind::Sessions),
+        ReadOptions::default(),
+    );
+    let home = tmp();
+    let (first, _) = pi.write_into("opencode", home.path());
+    assert!(first.beside.is_empty(), "{first:?}");
+    let c = rusqlite::Connection::open(home.path().join(DB)).unwrap();
+    c.execute_batch(
+        "INSERT INTO project (id, worktree, vcs, time_created, time_updated, sandboxes) \
+         VALUES ('e447711eecb747e3b8b9c2297d48ff00aac8bbff', '/home/dev/shop', 'git', 1, 1, '[]'); \
+         UPDATE session SET project_id = 'e447711eecb747e3b8b9c2297d48ff00aac8bbff', \
+         time_updated = time_updated + 60000, cost = cost + 0.25, tokens_input = tokens_input + 900 \
+         WHERE directory = '/home/dev/shop';",
+    )
+    .unwrap();
+    let moved: i64 = c
+        .query_row(
+            "SELECT count(*) FROM session WHERE project_id = 'e447711eecb747e3b8b9c2297d48ff00aac8bbff'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(moved > 0);
+    let (again, _) = pi.write_into("opencode", home.path());
+    assert!(again.beside.is_empty(), "{again:?}");
+    assert_eq!(again.already_there.len(), first.sessions.len(), "{again:?}");
+
+    // A message gone (the conversation reverted there): another version, kept beside.
+    let sid = &first.sessions.values().next().unwrap().clone();
+    c.execute(
+        "DELETE FROM message WHERE id = (SELECT max(id) FROM message WHERE session_id = ?1)",
+        [sid],
+    )
+    .unwrap();
+    drop(c);
+    let (third, _) = pi.write_into("opencode", home.path());
+    assert_eq!(third.beside.len(), 1, "{third:?}");
+}
+
+/// A session deleted in OpenCode comes back from a backup under its own id: OpenCode's delete
+/// leaves the session's event log (no foreign key to `session`), which said it was there in
+/// another version, so it came back only as a copy beside under another id (new-user trial
+/// helper-130, 1).
+#[test]
+fn a_session_deleted_in_opencode_is_restored_under_its_own_id() {
+    let home = tmp();
+    copy_dir(&samples().join("opencode"), home.path());
+    let own = read_home(
+        "opencode",
+        home.path(),
+        KindSet::EMPTY.with(asp_format::kind::StateKind::Sessions),
+        ReadOptions::default(),
+    );
+    let c = rusqlite::Connection::open(home.path().join(DB)).unwrap();
+    let (id, logged): (String, i64) = c
+        .query_row(
+            "SELECT s.id, (SELECT count(*) FROM event WHERE aggregate_id = s.id) FROM session s \
+             WHERE s.parent_id IS NULL AND EXISTS (SELECT 1 FROM event_sequence e WHERE \
+             e.aggregate_id = s.id) ORDER BY s.id LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("a session of the sample with an event log");
+    c.execute_batch(&format!(
+        "PRAGMA foreign_keys = ON; DELETE FROM session WHERE id = '{id}';"
+    ))
+    .unwrap();
+    let left: i64 = c
+        .query_row(
+            "SELECT count(*) FROM event_sequence WHERE aggregate_id = ?1",
+            [&id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(left, 1, "the delete leaves the log ({logged} events)");
+    let (back, _) = own.write_into("opencode", home.path());
+    assert_eq!(back.sessions.get(&id), Some(&id), "{back:?}");
+    assert!(!back.beside.contains(&id), "{back:?}");
+    let there: i64 = c
+        .query_row("SELECT count(*) FROM session WHERE id = ?1", [&id], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(there, 1);
+}

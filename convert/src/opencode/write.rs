@@ -41,12 +41,22 @@ const VERSION: &str = "1.18.33";
 /// since: one already there is used as it is.
 const SHARED: &[&str] = &["project", "project_directory"];
 
-/// Columns not compared when a row is already there: a session's title is the user's to change
-/// in OpenCode, and what an untitled one is titled by has changed between versions of asp
-/// (a Pi skill's block given back as the command typed). Compared, either made the next import
-/// of the same session keep a copy beside it. So is whether it is archived: the user archives
-/// and unarchives it in OpenCode, and asp wrote none archived before it carried archives.
-const NOT_COMPARED: &[(&str, &str)] = &[("session", "title"), ("session", "time_archived")];
+/// The columns of a session row that say which session it is, the only ones compared when it
+/// is there already: the others are OpenCode's to change as the session goes on. It retitles
+/// and archives it, moves it into the project of the git directory it was opened in
+/// (`project_id`), and adds to its times and totals (`time_updated`, `cost`, `tokens_*`,
+/// `summary_*`) with every message; and how asp titles an untitled session has changed between
+/// versions. Compared, each made the next import of the same session keep a copy beside it
+/// (new-user trial helper-131, 1). What it holds is in its message and part rows, which are
+/// compared whole.
+const SESSION_IDENTITY: &[&str] = &["id", "parent_id", "directory", "time_created"];
+
+/// Tables of OpenCode's event log, which outlive a session (no foreign key to `session`: its
+/// delete leaves them) and go on (`seq` with every event): a row there already is used as it
+/// is, and says nothing of whether the session is there. Counted as the session's own, they
+/// made a session deleted in OpenCode come back from a backup only as a copy beside under
+/// another id (new-user trial helper-130, 1).
+const LOG: &[&str] = &["event_sequence", "event"];
 
 /// Where a table's rows go in a session's transaction: a row after the rows it points to.
 fn table_rank(table: &str) -> usize {
@@ -108,7 +118,7 @@ fn place(writer: &Writer, db: &Path, list: &[Row]) -> rusqlite::Result<Outcome> 
             if let Some(why) = rows::misfit(&cols, r) {
                 return Ok(Outcome::Misfit(why));
             }
-            let shared = SHARED.contains(&r.table.as_str());
+            let shared = SHARED.contains(&r.table.as_str()) || LOG.contains(&r.table.as_str());
             match rows::existing(tx, r)? {
                 None => missing.push(r),
                 // Only the columns carried are compared: a composed row leaves the others to
@@ -116,7 +126,7 @@ fn place(writer: &Writer, db: &Path, list: &[Row]) -> rusqlite::Result<Outcome> 
                 Some(there)
                     if shared
                         || r.cols.iter().all(|(c, v)| {
-                            NOT_COMPARED.contains(&(r.table.as_str(), c.as_str()))
+                            (r.table == "session" && !SESSION_IDENTITY.contains(&c.as_str()))
                                 || there.get(c) == Some(v)
                         }) =>
                 {
@@ -128,7 +138,11 @@ fn place(writer: &Writer, db: &Path, list: &[Row]) -> rusqlite::Result<Outcome> 
         if missing.is_empty() {
             return Ok(Outcome::Same);
         }
-        if own_there && missing.iter().any(|r| !SHARED.contains(&r.table.as_str())) {
+        if own_there
+            && missing
+                .iter()
+                .any(|r| !SHARED.contains(&r.table.as_str()) && !LOG.contains(&r.table.as_str()))
+        {
             return Ok(Outcome::Taken);
         }
         for r in missing {
