@@ -541,3 +541,44 @@ fn a_server_without_the_members_copilot_leaves_out_is_already_there_when_carried
     assert_eq!(out.status.code(), Some(0), "{answer}");
     assert_eq!(answer["notTaken"], serde_json::json!([]), "{answer}");
 }
+
+/// A session restored into Copilot and then resumed or renamed there is already there when
+/// restored again: Copilot rewrites its `workspace.yaml` (`updated_at`, `name`, `user_named`)
+/// and appends to its events, and neither makes it another version (new-user trial
+/// helper-131, 1: the restore kept it beside itself as a `~copilot` copy). Another session
+/// under its id (another `created_at`) still is.
+#[test]
+fn a_session_resumed_and_renamed_in_copilot_is_already_there() {
+    let r = read_home(&sample_home());
+    let home = tmp();
+    let (first, _) = r.write_into(HARNESS, home.path());
+    assert!(first.beside.is_empty(), "{first:?}");
+    let id = "d3ceb4b4-8ff8-4f26-b0ff-5f9a26649c53";
+    let ws = home
+        .path()
+        .join(".copilot/session-state")
+        .join(id)
+        .join("workspace.yaml");
+    let text = fs::read_to_string(&ws).unwrap();
+    let edited: String = text
+        .lines()
+        .map(|l| match l.split_once(':').map(|(k, _)| k) {
+            Some("updated_at") => "updated_at: 2026-12-09T10:00:00.000Z".to_owned(),
+            Some("name") => "name: Discount codes".to_owned(),
+            Some("user_named") => "user_named: true".to_owned(),
+            _ => l.to_owned(),
+        })
+        .map(|l| l + "\n")
+        .collect();
+    assert_ne!(edited, text);
+    fs::write(&ws, &edited).unwrap();
+    let (again, _) = r.write_into(HARNESS, home.path());
+    assert!(again.beside.is_empty(), "{again:?}");
+    assert!(again.already_there.contains(id), "{again:?}");
+
+    let other = edited.replace("created_at: 2026-", "created_at: 2025-");
+    assert_ne!(other, edited);
+    fs::write(&ws, other).unwrap();
+    let (third, _) = r.write_into(HARNESS, home.path());
+    assert!(third.beside.contains(id), "{third:?}");
+}

@@ -86,10 +86,13 @@ impl Sessions<'_, '_> {
         let dir = self.layout.sessions().join(id);
         if fs::symlink_metadata(&dir).is_ok() {
             // Copilot appends to the events of a session it resumes: continued there since,
-            // they hold all we carry (its other files must be the same).
+            // they hold all we carry; and it rewrites its `workspace.yaml` when it resumes or
+            // renames it (its other files must be the same).
             let same = files.iter().all(|(rel, (bytes, _))| {
                 fs::read(dir.join(rel)).is_ok_and(|b| {
-                    b == *bytes || (rel == "events.jsonl" && holds_all_of(&b, bytes))
+                    b == *bytes
+                        || (rel == "events.jsonl" && holds_all_of(&b, bytes))
+                        || (rel == "workspace.yaml" && same_workspace(&b, bytes))
                 })
             });
             return Ok(if same { Outcome::Same } else { Outcome::Taken });
@@ -332,6 +335,25 @@ impl Sessions<'_, '_> {
             Some(composed.last_ms),
             &renamed,
         )
+    }
+}
+
+/// Whether the `workspace.yaml` there (`there`) is the carried one (`carried`) as Copilot
+/// leaves it after using the session: the same session (`id`), begun in the same place at the
+/// same time. Copilot rewrites the file when it resumes a session (`updated_at`, `branch`) or
+/// the user renames it (`name`, `user_named`, `summary`), and compared byte for byte each made
+/// a restore of the session keep it beside itself as a copy (new-user trial helper-131, 1).
+fn same_workspace(there: &[u8], carried: &[u8]) -> bool {
+    let read = |b: &[u8]| {
+        std::str::from_utf8(b)
+            .ok()
+            .and_then(|t| Workspace::parse(t).ok())
+    };
+    match (read(there), read(carried)) {
+        (Some(a), Some(b)) => {
+            a.id.is_some() && a.id == b.id && a.cwd == b.cwd && a.created_at == b.created_at
+        }
+        _ => false,
     }
 }
 
