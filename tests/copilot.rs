@@ -582,3 +582,31 @@ fn a_session_resumed_and_renamed_in_copilot_is_already_there() {
     let (third, _) = r.write_into(HARNESS, home.path());
     assert!(third.beside.contains(id), "{third:?}");
 }
+
+/// `--map-path` moves a Copilot session restored into Copilot: its `workspace.yaml`'s `cwd`
+/// and `git_root`, where Copilot lists it, as well as its events (new-user trial helper-131,
+/// 2: the resume line said the new folder while the session stayed listed under the old one).
+#[test]
+fn map_path_moves_a_restored_copilot_sessions_workspace() {
+    let t = tmp();
+    let bundle = t.path().join("copilot.aspstate");
+    crate::support::pack_sample_home(HARNESS, &bundle);
+    let home = crate::support::new_home(t.path().join("home"));
+    crate::support::asp_unpack()
+        .arg(&bundle)
+        .args(["--to", HARNESS, "--kinds", "sessions", "-q", "--map-path"])
+        .arg("/home/dev=/Users/me")
+        .arg("--home")
+        .arg(&home)
+        .assert()
+        .success();
+    let dir = home.join(".copilot/session-state/4d6db0b9-06cd-448c-a833-6cb42632a8ab");
+    let ws = fs::read_to_string(dir.join("workspace.yaml")).unwrap();
+    assert!(
+        ws.contains("\ncwd: /Users/me/shop\n") && ws.contains("\ngit_root: /Users/me/shop\n"),
+        "{ws}"
+    );
+    assert!(!ws.contains("/home/dev"), "{ws}");
+    let events = fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    assert!(!events.contains("\"cwd\":\"/home/dev"), "{events}");
+}

@@ -345,6 +345,63 @@ impl PathMap {
         Ok(w.finish()?)
     }
 
+    /// `text`, a YAML document, with each `key: VALUE` line whose value is a path under a
+    /// rule's old folder rewritten (plain, or quoted as it was); `None` when no line is.
+    /// Line by line, so every other byte stays (Copilot CLI's `workspace.yaml`: its `cwd` and
+    /// `git_root` are where it lists the session; left as they were, a session restored with
+    /// `--map-path` was listed under the old folder: new-user trial helper-131, 2).
+    pub fn map_yaml(&self, text: &str) -> Option<String> {
+        let mut changed = false;
+        let mut out = String::with_capacity(text.len());
+        for line in text.split_inclusive('\n') {
+            let body = line.strip_suffix('\n').unwrap_or(line);
+            let body = body.strip_suffix('\r').unwrap_or(body);
+            let nl = &line[body.len()..];
+            match self.map_yaml_line(body) {
+                Some(mapped) => {
+                    changed = true;
+                    out.push_str(&mapped);
+                    out.push_str(nl);
+                }
+                None => out.push_str(line),
+            }
+        }
+        changed.then_some(out)
+    }
+
+    /// One `key: VALUE` line of [`PathMap::map_yaml`], mapped, or `None`.
+    fn map_yaml_line(&self, line: &str) -> Option<String> {
+        let (key, value) = line.split_once(": ")?;
+        let name = key.trim_start().trim_start_matches("- ");
+        if name.is_empty() || name.starts_with('#') || name.contains([' ', '"', '\'']) {
+            return None;
+        }
+        let value = value.trim_end();
+        let (plain, quote) = match value.as_bytes().first() {
+            Some(b'"') => (serde_json::from_str::<String>(value).ok()?, Some('"')),
+            Some(b'\'') => (
+                value
+                    .strip_prefix('\'')?
+                    .strip_suffix('\'')?
+                    .replace("''", "'"),
+                Some('\''),
+            ),
+            _ if value.contains(" #") => return None,
+            _ => (value.to_owned(), None),
+        };
+        let mapped = self.map_path(&plain)?;
+        let needs_quotes = mapped.contains(": ")
+            || mapped.contains(" #")
+            || mapped.starts_with(['!', '&', '*', '[', '{', '|', '>', '%', '@', '`', '"', '\'']);
+        let rendered = match quote {
+            Some('\'') => format!("'{}'", mapped.replace('\'', "''")),
+            Some(_) => serde_json::to_string(&mapped).expect("a string serialises"),
+            None if needs_quotes => serde_json::to_string(&mapped).expect("a string serialises"),
+            None => mapped,
+        };
+        Some(format!("{key}: {rendered}"))
+    }
+
     /// File `f` with its paths rewritten into `sink` (streamed line by line for `.jsonl`, a
     /// `.json` document whole, anything else as it is): a session's native file, a prompt
     /// history restored with the configuration.
@@ -400,6 +457,19 @@ impl PathMap {
                 }
                 _ => f.content,
             }
+        } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+            let mut bytes = Vec::new();
+            source
+                .open(&f.content)?
+                .read_to_end(&mut bytes)
+                .map_err(asp_format::blob::BlobError::Other)?;
+            match std::str::from_utf8(&bytes)
+                .ok()
+                .and_then(|t| self.map_yaml(t))
+            {
+                Some(mapped) => sink.put(mapped.as_bytes())?,
+                None => f.content,
+            }
         } else {
             f.content
         };
@@ -429,6 +499,23 @@ mod tests {
         m.add("/home/dev=/Users/dev").unwrap();
         m.add("/home/dev/shop=/work/shop/").unwrap();
         m
+    }
+
+    /// A YAML document's `key: PATH` lines move, plain or quoted as they were; every other
+    /// byte stays, its line ends and comments too.
+    #[test]
+    fn a_yaml_documents_paths_move_line_by_line() {
+        let text = "id: 4d6db0b9\r\ncwd: /home/dev/shop\r\ngit_root: \"/home/dev/shop\"\nbranch: main\n\
+                    name: 'the /home/dev/shop tests'\nother: '/home/dev/it''s'\n# cwd: /home/dev\n\
+                    note: /home/dev/x # a comment\nlast: /home/dev/notes";
+        let out = map().map_yaml(text).unwrap();
+        assert_eq!(
+            out,
+            "id: 4d6db0b9\r\ncwd: /work/shop\r\ngit_root: \"/work/shop\"\nbranch: main\n\
+             name: 'the /home/dev/shop tests'\nother: '/Users/dev/it''s'\n# cwd: /home/dev\n\
+             note: /home/dev/x # a comment\nlast: /Users/dev/notes"
+        );
+        assert_eq!(map().map_yaml("branch: main\n"), None);
     }
 
     /// A server that runs a script from the old home runs it from the new one: its command,
