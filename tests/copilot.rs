@@ -38,16 +38,17 @@ fn counts(updates: &[Value]) -> [usize; 5] {
 #[test]
 fn the_sample_reads_as_expected_md_says() {
     let r = read_home(&sample_home());
-    // The two things not carried, and said: instructions scoped by an applyTo glob, and a
-    // custom agent.
+    // The three things not carried, and said: instructions scoped by an applyTo glob, a
+    // custom agent, and the settings of Copilot's own.
     let said: Vec<String> = r
         .diagnostics
         .iter()
         .map(|d| d.file().unwrap().display().to_string())
         .collect();
-    assert_eq!(said.len(), 2, "{:#?}", r.diagnostics);
+    assert_eq!(said.len(), 3, "{:#?}", r.diagnostics);
     assert!(said[0].ends_with(".copilot/instructions/money.instructions.md"));
     assert!(said[1].ends_with(".copilot/agents/money-reviewer.agent.md"));
+    assert!(said[2].ends_with(".copilot/settings.json"));
     assert!(r.state.instructions.is_some());
     let skills: Vec<&str> = r
         .state

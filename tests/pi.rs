@@ -45,14 +45,17 @@ fn session_dir(cwd: &str) -> String {
 #[test]
 fn the_sample_reads_as_expected_md_says() {
     let r = read_home(&sample_home());
-    // The one thing not carried, and said: the prompt template, a /command of Pi's own.
-    let said: Vec<String> = r
+    // The two things not carried, and said: the prompt template, a /command of Pi's own, and
+    // the settings of Pi's own.
+    let mut said: Vec<String> = r
         .diagnostics
         .iter()
         .map(|d| d.file().unwrap().display().to_string())
         .collect();
-    assert_eq!(said.len(), 1, "{:#?}", r.diagnostics);
+    said.sort();
+    assert_eq!(said.len(), 2, "{:#?}", r.diagnostics);
     assert!(said[0].ends_with(".pi/agent/prompts/review.md"), "{said:?}");
+    assert!(said[1].ends_with(".pi/agent/settings.json"), "{said:?}");
     let sessions = r.state.sessions.as_ref().unwrap();
     assert_eq!(sessions.len(), 6);
     let s1 = r.session("01a23401-fede-73bb-a519-9d9e83d26f55");

@@ -100,16 +100,8 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Settings> {
                     .is_some_and(|p| p.keys().any(|pk| pk != "defaultMode"))
         })
         .collect();
-    if !others.is_empty() {
-        ctx.diagnostics.left_out(
-            &path,
-            None,
-            format!(
-                "these settings configure Claude Code itself, not a session, and are not carried as session options: {}",
-                others.join(", ")
-            ),
-        );
-    }
+    let others: Vec<String> = others.into_iter().map(str::to_owned).collect();
+    crate::kit::settings_json::report_own_settings(ctx.diagnostics, &path, "Claude Code", &others);
     Some(out)
 }
 

@@ -283,6 +283,29 @@ impl Config {
             .map(str::to_owned)
     }
 
+    /// The top-level keys that configure Codex itself, not a session: what [`Config::settings`]
+    /// and [`Config::mcp_servers`] do not read (`features`, `sandbox_workspace_write`,
+    /// `projects`' trust, `model_providers`, `notify`, ...). A profile's keys are the settings'
+    /// (`profile` chooses among them).
+    pub fn own_keys(&self) -> Vec<String> {
+        const READ: &[&str] = &[
+            "model",
+            "model_reasoning_effort",
+            "approval_policy",
+            "sandbox_mode",
+            "mcp_servers",
+            "profile",
+            "profiles",
+        ];
+        self.doc
+            .as_table()
+            .iter()
+            .map(|(k, _)| k)
+            .filter(|k| !READ.contains(k) && !PLAIN_SETTINGS.iter().any(|(p, _)| p == k))
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// Settings as ACP config option values (see `settings.rs` for the ids).
     pub fn settings(&self) -> Settings {
         let mut s = Settings::new();

@@ -160,6 +160,12 @@ impl Harness for Codex {
                     }
                     if wants(StateKind::Settings) {
                         state.settings = Some(c.settings());
+                        crate::kit::settings_json::report_own_settings(
+                            ctx.diagnostics,
+                            &c.path,
+                            "Codex",
+                            &c.own_keys(),
+                        );
                     }
                 }
                 Err(e) => ctx.diagnostics.lost(

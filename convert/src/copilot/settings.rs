@@ -40,6 +40,12 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Settings> {
             return None;
         }
     };
+    crate::kit::settings_json::report_own_settings(
+        ctx.diagnostics,
+        &path,
+        "Copilot CLI",
+        &crate::kit::settings_json::own_keys(&o, &["model", "$schema"]),
+    );
     let mut out = Settings::new();
     if let Some(m) = o.get("model").and_then(Value::as_str) {
         out.insert("model".into(), SettingValue::Select(m.to_owned()));

@@ -171,6 +171,25 @@ impl Harness for Gemini {
         }
         if want(StateKind::Settings) {
             state.settings = file.as_ref().map(settings::settings);
+            if let Some(f) = &file {
+                // (`context.fileName` names the instructions file; `mcp`, which servers run.)
+                crate::kit::settings_json::report_own_settings(
+                    ctx.diagnostics,
+                    &f.path,
+                    "Gemini CLI",
+                    &crate::kit::settings_json::own_keys(
+                        &f.doc,
+                        &[
+                            "mcpServers",
+                            "mcp",
+                            "$schema",
+                            "model.name",
+                            "general.defaultApprovalMode",
+                            "context.fileName",
+                        ],
+                    ),
+                );
+            }
         }
         Ok(state)
     }

@@ -165,6 +165,56 @@ impl File {
     }
 }
 
+/// The settings of `doc` no session option carries: its top-level keys but those `carried`
+/// names, and of a key `carried` names as `parent.member`, the parent's other members (as
+/// `parent.other`). In the file's order.
+pub fn own_keys(doc: &Map<String, Value>, carried: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, v) in doc {
+        if carried.contains(&k.as_str()) {
+            continue;
+        }
+        let members: Vec<&str> = carried
+            .iter()
+            .filter_map(|c| c.strip_prefix(k.as_str())?.strip_prefix('.'))
+            .collect();
+        match v.as_object() {
+            Some(o) if !members.is_empty() => out.extend(
+                o.keys()
+                    .filter(|m| !members.contains(&m.as_str()))
+                    .map(|m| format!("{k}.{m}")),
+            ),
+            _ => out.push(k.clone()),
+        }
+    }
+    out
+}
+
+/// Says the settings of `path` that configure `harness` itself, not a session (`keys`, from
+/// [`own_keys`]): a pack carries the model and the mode and leaves the theme, the providers,
+/// the UI and the like, which is left out by design and said as such (without it, Copilot
+/// CLI, Pi, Qwen Code, Gemini CLI and Codex dropped them with no word: new-user trial
+/// helper-131, 6). Nothing when `keys` is empty.
+pub fn report_own_settings(
+    diagnostics: &crate::kit::report::Diagnostics,
+    path: &Path,
+    harness: &str,
+    keys: &[String],
+) {
+    if keys.is_empty() {
+        return;
+    }
+    diagnostics.left_out(
+        path,
+        None,
+        format!(
+            "these settings configure {harness} itself, not a session, and are not carried as \
+             session options: {}",
+            keys.join(", ")
+        ),
+    );
+}
+
 /// Reports why a settings file that cannot be read gives neither MCP servers nor settings,
 /// when either was asked for: "none" would be a claim the file does not make.
 pub fn report_unreadable(e: &Unusable, ctx: &ReadContext<'_>) {
@@ -368,6 +418,27 @@ pub fn load_object(path: &Path) -> Result<Option<Map<String, Value>>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn own_keys_are_the_top_level_keys_not_carried_and_the_members_beside_a_carried_one() {
+        let doc: Map<String, Value> = serde_json::from_str(
+            r#"{"ui": {"theme": "dark"}, "model": {"name": "m", "maxTokens": 9},
+                "mcpServers": {}, "tools": {"approvalMode": "plan"}, "general": 1}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            own_keys(
+                &doc,
+                &[
+                    "mcpServers",
+                    "model.name",
+                    "tools.approvalMode",
+                    "general.x"
+                ]
+            ),
+            ["ui", "model.maxTokens", "general"]
+        );
+    }
     use serde_json::json;
     use std::fs;
 

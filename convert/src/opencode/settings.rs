@@ -21,22 +21,12 @@ const CARRIED: [&str; 3] = ["model", "mcp", "$schema"];
 pub fn read(global: &Global, ctx: &ReadContext<'_>) -> Option<Settings> {
     global.as_file()?;
     for f in &global.files {
-        let others: Vec<&str> = f
-            .doc
-            .keys()
-            .map(String::as_str)
-            .filter(|k| !CARRIED.contains(k))
-            .collect();
-        if !others.is_empty() {
-            ctx.diagnostics.left_out(
-                &f.path,
-                None,
-                format!(
-                    "these settings configure OpenCode itself, not a session, and are not carried as session options: {}",
-                    others.join(", ")
-                ),
-            );
-        }
+        crate::kit::settings_json::report_own_settings(
+            ctx.diagnostics,
+            &f.path,
+            "OpenCode",
+            &crate::kit::settings_json::own_keys(&f.doc, &CARRIED),
+        );
     }
     let mut out = Settings::new();
     if let Some(m) = global.merged.get("model").and_then(Value::as_str) {

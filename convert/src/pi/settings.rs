@@ -45,6 +45,20 @@ pub fn read(layout: &Layout, ctx: &ReadContext<'_>) -> Option<Settings> {
             return None;
         }
     };
+    crate::kit::settings_json::report_own_settings(
+        ctx.diagnostics,
+        &path,
+        "Pi",
+        &crate::kit::settings_json::own_keys(
+            &o,
+            &[
+                "defaultProvider",
+                "defaultModel",
+                "defaultThinkingLevel",
+                "$schema",
+            ],
+        ),
+    );
     let s = |k: &str| o.get(k).and_then(Value::as_str);
     let mut out = Settings::new();
     if let (Some(p), Some(m)) = (s("defaultProvider"), s("defaultModel")) {

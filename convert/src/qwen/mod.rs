@@ -165,6 +165,7 @@ impl Harness for Qwen {
                     }
                     if want(StateKind::Settings) {
                         state.settings = Some(settings::read(&file));
+                        settings::report_own(&file, ctx);
                     }
                 }
                 Err(e) => report_unreadable(&e, ctx),

@@ -76,6 +76,29 @@ pub fn read(file: &File) -> Settings {
     out
 }
 
+/// What the settings file holds that configures Qwen Code itself (providers, credentials'
+/// place, the UI, ...), said as left out; `context.fileName` names the instructions file, and
+/// `mcp` which servers run (the tools kind).
+pub fn report_own(file: &File, ctx: &ReadContext<'_>) {
+    crate::kit::settings_json::report_own_settings(
+        ctx.diagnostics,
+        &file.path,
+        "Qwen Code",
+        &crate::kit::settings_json::own_keys(
+            &file.doc,
+            &[
+                "mcpServers",
+                "mcp",
+                "$schema",
+                "$version",
+                "model.name",
+                "tools.approvalMode",
+                "context.fileName",
+            ],
+        ),
+    );
+}
+
 /// `tools.approvalMode` for a carried mode id, or why there is none. Qwen's own ids are taken
 /// as they are; Gemini's `autoEdit`/`auto_edit` and Claude Code's `acceptEdits` mean
 /// `auto-edit`. A mode that skips every confirmation (`yolo`, `bypassPermissions`) is never
