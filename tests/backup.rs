@@ -192,6 +192,65 @@ fn a_snapshot_whose_records_are_damaged_is_built_on_and_not_offered_to_forget() 
     assert_eq!(transcript(&fresh, A), original);
 }
 
+/// A backup of several harnesses goes on past one that fails: the others' outcomes are said
+/// (in `--json` too, the failed one with its error), and the run exits with the failure's
+/// code (review helper-133, 7: the first error ended the run, the outcomes made before it
+/// unsaid). Here one series is locked by another backup.
+#[test]
+fn a_backup_of_several_harnesses_goes_on_past_one_that_fails() {
+    let t = tmp();
+    let home = t.path().join("home");
+    copy_tree(&samples().join("claude-code"), &home);
+    copy_tree(&samples().join("codex"), &home);
+    age(&home, Duration::from_secs(3600));
+    let repo = t.path().join("repo");
+    let both = ["--from", "claude-code", "--from", "codex", "--json", "-q"];
+    let out = backup_run(&home, &repo, &both);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let series: Vec<PathBuf> = files_under(&repo.join("locks"))
+        .into_iter()
+        .filter(|f| {
+            f.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("series-")
+        })
+        .collect();
+    assert_eq!(series.len(), 2, "{series:?}");
+    let held = fs::File::options().write(true).open(&series[0]).unwrap();
+    held.lock().unwrap();
+    fs::write(home.join(".claude/CLAUDE.md"), "# Mine\n\nOne more rule.\n").unwrap();
+    let out = backup_run(&home, &repo, &[&both[..], &["--lock-wait", "0"]].concat());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("asp: error: backing up "), "{said}");
+    let outcomes: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(outcomes.len(), 2, "{outcomes:?}");
+    assert_eq!(
+        outcomes.iter().filter(|o| o.get("error").is_some()).count(),
+        1,
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        outcomes
+            .iter()
+            .filter(|o| o.get("parent").is_some())
+            .count(),
+        1,
+        "the other was backed up: {outcomes:?}"
+    );
+    drop(held);
+
+    // Stores that hold nothing yet: nothing asked was left undone (exit 0), and it is said.
+    let empty = t.path().join("empty");
+    fs::create_dir_all(empty.join(".claude")).unwrap();
+    let out = backup_run(&empty, &repo, &["--from", "all", "--json"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("hold nothing to back up yet"), "{said}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[]");
+}
+
 /// [`rot`] in the middle of the repository's largest blob: its path and damaged bytes.
 fn rot_largest_blob(repo: &Path) -> (PathBuf, Vec<u8>) {
     let big = largest_blob(repo);

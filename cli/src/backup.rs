@@ -162,6 +162,12 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
     let mut outcomes = Vec::new();
     let mut incomplete = false;
     let mut damaged = false;
+    // Harnesses whose backup failed, with why: with several, one that fails (its repository
+    // documents damaged, a store locked) does not stop the others, and their outcomes are
+    // said (review helper-133, 7: the first error ended the run, the outcomes made before it
+    // unsaid and `--json` empty).
+    let several = harnesses.len() > 1;
+    let mut failed: Vec<(String, crate::exit::Failure)> = Vec::new();
     for harness in harnesses {
         let diagnostics = Diagnostics::new();
         let result = backup(
@@ -247,12 +253,18 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
             Ok(o) => outcomes.push((o, lost)),
             // `all` takes the harnesses whose store is there.
             Err(RepoError::Convert(ConvertError::NoStore { .. })) if all => continue,
+            Err(e) if several => {
+                let f = crate::exit::Failure::from(e);
+                bar.println(format!("asp: error: backing up {harness}: {f}"));
+                failed.push((harness, f));
+            }
             Err(e) => return Err(e.into()),
         }
     }
-    if all && outcomes.is_empty() {
-        // The stores there hold nothing yet (no session, no configuration).
-        bail_usage!(
+    if all && outcomes.is_empty() && failed.is_empty() {
+        // The stores there hold nothing yet (no session, no configuration): nothing was asked
+        // that was not done.
+        crate::errln!(
             "the harness stores in {} hold nothing to back up yet",
             home.dir.display()
         );
@@ -266,6 +278,11 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
                 v["lost"] = serde_json::json!(lost);
                 v
             })
+            .chain(
+                failed
+                    .iter()
+                    .map(|(h, f)| serde_json::json!({"harness": h, "error": f.to_string()})),
+            )
             .collect();
         crate::outln!(
             "{}",
@@ -288,6 +305,11 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
     }
     if !missing.is_empty() {
         return Err(no_store(missing));
+    }
+    // The first failure's class, after every outcome was said: an error (1) or damage (4)
+    // says more than what was lost elsewhere (3).
+    if let Some((_, f)) = failed.first() {
+        return Ok(f.exit());
     }
     Ok(if damaged {
         Exit::Integrity
