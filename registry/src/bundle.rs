@@ -286,7 +286,7 @@ impl PullSink for BundleSink {
                 }
             })?;
         }
-        sync_dir(&dir);
+        sync_dir(&dir).map_err(|e| Error::write(&dir, e))?;
         *self.size.lock().expect("size") = Some(size);
         Ok(())
     }

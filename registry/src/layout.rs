@@ -444,7 +444,7 @@ impl PullSink for LayoutSink {
             }
             fs::rename(path, &target).map_err(|e| Error::write(&target, e))?;
         }
-        sync_dir(&blobs_dir);
+        sync_dir(&blobs_dir).map_err(|e| Error::write(&blobs_dir, e))?;
         let name = if reference.digest().is_some() {
             None
         } else {
@@ -495,18 +495,35 @@ pub fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), Error> 
         .sync_all()
         .map_err(|e| Error::write(path, e))?;
     tmp.persist(path).map_err(|e| Error::write(path, e.error))?;
-    sync_dir(dir);
-    Ok(())
+    sync_dir(dir).map_err(|e| Error::write(dir, e))
 }
 
-/// Makes renames in `dir` durable where the platform allows; failure only costs durability.
-pub fn sync_dir(dir: &Path) {
+/// Makes renames in `dir` durable. A file system that cannot sync a directory (it says
+/// `EINVAL` or `ENOTSUP`, as some network and FUSE ones do) is let be; any other failure
+/// (`EIO`) is an error: what names the renamed files next (an index, a snapshot) must not be
+/// written over renames that may not last (review helper-133, 9: every failure was let be).
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
     #[cfg(unix)]
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
+    {
+        let d = File::open(dir)?;
+        match d.sync_all() {
+            // (`EINVAL` is `InvalidInput`, `ENOTSUP` `Unsupported`.)
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::InvalidInput | io::ErrorKind::Unsupported
+                ) =>
+            {
+                Ok(())
+            }
+            other => other,
+        }
     }
     #[cfg(not(unix))]
-    let _ = dir;
+    {
+        let _ = dir;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

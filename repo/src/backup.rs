@@ -537,7 +537,7 @@ fn backup_once(
         .collect();
     let racy_from = parent
         .as_ref()
-        .map_or(i128::MIN, |p| p.sources.started_ns - RACY_NS);
+        .map_or(i128::MIN, |p| p.sources.started_ns.saturating_sub(RACY_NS));
     let home_dir = opts.home.dir.as_path();
     // Whether an entry's files and other facts are as the parent recorded them.
     let as_recorded = |rec: &SourceEntry, facts: &Digest, files: &[SourceFile]| {

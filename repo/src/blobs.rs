@@ -140,7 +140,7 @@ impl BlobSource for SnapshotBlobs<'_> {
         };
         let inner = self.decoded(r, dict.map(Base::Shared), blob.size)?;
         Ok(Box::new(VerifyingReader::new(
-            inner.take(blob.size + 1),
+            inner.take(blob.size.saturating_add(1)),
             *blob,
         )))
     }

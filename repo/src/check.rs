@@ -876,7 +876,7 @@ fn decode(
     };
     let decoded = crate::blobs::decoded(repo, r, dict, size).map_err(|e| fail("body", &e))?;
     let expected = Descriptor { digest: *d, size };
-    let mut reader = VerifyingReader::new(decoded.take(size + 1), expected);
+    let mut reader = VerifyingReader::new(decoded.take(size.saturating_add(1)), expected);
     let mut kept = keep.then(Vec::new);
     match &mut kept {
         Some(buf) => reader.read_to_end(buf).map(drop),

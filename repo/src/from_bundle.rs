@@ -69,7 +69,7 @@ pub fn backup_bundle(
             outcome.bytes_added += r.size;
         }
     }
-    repo.sync_blobs();
+    repo.sync_blobs()?;
     let now = time::now();
     let created = bundle.created().and_then(time::parse).unwrap_or(now);
     let sources = Sources {

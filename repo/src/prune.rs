@@ -298,7 +298,7 @@ pub fn prune(repo: &Repository, dry_run: bool) -> Result<PruneReport, RepoError>
         }
     }
     if !dry_run {
-        repo.sync_blobs();
+        repo.sync_blobs()?;
     }
     Ok(report)
 }

@@ -538,7 +538,7 @@ impl RepoSink {
             pulled.blobs_added += 1;
             pulled.bytes_added += size;
         }
-        repo.sync_blobs();
+        repo.sync_blobs()?;
         let content = Descriptor::of(artifact.bytes());
         if !repo.has_blob(&content) {
             repo.put_bytes(artifact.bytes())?;

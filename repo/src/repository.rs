@@ -401,7 +401,7 @@ impl Repository {
             f.lock().map_err(RepoError::io(&path))?;
             if !root.join("oci-layout").exists() {
                 Layout::init(root)?;
-                sync_dir(root);
+                sync_dir(root).map_err(RepoError::io(root))?;
             }
             drop(f);
             return Repository::open(root);
@@ -433,7 +433,7 @@ impl Repository {
         if fs::rename(&staged, root).is_err() {
             let _ = fs::remove_dir_all(&staged);
         } else {
-            sync_dir(&parent);
+            sync_dir(&parent).map_err(RepoError::io(&parent))?;
         }
         Repository::open(root)
     }
@@ -932,7 +932,7 @@ impl Repository {
             }
             let pending = self.write_new(&d, &mut |w| w.write_all(bytes), true)?;
             pending.persist()?;
-            self.sync_blobs();
+            self.sync_blobs()?;
             return Ok((d, Put::Mended));
         }
         self.layout.put_blob(bytes)?;
@@ -1052,13 +1052,13 @@ impl Repository {
         for p in pending {
             p.persist()?;
         }
-        self.sync_blobs();
-        Ok(())
+        self.sync_blobs()
     }
 
     /// Makes the renames into `blobs/sha256/` durable.
-    pub fn sync_blobs(&self) {
-        sync_dir(&self.blobs_dir());
+    pub fn sync_blobs(&self) -> Result<(), RepoError> {
+        let dir = self.blobs_dir();
+        sync_dir(&dir).map_err(RepoError::io(&dir))
     }
 
     /// A whole blob of at most `max` bytes, its size and digest checked.

@@ -634,7 +634,7 @@ pub fn decompress(src: &[u8], dict: Option<&[u8]>, size: u64) -> io::Result<Vec<
     }
     .single_frame();
     d.window_log_max(MAX_WINDOW_LOG)?;
-    d.take(size + 1).read_to_end(&mut out)?;
+    d.take(size.saturating_add(1)).read_to_end(&mut out)?;
     if out.len() as u64 != size {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,

@@ -697,7 +697,7 @@ impl Bundle {
                     None,
                     loc.known_size(),
                 )?
-                .take(limit + 1)
+                .take(limit.saturating_add(1))
                 .read_to_end(&mut out)
                 .map_err(BlobError::Other)?;
                 // Its table entry's `bodySize` is a MUST (§3.4), as `asp verify` and a
@@ -929,9 +929,13 @@ fn check_blobs(
             let mut out = Vec::new();
             open_loc(file, loc, None, None, loc.known_size())
                 .and_then(|r| {
-                    r.take(loc.known_size().unwrap_or(DICTIONARY_LIMIT) + 1)
-                        .read_to_end(&mut out)
-                        .map_err(BlobError::Other)
+                    r.take(
+                        loc.known_size()
+                            .unwrap_or(DICTIONARY_LIMIT)
+                            .saturating_add(1),
+                    )
+                    .read_to_end(&mut out)
+                    .map_err(BlobError::Other)
                 })
                 .map_err(|e| format!("its dictionary {x} cannot be read: {e}"))?;
             Ok(out)
