@@ -343,6 +343,26 @@ pub fn check(
                 ));
             }
         }
+        // The configuration files' layers are S's to list: what S does not list, prune does
+        // not keep (review helper-133, 8).
+        let listed: BTreeSet<Digest> = snap.manifest.layers.iter().map(|l| l.digest).collect();
+        for f in snap.sources.config.iter().flat_map(|c| &c.files) {
+            match snap.sources.config_layers.get(&f.content.digest) {
+                Some(r) if !listed.contains(&r.layer) => report.problems.push(format!(
+                    "snapshot {}: configuration file {} is stored in layer {}, which its \
+                     manifest does not list",
+                    info.short_id(),
+                    f.path,
+                    r.layer
+                )),
+                Some(_) => {}
+                None => report.problems.push(format!(
+                    "snapshot {}: configuration file {} has no layer in its records",
+                    info.short_id(),
+                    f.path
+                )),
+            }
+        }
         if opts.read_data {
             bodies.add(&snap);
         }
@@ -555,6 +575,14 @@ struct Bodies {
 
 impl Bodies {
     fn add(&mut self, snap: &Snapshot) {
+        // The configuration files too: `--read-data` decodes every body (spec/repository.md
+        // §4); they were hashed as layers, never decoded against their digest (review
+        // helper-133, 8). Stored alone: no dictionary to walk.
+        for f in snap.sources.config.iter().flat_map(|c| &c.files) {
+            if let Some(r) = snap.sources.config_layers.get(&f.content.digest) {
+                self.note(f.content.digest, (Some(f.content.size), *r));
+            }
+        }
         for d in snap.state.descriptors() {
             // A body without an entry was reported with the snapshot's documents.
             let Some(r) = snap.table.get(&d.digest) else {
