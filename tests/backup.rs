@@ -5094,6 +5094,71 @@ fn a_session_let_go_leaves_none_of_its_text_in_a_projects_dictionary() {
     assert!(!to.join(source.strip_prefix(&home).unwrap()).exists());
 }
 
+/// Pads the first prompt of the transcript at `file` so the file is `size` bytes.
+fn pad_transcript(file: &Path, size: usize) {
+    let text = fs::read_to_string(file).unwrap();
+    let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
+    let at = lines
+        .iter()
+        .position(|l| {
+            serde_json::from_str::<Value>(l)
+                .is_ok_and(|v| v["type"] == "user" && v["message"]["content"].is_string())
+        })
+        .expect("a prompt");
+    let mut v: Value = serde_json::from_str(&lines[at]).unwrap();
+    let base = v["message"]["content"].as_str().unwrap().to_owned();
+    v["message"]["content"] = Value::from(format!("{base} "));
+    lines[at] = serde_json::to_string(&v).unwrap();
+    let short = size - lines.join("\n").len();
+    v["message"]["content"] = Value::from(format!(
+        "{base} {}",
+        "pad ".repeat(short / 4) + &"x".repeat(short % 4)
+    ));
+    lines[at] = serde_json::to_string(&v).unwrap();
+    fs::write(file, lines.join("\n")).unwrap();
+    assert_eq!(fs::metadata(file).unwrap().len(), size as u64);
+}
+
+/// A project's new dictionary, once the session its dictionary was made of is let go, may be a
+/// kept transcript whole (one of exactly 256 KiB): its layer is stored with the snapshot
+/// (review helper-134, 1: the snapshot named a layer never written, and the session it held
+/// restored as lost), and the repository checks out.
+#[cfg(feature = "claude-code")]
+#[test]
+fn a_dictionary_that_is_a_kept_transcript_whole_is_stored_when_a_session_is_let_go() {
+    let t = tmp();
+    let home = home_in(t.path());
+    let gateway = home.join(GATEWAY);
+    let first = "0e06340e-3c10-486d-a4a9-8763cc8a6c00";
+    pad_transcript(&gateway.join(format!("{first}.jsonl")), 300_000);
+    pad_transcript(&gateway.join(format!("{C}.jsonl")), 1 << 18);
+    age(&home, Duration::from_secs(3600));
+    let file = format!("{GATEWAY}/{C}.jsonl");
+    let original = fs::read(home.join(&file)).unwrap();
+    let repo = t.path().join("repo");
+    backup(&home, &repo);
+    // A dry run says which would be compressed again, as the run then does.
+    for dry in [true, false] {
+        let out = asp()
+            .args(["forget", "--json", "--session", first, "--repo"])
+            .arg(&repo)
+            .args(dry.then_some("--dry-run"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let dropped: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            dropped["dropped"]["compressedAgain"],
+            json!([C]),
+            "{dropped}"
+        );
+    }
+    check(&repo, true);
+    let fresh = t.path().join("fresh");
+    restore(&repo, &fresh, &["--session", C]);
+    assert!(fs::read(fresh.join(&file)).unwrap() == original);
+}
+
 /// A small project's dictionary grows with its transcripts (spec/aspstate.md §4.1): a
 /// project whose transcripts are all under 512 KiB takes the first 256 KiB of its least one
 /// that holds them; once a transcript of it passes 512 KiB, the next backup compresses what it

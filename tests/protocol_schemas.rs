@@ -251,6 +251,12 @@ fn wrong_documents_do_not_validate() {
         &json!({"agentState": {"export": ["dreams"]}}),
     );
     assert_invalid("prompt-meta", &json!({"busy": "soon"}));
+    // What the protocol takes is valid (spec conformance trial helper-132, 7): `busy: null`
+    // is the default (protocol.md §2.1), and a request may name a kind a later version adds,
+    // which the agent skips (§3); a kinds item that is no name is not.
+    assert_valid("prompt-meta", &json!({"busy": null}));
+    assert_valid("export-request", &json!({"kinds": ["sessions", "dreams"]}));
+    assert_invalid("export-request", &json!({"kinds": [7]}));
     assert_invalid("describe-response", &json!({"kinds": {"sessions": -1}}));
     assert_invalid("describe-response", &json!({"kinds": {"dreams": 1}}));
     assert_invalid("export-request", &json!({}));

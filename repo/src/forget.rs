@@ -467,9 +467,6 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
                     .cloned(),
             );
         }
-        if what.dry_run {
-            continue;
-        }
         let mut state = snap.state.clone();
         if let Some(s) = &mut state.sessions {
             s.retain(|s| !drop.contains(s.id.as_str()));
@@ -481,7 +478,16 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
             .flatten()
             .filter(|s| drop.contains(s.id.as_str()))
             .collect();
-        let again = compressed_again(repo, &snap, &state, &dropped)?;
+        let (bodies, sessions) = made_of_dropped(repo, &snap, &state, &dropped)?;
+        if what.dry_run {
+            // (Which would be compressed again is known without compressing them.)
+            out.compressed_again.extend(sessions);
+            continue;
+        }
+        let again = match bodies.is_empty() {
+            true => None,
+            false => Some((compressed_again(repo, &snap, &state, &bodies)?, sessions)),
+        };
         let layer_of = |d: &Digest| {
             again
                 .as_ref()
@@ -491,14 +497,35 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
         let docs = Documents::plan(&state, &layer_of, &content_options())?;
         if let Some((layers, sessions)) = &again {
             let mut written = HashSet::new();
+            // By the stored layer alone, as a backup matches them: the plan leaves `bodySize`
+            // to a dictionary no state document names, so a new dictionary that is also a kept
+            // body (a transcript of exactly 256 KiB) has an entry unlike its staged one, and
+            // went unwritten (review helper-134, 1).
             let todo: Vec<_> = docs
                 .table
                 .iter()
-                .filter_map(|(body, r)| layers.blobs.get(body).filter(|s| s.layer == *r))
+                .filter_map(|(body, r)| layers.blobs.get(body).filter(|s| s.layer.layer == r.layer))
                 .filter(|s| written.insert(s.layer.layer))
                 .collect();
             crate::backup::write_layers(repo, layers, &todo)?;
             out.compressed_again.extend(sessions.iter().cloned());
+        }
+        // Every layer the new snapshot names is there before it is written: one missing would
+        // make a kept session unreadable, and the snapshot before it is the one a policy
+        // forgets.
+        if let Some((body, r)) = docs.table.iter().find(|(_, r)| {
+            !repo.has_blob(&Descriptor {
+                digest: r.layer,
+                size: r.size,
+            })
+        }) {
+            return Err(RepoError::Integrity(format!(
+                "the snapshot without {} would name layer {} (of body {body}), which {} does \
+                 not hold; no snapshot was written (`asp check --read-data` says more)",
+                drop.iter().cloned().collect::<Vec<_>>().join(", "),
+                r.layer,
+                repo.root().display()
+            )));
         }
         for b in docs.blobs() {
             repo.put_bytes(b)?;
@@ -545,9 +572,8 @@ pub fn drop_sessions(repo: &Repository, what: &DropSessions) -> Result<Dropped, 
     Ok(out)
 }
 
-/// The kept bodies of `state` compressed again without a dictionary made of a `dropped`
-/// session, with the sessions they belong to; `None` when no kept layer names such a
-/// dictionary.
+/// `bodies` (kept bodies of `state`, [`made_of_dropped`]) compressed again without the
+/// dictionary made of a dropped session they were compressed against.
 ///
 /// A project's dictionary is the first 256 KiB to 1 MiB of one of its transcripts, stored as a
 /// body of its own (spec/aspstate.md §4.1), and a transcript may be compressed against
@@ -561,8 +587,28 @@ fn compressed_again(
     repo: &Repository,
     snap: &Snapshot,
     state: &State,
+    bodies: &[Descriptor],
+) -> Result<Layers, RepoError> {
+    let blobs = SnapshotBlobs::new(repo, &snap.table);
+    let staging = LayerStore::new_in(repo.root(), LayerOptions::default())?;
+    for b in bodies {
+        let mut w = staging.begin_sized(b.size)?;
+        std::io::copy(&mut blobs.open(b)?, &mut w)
+            .map_err(|e| RepoError::Integrity(format!("body {}: {e}", b.digest)))?;
+        w.finish()?;
+    }
+    Ok(staging.finish_for(state, &asp_convert::transcript_of, Some(&blobs))?)
+}
+
+/// The kept bodies of `state` compressed against a dictionary made of a `dropped` session (a
+/// dropped body itself, or the first bytes of one: a project's dictionary), and the kept
+/// sessions they belong to; none when no kept layer names such a dictionary.
+fn made_of_dropped(
+    repo: &Repository,
+    snap: &Snapshot,
+    state: &State,
     dropped: &[&Session],
-) -> Result<Option<(Layers, BTreeSet<String>)>, RepoError> {
+) -> Result<(Vec<Descriptor>, BTreeSet<String>), RepoError> {
     let blobs = SnapshotBlobs::new(repo, &snap.table);
     let kept: HashMap<Digest, Descriptor> = state
         .descriptors()
@@ -603,7 +649,7 @@ fn compressed_again(
             }
         }
     }
-    let again: Vec<&Descriptor> = kept
+    let mut again: Vec<Descriptor> = kept
         .values()
         .filter(|b| {
             snap.table
@@ -611,18 +657,9 @@ fn compressed_again(
                 .and_then(|r| r.dictionary)
                 .is_some_and(|d| made_of_dropped.contains(&d))
         })
+        .copied()
         .collect();
-    if again.is_empty() {
-        return Ok(None);
-    }
-    let staging = LayerStore::new_in(repo.root(), LayerOptions::default())?;
-    for b in &again {
-        let mut w = staging.begin_sized(b.size)?;
-        std::io::copy(&mut blobs.open(b)?, &mut w)
-            .map_err(|e| RepoError::Integrity(format!("body {}: {e}", b.digest)))?;
-        w.finish()?;
-    }
-    let layers = staging.finish_for(state, &asp_convert::transcript_of, Some(&blobs))?;
+    again.sort_by_key(|b| b.digest);
     let bodies: HashSet<Digest> = again.iter().map(|b| b.digest).collect();
     let sessions = state
         .sessions
@@ -631,7 +668,7 @@ fn compressed_again(
         .filter(|s| s.bodies().any(|b| bodies.contains(&b.digest)))
         .map(|s| s.id.to_string())
         .collect();
-    Ok(Some((layers, sessions)))
+    Ok((again, sessions))
 }
 
 #[cfg(test)]
