@@ -496,23 +496,30 @@ fn backup_once(
     let store = Store::harness(&opts.harness, opts.home.clone())
         .ok_or_else(|| RepoError::Usage(format!("this build knows no harness {}", opts.harness)))?;
     let home = home_name(&opts.home);
-    // A snapshot whose source records cannot be read is still the parent: its state is
-    // whole, so the sessions gone from the source that it holds are carried, and without
-    // records every session is read again (the newest readable before it would have given a
-    // snapshot without them, and a forget of the damaged one would have let them go).
+    // A snapshot whose records' entries (a shard) cannot be read is still the parent: its
+    // state is whole and its records' head holds the sessions gone and the configuration, so
+    // both are carried, and without entries every session is read again (the newest readable
+    // before it would have given a snapshot without them). One whose head cannot be read, or
+    // that fails otherwise (an I/O error), is passed over as before: without the head, the
+    // configuration it carried would be lost (review helper-134, 2).
     let (parent, passed_over) = Snapshot::newest_readable(
         repo,
         &repo.snapshots()?,
         &opts.harness,
         &home,
         |repo, info| {
-            Snapshot::load(repo, info).or_else(|e| match Snapshot::load_for_reading(repo, info) {
-                Ok(mut snap) => {
-                    snap.sources_damage
-                        .get_or_insert_with(|| records_damage(&e));
-                    Ok(snap)
+            Snapshot::load(repo, info).or_else(|e| {
+                use asp_format::error::{Classify as _, ErrorClass};
+                if e.class() != ErrorClass::Integrity {
+                    return Err(e);
                 }
-                Err(_) => Err(e),
+                match Snapshot::load_for_reading(repo, info) {
+                    Ok(mut snap) if snap.sources_damage.is_none() => {
+                        snap.sources_damage = Some(records_damage(&e));
+                        Ok(snap)
+                    }
+                    _ => Err(e),
+                }
             })
         },
     )?;

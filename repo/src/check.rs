@@ -259,16 +259,25 @@ pub fn check(
             Err(e) if e.class() == ErrorClass::Integrity => {
                 match Snapshot::load_for_reading(repo, info) {
                     Ok(snap) => {
-                        let damage = snap
-                            .sources_damage
-                            .clone()
-                            .unwrap_or_else(|| crate::backup::records_damage(&e));
+                        // A shard (the entries), or the head (the sessions gone and the
+                        // configuration), which a backup cannot build on.
+                        let (damage, next) = match &snap.sources_damage {
+                            None => (
+                                crate::backup::records_damage(&e),
+                                "The next `asp backup` of that home builds on it, reads every \
+                                 session again and writes new records",
+                            ),
+                            Some(d) => (
+                                d.clone(),
+                                "The next `asp backup` of that home builds on an older snapshot: \
+                                 what only this one holds stays here",
+                            ),
+                        };
                         report.problems.push(format!(
                             "snapshot {} ({} of {} in {}): its source records cannot be read \
-                             ({damage}); its state is whole, and its sessions restore. The next \
-                             `asp backup` of that home reads every session again and writes \
-                             new records; do not `asp forget` it for this: it may hold \
-                             sessions gone from the home",
+                             ({damage}); its state is whole, and its sessions restore. {next}; \
+                             do not `asp forget` it for this: it may hold sessions gone from \
+                             the home",
                             info.short_id(),
                             info.created,
                             info.harness,
