@@ -2879,7 +2879,7 @@ fn an_index_entry_without_a_media_type_and_its_blobs_stay() {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(
-        said.contains("could not be read whole (1 entry could not be read)"),
+        said.contains("could not be read whole (1 entry could not be read;"),
         "{said}"
     );
     assert_eq!(listed(&repo), [mine.clone()]);

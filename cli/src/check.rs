@@ -100,7 +100,8 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
                 match rebuilt.entries_unread {
                     0 => String::new(),
                     n => format!(
-                        " ({} could not be read)",
+                        " ({} could not be read; a snapshot among them is listed again from its \
+                         manifest)",
                         human::count(n as u64, "entry", "entries")
                     ),
                 }

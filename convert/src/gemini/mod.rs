@@ -172,7 +172,12 @@ impl Harness for Gemini {
         if want(StateKind::Settings) {
             state.settings = file.as_ref().map(settings::settings);
             if let Some(f) = &file {
-                // (`context.fileName` names the instructions file; `mcp`, which servers run.)
+                // (`context.fileName` names the instructions file; `mcp`, which servers run;
+                // a `model` that is a string is the model, as older versions wrote it.)
+                let model = match f.doc.get("model") {
+                    Some(serde_json::Value::String(_)) => "model",
+                    _ => "model.name",
+                };
                 crate::kit::settings_json::report_own_settings(
                     ctx.diagnostics,
                     &f.path,
@@ -183,7 +188,7 @@ impl Harness for Gemini {
                             "mcpServers",
                             "mcp",
                             "$schema",
-                            "model.name",
+                            model,
                             "general.defaultApprovalMode",
                             "context.fileName",
                         ],

@@ -369,14 +369,22 @@ impl PathMap {
         changed.then_some(out)
     }
 
-    /// One `key: VALUE` line of [`PathMap::map_yaml`], mapped, or `None`.
+    /// One top-level `key: VALUE` line of [`PathMap::map_yaml`], mapped, or `None`. Only a
+    /// key at the start of its line, with a scalar value on it: an indented line may be inside
+    /// a block scalar (text, not a path), and a flow collection (`{…}`, `[…]`) or a block
+    /// scalar's header (`|`, `>`) is not one value (review helper-134, 5).
     fn map_yaml_line(&self, line: &str) -> Option<String> {
         let (key, value) = line.split_once(": ")?;
-        let name = key.trim_start().trim_start_matches("- ");
-        if name.is_empty() || name.starts_with('#') || name.contains([' ', '"', '\'']) {
+        if key.is_empty()
+            || key.starts_with([' ', '\t', '#', '-'])
+            || key.contains([' ', '"', '\''])
+        {
             return None;
         }
         let value = value.trim_end();
+        if value.starts_with(['{', '[', '|', '>', '&', '*', '!']) {
+            return None;
+        }
         let (plain, quote) = match value.as_bytes().first() {
             Some(b'"') => (serde_json::from_str::<String>(value).ok()?, Some('"')),
             Some(b'\'') => (
@@ -516,6 +524,15 @@ mod tests {
              note: /home/dev/x # a comment\nlast: /Users/dev/notes"
         );
         assert_eq!(map().map_yaml("branch: main\n"), None);
+        // Only top-level scalars: not a block scalar's text, a list item, a flow mapping.
+        for kept in [
+            "name: |-\n  cwd: /home/dev/x\n",
+            "paths:\n  - /home/dev/x\n- cwd: /home/dev/x\n",
+            "pair: {cwd: /home/dev/x, a: b}\n",
+            "nested:\n  cwd: /home/dev/x\n",
+        ] {
+            assert_eq!(map().map_yaml(kept), None, "{kept}");
+        }
     }
 
     /// A server that runs a script from the old home runs it from the new one: its command,

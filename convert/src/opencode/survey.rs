@@ -67,7 +67,8 @@ pub fn locked(db: &Path, e: &rusqlite::Error) -> ConvertError {
     ConvertError::io(db)(std::io::Error::new(
         std::io::ErrorKind::ResourceBusy,
         format!(
-            "{}; nothing was read or written of it: try again when it is free",
+            "{}; try again when it is free (what was written before it is there, and the next \
+             run finds it already there)",
             explain(e)
         ),
     ))
