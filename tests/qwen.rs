@@ -873,3 +873,34 @@ fn project_memory_into_claude_code_links_each_note_once_where_it_is() {
         answer.written_into
     );
 }
+
+/// A session's usage (`usage_update`) that the harness written into keeps no record of is said
+/// as left out, as Pi and Claude Code say it: Copilot CLI and OpenCode wrote none and said
+/// nothing, and Qwen Code said nothing of another harness's (new-user trial helper-131, 4).
+#[test]
+fn usage_a_composed_session_cannot_keep_is_said() {
+    let with_usage = |h: &str| {
+        let r = read_home(h, &samples().join(h), KindSet::ALL, ReadOptions::default());
+        assert!(
+            r.state.sessions.iter().flatten().any(|s| r
+                .updates(s.id.as_str())
+                .iter()
+                .any(|u| u["sessionUpdate"] == "usage_update")),
+            "the {h} sample has usage"
+        );
+        r
+    };
+    for (from, to) in [
+        ("qwen", "copilot"),
+        ("qwen", "opencode"),
+        ("gemini", "qwen"),
+    ] {
+        let r = with_usage(from);
+        let home = tmp();
+        let (_, said) = r.write_into(to, home.path());
+        assert!(
+            said.iter().any(|d| d.message.contains("usage_update")),
+            "{from} into {to}: {said:#?}"
+        );
+    }
+}

@@ -370,6 +370,10 @@ pub fn build(items: &[Item], header: &Header<'_>) -> Chat {
                     if let Some(u) = q.and_then(|q| q.get("usageMetadata")) {
                         b.usage = Some((u.clone(), q.and_then(|q| q.get("model")).cloned()));
                         b.flush();
+                    } else {
+                        // Another harness's usage: Qwen Code's record of it is its own
+                        // `usageMetadata`, which this one does not give.
+                        b.chat.dropped.insert("usage_update".to_owned());
                     }
                 }
                 Some("session_info_update") => {}
