@@ -251,6 +251,70 @@ fn a_backup_of_several_harnesses_goes_on_past_one_that_fails() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[]");
 }
 
+/// A subagent whose update stream alone is damaged comes back whole with its parent, restored
+/// into its own harness: the parent's native files hold its transcript, and the native restore
+/// does not read the stream. The damage is said (exit 4), the subagent not said lost (new-user
+/// trial helper-130, 3: "LOST … not written", while its files were written byte for byte).
+#[cfg(feature = "claude-code")]
+#[test]
+fn a_subagent_whose_stream_alone_is_damaged_comes_back_with_its_parent() {
+    const PARENT: &str = "12821015-852a-451b-911f-ba64553fbf57";
+    const SUB: &str = "agent-a44a1a1a1ce6520e9";
+    let (t, home, repo) = home_and_repo();
+    backup(&home, &repo);
+    let r = asp_repo::Repository::open(&repo).unwrap();
+    let info = r.snapshots().unwrap().pop().unwrap();
+    let snap = asp_repo::Snapshot::load(&r, &info).unwrap();
+    let sub = snap
+        .state
+        .sessions
+        .iter()
+        .flatten()
+        .find(|s| s.id.as_str() == SUB)
+        .unwrap();
+    let layer = snap.table[&sub.updates.digest].layer;
+    let path = repo.join("blobs/sha256").join(layer.hex());
+    let len = fs::metadata(&path).unwrap().len() as isize;
+    rot(&path, len / 2);
+
+    let to = new_home(t.path().join("to"));
+    let out = asp()
+        .args(["restore", "--json", "--to", "claude-code", "--home"])
+        .arg(&to)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(
+        said.contains(&format!("{SUB}, with session {PARENT}")),
+        "{said}"
+    );
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        !answer
+            .to_string()
+            .contains(&format!("session {SUB}: its data")),
+        "not said lost: {answer}"
+    );
+    let rel = format!("{SHOP}/{PARENT}/subagents/{SUB}.jsonl");
+    assert!(fs::read(to.join(&rel)).unwrap() == fs::read(home.join(&rel)).unwrap());
+
+    // Into another harness, which composes it from its stream, it is lost.
+    let other = new_home(t.path().join("other"));
+    let out = asp()
+        .args(["restore", "--to", "codex", "--home"])
+        .arg(&other)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(said.contains(&format!("session {SUB}: its data")), "{said}");
+}
+
 /// [`rot`] in the middle of the repository's largest blob: its path and damaged bytes.
 fn rot_largest_blob(repo: &Path) -> (PathBuf, Vec<u8>) {
     let big = largest_blob(repo);

@@ -510,7 +510,7 @@ fn run_one(args: RestoreArgs, out: &crate::Lines) -> Result<(Exit, Option<serde_
 
     // Every body is read and checked before anything is written; what a damaged one belongs
     // to is left out, and the rest restored (crate::salvage).
-    let mut damaged = crate::salvage::check(&mut state, &blobs, &shown)?;
+    let mut damaged = crate::salvage::check(&mut state, &blobs, &shown, Some(&args.to))?;
     if let Some(problem) = &snapshot.sources_damage
         && args.sessions.is_empty()
         && args.kinds.is_none()

@@ -34,6 +34,9 @@ pub struct Damaged {
     /// Each damaged body, with what is wrong and what needs it, in the order first met.
     pub blobs: Vec<DamagedBlob>,
     sessions: BTreeSet<String>,
+    /// Subagent sessions whose update stream alone is damaged, restored into their own
+    /// harness with their parent, whose native files hold theirs: by id, their parent's.
+    with_parent: std::collections::BTreeMap<String, String>,
     /// Native files left out of sessions that are otherwise restored: `(session, path)`.
     files: BTreeSet<(String, String)>,
     skills: BTreeSet<String>,
@@ -90,6 +93,21 @@ impl Damaged {
                 "{} ({})",
                 crate::human::count(n as u64, "session", "sessions"),
                 list(&self.sessions)
+            ));
+        }
+        if !self.with_parent.is_empty() {
+            let each: Vec<String> = self
+                .with_parent
+                .iter()
+                .map(|(s, p)| format!("{s}, with session {p}"))
+                .collect();
+            parts.push(format!(
+                "the update {} of {} ({}; {} restored from the native files, and cannot be \
+                 carried into another harness until the repository is mended)",
+                if each.len() == 1 { "stream" } else { "streams" },
+                crate::human::count(each.len() as u64, "subagent session", "subagent sessions"),
+                each.join("; "),
+                if each.len() == 1 { "it is" } else { "they are" },
             ));
         }
         if !self.files.is_empty() {
@@ -177,8 +195,13 @@ impl Damaged {
 /// Reads every body `state` refers to through `blobs` (each once) and takes out of `state`
 /// what refers to a damaged one, as the module says: a side file alone, else its session with
 /// the session's subagents; a skill, the instructions, a note. `shown` names the snapshot in
-/// errors.
-pub fn check(state: &mut State, blobs: &dyn BlobSource, shown: &str) -> Result<Damaged> {
+/// errors; `into`, the harness written into (none: a state directory, an export).
+pub fn check(
+    state: &mut State,
+    blobs: &dyn BlobSource,
+    shown: &str,
+    into: Option<&str>,
+) -> Result<Damaged> {
     // What is wrong with each damaged body, by digest.
     let mut wrong: HashMap<Descriptor, String> = HashMap::new();
     let mut read = HashSet::new();
@@ -212,6 +235,9 @@ pub fn check(state: &mut State, blobs: &dyn BlobSource, shown: &str) -> Result<D
             .is_some_and(|h| h.side_file(path))
     };
     let mut damaged = Damaged::default();
+    // Sessions left out for their update stream, and for nothing else.
+    let mut stream_only: BTreeSet<String> = BTreeSet::new();
+    let mut native_damage: BTreeSet<String> = BTreeSet::new();
     let mut at: HashMap<Descriptor, usize> = HashMap::new();
     for (d, what) in state.references() {
         let Some(why) = wrong.get(&d) else {
@@ -229,6 +255,7 @@ pub fn check(state: &mut State, blobs: &dyn BlobSource, shown: &str) -> Result<D
         match what {
             Reference::Updates(id) => {
                 damaged.sessions.insert(id.to_string());
+                stream_only.insert(id.to_string());
             }
             // A side file alone; the transcript (or a subagent's) takes its session with it:
             // restored without it, the session would be composed anew from its stream and
@@ -240,6 +267,7 @@ pub fn check(state: &mut State, blobs: &dyn BlobSource, shown: &str) -> Result<D
             }
             Reference::Native { session, .. } => {
                 damaged.sessions.insert(session.to_string());
+                native_damage.insert(session.to_string());
             }
             Reference::SkillFile { skill, .. } => {
                 damaged.skills.insert(skill.to_string());
@@ -248,6 +276,45 @@ pub fn check(state: &mut State, blobs: &dyn BlobSource, shown: &str) -> Result<D
                 damaged.notes.insert(path.to_string());
             }
             Reference::Instructions => damaged.instructions = true,
+        }
+    }
+    // A subagent whose update stream alone is damaged comes back whole with its parent when
+    // both are written into their own harness and the parent's native files hold the
+    // subagent's (Claude Code keeps them in the parent's folder): the native restore does not
+    // read the stream. It was said lost and not written while its files were written, byte
+    // for byte (new-user trial helper-130, 3).
+    if let (Some(list), Some(into)) = (&state.sessions, into) {
+        let by_id: HashMap<&str, &asp_format::state::Session> =
+            list.iter().map(|s| (s.id.as_str(), s)).collect();
+        fn native_in<'s>(s: &'s asp_format::state::Session, into: &str) -> Option<&'s Native> {
+            s.native
+                .as_ref()
+                .filter(|n| n.harness.as_str() == into && !n.files.is_empty())
+        }
+        for id in stream_only.difference(&native_damage) {
+            let Some(s) = by_id.get(id.as_str()) else {
+                continue;
+            };
+            let Some(parent) = parent_of(s).and_then(|p| by_id.get(p)) else {
+                continue;
+            };
+            let (Some(mine), Some(theirs)) = (native_in(s, into), native_in(parent, into)) else {
+                continue;
+            };
+            let held = mine.files.iter().all(|f| {
+                theirs
+                    .files
+                    .iter()
+                    .any(|p| p.path == f.path && p.content == f.content)
+            });
+            if held && !damaged.sessions.contains(parent.id.as_str()) {
+                damaged
+                    .with_parent
+                    .insert(id.clone(), parent.id.to_string());
+            }
+        }
+        for id in damaged.with_parent.keys() {
+            damaged.sessions.remove(id);
         }
     }
     // The subagent sessions of a session left out go with it (alone they would be written
@@ -266,11 +333,18 @@ pub fn check(state: &mut State, blobs: &dyn BlobSource, shown: &str) -> Result<D
             damaged.sessions.extend(more);
         }
     }
-    // A session left out whole does not also lose its files one by one.
+    // A session left out whole does not also lose its files one by one, nor comes back with
+    // a parent that is left out itself.
     let sessions = damaged.sessions.clone();
     damaged.files.retain(|(s, _)| !sessions.contains(s));
+    damaged.with_parent.retain(|s, _| !sessions.contains(s));
     if let Some(list) = &mut state.sessions {
-        list.retain(|s| !damaged.sessions.contains(s.id.as_str()));
+        // (One restored with its parent is taken out too: the parent's files bring it, and
+        // its stream cannot be read.)
+        list.retain(|s| {
+            !damaged.sessions.contains(s.id.as_str())
+                && !damaged.with_parent.contains_key(s.id.as_str())
+        });
         for s in list.iter_mut() {
             if let Some(native) = &mut s.native {
                 let id = s.id.to_string();
@@ -333,13 +407,16 @@ pub fn check_bundle(
     state: &mut State,
     bundle: &asp_format::bundle::Bundle,
     input: &crate::stdio::Input,
+    into: Option<&str>,
     progress: &dyn asp_format::progress::Progress,
 ) -> Result<Damaged> {
     let Err(e) = bundle.check_data(state, progress) else {
         return Ok(Damaged::default());
     };
     let damaged = match e {
-        asp_format::bundle::ReadError::Invalid { .. } => check(state, bundle, &input.display())?,
+        asp_format::bundle::ReadError::Invalid { .. } => {
+            check(state, bundle, &input.display(), into)?
+        }
         _ => Damaged::default(),
     };
     let rest = match damaged.is_empty() {

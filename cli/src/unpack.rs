@@ -131,7 +131,8 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
     // leaves out what needs it, and the rest is unpacked (crate::salvage); a bundle damaged
     // otherwise writes nothing.
     let mut state = state;
-    let damaged = crate::salvage::check_bundle(&mut state, &bundle, &input, &bar)?;
+    let damaged =
+        crate::salvage::check_bundle(&mut state, &bundle, &input, args.to.as_deref(), &bar)?;
 
     // Rewritten bodies go into a staging store read before the bundle, on the destination's
     // file system (the system temporary directory may be memory-backed).
