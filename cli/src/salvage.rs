@@ -6,7 +6,9 @@
 //! intact is left out: a damaged side file alone (a rewind checkpoint, a todo list, a tool
 //! result: `Harness::side_file`; the rest of its session is restored), a session whose update
 //! stream or any other native file is damaged (its transcript, a subagent's), with its
-//! subagent sessions; a skill, the instructions, a note, a configuration file. Everything
+//! subagent sessions (a subagent whose stream alone is damaged, written into its own harness
+//! with its parent whose native files hold its own, comes back with the parent); a skill, the
+//! instructions, a note, a configuration file. Everything
 //! else is restored, and the command ends with the integrity exit code (4), naming each
 //! damaged blob and what needed it (also as `notTaken` losses in the answer). Nothing left out is half-written, and restoring again once
 //! the repository is mended adds it (the rest is already there).
