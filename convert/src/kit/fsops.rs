@@ -679,9 +679,18 @@ fn remove_empty_dirs(dirs: &[PathBuf]) {
 /// hour off would defeat it.)
 const LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
 
+/// How old a temporary file of ours that no process holds locked must be to be a leftover:
+/// a writer locks its file as soon as it is made ([`temp_in`]), so this only covers that
+/// moment.
+const UNLOCKED_LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Removes, once per folder and process, the temporary files (`.asp-*.partial`) an earlier
-/// write left in `dir` when it was killed (Ctrl-C in the middle of a restore) and that are
-/// older than [`LEFTOVER_AGE`]: ours alone by their name, never the user's files.
+/// write left in `dir` when it was killed (Ctrl-C in the middle of a restore): ours alone by
+/// their name, never the user's files. One is a leftover when no process holds it locked and
+/// it is older than [`UNLOCKED_LEFTOVER_AGE`] (a writer holds its own locked while it lives),
+/// or older than [`LEFTOVER_AGE`] whatever its lock says (a file system whose locks are not
+/// shared). By age alone, a restore run again at once left a killed one's files of many
+/// megabytes in the user's project folders for an hour (new-user trial helper-130, 4).
 fn sweep_leftovers(dir: &Path) {
     static SWEPT: Mutex<Option<std::collections::HashSet<PathBuf>>> = Mutex::new(None);
     {
@@ -702,14 +711,17 @@ fn sweep_leftovers(dir: &Path) {
         if !(name.starts_with(".asp-") && name.ends_with(".partial")) {
             continue;
         }
-        let old = e
+        let Some(age) = e
             .metadata()
             .ok()
             .filter(fs::Metadata::is_file)
             .and_then(|m| m.modified().ok())
             .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age > LEFTOVER_AGE);
-        if old {
+        else {
+            continue;
+        };
+        let unheld = || File::open(e.path()).is_ok_and(|f| f.try_lock().is_ok());
+        if age > LEFTOVER_AGE || (age > UNLOCKED_LEFTOVER_AGE && unheld()) {
             let _ = fs::remove_file(e.path());
         }
     }
@@ -730,7 +742,11 @@ fn temp_in(dir: &Path, mode: Mode) -> Result<tempfile::NamedTempFile, ConvertErr
     }
     #[cfg(not(unix))]
     let _ = mode;
-    b.tempfile_in(dir).map_err(ConvertError::write(dir))
+    let t = b.tempfile_in(dir).map_err(ConvertError::write(dir))?;
+    // Held while this process lives, so a sweep by another tells it from a leftover
+    // ([`sweep_leftovers`]); a file system without locks leaves it to the age.
+    let _ = t.as_file().try_lock();
+    Ok(t)
 }
 
 /// Syncs a written file, first giving it `keep` (an existing file's mode) when set.
@@ -859,6 +875,33 @@ mod tests {
             .unwrap();
         assert!(!old.exists());
         assert!(young.exists() && mine.exists());
+    }
+
+    /// A leftover a few minutes old that no process holds locked goes with the next write
+    /// there; one a live writer holds stays, however old.
+    #[test]
+    fn a_write_sweeps_an_unheld_leftover_and_keeps_a_held_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let unheld = dir.path().join(".asp-Ab12Cd.partial");
+        let held = dir.path().join(".asp-Ef34Gh.partial");
+        for f in [&unheld, &held] {
+            fs::write(f, b"x").unwrap();
+            let minutes_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(300);
+            File::options()
+                .write(true)
+                .open(f)
+                .unwrap()
+                .set_modified(minutes_ago)
+                .unwrap();
+        }
+        let holder = File::open(&held).unwrap();
+        holder.lock().unwrap();
+        let w = Writer::new(false);
+        w.create_new(&dir.path().join("s.jsonl"), b"{}\n", false)
+            .unwrap();
+        assert!(!unheld.exists());
+        assert!(held.exists());
+        drop(holder);
     }
 
     #[test]
