@@ -315,6 +315,67 @@ fn a_subagent_whose_stream_alone_is_damaged_comes_back_with_its_parent() {
     assert!(said.contains(&format!("session {SUB}: its data")), "{said}");
 }
 
+/// Two forgets never plan on what the other removes: each holds `locks/forget` from its plan
+/// to its write (review helper-133, 4: a policy that kept a series' newest and a `--snapshot`
+/// that forgot it, at once, left the series empty). A dry run writes nothing and takes none.
+#[test]
+fn a_forget_waits_for_another() {
+    let (_t, home, repo) = home_and_repo();
+    let first = backup(&home, &repo);
+    fs::write(home.join(".claude/CLAUDE.md"), "# Mine\n\nOne more rule.\n").unwrap();
+    backup(&home, &repo);
+    let lock = repo.join("locks/forget");
+    let held = fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock)
+        .unwrap();
+    held.lock().unwrap();
+    let id = &first["snapshot"]["digest"].as_str().unwrap()[7..19];
+    for args in [
+        &["forget", "--snapshot", id][..],
+        &["forget", "--keep-last", "1"],
+    ] {
+        let out = asp()
+            .args(args)
+            .args(["--lock-wait", "0", "--repo"])
+            .arg(&repo)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {said}");
+        assert!(said.contains("another asp forget"), "{said}");
+    }
+    asp()
+        .args([
+            "forget",
+            "--dry-run",
+            "--keep-last",
+            "1",
+            "--lock-wait",
+            "0",
+            "--repo",
+        ])
+        .arg(&repo)
+        .assert()
+        .success();
+    drop(held);
+    asp()
+        .args([
+            "forget",
+            "-q",
+            "--keep-last",
+            "1",
+            "--lock-wait",
+            "0",
+            "--repo",
+        ])
+        .arg(&repo)
+        .assert()
+        .success();
+}
+
 /// [`rot`] in the middle of the repository's largest blob: its path and damaged bytes.
 fn rot_largest_blob(repo: &Path) -> (PathBuf, Vec<u8>) {
     let big = largest_blob(repo);

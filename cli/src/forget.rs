@@ -92,6 +92,9 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
     let dropping = args.gone_before.is_some() || !args.sessions.is_empty();
     if !args.snapshots.is_empty() {
         let repo = args.repo.open()?;
+        // Held from the plan to the index's rewrite (`Repository::lock_forget`); a dry run
+        // writes nothing, and may read a repository it cannot write.
+        let _forgetting = (!args.dry_run).then(|| repo.lock_forget()).transpose()?;
         return forget_named(&repo, &args);
     }
     if policy.is_empty() && !dropping {
@@ -108,6 +111,7 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
         None => None,
     };
     let repo = args.repo.open()?;
+    let _forgetting = (!args.dry_run).then(|| repo.lock_forget()).transpose()?;
     let mut json = serde_json::Map::new();
     if dropping {
         let dropped = drop_sessions(

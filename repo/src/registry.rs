@@ -467,6 +467,10 @@ impl RepoSink {
             (None, Some(tag)) => format!("{repository}:{tag}"),
             (None, None) => repository.clone(),
         };
+        // The series' lock, as a backup takes its own: its newest is read as the parent, and
+        // a `forget --session` that dropped sessions from it in between is not undone by a
+        // snapshot made from the newest before it (review helper-133, 6).
+        let _series = repo.lock_series(&harness, &home)?;
         let parent = repo.latest(&harness, &home)?;
         let mut pulled = Pulled {
             harness: harness.clone(),

@@ -661,6 +661,18 @@ impl Repository {
         self.take_waiting(f, true, path, holder)
     }
 
+    /// The lock `asp forget` holds from reading the index to writing it (`locks/forget`), so
+    /// that two forgets never plan on what the other is removing: a policy that kept a
+    /// series' newest because it was the newest, and a `--snapshot` that forgot that newest,
+    /// left the series empty between them (review helper-133, 4). Backups do not take it:
+    /// a snapshot they add is newer than any a plan removes.
+    pub fn lock_forget(&self) -> Result<Lock, RepoError> {
+        let name = "forget";
+        let f = self.lock_file(name)?;
+        let path = self.root().join(LOCKS).join(name);
+        self.take_waiting(f, true, path, "another asp forget".to_owned())
+    }
+
     /// Takes the lock on `f` (at `path`), waiting while `holder` has it, as long as
     /// [`Repository::with_lock_wait`] allows, saying so through the wait notice.
     fn take_waiting(
