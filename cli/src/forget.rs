@@ -94,7 +94,10 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
         let repo = args.repo.open()?;
         // Held from the plan to the index's rewrite (`Repository::lock_forget`); a dry run
         // writes nothing, and may read a repository it cannot write.
-        let _forgetting = (!args.dry_run).then(|| repo.lock_forget()).transpose()?;
+        let _forgetting = match args.dry_run {
+            true => None,
+            false => Some(repo.lock_forget()?),
+        };
         return forget_named(&repo, &args);
     }
     if policy.is_empty() && !dropping {
@@ -111,7 +114,10 @@ pub fn run(args: ForgetArgs) -> Result<Exit> {
         None => None,
     };
     let repo = args.repo.open()?;
-    let _forgetting = (!args.dry_run).then(|| repo.lock_forget()).transpose()?;
+    let _forgetting = match args.dry_run {
+        true => None,
+        false => Some(repo.lock_forget()?),
+    };
     let mut json = serde_json::Map::new();
     if dropping {
         let dropped = drop_sessions(
