@@ -904,3 +904,33 @@ fn usage_a_composed_session_cannot_keep_is_said() {
         );
     }
 }
+
+/// A subagent restored alone from its own files goes where Qwen Code keeps its parent's
+/// subagents, which Qwen shows with that parent only: the write says so, and gives no command
+/// to resume it alone (new-user trial helper-131, 3: "written as a conversation of its own",
+/// and `qwen --resume <parent>:agent-…`, which names no chat).
+#[test]
+fn a_subagent_restored_alone_is_said_to_be_with_its_parent_and_has_no_resume_line() {
+    let t = tmp();
+    let bundle = t.path().join("qwen.aspstate");
+    crate::support::pack_sample_home(HARNESS, &bundle);
+    let home = new_home(t.path().join("home"));
+    let sub = "1f97bfb3-3b17-40b6-b7d9-2ab2f837a57b:agent-Explore-call_3b055e982dcaa5c0";
+    let out = crate::support::asp_unpack()
+        .arg(&bundle)
+        .args(["--session", sub, "--to", HARNESS, "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let (said, done) = (
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout),
+    );
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("where Qwen Code keeps the subagents of 1f97bfb3")
+            && !said.contains("conversation of its own"),
+        "{said}"
+    );
+    assert!(!done.contains("to continue"), "{done}");
+}

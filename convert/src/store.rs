@@ -674,7 +674,7 @@ impl Store {
                 // show, and what it lost is said before it is taken out as empty.
                 report_unreadable(&state, harness.name().as_str(), req.diagnostics);
                 let empty = take_empty_sessions(&mut state, harness.name().as_str(), req.blobs);
-                report_orphans(&state, &empty, req.diagnostics);
+                report_orphans(&state, &empty, harness.as_ref(), req.diagnostics);
                 let mut answer = harness
                     .write(&WriteContext {
                         home,
@@ -717,6 +717,14 @@ impl Store {
                     let with_parent = crate::kit::meta::parent_id(s.meta.as_ref())
                         .is_some_and(|p| answer.sessions.contains_key(p));
                     if with_parent && under_its_parent(s, harness.as_ref()) {
+                        continue;
+                    }
+                    // One restored from its own files without its parent is where the harness
+                    // keeps that parent's subagents: no command resumes it alone (new-user
+                    // trial helper-131, 3: `qwen --resume <parent>:agent-…`).
+                    if crate::kit::meta::parent_id(s.meta.as_ref()).is_some()
+                        && restored_natively(s, harness.as_ref())
+                    {
                         continue;
                     }
                     let Some(new) = answer.sessions.get(s.id.as_str()) else {
@@ -1045,7 +1053,12 @@ fn report_unreadable(state: &State, target: &str, diagnostics: &Diagnostics) {
 /// conversation of its own in the target, listed beside the others: said, with the way to
 /// bring it back where it was.
 /// `empty` are the sessions taken out for holding no conversation ([`take_empty_sessions`]).
-fn report_orphans(state: &State, empty: &[(String, &str)], diagnostics: &Diagnostics) {
+fn report_orphans(
+    state: &State,
+    empty: &[(String, &str)],
+    harness: &dyn Harness,
+    diagnostics: &Diagnostics,
+) {
     let sessions = state.sessions.iter().flatten();
     let ids: std::collections::HashSet<&str> = sessions.clone().map(|s| s.id.as_str()).collect();
     for s in sessions {
@@ -1055,7 +1068,20 @@ fn report_orphans(state: &State, empty: &[(String, &str)], diagnostics: &Diagnos
         if ids.contains(parent) {
             continue;
         }
-        let message = if empty.iter().any(|(e, _)| e == parent) {
+        // Restored from its own files, it goes where the harness keeps its parent's subagents
+        // (Qwen Code's `subagents/`, OpenCode's `parent_id`, Claude Code's folder of the
+        // parent), which the harness shows with that parent only: not a conversation of its
+        // own (new-user trial helper-131, 3).
+        let message = if restored_natively(s, harness) {
+            format!(
+                "session {} is a subagent of {parent}, which is not written with it: it is \
+                 restored from its own files where {} keeps the subagents of {parent}, and is \
+                 shown with that session only; where the state holds {parent} (`asp inspect` \
+                 lists it), `--session {parent}` writes them together",
+                s.id,
+                harness.accepts().harness
+            )
+        } else if empty.iter().any(|(e, _)| e == parent) {
             format!(
                 "session {} is a subagent of {parent}, which holds no conversation and is not \
                  written: it is written as a conversation of its own",
@@ -1169,11 +1195,14 @@ fn import_lines(text: &str) -> Vec<String> {
 /// there: restored from the harness's own files, which hold the link, or composed into a
 /// harness that links what it composes ([`Harness::links_composed_subagents`]).
 fn under_its_parent(s: &Session, harness: &dyn Harness) -> bool {
-    let native = s
-        .native
+    restored_natively(s, harness) || harness.links_composed_subagents()
+}
+
+/// Whether `s` is written into `harness` from its own native files (not composed).
+fn restored_natively(s: &Session, harness: &dyn Harness) -> bool {
+    s.native
         .as_ref()
-        .is_some_and(|n| n.harness == harness.name() && !n.files.is_empty());
-    native || harness.links_composed_subagents()
+        .is_some_and(|n| n.harness == harness.name() && !n.files.is_empty())
 }
 
 /// Subagent sessions written with their parent but not under it
