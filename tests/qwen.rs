@@ -934,3 +934,37 @@ fn a_subagent_restored_alone_is_said_to_be_with_its_parent_and_has_no_resume_lin
     );
     assert!(!done.contains("to continue"), "{done}");
 }
+
+/// Qwen Code expands a bare `$NAME` in its settings file (its sample's servers use it):
+/// written into a harness that does not (OpenCode, Claude Code), each is that harness's
+/// reference, and back into Qwen Code it stays as it was (new-user trial helper-131, 5:
+/// OpenCode got the words `Bearer $WEB_TOKEN`). A `$` that names nothing stays text.
+#[test]
+fn a_bare_env_reference_is_a_reference_wherever_the_server_is_written() {
+    let from = tmp();
+    fs::create_dir_all(from.path().join(".qwen")).unwrap();
+    fs::write(
+        from.path().join(".qwen/settings.json"),
+        r#"{"mcpServers": {"web": {"httpUrl": "https://x.example/mcp",
+            "headers": {"Authorization": "Bearer $WEB_TOKEN", "X-Price": "$5"}}}}"#,
+    )
+    .unwrap();
+    let r = read_home(HARNESS, from.path(), KindSet::ALL, ReadOptions::default());
+    for (to, file, want) in [
+        (
+            "opencode",
+            ".config/opencode/opencode.json",
+            "Bearer {env:WEB_TOKEN}",
+        ),
+        ("claude-code", ".claude.json", "Bearer ${WEB_TOKEN}"),
+        ("qwen", ".qwen/settings.json", "Bearer $WEB_TOKEN"),
+    ] {
+        let home = tmp();
+        r.write_into(to, home.path());
+        let text = fs::read_to_string(home.path().join(file)).unwrap();
+        assert!(
+            text.contains(want) && text.contains("\"$5\""),
+            "{to}: {text}"
+        );
+    }
+}

@@ -34,6 +34,7 @@ pub const DIALECT: Dialect = Dialect {
     meta_key: "gemini",
     harness: "Gemini",
     shape: Shape::McpServers(UrlRule::TypedUrl, NameRule::Folded),
+    bare_env_refs: true,
 };
 
 /// The instruction file names (`context.fileName`: a string or a list), default `GEMINI.md`.

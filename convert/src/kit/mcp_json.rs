@@ -129,6 +129,10 @@ pub struct Dialect {
     /// The harness as people call it, for messages ("Gemini", "Qwen Code").
     pub harness: &'static str,
     pub shape: Shape,
+    /// Whether the harness expands a bare `$NAME` in its settings file as it does `${NAME}`
+    /// (Gemini CLI, Qwen Code): a server read from it is marked so, for writers of the
+    /// others ([`crate::kit::env_refs::mark_bare`]).
+    pub bare_env_refs: bool,
 }
 
 fn pairs(v: Option<&Value>) -> Vec<NameValue> {
@@ -236,6 +240,14 @@ impl Dialect {
     /// One `mcpServers` entry as an ACP `McpServer`, by the harness's transport precedence
     /// (`httpUrl`, then `url`, then `command`).
     pub fn server_from(&self, name: &str, cfg: &Map<String, Value>) -> Option<McpServer> {
+        let mut server = self.server_from_entry(name, cfg)?;
+        if self.bare_env_refs {
+            crate::kit::env_refs::mark_bare(&mut server);
+        }
+        Some(server)
+    }
+
+    fn server_from_entry(&self, name: &str, cfg: &Map<String, Value>) -> Option<McpServer> {
         let url_rule = match self.shape {
             Shape::McpServers(rule, _) => rule,
             Shape::OpenCode => return self.opencode_from(name, cfg),
@@ -304,12 +316,13 @@ impl Dialect {
     /// transport needs ([`UrlRule`]).
     pub fn server_to(&self, server: &McpServer) -> Value {
         // Environment references in this harness's spelling (`kit::env_refs`).
-        let server = &crate::kit::env_refs::respelled(
+        let server = &crate::kit::env_refs::respelled_for(
             server,
             match self.shape {
                 Shape::McpServers(..) => crate::kit::env_refs::Spelling::Dollar,
                 Shape::OpenCode => crate::kit::env_refs::Spelling::Braces,
             },
+            self.bare_env_refs,
         );
         let native = server
             .meta()

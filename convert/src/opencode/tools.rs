@@ -17,6 +17,7 @@ pub const DIALECT: Dialect = Dialect {
     meta_key: "opencode",
     harness: "OpenCode",
     shape: Shape::OpenCode,
+    bare_env_refs: false,
 };
 
 /// With `--redact-secrets`, an OAuth client secret kept under `_meta.opencode.oauth` is

@@ -37,6 +37,7 @@ pub const DIALECT: Dialect = Dialect {
     meta_key: "qwen",
     harness: "Qwen Code",
     shape: Shape::McpServers(UrlRule::UrlIsSse, NameRule::Glob),
+    bare_env_refs: true,
 };
 
 const MODEL: [&str; 2] = ["model", "name"];
