@@ -376,6 +376,27 @@ fn a_forget_waits_for_another() {
         .success();
 }
 
+/// `asp prune --dry-run` only reads: it runs while a backup holds the repository (and on a
+/// repository it cannot write, new-user trial helper-130, 5), where the prune itself waits.
+#[test]
+fn a_prune_dry_run_runs_beside_a_backup() {
+    let (_t, home, repo) = home_and_repo();
+    backup(&home, &repo);
+    let held = fs::File::open(repo.join("locks/repo")).unwrap();
+    held.lock_shared().unwrap();
+    asp()
+        .args(["prune", "--dry-run", "-q", "--lock-wait", "0", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    asp()
+        .args(["prune", "-q", "--lock-wait", "0", "--repo"])
+        .arg(&repo)
+        .assert()
+        .code(1);
+    drop(held);
+}
+
 /// [`rot`] in the middle of the repository's largest blob: its path and damaged bytes.
 fn rot_largest_blob(repo: &Path) -> (PathBuf, Vec<u8>) {
     let big = largest_blob(repo);

@@ -238,7 +238,14 @@ pub fn other_entries(repo: &Repository) -> Result<OtherEntries, RepoError> {
 }
 
 pub fn prune(repo: &Repository, dry_run: bool) -> Result<PruneReport, RepoError> {
-    let _lock = repo.lock_exclusive()?;
+    // A dry run only reads: it takes the lock as a reader does, so it runs beside a backup
+    // and on a repository it cannot write (new-user trial helper-130, 5: refused on a
+    // read-only mount, "this command writes into the repository"). What a backup adds while
+    // it counts may make its count a little off; the prune itself waits for the backup.
+    let _lock = match dry_run {
+        true => repo.lock_to_read()?,
+        false => repo.lock_exclusive()?,
+    };
     let Referenced {
         snapshots,
         other_entries,
