@@ -235,6 +235,21 @@ struct Shared {
 }
 
 impl Shared {
+    /// What a compression worker met (`kind`, `said`), as the error of the write: named with
+    /// the staging folder, where the layers were being written (a full disk said "No space
+    /// left on device" and no path: new-user trial helper-130, 7). A message that names a
+    /// path already is kept as it is.
+    fn failed(&self, kind: io::ErrorKind, said: &str) -> BlobError {
+        let source = io::Error::new(kind, said.to_owned());
+        if said.contains('/') {
+            return BlobError::Other(source);
+        }
+        BlobError::Io {
+            path: self.dir.clone(),
+            source,
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, St> {
         self.st.lock().expect("layer store poisoned")
     }
@@ -846,7 +861,7 @@ impl LayerStore {
         }
         let shared = &self.shared;
         if let Some((kind, e)) = shared.lock().error.take() {
-            return Err(BlobError::Other(io::Error::new(kind, e)));
+            return Err(shared.failed(kind, &e));
         }
         // Settle each body's dictionary by a rule that does not depend on write order: the
         // least eligible body it derives from, else its project's dictionary.
@@ -1710,7 +1725,7 @@ impl LayerWriter<'_> {
         let too_large = blob.size > SPILL;
         let mut st = shared.lock();
         if let Some((kind, e)) = &st.error {
-            return Err(BlobError::Other(io::Error::new(*kind, e.clone())));
+            return Err(shared.failed(*kind, e));
         }
         if let Some(e) = st.blobs.get_mut(&blob.digest) {
             e.hints.insert(self.hint);
@@ -1820,7 +1835,7 @@ impl BlobWrite for LayerWriter<'_> {
         let heads = self.heads;
         let mut st = shared.lock();
         if let Some((kind, e)) = &st.error {
-            return Err(BlobError::Other(io::Error::new(*kind, e.clone())));
+            return Err(shared.failed(*kind, e));
         }
         if let Some(e) = st.blobs.get_mut(&blob.digest) {
             e.hints.insert(hint);
@@ -1931,7 +1946,7 @@ impl LayerWriter<'_> {
         {
             let mut st = shared.lock();
             if let Some((kind, e)) = &st.error {
-                return Err(BlobError::Other(io::Error::new(*kind, e.clone())));
+                return Err(shared.failed(*kind, e));
             }
             if known(&mut st) {
                 return Ok(None);
