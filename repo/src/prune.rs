@@ -242,8 +242,12 @@ pub fn prune(repo: &Repository, dry_run: bool) -> Result<PruneReport, RepoError>
     // and on a repository it cannot write (new-user trial helper-130, 5: refused on a
     // read-only mount, "this command writes into the repository"). What a backup adds while
     // it counts may make its count a little off; the prune itself waits for the backup.
+    // (Another tool's layout is refused either way: prune is not for it.)
     let _lock = match dry_run {
-        true => repo.lock_to_read()?,
+        true => {
+            repo.refuse_foreign()?;
+            repo.lock_to_read()?
+        }
         false => repo.lock_exclusive()?,
     };
     let Referenced {

@@ -453,7 +453,7 @@ impl Repository {
     /// layout made `locks/`, and the layout then passed for a repository). An empty index is a
     /// repository a first backup or pull has just made; an index that cannot be read is named
     /// by the command that reads it.
-    fn refuse_foreign(&self) -> Result<(), RepoError> {
+    pub fn refuse_foreign(&self) -> Result<(), RepoError> {
         match &self.foreign {
             None => Ok(()),
             Some(named) => Err(RepoError::NotARepository(format!(
