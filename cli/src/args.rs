@@ -180,9 +180,8 @@ impl RepoArg {
     /// so a mistyped `--repo` in a scheduled backup does not go unnoticed.
     pub fn open_or_init(&self) -> Result<asp_repo::Repository, crate::exit::Failure> {
         let path = self.path()?;
-        let existed = asp_repo::Repository::is_at(&path);
-        let repo = asp_repo::Repository::open_or_init(&path)?;
-        if !existed {
+        let (repo, made) = asp_repo::Repository::open_or_make(&path)?;
+        if made {
             crate::errln!("created a new repository at {}", path.display());
         }
         Ok(self.wait.apply(repo))

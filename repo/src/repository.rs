@@ -382,10 +382,17 @@ impl Repository {
     /// with no `locks/` folder whose index lists entries but no snapshot is another tool's
     /// ([`Repository::refuse_foreign`]).
     pub fn open_or_init(root: &Path) -> Result<Self, RepoError> {
+        Repository::open_or_make(root).map(|(repo, _)| repo)
+    }
+
+    /// [`Repository::open_or_init`], and whether this call made it: of two first backups at
+    /// once, one makes it and the other opens it (both said they made it: new-user trial
+    /// helper-130, 6).
+    pub fn open_or_make(root: &Path) -> Result<(Self, bool), RepoError> {
         if Repository::is_at(root) {
             let repo = Repository::open(root)?;
             repo.refuse_foreign()?;
-            return Ok(repo);
+            return Ok((repo, false));
         }
         if only_locks(root)? {
             // What a failed first pull leaves: the lock files, never unlinked (another process
@@ -399,12 +406,13 @@ impl Repository {
                 .open(&path)
                 .map_err(RepoError::io(&path))?;
             f.lock().map_err(RepoError::io(&path))?;
-            if !root.join("oci-layout").exists() {
+            let made = !root.join("oci-layout").exists();
+            if made {
                 Layout::init(root)?;
                 sync_dir(root).map_err(RepoError::io(root))?;
             }
             drop(f);
-            return Repository::open(root);
+            return Ok((Repository::open(root)?, made));
         }
         if root.exists()
             && fs::read_dir(root)
@@ -430,12 +438,13 @@ impl Repository {
         fs::create_dir_all(staging.path().join(LOCKS)).map_err(RepoError::io(staging.path()))?;
         // Onto a missing or empty directory; fails when another process got there first.
         let staged = staging.keep();
-        if fs::rename(&staged, root).is_err() {
-            let _ = fs::remove_dir_all(&staged);
-        } else {
+        let made = fs::rename(&staged, root).is_ok();
+        if made {
             sync_dir(&parent).map_err(RepoError::io(&parent))?;
+        } else {
+            let _ = fs::remove_dir_all(&staged);
         }
-        Repository::open(root)
+        Ok((Repository::open(root)?, made))
     }
 
     /// Refuses to make a repository of another tool's OCI image layout, or to write into one:
