@@ -1246,3 +1246,29 @@ fn a_session_deleted_in_opencode_is_restored_under_its_own_id() {
         .unwrap();
     assert_eq!(there, 1);
 }
+
+/// A tool call of another harness is named in OpenCode by the name that harness gave it
+/// (OpenCode's own name for a tool every harness has): Copilot CLI's `task` was a tool named
+/// `tool`, its `view` is OpenCode's `read` (new-user trial helper-131, 9).
+#[test]
+fn another_harnesss_tool_is_named_as_it_was() {
+    let copilot = read_home(
+        "copilot",
+        &samples().join("copilot"),
+        KindSet::EMPTY.with(asp_format::kind::StateKind::Sessions),
+        ReadOptions::default(),
+    );
+    let home = tmp();
+    copilot.write_into("opencode", home.path());
+    let c = rusqlite::Connection::open(home.path().join(DB)).unwrap();
+    let tools: Vec<String> = c
+        .prepare("SELECT DISTINCT json_extract(data, '$.tool') FROM part WHERE json_extract(data, '$.type') = 'tool'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(tools.iter().any(|t| t == "task"), "{tools:?}");
+    assert!(tools.iter().any(|t| t == "read"), "{tools:?}");
+    assert!(!tools.iter().any(|t| t == "tool"), "{tools:?}");
+}

@@ -544,6 +544,23 @@ fn tool_name(c: &ToolCall) -> String {
     {
         return n.to_owned();
     }
+    // Another harness's tool by the name it gave it: OpenCode's own name for a tool every
+    // harness has, else that name made safe. By its ACP kind alone, a Copilot CLI `task` was
+    // a tool named `tool` (new-user trial helper-131, 9).
+    use crate::kit::tool_names::{Common, api_safe, source_name};
+    if let Some(name) = source_name(&c.meta) {
+        return match Common::of(name) {
+            Some(Common::Read) => "read".to_owned(),
+            Some(Common::Write) => "write".to_owned(),
+            Some(Common::Edit) => "edit".to_owned(),
+            Some(Common::Shell) => "bash".to_owned(),
+            Some(Common::Grep) => "grep".to_owned(),
+            Some(Common::Glob) => "glob".to_owned(),
+            Some(Common::List) => "list".to_owned(),
+            Some(Common::Fetch) => "webfetch".to_owned(),
+            None => api_safe(name).unwrap_or_else(|| "tool".to_owned()),
+        };
+    }
     match c.kind {
         ToolKind::Read => "read",
         ToolKind::Edit => "edit",
