@@ -1456,7 +1456,14 @@ fn instructions_that_are_not_utf8_are_refused_by_every_reader() {
         .assert()
         .code(4)
         .stderr(predicate::str::contains("not UTF-8 text"));
+    // Left out as any damaged body is, and the rest written (crate::salvage).
     assert!(!home.join(".claude/CLAUDE.md").exists());
+    assert!(
+        files_under(&home.join(".claude/projects"))
+            .iter()
+            .any(|f| f.extension().is_some_and(|e| e == "jsonl")),
+        "the sessions are written"
+    );
 }
 
 #[test]

@@ -207,11 +207,21 @@ pub fn check(
     // What is wrong with each damaged body, by digest.
     let mut wrong: HashMap<Descriptor, String> = HashMap::new();
     let mut read = HashSet::new();
+    // The bodies that are text (the instructions, notes: spec/aspstate.md §5.1), which must
+    // be UTF-8 as well as whole: a bundle checks them as it is read (`check_data`), a
+    // repository here, so that such a body is left out as any damaged one is and the rest
+    // is restored (spec conformance trial helper-132, 2).
+    let texts: HashSet<Descriptor> = state
+        .references()
+        .into_iter()
+        .filter(|(_, r)| matches!(r, Reference::Instructions | Reference::Note(_)))
+        .map(|(d, _)| d)
+        .collect();
     for (d, what) in state.references() {
         if !read.insert(d) {
             continue;
         }
-        match read_through(blobs, &d) {
+        match read_through(blobs, &d, texts.contains(&d)) {
             Ok(()) => {}
             Err(e) if e.class() == ErrorClass::Integrity => {
                 wrong.insert(d, e.to_string());
@@ -380,7 +390,7 @@ pub fn check_config(
 ) -> Result<()> {
     let mut kept = Vec::with_capacity(config.files.len());
     for f in std::mem::take(&mut config.files) {
-        match read_through(blobs, &f.content) {
+        match read_through(blobs, &f.content, false) {
             Ok(()) => kept.push(f),
             Err(e) if e.class() == ErrorClass::Integrity => {
                 damaged.blobs.push(DamagedBlob {
@@ -433,7 +443,20 @@ pub fn check_bundle(
 }
 
 /// Reads the body `d` to its end: the source checks its size and digest as it goes.
-fn read_through(blobs: &dyn BlobSource, d: &Descriptor) -> std::result::Result<(), BlobError> {
+fn read_through(
+    blobs: &dyn BlobSource,
+    d: &Descriptor,
+    text: bool,
+) -> std::result::Result<(), BlobError> {
+    if text {
+        // Small (instructions, a note): read whole, to check it is UTF-8.
+        if std::str::from_utf8(&blobs.read_all(d)?).is_err() {
+            return Err(BlobError::Other(
+                asp_format::digest::IntegrityError("it is not UTF-8 text".to_owned()).into_io(),
+            ));
+        }
+        return Ok(());
+    }
     let mut r = blobs.open(d)?;
     std::io::copy(&mut r.by_ref(), &mut std::io::sink()).map_err(BlobError::Other)?;
     Ok(())

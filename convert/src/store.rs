@@ -655,7 +655,6 @@ impl Store {
                     .join("; ")
             )));
         }
-        texts_are_text(&state, req.blobs)?;
         match self {
             Store::Harness { harness, home } => {
                 let given = state.kinds();
@@ -1103,26 +1102,6 @@ fn report_orphans(
             message,
         });
     }
-}
-
-/// That the bodies the state says are text (the instructions, memory notes: spec/aspstate.md
-/// §5.1) are UTF-8, before anything is written: a bundle that says otherwise is damaged, as
-/// `asp verify` and `asp export` say (an unpack wrote such instructions into `CLAUDE.md`,
-/// exit 0: spec conformance trial helper-132, 2). They are small; each is read once more.
-fn texts_are_text(state: &State, blobs: &dyn BlobSource) -> Result<(), ConvertError> {
-    use asp_format::state::Reference;
-    for (d, r) in state.references() {
-        if !matches!(r, Reference::Instructions | Reference::Note(_)) {
-            continue;
-        }
-        if std::str::from_utf8(&blobs.read_all(&d)?).is_err() {
-            return Err(ConvertError::carried(
-                r.to_string(),
-                asp_format::digest::IntegrityError("not UTF-8 text".to_owned()).into_io(),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// The `@path` imports of carried instructions, written into a harness that does not read them
