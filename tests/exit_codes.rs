@@ -3,6 +3,7 @@
 
 #![cfg(all(feature = "claude-code", feature = "codex"))]
 
+use assert_cmd::Command;
 use std::fs;
 
 use crate::support::*;
@@ -596,4 +597,84 @@ fn a_directory_given_as_the_bundle_is_a_usage_error_everywhere() {
             "{args:?}: {err}"
         );
     }
+}
+
+/// With `--json`, a command that fails still puts one JSON document on stdout, the error with
+/// its class and exit code, for a script that reads stdout (it printed nothing: new-user trial
+/// helper-131, 8; helper-137, 4); the message stays on stderr. One case for each class.
+#[test]
+fn a_failure_with_json_is_a_json_error_on_stdout() {
+    let dir = tmp();
+    let bundle = dir.path().join("b.aspstate");
+    succeeds(&mut pack_home("claude-code", claude_home(), &bundle));
+    let mut damaged = fs::read(&bundle).unwrap();
+    let at = damaged.len() / 2;
+    damaged.truncate(at);
+    let cut = dir.path().join("cut.aspstate");
+    fs::write(&cut, &damaged).unwrap();
+    let missing = dir.path().join("none.aspstate");
+    let empty_home = dir.path().join("empty");
+    fs::create_dir_all(&empty_home).unwrap();
+
+    let cases: Vec<(Command, &str, i32)> = vec![
+        (
+            {
+                let mut c = asp();
+                c.arg("inspect").arg(&cut).arg("--json");
+                c
+            },
+            "integrity",
+            4,
+        ),
+        (
+            {
+                let mut c = asp();
+                c.arg("inspect").arg(&missing).arg("--json");
+                c
+            },
+            "source",
+            1,
+        ),
+        (
+            {
+                let mut c = asp_unpack();
+                c.arg(&bundle)
+                    .args(["--session", "no-such-session", "--to-dir"]);
+                c.arg(dir.path().join("out")).arg("--json");
+                c
+            },
+            "usage",
+            2,
+        ),
+        (
+            {
+                let mut c = asp_pack();
+                c.args(["--from", "claude-code", "--home"]).arg(&empty_home);
+                c.arg("-o").arg(dir.path().join("e.aspstate")).arg("--json");
+                c
+            },
+            "source",
+            1,
+        ),
+    ];
+    for (mut cmd, class, code) in cases {
+        let o = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{cmd:?}: {err}");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{cmd:?}: stdout is not JSON ({e}): {:?}", o.stdout));
+        assert_eq!(v["error"]["class"], class, "{cmd:?}: {v}");
+        assert_eq!(v["error"]["exit"], code, "{cmd:?}: {v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(
+            !message.is_empty() && err.contains(message),
+            "{message} / {err}"
+        );
+    }
+
+    // Without --json stdout stays empty, as before; `asp verify --json` answers with its own
+    // report (`ok: false`), which says more than an error would.
+    let o = asp().arg("inspect").arg(&cut).output().unwrap();
+    assert_eq!(o.status.code(), Some(4));
+    assert!(o.stdout.is_empty(), "{:?}", o.stdout);
 }

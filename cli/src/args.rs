@@ -10,7 +10,9 @@ use clap::Args;
 #[derive(Debug, Clone, Args)]
 pub struct Common {
     /// Print the result as JSON on stdout (one document: an object; a list for `asp sessions`,
-    /// `asp snapshots` and `asp backup`, one per harness backed up)
+    /// `asp snapshots` and `asp backup`, one per harness backed up). A command that fails
+    /// prints {"error": {"message", "class", "exit"}} there instead (class: integrity, source,
+    /// store or usage)
     #[arg(long, global = true)]
     pub json: bool,
 

@@ -60,6 +60,7 @@ pub fn run(args: ExportArgs) -> crate::exit::Result<Exit> {
     // body is read twice so, never held: the second read streams as before.
     let quiet = crate::progress::Bar::new(true);
     let damaged = crate::salvage::check_bundle(&mut state, &bundle, &input, None, &quiet)?;
+    crate::stdout_used();
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(256 * 1024, stdout.lock());
     write_export(&mut out, &state, &bundle, kinds)

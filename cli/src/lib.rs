@@ -44,8 +44,19 @@ pub fn generator() -> String {
 macro_rules! outln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
+        $crate::stdout_used();
         writeln!(std::io::stdout().lock(), $($arg)*).map_err($crate::stdout_failure)?
     }};
+}
+
+/// Whether anything was written to standard output: [`finish`] puts a `--json` error there
+/// only when nothing else is (a half-written document or bundle followed by an error object
+/// would be neither).
+static STDOUT_USED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Notes that standard output is being written to; every writer of it calls this first.
+pub fn stdout_used() {
+    STDOUT_USED.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// A write to standard output that failed, as [`outln!`] and [`Lines`] give it ([`finish`]
@@ -72,6 +83,7 @@ impl Lines {
         if self.gone.get() {
             return Ok(());
         }
+        stdout_used();
         match writeln!(std::io::stdout().lock(), "{text}") {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
@@ -107,13 +119,29 @@ macro_rules! errln {
 /// causes) on stderr. The code is the error's class ([`exit::Failure`]). A closed standard
 /// output (the reader of a pipe went away) ends the command quietly, with the status a shell
 /// shows for a process ended by SIGPIPE (141).
-pub fn finish(program: &str, result: exit::Result<Exit>) -> ExitCode {
+///
+/// With `json` (the command's `--json`), the error is also put on standard output as the one
+/// document a script reads there, `{"error": {"message", "class", "exit"}}`, unless the
+/// command had already written to it: a script that parses stdout gets an answer on failure
+/// too, not an empty string (new-user trial helper-131, 8).
+pub fn finish(program: &str, json: bool, result: exit::Result<Exit>) -> ExitCode {
     match result {
         Ok(code) => code.into(),
         Err(err) if err.is_broken_pipe() => ExitCode::from(141),
         Err(err) => {
             errln!("{program}: error: {err}");
-            err.exit().into()
+            let exit = err.exit();
+            if json && !STDOUT_USED.load(std::sync::atomic::Ordering::Relaxed) {
+                let doc = serde_json::json!({"error": {
+                    "message": err.to_string(),
+                    "class": err.class.name(),
+                    "exit": exit as u8,
+                }});
+                // Nothing to do when even this cannot be written: stderr has the message.
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stdout().lock(), "{doc}");
+            }
+            exit.into()
         }
     }
 }

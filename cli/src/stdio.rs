@@ -74,6 +74,7 @@ pub fn copy_to_stdout(path: &Path) -> Result<()> {
     let mut f = File::open(path)
         .map_err(Failure::store)
         .with_context(|| format!("cannot reopen {}", path.display()))?;
+    crate::stdout_used();
     let mut out = io::stdout().lock();
     io::copy(&mut f, &mut out)
         .and_then(|_| out.flush())

@@ -26,6 +26,19 @@ pub enum ErrorClass {
     Usage,
 }
 
+impl ErrorClass {
+    /// Its name where a program reads it (the CLI's `--json` error): `integrity`, `source`,
+    /// `store` or `usage`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::Integrity => "integrity",
+            ErrorClass::Source => "source",
+            ErrorClass::Store => "store",
+            ErrorClass::Usage => "usage",
+        }
+    }
+}
+
 /// An error that knows its own [`ErrorClass`].
 pub trait Classify {
     fn class(&self) -> ErrorClass;

@@ -5,5 +5,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     asp_cli::memory::for_batch_work();
-    asp_cli::finish("asp-pack", run(PackArgs::parse()))
+    let args = PackArgs::parse();
+    let json = args.common.json;
+    asp_cli::finish("asp-pack", json, run(args))
 }

@@ -53,8 +53,32 @@ enum Command {
     Prune(prune::PruneArgs),
 }
 
+impl Command {
+    /// Whether `--json` was asked, so an error is put on stdout as JSON too.
+    fn json(&self) -> bool {
+        match self {
+            Command::Pack(a) => a.common.json,
+            Command::Unpack(a) => a.common.json,
+            Command::Inspect(a) => a.common.json,
+            Command::Verify(a) => a.common.json,
+            Command::Push(a) => a.common.json,
+            Command::Pull(a) => a.common.json,
+            Command::Backup(a) => a.common.json,
+            Command::Snapshots(a) => a.common.json,
+            Command::Sessions(a) => a.common.json,
+            Command::Restore(a) => a.common.json,
+            Command::Check(a) => a.common.json,
+            Command::Forget(a) => a.common.json,
+            Command::Prune(a) => a.common.json,
+            // Its output is JSON already (the export form); the hub's stdout is ACP.
+            Command::Export(_) | Command::Hub(_) => false,
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let command = Cli::parse().command;
+    let json = command.json();
     // Before any thread starts. The hub runs for hours: it gives back what a burst freed.
     match command {
         Command::Hub(_) => asp_cli::memory::bound_arenas(),
@@ -77,5 +101,5 @@ fn main() -> ExitCode {
         Command::Forget(a) => forget::run(a),
         Command::Prune(a) => prune::run(a),
     };
-    asp_cli::finish("asp", result)
+    asp_cli::finish("asp", json, result)
 }
