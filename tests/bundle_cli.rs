@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::path::Path;
 
 use crate::support::*;
 use predicates::prelude::*;
@@ -2101,4 +2102,66 @@ fn inspect_with_nothing_to_inspect_says_what_to_give() {
              state directory with --from-dir DIR",
         ))
         .stderr(predicate::str::contains("<BUNDLE>").not());
+}
+
+/// Told to stop (Ctrl-C, SIGTERM) half way, a command removes what it was writing under a
+/// temporary name: here the spooled copy of a bundle read from standard input, which held the
+/// conversations (new-user trials helper-137, 1 and helper-136, 9). The process still ends
+/// by the signal, as a shell expects.
+#[cfg(unix)]
+#[test]
+fn a_command_told_to_stop_removes_its_temporaries() {
+    use std::io::Write as _;
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = tmp();
+    let bundle = dir.path().join("b.aspstate");
+    succeeds(&mut pack_home(
+        "claude-code",
+        samples().join("claude-code"),
+        &bundle,
+    ));
+    let bytes = fs::read(&bundle).unwrap();
+    let scratch = dir.path().join("tmp");
+    fs::create_dir_all(&scratch).unwrap();
+    let spooled = |scratch: &Path| {
+        fs::read_dir(scratch)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("asp-stdin-"))
+            .count()
+    };
+    for (signal, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGINT, "SIGINT")] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_asp-unpack"))
+            .arg("-")
+            .arg("--to-dir")
+            .arg(dir.path().join(format!("out-{name}")))
+            .env("TMPDIR", &scratch)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&bytes[..bytes.len() / 2]).unwrap();
+        stdin.flush().unwrap();
+        // Spooling, and waiting for the rest of standard input.
+        let began = std::time::Instant::now();
+        while spooled(&scratch) == 0 {
+            assert!(
+                began.elapsed() < std::time::Duration::from_secs(30),
+                "{name}: no spool file appeared"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // SAFETY: a signal sent to the child this test started.
+        #[allow(unsafe_code)]
+        let sent = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        assert_eq!(sent, 0);
+        let status = child.wait().unwrap();
+        drop(stdin);
+        assert_eq!(status.signal(), Some(signal), "{name}: {status:?}");
+        assert_eq!(spooled(&scratch), 0, "{name}: the spooled bundle was left");
+        assert!(!dir.path().join(format!("out-{name}")).exists(), "{name}");
+    }
 }

@@ -25,6 +25,7 @@ pub mod salvage;
 pub mod sessions;
 pub mod snapshots;
 pub mod stdio;
+pub mod stop;
 pub mod unpack;
 pub mod verify;
 

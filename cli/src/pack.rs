@@ -375,6 +375,8 @@ pub fn run(args: PackArgs) -> Result<Exit> {
             .map_err(Failure::store)
             .context("cannot create a temporary bundle file")?;
         let path = tmp.path().to_path_buf();
+        // Left, if the process is told to stop, only as long as the copy to stdout waits.
+        let _on_stop = asp_format::on_stop::remove_on_stop(&path);
         let written = bundle::write_layers_file(&path, &state, &layers, &opts, true, &bar)?;
         bar.clear();
         crate::stdio::copy_to_stdout(&path)?;
@@ -584,6 +586,7 @@ fn from_repo(args: &PackArgs, created: Option<String>, to_stdout: bool) -> Resul
             .tempfile()
             .map_err(Failure::store)
             .context("cannot create a temporary bundle file")?;
+        let _on_stop = asp_format::on_stop::remove_on_stop(tmp.path());
         let w = bundle::write_layers_file(tmp.path(), &snapshot.state, &layers, &opts, true, &bar)
             .map_err(too_large_for_a_bundle)?;
         bar.clear();

@@ -661,7 +661,15 @@ impl Sink {
 
 /// Where to pull, the path shown, and for `-o -` the temporary directory the bundle is written
 /// in before it is copied to standard output.
-fn pull_sink(args: &PullArgs) -> Result<(Sink, PathBuf, Option<tempfile::TempDir>)> {
+/// A bundle pulled for standard output is written here first; removed when dropped, or when
+/// the process is told to stop ([`crate::stop`]).
+#[derive(Debug)]
+struct Spool {
+    _dir: tempfile::TempDir,
+    _on_stop: asp_format::on_stop::Guard,
+}
+
+fn pull_sink(args: &PullArgs) -> Result<(Sink, PathBuf, Option<Spool>)> {
     match (&args.output, &args.layout) {
         (Some(file), None) if file.as_os_str() == "-" => {
             if args.common.json {
@@ -676,9 +684,14 @@ fn pull_sink(args: &PullArgs) -> Result<(Sink, PathBuf, Option<tempfile::TempDir
                 .tempdir()
                 .map_err(Failure::store)
                 .context("cannot create a temporary directory for the bundle")?;
+            let on_stop = asp_format::on_stop::remove_on_stop(dir.path());
             let path = dir.path().join("stdout.aspstate");
             let sink = BundleSink::new(&path, false, Some(crate::generator()))?;
-            Ok((Sink::Bundle(sink), path, Some(dir)))
+            let spool = Spool {
+                _dir: dir,
+                _on_stop: on_stop,
+            };
+            Ok((Sink::Bundle(sink), path, Some(spool)))
         }
         (Some(file), None) => Ok((
             Sink::Bundle(BundleSink::new(file, args.force, Some(crate::generator()))?),

@@ -14,7 +14,8 @@ use crate::exit::{Context, Failure, Result};
 #[derive(Debug)]
 pub enum Input {
     File(PathBuf),
-    Spooled(tempfile::NamedTempFile),
+    /// Removed when dropped, or when the process is told to stop ([`crate::stop`]).
+    Spooled(tempfile::NamedTempFile, asp_format::on_stop::Guard),
 }
 
 impl Input {
@@ -39,16 +40,17 @@ impl Input {
             .tempfile()
             .map_err(Failure::store)
             .context("cannot create a temporary file for standard input")?;
+        let on_stop = asp_format::on_stop::remove_on_stop(tmp.path());
         io::copy(&mut io::stdin().lock(), tmp.as_file_mut())
             .map_err(Failure::source)
             .context("cannot read the bundle from standard input")?;
-        Ok(Input::Spooled(tmp))
+        Ok(Input::Spooled(tmp, on_stop))
     }
 
     pub fn path(&self) -> &Path {
         match self {
             Input::File(p) => p,
-            Input::Spooled(t) => t.path(),
+            Input::Spooled(t, _) => t.path(),
         }
     }
 
@@ -56,7 +58,7 @@ impl Input {
     pub fn own(&self, e: asp_format::bundle::ReadError) -> asp_format::bundle::ReadError {
         match self {
             Input::File(_) => e,
-            Input::Spooled(_) => e.named(self.display()),
+            Input::Spooled(..) => e.named(self.display()),
         }
     }
 
@@ -64,7 +66,7 @@ impl Input {
     pub fn display(&self) -> String {
         match self {
             Input::File(p) => p.display().to_string(),
-            Input::Spooled(_) => "<stdin>".to_owned(),
+            Input::Spooled(..) => "<stdin>".to_owned(),
         }
     }
 }

@@ -318,7 +318,7 @@ pub fn open_part(input: &Input, part: &Part<'_>) -> Result<(Bundle, asp_format::
     if !missing.is_empty() {
         let lists = match input {
             Input::File(p) => format!("`asp inspect {}`", p.display()),
-            Input::Spooled(_) => "`asp inspect` of the same bundle".to_owned(),
+            Input::Spooled(..) => "`asp inspect` of the same bundle".to_owned(),
         };
         // Only the parts holding the sessions asked for were read: for the hint of whole ids,
         // on this failing path only, the whole state is.

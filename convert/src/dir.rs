@@ -643,8 +643,7 @@ pub fn write(
         }
     }
     if !replacing {
-        fs::create_dir_all(dir).map_err(ConvertError::io(dir))?;
-        return write_new(dir, state, blobs, progress);
+        return write_missing(dir, state, blobs, progress);
     }
     // Spelled out (`.`, `..`, `x/..` name a folder whose parent and name they do not say),
     // since the new folder is made beside it. (`dir` is no link: `exists` refused one.)
@@ -667,6 +666,7 @@ pub fn write(
         .prefix(&format!(".{}.asp-unpack-", name.to_string_lossy()))
         .tempdir_in(parent)
         .map_err(ConvertError::write(parent))?;
+    let _on_stop = asp_format::on_stop::remove_on_stop(staged.path());
     let written = write_new(staged.path(), state, blobs, progress)?;
     // `staged` goes when dropped: the new state if it could not be put in place, else the
     // old one (if `replace_dir` could not remove it).
@@ -680,6 +680,46 @@ pub fn write(
         leftover,
         ..written
     })
+}
+
+/// Writes `state` into `dir`, missing or an empty directory. A missing one is written beside
+/// under a temporary name and renamed into place once complete, so a write that is stopped or
+/// fails leaves no half state directory there, which a second try would refuse as not empty
+/// and `asp-pack --from-dir` would read as the bundle's (new-user trial helper-137, 1); the
+/// temporary one goes with the process ([`asp_format::on_stop`]).
+fn write_missing(
+    dir: &Path,
+    state: &State,
+    blobs: &dyn BlobSource,
+    progress: &dyn Progress,
+) -> Result<DirWritten, ConvertError> {
+    let name = dir.file_name().filter(|_| !exists(dir).unwrap_or(true));
+    let Some(name) = name else {
+        // There and empty (or named as `x/..`): written where it is.
+        fs::create_dir_all(dir).map_err(ConvertError::io(dir))?;
+        return write_new(dir, state, blobs, progress);
+    };
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    fs::create_dir_all(parent).map_err(ConvertError::write(parent))?;
+    let staged = tempfile::Builder::new()
+        .prefix(&format!(".{}.asp-unpack-", name.to_string_lossy()))
+        .tempdir_in(parent)
+        .map_err(ConvertError::write(parent))?;
+    let _on_stop = asp_format::on_stop::remove_on_stop(staged.path());
+    let written = write_new(staged.path(), state, blobs, progress)?;
+    // Onto a missing name, or a folder made empty meanwhile; not onto one that filled.
+    fs::rename(staged.path(), dir).map_err(|e| {
+        ConvertError::invalid(
+            dir,
+            format!("was made by something else while the state was written ({e}); nothing was put there"),
+        )
+    })?;
+    let _ = staged.keep();
+    crate::kit::fsops::sync_dir(parent);
+    Ok(written)
 }
 
 /// Writes `state` into `dir`, an empty directory.

@@ -16,6 +16,7 @@ pub mod error;
 pub mod export;
 pub mod kind;
 pub mod name;
+pub mod on_stop;
 pub mod progress;
 pub mod state;
 pub mod update;

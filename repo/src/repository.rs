@@ -1029,6 +1029,7 @@ impl Repository {
             .suffix(".partial")
             .tempfile_in(&dir)
             .map_err(RepoError::io(&dir))?;
+        let on_stop = asp_format::on_stop::remove_on_stop(tmp.path());
         let written = {
             let mut w =
                 HashingWriter::new(io::BufWriter::with_capacity(256 << 10, tmp.as_file_mut()));
@@ -1051,6 +1052,7 @@ impl Repository {
         Ok(PendingBlob {
             tmp: tmp.into_temp_path(),
             path,
+            _on_stop: on_stop,
         })
     }
 
@@ -1153,6 +1155,8 @@ pub enum Put {
 pub struct PendingBlob {
     tmp: tempfile::TempPath,
     path: PathBuf,
+    /// Removed if the process is told to stop first (`asp_format::on_stop`).
+    _on_stop: asp_format::on_stop::Guard,
 }
 
 impl PendingBlob {

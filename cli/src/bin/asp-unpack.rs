@@ -5,6 +5,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     asp_cli::memory::for_batch_work();
+    asp_cli::stop::remove_temporaries_on_stop();
     let args = UnpackArgs::parse();
     let json = args.common.json;
     asp_cli::finish("asp-unpack", json, run(args))

@@ -82,7 +82,10 @@ fn main() -> ExitCode {
     // Before any thread starts. The hub runs for hours: it gives back what a burst freed.
     match command {
         Command::Hub(_) => asp_cli::memory::bound_arenas(),
-        _ => asp_cli::memory::for_batch_work(),
+        _ => {
+            asp_cli::memory::for_batch_work();
+            asp_cli::stop::remove_temporaries_on_stop();
+        }
     }
     let result = match command {
         Command::Pack(a) => pack::run(a),

@@ -644,11 +644,7 @@ impl Mode {
 
 /// `bytes` written and synced under a temporary name in `path`'s directory, which is created
 /// (and each directory made remembered in `made_dirs`, outermost first) when missing.
-fn stage(
-    path: &Path,
-    bytes: &[u8],
-    made_dirs: &mut Vec<PathBuf>,
-) -> Result<tempfile::NamedTempFile, ConvertError> {
+fn stage(path: &Path, bytes: &[u8], made_dirs: &mut Vec<PathBuf>) -> Result<Temp, ConvertError> {
     let dir = parent_of(path);
     let mut new_dirs: Vec<PathBuf> = dir
         .ancestors()
@@ -727,7 +723,33 @@ fn sweep_leftovers(dir: &Path) {
     }
 }
 
-fn temp_in(dir: &Path, mode: Mode) -> Result<tempfile::NamedTempFile, ConvertError> {
+/// A temporary file being written ([`temp_in`]): removed if the process is told to stop
+/// before it is renamed into place ([`asp_format::on_stop`]), as when it is dropped.
+struct Temp {
+    // Removed (when not persisted) before it is unregistered: fields drop in order.
+    file: tempfile::NamedTempFile,
+    _on_stop: asp_format::on_stop::Guard,
+}
+
+impl Temp {
+    fn as_file(&self) -> &File {
+        self.file.as_file()
+    }
+
+    fn as_file_mut(&mut self) -> &mut File {
+        self.file.as_file_mut()
+    }
+
+    fn persist(self, path: &Path) -> Result<File, tempfile::PersistError> {
+        self.file.persist(path)
+    }
+
+    fn persist_noclobber(self, path: &Path) -> Result<File, tempfile::PersistError> {
+        self.file.persist_noclobber(path)
+    }
+}
+
+fn temp_in(dir: &Path, mode: Mode) -> Result<Temp, ConvertError> {
     sweep_leftovers(dir);
     let mut b = tempfile::Builder::new();
     b.prefix(".asp-").suffix(".partial");
@@ -746,7 +768,11 @@ fn temp_in(dir: &Path, mode: Mode) -> Result<tempfile::NamedTempFile, ConvertErr
     // Held while this process lives, so a sweep by another tells it from a leftover
     // ([`sweep_leftovers`]); a file system without locks leaves it to the age.
     let _ = t.as_file().try_lock();
-    Ok(t)
+    let on_stop = asp_format::on_stop::remove_on_stop(t.path());
+    Ok(Temp {
+        file: t,
+        _on_stop: on_stop,
+    })
 }
 
 /// Syncs a written file, first giving it `keep` (an existing file's mode) when set.
@@ -781,7 +807,9 @@ fn existing_mode(_path: &Path) -> Option<u32> {
     None
 }
 
-fn sync_dir(dir: &Path) {
+/// Makes a rename in `dir` durable where the platform allows it; failure only costs
+/// durability.
+pub(crate) fn sync_dir(dir: &Path) {
     #[cfg(unix)]
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();

@@ -43,9 +43,10 @@ pub fn hold(file: &File) {
 /// A staging folder ([`staging_dir`]): locked while it lives, removed when dropped.
 #[derive(Debug)]
 pub(crate) struct StagingDir {
-    // Removed before the lock goes (fields drop in order).
+    // Removed before the lock goes (fields drop in order), and unregistered after.
     dir: tempfile::TempDir,
     _held: Option<File>,
+    _on_stop: crate::on_stop::Guard,
 }
 
 impl StagingDir {
@@ -65,11 +66,16 @@ pub(crate) fn staging_dir_named(parent: &Path, prefix: &str) -> std::io::Result<
     debug_assert!(is_ours(prefix));
     sweep(parent);
     let dir = tempfile::Builder::new().prefix(prefix).tempdir_in(parent)?;
+    let on_stop = crate::on_stop::remove_on_stop(dir.path());
     #[cfg(unix)]
     let held = File::open(dir.path()).ok().inspect(hold);
     #[cfg(not(unix))]
     let held = None;
-    Ok(StagingDir { dir, _held: held })
+    Ok(StagingDir {
+        dir,
+        _held: held,
+        _on_stop: on_stop,
+    })
 }
 
 /// Removes from `dir` the temporary files and staging folders of bundle writes that were

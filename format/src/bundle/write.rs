@@ -382,6 +382,7 @@ pub(crate) fn atomic(
         .tempfile_in(dir)
         .map_err(io_err)?;
     super::leftovers::hold(tmp.as_file());
+    let _on_stop = crate::on_stop::remove_on_stop(tmp.path());
     let (file, handle) = tmp.into_parts();
     let (file, written) = write(file)?;
     file.sync_all().map_err(io_err)?;
