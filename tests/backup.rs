@@ -5673,6 +5673,75 @@ fn a_session_continued_since_the_backup_is_already_there() {
     assert_ne!(answer["sessions"][A], A, "{answer}");
 }
 
+/// The other way: the session went on elsewhere (on the other laptop, backed up there) and
+/// the version here is the start of the one restored. It is brought up to date under its own
+/// id, not kept beside as a copy with another id each round trip (new-user trial helper-136,
+/// 1); what was here is the start of what is there now, so nothing is lost. A dry run says
+/// the same and writes nothing.
+#[test]
+fn a_session_continued_elsewhere_is_brought_up_to_date() {
+    let (_t, home, repo) = home_and_repo();
+    let file = home.join(SHOP).join(format!("{A}.jsonl"));
+    let here = fs::read(&file).unwrap();
+    let continued = append_turn(&file, 7);
+    append_turn(&file, 8);
+    let continued = fs::read(&file).unwrap().len().max(continued.len());
+    backup(&home, &repo);
+    let backed_up = fs::read(&file).unwrap();
+    assert_eq!(backed_up.len(), continued);
+    fs::write(&file, &here).unwrap();
+    let restore = |extra: &[&str]| {
+        asp()
+            .args(["restore", "--json", "--to", "claude-code", "--session", A])
+            .args(extra)
+            .arg("--home")
+            .arg(&home)
+            .arg("--repo")
+            .arg(&repo)
+            .output()
+            .unwrap()
+    };
+    let before = files_in(&home);
+    let out = restore(&["--dry-run"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["_meta"]["asp"]["updated"], json!([A]), "{answer}");
+    assert_eq!(files_in(&home), before, "a dry run writes nothing");
+
+    let out = restore(&[]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["sessions"][A], A, "{answer}");
+    assert_eq!(answer["_meta"]["asp"]["updated"], json!([A]), "{answer}");
+    assert!(said.contains("brought up to date"), "{said}");
+    assert_eq!(
+        fs::read(&file).unwrap(),
+        backed_up,
+        "the continued version is here"
+    );
+    let transcripts = files_in(&home)
+        .keys()
+        .filter(|p| p.ends_with(".jsonl") && p.contains("/projects/"))
+        .count();
+    let before_transcripts = before
+        .keys()
+        .filter(|p| p.ends_with(".jsonl") && p.contains("/projects/"))
+        .count();
+    assert_eq!(transcripts, before_transcripts, "no copy beside it");
+
+    // Again: the same now, already there.
+    let answer: Value = serde_json::from_slice(&restore(&[]).stdout).unwrap();
+    assert!(
+        answer["_meta"]["asp"]["alreadyThere"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(A)),
+        "{answer}"
+    );
+}
+
 /// Harnesses that share a folder come back whole from one `asp restore --to all`: Copilot
 /// CLI's and OpenCode's own skill of a name Codex's `~/.agents/skills` also has (restored a
 /// moment before, as the home had both), and OpenCode's own `AGENTS.md` beside the

@@ -2170,6 +2170,59 @@ fn a_thread_continued_in_codex_is_already_there() {
     assert_eq!(files_in(&home), before, "nothing written");
 }
 
+/// The other way: the rollout here is the start of the carried one (the thread went on
+/// elsewhere and is carried back). It is brought up to date under its own id, not kept beside
+/// as a copy under another id each round trip (new-user trial helper-136, 1).
+#[test]
+fn a_thread_continued_elsewhere_is_brought_up_to_date() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    let bundle = samples().join("state.aspstate");
+    let first = unpack_json(&bundle, &home, &["--kinds", "sessions"]);
+    let id = first["sessions"]["telegram:42"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let rollout = rollouts(&home)
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains(&id))
+        .unwrap();
+    let carried = fs::read(&rollout).unwrap();
+    // This machine has only the first lines of it.
+    let text = String::from_utf8(carried.clone()).unwrap();
+    let kept: String = text.lines().take(3).map(|l| format!("{l}\n")).collect();
+    fs::write(&rollout, &kept).unwrap();
+    let before = files_in(&home);
+    let out = asp_unpack()
+        .arg(&bundle)
+        .args(["--to", "codex", "--json", "--kinds", "sessions", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let again: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(again["sessions"]["telegram:42"], id.as_str(), "{again}");
+    assert_eq!(
+        again["_meta"]["asp"]["updated"],
+        json!(["telegram:42"]),
+        "{again}"
+    );
+    assert!(
+        said.contains(&format!(
+            "thread {id}: the carried rollout continues the one here"
+        )),
+        "{said}"
+    );
+    assert_eq!(fs::read(&rollout).unwrap(), carried);
+    assert_eq!(
+        files_in(&home).len(),
+        before.len(),
+        "no copy beside it: {:?}",
+        files_in(&home).keys().collect::<Vec<_>>()
+    );
+}
+
 /// A `config.toml` that is not TOML costs its servers and settings, said once with its path
 /// (it was said twice: `…/config.toml: …/config.toml: not valid TOML`, a new user's trial).
 #[test]

@@ -57,7 +57,7 @@ macro_rules! contract {
                     super::a_diverged_thread_is_kept_beside(H)
                 }
                 #[test]
-                fn a_session_cut_short_there_is_kept_beside_not_filled_in() {
+                fn a_session_cut_short_there_is_brought_up_to_date_or_kept_beside() {
                     super::a_cut_short_session_is_kept_beside(H)
                 }
                 #[test]
@@ -688,10 +688,14 @@ fn a_continued_session_is_already_there(h: &str) {
     );
 }
 
-/// A session there that lacks the carried one's last records (a conversation rewound or
-/// trimmed there, or an older copy of it) is another version: the carried one is kept beside
-/// it, and the one there is left as it is, never filled in with what it no longer has (nor
-/// with what it never had). A log loses its last line; a database its session's last message.
+/// A session there that lacks the carried one's last records (an older copy of it: the
+/// session went on on another machine and came back; or one trimmed there by hand) is
+/// another version. Where the harness keeps the session as one log the carried one continues
+/// byte for byte (Claude Code, Codex), it is brought up to date under its own id: nothing
+/// there is lost, and a round trip between two machines keeps one session, not a new copy each
+/// time (new-user trial helper-136, 1). Elsewhere the carried one is kept beside it, and the
+/// one there is left as it is, never filled in. A log loses its last line; a database its
+/// session's last message.
 fn a_cut_short_session_is_kept_beside(h: &str) {
     let packed = read(h, &sample(h));
     let home = tmp();
@@ -714,6 +718,20 @@ fn a_cut_short_session_is_kept_beside(h: &str) {
     } else {
         let (id, log) = main_log(&packed.state, home.path());
         let mut cut = fs::read(&log).unwrap();
+        if matches!(h, "claude-code" | "codex") {
+            let full = cut.clone();
+            let last = cut[..cut.len() - 1]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |i| i + 1);
+            cut.truncate(last);
+            fs::write(&log, &cut).unwrap();
+            let answer = write(h, home.path(), &packed, false);
+            assert_eq!(answer.sessions[&id], id, "{h}: {answer:?}");
+            assert!(answer.updated.contains(&id), "{h}: {answer:?}");
+            assert_eq!(fs::read(&log).unwrap(), full, "{h}: brought up to date");
+            return;
+        }
         let last = cut[..cut.len() - 1]
             .iter()
             .rposition(|b| *b == b'\n')

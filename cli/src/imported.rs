@@ -86,6 +86,9 @@ impl Imported {
         if !self.answer.already_there.is_empty() {
             asp.insert("alreadyThere".into(), json!(self.answer.already_there));
         }
+        if !self.answer.updated.is_empty() {
+            asp.insert("updated".into(), json!(self.answer.updated));
+        }
         if !self.answer.written_into.is_empty() {
             asp.insert("writtenInto".into(), json!(self.answer.written_into));
         }
@@ -108,12 +111,16 @@ impl Imported {
         let mut tail = String::new();
         let there = self.answer.already_there.len();
         let beside = self.answer.beside.len();
+        let updated = self.answer.updated.len();
         let total = self.answer.sessions.len();
         if total > 0 {
-            let new = total.saturating_sub(there + beside);
+            let new = total.saturating_sub(there + beside + updated);
             let mut parts = Vec::new();
             if new > 0 {
                 parts.push(format!("{new} new"));
+            }
+            if updated > 0 {
+                parts.push(format!("{updated} brought up to date"));
             }
             if beside > 0 {
                 parts.push(format!("{beside} kept beside a different version"));

@@ -29,6 +29,11 @@ pub struct ImportAnswer {
     /// way give every carried session one.)
     #[serde(skip)]
     pub beside: BTreeSet<String>,
+    /// The sessions (by id in the state) whose version there the carried one continues (it
+    /// holds every line of it and more after them: continued on another machine), brought up
+    /// to date under their own id.
+    #[serde(skip)]
+    pub updated: BTreeSet<String>,
     /// What was written into a file the destination already had (a setting added to the
     /// owner's own settings file), each said so a person knows their file changed. Not part of
     /// the protocol's answer, where such an item is simply taken.

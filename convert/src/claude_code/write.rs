@@ -39,7 +39,7 @@ use crate::error::ConvertError;
 use crate::harness::WriteContext;
 use crate::kit::beside::{MAX_COPIES, kept_beside, marked_title};
 use crate::kit::conversation::Folder;
-use crate::kit::fsops::{Created, Writer};
+use crate::kit::fsops::{Created, Stamp, Writer};
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
 use crate::kit::report::Severity;
 
@@ -129,6 +129,34 @@ fn file_holds(path: &Path, d: &Descriptor) -> Option<bool> {
     } else {
         file_continues(path, d).then_some(false)
     }
+}
+
+/// Whether the carried bytes `d` (in `blobs`) continue the file at `path`: they start with
+/// every byte of it, at a line's end, and go on (the session was continued on another machine
+/// and is carried back). Then what the file was when compared, for
+/// [`Writer::bring_up_to_date`]. Streamed: neither is held in memory.
+fn carried_continues(path: &Path, blobs: &dyn BlobSource, d: &Descriptor) -> Option<Stamp> {
+    use std::io::{Seek, SeekFrom};
+    let was = Stamp::of(path)?;
+    if was.len == 0 || was.len >= d.size {
+        return None;
+    }
+    let mut here = crate::kit::source::open_regular(path).ok()?;
+    // What follows starts a line: the bytes here end one, or the carried byte after them does.
+    here.seek(SeekFrom::Start(was.len - 1)).ok()?;
+    let mut last = [0u8; 1];
+    here.read_exact(&mut last).ok()?;
+    here.rewind().ok()?;
+    let mut carried = blobs.open(d).ok()?;
+    let prefix = descriptor_of((&mut carried).take(was.len)).ok()?;
+    if last[0] != b'\n' {
+        let mut next = [0u8; 1];
+        carried.read_exact(&mut next).ok()?;
+        if next[0] != b'\n' {
+            return None;
+        }
+    }
+    (descriptor_of(here.take(was.len)).ok()? == prefix).then_some(was)
 }
 
 /// The id the `attempt`-th copy (from 1) kept beside a different version gets: the
@@ -565,6 +593,47 @@ fn write_native(
         let held = file_holds(&p, &main.content);
         (p, held)
     });
+    // The carried transcript continues the one here: the session went on elsewhere and came
+    // back (new-user trial helper-136, 1). [`place`] brings its files up to date.
+    if let Some((p, None)) = &there
+        && carried_continues(p, ctx.blobs, &main.content).is_some()
+    {
+        ctx.diagnostics.note(
+            p,
+            None,
+            format!(
+                "session {}: the carried transcript continues the one here (it holds every line \
+                 of it, and more after them); brought up to date",
+                s.id
+            ),
+        );
+        let bucket = bucket_of(p).unwrap_or(&bucket).to_owned();
+        let (placed, written) = place(
+            layout,
+            writer,
+            ctx.blobs,
+            s,
+            &files,
+            &bucket,
+            stem,
+            &mut refused,
+        )?;
+        let updated = placed.contains(main.path.as_str());
+        return Ok(Outcome {
+            result: Some(match updated {
+                true => SessionPlaced::updated(s.id.as_str()),
+                false => SessionPlaced::refused(format!(
+                    "session {}: {} changed while it was brought up to date; kept as it is, \
+                     the carried version was not written (carry it again)",
+                    s.id,
+                    p.display()
+                )),
+            }),
+            refused,
+            placed,
+            written,
+        });
+    }
     let new_stem = match there {
         None => stem.to_owned(),
         Some((p, Some(same))) => {
@@ -776,7 +845,22 @@ fn place(
                 written.insert(f.path.to_string());
                 true
             }
-            Created::AlreadyExists if !rename => holds(&f.content),
+            Created::AlreadyExists if !rename && holds(&f.content) => true,
+            // A transcript the carried one continues (the session, or one of its subagents,
+            // went on elsewhere): brought up to date; nothing there is lost.
+            Created::AlreadyExists if !rename && log => {
+                match carried_continues(&target, blobs, &f.content) {
+                    Some(was) => {
+                        let done = writer.bring_up_to_date(&target, &mut open()?, was)?;
+                        if done {
+                            written.insert(f.path.to_string());
+                        }
+                        done
+                    }
+                    None => false,
+                }
+            }
+            Created::AlreadyExists if !rename => false,
             Created::AlreadyExists => {
                 let carried = descriptor_of(open()?)
                     .map_err(|e| ConvertError::carried(format!("session {}", s.id), e))?;

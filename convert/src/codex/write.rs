@@ -37,7 +37,7 @@ use super::time::{self, Nanos};
 use crate::error::ConvertError;
 use crate::kit::beside::{MAX_COPIES, holds_all_of, kept_beside, marked_title};
 use crate::kit::conversation::Folder;
-use crate::kit::fsops::{Created, Writer};
+use crate::kit::fsops::{Created, Stamp, Writer};
 use crate::kit::pathmap::PathMap;
 use crate::kit::placement::SessionPlaced;
 use crate::kit::report::{Diagnostics, Severity};
@@ -157,16 +157,29 @@ impl<'a> SessionWriter<'a> {
     /// settings its `turn_context` lines record: they come from the session's options or, when
     /// it has none, from this home's `config.toml` at the time of writing, so the same
     /// conversation carried again after a setting changed is the same thread, not a copy.
-    fn compare(&self, id: &str, bytes: &[u8], composed: bool) -> Option<bool> {
-        let paths = self.existing.get(id)?;
+    fn compare(&self, id: &str, bytes: &[u8], composed: bool) -> Compared {
+        let Some(paths) = self.existing.get(id) else {
+            return Compared::Free;
+        };
         let mut continued = None;
+        let mut behind = None;
         let carried = composed.then(|| without_turn_settings(bytes));
         for p in paths {
+            let was = Stamp::of(p);
             let Some(have) = jsonl_of(p) else {
                 continue;
             };
             if have == bytes {
-                return Some(true);
+                return Compared::Same;
+            }
+            // The carried rollout continues this one, byte for byte (the thread went on
+            // elsewhere): a plain rollout is brought up to date, a compressed one left as it is.
+            if let Some(was) = was
+                && p.extension().is_some_and(|e| e == "jsonl")
+                && !have.is_empty()
+                && holds_all_of(bytes, &have)
+            {
+                behind.get_or_insert((p.clone(), was));
             }
             let have = match &carried {
                 None => have,
@@ -182,7 +195,7 @@ impl<'a> SessionWriter<'a> {
                          other settings; kept as it is"
                     ),
                 );
-                return Some(true);
+                return Compared::Same;
             }
             // Codex appends to the rollout of a thread it resumes: one that starts with the
             // carried lines holds all of them.
@@ -191,7 +204,10 @@ impl<'a> SessionWriter<'a> {
             }
         }
         let Some(p) = continued else {
-            return Some(false);
+            return match behind {
+                Some((path, was)) => Compared::Behind { path, was },
+                None => Compared::Different,
+            };
         };
         self.diagnostics.note(
             p,
@@ -201,7 +217,34 @@ impl<'a> SessionWriter<'a> {
                  of it, and more after them); kept as it is"
             ),
         );
-        Some(true)
+        Compared::Same
+    }
+
+    /// Replaces the rollout at `path` (which was `was`) with `bytes`, which continue it
+    /// ([`Compared::Behind`]), and says so.
+    fn bring_up_to_date(
+        &self,
+        id: &str,
+        path: &Path,
+        was: Stamp,
+        bytes: &[u8],
+    ) -> Result<SessionPlaced, ConvertError> {
+        if !self.writer.bring_up_to_date(path, &mut &bytes[..], was)? {
+            return Ok(SessionPlaced::refused(format!(
+                "thread {id}: {} changed while it was brought up to date; kept as it is, the \
+                 carried version was not written (carry it again)",
+                path.display()
+            )));
+        }
+        self.diagnostics.note(
+            path,
+            None,
+            format!(
+                "thread {id}: the carried rollout continues the one here (it holds every line of \
+                 it, and more after them); brought up to date"
+            ),
+        );
+        Ok(SessionPlaced::updated(id))
     }
 
     pub fn write(&mut self, session: &Session) -> Result<SessionPlaced, ConvertError> {
@@ -289,9 +332,12 @@ impl<'a> SessionWriter<'a> {
                 (id, rel, text.clone(), text)
             };
             match self.compare(&id, &text, false) {
-                Some(true) => return Ok(SessionPlaced::already_there(id)),
-                Some(false) => continue,
-                None => {}
+                Compared::Same => return Ok(SessionPlaced::already_there(id)),
+                Compared::Behind { path, was } => {
+                    return self.bring_up_to_date(&id, &path, was, &text);
+                }
+                Compared::Different => continue,
+                Compared::Free => {}
             }
             let path = self.paths.codex.join(&rel);
             if self.writer.create_new(&path, &bytes, false)? == Created::AlreadyExists {
@@ -434,9 +480,12 @@ impl<'a> SessionWriter<'a> {
                 &items,
             );
             match self.compare(&id, &built.bytes, true) {
-                Some(true) => return Ok(SessionPlaced::already_there(id)),
-                None => break built,
-                Some(false) => {
+                Compared::Same => return Ok(SessionPlaced::already_there(id)),
+                Compared::Behind { path, was } => {
+                    return self.bring_up_to_date(&id, &path, was, &built.bytes);
+                }
+                Compared::Free => break built,
+                Compared::Different => {
                     attempt += 1;
                     if attempt >= MAX_COPIES {
                         return Ok(SessionPlaced::refused(format!(
@@ -577,6 +626,20 @@ impl<'a> SessionWriter<'a> {
         }
         Ok(())
     }
+}
+
+/// How a rollout carried compares with what the home holds under its id.
+#[derive(Debug)]
+enum Compared {
+    /// Nothing is there under that id.
+    Free,
+    /// The same rollout is there, or one that continues it (resumed here since).
+    Same,
+    /// The plain rollout at `path` (which was `was`) is the start of the carried one: the
+    /// thread went on elsewhere.
+    Behind { path: PathBuf, was: Stamp },
+    /// A different version is there.
+    Different,
 }
 
 /// Whether a written thread is named in `session_index.jsonl`, and with which time.

@@ -24,6 +24,33 @@ pub enum Change {
     Database(PathBuf),
 }
 
+/// What a regular file was when it was looked at: its size, modification time and inode.
+/// [`Writer::bring_up_to_date`] replaces a file only while it is still what it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    pub len: u64,
+    modified: Option<std::time::SystemTime>,
+    inode: u64,
+}
+
+impl Stamp {
+    /// `None` for anything but a regular file (a link is not followed).
+    pub fn of(path: &Path) -> Option<Stamp> {
+        let m = fs::symlink_metadata(path)
+            .ok()
+            .filter(fs::Metadata::is_file)?;
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(&m);
+        #[cfg(not(unix))]
+        let inode = 0;
+        Some(Stamp {
+            len: m.len(),
+            modified: m.modified().ok(),
+            inode,
+        })
+    }
+}
+
 /// What [`Writer::create_new`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Created {
@@ -401,6 +428,40 @@ impl Writer {
         sync_dir(dir);
         self.record(Change::Replace(path.to_path_buf()));
         Ok(())
+    }
+
+    /// Replaces the file at `path`, which was `was` when it was compared, with what `reader`
+    /// yields: a version of it that holds every line it holds and more after them (a session
+    /// continued on another machine and carried back), so nothing there is lost, only
+    /// continued. The new version is written whole and synced under a temporary name, and
+    /// renamed over the file only if the file is still `was` then (a harness may be
+    /// appending to it this moment): `Ok(false)` when it changed meanwhile, and nothing was
+    /// replaced. A crash leaves the old file or the new one.
+    pub fn bring_up_to_date(
+        &self,
+        path: &Path,
+        reader: &mut dyn Read,
+        was: Stamp,
+    ) -> Result<bool, ConvertError> {
+        self.inside(path)?;
+        if self.dry_run {
+            self.plan(path, reader, false)?;
+            self.record(Change::Replace(path.to_path_buf()));
+            return Ok(true);
+        }
+        let dir = parent_of(path);
+        let keep = existing_mode(path);
+        let mut tmp = temp_in(dir, Mode::New { executable: false })?;
+        io::copy(reader, tmp.as_file_mut()).map_err(ConvertError::write(path))?;
+        finish_file(tmp.as_file(), path, keep)?;
+        if Stamp::of(path) != Some(was) {
+            return Ok(false);
+        }
+        tmp.persist(path)
+            .map_err(|e| ConvertError::write(path)(e.error))?;
+        sync_dir(dir);
+        self.record(Change::Replace(path.to_path_buf()));
+        Ok(true)
     }
 
     /// Appends `bytes` to `path` (created if missing), as harnesses append to their own

@@ -22,6 +22,10 @@ pub enum Placement {
     AlreadyThere,
     /// A different version is there, kept as it is; the carried one was written beside it.
     Beside,
+    /// The version there is the start of the carried one (which holds every line of it and
+    /// more after them: the session went on elsewhere), and was replaced by it, under the same
+    /// id; nothing of what was there is lost.
+    Updated,
     /// Not written; the reason is for the owner.
     Refused(String),
 }
@@ -67,7 +71,10 @@ impl Placement {
 
     /// Whether something was written for it (or would be, in a dry run): new, or granted.
     pub fn is_written(&self) -> bool {
-        matches!(self, Placement::New | Placement::Granted(_))
+        matches!(
+            self,
+            Placement::New | Placement::Granted(_) | Placement::Updated
+        )
     }
 }
 
@@ -105,6 +112,14 @@ impl SessionPlaced {
         SessionPlaced {
             id: id.into(),
             placement: Placement::AlreadyThere,
+        }
+    }
+
+    /// Brought up to date under its own `id` ([`Placement::Updated`]).
+    pub fn updated(id: impl Into<String>) -> Self {
+        SessionPlaced {
+            id: id.into(),
+            placement: Placement::Updated,
         }
     }
 
@@ -205,6 +220,9 @@ impl<'a> Tally<'a> {
                 }
                 if p == Placement::Beside {
                     self.answer.beside.insert(from.to_owned());
+                }
+                if p == Placement::Updated {
+                    self.answer.updated.insert(from.to_owned());
                 }
                 self.answer.sessions.insert(from.to_owned(), placed.id);
                 self.place(p);
