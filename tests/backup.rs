@@ -6283,3 +6283,39 @@ fn a_restore_into_a_new_home_names_the_other_homes_backed_up() {
         "{said}"
     );
 }
+
+/// On a new machine whose folders are not the old one's, a restore without `--map-path` says
+/// where the sessions' folders were and the rule that would move them: a harness lists a
+/// session by its folder, and restoring first and mapping after writes every session twice
+/// (new-user trial helper-136, 2). A typo in the one rule given is refused, nothing written.
+#[test]
+fn a_restore_to_folders_not_on_this_machine_says_how_to_move_them() {
+    let (t, home, repo) = home_and_repo();
+    backup(&home, &repo);
+    let fresh = new_home(t.path().join("fresh"));
+    let restore = |extra: &[&str]| {
+        asp()
+            .args(["restore", "--to", "claude-code", "--dry-run", "--home"])
+            .arg(&fresh)
+            .arg("--repo")
+            .arg(&repo)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = restore(&[]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("working directories are not on this machine, under /home/dev (")
+            && said.contains("--map-path /home/dev=WHERE"),
+        "{said}"
+    );
+    let to = t.path().join("projects");
+    fs::create_dir_all(to.join("shop")).unwrap();
+    fs::create_dir_all(to.join("api")).unwrap();
+    let out = restore(&["--map-path", &format!("/home/de={}", to.display())]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("they are under /home/dev ("), "{said}");
+}

@@ -789,14 +789,19 @@ fn map_path_rewrites_working_directories_and_paths_in_updates() {
         .assert()
         .success()
         .stderr(predicate::str::contains("warning").not());
-    // A rule under which no session works is said, as a typo would be.
-    unpack_to_dir(samples().join("state.aspstate"), dir.path().join("typo"))
+    // A rule under which no session works is a typo: a usage error, before anything is
+    // written, naming where the sessions are (it was a warning, and every session went to
+    // the old path: new-user trial helper-136, 2).
+    let typo = dir.path().join("typo");
+    unpack_to_dir(samples().join("state.aspstate"), &typo)
         .args(["--map-path", "/home/de=/Users/dev"])
         .assert()
-        .success()
+        .code(2)
         .stderr(predicate::str::contains(
-            "warning: --map-path /home/de=/Users/dev: no session's working directory and no MCP server's path is under /home/de (a typo?)",
-        ));
+            "--map-path /home/de=/Users/dev: no session's working directory and no MCP server's path is under /home/de; they are under /home/dev (",
+        ))
+        .stderr(predicate::str::contains("nothing was written"));
+    assert!(!typo.exists(), "nothing was written");
     let meta: Value = serde_json::from_str(
         &fs::read_to_string(plain.join("sessions/da41f528-2d0a-4f84-8acd-fe5d7087734b.json"))
             .unwrap(),

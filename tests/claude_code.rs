@@ -2607,3 +2607,57 @@ fn a_session_whose_every_line_is_damaged_is_lost_elsewhere_not_empty() {
         refused.reason
     );
 }
+
+/// What Claude Code 2.1.337 keeps beside a transcript of its own: `archived.json` (the
+/// session taken out of the list), `custom-title.json`, `before-cleanup/` (the transcript
+/// before its local clean-up rewrote it) travel with the session and come back byte for byte;
+/// `resume-head.jsonl`, a cache it rebuilds, is passed over without a word (the archived mark
+/// was left out, and the session came back into the list: harness-currency review
+/// helper-135, 1-2).
+#[test]
+fn a_sessions_own_records_of_claude_code_2_1_337_travel_with_it() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    copy_dir(&sample_home(), &home);
+    let folder = home.join(".claude/projects/-home-dev-shop").join(A);
+    let files: [(&str, &[u8]); 4] = [
+        (
+            "archived.json",
+            br#"{"archived":true,"at":"2026-12-08T00:11:45.306Z","by":"sdk"}"#,
+        ),
+        (
+            "custom-title.json",
+            br#"{"customTitle":"checkout","by":"user","at":"2026-12-08T00:10:00.000Z"}"#,
+        ),
+        (
+            "before-cleanup/1765152705306-a1b2c3.jsonl.replaced",
+            b"{\"type\":\"user\"}\n",
+        ),
+        ("resume-head.jsonl", b"{\"generation\":1}\n"),
+    ];
+    for (name, bytes) in files {
+        let path = folder.join(name);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, bytes).unwrap();
+    }
+    let bundle = dir.path().join("b.aspstate");
+    let out = pack_home(HARNESS, &home, &bundle).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    for (name, _) in files {
+        assert!(!said.contains(name), "{name} is not said: {said}");
+    }
+    let back = dir.path().join("back");
+    fs::create_dir_all(&back).unwrap();
+    succeeds(
+        asp_unpack()
+            .arg(&bundle)
+            .args(["--to", HARNESS, "--home"])
+            .arg(&back),
+    );
+    let restored = back.join(".claude/projects/-home-dev-shop").join(A);
+    for (name, bytes) in &files[..3] {
+        assert_eq!(fs::read(restored.join(name)).unwrap(), *bytes, "{name}");
+    }
+    assert!(!restored.join("resume-head.jsonl").exists());
+}

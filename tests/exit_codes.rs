@@ -678,3 +678,29 @@ fn a_failure_with_json_is_a_json_error_on_stdout() {
     assert_eq!(o.status.code(), Some(4));
     assert!(o.stdout.is_empty(), "{:?}", o.stdout);
 }
+
+/// `--home ~/.codex` (the harness's own folder, not the home that holds it) is a usage error
+/// naming the home to give: written into, it got a second store inside (`.codex/.codex`) that
+/// the harness never reads, and exit 0 (new-user trial helper-136, 8). Nothing is written.
+#[test]
+fn a_home_that_is_the_harnesss_own_folder_is_refused() {
+    let dir = tmp();
+    for (harness, folder) in [("codex", ".codex"), ("claude-code", ".claude")] {
+        let home = dir.path().join(folder);
+        fs::create_dir_all(&home).unwrap();
+        let o = asp_unpack()
+            .arg(samples().join("state.aspstate"))
+            .args(["--to", harness, "--home"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{harness}: {err}");
+        assert!(
+            err.contains(&format!("is {harness}'s own folder"))
+                && err.contains(&format!("give --home {}", dir.path().display())),
+            "{harness}: {err}"
+        );
+        assert!(nothing_in(&home), "{harness}: nothing written");
+    }
+}

@@ -30,6 +30,84 @@ impl MapPathArg {
     }
 }
 
+/// What a `--map-path` rule that moves nothing is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnusedRule {
+    /// A usage error, before anything is written, when no rule moves anything: the state is
+    /// one harness's, and a typo in
+    /// OLD would put every session at the path it had, and the corrected run would then write
+    /// them all again at the new one (new-user trial helper-136, 2).
+    Refuse,
+    /// A warning: `asp restore --to all`, where a rule may be for another harness's sessions.
+    Warn,
+}
+
+/// The folders most of `paths` (absolute paths) are under, by their first two components
+/// (`/home/dev`), the most common first, at most three: what a person gives as OLD.
+pub fn common_roots<'a>(paths: impl IntoIterator<Item = &'a str>) -> Vec<(String, usize)> {
+    let mut count: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for p in paths {
+        if !p.starts_with('/') {
+            continue;
+        }
+        let root: Vec<&str> = p.split('/').filter(|c| !c.is_empty()).take(2).collect();
+        if root.is_empty() {
+            continue;
+        }
+        *count.entry(format!("/{}", root.join("/"))).or_default() += 1;
+    }
+    let mut roots: Vec<(String, usize)> = count.into_iter().collect();
+    roots.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    roots.truncate(3);
+    roots
+}
+
+/// `/home/dev (12 sessions), /tmp (1 session)`.
+fn roots_said(roots: &[(String, usize)]) -> String {
+    roots
+        .iter()
+        .map(|(r, n)| {
+            format!(
+                "{r} ({})",
+                crate::human::count(*n as u64, "session", "sessions")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Says, when most sessions' working directories are not on this machine and no
+/// `--map-path` moves them, which folder they are under and how to move them: a harness finds
+/// a session by its folder, and restoring first and mapping after writes every session twice
+/// (new-user trial helper-136, 2). `None` when most are here.
+pub fn folders_not_here(state: &State) -> Option<String> {
+    let cwds: Vec<&str> = state
+        .sessions
+        .iter()
+        .flatten()
+        .filter_map(|s| s.cwd.as_deref())
+        .filter(|c| c.starts_with('/'))
+        .collect();
+    let missing: Vec<&str> = cwds
+        .iter()
+        .copied()
+        .filter(|c| !Path::new(c).exists())
+        .collect();
+    if missing.is_empty() || missing.len() * 2 <= cwds.len() {
+        return None;
+    }
+    let roots = common_roots(missing.iter().copied());
+    let first = roots.first().map_or("/OLD", |(r, _)| r.as_str());
+    Some(format!(
+        "{} of {} sessions' working directories are not on this machine, under {}; a harness \
+         lists a session by its folder: if the projects are elsewhere here, restore with \
+         --map-path {first}=WHERE (see what it would do with --dry-run first)",
+        missing.len(),
+        cwds.len(),
+        roots_said(&roots)
+    ))
+}
+
 /// A state with `--map-path` applied. Rewritten bodies go into a staging store read before
 /// the source, made in `staging_parent` (the destination's file system: the system temporary
 /// directory may be memory-backed); none when there is no rule.
@@ -45,6 +123,7 @@ impl Mapped {
         map: &PathMap,
         source: &dyn BlobSource,
         staging_parent: &Path,
+        unused: UnusedRule,
     ) -> Result<Mapped> {
         if map.is_empty() {
             return Ok(Mapped {
@@ -67,12 +146,35 @@ impl Mapped {
             .filter_map(|s| s.cwd.as_deref())
             .chain(server_paths.iter().copied());
         if state.sessions.as_ref().is_some_and(|s| !s.is_empty()) {
-            for rule in map.unused(used) {
+            let cwds = state
+                .sessions
+                .iter()
+                .flatten()
+                .filter_map(|s| s.cwd.as_deref());
+            let roots = roots_said(&common_roots(cwds));
+            let unused_rules = map.unused(used);
+            // Refused only when no rule moves anything: one rule in a set a person keeps for
+            // several machines may be for another.
+            let unused = match unused_rules.len() == map.rules().count() {
+                true => unused,
+                false => UnusedRule::Warn,
+            };
+            for rule in unused_rules {
                 let old = rule.split_once('=').map_or(rule.as_str(), |(o, _)| o);
-                crate::errln!(
-                    "warning: --map-path {rule}: no session's working directory and no MCP \
-                     server's path is under {old} (a typo?)"
-                );
+                let under = match roots.is_empty() {
+                    true => String::new(),
+                    false => format!("; they are under {roots}"),
+                };
+                match unused {
+                    UnusedRule::Refuse => crate::bail_usage!(
+                        "--map-path {rule}: no session's working directory and no MCP server's \
+                         path is under {old}{under}; nothing was written"
+                    ),
+                    UnusedRule::Warn => crate::errln!(
+                        "warning: --map-path {rule}: no session's working directory and no MCP \
+                         server's path is under {old} (a typo?){under}"
+                    ),
+                }
             }
         }
         let staging = StagingStore::new_in(staging_parent)?;

@@ -263,6 +263,9 @@ pub fn run(args: PackArgs) -> Result<Exit> {
         );
     }
     let to_stdout = args.output.as_os_str() == "-";
+    if to_stdout {
+        crate::stdio::refuse_a_terminal()?;
+    }
     let created = created(&args)?;
     if args.from_repo {
         return from_repo(&args, created, to_stdout);

@@ -679,6 +679,7 @@ fn pull_sink(args: &PullArgs) -> Result<(Sink, PathBuf, Option<Spool>)> {
                 )
                 .into());
             }
+            crate::stdio::refuse_a_terminal()?;
             let dir = tempfile::Builder::new()
                 .prefix("asp-pull-")
                 .tempdir()

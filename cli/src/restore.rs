@@ -74,6 +74,10 @@ is 4 (notTaken and _meta.asp.damaged in --json). `asp check --read-data --repair
 #[derive(Debug, Clone, Parser)]
 #[command(after_help = format!("{AFTER_HELP}\n\n{EXIT_CODES_HELP}"))]
 pub struct RestoreArgs {
+    /// Set by `--to all` for each harness it restores (not an option).
+    #[arg(skip)]
+    pub within_all: bool,
+
     /// The snapshot: its id (a unique prefix of 4 or more hex digits) or `latest`
     #[arg(long, value_name = "ID", default_value = "latest")]
     pub snapshot: String,
@@ -434,6 +438,7 @@ fn run_all(args: RestoreArgs) -> Result<Exit> {
         let (exit, json) = match run_one(
             RestoreArgs {
                 to: harness.clone(),
+                within_all: true,
                 ..args.clone()
             },
             &out,
@@ -462,6 +467,9 @@ fn run_one(args: RestoreArgs, out: &crate::Lines) -> Result<(Exit, Option<serde_
     let repo = args.repo.open()?;
     let _lock = repo.lock_to_read()?;
     let home = Home::resolve_to_write(args.home.clone())?;
+    Store::harness(&args.to, home.clone())
+        .expect("validated by the argument parser")
+        .check_home_is_not_the_store()?;
     let (info, snapshot, passed_over, elsewhere) = match args.sessions.is_empty() {
         true => {
             let info = pick(&repo, &args.snapshot, &args.to, &home)?;
@@ -527,8 +535,21 @@ fn run_one(args: RestoreArgs, out: &crate::Lines) -> Result<(Exit, Option<serde_
         .filter(|d| d.is_dir())
         .unwrap_or_else(std::env::temp_dir);
     let original_tools = state.tools.clone().unwrap_or_default();
-    let mut mapped = Mapped::new(state, &path_map, &blobs, &staging_parent)?;
+    let unused = match args.within_all {
+        true => crate::mapped::UnusedRule::Warn,
+        false => crate::mapped::UnusedRule::Refuse,
+    };
+    let not_here = path_map
+        .is_empty()
+        .then(|| crate::mapped::folders_not_here(&state))
+        .flatten();
+    let mut mapped = Mapped::new(state, &path_map, &blobs, &staging_parent, unused)?;
 
+    if let Some(message) = not_here
+        && !args.common.quiet
+    {
+        crate::errln!("note: {message}");
+    }
     let diagnostics = Diagnostics::new();
     // A dry run judges the state, and each configuration file merged into another, against
     // the files as the restore would leave them, not as they are (`PlannedView`).

@@ -71,6 +71,20 @@ impl Input {
     }
 }
 
+/// Refuses `-o -` when standard output is a terminal, before any work: a bundle is binary
+/// (a zip), which a terminal shows as noise and may take for control sequences (new-user
+/// trial helper-137, 9; `gzip` and `zstd` refuse the same).
+pub fn refuse_a_terminal() -> Result<()> {
+    use std::io::IsTerminal as _;
+    if io::stdout().is_terminal() {
+        crate::bail_usage!(
+            "-o - writes the bundle (binary zip data) to standard output, which is a terminal \
+             here; redirect it (> FILE, or | asp-unpack - ...) or give -o FILE"
+        );
+    }
+    Ok(())
+}
+
 /// Copies a finished bundle file to standard output.
 pub fn copy_to_stdout(path: &Path) -> Result<()> {
     let mut f = File::open(path)

@@ -116,7 +116,13 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
     let path_map = args.map_path.path_map()?;
     // Before the bundle is read: a mistyped --home is said at once.
     let home = match &args.to {
-        Some(_) => Some(Home::resolve_to_write(args.home.clone())?),
+        Some(to) => {
+            let home = Home::resolve_to_write(args.home.clone())?;
+            Store::harness(to, home.clone())
+                .expect("validated by the argument parser")
+                .check_home_is_not_the_store()?;
+            Some(home)
+        }
         None => None,
     };
     let input = Input::open(&args.bundle)?;
@@ -146,7 +152,13 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
     }
     .unwrap_or_else(std::env::temp_dir);
     let original_tools = state.tools.clone().unwrap_or_default();
-    let mut mapped = Mapped::new(state, &path_map, &bundle, &staging_parent)?;
+    let mut mapped = Mapped::new(
+        state,
+        &path_map,
+        &bundle,
+        &staging_parent,
+        crate::mapped::UnusedRule::Refuse,
+    )?;
 
     let diagnostics = Diagnostics::new();
     let store = match (&args.to, &args.to_dir, home) {

@@ -369,6 +369,39 @@ impl Store {
         }
     }
 
+    /// Refuses a `--home` that is the harness's own folder rather than the home holding it
+    /// (`--home ~/.codex`, `--home ~/.claude`): written into, it would get a second store
+    /// inside (`~/.codex/.codex`) that the harness never reads, exit 0 (new-user trial
+    /// helper-136, 8). A home that holds the harness's store is never refused.
+    pub fn check_home_is_not_the_store(&self) -> Result<(), ConvertError> {
+        let Store::Harness { harness, home } = self else {
+            return Ok(());
+        };
+        if !home.explicit || harness.store_paths(home).iter().any(|p| p.exists()) {
+            return Ok(());
+        }
+        let Some(parent) = crate::harness::absolute(&home.dir)
+            .parent()
+            .map(Path::to_path_buf)
+        else {
+            return Ok(());
+        };
+        let given = crate::harness::absolute(&home.dir);
+        let is_its_store = harness
+            .store_paths(&Home::at(&parent))
+            .iter()
+            .any(|p| crate::harness::absolute(p) == given);
+        if !is_its_store {
+            return Ok(());
+        }
+        Err(ConvertError::Usage(format!(
+            "--home {} is {}'s own folder, not the home that holds it: give --home {}",
+            home.dir.display(),
+            harness.name(),
+            parent.display()
+        )))
+    }
+
     /// Whether the home of a harness store exists (a store that is not there yet may be
     /// written into it: an import creates it). For a hub, which both reads and writes.
     pub fn check_home(&self) -> Result<(), ConvertError> {

@@ -31,6 +31,17 @@ use crate::kit::source::SourceFile;
 /// session's native files; the writer restores nothing else (see `write::classify`).
 pub const SUBAGENTS: &str = "subagents";
 pub const TOOL_RESULTS: &str = "tool-results";
+/// `<stem>/before-cleanup/<ms>-<hex>.jsonl.replaced`: the transcript as it was before Claude
+/// Code's local clean-up rewrote it (2.1.337, kept when `localGcEnabled` is `keep`).
+pub const BEFORE_CLEANUP: &str = "before-cleanup";
+/// Files of their own Claude Code keeps beside a session's transcript, carried as they are:
+/// `archived.json` (`{archived, at, by}`: the session taken out of the list, 2.1.337) and
+/// `custom-title.json` (its title, also appended to the transcript as a `custom-title`
+/// record).
+pub const SESSION_RECORDS: &[&str] = &["archived.json", "custom-title.json"];
+/// `<stem>/resume-head.jsonl`: where a resume starts reading (offsets and a probe of the
+/// transcript), which Claude Code rebuilds when it is missing; not carried, and not said.
+pub const RESUME_HEAD: &str = "resume-head.jsonl";
 
 /// One session transcript found on disk, with the subagent transcripts that belong to it.
 #[derive(Debug, Clone)]
@@ -124,8 +135,9 @@ pub fn owner_of(reader: impl Read) -> Option<String> {
     }
 }
 
-/// What a session keeps under `<bucket>/<stem>/`: `subagents/agent-<id>.jsonl` (+ `.meta.json`)
-/// and `tool-results/<file>`. Anything else there is reported and left out.
+/// What a session keeps under `<bucket>/<stem>/`: `subagents/agent-<id>.jsonl` (+ `.meta.json`),
+/// `tool-results/<file>`, `before-cleanup/<file>` and [`SESSION_RECORDS`]. Anything else there
+/// is reported and left out, but [`RESUME_HEAD`].
 fn session_folder(dir: &Path, diagnostics: &Diagnostics) -> (Vec<PathBuf>, Vec<Subagent>) {
     let mut side = Vec::new();
     let mut subagents = Vec::new();
@@ -133,7 +145,7 @@ fn session_folder(dir: &Path, diagnostics: &Diagnostics) -> (Vec<PathBuf>, Vec<S
         diagnostics.left_out(
             p,
             None,
-            format!("{what}; not carried (a session keeps only subagents/agent-*.jsonl, their .meta.json, and tool-results/ files)"),
+            format!("{what}; not carried (a session keeps only subagents/agent-*.jsonl, their .meta.json, tool-results/ and before-cleanup/ files, archived.json and custom-title.json)"),
         )
     };
     for e in read_dir_sorted(dir, diagnostics) {
@@ -169,7 +181,7 @@ fn session_folder(dir: &Path, diagnostics: &Diagnostics) -> (Vec<PathBuf>, Vec<S
                     }
                 }
             }
-            Some(TOOL_RESULTS) => {
+            Some(TOOL_RESULTS) | Some(BEFORE_CLEANUP) => {
                 for t in read_dir_sorted(&path, diagnostics) {
                     if is_regular(&t) {
                         side.push(t.path());
@@ -178,6 +190,9 @@ fn session_folder(dir: &Path, diagnostics: &Diagnostics) -> (Vec<PathBuf>, Vec<S
                     }
                 }
             }
+            Some(name) if SESSION_RECORDS.contains(&name) && is_regular(&e) => side.push(path),
+            // A cache Claude Code rebuilds from the transcript when it is missing or stale.
+            Some(RESUME_HEAD) => {}
             _ => not_carried(&path, "not a file Claude Code keeps for a session"),
         }
     }

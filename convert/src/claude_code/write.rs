@@ -34,7 +34,9 @@ use super::NAME;
 use super::compose::{self, Target, Timeline};
 use super::ids::{is_uuid, name_uuid};
 use super::layout::{self, FILE_HISTORY, Layout, TODOS, bucket_matches};
-use super::survey::{SUBAGENTS, TOOL_RESULTS, owner_of, todo_owner};
+use super::survey::{
+    BEFORE_CLEANUP, SESSION_RECORDS, SUBAGENTS, TOOL_RESULTS, owner_of, todo_owner,
+};
 use crate::error::ConvertError;
 use crate::harness::WriteContext;
 use crate::kit::beside::{MAX_COPIES, kept_beside, marked_title};
@@ -407,7 +409,8 @@ fn classify(rest: &str, stem: &str) -> Option<Part> {
             {
                 Some(Part::Side)
             }
-            Some((TOOL_RESULTS, name)) if !name.contains('/') => Some(Part::Side),
+            Some((TOOL_RESULTS | BEFORE_CLEANUP, name)) if !name.contains('/') => Some(Part::Side),
+            None if SESSION_RECORDS.contains(&inside) => Some(Part::Side),
             _ => None,
         };
     }

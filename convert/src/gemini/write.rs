@@ -28,6 +28,7 @@ use crate::kit::beside::{MAX_COPIES, kept_beside, marked_title};
 use crate::kit::conversation::Folder;
 use crate::kit::fsops::Writer;
 use crate::kit::placement::{Placement, SessionPlaced, Tally};
+use crate::kit::report::Severity;
 
 use super::ids::{self, gemini_id, name_uuid};
 use super::place::{self, Check, Planned};
@@ -614,11 +615,15 @@ impl Sessions<'_, '_> {
             }
             if n == 0 && !chat.dropped.is_empty() {
                 let kinds: Vec<&str> = chat.dropped.iter().map(String::as_str).collect();
-                self.ctx.diagnostics.left_out(
-                    &chats,
+                // Said of the session, in the same words for each, so a thousand sessions
+                // make one line and a count, not a thousand lines that bury the rest
+                // (new-user trial helper-137, 3).
+                self.ctx.diagnostics.in_session(
+                    Severity::LeftOut,
+                    id,
                     None,
                     format!(
-                        "session {id}: {} updates have no place in a Gemini chat and were left out",
+                        "{} updates have no place in a Gemini chat and were left out",
                         kinds.join(", ")
                     ),
                 );
