@@ -4646,6 +4646,52 @@ fn local_scope_mcp_servers_come_back_into_the_same_harness_without_the_account()
         kept,
         "the rest of the configuration comes back"
     );
+    // A permission mode that acts without asking is a grant too: said when written, left out
+    // with --no-grants, from the settings file restored and from the session setting merged
+    // into one there (new-user trial helper-136, 4).
+    assert!(
+        said.contains("starts every session in mode \"acceptEdits\""),
+        "{said}"
+    );
+    let settings = |home: &Path| -> Value {
+        serde_json::from_slice(&fs::read(home.join(".claude/settings.json")).unwrap()).unwrap()
+    };
+    assert_eq!(settings(&wary)["permissions"].get("defaultMode"), None);
+    assert_eq!(settings(&wary)["permissions"]["ask"][0], "Bash(git push:*)");
+    assert_eq!(
+        settings(&fresh)["permissions"]["defaultMode"],
+        "acceptEdits"
+    );
+    let mine = t.path().join("mine");
+    fs::create_dir_all(mine.join(".claude")).unwrap();
+    fs::write(mine.join(".claude/settings.json"), r#"{"model":"sonnet"}"#).unwrap();
+    let out = asp()
+        .args([
+            "restore",
+            "--to",
+            "claude-code",
+            "--kinds",
+            "settings",
+            "--no-grants",
+        ])
+        .arg("--home")
+        .arg(&mine)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("setting \"mode\" \"acceptEdits\": not granted (--no-grants)"),
+        "{said}"
+    );
+    assert_eq!(
+        settings(&mine).get("permissions"),
+        None,
+        "{}",
+        settings(&mine)
+    );
     let text = fs::read_to_string(fresh.join(".claude.json")).unwrap();
     for never in [
         "oauthAccount",

@@ -112,10 +112,12 @@ pub struct RestoreArgs {
     /// Leave out the folder trust and approvals the harness's configuration holds by a
     /// folder's path (Claude Code's trust of a folder, the tools it runs there without asking,
     /// the .mcp.json servers approved there; Gemini CLI's and Qwen Code's trustedFolders.json;
-    /// the projects Codex's config.toml trusts), and the MCP servers Gemini CLI's settings.json
-    /// runs without asking (trust: true): on another machine another repository may sit at
-    /// that path, and a server's tools should not run unasked there before it is looked at.
-    /// Each is said either way
+    /// the projects Codex's config.toml trusts), the MCP servers Gemini CLI's settings.json
+    /// runs without asking (trust: true), and a permission mode that acts without asking
+    /// (Claude Code's permissions.defaultMode acceptEdits or auto; a carried session mode such
+    /// as acceptEdits, autoEdit, yolo, Codex's auto or full-access): on another machine
+    /// another repository may sit at that path, and a server's tools should not run unasked
+    /// there before it is looked at. Each is said either way
     #[arg(long)]
     pub no_grants: bool,
 
@@ -551,6 +553,23 @@ fn run_one(args: RestoreArgs, out: &crate::Lines) -> Result<(Exit, Option<serde_
         crate::errln!("note: {message}");
     }
     let diagnostics = Diagnostics::new();
+    // A carried session mode that acts without asking is a grant too (new-user trial
+    // helper-136, 4: `--no-grants` merged `acceptEdits` into the settings.json there).
+    if args.no_grants
+        && let Some(settings) = mapped.state.settings.as_mut()
+        && let Some(asp_format::state::SettingValue::Select(mode)) = settings.get("mode")
+        && asp_convert::kit::accepted::approves_unasked(mode)
+    {
+        let message =
+            format!("setting \"mode\" {mode:?}: not granted (--no-grants): it acts without asking");
+        settings.remove("mode");
+        diagnostics.push(asp_convert::kit::report::Diagnostic {
+            severity: asp_convert::kit::report::Severity::LeftOut,
+            subject: None,
+            line: None,
+            message,
+        });
+    }
     // A dry run judges the state, and each configuration file merged into another, against
     // the files as the restore would leave them, not as they are (`PlannedView`).
     let _planned = args

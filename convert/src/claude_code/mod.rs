@@ -167,6 +167,22 @@ impl Harness for ClaudeCode {
     /// (`paste-cache/*.txt`, deleted by Claude Code after `cleanupPeriodDays` as transcripts
     /// are) and the plan-mode plans `plans/`; never `.credentials.json`. (A session's
     /// checkpoints and todo lists travel with the session.)
+    /// `settings.json`: a `permissions.defaultMode` that acts without asking (`acceptEdits`,
+    /// `auto`, `bypassPermissions`).
+    fn grant_files(&self, home: &crate::Home) -> Vec<String> {
+        crate::kit::config::relative(&home.dir, &Layout::of(home).config.join("settings.json"))
+            .into_iter()
+            .collect()
+    }
+
+    fn grants_in(&self, _rel: &str, bytes: &[u8]) -> Option<crate::kit::grants::Granting> {
+        crate::kit::grants::mode_that_acts_unasked(
+            "Claude Code",
+            bytes,
+            &["permissions", "defaultMode"],
+        )
+    }
+
     fn config_files(&self, home: &crate::Home) -> crate::kit::config::ConfigFiles {
         let layout = Layout::of(home);
         let c = &layout.config;

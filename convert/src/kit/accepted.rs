@@ -12,6 +12,35 @@
 
 use std::fmt;
 
+/// Whether a session mode, as any harness spells it (an ACP mode id), lets the agent act
+/// without asking: file edits accepted (Claude Code's `acceptEdits`, Gemini CLI's and Qwen
+/// Code's `autoEdit`), every tool run (`yolo`, `bypassPermissions`, Claude Code's classifier
+/// `auto`), or Codex writing without asking (`auto`: workspace-write; `full-access`; a policy and
+/// sandbox pair that is not read-only, or whose policy is `never`). `asp restore --no-grants`
+/// leaves such a mode out, as it leaves out the folder trust a backup holds: on another machine
+/// a person may not want it before they look (new-user trial helper-136, 4).
+pub fn approves_unasked(mode: &str) -> bool {
+    if let Some((approval, sandbox)) = mode.split_once('/') {
+        return approval == "never" || sandbox != "read-only";
+    }
+    let plain: String = mode
+        .trim()
+        .chars()
+        .filter(|c| !matches!(c, '-' | '_'))
+        .flat_map(char::to_lowercase)
+        .collect();
+    matches!(
+        plain.as_str(),
+        "acceptedits"
+            | "autoedit"
+            | "yolo"
+            | "bypasspermissions"
+            | "bypass"
+            | "auto"
+            | "fullaccess"
+    )
+}
+
 /// Who serves a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provider {
@@ -249,6 +278,32 @@ impl Accepts {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn modes_that_act_without_asking_are_told_from_those_that_ask() {
+        for m in [
+            "acceptEdits",
+            "autoEdit",
+            "auto_edit",
+            "yolo",
+            "bypassPermissions",
+            "auto",
+            "full-access",
+            "never/read-only",
+            "on-request/workspace-write",
+        ] {
+            assert!(approves_unasked(m), "{m}");
+        }
+        for m in [
+            "default",
+            "plan",
+            "read-only",
+            "dontAsk",
+            "on-request/read-only",
+        ] {
+            assert!(!approves_unasked(m), "{m}");
+        }
+    }
     use super::*;
 
     #[test]

@@ -102,6 +102,44 @@ pub fn trusted_servers(harness: &str, bytes: &[u8]) -> Option<Granting> {
     })
 }
 
+/// A JSON settings file's permission mode at `key` (a path of members: Claude Code's
+/// `permissions.defaultMode`) when it lets the agent act without asking
+/// ([`crate::kit::accepted::approves_unasked`]): `asp restore --no-grants` writes the file
+/// without it. `None` when there is none, or it asks. The rest is pretty-printed (a file with
+/// comments loses them, which is said).
+pub fn mode_that_acts_unasked(harness: &str, bytes: &[u8], key: &[&str]) -> Option<Granting> {
+    let (last, parents) = key.split_last()?;
+    let parsed = std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|t| super::jsonc::parse(t, super::jsonc::Jsonc::Comments).ok());
+    let Some((Value::Object(mut all), commented)) = parsed else {
+        return None;
+    };
+    let mut at = &mut all;
+    for k in parents {
+        at = at.get_mut(*k)?.as_object_mut()?;
+    }
+    let mode = at.get(*last)?.as_str()?.to_owned();
+    if !super::accepted::approves_unasked(&mode) {
+        return None;
+    }
+    at.remove(*last);
+    let mut rest = serde_json::to_vec_pretty(&Value::Object(all)).expect("JSON serialises");
+    rest.push(b'\n');
+    Some(Granting {
+        what: format!(
+            "{harness} starts every session in mode {mode:?} ({}), which acts without asking{}",
+            key.join("."),
+            if commented {
+                "; without it the file is written without its comments"
+            } else {
+                ""
+            }
+        ),
+        rest: Some(rest),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +163,26 @@ mod tests {
             None
         );
         assert_eq!(trusted_servers("Gemini CLI", b"{}"), None);
+    }
+
+    #[test]
+    fn a_mode_that_acts_unasked_grants_and_the_rest_keeps_everything_else() {
+        let file = br#"{"model": "opus", "permissions": {"defaultMode": "acceptEdits", "allow": ["Bash(ls)"]}}"#;
+        let key = ["permissions", "defaultMode"];
+        let g = mode_that_acts_unasked("Claude Code", file, &key).unwrap();
+        assert_eq!(
+            g.what,
+            "Claude Code starts every session in mode \"acceptEdits\" (permissions.defaultMode), \
+             which acts without asking"
+        );
+        let rest: Value = serde_json::from_slice(&g.rest.unwrap()).unwrap();
+        assert_eq!(
+            rest,
+            serde_json::json!({"model": "opus", "permissions": {"allow": ["Bash(ls)"]}})
+        );
+        let asks = br#"{"permissions": {"defaultMode": "plan"}}"#;
+        assert_eq!(mode_that_acts_unasked("Claude Code", asks, &key), None);
+        assert_eq!(mode_that_acts_unasked("Claude Code", b"{}", &key), None);
     }
 
     #[test]
