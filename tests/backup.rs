@@ -6365,3 +6365,48 @@ fn a_restore_to_folders_not_on_this_machine_says_how_to_move_them() {
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(said.contains("they are under /home/dev ("), "{said}");
 }
+
+/// Mistakes said before anything is made (new-user trial helper-137, 11): a bundle cut short
+/// given to `backup --from-bundle` makes no repository (an empty one was left); `--repo` that
+/// is a file says so (it was "Not a directory (os error 20)"); `--keep-last 0` is a usage
+/// error (it kept one).
+#[test]
+fn mistakes_are_said_before_anything_is_made() {
+    let t = tmp();
+    let bundle = t.path().join("b.aspstate");
+    succeeds(&mut pack_home("claude-code", samples().join("claude-code"), &bundle));
+    let bytes = fs::read(&bundle).unwrap();
+    let cut = t.path().join("cut.aspstate");
+    fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let repo = t.path().join("repo");
+    let out = asp()
+        .args(["backup", "--from-bundle"])
+        .arg(&cut)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(!repo.exists(), "no repository was made: {said}");
+
+    let out = asp()
+        .args(["backup", "--from-bundle"])
+        .arg(&bundle)
+        .arg("--repo")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("is a file, not an asp repository"), "{said}");
+
+    let out = asp()
+        .args(["forget", "--keep-last", "0", "--repo"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("0 keeps nothing"), "{said}");
+}

@@ -11,7 +11,7 @@ use clap::Parser;
 
 use crate::args::{Common, RepoArg, parse_threads};
 use crate::bail_usage;
-use crate::exit::{EXIT_CODES_HELP, Exit, Result};
+use crate::exit::{Context, EXIT_CODES_HELP, Exit, Result};
 use crate::human;
 use crate::progress::Bar;
 
@@ -96,6 +96,10 @@ pub struct BackupArgs {
 
 pub fn run(args: BackupArgs) -> Result<Exit> {
     if let Some(file) = &args.from_bundle {
+        // A file that is not a bundle at all (cut short, not a zip) is said before a
+        // repository is made for it (new-user trial helper-137, 11: an empty new one was left).
+        asp_format::bundle::Bundle::open(file)
+            .with_context(|| format!("cannot back up {}", file.display()))?;
         let repo = args.repo.open_or_init()?;
         let bar = Bar::new(args.common.quiet);
         let o = asp_repo::from_bundle::backup_bundle(&repo, file, None, &bar)?;

@@ -39,15 +39,15 @@ forgotten themselves), or --snapshot naming that newest one.
 {EXIT_CODES_HELP}"))]
 pub struct ForgetArgs {
     /// Keep the newest N snapshots
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub keep_last: Option<usize>,
 
     /// Keep the newest snapshot of each of the last N days that have one (UTC)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub keep_daily: Option<usize>,
 
     /// Keep the newest snapshot of each of the last N weeks that have one
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub keep_weekly: Option<usize>,
 
     /// Drop sessions gone from the source before DATE (YYYY-MM-DD or RFC 3339) from the newest
@@ -326,4 +326,14 @@ fn forget_named(repo: &Repository, args: &ForgetArgs) -> Result<Exit> {
         }
     }
     Ok(Exit::Ok)
+}
+
+/// A `--keep-*` count: 0 would keep none, which is not what a person asking to keep means
+/// (`--keep-last 0` kept one: new-user trial helper-137, 11).
+fn at_least_one(s: &str) -> std::result::Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("0 keeps nothing; give 1 or more (asp forget --snapshot ID lets go of one snapshot)".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }

@@ -394,6 +394,13 @@ impl Repository {
             repo.refuse_foreign()?;
             return Ok((repo, false));
         }
+        if fs::metadata(root).is_ok_and(|m| !m.is_dir()) {
+            // (It was "Not a directory (os error 20)": new-user trial helper-137, 11.)
+            return Err(RepoError::NotARepository(format!(
+                "{} is a file, not an asp repository (a directory): give --repo a directory",
+                root.display()
+            )));
+        }
         if only_locks(root)? {
             // What a failed first pull leaves: the lock files, never unlinked (another process
             // may hold one). The layout is made in place under the lock, `oci-layout` last.
