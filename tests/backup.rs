@@ -5729,13 +5729,23 @@ fn a_session_continued_elsewhere_is_brought_up_to_date() {
     let (_t, home, repo) = home_and_repo();
     let file = home.join(SHOP).join(format!("{A}.jsonl"));
     let here = fs::read(&file).unwrap();
+    let todos = home.join(format!(".claude/todos/{A}-agent-{A}.json"));
+    let todos_here = fs::read(&todos).unwrap();
     let continued = append_turn(&file, 7);
     append_turn(&file, 8);
     let continued = fs::read(&file).unwrap().len().max(continued.len());
+    // Its todo list changed as it went on: the newer one comes with it (review helper-138, 3).
+    fs::write(
+        &todos,
+        b"[{\"content\":\"ship it\",\"status\":\"completed\"}]",
+    )
+    .unwrap();
     backup(&home, &repo);
     let backed_up = fs::read(&file).unwrap();
+    let todos_backed_up = fs::read(&todos).unwrap();
     assert_eq!(backed_up.len(), continued);
     fs::write(&file, &here).unwrap();
+    fs::write(&todos, &todos_here).unwrap();
     let restore = |extra: &[&str]| {
         asp()
             .args(["restore", "--json", "--to", "claude-code", "--session", A])
@@ -5755,9 +5765,9 @@ fn a_session_continued_elsewhere_is_brought_up_to_date() {
     assert_eq!(answer["_meta"]["asp"]["updated"], json!([A]), "{answer}");
     assert_eq!(files_in(&home), before, "a dry run writes nothing");
 
-    let out = restore(&[]);
+    let out = restore(&["--strict"]);
     let said = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert_eq!(out.status.code(), Some(0), "nothing left out: {said}");
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(answer["sessions"][A], A, "{answer}");
     assert_eq!(answer["_meta"]["asp"]["updated"], json!([A]), "{answer}");
@@ -5766,6 +5776,11 @@ fn a_session_continued_elsewhere_is_brought_up_to_date() {
         fs::read(&file).unwrap(),
         backed_up,
         "the continued version is here"
+    );
+    assert_eq!(
+        fs::read(&todos).unwrap(),
+        todos_backed_up,
+        "and its todo list"
     );
     let transcripts = files_in(&home)
         .keys()
@@ -6374,7 +6389,11 @@ fn a_restore_to_folders_not_on_this_machine_says_how_to_move_them() {
 fn mistakes_are_said_before_anything_is_made() {
     let t = tmp();
     let bundle = t.path().join("b.aspstate");
-    succeeds(&mut pack_home("claude-code", samples().join("claude-code"), &bundle));
+    succeeds(&mut pack_home(
+        "claude-code",
+        samples().join("claude-code"),
+        &bundle,
+    ));
     let bytes = fs::read(&bundle).unwrap();
     let cut = t.path().join("cut.aspstate");
     fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();

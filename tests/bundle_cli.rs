@@ -2167,6 +2167,44 @@ fn a_command_told_to_stop_removes_its_temporaries() {
         drop(stdin);
         assert_eq!(status.signal(), Some(signal), "{name}: {status:?}");
         assert_eq!(spooled(&scratch), 0, "{name}: the spooled bundle was left");
-        assert!(!dir.path().join(format!("out-{name}")).exists(), "{name}");
     }
+
+    // Started with SIGHUP ignored (`nohup`), it stays ignored: the command goes on (it was
+    // waited for, and ended the process: review helper-138, 1).
+    let mut child = {
+        use std::os::unix::process::CommandExt as _;
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_asp-unpack"));
+        c.arg("-")
+            .arg("--to-dir")
+            .arg(dir.path().join("out-nohup"))
+            .env("TMPDIR", &scratch)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        // SAFETY: only `signal`, async-signal-safe, between fork and exec.
+        #[allow(unsafe_code)]
+        unsafe {
+            c.pre_exec(|| {
+                libc::signal(libc::SIGHUP, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+        c.spawn().unwrap()
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&bytes[..bytes.len() / 2]).unwrap();
+    while spooled(&scratch) == 0 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // SAFETY: a signal sent to the child this test started.
+    #[allow(unsafe_code)]
+    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGHUP) };
+    assert_eq!(sent, 0);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(child.try_wait().unwrap().is_none(), "SIGHUP ended it");
+    stdin.write_all(&bytes[bytes.len() / 2..]).unwrap();
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(dir.path().join("out-nohup/sessions").is_dir());
 }

@@ -704,3 +704,39 @@ fn a_home_that_is_the_harnesss_own_folder_is_refused() {
         assert!(nothing_in(&home), "{harness}: nothing written");
     }
 }
+
+/// `-q` on pack and unpack says what `asp backup -q` says: what was lost, and what was done;
+/// what was left out by design is counted, and listed by --json (it was all printed, as
+/// without -q: new-user trial helper-137, 6).
+#[test]
+fn quiet_pack_and_unpack_say_what_was_lost_and_done_only() {
+    let dir = tmp();
+    let bundle = dir.path().join("b.aspstate");
+    let o = pack_home("claude-code", claude_home(), &bundle)
+        .arg("-q")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("left out: "), "{err}");
+    assert!(
+        said.contains("; 3 not taken (each with why without -q, and in --json)"),
+        "{said}"
+    );
+    let home = dir.path().join("codex");
+    fs::create_dir_all(&home).unwrap();
+    let o = asp_unpack()
+        .arg(&bundle)
+        .args(["--to", "codex", "-q", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    // What it did not take is what was done, said either way; the findings are not.
+    assert!(
+        !err.contains("left out: ") && !err.contains("note: ") && err.contains("not taken: "),
+        "{err}"
+    );
+}

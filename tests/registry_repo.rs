@@ -1137,3 +1137,55 @@ fn a_script_an_mcp_server_runs_travels_with_its_snapshot() {
         fs::read(state.join(".copilot/mcp/issues.py")).unwrap()
     );
 }
+
+/// A pull cut short (`kill -9`, a dropped connection) and started again fetches only what it
+/// had not: the blobs its leftover `.asp-pull-*` folder holds are linked in and checked again
+/// (one that does not match its digest is fetched anew), not downloaded again from nothing
+/// (new-user trial helper-136, 6).
+#[test]
+fn a_pull_started_again_takes_what_the_one_cut_short_had_fetched() {
+    let (reg, laptop, _state) = laptop_backed_up(0..3);
+    let reference = format!("{}/me/agent-state:laptop", reg.host());
+    let pushed = push(&laptop, &["latest", &reference]);
+    let content = pushed["digest"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:");
+    let manifest: Value =
+        serde_json::from_slice(&fs::read(reg.blob_data(content)).unwrap()).unwrap();
+    let layers: Vec<String> = manifest["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            l["digest"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("sha256:")
+                .to_owned()
+        })
+        .collect();
+    assert!(layers.len() >= 4, "{manifest}");
+
+    // The desktop's repository, and what a pull killed half way left in it.
+    let desktop = Home::new();
+    succeeds(
+        asp_on(&desktop)
+            .args(["backup", "-q", "--from", "codex", "--home"])
+            .arg(samples().join("codex")),
+    );
+    let leftover = default_repo(&desktop).join(".asp-pull-Ab12Cd");
+    fs::create_dir_all(&leftover).unwrap();
+    for hex in &layers[..3] {
+        fs::copy(reg.blob_data(hex), leftover.join(hex)).unwrap();
+    }
+    let damaged = &layers[3];
+    let mut bytes = fs::read(reg.blob_data(damaged)).unwrap();
+    bytes[0] ^= 0x55;
+    fs::write(leftover.join(damaged), &bytes).unwrap();
+
+    let pulled = pull(&desktop, &[&reference]);
+    assert_eq!(pulled["blobsResumed"], 3, "{pulled}");
+    assert!(pulled["blobsDownloaded"].as_u64().unwrap() >= 1, "{pulled}");
+    succeeds(asp_on(&desktop).args(["check", "-q", "--read-data"]));
+}

@@ -11,14 +11,16 @@ use clap::Args;
 pub struct Common {
     /// Print the result as JSON on stdout (one document: an object; a list for `asp sessions`,
     /// `asp snapshots` and `asp backup`, one per harness backed up). A command that fails
-    /// prints {"error": {"message", "class", "exit"}} there instead (class: integrity, source,
-    /// store or usage)
+    /// after its arguments were read prints {"error": {"message", "class", "exit"}} there
+    /// instead (class: integrity, source, store or usage), unless it had written there
+    /// already
     #[arg(long, global = true)]
     pub json: bool,
 
-    /// No progress bar, and no lines of detail: `asp backup` leaves out the sessions new,
-    /// changed and gone and what was left out by design; `asp push` and `asp pull` their
-    /// notes. What was lost, and what was done, are still said
+    /// No progress bar, and no lines of detail: what was left out by design and the notes
+    /// (`asp backup` also leaves out the sessions new, changed and gone; `asp push` and `asp
+    /// pull` their notes). What was lost, and what was done, are still said, and --json
+    /// lists everything
     #[arg(short, long, global = true)]
     pub quiet: bool,
 }

@@ -332,7 +332,10 @@ fn forget_named(repo: &Repository, args: &ForgetArgs) -> Result<Exit> {
 /// (`--keep-last 0` kept one: new-user trial helper-137, 11).
 fn at_least_one(s: &str) -> std::result::Result<usize, String> {
     match s.parse::<usize>() {
-        Ok(0) => Err("0 keeps nothing; give 1 or more (asp forget --snapshot ID lets go of one snapshot)".to_owned()),
+        Ok(0) => Err(
+            "0 keeps nothing; give 1 or more (asp forget --snapshot ID lets go of one snapshot)"
+                .to_owned(),
+        ),
         Ok(n) => Ok(n),
         Err(e) => Err(e.to_string()),
     }

@@ -109,9 +109,13 @@ pub fn finding_json(d: &asp_convert::kit::report::Diagnostic) -> serde_json::Val
 /// line adds when not everything was carried, or nothing. The same words for a pack and an
 /// unpack: what was not taken is left out by design, or not possible where it went, and the
 /// lines above say which.
-pub fn not_carried(left_out: usize, lost: usize) -> String {
+pub fn not_carried(left_out: usize, lost: usize, quiet: bool) -> String {
     let mut out = String::new();
-    if left_out > 0 {
+    if left_out > 0 && quiet {
+        out.push_str(&format!(
+            "; {left_out} not taken (each with why without -q, and in --json)"
+        ));
+    } else if left_out > 0 {
         out.push_str(&format!(
             "; {left_out} not taken (listed above, each with why)"
         ));

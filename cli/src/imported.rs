@@ -37,9 +37,17 @@ impl Imported {
         }
     }
 
-    /// Every finding and every `notTaken` on stderr, labelled by what it cost.
-    pub fn print_findings(&self, bar: &Bar) {
-        for line in human::finding_lines(&self.findings) {
+    /// Every finding and every `notTaken` on stderr, labelled by what it cost; with `quiet`
+    /// (`-q`) the findings only what was lost, as `asp backup -q` says them. What the
+    /// destination did not take (`notTaken`, each a kind's refusal with its reason: a file
+    /// there kept and the carried one written beside it) and what was written into a file
+    /// there are what was done: said either way.
+    pub fn print_findings(&self, bar: &Bar, quiet: bool) {
+        let shown = self
+            .findings
+            .iter()
+            .filter(|d| !quiet || d.severity.is_loss());
+        for line in human::finding_lines(shown) {
             bar.println(line);
         }
         for n in &self.answer.not_taken {
@@ -107,7 +115,7 @@ impl Imported {
     /// empty home says what it would write too; then what was not carried. (A session there
     /// whose missing files were written back counts as there; a finding says what was
     /// written.)
-    pub fn summary_tail(&self) -> String {
+    pub fn summary_tail(&self, quiet: bool) -> String {
         let mut tail = String::new();
         let there = self.answer.already_there.len();
         let beside = self.answer.beside.len();
@@ -134,7 +142,7 @@ impl Imported {
                 parts.join(", ")
             ));
         }
-        tail.push_str(&human::not_carried(self.left_out(), self.lost()));
+        tail.push_str(&human::not_carried(self.left_out(), self.lost(), quiet));
         tail
     }
 
@@ -220,7 +228,7 @@ mod tests {
         assert_eq!(imported.json(true)["_meta"]["asp"]["dryRun"], true);
         assert_eq!(v["_meta"]["asp"]["findings"][0]["severity"], "left out");
         assert_eq!(v["notTaken"][0]["kind"], "memory");
-        let tail = imported.summary_tail();
+        let tail = imported.summary_tail(false);
         // b → c is new under an id of the destination's (not "kept beside": only the
         // answer's `beside` says that).
         assert!(
@@ -242,6 +250,6 @@ mod tests {
             answer.sessions.insert(id.into(), id.into());
         }
         let imported = Imported::new(answer, BTreeMap::new(), &Diagnostics::new());
-        assert_eq!(imported.summary_tail(), "; 3 sessions: 3 new");
+        assert_eq!(imported.summary_tail(false), "; 3 sessions: 3 new");
     }
 }

@@ -126,6 +126,12 @@ macro_rules! errln {
 /// command had already written to it: a script that parses stdout gets an answer on failure
 /// too, not an empty string (new-user trial helper-131, 8).
 pub fn finish(program: &str, json: bool, result: exit::Result<Exit>) -> ExitCode {
+    // Told to stop: the signal's thread is removing the temporaries and ends the process by
+    // the signal; what failed meanwhile (a temporary removed under a writer) is not the
+    // command's outcome, and must not end the process first (review helper-138, 8).
+    while asp_format::on_stop::stopping() {
+        std::thread::park();
+    }
     match result {
         Ok(code) => code.into(),
         Err(err) if err.is_broken_pipe() => ExitCode::from(141),

@@ -139,12 +139,19 @@ impl Mapped {
             .flatten()
             .flat_map(PathMap::server_paths)
             .collect();
+        // (A memory note's project moves too: review helper-138, 7.)
+        let note_projects = state
+            .memory
+            .iter()
+            .flatten()
+            .filter_map(|n| n.origin.project.as_deref());
         let used = state
             .sessions
             .iter()
             .flatten()
             .filter_map(|s| s.cwd.as_deref())
-            .chain(server_paths.iter().copied());
+            .chain(server_paths.iter().copied())
+            .chain(note_projects);
         if state.sessions.as_ref().is_some_and(|s| !s.is_empty()) {
             let cwds = state
                 .sessions

@@ -265,6 +265,8 @@ pub fn run(args: PackArgs) -> Result<Exit> {
     let to_stdout = args.output.as_os_str() == "-";
     if to_stdout {
         crate::stdio::refuse_a_terminal()?;
+        // The bundle's: a `--json` error is not put into it (review helper-138, 6).
+        crate::stdout_used();
     }
     let created = created(&args)?;
     if args.from_repo {
@@ -393,7 +395,11 @@ pub fn run(args: PackArgs) -> Result<Exit> {
     bar.clear();
 
     let items = diagnostics.items();
-    for line in human::finding_lines(&items) {
+    // With -q only what was lost, as `asp backup -q` (new-user trial helper-137, 6).
+    let said = items
+        .iter()
+        .filter(|d| !args.common.quiet || d.severity.is_loss());
+    for line in human::finding_lines(said) {
         bar.println(line);
     }
     // (As `asp backup --json` gives what was lost, and `asp-unpack --json` its findings.)
@@ -420,7 +426,11 @@ pub fn run(args: PackArgs) -> Result<Exit> {
         written.size,
         &written.digest.to_string(),
     );
-    summary.push_str(&human::not_carried(left_out.len(), lost.len()));
+    summary.push_str(&human::not_carried(
+        left_out.len(),
+        lost.len(),
+        args.common.quiet,
+    ));
     if args.common.json {
         let out = serde_json::json!({
             "bundle": shown,

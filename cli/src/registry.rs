@@ -842,6 +842,13 @@ pub fn run_pull(args: PullArgs) -> Result<Exit> {
             report.blobs_present,
             human::bytes(report.bytes_present),
         );
+        if report.blobs_resumed > 0 {
+            line.push_str(&format!(
+                ", {} fetched by a pull cut short before ({})",
+                report.blobs_resumed,
+                human::bytes(report.bytes_resumed)
+            ));
+        }
         if let Some(n) = bundle_bytes {
             line.push_str(&format!("; bundle of {}", human::bytes(n)));
         }

@@ -425,6 +425,15 @@ fn run_all(args: RestoreArgs) -> Result<Exit> {
              lists them)"
         );
     }
+    // A --home that is one of them's own folder is refused before any is written (Claude
+    // Code's store went into ~/.codex/.claude before Codex's restore refused it: review
+    // helper-138, 4).
+    let home = Home::resolve_to_write(args.home.clone())?;
+    for harness in &harnesses {
+        Store::harness(harness, home.clone())
+            .expect("known")
+            .check_home_is_not_the_store()?;
+    }
     let mut worst = Exit::Ok;
     // With --json, one array: each harness's answer with `harness` beside it (printed also
     // when a later harness fails: what was restored is said).
@@ -689,7 +698,7 @@ fn run_one(args: RestoreArgs, out: &crate::Lines) -> Result<(Exit, Option<serde_
         "the repository (asp check --read-data names the blob)",
     );
     let imported = Imported::new(answer, written.resume, &diagnostics);
-    imported.print_findings(&bar);
+    imported.print_findings(&bar, args.common.quiet);
     for line in &config_lines {
         bar.println(line);
     }
@@ -736,7 +745,7 @@ fn run_one(args: RestoreArgs, out: &crate::Lines) -> Result<(Exit, Option<serde_
             info.harness,
             info.home,
             store.describe_location(),
-            imported.summary_tail()
+            imported.summary_tail(args.common.quiet)
         ))?;
         for line in imported.detail_lines(args.dry_run) {
             out.line(line)?;

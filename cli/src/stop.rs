@@ -27,12 +27,20 @@ mod unix {
     // signal number; none keeps a pointer past the call.
     #[allow(unsafe_code)]
     pub(super) fn install() {
+        // A signal the process was started with ignored (`nohup`; a script's `cmd &`, whose
+        // shell ignores SIGINT for it) stays ignored: blocked, it would be waited for and end
+        // the process (review helper-138, 1).
         let set = unsafe {
             let mut set = MaybeUninit::<libc::sigset_t>::uninit();
             libc::sigemptyset(set.as_mut_ptr());
             let mut set = set.assume_init();
             for s in SIGNALS {
-                libc::sigaddset(&mut set, s);
+                let mut old = MaybeUninit::<libc::sigaction>::zeroed();
+                let ignored = libc::sigaction(s, ptr::null(), old.as_mut_ptr()) == 0
+                    && old.assume_init().sa_sigaction == libc::SIG_IGN;
+                if !ignored {
+                    libc::sigaddset(&mut set, s);
+                }
             }
             set
         };

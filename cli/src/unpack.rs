@@ -219,7 +219,7 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
         _ => store.describe_location(),
     };
     bar.clear();
-    imported.print_findings(&bar);
+    imported.print_findings(&bar, args.common.quiet);
     for line in damaged.lines() {
         bar.println(format!("damaged: {}: {line}", input.display()));
     }
@@ -254,7 +254,7 @@ pub fn run(args: UnpackArgs) -> Result<Exit> {
         crate::outln!(
             "{verb} {taken} from {} into {target}{}",
             input.display(),
-            imported.summary_tail()
+            imported.summary_tail(args.common.quiet)
         );
         for line in imported.detail_lines(args.dry_run) {
             crate::outln!("{line}");

@@ -666,12 +666,13 @@ pub fn write(
         .prefix(&format!(".{}.asp-unpack-", name.to_string_lossy()))
         .tempdir_in(parent)
         .map_err(ConvertError::write(parent))?;
-    let _on_stop = asp_format::on_stop::remove_on_stop(staged.path());
+    let on_stop = asp_format::on_stop::remove_on_stop(staged.path());
     let written = write_new(staged.path(), state, blobs, progress)?;
     // `staged` goes when dropped: the new state if it could not be put in place, else the
     // old one (if `replace_dir` could not remove it).
-    let leftover =
-        crate::kit::fsops::replace_dir(staged.path(), dir).map_err(ConvertError::write(dir))?;
+    let leftover = on_stop
+        .settle(|| crate::kit::fsops::replace_dir(staged.path(), dir))
+        .map_err(ConvertError::write(dir))?;
     if leftover.is_some() {
         // What could not be removed is the user's to see, not a temporary folder's to drop.
         let _ = staged.keep();
@@ -708,10 +709,10 @@ fn write_missing(
         .prefix(&format!(".{}.asp-unpack-", name.to_string_lossy()))
         .tempdir_in(parent)
         .map_err(ConvertError::write(parent))?;
-    let _on_stop = asp_format::on_stop::remove_on_stop(staged.path());
+    let on_stop = asp_format::on_stop::remove_on_stop(staged.path());
     let written = write_new(staged.path(), state, blobs, progress)?;
     // Onto a missing name, or a folder made empty meanwhile; not onto one that filled.
-    fs::rename(staged.path(), dir).map_err(|e| {
+    on_stop.settle(|| fs::rename(staged.path(), dir)).map_err(|e| {
         ConvertError::invalid(
             dir,
             format!("was made by something else while the state was written ({e}); nothing was put there"),

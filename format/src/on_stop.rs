@@ -24,6 +24,22 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 #[must_use = "the path is unregistered when this is dropped"]
 pub struct Guard(u64);
 
+impl Guard {
+    /// Runs `put_in_place` (the rename that makes the temporary what it was written to be)
+    /// and unregisters the path, both while no removal can run: a stop that came meanwhile
+    /// would otherwise empty a folder just renamed into place, or the old one exchanged to
+    /// the temporary name (review helper-138, 5). A removal already under way holds the lock
+    /// until the process ends, so this waits for that end.
+    pub fn settle<T>(self, put_in_place: impl FnOnce() -> T) -> T {
+        let held = REGISTERED.lock();
+        let done = put_in_place();
+        if let Ok(mut all) = held {
+            all.remove(&self.0);
+        }
+        done
+    }
+}
+
 impl Drop for Guard {
     fn drop(&mut self) {
         if let Ok(mut all) = REGISTERED.lock() {
@@ -42,19 +58,25 @@ pub fn remove_on_stop(path: &Path) -> Guard {
     Guard(id)
 }
 
+/// Whether [`remove_all`] has begun: the process is ending by a signal, and a failure a
+/// thread meets now (its temporary removed under it) is not to be said as the command's.
+pub fn stopping() -> bool {
+    STOPPING.load(Ordering::Relaxed)
+}
+
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Removes everything registered, and lets nothing be registered after: for a signal
 /// handler, just before the process ends. Whatever cannot be removed is left (there is no one
 /// left to tell).
 pub fn remove_all() {
+    STOPPING.store(true, Ordering::Relaxed);
     // Held to the end: a writer that makes a temporary meanwhile waits, and the process ends.
     let Ok(all) = REGISTERED.lock() else { return };
     for path in all.values() {
         match std::fs::symlink_metadata(path) {
             Ok(m) if m.is_dir() => {
-                // Another thread may still be adding files to it: try again once.
-                if std::fs::remove_dir_all(path).is_err() {
-                    let _ = std::fs::remove_dir_all(path);
-                }
+                let _ = std::fs::remove_dir_all(path);
             }
             Ok(_) => {
                 let _ = std::fs::remove_file(path);

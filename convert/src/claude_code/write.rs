@@ -606,8 +606,9 @@ fn write_native(
             None,
             format!(
                 "session {}: the carried transcript continues the one here (it holds every line \
-                 of it, and more after them); brought up to date",
-                s.id
+                 of it, and more after them); {}brought up to date",
+                s.id,
+                if writer.is_dry_run() { "would be " } else { "" }
             ),
         );
         let bucket = bucket_of(p).unwrap_or(&bucket).to_owned();
@@ -620,6 +621,7 @@ fn write_native(
             &bucket,
             stem,
             &mut refused,
+            Updating::Yes,
         )?;
         let updated = placed.contains(main.path.as_str());
         return Ok(Outcome {
@@ -663,6 +665,7 @@ fn write_native(
                 &bucket,
                 stem,
                 &mut refused,
+                Updating::No,
             )?;
             said_written_back(ctx, s, &written);
             return Ok(Outcome {
@@ -713,6 +716,7 @@ fn write_native(
         &bucket,
         &new_stem,
         &mut refused,
+        Updating::No,
     )?;
     let result = if new_stem == stem {
         SessionPlaced::new(stem)
@@ -775,6 +779,16 @@ fn harness_of(s: &Session) -> &str {
 /// Returns the native paths whose bytes are now there, and which of them it wrote; a
 /// different file already in the way is refused with its reason.
 #[allow(clippy::too_many_arguments)]
+/// Whether [`place`] brings a session there up to date: its transcript is the start of the
+/// carried one, so the carried side files that differ (a todo list, a title or archive record)
+/// are the newer ones, and replace those there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Updating {
+    Yes,
+    No,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn place(
     layout: &Layout,
     writer: &Writer,
@@ -784,6 +798,7 @@ fn place(
     bucket: &str,
     new_stem: &str,
     refused: &mut Vec<String>,
+    updating: Updating,
 ) -> Result<(HashSet<String>, HashSet<String>), ConvertError> {
     let stem = s.id.as_str();
     let renamed = stem != new_stem;
@@ -862,6 +877,12 @@ fn place(
                     }
                     None => false,
                 }
+            }
+            // The session went on elsewhere: its side files there are the older ones.
+            Created::AlreadyExists if !rename && updating == Updating::Yes => {
+                writer.replace_from(&target, &mut open()?, Some(false))?;
+                written.insert(f.path.to_string());
+                true
             }
             Created::AlreadyExists if !rename => false,
             Created::AlreadyExists => {

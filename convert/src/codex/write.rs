@@ -241,7 +241,12 @@ impl<'a> SessionWriter<'a> {
             None,
             format!(
                 "thread {id}: the carried rollout continues the one here (it holds every line of \
-                 it, and more after them); brought up to date"
+                 it, and more after them); {}brought up to date",
+                if self.writer.is_dry_run() {
+                    "would be "
+                } else {
+                    ""
+                }
             ),
         );
         Ok(SessionPlaced::updated(id))

@@ -24,12 +24,11 @@ pub enum Change {
     Database(PathBuf),
 }
 
-/// What a regular file was when it was looked at: its size, modification time and inode.
+/// What a regular file was when it was looked at: its size and inode.
 /// [`Writer::bring_up_to_date`] replaces a file only while it is still what it was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamp {
     pub len: u64,
-    modified: Option<std::time::SystemTime>,
     inode: u64,
 }
 
@@ -39,15 +38,26 @@ impl Stamp {
         let m = fs::symlink_metadata(path)
             .ok()
             .filter(fs::Metadata::is_file)?;
-        #[cfg(unix)]
-        let inode = std::os::unix::fs::MetadataExt::ino(&m);
-        #[cfg(not(unix))]
-        let inode = 0;
         Some(Stamp {
             len: m.len(),
-            modified: m.modified().ok(),
-            inode,
+            inode: inode(&m),
         })
+    }
+
+    /// Whether an open file (its metadata) is still the file this was, at the same size.
+    fn is(&self, m: &fs::Metadata) -> bool {
+        m.len() == self.len && inode(m) == self.inode
+    }
+}
+
+/// A file's inode (0 where the platform has none).
+fn inode(m: &fs::Metadata) -> u64 {
+    #[cfg(unix)]
+    return std::os::unix::fs::MetadataExt::ino(m);
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        0
     }
 }
 
@@ -430,13 +440,16 @@ impl Writer {
         Ok(())
     }
 
-    /// Replaces the file at `path`, which was `was` when it was compared, with what `reader`
-    /// yields: a version of it that holds every line it holds and more after them (a session
+    /// Brings the file at `path`, which was `was` when it was compared, up to what `reader`
+    /// yields: a version of it that holds every byte it holds and more after them (a session
     /// continued on another machine and carried back), so nothing there is lost, only
-    /// continued. The new version is written whole and synced under a temporary name, and
-    /// renamed over the file only if the file is still `was` then (a harness may be
-    /// appending to it this moment): `Ok(false)` when it changed meanwhile, and nothing was
-    /// replaced. A crash leaves the old file or the new one.
+    /// continued. What follows those bytes is appended to the file itself, in one write, as
+    /// the harness appends to it: a harness that still holds the file open (an idle Codex
+    /// session keeps its rollout open to append) goes on writing into the same file, where a
+    /// new file renamed over it would have taken its later lines into a file with no name
+    /// (review helper-138, 2). Only if the file is still `was` when opened (same inode, same
+    /// size): `Ok(false)` when it changed meanwhile, and nothing was written. A crash part way
+    /// leaves the file's own bytes as they were, and at most the start of a line after them.
     pub fn bring_up_to_date(
         &self,
         path: &Path,
@@ -445,22 +458,27 @@ impl Writer {
     ) -> Result<bool, ConvertError> {
         self.inside(path)?;
         if self.dry_run {
-            self.plan(path, reader, false)?;
-            self.record(Change::Replace(path.to_path_buf()));
+            self.plan(path, reader, true)?;
+            self.record(Change::Append(path.to_path_buf()));
             return Ok(true);
         }
-        let dir = parent_of(path);
-        let keep = existing_mode(path);
-        let mut tmp = temp_in(dir, Mode::New { executable: false })?;
-        io::copy(reader, tmp.as_file_mut()).map_err(ConvertError::write(path))?;
-        finish_file(tmp.as_file(), path, keep)?;
-        if Stamp::of(path) != Some(was) {
+        // The bytes the file has (compared by the caller), then what follows them.
+        io::copy(&mut reader.take(was.len), &mut io::sink()).map_err(ConvertError::write(path))?;
+        let mut tail = Vec::new();
+        reader
+            .read_to_end(&mut tail)
+            .map_err(ConvertError::write(path))?;
+        let mut file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(ConvertError::write(path))?;
+        let now = file.metadata().map_err(ConvertError::write(path))?;
+        if !was.is(&now) {
             return Ok(false);
         }
-        tmp.persist(path)
-            .map_err(|e| ConvertError::write(path)(e.error))?;
-        sync_dir(dir);
-        self.record(Change::Replace(path.to_path_buf()));
+        file.write_all(&tail).map_err(ConvertError::write(path))?;
+        file.sync_all().map_err(ConvertError::write(path))?;
+        self.record(Change::Append(path.to_path_buf()));
         Ok(true)
     }
 
