@@ -740,3 +740,47 @@ fn quiet_pack_and_unpack_say_what_was_lost_and_done_only() {
         "{err}"
     );
 }
+
+/// A store the harness's own variable points to that is not there is said with the variable,
+/// not "check --home" when no --home was given (new-user trial helper-137, 5).
+#[test]
+fn a_store_the_environment_points_to_is_said_with_its_variable() {
+    let dir = tmp();
+    let home = dir.path().join("home");
+    fs::create_dir_all(home.join(".codex")).unwrap();
+    let typo = dir.path().join("typo-codex");
+    let o = asp_pack()
+        .args(["--from", "codex", "-o"])
+        .arg(dir.path().join("b.aspstate"))
+        .env("HOME", &home)
+        .env("CODEX_HOME", &typo)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "no codex store at {} (where CODEX_HOME points); check CODEX_HOME",
+            typo.display()
+        )),
+        "{err}"
+    );
+}
+
+/// `asp push REF latest` (the two the wrong way round) says which goes where; it read the
+/// reference as a bundle file that does not exist (new-user trial helper-136, 11).
+#[test]
+fn a_push_given_the_wrong_way_round_says_the_order() {
+    let o = asp()
+        .args(["push", "127.0.0.1:5000/me/state:v1", "latest"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "what to push goes first, where to last: asp push latest 127.0.0.1:5000/me/state:v1"
+        ),
+        "{err}"
+    );
+}

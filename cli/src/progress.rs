@@ -18,6 +18,12 @@ impl Bar {
             ProgressBar::hidden()
         } else {
             let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            // A spinner until the first step names itself: indicatif's own style (a bar of
+            // raw counts, `0/0`) flashed before it (new-user trial helper-137, 10).
+            b.set_style(
+                ProgressStyle::with_template("{spinner} {prefix} {wide_msg}")
+                    .expect("valid template"),
+            );
             b.enable_steady_tick(Duration::from_millis(120));
             b
         };
@@ -40,10 +46,10 @@ impl Bar {
 
 impl Progress for Bar {
     fn begin(&self, what: &str, total: Option<u64>) {
-        self.bar.reset();
+        // The style first, then the counts: a tick between them draws the new counts in the
+        // new style, never in the old one.
         match total {
-            Some(t) => {
-                self.bar.set_length(t);
+            Some(_) => {
                 self.bar.set_style(
                     ProgressStyle::with_template(
                         "{spinner} {prefix} [{bar:30}] {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} {wide_msg}",
@@ -53,7 +59,6 @@ impl Progress for Bar {
                 );
             }
             None => {
-                self.bar.unset_length();
                 self.bar.set_style(
                     ProgressStyle::with_template("{spinner} {prefix} {binary_bytes} {wide_msg}")
                         .expect("valid template"),
@@ -62,6 +67,11 @@ impl Progress for Bar {
         }
         self.bar.set_prefix(what.to_owned());
         self.bar.set_message("");
+        self.bar.reset();
+        match total {
+            Some(t) => self.bar.set_length(t),
+            None => self.bar.unset_length(),
+        }
     }
 
     fn advance(&self, n: u64) {

@@ -400,6 +400,19 @@ fn push_source(args: &PushArgs) -> Result<Source> {
         )
         .into());
     }
+    // The two the wrong way round: `asp push REF latest` (it read REF as a bundle file:
+    // new-user trial helper-136, 11).
+    if let Some(second) = &args.second
+        && is_snapshot(second)
+        && !std::path::Path::new(&args.first).exists()
+        && parse_reference(&args.first).is_ok()
+    {
+        return Err(Error::Usage(format!(
+            "what to push goes first, where to last: asp push {second} {}",
+            args.first
+        ))
+        .into());
+    }
     match (&args.repo, &args.second) {
         (Some(_), None) => return snapshot_source(args, "latest", &args.first),
         (Some(_), Some(reference)) => return snapshot_source(args, &args.first, reference),

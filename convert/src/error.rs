@@ -122,6 +122,13 @@ fn no_store_message(harness: &str, home: &std::path::Path, looked_for: &[PathBuf
             home.display(),
             what.join(", ")
         )
+    } else if let Some(var) = set_by_environment(looked_for) {
+        // The home was not named: the harness's own variable put the store elsewhere, and
+        // that is what to check (it said "check --home": new-user trial helper-137, 5).
+        format!(
+            "no {harness} store at {} (where {var} points); check {var}, or give --home",
+            what.join(", ")
+        )
     } else {
         format!(
             "{} holds no {harness} store (looked for {}); check --home",
@@ -129,6 +136,17 @@ fn no_store_message(harness: &str, home: &std::path::Path, looked_for: &[PathBuf
             what.join(", ")
         )
     }
+}
+
+/// The environment variable whose value is one of `paths` (`CODEX_HOME`,
+/// `CLAUDE_CONFIG_DIR`, ...), when one is.
+fn set_by_environment(paths: &[PathBuf]) -> Option<String> {
+    std::env::vars_os().find_map(|(name, value)| {
+        let value = PathBuf::from(value);
+        let shells_own = name == "PWD" || name == "OLDPWD";
+        (!shells_own && !value.as_os_str().is_empty() && paths.iter().any(|p| *p == value))
+            .then(|| name.to_string_lossy().into_owned())
+    })
 }
 
 impl ConvertError {

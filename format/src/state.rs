@@ -743,8 +743,10 @@ pub fn kept_sessions(sessions: &[Session], ids: &[String]) -> (BTreeSet<String>,
 /// or nothing. At most three are named; a start shared by more is said to be.
 pub fn whole_ids_hint<'a>(missing: &[&str], known: impl IntoIterator<Item = &'a str>) -> String {
     const NAMED: usize = 3;
+    let known: Vec<&str> = known.into_iter().collect();
     let meant: BTreeSet<&str> = known
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|k| {
             missing
                 .iter()
@@ -752,12 +754,36 @@ pub fn whole_ids_hint<'a>(missing: &[&str], known: impl IntoIterator<Item = &'a 
         })
         .collect();
     match meant.len() {
-        0 => String::new(),
+        0 => near_ids_hint(missing, known),
         n if n <= NAMED => format!(
             "; a session id is given whole: did you mean {}?",
             meant.into_iter().collect::<Vec<_>>().join(" or ")
         ),
         n => format!("; a session id is given whole, and {n} begin so"),
+    }
+}
+
+/// For session ids given that name none and are not the start of one (`whole_ids_hint`):
+/// the ids they nearly are, in another letter case (`71958462-4BB8-…`, as some tools print
+/// UUIDs) or one character off (a typo): `; did you mean 71958462-…?`, or nothing (new-user
+/// trial helper-136, 11).
+fn near_ids_hint<'a>(missing: &[&str], known: impl IntoIterator<Item = &'a str>) -> String {
+    let near = |k: &str, m: &str| {
+        k.len() == m.len()
+            && (k.eq_ignore_ascii_case(m)
+                || k.bytes().zip(m.bytes()).filter(|(a, b)| a != b).count() == 1)
+    };
+    let meant: BTreeSet<&str> = known
+        .into_iter()
+        .filter(|k| missing.iter().any(|m| !m.is_empty() && near(k, m)))
+        .collect();
+    match meant.len() {
+        0 => String::new(),
+        n if n <= 3 => format!(
+            "; did you mean {}?",
+            meant.into_iter().collect::<Vec<_>>().join(" or ")
+        ),
+        _ => String::new(),
     }
 }
 
@@ -832,6 +858,10 @@ mod tests {
             "; a session id is given whole, and 4 begin so"
         );
         assert_eq!(hint(&["", "zz"]), "");
+        // Not a start of one, but nearly one: another letter case, or one character off.
+        assert_eq!(hint(&["71958462-AA"]), "; did you mean 71958462-aa?");
+        assert_eq!(hint(&["0e06340e-cd"]), "; did you mean 0e06340e-cc?");
+        assert_eq!(hint(&["0e06340e-xy"]), "");
     }
 
     #[test]

@@ -351,7 +351,8 @@ impl Repository {
                 " (it is a file: give a directory)".to_owned()
             } else {
                 format!(
-                    "; `asp backup --from HARNESS --repo {}` creates one",
+                    "; `asp backup --from HARNESS --repo {0}` creates one, `asp pull REF --repo \
+                     {0}` brings one from a registry",
                     root.display()
                 )
             };

@@ -198,21 +198,7 @@ impl Diagnostics {
     }
 }
 
-/// Why one line of a JSON Lines file is not JSON, for a finding that names the line itself:
-/// serde's "key must be a string at line 1 column 2" counts lines within the record, which
-/// beside the file's own line number read as two places (new-user trial helper-126, 7). The
-/// column is kept: in a long line it finds the place.
-pub fn why_line_is_not_json(e: &serde_json::Error) -> String {
-    let said = e.to_string();
-    let what = said
-        .rsplit_once(" at line ")
-        .map_or(said.as_str(), |(w, _)| w);
-    match (e.line(), e.column()) {
-        (1, c) if c > 0 => format!("{what} at column {c}"),
-        (0, _) => what.to_owned(),
-        (l, c) => format!("{what} at its line {l}, column {c}"),
-    }
-}
+pub use asp_format::update::why_line_is_not_json;
 
 #[cfg(test)]
 mod json_line_tests {
