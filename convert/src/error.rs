@@ -144,7 +144,7 @@ fn set_by_environment(paths: &[PathBuf]) -> Option<String> {
     std::env::vars_os().find_map(|(name, value)| {
         let value = PathBuf::from(value);
         let shells_own = name == "PWD" || name == "OLDPWD";
-        (!shells_own && !value.as_os_str().is_empty() && paths.iter().any(|p| *p == value))
+        (!shells_own && !value.as_os_str().is_empty() && paths.contains(&value))
             .then(|| name.to_string_lossy().into_owned())
     })
 }
