@@ -718,26 +718,20 @@ fn a_cut_short_session_is_kept_beside(h: &str) {
     } else {
         let (id, log) = main_log(&packed.state, home.path());
         let mut cut = fs::read(&log).unwrap();
-        if matches!(h, "claude-code" | "codex") {
-            let full = cut.clone();
-            let last = cut[..cut.len() - 1]
-                .iter()
-                .rposition(|b| *b == b'\n')
-                .map_or(0, |i| i + 1);
-            cut.truncate(last);
-            fs::write(&log, &cut).unwrap();
-            let answer = write(h, home.path(), &packed, false);
-            assert_eq!(answer.sessions[&id], id, "{h}: {answer:?}");
-            assert!(answer.updated.contains(&id), "{h}: {answer:?}");
-            assert_eq!(fs::read(&log).unwrap(), full, "{h}: brought up to date");
-            return;
-        }
+        let full = cut.clone();
         let last = cut[..cut.len() - 1]
             .iter()
             .rposition(|b| *b == b'\n')
             .map_or(0, |i| i + 1);
         cut.truncate(last);
         fs::write(&log, &cut).unwrap();
+        if matches!(h, "claude-code" | "codex") {
+            let answer = write(h, home.path(), &packed, false);
+            assert_eq!(answer.sessions[&id], id, "{h}: {answer:?}");
+            assert!(answer.updated.contains(&id), "{h}: {answer:?}");
+            assert_eq!(fs::read(&log).unwrap(), full, "{h}: brought up to date");
+            return;
+        }
         (id, cut)
     };
     let answer = write(h, home.path(), &packed, false);

@@ -18,8 +18,8 @@ use crate::human;
 use crate::progress::Bar;
 use crate::stdio::Input;
 
-/// Show what a bundle (or a state directory) holds: sessions, instructions, skills, tools, notes,
-/// settings
+/// Show what a bundle (or a state directory) holds: sessions, instructions, skills, tools,
+/// memory, settings
 #[derive(Debug, Clone, Parser)]
 #[command(after_help = "\
 Examples:

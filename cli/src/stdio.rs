@@ -28,7 +28,8 @@ impl Input {
                 crate::bail_usage!(
                     "{} is a directory, not a bundle (a .aspstate file); a state directory that \
                      asp-unpack --to-dir wrote is read with `asp inspect --from-dir` and \
-                     `asp-pack --from-dir`, a repository with --repo",
+                     `asp-pack --from-dir`, a backup repository with `asp snapshots --repo` \
+                     and `asp check --repo`",
                     arg.display()
                 );
             }

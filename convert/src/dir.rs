@@ -263,7 +263,8 @@ fn check_dir(dir: &Path) -> Result<(), ConvertError> {
         format!(
             "not a state directory: it holds none of sessions/, AGENTS.md, skills/, tools.json, \
              memory/, settings.json (it holds {}); a state directory is what `asp-unpack \
-             --to-dir` writes, and a harness's home is read with `--from HARNESS --home DIR`",
+             --to-dir` writes, and a harness's home is read with `asp-pack --from HARNESS \
+             --home DIR` or listed with `asp sessions --from HARNESS --home DIR`",
             other.join(", ")
         ),
     ))
@@ -662,11 +663,7 @@ pub fn write(
              run the command from outside it",
         ));
     }
-    let staged = tempfile::Builder::new()
-        .prefix(&format!(".{}.asp-unpack-", name.to_string_lossy()))
-        .tempdir_in(parent)
-        .map_err(ConvertError::write(parent))?;
-    let on_stop = asp_format::on_stop::remove_on_stop(staged.path());
+    let (staged, on_stop) = staged_beside(parent, name)?;
     let written = write_new(staged.path(), state, blobs, progress)?;
     // `staged` goes when dropped: the new state if it could not be put in place, else the
     // old one (if `replace_dir` could not remove it).
@@ -705,11 +702,7 @@ fn write_missing(
         _ => Path::new("."),
     };
     fs::create_dir_all(parent).map_err(ConvertError::write(parent))?;
-    let staged = tempfile::Builder::new()
-        .prefix(&format!(".{}.asp-unpack-", name.to_string_lossy()))
-        .tempdir_in(parent)
-        .map_err(ConvertError::write(parent))?;
-    let on_stop = asp_format::on_stop::remove_on_stop(staged.path());
+    let (staged, on_stop) = staged_beside(parent, name)?;
     let written = write_new(staged.path(), state, blobs, progress)?;
     // Onto a missing name, or a folder made empty meanwhile; not onto one that filled.
     on_stop.settle(|| fs::rename(staged.path(), dir)).map_err(|e| {
@@ -721,6 +714,20 @@ fn write_missing(
     let _ = staged.keep();
     crate::kit::fsops::sync_dir(parent);
     Ok(written)
+}
+
+/// A new folder in `parent` that a state directory named `name` is written into before it is
+/// put in place (`.<name>.asp-unpack-XXXXXX`), removed if the process is told to stop first.
+fn staged_beside(
+    parent: &Path,
+    name: &std::ffi::OsStr,
+) -> Result<(tempfile::TempDir, asp_format::on_stop::Guard), ConvertError> {
+    let staged = tempfile::Builder::new()
+        .prefix(&format!(".{}.asp-unpack-", name.to_string_lossy()))
+        .tempdir_in(parent)
+        .map_err(ConvertError::write(parent))?;
+    let on_stop = asp_format::on_stop::remove_on_stop(staged.path());
+    Ok((staged, on_stop))
 }
 
 /// Writes `state` into `dir`, an empty directory.
