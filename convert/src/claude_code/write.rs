@@ -1041,6 +1041,33 @@ fn write_composed(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use asp_format::blob::BlobSink;
+
+    /// A file here is continued by a carried version only when the carried bytes start with
+    /// all of it at a line's end (review helper-138, 12): a file without its last newline is
+    /// continued only by a carried one whose next byte ends that line; CRLF lines compare
+    /// byte for byte; an empty file, the same bytes, a longer file or another line are not.
+    #[test]
+    fn a_carried_transcript_continues_the_file_here_only_at_a_lines_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = asp_format::blob::MemoryStore::new();
+        let here = dir.path().join("t.jsonl");
+        let continues = |local: &[u8], carried: &[u8]| {
+            fs::write(&here, local).unwrap();
+            let d = store.put(carried).unwrap();
+            carried_continues(&here, &store, &d).is_some()
+        };
+        assert!(continues(b"{\"a\":1}\n", b"{\"a\":1}\n{\"b\":2}\n"));
+        assert!(continues(b"{\"a\":1}\r\n", b"{\"a\":1}\r\n{\"b\":2}\r\n"));
+        // Its last line without its newline, which the carried one ends.
+        assert!(continues(b"{\"a\":1}", b"{\"a\":1}\n{\"b\":2}\n"));
+        // A last line cut short here and completed there is another line.
+        assert!(!continues(b"{\"a\":", b"{\"a\":1}\n"));
+        assert!(!continues(b"", b"{\"a\":1}\n"));
+        assert!(!continues(b"{\"a\":1}\n", b"{\"a\":1}\n"));
+        assert!(!continues(b"{\"a\":1}\n{\"b\":2}\n", b"{\"a\":1}\n"));
+        assert!(!continues(b"{\"a\":2}\n", b"{\"a\":1}\n{\"b\":2}\n"));
+    }
 
     #[test]
     fn renaming_keeps_every_other_byte() {
