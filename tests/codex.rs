@@ -2288,3 +2288,45 @@ fn a_carried_thread_is_named_with_its_newest_namings_own_time() {
         );
     }
 }
+
+/// A compressed rollout here is not brought up to date, whatever it holds: the carried version
+/// is kept beside it and the `.jsonl.zst` stays byte for byte (Codex reads a plain rollout
+/// before its compressed sibling, so writing one would hide it).
+#[test]
+fn a_compressed_rollout_cut_short_is_kept_beside_not_brought_up_to_date() {
+    let dir = tmp();
+    let bundle = dir.path().join("b.aspstate");
+    succeeds(&mut pack_home("codex", sample_home(), &bundle));
+    let home = dir.path().join("home");
+    copy_dir(&sample_home(), &home);
+    let zst = rollouts(&home)
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with(".jsonl.zst"))
+        .unwrap();
+    let text = zstd::decode_all(&fs::read(&zst).unwrap()[..]).unwrap();
+    let end = text[..text.len() - 1]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .unwrap()
+        + 1;
+    fs::write(&zst, zstd::encode_all(&text[..end], 3).unwrap()).unwrap();
+    let cut = fs::read(&zst).unwrap();
+    let out = asp_unpack()
+        .arg(&bundle)
+        .args(["--to", "codex", "--json", "--kinds", "sessions", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(answer["_meta"]["asp"].get("updated").is_none(), "{answer}");
+    assert_eq!(
+        fs::read(&zst).unwrap(),
+        cut,
+        "the compressed rollout is as it was"
+    );
+    let id = "01a21382-12a0-7552-982b-fe8c17c720e1";
+    let copy = answer["sessions"][id].as_str().unwrap();
+    assert_ne!(copy, id, "kept beside: {answer}");
+}

@@ -784,3 +784,24 @@ fn a_push_given_the_wrong_way_round_says_the_order() {
         "{err}"
     );
 }
+
+/// `-o -` on a terminal is refused before any work, as gzip refuses: a bundle is binary and
+/// was written to the terminal (new-user trial helper-137, 9). `script` (util-linux, in every
+/// Debian) gives the command a terminal.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_bundle_is_not_written_to_a_terminal() {
+    let command = format!(
+        "{} --from claude-code --home {} -o -",
+        env!("CARGO_BIN_EXE_asp-pack"),
+        claude_home().display()
+    );
+    let o = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .expect("util-linux's script");
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(said.contains("which is a terminal here"), "{said}");
+    assert!(!said.contains("PK"), "no zip bytes: {said}");
+}
