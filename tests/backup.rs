@@ -6429,3 +6429,59 @@ fn mistakes_are_said_before_anything_is_made() {
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(said.contains("0 keeps nothing"), "{said}");
 }
+
+/// A session carried into Codex once, and continued since in Claude Code: `restore --session
+/// ID --to codex` finds Codex's own snapshot first, and says that Claude Code's holds a version
+/// updated later and how to take it (it said only "1 already there": new-user trial
+/// helper-136, 3).
+#[test]
+fn a_restore_of_a_session_says_when_another_harness_holds_it_newer() {
+    let (t, home, repo) = home_and_repo();
+    backup(&home, &repo);
+    let codex = new_home(t.path().join("codex"));
+    let carry = |extra: &[&str]| {
+        asp()
+            .args(["restore", "--to", "codex", "--session", A, "--home"])
+            .arg(&codex)
+            .arg("--repo")
+            .arg(&repo)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = carry(&[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    succeeds(
+        asp()
+            .args(["backup", "-q", "--from", "codex", "--home"])
+            .arg(&codex)
+            .arg("--repo")
+            .arg(&repo),
+    );
+    // A turn of a later day.
+    let log = home.join(SHOP).join(format!("{A}.jsonl"));
+    let text = append_turn(&log, 9);
+    let last = text.lines().last().unwrap();
+    let at = last.find("\"timestamp\":\"").unwrap() + 13;
+    let later = format!(
+        "{}2099-01-01T00:00:00.000Z{}",
+        &last[..at],
+        &last[at + 24..]
+    );
+    fs::write(&log, text.replace(last, &later)).unwrap();
+    backup(&home, &repo);
+    let out = carry(&["--dry-run"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(&format!("note: session {A} is in snapshot "))
+            && said.contains("(claude-code in ")
+            && said.contains("updated later"),
+        "{said}"
+    );
+}

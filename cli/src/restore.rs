@@ -227,6 +227,52 @@ struct ForSessions {
     snapshot: Snapshot,
     passed_over: Vec<PassedOver>,
     elsewhere: Vec<(SnapshotInfo, PassedOver)>,
+    /// Sessions the snapshot chosen holds that another harness's newest snapshot holds in a
+    /// version updated later, a line each: a session carried into the --to harness once is
+    /// found in its snapshot first, and restoring it again took that older copy, "already
+    /// there", with no word (new-user trial helper-136, 3).
+    newer_elsewhere: Vec<String>,
+}
+
+/// The sessions of `found` (ids `ids`) whose version in the newest snapshot of another harness
+/// than `harness` was updated later, said with the snapshot to give `--snapshot`.
+fn newer_elsewhere(
+    repo: &Repository,
+    candidates: &[SnapshotInfo],
+    harness: &str,
+    found: &Snapshot,
+    ids: &[String],
+) -> Vec<String> {
+    let updated = |snap: &Snapshot, id: &str| -> Option<String> {
+        snap.state
+            .sessions
+            .iter()
+            .flatten()
+            .find(|s| s.id.as_str() == id)
+            .and_then(|s| s.updated_at.clone())
+    };
+    let mut said = Vec::new();
+    for other in candidates.iter().filter(|c| c.harness != harness) {
+        let Ok(snap) = Snapshot::load_sessions(repo, other, ids) else {
+            continue;
+        };
+        for id in ids {
+            if let (Some(there), Some(here)) = (updated(&snap, id), updated(found, id))
+                && there > here
+            {
+                said.push(format!(
+                    "session {id} is in snapshot {} ({} in {}) too, updated later ({there}); this \
+                     restores the version {} holds ({here}): give --snapshot {} for the other",
+                    other.short_id(),
+                    other.harness,
+                    other.home,
+                    found.info.short_id(),
+                    other.short_id(),
+                ));
+            }
+        }
+    }
+    said
 }
 
 /// The snapshot to restore the sessions `ids` from, loaded with them, and the snapshots that
@@ -252,6 +298,7 @@ fn pick_for_sessions(
             snapshot,
             passed_over: Vec::new(),
             elsewhere: Vec::new(),
+            newer_elsewhere: Vec::new(),
         });
     }
     let all = repo.snapshots()?;
@@ -307,11 +354,16 @@ fn pick_for_sessions(
             Some(ids),
         );
         if missing.is_empty() {
+            let newer_elsewhere = match info.harness == harness {
+                true => newer_elsewhere(repo, &candidates, harness, &snap, ids),
+                false => Vec::new(),
+            };
             return Ok(ForSessions {
                 info: info.clone(),
                 snapshot: snap,
                 passed_over: passed,
                 elsewhere,
+                newer_elsewhere,
             });
         }
         elsewhere.extend(passed.into_iter().map(|p| (newest.clone(), p)));
@@ -489,6 +541,9 @@ fn run_one(args: RestoreArgs, out: &crate::Lines) -> Result<(Exit, Option<serde_
         }
         false => {
             let f = pick_for_sessions(&repo, &args.snapshot, &args.to, &home, &args.sessions)?;
+            for line in &f.newer_elsewhere {
+                crate::errln!("note: {line}");
+            }
             (f.info, f.snapshot, f.passed_over, f.elsewhere)
         }
     };
