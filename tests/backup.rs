@@ -6485,3 +6485,34 @@ fn a_restore_of_a_session_says_when_another_harness_holds_it_newer() {
         "{said}"
     );
 }
+
+/// What a backup leaves out is in its `--json` too (`leftOut`, as `asp-pack --json` gives it):
+/// with `-q`, the form a scheduled backup runs in, it was said nowhere. Here Codex's own files
+/// under a `CODEX_HOME` outside the home, which a backup does not keep (new-user trial
+/// helper-137, 2).
+#[test]
+fn what_a_backup_leaves_out_is_in_its_json() {
+    let t = tmp();
+    let home = t.path().join("home");
+    copy_dir(&samples().join("codex"), &home);
+    let elsewhere = t.path().join("codex-home");
+    fs::rename(home.join(".codex"), &elsewhere).unwrap();
+    let out = asp()
+        .args(["backup", "--from", "codex", "--json", "-q", "--repo"])
+        .arg(t.path().join("repo"))
+        .env("HOME", &home)
+        .env("CODEX_HOME", &elsewhere)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let config = elsewhere.join("config.toml");
+    assert!(
+        v[0]["leftOut"].as_array().unwrap().iter().any(|f| {
+            f["file"] == config.to_str().unwrap()
+                && f["message"] == "outside the home: not backed up"
+        }),
+        "{v}"
+    );
+}

@@ -211,6 +211,14 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
             .filter(|d| d.severity.is_loss())
             .map(human::finding_json)
             .collect();
+        // What was left out by design, as `asp-pack --json` gives it: `-q` leaves it off
+        // stderr, so a scheduled backup's script finds it here (it was nowhere in --json:
+        // new-user trial helper-137, 2).
+        let left_out: Vec<serde_json::Value> = items
+            .iter()
+            .filter(|d| d.severity.is_not_carried() && !d.severity.is_loss())
+            .map(human::finding_json)
+            .collect();
         incomplete |= result.is_ok() && !lost.is_empty();
         if let Ok(o) = &result {
             // Said `-q` or not, as a loss is: the backup goes on from an older snapshot, and
@@ -254,7 +262,7 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
         }
         match result {
             Ok(o) if o.absent => continue,
-            Ok(o) => outcomes.push((o, lost)),
+            Ok(o) => outcomes.push((o, lost, left_out)),
             // `all` takes the harnesses whose store is there.
             Err(RepoError::Convert(ConvertError::NoStore { .. })) if all => continue,
             Err(e) if several => {
@@ -277,9 +285,10 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
         // Each harness's outcome, with what it lost (empty when nothing was).
         let outcomes: Vec<serde_json::Value> = outcomes
             .iter()
-            .map(|(o, lost)| {
+            .map(|(o, lost, left_out)| {
                 let mut v = serde_json::to_value(o).expect("outcome serialises");
                 v["lost"] = serde_json::json!(lost);
+                v["leftOut"] = serde_json::json!(left_out);
                 v
             })
             .chain(
@@ -293,7 +302,7 @@ pub fn run(args: BackupArgs) -> Result<Exit> {
             serde_json::to_string(&outcomes).expect("outcomes serialise")
         );
     } else {
-        for (o, lost) in &outcomes {
+        for (o, lost, _) in &outcomes {
             let lost = if lost.is_empty() {
                 String::new()
             } else {
