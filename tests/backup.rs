@@ -2533,7 +2533,7 @@ fn a_file_rewritten_with_its_times_put_back_is_read_again_and_force_reads_all() 
     let out = backup_run(
         &home,
         &repo,
-        &["--from", "claude-code", "--force", "--json", "-q"],
+        &["--from", "claude-code", "--reread", "--json", "-q"],
     );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let forced: Value = serde_json::from_slice(&out.stdout).unwrap();

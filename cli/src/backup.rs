@@ -82,8 +82,9 @@ pub struct BackupArgs {
     pub repo: RepoArg,
 
     /// Read every session again, not only those whose files changed since the last snapshot
-    /// (after a tool rewrote files and put their times back, or to check the store as it is)
-    #[arg(long, conflicts_with = "from_bundle")]
+    /// (after a tool rewrote files and put their times back, or to check the store as it is).
+    /// Also spelled --force, as before; elsewhere --force replaces an output
+    #[arg(long = "reread", alias = "force", conflicts_with = "from_bundle")]
     pub force: bool,
 
     /// Threads reading sessions and compressing [default: one per core]
