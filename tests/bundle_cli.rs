@@ -798,7 +798,7 @@ fn map_path_rewrites_working_directories_and_paths_in_updates() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "--map-path /home/de=/Users/dev: no session's working directory and no MCP server's path is under /home/de; they are under /home/dev (",
+            "--map-path /home/de=/Users/dev: no session's working directory, MCP server's path or memory note's project is under /home/de; they are under /home/dev (",
         ))
         .stderr(predicate::str::contains("nothing was written"));
     assert!(!typo.exists(), "nothing was written");

@@ -2661,3 +2661,55 @@ fn a_sessions_own_records_of_claude_code_2_1_337_travel_with_it() {
     }
     assert!(!restored.join("resume-head.jsonl").exists());
 }
+
+/// A subagent that went on elsewhere (its parent did not) comes back into its transcript
+/// here, and is said to be brought up to date: it was counted new, with its transcript said
+/// to be "missing" and "written back" (re-trial helper-139, 3).
+#[test]
+fn a_subagent_continued_elsewhere_is_said_brought_up_to_date() {
+    let dir = tmp();
+    let there = dir.path().join("there");
+    copy_dir(&sample_home(), &there);
+    let sub = format!(".claude/projects/-home-dev-shop/{B}/subagents/{SUB}.jsonl");
+    let mut text = fs::read_to_string(there.join(&sub)).unwrap();
+    let last = text.lines().last().unwrap().to_owned();
+    let uuid_at = last.find("\"uuid\":\"").unwrap() + 8;
+    let mut again = last.clone();
+    again.replace_range(
+        uuid_at..uuid_at + 36,
+        "00000000-0000-4000-8000-000000000042",
+    );
+    text.push_str(&again);
+    text.push('\n');
+    fs::write(there.join(&sub), &text).unwrap();
+    let bundle = dir.path().join("b.aspstate");
+    succeeds(pack_home(HARNESS, &there, &bundle).args(["--session", B]));
+    let here = dir.path().join("here");
+    copy_dir(&sample_home(), &here);
+    let out = asp_unpack()
+        .arg(&bundle)
+        .args(["--to", HARNESS, "--json", "--home"])
+        .arg(&here)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let updated = answer["_meta"]["asp"]["updated"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(updated.len(), 1, "the subagent: {answer}");
+    assert!(
+        answer["_meta"]["asp"]["alreadyThere"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(B)),
+        "{answer}"
+    );
+    assert!(
+        !said.contains("were missing") && !said.contains("was missing"),
+        "{said}"
+    );
+    assert_eq!(fs::read_to_string(here.join(&sub)).unwrap(), text);
+}

@@ -656,6 +656,25 @@ fn a_failure_with_json_is_a_json_error_on_stdout() {
             "source",
             1,
         ),
+        // Arguments clap itself refuses (re-trial helper-139, 4).
+        (
+            {
+                let mut c = asp_pack();
+                c.args(["--from", "nosuch", "-o", "x.aspstate", "--json"]);
+                c
+            },
+            "usage",
+            2,
+        ),
+        (
+            {
+                let mut c = asp();
+                c.args(["nosuchcmd", "--json"]);
+                c
+            },
+            "usage",
+            2,
+        ),
     ];
     for (mut cmd, class, code) in cases {
         let o = cmd.output().unwrap();
@@ -721,7 +740,9 @@ fn quiet_pack_and_unpack_say_what_was_lost_and_done_only() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(!err.contains("left out: "), "{err}");
     assert!(
-        said.contains("; 3 not taken (each with why without -q, and in --json)"),
+        said.contains(
+            "; 3 not taken (-q says only what a command did not take; --json lists each)"
+        ),
         "{said}"
     );
     let home = dir.path().join("codex");

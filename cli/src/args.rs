@@ -12,8 +12,8 @@ pub struct Common {
     /// Print the result as JSON on stdout (one document: an object; a list for `asp sessions`,
     /// `asp snapshots` and `asp backup`, one per harness backed up). A command that fails
     /// after its arguments were read prints {"error": {"message", "class", "exit"}} there
-    /// instead (class: integrity, source, store or usage), unless it had written there
-    /// already
+    /// instead (class: integrity, source, store or usage); on stderr when stdout holds
+    /// something else already (a bundle with -o -)
     #[arg(long, global = true)]
     pub json: bool,
 

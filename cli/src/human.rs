@@ -113,7 +113,7 @@ pub fn not_carried(left_out: usize, lost: usize, quiet: bool) -> String {
     let mut out = String::new();
     if left_out > 0 && quiet {
         out.push_str(&format!(
-            "; {left_out} not taken (each with why without -q, and in --json)"
+            "; {left_out} not taken (-q says only what a command did not take; --json lists each)"
         ));
     } else if left_out > 0 {
         out.push_str(&format!(

@@ -116,15 +116,41 @@ macro_rules! errln {
     }};
 }
 
+/// The arguments, parsed as clap parses them; when they are wrong and `--json` is among them,
+/// the usage error is also put on stdout as [`finish`] puts every other failure there (it
+/// printed only clap's text on stderr: re-trial helper-139, 4). `--help` and `--version` are
+/// not errors.
+pub fn parse_args<T: clap::Parser>() -> T {
+    match T::try_parse() {
+        Ok(args) => args,
+        Err(e) => {
+            if e.use_stderr() && std::env::args_os().any(|a| a == "--json") {
+                let text = e.render().to_string();
+                let first = text.lines().next().unwrap_or_default();
+                let message = first.strip_prefix("error: ").unwrap_or(first).trim();
+                let doc = serde_json::json!({"error": {
+                    "message": message,
+                    "class": asp_format::error::ErrorClass::Usage.name(),
+                    "exit": Exit::Usage as u8,
+                }});
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stdout().lock(), "{doc}");
+            }
+            e.exit()
+        }
+    }
+}
+
 /// Runs a command and turns its outcome into an exit code, printing the error (with its
 /// causes) on stderr. The code is the error's class ([`exit::Failure`]). A closed standard
 /// output (the reader of a pipe went away) ends the command quietly, with the status a shell
 /// shows for a process ended by SIGPIPE (141).
 ///
 /// With `json` (the command's `--json`), the error is also put on standard output as the one
-/// document a script reads there, `{"error": {"message", "class", "exit"}}`, unless the
-/// command had already written to it: a script that parses stdout gets an answer on failure
-/// too, not an empty string (new-user trial helper-131, 8).
+/// document a script reads there, `{"error": {"message", "class", "exit"}}`: a script that
+/// parses stdout gets an answer on failure too, not an empty string (new-user trial
+/// helper-131, 8). When the command had already written to stdout (a bundle with `-o -`), the
+/// document goes to stderr, after the message.
 pub fn finish(program: &str, json: bool, result: exit::Result<Exit>) -> ExitCode {
     // Told to stop: the signal's thread is removing the temporaries and ends the process by
     // the signal; what failed meanwhile (a temporary removed under a writer) is not the
@@ -138,15 +164,20 @@ pub fn finish(program: &str, json: bool, result: exit::Result<Exit>) -> ExitCode
         Err(err) => {
             errln!("{program}: error: {err}");
             let exit = err.exit();
-            if json && !STDOUT_USED.load(std::sync::atomic::Ordering::Relaxed) {
+            if json {
                 let doc = serde_json::json!({"error": {
                     "message": err.to_string(),
                     "class": err.class.name(),
                     "exit": exit as u8,
                 }});
                 // Nothing to do when even this cannot be written: stderr has the message.
+                // Standard output holding something else already (a bundle going out with
+                // `-o -`, whose result goes to stderr too), it goes to stderr.
                 use std::io::Write as _;
-                let _ = writeln!(std::io::stdout().lock(), "{doc}");
+                let _ = match STDOUT_USED.load(std::sync::atomic::Ordering::Relaxed) {
+                    false => writeln!(std::io::stdout().lock(), "{doc}"),
+                    true => writeln!(std::io::stderr().lock(), "{doc}"),
+                };
             }
             exit.into()
         }

@@ -174,12 +174,12 @@ impl Mapped {
                 };
                 match unused {
                     UnusedRule::Refuse => crate::bail_usage!(
-                        "--map-path {rule}: no session's working directory and no MCP server's \
-                         path is under {old}{under}; nothing was written"
+                        "--map-path {rule}: no session's working directory, MCP server's path or \
+                         memory note's project is under {old}{under}; nothing was written"
                     ),
                     UnusedRule::Warn => crate::errln!(
-                        "warning: --map-path {rule}: no session's working directory and no MCP \
-                         server's path is under {old} (a typo?){under}"
+                        "warning: --map-path {rule}: no session's working directory, MCP server's \
+                         path or memory note's project is under {old} (a typo?){under}"
                     ),
                 }
             }

@@ -763,7 +763,7 @@ fn write_new(
     progress.begin("writing files", Some(total));
     if let Some(sessions) = &state.sessions {
         let sdir = dir.join(SESSIONS);
-        fs::create_dir_all(&sdir).map_err(ConvertError::io(&sdir))?;
+        crate::kit::fsops::make_dirs(&sdir).map_err(ConvertError::io(&sdir))?;
         let mut folded = BTreeMap::new();
         for s in sessions {
             let stem = escape::escape(s.id.as_str());
@@ -824,11 +824,11 @@ fn write_new(
     }
     if let Some(skills) = &state.skills {
         let root = dir.join(SKILLS);
-        fs::create_dir_all(&root).map_err(ConvertError::io(&root))?;
+        crate::kit::fsops::make_dirs(&root).map_err(ConvertError::io(&root))?;
         let mut index = BTreeMap::new();
         for s in skills {
             let sdir = root.join(s.name.as_str());
-            fs::create_dir_all(&sdir).map_err(ConvertError::io(&sdir))?;
+            crate::kit::fsops::make_dirs(&sdir).map_err(ConvertError::io(&sdir))?;
             for f in &s.files {
                 put(
                     &f.path.under(&sdir),
@@ -854,7 +854,7 @@ fn write_new(
     }
     if let Some(notes) = &state.memory {
         let mdir = dir.join(MEMORY);
-        fs::create_dir_all(&mdir).map_err(ConvertError::io(&mdir))?;
+        crate::kit::fsops::make_dirs(&mdir).map_err(ConvertError::io(&mdir))?;
         let mut index = Vec::with_capacity(notes.len());
         for n in notes {
             if let NoteBody::Text(d) = n.body {

@@ -387,17 +387,20 @@ impl Store {
             return Ok(());
         };
         let given = crate::harness::absolute(&home.dir);
-        let is_its_store = harness
-            .store_paths(&Home::at(&parent))
-            .iter()
-            .any(|p| crate::harness::absolute(p) == given);
-        if !is_its_store {
+        // Any harness's folder (`--to codex --home ~/.claude` too: re-trial helper-139, 7).
+        let whose = crate::harness_names().into_iter().find(|name| {
+            crate::harness(name).is_some_and(|h| {
+                h.store_paths(&Home::at(&parent))
+                    .iter()
+                    .any(|p| crate::harness::absolute(p) == given)
+            })
+        });
+        let Some(whose) = whose else {
             return Ok(());
-        }
+        };
         Err(ConvertError::Usage(format!(
-            "--home {} is {}'s own folder, not the home that holds it: give --home {}",
+            "--home {} is {whose}'s own folder, not the home that holds it: give --home {}",
             home.dir.display(),
-            harness.name(),
             parent.display()
         )))
     }

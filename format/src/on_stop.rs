@@ -66,6 +66,16 @@ pub fn stopping() -> bool {
 
 static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Waits for the end of the process when it is being told to stop: a writer calls this before
+/// it makes a folder or a temporary file, so nothing is made again in a temporary folder
+/// [`remove_all`] is removing (a state directory's `sessions/` came back, with a file in it:
+/// re-trial helper-139, 2). Returns at once otherwise.
+pub fn wait_if_stopping() {
+    while stopping() {
+        std::thread::park();
+    }
+}
+
 /// Removes everything registered, and lets nothing be registered after: for a signal
 /// handler, just before the process ends. Whatever cannot be removed is left (there is no one
 /// left to tell).
@@ -73,17 +83,20 @@ pub fn remove_all() {
     STOPPING.store(true, Ordering::Relaxed);
     // Held to the end: a writer that makes a temporary meanwhile waits, and the process ends.
     let Ok(all) = REGISTERED.lock() else { return };
-    for path in all.values() {
-        match std::fs::symlink_metadata(path) {
-            Ok(m) if m.is_dir() => {
-                let _ = std::fs::remove_dir_all(path);
-            }
-            Ok(_) => {
-                let _ = std::fs::remove_file(path);
-            }
-            Err(_) => {}
+    let remove = |path: &PathBuf| match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => {
+            let _ = std::fs::remove_dir_all(path);
         }
-    }
+        Ok(_) => {
+            let _ = std::fs::remove_file(path);
+        }
+        Err(_) => {}
+    };
+    all.values().for_each(remove);
+    // A writer past its last look at `stopping` as the removal began may have made a file or
+    // folder again since; by now each has looked again, and waits.
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    all.values().for_each(remove);
     std::mem::forget(all);
 }
 

@@ -77,7 +77,7 @@ impl Command {
 }
 
 fn main() -> ExitCode {
-    let command = Cli::parse().command;
+    let command = asp_cli::parse_args::<Cli>().command;
     let json = command.json();
     // Before any thread starts. The hub runs for hours: it gives back what a burst freed.
     match command {

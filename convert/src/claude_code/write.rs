@@ -208,6 +208,8 @@ struct Outcome {
     placed: HashSet<String>,
     /// Of those, the ones written now (not found there).
     written: HashSet<String>,
+    /// Of those written, the logs there that the carried ones continue, brought up to date.
+    continued: HashSet<String>,
 }
 
 impl Outcome {
@@ -295,18 +297,32 @@ fn with_parent(s: &Session, parent: &Session, outcome: &Outcome) -> SessionPlace
         .as_ref()
         .expect("carried children are native")
         .files;
+    let logs = || files.iter().filter(|f| f.path.as_str().ends_with(".jsonl"));
     match files
         .iter()
         .find(|f| !outcome.placed.contains(f.path.as_str()))
     {
-        // Its files written now, where its parent was already there: the child is new here.
+        // Its transcript there, continued by the carried one: brought up to date, whatever
+        // its parent came to (review helper-139, 3).
+        None if logs().any(|f| outcome.continued.contains(f.path.as_str())) => {
+            SessionPlaced::updated(s.id.as_str())
+        }
+        // Its parent brought up to date, its own files there already as they are.
         None if outcome
             .result
             .as_ref()
-            .is_some_and(|p| p.placement == Placement::AlreadyThere)
-            && files.iter().any(|f| {
-                f.path.as_str().ends_with(".jsonl") && outcome.written.contains(f.path.as_str())
-            }) =>
+            .is_some_and(|p| p.placement == Placement::Updated)
+            && !logs().any(|f| outcome.written.contains(f.path.as_str())) =>
+        {
+            SessionPlaced::already_there(s.id.as_str())
+        }
+        // Its files written now, where its parent was already there (or is brought up to
+        // date): the child is new here.
+        None if outcome.result.as_ref().is_some_and(|p| {
+            matches!(p.placement, Placement::AlreadyThere | Placement::Updated)
+        }) && files.iter().any(|f| {
+            f.path.as_str().ends_with(".jsonl") && outcome.written.contains(f.path.as_str())
+        }) =>
         {
             SessionPlaced::new(s.id.as_str())
         }
@@ -612,7 +628,7 @@ fn write_native(
             ),
         );
         let bucket = bucket_of(p).unwrap_or(&bucket).to_owned();
-        let (placed, written) = place(
+        let (placed, written, continued) = place(
             layout,
             writer,
             ctx.blobs,
@@ -637,6 +653,7 @@ fn write_native(
             refused,
             placed,
             written,
+            continued,
         });
     }
     let new_stem = match there {
@@ -656,7 +673,7 @@ fn write_native(
                 );
             }
             let bucket = bucket_of(&p).unwrap_or(&bucket).to_owned();
-            let (placed, written) = place(
+            let (placed, written, continued) = place(
                 layout,
                 writer,
                 ctx.blobs,
@@ -667,12 +684,13 @@ fn write_native(
                 &mut refused,
                 Updating::No,
             )?;
-            said_written_back(ctx, s, &written);
+            said_written_back(ctx, s, &written, &continued);
             return Ok(Outcome {
                 result: Some(SessionPlaced::already_there(s.id.as_str())),
                 refused,
                 placed,
                 written,
+                continued,
             });
         }
         Some((_, None)) => {
@@ -707,7 +725,7 @@ fn write_native(
             copy
         }
     };
-    let (placed, written) = place(
+    let (placed, written, continued) = place(
         layout,
         writer,
         ctx.blobs,
@@ -721,7 +739,7 @@ fn write_native(
     let result = if new_stem == stem {
         SessionPlaced::new(stem)
     } else if copy_there {
-        said_written_back(ctx, s, &written);
+        said_written_back(ctx, s, &written, &continued);
         SessionPlaced::already_there(new_stem)
     } else {
         SessionPlaced::beside(new_stem)
@@ -731,17 +749,28 @@ fn write_native(
         refused,
         placed,
         written,
+        continued,
     })
 }
 
 /// Says the files of a session already there that were missing and are written back (a
 /// subagent transcript, checkpoints, todo lists deleted since): the session was there, but
 /// the restore did write.
-fn said_written_back(ctx: &WriteContext<'_>, s: &Session, written: &HashSet<String>) {
-    if written.is_empty() {
+fn said_written_back(
+    ctx: &WriteContext<'_>,
+    s: &Session,
+    written: &HashSet<String>,
+    continued: &HashSet<String>,
+) {
+    // The logs brought up to date are said by their subagent sessions (`with_parent`).
+    let mut names: Vec<&str> = written
+        .iter()
+        .filter(|p| !continued.contains(*p))
+        .map(String::as_str)
+        .collect();
+    if names.is_empty() {
         return;
     }
-    let mut names: Vec<&str> = written.iter().map(String::as_str).collect();
     names.sort_unstable();
     let shown = names.iter().take(3).copied().collect::<Vec<_>>().join(", ");
     let more = match names.len() {
@@ -799,11 +828,12 @@ fn place(
     new_stem: &str,
     refused: &mut Vec<String>,
     updating: Updating,
-) -> Result<(HashSet<String>, HashSet<String>), ConvertError> {
+) -> Result<(HashSet<String>, HashSet<String>, HashSet<String>), ConvertError> {
     let stem = s.id.as_str();
     let renamed = stem != new_stem;
     let mut placed = HashSet::new();
     let mut written = HashSet::new();
+    let mut continued = HashSet::new();
     for (f, place) in files {
         let (target, rename, main) = match place {
             Place::Project(rest) => {
@@ -872,6 +902,7 @@ fn place(
                         let done = writer.bring_up_to_date(&target, &mut open()?, was)?;
                         if done {
                             written.insert(f.path.to_string());
+                            continued.insert(f.path.to_string());
                         }
                         done
                     }
@@ -902,7 +933,7 @@ fn place(
             ));
         }
     }
-    Ok((placed, written))
+    Ok((placed, written, continued))
 }
 
 /// Writes a session from its update stream.

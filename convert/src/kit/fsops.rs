@@ -298,7 +298,7 @@ impl Writer {
             return Ok(Created::New);
         }
         let dir = parent_of(path);
-        fs::create_dir_all(dir).map_err(ConvertError::write(dir))?;
+        make_dirs(dir).map_err(ConvertError::write(dir))?;
         let mut tmp = temp_in(dir, mode)?;
         io::copy(reader, tmp.as_file_mut()).map_err(ConvertError::write(path))?;
         finish_file(tmp.as_file(), path, None)?;
@@ -418,7 +418,7 @@ impl Writer {
             return Ok(());
         }
         let dir = parent_of(&target);
-        fs::create_dir_all(dir).map_err(ConvertError::write(dir))?;
+        make_dirs(dir).map_err(ConvertError::write(dir))?;
         // A replaced file keeps its mode (a config file the user made private stays private);
         // a new one gets the usual mode less the user's umask.
         let keep = match executable {
@@ -510,7 +510,7 @@ impl Writer {
             return Ok(());
         }
         let dir = parent_of(path);
-        fs::create_dir_all(dir).map_err(ConvertError::write(dir))?;
+        make_dirs(dir).map_err(ConvertError::write(dir))?;
         let mut f = OpenOptions::new()
             .create(true)
             .append(true)
@@ -730,7 +730,7 @@ fn stage(path: &Path, bytes: &[u8], made_dirs: &mut Vec<PathBuf>) -> Result<Temp
         .take_while(|a| !a.as_os_str().is_empty() && fs::symlink_metadata(a).is_err())
         .map(Path::to_path_buf)
         .collect();
-    fs::create_dir_all(dir).map_err(ConvertError::write(dir))?;
+    make_dirs(dir).map_err(ConvertError::write(dir))?;
     new_dirs.reverse();
     made_dirs.extend(new_dirs);
     let mut tmp = temp_in(dir, Mode::New { executable: false })?;
@@ -828,7 +828,16 @@ impl Temp {
     }
 }
 
+/// `fs::create_dir_all`, unless the process is being told to stop: then it waits for its end
+/// ([`asp_format::on_stop::wait_if_stopping`]), so no folder of a temporary being removed is
+/// made again.
+pub(crate) fn make_dirs(dir: &Path) -> io::Result<()> {
+    asp_format::on_stop::wait_if_stopping();
+    fs::create_dir_all(dir)
+}
+
 fn temp_in(dir: &Path, mode: Mode) -> Result<Temp, ConvertError> {
+    asp_format::on_stop::wait_if_stopping();
     sweep_leftovers(dir);
     let mut b = tempfile::Builder::new();
     b.prefix(".asp-").suffix(".partial");
