@@ -808,6 +808,9 @@ fn harness_of(s: &Session) -> &str {
 /// Returns the native paths whose bytes are now there, and which of them it wrote; a
 /// different file already in the way is refused with its reason.
 #[allow(clippy::too_many_arguments)]
+/// Native paths of a session, as its state names them.
+type Paths = HashSet<String>;
+
 /// Whether [`place`] brings a session there up to date: its transcript is the start of the
 /// carried one, so the carried side files that differ (a todo list, a title or archive record)
 /// are the newer ones, and replace those there.
@@ -828,7 +831,7 @@ fn place(
     new_stem: &str,
     refused: &mut Vec<String>,
     updating: Updating,
-) -> Result<(HashSet<String>, HashSet<String>, HashSet<String>), ConvertError> {
+) -> Result<(Paths, Paths, Paths), ConvertError> {
     let stem = s.id.as_str();
     let renamed = stem != new_stem;
     let mut placed = HashSet::new();
