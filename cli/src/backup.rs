@@ -32,7 +32,7 @@ Examples:
       Add a bundle made by asp-pack as a snapshot (its layers are stored as they are).
 
 Incremental: a session whose files (path, size, mtime, status change time, inode) have not
-changed since the last snapshot of the same harness and home is not read again; --force reads
+changed since the last snapshot of the same harness and home is not read again; --reread reads
 every one. A session the harness has deleted since is kept, marked gone from source (`asp
 sessions` shows it; `asp restore --session ID` brings it back). Nothing changed (neither what
 the sessions hold nor their files' records): no snapshot is made and the command says so,

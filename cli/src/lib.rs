@@ -125,9 +125,15 @@ pub fn parse_args<T: clap::Parser>() -> T {
         Ok(args) => args,
         Err(e) => {
             if e.use_stderr() && std::env::args_os().any(|a| a == "--json") {
+                // Its first paragraph: the error, and what it names on the lines after it
+                // (the arguments not given: review helper-140, 5).
                 let text = e.render().to_string();
-                let first = text.lines().next().unwrap_or_default();
-                let message = first.strip_prefix("error: ").unwrap_or(first).trim();
+                let message = text
+                    .lines()
+                    .take_while(|l| !l.trim().is_empty())
+                    .map(|l| l.trim().trim_start_matches("error: "))
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 let doc = serde_json::json!({"error": {
                     "message": message,
                     "class": asp_format::error::ErrorClass::Usage.name(),
@@ -155,9 +161,7 @@ pub fn finish(program: &str, json: bool, result: exit::Result<Exit>) -> ExitCode
     // Told to stop: the signal's thread is removing the temporaries and ends the process by
     // the signal; what failed meanwhile (a temporary removed under a writer) is not the
     // command's outcome, and must not end the process first (review helper-138, 8).
-    while asp_format::on_stop::stopping() {
-        std::thread::park();
-    }
+    asp_format::on_stop::wait_if_stopping();
     match result {
         Ok(code) => code.into(),
         Err(err) if err.is_broken_pipe() => ExitCode::from(141),

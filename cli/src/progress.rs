@@ -46,8 +46,8 @@ impl Bar {
 
 impl Progress for Bar {
     fn begin(&self, what: &str, total: Option<u64>) {
-        // The style first, then the counts: a tick between them draws the new counts in the
-        // new style, never in the old one.
+        // The style first, then the counts: a tick between them draws the old step's counts
+        // in the new style for an instant, never the new counts in indicatif's own.
         match total {
             Some(_) => {
                 self.bar.set_style(

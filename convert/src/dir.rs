@@ -722,12 +722,12 @@ fn staged_beside(
     parent: &Path,
     name: &std::ffi::OsStr,
 ) -> Result<(tempfile::TempDir, asp_format::on_stop::Guard), ConvertError> {
-    let staged = tempfile::Builder::new()
-        .prefix(&format!(".{}.asp-unpack-", name.to_string_lossy()))
-        .tempdir_in(parent)
-        .map_err(ConvertError::write(parent))?;
-    let on_stop = asp_format::on_stop::remove_on_stop(staged.path());
-    Ok((staged, on_stop))
+    let prefix = format!(".{}.asp-unpack-", name.to_string_lossy());
+    asp_format::on_stop::make_registered(
+        || tempfile::Builder::new().prefix(&prefix).tempdir_in(parent),
+        |d| d.path(),
+    )
+    .map_err(ConvertError::write(parent))
 }
 
 /// Writes `state` into `dir`, an empty directory.

@@ -387,7 +387,8 @@ impl Store {
             return Ok(());
         };
         let given = crate::harness::absolute(&home.dir);
-        // Any harness's folder (`--to codex --home ~/.claude` too: re-trial helper-139, 7).
+        // Any harness's folder one level down (`--to codex --home ~/.claude` too: re-trial
+        // helper-139, 7); Pi's `~/.pi/agent` and OpenCode's deeper ones are not caught.
         let whose = crate::harness_names().into_iter().find(|name| {
             crate::harness(name).is_some_and(|h| {
                 h.store_paths(&Home::at(&parent))

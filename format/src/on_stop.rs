@@ -29,7 +29,8 @@ impl Guard {
     /// and unregisters the path, both while no removal can run: a stop that came meanwhile
     /// would otherwise empty a folder just renamed into place, or the old one exchanged to
     /// the temporary name (review helper-138, 5). A removal already under way holds the lock
-    /// until the process ends, so this waits for that end.
+    /// until the process ends, so this waits for that end. `put_in_place` must not call into
+    /// this module (the lock is not reentrant), and a stop waits for it to end.
     pub fn settle<T>(self, put_in_place: impl FnOnce() -> T) -> T {
         let held = REGISTERED.lock();
         let done = put_in_place();
@@ -46,6 +47,39 @@ impl Drop for Guard {
             all.remove(&self.0);
         }
     }
+}
+
+/// Makes a temporary (`make`) and registers it (`path_of`) in one step that no removal can
+/// come between: a temporary made after [`remove_all`] looked would be left, and the writer
+/// waiting to register it would never give it up (review helper-140, 1). When the process is
+/// being told to stop, nothing is made: this waits for its end.
+pub fn make_registered<T>(
+    make: impl FnOnce() -> std::io::Result<T>,
+    path_of: impl Fn(&T) -> &Path,
+) -> std::io::Result<(T, Guard)> {
+    let held = REGISTERED.lock();
+    if stopping() {
+        drop(held);
+        wait_for_the_end();
+    }
+    let made = make()?;
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    if let Ok(mut all) = held {
+        all.insert(id, path_of(&made).to_path_buf());
+    }
+    Ok((made, Guard(id)))
+}
+
+/// Runs `make` (a folder made where temporaries are written) in a step no removal can come
+/// between, so a folder [`remove_all`] removed is not made again; when the process is being
+/// told to stop, waits for its end instead. `make` must not call into this module.
+pub fn make_unless_stopping<T>(make: impl FnOnce() -> T) -> T {
+    let held = REGISTERED.lock();
+    if stopping() {
+        drop(held);
+        wait_for_the_end();
+    }
+    make()
 }
 
 /// Registers `path` (a file, or a folder removed with all it holds) to be removed if the
@@ -66,13 +100,20 @@ pub fn stopping() -> bool {
 
 static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Waits for the end of the process when it is being told to stop: a writer calls this before
-/// it makes a folder or a temporary file, so nothing is made again in a temporary folder
-/// [`remove_all`] is removing (a state directory's `sessions/` came back, with a file in it:
-/// re-trial helper-139, 2). Returns at once otherwise.
-pub fn wait_if_stopping() {
-    while stopping() {
+/// Parks this thread for good: the process is ending by a signal ([`remove_all`]'s thread
+/// raises it).
+fn wait_for_the_end() -> ! {
+    loop {
         std::thread::park();
+    }
+}
+
+/// Waits for the end of the process when it is being told to stop (a command that failed
+/// meanwhile, its temporary removed under it, does not end it first); returns at once
+/// otherwise.
+pub fn wait_if_stopping() {
+    if stopping() {
+        wait_for_the_end();
     }
 }
 
@@ -92,10 +133,9 @@ pub fn remove_all() {
         }
         Err(_) => {}
     };
-    all.values().for_each(remove);
-    // A writer past its last look at `stopping` as the removal began may have made a file or
-    // folder again since; by now each has looked again, and waits.
-    std::thread::sleep(std::time::Duration::from_millis(30));
+    // Every temporary is made and registered under this lock ([`make_registered`]), and no
+    // folder for one is made while it is held ([`make_unless_stopping`]): what is removed
+    // stays removed.
     all.values().for_each(remove);
     std::mem::forget(all);
 }

@@ -307,14 +307,21 @@ fn with_parent(s: &Session, parent: &Session, outcome: &Outcome) -> SessionPlace
         None if logs().any(|f| outcome.continued.contains(f.path.as_str())) => {
             SessionPlaced::updated(s.id.as_str())
         }
-        // Its parent brought up to date, its own files there already as they are.
+        // Its parent brought up to date, its own files there already as they are; one of them
+        // replaced with the carried one (its `.meta.json`) is an update (review helper-140, 3).
         None if outcome
             .result
             .as_ref()
             .is_some_and(|p| p.placement == Placement::Updated)
             && !logs().any(|f| outcome.written.contains(f.path.as_str())) =>
         {
-            SessionPlaced::already_there(s.id.as_str())
+            match files
+                .iter()
+                .any(|f| outcome.written.contains(f.path.as_str()))
+            {
+                true => SessionPlaced::updated(s.id.as_str()),
+                false => SessionPlaced::already_there(s.id.as_str()),
+            }
         }
         // Its files written now, where its parent was already there (or is brought up to
         // date): the child is new here.
@@ -803,11 +810,6 @@ fn harness_of(s: &Session) -> &str {
     s.harness.as_ref().map_or("asp", |h| h.as_str())
 }
 
-/// Writes native files into `bucket` (checkpoints and todo lists into their folders), renaming
-/// the session `stem` → `new_stem` (paths and the ids inside `.jsonl` lines). Files already there are left alone; nothing is made executable.
-/// Returns the native paths whose bytes are now there, and which of them it wrote; a
-/// different file already in the way is refused with its reason.
-#[allow(clippy::too_many_arguments)]
 /// Native paths of a session, as its state names them.
 type Paths = HashSet<String>;
 
@@ -820,6 +822,12 @@ enum Updating {
     No,
 }
 
+/// Writes native files into `bucket` (checkpoints and todo lists into their folders), renaming
+/// the session `stem` → `new_stem` (paths and the ids inside `.jsonl` lines). Files already
+/// there are left alone, but logs the carried ones continue (brought up to date) and, with
+/// `Updating::Yes`, side files that differ (replaced); nothing is made executable. Returns the
+/// native paths whose bytes are now there, which of them it wrote, and which of those were logs
+/// brought up to date; a different file already in the way is refused with its reason.
 #[allow(clippy::too_many_arguments)]
 fn place(
     layout: &Layout,

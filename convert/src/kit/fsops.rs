@@ -819,25 +819,28 @@ impl Temp {
         self.file.as_file_mut()
     }
 
+    /// Renamed into place while no removal can run ([`asp_format::on_stop::Guard::settle`]):
+    /// a file renamed into a staged folder as a stop removes it kept the folder from going
+    /// (re-trial of the stop: one `.D.asp-unpack-*` with one file left in five).
     fn persist(self, path: &Path) -> Result<File, tempfile::PersistError> {
-        self.file.persist(path)
+        let Temp { file, _on_stop } = self;
+        _on_stop.settle(|| file.persist(path))
     }
 
     fn persist_noclobber(self, path: &Path) -> Result<File, tempfile::PersistError> {
-        self.file.persist_noclobber(path)
+        let Temp { file, _on_stop } = self;
+        _on_stop.settle(|| file.persist_noclobber(path))
     }
 }
 
 /// `fs::create_dir_all`, unless the process is being told to stop: then it waits for its end
-/// ([`asp_format::on_stop::wait_if_stopping`]), so no folder of a temporary being removed is
+/// ([`asp_format::on_stop::make_unless_stopping`]), so no folder of a temporary being removed is
 /// made again.
 pub(crate) fn make_dirs(dir: &Path) -> io::Result<()> {
-    asp_format::on_stop::wait_if_stopping();
-    fs::create_dir_all(dir)
+    asp_format::on_stop::make_unless_stopping(|| fs::create_dir_all(dir))
 }
 
 fn temp_in(dir: &Path, mode: Mode) -> Result<Temp, ConvertError> {
-    asp_format::on_stop::wait_if_stopping();
     sweep_leftovers(dir);
     let mut b = tempfile::Builder::new();
     b.prefix(".asp-").suffix(".partial");
@@ -852,11 +855,11 @@ fn temp_in(dir: &Path, mode: Mode) -> Result<Temp, ConvertError> {
     }
     #[cfg(not(unix))]
     let _ = mode;
-    let t = b.tempfile_in(dir).map_err(ConvertError::write(dir))?;
+    let (t, on_stop) = asp_format::on_stop::make_registered(|| b.tempfile_in(dir), |t| t.path())
+        .map_err(ConvertError::write(dir))?;
     // Held while this process lives, so a sweep by another tells it from a leftover
     // ([`sweep_leftovers`]); a file system without locks leaves it to the age.
     let _ = t.as_file().try_lock();
-    let on_stop = asp_format::on_stop::remove_on_stop(t.path());
     Ok(Temp {
         file: t,
         _on_stop: on_stop,

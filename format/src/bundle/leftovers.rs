@@ -65,8 +65,10 @@ pub(crate) fn staging_dir(parent: &Path) -> std::io::Result<StagingDir> {
 pub(crate) fn staging_dir_named(parent: &Path, prefix: &str) -> std::io::Result<StagingDir> {
     debug_assert!(is_ours(prefix));
     sweep(parent);
-    let dir = tempfile::Builder::new().prefix(prefix).tempdir_in(parent)?;
-    let on_stop = crate::on_stop::remove_on_stop(dir.path());
+    let (dir, on_stop) = crate::on_stop::make_registered(
+        || tempfile::Builder::new().prefix(prefix).tempdir_in(parent),
+        |d| d.path(),
+    )?;
     #[cfg(unix)]
     let held = File::open(dir.path()).ok().inspect(hold);
     #[cfg(not(unix))]
