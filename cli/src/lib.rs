@@ -116,6 +116,15 @@ macro_rules! errln {
     }};
 }
 
+/// What `--json` gives for a failure: `{"error": {"message", "class", "exit"}}`.
+fn error_document(message: &str, class: asp_format::error::ErrorClass) -> serde_json::Value {
+    serde_json::json!({"error": {
+        "message": message,
+        "class": class.name(),
+        "exit": Exit::from(class) as u8,
+    }})
+}
+
 /// The arguments, parsed as clap parses them; when they are wrong and `--json` is among them,
 /// the usage error is also put on stdout as [`finish`] puts every other failure there (it
 /// printed only clap's text on stderr: re-trial helper-139, 4). `--help` and `--version` are
@@ -134,11 +143,7 @@ pub fn parse_args<T: clap::Parser>() -> T {
                     .map(|l| l.trim().trim_start_matches("error: "))
                     .collect::<Vec<_>>()
                     .join(" ");
-                let doc = serde_json::json!({"error": {
-                    "message": message,
-                    "class": asp_format::error::ErrorClass::Usage.name(),
-                    "exit": Exit::Usage as u8,
-                }});
+                let doc = error_document(&message, asp_format::error::ErrorClass::Usage);
                 use std::io::Write as _;
                 let _ = writeln!(std::io::stdout().lock(), "{doc}");
             }
@@ -169,11 +174,7 @@ pub fn finish(program: &str, json: bool, result: exit::Result<Exit>) -> ExitCode
             errln!("{program}: error: {err}");
             let exit = err.exit();
             if json {
-                let doc = serde_json::json!({"error": {
-                    "message": err.to_string(),
-                    "class": err.class.name(),
-                    "exit": exit as u8,
-                }});
+                let doc = error_document(&err.to_string(), err.class);
                 // Nothing to do when even this cannot be written: stderr has the message.
                 // Standard output holding something else already (a bundle going out with
                 // `-o -`, whose result goes to stderr too), it goes to stderr.

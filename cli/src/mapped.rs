@@ -34,9 +34,9 @@ impl MapPathArg {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnusedRule {
     /// A usage error, before anything is written, when no rule moves anything: the state is
-    /// one harness's, and a typo in
-    /// OLD would put every session at the path it had, and the corrected run would then write
-    /// them all again at the new one (new-user trial helper-136, 2).
+    /// one harness's, and a typo in OLD would put every session at the path it had, and the
+    /// corrected run would then write them all again at the new one (new-user trial
+    /// helper-136, 2).
     Refuse,
     /// A warning: `asp restore --to all`, where a rule may be for another harness's sessions.
     Warn,
@@ -44,7 +44,7 @@ pub enum UnusedRule {
 
 /// The folders most of `paths` (absolute paths) are under, by their first two components
 /// (`/home/dev`), the most common first, at most three: what a person gives as OLD.
-pub fn common_roots<'a>(paths: impl IntoIterator<Item = &'a str>) -> Vec<(String, usize)> {
+fn common_roots<'a>(paths: impl IntoIterator<Item = &'a str>) -> Vec<(String, usize)> {
     let mut count: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
     for p in paths {
         if !p.starts_with('/') {

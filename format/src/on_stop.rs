@@ -6,8 +6,9 @@
 //! staging folder of decompressed transcripts beside the bundle it was writing, and an
 //! unpack its `.asp-*.partial` in the harness's own folders (new-user trials helper-137, 1;
 //! helper-136, 9). Each writer registers what it makes here for as long as the temporary
-//! lives ([`remove_on_stop`]); the binaries' signal handler ([`remove_all`]) removes what is
-//! registered before the process ends. A `kill -9` or a power cut still leaves them, for the
+//! lives ([`make_registered`], or [`remove_on_stop`] after the fact where a temporary outside
+//! the user's folders may be left for an instant); the binaries' signal handler
+//! ([`remove_all`]) removes what is registered before the process ends. A `kill -9` or a power cut still leaves them, for the
 //! next write there to sweep (`bundle::leftovers`).
 
 use std::collections::BTreeMap;
@@ -15,7 +16,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-static REGISTERED: Mutex<BTreeMap<u64, PathBuf>> = Mutex::new(BTreeMap::new());
+/// The temporaries registered, by their guards' ids.
+type Registry = BTreeMap<u64, PathBuf>;
+
+static REGISTERED: Mutex<Registry> = Mutex::new(BTreeMap::new());
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// A temporary path registered for removal on stop; dropping it unregisters the path (the
@@ -57,11 +61,7 @@ pub fn make_registered<T>(
     make: impl FnOnce() -> std::io::Result<T>,
     path_of: impl Fn(&T) -> &Path,
 ) -> std::io::Result<(T, Guard)> {
-    let held = REGISTERED.lock();
-    if stopping() {
-        drop(held);
-        wait_for_the_end();
-    }
+    let held = lock_unless_stopping();
     let made = make()?;
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
     if let Ok(mut all) = held {
@@ -70,15 +70,22 @@ pub fn make_registered<T>(
     Ok((made, Guard(id)))
 }
 
-/// Runs `make` (a folder made where temporaries are written) in a step no removal can come
-/// between, so a folder [`remove_all`] removed is not made again; when the process is being
-/// told to stop, waits for its end instead. `make` must not call into this module.
-pub fn make_unless_stopping<T>(make: impl FnOnce() -> T) -> T {
+/// The registry, locked; when the process is being told to stop, never: this waits for the
+/// end instead.
+fn lock_unless_stopping() -> std::sync::LockResult<std::sync::MutexGuard<'static, Registry>> {
     let held = REGISTERED.lock();
     if stopping() {
         drop(held);
         wait_for_the_end();
     }
+    held
+}
+
+/// Runs `make` (a folder made where temporaries are written) in a step no removal can come
+/// between, so a folder [`remove_all`] removed is not made again; when the process is being
+/// told to stop, waits for its end instead. `make` must not call into this module.
+pub fn make_unless_stopping<T>(make: impl FnOnce() -> T) -> T {
+    let _held = lock_unless_stopping();
     make()
 }
 

@@ -593,6 +593,12 @@ fn write_native(
     let stem = s.id.as_str();
     let mut refused = Vec::new();
     let files = restorable(s, files, src_bucket, ctx.blobs, &mut refused);
+    // Its files into a project folder, under a stem: the one call every outcome below makes.
+    let place_in = |bucket: &str, stem: &str, refused: &mut Vec<String>, updating| {
+        place(
+            layout, writer, ctx.blobs, s, &files, bucket, stem, refused, updating,
+        )
+    };
     // A bucket is derived from the cwd, and Claude Code looks a session up in the bucket of
     // the folder it runs in. The state's cwd is the transcript's first one (or where asp moved
     // it), so the two agree as Claude Code wrote them; when they do not, the cwd moved since:
@@ -635,17 +641,7 @@ fn write_native(
             ),
         );
         let bucket = bucket_of(p).unwrap_or(&bucket).to_owned();
-        let (placed, written, continued) = place(
-            layout,
-            writer,
-            ctx.blobs,
-            s,
-            &files,
-            &bucket,
-            stem,
-            &mut refused,
-            Updating::Yes,
-        )?;
+        let (placed, written, continued) = place_in(&bucket, stem, &mut refused, Updating::Yes)?;
         let updated = placed.contains(main.path.as_str());
         return Ok(Outcome {
             result: Some(match updated {
@@ -680,17 +676,7 @@ fn write_native(
                 );
             }
             let bucket = bucket_of(&p).unwrap_or(&bucket).to_owned();
-            let (placed, written, continued) = place(
-                layout,
-                writer,
-                ctx.blobs,
-                s,
-                &files,
-                &bucket,
-                stem,
-                &mut refused,
-                Updating::No,
-            )?;
+            let (placed, written, continued) = place_in(&bucket, stem, &mut refused, Updating::No)?;
             said_written_back(ctx, s, &written, &continued);
             return Ok(Outcome {
                 result: Some(SessionPlaced::already_there(s.id.as_str())),
@@ -732,17 +718,7 @@ fn write_native(
             copy
         }
     };
-    let (placed, written, continued) = place(
-        layout,
-        writer,
-        ctx.blobs,
-        s,
-        &files,
-        &bucket,
-        &new_stem,
-        &mut refused,
-        Updating::No,
-    )?;
+    let (placed, written, continued) = place_in(&bucket, &new_stem, &mut refused, Updating::No)?;
     let result = if new_stem == stem {
         SessionPlaced::new(stem)
     } else if copy_there {
